@@ -1,0 +1,229 @@
+"""The producer's record accumulator: records in produce order, turned into partition batches.
+
+``produce()`` only appends to per-topic column lists (no hashing, no Arrow), which keeps the
+per-record call cheap. The sender thread later drains a topic's records in one go, converts them
+to one Arrow batch, places keyed records with Kafka's murmur2 (vectorised) and unkeyed ones
+stickily (one partition per batch, moving on after each), groups by partition preserving produce
+order, and cuts batches of at most ``batch.size`` bytes / ``batch.num.messages`` records.
+Pure logic, no threads: the producer locks around ``TopicBuffer`` and calls ``build_batches``
+from its sender thread.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from broker.client.partitioner import partitions_for_keys
+from broker.records.arrow_body import HEADER_TYPE, SCHEMA, encode_batch, record_batch
+
+RECORD_OVERHEAD = 24  # bytes of buffer.memory charged per record besides key and value
+
+
+class _ListChunk:
+    __slots__ = ("keys", "values", "timestamps", "headers", "partitions", "callbacks", "has_headers",
+                 "has_callbacks")
+
+    def __init__(self):
+        self.keys, self.values, self.timestamps = [], [], []
+        self.headers, self.partitions, self.callbacks = [], [], []
+        self.has_headers = self.has_callbacks = False
+
+    def to_arrow(self) -> tuple[pa.RecordBatch, np.ndarray, list | None]:
+        batch = record_batch(self.keys, self.values, self.timestamps,
+                             self.headers if self.has_headers else None)
+        return batch, np.asarray(self.partitions, dtype=np.int32), (
+            self.callbacks if self.has_callbacks else None)
+
+
+@dataclass
+class _TableChunk:
+    batch: pa.RecordBatch
+    partition: int
+    callback: object
+
+    def to_arrow(self):
+        n = self.batch.num_rows
+        return self.batch, np.full(n, self.partition, dtype=np.int32), (
+            [self.callback] + [None] * (n - 1) if self.callback and n else None)
+
+
+class TopicBuffer:
+    """Records of one topic not yet drained; ``since`` is when the oldest arrived (monotonic)."""
+
+    __slots__ = ("chunks", "_open", "bytes", "count", "since", "keyed")
+
+    def __init__(self):
+        self.chunks: list = []
+        self._open: _ListChunk | None = None
+        self.bytes = 0
+        self.count = 0
+        self.since = 0.0
+        self.keyed = False
+
+    def add(self, key, value, timestamp, headers, partition, callback, size, now):
+        chunk = self._open
+        if chunk is None:
+            chunk = self._open = _ListChunk()
+            self.chunks.append(chunk)
+        if not self.count:
+            self.since = now
+        chunk.keys.append(key)
+        chunk.values.append(value)
+        chunk.timestamps.append(timestamp)
+        chunk.headers.append(headers)
+        chunk.partitions.append(partition)
+        chunk.callbacks.append(callback)
+        if headers:
+            chunk.has_headers = True
+        if callback is not None:
+            chunk.has_callbacks = True
+        if key is not None or partition >= 0:
+            self.keyed = True
+        self.bytes += size
+        self.count += 1
+
+    def add_table(self, batch: pa.RecordBatch, partition: int, callback, size: int, now) -> None:
+        self._open = None
+        if not self.count:
+            self.since = now
+        self.chunks.append(_TableChunk(batch, partition, callback))
+        self.keyed = True
+        self.bytes += size
+        self.count += batch.num_rows
+
+
+@dataclass
+class ProducerBatch:
+    """One framed batch bound for one partition, and what its delivery reports need."""
+    topic: str
+    partition: int
+    data: bytes
+    records: pa.RecordBatch
+    callbacks: list | None
+    created: float
+    size: int = 0
+    size_charged: int = 0  # buffer.memory bytes released when the batch is reported
+    attempts: int = 0
+    retry_at: float = 0.0
+
+    @property
+    def count(self) -> int:
+        return self.records.num_rows
+
+
+@dataclass
+class StickyPartitioner:
+    """Unkeyed records go to one partition per batch, then to the next (Kafka's KIP-480 idea)."""
+    current: dict[str, int] = field(default_factory=dict)
+
+    def runs(self, topic: str, num_partitions: int, count: int) -> np.ndarray:
+        start = self.current.get(topic)
+        if start is None or start >= num_partitions:
+            start = random.randrange(num_partitions)
+        parts = (start + np.arange(count)) % num_partitions
+        self.current[topic] = int((start + count) % num_partitions)
+        return parts.astype(np.int32)
+
+
+def normalise_table(table, now_ms: int) -> pa.RecordBatch:
+    """A user's table (key/value/timestamp/headers columns, any subset but value) as one ``SCHEMA`` batch."""
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    names = set(table.column_names)
+    if "value" not in names:
+        raise ValueError("produce_batch needs a 'value' column (binary or string)")
+    unknown = names - {"key", "value", "timestamp", "headers"}
+    if unknown:
+        raise ValueError(f"produce_batch got unexpected column(s) {sorted(unknown)}; "
+                         "expected key, value, timestamp, headers")
+    n = table.num_rows
+
+    def binary(name):
+        if name not in names:
+            return pa.nulls(n, pa.binary())
+        col = table.column(name)
+        return col.cast(pa.binary()) if col.type != pa.binary() else col
+
+    if "timestamp" in names:
+        ts = table.column("timestamp")
+        if pa.types.is_timestamp(ts.type):
+            ts = ts.cast(pa.timestamp("ms", tz=ts.type.tz)).cast(pa.int64())
+        else:
+            ts = ts.cast(pa.int64())
+        ts = pc.fill_null(ts, now_ms)
+    else:
+        ts = pa.array(np.full(n, now_ms, dtype=np.int64))
+    headers = table.column("headers").cast(HEADER_TYPE) if "headers" in names else pa.nulls(n, HEADER_TYPE)
+    columns = [binary("key"), binary("value"), ts, headers]
+    combined = pa.Table.from_arrays(columns, schema=SCHEMA).combine_chunks()
+    batches = combined.to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=SCHEMA)
+
+
+def assign_partitions(batch: pa.RecordBatch, explicit: np.ndarray, num_partitions: int,
+                      topic: str, sticky: StickyPartitioner, batch_size: int) -> np.ndarray:
+    """Partition of every record: explicit ones kept, keyed by murmur2, unkeyed sticky by batch."""
+    parts = explicit.copy()
+    todo = parts < 0
+    if not todo.any():
+        return parts
+    keyed = partitions_for_keys(batch.column(0), num_partitions)
+    use_key = todo & (keyed >= 0)
+    parts[use_key] = keyed[use_key]
+    unkeyed = todo & (keyed < 0)
+    if unkeyed.any():
+        sizes = record_sizes(batch)[unkeyed]
+        run_of = (np.cumsum(sizes) - sizes) // max(1, batch_size)
+        runs = sticky.runs(topic, num_partitions, int(run_of[-1]) + 1)
+        parts[unkeyed] = runs[run_of]
+    return parts
+
+
+def record_sizes(batch: pa.RecordBatch) -> np.ndarray:
+    sizes = np.zeros(batch.num_rows, dtype=np.int64)
+    for i in (0, 1):
+        lengths = pc.fill_null(pc.binary_length(batch.column(i)), 0)
+        sizes += lengths.to_numpy(zero_copy_only=False)
+    return sizes + RECORD_OVERHEAD
+
+
+def build_batches(topic: str, batch: pa.RecordBatch, parts: np.ndarray, callbacks: list | None,
+                  created: float, batch_size: int, batch_records: int, compression: str) -> list[ProducerBatch]:
+    """Group ``batch`` by partition (stable) and frame batches within the size limits."""
+    out: list[ProducerBatch] = []
+    if batch.num_rows == 0:
+        return out
+    if (parts == parts[0]).all():
+        groups = [(int(parts[0]), np.arange(batch.num_rows))]
+        ordered, order = batch, None
+    else:
+        order = np.argsort(parts, kind="stable")
+        ordered = batch.take(pa.array(order))
+        sorted_parts = parts[order]
+        bounds = np.flatnonzero(np.diff(sorted_parts)) + 1
+        starts = np.concatenate(([0], bounds))
+        ends = np.concatenate((bounds, [len(order)]))
+        groups = [(int(sorted_parts[s]), np.arange(s, e)) for s, e in zip(starts, ends)]
+    sizes = record_sizes(ordered)
+    for partition, rows in groups:
+        start, stop = int(rows[0]), int(rows[-1]) + 1
+        cum = np.cumsum(sizes[start:stop])
+        cut = start
+        while cut < stop:
+            limit = np.searchsorted(cum, (cum[cut - start - 1] if cut > start else 0) + batch_size, "right")
+            end = min(stop, start + max(int(limit), cut - start + 1), cut + batch_records)
+            piece = ordered.slice(cut, end - cut)
+            cbs = None
+            if callbacks is not None:
+                idx = range(cut, end) if order is None else order[cut:end]
+                cbs = [callbacks[i] for i in idx]
+                if not any(cbs):
+                    cbs = None
+            data = encode_batch(piece, compression)
+            out.append(ProducerBatch(topic, partition, data, piece, cbs, created, size=len(data)))
+            cut = end
+    return out

@@ -1,0 +1,233 @@
+"""The admin client: topics, configs and offsets, returning futures as confluent-kafka does.
+
+    admin = AdminClient({"bootstrap.servers": "127.0.0.1:9092"})
+    fs = admin.create_topics([NewTopic("orders", num_partitions=3, replication_factor=1)])
+    fs["orders"].result()        # None, or raises the typed error (e.g. TopicAlreadyExistsError)
+"""
+from __future__ import annotations
+
+import enum
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from broker.client.cluster import ClusterClient, ClusterMetadata
+from broker.client.config import ADMIN_CONFIG
+from broker.client.message import TopicPartition
+from broker.errors import RiverlogError, error_for_code
+from broker.proto import riverlog_pb2 as pb
+
+
+@dataclass
+class NewTopic:
+    topic: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    config: dict = field(default_factory=dict)
+
+
+class ResourceType(enum.IntEnum):
+    TOPIC = 2
+    BROKER = 4
+
+
+class AlterConfigOpType(enum.IntEnum):
+    SET = 0
+    DELETE = 1
+
+
+@dataclass
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: str = ""
+    is_default: bool = False
+    is_read_only: bool = False
+    documentation: str = ""
+    incremental_operation: AlterConfigOpType | None = None
+
+
+@dataclass
+class ConfigResource:
+    restype: ResourceType
+    name: str
+    set_config: dict = field(default_factory=dict)
+    incremental_configs: list[ConfigEntry] = field(default_factory=list)
+
+    def __post_init__(self):
+        if isinstance(self.restype, str):
+            self.restype = ResourceType[self.restype.upper()]
+
+    def __hash__(self):
+        return hash((int(self.restype), self.name))
+
+    def __eq__(self, other):
+        return isinstance(other, ConfigResource) and (self.restype, self.name) == (other.restype, other.name)
+
+    def add_incremental_config(self, entry: ConfigEntry) -> None:
+        self.incremental_configs.append(entry)
+
+
+class OffsetSpec:
+    """What list_offsets asks for: earliest, latest, max timestamp, or a time in ms."""
+
+    def __init__(self, value: int):
+        self.value = value
+
+    @classmethod
+    def earliest(cls):
+        return cls(-2)
+
+    @classmethod
+    def latest(cls):
+        return cls(-1)
+
+    @classmethod
+    def max_timestamp(cls):
+        return cls(-3)
+
+    @classmethod
+    def for_timestamp(cls, ms: int):
+        return cls(ms)
+
+
+@dataclass
+class ListOffsetsResultInfo:
+    offset: int
+    timestamp: int
+
+
+def _error(code: int, message: str) -> RiverlogError:
+    return error_for_code(code)(message)
+
+
+class AdminClient:
+    def __init__(self, config: dict, **kwargs):
+        cfg = ADMIN_CONFIG.parse({**config, **kwargs})
+        self.config = cfg
+        self.cluster = ClusterClient(cfg["bootstrap.servers"], cfg["request.timeout.ms"], cfg["retry.backoff.ms"])
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="riverlog-admin")
+
+    def _fan_out(self, keys, call, split):
+        """Run ``call`` in the background; ``split(response)`` yields (key, error or value)."""
+        futures = {k: Future() for k in keys}
+
+        def run():
+            try:
+                response = call()
+            except BaseException as e:  # noqa: BLE001 - every future must complete
+                for f in futures.values():
+                    f.set_exception(e)
+                return
+            for key, outcome in split(response):
+                if key in futures and not futures[key].done():
+                    if isinstance(outcome, Exception):
+                        futures[key].set_exception(outcome)
+                    else:
+                        futures[key].set_result(outcome)
+            for f in futures.values():
+                if not f.done():
+                    f.set_exception(RiverlogError("the broker's answer did not mention this item"))
+
+        self._pool.submit(run)
+        return futures
+
+    def create_topics(self, new_topics: list[NewTopic], validate_only: bool = False,
+                      operation_timeout: float = 30, request_timeout: float | None = None) -> dict[str, Future]:
+        request = pb.CreateTopicsRequest(validate_only=validate_only, topics=[
+            pb.CreatableTopic(name=t.topic, num_partitions=t.num_partitions, replication_factor=t.replication_factor,
+                              configs={k: str(v) for k, v in t.config.items()}) for t in new_topics])
+        return self._fan_out([t.topic for t in new_topics],
+                             lambda: self.cluster.call_any("CreateTopics", request, request_timeout),
+                             lambda r: ((x.name, _error(x.error_code, x.error_message) if x.error_code else None)
+                                        for x in r.results))
+
+    def delete_topics(self, topics: list[str], operation_timeout: float = 30,
+                      request_timeout: float | None = None) -> dict[str, Future]:
+        request = pb.DeleteTopicsRequest(topics=topics)
+        return self._fan_out(topics, lambda: self.cluster.call_any("DeleteTopics", request, request_timeout),
+                             lambda r: ((x.name, _error(x.error_code, x.error_message) if x.error_code else None)
+                                        for x in r.results))
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        return self.cluster.snapshot([topic] if topic else None, None if timeout < 0 else timeout)
+
+    def describe_configs(self, resources: list[ConfigResource], request_timeout: float | None = None):
+        """Future per resource resolving to {name: ConfigEntry}."""
+        request = pb.DescribeConfigsRequest(resources=[pb.ConfigResource(type=int(r.restype), name=r.name)
+                                                       for r in resources])
+        by_key = {(int(r.restype), r.name): r for r in resources}
+
+        def split(response):
+            for res in response.results:
+                key = by_key.get((res.resource.type, res.resource.name))
+                if res.error_code:
+                    yield key, _error(res.error_code, res.error_message)
+                else:
+                    yield key, {e.name: ConfigEntry(e.name, e.value, e.source, e.is_default, e.read_only,
+                                                    e.documentation) for e in res.entries}
+
+        return self._fan_out(resources, lambda: self.cluster.call_any("DescribeConfigs", request, request_timeout),
+                             split)
+
+    def alter_configs(self, resources: list[ConfigResource], validate_only: bool = False,
+                      request_timeout: float | None = None):
+        """Replace each resource's overrides with ``set_config`` (unlisted keys return to defaults)."""
+        return self._alter(resources, validate_only, False, request_timeout)
+
+    def incremental_alter_configs(self, resources: list[ConfigResource], validate_only: bool = False,
+                                  request_timeout: float | None = None):
+        """Apply each resource's ``incremental_configs`` (SET or DELETE) and keep other overrides."""
+        return self._alter(resources, validate_only, True, request_timeout)
+
+    def _alter(self, resources, validate_only, incremental, request_timeout):
+        request = pb.AlterConfigsRequest(validate_only=validate_only)
+        by_key = {}
+        for r in resources:
+            by_key[(int(r.restype), r.name)] = r
+            entry = request.resources.add(resource=pb.ConfigResource(type=int(r.restype), name=r.name),
+                                          incremental=incremental)
+            if incremental:
+                for c in r.incremental_configs:
+                    op = c.incremental_operation or AlterConfigOpType.SET
+                    entry.configs.add(name=c.name, value="" if c.value is None else str(c.value), op=int(op))
+            else:
+                for k, v in r.set_config.items():
+                    entry.configs.add(name=k, value=str(v), op=0)
+
+        def split(response):
+            for res in response.results:
+                key = by_key.get((res.resource.type, res.resource.name))
+                yield key, _error(res.error_code, res.error_message) if res.error_code else None
+
+        return self._fan_out(resources, lambda: self.cluster.call_any("AlterConfigs", request, request_timeout),
+                             split)
+
+    def list_offsets(self, topic_partition_offsets: dict[TopicPartition, OffsetSpec],
+                     request_timeout: float | None = None) -> dict[TopicPartition, Future]:
+        """Future per partition resolving to ListOffsetsResultInfo(offset, timestamp)."""
+        def call():
+            results = {}
+            for tp, spec in topic_partition_offsets.items():
+                request = pb.ListOffsetsRequest(topics=[pb.ListOffsetsTopic(
+                    name=tp.topic, partitions=[pb.ListOffsetsPartition(partition=tp.partition,
+                                                                       timestamp=spec.value)])])
+                try:
+                    node = self.cluster.leader(tp.topic, tp.partition)
+                    r = self.cluster.call("ListOffsets", request, node, request_timeout).topics[0].partitions[0]
+                    results[tp] = _error(r.error_code, r.error_message) if r.error_code \
+                        else ListOffsetsResultInfo(r.offset, r.timestamp)
+                except RiverlogError as e:
+                    results[tp] = e
+            return results
+
+        return self._fan_out(list(topic_partition_offsets), call, lambda results: results.items())
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self.cluster.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,202 @@
+"""What a client knows of the cluster: brokers, channels to them, and topic metadata.
+
+One :class:`ClusterClient` is shared by a client's threads. It bootstraps from any listed server,
+keeps one gRPC channel per broker, caches topic metadata (refreshed on demand and when a retriable
+error says it is stale), and turns gRPC failures into the typed errors of ``broker.errors``: the
+``riverlog-error-code`` trailer when the broker sent one, otherwise a network error.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import grpc
+
+from broker.errors import (BrokerNotAvailableError, KafkaTimeoutError, NetworkError,
+                           RecordListTooLargeError, RiverlogError, UnknownTopicOrPartitionError,
+                           error_for_code)
+from broker.proto import riverlog_pb2 as pb
+from broker.proto import riverlog_pb2_grpc as pb_grpc
+
+ERROR_CODE_KEY = "riverlog-error-code"
+_CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
+                    ("grpc.enable_retries", 0)]
+
+
+def translate_rpc_error(error: grpc.RpcError, what: str) -> RiverlogError:
+    """The typed error a failed RPC stands for."""
+    code = None
+    for key, value in (error.trailing_metadata() or ()):
+        if key == ERROR_CODE_KEY:
+            code = int(value)
+    details = error.details() or ""
+    if code is not None:
+        return error_for_code(code)(details)
+    status = error.code()
+    if status == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return KafkaTimeoutError(f"{what} timed out")
+    if status == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return RecordListTooLargeError(f"{what} was refused by the transport: {details}")
+    return NetworkError(f"{what} failed: {status.name} {details}".strip())
+
+
+def raise_for(code: int, message: str) -> None:
+    if code:
+        raise error_for_code(code)(message)
+
+
+@dataclass
+class PartitionInfo:
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    error: RiverlogError | None = None
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    topic_id: str
+    partitions: dict[int, PartitionInfo] = field(default_factory=dict)
+    error: RiverlogError | None = None
+
+
+@dataclass
+class ClusterMetadata:
+    """The shape confluent-kafka's ``list_topics()`` returns."""
+    cluster_id: str
+    controller_id: int
+    brokers: dict[int, str]
+    topics: dict[str, TopicInfo]
+
+
+class ClusterClient:
+    def __init__(self, bootstrap_servers: str, request_timeout_ms: int = 30_000,
+                 retry_backoff_ms: int = 100):
+        servers = [s.strip() for s in bootstrap_servers.split(",") if s.strip()]
+        if not servers:
+            from broker.errors import InvalidConfigError
+            raise InvalidConfigError("bootstrap.servers is required (e.g. '127.0.0.1:9092')",
+                                     config="bootstrap.servers")
+        self.bootstrap = servers
+        self.timeout = request_timeout_ms / 1000.0
+        self.backoff = retry_backoff_ms / 1000.0
+        self._lock = threading.RLock()
+        self._channels: dict[str, grpc.Channel] = {}
+        self._stubs: dict[str, pb_grpc.RiverlogStub] = {}
+        self.brokers: dict[int, str] = {}
+        self.topics: dict[str, TopicInfo] = {}
+        self.cluster_id = ""
+        self.controller_id = -1
+        self._closed = False
+
+    # ----------------------------------------------------------------------------- transport
+    def stub_for_address(self, address: str) -> pb_grpc.RiverlogStub:
+        with self._lock:
+            if self._closed:
+                from broker.errors import ClientClosedError
+                raise ClientClosedError("the client is closed")
+            stub = self._stubs.get(address)
+            if stub is None:
+                channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+                self._channels[address] = channel
+                stub = self._stubs[address] = pb_grpc.RiverlogStub(channel)
+            return stub
+
+    def stub(self, node_id: int | None = None) -> pb_grpc.RiverlogStub:
+        if node_id is None:
+            return self.stub_for_address(self._any_address())
+        address = self.brokers.get(node_id)
+        if address is None:
+            self.refresh()
+            address = self.brokers.get(node_id)
+            if address is None:
+                raise BrokerNotAvailableError(f"broker {node_id} is not in the cluster metadata")
+        return self.stub_for_address(address)
+
+    def _any_address(self) -> str:
+        return next(iter(self.brokers.values()), self.bootstrap[0])
+
+    def call(self, method: str, request, node_id: int | None = None, timeout: float | None = None):
+        """Call ``method`` on a broker (any broker when ``node_id`` is None); typed errors only."""
+        try:
+            return getattr(self.stub(node_id), method)(request, timeout=timeout or self.timeout)
+        except grpc.RpcError as e:
+            raise translate_rpc_error(e, method) from None
+
+    def call_any(self, method: str, request, timeout: float | None = None):
+        """Call ``method`` on the first bootstrap or known broker that answers."""
+        deadline = time.monotonic() + (timeout or self.timeout)
+        last: RiverlogError | None = None
+        while True:
+            for address in list(dict.fromkeys(list(self.brokers.values()) + self.bootstrap)):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    return getattr(self.stub_for_address(address), method)(request, timeout=remaining)
+                except grpc.RpcError as e:
+                    last = translate_rpc_error(e, method)
+                    if not last.retriable and not isinstance(last, NetworkError):
+                        raise last from None
+            if time.monotonic() + self.backoff >= deadline:
+                raise last or KafkaTimeoutError(f"{method}: no broker answered") from None
+            time.sleep(self.backoff)
+
+    # ----------------------------------------------------------------------------- metadata
+    def refresh(self, topics: list[str] | None = None, all_topics: bool = False,
+                timeout: float | None = None) -> pb.MetadataResponse:
+        request = pb.MetadataRequest(topics=topics or [], all_topics=all_topics or topics is None)
+        response = self.call_any("Metadata", request, timeout)
+        with self._lock:
+            self.cluster_id, self.controller_id = response.cluster_id, response.controller_id
+            self.brokers = {b.node_id: f"{b.host}:{b.port}" for b in response.brokers}
+            for tm in response.topics:
+                if tm.error_code:
+                    self.topics.pop(tm.name, None)
+                    continue
+                info = TopicInfo(tm.name, tm.topic_id)
+                for p in tm.partitions:
+                    info.partitions[p.partition] = PartitionInfo(
+                        p.partition, p.leader, p.leader_epoch, list(p.replicas), list(p.isr),
+                        error_for_code(p.error_code)(p.error_message) if p.error_code else None)
+                self.topics[tm.name] = info
+        return response
+
+    def topic(self, name: str, refresh_if_missing: bool = True) -> TopicInfo:
+        info = self.topics.get(name)
+        if info is None and refresh_if_missing:
+            self.refresh([name])
+            info = self.topics.get(name)
+        if info is None:
+            raise UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
+        return info
+
+    def leader(self, topic: str, partition: int) -> int:
+        info = self.topic(topic)
+        p = info.partitions.get(partition)
+        if p is None:
+            raise UnknownTopicOrPartitionError(
+                f"topic '{topic}' has {len(info.partitions)} partition(s); partition {partition} does not exist")
+        return p.leader
+
+    def snapshot(self, topics: list[str] | None = None, timeout: float | None = None) -> ClusterMetadata:
+        response = self.refresh(topics, all_topics=topics is None, timeout=timeout)
+        topics_out = {}
+        for tm in response.topics:
+            info = self.topics.get(tm.name) or TopicInfo(tm.name, tm.topic_id)
+            if tm.error_code:
+                info = TopicInfo(tm.name, "", error=error_for_code(tm.error_code)(tm.error_message))
+            topics_out[tm.name] = info
+        return ClusterMetadata(self.cluster_id, self.controller_id, dict(self.brokers), topics_out)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for channel in self._channels.values():
+                channel.close()
+            self._channels.clear()
+            self._stubs.clear()

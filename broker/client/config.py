@@ -1,0 +1,73 @@
+"""Client configuration under Kafka's (and librdkafka's) names, parsed once per client.
+
+Keys a Kafka user expects but that belong to later capabilities (consumer groups, transactions)
+are accepted and validated here so configs written for confluent-kafka load unchanged; the client
+raises NotSupportedError only when such a feature is actually used.
+"""
+from __future__ import annotations
+
+from broker.config import INT_MAX, ConfigDef, ConfigKey, at_least, between, one_of
+
+_COMMON = [
+    ConfigKey("bootstrap.servers", str, "", "comma-separated host:port list of brokers to start from"),
+    ConfigKey("client.id", str, "riverlog-python", "name sent with requests, for logs"),
+    ConfigKey("request.timeout.ms", int, 30_000, "how long to wait for a broker's answer", at_least(1)),
+    ConfigKey("retry.backoff.ms", int, 100, "pause before retrying a failed request", at_least(0)),
+    ConfigKey("metadata.max.age.ms", int, 300_000, "refresh cluster metadata at least this often", at_least(0)),
+    ConfigKey("socket.timeout.ms", int, 60_000, "accepted for compatibility", at_least(1)),
+]
+
+PRODUCER_CONFIG = ConfigDef("producer", _COMMON + [
+    ConfigKey("acks", str, "all", "0: no wait, 1: leader wrote it, all/-1: every in-sync replica has it",
+              one_of("0", "1", "all", "-1")),
+    ConfigKey("linger.ms", float, 5.0, "wait up to this long for more records before sending a batch",
+              between(0, 900_000)),
+    ConfigKey("batch.size", int, 1_000_000, "largest batch in bytes per partition", between(1, INT_MAX)),
+    ConfigKey("batch.num.messages", int, 100_000, "largest batch in records", between(1, 1_000_000)),
+    ConfigKey("buffer.memory", int, 268_435_456, "bytes of records buffered before produce() says the queue is full",
+              at_least(1024)),
+    ConfigKey("max.block.ms", int, 60_000, "how long produce_batch waits for buffer space", at_least(0)),
+    ConfigKey("compression.type", str, "none", "Arrow buffer compression of batch bodies",
+              one_of("none", "lz4", "zstd")),
+    ConfigKey("retries", int, INT_MAX, "how often a retriable failure is retried", at_least(0)),
+    ConfigKey("delivery.timeout.ms", int, 120_000, "give up on a record this long after produce()", at_least(1)),
+    ConfigKey("message.max.bytes", int, 1_000_000, "largest single record (key + value + headers)",
+              at_least(1)),
+    ConfigKey("max.request.size", int, 16_777_216, "largest produce request in bytes", at_least(1024)),
+    ConfigKey("max.in.flight.requests.per.connection", int, 5,
+              "unanswered produce requests per broker (a partition never has two)", between(1, 1000)),
+    ConfigKey("topic.metadata.propagation.max.ms", int, 30_000,
+              "how long records for an unknown topic wait for it to appear", at_least(0)),
+    ConfigKey("partitioner", str, "murmur2_random",
+              "murmur2 of the key as Kafka's Java client (murmur2_random: sticky for null keys)",
+              one_of("murmur2_random", "murmur2")),
+    ConfigKey("enable.idempotence", bool, False, "exactly-once per partition (not available yet)"),
+    ConfigKey("transactional.id", str, "", "transactions (not available yet)"),
+    ConfigKey("on_delivery", object, None, "default delivery callback(err, msg)"),
+])
+
+CONSUMER_CONFIG = ConfigDef("consumer", _COMMON + [
+    ConfigKey("group.id", str, "", "consumer group (group membership comes with consumer groups)"),
+    ConfigKey("group.instance.id", str, "", "static membership id"),
+    ConfigKey("auto.offset.reset", str, "latest",
+              "where to start without a valid position: earliest, latest or error",
+              one_of("earliest", "smallest", "beginning", "latest", "largest", "end", "error", "none")),
+    ConfigKey("enable.auto.commit", bool, True, "commit positions in the background (with groups)"),
+    ConfigKey("auto.commit.interval.ms", int, 5000, "how often auto-commit runs", at_least(0)),
+    ConfigKey("session.timeout.ms", int, 45_000, "group session timeout", at_least(1)),
+    ConfigKey("max.poll.interval.ms", int, 300_000, "longest pause between polls in a group", at_least(1)),
+    ConfigKey("partition.assignment.strategy", str, "range", "group assignor"),
+    ConfigKey("fetch.min.bytes", int, 1, "bytes a fetch waits for before answering", at_least(0)),
+    ConfigKey("fetch.max.wait.ms", int, 500, "longest a fetch waits for fetch.min.bytes", at_least(0)),
+    ConfigKey("fetch.wait.max.ms", int, None, "librdkafka's name for fetch.max.wait.ms", at_least(0)),
+    ConfigKey("fetch.max.bytes", int, 52_428_800, "largest fetch response", at_least(1)),
+    ConfigKey("max.partition.fetch.bytes", int, 1_048_576, "largest data per partition per fetch", at_least(1)),
+    ConfigKey("queued.max.messages.kbytes", int, 65_536, "prefetched data held before fetching pauses",
+              at_least(1)),
+    ConfigKey("isolation.level", str, "read_committed", "read_committed or read_uncommitted",
+              one_of("read_committed", "read_uncommitted")),
+    ConfigKey("enable.partition.eof", bool, False, "poll() reports reaching a partition's end"),
+    ConfigKey("check.crcs", bool, True, "verify each fetched batch's CRC-32C"),
+])
+
+ADMIN_CONFIG = ConfigDef("admin", _COMMON)

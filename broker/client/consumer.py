@@ -1,0 +1,488 @@
+"""The consumer: confluent-kafka's API over a background fetcher that prefetches Arrow batches.
+
+    c = Consumer({"bootstrap.servers": "127.0.0.1:9092", "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition("orders", 0, OFFSET_BEGINNING)])
+    msg = c.poll(1.0)           # one Message, or None
+    table = c.poll_batch(1.0)   # everything prefetched, as one Arrow table
+
+The fetcher thread keeps one long-poll Fetch in flight per broker for the assigned partitions,
+decodes responses into Arrow (no per-record Python) and queues them until
+``queued.max.messages.kbytes`` is reached. ``poll`` walks a queued batch record by record;
+``poll_batch`` hands whole batches over. ``seek``/``assign`` bump a partition's generation so data
+fetched for an old position is dropped, never returned.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from broker.client.cluster import ClusterClient, ClusterMetadata
+from broker.client.config import CONSUMER_CONFIG
+from broker.client.message import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED,
+                                   TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message,
+                                   TopicPartition)
+from broker.errors import (ClientClosedError, KafkaTimeoutError, NotSupportedError, OffsetOutOfRangeError,
+                           PartitionEOF, RiverlogError, error_for_code)
+from broker.proto import riverlog_pb2 as pb
+from broker.records.reader import decode_records
+
+EARLIEST, LATEST = -2, -1
+_RESET = {"earliest": EARLIEST, "smallest": EARLIEST, "beginning": EARLIEST,
+          "latest": LATEST, "largest": LATEST, "end": LATEST, "error": None, "none": None}
+
+BATCH_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
+    ("timestamp", pa.int64()), ("timestamp_type", pa.int8()),
+    ("key", pa.binary()), ("value", pa.binary()),
+    ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+])
+
+
+@dataclass
+class _Chunk:
+    """Decoded records of one partition awaiting the application."""
+    topic: str
+    partition: int
+    generation: int
+    base_offset: int
+    records: pa.RecordBatch
+    log_append_time: bool
+    cursor: int = 0
+    rows: tuple | None = None  # Python lists, made when poll() first walks the chunk
+
+    @property
+    def remaining(self) -> int:
+        return self.records.num_rows - self.cursor
+
+
+class _PartitionState:
+    __slots__ = ("fetch_offset", "position", "generation", "in_flight", "high_watermark",
+                 "log_start_offset", "eof_reported", "paused")
+
+    def __init__(self, offset: int):
+        self.fetch_offset = offset
+        self.position = offset
+        self.generation = 0
+        self.in_flight = False
+        self.high_watermark = -1
+        self.log_start_offset = -1
+        self.eof_reported = False
+        self.paused = False
+
+
+class Consumer:
+    def __init__(self, config: dict, **kwargs):
+        cfg = CONSUMER_CONFIG.parse({**config, **kwargs})
+        self.config = cfg
+        self.cluster = ClusterClient(cfg["bootstrap.servers"], cfg["request.timeout.ms"], cfg["retry.backoff.ms"])
+        self._reset = _RESET[cfg["auto.offset.reset"]]
+        wait_ms = cfg["fetch.wait.max.ms"] if cfg["fetch.wait.max.ms"] is not None else cfg["fetch.max.wait.ms"]
+        self._fetch_wait_ms = wait_ms
+        self._queue_limit = cfg["queued.max.messages.kbytes"] * 1024
+        self._cond = threading.Condition()
+        self._state: dict[tuple[str, int], _PartitionState] = {}
+        self._chunks: collections.deque[_Chunk] = collections.deque()
+        self._events: collections.deque[Message] = collections.deque()
+        self._queued_bytes = 0
+        self._closed = False
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run_fetcher, name="riverlog-fetcher", daemon=True)
+        self._thread.start()
+
+    # --------------------------------------------------------------------------- assignment
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        """Consume exactly these partitions, from their offsets (or auto.offset.reset)."""
+        with self._cond:
+            self._check_open()
+            self._state = {}
+            self._chunks.clear()
+            self._queued_bytes = 0
+            for tp in partitions:
+                self._state[(tp.topic, tp.partition)] = _PartitionState(tp.offset)
+        self._wake.set()
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        with self._cond:
+            for tp in partitions:
+                self._state[(tp.topic, tp.partition)] = _PartitionState(tp.offset)
+        self._wake.set()
+
+    def unassign(self) -> None:
+        self.assign([])
+
+    def assignment(self) -> list[TopicPartition]:
+        with self._cond:
+            return [TopicPartition(t, p) for t, p in self._state]
+
+    def subscribe(self, topics, on_assign=None, on_revoke=None, on_lost=None):
+        raise NotSupportedError("subscribe() needs consumer groups, which are not available yet; "
+                                "use assign([TopicPartition(topic, partition, offset)])")
+
+    def commit(self, *args, **kwargs):
+        raise NotSupportedError("offset commits need consumer groups, which are not available yet")
+
+    def committed(self, partitions, timeout=None):
+        raise NotSupportedError("committed offsets need consumer groups, which are not available yet")
+
+    def seek(self, partition: TopicPartition) -> None:
+        """Move an assigned partition's position; data already fetched for it is discarded."""
+        with self._cond:
+            state = self._state.get((partition.topic, partition.partition))
+            if state is None:
+                raise RiverlogError(f"{partition.topic}[{partition.partition}] is not assigned")
+            state.generation += 1
+            state.fetch_offset = state.position = partition.offset
+            state.eof_reported = False
+            self._drop_chunks(partition.topic, partition.partition)
+        self._wake.set()
+
+    def _drop_chunks(self, topic: str, partition: int) -> None:
+        kept = collections.deque()
+        for chunk in self._chunks:
+            if (chunk.topic, chunk.partition) == (topic, partition):
+                self._queued_bytes -= chunk.records.nbytes
+            else:
+                kept.append(chunk)
+        self._chunks = kept
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """The offset of the next record poll() returns for each partition."""
+        with self._cond:
+            out = []
+            for tp in partitions:
+                state = self._state.get((tp.topic, tp.partition))
+                out.append(TopicPartition(tp.topic, tp.partition, state.position if state else OFFSET_INVALID))
+            return out
+
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        with self._cond:
+            for tp in partitions:
+                state = self._state.get((tp.topic, tp.partition))
+                if state:
+                    state.paused = True
+
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        with self._cond:
+            for tp in partitions:
+                state = self._state.get((tp.topic, tp.partition))
+                if state:
+                    state.paused = False
+        self._wake.set()
+
+    # --------------------------------------------------------------------------- reading
+    def poll(self, timeout: float | None = None) -> Message | None:
+        """The next record (or error event), waiting up to ``timeout`` seconds."""
+        deadline = _deadline(timeout)
+        with self._cond:
+            while True:
+                self._check_open()
+                if self._events:
+                    return self._events.popleft()
+                chunk = self._next_chunk()
+                if chunk is not None:
+                    return self._take_one(chunk)
+                if not self._wait(deadline):
+                    return None
+
+    def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
+        """Up to ``num_messages`` records, waiting up to ``timeout`` s for the first."""
+        deadline = _deadline(timeout)
+        out: list[Message] = []
+        with self._cond:
+            while len(out) < num_messages:
+                self._check_open()
+                if self._events:
+                    out.append(self._events.popleft())
+                    continue
+                chunk = self._next_chunk()
+                if chunk is not None:
+                    out.append(self._take_one(chunk))
+                    continue
+                if out or not self._wait(deadline):
+                    break
+        return out
+
+    def poll_batch(self, timeout: float | None = None, max_records: int | None = None) -> pa.Table | None:
+        """Every prefetched record (up to ``max_records``) as one Arrow table (``BATCH_SCHEMA``).
+
+        Returns None when nothing arrived in time. Error events are raised, not returned.
+        """
+        deadline = _deadline(timeout)
+        parts = []
+        taken = 0
+        with self._cond:
+            while True:
+                self._check_open()
+                if self._events:
+                    event = self._events.popleft()
+                    if parts:
+                        self._events.appendleft(event)
+                        break
+                    raise event.error()
+                chunk = self._next_chunk()
+                if chunk is None:
+                    if parts or not self._wait(deadline):
+                        break
+                    continue
+                n = chunk.remaining if max_records is None else min(chunk.remaining, max_records - taken)
+                parts.append(self._slice(chunk, n))
+                taken += n
+                if max_records is not None and taken >= max_records:
+                    break
+        if not parts:
+            return None
+        return pa.Table.from_batches(parts, schema=BATCH_SCHEMA)
+
+    def _next_chunk(self) -> _Chunk | None:
+        while self._chunks:
+            chunk = self._chunks[0]
+            state = self._state.get((chunk.topic, chunk.partition))
+            if state is None or state.generation != chunk.generation or chunk.remaining == 0:
+                self._chunks.popleft()
+                self._queued_bytes -= chunk.records.nbytes
+                self._wake.set()
+                continue
+            return chunk
+        return None
+
+    def _take_one(self, chunk: _Chunk) -> Message:
+        if chunk.rows is None:
+            r = chunk.records
+            chunk.rows = (r.column(0).to_pylist(), r.column(1).to_pylist(), r.column(2).to_pylist(),
+                          r.column(3).to_pylist() if r.column(3).null_count < r.num_rows else None)
+        keys, values, stamps, headers = chunk.rows
+        i = chunk.cursor
+        chunk.cursor += 1
+        offset = chunk.base_offset + i
+        self._state[(chunk.topic, chunk.partition)].position = offset + 1
+        h = headers[i] if headers is not None else None
+        return Message(chunk.topic, chunk.partition, offset, keys[i], values[i],
+                       None if h is None else [(e["key"], e["value"]) for e in h], stamps[i],
+                       TIMESTAMP_LOG_APPEND_TIME if chunk.log_append_time else TIMESTAMP_CREATE_TIME)
+
+    def _slice(self, chunk: _Chunk, n: int) -> pa.RecordBatch:
+        records = chunk.records.slice(chunk.cursor, n)
+        start = chunk.base_offset + chunk.cursor
+        chunk.cursor += n
+        self._state[(chunk.topic, chunk.partition)].position = start + n
+        return pa.RecordBatch.from_arrays([
+            pa.repeat(chunk.topic, n).cast(pa.string()) if n else pa.array([], pa.string()),
+            pa.array(np.full(n, chunk.partition, dtype=np.int32)),
+            pa.array(np.arange(start, start + n, dtype=np.int64)),
+            records.column(2),
+            pa.array(np.full(n, 1 if chunk.log_append_time else 0, dtype=np.int8)),
+            records.column(0), records.column(1), records.column(3),
+        ], schema=BATCH_SCHEMA)
+
+    def _wait(self, deadline: float | None) -> bool:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            return False
+        self._cond.wait(remaining)
+        return True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError("the consumer is closed")
+
+    # --------------------------------------------------------------------------- offsets
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: float | None = None,
+                              cached: bool = False) -> tuple[int, int]:
+        """(low, high): the log start offset and the high watermark."""
+        if cached:
+            state = self._state.get((partition.topic, partition.partition))
+            return (state.log_start_offset, state.high_watermark) if state else (-1, -1)
+        low = self._list_offset(partition.topic, partition.partition, EARLIEST, timeout)[0]
+        high = self._list_offset(partition.topic, partition.partition, LATEST, timeout)[0]
+        return low, high
+
+    def offsets_for_times(self, partitions: list[TopicPartition], timeout: float | None = None):
+        """For each partition (offset = a timestamp in ms): the first offset at or after it, or -1."""
+        out = []
+        for tp in partitions:
+            offset, _ = self._list_offset(tp.topic, tp.partition, tp.offset, timeout)
+            out.append(TopicPartition(tp.topic, tp.partition, offset))
+        return out
+
+    def _list_offset(self, topic: str, partition: int, timestamp: int, timeout=None) -> tuple[int, int]:
+        request = pb.ListOffsetsRequest(topics=[pb.ListOffsetsTopic(
+            name=topic, partitions=[pb.ListOffsetsPartition(partition=partition, timestamp=timestamp)])])
+        node = self.cluster.leader(topic, partition)
+        response = self.cluster.call("ListOffsets", request, node, timeout)
+        r = response.topics[0].partitions[0]
+        if r.error_code:
+            raise error_for_code(r.error_code)(r.error_message)
+        return r.offset, r.timestamp
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        return self.cluster.snapshot([topic] if topic else None, None if timeout < 0 else timeout)
+
+    # --------------------------------------------------------------------------- fetcher
+    def _run_fetcher(self) -> None:
+        backoff = self.config["retry.backoff.ms"] / 1000.0
+        while not self._closed:
+            try:
+                if not self._fetch_round():
+                    self._wake.wait(0.1)
+                    self._wake.clear()
+            except RiverlogError as e:
+                if isinstance(e, ClientClosedError):
+                    return
+                self._wake.wait(backoff)
+                self._refresh_quietly()
+            except Exception:  # noqa: BLE001 - keep fetching; the next round retries
+                self._wake.wait(backoff)
+
+    def _refresh_quietly(self) -> None:
+        try:
+            self.cluster.refresh()
+        except RiverlogError:
+            pass
+
+    def _fetch_round(self) -> bool:
+        """Resolve positions, then send one fetch per broker; False when there was nothing to do."""
+        with self._cond:
+            if self._queued_bytes >= self._queue_limit:
+                return False
+            wanted = [(k, s) for k, s in self._state.items() if not s.paused]
+        if not wanted:
+            return False
+        by_node: dict[int, list] = collections.defaultdict(list)
+        for key, state in wanted:
+            if state.fetch_offset < 0:
+                self._resolve_position(key, state)
+                if state.fetch_offset < 0:
+                    continue
+            by_node[self.cluster.leader(*key)].append((key, state.fetch_offset, state.generation))
+        if not by_node:
+            return False
+        futures = [(node, parts, self._send_fetch(node, parts)) for node, parts in by_node.items()]
+        for node, parts, future in futures:
+            try:
+                response = future.result()
+            except Exception as e:  # noqa: BLE001
+                from broker.client.cluster import translate_rpc_error
+                raise translate_rpc_error(e, "Fetch") if hasattr(e, "code") else e
+            self._handle_fetch(response, parts)
+        return True
+
+    def _send_fetch(self, node: int, parts):
+        cfg = self.config
+        request = pb.FetchRequest(replica_id=-1, max_wait_ms=self._fetch_wait_ms, min_bytes=cfg["fetch.min.bytes"],
+                                  max_bytes=cfg["fetch.max.bytes"],
+                                  isolation_level=1 if cfg["isolation.level"] == "read_committed" else 0)
+        topics: dict[str, pb.FetchTopic] = {}
+        for (topic, partition), offset, _ in parts:
+            t = topics.get(topic) or topics.setdefault(topic, request.topics.add(name=topic))
+            t.partitions.add(partition=partition, fetch_offset=offset, max_bytes=cfg["max.partition.fetch.bytes"])
+        timeout = self._fetch_wait_ms / 1000.0 + self.config["request.timeout.ms"] / 1000.0
+        return self.cluster.stub(node).Fetch.future(request, timeout=timeout)
+
+    def _resolve_position(self, key, state: _PartitionState) -> None:
+        target = state.fetch_offset
+        if target in (OFFSET_STORED, OFFSET_INVALID):
+            target = self._reset
+            if target is None:
+                self._error_event(key, OffsetOutOfRangeError(f"{key[0]}[{key[1]}] has no position and "
+                                                             "auto.offset.reset=error"))
+                state.paused = True
+                return
+        if target == OFFSET_BEGINNING:
+            target = EARLIEST
+        elif target == OFFSET_END:
+            target = LATEST
+        offset, _ = self._list_offset(key[0], key[1], target)
+        with self._cond:
+            if state.fetch_offset < 0:
+                state.fetch_offset = state.position = offset
+
+    def _handle_fetch(self, response: pb.FetchResponse, parts) -> None:
+        generations = {key: gen for key, _, gen in parts}
+        check = self.config["check.crcs"]
+        for t in response.topics:
+            for r in t.partitions:
+                key = (t.name, r.partition)
+                if r.error_code:
+                    self._fetch_error(key, generations.get(key), r)
+                    continue
+                decoded = decode_records(r.records, self._requested(parts, key), check) if r.records else []
+                with self._cond:
+                    state = self._state.get(key)
+                    if state is None or state.generation != generations.get(key):
+                        continue
+                    state.high_watermark, state.log_start_offset = r.high_watermark, r.log_start_offset
+                    for d in decoded:
+                        if d.records.num_rows:
+                            self._chunks.append(_Chunk(t.name, r.partition, state.generation, d.base_offset,
+                                                       d.records, d.log_append_time))
+                            self._queued_bytes += d.records.nbytes
+                        state.fetch_offset = d.next_offset
+                    if decoded:
+                        state.eof_reported = False
+                        self._cond.notify_all()
+                    elif (self.config["enable.partition.eof"] and not state.eof_reported
+                          and state.fetch_offset >= r.high_watermark and state.position >= r.high_watermark):
+                        state.eof_reported = True
+                        self._events.append(Message(t.name, r.partition, r.high_watermark,
+                                                    error=PartitionEOF(f"reached end of {t.name}[{r.partition}]")))
+                        self._cond.notify_all()
+
+    @staticmethod
+    def _requested(parts, key) -> int:
+        for k, offset, _ in parts:
+            if k == key:
+                return offset
+        return 0
+
+    def _fetch_error(self, key, generation, r) -> None:
+        error = error_for_code(r.error_code)(r.error_message)
+        if isinstance(error, OffsetOutOfRangeError):
+            with self._cond:
+                state = self._state.get(key)
+                if state is None or state.generation != generation:
+                    return
+                if self._reset is None:
+                    state.paused = True
+                    self._error_event(key, error)
+                    return
+                state.fetch_offset = state.position = r.log_start_offset if self._reset == EARLIEST \
+                    else r.log_end_offset
+                state.generation += 1
+            return
+        if error.retriable:
+            self._refresh_quietly()
+            return
+        self._error_event(key, error)
+
+    def _error_event(self, key, error: RiverlogError) -> None:
+        with self._cond:
+            self._events.append(Message(key[0], key[1], -1, error=error))
+            self._cond.notify_all()
+
+    # --------------------------------------------------------------------------- lifecycle
+    def close(self) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._cond.notify_all()
+        self._wake.set()
+        self.cluster.close()
+        self._thread.join(5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _deadline(timeout: float | None) -> float | None:
+    if timeout is None or timeout < 0:
+        return None
+    return time.monotonic() + timeout

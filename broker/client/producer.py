@@ -1,0 +1,491 @@
+"""The producer: confluent-kafka's API over an accumulator and one sender thread.
+
+    p = Producer({"bootstrap.servers": "127.0.0.1:9092", "acks": "all", "linger.ms": 5})
+    p.produce("orders", value=b"...", key=b"user-1", on_delivery=lambda err, msg: ...)
+    p.produce_batch("orders", arrow_table)   # key/value/timestamp/headers columns
+    p.flush(10)
+
+Delivery callbacks run in the application's thread, inside ``poll()`` and ``flush()``, as with
+confluent-kafka. Ordering: a partition never has two produce requests in flight, so retries
+cannot reorder its batches (stronger than Kafka without idempotence; different partitions and
+brokers still proceed in parallel, up to ``max.in.flight.requests.per.connection`` per broker).
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+
+import grpc
+
+from broker.client.accumulator import (RECORD_OVERHEAD, ProducerBatch, StickyPartitioner, TopicBuffer,
+                                       _TableChunk, assign_partitions, build_batches, normalise_table,
+                                       record_sizes)
+from broker.client.cluster import ClusterClient, ClusterMetadata, translate_rpc_error
+from broker.client.config import PRODUCER_CONFIG
+from broker.client.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
+from broker.errors import (ClientClosedError, KafkaTimeoutError, MessageTooLargeError, NetworkError,
+                           NotSupportedError,
+                           QueueFullError, RiverlogError, UnknownPartitionError,
+                           UnknownTopicOrPartitionError, error_for_code)
+from broker.proto import riverlog_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+_ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
+
+
+class Producer:
+    def __init__(self, config: dict, **kwargs):
+        cfg = PRODUCER_CONFIG.parse({**config, **kwargs})
+        if cfg["enable.idempotence"] or cfg["transactional.id"]:
+            raise NotSupportedError("idempotent and transactional producers are not available yet")
+        self.config = cfg
+        self._acks = _ACKS[cfg["acks"]]
+        self._linger = cfg["linger.ms"] / 1000.0
+        self._batch_size = cfg["batch.size"]
+        self._max_message = cfg["message.max.bytes"]
+        self._buffer_memory = cfg["buffer.memory"]
+        self._default_cb = cfg["on_delivery"]
+        self.cluster = ClusterClient(cfg["bootstrap.servers"], cfg["request.timeout.ms"], cfg["retry.backoff.ms"])
+        self._cond = threading.Condition()
+        self._buffers: dict[str, TopicBuffer] = {}
+        self._buffered_bytes = 0
+        self._outstanding = 0
+        self._flushing = 0
+        self._closed = False
+        self._reports: collections.deque = collections.deque()
+        self._report_cond = threading.Condition()
+        self._sender = _Sender(self)
+        self._thread = threading.Thread(target=self._sender.run, name="riverlog-producer", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------------------ producing
+    def produce(self, topic, value=None, key=None, partition=-1, on_delivery=None, timestamp=0,
+                headers=None, callback=None):
+        """Queue one record; raises BufferError (QueueFullError) when buffer.memory is used up."""
+        if isinstance(value, str):
+            value = value.encode()
+        if isinstance(key, str):
+            key = key.encode()
+        size = (0 if value is None else len(value)) + (0 if key is None else len(key)) + RECORD_OVERHEAD
+        if size - RECORD_OVERHEAD > self._max_message:
+            raise MessageTooLargeError(
+                f"record of {size - RECORD_OVERHEAD} bytes exceeds message.max.bytes={self._max_message}")
+        if headers is not None and not isinstance(headers, list):
+            headers = list(headers.items()) if isinstance(headers, dict) else list(headers)
+        cb = on_delivery or callback or self._default_cb
+        ts = timestamp if timestamp else time.time_ns() // 1_000_000
+        with self._cond:
+            if self._closed:
+                raise ClientClosedError("the producer is closed")
+            if self._buffered_bytes + size > self._buffer_memory:
+                raise QueueFullError(f"buffer.memory={self._buffer_memory} is used up; call poll() and retry")
+            buf = self._buffers.get(topic)
+            if buf is None:
+                buf = self._buffers[topic] = TopicBuffer()
+            first = buf.count == 0
+            buf.add(key, value, ts, headers, partition, cb, size, time.monotonic())
+            self._buffered_bytes += size
+            self._outstanding += 1
+            if first or buf.bytes >= self._batch_size:
+                self._cond.notify()
+
+    def produce_batch(self, topic: str, table, partition: int = -1, on_delivery=None) -> int:
+        """Queue an Arrow table or record batch of records; returns how many were queued.
+
+        Columns: ``value`` (binary or string, required), ``key``, ``timestamp`` (int64 ms or an
+        Arrow timestamp; missing means now) and ``headers`` (list<struct<key, value>>). Blocks up
+        to ``max.block.ms`` for buffer space. ``on_delivery(err, msg)`` is called once per
+        underlying batch, with the batch's first record as ``msg``.
+        """
+        batch = normalise_table(table, time.time_ns() // 1_000_000)
+        step = max(1, self._batch_size // 2)
+        sizes = batch.get_total_buffer_size()
+        rows_per_piece = max(1, int(batch.num_rows * step / max(1, sizes))) if sizes > step else batch.num_rows
+        cb = on_delivery or self._default_cb
+        for start in range(0, batch.num_rows, rows_per_piece):
+            piece = batch.slice(start, rows_per_piece)
+            self._queue_table(topic, piece, partition, cb, piece.get_total_buffer_size())
+        return batch.num_rows
+
+    def _queue_table(self, topic, piece, partition, callback, size) -> None:
+        deadline = time.monotonic() + self.config["max.block.ms"] / 1000.0
+        with self._cond:
+            while self._buffered_bytes and self._buffered_bytes + size > self._buffer_memory:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise QueueFullError(f"buffer.memory stayed full for max.block.ms={self.config['max.block.ms']}")
+                self._cond.notify()
+                self._cond.wait(min(remaining, 0.05))
+            if self._closed:
+                raise ClientClosedError("the producer is closed")
+            buf = self._buffers.get(topic)
+            if buf is None:
+                buf = self._buffers[topic] = TopicBuffer()
+            buf.add_table(piece, partition, callback, size, time.monotonic())
+            self._buffered_bytes += size
+            self._outstanding += piece.num_rows
+            self._cond.notify()
+
+    # ------------------------------------------------------------------------------ reports
+    def _report(self, batch: ProducerBatch, error, base_offset: int = -1, log_append_time: int = -1) -> None:
+        reports = []
+        if batch.callbacks is not None:
+            keys = batch.records.column(0).to_pylist()
+            values = batch.records.column(1).to_pylist()
+            stamps = batch.records.column(2).to_pylist()
+            kind = TIMESTAMP_LOG_APPEND_TIME if log_append_time >= 0 else TIMESTAMP_CREATE_TIME
+            for i, cb in enumerate(batch.callbacks):
+                if cb is not None:
+                    offset = base_offset + i if base_offset >= 0 else -1
+                    ts = log_append_time if log_append_time >= 0 else stamps[i]
+                    reports.append((cb, error, Message(batch.topic, batch.partition, offset, keys[i],
+                                                       values[i], None, ts, kind)))
+        with self._cond:
+            self._buffered_bytes -= batch.size_charged
+            self._outstanding -= batch.count - len(reports)
+            self._cond.notify_all()
+        if reports:
+            with self._report_cond:
+                self._reports.extend(reports)
+                self._report_cond.notify_all()
+        if error is not None and batch.callbacks is None:
+            log.warning("failed to deliver %d record(s) to %s[%d]: %s", batch.count, batch.topic,
+                        batch.partition, error)
+
+    def _release(self, charged: int) -> None:
+        with self._cond:
+            self._buffered_bytes -= charged
+            self._cond.notify_all()
+
+    def poll(self, timeout: float | None = None) -> int:
+        """Serve queued delivery callbacks; wait up to ``timeout`` s for one. Returns how many ran."""
+        with self._report_cond:
+            if not self._reports and timeout:
+                self._report_cond.wait(None if timeout < 0 else timeout)
+            reports, self._reports = self._reports, collections.deque()
+        for cb, err, msg in reports:
+            cb(err, msg)
+        if reports:
+            with self._cond:
+                self._outstanding -= len(reports)
+                self._cond.notify_all()
+        return len(reports)
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Send everything buffered now, wait for it, serving callbacks; returns records still pending."""
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        with self._cond:
+            self._flushing += 1
+            self._cond.notify_all()
+        try:
+            while True:
+                self.poll(0)
+                with self._cond:
+                    if self._outstanding <= 0:
+                        return 0
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return self._outstanding
+                    self._cond.wait(0.05 if remaining is None else min(0.05, remaining))
+        finally:
+            with self._cond:
+                self._flushing -= 1
+
+    def __len__(self) -> int:
+        return self._outstanding
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        return self.cluster.snapshot([topic] if topic else None, None if timeout < 0 else timeout)
+
+    def close(self, timeout: float | None = None) -> int:
+        """Flush, then stop the sender and close connections; returns records left undelivered."""
+        left = self.flush(timeout)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join(5)
+        self.cluster.close()
+        return left
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _Sender:
+    """The producer's background loop: drain buffers, build batches, send, retry, report."""
+
+    def __init__(self, producer: Producer):
+        self.p = producer
+        cfg = producer.config
+        self.retries = cfg["retries"]
+        self.backoff = cfg["retry.backoff.ms"] / 1000.0
+        self.delivery_timeout = cfg["delivery.timeout.ms"] / 1000.0
+        self.max_request = cfg["max.request.size"]
+        self.max_in_flight = cfg["max.in.flight.requests.per.connection"]
+        self.propagation = cfg["topic.metadata.propagation.max.ms"] / 1000.0
+        self.sticky = StickyPartitioner()
+        self.queues: dict[tuple[str, int], collections.deque] = {}
+        self.muted: set[tuple[str, int]] = set()
+        self.in_flight: dict[int, int] = collections.defaultdict(int)
+        self.completions: collections.deque = collections.deque()
+        self.unknown_since: dict[str, float] = {}
+        self.stale_metadata = False
+
+    # -------------------------------------------------------------------------------- loop
+    def run(self) -> None:
+        p = self.p
+        while True:
+            with p._cond:
+                timeout = self._wait_time(time.monotonic())
+                if timeout > 0 and not self.completions:
+                    p._cond.wait(timeout)
+                if p._closed and not p._buffers and not self._busy():
+                    return
+                ready = self._take_ready(time.monotonic())
+            try:
+                self._step(ready)
+            except Exception:  # noqa: BLE001 - the sender must survive; batches fail individually
+                log.exception("producer sender step failed")
+                time.sleep(self.backoff)
+
+    def _busy(self) -> bool:
+        return bool(self.completions or any(self.queues.values()) or any(self.in_flight.values()))
+
+    def _wait_time(self, now: float) -> float:
+        p = self.p
+        waits = [1.0]
+        for buf in p._buffers.values():
+            if p._flushing or p._closed or buf.bytes >= p._batch_size * (4 if buf.keyed else 1):
+                return 0
+            waits.append(buf.since + p._linger - now)
+        for queue in self.queues.values():
+            if queue:
+                waits.append(queue[0].retry_at - now)
+        return max(0.0, min(waits))
+
+    def _take_ready(self, now: float) -> dict[str, TopicBuffer]:
+        p = self.p
+        ready = {}
+        for topic, buf in list(p._buffers.items()):
+            if (p._flushing or p._closed or now - buf.since >= p._linger
+                    or buf.bytes >= p._batch_size * (4 if buf.keyed else 1)):
+                ready[topic] = buf
+                del p._buffers[topic]
+        return ready
+
+    def _step(self, ready: dict[str, TopicBuffer]) -> None:
+        while self.completions:
+            self._complete(*self.completions.popleft())
+        if self.stale_metadata:
+            self.stale_metadata = False
+            self._refresh_metadata()
+        for topic, buf in ready.items():
+            self._enqueue(topic, buf)
+        self._expire(time.monotonic())
+        self._send(time.monotonic())
+
+    def _refresh_metadata(self) -> None:
+        try:
+            self.p.cluster.refresh()
+        except RiverlogError as e:
+            log.debug("metadata refresh failed: %s", e)
+
+    # -------------------------------------------------------------------------------- batching
+    def _enqueue(self, topic: str, buf: TopicBuffer) -> None:
+        p = self.p
+        try:
+            info = p.cluster.topic(topic)
+            self.unknown_since.pop(topic, None)
+        except UnknownTopicOrPartitionError as e:
+            self._hold_unknown(topic, buf, e)
+            return
+        except RiverlogError as e:
+            self._hold_unknown(topic, buf, e)
+            return
+        n = len(info.partitions)
+        for chunk in buf.chunks:
+            records, explicit, callbacks = chunk.to_arrow()
+            charged = _charge(chunk, records)
+            parts = assign_partitions(records, explicit, n, topic, self.sticky, p._batch_size)
+            bad = parts >= n
+            if bad.any():
+                self._fail_rows(topic, records, parts, callbacks, bad, n, buf.since)
+                keep = ~bad
+                records = records.filter(keep)
+                callbacks = None if callbacks is None else [c for c, k in zip(callbacks, keep) if k]
+                parts = parts[keep]
+            batches = build_batches(topic, records, parts, callbacks, buf.since, p._batch_size,
+                                    p.config["batch.num.messages"], p.config["compression.type"])
+            if batches:
+                _spread_charge(batches, charged)
+            else:
+                p._release(charged)
+            for batch in batches:
+                self.queues.setdefault((topic, batch.partition), collections.deque()).append(batch)
+
+    def _hold_unknown(self, topic: str, buf: TopicBuffer, error: RiverlogError) -> None:
+        """Keep records for a topic not (yet) in metadata; fail them after the propagation time."""
+        now = time.monotonic()
+        first = self.unknown_since.setdefault(topic, now)
+        if now - first < self.propagation and error.retriable:
+            with self.p._cond:
+                merged = self.p._buffers.get(topic)
+                if merged is not None:
+                    buf.chunks.extend(merged.chunks)
+                    buf.bytes += merged.bytes
+                    buf.count += merged.count
+                buf.since = now - self.p._linger + self.backoff
+                self.p._buffers[topic] = buf
+            return
+        self.unknown_since.pop(topic, None)
+        for chunk in buf.chunks:
+            records, explicit, callbacks = chunk.to_arrow()
+            batch = ProducerBatch(topic, -1, b"", records, callbacks, buf.since)
+            batch.size_charged = _charge(chunk, records)
+            self.p._report(batch, error)
+
+    def _fail_rows(self, topic, records, parts, callbacks, mask, n, since) -> None:
+        idx = [i for i, m in enumerate(mask) if m]
+        batch = ProducerBatch(topic, int(parts[idx[0]]), b"", records.take(idx),
+                              None if callbacks is None else [callbacks[i] for i in idx], since)
+        batch.size_charged = 0
+        self.p._report(batch, UnknownPartitionError(
+            f"topic '{topic}' has {n} partition(s); partition {batch.partition} does not exist"))
+
+    def _expire(self, now: float) -> None:
+        for key, queue in self.queues.items():
+            if key in self.muted:
+                continue
+            while queue and now - queue[0].created >= self.delivery_timeout:
+                batch = queue.popleft()
+                self.p._report(batch, KafkaTimeoutError(
+                    f"{batch.count} record(s) for {batch.topic}[{batch.partition}] expired after "
+                    f"delivery.timeout.ms={int(self.delivery_timeout * 1000)}"))
+
+    # -------------------------------------------------------------------------------- sending
+    def _send(self, now: float) -> None:
+        by_node: dict[int, list[ProducerBatch]] = collections.defaultdict(list)
+        for key, queue in self.queues.items():
+            if not queue or key in self.muted or queue[0].retry_at > now:
+                continue
+            try:
+                node = self.p.cluster.leader(*key)
+            except RiverlogError:
+                self.stale_metadata = True
+                continue
+            by_node[node].append(key)
+        for node, keys in by_node.items():
+            while keys and self.in_flight[node] < self.max_in_flight:
+                request, batches, keys = self._build_request(keys)
+                self._dispatch(node, request, batches)
+
+    def _build_request(self, keys):
+        request = pb.ProduceRequest(acks=self.p._acks, timeout_ms=self.p.config["request.timeout.ms"])
+        batches, size, rest = [], 0, []
+        topics: dict[str, pb.ProduceTopic] = {}
+        for key in keys:
+            queue = self.queues[key]
+            taken = []
+            while queue and (not batches and not taken or size + queue[0].size <= self.max_request):
+                batch = queue.popleft()
+                taken.append(batch)
+                size += batch.size
+            if not taken:
+                rest.append(key)
+                continue
+            topic = topics.get(key[0]) or topics.setdefault(key[0], request.topics.add(name=key[0]))
+            topic.partitions.add(partition=key[1], records=b"".join(b.data for b in taken)
+                                 if len(taken) > 1 else taken[0].data)
+            batches.append((key, taken))
+            self.muted.add(key)
+        return request, batches, rest
+
+    def _dispatch(self, node: int, request, batches) -> None:
+        self.in_flight[node] += 1
+        try:
+            stub = self.p.cluster.stub(node)
+            future = stub.Produce.future(request, timeout=self.p.config["request.timeout.ms"] / 1000.0)
+        except Exception as e:  # noqa: BLE001
+            self.completions.append((node, batches, None, e))
+            return
+
+        def done(f):
+            with self.p._cond:
+                self.completions.append((node, batches, f, None))
+                self.p._cond.notify_all()
+
+        future.add_done_callback(done)
+
+    def _complete(self, node: int, batches, future, failure) -> None:
+        # A gRPC future is itself an RpcError instance, so the outcome travels as (future, failure).
+        self.in_flight[node] -= 1
+        response, error = None, None
+        if failure is not None:
+            error = failure if isinstance(failure, RiverlogError) else NetworkError(str(failure))
+        else:
+            try:
+                response = future.result()
+            except grpc.RpcError as e:
+                error = translate_rpc_error(e, "Produce")
+        results = {}
+        if response is not None:
+            for t in response.topics:
+                for r in t.partitions:
+                    results[(t.name, r.partition)] = r
+        for key, taken in batches:
+            self.muted.discard(key)
+            r = results.get(key)
+            err = error
+            if err is None and r is not None and r.error_code:
+                err = error_for_code(r.error_code)(r.error_message)
+            if err is None and self.p._acks != 0 and r is None:
+                err = RiverlogError("the broker's answer did not mention this partition")
+            if err is None or self.p._acks == 0:
+                self._deliver(taken, r)
+            else:
+                self._retry_or_fail(key, taken, err)
+
+    def _deliver(self, taken: list[ProducerBatch], r) -> None:
+        offset = r.base_offset if r is not None and self.p._acks != 0 else -1
+        for batch in taken:
+            self.p._report(batch, None, offset, r.log_append_time if r is not None else -1)
+            if offset >= 0:
+                offset += batch.count
+
+    def _retry_or_fail(self, key, taken: list[ProducerBatch], error: RiverlogError) -> None:
+        log.debug("produce to %s[%d] failed: %r", key[0], key[1], error)
+        now = time.monotonic()
+        if error.retriable:
+            self.stale_metadata = True
+            retry = [b for b in taken if b.attempts < self.retries and now - b.created < self.delivery_timeout]
+            if len(retry) == len(taken):
+                for batch in reversed(taken):
+                    batch.attempts += 1
+                    batch.retry_at = now + self.backoff
+                    self.queues[key].appendleft(batch)
+                return
+        for batch in taken:
+            self.p._report(batch, error)
+
+
+def _charge(chunk, records) -> int:
+    """The buffer.memory bytes a chunk was charged when produced."""
+    if isinstance(chunk, _TableChunk):
+        return records.get_total_buffer_size()
+    return int(record_sizes(records).sum())
+
+
+def _spread_charge(batches: list[ProducerBatch], charged: int) -> None:
+    total = sum(b.count for b in batches) or 1
+    left = charged
+    for i, batch in enumerate(batches):
+        share = left if i == len(batches) - 1 else charged * batch.count // total
+        batch.size_charged = share
+        left -= share
+

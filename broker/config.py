@@ -1,0 +1,223 @@
+"""Typed configuration under Kafka's names, validated once.
+
+A :class:`ConfigDef` lists keys with their type, default, validator and a one-line doc; ``parse``
+turns user input (strings from a properties file or the CLI, or Python values) into a frozen
+:class:`Config`, raising :class:`InvalidConfigError` that names the offending key. Broker and topic
+definitions live here; the client's live in ``broker.client.config``.
+
+    cfg = TOPIC_CONFIG.parse({"segment.bytes": "1048576"}, defaults=broker_cfg.topic_defaults())
+    cfg["segment.bytes"]  # 1048576
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping
+
+from broker.errors import InvalidConfigError
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: type
+    default: Any
+    doc: str
+    validator: Callable[[Any], str | None] | None = None
+    broker_default: str | None = None  # topic keys: the broker key that supplies the default
+
+
+def at_least(low):
+    return lambda v: None if v >= low else f"must be at least {low}"
+
+
+def between(low, high):
+    return lambda v: None if low <= v <= high else f"must be between {low} and {high}"
+
+
+def one_of(*choices):
+    return lambda v: None if v in choices else f"must be one of {', '.join(map(str, choices))}"
+
+
+def _coerce(key: ConfigKey, value: Any) -> Any:
+    if key.type is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "1", "yes"):
+            return True
+        if text in ("false", "0", "no"):
+            return False
+        raise ValueError("must be true or false")
+    if key.type is int:
+        if isinstance(value, bool):
+            raise ValueError("must be an integer")
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return int(str(value).strip()) if not isinstance(value, int) else value
+    if key.type is float:
+        return float(value)
+    if key.type is str:
+        return str(value).strip()
+    return value
+
+
+class Config(Mapping):
+    """An immutable, validated set of configuration values (overrides remembered separately)."""
+
+    def __init__(self, definition: "ConfigDef", values: dict, overrides: dict):
+        self._definition = definition
+        self._values = MappingProxyType(values)
+        self.overrides = MappingProxyType(overrides)
+
+    def __getitem__(self, name):
+        return self._values[name]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+    def __repr__(self):
+        return f"Config({dict(self.overrides)!r})"
+
+    def with_overrides(self, overrides: Mapping, *, defaults: Mapping | None = None) -> "Config":
+        return self._definition.parse(overrides, defaults=defaults)
+
+
+class ConfigDef:
+    def __init__(self, what: str, keys: Iterable[ConfigKey]):
+        self.what = what
+        self.keys = {k.name: k for k in keys}
+
+    def parse(self, values: Mapping | None = None, *, defaults: Mapping | None = None,
+              ignore: Iterable[str] = ()) -> Config:
+        """Validate ``values``; ``defaults`` replaces built-in defaults (e.g. from the broker)."""
+        values = dict(values or {})
+        ignored = set(ignore)
+        out, overrides = {}, {}
+        for name in values:
+            if name not in self.keys and name not in ignored:
+                raise InvalidConfigError(f"unknown {self.what} configuration '{name}'", config=name)
+        for name, key in self.keys.items():
+            if name in values and values[name] is not None:
+                raw = values[name]
+                overrides[name] = self._check(key, raw)
+                out[name] = overrides[name]
+            elif defaults is not None and name in defaults:
+                out[name] = defaults[name]
+            else:
+                out[name] = key.default
+        return Config(self, out, overrides)
+
+    def _check(self, key: ConfigKey, raw: Any) -> Any:
+        try:
+            value = _coerce(key, raw)
+        except (TypeError, ValueError) as e:
+            raise InvalidConfigError(
+                f"invalid value {raw!r} for {self.what} configuration '{key.name}': "
+                f"{e if 'must' in str(e) else 'must be of type ' + key.type.__name__}",
+                config=key.name) from None
+        problem = key.validator(value) if key.validator else None
+        if problem:
+            raise InvalidConfigError(
+                f"invalid value {raw!r} for {self.what} configuration '{key.name}': {problem}",
+                config=key.name)
+        return value
+
+    def describe(self) -> list[ConfigKey]:
+        return sorted(self.keys.values(), key=lambda k: k.name)
+
+
+def _cleanup_policy(value: str) -> str | None:
+    parts = sorted(p.strip() for p in value.split(",") if p.strip())
+    if not parts or any(p not in ("delete", "compact") for p in parts):
+        return "must be delete, compact or compact,delete"
+    return None
+
+
+TOPIC_KEYS = [
+    ConfigKey("cleanup.policy", str, "delete", "delete old segments, compact by key, or both",
+              _cleanup_policy, "log.cleanup.policy"),
+    ConfigKey("retention.ms", int, 604_800_000, "how long to keep a segment after its newest record; -1 forever",
+              at_least(-1), "log.retention.ms"),
+    ConfigKey("retention.bytes", int, -1, "largest size of a partition before old segments go; -1 unbounded",
+              at_least(-1), "log.retention.bytes"),
+    ConfigKey("segment.bytes", int, 1_073_741_824, "roll to a new segment file at this size",
+              between(100, INT_MAX), "log.segment.bytes"),
+    ConfigKey("segment.ms", int, 604_800_000, "roll to a new segment after this long even if not full",
+              at_least(1), "log.roll.ms"),
+    ConfigKey("index.interval.bytes", int, 4096, "bytes of log between offset/time index entries",
+              at_least(0), "log.index.interval.bytes"),
+    ConfigKey("flush.messages", int, LONG_MAX, "fsync after this many records (replication protects data)",
+              at_least(1), "log.flush.interval.messages"),
+    ConfigKey("flush.ms", int, LONG_MAX, "fsync after this long since the last fsync",
+              at_least(0), "log.flush.interval.ms"),
+    ConfigKey("max.message.bytes", int, 1_048_588, "largest record batch the partition accepts",
+              at_least(0), "message.max.bytes"),
+    ConfigKey("message.timestamp.type", str, "CreateTime",
+              "CreateTime keeps the producer's timestamps, LogAppendTime stamps the broker's clock",
+              one_of("CreateTime", "LogAppendTime"), "log.message.timestamp.type"),
+    ConfigKey("min.insync.replicas", int, 1, "replicas that must hold a batch before acks=all succeeds",
+              at_least(1), "min.insync.replicas"),
+    ConfigKey("unclean.leader.election.enable", bool, False,
+              "allow an out-of-sync replica to become leader (may lose data)",
+              None, "unclean.leader.election.enable"),
+    ConfigKey("delete.retention.ms", int, 86_400_000, "how long compaction keeps tombstones",
+              at_least(0), "log.cleaner.delete.retention.ms"),
+    ConfigKey("min.cleanable.dirty.ratio", float, 0.5, "dirty share of the log that triggers compaction",
+              between(0.0, 1.0), "log.cleaner.min.cleanable.ratio"),
+    ConfigKey("min.compaction.lag.ms", int, 0, "records younger than this are never compacted",
+              at_least(0), "log.cleaner.min.compaction.lag.ms"),
+    ConfigKey("file.delete.delay.ms", int, 60_000, "delay before a removed segment's files are deleted",
+              at_least(0), "log.segment.delete.delay.ms"),
+]
+TOPIC_CONFIG = ConfigDef("topic", TOPIC_KEYS)
+
+BROKER_KEYS = [
+    ConfigKey("node.id", int, 0, "this node's id in the cluster", at_least(0)),
+    ConfigKey("log.dirs", str, "./riverlog-data", "directory holding partition logs and metadata"),
+    ConfigKey("listeners", str, "127.0.0.1:9092", "host:port the gRPC service listens on (port 0 picks one)"),
+    ConfigKey("advertised.listeners", str, "", "host:port clients are told to use (default: listeners)"),
+    ConfigKey("num.partitions", int, 1, "partitions of a topic created without a count", at_least(1)),
+    ConfigKey("default.replication.factor", int, 1, "replicas of a topic created without a factor", at_least(1)),
+    ConfigKey("auto.create.topics.enable", bool, False,
+              "create a topic on first produce or metadata request (off: typos fail loudly)"),
+    ConfigKey("num.io.threads", int, 64, "request threads; long-poll fetches hold one each while waiting",
+              at_least(2)),
+    ConfigKey("socket.request.max.bytes", int, 104_857_600, "largest request the broker accepts",
+              at_least(1024)),
+    ConfigKey("fetch.max.bytes", int, 57_671_680, "largest fetch response the broker builds", at_least(1024)),
+    ConfigKey("log.flush.scheduler.interval.ms", int, 1000, "how often flush.ms is checked", at_least(1)),
+    ConfigKey("log.retention.check.interval.ms", int, 300_000, "how often retention is applied", at_least(1)),
+    ConfigKey("delete.topic.enable", bool, True, "allow DeleteTopics"),
+] + [ConfigKey(k.broker_default, k.type, k.default, k.doc, k.validator)
+     for k in TOPIC_KEYS if k.broker_default not in ("min.insync.replicas", "unclean.leader.election.enable")] \
+  + [ConfigKey("min.insync.replicas", int, 1, "default replicas that must hold a batch for acks=all",
+               at_least(1)),
+     ConfigKey("unclean.leader.election.enable", bool, False, "default for topics")]
+BROKER_CONFIG = ConfigDef("broker", BROKER_KEYS)
+
+
+def topic_defaults(broker_config: Config) -> dict:
+    """Topic-level defaults taken from the broker's log.* keys."""
+    return {k.name: broker_config[k.broker_default] for k in TOPIC_KEYS}
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """A Java-style .properties file (key=value, # comments) as a dict."""
+    values = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line or line[0] in "#!":
+                continue
+            key, sep, value = line.partition("=")
+            if not sep:
+                key, _, value = line.partition(":")
+            values[key.strip()] = value.strip()
+    return values

@@ -1,0 +1,116 @@
+"""The native batch body: one Arrow IPC record-batch message with a fixed schema.
+
+Layout: an encapsulated Arrow IPC message (continuation marker 0xFFFFFFFF, little-endian int32
+metadata length, flatbuffer ``Message`` metadata, then the 8-byte aligned body buffers), exactly what
+``pyarrow.RecordBatch.serialize`` writes, without the schema message: the schema is the fixed
+``SCHEMA`` below, so every batch saves its ~400 bytes. Arrow's own LZ4-frame or ZSTD buffer
+compression may be applied inside the message; the batch header's compression bits mirror it so
+tools can see it without reading the body.
+
+Columns: ``key`` binary (null = no key), ``value`` binary (null = tombstone), ``timestamp`` int64
+ms since the epoch, ``headers`` list<struct<key: string, value: binary>> (null = no headers).
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from broker.records.batch import (COMPRESSION_LZ4, COMPRESSION_NONE, COMPRESSION_ZSTD,
+                                  MAGIC_ARROW, build_batch)
+
+HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+SCHEMA = pa.schema([
+    ("key", pa.binary()),
+    ("value", pa.binary()),
+    ("timestamp", pa.int64()),
+    ("headers", HEADER_TYPE),
+])
+_SCHEMA_MESSAGE_SIZE = SCHEMA.serialize().size
+_EOS_SIZE = 8
+
+COMPRESSION_CODES = {"none": COMPRESSION_NONE, "lz4": COMPRESSION_LZ4, "zstd": COMPRESSION_ZSTD}
+_WRITE_OPTIONS = {
+    name: pa.ipc.IpcWriteOptions(compression=None if name == "none" else name)
+    for name in COMPRESSION_CODES
+}
+
+
+def encode_body(batch: pa.RecordBatch, compression: str = "none") -> pa.Buffer:
+    """Serialise ``batch`` (of ``SCHEMA``) as one IPC record-batch message."""
+    if compression == "none":
+        return batch.serialize()
+    # RecordBatch.serialize takes no write options, so compressed bodies are cut out of a
+    # one-batch IPC stream: [schema message][record batch message][end-of-stream marker].
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, SCHEMA, options=_WRITE_OPTIONS[compression]) as writer:
+        writer.write_batch(batch)
+    stream = sink.getvalue()
+    return stream.slice(_SCHEMA_MESSAGE_SIZE, stream.size - _SCHEMA_MESSAGE_SIZE - _EOS_SIZE)
+
+
+def decode_body(body) -> pa.RecordBatch:
+    """The Arrow batch in a body (zero-copy unless compressed)."""
+    return pa.ipc.read_record_batch(pa.py_buffer(body), SCHEMA)
+
+
+def check_framing(body) -> None:
+    """Raise ValueError unless ``body`` is exactly one IPC record-batch message.
+
+    Reads the message metadata only (microseconds); buffers are neither decompressed nor decoded.
+    """
+    buf = pa.py_buffer(body)
+    try:
+        message = pa.ipc.read_message(buf)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise ValueError(str(e)) from None
+    if message.type != "record batch":
+        raise ValueError(f"IPC message type is {message.type!r}")
+    framed = message.metadata.size + message.body.size
+    # The metadata size excludes its 8-byte prefix (continuation marker and length).
+    if framed + 8 != buf.size:
+        raise ValueError(f"message frames {framed + 8} bytes but the body has {buf.size}")
+
+
+def record_batch(keys, values, timestamps, headers=None) -> pa.RecordBatch:
+    """Build a ``SCHEMA`` batch from Python lists (None allowed in keys, values and headers)."""
+    n = len(values)
+    if headers is None or not any(headers):
+        header_array = pa.nulls(n, HEADER_TYPE)
+    else:
+        header_array = pa.array([_normalise_headers(h) for h in headers], HEADER_TYPE)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+         pa.array(timestamps, pa.int64()), header_array],
+        schema=SCHEMA)
+
+
+def _normalise_headers(headers):
+    if not headers:
+        return None
+    items = headers.items() if isinstance(headers, dict) else headers
+    return [(k, v.encode() if isinstance(v, str) else v) for k, v in items]
+
+
+def encode_batch(batch: pa.RecordBatch, compression: str = "none", **header_fields) -> bytes:
+    """A complete framed batch (header and Arrow body) ready to produce."""
+    bounds = pc.min_max(batch.column(2))
+    headers = batch.column(3)
+    if headers.null_count == batch.num_rows and batch.num_rows:
+        # A slice of an all-null list column would serialise its parent's whole child array.
+        batch = batch.set_column(3, "headers", pa.nulls(batch.num_rows, HEADER_TYPE))
+    body = encode_body(batch, compression)
+    attributes = header_fields.pop("attributes", 0) | COMPRESSION_CODES[compression]
+    return build_batch(body, record_count=batch.num_rows, magic=MAGIC_ARROW, attributes=attributes,
+                       base_timestamp=bounds["min"].as_py(), max_timestamp=bounds["max"].as_py(),
+                       **header_fields)
+
+
+def first_index_at_or_after(batch: bytes, timestamp: int) -> tuple[int | None, int]:
+    """Index and timestamp of the first record in a framed batch with a timestamp >= ``timestamp``."""
+    from broker.records.batch import HEADER_SIZE
+    timestamps = decode_body(memoryview(batch)[HEADER_SIZE:]).column(2)
+    mask = pc.greater_equal(timestamps, timestamp)
+    index = pc.index(mask, True).as_py()
+    if index < 0:
+        return None, -1
+    return index, timestamps[index].as_py()

@@ -1,0 +1,224 @@
+"""Record batches: Kafka's RecordBatch v2 header in front of a body named by ``magic``.
+
+Byte layout (big-endian, 61-byte header, as Kafka's v2 batch)::
+
+    0  base_offset             int64   rewritten by the leader when it assigns offsets
+    8  batch_length            int32   bytes that follow this field (header rest + body)
+    12 partition_leader_epoch  int32   rewritten by the leader
+    16 magic                   int8    body format: MAGIC_ARROW (Arrow IPC) or Kafka's 2 (reserved)
+    17 crc                     uint32  CRC-32C of bytes [21, end)
+    21 attributes              int16   bits 0-2 compression, 3 timestamp type, 4 transactional,
+                                       5 control
+    23 last_offset_delta       int32   record_count - 1 for batches a producer writes
+    27 base_timestamp          int64   ms
+    35 max_timestamp           int64   ms (the log-append time when the topic says LogAppendTime)
+    43 producer_id             int64   -1 when not idempotent
+    51 producer_epoch          int16
+    53 base_sequence           int32
+    57 record_count            int32
+    61 body                    bytes   one Arrow IPC record-batch message when magic == MAGIC_ARROW
+
+Because the CRC starts at ``attributes``, assigning offsets and the leader epoch never touches the
+body or the checksum: the broker stores and serves batches as opaque bytes and reads only this
+header. A batch whose length or CRC does not hold is corrupt; storage truncates a log at the first
+such batch after a crash, and readers refuse to serve it.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Iterator, NamedTuple
+
+from crc32c import crc32c
+
+from broker.errors import (CorruptRecordError, InvalidRecordError, MessageTooLargeError,
+                           UnsupportedVersionError)
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = HEADER.size  # 61
+CRC_START = 21
+LENGTH_OFFSET = 8
+LOG_OVERHEAD = 12  # base_offset + batch_length: bytes not counted in batch_length
+_PREFIX = struct.Struct(">qii")  # base_offset, batch_length, partition_leader_epoch
+_TAIL = struct.Struct(">hiqqqhii")  # attributes .. record_count, the CRC-covered header part
+
+MAGIC_KAFKA_V2 = 2
+MAGIC_ARROW = 64
+
+COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD = range(5)
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_LOG_APPEND = 0x08
+TRANSACTIONAL = 0x10
+CONTROL = 0x20
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+
+
+class BatchHeader(NamedTuple):
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def size(self) -> int:
+        """Bytes the whole batch occupies (header and body)."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def is_log_append_time(self) -> bool:
+        return bool(self.attributes & TIMESTAMP_TYPE_LOG_APPEND)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL)
+
+
+def parse_header(buf, pos: int = 0) -> BatchHeader:
+    """Decode the fixed header at ``pos``; raises CorruptRecordError if it does not fit."""
+    if len(buf) - pos < HEADER_SIZE:
+        raise CorruptRecordError(f"truncated batch header at byte {pos}")
+    header = BatchHeader._make(HEADER.unpack_from(buf, pos))
+    if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+        raise CorruptRecordError(f"batch at byte {pos} declares impossible length {header.batch_length}")
+    return header
+
+
+def build_batch(body, *, record_count: int, base_timestamp: int, max_timestamp: int,
+                magic: int = MAGIC_ARROW, attributes: int = 0, base_offset: int = 0,
+                producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
+                base_sequence: int = NO_SEQUENCE,
+                partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> bytes:
+    """Frame ``body`` as one batch with its CRC; offsets start at 0 until the leader assigns them."""
+    tail = _TAIL.pack(attributes, record_count - 1, base_timestamp, max_timestamp, producer_id,
+                      producer_epoch, base_sequence, record_count)
+    crc = crc32c(body, crc32c(tail))
+    length = HEADER_SIZE - LOG_OVERHEAD + len(body)
+    head = _PREFIX.pack(base_offset, length, partition_leader_epoch) + bytes((magic,)) + crc.to_bytes(4, "big")
+    return b"".join((head, tail, body))
+
+
+def compute_crc(buf, pos: int, size: int) -> int:
+    return crc32c(memoryview(buf)[pos + CRC_START: pos + size])
+
+
+def iter_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, header) of each complete batch in ``buf[start:end]``; stop at a partial one.
+
+    Does not verify checksums: the reader's fast path. Raises CorruptRecordError on a header
+    whose length field is impossible.
+    """
+    end = len(buf) if end is None else end
+    pos = start
+    while end - pos >= HEADER_SIZE:
+        header = parse_header(buf, pos)
+        if pos + header.size > end:
+            return
+        yield pos, header
+        pos += header.size
+
+
+def validate_batches(data, *, max_batch_bytes: int) -> list[BatchHeader]:
+    """Check a produce payload without decoding records; return the headers in order.
+
+    Every batch must be complete, carry a known magic, match its CRC, count at least one record
+    with consistent offset deltas, be at most ``max_batch_bytes`` and have a body that is framed
+    as one Arrow IPC record-batch message. Nothing about the payload is trusted before this.
+    """
+    view = memoryview(data)
+    headers: list[BatchHeader] = []
+    pos = 0
+    if len(view) == 0:
+        raise InvalidRecordError("produce request carries no record batch")
+    while pos < len(view):
+        header = parse_header(view, pos)
+        if pos + header.size > len(view):
+            raise CorruptRecordError(
+                f"batch at byte {pos} declares {header.size} bytes but only {len(view) - pos} were sent")
+        if header.size > max_batch_bytes:
+            raise MessageTooLargeError(
+                f"batch of {header.size} bytes exceeds max.message.bytes={max_batch_bytes}",
+                batch_bytes=header.size, max_message_bytes=max_batch_bytes)
+        if header.magic != MAGIC_ARROW:
+            raise UnsupportedVersionError(
+                f"record batch magic {header.magic} is not supported; this broker stores magic {MAGIC_ARROW}")
+        if compute_crc(view, pos, header.size) != header.crc:
+            raise CorruptRecordError(f"CRC-32C mismatch in batch at byte {pos}")
+        if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
+            raise InvalidRecordError(
+                f"batch at byte {pos} has record_count={header.record_count} and "
+                f"last_offset_delta={header.last_offset_delta}")
+        _check_body_framing(view[pos + HEADER_SIZE: pos + header.size], pos)
+        headers.append(header)
+        pos += header.size
+    return headers
+
+
+def _check_body_framing(body: memoryview, pos: int) -> None:
+    # Imported lazily so storage-only users do not pay for pyarrow at import time.
+    from broker.records.arrow_body import check_framing
+    try:
+        check_framing(body)
+    except ValueError as e:
+        raise InvalidRecordError(f"batch at byte {pos}: body is not an Arrow record batch ({e})") from None
+
+
+def with_offsets(data, headers: list[BatchHeader], first_offset: int, leader_epoch: int) -> list:
+    """Buffers that spell ``data`` with base offsets from ``first_offset`` and the leader epoch.
+
+    Returns a list of buffers for ``os.writev`` so the body bytes are never copied.
+    """
+    view = memoryview(data)
+    parts = []
+    pos = 0
+    offset = first_offset
+    for h in headers:
+        parts.append(_PREFIX.pack(offset, h.batch_length, leader_epoch))
+        parts.append(view[pos + 16: pos + h.size])
+        offset += h.last_offset_delta + 1
+        pos += h.size
+    return parts
+
+
+def stamp_log_append_time(data, headers: list[BatchHeader], timestamp: int) -> bytes:
+    """Rewrite each batch's max timestamp to ``timestamp`` and set the LogAppendTime bit.
+
+    The CRC covers these fields, so each batch is re-checksummed (as Kafka does for this topic
+    setting); the body is untouched.
+    """
+    out = bytearray(data)
+    pos = 0
+    for h in headers:
+        attributes = h.attributes | TIMESTAMP_TYPE_LOG_APPEND
+        struct.pack_into(">h", out, pos + CRC_START, attributes)
+        struct.pack_into(">q", out, pos + 35, timestamp)
+        struct.pack_into(">I", out, pos + 17, compute_crc(out, pos, h.size))
+        pos += h.size
+    return bytes(out)

@@ -1,0 +1,235 @@
+"""Request handling: protobuf requests in, protobuf responses out (Kafka's ``KafkaApis``).
+
+Per-partition failures become that partition's ``error_code`` so the rest of the request still
+succeeds; only whole-request problems raise. No gRPC here: handlers are plain calls, testable
+without a network. Record bytes are passed through untouched.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from broker.config import TOPIC_CONFIG
+from broker.errors import (InvalidRequestError, InvalidRequiredAcksError, RiverlogError,
+                           UnknownServerError)
+from broker.proto import riverlog_pb2 as pb
+from broker.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
+EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+
+
+def _fill_error(result, error: Exception) -> None:
+    if not isinstance(error, RiverlogError):
+        log.exception("unexpected error while handling a request", exc_info=error)
+        error = UnknownServerError(f"{type(error).__name__}: {error}")
+    result.error_code = error.code
+    result.error_message = error.message
+
+
+class Handlers:
+    def __init__(self, broker: Broker, host: str, port: int):
+        self.broker = broker
+        self.host = host
+        self.port = port
+
+    # ---------------------------------------------------------------------------- metadata
+    def metadata(self, request: pb.MetadataRequest) -> pb.MetadataResponse:
+        b = self.broker
+        response = pb.MetadataResponse(cluster_id=b.cluster_id, controller_id=b.node_id)
+        response.brokers.add(node_id=b.node_id, host=self.host, port=self.port)
+        image = b.metadata.image
+        names = sorted(image.topics) if request.all_topics else list(request.topics)
+        for name in names:
+            tm = response.topics.add(name=name)
+            try:
+                topic = b.topic(name)
+            except RiverlogError as e:
+                _fill_error(tm, e)
+                continue
+            tm.topic_id = topic.topic_id
+            tm.internal = name.startswith("__")
+            for p, replicas in enumerate(topic.replicas):
+                partition = b.partitions.get((name, p))
+                tm.partitions.add(partition=p, leader=b.node_id, replicas=replicas, isr=replicas,
+                                  leader_epoch=partition.leader_epoch if partition else 0)
+        return response
+
+    # ---------------------------------------------------------------------------- topics
+    def create_topics(self, request: pb.CreateTopicsRequest) -> pb.CreateTopicsResponse:
+        response = pb.CreateTopicsResponse()
+        for t in request.topics:
+            result = response.results.add(name=t.name)
+            try:
+                self.broker.create_topic(t.name, t.num_partitions, t.replication_factor, dict(t.configs),
+                                         request.validate_only)
+            except Exception as e:  # noqa: BLE001 - reported per topic
+                _fill_error(result, e)
+        return response
+
+    def delete_topics(self, request: pb.DeleteTopicsRequest) -> pb.DeleteTopicsResponse:
+        response = pb.DeleteTopicsResponse()
+        for name in request.topics:
+            result = response.results.add(name=name)
+            try:
+                self.broker.delete_topic(name)
+            except Exception as e:  # noqa: BLE001
+                _fill_error(result, e)
+        return response
+
+    # ---------------------------------------------------------------------------- produce
+    def produce(self, request: pb.ProduceRequest) -> pb.ProduceResponse:
+        response = pb.ProduceResponse()
+        acks_ok = request.acks in (0, 1, -1)
+        for topic in request.topics:
+            tr = response.topics.add(name=topic.name)
+            for p in topic.partitions:
+                pr = tr.partitions.add(partition=p.partition, base_offset=-1, log_append_time=-1)
+                try:
+                    if not acks_ok:
+                        raise InvalidRequiredAcksError(f"acks must be 0, 1 or -1 (all), got {request.acks}")
+                    partition = self.broker.partition(topic.name, p.partition)
+                    info = partition.append_records(p.records)
+                    pr.base_offset = info.first_offset
+                    pr.log_append_time = info.log_append_time
+                    pr.log_start_offset = partition.log.log_start_offset
+                except Exception as e:  # noqa: BLE001
+                    _fill_error(pr, e)
+        return response
+
+    # ---------------------------------------------------------------------------- fetch
+    def fetch(self, request: pb.FetchRequest, is_active=lambda: True) -> pb.FetchResponse:
+        """Long-poll: answer once ``min_bytes`` are available, an error occurs or ``max_wait_ms`` passes."""
+        max_bytes = request.max_bytes if request.max_bytes > 0 else self.broker.config["fetch.max.bytes"]
+        max_bytes = min(max_bytes, self.broker.config["fetch.max.bytes"])
+        deadline = time.monotonic() + max(0, request.max_wait_ms) / 1000.0
+        notifier = self.broker.notifier
+        while True:
+            sequence = notifier.sequence
+            response, total, failed = self._read_once(request, max_bytes)
+            remaining = deadline - time.monotonic()
+            if total >= max(1, request.min_bytes) or failed or remaining <= 0 or not is_active():
+                return response
+            notifier.wait_past(sequence, min(remaining, 0.5))
+
+    def _read_once(self, request: pb.FetchRequest, max_bytes: int):
+        response = pb.FetchResponse()
+        total, failed = 0, False
+        for topic in request.topics:
+            tr = response.topics.add(name=topic.name)
+            for p in topic.partitions:
+                pr = tr.partitions.add(partition=p.partition, high_watermark=-1, last_stable_offset=-1,
+                                       log_start_offset=-1, log_end_offset=-1)
+                try:
+                    partition = self.broker.partition(topic.name, p.partition)
+                    budget = min(p.max_bytes if p.max_bytes > 0 else max_bytes, max(0, max_bytes - total))
+                    if budget == 0 and total > 0:
+                        start, hw, end = partition.offsets()
+                        pr.high_watermark, pr.last_stable_offset = hw, hw
+                        pr.log_start_offset, pr.log_end_offset = start, end
+                        continue
+                    result = partition.read(p.fetch_offset, max(budget, 1),
+                                            up_to_high_watermark=request.replica_id < 0)
+                    pr.records = bytes(result.records)
+                    pr.high_watermark = pr.last_stable_offset = result.high_watermark
+                    pr.log_start_offset, pr.log_end_offset = result.log_start_offset, result.log_end_offset
+                    total += len(result.records)
+                except Exception as e:  # noqa: BLE001
+                    _fill_error(pr, e)
+                    for key in ("log_start_offset", "log_end_offset"):
+                        if isinstance(e, RiverlogError) and key in e.details:
+                            setattr(pr, key, e.details[key])
+                    failed = True
+        return response, total, failed
+
+    # ---------------------------------------------------------------------------- offsets
+    def list_offsets(self, request: pb.ListOffsetsRequest) -> pb.ListOffsetsResponse:
+        response = pb.ListOffsetsResponse()
+        for topic in request.topics:
+            tr = response.topics.add(name=topic.name)
+            for p in topic.partitions:
+                pr = tr.partitions.add(partition=p.partition, offset=-1, timestamp=-1)
+                try:
+                    partition = self.broker.partition(topic.name, p.partition)
+                    start, hw, _ = partition.offsets()
+                    if p.timestamp == EARLIEST:
+                        pr.offset = start
+                    elif p.timestamp == LATEST:
+                        pr.offset = hw
+                    elif p.timestamp == MAX_TIMESTAMP:
+                        found = partition.max_timestamp()
+                        if found:
+                            pr.offset, pr.timestamp = found
+                    elif p.timestamp < 0:
+                        raise InvalidRequestError(f"timestamp {p.timestamp} is not a time nor -1/-2/-3")
+                    else:
+                        found = partition.offset_for_timestamp(p.timestamp)
+                        if found:
+                            pr.offset, pr.timestamp = found
+                except Exception as e:  # noqa: BLE001
+                    _fill_error(pr, e)
+        return response
+
+    # ---------------------------------------------------------------------------- configs
+    def describe_configs(self, request: pb.DescribeConfigsRequest) -> pb.DescribeConfigsResponse:
+        response = pb.DescribeConfigsResponse()
+        for resource in request.resources:
+            result = response.results.add(resource=resource)
+            try:
+                self._describe(resource, result)
+            except Exception as e:  # noqa: BLE001
+                _fill_error(result, e)
+        return response
+
+    def _describe(self, resource: pb.ConfigResource, result) -> None:
+        b = self.broker
+        if resource.type == RESOURCE_TOPIC:
+            topic = b.topic(resource.name)
+            config = b.topic_config(topic)
+            for key in TOPIC_CONFIG.describe():
+                if key.name in topic.configs:
+                    source = "DYNAMIC_TOPIC_CONFIG"
+                elif key.broker_default in b.config.overrides:
+                    source = "STATIC_BROKER_CONFIG"
+                else:
+                    source = "DEFAULT_CONFIG"
+                result.entries.add(name=key.name, value=_text(config[key.name]), source=source,
+                                   is_default=source == "DEFAULT_CONFIG", documentation=key.doc)
+        elif resource.type == RESOURCE_BROKER:
+            if resource.name not in ("", str(b.node_id)):
+                raise InvalidRequestError(f"this is broker {b.node_id}, not {resource.name}")
+            for key in b.config._definition.describe():
+                overridden = key.name in b.config.overrides
+                result.entries.add(name=key.name, value=_text(b.config[key.name]),
+                                   source="STATIC_BROKER_CONFIG" if overridden else "DEFAULT_CONFIG",
+                                   is_default=not overridden, read_only=True, documentation=key.doc)
+        else:
+            raise InvalidRequestError(f"config resource type {resource.type} is not supported (2 topic, 4 broker)")
+
+    def alter_configs(self, request: pb.AlterConfigsRequest) -> pb.AlterConfigsResponse:
+        response = pb.AlterConfigsResponse()
+        for resource in request.resources:
+            result = response.results.add(resource=resource.resource)
+            try:
+                if resource.resource.type != RESOURCE_TOPIC:
+                    raise InvalidRequestError(
+                        "only topic configs can be altered; broker configs are read at start-up")
+                topic = self.broker.topic(resource.resource.name)
+                overrides = dict(topic.configs) if resource.incremental else {}
+                for entry in resource.configs:
+                    if entry.op == 1:
+                        overrides.pop(entry.name, None)
+                    else:
+                        overrides[entry.name] = entry.value
+                self.broker.alter_topic_config(topic.name, overrides, request.validate_only)
+            except Exception as e:  # noqa: BLE001
+                _fill_error(result, e)
+        return response
+
+
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)

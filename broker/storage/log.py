@@ -1,0 +1,241 @@
+"""A partition's log: ordered segments, appends at the end, reads by offset or timestamp.
+
+Directory layout (``<topic>-<partition>/``): segments named by base offset (20 digits) with
+``.log``, ``.index`` and ``.timeindex`` files; ``recovery-point`` holds the offset below which
+everything was fsynced; ``log-start-offset`` the first offset still readable.
+
+Durability follows Kafka: appends go to the page cache, ``flush.messages`` / ``flush.ms`` force
+fsync, and a segment is fsynced when it rolls. After an unclean shutdown every segment at or past
+the recovery point is scanned and cut at the first torn or corrupt batch; segments after a cut are
+removed, so a reader never sees a partial batch and offsets never skip.
+
+Threading: not thread-safe; the owning partition holds one lock around every call.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import shutil
+from typing import NamedTuple
+
+from broker.clock import Clock
+from broker.config import Config
+from broker.errors import OffsetOutOfRangeError
+from broker.records.batch import BatchHeader, stamp_log_append_time, with_offsets
+from broker.storage.checkpoint import read_int, write_int
+from broker.storage.segment import LogSegment
+
+log = logging.getLogger(__name__)
+
+RECOVERY_POINT_FILE = "recovery-point"
+LOG_START_FILE = "log-start-offset"
+_MAX_RELATIVE_OFFSET = 2**31 - 1
+
+
+class AppendInfo(NamedTuple):
+    first_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    record_count: int
+
+
+class Log:
+    def __init__(self, directory: str, config: Config, clock: Clock, segments: list[LogSegment],
+                 recovery_point: int, log_start_offset: int):
+        self.directory = directory
+        self.config = config
+        self.clock = clock
+        self.segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self.recovery_point = recovery_point
+        self.log_start_offset = log_start_offset
+        self._unflushed_records = 0
+        self._last_flush = clock.monotonic()
+
+    # ------------------------------------------------------------------------------- opening
+    @classmethod
+    def open(cls, directory: str, config: Config, clock: Clock, clean_shutdown: bool = True) -> "Log":
+        """Load (and after an unclean shutdown, recover) the log in ``directory``, creating it if new."""
+        os.makedirs(directory, exist_ok=True)
+        bases = sorted(int(n[:-4]) for n in os.listdir(directory) if n.endswith(".log") and n[:-4].isdigit())
+        recovery_point = read_int(os.path.join(directory, RECOVERY_POINT_FILE), 0)
+        log_start = read_int(os.path.join(directory, LOG_START_FILE), bases[0] if bases else 0)
+        interval, now = config["index.interval.bytes"], clock.time_ms()
+        segments: list[LogSegment] = []
+        for i, base in enumerate(bases):
+            next_base = bases[i + 1] if i + 1 < len(bases) else None
+            must_scan = not clean_shutdown and (next_base is None or next_base > recovery_point)
+            segment = LogSegment.open(directory, base, interval, now, recover=must_scan)
+            segments.append(segment)
+            if segment.truncated_bytes and next_base is not None:
+                log.warning("removing %d segment(s) that follow the damage in %s",
+                            len(bases) - i - 1, segment.log_path)
+                _delete_bases(directory, bases[i + 1:], interval, now)
+                break
+        if not segments:
+            segments.append(LogSegment(directory, log_start, interval, now))
+        return cls(directory, config, clock, segments, min(recovery_point, segments[-1].next_offset),
+                   max(log_start, segments[0].base_offset))
+
+    # ------------------------------------------------------------------------------- state
+    @property
+    def active(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.active.next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    # ------------------------------------------------------------------------------- writing
+    def append(self, data, headers: list[BatchHeader], leader_epoch: int = -1) -> AppendInfo:
+        """Append validated batches, assigning offsets from the log end; returns what was written."""
+        now = self.clock.time_ms()
+        total = sum(h.size for h in headers)
+        count = sum(h.last_offset_delta + 1 for h in headers)
+        first = self.log_end_offset
+        if self._should_roll(total, first + count - 1, now):
+            self.roll(now)
+        log_append_time = None
+        if self.config["message.timestamp.type"] == "LogAppendTime":
+            log_append_time = now
+            data = stamp_log_append_time(data, headers, now)
+        parts = with_offsets(data, headers, first, leader_epoch)
+        self.active.append(parts, headers, first, log_append_time)
+        self._unflushed_records += sum(h.record_count for h in headers)
+        self._maybe_flush_after_append()
+        return AppendInfo(first, first + count - 1, -1 if log_append_time is None else now,
+                          sum(h.record_count for h in headers))
+
+    def _should_roll(self, incoming: int, last_offset: int, now: int) -> bool:
+        active = self.active
+        if active.size == 0:
+            return False
+        return (active.size + incoming > self.config["segment.bytes"]
+                or now - active.created_ms >= self.config["segment.ms"]
+                or last_offset - active.base_offset > _MAX_RELATIVE_OFFSET)
+
+    def roll(self, now: int | None = None) -> LogSegment:
+        """Seal and fsync the active segment and start a new one at the log end."""
+        old = self.active
+        old.seal()
+        old.flush(fsync=True)
+        segment = LogSegment(self.directory, self.log_end_offset, self.config["index.interval.bytes"],
+                             self.clock.time_ms() if now is None else now)
+        self.segments.append(segment)
+        self._bases.append(segment.base_offset)
+        self._set_recovery_point(old.next_offset)
+        return segment
+
+    def _maybe_flush_after_append(self) -> None:
+        if self._unflushed_records >= self.config["flush.messages"]:
+            self.flush()
+        else:
+            self.maybe_flush_on_time()
+
+    def maybe_flush_on_time(self) -> None:
+        """Fsync if ``flush.ms`` passed since the last flush (also called by the broker's scheduler)."""
+        if self._unflushed_records and (self.clock.monotonic() - self._last_flush) * 1000 >= self.config["flush.ms"]:
+            self.flush()
+
+    def flush(self) -> None:
+        """Fsync every segment past the recovery point and advance it to the log end."""
+        for segment in self.segments[self._segment_index(self.recovery_point):]:
+            segment.flush(fsync=True)
+        self._unflushed_records = 0
+        self._last_flush = self.clock.monotonic()
+        self._set_recovery_point(self.log_end_offset)
+
+    def _set_recovery_point(self, offset: int) -> None:
+        if offset != self.recovery_point:
+            self.recovery_point = offset
+            write_int(os.path.join(self.directory, RECOVERY_POINT_FILE), offset)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every record at or after ``offset`` (a follower cutting a divergent tail)."""
+        if offset >= self.log_end_offset:
+            return
+        while len(self.segments) > 1 and self.active.base_offset >= offset:
+            self.segments.pop().delete()
+            self._bases.pop()
+        self.active.truncate_to(offset)
+        self._set_recovery_point(min(self.recovery_point, self.log_end_offset))
+
+    def set_config(self, config: Config) -> None:
+        self.config = config
+
+    # ------------------------------------------------------------------------------- reading
+    def check_offset(self, offset: int) -> None:
+        if offset < self.log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside the log [{self.log_start_offset}, {self.log_end_offset}]",
+                log_start_offset=self.log_start_offset, log_end_offset=self.log_end_offset)
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> memoryview | None:
+        """Whole batches from the one holding ``offset``, none at or past ``max_offset`` (e.g. the HW)."""
+        self.check_offset(offset)
+        limit = self.log_end_offset if max_offset is None else max_offset
+        if offset >= limit:
+            return None
+        for segment in self.segments[self._segment_index(offset):]:
+            if segment.base_offset >= limit:
+                break
+            data = segment.read(offset, max_bytes, limit)
+            if data is not None:
+                return data
+        return None
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record whose timestamp is >= ``timestamp``, or None."""
+        from broker.records.arrow_body import first_index_at_or_after
+        for segment in self.segments:
+            found = segment.first_batch_at_or_after(timestamp)
+            if found is None:
+                continue
+            header = found.header
+            if header.is_log_append_time:
+                return max(header.base_offset, self.log_start_offset), header.max_timestamp
+            index, ts = first_index_at_or_after(segment.read_batch(found), timestamp)
+            if index is not None and header.base_offset + index >= self.log_start_offset:
+                return header.base_offset + index, ts
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """(offset of the last batch, its largest timestamp) for ListOffsets' MAX_TIMESTAMP."""
+        best = None
+        for segment in self.segments:
+            if segment.max_timestamp >= 0 and (best is None or segment.max_timestamp > best[1]):
+                best = segment, segment.max_timestamp
+        if best is None:
+            return None
+        found = best[0].first_batch_at_or_after(best[1])
+        return (found.header.last_offset, best[1]) if found else None
+
+    def _segment_index(self, offset: int) -> int:
+        return max(0, bisect.bisect_right(self._bases, offset) - 1)
+
+    # ------------------------------------------------------------------------------- lifecycle
+    def close(self) -> None:
+        """Flush and close: the next open needs no recovery scan."""
+        self.active.seal()
+        self.flush()
+        for segment in self.segments:
+            segment.close()
+
+    def close_without_flush(self) -> None:
+        for segment in self.segments:
+            segment.close()
+
+    def delete(self) -> None:
+        for segment in self.segments:
+            segment.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _delete_bases(directory: str, bases: list[int], interval: int, now: int) -> None:
+    for base in bases:
+        LogSegment(directory, base, interval, now).delete()
