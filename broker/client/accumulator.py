@@ -24,19 +24,18 @@ RECORD_OVERHEAD = 24  # bytes of buffer.memory charged per record besides key an
 
 
 class _ListChunk:
-    __slots__ = ("keys", "values", "timestamps", "headers", "partitions", "callbacks", "has_headers",
-                 "has_callbacks")
+    """Records from ``produce()``: one (key, value, timestamp, headers, partition, callback) tuple each."""
+
+    __slots__ = ("rows",)
 
     def __init__(self):
-        self.keys, self.values, self.timestamps = [], [], []
-        self.headers, self.partitions, self.callbacks = [], [], []
-        self.has_headers = self.has_callbacks = False
+        self.rows: list[tuple] = []
 
     def to_arrow(self) -> tuple[pa.RecordBatch, np.ndarray, list | None]:
-        batch = record_batch(self.keys, self.values, self.timestamps,
-                             self.headers if self.has_headers else None)
-        return batch, np.asarray(self.partitions, dtype=np.int32), (
-            self.callbacks if self.has_callbacks else None)
+        keys, values, timestamps, headers, partitions, callbacks = zip(*self.rows)
+        batch = record_batch(keys, values, timestamps, headers if any(headers) else None)
+        return batch, np.asarray(partitions, dtype=np.int32), (
+            list(callbacks) if any(callbacks) else None)
 
 
 @dataclass
@@ -64,27 +63,15 @@ class TopicBuffer:
         self.since = 0.0
         self.keyed = False
 
-    def add(self, key, value, timestamp, headers, partition, callback, size, now):
+    def open_rows(self, now: float) -> list:
+        """The list ``produce()`` appends its row tuples to (a new chunk after a table)."""
         chunk = self._open
         if chunk is None:
             chunk = self._open = _ListChunk()
             self.chunks.append(chunk)
         if not self.count:
             self.since = now
-        chunk.keys.append(key)
-        chunk.values.append(value)
-        chunk.timestamps.append(timestamp)
-        chunk.headers.append(headers)
-        chunk.partitions.append(partition)
-        chunk.callbacks.append(callback)
-        if headers:
-            chunk.has_headers = True
-        if callback is not None:
-            chunk.has_callbacks = True
-        if key is not None or partition >= 0:
-            self.keyed = True
-        self.bytes += size
-        self.count += 1
+        return chunk.rows
 
     def add_table(self, batch: pa.RecordBatch, partition: int, callback, size: int, now) -> None:
         self._open = None
@@ -171,7 +158,9 @@ def assign_partitions(batch: pa.RecordBatch, explicit: np.ndarray, num_partition
     todo = parts < 0
     if not todo.any():
         return parts
-    keyed = partitions_for_keys(batch.column(0), num_partitions)
+    keys = batch.column(0)
+    keyed = (np.full(len(parts), -1, dtype=np.int32) if keys.null_count == len(keys)
+             else partitions_for_keys(keys, num_partitions))
     use_key = todo & (keyed >= 0)
     parts[use_key] = keyed[use_key]
     unkeyed = todo & (keyed < 0)

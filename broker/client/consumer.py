@@ -271,7 +271,7 @@ class Consumer:
         chunk.cursor += n
         self._state[(chunk.topic, chunk.partition)].position = start + n
         return pa.RecordBatch.from_arrays([
-            pa.repeat(chunk.topic, n).cast(pa.string()) if n else pa.array([], pa.string()),
+            pa.repeat(pa.scalar(chunk.topic, pa.string()), n),  # typed: untyped repeat re-imports each call
             pa.array(np.full(n, chunk.partition, dtype=np.int32)),
             pa.array(np.arange(start, start + n, dtype=np.int64)),
             records.column(2),

@@ -6,14 +6,16 @@
     p.flush(10)
 
 Delivery callbacks run in the application's thread, inside ``poll()`` and ``flush()``, as with
-confluent-kafka. Ordering: a partition never has two produce requests in flight, so retries
-cannot reorder its batches (stronger than Kafka without idempotence; different partitions and
-brokers still proceed in parallel, up to ``max.in.flight.requests.per.connection`` per broker).
+confluent-kafka. Requests to a broker travel on one ordered gRPC stream, handled in order like a
+Kafka connection, with up to ``max.in.flight.requests.per.connection`` unanswered. As in Kafka
+without idempotence, a batch retried after a failure can land after a later batch of the same
+partition when more than one request is in flight; set that option to 1 for strict order.
 """
 from __future__ import annotations
 
 import collections
 import logging
+import queue
 import threading
 import time
 
@@ -46,10 +48,13 @@ class Producer:
         self._linger = cfg["linger.ms"] / 1000.0
         self._batch_size = cfg["batch.size"]
         self._max_message = cfg["message.max.bytes"]
+        self._max_record = self._max_message + RECORD_OVERHEAD
         self._buffer_memory = cfg["buffer.memory"]
         self._default_cb = cfg["on_delivery"]
         self.cluster = ClusterClient(cfg["bootstrap.servers"], cfg["request.timeout.ms"], cfg["retry.backoff.ms"])
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._wakeup = False
         self._buffers: dict[str, TopicBuffer] = {}
         self._buffered_bytes = 0
         self._outstanding = 0
@@ -65,32 +70,50 @@ class Producer:
     def produce(self, topic, value=None, key=None, partition=-1, on_delivery=None, timestamp=0,
                 headers=None, callback=None):
         """Queue one record; raises BufferError (QueueFullError) when buffer.memory is used up."""
-        if isinstance(value, str):
-            value = value.encode()
-        if isinstance(key, str):
-            key = key.encode()
+        # The hot path of per-record producing: keep it to a few C-level operations.
+        if value is not None and type(value) is not bytes:
+            value = _as_bytes(value)
+        if key is not None and type(key) is not bytes:
+            key = _as_bytes(key)
         size = (0 if value is None else len(value)) + (0 if key is None else len(key)) + RECORD_OVERHEAD
-        if size - RECORD_OVERHEAD > self._max_message:
+        if size > self._max_record:
             raise MessageTooLargeError(
                 f"record of {size - RECORD_OVERHEAD} bytes exceeds message.max.bytes={self._max_message}")
-        if headers is not None and not isinstance(headers, list):
-            headers = list(headers.items()) if isinstance(headers, dict) else list(headers)
-        cb = on_delivery or callback or self._default_cb
-        ts = timestamp if timestamp else time.time_ns() // 1_000_000
-        with self._cond:
-            if self._closed:
-                raise ClientClosedError("the producer is closed")
+        if headers is not None:
+            headers = _as_header_list(headers)
+        with self._lock:
             if self._buffered_bytes + size > self._buffer_memory:
+                self._check_open()
                 raise QueueFullError(f"buffer.memory={self._buffer_memory} is used up; call poll() and retry")
             buf = self._buffers.get(topic)
             if buf is None:
-                buf = self._buffers[topic] = TopicBuffer()
-            first = buf.count == 0
-            buf.add(key, value, ts, headers, partition, cb, size, time.monotonic())
+                buf = self._new_buffer(topic)
+            if not buf.count:
+                self._wake_sender()
+            buf.open_rows(0.0 if buf.count else time.monotonic()).append(
+                (key, value, timestamp or time.time_ns() // 1_000_000, headers, partition,
+                 on_delivery or callback or self._default_cb))
+            if key is not None or partition >= 0:
+                buf.keyed = True
+            buf.bytes += size
+            buf.count += 1
             self._buffered_bytes += size
             self._outstanding += 1
-            if first or buf.bytes >= self._batch_size:
-                self._cond.notify()
+            if buf.bytes >= self._batch_size:
+                self._wake_sender()
+
+    def _new_buffer(self, topic: str) -> TopicBuffer:
+        self._check_open()
+        buf = self._buffers[topic] = TopicBuffer()
+        return buf
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError("the producer is closed")
+
+    def _wake_sender(self) -> None:
+        self._wakeup = True
+        self._cond.notify()
 
     def produce_batch(self, topic: str, table, partition: int = -1, on_delivery=None) -> int:
         """Queue an Arrow table or record batch of records; returns how many were queued.
@@ -231,7 +254,7 @@ class _Sender:
         self.propagation = cfg["topic.metadata.propagation.max.ms"] / 1000.0
         self.sticky = StickyPartitioner()
         self.queues: dict[tuple[str, int], collections.deque] = {}
-        self.muted: set[tuple[str, int]] = set()
+        self.streams: dict[int, _ProduceStream] = {}
         self.in_flight: dict[int, int] = collections.defaultdict(int)
         self.completions: collections.deque = collections.deque()
         self.unknown_since: dict[str, float] = {}
@@ -246,6 +269,8 @@ class _Sender:
                 if timeout > 0 and not self.completions:
                     p._cond.wait(timeout)
                 if p._closed and not p._buffers and not self._busy():
+                    for stream in self.streams.values():
+                        stream.close()
                     return
                 ready = self._take_ready(time.monotonic())
             try:
@@ -360,8 +385,6 @@ class _Sender:
 
     def _expire(self, now: float) -> None:
         for key, queue in self.queues.items():
-            if key in self.muted:
-                continue
             while queue and now - queue[0].created >= self.delivery_timeout:
                 batch = queue.popleft()
                 self.p._report(batch, KafkaTimeoutError(
@@ -370,9 +393,9 @@ class _Sender:
 
     # -------------------------------------------------------------------------------- sending
     def _send(self, now: float) -> None:
-        by_node: dict[int, list[ProducerBatch]] = collections.defaultdict(list)
+        by_node: dict[int, list] = collections.defaultdict(list)
         for key, queue in self.queues.items():
-            if not queue or key in self.muted or queue[0].retry_at > now:
+            if not queue or queue[0].retry_at > now:
                 continue
             try:
                 node = self.p.cluster.leader(*key)
@@ -392,7 +415,8 @@ class _Sender:
         for key in keys:
             queue = self.queues[key]
             taken = []
-            while queue and (not batches and not taken or size + queue[0].size <= self.max_request):
+            while queue and queue[0].retry_at <= time.monotonic() and (
+                    not batches and not taken or size + queue[0].size <= self.max_request):
                 batch = queue.popleft()
                 taken.append(batch)
                 size += batch.size
@@ -403,53 +427,48 @@ class _Sender:
             topic.partitions.add(partition=key[1], records=b"".join(b.data for b in taken)
                                  if len(taken) > 1 else taken[0].data)
             batches.append((key, taken))
-            self.muted.add(key)
         return request, batches, rest
 
     def _dispatch(self, node: int, request, batches) -> None:
         self.in_flight[node] += 1
-        try:
-            stub = self.p.cluster.stub(node)
-            future = stub.Produce.future(request, timeout=self.p.config["request.timeout.ms"] / 1000.0)
-        except Exception as e:  # noqa: BLE001
-            self.completions.append((node, batches, None, e))
-            return
-
-        def done(f):
-            with self.p._cond:
-                self.completions.append((node, batches, f, None))
-                self.p._cond.notify_all()
-
-        future.add_done_callback(done)
-
-    def _complete(self, node: int, batches, future, failure) -> None:
-        # A gRPC future is itself an RpcError instance, so the outcome travels as (future, failure).
-        self.in_flight[node] -= 1
-        response, error = None, None
-        if failure is not None:
-            error = failure if isinstance(failure, RiverlogError) else NetworkError(str(failure))
-        else:
+        stream = self.streams.get(node)
+        if stream is None or stream.dead:
             try:
-                response = future.result()
-            except grpc.RpcError as e:
-                error = translate_rpc_error(e, "Produce")
-        results = {}
-        if response is not None:
-            for t in response.topics:
-                for r in t.partitions:
-                    results[(t.name, r.partition)] = r
-        for key, taken in batches:
-            self.muted.discard(key)
-            r = results.get(key)
-            err = error
-            if err is None and r is not None and r.error_code:
-                err = error_for_code(r.error_code)(r.error_message)
-            if err is None and self.p._acks != 0 and r is None:
-                err = RiverlogError("the broker's answer did not mention this partition")
-            if err is None or self.p._acks == 0:
-                self._deliver(taken, r)
-            else:
-                self._retry_or_fail(key, taken, err)
+                stream = self.streams[node] = _ProduceStream(node, self.p.cluster.stub(node), self._on_stream_event)
+            except Exception as e:  # noqa: BLE001 - e.g. an unknown broker: retried like any failure
+                self.completions.append((node, [(batches, None)],
+                                         e if isinstance(e, RiverlogError) else NetworkError(str(e))))
+                return
+        stream.send(request, batches)
+
+    def _on_stream_event(self, node: int, results, failure) -> None:
+        """From a stream's reader thread: answered requests (in order) or a broken stream."""
+        with self.p._cond:
+            self.completions.append((node, results, failure))
+            self.p._cond.notify_all()
+
+    def _complete(self, node: int, results, failure) -> None:
+        """``results``: [(batches, response)] in send order; ``failure`` fails them all."""
+        self.in_flight[node] -= len(results)
+        if failure is not None:
+            # Requeue in reverse so that each partition's batches end up in their original order.
+            for batches, _ in reversed(results):
+                for key, taken in reversed(batches):
+                    self._retry_or_fail(key, taken, failure)
+            return
+        for batches, response in results:
+            answered = {(t.name, r.partition): r for t in response.topics for r in t.partitions}
+            for key, taken in batches:
+                r = answered.get(key)
+                err = None
+                if r is None and self.p._acks != 0:
+                    err = RiverlogError("the broker's answer did not mention this partition")
+                elif r is not None and r.error_code:
+                    err = error_for_code(r.error_code)(r.error_message)
+                if err is None or self.p._acks == 0:
+                    self._deliver(taken, r)
+                else:
+                    self._retry_or_fail(key, taken, err)
 
     def _deliver(self, taken: list[ProducerBatch], r) -> None:
         offset = r.base_offset if r is not None and self.p._acks != 0 else -1
@@ -474,6 +493,58 @@ class _Sender:
             self.p._report(batch, error)
 
 
+class _ProduceStream:
+    """One ordered ProduceStream call to a broker: requests go in a queue, answers come back in order.
+
+    A reader thread matches each answer to the oldest unanswered request. When the stream breaks,
+    every unanswered request is reported failed at once (in order) and the stream is replaced.
+    """
+
+    def __init__(self, node: int, stub, on_event):
+        self.node = node
+        self.on_event = on_event
+        self.dead = False
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self._pending: collections.deque = collections.deque()
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._call = stub.ProduceStream(iter(self._requests.get, None))
+        threading.Thread(target=self._read, name=f"riverlog-produce-{node}", daemon=True).start()
+
+    def send(self, request, batches) -> None:
+        with self._lock:
+            self._next_id += 1
+            request.correlation_id = self._next_id
+            self._pending.append((self._next_id, batches))
+            self._requests.put(request)
+
+    def _read(self) -> None:
+        try:
+            for response in self._call:
+                with self._lock:
+                    correlation, batches = self._pending.popleft()
+                if response.correlation_id != correlation:
+                    raise NetworkError(f"produce stream answered request {response.correlation_id} "
+                                       f"while {correlation} was next")
+                self.on_event(self.node, [(batches, response)], None)
+            error: RiverlogError = NetworkError("the broker closed the produce stream")
+        except grpc.RpcError as e:
+            error = translate_rpc_error(e, "ProduceStream")
+        except RiverlogError as e:
+            error = e
+        with self._lock:
+            self.dead = True
+            failed = [(batches, None) for _, batches in self._pending]
+            self._pending.clear()
+        self._requests.put(None)
+        if failed:
+            self.on_event(self.node, failed, error)
+
+    def close(self) -> None:
+        self._requests.put(None)
+        self._call.cancel()
+
+
 def _charge(chunk, records) -> int:
     """The buffer.memory bytes a chunk was charged when produced."""
     if isinstance(chunk, _TableChunk):
@@ -489,3 +560,17 @@ def _spread_charge(batches: list[ProducerBatch], charged: int) -> None:
         batch.size_charged = share
         left -= share
 
+
+
+def _as_bytes(data) -> bytes:
+    if isinstance(data, str):
+        return data.encode()
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f"expected bytes or str, got {type(data).__name__}")
+
+
+def _as_header_list(headers):
+    if isinstance(headers, dict):
+        return list(headers.items())
+    return headers if isinstance(headers, list) else list(headers)

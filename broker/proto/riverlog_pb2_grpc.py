@@ -54,6 +54,11 @@ class RiverlogStub:
                 request_serializer=broker_dot_proto_dot_riverlog__pb2.ProduceRequest.SerializeToString,
                 response_deserializer=broker_dot_proto_dot_riverlog__pb2.ProduceResponse.FromString,
                 _registered_method=True)
+        self.ProduceStream = channel.stream_stream(
+                '/riverlog.v1.Riverlog/ProduceStream',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.ProduceRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.ProduceResponse.FromString,
+                _registered_method=True)
         self.Fetch = channel.unary_unary(
                 '/riverlog.v1.Riverlog/Fetch',
                 request_serializer=broker_dot_proto_dot_riverlog__pb2.FetchRequest.SerializeToString,
@@ -103,6 +108,14 @@ class RiverlogServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ProduceStream(self, request_iterator, context):
+        """The producer's pipelined path: requests on one stream are handled strictly in order (as on a
+        Kafka connection), so several can be in flight without reordering a partition's batches.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Fetch(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -147,6 +160,11 @@ def add_RiverlogServicer_to_server(servicer, server):
             ),
             'Produce': grpc.unary_unary_rpc_method_handler(
                     servicer.Produce,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.ProduceRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.ProduceResponse.SerializeToString,
+            ),
+            'ProduceStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.ProduceStream,
                     request_deserializer=broker_dot_proto_dot_riverlog__pb2.ProduceRequest.FromString,
                     response_serializer=broker_dot_proto_dot_riverlog__pb2.ProduceResponse.SerializeToString,
             ),
@@ -277,6 +295,33 @@ class Riverlog:
             request,
             target,
             '/riverlog.v1.Riverlog/Produce',
+            broker_dot_proto_dot_riverlog__pb2.ProduceRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.ProduceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ProduceStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/riverlog.v1.Riverlog/ProduceStream',
             broker_dot_proto_dot_riverlog__pb2.ProduceRequest.SerializeToString,
             broker_dot_proto_dot_riverlog__pb2.ProduceResponse.FromString,
             options,

@@ -74,6 +74,12 @@ class _Servicer(pb_grpc.RiverlogServicer):
     def Produce(self, request, context):
         return self.h.produce(request)
 
+    def ProduceStream(self, request_iterator, context):
+        for request in request_iterator:
+            response = self.h.produce(request)
+            response.correlation_id = request.correlation_id
+            yield response
+
     def Fetch(self, request, context):
         return self.h.fetch(request, context.is_active)
 
