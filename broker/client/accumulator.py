@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from broker.client.partitioner import partitions_for_keys
 from broker.records.arrow_body import HEADER_TYPE, SCHEMA, encode_batch, record_batch
 
-RECORD_OVERHEAD = 24  # bytes of buffer.memory charged per record besides key and value
+RECORD_OVERHEAD = 32  # Arrow bytes per record besides key and value (offsets, timestamp, validity)
 
 
 class _ListChunk:
@@ -181,8 +181,13 @@ def record_sizes(batch: pa.RecordBatch) -> np.ndarray:
 
 
 def build_batches(topic: str, batch: pa.RecordBatch, parts: np.ndarray, callbacks: list | None,
-                  created: float, batch_size: int, batch_records: int, compression: str) -> list[ProducerBatch]:
-    """Group ``batch`` by partition (stable) and frame batches within the size limits."""
+                  created: float, batch_size: int, batch_records: int, compression: str,
+                  max_bytes: int) -> list[ProducerBatch]:
+    """Group ``batch`` by partition (stable) and frame batches within the size limits.
+
+    Sizes are estimated from keys and values to cut batches near ``batch_size``; a framed batch
+    that still exceeds ``max_bytes`` (message.max.bytes) is split in two until it fits.
+    """
     out: list[ProducerBatch] = []
     if batch.num_rows == 0:
         return out
@@ -212,7 +217,18 @@ def build_batches(topic: str, batch: pa.RecordBatch, parts: np.ndarray, callback
                 cbs = [callbacks[i] for i in idx]
                 if not any(cbs):
                     cbs = None
-            data = encode_batch(piece, compression)
-            out.append(ProducerBatch(topic, partition, data, piece, cbs, created, size=len(data)))
+            for part, part_cbs, data in _encode_within(piece, cbs, compression, max_bytes):
+                out.append(ProducerBatch(topic, partition, data, part, part_cbs, created, size=len(data)))
             cut = end
     return out
+
+
+def _encode_within(piece: pa.RecordBatch, callbacks, compression: str, max_bytes: int):
+    data = encode_batch(piece, compression)
+    if len(data) <= max_bytes or piece.num_rows == 1:
+        yield piece, callbacks, data
+        return
+    half = piece.num_rows // 2
+    for start, stop in ((0, half), (half, piece.num_rows)):
+        yield from _encode_within(piece.slice(start, stop - start),
+                                  None if callbacks is None else callbacks[start:stop], compression, max_bytes)

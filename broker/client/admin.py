@@ -104,7 +104,7 @@ class AdminClient:
     def __init__(self, config: dict, **kwargs):
         cfg = ADMIN_CONFIG.parse({**config, **kwargs})
         self.config = cfg
-        self.cluster = ClusterClient(cfg["bootstrap.servers"], cfg["request.timeout.ms"], cfg["retry.backoff.ms"])
+        self.cluster = ClusterClient.from_config(cfg)
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="riverlog-admin")
 
     def _fan_out(self, keys, call, split):

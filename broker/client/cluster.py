@@ -13,15 +13,22 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from broker.errors import (BrokerNotAvailableError, KafkaTimeoutError, NetworkError,
-                           RecordListTooLargeError, RiverlogError, UnknownTopicOrPartitionError,
-                           error_for_code)
+from broker.errors import (BrokerNotAvailableError, InvalidRequestError, KafkaTimeoutError, NetworkError,
+                           RecordListTooLargeError, RiverlogError, UnknownServerError,
+                           UnknownTopicOrPartitionError, UnsupportedVersionError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
 from broker.proto import riverlog_pb2_grpc as pb_grpc
 
 ERROR_CODE_KEY = "riverlog-error-code"
 _CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
                     ("grpc.enable_retries", 0)]
+
+
+def channel_options(reconnect_backoff_ms: int, reconnect_backoff_max_ms: int) -> list:
+    """gRPC's reconnect backoff grows to minutes by default; Kafka clients cap it at a second."""
+    return _CHANNEL_OPTIONS + [("grpc.initial_reconnect_backoff_ms", reconnect_backoff_ms),
+                               ("grpc.min_reconnect_backoff_ms", reconnect_backoff_ms),
+                               ("grpc.max_reconnect_backoff_ms", reconnect_backoff_max_ms)]
 
 
 def translate_rpc_error(error: grpc.RpcError, what: str) -> RiverlogError:
@@ -38,7 +45,16 @@ def translate_rpc_error(error: grpc.RpcError, what: str) -> RiverlogError:
         return KafkaTimeoutError(f"{what} timed out")
     if status == grpc.StatusCode.RESOURCE_EXHAUSTED:
         return RecordListTooLargeError(f"{what} was refused by the transport: {details}")
-    return NetworkError(f"{what} failed: {status.name} {details}".strip())
+    kind = _TRANSPORT_ERRORS.get(status, NetworkError)
+    return kind(f"{what} failed: {status.name} {details}".strip())
+
+
+_TRANSPORT_ERRORS = {
+    grpc.StatusCode.INTERNAL: UnknownServerError,
+    grpc.StatusCode.UNKNOWN: UnknownServerError,
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
+    grpc.StatusCode.UNIMPLEMENTED: UnsupportedVersionError,
+}
 
 
 def raise_for(code: int, message: str) -> None:
@@ -75,7 +91,8 @@ class ClusterMetadata:
 
 class ClusterClient:
     def __init__(self, bootstrap_servers: str, request_timeout_ms: int = 30_000,
-                 retry_backoff_ms: int = 100):
+                 retry_backoff_ms: int = 100, reconnect_backoff_ms: int = 50,
+                 reconnect_backoff_max_ms: int = 1000):
         servers = [s.strip() for s in bootstrap_servers.split(",") if s.strip()]
         if not servers:
             from broker.errors import InvalidConfigError
@@ -84,6 +101,7 @@ class ClusterClient:
         self.bootstrap = servers
         self.timeout = request_timeout_ms / 1000.0
         self.backoff = retry_backoff_ms / 1000.0
+        self._options = channel_options(reconnect_backoff_ms, reconnect_backoff_max_ms)
         self._lock = threading.RLock()
         self._channels: dict[str, grpc.Channel] = {}
         self._stubs: dict[str, pb_grpc.RiverlogStub] = {}
@@ -101,7 +119,7 @@ class ClusterClient:
                 raise ClientClosedError("the client is closed")
             stub = self._stubs.get(address)
             if stub is None:
-                channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+                channel = grpc.insecure_channel(address, options=self._options)
                 self._channels[address] = channel
                 stub = self._stubs[address] = pb_grpc.RiverlogStub(channel)
             return stub
@@ -116,6 +134,11 @@ class ClusterClient:
             if address is None:
                 raise BrokerNotAvailableError(f"broker {node_id} is not in the cluster metadata")
         return self.stub_for_address(address)
+
+    @classmethod
+    def from_config(cls, cfg) -> "ClusterClient":
+        return cls(cfg["bootstrap.servers"], cfg["request.timeout.ms"], cfg["retry.backoff.ms"],
+                   cfg["reconnect.backoff.ms"], cfg["reconnect.backoff.max.ms"])
 
     def _any_address(self) -> str:
         return next(iter(self.brokers.values()), self.bootstrap[0])

@@ -13,6 +13,9 @@ _COMMON = [
     ConfigKey("client.id", str, "riverlog-python", "name sent with requests, for logs"),
     ConfigKey("request.timeout.ms", int, 30_000, "how long to wait for a broker's answer", at_least(1)),
     ConfigKey("retry.backoff.ms", int, 100, "pause before retrying a failed request", at_least(0)),
+    ConfigKey("reconnect.backoff.ms", int, 50, "first pause before reconnecting to a broker", at_least(1)),
+    ConfigKey("reconnect.backoff.max.ms", int, 1000, "longest pause between reconnection attempts",
+              at_least(1)),
     ConfigKey("metadata.max.age.ms", int, 300_000, "refresh cluster metadata at least this often", at_least(0)),
     ConfigKey("socket.timeout.ms", int, 60_000, "accepted for compatibility", at_least(1)),
 ]

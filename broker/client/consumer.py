@@ -14,22 +14,28 @@ fetched for an old position is dropped, never returned.
 from __future__ import annotations
 
 import collections
+import logging
+import queue
 import threading
 import time
 from dataclasses import dataclass
 
+import grpc
 import numpy as np
 import pyarrow as pa
 
-from broker.client.cluster import ClusterClient, ClusterMetadata
+from broker.client.cluster import ClusterClient, ClusterMetadata, translate_rpc_error
 from broker.client.config import CONSUMER_CONFIG
 from broker.client.message import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED,
                                    TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message,
                                    TopicPartition)
-from broker.errors import (ClientClosedError, KafkaTimeoutError, NotSupportedError, OffsetOutOfRangeError,
-                           PartitionEOF, RiverlogError, error_for_code)
+from broker.errors import (ClientClosedError, NotSupportedError, OffsetOutOfRangeError, PartitionEOF,
+                           RiverlogError, UnknownTopicOrPartitionError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
+from broker.records.batch import iter_headers
 from broker.records.reader import decode_records
+
+log = logging.getLogger(__name__)
 
 EARLIEST, LATEST = -2, -1
 _RESET = {"earliest": EARLIEST, "smallest": EARLIEST, "beginning": EARLIEST,
@@ -79,7 +85,7 @@ class Consumer:
     def __init__(self, config: dict, **kwargs):
         cfg = CONSUMER_CONFIG.parse({**config, **kwargs})
         self.config = cfg
-        self.cluster = ClusterClient(cfg["bootstrap.servers"], cfg["request.timeout.ms"], cfg["retry.backoff.ms"])
+        self.cluster = ClusterClient.from_config(cfg)
         self._reset = _RESET[cfg["auto.offset.reset"]]
         wait_ms = cfg["fetch.wait.max.ms"] if cfg["fetch.wait.max.ms"] is not None else cfg["fetch.max.wait.ms"]
         self._fetch_wait_ms = wait_ms
@@ -91,6 +97,7 @@ class Consumer:
         self._queued_bytes = 0
         self._closed = False
         self._wake = threading.Event()
+        self._arrivals: queue.SimpleQueue = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run_fetcher, name="riverlog-fetcher", daemon=True)
         self._thread.start()
 
@@ -324,18 +331,77 @@ class Consumer:
 
     # --------------------------------------------------------------------------- fetcher
     def _run_fetcher(self) -> None:
+        """Decode what the per-broker fetch threads bring in, in arrival order.
+
+        Each broker leading an assigned partition gets a thread that keeps one blocking
+        long-poll fetch in flight (as librdkafka has a thread per broker): a quiet broker never
+        delays another, and a broker's next fetch goes out while this thread decodes the last.
+        """
+        fetchers: dict[int, threading.Thread] = {}
+        while not self._closed:
+            try:
+                self._start_fetchers(fetchers)
+                try:
+                    arrived = self._arrivals.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+                self._queue_records(arrived)
+            except ClientClosedError:
+                return
+            except Exception:  # noqa: BLE001 - keep serving; a corrupt batch surfaces as an event
+                log.exception("consumer decode failed")
+
+    def _start_fetchers(self, fetchers: dict) -> None:
+        with self._cond:
+            keys = [k for k, state in self._state.items() if not state.paused]
+        for key in keys:
+            try:
+                node = self.cluster.leader(*key)
+            except UnknownTopicOrPartitionError as e:
+                self._report_unknown(key, e)
+                continue
+            except RiverlogError:
+                continue
+            if node not in fetchers or not fetchers[node].is_alive():
+                fetchers[node] = threading.Thread(target=self._run_broker_fetcher, args=(node,),
+                                                  name=f"riverlog-fetch-{node}", daemon=True)
+                fetchers[node].start()
+
+    def _report_unknown(self, key, error: RiverlogError) -> None:
+        """An assigned partition that does not exist: one error event, then it is paused."""
+        self._refresh_quietly()
+        if key[0] in self.cluster.topics and key[1] in self.cluster.topics[key[0]].partitions:
+            return
+        with self._cond:
+            state = self._state.get(key)
+            if state is None or state.paused:
+                return
+            state.paused = True
+        self._error_event(key, error)
+
+    def _run_broker_fetcher(self, node: int) -> None:
         backoff = self.config["retry.backoff.ms"] / 1000.0
         while not self._closed:
             try:
-                if not self._fetch_round():
-                    self._wake.wait(0.1)
+                parts = self._fetchable(node)
+                if not parts:
+                    self._wake.wait(0.05)
                     self._wake.clear()
-            except RiverlogError as e:
-                if isinstance(e, ClientClosedError):
+                    continue
+                try:
+                    response = self._fetch(node, parts)
+                except grpc.RpcError as e:
+                    raise translate_rpc_error(e, "Fetch") from None
+                self._arrivals.put(self._advance(response, parts))
+            except ClientClosedError:
+                return
+            except RiverlogError:
+                if self._closed:
                     return
                 self._wake.wait(backoff)
                 self._refresh_quietly()
             except Exception:  # noqa: BLE001 - keep fetching; the next round retries
+                log.exception("consumer fetch from broker %d failed", node)
                 self._wake.wait(backoff)
 
     def _refresh_quietly(self) -> None:
@@ -344,34 +410,24 @@ class Consumer:
         except RiverlogError:
             pass
 
-    def _fetch_round(self) -> bool:
-        """Resolve positions, then send one fetch per broker; False when there was nothing to do."""
+    def _fetchable(self, node: int) -> list:
+        """(partition, fetch offset, generation) of assigned partitions this broker leads."""
         with self._cond:
             if self._queued_bytes >= self._queue_limit:
-                return False
+                return []
             wanted = [(k, s) for k, s in self._state.items() if not s.paused]
-        if not wanted:
-            return False
-        by_node: dict[int, list] = collections.defaultdict(list)
+        parts = []
         for key, state in wanted:
+            if self.cluster.leader(*key) != node:
+                continue
             if state.fetch_offset < 0:
                 self._resolve_position(key, state)
                 if state.fetch_offset < 0:
                     continue
-            by_node[self.cluster.leader(*key)].append((key, state.fetch_offset, state.generation))
-        if not by_node:
-            return False
-        futures = [(node, parts, self._send_fetch(node, parts)) for node, parts in by_node.items()]
-        for node, parts, future in futures:
-            try:
-                response = future.result()
-            except Exception as e:  # noqa: BLE001
-                from broker.client.cluster import translate_rpc_error
-                raise translate_rpc_error(e, "Fetch") if hasattr(e, "code") else e
-            self._handle_fetch(response, parts)
-        return True
+            parts.append((key, state.fetch_offset, state.generation))
+        return parts
 
-    def _send_fetch(self, node: int, parts):
+    def _fetch(self, node: int, parts) -> pb.FetchResponse:
         cfg = self.config
         request = pb.FetchRequest(replica_id=-1, max_wait_ms=self._fetch_wait_ms, min_bytes=cfg["fetch.min.bytes"],
                                   max_bytes=cfg["fetch.max.bytes"],
@@ -381,7 +437,7 @@ class Consumer:
             t = topics.get(topic) or topics.setdefault(topic, request.topics.add(name=topic))
             t.partitions.add(partition=partition, fetch_offset=offset, max_bytes=cfg["max.partition.fetch.bytes"])
         timeout = self._fetch_wait_ms / 1000.0 + self.config["request.timeout.ms"] / 1000.0
-        return self.cluster.stub(node).Fetch.future(request, timeout=timeout)
+        return self.cluster.stub(node).Fetch.with_call(request, timeout=timeout)[0]
 
     def _resolve_position(self, key, state: _PartitionState) -> None:
         target = state.fetch_offset
@@ -401,43 +457,52 @@ class Consumer:
             if state.fetch_offset < 0:
                 state.fetch_offset = state.position = offset
 
-    def _handle_fetch(self, response: pb.FetchResponse, parts) -> None:
-        generations = {key: gen for key, _, gen in parts}
-        check = self.config["check.crcs"]
+    def _advance(self, response: pb.FetchResponse, parts) -> list:
+        """Move fetch positions past what arrived (headers only); return the data to decode."""
+        requested = {key: (offset, gen) for key, offset, gen in parts}
+        arrived = []
         for t in response.topics:
             for r in t.partitions:
                 key = (t.name, r.partition)
+                offset, generation = requested.get(key, (0, -1))
                 if r.error_code:
-                    self._fetch_error(key, generations.get(key), r)
+                    self._fetch_error(key, generation, r)
                     continue
-                decoded = decode_records(r.records, self._requested(parts, key), check) if r.records else []
+                next_offset = None
+                for _, header in iter_headers(r.records):
+                    next_offset = header.next_offset
                 with self._cond:
                     state = self._state.get(key)
-                    if state is None or state.generation != generations.get(key):
+                    if state is None or state.generation != generation:
                         continue
                     state.high_watermark, state.log_start_offset = r.high_watermark, r.log_start_offset
-                    for d in decoded:
-                        if d.records.num_rows:
-                            self._chunks.append(_Chunk(t.name, r.partition, state.generation, d.base_offset,
-                                                       d.records, d.log_append_time))
-                            self._queued_bytes += d.records.nbytes
-                        state.fetch_offset = d.next_offset
-                    if decoded:
-                        state.eof_reported = False
-                        self._cond.notify_all()
-                    elif (self.config["enable.partition.eof"] and not state.eof_reported
-                          and state.fetch_offset >= r.high_watermark and state.position >= r.high_watermark):
-                        state.eof_reported = True
-                        self._events.append(Message(t.name, r.partition, r.high_watermark,
-                                                    error=PartitionEOF(f"reached end of {t.name}[{r.partition}]")))
-                        self._cond.notify_all()
+                    if next_offset is not None:
+                        state.fetch_offset = next_offset
+                arrived.append((key, generation, offset, r))
+        return arrived
 
-    @staticmethod
-    def _requested(parts, key) -> int:
-        for k, offset, _ in parts:
-            if k == key:
-                return offset
-        return 0
+    def _queue_records(self, arrived: list) -> None:
+        check = self.config["check.crcs"]
+        for key, generation, offset, r in arrived:
+            decoded = decode_records(r.records, offset, check) if r.records else []
+            with self._cond:
+                state = self._state.get(key)
+                if state is None or state.generation != generation:
+                    continue
+                for d in decoded:
+                    if d.records.num_rows:
+                        self._chunks.append(_Chunk(key[0], key[1], generation, d.base_offset,
+                                                   d.records, d.log_append_time))
+                        self._queued_bytes += d.records.nbytes
+                if decoded:
+                    state.eof_reported = False
+                    self._cond.notify_all()
+                elif (self.config["enable.partition.eof"] and not state.eof_reported
+                      and state.fetch_offset >= r.high_watermark and state.position >= r.high_watermark):
+                    state.eof_reported = True
+                    self._events.append(Message(key[0], key[1], r.high_watermark,
+                                                error=PartitionEOF(f"reached end of {key[0]}[{key[1]}]")))
+                    self._cond.notify_all()
 
     def _fetch_error(self, key, generation, r) -> None:
         error = error_for_code(r.error_code)(r.error_message)

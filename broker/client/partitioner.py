@@ -1,11 +1,11 @@
-"""Kafka's default partitioner: murmur2 of the key, made positive, modulo the partition count.
+"""Kafka's default partitioner for keyed records: ``toPositive(murmur2(key)) % partitions``.
 
-Keyed records must land where Kafka's Java client (and librdkafka's ``murmur2_random``) puts
-them, so a topic shared with Kafka tooling keeps the same key-to-partition mapping. The scalar
-function follows Kafka's ``Utils.murmur2``; the vectorised one computes the same hash for a whole
-Arrow array of keys with numpy uint32 arithmetic, one step per 4-byte block position.
+Kafka clients place keyed records with murmur2, so using the same hash here puts a key on the
+same partition as Kafka's Java client and librdkafka's ``murmur2_random`` partitioner do.
 """
 from __future__ import annotations
+
+import struct
 
 import numpy as np
 import pyarrow as pa
@@ -13,33 +13,30 @@ import pyarrow as pa
 SEED = 0x9747B28C
 M = 0x5BD1E995
 R = 24
-_MASK = 0xFFFFFFFF
+_U32 = 0xFFFFFFFF
+# Low ``n`` bytes of a little-endian word, for n = 0..3 trailing bytes.
+_TAIL_MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF], dtype=np.uint32)
 
 
 def murmur2(data: bytes) -> int:
-    """Kafka's murmur2 as a signed 32-bit int (what Java returns)."""
-    length = len(data)
-    h = (SEED ^ length) & _MASK
-    blocks = length // 4
-    for i in range(blocks):
-        k = int.from_bytes(data[4 * i: 4 * i + 4], "little")
-        k = (k * M) & _MASK
-        k ^= k >> R
-        k = (k * M) & _MASK
-        h = ((h * M) & _MASK) ^ k
-    tail = data[4 * blocks:]
-    if tail:
-        for i in range(len(tail) - 1, -1, -1):
-            h ^= tail[i] << (8 * i)
-        h = (h * M) & _MASK
+    """Kafka's ``Utils.murmur2``, returned as Java's signed 32-bit int."""
+    n = len(data)
+    blocks = n // 4
+    h = SEED ^ n
+    for k in struct.unpack_from(f"<{blocks}I", data):
+        k = (k * M) & _U32
+        k = ((k ^ (k >> R)) * M) & _U32
+        h = ((h * M) & _U32) ^ k
+    if n & 3:  # 1-3 trailing bytes, little-endian
+        h = ((h ^ int.from_bytes(data[4 * blocks:], "little")) * M) & _U32
     h ^= h >> 13
-    h = (h * M) & _MASK
+    h = (h * M) & _U32
     h ^= h >> 15
     return h - (1 << 32) if h & 0x80000000 else h
 
 
 def to_positive(n: int) -> int:
-    """Kafka's ``Utils.toPositive``: clear the sign bit (not abs, so MIN_VALUE maps to 0)."""
+    """Kafka's ``Utils.toPositive``: clear the sign bit (not ``abs``, so MIN_VALUE maps to 0)."""
     return n & 0x7FFFFFFF
 
 
@@ -47,60 +44,70 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
     return to_positive(murmur2(key)) % num_partitions
 
 
-def partitions_for_keys(keys, num_partitions: int) -> np.ndarray:
-    """Partition of every key in a binary Arrow array (-1 for null keys), vectorised."""
+def partitions_for_keys(keys: pa.Array | pa.ChunkedArray, num_partitions: int) -> np.ndarray:
+    """``partition_for_key`` of every key of a binary Arrow array as int32; -1 for null keys."""
+    if num_partitions < 1:
+        raise ValueError(f"num_partitions must be positive, got {num_partitions}")
     if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks() if keys.num_chunks != 1 else keys.chunk(0)
-    if keys.type not in (pa.binary(), pa.large_binary()):
-        keys = keys.cast(pa.binary())
-    n = len(keys)
-    out = np.full(n, -1, dtype=np.int32)
-    if n == 0:
-        return out
-    _, offsets_buf, data_buf = keys.buffers()
-    offset_type = np.int64 if keys.type == pa.large_binary() else np.int32
-    offsets = np.frombuffer(offsets_buf, dtype=offset_type)[keys.offset: keys.offset + n + 1].astype(np.int64)
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    data = np.concatenate((data[: offsets[-1] if n else 0], np.zeros(4, np.uint8)))
-    valid = ~np.asarray(keys.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    starts, lengths = offsets[:-1], offsets[1:] - offsets[:-1]
-    hashes = _murmur2_many(data, starts, lengths)
-    out[valid] = ((hashes[valid] & np.uint32(0x7FFFFFFF)) % np.uint32(num_partitions)).astype(np.int32)
+        parts = [partitions_for_keys(c, num_partitions) for c in keys.chunks]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
+    if not (pa.types.is_binary(keys.type) or pa.types.is_large_binary(keys.type)):
+        raise TypeError(f"keys must be binary or large_binary, got {keys.type}")
+    if len(keys) == 0:
+        return np.empty(0, dtype=np.int32)
+    data, starts, lengths = _flat_keys(keys)
+    h = _murmur2_many(data, starts, lengths)
+    out = ((h & np.uint32(0x7FFFFFFF)) % np.uint32(num_partitions)).astype(np.int32)
+    if keys.null_count:
+        out[keys.is_null().to_numpy(zero_copy_only=False)] = -1
     return out
 
 
+def _flat_keys(keys: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The array's bytes (plus 4 zero bytes of padding) and each key's start and length in them."""
+    _, offsets_buf, data_buf = keys.buffers()
+    offset_type = np.int64 if pa.types.is_large_binary(keys.type) else np.int32
+    offsets = np.frombuffer(offsets_buf, dtype=offset_type)[keys.offset: keys.offset + len(keys) + 1]
+    first, last = int(offsets[0]), int(offsets[-1])
+    data = np.zeros(last - first + 4, dtype=np.uint8)  # padding: tail word reads run past the end
+    if last > first:
+        data[: last - first] = np.frombuffer(data_buf, dtype=np.uint8)[first:last]
+    starts = offsets[:-1].astype(np.int64) - first
+    return data, starts, np.diff(offsets).astype(np.int64)
+
+
 def _murmur2_many(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """murmur2 (as uint32) of every key."""
+    # words[i] is the little-endian uint32 starting at byte i (an overlapping, unaligned view).
+    words = np.ndarray(shape=(len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))
     m = np.uint32(M)
-    h = np.uint32(SEED) ^ lengths.astype(np.uint32)
-    blocks = lengths // 4
-    order = np.argsort(-blocks, kind="stable")  # keys with most blocks first: active set is a prefix
-    sorted_blocks = blocks[order]
-    sorted_starts = starts[order]
-    hs = h[order]
-    for j in range(int(sorted_blocks[0]) if len(order) else 0):
-        active = int(np.searchsorted(-sorted_blocks, -j, side="left"))  # keys with more than j blocks
-        idx = sorted_starts[:active] + 4 * j
-        k = _word(data, idx)
-        k = k * m
-        k ^= k >> np.uint32(R)
-        k = k * m
-        hs[:active] = (hs[:active] * m) ^ k
-    h[order] = hs
-    rem = lengths % 4
-    base = starts + (lengths - rem)
-    tail = np.zeros(len(h), dtype=np.uint32)
-    for i in (2, 1, 0):
-        has = rem > i
-        tail[has] ^= data[base[has] + i].astype(np.uint32) << np.uint32(8 * i)
-    with_tail = rem > 0
-    h[with_tail] = (h[with_tail] ^ tail[with_tail]) * m
+    h = _mix_blocks(words, np.uint32(SEED) ^ lengths.astype(np.uint32), starts, lengths // 4)
+    rem = lengths & 3
+    tail = words[starts + lengths - rem] & _TAIL_MASKS[rem]
+    h = np.where(rem > 0, (h ^ tail) * m, h)
     h ^= h >> np.uint32(13)
-    h = h * m
+    h *= m
     h ^= h >> np.uint32(15)
     return h
 
 
-def _word(data: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Little-endian uint32 at each byte index."""
-    return (data[idx].astype(np.uint32) | (data[idx + 1].astype(np.uint32) << np.uint32(8))
-            | (data[idx + 2].astype(np.uint32) << np.uint32(16)) | (data[idx + 3].astype(np.uint32) << np.uint32(24)))
+def _mix_blocks(words: np.ndarray, h: np.ndarray, pos: np.ndarray, blocks: np.ndarray) -> np.ndarray:
+    """Fold each key's whole 4-byte blocks into ``h``: one vector step per block position j,
+    masking keys with no block j. Once most keys are done they are dropped from the working set,
+    so one long key among many short ones does not cost (longest key x number of keys)."""
+    m, last = np.uint32(M), len(words) - 1
+    alive = len(blocks) - np.cumsum(np.bincount(blocks))  # alive[j]: keys with a block j
+    out, rows = h, slice(None)
+    for j in range(len(alive) - 1):
+        if 2 * alive[j] <= len(h):
+            out[rows] = h
+            keep = np.flatnonzero(blocks > j)
+            rows, h, pos, blocks = np.arange(len(out))[rows][keep], h[keep], pos[keep], blocks[keep]
+        idx = pos + 4 * j
+        k = words[np.minimum(idx, last, out=idx)]  # clamped: keys past their end are masked below
+        k *= m
+        k ^= k >> np.uint32(R)
+        k *= m
+        h = np.where(blocks > j, (h * m) ^ k, h)
+    out[rows] = h
+    return out

@@ -51,7 +51,7 @@ class Producer:
         self._max_record = self._max_message + RECORD_OVERHEAD
         self._buffer_memory = cfg["buffer.memory"]
         self._default_cb = cfg["on_delivery"]
-        self.cluster = ClusterClient(cfg["bootstrap.servers"], cfg["request.timeout.ms"], cfg["retry.backoff.ms"])
+        self.cluster = ClusterClient.from_config(cfg)
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._wakeup = False
@@ -346,7 +346,8 @@ class _Sender:
                 callbacks = None if callbacks is None else [c for c, k in zip(callbacks, keep) if k]
                 parts = parts[keep]
             batches = build_batches(topic, records, parts, callbacks, buf.since, p._batch_size,
-                                    p.config["batch.num.messages"], p.config["compression.type"])
+                                    p.config["batch.num.messages"], p.config["compression.type"],
+                                    p.config["message.max.bytes"])
             if batches:
                 _spread_charge(batches, charged)
             else:
@@ -513,10 +514,16 @@ class _ProduceStream:
 
     def send(self, request, batches) -> None:
         with self._lock:
-            self._next_id += 1
-            request.correlation_id = self._next_id
-            self._pending.append((self._next_id, batches))
-            self._requests.put(request)
+            if self.dead:  # the reader already failed everything pending; fail this one too
+                dead = True
+            else:
+                dead = False
+                self._next_id += 1
+                request.correlation_id = self._next_id
+                self._pending.append((self._next_id, batches))
+                self._requests.put(request)
+        if dead:
+            self.on_event(self.node, [(batches, None)], NetworkError("the produce stream broke"))
 
     def _read(self) -> None:
         try:

@@ -1,0 +1,184 @@
+"""Cluster metadata: records applied to the image, topic name rules, and the on-disk store replay."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from broker.clock import ManualClock
+from broker.errors import InvalidTopicError
+from broker.metadata.image import MAX_TOPIC_NAME, MetadataImage, validate_topic_name
+from broker.metadata.store import MetadataStore
+
+pytestmark = pytest.mark.unit
+
+
+def topic(name, topic_id="id-1", replicas=((0,),)) -> dict:
+    return {"type": "topic", "name": name, "topic_id": topic_id, "replicas": [list(r) for r in replicas]}
+
+
+def config(name, key, value, resource="topic") -> dict:
+    return {"type": "config", "resource": resource, "name": name, "key": key, "value": value}
+
+
+def remove(name, topic_id="id-1") -> dict:
+    return {"type": "remove_topic", "name": name, "topic_id": topic_id}
+
+
+def image_of(*records) -> MetadataImage:
+    image = MetadataImage()
+    for record in records:
+        image.apply(record)
+    return image
+
+
+# ---------------------------------------------------------------------------------- image
+def test_topic_record_creates_a_topic():
+    image = image_of(topic("orders", "abc", [(0, 1), (1, 2), (2, 0)]))
+    t = image.topics["orders"]
+    assert (t.name, t.topic_id, t.replicas, t.configs) == ("orders", "abc", [[0, 1], [1, 2], [2, 0]], {})
+    assert t.num_partitions == 3
+
+
+def test_config_records_set_and_remove_topic_configs():
+    image = image_of(topic("orders"), config("orders", "retention.ms", "1000"),
+                     config("orders", "segment.bytes", "2048"), config("orders", "retention.ms", "5"))
+    assert image.topics["orders"].configs == {"retention.ms": "5", "segment.bytes": "2048"}
+    image.apply(config("orders", "retention.ms", None))
+    assert image.topics["orders"].configs == {"segment.bytes": "2048"}
+    image.apply(config("orders", "never.set", None))  # removing an unset key is harmless
+    assert image.topics["orders"].configs == {"segment.bytes": "2048"}
+
+
+def test_config_for_an_unknown_topic_is_ignored():
+    image = image_of(config("ghost", "retention.ms", "1"))
+    assert image.topics == {} and image.broker_configs == {}
+
+
+def test_broker_config_records():
+    image = image_of(config("", "log.retention.ms", "10", resource="broker"),
+                     config("", "num.partitions", "3", resource="broker"),
+                     config("", "log.retention.ms", None, resource="broker"))
+    assert image.broker_configs == {"num.partitions": "3"}
+
+
+def test_remove_topic_needs_the_matching_id():
+    image = image_of(topic("orders", "new-id"))
+    image.apply(remove("orders", "old-id"))  # a stale removal of an earlier incarnation
+    assert "orders" in image.topics
+    image.apply(remove("orders", "new-id"))
+    assert image.topics == {}
+    image.apply(remove("orders", "new-id"))  # removing again is harmless
+    assert image.topics == {}
+
+
+def test_recreated_topic_starts_without_the_old_configs():
+    image = image_of(topic("orders", "a"), config("orders", "retention.ms", "1"), remove("orders", "a"),
+                     topic("orders", "b", [(0,), (0,)]))
+    t = image.topics["orders"]
+    assert (t.topic_id, t.num_partitions, t.configs) == ("b", 2, {})
+
+
+def test_unknown_record_type_is_refused():
+    with pytest.raises(ValueError):
+        MetadataImage().apply({"type": "bogus"})
+
+
+# ----------------------------------------------------------------------------- topic names
+@pytest.mark.parametrize("name", ["a.b_c-1", "a", "A", "0", "...", "a..b", "_", "-", "x" * MAX_TOPIC_NAME,
+                                  "__consumer_offsets"])
+def test_legal_topic_names(name):
+    validate_topic_name(name)
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "x" * (MAX_TOPIC_NAME + 1), "a b", "a/b", "a\\b", "a:b",
+                                  "a*", "topic!", "tópico", "a\tb", "\n", "a\0b", "name\n", "\nname"],
+                         ids=lambda n: repr(n)[:20])
+def test_illegal_topic_names(name):
+    with pytest.raises(InvalidTopicError):
+        validate_topic_name(name)
+
+
+LEGAL_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+
+
+@settings(max_examples=100, deadline=None, database=None, derandomize=True)
+@given(name=st.text(max_size=260) | st.text(alphabet=LEGAL_CHARS + " /:\t\né\0", max_size=260))
+def test_topic_name_rule_matches_kafka(name):
+    legal_chars = set(LEGAL_CHARS)
+    legal = 0 < len(name) <= MAX_TOPIC_NAME and name not in (".", "..") and set(name) <= legal_chars
+    if legal:
+        validate_topic_name(name)
+    else:
+        with pytest.raises(InvalidTopicError):
+            validate_topic_name(name)
+
+
+# ---------------------------------------------------------------------------------- store
+HISTORY = [
+    topic("orders", "o1", [(0,), (0,), (0,)]),
+    config("orders", "retention.ms", "1000"),
+    topic("payments", "p1"),
+    config("", "num.partitions", "4", resource="broker"),
+    remove("payments", "p1"),
+    config("orders", "segment.bytes", "2048"),
+]
+
+
+def test_store_replays_its_records_after_a_clean_close(tmp_path):
+    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
+    store.append(HISTORY[:2])
+    store.append(HISTORY[2:4])
+    store.append(HISTORY[4:])
+    expected = image_of(*HISTORY)
+    assert store.image == expected
+    store.close()
+
+    reopened = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
+    assert reopened.image == expected
+    assert reopened.image.topics["orders"].configs == {"retention.ms": "1000", "segment.bytes": "2048"}
+    assert "payments" not in reopened.image.topics
+    assert reopened.image.broker_configs == {"num.partitions": "4"}
+    reopened.close()
+
+
+def test_store_replays_every_acknowledged_record_after_a_crash(tmp_path):
+    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
+    for record in HISTORY:
+        store.append([record])
+    store.log.close_without_flush()  # append() fsyncs, so nothing is lost
+
+    reopened = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=False)
+    assert reopened.image == image_of(*HISTORY)
+    reopened.close()
+
+
+def test_store_keeps_appending_after_reopen(tmp_path):
+    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
+    store.append(HISTORY[:1])
+    store.close()
+    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
+    store.append([config("orders", "retention.ms", "7")])
+    store.close()
+    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
+    assert store.image.topics["orders"].configs == {"retention.ms": "7"}
+    assert store.log.log_end_offset == 2
+    store.close()
+
+
+def test_store_replays_many_batches(tmp_path):
+    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
+    records = [topic(f"t{i}", f"id{i}", [(0,)] * (i % 5 + 1)) for i in range(300)]
+    for i in range(0, 300, 30):
+        store.append(records[i:i + 30])
+    store.close()
+    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
+    assert sorted(store.image.topics) == sorted(f"t{i}" for i in range(300))
+    assert store.image.topics["t7"].num_partitions == 3
+    store.close()
+
+
+def test_empty_store_has_an_empty_image(tmp_path):
+    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
+    assert store.image == MetadataImage()
+    store.close()

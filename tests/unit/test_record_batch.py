@@ -1,0 +1,335 @@
+"""Record batches: Arrow body round trips, and validate_batches refusing every kind of damage."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from broker.errors import (CorruptRecordError, InvalidRecordError, MessageTooLargeError,
+                           RiverlogError, UnsupportedVersionError)
+from broker.records import arrow_body
+from broker.records.batch import (COMPRESSION_MASK, CRC_START, HEADER_SIZE, MAGIC_ARROW,
+                                  MAGIC_KAFKA_V2, build_batch, compute_crc, iter_headers,
+                                  parse_header, stamp_log_append_time, validate_batches,
+                                  with_offsets)
+from broker.records.reader import decode_records
+
+pytestmark = pytest.mark.unit
+
+MAX = 10**7
+FAST = settings(max_examples=60, deadline=None, database=None)
+
+header_st = st.tuples(st.text(max_size=8), st.binary(max_size=16))
+record_st = st.tuples(
+    st.none() | st.binary(max_size=24),                        # key
+    st.none() | st.binary(max_size=120),                       # value
+    st.integers(min_value=0, max_value=2**53),                 # timestamp
+    st.none() | st.lists(header_st, max_size=3),               # headers
+)
+records_st = st.lists(record_st, min_size=1, max_size=12)
+compression_st = st.sampled_from(sorted(arrow_body.COMPRESSION_CODES))
+
+
+def encode_records(records, compression="none") -> bytes:
+    keys, values, timestamps, headers = (list(c) for c in zip(*records))
+    return arrow_body.encode_batch(arrow_body.record_batch(keys, values, timestamps, headers), compression)
+
+
+def expected_rows(records) -> list[dict]:
+    """What decoding must give back: empty header lists come back as null."""
+    return [{"key": k, "value": v, "timestamp": t,
+             "headers": [{"key": hk, "value": hv} for hk, hv in h] if h else None}
+            for k, v, t, h in records]
+
+
+def decode_all(data, start_offset=0) -> list[dict]:
+    return [row for b in decode_records(data, start_offset) for row in b.records.to_pylist()]
+
+
+def flip(data: bytes, index: int, xor: int = 0xFF) -> bytes:
+    out = bytearray(data)
+    out[index] ^= xor
+    return bytes(out)
+
+
+def rechecksum(data: bytearray, pos: int = 0) -> bytes:
+    """Recompute the CRC of the batch at ``pos`` after a deliberate header edit."""
+    header = parse_header(data, pos)
+    struct.pack_into(">I", data, pos + 17, compute_crc(data, pos, header.size))
+    return bytes(data)
+
+
+# --------------------------------------------------------------------------------- round trips
+@FAST
+@given(records=records_st, compression=compression_st)
+def test_encode_validate_decode_round_trip(records, compression):
+    data = encode_records(records, compression)
+
+    [header] = validate_batches(data, max_batch_bytes=MAX)
+
+    timestamps = [r[2] for r in records]
+    assert header.size == len(data)
+    assert header.magic == MAGIC_ARROW
+    assert header.record_count == len(records)
+    assert header.last_offset_delta == len(records) - 1
+    assert (header.base_timestamp, header.max_timestamp) == (min(timestamps), max(timestamps))
+    assert header.compression == arrow_body.COMPRESSION_CODES[compression]
+    assert not header.is_log_append_time
+    assert decode_all(data) == expected_rows(records)
+
+
+@FAST
+@given(batches=st.lists(records_st, min_size=1, max_size=4), first_offset=st.integers(0, 2**40),
+       epoch=st.integers(0, 2**31 - 1), start=st.integers(0, 60), compression=compression_st)
+def test_concatenated_batches_decode_from_any_start_offset(batches, first_offset, epoch, start, compression):
+    data = b"".join(encode_records(r, compression) for r in batches)
+    headers = validate_batches(data, max_batch_bytes=MAX)
+    assigned = b"".join(with_offsets(data, headers, first_offset, epoch))
+
+    all_rows = [row for r in batches for row in expected_rows(r)]
+    decoded = decode_records(assigned, first_offset + start)
+
+    assert [row for b in decoded for row in b.records.to_pylist()] == all_rows[start:]
+    if decoded:
+        assert decoded[0].base_offset == first_offset + start
+        assert decoded[-1].next_offset == first_offset + len(all_rows)
+
+
+def test_all_null_headers_and_keys_round_trip():
+    data = arrow_body.encode_batch(arrow_body.record_batch([None, None], [None, b""], [5, 3]))
+    assert decode_all(data) == [{"key": None, "value": None, "timestamp": 5, "headers": None},
+                                {"key": None, "value": b"", "timestamp": 3, "headers": None}]
+
+
+@pytest.mark.parametrize("compression", sorted(arrow_body.COMPRESSION_CODES))
+def test_slice_of_a_batch_encodes_only_the_slice(compression):
+    full = arrow_body.record_batch([b"k%d" % i for i in range(10)], [b"v" * i for i in range(10)],
+                                   list(range(10)), [{"h": str(i)} if i % 2 else None for i in range(10)])
+    part = full.slice(3, 4)
+    data = arrow_body.encode_batch(part, compression)
+    assert validate_batches(data, max_batch_bytes=MAX)[0].record_count == 4
+    assert decode_all(data) == part.to_pylist()
+
+
+# ----------------------------------------------------------------------------------- damage
+@FAST
+@given(records=records_st, compression=compression_st, where=st.floats(0, 1, exclude_max=True),
+       xor=st.integers(1, 255))
+def test_any_byte_flip_in_crc_range_is_corrupt(records, compression, where, xor):
+    data = encode_records(records, compression)
+    index = CRC_START + int(where * (len(data) - CRC_START))
+    with pytest.raises(CorruptRecordError):
+        validate_batches(flip(data, index, xor), max_batch_bytes=MAX)
+
+
+@FAST
+@given(records=st.lists(records_st, min_size=2, max_size=3), which=st.integers(0, 2),
+       where=st.floats(0, 1, exclude_max=True), xor=st.integers(1, 255))
+def test_byte_flip_in_any_batch_of_a_payload_is_refused(records, which, where, xor):
+    batches = [encode_records(r) for r in records]
+    which %= len(batches)
+    start = sum(len(b) for b in batches[:which])
+    index = start + 8 + int(where * (len(batches[which]) - 8))   # anything but the base offset
+    if 12 <= index - start < 16:
+        index = start + 16 + (index - start - 12)  # the leader epoch is not checked either
+    damaged = flip(b"".join(batches), index, xor)
+    with pytest.raises(RiverlogError):
+        validate_batches(damaged, max_batch_bytes=MAX)
+
+
+def test_flipping_magic_or_crc_bytes_is_refused_but_offset_and_epoch_are_not_checked():
+    data = encode_records([(b"k", b"v", 1, None)])
+    with pytest.raises(UnsupportedVersionError):
+        validate_batches(flip(data, 16), max_batch_bytes=MAX)
+    for i in range(17, 21):
+        with pytest.raises(CorruptRecordError):
+            validate_batches(flip(data, i), max_batch_bytes=MAX)
+    # base offset [0, 8) and partition leader epoch [12, 16) are rewritten by the leader, outside the CRC
+    for i in [*range(0, 8), *range(12, 16)]:
+        assert len(validate_batches(flip(data, i), max_batch_bytes=MAX)) == 1
+
+
+@FAST
+@given(records=records_st, where=st.floats(0, 1, exclude_min=True, exclude_max=True))
+def test_truncated_payload_is_corrupt(records, where):
+    data = encode_records(records)
+    cut = max(1, int(where * len(data)))
+    with pytest.raises(CorruptRecordError):
+        validate_batches(data[:cut], max_batch_bytes=MAX)
+
+
+@FAST
+@given(first=records_st, second=records_st, where=st.floats(0, 1, exclude_min=True, exclude_max=True))
+def test_payload_truncated_inside_its_second_batch_is_corrupt(first, second, where):
+    a, b = encode_records(first), encode_records(second)
+    cut = len(a) + max(1, int(where * len(b)))
+    with pytest.raises(CorruptRecordError):
+        validate_batches((a + b)[:cut], max_batch_bytes=MAX)
+
+
+def test_empty_payload_is_invalid():
+    with pytest.raises(InvalidRecordError):
+        validate_batches(b"", max_batch_bytes=MAX)
+
+
+def test_impossible_length_field_is_corrupt():
+    data = bytearray(encode_records([(None, b"v", 1, None)]))
+    struct.pack_into(">i", data, 8, 10)  # shorter than the header itself
+    with pytest.raises(CorruptRecordError):
+        validate_batches(bytes(data), max_batch_bytes=MAX)
+
+
+def test_garbage_body_with_valid_crc_is_invalid_record():
+    data = build_batch(b"garbage, not an Arrow IPC message at all", record_count=1,
+                       base_timestamp=0, max_timestamp=0)
+    with pytest.raises(InvalidRecordError):
+        validate_batches(data, max_batch_bytes=MAX)
+
+
+@pytest.mark.parametrize("body", [b"", b"\xff\xff\xff\xff\x00\x00\x00\x00", b"\x00\x00\x00\x00"],
+                         ids=["empty", "end-of-stream-marker", "legacy-end-of-stream"])
+def test_body_without_a_record_batch_message_is_invalid_record(body):
+    """A header-only batch (or one whose body is Arrow's end-of-stream marker) holds no records."""
+    data = build_batch(body, record_count=1, base_timestamp=0, max_timestamp=0)
+    with pytest.raises(InvalidRecordError):
+        validate_batches(data, max_batch_bytes=MAX)
+
+
+def test_schema_message_as_body_is_invalid_record():
+    data = build_batch(arrow_body.SCHEMA.serialize().to_pybytes(), record_count=1,
+                       base_timestamp=0, max_timestamp=0)
+    with pytest.raises(InvalidRecordError):
+        validate_batches(data, max_batch_bytes=MAX)
+
+
+def test_body_with_trailing_bytes_is_invalid_record():
+    body = arrow_body.encode_body(arrow_body.record_batch([None], [b"v"], [1])).to_pybytes()
+    data = build_batch(body + b"\0" * 8, record_count=1, base_timestamp=1, max_timestamp=1)
+    with pytest.raises(InvalidRecordError):
+        validate_batches(data, max_batch_bytes=MAX)
+
+
+@settings(max_examples=100, deadline=None, database=None, derandomize=True)
+@given(records=records_st, edits=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)),
+                                          min_size=1, max_size=3),
+       keep=st.floats(0.01, 1))
+def test_damaged_body_with_valid_crc_is_accepted_or_invalid_record_never_untyped(records, edits, keep):
+    body = bytearray(arrow_body.encode_body(arrow_body.record_batch(
+        *[list(c) for c in zip(*records)])).to_pybytes())
+    for where, value in edits:
+        body[int(where * len(body))] = value
+    body = body[:max(8, int(keep * len(body)))]
+    data = build_batch(bytes(body), record_count=len(records), base_timestamp=0, max_timestamp=0)
+    try:
+        validate_batches(data, max_batch_bytes=MAX)
+    except InvalidRecordError:
+        pass
+
+
+@pytest.mark.parametrize("magic", [0, 1, MAGIC_KAFKA_V2, 99])
+def test_unknown_magic_is_unsupported_version(magic):
+    body = arrow_body.encode_body(arrow_body.record_batch([None], [b"v"], [1])).to_pybytes()
+    data = build_batch(body, record_count=1, base_timestamp=1, max_timestamp=1, magic=magic)
+    with pytest.raises(UnsupportedVersionError):
+        validate_batches(data, max_batch_bytes=MAX)
+
+
+def test_batch_over_the_limit_is_too_large():
+    data = encode_records([(b"k", b"v" * 500, 1, None)])
+    assert validate_batches(data, max_batch_bytes=len(data))
+    with pytest.raises(MessageTooLargeError) as info:
+        validate_batches(data, max_batch_bytes=len(data) - 1)
+    assert info.value.details == {"batch_bytes": len(data), "max_message_bytes": len(data) - 1}
+
+
+@pytest.mark.parametrize("record_count, delta", [(0, -1), (2, 0), (1, 1), (-3, -4)])
+def test_inconsistent_record_count_is_invalid_record(record_count, delta):
+    data = bytearray(encode_records([(None, b"v", 1, None)]))
+    struct.pack_into(">i", data, 23, delta)
+    struct.pack_into(">i", data, 57, record_count)
+    with pytest.raises(InvalidRecordError):
+        validate_batches(rechecksum(data), max_batch_bytes=MAX)
+
+
+# ------------------------------------------------------------------------ leader rewrites
+@FAST
+@given(batches=st.lists(records_st, min_size=1, max_size=4), first_offset=st.integers(0, 2**62),
+       epoch=st.integers(-1, 2**31 - 1))
+def test_with_offsets_assigns_offsets_and_epoch_keeping_crcs(batches, first_offset, epoch):
+    data = b"".join(encode_records(r) for r in batches)
+    headers = validate_batches(data, max_batch_bytes=MAX)
+
+    out = b"".join(with_offsets(data, headers, first_offset, epoch))
+
+    rewritten = validate_batches(out, max_batch_bytes=MAX)  # every CRC still holds
+    expected_bases = [first_offset + sum(len(r) for r in batches[:i]) for i in range(len(batches))]
+    assert [h.base_offset for h in rewritten] == expected_bases
+    assert all(h.partition_leader_epoch == epoch for h in rewritten)
+    assert [h.crc for h in rewritten] == [h.crc for h in headers]
+    pos = 0
+    for h in headers:  # everything from the magic on is byte-identical
+        assert out[pos + 16: pos + h.size] == data[pos + 16: pos + h.size]
+        pos += h.size
+
+
+@FAST
+@given(batches=st.lists(records_st, min_size=1, max_size=4), now=st.integers(0, 2**50),
+       compression=compression_st)
+def test_log_append_time_stamping_keeps_crcs_valid(batches, now, compression):
+    data = b"".join(encode_records(r, compression) for r in batches)
+    headers = validate_batches(data, max_batch_bytes=MAX)
+
+    stamped = stamp_log_append_time(data, headers, now)
+
+    after = validate_batches(stamped, max_batch_bytes=MAX)
+    for before, h in zip(headers, after):
+        assert h.is_log_append_time and h.max_timestamp == now
+        assert h.base_timestamp == before.base_timestamp
+        assert h.attributes & COMPRESSION_MASK == before.compression
+        assert h.size == before.size
+    pos = 0
+    for h in headers:  # bodies untouched
+        assert stamped[pos + HEADER_SIZE: pos + h.size] == data[pos + HEADER_SIZE: pos + h.size]
+        pos += h.size
+    decoded = decode_records(stamped, 0)
+    assert all(b.log_append_time for b in decoded)
+    assert [row["timestamp"] for b in decoded for row in b.records.to_pylist()] == \
+        [now] * sum(len(r) for r in batches)
+    assert [row["value"] for b in decoded for row in b.records.to_pylist()] == \
+        [rec[1] for r in batches for rec in r]
+
+
+# ------------------------------------------------------------------------------- reader
+def test_decode_records_refuses_a_batch_with_a_bad_crc():
+    data = encode_records([(None, b"value", 1, None)])
+    with pytest.raises(CorruptRecordError):
+        decode_records(flip(data, len(data) - 1), 0)
+
+
+def test_decode_records_refuses_a_partial_batch_only():
+    data = encode_records([(None, b"value" * 40, 1, None)])
+    with pytest.raises(CorruptRecordError):
+        decode_records(data[:-1], 0)
+
+
+def test_decode_records_ignores_a_trailing_partial_batch():
+    a = encode_records([(None, b"a", 1, None)])
+    b = encode_records([(None, b"b", 2, None)])
+    data = b"".join(with_offsets(a + b, validate_batches(a + b, max_batch_bytes=MAX), 0, 0))
+    assert [row["value"] for batch in decode_records(data[:-5], 0) for row in batch.records.to_pylist()] == [b"a"]
+
+
+def test_decode_records_skips_batches_below_start_offset():
+    payload = encode_records([(None, b"a", 1, None)] * 3) + encode_records([(None, b"b", 2, None)] * 2)
+    data = b"".join(with_offsets(payload, validate_batches(payload, max_batch_bytes=MAX), 10, 0))
+    decoded = decode_records(data, 13)
+    assert [(b.base_offset, b.records.num_rows, b.next_offset) for b in decoded] == [(13, 2, 15)]
+
+
+def test_iter_headers_stops_at_a_partial_batch():
+    a = encode_records([(None, b"a", 1, None)])
+    b = encode_records([(None, b"b" * 100, 2, None)])
+    assert [pos for pos, _ in iter_headers(a + b)] == [0, len(a)]
+    assert [pos for pos, _ in iter_headers((a + b)[:-1])] == [0]
