@@ -29,7 +29,7 @@ def validate_topic_name(name: str) -> None:
         raise InvalidTopicError(f"topic name cannot be '{name}'")
     if len(name) > MAX_TOPIC_NAME:
         raise InvalidTopicError(f"topic name is {len(name)} characters; the limit is {MAX_TOPIC_NAME}")
-    if not _LEGAL.match(name):
+    if not _LEGAL.fullmatch(name):
         bad = sorted({c for c in name if not re.match(r"[a-zA-Z0-9._-]", c)})
         raise InvalidTopicError(
             f"topic name '{name}' contains {''.join(bad)!r}; only ASCII letters, digits, '.', '_' and '-' are allowed")

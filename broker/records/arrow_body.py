@@ -61,7 +61,7 @@ def check_framing(body) -> None:
     buf = pa.py_buffer(body)
     try:
         message = pa.ipc.read_message(buf)
-    except (pa.ArrowInvalid, OSError) as e:
+    except (pa.ArrowInvalid, OSError, EOFError) as e:
         raise ValueError(str(e)) from None
     if message.type != "record batch":
         raise ValueError(f"IPC message type is {message.type!r}")

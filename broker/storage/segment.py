@@ -100,6 +100,7 @@ class LogSegment:
         """Rebuild indexes from the log, truncating at the first invalid batch; bytes removed."""
         self.offset_index.truncate_entries(0)
         self.time_index.truncate_entries(0)
+        self.offset_index._written = self.time_index._written = -1  # rewrite, never append to stale files
         self.next_offset, self.max_timestamp, self._bytes_since_index = self.base_offset, -1, 0
         valid = 0
         if self.size:
@@ -117,6 +118,10 @@ class LogSegment:
         pos = 0
         try:
             while len(view) - pos >= HEADER_SIZE:
+                try:
+                    parse_header(view, pos)
+                except CorruptRecordError:
+                    break
                 header = parse_header(view, pos)
                 if (pos + header.size > len(view) or header.magic not in _KNOWN_MAGIC
                         or header.base_offset < self.next_offset or header.last_offset_delta < 0
