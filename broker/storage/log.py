@@ -98,11 +98,13 @@ class Log:
         total = sum(h.size for h in headers)
         count = sum(h.last_offset_delta + 1 for h in headers)
         first = self.log_end_offset
-        if self._should_roll(total, first + count - 1, now):
-            self.roll(now)
         log_append_time = None
         if self.config["message.timestamp.type"] == "LogAppendTime":
             log_append_time = now
+        incoming_ts = now if log_append_time is not None else max(h.max_timestamp for h in headers)
+        if self._should_roll(total, first + count - 1, now, incoming_ts):
+            self.roll(now)
+        if log_append_time is not None:
             data = stamp_log_append_time(data, headers, now)
         parts = with_offsets(data, headers, first, leader_epoch)
         self.active.append(parts, headers, first, log_append_time)
@@ -111,12 +113,12 @@ class Log:
         return AppendInfo(first, first + count - 1, -1 if log_append_time is None else now,
                           sum(h.record_count for h in headers))
 
-    def _should_roll(self, incoming: int, last_offset: int, now: int) -> bool:
+    def _should_roll(self, incoming: int, last_offset: int, now: int, incoming_ts: int) -> bool:
         active = self.active
         if active.size == 0:
             return False
         return (active.size + incoming > self.config["segment.bytes"]
-                or now - active.created_ms >= self.config["segment.ms"]
+                or active.time_waited_for_roll(now, incoming_ts) >= self.config["segment.ms"]
                 or last_offset - active.base_offset > _MAX_RELATIVE_OFFSET)
 
     def roll(self, now: int | None = None) -> LogSegment:

@@ -49,6 +49,7 @@ class LogSegment:
         self.time_index = TimeIndex(stem + ".timeindex", base_offset)
         self.next_offset = base_offset
         self.max_timestamp = -1
+        self.first_timestamp = -1  # the first batch's max timestamp; drives segment.ms
         self._bytes_since_index = 0
         self.truncated_bytes = 0
 
@@ -63,7 +64,16 @@ class LogSegment:
             if segment.truncated_bytes:
                 log.warning("truncated %d bytes of torn or corrupt data from %s",
                             segment.truncated_bytes, segment.log_path)
+        if segment.size:
+            segment.first_timestamp = parse_header(os.pread(segment.fd, HEADER_SIZE, 0)).max_timestamp
         return segment
+
+    def time_waited_for_roll(self, now_ms: int, incoming_max_timestamp: int) -> int:
+        """As Kafka: record time since the first batch when timestamps exist, else wall time since
+        creation. Record time keeps a restart from postponing a roll and old timestamps from forcing one."""
+        if self.first_timestamp >= 0:
+            return incoming_max_timestamp - self.first_timestamp
+        return now_ms - self.created_ms
 
     def _load_indexes(self) -> bool:
         """Trust the index files if they agree with the log; returns False when a rebuild is due."""
@@ -152,6 +162,8 @@ class LogSegment:
         for header in headers:
             self._index_batch(position, offset, header.size)
             ts = header.max_timestamp if log_append_time is None else log_append_time
+            if position == 0:
+                self.first_timestamp = ts
             self.max_timestamp = max(self.max_timestamp, ts)
             offset += header.last_offset_delta + 1
             position += header.size
@@ -163,14 +175,17 @@ class LogSegment:
             self.time_index.maybe_append(self.max_timestamp, self.next_offset)
 
     def truncate_to(self, offset: int) -> int:
-        """Remove every batch whose base offset is >= ``offset``; bytes removed."""
+        """Remove every batch holding an offset >= ``offset`` (batches are never split, so the log
+        may end below ``offset``, as in Kafka); bytes removed."""
         found = self.find(offset)
         if found is None:
             return 0
-        position = found.position if found.header.base_offset >= offset else found.position + found.header.size
+        position = found.position
         removed = self.size - position
         os.ftruncate(self.fd, position)
         self.size = position
+        if position == 0:
+            self.first_timestamp = -1
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         self.next_offset, self.max_timestamp = self.base_offset, self.time_index.max_timestamp()

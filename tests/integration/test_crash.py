@@ -48,7 +48,6 @@ def produce_until(producer: Producer, topic: str, stop: threading.Event, counter
             producer.poll(0)
 
 
-@pytest.mark.xfail(reason="flaky: producer can stall after repeated broker kills; under investigation", strict=False)
 @pytest.mark.parametrize("acks", ["1", "all"])
 def test_kill9_during_heavy_produce_loses_nothing_acknowledged(broker_factory, topic_name, acks):
     broker = broker_factory({"log.segment.bytes": 256 * 1024})

@@ -166,20 +166,45 @@ def test_segments_roll_after_segment_ms(tmp_path):
     clock = ManualClock()
     log = open_log(tmp_path, {"segment.ms": 1000}, clock)
     oracle = LogOracle()
-    oracle.append(log, [None], [b"a"], [1])
+    oracle.append(log, [None], [b"a"], [clock.time_ms()])
     clock.advance(999)
-    oracle.append(log, [None], [b"b"], [2])
+    oracle.append(log, [None], [b"b"], [clock.time_ms()])
     assert len(log.segments) == 1
     clock.advance(1)
-    oracle.append(log, [None], [b"c"], [3])
+    oracle.append(log, [None], [b"c"], [clock.time_ms()])
     assert [s.base_offset for s in log.segments] == [0, 2]
     clock.advance(500)
-    oracle.append(log, [None], [b"d"], [4])
+    oracle.append(log, [None], [b"d"], [clock.time_ms()])
     assert [s.base_offset for s in log.segments] == [0, 2]
     clock.advance(500)
-    oracle.append(log, [None], [b"e"], [5])
+    oracle.append(log, [None], [b"e"], [clock.time_ms()])
     assert [s.base_offset for s in log.segments] == [0, 2, 4]
     assert read_all(log) == oracle.rows()
+
+
+def test_segment_ms_counts_from_the_first_batch_across_a_restart(tmp_path):
+    clock = ManualClock()
+    log = open_log(tmp_path, {"segment.ms": 1000}, clock)
+    oracle = LogOracle()
+    oracle.append(log, [None], [b"a"], [clock.time_ms()])
+    log.close()
+    clock.advance(600)
+    log = open_log(tmp_path, {"segment.ms": 1000}, clock)
+    clock.advance(400)  # 1000 ms after the first batch, only 400 after the reopen
+    oracle.append(log, [None], [b"b"], [clock.time_ms()])
+    assert [s.base_offset for s in log.segments] == [0, 1]
+    assert read_all(log) == oracle.rows()
+
+
+def test_old_record_timestamps_do_not_force_a_roll(tmp_path):
+    """Kafka measures segment.ms in record time, so replaying old data does not roll every batch."""
+    log = open_log(tmp_path, {"segment.ms": 1000}, ManualClock())
+    oracle = LogOracle()
+    for ts in (1, 2, 500):
+        oracle.append(log, [None], [b"old"], [ts])
+    assert [s.base_offset for s in log.segments] == [0]
+    oracle.append(log, [None], [b"later"], [1001])
+    assert [s.base_offset for s in log.segments] == [0, 3]
 
 
 def test_an_empty_active_segment_never_rolls(tmp_path):
@@ -398,7 +423,6 @@ def test_truncate_to_a_batch_boundary_removes_the_tail(seed, interval, cut):
         log.close()
 
 
-@pytest.mark.xfail(reason="truncation keeps the batch holding the offset; decide batch-boundary semantics", strict=False)
 def test_truncate_to_inside_a_batch_removes_every_record_at_or_after_it(tmp_path):
     """Log.truncate_to promises to remove every record at or after the offset; batches are never
     split, so the batch holding it must go (Kafka's LogSegment.truncateTo does the same)."""
