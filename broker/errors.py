@@ -12,8 +12,6 @@ class from the code with :func:`error_for_code` and never matches message text.
 """
 from __future__ import annotations
 
-import grpc
-
 _REGISTRY: dict[int, type["RiverlogError"]] = {}
 
 
@@ -23,7 +21,7 @@ class RiverlogError(Exception):
     code: int = -1
     name: str = "UNKNOWN_SERVER_ERROR"
     retriable: bool = False
-    grpc_status: grpc.StatusCode = grpc.StatusCode.INTERNAL
+    grpc_status: str = "INTERNAL"  # a grpc.StatusCode name; the server's interceptor maps it
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -53,7 +51,7 @@ def error_for_code(code: int) -> type[RiverlogError]:
     return _REGISTRY.get(code, RiverlogError)
 
 
-def _error(name: str, code: int, status: grpc.StatusCode, retriable: bool = False, doc: str = ""):
+def _error(name: str, code: int, status: str, retriable: bool = False, doc: str = ""):
     cls = type(name, (RiverlogError,), {
         "code": code, "name": _kafka_name(name), "retriable": retriable,
         "grpc_status": status, "__doc__": doc, "__module__": __name__,
@@ -71,7 +69,15 @@ def _kafka_name(class_name: str) -> str:
     return "".join(out)
 
 
-S = grpc.StatusCode
+class S:
+    """gRPC status names, kept as strings so errors (and storage, which raises them) need no gRPC."""
+    OK, CANCELLED, INVALID_ARGUMENT, DEADLINE_EXCEEDED, NOT_FOUND, ALREADY_EXISTS = (
+        "OK", "CANCELLED", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS")
+    RESOURCE_EXHAUSTED, FAILED_PRECONDITION, OUT_OF_RANGE, UNIMPLEMENTED, INTERNAL = (
+        "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL")
+    UNAVAILABLE, DATA_LOSS = "UNAVAILABLE", "DATA_LOSS"
+
+
 UnknownServerError = _error("UnknownServerError", -1, S.INTERNAL, doc="An unexpected failure on the broker.")
 OffsetOutOfRangeError = _error(
     "OffsetOutOfRangeError", 1, S.OUT_OF_RANGE,

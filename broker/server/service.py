@@ -55,7 +55,7 @@ class ErrorInterceptor(grpc.ServerInterceptor):
 
 def _abort(context, error: RiverlogError):
     context.set_trailing_metadata(((ERROR_CODE_KEY, str(error.code)),))
-    context.abort(error.grpc_status, error.message)
+    context.abort(grpc.StatusCode[error.grpc_status], error.message)
 
 
 class _Servicer(pb_grpc.RiverlogServicer):
