@@ -405,6 +405,11 @@ class _Sender:
                 continue
             by_node[node].append(key)
         for node, keys in by_node.items():
+            stream = self.streams.get(node)
+            if stream is not None and stream.dead and self.in_flight[node]:
+                # The broken stream's failed requests are not requeued yet; sending later batches
+                # on a new stream first would reorder the partitions they share.
+                continue
             while keys and self.in_flight[node] < self.max_in_flight:
                 request, batches, keys = self._build_request(keys)
                 self._dispatch(node, request, batches)
@@ -479,7 +484,7 @@ class _Sender:
                 offset += batch.count
 
     def _retry_or_fail(self, key, taken: list[ProducerBatch], error: RiverlogError) -> None:
-        log.debug("produce to %s[%d] failed: %r", key[0], key[1], error)
+        log.warning("produce to %s[%d] failed: %r first=%s", key[0], key[1], error, taken[0].records.column(1)[0].as_py()[:12] if taken[0].records.num_rows else None)
         now = time.monotonic()
         if error.retriable:
             self.stale_metadata = True
