@@ -484,7 +484,7 @@ class _Sender:
                 offset += batch.count
 
     def _retry_or_fail(self, key, taken: list[ProducerBatch], error: RiverlogError) -> None:
-        log.warning("produce to %s[%d] failed: %r first=%s", key[0], key[1], error, taken[0].records.column(1)[0].as_py()[:12] if taken[0].records.num_rows else None)
+        log.debug("produce to %s[%d] failed: %r", key[0], key[1], error)
         now = time.monotonic()
         if error.retriable:
             self.stale_metadata = True
