@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration bench proto lint clean check-python
+.PHONY: demo test test-unit test-simulation test-integration soak bench proto lint clean check-python
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Riverlog needs Python 3.10 or newer")'
@@ -23,6 +23,12 @@ test: $(STAMP)
 
 test-unit: $(STAMP)
 	$(PY) -m pytest tests/unit
+
+test-simulation: $(STAMP)
+	$(PY) -m pytest tests/simulation
+
+soak: $(STAMP)
+	RIVERLOG_SIM_SEEDS=$${RIVERLOG_SIM_SEEDS:-50000} $(PY) -m pytest tests/simulation -p no:cacheprovider
 
 test-integration: $(STAMP)
 	$(PY) -m pytest tests/integration

@@ -1,6 +1,8 @@
-"""The ``riverlog`` command line: run a broker, manage topics, produce, consume, look up offsets.
+"""The ``riverlog`` command line: run a broker or a cluster, manage topics, produce, consume, offsets.
 
     riverlog broker start --data-dir /tmp/rl --port 9092 --config log.segment.bytes=1048576
+    riverlog cluster start --nodes 3 --data-dir /tmp/rl       # three local nodes, for development
+    riverlog cluster status
     riverlog topics create orders --partitions 3 --config retention.ms=86400000
     riverlog produce orders --file events.txt --key-separator :
     riverlog consume orders --from-beginning --max-messages 10 --print-key
@@ -65,12 +67,15 @@ def broker():
 @click.option("--host", default=None, help="interface to listen on (default 127.0.0.1)")
 @click.option("--port", type=int, default=None, help="port to listen on (default 9092; 0 picks a free one)")
 @click.option("--node-id", type=int, default=None, help="node.id")
+@click.option("--roles", default=None, help="process.roles: broker, controller or broker,controller (default)")
+@click.option("--controller-quorum", default=None,
+              help="controller.quorum.voters: id@host:port,... (default: this node alone)")
 @click.option("--properties", "properties_file", type=click.Path(exists=True, dir_okay=False),
               help="a server.properties file")
 @click.option("--config", "-c", "overrides", multiple=True, help="key=value broker config (repeatable)")
 @click.option("--log-level", default="INFO", show_default=True)
-def broker_start(data_dir, host, port, node_id, properties_file, overrides, log_level):
-    """Start a single broker in the foreground; SIGTERM or Ctrl-C stops it cleanly."""
+def broker_start(data_dir, host, port, node_id, roles, controller_quorum, properties_file, overrides, log_level):
+    """Start a node in the foreground; SIGTERM or Ctrl-C stops it cleanly (leadership moves first)."""
     from broker.config import BROKER_CONFIG, read_properties
     from broker.server.service import BrokerServer
 
@@ -81,11 +86,18 @@ def broker_start(data_dir, host, port, node_id, properties_file, overrides, log_
         values["log.dirs"] = data_dir
     if node_id is not None:
         values["node.id"] = node_id
+    if roles is not None:
+        values["process.roles"] = roles
+    if controller_quorum is not None:
+        values["controller.quorum.voters"] = controller_quorum
     if host is not None or port is not None:
         cur_host, _, cur_port = values.get("listeners", "127.0.0.1:9092").rpartition(":")
         values["listeners"] = f"{host or cur_host or '127.0.0.1'}:{cur_port if port is None else port}"
-    server = BrokerServer(BROKER_CONFIG.parse(values)).start()
-    click.echo(f"Riverlog broker {server.broker.node_id} listening on {server.bootstrap_servers}", err=False)
+    config = BROKER_CONFIG.parse(values)
+    # A node alone is its own quorum and is ready within a moment; in a quorum it waits for peers.
+    server = BrokerServer(config).start(wait_ready=0 if config["controller.quorum.voters"] else 30)
+    click.echo(f"Riverlog node {server.broker.node_id} ({server.config['process.roles']}) listening on "
+               f"{server.bootstrap_servers}", err=False)
     sys.stdout.flush()
 
     def stop(signum, frame):
@@ -175,13 +187,31 @@ def topics_delete(ctx, name):
     click.echo(f"Deleted topic {name}.")
 
 
+@topics.command("elect-leaders")
+@click.argument("name")
+@click.option("--partition", "-p", "partitions", type=int, multiple=True, help="default: every partition")
+@click.pass_context
+def topics_elect_leaders(ctx, name, partitions):
+    """Move leadership back to the preferred (first) replicas that are in sync."""
+    with _admin(ctx) as admin:
+        admin.elect_leaders(name, list(partitions) or None).result()
+    click.echo(f"Preferred leaders elected for {name}.")
+
+
 @topics.command("alter")
 @click.argument("name")
 @click.option("--add-config", "-a", "add", multiple=True, help="key=value to set (repeatable)")
 @click.option("--delete-config", "-d", "delete", multiple=True, help="key to return to its default")
+@click.option("--partitions", type=int, default=None, help="grow the topic to this many partitions")
 @click.pass_context
-def topics_alter(ctx, name, add, delete):
-    from broker.client import AlterConfigOpType, ConfigEntry, ConfigResource
+def topics_alter(ctx, name, add, delete, partitions):
+    from broker.client import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
+    if partitions is not None:
+        with _admin(ctx) as admin:
+            admin.create_partitions([NewPartitions(name, partitions)])[name].result()
+        click.echo(f"Topic {name} now has {partitions} partitions.")
+        if not add and not delete:
+            return
     resource = ConfigResource("topic", name)
     for key, value in _pairs(add, "--add-config").items():
         resource.add_incremental_config(ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET))
@@ -363,3 +393,8 @@ def offsets(ctx, topic, when, partition):
 
 if __name__ == "__main__":
     main()
+
+
+from broker.cli_cluster import cluster  # noqa: E402 - registers the `cluster` group on main
+
+main.add_command(cluster)

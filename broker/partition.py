@@ -1,19 +1,33 @@
-"""A partition as this broker hosts it: its log, its lock and its high watermark.
+"""A partition as this broker hosts it: its log, its role (leader or follower) and its high watermark.
 
-The log knows offsets and bytes; the partition adds what readers may see. Consumers read below the
-high watermark (on a single replica it follows the log end at once; replication moves it as
-followers catch up). Every append bumps the broker-wide :class:`AppendNotifier` so long-polling
-fetches wake.
+The log knows offsets and bytes; the partition adds replication. As **leader** it assigns offsets,
+tracks every follower's log end offset (:class:`LeaderState`), advances the high watermark as the
+ISR catches up, and completes ``acks=all`` produces once the high watermark passes their batch.
+As **follower** it appends the leader's batches unchanged and adopts the leader's high watermark.
+Consumers only ever read below the high watermark. Each leader epoch's first offset goes to the
+leader-epoch cache, so a replica that returns after a failure can find where its log diverged.
 
-Threading: every method takes ``self.lock``; reads copy what they need under it.
+Every append and high-watermark move bumps the broker-wide :class:`AppendNotifier` so long-polling
+fetches and waiting produces wake.
+
+Threading: every method takes ``self.lock``; reads copy what they need under it. ``hw_changed``
+(a condition on the same lock) wakes ``acks=all`` produces.
 """
 from __future__ import annotations
 
 import threading
+import time
 from typing import NamedTuple
 
+from broker.clock import Clock
+from broker.errors import (FencedLeaderEpochError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
+                           NotLeaderOrFollowerError, RequestTimedOutError, UnknownLeaderEpochError)
 from broker.records.batch import validate_batches
+from broker.replication.leader_state import LeaderState
+from broker.storage.leader_epoch_cache import LeaderEpochCache
 from broker.storage.log import AppendInfo, Log
+
+LEADER, FOLLOWER = "leader", "follower"
 
 
 class AppendNotifier:
@@ -43,27 +57,210 @@ class ReadResult(NamedTuple):
 
 class Partition:
     def __init__(self, topic: str, index: int, topic_id: str, log: Log, notifier: AppendNotifier,
-                 leader_epoch: int = 0):
+                 node_id: int = 0, clock: Clock | None = None):
         self.topic = topic
         self.index = index
         self.topic_id = topic_id
         self.log = log
         self.notifier = notifier
-        self.leader_epoch = leader_epoch
+        self.node_id = node_id
+        self.clock = clock or Clock()
         self.lock = threading.RLock()
-        self.high_watermark = log.log_end_offset
+        self.hw_changed = threading.Condition(self.lock)
+        self.epochs = LeaderEpochCache.load(log.directory)
+        self.epochs.truncate_from_end(log.log_end_offset)
+        self.role = FOLLOWER
+        self.leader_id = -1
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.replicas: list[int] = []
+        self.isr: list[int] = []
+        self.leader_state: LeaderState | None = None
+        self.on_isr_candidate = None  # called (outside the lock) when a follower may join the ISR
+        self.high_watermark = min(self._checkpointed_hw(), log.log_end_offset)
 
-    def append_records(self, data) -> AppendInfo:
-        """Validate a produce payload against this partition's limits, then append it as leader."""
+    def _checkpointed_hw(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def is_leader(self) -> bool:
+        return self.role == LEADER
+
+    # ------------------------------------------------------------------------------ roles
+    def make_leader(self, leader_epoch: int, partition_epoch: int, replicas: list[int], isr: list[int]) -> None:
+        with self.lock:
+            leo = self.log.log_end_offset
+            if self.role != LEADER or leader_epoch != self.leader_epoch:
+                self.epochs.assign(leader_epoch, leo)
+                self.leader_state = LeaderState(self.node_id, list(replicas), list(isr), leader_epoch,
+                                                leo, self.high_watermark, self.clock.time_ms())
+            else:
+                self.leader_state.set_isr(list(isr))
+            self.role, self.leader_id, self.leader_epoch = LEADER, self.node_id, leader_epoch
+            self.partition_epoch, self.replicas, self.isr = partition_epoch, list(replicas), list(isr)
+            self._advance_hw()
+
+    def make_follower(self, leader_id: int, leader_epoch: int, partition_epoch: int, replicas: list[int],
+                      isr: list[int]) -> bool:
+        """Returns True when the leader or epoch changed (the fetcher must re-check for divergence)."""
+        with self.lock:
+            changed = self.role != FOLLOWER or leader_epoch != self.leader_epoch or leader_id != self.leader_id
+            self.role, self.leader_id, self.leader_epoch = FOLLOWER, leader_id, leader_epoch
+            self.partition_epoch, self.replicas, self.isr = partition_epoch, list(replicas), list(isr)
+            self.leader_state = None
+            self.hw_changed.notify_all()  # waiting acks=all produces fail: we no longer lead
+            return changed
+
+    # ------------------------------------------------------------------------------ leader: produce
+    def append_records(self, data, acks: int = 1, min_insync_replicas: int | None = None) -> AppendInfo:
+        """Validate a produce payload, then append it as leader (offsets assigned here)."""
         headers = validate_batches(data, max_batch_bytes=self.log.config["max.message.bytes"])
         with self.lock:
+            self._check_leader()
+            if acks == -1:
+                required = self.log.config["min.insync.replicas"] if min_insync_replicas is None else min_insync_replicas
+                if len(self.isr) < required:
+                    raise NotEnoughReplicasError(
+                        f"{self.topic}-{self.index} has {len(self.isr)} in-sync replica(s) {self.isr}; "
+                        f"acks=all needs min.insync.replicas={required}")
             info = self.log.append(data, headers, self.leader_epoch)
-            self.high_watermark = self.log.log_end_offset
+            self.leader_state.on_leader_append(self.log.log_end_offset)
+            self._advance_hw()
         self.notifier.bump()
         return info
 
-    def read(self, offset: int, max_bytes: int, *, up_to_high_watermark: bool = True) -> ReadResult:
+    def wait_for_replication(self, info: AppendInfo, timeout: float) -> None:
+        """Block an acks=all produce until every ISR member holds its batch (the HW passed it)."""
+        deadline = time.monotonic() + timeout
         with self.lock:
+            epoch = self.leader_epoch
+            while self.high_watermark <= info.last_offset:
+                if self.role != LEADER or self.leader_epoch != epoch:
+                    raise NotLeaderOrFollowerError(
+                        f"{self.topic}-{self.index}: leadership moved before the batch was replicated")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise RequestTimedOutError(
+                        f"{self.topic}-{self.index}: in-sync replicas {self.isr} did not all reach offset "
+                        f"{info.last_offset} within request.timeout.ms")
+                self.hw_changed.wait(min(remaining, 0.5))
+            required = self.log.config["min.insync.replicas"]
+            if len(self.isr) < required:
+                raise NotEnoughReplicasAfterAppendError(
+                    f"{self.topic}-{self.index}: written, but the ISR shrank to {self.isr} "
+                    f"(min.insync.replicas={required})")
+
+    # ------------------------------------------------------------------------------ leader: follower fetch
+    def read_for_follower(self, follower_id: int, offset: int, max_bytes: int, leader_epoch: int,
+                          broker_epoch: int = -1) -> ReadResult:
+        """A follower's fetch: everything up to the log end; its offset tells us what it holds."""
+        moved = False
+        with self.lock:
+            self._check_leader(leader_epoch)
+            if follower_id not in self.replicas:
+                raise NotLeaderOrFollowerError(f"broker {follower_id} is not a replica of {self.topic}-{self.index}")
+            self.log.check_offset(offset)
+            if self.leader_state.on_follower_fetch(follower_id, offset, self.clock.time_ms(), broker_epoch):
+                moved = self._advance_hw()
+            joining = follower_id not in self.isr and self.leader_state.expand_candidate(follower_id)
+            data = self.log.read(offset, max_bytes)
+            result = ReadResult(b"" if data is None else data, self.high_watermark,
+                                self.log.log_start_offset, self.log.log_end_offset)
+        if moved:
+            self.notifier.bump()
+        if joining and self.on_isr_candidate is not None:
+            self.on_isr_candidate(self)
+        return result
+
+    def _advance_hw(self) -> bool:
+        hw = self.leader_state.high_watermark
+        if hw > self.high_watermark:
+            self.high_watermark = hw
+            self.hw_changed.notify_all()
+            return True
+        return False
+
+    def propose_isr_change(self, now_ms: int, lag_ms: int):
+        """The ISR this leader should ask the controller for (lagging followers out, caught-up ones
+        in), marked in flight: (isr, leader epoch, partition epoch, [(member, broker epoch)]), or None.
+        The broker epochs let the controller refuse a member that restarted since it fetched (KIP-903)."""
+        with self.lock:
+            if self.role != LEADER:
+                return None
+            state = self.leader_state
+            lagging = set(state.shrink_candidates(now_ms, lag_ms))
+            isr = [r for r in self.replicas if (r in self.isr and r not in lagging)
+                   or (r not in self.isr and r != self.node_id and state.expand_candidate(r))]
+            if sorted(isr) == sorted(self.isr) or state.pending_isr is not None:
+                return None
+            member_epochs = state.propose_isr(isr)
+            return isr, self.leader_epoch, self.partition_epoch, member_epochs
+
+    def abort_isr_change(self) -> None:
+        moved = False
+        with self.lock:
+            if self.leader_state is not None:
+                self.leader_state.abort_isr_change()
+                moved = self._advance_hw()
+        if moved:
+            self.notifier.bump()
+
+    def check_leader(self, leader_epoch: int = -1) -> None:
+        with self.lock:
+            self._check_leader(leader_epoch)
+
+    def _check_leader(self, leader_epoch: int = -1) -> None:
+        if self.role != LEADER:
+            raise NotLeaderOrFollowerError(
+                f"broker {self.node_id} is not the leader of {self.topic}-{self.index} "
+                f"(leader: {self.leader_id}); refresh metadata")
+        if leader_epoch >= 0 and leader_epoch != self.leader_epoch:
+            kind = FencedLeaderEpochError if leader_epoch < self.leader_epoch else UnknownLeaderEpochError
+            raise kind(f"{self.topic}-{self.index}: leader epoch is {self.leader_epoch}, request had {leader_epoch}")
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """Kafka's OffsetsForLeaderEpoch, answered by the leader."""
+        with self.lock:
+            self._check_leader()
+            return self.epochs.end_offset_for(epoch, self.log.log_end_offset)
+
+    # ------------------------------------------------------------------------------ follower
+    def append_as_follower(self, data, leader_hw: int, leader_log_start: int) -> int:
+        """Append the leader's batches as they are; returns the new log end offset."""
+        with self.lock:
+            if self.role != FOLLOWER:
+                raise NotLeaderOrFollowerError(f"{self.topic}-{self.index} is not following")
+            if len(data):
+                headers = validate_batches(data, max_batch_bytes=1 << 31)
+                for h in headers:
+                    self.epochs.assign(h.partition_leader_epoch, h.base_offset)
+                self.log.append_as_follower(data, headers)
+            hw = min(leader_hw, self.log.log_end_offset)
+            if hw > self.high_watermark:
+                self.high_watermark = hw
+            leo = self.log.log_end_offset
+        self.notifier.bump()
+        return leo
+
+    def follower_state(self) -> tuple[int, int, int]:
+        """(leader epoch, latest local epoch or -1, log end offset) for divergence checks."""
+        with self.lock:
+            latest = self.epochs.latest_epoch()
+            return self.leader_epoch, -1 if latest is None else latest, self.log.log_end_offset
+
+    def truncate_to(self, offset: int) -> None:
+        with self.lock:
+            if offset < self.log.log_end_offset:
+                self.log.truncate_to(offset)
+            # Always, even when no record goes: the cache may name epochs the leader never had.
+            self.epochs.truncate_from_end(min(offset, self.log.log_end_offset))
+            self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+
+    # ------------------------------------------------------------------------------ reads
+    def read(self, offset: int, max_bytes: int, *, up_to_high_watermark: bool = True,
+             leader_epoch: int = -1) -> ReadResult:
+        with self.lock:
+            self._check_leader(leader_epoch)
             limit = self.high_watermark if up_to_high_watermark else None
             data = self.log.read(offset, max_bytes, limit)
             return ReadResult(b"" if data is None else data, self.high_watermark,
@@ -95,4 +292,6 @@ class Partition:
 
     def close(self) -> None:
         with self.lock:
+            self.role = FOLLOWER
+            self.hw_changed.notify_all()
             self.log.close()

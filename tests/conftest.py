@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -25,13 +26,30 @@ def wait_until(condition, timeout: float = 20.0, interval: float = 0.02, message
         time.sleep(interval)
 
 
-class BrokerProcess:
-    """A broker started with ``python -m broker broker start`` in its own process."""
+def free_ports(count: int) -> list[int]:
+    """Ports that were free a moment ago (bound then released), for processes that must know
+    each other's addresses before they start."""
+    socks = []
+    for _ in range(count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
 
-    def __init__(self, data_dir: str, configs: dict | None = None, port: int = 0):
+
+class BrokerProcess:
+    """A node started with ``python -m broker broker start`` in its own process."""
+
+    def __init__(self, data_dir: str, configs: dict | None = None, port: int = 0,
+                 node_id: int | None = None, quorum: str | None = None):
         self.data_dir = data_dir
         self.configs = dict(configs or {})
         self.port = port
+        self.node_id = node_id
+        self.quorum = quorum
         self.proc: subprocess.Popen | None = None
         self.output: list[str] = []
 
@@ -42,6 +60,10 @@ class BrokerProcess:
     def start(self, timeout: float = 30.0) -> "BrokerProcess":
         cmd = [sys.executable, "-m", "broker", "broker", "start", "--data-dir", self.data_dir,
                "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "WARNING"]
+        if self.node_id is not None:
+            cmd += ["--node-id", str(self.node_id)]
+        if self.quorum:
+            cmd += ["--controller-quorum", self.quorum]
         for key, value in self.configs.items():
             cmd += ["--config", f"{key}={value}"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -62,10 +84,20 @@ class BrokerProcess:
                 raise RuntimeError("broker did not start:\n" + "".join(self.output))
         return self
 
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
     def kill9(self) -> None:
         if self.proc and self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
+
+    def pause(self) -> None:
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.proc.pid, signal.SIGCONT)
 
     def stop(self, timeout: float = 30.0) -> int:
         if self.proc and self.proc.poll() is None:
@@ -90,6 +122,72 @@ def broker_factory(tmp_path):
     yield make
     for b in started:
         b.kill9()
+
+
+class Cluster:
+    """``n`` broker+controller nodes on 127.0.0.1, each in its own process and data directory."""
+
+    def __init__(self, root: str, n: int, configs: dict | None = None):
+        ports = free_ports(2 * n)
+        quorum = ",".join(f"{i + 1}@127.0.0.1:{ports[n + i]}" for i in range(n))
+        self.nodes = {i + 1: BrokerProcess(os.path.join(root, f"node-{i + 1}"), configs, ports[i], i + 1, quorum)
+                      for i in range(n)}
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.nodes.values() if b.alive)
+
+    def start(self) -> "Cluster":
+        for b in self.nodes.values():
+            b.start()
+        self.wait_for_brokers(len(self.nodes))
+        return self
+
+    def admin(self):
+        from broker.client import AdminClient
+        return AdminClient({"bootstrap.servers": self.bootstrap, "request.timeout.ms": 5000})
+
+    def describe(self):
+        with self.admin() as admin:
+            return admin.describe_cluster().result(10)
+
+    def wait_for_brokers(self, count: int, timeout: float = 60.0):
+        def ready():
+            try:
+                info = self.describe()
+            except Exception:  # noqa: BLE001 - not up yet
+                return None
+            active = [n for n in info.nodes if n.broker and not n.fenced]
+            return info if len(active) >= count and info.controller is not None else None
+        return wait_until(ready, timeout, 0.1, f"{count} active brokers and a controller")
+
+    def partition(self, topic: str, index: int):
+        with self.admin() as admin:
+            return admin.list_topics(topic).topics[topic].partitions[index]
+
+    def kill_all(self) -> None:
+        for b in self.nodes.values():
+            if b.alive:
+                try:
+                    b.resume()
+                except ProcessLookupError:
+                    pass
+            b.kill9()
+
+
+@pytest.fixture
+def cluster_factory(tmp_path):
+    """Start clusters on demand: ``cluster_factory(3, configs={...})``; all are killed afterwards."""
+    made: list[Cluster] = []
+
+    def make(n: int = 3, configs: dict | None = None) -> Cluster:
+        c = Cluster(str(tmp_path / f"cluster-{len(made)}"), n, configs)
+        made.append(c)
+        return c.start()
+
+    yield make
+    for c in made:
+        c.kill_all()
 
 
 @pytest.fixture(scope="module")

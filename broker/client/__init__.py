@@ -1,6 +1,6 @@
 """Riverlog's Python client, shaped like confluent-kafka (Producer, Consumer, AdminClient)."""
 from broker.client.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
-                                 ListOffsetsResultInfo, NewTopic, OffsetSpec, ResourceType)
+                                 ListOffsetsResultInfo, NewPartitions, NewTopic, OffsetSpec, ResourceType)
 from broker.client.consumer import BATCH_SCHEMA, Consumer
 from broker.client.message import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED,
                                    TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
@@ -10,7 +10,7 @@ from broker.errors import KafkaError, KafkaException, RiverlogError
 
 __all__ = [
     "AdminClient", "AlterConfigOpType", "BATCH_SCHEMA", "ConfigEntry", "ConfigResource", "Consumer",
-    "KafkaError", "KafkaException", "ListOffsetsResultInfo", "Message", "NewTopic", "OFFSET_BEGINNING",
+    "KafkaError", "KafkaException", "ListOffsetsResultInfo", "Message", "NewPartitions", "NewTopic", "OFFSET_BEGINNING",
     "OFFSET_END", "OFFSET_INVALID", "OFFSET_STORED", "OffsetSpec", "Producer", "ResourceType",
     "RiverlogError", "TIMESTAMP_CREATE_TIME", "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE",
     "TopicPartition",

@@ -73,6 +73,17 @@ class TopicBuffer:
             self.since = now
         return chunk.rows
 
+    def absorb(self, newer: "TopicBuffer") -> None:
+        """Put the records of ``newer`` (all produced after this buffer's) behind this buffer's.
+
+        ``produce()`` goes on appending to the open chunk, which must therefore be the last one.
+        """
+        self.chunks.extend(newer.chunks)
+        self._open = newer._open if newer.chunks else self._open
+        self.bytes += newer.bytes
+        self.count += newer.count
+        self.keyed = self.keyed or newer.keyed
+
     def add_table(self, batch: pa.RecordBatch, partition: int, callback, size: int, now) -> None:
         self._open = None
         if not self.count:
@@ -96,6 +107,7 @@ class ProducerBatch:
     size_charged: int = 0  # buffer.memory bytes released when the batch is reported
     attempts: int = 0
     retry_at: float = 0.0
+    sequence: int = 0  # the sender's enqueue order; a partition's batches are written in this order
 
     @property
     def count(self) -> int:

@@ -25,6 +25,35 @@ class NewTopic:
     config: dict = field(default_factory=dict)
 
 
+@dataclass
+class NewPartitions:
+    """Grow ``topic`` to ``new_total_count`` partitions (confluent-kafka's name)."""
+    topic: str
+    new_total_count: int
+
+
+@dataclass
+class Node:
+    id: int
+    host: str
+    port: int
+    fenced: bool = False
+    voter: bool = False
+    broker: bool = True
+
+    @property
+    def roles(self) -> str:
+        return ",".join(r for r, on in (("broker", self.broker), ("controller", self.voter)) if on)
+
+
+@dataclass
+class DescribeClusterResult:
+    cluster_id: str
+    controller: Node | None
+    nodes: list[Node]
+    metadata_offset: int = -1
+
+
 class ResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
@@ -147,6 +176,31 @@ class AdminClient:
         return self._fan_out(topics, lambda: self.cluster.call_any("DeleteTopics", request, request_timeout),
                              lambda r: ((x.name, _error(x.error_code, x.error_message) if x.error_code else None)
                                         for x in r.results))
+
+    def create_partitions(self, new_partitions: list[NewPartitions], validate_only: bool = False,
+                          operation_timeout: float = 30, request_timeout: float | None = None) -> dict[str, Future]:
+        request = pb.CreatePartitionsRequest(validate_only=validate_only, topics=[
+            pb.CreatePartitionsTopic(name=p.topic, count=p.new_total_count) for p in new_partitions])
+        return self._fan_out([p.topic for p in new_partitions],
+                             lambda: self.cluster.call_any("CreatePartitions", request, request_timeout),
+                             lambda r: ((x.name, _error(x.error_code, x.error_message) if x.error_code else None)
+                                        for x in r.results))
+
+    def elect_leaders(self, topic: str, partitions: list[int] | None = None,
+                      request_timeout: float | None = None) -> Future:
+        """Move leadership back to each partition's preferred (first) replica where it is in sync."""
+        request = pb.ElectLeadersRequest(topic=topic, partitions=partitions or [])
+        return self._fan_out([topic], lambda: self.cluster.call_any("ElectLeaders", request, request_timeout),
+                             lambda r: [(topic, _error(r.error_code, r.error_message) if r.error_code else None)])[topic]
+
+    def describe_cluster(self, request_timeout: float | None = None) -> Future:
+        """A future of :class:`DescribeClusterResult`: nodes, the active controller, the cluster id."""
+        def split(r):
+            nodes = [Node(n.node_id, n.host, n.port, n.fenced, n.voter, n.broker) for n in r.nodes]
+            controller = next((n for n in nodes if n.id == r.controller_id), None)
+            return [("cluster", DescribeClusterResult(r.cluster_id, controller, nodes, r.metadata_offset))]
+        return self._fan_out(["cluster"], lambda: self.cluster.call_any("DescribeCluster", pb.DescribeClusterRequest(),
+                                                                        request_timeout), split)["cluster"]
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         return self.cluster.snapshot([topic] if topic else None, None if timeout < 0 else timeout)

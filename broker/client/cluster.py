@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from broker.errors import (BrokerNotAvailableError, InvalidRequestError, KafkaTimeoutError, NetworkError,
+from broker.errors import (BrokerNotAvailableError, InvalidRequestError, KafkaTimeoutError,
+                           LeaderNotAvailableError, NetworkError,
                            RecordListTooLargeError, RiverlogError, UnknownServerError,
                            UnknownTopicOrPartitionError, UnsupportedVersionError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
@@ -204,6 +205,8 @@ class ClusterClient:
         if p is None:
             raise UnknownTopicOrPartitionError(
                 f"topic '{topic}' has {len(info.partitions)} partition(s); partition {partition} does not exist")
+        if p.leader < 0:
+            raise LeaderNotAvailableError(f"{topic}-{partition} has no leader right now")
         return p.leader
 
     def snapshot(self, topics: list[str] | None = None, timeout: float | None = None) -> ClusterMetadata:

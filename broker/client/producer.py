@@ -7,14 +7,22 @@
 
 Delivery callbacks run in the application's thread, inside ``poll()`` and ``flush()``, as with
 confluent-kafka. Requests to a broker travel on one ordered gRPC stream, handled in order like a
-Kafka connection, with up to ``max.in.flight.requests.per.connection`` unanswered. As in Kafka
-without idempotence, a batch retried after a failure can land after a later batch of the same
-partition when more than one request is in flight; set that option to 1 for strict order.
+Kafka connection, with up to ``max.in.flight.requests.per.connection`` unanswered.
+
+A failed batch goes back into its partition's queue at its place in produce order (its
+``sequence``), however the failures of a broken stream are reported, and while a partition has a
+retry unanswered none of its later batches is sent. A broken stream therefore never reorders a
+partition. As in Kafka without idempotence, one case remains: when the broker fails a partition's
+batch alone (a per-partition error) while a later request of the same partition is already in
+flight, that later request can be written first; set ``max.in.flight.requests.per.connection`` to 1
+for strict order then.
 """
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
+import math
 import queue
 import threading
 import time
@@ -256,6 +264,12 @@ class _Sender:
         self.queues: dict[tuple[str, int], collections.deque] = {}
         self.streams: dict[int, _ProduceStream] = {}
         self.in_flight: dict[int, int] = collections.defaultdict(int)
+        # Unanswered requests carrying each partition, and the partitions with a batch being retried:
+        # such a partition sends nothing while a request of it is unanswered.
+        self.partition_in_flight: dict[tuple[str, int], int] = collections.defaultdict(int)
+        self.retrying: set[tuple[str, int]] = set()
+        self.sequence = itertools.count(1)
+        self.send_at = 0.0  # when _send may next have something to send (answers also wake it)
         self.completions: collections.deque = collections.deque()
         self.unknown_since: dict[str, float] = {}
         self.stale_metadata = False
@@ -289,9 +303,7 @@ class _Sender:
             if p._flushing or p._closed or buf.bytes >= p._batch_size * (4 if buf.keyed else 1):
                 return 0
             waits.append(buf.since + p._linger - now)
-        for queue in self.queues.values():
-            if queue:
-                waits.append(queue[0].retry_at - now)
+        waits.append(self.send_at - now)
         return max(0.0, min(waits))
 
     def _take_ready(self, now: float) -> dict[str, TopicBuffer]:
@@ -353,6 +365,7 @@ class _Sender:
             else:
                 p._release(charged)
             for batch in batches:
+                batch.sequence = next(self.sequence)
                 self.queues.setdefault((topic, batch.partition), collections.deque()).append(batch)
 
     def _hold_unknown(self, topic: str, buf: TopicBuffer, error: RiverlogError) -> None:
@@ -361,11 +374,9 @@ class _Sender:
         first = self.unknown_since.setdefault(topic, now)
         if now - first < self.propagation and error.retriable:
             with self.p._cond:
-                merged = self.p._buffers.get(topic)
-                if merged is not None:
-                    buf.chunks.extend(merged.chunks)
-                    buf.bytes += merged.bytes
-                    buf.count += merged.count
+                newer = self.p._buffers.get(topic)
+                if newer is not None:
+                    buf.absorb(newer)
                 buf.since = now - self.p._linger + self.backoff
                 self.p._buffers[topic] = buf
             return
@@ -393,26 +404,46 @@ class _Sender:
                     f"delivery.timeout.ms={int(self.delivery_timeout * 1000)}"))
 
     # -------------------------------------------------------------------------------- sending
+    def _muted(self, key) -> bool:
+        """A partition being retried sends nothing more until its unanswered request is answered:
+        a later batch sent meanwhile could be written before the retried ones."""
+        return key in self.retrying and self.partition_in_flight[key] > 0
+
+    def _node_blocked(self, node: int) -> bool:
+        stream = self.streams.get(node)
+        # While a broken stream's failed requests are not requeued yet, sending later batches on a
+        # new stream first would reorder the partitions they share.
+        return (self.in_flight[node] >= self.max_in_flight
+                or stream is not None and stream.dead and self.in_flight[node] > 0)
+
     def _send(self, now: float) -> None:
+        next_at = math.inf
         by_node: dict[int, list] = collections.defaultdict(list)
         for key, queue in self.queues.items():
-            if not queue or queue[0].retry_at > now:
+            if not queue:
                 continue
+            if queue[0].retry_at > now:
+                next_at = min(next_at, queue[0].retry_at)
+                continue
+            if self._muted(key):
+                continue  # its answer wakes the sender
             try:
                 node = self.p.cluster.leader(*key)
             except RiverlogError:
                 self.stale_metadata = True
+                next_at = min(next_at, now + self.backoff)
                 continue
             by_node[node].append(key)
         for node, keys in by_node.items():
-            stream = self.streams.get(node)
-            if stream is not None and stream.dead and self.in_flight[node]:
-                # The broken stream's failed requests are not requeued yet; sending later batches
-                # on a new stream first would reorder the partitions they share.
-                continue
-            while keys and self.in_flight[node] < self.max_in_flight:
+            while keys and not self._node_blocked(node):
                 request, batches, keys = self._build_request(keys)
                 self._dispatch(node, request, batches)
+            # A blocked node is woken by an answer or the broken stream's report; otherwise a
+            # partition with batches left over (a request holds max.request.size) goes on now.
+            if not self._node_blocked(node) and any(
+                    self.queues[key] and not self._muted(key) for key in by_node[node]):
+                next_at = now
+        self.send_at = next_at
 
     def _build_request(self, keys):
         request = pb.ProduceRequest(acks=self.p._acks, timeout_ms=self.p.config["request.timeout.ms"])
@@ -437,8 +468,13 @@ class _Sender:
 
     def _dispatch(self, node: int, request, batches) -> None:
         self.in_flight[node] += 1
+        for key, _ in batches:
+            self.partition_in_flight[key] += 1
         stream = self.streams.get(node)
-        if stream is None or stream.dead:
+        # A broken stream is replaced only once its other requests are reported and requeued (this
+        # is the only one unanswered): a later batch must not reach the broker before them. Until
+        # then send() on the broken stream fails this request too, and it is requeued in order.
+        if stream is None or stream.dead and self.in_flight[node] == 1:
             try:
                 stream = self.streams[node] = _ProduceStream(node, self.p.cluster.stub(node), self._on_stream_event)
             except Exception as e:  # noqa: BLE001 - e.g. an unknown broker: retried like any failure
@@ -456,10 +492,15 @@ class _Sender:
     def _complete(self, node: int, results, failure) -> None:
         """``results``: [(batches, response)] in send order; ``failure`` fails them all."""
         self.in_flight[node] -= len(results)
+        for batches, _ in results:
+            for key, _ in batches:
+                self.partition_in_flight[key] -= 1
         if failure is not None:
-            # Requeue in reverse so that each partition's batches end up in their original order.
-            for batches, _ in reversed(results):
-                for key, taken in reversed(batches):
+            # The requests of one broken stream may come in several events (the reader's, and
+            # send()'s when it found the stream dead) in either order: _requeue puts each batch
+            # back at its place in its partition's order whatever the order of the events.
+            for batches, _ in results:
+                for key, taken in batches:
                     self._retry_or_fail(key, taken, failure)
             return
         for batches, response in results:
@@ -473,6 +514,7 @@ class _Sender:
                     err = error_for_code(r.error_code)(r.error_message)
                 if err is None or self.p._acks == 0:
                     self._deliver(taken, r)
+                    self._settle(key)
                 else:
                     self._retry_or_fail(key, taken, err)
 
@@ -490,13 +532,36 @@ class _Sender:
             self.stale_metadata = True
             retry = [b for b in taken if b.attempts < self.retries and now - b.created < self.delivery_timeout]
             if len(retry) == len(taken):
-                for batch in reversed(taken):
+                for batch in taken:
                     batch.attempts += 1
                     batch.retry_at = now + self.backoff
-                    self.queues[key].appendleft(batch)
+                self._requeue(key, taken)
+                self.retrying.add(key)
                 return
         for batch in taken:
             self.p._report(batch, error)
+        self._settle(key)
+
+    def _settle(self, key) -> None:
+        """End a partition's retrying state once no retried batch of it is left to send."""
+        if key in self.retrying:
+            queue = self.queues.get(key)
+            if not queue or not queue[0].attempts:
+                self.retrying.discard(key)
+
+    def _requeue(self, key, batches: list[ProducerBatch]) -> None:
+        """Put failed batches back into their partition's queue at their place in produce order.
+
+        The queue is sorted by ``sequence``; batches retried earlier (older) may already be at its
+        front and unsent (newer) batches follow, so the failed ones are merged in, not prepended.
+        """
+        queue = self.queues.setdefault(key, collections.deque())
+        last = max(b.sequence for b in batches)
+        front = list(batches)
+        while queue and queue[0].sequence < last:
+            front.append(queue.popleft())
+        front.sort(key=lambda b: b.sequence)
+        queue.extendleft(reversed(front))
 
 
 class _ProduceStream:
@@ -534,10 +599,11 @@ class _ProduceStream:
         try:
             for response in self._call:
                 with self._lock:
-                    correlation, batches = self._pending.popleft()
-                if response.correlation_id != correlation:
-                    raise NetworkError(f"produce stream answered request {response.correlation_id} "
-                                       f"while {correlation} was next")
+                    correlation, batches = self._pending[0] if self._pending else (None, None)
+                    if response.correlation_id != correlation:  # it stays pending: failed below
+                        raise NetworkError(f"produce stream answered request {response.correlation_id} "
+                                           f"while {correlation} was next")
+                    self._pending.popleft()
                 self.on_event(self.node, [(batches, response)], None)
             error: RiverlogError = NetworkError("the broker closed the produce stream")
         except grpc.RpcError as e:

@@ -79,6 +79,21 @@ class RiverlogStub:
                 request_serializer=broker_dot_proto_dot_riverlog__pb2.AlterConfigsRequest.SerializeToString,
                 response_deserializer=broker_dot_proto_dot_riverlog__pb2.AlterConfigsResponse.FromString,
                 _registered_method=True)
+        self.CreatePartitions = channel.unary_unary(
+                '/riverlog.v1.Riverlog/CreatePartitions',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.CreatePartitionsRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.CreatePartitionsResponse.FromString,
+                _registered_method=True)
+        self.ElectLeaders = channel.unary_unary(
+                '/riverlog.v1.Riverlog/ElectLeaders',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.ElectLeadersRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.ElectLeadersResponse.FromString,
+                _registered_method=True)
+        self.DescribeCluster = channel.unary_unary(
+                '/riverlog.v1.Riverlog/DescribeCluster',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.DescribeClusterRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.DescribeClusterResponse.FromString,
+                _registered_method=True)
 
 
 class RiverlogServicer:
@@ -140,6 +155,24 @@ class RiverlogServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreatePartitions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ElectLeaders(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeCluster(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RiverlogServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -187,6 +220,21 @@ def add_RiverlogServicer_to_server(servicer, server):
                     servicer.AlterConfigs,
                     request_deserializer=broker_dot_proto_dot_riverlog__pb2.AlterConfigsRequest.FromString,
                     response_serializer=broker_dot_proto_dot_riverlog__pb2.AlterConfigsResponse.SerializeToString,
+            ),
+            'CreatePartitions': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreatePartitions,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.CreatePartitionsRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.CreatePartitionsResponse.SerializeToString,
+            ),
+            'ElectLeaders': grpc.unary_unary_rpc_method_handler(
+                    servicer.ElectLeaders,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.ElectLeadersRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.ElectLeadersResponse.SerializeToString,
+            ),
+            'DescribeCluster': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeCluster,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.DescribeClusterRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.DescribeClusterResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -432,6 +480,168 @@ class Riverlog:
             '/riverlog.v1.Riverlog/AlterConfigs',
             broker_dot_proto_dot_riverlog__pb2.AlterConfigsRequest.SerializeToString,
             broker_dot_proto_dot_riverlog__pb2.AlterConfigsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreatePartitions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/CreatePartitions',
+            broker_dot_proto_dot_riverlog__pb2.CreatePartitionsRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.CreatePartitionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ElectLeaders(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/ElectLeaders',
+            broker_dot_proto_dot_riverlog__pb2.ElectLeadersRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.ElectLeadersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeCluster(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/DescribeCluster',
+            broker_dot_proto_dot_riverlog__pb2.DescribeClusterRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.DescribeClusterResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class RiverlogInternalStub:
+    """Between nodes: Raft messages of the controller quorum, broker registration and heartbeats,
+    ISR changes, metadata log fetches and leader-epoch queries. Bodies are small JSON documents
+    (control traffic only; replicated records travel in Fetch like any consumer's).
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Call = channel.unary_unary(
+                '/riverlog.v1.RiverlogInternal/Call',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.InternalRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.InternalResponse.FromString,
+                _registered_method=True)
+
+
+class RiverlogInternalServicer:
+    """Between nodes: Raft messages of the controller quorum, broker registration and heartbeats,
+    ISR changes, metadata log fetches and leader-epoch queries. Bodies are small JSON documents
+    (control traffic only; replicated records travel in Fetch like any consumer's).
+    """
+
+    def Call(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_RiverlogInternalServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Call': grpc.unary_unary_rpc_method_handler(
+                    servicer.Call,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.InternalRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.InternalResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'riverlog.v1.RiverlogInternal', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('riverlog.v1.RiverlogInternal', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class RiverlogInternal:
+    """Between nodes: Raft messages of the controller quorum, broker registration and heartbeats,
+    ISR changes, metadata log fetches and leader-epoch queries. Bodies are small JSON documents
+    (control traffic only; replicated records travel in Fetch like any consumer's).
+    """
+
+    @staticmethod
+    def Call(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.RiverlogInternal/Call',
+            broker_dot_proto_dot_riverlog__pb2.InternalRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.InternalResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,155 +1,339 @@
-"""The broker's state: its configuration, metadata and the partitions it hosts.
+"""One Riverlog node: a broker, a controller, or both (KRaft's ``process.roles``).
 
-Topic lifecycle changes are written to the metadata log first and applied to the hosted
-partitions after, so a crash in between is repaired at the next start (missing logs are created,
-logs of topics that no longer exist are removed).
+- The **controller** role runs a :class:`ControllerRuntime`: a Raft voter of the metadata quorum
+  and, when elected, the active controller.
+- The **broker** role follows the committed metadata log (from its own controller runtime when it
+  has one, else by long-polling a controller), registers and heartbeats to the active controller,
+  and hosts partitions through the :class:`ReplicaManager`.
 
-Threading: ``self.metadata.lock`` serialises topic and config changes; partitions have their own
-locks, so produce and fetch never wait on metadata changes of other topics.
+Metadata changes requested by clients (create a topic, alter configs, ...) go to the active
+controller through :class:`ControllerClient`; this node answers once its own view of the metadata
+has caught up with the change, so a client that created a topic can use it at once.
+
+Threading: ``riverlog-metadata`` applies metadata and drives the replica manager;
+``riverlog-lifecycle`` registers and heartbeats. Request threads read ``self.image``, which is
+replaced (never mutated) on every change.
 """
 from __future__ import annotations
 
+import copy
 import logging
+import threading
+import time
 import uuid
 
 from broker.clock import SYSTEM_CLOCK, Clock
 from broker.config import TOPIC_CONFIG, Config, topic_defaults
-from broker.errors import (InvalidPartitionsError, InvalidReplicationFactorError, PolicyViolationError,
-                           TopicAlreadyExistsError, UnknownTopicOrPartitionError)
-from broker.metadata.image import TopicImage, validate_topic_name
-from broker.metadata.store import METADATA_TOPIC, MetadataStore
-from broker.partition import AppendNotifier, Partition
-from broker.storage.log_manager import LogManager, partition_dir_name
+from broker.controller.operations import operation
+from broker.errors import (KafkaTimeoutError, NetworkError, NotControllerError, RiverlogError,
+                           StaleBrokerEpochError, UnknownTopicOrPartitionError)
+from broker.metadata.image import MetadataImage, TopicImage
+from broker.partition import Partition
+from broker.server.controller_runtime import ControllerRuntime, parse_voters
+from broker.server.peers import Peers
+from broker.server.replica_fetcher import ReplicaFetcherManager
+from broker.server.replica_manager import ReplicaManager
+from broker.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
 
-MAX_PARTITIONS = 10_000
+
+class ControllerClient:
+    """Send an operation to the active controller, wherever it is."""
+
+    def __init__(self, node_id: int, voters: dict[int, tuple[str, int]], runtime: ControllerRuntime | None,
+                 peers: Peers):
+        self.node_id = node_id
+        self.voters = voters
+        self.runtime = runtime
+        self.peers = peers
+        self.leader_hint: int | None = None
+
+    def call(self, method: str, body: dict, timeout: float = 10.0) -> dict:
+        deadline = time.monotonic() + timeout
+        last: RiverlogError = NotControllerError("no active controller yet")
+        while time.monotonic() < deadline:
+            if self.runtime is not None and self.runtime.is_active:
+                try:
+                    return self.runtime.submit(operation(method, body)).result(max(0.1, deadline - time.monotonic()))
+                except NotControllerError as e:
+                    last = e
+                except TimeoutError:
+                    raise KafkaTimeoutError(f"the controller did not commit {method} in time") from None
+                continue
+            for node in self._candidates():
+                if node == self.node_id and self.runtime is not None:
+                    continue
+                host, port = self.voters[node]
+                try:
+                    reply = self.peers.call(f"{host}:{port}", "controller", {"method": method, "body": body},
+                                            timeout=max(0.1, deadline - time.monotonic()))
+                    self.leader_hint = node
+                    return reply
+                except (NotControllerError, NetworkError, KafkaTimeoutError) as e:
+                    last = e
+            time.sleep(0.05)
+        raise last if last.retriable else KafkaTimeoutError(str(last))
+
+    def _candidates(self) -> list[int]:
+        hint = self.runtime.leader_id if self.runtime is not None else self.leader_hint
+        others = [v for v in sorted(self.voters) if v != hint]
+        return ([hint] if hint in self.voters else []) + others
 
 
 class Broker:
-    def __init__(self, config: Config, clock: Clock = SYSTEM_CLOCK):
+    def __init__(self, config: Config, clock: Clock = SYSTEM_CLOCK, host: str = "127.0.0.1", port: int = 0):
         self.config = config
         self.clock = clock
         self.node_id = config["node.id"]
+        self.host, self.port = host, port
+        roles = {r.strip() for r in config["process.roles"].split(",")}
+        self.is_broker, self.is_controller = "broker" in roles, "controller" in roles
+        self.voters = parse_voters(config["controller.quorum.voters"]) or {self.node_id: (host, port)}
+        if self.is_controller and self.node_id not in self.voters:
+            raise ValueError(f"node {self.node_id} has the controller role but is not in controller.quorum.voters")
         self.topic_defaults = topic_defaults(config)
+        self.peers = Peers(self.node_id)
         self.logs = LogManager(config["log.dirs"], clock)
-        self.metadata = MetadataStore(config["log.dirs"], clock, self.logs.clean_shutdown)
-        self.notifier = AppendNotifier()
-        self.partitions: dict[tuple[str, int], Partition] = {}
-        self.cluster_id = self._cluster_id()
-        self._load_partitions()
+        self.runtime = None
+        if self.is_controller:
+            self.runtime = ControllerRuntime(config, clock, sorted(self.voters), self._send_raft)
+        self.controller = ControllerClient(self.node_id, self.voters, self.runtime, self.peers)
+        self.image = MetadataImage()
+        self._working = MetadataImage()
+        self.metadata_changed = threading.Condition()
+        self.fetchers = ReplicaFetcherManager(self.node_id, config, self.peers, self._address_of,
+                                              lambda: self.broker_epoch)
+        self.replicas = ReplicaManager(config, clock, self.logs, self.fetchers, self._alter_isr)
+        self.replicas.on_isr_candidate = self._isr_candidate
+        self.incarnation = uuid.uuid4().hex
+        self.broker_epoch: int | None = None
+        self.fenced = True
+        self.shutting_down = False
+        self._shutdown_done = threading.Event()
+        self._stopped = threading.Event()
+        self._isr_queue: list = []
+        self._isr_cond = threading.Condition()
+        self._threads = []
 
-    def _cluster_id(self) -> str:
-        with self.metadata.lock:
-            cid = self.metadata.image.broker_configs.get("cluster.id")
-            if cid is None:
-                cid = uuid.uuid4().hex
-                self.metadata.append([{"type": "config", "resource": "broker", "name": "",
-                                       "key": "cluster.id", "value": cid}])
-            return cid
+    # ------------------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        if self.runtime is not None:
+            self.runtime.start()
+        targets = [("metadata", self._run_metadata)]
+        if self.is_broker:
+            targets += [("lifecycle", self._run_lifecycle), ("isr", self._run_isr_updates)]
+        for name, target in targets:
+            thread = threading.Thread(target=target, name=f"riverlog-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
-    def _load_partitions(self) -> None:
-        image = self.metadata.image
-        wanted = {partition_dir_name(t.name, p): t.topic_id
-                  for t in image.topics.values() for p in range(t.num_partitions)}
-        for dir_name, topic_id in self.logs.existing().items():
-            if wanted.get(dir_name) != topic_id and not dir_name.startswith(METADATA_TOPIC):
-                log.info("removing %s: its topic no longer exists", dir_name)
-                self.logs.remove_dir(dir_name, topic_id)
-        for topic in image.topics.values():
-            self._open_partitions(topic)
+    def _send_raft(self, dst: int, message: dict) -> None:
+        host, port = self.voters[dst]
+        self.peers.send_raft(f"{host}:{port}", message)
 
-    def _open_partitions(self, topic: TopicImage) -> None:
-        config = self.topic_config(topic)
-        for p in range(topic.num_partitions):
-            log_ = self.logs.open_log(topic.name, p, topic.topic_id, config)
-            self.partitions[(topic.name, p)] = Partition(topic.name, p, topic.topic_id, log_, self.notifier)
+    def _address_of(self, node_id: int) -> str | None:
+        b = self.image.brokers.get(node_id)
+        return None if b is None else f"{b.host}:{b.port}"
 
-    def topic_config(self, topic: TopicImage) -> Config:
-        return TOPIC_CONFIG.parse(topic.configs, defaults=self.topic_defaults)
+    # ------------------------------------------------------------------------------ metadata
+    def _run_metadata(self) -> None:
+        offset, first = -1, True
+        while not self._stopped.is_set():
+            try:
+                applied, entries, snapshot = self._fetch_metadata(offset)
+            except RiverlogError as e:
+                log.debug("metadata fetch failed: %r", e)
+                self._stopped.wait(0.2)
+                continue
+            if snapshot is not None:
+                self._working = MetadataImage()
+                for record in snapshot:
+                    self._working.apply(record, applied)
+            for index, records in entries:
+                for record in records:
+                    self._working.apply(record, index)
+            if applied == offset:
+                continue
+            offset = self._working.offset = applied
+            self._publish(first)
+            first = False
 
-    # ------------------------------------------------------------------------------- lookups
+    def _fetch_metadata(self, offset: int):
+        wait = self.config["controller.quorum.fetch.timeout.ms"] / 1000.0
+        if self.runtime is not None:
+            self.runtime.wait_past(offset, min(wait, 0.5))
+            return self.runtime.records_since(offset)
+        last: RiverlogError = NetworkError("no controller reachable")
+        for node in self.controller._candidates():
+            host, port = self.voters[node]
+            try:
+                reply = self.peers.call(f"{host}:{port}", "fetch_metadata",
+                                        {"offset": offset, "max_wait_ms": int(wait * 1000)}, timeout=wait + 5)
+                return reply["applied"], reply["entries"], reply.get("snapshot")
+            except RiverlogError as e:
+                last = e
+        raise last
+
+    def _publish(self, first: bool) -> None:
+        image = copy.deepcopy(self._working)
+        if first and self.is_broker:
+            self.replicas.remove_stale_dirs(image)
+        if self.is_broker:
+            self.replicas.apply_image(copy.deepcopy(image))
+        with self.metadata_changed:
+            self.image = image
+            self.metadata_changed.notify_all()
+
+    def wait_for_metadata(self, offset: int, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        with self.metadata_changed:
+            while self.image.offset < offset:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                self.metadata_changed.wait(remaining)
+
+    # ------------------------------------------------------------------------------ registration
+    def _run_lifecycle(self) -> None:
+        interval = self.config["broker.heartbeat.interval.ms"] / 1000.0
+        while not self._stopped.is_set():
+            try:
+                if self.broker_epoch is None:
+                    reply = self.controller.call("register_broker", {
+                        "node_id": self.node_id, "host": self.host, "port": self.port,
+                        "incarnation": self.incarnation}, timeout=5.0)
+                    self.broker_epoch = reply["broker_epoch"]
+                    log.info("broker %d registered with epoch %d", self.node_id, self.broker_epoch)
+                reply = self.controller.call("heartbeat", {
+                    "node_id": self.node_id, "broker_epoch": self.broker_epoch,
+                    "metadata_offset": self.image.offset, "want_shut_down": self.shutting_down},
+                    timeout=max(interval * 4, 2.0))
+                self.fenced = reply["fenced"]
+                if reply["should_shut_down"]:
+                    self._shutdown_done.set()
+            except StaleBrokerEpochError:
+                self.broker_epoch = None
+                continue
+            except RiverlogError as e:
+                log.debug("heartbeat failed: %r", e)
+            self._stopped.wait(interval)
+
+    # ------------------------------------------------------------------------------ ISR changes
+    def _alter_isr(self, partition: Partition, new_isr: list[int], leader_epoch: int, partition_epoch: int,
+                   member_epochs) -> None:
+        with self._isr_cond:
+            self._isr_queue.append(("send", partition, new_isr, leader_epoch, partition_epoch, member_epochs))
+            self._isr_cond.notify()
+
+    def _isr_candidate(self, partition: Partition) -> None:
+        with self._isr_cond:
+            self._isr_queue.append(("check", partition))
+            self._isr_cond.notify()
+
+    def _run_isr_updates(self) -> None:
+        """Send ISR changes to the controller one by one, off the request threads."""
+        period = min(self.config["replica.lag.time.max.ms"] / 2000.0, 0.5)
+        next_check = time.monotonic() + period
+        while not self._stopped.is_set():
+            with self._isr_cond:
+                if not self._isr_queue:
+                    self._isr_cond.wait(max(0.0, next_check - time.monotonic()))
+                queued, self._isr_queue = self._isr_queue, []
+            for item in queued:
+                if item[0] == "check":
+                    self.replicas.check_isr(item[1])
+                else:
+                    self._send_isr(*item[1:])
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + period
+                self.replicas.check_isr()
+
+    def _send_isr(self, partition: Partition, new_isr: list[int], leader_epoch: int, partition_epoch: int,
+                  member_epochs) -> None:
+        body = {"leader_id": self.node_id, "topic_id": partition.topic_id, "partition": partition.index,
+                "leader_epoch": leader_epoch, "partition_epoch": partition_epoch, "isr": new_isr,
+                "member_epochs": [list(m) for m in member_epochs]}
+        try:
+            reply = self.controller.call("alter_partition", body, timeout=5.0)
+            self.wait_for_metadata(reply.get("offset", -1), timeout=2.0)
+            log.info("%s-%d: ISR is now %s", partition.topic, partition.index, new_isr)
+        except RiverlogError as e:
+            # Refused (or unknown): drop the change in flight. A committed change ends it through
+            # metadata instead (make_leader -> set_isr), so the HW keeps waiting for a joining replica.
+            log.info("%s-%d: ISR change to %s refused: %r", partition.topic, partition.index, new_isr, e)
+            partition.abort_isr_change()
+
+    # ------------------------------------------------------------------------------ requests
     def partition(self, topic: str, index: int) -> Partition:
-        found = self.partitions.get((topic, index))
-        if found is None:
-            t = self.metadata.image.topics.get(topic)
-            if t is None:
-                raise UnknownTopicOrPartitionError(f"topic '{topic}' does not exist")
-            raise UnknownTopicOrPartitionError(
-                f"topic '{topic}' has {t.num_partitions} partition(s); partition {index} does not exist")
-        return found
+        return self.replicas.partition(topic, index)
 
     def topic(self, name: str) -> TopicImage:
-        found = self.metadata.image.topics.get(name)
+        found = self.image.topics.get(name)
         if found is None:
             raise UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
         return found
 
-    # ------------------------------------------------------------------------------- changes
+    def topic_config(self, topic: TopicImage) -> Config:
+        return TOPIC_CONFIG.parse(topic.configs, defaults=self.topic_defaults)
+
+    @property
+    def cluster_id(self) -> str:
+        return self.image.broker_configs.get("cluster.id", "")
+
+    def controller_call(self, method: str, body: dict, timeout: float = 30.0) -> dict:
+        """An operation on the active controller; returns once this node's metadata shows it."""
+        reply = self.controller.call(method, body, timeout)
+        self.wait_for_metadata(reply.get("offset", -1))
+        return reply
+
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                      configs: dict[str, str], validate_only: bool = False) -> None:
-        validate_topic_name(name)
-        if name.startswith("__"):
-            raise PolicyViolationError(f"topic names starting with '__' are reserved for internal topics")
-        partitions = self.config["num.partitions"] if num_partitions in (-1, 0) else num_partitions
-        if not 1 <= partitions <= MAX_PARTITIONS:
-            raise InvalidPartitionsError(f"num_partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
-        factor = self.config["default.replication.factor"] if replication_factor in (-1, 0) else replication_factor
-        if factor < 1 or factor > 1:
-            raise InvalidReplicationFactorError(
-                f"replication factor {factor} is larger than the 1 available broker(s)" if factor > 1
-                else f"replication factor must be at least 1, got {factor}")
-        TOPIC_CONFIG.parse(configs, defaults=self.topic_defaults)
-        with self.metadata.lock:
-            if name in self.metadata.image.topics:
-                raise TopicAlreadyExistsError(f"topic '{name}' already exists")
-            if validate_only:
-                return
-            topic_id = uuid.uuid4().hex
-            records = [{"type": "topic", "name": name, "topic_id": topic_id,
-                        "replicas": [[self.node_id]] * partitions}]
-            records += [{"type": "config", "resource": "topic", "name": name, "key": k, "value": str(v)}
-                        for k, v in sorted(configs.items())]
-            self.metadata.append(records)
-            self._open_partitions(self.metadata.image.topics[name])
+        self.controller_call("create_topic", {"name": name, "num_partitions": num_partitions,
+                                              "replication_factor": replication_factor,
+                                              "configs": configs, "validate_only": validate_only})
 
     def delete_topic(self, name: str) -> None:
-        if not self.config["delete.topic.enable"]:
-            raise PolicyViolationError("topic deletion is disabled (delete.topic.enable=false)")
-        with self.metadata.lock:
-            topic = self.topic(name)
-            self.metadata.append([{"type": "remove_topic", "name": name, "topic_id": topic.topic_id}])
-            for p in range(topic.num_partitions):
-                partition = self.partitions.pop((name, p), None)
-                if partition is not None:
-                    with partition.lock:
-                        partition.log.close_without_flush()
-                self.logs.remove_dir(partition_dir_name(name, p), topic.topic_id)
+        self.controller_call("delete_topic", {"name": name})
 
     def alter_topic_config(self, name: str, overrides: dict[str, str], validate_only: bool) -> None:
-        """Replace the topic's overrides with ``overrides`` (validated first)."""
-        with self.metadata.lock:
-            topic = self.topic(name)
-            config = TOPIC_CONFIG.parse(overrides, defaults=self.topic_defaults)
-            if validate_only:
-                return
-            records = [{"type": "config", "resource": "topic", "name": name, "key": k, "value": None}
-                       for k in sorted(set(topic.configs) - set(overrides))]
-            records += [{"type": "config", "resource": "topic", "name": name, "key": k, "value": str(v)}
-                        for k, v in sorted(overrides.items()) if topic.configs.get(k) != str(v)]
-            if records:
-                self.metadata.append(records)
-            for p in range(topic.num_partitions):
-                self.partitions[(name, p)].set_config(config)
+        self.controller_call("alter_topic_configs", {"name": name, "overrides": overrides,
+                                                     "validate_only": validate_only})
 
-    # ------------------------------------------------------------------------------- lifecycle
+    def create_partitions(self, name: str, total: int, validate_only: bool = False) -> None:
+        self.controller_call("create_partitions", {"name": name, "total": total, "validate_only": validate_only})
+
+    def elect_leaders(self, topic: str, partitions: list[int] | None) -> None:
+        self.controller_call("elect_leaders", {"topic": topic, "partitions": partitions})
+
+    def wait_until_ready(self, timeout: float) -> bool:
+        """Until this broker is registered, unfenced and has caught up with the metadata log."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.is_broker or (self.broker_epoch is not None and not self.fenced):
+                return True
+            time.sleep(0.02)
+        return False
+
+    # ------------------------------------------------------------------------------ shutdown
+    def controlled_shutdown(self) -> None:
+        """Ask the controller to move leadership away, and wait (bounded) until it has."""
+        if not self.is_broker or not self.config["controlled.shutdown.enable"] or self.broker_epoch is None:
+            return
+        self.shutting_down = True
+        if not self._shutdown_done.wait(self.config["controlled.shutdown.timeout.ms"] / 1000.0):
+            log.warning("controlled shutdown timed out; stopping anyway")
+
     def flush_due(self) -> None:
-        for partition in list(self.partitions.values()):
-            partition.maybe_flush()
+        self.replicas.flush_due()
 
     def close(self) -> None:
         """Flush and close every log, then mark the shutdown clean."""
-        for partition in self.partitions.values():
-            partition.close()
-        self.metadata.close()
+        self._stopped.set()
+        with self._isr_cond:
+            self._isr_cond.notify_all()
+        if self.runtime is not None:
+            self.runtime.stop()
+        self.replicas.close()
+        self.peers.close()
         self.logs.mark_clean_shutdown()

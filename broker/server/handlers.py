@@ -10,8 +10,8 @@ import logging
 import time
 
 from broker.config import TOPIC_CONFIG
-from broker.errors import (InvalidRequestError, InvalidRequiredAcksError, RiverlogError,
-                           UnknownServerError)
+from broker.errors import (InvalidRequestError, InvalidRequiredAcksError, LeaderNotAvailableError,
+                           RiverlogError, UnknownServerError, UnknownTopicOrPartitionError)
 from broker.proto import riverlog_pb2 as pb
 from broker.server.broker import Broker
 
@@ -38,23 +38,42 @@ class Handlers:
     # ---------------------------------------------------------------------------- metadata
     def metadata(self, request: pb.MetadataRequest) -> pb.MetadataResponse:
         b = self.broker
-        response = pb.MetadataResponse(cluster_id=b.cluster_id, controller_id=b.node_id)
-        response.brokers.add(node_id=b.node_id, host=self.host, port=self.port)
-        image = b.metadata.image
+        image = b.image
+        controller = b.runtime.leader_id if b.runtime is not None else b.controller.leader_hint
+        response = pb.MetadataResponse(cluster_id=b.cluster_id, controller_id=-1 if controller is None else controller)
+        for node in sorted(image.brokers.values(), key=lambda n: n.node_id):
+            if not node.fenced:
+                response.brokers.add(node_id=node.node_id, host=node.host, port=node.port)
         names = sorted(image.topics) if request.all_topics else list(request.topics)
         for name in names:
             tm = response.topics.add(name=name)
-            try:
-                topic = b.topic(name)
-            except RiverlogError as e:
-                _fill_error(tm, e)
+            topic = image.topics.get(name)
+            if topic is None:
+                _fill_error(tm, UnknownTopicOrPartitionError(f"topic '{name}' does not exist"))
                 continue
             tm.topic_id = topic.topic_id
             tm.internal = name.startswith("__")
-            for p, replicas in enumerate(topic.replicas):
-                partition = b.partitions.get((name, p))
-                tm.partitions.add(partition=p, leader=b.node_id, replicas=replicas, isr=replicas,
-                                  leader_epoch=partition.leader_epoch if partition else 0)
+            for index, p in enumerate(topic.partitions):
+                pm = tm.partitions.add(partition=index, leader=p.leader, leader_epoch=p.leader_epoch,
+                                       replicas=p.replicas, isr=p.isr)
+                if p.leader < 0:
+                    pm.error_code = LeaderNotAvailableError.code
+                    pm.error_message = f"{name}-{index} has no leader: in-sync replicas {p.isr} are unavailable"
+        return response
+
+    def describe_cluster(self, request) -> pb.DescribeClusterResponse:
+        b = self.broker
+        image = b.image
+        controller = b.runtime.leader_id if b.runtime is not None else b.controller.leader_hint
+        response = pb.DescribeClusterResponse(cluster_id=b.cluster_id, metadata_offset=image.offset,
+                                              controller_id=-1 if controller is None else controller)
+        nodes = set(image.brokers) | set(b.voters)
+        for node_id in sorted(nodes):
+            reg = image.brokers.get(node_id)
+            host, port = (reg.host, reg.port) if reg else b.voters[node_id]
+            response.nodes.add(node_id=node_id, host=host, port=port, fenced=reg.fenced if reg else False,
+                               shutting_down=reg.shutting_down if reg else False, voter=node_id in b.voters,
+                               broker=reg is not None)
         return response
 
     # ---------------------------------------------------------------------------- topics
@@ -79,6 +98,24 @@ class Handlers:
                 _fill_error(result, e)
         return response
 
+    def create_partitions(self, request: pb.CreatePartitionsRequest) -> pb.CreatePartitionsResponse:
+        response = pb.CreatePartitionsResponse()
+        for t in request.topics:
+            result = response.results.add(name=t.name)
+            try:
+                self.broker.create_partitions(t.name, t.count, request.validate_only)
+            except Exception as e:  # noqa: BLE001
+                _fill_error(result, e)
+        return response
+
+    def elect_leaders(self, request: pb.ElectLeadersRequest) -> pb.ElectLeadersResponse:
+        response = pb.ElectLeadersResponse()
+        try:
+            self.broker.elect_leaders(request.topic, list(request.partitions) or None)
+        except Exception as e:  # noqa: BLE001
+            _fill_error(response, e)
+        return response
+
     # ---------------------------------------------------------------------------- produce
     def produce(self, request: pb.ProduceRequest) -> pb.ProduceResponse:
         response = pb.ProduceResponse()
@@ -91,7 +128,9 @@ class Handlers:
                     if not acks_ok:
                         raise InvalidRequiredAcksError(f"acks must be 0, 1 or -1 (all), got {request.acks}")
                     partition = self.broker.partition(topic.name, p.partition)
-                    info = partition.append_records(p.records)
+                    info = partition.append_records(p.records, request.acks)
+                    if request.acks == -1:
+                        partition.wait_for_replication(info, max(request.timeout_ms, 1) / 1000.0)
                     pr.base_offset = info.first_offset
                     pr.log_append_time = info.log_append_time
                     pr.log_start_offset = partition.log.log_start_offset
@@ -105,7 +144,7 @@ class Handlers:
         max_bytes = request.max_bytes if request.max_bytes > 0 else self.broker.config["fetch.max.bytes"]
         max_bytes = min(max_bytes, self.broker.config["fetch.max.bytes"])
         deadline = time.monotonic() + max(0, request.max_wait_ms) / 1000.0
-        notifier = self.broker.notifier
+        notifier = self.broker.replicas.notifier
         while True:
             sequence = notifier.sequence
             response, total, failed = self._read_once(request, max_bytes)
@@ -130,8 +169,12 @@ class Handlers:
                         pr.high_watermark, pr.last_stable_offset = hw, hw
                         pr.log_start_offset, pr.log_end_offset = start, end
                         continue
-                    result = partition.read(p.fetch_offset, max(budget, 1),
-                                            up_to_high_watermark=request.replica_id < 0)
+                    epoch = p.current_leader_epoch if p.HasField("current_leader_epoch") else -1
+                    if request.replica_id >= 0:
+                        result = partition.read_for_follower(request.replica_id, p.fetch_offset, max(budget, 1),
+                                                             epoch, request.replica_epoch or -1)
+                    else:
+                        result = partition.read(p.fetch_offset, max(budget, 1), leader_epoch=epoch)
                     pr.records = bytes(result.records)
                     pr.high_watermark = pr.last_stable_offset = result.high_watermark
                     pr.log_start_offset, pr.log_end_offset = result.log_start_offset, result.log_end_offset
@@ -153,6 +196,7 @@ class Handlers:
                 pr = tr.partitions.add(partition=p.partition, offset=-1, timestamp=-1)
                 try:
                     partition = self.broker.partition(topic.name, p.partition)
+                    partition.check_leader()
                     start, hw, _ = partition.offsets()
                     if p.timestamp == EARLIEST:
                         pr.offset = start

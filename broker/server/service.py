@@ -11,6 +11,7 @@ client rebuilds the same class.
 """
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 import threading
@@ -21,9 +22,11 @@ import grpc
 from broker.clock import SYSTEM_CLOCK, Clock
 from broker.config import BROKER_CONFIG, Config
 from broker.errors import RiverlogError, UnknownServerError
+from broker.proto import riverlog_pb2 as pb
 from broker.proto import riverlog_pb2_grpc as pb_grpc
 from broker.server.broker import Broker
 from broker.server.handlers import Handlers
+from broker.server.internal import InternalHandlers
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +74,15 @@ class _Servicer(pb_grpc.RiverlogServicer):
     def DeleteTopics(self, request, context):
         return self.h.delete_topics(request)
 
+    def CreatePartitions(self, request, context):
+        return self.h.create_partitions(request)
+
+    def ElectLeaders(self, request, context):
+        return self.h.elect_leaders(request)
+
+    def DescribeCluster(self, request, context):
+        return self.h.describe_cluster(request)
+
     def Produce(self, request, context):
         return self.h.produce(request)
 
@@ -93,40 +105,71 @@ class _Servicer(pb_grpc.RiverlogServicer):
         return self.h.alter_configs(request)
 
 
+class _InternalServicer(pb_grpc.RiverlogInternalServicer):
+    def __init__(self, internal: InternalHandlers):
+        self.internal = internal
+
+    def Call(self, request, context):
+        body = json.loads(request.body) if request.body else {}
+        return pb.InternalResponse(body=json.dumps(self.internal.call(request.method, body)).encode())
+
+
 def _split_listener(value: str) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
     return (host or "127.0.0.1").strip("[]"), int(port)
 
 
+def _grpc_server(config: Config, workers: int) -> grpc.Server:
+    return grpc.server(
+        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="riverlog-io"),
+        interceptors=[ErrorInterceptor()],
+        options=[("grpc.max_receive_message_length", config["socket.request.max.bytes"]),
+                 ("grpc.max_send_message_length", config["fetch.max.bytes"] + (16 << 20)),
+                 ("grpc.so_reuseport", 0)])
+
+
 class BrokerServer:
-    """One broker process's server: start, serve, stop (cleanly or not)."""
+    """One node's servers: the broker listener (clients and replication) and, for a controller in a
+    multi-node quorum, the controller listener named in ``controller.quorum.voters``."""
 
     def __init__(self, config: Config, clock: Clock = SYSTEM_CLOCK):
         self.config = config
-        self.broker = Broker(config, clock)
         self._stopped = threading.Event()
-        self._grpc = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=config["num.io.threads"], thread_name_prefix="riverlog-io"),
-            interceptors=[ErrorInterceptor()],
-            options=[("grpc.max_receive_message_length", config["socket.request.max.bytes"]),
-                     ("grpc.max_send_message_length", config["fetch.max.bytes"] + (16 << 20)),
-                     ("grpc.so_reuseport", 0)])
+        self._grpc = _grpc_server(config, config["num.io.threads"])
         host, port = _split_listener(config["listeners"])
         self.port = self._grpc.add_insecure_port(f"{host}:{port}")
         advertised = config["advertised.listeners"]
         self.host, adv_port = _split_listener(advertised) if advertised else (host, self.port)
+        self.broker = Broker(config, clock, self.host, adv_port or self.port)
         self.handlers = Handlers(self.broker, self.host, adv_port or self.port)
+        internal = _InternalServicer(InternalHandlers(self.broker))
         pb_grpc.add_RiverlogServicer_to_server(_Servicer(self.handlers), self._grpc)
+        pb_grpc.add_RiverlogInternalServicer_to_server(internal, self._grpc)
+        self._controller_grpc = None
+        voter = self.broker.voters.get(self.broker.node_id) if self.broker.is_controller else None
+        if voter is not None and config["controller.quorum.voters"] and voter[1] != self.port:
+            self._controller_grpc = _grpc_server(config, 16)
+            self._controller_grpc.add_insecure_port(f"{host}:{voter[1]}")
+            pb_grpc.add_RiverlogInternalServicer_to_server(internal, self._controller_grpc)
         self._scheduler = threading.Thread(target=self._run_scheduler, name="riverlog-scheduler", daemon=True)
 
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def start(self) -> "BrokerServer":
+    def start(self, wait_ready: float = 0) -> "BrokerServer":
+        """Serve; with ``wait_ready``, also wait (up to that many seconds) until the broker is
+        registered and unfenced, so clients can use it at once."""
         self._grpc.start()
+        if self._controller_grpc is not None:
+            self._controller_grpc.start()
+        self.broker.start()
         self._scheduler.start()
-        log.info("broker %d listening on %s", self.broker.node_id, self.bootstrap_servers)
+        if wait_ready and not self.broker.wait_until_ready(wait_ready):
+            log.warning("node %d is serving but not yet registered with an active controller",
+                        self.broker.node_id)
+        log.info("node %d (%s) listening on %s", self.broker.node_id, self.config["process.roles"],
+                 self.bootstrap_servers)
         return self
 
     def _run_scheduler(self) -> None:
@@ -141,13 +184,17 @@ class BrokerServer:
         self._stopped.wait()
 
     def stop(self, grace: float = 2.0) -> None:
-        """Stop serving, then flush and close every log so the next start needs no recovery."""
+        """Move leadership away (controlled shutdown), stop serving, then flush and close every
+        log so the next start needs no recovery."""
         if self._stopped.is_set():
             return
+        self.broker.controlled_shutdown()
         self._stopped.set()
         self._grpc.stop(grace).wait()
+        if self._controller_grpc is not None:
+            self._controller_grpc.stop(grace).wait()
         self.broker.close()
-        log.info("broker %d stopped cleanly", self.broker.node_id)
+        log.info("node %d stopped cleanly", self.broker.node_id)
 
     def __enter__(self):
         return self
@@ -171,7 +218,7 @@ class EmbeddedBroker(BrokerServer):
         values = {"log.dirs": data_dir, "listeners": f"127.0.0.1:{port}", "num.io.threads": 16}
         values.update(config or {})
         super().__init__(BROKER_CONFIG.parse(values))
-        self.start()
+        self.start(wait_ready=30)
 
     def stop(self, grace: float = 1.0) -> None:
         super().stop(grace)

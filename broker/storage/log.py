@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from broker.clock import Clock
 from broker.config import Config
-from broker.errors import OffsetOutOfRangeError
+from broker.errors import CorruptRecordError, OffsetOutOfRangeError
 from broker.records.batch import BatchHeader, stamp_log_append_time, with_offsets
 from broker.storage.checkpoint import read_int, write_int
 from broker.storage.segment import LogSegment
@@ -112,6 +112,29 @@ class Log:
         self._maybe_flush_after_append()
         return AppendInfo(first, first + count - 1, -1 if log_append_time is None else now,
                           sum(h.record_count for h in headers))
+
+    def append_as_follower(self, data, headers: list[BatchHeader]) -> AppendInfo:
+        """Append batches copied from the leader, offsets and epochs as they are.
+
+        The first batch must start at the log end and offsets must run on without gaps in the
+        batch sequence, else the follower has diverged and must truncate first."""
+        first = headers[0].base_offset
+        if first != self.log_end_offset:
+            raise CorruptRecordError(f"replicated batch starts at {first}; the log ends at {self.log_end_offset}")
+        expected = first
+        for h in headers:
+            if h.base_offset != expected:
+                raise CorruptRecordError(f"replicated batch at {h.base_offset}; expected offset {expected}")
+            expected = h.base_offset + h.last_offset_delta + 1
+        now = self.clock.time_ms()
+        total = sum(h.size for h in headers)
+        if self._should_roll(total, expected - 1, now, max(h.max_timestamp for h in headers)):
+            self.roll(now)
+        self.active.append([data], headers, first, None)
+        count = sum(h.record_count for h in headers)
+        self._unflushed_records += count
+        self._maybe_flush_after_append()
+        return AppendInfo(first, expected - 1, -1, count)
 
     def _should_roll(self, incoming: int, last_offset: int, now: int, incoming_ts: int) -> bool:
         active = self.active

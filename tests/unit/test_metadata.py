@@ -1,14 +1,12 @@
-"""Cluster metadata: records applied to the image, topic name rules, and the on-disk store replay."""
+"""Cluster metadata: records applied to the image, and topic name rules."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.clock import ManualClock
 from broker.errors import InvalidTopicError
 from broker.metadata.image import MAX_TOPIC_NAME, MetadataImage, validate_topic_name
-from broker.metadata.store import MetadataStore
 
 pytestmark = pytest.mark.unit
 
@@ -114,71 +112,24 @@ def test_topic_name_rule_matches_kafka(name):
             validate_topic_name(name)
 
 
-# ---------------------------------------------------------------------------------- store
-HISTORY = [
-    topic("orders", "o1", [(0,), (0,), (0,)]),
-    config("orders", "retention.ms", "1000"),
-    topic("payments", "p1"),
-    config("", "num.partitions", "4", resource="broker"),
-    remove("payments", "p1"),
-    config("orders", "segment.bytes", "2048"),
-]
+def test_partition_changes_bump_epochs_deterministically():
+    image = image_of(topic("orders", "abc", [(1, 2, 3)]))
+    p = image.topics["orders"].partitions[0]
+    assert (p.leader, p.isr, p.leader_epoch, p.partition_epoch) == (1, [1, 2, 3], 0, 0)
+    image.apply({"type": "partition_change", "topic_id": "abc", "partition": 0, "isr": [1, 3]})
+    assert (p.leader, p.isr, p.leader_epoch, p.partition_epoch) == (1, [1, 3], 0, 1)
+    image.apply({"type": "partition_change", "topic_id": "abc", "partition": 0, "leader": 3, "isr": [3]})
+    assert (p.leader, p.isr, p.leader_epoch, p.partition_epoch) == (3, [3], 1, 2)
+    image.apply({"type": "partition_change", "topic_id": "other", "partition": 0, "leader": 1})
+    assert p.leader == 3, "a change for another topic id is ignored"
 
 
-def test_store_replays_its_records_after_a_clean_close(tmp_path):
-    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
-    store.append(HISTORY[:2])
-    store.append(HISTORY[2:4])
-    store.append(HISTORY[4:])
-    expected = image_of(*HISTORY)
-    assert store.image == expected
-    store.close()
-
-    reopened = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
-    assert reopened.image == expected
-    assert reopened.image.topics["orders"].configs == {"retention.ms": "1000", "segment.bytes": "2048"}
-    assert "payments" not in reopened.image.topics
-    assert reopened.image.broker_configs == {"num.partitions": "4"}
-    reopened.close()
-
-
-def test_store_replays_every_acknowledged_record_after_a_crash(tmp_path):
-    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
-    for record in HISTORY:
-        store.append([record])
-    store.log.close_without_flush()  # append() fsyncs, so nothing is lost
-
-    reopened = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=False)
-    assert reopened.image == image_of(*HISTORY)
-    reopened.close()
-
-
-def test_store_keeps_appending_after_reopen(tmp_path):
-    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
-    store.append(HISTORY[:1])
-    store.close()
-    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
-    store.append([config("orders", "retention.ms", "7")])
-    store.close()
-    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
-    assert store.image.topics["orders"].configs == {"retention.ms": "7"}
-    assert store.log.log_end_offset == 2
-    store.close()
-
-
-def test_store_replays_many_batches(tmp_path):
-    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
-    records = [topic(f"t{i}", f"id{i}", [(0,)] * (i % 5 + 1)) for i in range(300)]
-    for i in range(0, 300, 30):
-        store.append(records[i:i + 30])
-    store.close()
-    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
-    assert sorted(store.image.topics) == sorted(f"t{i}" for i in range(300))
-    assert store.image.topics["t7"].num_partitions == 3
-    store.close()
-
-
-def test_empty_store_has_an_empty_image(tmp_path):
-    store = MetadataStore(str(tmp_path), ManualClock(), clean_shutdown=True)
-    assert store.image == MetadataImage()
-    store.close()
+def test_broker_registration_takes_its_epoch_from_the_record_offset():
+    image = MetadataImage()
+    image.apply({"type": "register_broker", "node_id": 4, "host": "h", "port": 1, "incarnation": "x"}, 17)
+    b = image.brokers[4]
+    assert (b.broker_epoch, b.fenced, image.live_brokers()) == (17, True, [])
+    image.apply({"type": "broker_state", "node_id": 4, "fenced": False}, 18)
+    assert image.live_brokers() == [4] and image.offset == 18
+    image.apply({"type": "broker_state", "node_id": 4, "shutting_down": True}, 19)
+    assert image.live_brokers() == []

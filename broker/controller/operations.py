@@ -1,0 +1,76 @@
+"""Controller operations by name: what a request to the controller does, as a pure function.
+
+Each operation is ``fn(controller, image, now_ms, body) -> (records, result)``; the runtime runs it
+on the active controller, commits the records, then answers with ``result`` (a dict, completed
+with ``offset``: the metadata offset at which the change is visible). A ``result`` that is a
+callable receives the commit offset (a broker's epoch is the offset of its registration).
+"""
+from __future__ import annotations
+
+from broker.config import TOPIC_CONFIG
+from broker.errors import InvalidRequestError
+
+
+def register_broker(c, image, now, body):
+    records = c.register_broker(image, body["node_id"], body["host"], body["port"], body["incarnation"], now)
+    if records:
+        return records, lambda offset: {"broker_epoch": offset, "offset": offset}
+    return [], {"broker_epoch": image.brokers[body["node_id"]].broker_epoch, "offset": image.offset}
+
+
+def heartbeat(c, image, now, body):
+    records, reply = c.heartbeat(image, body["node_id"], body["broker_epoch"], body["metadata_offset"],
+                                 body.get("want_shut_down", False), now)
+    return records, {"fenced": reply.fenced, "should_shut_down": reply.should_shut_down}
+
+
+def alter_partition(c, image, now, body):
+    return c.alter_partition(image, body["leader_id"], body["topic_id"], body["partition"],
+                             body["leader_epoch"], body["partition_epoch"], body["isr"],
+                             body.get("member_epochs")), {}
+
+
+def create_topic(c, image, now, body):
+    defaults = _topic_defaults(c)
+    records = c.create_topic(image, body["name"], body["num_partitions"], body["replication_factor"],
+                             body.get("configs", {}), defaults)
+    return ([] if body.get("validate_only") else records), {}
+
+
+def delete_topic(c, image, now, body):
+    if not c.config["delete.topic.enable"]:
+        from broker.errors import PolicyViolationError
+        raise PolicyViolationError("topic deletion is disabled (delete.topic.enable=false)")
+    return c.delete_topic(image, body["name"]), {}
+
+
+def alter_topic_configs(c, image, now, body):
+    records = c.alter_topic_configs(image, body["name"], body["overrides"], _topic_defaults(c))
+    return ([] if body.get("validate_only") else records), {}
+
+
+def create_partitions(c, image, now, body):
+    records = c.create_partitions(image, body["name"], body["total"])
+    return ([] if body.get("validate_only") else records), {}
+
+
+def elect_leaders(c, image, now, body):
+    return c.elect_preferred(image, body["topic"], body.get("partitions")), {}
+
+
+def _topic_defaults(c) -> dict:
+    from broker.config import topic_defaults
+    defaults = topic_defaults(c.config)
+    TOPIC_CONFIG.parse({}, defaults=defaults)
+    return defaults
+
+
+OPERATIONS = {fn.__name__: fn for fn in (register_broker, heartbeat, alter_partition, create_topic, delete_topic,
+                                         alter_topic_configs, create_partitions, elect_leaders)}
+
+
+def operation(name: str, body: dict):
+    fn = OPERATIONS.get(name)
+    if fn is None:
+        raise InvalidRequestError(f"unknown controller operation {name!r}")
+    return lambda controller, image, now: fn(controller, image, now, body)

@@ -1,0 +1,267 @@
+"""The active controller's decisions: requests and timers in, metadata records out.
+
+Pure and single-threaded: every method reads the *committed* :class:`MetadataImage` and returns the
+records to write; nothing changes until the records are committed by the Raft quorum and applied
+to the image. The runtime (``broker.server.controller_runtime``) runs one operation at a time and
+does not start the next until the previous one's records are committed, so decisions never build
+on records that could still be lost.
+
+Cluster upkeep is a reconciliation (:meth:`reconcile`): given the image and the brokers'
+heartbeat times, which brokers must be fenced, which partitions need a new leader or a smaller
+ISR, and which should move back to their preferred leader. Requests (create a topic, change an
+ISR, register a broker) validate against the image and return records.
+
+Heartbeat times are volatile: a new active controller gives every broker a full session from
+its own start, as KRaft does.
+"""
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import dataclass
+
+from broker.config import TOPIC_CONFIG, Config
+from broker.errors import (FencedLeaderEpochError, InvalidPartitionsError, InvalidReplicaAssignmentError,
+                           InvalidReplicationFactorError, InvalidRequestError, NotLeaderOrFollowerError,
+                           PolicyViolationError, StaleBrokerEpochError, TopicAlreadyExistsError,
+                           UnknownTopicOrPartitionError)
+from broker.metadata.image import MetadataImage, PartitionState, TopicImage, validate_topic_name
+from broker.replication.election import elect_leader
+
+MAX_PARTITIONS = 10_000
+
+
+@dataclass
+class HeartbeatReply:
+    fenced: bool
+    should_shut_down: bool
+
+
+class QuorumController:
+    def __init__(self, config: Config, rng: random.Random | None = None):
+        self.config = config
+        self.rng = rng or random.Random()
+        self.session_ms = config["broker.session.timeout.ms"]
+        self.last_heartbeat: dict[int, int] = {}
+        self.next_rebalance_ms = 0
+
+    def activate(self, image: MetadataImage, now_ms: int) -> None:
+        """Becoming the active controller: every registered broker gets a full session from now."""
+        self.last_heartbeat = {b: now_ms for b in image.brokers}
+        self.next_rebalance_ms = now_ms + self.config["leader.imbalance.check.interval.seconds"] * 1000
+
+    # ---------------------------------------------------------------------------- brokers
+    def register_broker(self, image: MetadataImage, node_id: int, host: str, port: int,
+                        incarnation: str, now_ms: int) -> list[dict]:
+        self.last_heartbeat[node_id] = now_ms
+        known = image.brokers.get(node_id)
+        if known is not None and known.incarnation == incarnation and (known.host, known.port) == (host, port):
+            return []
+        return [{"type": "register_broker", "node_id": node_id, "host": host, "port": port,
+                 "incarnation": incarnation}]
+
+    def heartbeat(self, image: MetadataImage, node_id: int, broker_epoch: int, metadata_offset: int,
+                  want_shut_down: bool, now_ms: int) -> tuple[list[dict], HeartbeatReply]:
+        broker = image.brokers.get(node_id)
+        if broker is None or broker.broker_epoch != broker_epoch:
+            raise StaleBrokerEpochError(
+                f"broker {node_id} heartbeat with epoch {broker_epoch}; the registered epoch is "
+                f"{None if broker is None else broker.broker_epoch}: register again")
+        self.last_heartbeat[node_id] = now_ms
+        records: list[dict] = []
+        if want_shut_down and not broker.shutting_down:
+            records.append({"type": "broker_state", "node_id": node_id, "shutting_down": True})
+        elif broker.fenced and not want_shut_down and metadata_offset >= broker.broker_epoch:
+            records.append({"type": "broker_state", "node_id": node_id, "fenced": False})
+        done = broker.shutting_down and not self._leads_anything(image, node_id)
+        return records, HeartbeatReply(broker.fenced and not records, done)
+
+    @staticmethod
+    def _leads_anything(image: MetadataImage, node_id: int) -> bool:
+        return any(p.leader == node_id and len(p.isr) > 1
+                   for t in image.topics.values() for p in t.partitions)
+
+    # ---------------------------------------------------------------------------- upkeep
+    def reconcile(self, image: MetadataImage, now_ms: int) -> list[dict]:
+        """Fence silent brokers, give leaderless partitions a leader, drop unavailable replicas
+        from ISRs, and (periodically) restore preferred leaders."""
+        records: list[dict] = []
+        if "cluster.id" not in image.broker_configs:
+            records.append({"type": "config", "resource": "broker", "name": "", "key": "cluster.id",
+                            "value": uuid.UUID(int=self.rng.getrandbits(128)).hex})
+        expired = [b.node_id for b in image.brokers.values()
+                   if not b.fenced and now_ms - self.last_heartbeat.get(b.node_id, now_ms) > self.session_ms]
+        records += [{"type": "broker_state", "node_id": b, "fenced": True} for b in expired]
+        live = set(image.live_brokers()) - set(expired)
+        rebalance = self.config["auto.leader.rebalance.enable"] and now_ms >= self.next_rebalance_ms
+        if rebalance:
+            self.next_rebalance_ms = now_ms + self.config["leader.imbalance.check.interval.seconds"] * 1000
+        for topic in image.topics.values():
+            unclean = self._unclean(topic)
+            for index, p in enumerate(topic.partitions):
+                change = _partition_upkeep(p, live, unclean, rebalance)
+                if change:
+                    records.append({"type": "partition_change", "topic_id": topic.topic_id,
+                                    "partition": index, **change})
+        return records
+
+    def _unclean(self, topic: TopicImage) -> bool:
+        value = topic.configs.get("unclean.leader.election.enable")
+        if value is None:
+            return bool(self.config["unclean.leader.election.enable"])
+        return value.lower() == "true"
+
+    # ---------------------------------------------------------------------------- partitions
+    def alter_partition(self, image: MetadataImage, leader_id: int, topic_id: str, partition: int,
+                        leader_epoch: int, partition_epoch: int, new_isr: list[int],
+                        member_epochs: list | None = None) -> list[dict]:
+        """A leader asks to shrink or expand its ISR (Kafka's AlterPartition). ``member_epochs``
+        [(broker, broker epoch seen in its fetches)] lets us refuse a replica that restarted since
+        (KIP-903): its new incarnation may have lost what the old one acknowledged."""
+        topic = image.topic_by_id(topic_id)
+        if topic is None or not 0 <= partition < topic.num_partitions:
+            raise UnknownTopicOrPartitionError(f"partition {topic_id}:{partition} does not exist")
+        p = topic.partitions[partition]
+        if p.leader != leader_id or p.leader_epoch != leader_epoch:
+            raise FencedLeaderEpochError(
+                f"{topic.name}-{partition}: leader {p.leader} epoch {p.leader_epoch}; "
+                f"request from {leader_id} with epoch {leader_epoch}")
+        if p.partition_epoch != partition_epoch:
+            raise NotLeaderOrFollowerError(
+                f"{topic.name}-{partition}: partition epoch is {p.partition_epoch}, request had {partition_epoch}")
+        if leader_id not in new_isr or not set(new_isr) <= set(p.replicas) or len(set(new_isr)) != len(new_isr):
+            raise InvalidRequestError(f"ISR {new_isr} must hold the leader and only replicas of {p.replicas}")
+        live = set(image.live_brokers())
+        added = set(new_isr) - set(p.isr)
+        if added - live:
+            raise InvalidRequestError(f"replicas {sorted(added - live)} are fenced or shutting down")
+        for member, epoch in member_epochs or []:
+            reg = image.brokers.get(member)
+            if member in added and epoch >= 0 and (reg is None or reg.broker_epoch != epoch):
+                raise StaleBrokerEpochError(
+                    f"replica {member} fetched with broker epoch {epoch} but is registered with "
+                    f"{None if reg is None else reg.broker_epoch}: it restarted since")
+        if sorted(new_isr) == sorted(p.isr):
+            return []
+        ordered = [r for r in p.replicas if r in new_isr]
+        return [{"type": "partition_change", "topic_id": topic_id, "partition": partition, "isr": ordered}]
+
+    def elect_preferred(self, image: MetadataImage, topic: str, partitions: list[int] | None) -> list[dict]:
+        t = _topic(image, topic)
+        live = set(image.live_brokers())
+        records = []
+        for index in (range(t.num_partitions) if partitions is None else partitions):
+            if not 0 <= index < t.num_partitions:
+                raise UnknownTopicOrPartitionError(f"topic '{topic}' has no partition {index}")
+            p = t.partitions[index]
+            preferred = p.replicas[0]
+            if p.leader != preferred and preferred in live and preferred in p.isr:
+                records.append({"type": "partition_change", "topic_id": t.topic_id, "partition": index,
+                                "leader": preferred})
+        return records
+
+    # ---------------------------------------------------------------------------- topics
+    def create_topic(self, image: MetadataImage, name: str, num_partitions: int, replication_factor: int,
+                     configs: dict[str, str], topic_defaults: dict,
+                     assignment: list[list[int]] | None = None) -> list[dict]:
+        validate_topic_name(name)
+        if name.startswith("__"):
+            raise PolicyViolationError("topic names starting with '__' are reserved for internal topics")
+        if name in image.topics:
+            raise TopicAlreadyExistsError(f"topic '{name}' already exists")
+        partitions = self.config["num.partitions"] if num_partitions == -1 else num_partitions
+        if not 1 <= partitions <= MAX_PARTITIONS:
+            raise InvalidPartitionsError(f"num_partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
+        factor = self.config["default.replication.factor"] if replication_factor == -1 else replication_factor
+        TOPIC_CONFIG.parse(configs, defaults=topic_defaults)
+        replicas = assignment or self.assign_replicas(image, partitions, factor)
+        topic_id = uuid.UUID(int=self.rng.getrandbits(128)).hex
+        return ([{"type": "topic", "name": name, "topic_id": topic_id, "replicas": replicas}]
+                + [{"type": "config", "resource": "topic", "name": name, "key": k, "value": str(v)}
+                   for k, v in sorted(configs.items())])
+
+    def create_partitions(self, image: MetadataImage, name: str, total: int) -> list[dict]:
+        t = _topic(image, name)
+        if total <= t.num_partitions:
+            raise InvalidPartitionsError(
+                f"topic '{name}' has {t.num_partitions} partitions; the new count must be larger, got {total}")
+        if total > MAX_PARTITIONS:
+            raise InvalidPartitionsError(f"at most {MAX_PARTITIONS} partitions")
+        factor = len(t.partitions[0].replicas)
+        replicas = self.assign_replicas(image, total - t.num_partitions, factor, first=t.num_partitions)
+        return [{"type": "add_partitions", "name": name, "topic_id": t.topic_id, "replicas": replicas}]
+
+    def delete_topic(self, image: MetadataImage, name: str) -> list[dict]:
+        t = _topic(image, name)
+        return [{"type": "remove_topic", "name": name, "topic_id": t.topic_id}]
+
+    def alter_topic_configs(self, image: MetadataImage, name: str, overrides: dict[str, str],
+                            topic_defaults: dict) -> list[dict]:
+        """Replace the topic's overrides with ``overrides`` (validated first)."""
+        t = _topic(image, name)
+        TOPIC_CONFIG.parse(overrides, defaults=topic_defaults)
+        records = [{"type": "config", "resource": "topic", "name": name, "key": k, "value": None}
+                   for k in sorted(set(t.configs) - set(overrides))]
+        records += [{"type": "config", "resource": "topic", "name": name, "key": k, "value": str(v)}
+                    for k, v in sorted(overrides.items()) if t.configs.get(k) != str(v)]
+        return records
+
+    def assign_replicas(self, image: MetadataImage, count: int, factor: int, first: int = 0) -> list[list[int]]:
+        """Kafka's rack-unaware spread: a random start, leaders round-robin, followers shifted."""
+        brokers = image.live_brokers()
+        if factor < 1:
+            raise InvalidReplicationFactorError(f"replication factor must be at least 1, got {factor}")
+        if factor > len(brokers):
+            raise InvalidReplicationFactorError(
+                f"replication factor {factor} is larger than the {len(brokers)} available broker(s)")
+        n = len(brokers)
+        start = self.rng.randrange(n)
+        shift = self.rng.randrange(n)
+        out = []
+        for p in range(first, first + count):
+            if p > 0 and p % n == 0:
+                shift += 1
+            leader = (start + p) % n
+            replicas = [brokers[leader]]
+            for j in range(factor - 1):
+                replicas.append(brokers[(leader + 1 + (shift + j) % max(1, n - 1)) % n])
+            if len(set(replicas)) != factor:  # tiny clusters: fall back to consecutive brokers
+                replicas = [brokers[(leader + j) % n] for j in range(factor)]
+            out.append(replicas)
+        return out
+
+
+def validate_assignment(assignment: list[list[int]], brokers: set[int]) -> None:
+    for replicas in assignment:
+        if not replicas or len(set(replicas)) != len(replicas) or not set(replicas) <= brokers:
+            raise InvalidReplicaAssignmentError(f"replica list {replicas} is empty, repeats or names unknown brokers")
+
+
+def _topic(image: MetadataImage, name: str) -> TopicImage:
+    t = image.topics.get(name)
+    if t is None:
+        raise UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
+    return t
+
+
+def _partition_upkeep(p: PartitionState, live: set[int], unclean: bool, rebalance: bool) -> dict:
+    """The change one partition needs so its leader and ISR only name available brokers."""
+    isr = [r for r in p.isr if r in live]
+    if not isr:  # Kafka keeps the last ISR member so the partition waits for it (no data loss)
+        isr = [r for r in p.isr if r == p.leader] or p.isr[:1]
+    leader = p.leader
+    if leader not in live:
+        elected = elect_leader(p.replicas, isr, live, unclean)
+        leader = -1 if elected is None else elected
+        if leader != -1 and leader not in isr:  # unclean election: the new leader is the ISR
+            isr = [leader]
+    elif rebalance:
+        preferred = p.replicas[0]
+        if preferred != leader and preferred in live and preferred in isr:
+            leader = preferred
+    change: dict = {}
+    if leader != p.leader:
+        change["leader"] = leader
+    if isr != p.isr:
+        change["isr"] = isr
+    return change

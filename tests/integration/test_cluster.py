@@ -1,0 +1,212 @@
+"""A replicated cluster of real node processes: replication, ISR, failover, controller loss, restart."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from broker.client import OFFSET_BEGINNING, Consumer, NewPartitions, NewTopic, Producer, TopicPartition
+from broker.errors import NotEnoughReplicasError
+from tests.conftest import wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+FAST = {"replica.lag.time.max.ms": 1500, "broker.session.timeout.ms": 1500,
+        "broker.heartbeat.interval.ms": 200, "leader.imbalance.check.interval.seconds": 2}
+
+
+def create(cluster, name, partitions=1, rf=3, **configs):
+    with cluster.admin() as admin:
+        admin.create_topics([NewTopic(name, partitions, rf, {k.replace("_", "."): str(v)
+                                                             for k, v in configs.items()})])[name].result(30)
+    wait_until(lambda: all(p.leader >= 0 for p in _partitions(cluster, name)), 30, 0.05, "leaders")
+
+
+def _partitions(cluster, name):
+    with cluster.admin() as admin:
+        return list(admin.list_topics(name).topics[name].partitions.values())
+
+
+def read_all(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 60) -> dict:
+    """Every record of ``topic`` as {(partition, offset): value}, up to the high watermarks."""
+    consumer = Consumer({"bootstrap.servers": bootstrap})
+    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1] for p in range(partitions)}
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    out: dict = {}
+    deadline = time.monotonic() + timeout
+    while len(out) < sum(ends.values()) and time.monotonic() < deadline:
+        for m in consumer.consume(10_000, 0.5):
+            assert m.error() is None, m.error()
+            out[(m.partition(), m.offset())] = m.value()
+    consumer.close()
+    assert len(out) == sum(ends.values()), f"read {len(out)} of {sum(ends.values())} records"
+    return out
+
+
+class Acked:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.values: dict = {}
+        self.errors: list = []
+
+    def __call__(self, err, msg):
+        with self.lock:
+            if err is None:
+                self.values[(msg.partition(), msg.offset())] = msg.value()
+            else:
+                self.errors.append(err)
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.values)
+
+
+def test_replicated_topic_is_described_with_leader_replicas_and_isr(cluster_factory, topic_name):
+    cluster = cluster_factory(3, FAST)
+    create(cluster, topic_name, partitions=6, rf=3, min_insync_replicas=2)
+    parts = _partitions(cluster, topic_name)
+    assert len(parts) == 6
+    for p in parts:
+        assert sorted(p.replicas) == [1, 2, 3] and sorted(p.isr) == [1, 2, 3] and p.leader == p.replicas[0]
+    assert len({p.leader for p in parts}) == 3, "leaders are spread over the brokers"
+    acked = Acked()
+    with Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "on_delivery": acked}) as p:
+        for i in range(3000):
+            p.produce(topic_name, value=b"v%d" % i, key=b"k%d" % (i % 60))
+        assert p.flush(60) == 0
+    assert not acked.errors and acked.count() == 3000
+    assert read_all(cluster.bootstrap, topic_name, 6) == acked.values
+
+
+def test_kill9_of_the_leader_during_an_acks_all_stream_loses_nothing_acknowledged(cluster_factory, topic_name):
+    cluster = cluster_factory(3, FAST)
+    create(cluster, topic_name, partitions=1, rf=3, min_insync_replicas=2)
+    acked = Acked()
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 2,
+                         "retries": 1_000_000, "delivery.timeout.ms": 120_000, "on_delivery": acked})
+    stop, sent = threading.Event(), [0]
+
+    def write():
+        while not stop.is_set():
+            try:
+                producer.produce(topic_name, value=b"%09d" % sent[0])
+                sent[0] += 1
+            except BufferError:
+                producer.poll(0.05)
+            if sent[0] % 200 == 0:
+                producer.poll(0.001)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    wait_until(lambda: acked.count() >= 5000, 60, 0.05, "records acknowledged before the kill")
+    leader = cluster.partition(topic_name, 0).leader
+    cluster.nodes[leader].kill9()
+    before = acked.count()
+    wait_until(lambda: acked.count() >= before + 5000, 60, 0.05, "records acknowledged after failover")
+    stop.set()
+    writer.join(30)
+    assert producer.flush(60) == 0
+    producer.close()
+    assert not acked.errors
+    new_leader = cluster.partition(topic_name, 0).leader
+    assert new_leader not in (leader, -1)
+    stored = read_all(cluster.bootstrap, topic_name)
+    missing = [k for k, v in acked.values.items() if stored.get(k) != v]
+    assert not missing, f"{len(missing)} acknowledged records lost, e.g. {missing[:3]}"
+
+
+def test_stopped_followers_leave_the_isr_and_acks_all_needs_min_insync(cluster_factory, topic_name):
+    # Five nodes, so that with two of them stopped the controller quorum (3 of 5) still decides.
+    cluster = cluster_factory(5, FAST)
+    create(cluster, topic_name, partitions=1, rf=3, min_insync_replicas=2)
+    state = cluster.partition(topic_name, 0)
+    followers = [r for r in state.replicas if r != state.leader]
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "retries": 0,
+                         "delivery.timeout.ms": 10_000, "request.timeout.ms": 5_000})
+    results = []
+    cb = lambda err, msg: results.append(err)  # noqa: E731
+
+    cluster.nodes[followers[0]].pause()
+    wait_until(lambda: len(cluster.partition(topic_name, 0).isr) == 2, 30, 0.1, "the ISR to shrink to 2")
+    producer.produce(topic_name, value=b"with one follower away", on_delivery=cb)
+    producer.flush(15)
+    assert results == [None]
+
+    cluster.nodes[followers[1]].pause()
+    wait_until(lambda: cluster.partition(topic_name, 0).isr == [state.leader], 30, 0.1, "the ISR to shrink to 1")
+    producer.produce(topic_name, value=b"refused", on_delivery=cb)
+    producer.flush(15)
+    assert isinstance(results[1], NotEnoughReplicasError), results
+
+    for f in followers:
+        cluster.nodes[f].resume()
+    wait_until(lambda: len(cluster.partition(topic_name, 0).isr) == 3, 60, 0.1, "both followers to rejoin")
+    producer.produce(topic_name, value=b"all back", on_delivery=cb)
+    producer.flush(15)
+    assert results[2] is None
+    producer.close()
+    values = list(read_all(cluster.bootstrap, topic_name).values())
+    assert values == [b"with one follower away", b"all back"]
+
+
+def test_losing_the_active_controller_elects_another_and_topics_can_still_be_created(cluster_factory, topic_name):
+    cluster = cluster_factory(3, FAST)
+    old = cluster.describe().controller.id
+    cluster.nodes[old].kill9()
+    info = wait_until(lambda: (lambda i: i if i.controller and i.controller.id != old else None)(cluster.describe()),
+                      30, 0.1, "a new active controller")
+    assert info.controller.id in cluster.nodes and info.controller.id != old
+    create(cluster, topic_name, partitions=2, rf=2)
+    assert all(len(p.replicas) == 2 and old not in p.replicas for p in _partitions(cluster, topic_name))
+
+
+def test_a_whole_cluster_restart_keeps_data_and_metadata(cluster_factory, topic_name):
+    cluster = cluster_factory(3, FAST)
+    create(cluster, topic_name, partitions=3, rf=3, retention_ms=123456789)
+    acked = Acked()
+    with Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "on_delivery": acked}) as p:
+        for i in range(600):
+            p.produce(topic_name, value=b"r%d" % i, key=b"%d" % i)
+        assert p.flush(30) == 0
+    for node in cluster.nodes.values():
+        assert node.stop() == 0
+    for node in cluster.nodes.values():
+        node.start()
+    cluster.wait_for_brokers(3)
+    wait_until(lambda: all(p.leader >= 0 for p in _partitions(cluster, topic_name)), 30, 0.1, "leaders")
+    assert read_all(cluster.bootstrap, topic_name, 3) == acked.values
+    from broker.client import ConfigResource
+    with cluster.admin() as admin:
+        configs = next(iter(admin.describe_configs([ConfigResource("topic", topic_name)]).values())).result()
+    assert configs["retention.ms"].value == "123456789"
+
+
+def test_a_returning_broker_catches_up_and_gets_its_preferred_leadership_back(cluster_factory, topic_name):
+    cluster = cluster_factory(3, FAST)
+    create(cluster, topic_name, partitions=1, rf=3, min_insync_replicas=2)
+    preferred = cluster.partition(topic_name, 0).replicas[0]
+    cluster.nodes[preferred].kill9()
+    wait_until(lambda: cluster.partition(topic_name, 0).leader not in (preferred, -1), 30, 0.1, "failover")
+    with Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"}) as p:
+        for i in range(500):
+            p.produce(topic_name, value=b"while away %d" % i)
+        assert p.flush(30) == 0
+    cluster.nodes[preferred].start()
+    wait_until(lambda: cluster.partition(topic_name, 0).leader == preferred, 60, 0.2,
+               "the preferred replica to lead again")
+    assert len(cluster.partition(topic_name, 0).isr) == 3
+    assert len(read_all(cluster.bootstrap, topic_name)) == 500
+
+
+def test_partitions_can_be_added(cluster_factory, topic_name):
+    cluster = cluster_factory(3, FAST)
+    create(cluster, topic_name, partitions=2, rf=2)
+    with cluster.admin() as admin:
+        admin.create_partitions([NewPartitions(topic_name, 5)])[topic_name].result(30)
+    wait_until(lambda: len(_partitions(cluster, topic_name)) == 5 and all(p.leader >= 0 for p in _partitions(cluster, topic_name)),
+               30, 0.1, "five partitions with leaders")
+    with Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"}) as p:
+        p.produce(topic_name, value=b"in the new partition", partition=4)
+        assert p.flush(30) == 0
+    assert list(read_all(cluster.bootstrap, topic_name, 5).values()) == [b"in the new partition"]
