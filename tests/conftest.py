@@ -127,11 +127,15 @@ def broker_factory(tmp_path):
 class Cluster:
     """``n`` broker+controller nodes on 127.0.0.1, each in its own process and data directory."""
 
-    def __init__(self, root: str, n: int, configs: dict | None = None):
+    def __init__(self, root: str, n: int, configs: dict | None = None, roles: dict[int, str] | None = None):
         ports = free_ports(2 * n)
         quorum = ",".join(f"{i + 1}@127.0.0.1:{ports[n + i]}" for i in range(n))
-        self.nodes = {i + 1: BrokerProcess(os.path.join(root, f"node-{i + 1}"), configs, ports[i], i + 1, quorum)
+        roles = roles or {}
+        self.nodes = {i + 1: BrokerProcess(os.path.join(root, f"node-{i + 1}"),
+                                           {**(configs or {}), "process.roles": roles.get(i + 1, "broker,controller")},
+                                           ports[i], i + 1, quorum)
                       for i in range(n)}
+        self.brokers = sum(1 for i in range(n) if "broker" in roles.get(i + 1, "broker"))
 
     @property
     def bootstrap(self) -> str:
@@ -140,7 +144,7 @@ class Cluster:
     def start(self) -> "Cluster":
         for b in self.nodes.values():
             b.start()
-        self.wait_for_brokers(len(self.nodes))
+        self.wait_for_brokers(self.brokers)
         return self
 
     def admin(self):
@@ -163,7 +167,10 @@ class Cluster:
 
     def partition(self, topic: str, index: int):
         with self.admin() as admin:
-            return admin.list_topics(topic).topics[topic].partitions[index]
+            info = admin.list_topics(topic).topics[topic]
+            if info.error is not None:
+                raise info.error
+            return info.partitions[index]
 
     def kill_all(self) -> None:
         for b in self.nodes.values():
@@ -180,8 +187,8 @@ def cluster_factory(tmp_path):
     """Start clusters on demand: ``cluster_factory(3, configs={...})``; all are killed afterwards."""
     made: list[Cluster] = []
 
-    def make(n: int = 3, configs: dict | None = None) -> Cluster:
-        c = Cluster(str(tmp_path / f"cluster-{len(made)}"), n, configs)
+    def make(n: int = 3, configs: dict | None = None, roles: dict[int, str] | None = None) -> Cluster:
+        c = Cluster(str(tmp_path / f"cluster-{len(made)}"), n, configs, roles)
         made.append(c)
         return c.start()
 

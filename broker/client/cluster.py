@@ -156,12 +156,16 @@ class ClusterClient:
         deadline = time.monotonic() + (timeout or self.timeout)
         last: RiverlogError | None = None
         while True:
-            for address in list(dict.fromkeys(list(self.brokers.values()) + self.bootstrap)):
+            addresses = list(dict.fromkeys(list(self.brokers.values()) + self.bootstrap))
+            for i, address in enumerate(addresses):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
+                # A stopped (not dead) broker accepts connections and never answers: give each
+                # candidate a share of the time so one such broker cannot use all of it.
+                share = remaining if i == len(addresses) - 1 else max(remaining / (len(addresses) - i), 1.0)
                 try:
-                    return getattr(self.stub_for_address(address), method)(request, timeout=remaining)
+                    return getattr(self.stub_for_address(address), method)(request, timeout=min(share, remaining))
                 except grpc.RpcError as e:
                     last = translate_rpc_error(e, method)
                     if not last.retriable and not isinstance(last, NetworkError):

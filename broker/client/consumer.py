@@ -319,12 +319,21 @@ class Consumer:
     def _list_offset(self, topic: str, partition: int, timestamp: int, timeout=None) -> tuple[int, int]:
         request = pb.ListOffsetsRequest(topics=[pb.ListOffsetsTopic(
             name=topic, partitions=[pb.ListOffsetsPartition(partition=partition, timestamp=timestamp)])])
-        node = self.cluster.leader(topic, partition)
-        response = self.cluster.call("ListOffsets", request, node, timeout)
-        r = response.topics[0].partitions[0]
-        if r.error_code:
-            raise error_for_code(r.error_code)(r.error_message)
-        return r.offset, r.timestamp
+        # Leadership may be moving: retriable errors refresh metadata and try again until the deadline.
+        deadline = time.monotonic() + (60.0 if timeout is None else timeout)
+        while True:
+            try:
+                node = self.cluster.leader(topic, partition)
+                response = self.cluster.call("ListOffsets", request, node, timeout)
+                r = response.topics[0].partitions[0]
+                if r.error_code:
+                    raise error_for_code(r.error_code)(r.error_message)
+                return r.offset, r.timestamp
+            except RiverlogError as e:
+                if not e.retriable or time.monotonic() >= deadline:
+                    raise
+            time.sleep(min(self.config["retry.backoff.ms"] / 1000.0, max(0.0, deadline - time.monotonic())))
+            self._refresh_quietly()
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         return self.cluster.snapshot([topic] if topic else None, None if timeout < 0 else timeout)

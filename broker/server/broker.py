@@ -109,6 +109,8 @@ class Broker:
         self.incarnation = uuid.uuid4().hex
         self.broker_epoch: int | None = None
         self.fenced = True
+        # False until first unfenced, i.e. caught up with the metadata log: until then clients are sent elsewhere.
+        self.serving = False
         self.shutting_down = False
         self._shutdown_done = threading.Event()
         self._stopped = threading.Event()
@@ -210,6 +212,7 @@ class Broker:
                     "metadata_offset": self.image.offset, "want_shut_down": self.shutting_down},
                     timeout=max(interval * 4, 2.0))
                 self.fenced = reply["fenced"]
+                self.serving = self.serving or not self.fenced
                 if reply["should_shut_down"]:
                     self._shutdown_done.set()
             except StaleBrokerEpochError:

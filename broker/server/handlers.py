@@ -10,8 +10,9 @@ import logging
 import time
 
 from broker.config import TOPIC_CONFIG
-from broker.errors import (InvalidRequestError, InvalidRequiredAcksError, LeaderNotAvailableError,
-                           RiverlogError, UnknownServerError, UnknownTopicOrPartitionError)
+from broker.errors import (BrokerNotAvailableError, InvalidRequestError, InvalidRequiredAcksError,
+                           LeaderNotAvailableError, RiverlogError, UnknownServerError,
+                           UnknownTopicOrPartitionError)
 from broker.proto import riverlog_pb2 as pb
 from broker.server.broker import Broker
 
@@ -38,6 +39,8 @@ class Handlers:
     # ---------------------------------------------------------------------------- metadata
     def metadata(self, request: pb.MetadataRequest) -> pb.MetadataResponse:
         b = self.broker
+        if b.is_broker and not b.serving:
+            raise BrokerNotAvailableError(f"broker {b.node_id} is still catching up with the metadata log")
         image = b.image
         controller = b.runtime.leader_id if b.runtime is not None else b.controller.leader_hint
         response = pb.MetadataResponse(cluster_id=b.cluster_id, controller_id=-1 if controller is None else controller)

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from broker.client import OFFSET_BEGINNING, Consumer, NewPartitions, NewTopic, Producer, TopicPartition
+from broker.client import OFFSET_BEGINNING, AdminClient, Consumer, NewPartitions, NewTopic, Producer, TopicPartition
 from broker.errors import NotEnoughReplicasError
 from tests.conftest import wait_until
 
@@ -20,7 +20,20 @@ def create(cluster, name, partitions=1, rf=3, **configs):
     with cluster.admin() as admin:
         admin.create_topics([NewTopic(name, partitions, rf, {k.replace("_", "."): str(v)
                                                              for k, v in configs.items()})])[name].result(30)
-    wait_until(lambda: all(p.leader >= 0 for p in _partitions(cluster, name)), 30, 0.05, "leaders")
+    # Every live broker learns of the topic from the metadata log; wait until each one knows its leaders.
+    wait_until(lambda: all(_leaders_known(cluster, name, node) for node in cluster.nodes.values() if node.alive),
+               30, 0.05, "leaders known to every broker")
+
+
+def _leaders_known(cluster, name, node) -> bool:
+    with AdminClient({"bootstrap.servers": node.bootstrap}) as admin:
+        info = admin.list_topics(name).topics[name]
+    return info.error is None and bool(info.partitions) and all(p.leader >= 0 for p in info.partitions.values())
+
+
+def _seen_by(node, name, index=0):
+    with AdminClient({"bootstrap.servers": node.bootstrap}) as admin:
+        return admin.list_topics(name).topics[name].partitions[index]
 
 
 def _partitions(cluster, name):
@@ -128,20 +141,25 @@ def test_stopped_followers_leave_the_isr_and_acks_all_needs_min_insync(cluster_f
     cb = lambda err, msg: results.append(err)  # noqa: E731
 
     cluster.nodes[followers[0]].pause()
-    wait_until(lambda: len(cluster.partition(topic_name, 0).isr) == 2, 30, 0.1, "the ISR to shrink to 2")
+    wait_until(lambda: len(_seen_by(cluster.nodes[state.leader], topic_name).isr) == 2, 30, 0.1,
+               "the leader to see the ISR shrink to 2")
     producer.produce(topic_name, value=b"with one follower away", on_delivery=cb)
     producer.flush(15)
     assert results == [None]
 
     cluster.nodes[followers[1]].pause()
-    wait_until(lambda: cluster.partition(topic_name, 0).isr == [state.leader], 30, 0.1, "the ISR to shrink to 1")
+    # Asked of the leader itself: until it has applied the shrink, it still counts the old ISR
+    # (KIP-497), and a write would be appended first and refused after (NotEnoughReplicasAfterAppend).
+    wait_until(lambda: _seen_by(cluster.nodes[state.leader], topic_name).isr == [state.leader], 30, 0.1,
+               "the leader to see the ISR shrink to 1")
     producer.produce(topic_name, value=b"refused", on_delivery=cb)
     producer.flush(15)
     assert isinstance(results[1], NotEnoughReplicasError), results
 
     for f in followers:
         cluster.nodes[f].resume()
-    wait_until(lambda: len(cluster.partition(topic_name, 0).isr) == 3, 60, 0.1, "both followers to rejoin")
+    wait_until(lambda: len(_seen_by(cluster.nodes[state.leader], topic_name).isr) == 3, 60, 0.1,
+               "the leader to see both followers rejoin")
     producer.produce(topic_name, value=b"all back", on_delivery=cb)
     producer.flush(15)
     assert results[2] is None
@@ -157,6 +175,9 @@ def test_losing_the_active_controller_elects_another_and_topics_can_still_be_cre
     info = wait_until(lambda: (lambda i: i if i.controller and i.controller.id != old else None)(cluster.describe()),
                       30, 0.1, "a new active controller")
     assert info.controller.id in cluster.nodes and info.controller.id != old
+    # A new controller gives every broker a fresh session, so the dead one is fenced one timeout later.
+    wait_until(lambda: any(n.id == old and n.fenced for n in cluster.describe().nodes), 30, 0.1,
+               f"broker {old} fenced by the new controller")
     create(cluster, topic_name, partitions=2, rf=2)
     assert all(len(p.replicas) == 2 and old not in p.replicas for p in _partitions(cluster, topic_name))
 
@@ -210,3 +231,54 @@ def test_partitions_can_be_added(cluster_factory, topic_name):
         p.produce(topic_name, value=b"in the new partition", partition=4)
         assert p.flush(30) == 0
     assert list(read_all(cluster.bootstrap, topic_name, 5).values()) == [b"in the new partition"]
+
+
+def test_controlled_shutdown_moves_leadership_away_before_the_node_exits(cluster_factory, topic_name):
+    cluster = cluster_factory(3, FAST)
+    create(cluster, topic_name, partitions=3, rf=3, min_insync_replicas=2)
+    victim = cluster.partition(topic_name, 0).leader
+    acked = Acked()
+    with Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "on_delivery": acked}) as p:
+        for i in range(300):
+            p.produce(topic_name, value=b"before %d" % i, partition=i % 3)
+        assert p.flush(30) == 0
+        assert cluster.nodes[victim].stop() == 0
+        # Asked at once, before any session timeout could fence it: a kill -9 would still show it leading.
+        for part in _partitions(cluster, topic_name):
+            assert part.leader not in (victim, -1) and victim not in part.isr, part
+        for i in range(300):
+            p.produce(topic_name, value=b"after %d" % i, partition=i % 3)
+        assert p.flush(30) == 0
+    assert not acked.errors and acked.count() == 600
+    assert read_all(cluster.bootstrap, topic_name, 3) == acked.values
+
+
+def test_a_controller_only_node_decides_but_holds_no_partitions(cluster_factory, topic_name):
+    cluster = cluster_factory(3, FAST, roles={3: "controller"})
+    info = cluster.describe()
+    roles = {n.id: n.roles for n in info.nodes}
+    assert roles == {1: "broker,controller", 2: "broker,controller", 3: "controller"}
+    create(cluster, topic_name, partitions=4, rf=2)
+    assert all(sorted(p.replicas) == [1, 2] for p in _partitions(cluster, topic_name))
+    with cluster.admin() as admin:
+        with pytest.raises(Exception) as refused:
+            admin.create_topics([NewTopic(topic_name + "-rf3", 1, 3)])[topic_name + "-rf3"].result(30)
+    assert "replication" in str(refused.value).lower()
+
+
+def test_cluster_status_and_topics_describe_on_the_command_line(cluster_factory, topic_name):
+    from tests.integration.test_cli import run_cli
+    cluster = cluster_factory(3, FAST)
+    run_cli(cluster.bootstrap, "topics", "create", topic_name, "--partitions", 2, "--replication-factor", 3,
+            "--config", "min.insync.replicas=2")
+    wait_until(lambda: all(_leaders_known(cluster, topic_name, n) for n in cluster.nodes.values()), 30, 0.05,
+               "leaders")
+    described = run_cli(cluster.bootstrap, "topics", "describe", topic_name).stdout
+    assert "ReplicationFactor: 3" in described or "ReplicationFactor:3" in described.replace(" ", ""), described
+    assert described.count("Isr:") == 2, described
+    status = run_cli(cluster.bootstrap, "cluster", "status").stdout
+    assert status.count("Roles: broker,controller") == 3 and "UnderReplicatedPartitions: 0" in status, status
+    cluster.nodes[3].pause()
+    wait_until(lambda: "UnderReplicatedPartitions: 2" in run_cli(cluster.bootstrap, "cluster", "status").stdout,
+               30, 0.2, "two under-replicated partitions")
+    cluster.nodes[3].resume()

@@ -1,0 +1,240 @@
+"""Replicated cluster benchmark: three nodes with RF=3 and acks=all against one node with RF=1.
+
+Prints one JSON line per figure. The baseline (one broker, RF=1, same producer, same records) is
+measured in the same run; the figure is the ratio. Failover time is measured from the kill -9 of a
+partition leader to the first successful ``acks=all`` produce, over several rounds. Nothing here is
+asserted; BENCHMARKS.md records the figures.
+
+    python bench/cluster_bench.py [--records 300000] [--rounds 5] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+VALUE = b"x" * 100
+TOPIC_CONFIG = {"min.insync.replicas": "2"}
+
+
+def emit(name, value, unit, **extra):
+    print(json.dumps({"figure": name, "value": round(value, 3), "unit": unit, **extra}), flush=True)
+
+
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Node:
+    """One node process: a broker, and a controller when a quorum is given."""
+
+    def __init__(self, data_dir: str, port: int, node_id: int | None = None, quorum: str | None = None):
+        self.data_dir, self.port, self.node_id, self.quorum = data_dir, port, node_id, quorum
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> "Node":
+        cmd = [sys.executable, "-m", "broker", "broker", "start", "--data-dir", self.data_dir,
+               "--port", str(self.port), "--log-level", "ERROR"]
+        if self.node_id is not None:
+            cmd += ["--node-id", str(self.node_id), "--controller-quorum", self.quorum]
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, start_new_session=True)
+        line = self.proc.stdout.readline()
+        if "listening on" not in line:
+            raise RuntimeError(f"node did not start: {line!r}")
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+        return self
+
+    def kill9(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+
+def start_cluster(root: str, n: int) -> list[Node]:
+    ports = free_ports(2 * n)
+    quorum = ",".join(f"{i + 1}@127.0.0.1:{ports[n + i]}" for i in range(n))
+    nodes = [Node(os.path.join(root, f"node-{i + 1}"), ports[i], i + 1, quorum) for i in range(n)]
+    for node in nodes:
+        node.start()
+    wait(lambda: _active_brokers(nodes) >= n, 60, "all brokers registered")
+    return nodes
+
+
+def _active_brokers(nodes: list[Node]) -> int:
+    from broker.client import AdminClient
+    try:
+        with AdminClient({"bootstrap.servers": bootstrap(nodes), "request.timeout.ms": 3000}) as admin:
+            info = admin.describe_cluster().result(5)
+        return sum(1 for n in info.nodes if n.broker and not n.fenced) if info.controller else 0
+    except Exception:  # noqa: BLE001 - not up yet
+        return 0
+
+
+def bootstrap(nodes: list[Node]) -> str:
+    return ",".join(n.address for n in nodes if n.proc and n.proc.poll() is None)
+
+
+def wait(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
+def partitions(servers: str, topic: str):
+    from broker.client import AdminClient
+    with AdminClient({"bootstrap.servers": servers, "request.timeout.ms": 3000}) as admin:
+        info = admin.list_topics(topic).topics[topic]
+    return {} if info.error else info.partitions
+
+
+def create_topic(servers: str, name: str, partitions_: int, rf: int) -> None:
+    from broker.client import AdminClient, NewTopic
+    with AdminClient({"bootstrap.servers": servers}) as admin:
+        admin.create_topics([NewTopic(name, partitions_, rf, TOPIC_CONFIG if rf > 1 else {})])[name].result(30)
+    wait(lambda: (lambda ps: ps and all(p.leader >= 0 and len(p.isr) == rf for p in ps.values()))(
+        partitions(servers, name)), 30, f"{name}: leaders and a full ISR")
+
+
+# ------------------------------------------------------------------------------ throughput
+def per_record_rate(servers: str, topic: str, n: int) -> float:
+    from broker.client import Producer
+    p = Producer({"bootstrap.servers": servers, "acks": "all", "linger.ms": 5})
+    produce = p.produce
+    start = time.perf_counter()
+    for _ in range(n):
+        try:
+            produce(topic, VALUE)
+        except BufferError:
+            p.poll(0.01)
+            produce(topic, VALUE)
+    p.flush(300)
+    elapsed = time.perf_counter() - start
+    p.close()
+    return n / elapsed
+
+
+def bulk_rate(servers: str, topic: str, n: int) -> float:
+    import pyarrow as pa
+    from broker.client import Producer
+    piece = min(n, 100_000)
+    table = pa.table({"value": pa.array([VALUE] * piece)})
+    p = Producer({"bootstrap.servers": servers, "acks": "all", "linger.ms": 5})
+    start = time.perf_counter()
+    for _ in range(n // piece):
+        p.produce_batch(topic, table)
+    p.flush(300)
+    elapsed = time.perf_counter() - start
+    p.close()
+    return (n // piece) * piece / elapsed
+
+
+# ------------------------------------------------------------------------------ failover
+def failover_seconds(nodes: list[Node], topic: str) -> float:
+    """Kill -9 the leader of ``topic``-0; seconds until an acks=all produce succeeds; then heal."""
+    from broker.client import Producer
+    servers = bootstrap(nodes)
+    leader = partitions(servers, topic)[0].leader
+    victim = next(n for n in nodes if n.node_id == leader)
+    producer = Producer({"bootstrap.servers": servers, "acks": "all", "linger.ms": 0,
+                         "retry.backoff.ms": 20, "delivery.timeout.ms": 60_000})
+    producer.produce(topic, b"warm-up")
+    producer.flush(30)
+    done = threading.Event()
+    outcome: list = []
+
+    def delivered(err, msg):
+        outcome.append(err)
+        done.set()
+
+    victim.kill9()
+    killed = time.perf_counter()
+    producer.produce(topic, b"after the kill", on_delivery=delivered)
+    while not done.is_set():
+        producer.poll(0.005)
+    elapsed = time.perf_counter() - killed
+    producer.close()
+    if outcome[0] is not None:
+        raise RuntimeError(f"produce after failover failed: {outcome[0]}")
+    victim.start()
+    wait(lambda: len(partitions(bootstrap(nodes), topic)[0].isr) == 3, 120, "the killed replica to rejoin")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="smaller runs, for a smoke check")
+    args = parser.parse_args()
+    n = 50_000 if args.quick else args.records
+    rounds = 2 if args.quick else args.rounds
+    emit("machine", os.cpu_count(), "cpus", python=platform.python_version(), platform=platform.platform())
+    with tempfile.TemporaryDirectory(prefix="riverlog-cluster-bench-") as tmp:
+        single = Node(os.path.join(tmp, "single"), free_ports(1)[0]).start()
+        try:
+            create_topic(single.address, "per-record", 3, 1)
+            create_topic(single.address, "bulk", 3, 1)
+            base_per_record = per_record_rate(single.address, "per-record", n)
+            base_bulk = bulk_rate(single.address, "bulk", n * 5)
+        finally:
+            single.stop()
+        emit("baseline.one_broker_rf1.per_record", base_per_record, "rec/s", acks="all")
+        emit("baseline.one_broker_rf1.bulk", base_bulk, "rec/s", acks="all")
+
+        nodes = start_cluster(os.path.join(tmp, "cluster"), 3)
+        try:
+            servers = bootstrap(nodes)
+            create_topic(servers, "per-record", 3, 3)
+            create_topic(servers, "bulk", 3, 3)
+            rate = per_record_rate(servers, "per-record", n)
+            emit("cluster.rf3_acks_all.per_record", rate, "rec/s", baseline=round(base_per_record),
+                 ratio=round(rate / base_per_record, 3), target_ratio=0.5)
+            rate = bulk_rate(servers, "bulk", n * 5)
+            emit("cluster.rf3_acks_all.bulk", rate, "rec/s", baseline=round(base_bulk),
+                 ratio=round(rate / base_bulk, 3), target_ratio=0.5)
+            create_topic(servers, "failover", 1, 3)
+            times = [failover_seconds(nodes, "failover") for _ in range(rounds)]
+            emit("cluster.failover_to_first_produce_p50", statistics.median(times), "s", target=2.0,
+                 rounds=rounds, all=[round(t, 3) for t in times])
+        finally:
+            for node in nodes:
+                node.stop()
+
+
+if __name__ == "__main__":
+    main()
