@@ -1,6 +1,8 @@
 """A replicated cluster of real node processes: replication, ISR, failover, controller loss, restart."""
 from __future__ import annotations
 
+import glob
+import os
 import threading
 import time
 
@@ -169,7 +171,7 @@ def test_stopped_followers_leave_the_isr_and_acks_all_needs_min_insync(cluster_f
 
 
 def test_losing_the_active_controller_elects_another_and_topics_can_still_be_created(cluster_factory, topic_name):
-    cluster = cluster_factory(3, FAST)
+    cluster = cluster_factory(3, {**FAST, "metadata.max.snapshot.records": 5})
     old = cluster.describe().controller.id
     cluster.nodes[old].kill9()
     info = wait_until(lambda: (lambda i: i if i.controller and i.controller.id != old else None)(cluster.describe()),
@@ -180,11 +182,22 @@ def test_losing_the_active_controller_elects_another_and_topics_can_still_be_cre
                f"broker {old} fenced by the new controller")
     create(cluster, topic_name, partitions=2, rf=2)
     assert all(len(p.replicas) == 2 and old not in p.replicas for p in _partitions(cluster, topic_name))
+    for extra in range(3):
+        create(cluster, f"{topic_name}-{extra}", partitions=1, rf=2)
+    # The others have snapshotted past what the old controller holds: it catches up from a snapshot.
+    cluster.nodes[old].start()
+    cluster.wait_for_brokers(3)
+    with AdminClient({"bootstrap.servers": cluster.nodes[old].bootstrap}) as admin:
+        known = set(admin.list_topics().topics)
+    assert {topic_name, *(f"{topic_name}-{extra}" for extra in range(3))} <= known
 
 
 def test_a_whole_cluster_restart_keeps_data_and_metadata(cluster_factory, topic_name):
-    cluster = cluster_factory(3, FAST)
+    # Snapshot the metadata every few records, so that the restart loads snapshots, not only the log.
+    cluster = cluster_factory(3, {**FAST, "metadata.max.snapshot.records": 5})
     create(cluster, topic_name, partitions=3, rf=3, retention_ms=123456789)
+    for extra in range(3):
+        create(cluster, f"{topic_name}-{extra}", partitions=2, rf=2)
     acked = Acked()
     with Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "on_delivery": acked}) as p:
         for i in range(600):
@@ -193,8 +206,13 @@ def test_a_whole_cluster_restart_keeps_data_and_metadata(cluster_factory, topic_
     for node in cluster.nodes.values():
         assert node.stop() == 0
     for node in cluster.nodes.values():
+        assert glob.glob(os.path.join(node.data_dir, "__cluster_metadata-0", "snapshot-*.json")), node.data_dir
+    for node in cluster.nodes.values():
         node.start()
     cluster.wait_for_brokers(3)
+    with cluster.admin() as admin:
+        names = set(admin.list_topics().topics)
+    assert {topic_name, *(f"{topic_name}-{extra}" for extra in range(3))} <= names
     wait_until(lambda: all(p.leader >= 0 for p in _partitions(cluster, topic_name)), 30, 0.1, "leaders")
     assert read_all(cluster.bootstrap, topic_name, 3) == acked.values
     from broker.client import ConfigResource
