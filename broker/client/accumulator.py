@@ -51,9 +51,13 @@ class _TableChunk:
 
 
 class TopicBuffer:
-    """Records of one topic not yet drained; ``since`` is when the oldest arrived (monotonic)."""
+    """Records of one topic not yet drained; ``since`` is when the oldest arrived (monotonic).
 
-    __slots__ = ("chunks", "_open", "bytes", "count", "since", "keyed")
+    ``hold_until``: records put back while the topic's metadata is unknown wait until then (even
+    during a flush) before the sender looks the topic up again.
+    """
+
+    __slots__ = ("chunks", "_open", "bytes", "count", "since", "keyed", "hold_until")
 
     def __init__(self):
         self.chunks: list = []
@@ -62,6 +66,7 @@ class TopicBuffer:
         self.count = 0
         self.since = 0.0
         self.keyed = False
+        self.hold_until = 0.0
 
     def open_rows(self, now: float) -> list:
         """The list ``produce()`` appends its row tuples to (a new chunk after a table)."""

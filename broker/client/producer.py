@@ -10,12 +10,16 @@ confluent-kafka. Requests to a broker travel on one ordered gRPC stream, handled
 Kafka connection, with up to ``max.in.flight.requests.per.connection`` unanswered.
 
 A failed batch goes back into its partition's queue at its place in produce order (its
-``sequence``), however the failures of a broken stream are reported, and while a partition has a
-retry unanswered none of its later batches is sent. A broken stream therefore never reorders a
-partition. As in Kafka without idempotence, one case remains: when the broker fails a partition's
-batch alone (a per-partition error) while a later request of the same partition is already in
-flight, that later request can be written first; set ``max.in.flight.requests.per.connection`` to 1
-for strict order then.
+``sequence``), however the failures of a broken stream are reported. A partition has one request
+unanswered at most while it is unsteady: while batches of it are being retried, and for two seconds
+(``_SETTLE_S``) after a retriable failure of it or after its broker's stream was reopened. A
+broker that is starting (loading its logs, fenced, made leader again), or whose leadership moves
+and comes back, fails some requests of a partition and accepts the next ones: a later request
+already in flight would be written before the failed one. Broken streams and broker restarts
+therefore do not reorder a partition. As in Kafka without idempotence, one case remains: when the
+broker fails a steady partition's batch alone (a per-partition error) and accepts a later request
+of it that was already in flight, that one is written first; set
+``max.in.flight.requests.per.connection`` to 1 for strict order then.
 """
 from __future__ import annotations
 
@@ -44,6 +48,8 @@ from broker.proto import riverlog_pb2 as pb
 log = logging.getLogger(__name__)
 
 _ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
+# How long a partition stays unsteady (see above): a restarting broker settles well within it.
+_SETTLE_S = 2.0
 
 
 class Producer:
@@ -264,10 +270,13 @@ class _Sender:
         self.queues: dict[tuple[str, int], collections.deque] = {}
         self.streams: dict[int, _ProduceStream] = {}
         self.in_flight: dict[int, int] = collections.defaultdict(int)
-        # Unanswered requests carrying each partition, and the partitions with a batch being retried:
-        # such a partition sends nothing while a request of it is unanswered.
+        # Unanswered requests carrying each partition. An unsteady partition (being retried, or until
+        # the time noted for it or its node) sends nothing while a request of it is unanswered.
         self.partition_in_flight: dict[tuple[str, int], int] = collections.defaultdict(int)
         self.retrying: set[tuple[str, int]] = set()
+        self.settle_time = _SETTLE_S
+        self.unsteady_until: dict[tuple[str, int], float] = {}
+        self.node_unsteady_until: dict[int, float] = {}
         self.sequence = itertools.count(1)
         self.send_at = 0.0  # when _send may next have something to send (answers also wake it)
         self.completions: collections.deque = collections.deque()
@@ -300,9 +309,12 @@ class _Sender:
         p = self.p
         waits = [1.0]
         for buf in p._buffers.values():
-            if p._flushing or p._closed or buf.bytes >= p._batch_size * (4 if buf.keyed else 1):
+            if buf.hold_until > now:
+                waits.append(buf.hold_until - now)
+            elif p._flushing or p._closed or buf.bytes >= p._batch_size * (4 if buf.keyed else 1):
                 return 0
-            waits.append(buf.since + p._linger - now)
+            else:
+                waits.append(buf.since + p._linger - now)
         waits.append(self.send_at - now)
         return max(0.0, min(waits))
 
@@ -310,6 +322,8 @@ class _Sender:
         p = self.p
         ready = {}
         for topic, buf in list(p._buffers.items()):
+            if buf.hold_until > now:
+                continue
             if (p._flushing or p._closed or now - buf.since >= p._linger
                     or buf.bytes >= p._batch_size * (4 if buf.keyed else 1)):
                 ready[topic] = buf
@@ -377,7 +391,7 @@ class _Sender:
                 newer = self.p._buffers.get(topic)
                 if newer is not None:
                     buf.absorb(newer)
-                buf.since = now - self.p._linger + self.backoff
+                buf.hold_until = now + self.backoff
                 self.p._buffers[topic] = buf
             return
         self.unknown_since.pop(topic, None)
@@ -404,10 +418,12 @@ class _Sender:
                     f"delivery.timeout.ms={int(self.delivery_timeout * 1000)}"))
 
     # -------------------------------------------------------------------------------- sending
-    def _muted(self, key) -> bool:
-        """A partition being retried sends nothing more until its unanswered request is answered:
-        a later batch sent meanwhile could be written before the retried ones."""
-        return key in self.retrying and self.partition_in_flight[key] > 0
+    def _muted(self, key, node: int, now: float) -> bool:
+        """An unsteady partition sends nothing more until its unanswered request is answered: the
+        broker could fail that request and write a later one sent meanwhile."""
+        return self.partition_in_flight[key] > 0 and (
+            key in self.retrying or now < self.unsteady_until.get(key, 0.0)
+            or now < self.node_unsteady_until.get(node, 0.0))
 
     def _node_blocked(self, node: int) -> bool:
         stream = self.streams.get(node)
@@ -425,14 +441,14 @@ class _Sender:
             if queue[0].retry_at > now:
                 next_at = min(next_at, queue[0].retry_at)
                 continue
-            if self._muted(key):
-                continue  # its answer wakes the sender
             try:
                 node = self.p.cluster.leader(*key)
             except RiverlogError:
                 self.stale_metadata = True
                 next_at = min(next_at, now + self.backoff)
                 continue
+            if self._muted(key, node, now):
+                continue  # its answer wakes the sender
             by_node[node].append(key)
         for node, keys in by_node.items():
             while keys and not self._node_blocked(node):
@@ -441,7 +457,7 @@ class _Sender:
             # A blocked node is woken by an answer or the broken stream's report; otherwise a
             # partition with batches left over (a request holds max.request.size) goes on now.
             if not self._node_blocked(node) and any(
-                    self.queues[key] and not self._muted(key) for key in by_node[node]):
+                    self.queues[key] and not self._muted(key, node, now) for key in by_node[node]):
                 next_at = now
         self.send_at = next_at
 
@@ -475,6 +491,10 @@ class _Sender:
         # is the only one unanswered): a later batch must not reach the broker before them. Until
         # then send() on the broken stream fails this request too, and it is requeued in order.
         if stream is None or stream.dead and self.in_flight[node] == 1:
+            # A replaced stream may lead to a broker that just restarted. (A first stream needs no
+            # settling: it follows metadata, which a broker serves only once it has caught up.)
+            if stream is not None:
+                self.node_unsteady_until[node] = time.monotonic() + self.settle_time
             try:
                 stream = self.streams[node] = _ProduceStream(node, self.p.cluster.stub(node), self._on_stream_event)
             except Exception as e:  # noqa: BLE001 - e.g. an unknown broker: retried like any failure
@@ -530,6 +550,7 @@ class _Sender:
         now = time.monotonic()
         if error.retriable:
             self.stale_metadata = True
+            self.unsteady_until[key] = now + self.settle_time
             retry = [b for b in taken if b.attempts < self.retries and now - b.created < self.delivery_timeout]
             if len(retry) == len(taken):
                 for batch in taken:
