@@ -14,6 +14,7 @@ or 127.0.0.1:9092). Errors print the typed error's name and message and exit wit
 from __future__ import annotations
 
 import datetime as dt
+import faulthandler
 import logging
 import os
 import signal
@@ -106,8 +107,11 @@ def broker_start(data_dir, host, port, node_id, roles, controller_quorum, proper
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     server.wait()
+    # A stop that hangs past the controlled-shutdown bound prints every thread's stack to stderr.
+    faulthandler.dump_traceback_later(config["controlled.shutdown.timeout.ms"] / 1000.0 + 10.0)
     server._stopped.clear()
     server.stop()
+    faulthandler.cancel_dump_traceback_later()
 
 
 # ----------------------------------------------------------------------------------- topics

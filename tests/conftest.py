@@ -99,10 +99,17 @@ class BrokerProcess:
     def resume(self) -> None:
         os.kill(self.proc.pid, signal.SIGCONT)
 
-    def stop(self, timeout: float = 30.0) -> int:
+    def stop(self, timeout: float = 60.0) -> int:
+        """SIGTERM and wait for a clean exit; a node that hangs has printed its threads' stacks."""
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-            return self.proc.wait(timeout)
+            try:
+                return self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+                raise RuntimeError(f"node {self.node_id} did not stop in {timeout}s:\n"
+                                   + "".join(self.output[-200:])) from None
         return self.proc.returncode if self.proc else 0
 
     def restart(self) -> "BrokerProcess":

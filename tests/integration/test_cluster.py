@@ -181,7 +181,8 @@ def test_losing_the_active_controller_elects_another_and_topics_can_still_be_cre
     wait_until(lambda: any(n.id == old and n.fenced for n in cluster.describe().nodes), 30, 0.1,
                f"broker {old} fenced by the new controller")
     create(cluster, topic_name, partitions=2, rf=2)
-    assert all(len(p.replicas) == 2 and old not in p.replicas for p in _partitions(cluster, topic_name))
+    parts = _partitions(cluster, topic_name)
+    assert all(len(p.replicas) == 2 and old not in p.replicas for p in parts), (old, parts, cluster.describe())
     for extra in range(3):
         create(cluster, f"{topic_name}-{extra}", partitions=1, rf=2)
     # The others have snapshotted past what the old controller holds: it catches up from a snapshot.
