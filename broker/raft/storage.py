@@ -54,6 +54,7 @@ from crc32c import crc32c
 
 from broker.errors import CorruptRecordError
 from broker.raft.messages import NO_INDEX, NO_TERM, Entry
+from broker.storage.checkpoint import fsync_dir, write_atomically
 
 Snapshot = tuple[int, int, bytes]
 
@@ -76,22 +77,30 @@ class RaftStorage(ABC):
     def truncate_from(self, index: int) -> None:
         """Discard entries ``>= index``; entries covered by the snapshot cannot be discarded."""
 
-    @abstractmethod
+    # Both kinds keep the entries after the snapshot in memory (``_log``) beside the snapshot
+    # (``_snapshot``), so reading them is the same code.
+    _log: list[Entry]
+    _snapshot: Snapshot | None
+
     def entries(self, lo: int, hi: int) -> list[Entry]:
         """Entries with ``lo <= index < hi``, clipped to ``last_index()``; ``lo >= first_index()``."""
+        first = self.first_index()
+        if lo < first:
+            raise ValueError(f"entries from {lo} are compacted; the log starts at {first}")
+        return self._log[lo - first: max(lo, hi) - first]
 
-    @abstractmethod
     def term_at(self, index: int) -> int | None:
         """The term of the entry at ``index``: the snapshot's term at its last index, ``NO_TERM`` at
         ``NO_INDEX`` when there is no snapshot, None when the index is compacted away or beyond the end."""
+        return _term_at(index, self.first_index(), self._log, self._snapshot)
 
-    @abstractmethod
     def last_index(self) -> int:
         """The last entry's index (the snapshot's last index when no entry follows it; -1 if none)."""
+        return self.first_index() + len(self._log) - 1
 
-    @abstractmethod
     def first_index(self) -> int:
         """The first index the log can hold: the snapshot's last index + 1, or 0."""
+        return self._snapshot[0] + 1 if self._snapshot else 0
 
     @abstractmethod
     def save_snapshot(self, last_index: int, last_term: int, data: bytes) -> None:
@@ -137,21 +146,6 @@ class MemoryRaftStorage(RaftStorage):
             raise ValueError(f"cannot truncate from {index}: entries before {self.first_index()} are "
                              "in the snapshot")
         del self._log[index - self.first_index():]
-
-    def entries(self, lo, hi):
-        first = self.first_index()
-        if lo < first:
-            raise ValueError(f"entries from {lo} are compacted; the log starts at {first}")
-        return self._log[lo - first: max(lo, hi) - first]
-
-    def term_at(self, index):
-        return _term_at(index, self.first_index(), self._log, self._snapshot)
-
-    def last_index(self):
-        return self.first_index() + len(self._log) - 1
-
-    def first_index(self):
-        return self._snapshot[0] + 1 if self._snapshot else 0
 
     def save_snapshot(self, last_index, last_term, data):
         _check_snapshot_advances(self._snapshot, last_index)
@@ -221,25 +215,6 @@ def decode_frames(buf: bytes) -> tuple[list[Entry], list[int], int]:
     return entries, positions, pos
 
 
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_atomically(directory: str, name: str, data: bytes) -> None:
-    path = os.path.join(directory, name)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(directory)
-
-
 def _snapshot_name(last_index: int, last_term: int) -> str:
     return f"{SNAPSHOT_PREFIX}{last_index:020d}-{last_term}.json"
 
@@ -298,7 +273,7 @@ class FileRaftStorage(RaftStorage):
         created = not os.path.exists(path)
         f = open(path, "a+b")
         if created:
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
         f.seek(0)
         buf = f.read()
         entries, positions, valid = decode_frames(buf)
@@ -325,7 +300,7 @@ class FileRaftStorage(RaftStorage):
     def _rewrite_log(self, entries: list[Entry]):
         """Replace the log file with ``entries`` (temp file + rename) and return the new handle."""
         frames = [encode_frame(e) for e in entries]
-        _write_atomically(self.directory, LOG_FILE, b"".join(frames))
+        write_atomically(os.path.join(self.directory, LOG_FILE), b"".join(frames))
         positions, pos = [], 0
         for frame in frames:
             positions.append(pos)
@@ -340,7 +315,7 @@ class FileRaftStorage(RaftStorage):
 
     def save_hard_state(self, term, voted_for):
         doc = json.dumps({"term": term, "voted_for": voted_for}).encode()
-        _write_atomically(self.directory, STATE_FILE, doc)
+        write_atomically(os.path.join(self.directory, STATE_FILE), doc)
         self._term, self._voted_for = term, voted_for
 
     # ------------------------------------------------------------------------------ the log
@@ -371,21 +346,6 @@ class FileRaftStorage(RaftStorage):
         os.fsync(self._file.fileno())
         del self._log[pos:], self._positions[pos:]
 
-    def entries(self, lo, hi):
-        first = self.first_index()
-        if lo < first:
-            raise ValueError(f"entries from {lo} are compacted; the log starts at {first}")
-        return self._log[lo - first: max(lo, hi) - first]
-
-    def term_at(self, index):
-        return _term_at(index, self.first_index(), self._log, self._snapshot)
-
-    def last_index(self):
-        return self.first_index() + len(self._log) - 1
-
-    def first_index(self):
-        return self._snapshot[0] + 1 if self._snapshot else 0
-
     # ------------------------------------------------------------------------------ snapshots
     def save_snapshot(self, last_index, last_term, data):
         _check_snapshot_advances(self._snapshot, last_index)
@@ -394,7 +354,7 @@ class FileRaftStorage(RaftStorage):
         doc = {"last_index": last_index, "last_term": last_term, "crc32c": crc32c(data),
                "data": base64.b64encode(data).decode("ascii")}
         name = _snapshot_name(last_index, last_term)
-        _write_atomically(self.directory, name, json.dumps(doc).encode())
+        write_atomically(os.path.join(self.directory, name), json.dumps(doc).encode())
         kept = _entries_after_snapshot(self._log, self.first_index(), last_index, last_term)
         self._file.close()
         self._snapshot = (last_index, last_term, data)
@@ -402,7 +362,7 @@ class FileRaftStorage(RaftStorage):
         for stale in old:
             if stale != name:
                 os.remove(os.path.join(self.directory, stale))
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
 
     def snapshot(self):
         return self._snapshot
