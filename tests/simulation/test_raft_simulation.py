@@ -7,7 +7,6 @@ invariants), plus targeted scenarios each feature must survive.
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 
 import pytest
@@ -17,37 +16,16 @@ from broker.raft import (AppendRequest, AppendResponse, Entry, MemoryRaftStorage
                          VoteResponse)
 from broker.raft.replication import Progress, quorum_index
 from tests.simulation.raft_sim import Faults, SimConfig, Simulation, SimulationFailure, Stats, run_seed
+from tests.simulation.seeds import ONE_SEED, check_every_seed
 
 pytestmark = pytest.mark.simulation
 
-SEEDS = int(os.environ.get("RIVERLOG_SIM_SEEDS", "1000"))
-ONE_SEED = os.environ.get("RIVERLOG_SIM_SEED")
-THIS_FILE = "tests/simulation/test_raft_simulation.py"
-
-
-def replay_command(seed: int) -> str:
-    return (f"RIVERLOG_SIM_SEED={seed} .venv/bin/python -m pytest "
-            f"{THIS_FILE}::test_raft_invariants_hold_for_every_seed -q -p no:cacheprovider")
+THIS_TEST = "tests/simulation/test_raft_simulation.py::test_raft_invariants_hold_for_every_seed"
 
 
 def test_raft_invariants_hold_for_every_seed():
-    seeds = [int(ONE_SEED)] if ONE_SEED is not None else range(SEEDS)
     config = SimConfig(trace_events=5_000) if ONE_SEED is not None else SimConfig()  # a replay tells more
-    total, failure = Stats(), None
-    for seed in seeds:
-        try:
-            total.add(run_seed(seed, config))
-        except SimulationFailure as caught:
-            failure = caught
-            break
-    if failure is not None:
-        seed = failure.seed
-        print(f"\nRaft simulation failed with seed {seed}; replay with:\n  {replay_command(seed)}")
-        pytest.fail(f"{failure}\nreplay: {replay_command(seed)}\n" + "\n".join(failure.trace), pytrace=False)
-    if ONE_SEED is None and SEEDS >= 200:
-        # Passing means little unless the runs exercised what the invariants are about.
-        unexercised = [name for name, value in dataclasses.asdict(total).items() if value == 0]
-        assert not unexercised, f"no run exercised: {unexercised} ({total})"
+    check_every_seed("Raft", THIS_TEST, lambda seed: run_seed(seed, config), Stats())
 
 
 def test_a_seed_replays_identically():

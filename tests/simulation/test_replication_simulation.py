@@ -7,38 +7,19 @@ loss, a lossy network and leader moves; see ``replication_sim.py`` for the model
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import pytest
 
 from tests.simulation.replication_sim import SimConfig, Simulation, SimulationFailure, Stats, run_seed
+from tests.simulation.seeds import check_every_seed
 
 pytestmark = pytest.mark.simulation
 
-SEEDS = int(os.environ.get("RIVERLOG_SIM_SEEDS", "1000"))
-ONE_SEED = os.environ.get("RIVERLOG_SIM_SEED")
-THIS_FILE = os.path.relpath(__file__, os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
-
-
-def replay_command(seed: int) -> str:
-    return (f"RIVERLOG_SIM_SEED={seed} .venv/bin/python -m pytest "
-            f"{THIS_FILE}::test_replication_invariants_hold_for_every_seed -q -p no:cacheprovider")
+THIS_TEST = "tests/simulation/test_replication_simulation.py::test_replication_invariants_hold_for_every_seed"
 
 
 def test_replication_invariants_hold_for_every_seed():
-    seeds = [int(ONE_SEED)] if ONE_SEED is not None else range(SEEDS)
-    total = Stats()
-    for seed in seeds:
-        try:
-            total.add(run_seed(seed))
-        except SimulationFailure as failure:
-            print(f"\nreplication simulation failed with seed {seed}; replay with:\n  {replay_command(seed)}")
-            pytest.fail(f"{failure}\nreplay: {replay_command(seed)}\n" + "\n".join(failure.trace),
-                        pytrace=False)
-    if ONE_SEED is None and SEEDS >= 200:
-        # The runs must actually exercise what the invariants are about, or passing means little.
-        unexercised = [name for name, value in dataclasses.asdict(total).items() if value == 0]
-        assert not unexercised, f"no run exercised: {unexercised} ({total})"
+    check_every_seed("replication", THIS_TEST, run_seed, Stats())
 
 
 def test_a_seed_replays_identically():
