@@ -85,31 +85,35 @@ def create_topic(servers: str, name: str, partitions: int = 1, **configs) -> Non
         admin.create_topics([NewTopic(name, partitions, config=configs)])[name].result()
 
 
-def bench_per_record_produce(servers: str, n: int) -> float:
+def bench_per_record_produce(servers: str, n: int, topic: str = "per-record", acks: str = "1",
+                             create: bool = True) -> float:
     from broker.client import Producer
-    create_topic(servers, "per-record")
-    p = Producer({"bootstrap.servers": servers, "acks": "1", "linger.ms": 5})
+    if create:
+        create_topic(servers, topic)
+    p = Producer({"bootstrap.servers": servers, "acks": acks, "linger.ms": 5})
     produce = p.produce
     start = time.perf_counter()
     for _ in range(n):
         try:
-            produce("per-record", VALUE)
+            produce(topic, VALUE)
         except BufferError:
             p.poll(0.01)
-            produce("per-record", VALUE)
+            produce(topic, VALUE)
     p.flush(120)
     elapsed = time.perf_counter() - start
     p.close()
     return n / elapsed
 
 
-def bench_bulk_produce(servers: str, n: int, topic: str = "bulk", value_size: int = 100) -> tuple[float, float]:
+def bench_bulk_produce(servers: str, n: int, topic: str = "bulk", value_size: int = 100, acks: str = "1",
+                       create: bool = True) -> tuple[float, float]:
     import pyarrow as pa
     from broker.client import Producer
-    create_topic(servers, topic)
+    if create:
+        create_topic(servers, topic)
     piece = min(n, 100_000)
     table = pa.table({"value": pa.array([b"x" * value_size] * piece)})
-    p = Producer({"bootstrap.servers": servers, "acks": "1", "linger.ms": 5})
+    p = Producer({"bootstrap.servers": servers, "acks": acks, "linger.ms": 5})
     start = time.perf_counter()
     for _ in range(n // piece):
         p.produce_batch(topic, table)

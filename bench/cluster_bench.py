@@ -10,7 +10,6 @@ asserted; BENCHMARKS.md records the figures.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import signal
@@ -25,12 +24,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-VALUE = b"x" * 100
+from broker_bench import bench_bulk_produce, bench_per_record_produce, emit  # noqa: E402 - beside this file
+
 TOPIC_CONFIG = {"min.insync.replicas": "2"}
-
-
-def emit(name, value, unit, **extra):
-    print(json.dumps({"figure": name, "value": round(value, 3), "unit": unit, **extra}), flush=True)
 
 
 def free_ports(n: int) -> list[int]:
@@ -132,35 +128,11 @@ def create_topic(servers: str, name: str, partitions_: int, rf: int) -> None:
 
 # ------------------------------------------------------------------------------ throughput
 def per_record_rate(servers: str, topic: str, n: int) -> float:
-    from broker.client import Producer
-    p = Producer({"bootstrap.servers": servers, "acks": "all", "linger.ms": 5})
-    produce = p.produce
-    start = time.perf_counter()
-    for _ in range(n):
-        try:
-            produce(topic, VALUE)
-        except BufferError:
-            p.poll(0.01)
-            produce(topic, VALUE)
-    p.flush(300)
-    elapsed = time.perf_counter() - start
-    p.close()
-    return n / elapsed
+    return bench_per_record_produce(servers, n, topic, acks="all", create=False)
 
 
 def bulk_rate(servers: str, topic: str, n: int) -> float:
-    import pyarrow as pa
-    from broker.client import Producer
-    piece = min(n, 100_000)
-    table = pa.table({"value": pa.array([VALUE] * piece)})
-    p = Producer({"bootstrap.servers": servers, "acks": "all", "linger.ms": 5})
-    start = time.perf_counter()
-    for _ in range(n // piece):
-        p.produce_batch(topic, table)
-    p.flush(300)
-    elapsed = time.perf_counter() - start
-    p.close()
-    return (n // piece) * piece / elapsed
+    return bench_bulk_produce(servers, n, topic, acks="all", create=False)[0]
 
 
 # ------------------------------------------------------------------------------ failover
