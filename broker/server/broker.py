@@ -178,11 +178,13 @@ class Broker:
         raise last
 
     def _publish(self, first: bool) -> None:
+        # One copy per change: the published image is never mutated, so the replica manager and
+        # request handlers can share it while the metadata thread keeps applying to ``_working``.
         image = copy.deepcopy(self._working)
         if first and self.is_broker:
             self.replicas.remove_stale_dirs(image)
         if self.is_broker:
-            self.replicas.apply_image(copy.deepcopy(image))
+            self.replicas.apply_image(image)
         with self.metadata_changed:
             self.image = image
             self.metadata_changed.notify_all()
@@ -313,7 +315,7 @@ class Broker:
         """Until this broker is registered, unfenced and has caught up with the metadata log."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not self.is_broker or (self.broker_epoch is not None and not self.fenced):
+            if not self.is_broker or self.serving:
                 return True
             time.sleep(0.02)
         return False
