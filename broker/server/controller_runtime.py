@@ -93,6 +93,7 @@ class ControllerRuntime:
         self._ops: list[_Op] = []
         self._pending: _Op | None = None
         self._active = False
+        self._active_term = -1
         self._ready_index = -1
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="riverlog-controller", daemon=True)
@@ -222,11 +223,13 @@ class ControllerRuntime:
         self._since_snapshot = 0
 
     def _check_leadership(self) -> None:
-        leader = self.raft.role == "leader"
+        # Leading in a later term than the one we activated in means leadership was lost and won
+        # back between two checks: another leader may have committed records we have not applied.
+        leader = self.raft.role == "leader" and (not self._active or self.raft.term == self._active_term)
         if leader and not self._active and self._ready_index < 0:
             self._ready_index = self.raft.last_index  # our no-op: once applied, the image is current
         if leader and not self._active and self.applied >= self._ready_index >= 0:
-            self._active = True
+            self._active, self._active_term = True, self.raft.term
             self.controller.activate(self.image, self.clock.time_ms())
             log.info("node %d is the active controller (term %d)", self.node_id, self.raft.term)
         if not leader:
@@ -234,6 +237,8 @@ class ControllerRuntime:
                 log.info("node %d is no longer the active controller", self.node_id)
             self._active, self._ready_index = False, -1
             self._fail_ops()
+            if self.raft.role == "leader":  # re-won: wait for this term's no-op before acting again
+                self._check_leadership()
 
     def _fail_ops(self) -> None:
         error = NotControllerError("this node is not the active controller", leader_id=self.leader_id)

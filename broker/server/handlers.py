@@ -11,7 +11,7 @@ import time
 
 from broker.config import TOPIC_CONFIG
 from broker.errors import (BrokerNotAvailableError, InvalidRequestError, InvalidRequiredAcksError,
-                           LeaderNotAvailableError, RiverlogError, UnknownServerError,
+                           LeaderNotAvailableError, NotLeaderOrFollowerError, RiverlogError, UnknownServerError,
                            UnknownTopicOrPartitionError)
 from broker.proto import riverlog_pb2 as pb
 from broker.server.broker import Broker
@@ -35,6 +35,14 @@ class Handlers:
         self.broker = broker
         self.host = host
         self.port = port
+
+    def _partition(self, topic: str, index: int):
+        """A partition to read or write, once this broker has caught up with the metadata log: until
+        then its image may still name it leader of partitions that have moved on while it was down."""
+        b = self.broker
+        if b.is_broker and not b.serving:
+            raise NotLeaderOrFollowerError(f"broker {b.node_id} is still catching up with the metadata log")
+        return b.partition(topic, index)
 
     # ---------------------------------------------------------------------------- metadata
     def metadata(self, request: pb.MetadataRequest) -> pb.MetadataResponse:
@@ -130,7 +138,7 @@ class Handlers:
                 try:
                     if not acks_ok:
                         raise InvalidRequiredAcksError(f"acks must be 0, 1 or -1 (all), got {request.acks}")
-                    partition = self.broker.partition(topic.name, p.partition)
+                    partition = self._partition(topic.name, p.partition)
                     info = partition.append_records(p.records, request.acks)
                     if request.acks == -1:
                         partition.wait_for_replication(info, max(request.timeout_ms, 1) / 1000.0)
@@ -165,7 +173,7 @@ class Handlers:
                 pr = tr.partitions.add(partition=p.partition, high_watermark=-1, last_stable_offset=-1,
                                        log_start_offset=-1, log_end_offset=-1)
                 try:
-                    partition = self.broker.partition(topic.name, p.partition)
+                    partition = self._partition(topic.name, p.partition)
                     budget = min(p.max_bytes if p.max_bytes > 0 else max_bytes, max(0, max_bytes - total))
                     if budget == 0 and total > 0:
                         start, hw, end = partition.offsets()
@@ -198,7 +206,7 @@ class Handlers:
             for p in topic.partitions:
                 pr = tr.partitions.add(partition=p.partition, offset=-1, timestamp=-1)
                 try:
-                    partition = self.broker.partition(topic.name, p.partition)
+                    partition = self._partition(topic.name, p.partition)
                     partition.check_leader()
                     start, hw, _ = partition.offsets()
                     if p.timestamp == EARLIEST:
