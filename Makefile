@@ -36,6 +36,8 @@ test-integration: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/broker_bench.py
 	$(PY) bench/cluster_bench.py
+	$(PY) bench/compaction_bench.py
+	$(PY) bench/group_bench.py
 
 proto: $(STAMP)
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --grpc_python_out=. broker/proto/riverlog.proto

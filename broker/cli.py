@@ -7,6 +7,9 @@
     riverlog produce orders --file events.txt --key-separator :
     riverlog consume orders --from-beginning --max-messages 10 --print-key
     riverlog offsets orders --time 2026-11-01T00:00:00
+    riverlog delete-records orders --partition 0 --offset 1000
+    riverlog groups describe billing
+    riverlog groups reset-offsets billing --topic orders --to-earliest --execute
 
 Every command but ``broker start`` talks to ``--bootstrap-server`` (default: $RIVERLOG_BOOTSTRAP_SERVERS
 or 127.0.0.1:9092). Errors print the typed error's name and message and exit with status 1.
@@ -395,10 +398,32 @@ def offsets(ctx, topic, when, partition):
             click.echo(f"{topic}:{tp.partition}:{future.result().offset}")
 
 
+@main.command("delete-records")
+@click.argument("topic")
+@click.option("--offset", "-o", type=int, required=True,
+              help="delete every record below this offset; -1: everything up to the high watermark")
+@click.option("--partition", "-p", "partitions", type=int, multiple=True, help="default: every partition")
+@click.pass_context
+def delete_records(ctx, topic, offset, partitions):
+    """Delete records below an offset (Kafka's kafka-delete-records); prints TOPIC:PARTITION:LOW_WATERMARK."""
+    from broker.client import TopicPartition
+    with _admin(ctx) as admin:
+        if not partitions:
+            info = admin.list_topics(topic).topics[topic]
+            if info.error is not None:
+                raise info.error
+            partitions = sorted(info.partitions)
+        futures = admin.delete_records({TopicPartition(topic, p): offset for p in partitions})
+        for tp, future in sorted(futures.items(), key=lambda kv: kv[0].partition):
+            click.echo(f"{topic}:{tp.partition}:{future.result().low_watermark}")
+
+
 if __name__ == "__main__":
     main()
 
 
 from broker.cli_cluster import cluster  # noqa: E402 - registers the `cluster` group on main
+from broker.cli_groups import groups  # noqa: E402
 
 main.add_command(cluster)
+main.add_command(groups)

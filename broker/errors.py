@@ -140,6 +140,33 @@ InvalidRecordError = _error(
 ThrottlingQuotaExceededError = _error("ThrottlingQuotaExceededError", 89, S.RESOURCE_EXHAUSTED,
                                       retriable=True)
 
+# Consumer groups.
+CoordinatorLoadInProgressError = _error(
+    "CoordinatorLoadInProgressError", 14, S.UNAVAILABLE, retriable=True,
+    doc="The coordinator is still replaying __consumer_offsets after taking over the group.")
+CoordinatorNotAvailableError = _error("CoordinatorNotAvailableError", 15, S.UNAVAILABLE, retriable=True,
+                                      doc="The group's __consumer_offsets partition has no leader yet.")
+NotCoordinatorError = _error("NotCoordinatorError", 16, S.FAILED_PRECONDITION, retriable=True,
+                             doc="This broker is not the group's coordinator: find it again.")
+InvalidGroupIdError = _error("InvalidGroupIdError", 24, S.INVALID_ARGUMENT)
+UnknownMemberIdError = _error("UnknownMemberIdError", 25, S.FAILED_PRECONDITION,
+                              doc="The coordinator does not know this member (expired or left): rejoin.")
+InvalidSessionTimeoutError = _error("InvalidSessionTimeoutError", 26, S.INVALID_ARGUMENT)
+NonEmptyGroupError = _error("NonEmptyGroupError", 68, S.FAILED_PRECONDITION,
+                            doc="The group has active members; stop them first.")
+GroupIdNotFoundError = _error("GroupIdNotFoundError", 69, S.NOT_FOUND)
+FencedInstanceIdError = _error("FencedInstanceIdError", 82, S.FAILED_PRECONDITION,
+                               doc="A newer member took over this group.instance.id.")
+GroupSubscribedToTopicError = _error("GroupSubscribedToTopicError", 86, S.FAILED_PRECONDITION,
+                                     doc="Offsets of a topic the group consumes cannot be deleted.")
+FencedMemberEpochError = _error("FencedMemberEpochError", 110, S.FAILED_PRECONDITION,
+                                doc="The member's epoch is stale: it lost its partitions and must rejoin.")
+UnsupportedAssignorError = _error("UnsupportedAssignorError", 112, S.INVALID_ARGUMENT,
+                                  doc="partition.assignment.strategy names an unknown assignor, or one "
+                                      "the group's other members do not use.")
+StaleMemberEpochError = _error("StaleMemberEpochError", 113, S.FAILED_PRECONDITION, retriable=True,
+                               doc="An offset commit carried an old member epoch; retry with the current one.")
+
 # Client-side errors (librdkafka reports these with negative codes; ours are above 1000 so they
 # never collide with a Kafka code).
 KafkaTimeoutError = _error("KafkaTimeoutError", 1001, S.DEADLINE_EXCEEDED, retriable=True,

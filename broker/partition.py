@@ -20,10 +20,12 @@ import time
 from typing import NamedTuple
 
 from broker.clock import Clock
-from broker.errors import (FencedLeaderEpochError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
-                           NotLeaderOrFollowerError, RequestTimedOutError, UnknownLeaderEpochError)
-from broker.records.batch import validate_batches
+from broker.errors import (FencedLeaderEpochError, InvalidRecordError, NotEnoughReplicasAfterAppendError,
+                           NotEnoughReplicasError, NotLeaderOrFollowerError, RequestTimedOutError,
+                           UnknownLeaderEpochError)
+from broker.records.batch import HEADER_SIZE, validate_batches
 from broker.replication.leader_state import LeaderState
+from broker.storage import cleaner, retention
 from broker.storage.leader_epoch_cache import LeaderEpochCache
 from broker.storage.log import AppendInfo, Log
 
@@ -115,6 +117,8 @@ class Partition:
     def append_records(self, data, acks: int = 1, min_insync_replicas: int | None = None) -> AppendInfo:
         """Validate a produce payload, then append it as leader (offsets assigned here)."""
         headers = validate_batches(data, max_batch_bytes=self.log.config["max.message.bytes"])
+        if "compact" in self.log.config["cleanup.policy"]:
+            self._check_keys(data, headers)
         with self.lock:
             self._check_leader()
             if acks == -1:
@@ -128,6 +132,19 @@ class Partition:
             self._advance_hw()
         self.notifier.bump()
         return info
+
+    def _check_keys(self, data, headers) -> None:
+        """A compacted topic keeps the latest record per key, so a record without one is refused
+        (Kafka: InvalidRecord). Costs a decode of each body: zero-copy unless compressed."""
+        from broker.records.arrow_body import decode_body
+        view, pos = memoryview(data), 0
+        for h in headers:
+            missing = decode_body(view[pos + HEADER_SIZE: pos + h.size]).column(0).null_count
+            if missing:
+                raise InvalidRecordError(
+                    f"{self.topic} is compacted (cleanup.policy={self.log.config['cleanup.policy']}): every record "
+                    f"needs a key, but {missing} record(s) of the batch at byte {pos} have none")
+            pos += h.size
 
     def wait_for_replication(self, info: AppendInfo, timeout: float) -> None:
         """Block an acks=all produce until every ISR member holds its batch (the HW passed it)."""
@@ -238,9 +255,22 @@ class Partition:
             hw = min(leader_hw, self.log.log_end_offset)
             if hw > self.high_watermark:
                 self.high_watermark = hw
+            start = min(leader_log_start, self.high_watermark)
+            if start > self.log.log_start_offset:
+                retention.delete_records_before(self.log, start, self.high_watermark)
+                self.epochs.truncate_from_start(start)
             leo = self.log.log_end_offset
         self.notifier.bump()
         return leo
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """The leader's log starts past everything this follower holds: restart empty there."""
+        with self.lock:
+            if self.role != FOLLOWER or offset <= self.log.log_end_offset:
+                return
+            self.log.truncate_fully_and_start_at(offset)
+            self.epochs.clear()
+            self.high_watermark = offset
 
     def follower_state(self) -> tuple[int, int, int]:
         """(leader epoch, latest local epoch or -1, log end offset) for divergence checks."""
@@ -285,6 +315,38 @@ class Partition:
     def set_config(self, config) -> None:
         with self.lock:
             self.log.set_config(config)
+
+    # ------------------------------------------------------------------------------ retention, compaction
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords, as leader: records below ``offset`` (-1: the high watermark) become
+        unreadable and whole segments below go; returns the new log start offset."""
+        with self.lock:
+            self._check_leader()
+            before = self.log.log_start_offset
+            start = retention.delete_records_before(
+                self.log, self.high_watermark if offset == -1 else offset, self.high_watermark)
+            if start > before:
+                self.epochs.truncate_from_start(start)
+        self.notifier.bump()  # long-polling consumers below the new start get OffsetOutOfRange now
+        return start
+
+    def apply_retention(self, now_ms: int) -> retention.RetentionResult:
+        with self.lock:
+            result = retention.apply_retention(self.log, now_ms, self.high_watermark)
+            if result.segments:
+                self.epochs.truncate_from_start(self.log.log_start_offset)
+            return result
+
+    def clean(self, now_ms: int, aborted=lambda: False) -> cleaner.CleanResult | None:
+        """Compact the log: plan and swap under the lock, rewrite segments outside it."""
+        with self.lock:
+            plan = cleaner.plan_cleaning(self.log, self.high_watermark, now_ms)
+        if plan is None:
+            return None
+        cleaned = cleaner.build_cleaned(self.log, plan, now_ms, aborted)
+        with self.lock:
+            swapped = cleaner.swap_cleaned(self.log, cleaned)
+        return cleaner.CleanResult(swapped, cleaned.stats)
 
     def maybe_flush(self) -> None:
         with self.lock:

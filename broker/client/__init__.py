@@ -1,7 +1,9 @@
 """Riverlog's Python client, shaped like confluent-kafka (Producer, Consumer, AdminClient)."""
-from broker.client.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+from broker.client.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, DeletedRecords,
                                  ListOffsetsResultInfo, NewPartitions, NewTopic, OffsetSpec, ResourceType)
-from broker.client.consumer import BATCH_SCHEMA, Consumer
+from broker.client.consumer import BATCH_SCHEMA, Consumer, ConsumerGroupMetadata
+from broker.client.group_admin import (ConsumerGroupDescription, ConsumerGroupListing, ConsumerGroupTopicPartitions,
+                                       ListConsumerGroupsResult, MemberAssignment, MemberDescription)
 from broker.client.message import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED,
                                    TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
                                    TIMESTAMP_NOT_AVAILABLE, Message, TopicPartition)
@@ -10,6 +12,8 @@ from broker.errors import KafkaError, KafkaException, RiverlogError
 
 __all__ = [
     "AdminClient", "AlterConfigOpType", "BATCH_SCHEMA", "ConfigEntry", "ConfigResource", "Consumer",
+    "ConsumerGroupDescription", "ConsumerGroupListing", "ConsumerGroupMetadata", "ConsumerGroupTopicPartitions",
+    "DeletedRecords", "ListConsumerGroupsResult", "MemberAssignment", "MemberDescription",
     "KafkaError", "KafkaException", "ListOffsetsResultInfo", "Message", "NewPartitions", "NewTopic", "OFFSET_BEGINNING",
     "OFFSET_END", "OFFSET_INVALID", "OFFSET_STORED", "OffsetSpec", "Producer", "ResourceType",
     "RiverlogError", "TIMESTAMP_CREATE_TIME", "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE",

@@ -7,11 +7,13 @@
 from __future__ import annotations
 
 import enum
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from broker.client.cluster import ClusterClient, ClusterMetadata
 from broker.client.config import ADMIN_CONFIG
+from broker.client.group_admin import ConsumerGroupAdmin
 from broker.client.message import TopicPartition
 from broker.errors import RiverlogError, error_for_code
 from broker.proto import riverlog_pb2 as pb
@@ -125,11 +127,17 @@ class ListOffsetsResultInfo:
     timestamp: int
 
 
+@dataclass
+class DeletedRecords:
+    """What delete_records resolves to: the partition's new low watermark (its log start offset)."""
+    low_watermark: int
+
+
 def _error(code: int, message: str) -> RiverlogError:
     return error_for_code(code)(message)
 
 
-class AdminClient:
+class AdminClient(ConsumerGroupAdmin):
     def __init__(self, config: dict, **kwargs):
         cfg = ADMIN_CONFIG.parse({**config, **kwargs})
         self.config = cfg
@@ -275,6 +283,52 @@ class AdminClient:
             return results
 
         return self._fan_out(list(topic_partition_offsets), call, lambda results: results.items())
+
+    def delete_records(self, topic_partition_offsets, request_timeout: float | None = None,
+                       operation_timeout: float | None = None) -> dict[TopicPartition, Future]:
+        """Delete every record below an offset, per partition; a future per partition resolving to
+        :class:`DeletedRecords`. Takes confluent-kafka's list of TopicPartition (offset set) or a
+        ``{TopicPartition: offset}`` dict; offset -1 deletes up to the high watermark. An offset past
+        the high watermark fails with OffsetOutOfRangeError.
+
+            fs = admin.delete_records([TopicPartition("orders", 0, 1000)])
+            fs[tp].result().low_watermark     # 1000
+        """
+        if isinstance(topic_partition_offsets, dict):
+            wanted = {tp: offset for tp, offset in topic_partition_offsets.items()}
+        else:
+            wanted = {tp: tp.offset for tp in topic_partition_offsets}
+
+        def call():
+            results = {}
+            for tp, offset in wanted.items():
+                request = pb.DeleteRecordsRequest(timeout_ms=int((request_timeout or 30) * 1000), topics=[
+                    pb.DeleteRecordsTopic(name=tp.topic, partitions=[
+                        pb.DeleteRecordsPartition(partition=tp.partition, offset=offset)])])
+                results[tp] = self._delete_records_at_leader(tp, request, request_timeout)
+            return results
+
+        return self._fan_out(list(wanted), call, lambda results: results.items())
+
+    def _delete_records_at_leader(self, tp: TopicPartition, request, timeout: float | None):
+        """Ask the partition's leader; while leadership moves (retriable errors), refresh and retry."""
+        deadline = time.monotonic() + (timeout or self.cluster.timeout)
+        while True:
+            try:
+                node = self.cluster.leader(tp.topic, tp.partition)
+                r = self.cluster.call("DeleteRecords", request, node, timeout).topics[0].partitions[0]
+                if not r.error_code:
+                    return DeletedRecords(r.low_watermark)
+                error = _error(r.error_code, r.error_message)
+            except RiverlogError as e:
+                error = e
+            if not error.retriable or time.monotonic() >= deadline:
+                return error
+            time.sleep(0.1)
+            try:
+                self.cluster.refresh([tp.topic])
+            except RiverlogError:
+                pass
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

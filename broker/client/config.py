@@ -50,16 +50,20 @@ PRODUCER_CONFIG = ConfigDef("producer", _COMMON + [
 ])
 
 CONSUMER_CONFIG = ConfigDef("consumer", _COMMON + [
-    ConfigKey("group.id", str, "", "consumer group (group membership comes with consumer groups)"),
+    ConfigKey("group.id", str, "", "consumer group: needed by subscribe(), commit() and committed()"),
     ConfigKey("group.instance.id", str, "", "static membership id"),
     ConfigKey("auto.offset.reset", str, "latest",
               "where to start without a valid position: earliest, latest or error",
               one_of("earliest", "smallest", "beginning", "latest", "largest", "end", "error", "none")),
-    ConfigKey("enable.auto.commit", bool, True, "commit positions in the background (with groups)"),
+    ConfigKey("enable.auto.commit", bool, True, "commit positions every auto.commit.interval.ms (from poll())"),
+    ConfigKey("heartbeat.interval.ms", int, 3000, "how often a group member heartbeats when nothing moves",
+              at_least(1)),
+    ConfigKey("on_commit", object, None, "callback(err, partitions) after each asynchronous commit"),
     ConfigKey("auto.commit.interval.ms", int, 5000, "how often auto-commit runs", at_least(0)),
     ConfigKey("session.timeout.ms", int, 45_000, "group session timeout", at_least(1)),
     ConfigKey("max.poll.interval.ms", int, 300_000, "longest pause between polls in a group", at_least(1)),
-    ConfigKey("partition.assignment.strategy", str, "range", "group assignor"),
+    ConfigKey("partition.assignment.strategy", str, "range",
+              "group assignor, run by the coordinator: range, roundrobin (eager) or cooperative-sticky"),
     ConfigKey("fetch.min.bytes", int, 1, "bytes a fetch waits for before answering", at_least(0)),
     ConfigKey("fetch.max.wait.ms", int, 500, "longest a fetch waits for fetch.min.bytes", at_least(0)),
     ConfigKey("fetch.wait.max.ms", int, None, "librdkafka's name for fetch.max.wait.ms", at_least(0)),

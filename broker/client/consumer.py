@@ -14,6 +14,7 @@ fetched for an old position is dropped, never returned.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import logging
 import queue
 import threading
@@ -26,10 +27,12 @@ import pyarrow as pa
 
 from broker.client.cluster import ClusterClient, ClusterMetadata, translate_rpc_error
 from broker.client.config import CONSUMER_CONFIG
+from broker.client.coordinator import CoordinatorClient
+from broker.client.membership import GroupMembership
 from broker.client.message import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED,
                                    TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message,
                                    TopicPartition)
-from broker.errors import (ClientClosedError, NotSupportedError, OffsetOutOfRangeError, PartitionEOF,
+from broker.errors import (ClientClosedError, InvalidConfigError, OffsetOutOfRangeError, PartitionEOF,
                            RiverlogError, UnknownTopicOrPartitionError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
 from broker.records.batch import iter_headers
@@ -47,6 +50,15 @@ BATCH_SCHEMA = pa.schema([
     ("key", pa.binary()), ("value", pa.binary()),
     ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
 ])
+
+
+@dataclass(frozen=True)
+class ConsumerGroupMetadata:
+    """Who this consumer is in its group (handed to a transactional producer's offset commit)."""
+    group_id: str
+    member_id: str
+    member_epoch: int
+    group_instance_id: str
 
 
 @dataclass
@@ -98,6 +110,14 @@ class Consumer:
         self._closed = False
         self._wake = threading.Event()
         self._arrivals: queue.SimpleQueue = queue.SimpleQueue()
+        self._group_id = cfg["group.id"]
+        self._coordinator = CoordinatorClient(self.cluster, self._group_id) if self._group_id else None
+        self._membership: GroupMembership | None = None
+        self._callbacks: dict = {}
+        self._owned: set[tuple[str, int]] = set()
+        self._committer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._last_auto_commit = time.monotonic()
+        self._auto_committed: dict[tuple[str, int], int] = {}
         self._thread = threading.Thread(target=self._run_fetcher, name="riverlog-fetcher", daemon=True)
         self._thread.start()
 
@@ -126,15 +146,209 @@ class Consumer:
         with self._cond:
             return [TopicPartition(t, p) for t, p in self._state]
 
-    def subscribe(self, topics, on_assign=None, on_revoke=None, on_lost=None):
-        raise NotSupportedError("subscribe() needs consumer groups, which are not available yet; "
-                                "use assign([TopicPartition(topic, partition, offset)])")
+    # --------------------------------------------------------------------------- groups
+    def subscribe(self, topics, on_assign=None, on_revoke=None, on_lost=None) -> None:
+        """Join ``group.id`` and consume the partitions its coordinator assigns.
 
-    def commit(self, *args, **kwargs):
-        raise NotSupportedError("offset commits need consumer groups, which are not available yet")
+        The callbacks run inside ``poll()``: ``on_revoke(consumer, partitions)`` before partitions
+        go (positions are committed first when ``enable.auto.commit``), ``on_assign(consumer,
+        partitions)`` when partitions arrive (set a ``TopicPartition.offset`` there to start
+        elsewhere than the committed offset), and ``on_lost(consumer, partitions)`` when they were
+        taken away without a revocation (session expired, fenced); without ``on_lost``,
+        ``on_revoke`` is called. With an eager assignor (range, roundrobin) every rebalance revokes
+        everything; with ``cooperative-sticky`` only what moves.
+        """
+        self._check_open()
+        if self._coordinator is None:
+            raise InvalidConfigError("subscribe() needs group.id", config="group.id")
+        if isinstance(topics, str):
+            topics = [topics]
+        if self._membership is not None:
+            self.unsubscribe()
+        self.assign([])
+        self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
+        self._membership = GroupMembership(self._coordinator, self.config, list(topics), self._group_wake)
 
-    def committed(self, partitions, timeout=None):
-        raise NotSupportedError("committed offsets need consumer groups, which are not available yet")
+    def unsubscribe(self) -> None:
+        """Give up every partition (``on_revoke``) and leave the group."""
+        membership = self._membership
+        if membership is None:
+            return
+        self._revoke(set(self._owned), lost=False)
+        self._membership = None
+        membership.close()
+
+    def _group_wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def _group_step(self) -> None:
+        """Apply what the coordinator decided, on the application's thread (callbacks run here)."""
+        membership = self._membership
+        if membership is None:
+            return
+        membership.polled()
+        self._maybe_auto_commit()
+        assignment, lost, fatal = membership.pending()
+        if fatal is not None:
+            self._membership = None
+            self._revoke(set(self._owned), lost=True)
+            raise fatal
+        if lost and self._owned:
+            self._revoke(set(self._owned), lost=True)
+            membership.applied(self._owned)
+        revoked = self._owned - assignment
+        if revoked:
+            self._revoke(revoked, lost=False)
+            membership.applied(self._owned)
+        added = assignment - self._owned
+        if added:
+            try:
+                committed = self._committed_offsets(added, self.config["request.timeout.ms"] / 1000.0)
+            except RiverlogError as e:
+                log.debug("could not read committed offsets yet: %r", e)
+                return
+            tps = [TopicPartition(t, p, committed.get((t, p), OFFSET_INVALID)) for t, p in sorted(added)]
+            if self._callbacks.get("assign"):
+                self._callbacks["assign"](self, tps)
+            self.incremental_assign(tps)
+            self._owned |= added
+            membership.applied(self._owned)
+
+    def _revoke(self, partitions: set, lost: bool) -> None:
+        if not partitions:
+            return
+        tps = [TopicPartition(t, p) for t, p in sorted(partitions)]
+        if not lost and self.config["enable.auto.commit"]:
+            try:
+                self._commit_sync(self._positions(partitions), 5.0)
+            except RiverlogError as e:
+                log.warning("auto-commit before revocation failed: %r", e)
+        callback = (self._callbacks.get("lost") or self._callbacks.get("revoke")) if lost \
+            else self._callbacks.get("revoke")
+        if callback:
+            callback(self, tps)
+        self.incremental_unassign(tps)
+        self._owned -= partitions
+
+    def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
+        with self._cond:
+            for tp in partitions:
+                self._state.pop((tp.topic, tp.partition), None)
+                self._drop_chunks(tp.topic, tp.partition)
+        self._wake.set()
+
+    def consumer_group_metadata(self) -> ConsumerGroupMetadata:
+        member_id, epoch = self._membership.metadata() if self._membership is not None else ("", -1)
+        return ConsumerGroupMetadata(self._group_id, member_id, epoch, self.config["group.instance.id"])
+
+    # --------------------------------------------------------------------------- commits
+    def commit(self, message: Message | None = None, offsets: list[TopicPartition] | None = None,
+               asynchronous: bool = False):
+        """Commit ``message.offset() + 1``, the given ``offsets``, or every assigned partition's
+        position. Synchronous by default (returns the committed partitions, raises on failure);
+        ``asynchronous=True`` returns at once and reports to the ``on_commit`` callback."""
+        self._check_open()
+        if self._coordinator is None:
+            raise InvalidConfigError("commit() needs group.id", config="group.id")
+        if message is not None:
+            tps = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+        elif offsets is not None:
+            tps = list(offsets)
+        else:
+            with self._cond:
+                tps = [TopicPartition(t, p, s.position) for (t, p), s in self._state.items() if s.position >= 0]
+        if not asynchronous:
+            return self._commit_sync(tps, self.config["request.timeout.ms"] / 1000.0)
+        self._commit_async(tps)
+        return None
+
+    def _positions(self, partitions) -> list[TopicPartition]:
+        with self._cond:
+            return [TopicPartition(t, p, self._state[(t, p)].position) for t, p in sorted(partitions)
+                    if (t, p) in self._state and self._state[(t, p)].position >= 0]
+
+    def _commit_async(self, tps: list[TopicPartition]) -> None:
+        if self._committer is None:
+            self._committer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="riverlog-commit")
+
+        def run():
+            error = None
+            try:
+                self._commit_sync(tps, self.config["request.timeout.ms"] / 1000.0)
+            except RiverlogError as e:
+                error = e
+                log.debug("asynchronous commit failed: %r", e)
+            callback = self.config["on_commit"]
+            if callback is not None:
+                callback(error, tps)
+        self._committer.submit(run)
+
+    def _commit_sync(self, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
+        if not tps:
+            return []
+        member_id, epoch = self._membership.metadata() if self._membership is not None else ("", -1)
+        by_topic: dict[str, list] = {}
+        for tp in tps:
+            by_topic.setdefault(tp.topic, []).append(pb.CommitPartition(
+                partition=tp.partition, offset=tp.offset, metadata=tp.metadata or "",
+                leader_epoch=-1 if tp.leader_epoch is None else tp.leader_epoch))
+        request = pb.OffsetCommitRequest(group_id=self._group_id, member_id=member_id, member_epoch=epoch,
+                                         topics=[pb.CommitTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
+        deadline = time.monotonic() + timeout
+        while True:
+            response = self._coordinator.call("OffsetCommit", request, max(0.1, deadline - time.monotonic()))
+            failed = next((r for r in response.results if r.error_code), None)
+            if failed is None:
+                with self._cond:
+                    for tp in tps:
+                        self._auto_committed[(tp.topic, tp.partition)] = tp.offset
+                return tps
+            error = error_for_code(failed.error_code)(failed.error_message)
+            if not error.retriable or time.monotonic() >= deadline:
+                raise error
+            self._coordinator.forget()
+            time.sleep(self.config["retry.backoff.ms"] / 1000.0)
+            member_id, epoch = self._membership.metadata() if self._membership is not None else ("", -1)
+            request.member_id, request.member_epoch = member_id, epoch
+
+    def _maybe_auto_commit(self) -> None:
+        if not self.config["enable.auto.commit"]:
+            return
+        now = time.monotonic()
+        if (now - self._last_auto_commit) * 1000 < self.config["auto.commit.interval.ms"]:
+            return
+        self._last_auto_commit = now
+        with self._cond:
+            moved = [TopicPartition(t, p, s.position) for (t, p), s in self._state.items()
+                     if s.position >= 0 and self._auto_committed.get((t, p)) != s.position]
+        if moved:
+            self._commit_async(moved)
+
+    def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
+        """The group's committed offset of each partition (``OFFSET_INVALID`` where there is none)."""
+        self._check_open()
+        if self._coordinator is None:
+            raise InvalidConfigError("committed() needs group.id", config="group.id")
+        found = self._committed_offsets({(tp.topic, tp.partition) for tp in partitions},
+                                        self.config["request.timeout.ms"] / 1000.0 if timeout is None else timeout,
+                                        with_metadata=True)
+        out = []
+        for tp in partitions:
+            offset, metadata = found.get((tp.topic, tp.partition), (OFFSET_INVALID, None))
+            out.append(TopicPartition(tp.topic, tp.partition, offset, metadata))
+        return out
+
+    def _committed_offsets(self, partitions, timeout: float, with_metadata: bool = False) -> dict:
+        by_topic: dict[str, list[int]] = {}
+        for t, p in sorted(partitions):
+            by_topic.setdefault(t, []).append(p)
+        request = pb.OffsetFetchRequest(group_id=self._group_id, partitions=[
+            pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()])
+        response = self._coordinator.call("OffsetFetch", request, timeout)
+        if with_metadata:
+            return {(o.topic, o.partition): (o.offset, o.metadata) for o in response.offsets}
+        return {(o.topic, o.partition): o.offset for o in response.offsets}
 
     def seek(self, partition: TopicPartition) -> None:
         """Move an assigned partition's position; data already fetched for it is discarded."""
@@ -185,8 +399,9 @@ class Consumer:
     def poll(self, timeout: float | None = None) -> Message | None:
         """The next record (or error event), waiting up to ``timeout`` seconds."""
         deadline = _deadline(timeout)
-        with self._cond:
-            while True:
+        while True:
+            self._group_step()
+            with self._cond:
                 self._check_open()
                 if self._events:
                     return self._events.popleft()
@@ -200,19 +415,20 @@ class Consumer:
         """Up to ``num_messages`` records, waiting up to ``timeout`` s for the first."""
         deadline = _deadline(timeout)
         out: list[Message] = []
-        with self._cond:
-            while len(out) < num_messages:
-                self._check_open()
-                if self._events:
-                    out.append(self._events.popleft())
-                    continue
-                chunk = self._next_chunk()
-                if chunk is not None:
+        while True:
+            self._group_step()
+            with self._cond:
+                while len(out) < num_messages:
+                    self._check_open()
+                    if self._events:
+                        out.append(self._events.popleft())
+                        continue
+                    chunk = self._next_chunk()
+                    if chunk is None:
+                        break
                     out.append(self._take_one(chunk))
-                    continue
                 if out or not self._wait(deadline):
-                    break
-        return out
+                    return out
 
     def poll_batch(self, timeout: float | None = None, max_records: int | None = None) -> pa.Table | None:
         """Every prefetched record (up to ``max_records``) as one Arrow table (``BATCH_SCHEMA``).
@@ -222,27 +438,27 @@ class Consumer:
         deadline = _deadline(timeout)
         parts = []
         taken = 0
-        with self._cond:
-            while True:
-                self._check_open()
-                if self._events:
-                    event = self._events.popleft()
-                    if parts:
-                        self._events.appendleft(event)
+        while not parts:
+            self._group_step()
+            with self._cond:
+                while True:
+                    self._check_open()
+                    if self._events:
+                        event = self._events.popleft()
+                        if parts:
+                            self._events.appendleft(event)
+                            break
+                        raise event.error()
+                    chunk = self._next_chunk()
+                    if chunk is None:
                         break
-                    raise event.error()
-                chunk = self._next_chunk()
-                if chunk is None:
-                    if parts or not self._wait(deadline):
+                    n = chunk.remaining if max_records is None else min(chunk.remaining, max_records - taken)
+                    parts.append(self._slice(chunk, n))
+                    taken += n
+                    if max_records is not None and taken >= max_records:
                         break
-                    continue
-                n = chunk.remaining if max_records is None else min(chunk.remaining, max_records - taken)
-                parts.append(self._slice(chunk, n))
-                taken += n
-                if max_records is not None and taken >= max_records:
-                    break
-        if not parts:
-            return None
+                if not parts and not self._wait(deadline):
+                    return None
         return pa.Table.from_batches(parts, schema=BATCH_SCHEMA)
 
     def _next_chunk(self) -> _Chunk | None:
@@ -540,6 +756,14 @@ class Consumer:
 
     # --------------------------------------------------------------------------- lifecycle
     def close(self) -> None:
+        """Leave the group (committing positions first when ``enable.auto.commit``), then stop."""
+        if not self._closed and self._membership is not None:
+            try:
+                self.unsubscribe()
+            except RiverlogError as e:
+                log.warning("leaving the group on close failed: %r", e)
+        if self._committer is not None:
+            self._committer.shutdown(wait=True)
         with self._cond:
             if self._closed:
                 return

@@ -37,6 +37,16 @@ def create_topic(c, image, now, body):
     return ([] if body.get("validate_only") else records), {}
 
 
+def create_internal_topic(c, image, now, body):
+    """An internal topic (``__consumer_offsets``), created on first use by a broker, never by a
+    client: idempotent, and its replication factor capped by the brokers there are."""
+    if body["name"] in image.topics:
+        return [], {}
+    factor = max(1, min(body["replication_factor"], len(image.live_brokers())))
+    return c.create_topic(image, body["name"], body["num_partitions"], factor, body.get("configs", {}),
+                          _topic_defaults(c), internal=True), {}
+
+
 def delete_topic(c, image, now, body):
     if not c.config["delete.topic.enable"]:
         from broker.errors import PolicyViolationError
@@ -65,7 +75,8 @@ def _topic_defaults(c) -> dict:
     return defaults
 
 
-OPERATIONS = {fn.__name__: fn for fn in (register_broker, heartbeat, alter_partition, create_topic, delete_topic,
+OPERATIONS = {fn.__name__: fn for fn in (register_broker, heartbeat, alter_partition, create_topic,
+                                         create_internal_topic, delete_topic,
                                          alter_topic_configs, create_partitions, elect_leaders)}
 
 

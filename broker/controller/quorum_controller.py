@@ -163,9 +163,9 @@ class QuorumController:
     # ---------------------------------------------------------------------------- topics
     def create_topic(self, image: MetadataImage, name: str, num_partitions: int, replication_factor: int,
                      configs: dict[str, str], topic_defaults: dict,
-                     assignment: list[list[int]] | None = None) -> list[dict]:
+                     assignment: list[list[int]] | None = None, internal: bool = False) -> list[dict]:
         validate_topic_name(name)
-        if name.startswith("__"):
+        if name.startswith("__") and not internal:
             raise PolicyViolationError("topic names starting with '__' are reserved for internal topics")
         if name in image.topics:
             raise TopicAlreadyExistsError(f"topic '{name}' already exists")

@@ -94,6 +94,51 @@ class RiverlogStub:
                 request_serializer=broker_dot_proto_dot_riverlog__pb2.DescribeClusterRequest.SerializeToString,
                 response_deserializer=broker_dot_proto_dot_riverlog__pb2.DescribeClusterResponse.FromString,
                 _registered_method=True)
+        self.DeleteRecords = channel.unary_unary(
+                '/riverlog.v1.Riverlog/DeleteRecords',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.DeleteRecordsRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.DeleteRecordsResponse.FromString,
+                _registered_method=True)
+        self.FindCoordinator = channel.unary_unary(
+                '/riverlog.v1.Riverlog/FindCoordinator',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.FindCoordinatorRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.FindCoordinatorResponse.FromString,
+                _registered_method=True)
+        self.ConsumerGroupHeartbeat = channel.unary_unary(
+                '/riverlog.v1.Riverlog/ConsumerGroupHeartbeat',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.ConsumerGroupHeartbeatResponse.FromString,
+                _registered_method=True)
+        self.OffsetCommit = channel.unary_unary(
+                '/riverlog.v1.Riverlog/OffsetCommit',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.OffsetCommitRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.OffsetCommitResponse.FromString,
+                _registered_method=True)
+        self.OffsetFetch = channel.unary_unary(
+                '/riverlog.v1.Riverlog/OffsetFetch',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.OffsetFetchRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.OffsetFetchResponse.FromString,
+                _registered_method=True)
+        self.ListGroups = channel.unary_unary(
+                '/riverlog.v1.Riverlog/ListGroups',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.ListGroupsRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.ListGroupsResponse.FromString,
+                _registered_method=True)
+        self.DescribeGroups = channel.unary_unary(
+                '/riverlog.v1.Riverlog/DescribeGroups',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.DescribeGroupsRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.DescribeGroupsResponse.FromString,
+                _registered_method=True)
+        self.DeleteGroups = channel.unary_unary(
+                '/riverlog.v1.Riverlog/DeleteGroups',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.DeleteGroupsRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.DeleteGroupsResponse.FromString,
+                _registered_method=True)
+        self.OffsetDelete = channel.unary_unary(
+                '/riverlog.v1.Riverlog/OffsetDelete',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.OffsetDeleteRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.OffsetDeleteResponse.FromString,
+                _registered_method=True)
 
 
 class RiverlogServicer:
@@ -173,6 +218,63 @@ class RiverlogServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteRecords(self, request, context):
+        """Served by each partition's leader: records below the offset become unreadable.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FindCoordinator(self, request, context):
+        """Consumer groups (docs/groups.md): served by the group's coordinator, the leader of the
+        group's partition of the internal __consumer_offsets topic.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ConsumerGroupHeartbeat(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def OffsetCommit(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def OffsetFetch(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListGroups(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeGroups(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteGroups(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def OffsetDelete(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RiverlogServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -235,6 +337,51 @@ def add_RiverlogServicer_to_server(servicer, server):
                     servicer.DescribeCluster,
                     request_deserializer=broker_dot_proto_dot_riverlog__pb2.DescribeClusterRequest.FromString,
                     response_serializer=broker_dot_proto_dot_riverlog__pb2.DescribeClusterResponse.SerializeToString,
+            ),
+            'DeleteRecords': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteRecords,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.DeleteRecordsRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.DeleteRecordsResponse.SerializeToString,
+            ),
+            'FindCoordinator': grpc.unary_unary_rpc_method_handler(
+                    servicer.FindCoordinator,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.FindCoordinatorRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.FindCoordinatorResponse.SerializeToString,
+            ),
+            'ConsumerGroupHeartbeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.ConsumerGroupHeartbeat,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.ConsumerGroupHeartbeatRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.ConsumerGroupHeartbeatResponse.SerializeToString,
+            ),
+            'OffsetCommit': grpc.unary_unary_rpc_method_handler(
+                    servicer.OffsetCommit,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.OffsetCommitRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.OffsetCommitResponse.SerializeToString,
+            ),
+            'OffsetFetch': grpc.unary_unary_rpc_method_handler(
+                    servicer.OffsetFetch,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.OffsetFetchRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.OffsetFetchResponse.SerializeToString,
+            ),
+            'ListGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListGroups,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.ListGroupsRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.ListGroupsResponse.SerializeToString,
+            ),
+            'DescribeGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeGroups,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.DescribeGroupsRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.DescribeGroupsResponse.SerializeToString,
+            ),
+            'DeleteGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteGroups,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.DeleteGroupsRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.DeleteGroupsResponse.SerializeToString,
+            ),
+            'OffsetDelete': grpc.unary_unary_rpc_method_handler(
+                    servicer.OffsetDelete,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.OffsetDeleteRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.OffsetDeleteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -561,6 +708,249 @@ class Riverlog:
             '/riverlog.v1.Riverlog/DescribeCluster',
             broker_dot_proto_dot_riverlog__pb2.DescribeClusterRequest.SerializeToString,
             broker_dot_proto_dot_riverlog__pb2.DescribeClusterResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteRecords(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/DeleteRecords',
+            broker_dot_proto_dot_riverlog__pb2.DeleteRecordsRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.DeleteRecordsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FindCoordinator(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/FindCoordinator',
+            broker_dot_proto_dot_riverlog__pb2.FindCoordinatorRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.FindCoordinatorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConsumerGroupHeartbeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/ConsumerGroupHeartbeat',
+            broker_dot_proto_dot_riverlog__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.ConsumerGroupHeartbeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OffsetCommit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/OffsetCommit',
+            broker_dot_proto_dot_riverlog__pb2.OffsetCommitRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.OffsetCommitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OffsetFetch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/OffsetFetch',
+            broker_dot_proto_dot_riverlog__pb2.OffsetFetchRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.OffsetFetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/ListGroups',
+            broker_dot_proto_dot_riverlog__pb2.ListGroupsRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.ListGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/DescribeGroups',
+            broker_dot_proto_dot_riverlog__pb2.DescribeGroupsRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.DescribeGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/DeleteGroups',
+            broker_dot_proto_dot_riverlog__pb2.DeleteGroupsRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.DeleteGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OffsetDelete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/OffsetDelete',
+            broker_dot_proto_dot_riverlog__pb2.OffsetDeleteRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.OffsetDeleteResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -332,6 +332,9 @@ class Broker:
     def flush_due(self) -> None:
         self.replicas.flush_due()
 
+    def apply_retention(self) -> None:
+        self.replicas.apply_retention()
+
     def close(self) -> None:
         """Flush and close every log, then mark the shutdown clean."""
         self._stopped.set()

@@ -227,6 +227,19 @@ class Handlers:
                     _fill_error(pr, e)
         return response
 
+    def delete_records(self, request: pb.DeleteRecordsRequest) -> pb.DeleteRecordsResponse:
+        """DeleteRecords: each partition's leader moves its log start offset (the low watermark)."""
+        response = pb.DeleteRecordsResponse()
+        for topic in request.topics:
+            tr = response.topics.add(name=topic.name)
+            for p in topic.partitions:
+                pr = tr.partitions.add(partition=p.partition, low_watermark=-1)
+                try:
+                    pr.low_watermark = self._partition(topic.name, p.partition).delete_records(p.offset)
+                except Exception as e:  # noqa: BLE001 - reported per partition
+                    _fill_error(pr, e)
+        return response
+
     # ---------------------------------------------------------------------------- configs
     def describe_configs(self, request: pb.DescribeConfigsRequest) -> pb.DescribeConfigsResponse:
         response = pb.DescribeConfigsResponse()

@@ -166,6 +166,11 @@ class ReplicaFetcher:
                 if p is None:
                     continue
                 if pr.error_code:
+                    if pr.error_code == OffsetOutOfRangeError.code and pr.log_start_offset > p.follower_state()[2]:
+                        log.info("%s-%d: the leader's log starts at %d, past this replica's end; restarting there",
+                                 p.topic, p.index, pr.log_start_offset)
+                        p.truncate_fully_and_start_at(pr.log_start_offset)
+                        continue
                     self._on_error(p, error_for_code(pr.error_code)(pr.error_message))
                     continue
                 try:

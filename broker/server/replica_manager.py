@@ -145,6 +145,23 @@ class ReplicaManager:
         for partition in list(self.partitions.values()):
             partition.maybe_flush()
 
+    def hosted(self) -> list[Partition]:
+        return list(self.partitions.values())
+
+    def apply_retention(self) -> None:
+        """Remove old segments of every hosted partition, leader or follower (as Kafka does)."""
+        now = self.clock.time_ms()
+        for partition in self.hosted():
+            try:
+                result = partition.apply_retention(now)
+            except RiverlogError as e:
+                log.warning("retention of %s-%d failed: %r", partition.topic, partition.index, e)
+                continue
+            if result.segments:
+                log.info("%s-%d: removed %d segment(s), %d bytes (%s); log start offset now %d",
+                         partition.topic, partition.index, result.segments, result.bytes,
+                         ", ".join(sorted(set(result.reasons))), result.log_start_offset)
+
     def close(self) -> None:
         self.fetchers.close()
         for partition in list(self.partitions.values()):

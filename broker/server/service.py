@@ -21,12 +21,15 @@ import grpc
 
 from broker.clock import SYSTEM_CLOCK, Clock
 from broker.config import BROKER_CONFIG, Config
-from broker.errors import RiverlogError, UnknownServerError
+from broker.errors import NotCoordinatorError, RiverlogError, UnknownServerError
 from broker.proto import riverlog_pb2 as pb
 from broker.proto import riverlog_pb2_grpc as pb_grpc
 from broker.server.broker import Broker
+from broker.server.group_handlers import GroupHandlers
+from broker.server.group_runtime import GroupRuntime
 from broker.server.handlers import Handlers
 from broker.server.internal import InternalHandlers
+from broker.server.log_cleaner import LogCleaner
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +65,9 @@ def _abort(context, error: RiverlogError):
 
 
 class _Servicer(pb_grpc.RiverlogServicer):
-    def __init__(self, handlers: Handlers):
+    def __init__(self, handlers: Handlers, groups: GroupHandlers | None):
         self.h = handlers
+        self.g = groups
 
     def Metadata(self, request, context):
         return self.h.metadata(request)
@@ -82,6 +86,9 @@ class _Servicer(pb_grpc.RiverlogServicer):
 
     def DescribeCluster(self, request, context):
         return self.h.describe_cluster(request)
+
+    def DeleteRecords(self, request, context):
+        return self.h.delete_records(request)
 
     def Produce(self, request, context):
         return self.h.produce(request)
@@ -103,6 +110,36 @@ class _Servicer(pb_grpc.RiverlogServicer):
 
     def AlterConfigs(self, request, context):
         return self.h.alter_configs(request)
+
+    # consumer groups
+    def _groups(self) -> GroupHandlers:
+        if self.g is None:
+            raise NotCoordinatorError("this node has no broker role: it coordinates no groups")
+        return self.g
+
+    def FindCoordinator(self, request, context):
+        return self._groups().find_coordinator(request)
+
+    def ConsumerGroupHeartbeat(self, request, context):
+        return self._groups().heartbeat(request)
+
+    def OffsetCommit(self, request, context):
+        return self._groups().offset_commit(request)
+
+    def OffsetFetch(self, request, context):
+        return self._groups().offset_fetch(request)
+
+    def ListGroups(self, request, context):
+        return self._groups().list_groups(request)
+
+    def DescribeGroups(self, request, context):
+        return self._groups().describe_groups(request)
+
+    def DeleteGroups(self, request, context):
+        return self._groups().delete_groups(request)
+
+    def OffsetDelete(self, request, context):
+        return self._groups().offset_delete(request)
 
 
 class _InternalServicer(pb_grpc.RiverlogInternalServicer):
@@ -143,7 +180,9 @@ class BrokerServer:
         self.broker = Broker(config, clock, self.host, adv_port or self.port)
         self.handlers = Handlers(self.broker, self.host, adv_port or self.port)
         internal = _InternalServicer(InternalHandlers(self.broker))
-        pb_grpc.add_RiverlogServicer_to_server(_Servicer(self.handlers), self._grpc)
+        self.groups = GroupRuntime(self.broker) if self.broker.is_broker else None
+        group_handlers = GroupHandlers(self.groups) if self.groups is not None else None
+        pb_grpc.add_RiverlogServicer_to_server(_Servicer(self.handlers, group_handlers), self._grpc)
         pb_grpc.add_RiverlogInternalServicer_to_server(internal, self._grpc)
         self._controller_grpc = None
         voter = self.broker.voters.get(self.broker.node_id) if self.broker.is_controller else None
@@ -152,6 +191,8 @@ class BrokerServer:
             self._controller_grpc.add_insecure_port(f"{host}:{voter[1]}")
             pb_grpc.add_RiverlogInternalServicer_to_server(internal, self._controller_grpc)
         self._scheduler = threading.Thread(target=self._run_scheduler, name="riverlog-scheduler", daemon=True)
+        self._retention = threading.Thread(target=self._run_retention, name="riverlog-retention", daemon=True)
+        self.cleaner = LogCleaner(config, clock, self.broker.replicas.hosted)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -164,7 +205,11 @@ class BrokerServer:
         if self._controller_grpc is not None:
             self._controller_grpc.start()
         self.broker.start()
+        if self.groups is not None:
+            self.groups.start()
         self._scheduler.start()
+        self._retention.start()
+        self.cleaner.start()
         if wait_ready and not self.broker.wait_until_ready(wait_ready):
             log.warning("node %d is serving but not yet registered with an active controller",
                         self.broker.node_id)
@@ -180,6 +225,14 @@ class BrokerServer:
             except Exception:  # noqa: BLE001 - keep the scheduler alive; the error is logged
                 log.exception("scheduled flush failed")
 
+    def _run_retention(self) -> None:
+        interval = self.config["log.retention.check.interval.ms"] / 1000.0
+        while not self._stopped.wait(interval):
+            try:
+                self.broker.apply_retention()
+            except Exception:  # noqa: BLE001 - keep the thread alive; the error is logged
+                log.exception("retention check failed")
+
     def wait(self) -> None:
         self._stopped.wait()
 
@@ -190,9 +243,12 @@ class BrokerServer:
             return
         self.broker.controlled_shutdown()
         self._stopped.set()
+        if self.groups is not None:
+            self.groups.stop()
         self._grpc.stop(grace).wait()
         if self._controller_grpc is not None:
             self._controller_grpc.stop(grace).wait()
+        self.cleaner.stop()
         self.broker.close()
         log.info("node %d stopped cleanly", self.broker.node_id)
 

@@ -2,7 +2,11 @@
 
 Directory layout (``<topic>-<partition>/``): segments named by base offset (20 digits) with
 ``.log``, ``.index`` and ``.timeindex`` files; ``recovery-point`` holds the offset below which
-everything was fsynced; ``log-start-offset`` the first offset still readable.
+everything was fsynced; ``log-start-offset`` the first offset still readable (it only grows:
+retention, DeleteRecords and a leader's start offset seen by a follower advance it);
+``cleaner-offset-checkpoint`` where compaction stopped (see ``broker.storage.cleaner``).
+
+Replacing segments (the cleaner) is crash-safe: see ``broker.storage.segment_swap``.
 
 Durability follows Kafka: appends go to the page cache, ``flush.messages`` / ``flush.ms`` force
 fsync, and a segment is fsynced when it rolls. After an unclean shutdown every segment at or past
@@ -23,13 +27,15 @@ from broker.clock import Clock
 from broker.config import Config
 from broker.errors import CorruptRecordError, OffsetOutOfRangeError
 from broker.records.batch import BatchHeader, stamp_log_append_time, with_offsets
-from broker.storage.checkpoint import read_int, write_int
-from broker.storage.segment import LogSegment
+from broker.storage.checkpoint import read_int, write_atomically, write_int
+from broker.storage.segment import LogSegment, segment_name
+from broker.storage.segment_swap import CLEANED_SUFFIX, commit_swap, finish_interrupted_swaps, rename_cleaned
 
 log = logging.getLogger(__name__)
 
 RECOVERY_POINT_FILE = "recovery-point"
 LOG_START_FILE = "log-start-offset"
+CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 _MAX_RELATIVE_OFFSET = 2**31 - 1
 
 
@@ -38,6 +44,13 @@ class AppendInfo(NamedTuple):
     last_offset: int
     log_append_time: int  # -1 unless the topic uses LogAppendTime
     record_count: int
+
+
+class CleanerCheckpoint(NamedTuple):
+    """Where compaction stopped: offsets below ``first_dirty_offset`` were cleaned; the oldest
+    tombstone the cleaner kept (its timestamp, -1 for none) says when a clean is due to drop it."""
+    first_dirty_offset: int
+    oldest_tombstone_ms: int = -1
 
 
 class Log:
@@ -52,12 +65,14 @@ class Log:
         self.log_start_offset = log_start_offset
         self._unflushed_records = 0
         self._last_flush = clock.monotonic()
+        self.cleaner_checkpoint = _read_cleaner_checkpoint(directory)
 
     # ------------------------------------------------------------------------------- opening
     @classmethod
     def open(cls, directory: str, config: Config, clock: Clock, clean_shutdown: bool = True) -> "Log":
         """Load (and after an unclean shutdown, recover) the log in ``directory``, creating it if new."""
         os.makedirs(directory, exist_ok=True)
+        rebuild = finish_interrupted_swaps(directory)
         bases = sorted(int(n[:-4]) for n in os.listdir(directory) if n.endswith(".log") and n[:-4].isdigit())
         recovery_point = read_int(os.path.join(directory, RECOVERY_POINT_FILE), 0)
         log_start = read_int(os.path.join(directory, LOG_START_FILE), bases[0] if bases else 0)
@@ -65,7 +80,7 @@ class Log:
         segments: list[LogSegment] = []
         for i, base in enumerate(bases):
             next_base = bases[i + 1] if i + 1 < len(bases) else None
-            must_scan = not clean_shutdown and (next_base is None or next_base > recovery_point)
+            must_scan = base in rebuild or (not clean_shutdown and (next_base is None or next_base > recovery_point))
             segment = LogSegment.open(directory, base, interval, now, recover=must_scan)
             segments.append(segment)
             if segment.truncated_bytes and next_base is not None:
@@ -116,21 +131,22 @@ class Log:
     def append_as_follower(self, data, headers: list[BatchHeader]) -> AppendInfo:
         """Append batches copied from the leader, offsets and epochs as they are.
 
-        The first batch must start at the log end and offsets must run on without gaps in the
-        batch sequence, else the follower has diverged and must truncate first."""
+        Offsets must only grow, from the log end on. They may skip: a compacted leader log has
+        gaps, as in Kafka. A batch below the log end means the follower has diverged and must
+        truncate first."""
         first = headers[0].base_offset
-        if first != self.log_end_offset:
+        if first < self.log_end_offset:
             raise CorruptRecordError(f"replicated batch starts at {first}; the log ends at {self.log_end_offset}")
         expected = first
         for h in headers:
-            if h.base_offset != expected:
-                raise CorruptRecordError(f"replicated batch at {h.base_offset}; expected offset {expected}")
+            if h.base_offset < expected:
+                raise CorruptRecordError(f"replicated batch at {h.base_offset}; expected offset {expected} or later")
             expected = h.base_offset + h.last_offset_delta + 1
         now = self.clock.time_ms()
         total = sum(h.size for h in headers)
         if self._should_roll(total, expected - 1, now, max(h.max_timestamp for h in headers)):
             self.roll(now)
-        self.active.append([data], headers, first, None)
+        self.active.append([data], headers, None, None)
         count = sum(h.record_count for h in headers)
         self._unflushed_records += count
         self._maybe_flush_after_append()
@@ -189,6 +205,81 @@ class Log:
             self._bases.pop()
         self.active.truncate_to(offset)
         self._set_recovery_point(min(self.recovery_point, self.log_end_offset))
+        if self.cleaner_checkpoint.first_dirty_offset > self.log_end_offset:
+            self.set_cleaner_checkpoint(CleanerCheckpoint(self.log_end_offset,
+                                                          self.cleaner_checkpoint.oldest_tombstone_ms))
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every segment and restart empty at ``offset`` (a follower whose whole log is below
+        the leader's log start offset)."""
+        new = LogSegment(self.directory, offset, self.config["index.interval.bytes"], self.clock.time_ms(),
+                         CLEANED_SUFFIX)
+        new.flush(fsync=True)
+        old, self.segments = self.segments, []
+        for segment in old:
+            segment.delete()
+        rename_cleaned(new, self.directory)
+        self.segments, self._bases = [new], [offset]
+        write_int(os.path.join(self.directory, LOG_START_FILE), offset)
+        self.log_start_offset = offset
+        self._set_recovery_point(offset)
+        self.set_cleaner_checkpoint(CleanerCheckpoint(offset))
+
+    # ------------------------------------------------------------------------------- cleanup
+    def advance_log_start_offset(self, offset: int) -> bool:
+        """Make ``offset`` the first readable offset (persisted first); False if it is not ahead.
+
+        Segments wholly below stay until :func:`broker.storage.retention.delete_segments` removes
+        them; reads below the start are refused at once."""
+        if offset <= self.log_start_offset:
+            return False
+        if offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"log start offset {offset} would pass the log end {self.log_end_offset}",
+                log_start_offset=self.log_start_offset, log_end_offset=self.log_end_offset)
+        write_int(os.path.join(self.directory, LOG_START_FILE), offset)
+        self.log_start_offset = offset
+        return True
+
+    def delete_oldest_segments(self, count: int) -> list[LogSegment]:
+        """Remove the ``count`` oldest segments (never the active one); the log start moves to the
+        first one left. Returns the removed segments (already closed and unlinked)."""
+        count = min(count, len(self.segments) - 1)
+        if count <= 0:
+            return []
+        removed = self.segments[:count]
+        self.advance_log_start_offset(self.segments[count].base_offset)
+        del self.segments[:count]
+        del self._bases[:count]
+        for segment in removed:
+            segment.delete()
+        return removed
+
+    def new_cleaned_segment(self, base_offset: int) -> LogSegment:
+        """An empty segment named ``<base>.log.cleaned``, invisible to the log until swapped in."""
+        stem = os.path.join(self.directory, segment_name(base_offset))
+        for ext in (".log", ".index", ".timeindex"):
+            try:
+                os.unlink(stem + ext + CLEANED_SUFFIX)
+            except FileNotFoundError:
+                pass
+        return LogSegment(self.directory, base_offset, self.config["index.interval.bytes"],
+                          self.clock.time_ms(), CLEANED_SUFFIX)
+
+    def replace_segments(self, new: LogSegment, old: list[LogSegment]) -> None:
+        """Swap the complete, fsynced cleaned segment ``new`` in for the consecutive segments ``old``
+        (none of them the active one), in the crash-safe order described above."""
+        index = next(i for i, s in enumerate(self.segments) if s is old[0])
+        if self.segments[index:index + len(old)] != old or index + len(old) >= len(self.segments):
+            raise ValueError("segments to replace must be consecutive and not include the active one")
+        commit_swap(new, old, self.directory)
+        self.segments[index:index + len(old)] = [new]
+        self._bases[index:index + len(old)] = [new.base_offset]
+
+    def set_cleaner_checkpoint(self, checkpoint: CleanerCheckpoint) -> None:
+        write_atomically(os.path.join(self.directory, CLEANER_CHECKPOINT_FILE),
+                         f"{checkpoint.first_dirty_offset} {checkpoint.oldest_tombstone_ms}\n".encode())
+        self.cleaner_checkpoint = checkpoint
 
     def set_config(self, config: Config) -> None:
         self.config = config
@@ -264,3 +355,12 @@ class Log:
 def _delete_bases(directory: str, bases: list[int], interval: int, now: int) -> None:
     for base in bases:
         LogSegment(directory, base, interval, now).delete()
+
+
+def _read_cleaner_checkpoint(directory: str) -> CleanerCheckpoint:
+    try:
+        with open(os.path.join(directory, CLEANER_CHECKPOINT_FILE), "rb") as f:
+            first, oldest = (int(x) for x in f.read().split())
+        return CleanerCheckpoint(first, oldest)
+    except (FileNotFoundError, ValueError):
+        return CleanerCheckpoint(0)

@@ -37,16 +37,18 @@ class BatchPosition(NamedTuple):
 
 
 class LogSegment:
-    def __init__(self, directory: str, base_offset: int, index_interval: int, created_ms: int):
+    def __init__(self, directory: str, base_offset: int, index_interval: int, created_ms: int,
+                 suffix: str = ""):
+        """``suffix`` names a segment that is not part of the log yet (the cleaner's ``.cleaned``)."""
         self.base_offset = base_offset
         self.index_interval = index_interval
         self.created_ms = created_ms
         stem = os.path.join(directory, segment_name(base_offset))
-        self.log_path = stem + ".log"
+        self.log_path = stem + ".log" + suffix
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self.fd).st_size
-        self.offset_index = OffsetIndex(stem + ".index", base_offset)
-        self.time_index = TimeIndex(stem + ".timeindex", base_offset)
+        self.offset_index = OffsetIndex(stem + ".index" + suffix, base_offset)
+        self.time_index = TimeIndex(stem + ".timeindex" + suffix, base_offset)
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.first_timestamp = -1  # the first batch's max timestamp; drives segment.ms
@@ -153,13 +155,17 @@ class LogSegment:
         self._bytes_since_index += size
 
     # ---------------------------------------------------------------------------------- writing
-    def append(self, parts: list, headers: list[BatchHeader], first_offset: int,
+    def append(self, parts: list, headers: list[BatchHeader], first_offset: int | None,
                log_append_time: int | None = None) -> None:
-        """Write already-validated batches (as ``parts`` buffers) whose offsets start at ``first_offset``."""
+        """Write already-validated batches (as ``parts`` buffers) whose offsets start at ``first_offset``
+        and run on without gaps, or, with ``first_offset=None``, sit at their headers' base offsets
+        (replicated or compacted batches, where offsets may skip)."""
         total = sum(h.size for h in headers)
         _pwrite_all(self.fd, parts, self.size, total)
         position, offset = self.size, first_offset
         for header in headers:
+            if first_offset is None:
+                offset = header.base_offset
             self._index_batch(position, offset, header.size)
             ts = header.max_timestamp if log_append_time is None else log_append_time
             if position == 0:

@@ -1,0 +1,180 @@
+"""Consumer-group administration, mixed into :class:`AdminClient` (confluent-kafka's method names).
+
+    admin.list_consumer_groups().result().valid                       # [ConsumerGroupListing]
+    admin.describe_consumer_groups(["billing"])["billing"].result()   # ConsumerGroupDescription
+    admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("billing")])["billing"].result()
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions("billing", [TopicPartition("orders", 0, 42)])])
+    admin.delete_consumer_groups(["billing"])
+
+Each group's requests go to its coordinator. Altering offsets is refused (``NonEmptyGroupError``)
+while the group has active members, as Kafka refuses to reset a running group.
+"""
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from broker.client.coordinator import CoordinatorClient
+from broker.client.message import TopicPartition
+from broker.errors import RiverlogError, error_for_code
+from broker.proto import riverlog_pb2 as pb
+
+
+@dataclass
+class ConsumerGroupListing:
+    group_id: str
+    is_simple_consumer_group: bool
+    state: str
+    coordinator: int = -1
+
+
+@dataclass
+class ListConsumerGroupsResult:
+    valid: list[ConsumerGroupListing] = field(default_factory=list)
+    errors: list[RiverlogError] = field(default_factory=list)
+
+
+@dataclass
+class MemberAssignment:
+    topic_partitions: list[TopicPartition]
+
+
+@dataclass
+class MemberDescription:
+    member_id: str
+    client_id: str
+    host: str
+    assignment: MemberAssignment
+    group_instance_id: str | None
+    member_epoch: int
+    target_assignment: MemberAssignment
+
+
+@dataclass
+class ConsumerGroupDescription:
+    group_id: str
+    is_simple_consumer_group: bool
+    members: list[MemberDescription]
+    partition_assignor: str
+    state: str
+    coordinator: int
+    group_epoch: int
+    assignment_epoch: int
+
+
+@dataclass
+class ConsumerGroupTopicPartitions:
+    group_id: str
+    topic_partitions: list[TopicPartition] | None = None
+
+
+def _tps(groups) -> list[TopicPartition]:
+    return [TopicPartition(g.topic, p) for g in groups for p in g.partitions]
+
+
+def _grouped(tps) -> list[pb.GroupPartitions]:
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted(tps):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return [pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
+
+
+def _raise_first(results) -> None:
+    failed = next((r for r in results if r.error_code), None)
+    if failed is not None:
+        raise error_for_code(failed.error_code)(failed.error_message)
+
+
+class ConsumerGroupAdmin:
+    """Needs ``self.cluster`` and ``self._fan_out`` (from AdminClient)."""
+
+    def _coordinator(self, group_id: str) -> CoordinatorClient:
+        return CoordinatorClient(self.cluster, group_id)
+
+    def _per_group(self, group_ids, fn, request_timeout) -> dict[str, Future]:
+        def call():
+            out = {}
+            for group_id in group_ids:
+                try:
+                    out[group_id] = fn(group_id, self._coordinator(group_id), request_timeout)
+                except RiverlogError as e:
+                    out[group_id] = e
+            return out
+        return self._fan_out(list(group_ids), call, lambda results: results.items())
+
+    def list_consumer_groups(self, request_timeout: float | None = None) -> Future:
+        """Every group of every broker (each lists the groups it coordinates)."""
+        def call():
+            self.cluster.refresh(all_topics=False, topics=[])
+            result, seen = ListConsumerGroupsResult(), set()
+            for node in sorted(self.cluster.brokers):
+                try:
+                    response = self.cluster.call("ListGroups", pb.ListGroupsRequest(), node, request_timeout)
+                except RiverlogError as e:
+                    result.errors.append(e)
+                    continue
+                for g in response.groups:
+                    if g.group_id not in seen:
+                        seen.add(g.group_id)
+                        result.valid.append(ConsumerGroupListing(g.group_id, False, g.state, g.coordinator))
+            result.valid.sort(key=lambda g: g.group_id)
+            return [("groups", result)]
+        return self._fan_out(["groups"], call, lambda r: r)["groups"]
+
+    def describe_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None) -> dict[str, Future]:
+        def describe(group_id, coordinator, timeout):
+            response = coordinator.call("DescribeGroups", pb.DescribeGroupsRequest(group_ids=[group_id]), timeout)
+            d = response.groups[0]
+            if d.error_code:
+                return error_for_code(d.error_code)(d.error_message)
+            members = [MemberDescription(m.member_id, m.client_id, "", MemberAssignment(_tps(m.assignment)),
+                                         m.instance_id or None, m.member_epoch, MemberAssignment(_tps(m.target)))
+                       for m in d.members]
+            return ConsumerGroupDescription(d.group_id, not d.assignor, members, d.assignor, d.state,
+                                            d.coordinator, d.group_epoch, d.assignment_epoch)
+        return self._per_group(group_ids, describe, request_timeout)
+
+    def delete_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None) -> dict[str, Future]:
+        """Delete empty groups and their offsets (``NonEmptyGroupError`` while members remain)."""
+        def delete(group_id, coordinator, timeout):
+            r = coordinator.call("DeleteGroups", pb.DeleteGroupsRequest(group_ids=[group_id]), timeout).results[0]
+            return error_for_code(r.error_code)(r.error_message) if r.error_code else None
+        return self._per_group(group_ids, delete, request_timeout)
+
+    def list_consumer_group_offsets(self, requests: list[ConsumerGroupTopicPartitions],
+                                    request_timeout: float | None = None) -> dict[str, Future]:
+        """Committed offsets (all of the group's, or the listed partitions') per group."""
+        wanted = {r.group_id: r.topic_partitions for r in requests}
+
+        def fetch(group_id, coordinator, timeout):
+            request = pb.OffsetFetchRequest(group_id=group_id, partitions=_grouped(wanted[group_id] or []))
+            response = coordinator.call("OffsetFetch", request, timeout)
+            found = [TopicPartition(o.topic, o.partition, o.offset, o.metadata or None) for o in response.offsets]
+            return ConsumerGroupTopicPartitions(group_id, sorted(found))
+        return self._per_group(list(wanted), fetch, request_timeout)
+
+    def alter_consumer_group_offsets(self, requests: list[ConsumerGroupTopicPartitions],
+                                     request_timeout: float | None = None) -> dict[str, Future]:
+        """Set committed offsets; refused while the group has active members."""
+        wanted = {r.group_id: r.topic_partitions or [] for r in requests}
+
+        def alter(group_id, coordinator, timeout):
+            by_topic: dict[str, list] = {}
+            for tp in wanted[group_id]:
+                by_topic.setdefault(tp.topic, []).append(pb.CommitPartition(
+                    partition=tp.partition, offset=tp.offset, metadata=tp.metadata or "", leader_epoch=-1))
+            request = pb.OffsetCommitRequest(group_id=group_id, member_id="", member_epoch=-1, topics=[
+                pb.CommitTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
+            _raise_first(coordinator.call("OffsetCommit", request, timeout).results)
+            return ConsumerGroupTopicPartitions(group_id, sorted(wanted[group_id]))
+        return self._per_group(list(wanted), alter, request_timeout)
+
+    def delete_consumer_group_offsets(self, group_id: str, partitions: list[TopicPartition],
+                                      request_timeout: float | None = None) -> Future:
+        """Forget a group's offsets of topics it no longer consumes (``GroupSubscribedToTopicError``
+        for a topic a member still subscribes to)."""
+        def delete(group_id, coordinator, timeout):
+            request = pb.OffsetDeleteRequest(group_id=group_id, partitions=_grouped(partitions))
+            _raise_first(coordinator.call("OffsetDelete", request, timeout).results)
+            return None
+        return self._per_group([group_id], delete, request_timeout)[group_id]

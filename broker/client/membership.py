@@ -1,0 +1,194 @@
+"""A consumer's membership of its group: the heartbeat thread and the assignment it receives.
+
+The coordinator decides who owns what (``broker.group``); this side reports what the application
+owns and takes in the assignment. Nothing here touches fetching: the consumer applies a new
+assignment on the application's thread, inside ``poll()``, where the rebalance callbacks run
+(:meth:`GroupMembership.pending`), then tells this side what it owns now (:meth:`applied`).
+
+What a heartbeat reports as owned is conservative: what the application holds *and* what it has
+been given but not yet taken up, so the coordinator never hands a partition to another member
+while this one might still be reading it.
+
+If ``poll()`` is not called within ``max.poll.interval.ms`` the member leaves the group (its
+partitions go to others) and joins again at the next poll, as Kafka's consumer does.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from broker.client.coordinator import CoordinatorClient
+from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, RiverlogError, UnknownMemberIdError)
+from broker.proto import riverlog_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+_QUICK_S = 0.05  # heartbeat pace while partitions are moving
+
+
+def _grouped(tps) -> list[pb.GroupPartitions]:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(tps):
+        by_topic.setdefault(topic, []).append(partition)
+    return [pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
+
+
+class GroupMembership:
+    def __init__(self, coordinator: CoordinatorClient, config, topics: list[str], wake):
+        self.coordinator = coordinator
+        self.config = config
+        self.topics = sorted(set(topics))
+        self._wake_consumer = wake
+        self._cond = threading.Condition()
+        self.member_id = ""
+        self.epoch = 0
+        self._assignment: set[TP] = set()   # what the coordinator last said we may own
+        self._owned: set[TP] = set()        # what the application holds
+        self._lost = False
+        self._fatal: RiverlogError | None = None
+        self._last_poll = time.monotonic()
+        self._left_for_poll_timeout = False
+        self._leaving: int | None = None
+        self._stopped = False
+        self._interval = min(config["heartbeat.interval.ms"], config["session.timeout.ms"] // 3) / 1000.0
+        self._thread = threading.Thread(target=self._run, name="riverlog-heartbeat", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------------------ app side
+    def polled(self) -> None:
+        """The application called poll(); rejoin if we left because it had not for too long."""
+        with self._cond:
+            self._last_poll = time.monotonic()
+            if self._left_for_poll_timeout:
+                self._left_for_poll_timeout = False
+                self._cond.notify_all()
+
+    def pending(self) -> tuple[set[TP], bool, RiverlogError | None]:
+        """(the assignment to apply, whether what we owned was lost, a fatal error)."""
+        with self._cond:
+            lost, self._lost = self._lost, False
+            return set(self._assignment), lost, self._fatal
+
+    def applied(self, owned: set[TP]) -> None:
+        """The application now holds ``owned``: tell the coordinator at once."""
+        with self._cond:
+            self._owned = set(owned)
+            self._cond.notify_all()
+
+    def metadata(self) -> tuple[str, int]:
+        with self._cond:
+            return self.member_id, self.epoch
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Leave the group (a static member leaves "for now", keeping its partitions a while)."""
+        with self._cond:
+            if self._stopped:
+                return
+            self._leaving = -2 if self.config["group.instance.id"] else -1
+            self._cond.notify_all()
+        self._thread.join(timeout)
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+
+    # ------------------------------------------------------------------------------ the thread
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if self._stopped:
+                    return
+                leaving = self._leaving
+                if leaving is None and self._poll_overdue():
+                    leaving = -1
+            if leaving is not None:
+                self._leave(leaving)
+                if self._leaving is not None:
+                    return
+                self._wait_for_poll()
+                continue
+            wait = self._beat()
+            with self._cond:
+                if not self._stopped and self._leaving is None:
+                    self._cond.wait(wait)
+
+    def _poll_overdue(self) -> bool:
+        overdue = time.monotonic() - self._last_poll > self.config["max.poll.interval.ms"] / 1000.0
+        if overdue and self.member_id:
+            log.warning("poll() was not called within max.poll.interval.ms=%d: leaving group '%s'",
+                        self.config["max.poll.interval.ms"], self.coordinator.group_id)
+        return overdue and bool(self.member_id)
+
+    def _wait_for_poll(self) -> None:
+        with self._cond:
+            self._left_for_poll_timeout = True
+            self._lost = True
+            self._assignment = set()
+            self._wake_consumer()
+            while self._left_for_poll_timeout and self._leaving is None and not self._stopped:
+                self._cond.wait(0.5)
+
+    def _request(self, epoch: int) -> pb.ConsumerGroupHeartbeatRequest:
+        cfg = self.config
+        with self._cond:
+            owned = self._owned | self._assignment
+            member_id = self.member_id
+        return pb.ConsumerGroupHeartbeatRequest(
+            group_id=self.coordinator.group_id, member_id=member_id, member_epoch=epoch,
+            instance_id=cfg["group.instance.id"], client_id=cfg["client.id"], subscribed_topics=self.topics,
+            assignor=cfg["partition.assignment.strategy"], session_timeout_ms=cfg["session.timeout.ms"],
+            rebalance_timeout_ms=cfg["max.poll.interval.ms"], owned=_grouped(owned))
+
+    def _beat(self) -> float:
+        """One heartbeat; returns how long to wait before the next."""
+        with self._cond:
+            epoch = self.epoch if self.member_id else 0
+        try:
+            response = self.coordinator.call("ConsumerGroupHeartbeat", self._request(epoch),
+                                             timeout=max(self._interval * 2, 1.0))
+        except (UnknownMemberIdError, FencedMemberEpochError) as e:
+            log.info("group '%s': %s; rejoining", self.coordinator.group_id, e)
+            self._reset(lost=True)
+            return 0
+        except FencedInstanceIdError as e:
+            with self._cond:
+                self._fatal = e
+                self._reset(lost=True)
+                self._stopped = True
+            self._wake_consumer()
+            return 0
+        except RiverlogError as e:
+            log.debug("heartbeat failed: %r", e)
+            return self.config["retry.backoff.ms"] / 1000.0
+        assignment = {(g.topic, p) for g in response.assignment for p in g.partitions}
+        with self._cond:
+            self.member_id, self.epoch = response.member_id, response.member_epoch
+            changed = assignment != self._assignment
+            self._assignment = assignment
+            settled = self._owned == assignment and not response.reconciling
+        if changed:
+            self._wake_consumer()
+        interval = min(response.heartbeat_interval_ms / 1000.0 or self._interval, self._interval)
+        return interval if settled else _QUICK_S
+
+    def _reset(self, lost: bool) -> None:
+        with self._cond:
+            self.member_id, self.epoch = "", 0
+            self._assignment = set()
+            self._lost = self._lost or lost
+        self._wake_consumer()
+
+    def _leave(self, epoch: int) -> None:
+        with self._cond:
+            member_id = self.member_id
+        if member_id:
+            try:
+                self.coordinator.call("ConsumerGroupHeartbeat", pb.ConsumerGroupHeartbeatRequest(
+                    group_id=self.coordinator.group_id, member_id=member_id, member_epoch=epoch,
+                    instance_id=self.config["group.instance.id"]), timeout=3.0)
+            except RiverlogError as e:
+                log.debug("leaving the group failed: %r", e)
+        with self._cond:
+            self.member_id, self.epoch = "", 0
+            self._assignment = set()

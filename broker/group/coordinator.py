@@ -1,0 +1,188 @@
+"""The groups of one ``__consumer_offsets`` partition, and the records that persist them.
+
+Pure and synchronous. The broker that leads partition *n* of ``__consumer_offsets`` coordinates
+every group whose id hashes to *n* (:func:`partition_for`). Each operation changes the in-memory
+groups and returns the records to append; the server appends them (acks=all) before it answers,
+and replays them (:meth:`GroupShard.load`) when it takes over the partition, so groups, members,
+assignments and offsets survive restarts and follow partition leadership.
+
+Records are JSON, keyed so that compaction keeps exactly the latest state of each thing:
+``{"type": "offset", "group", "topic", "partition"}``, ``{"type": "group", "group"}`` and
+``{"type": "member", "group", "member"}``; a null value (tombstone) deletes.
+"""
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterable, Mapping
+
+from broker.errors import (GroupIdNotFoundError, GroupSubscribedToTopicError, InvalidGroupIdError,
+                           NonEmptyGroupError)
+from broker.group.assignors import TP
+from broker.group.group import Committed, ConsumerGroup, HeartbeatResult, Member
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+Record = tuple[bytes, "bytes | None"]
+
+
+def partition_for(group_id: str, partitions: int) -> int:
+    """The ``__consumer_offsets`` partition (hence the coordinator) of a group."""
+    return zlib.crc32(group_id.encode()) % partitions
+
+
+def _key(**fields) -> bytes:
+    return json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _value(doc) -> bytes:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _tps(items: Iterable[TP]) -> list[list]:
+    return [[t, p] for t, p in sorted(items)]
+
+
+class GroupShard:
+    """Every group of one ``__consumer_offsets`` partition."""
+
+    def __init__(self, partition: int):
+        self.partition = partition
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._written: dict[bytes, bytes] = {}  # the latest value of every live key, as in the log
+
+    # ------------------------------------------------------------------------------ replay
+    def load(self, records: Iterable[Record], now_ms: int) -> None:
+        """Rebuild from the partition's records, oldest first. Members get a fresh session."""
+        latest: dict[bytes, bytes] = {}
+        for key, value in records:
+            if value is None:
+                latest.pop(key, None)
+            else:
+                latest[key] = value
+        self.groups, self._written = {}, dict(latest)
+        members = []
+        for raw_key, raw_value in latest.items():
+            key, value = json.loads(raw_key), json.loads(raw_value)
+            group = self._group(key["group"])
+            if key["type"] == "offset":
+                group.offsets[(key["topic"], key["partition"])] = Committed(
+                    value["offset"], value.get("metadata", ""), value.get("leader_epoch", -1),
+                    value.get("commit_timestamp", -1))
+            elif key["type"] == "group":
+                group.assignor = value.get("assignor", "")
+                group.group_epoch = value.get("group_epoch", 0)
+                group.assignment_epoch = value.get("assignment_epoch", 0)
+                group.topic_sizes = dict(value.get("topic_sizes", {}))
+            elif key["type"] == "member":
+                members.append((group, key["member"], value))
+        for group, member_id, v in members:
+            member = Member(member_id, v.get("instance_id", ""), v.get("client_id", ""), v["topics"],
+                            v["session_timeout_ms"], v["rebalance_timeout_ms"], now_ms, v["epoch"],
+                            v.get("previous_epoch", -1), {tuple(x) for x in v["assigned"]},
+                            {tuple(x) for x in v["assigned"]}, v.get("eager_cleared", -1))
+            if v.get("left"):
+                member.left_ms = now_ms
+            group.members[member_id] = member
+            group.target[member_id] = {tuple(x) for x in v.get("target", [])}
+
+    def _group(self, group_id: str, create: bool = True) -> ConsumerGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            if not create:
+                raise GroupIdNotFoundError(f"group '{group_id}' does not exist")
+            if not group_id:
+                raise InvalidGroupIdError("group.id must not be empty")
+            group = self.groups[group_id] = ConsumerGroup(group_id)
+        return group
+
+    # ------------------------------------------------------------------------------ records
+    def _state_records(self, group: ConsumerGroup) -> dict[bytes, bytes]:
+        out = {}
+        for (topic, partition), c in group.offsets.items():
+            out[_key(type="offset", group=group.group_id, topic=topic, partition=partition)] = _value(
+                {"offset": c.offset, "metadata": c.metadata, "leader_epoch": c.leader_epoch,
+                 "commit_timestamp": c.commit_timestamp})
+        if group.members or group.group_epoch:
+            out[_key(type="group", group=group.group_id)] = _value(
+                {"assignor": group.assignor, "group_epoch": group.group_epoch,
+                 "assignment_epoch": group.assignment_epoch, "topic_sizes": group.topic_sizes})
+        for m in group.members.values():
+            out[_key(type="member", group=group.group_id, member=m.member_id)] = _value(
+                {"instance_id": m.instance_id, "client_id": m.client_id, "topics": m.topics,
+                 "session_timeout_ms": m.session_timeout_ms, "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                 "epoch": m.epoch, "previous_epoch": m.previous_epoch, "assigned": _tps(m.assigned),
+                 "eager_cleared": m.eager_cleared, "left": m.left_ms is not None,
+                 "target": _tps(group.target.get(m.member_id, ()))})
+        return out
+
+    def _changes(self, group: ConsumerGroup, removed: bool = False) -> list[Record]:
+        """Records that bring the log from what it holds for ``group`` to its state now."""
+        prefix = _key(group=group.group_id)[:-1]  # keys are sorted JSON: "group" comes first
+        now = {} if removed else self._state_records(group)
+        before = {k: v for k, v in self._written.items() if k.startswith(prefix + b",")}
+        records: list[Record] = [(k, v) for k, v in sorted(now.items()) if before.get(k) != v]
+        records += [(k, None) for k in sorted(before) if k not in now]
+        for k, v in records:
+            if v is None:
+                self._written.pop(k, None)
+            else:
+                self._written[k] = v
+        if removed or (not group.members and not group.offsets and not group.group_epoch):
+            self.groups.pop(group.group_id, None)
+        return records
+
+    # ------------------------------------------------------------------------------ operations
+    def heartbeat(self, group_id: str, member_id: str, member_epoch: int, *, partitions: Mapping[str, int],
+                  now_ms: int, **fields) -> tuple[HeartbeatResult, list[Record]]:
+        group = self._group(group_id)
+        try:
+            result = group.heartbeat(member_id, member_epoch, partitions=partitions, now_ms=now_ms, **fields)
+        finally:
+            records = self._changes(group)
+        return result, records
+
+    def expire(self, partitions: Mapping[str, int], now_ms: int) -> list[Record]:
+        records: list[Record] = []
+        for group in list(self.groups.values()):
+            assignment_epoch = group.assignment_epoch
+            # expiring members, or catching up on a leave: both recompute the target
+            if group.expire(partitions, now_ms) or group.assignment_epoch != assignment_epoch:
+                records += self._changes(group)
+        return records
+
+    def commit(self, group_id: str, member_id: str, member_epoch: int,
+               offsets: Mapping[TP, Committed]) -> list[Record]:
+        group = self._group(group_id)
+        group.check_commit(member_id, member_epoch)
+        group.commit(offsets)
+        return self._changes(group)
+
+    def committed(self, group_id: str, partitions: Iterable[TP] | None) -> dict[TP, Committed]:
+        group = self.groups.get(group_id)
+        if group is None:
+            return {}
+        if partitions is None:
+            return dict(group.offsets)
+        return {tp: group.offsets[tp] for tp in partitions if tp in group.offsets}
+
+    def describe(self, group_id: str) -> ConsumerGroup:
+        return self._group(group_id, create=False)
+
+    def delete_group(self, group_id: str) -> list[Record]:
+        group = self._group(group_id, create=False)
+        if group.members:
+            raise NonEmptyGroupError(f"group '{group_id}' has {len(group.members)} member(s); "
+                                     "stop them (or wait for their sessions to expire) first")
+        return self._changes(group, removed=True)
+
+    def delete_offsets(self, group_id: str, partitions: Iterable[TP]) -> list[Record]:
+        group = self._group(group_id, create=False)
+        partitions = list(partitions)
+        subscribed = group.subscribed_topics()
+        busy = sorted({t for t, _ in partitions if t in subscribed})
+        if busy:
+            raise GroupSubscribedToTopicError(f"group '{group_id}' is subscribed to {', '.join(busy)}")
+        for tp in partitions:
+            group.offsets.pop(tp, None)
+        return self._changes(group)

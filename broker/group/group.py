@@ -1,0 +1,260 @@
+"""One consumer group as its coordinator holds it: members, the target assignment, committed offsets.
+
+Pure and synchronous (time comes in as ``now_ms``), in the style of Kafka's new consumer protocol
+(KIP-848): members heartbeat with their subscription and the partitions they own; the coordinator
+computes the target assignment with the group's assignor and reconciles each member towards it.
+
+Epochs. The **group epoch** moves whenever membership, a subscription or a subscribed topic's
+partition count changes; the **assignment epoch** is the group epoch the target was computed for;
+a **member epoch** is the assignment epoch a member has fully reconciled to.
+
+Reconciliation never lets two members own a partition at once: a partition is handed to its new
+owner only after its previous owner reported (in a heartbeat) that it let it go. With an eager
+assignor every member first gives up everything; with ``cooperative-sticky`` only the partitions
+that move are revoked, and the others are consumed throughout.
+
+Static members (``group.instance.id``) that leave with epoch -2, or that restart and join again
+under the same instance id, keep their partitions for a session timeout: no rebalance happens.
+"""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, NonEmptyGroupError,
+                           StaleMemberEpochError, UnknownMemberIdError, UnsupportedAssignorError)
+from broker.group.assignors import COOPERATIVE, TP, assignor
+
+JOIN, LEAVE, LEAVE_STATIC = 0, -1, -2
+
+EMPTY, ASSIGNING, RECONCILING, STABLE = "Empty", "Assigning", "Reconciling", "Stable"
+
+
+@dataclass
+class Member:
+    member_id: str
+    instance_id: str
+    client_id: str
+    topics: list[str]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    last_heartbeat_ms: int
+    epoch: int = 0
+    previous_epoch: int = -1
+    assigned: set[TP] = field(default_factory=set)  # what the member has been told it may own
+    owned: set[TP] = field(default_factory=set)     # what it last reported owning
+    eager_cleared: int = -1                         # assignment epoch it gave everything up for
+    revoking_since_ms: int | None = None
+    left_ms: int | None = None                      # a static member that left for now
+
+    @property
+    def active(self) -> bool:
+        return self.left_ms is None
+
+
+@dataclass
+class Committed:
+    offset: int
+    metadata: str = ""
+    leader_epoch: int = -1
+    commit_timestamp: int = -1
+
+
+@dataclass
+class HeartbeatResult:
+    member_id: str
+    member_epoch: int
+    assignment: set[TP]
+    reconciling: bool
+
+
+class ConsumerGroup:
+    def __init__(self, group_id: str):
+        self.group_id = group_id
+        self.assignor = ""
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.target: dict[str, set[TP]] = {}
+        self.topic_sizes: dict[str, int] = {}
+        self.members: dict[str, Member] = {}
+        self.offsets: dict[TP, Committed] = {}
+        self.fenced_members: set[str] = set()  # replaced static members: told so if they come back
+
+    # ------------------------------------------------------------------------------ state
+    @property
+    def active_members(self) -> list[Member]:
+        return [m for m in self.members.values() if m.active]
+
+    @property
+    def state(self) -> str:
+        if not self.members:
+            return EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ASSIGNING
+        if any(m.epoch < self.assignment_epoch for m in self.members.values()):
+            return RECONCILING
+        return STABLE
+
+    @property
+    def cooperative(self) -> bool:
+        return self.assignor in COOPERATIVE
+
+    def subscribed_topics(self) -> set[str]:
+        return {t for m in self.members.values() for t in m.topics}
+
+    # ------------------------------------------------------------------------------ heartbeat
+    def heartbeat(self, member_id: str, member_epoch: int, *, instance_id: str = "", client_id: str = "",
+                  topics: list[str] | None = None, assignor_name: str = "", session_timeout_ms: int = 45_000,
+                  rebalance_timeout_ms: int = 300_000, owned: set[TP] | None = None,
+                  partitions: Mapping[str, int], now_ms: int) -> HeartbeatResult:
+        """One member heartbeat: join (epoch 0), leave (-1, or -2 for a static member), or report."""
+        if member_epoch in (LEAVE, LEAVE_STATIC):
+            return self._leave(member_id, member_epoch, now_ms)
+        if member_epoch == JOIN and member_id not in self.members:
+            member = self._join(instance_id, client_id, list(topics or []), assignor_name,
+                                session_timeout_ms, rebalance_timeout_ms, now_ms)
+        else:
+            member = self._member(member_id)
+            if member_epoch not in (member.epoch, member.previous_epoch):
+                raise FencedMemberEpochError(
+                    f"member {member_id} of group '{self.group_id}' is at epoch {member.epoch}, "
+                    f"not {member_epoch}: its partitions were reassigned; rejoin")
+            if topics is not None and sorted(topics) != sorted(member.topics):
+                member.topics = sorted(topics)
+                self.group_epoch += 1
+        member.last_heartbeat_ms = now_ms
+        member.left_ms = None
+        if owned is not None:
+            member.owned = set(owned)
+        self.refresh(partitions)
+        self._reconcile(member, now_ms)
+        return HeartbeatResult(member.member_id, member.epoch, set(member.assigned),
+                               member.epoch < self.assignment_epoch)
+
+    def _member(self, member_id: str) -> Member:
+        member = self.members.get(member_id)
+        if member is None:
+            if member_id in self.fenced_members:
+                raise FencedInstanceIdError(
+                    f"member {member_id} was replaced by a newer member with its group.instance.id")
+            raise UnknownMemberIdError(f"group '{self.group_id}' has no member {member_id}: rejoin")
+        return member
+
+    def _join(self, instance_id: str, client_id: str, topics: list[str], assignor_name: str,
+              session_timeout_ms: int, rebalance_timeout_ms: int, now_ms: int) -> Member:
+        name, _ = assignor(assignor_name or "range")
+        if self.assignor and name != self.assignor and self.active_members:
+            raise UnsupportedAssignorError(
+                f"group '{self.group_id}' uses {self.assignor}; this member asked for {name}")
+        self.assignor = name
+        member_id = uuid.uuid4().hex
+        previous = next((m for m in self.members.values() if instance_id and m.instance_id == instance_id), None)
+        if previous is not None:
+            # A static member coming back: it takes over its predecessor's partitions, no rebalance.
+            del self.members[previous.member_id]
+            self.fenced_members.add(previous.member_id)
+            member = Member(member_id, instance_id, client_id, sorted(topics), session_timeout_ms,
+                            rebalance_timeout_ms, now_ms, previous.epoch, previous.previous_epoch,
+                            set(previous.assigned), set(), previous.eager_cleared)
+            if previous.member_id in self.target:
+                self.target[member_id] = self.target.pop(previous.member_id)
+            if sorted(topics) != previous.topics:
+                self.group_epoch += 1
+        else:
+            member = Member(member_id, instance_id, client_id, sorted(topics), session_timeout_ms,
+                            rebalance_timeout_ms, now_ms)
+            self.group_epoch += 1
+        self.members[member_id] = member
+        return member
+
+    def _leave(self, member_id: str, member_epoch: int, now_ms: int) -> HeartbeatResult:
+        member = self.members.get(member_id)
+        if member is not None:
+            if member_epoch == LEAVE_STATIC and member.instance_id:
+                member.left_ms = now_ms
+                member.owned = set()
+            else:
+                self._remove(member)
+        return HeartbeatResult(member_id, member_epoch, set(), False)
+
+    def _remove(self, member: Member) -> None:
+        del self.members[member.member_id]
+        self.target.pop(member.member_id, None)
+        self.group_epoch += 1
+
+    # ------------------------------------------------------------------------------ assignment
+    def refresh(self, partitions: Mapping[str, int]) -> None:
+        """Recompute the target when the group epoch moved or a subscribed topic changed size."""
+        sizes = {t: partitions[t] for t in sorted(self.subscribed_topics()) if t in partitions}
+        if sizes != self.topic_sizes:
+            self.topic_sizes = sizes
+            if self.members:
+                self.group_epoch += 1
+        if self.group_epoch > self.assignment_epoch:
+            _, assign = assignor(self.assignor or "range")
+            subscriptions = {m.member_id: m.topics for m in self.members.values()}
+            self.target = assign(subscriptions, self.topic_sizes, self.target)
+            self.assignment_epoch = self.group_epoch
+
+    def _held_by_others(self, member: Member) -> set[TP]:
+        return {tp for m in self.members.values() if m is not member for tp in (m.assigned | m.owned)}
+
+    def _reconcile(self, member: Member, now_ms: int) -> None:
+        if member.epoch >= self.assignment_epoch:
+            return
+        target = self.target.get(member.member_id, set())
+        if not self.cooperative and member.eager_cleared < self.assignment_epoch:
+            if member.assigned or member.owned:  # eager: give everything up first
+                member.assigned = set()
+                self._revoking(member, now_ms)
+                return
+            member.eager_cleared = self.assignment_epoch
+        keep = member.assigned & target
+        if member.owned - target or member.assigned - target:
+            member.assigned = keep  # revoke first; new partitions come once these are let go
+            self._revoking(member, now_ms)
+            if member.owned - target:
+                return
+        member.revoking_since_ms = None
+        member.assigned = keep | (target - keep - self._held_by_others(member))
+        if member.assigned == target:
+            member.previous_epoch, member.epoch = member.epoch, self.assignment_epoch
+
+    @staticmethod
+    def _revoking(member: Member, now_ms: int) -> None:
+        if member.revoking_since_ms is None:
+            member.revoking_since_ms = now_ms
+
+    # ------------------------------------------------------------------------------ time
+    def expire(self, partitions: Mapping[str, int], now_ms: int) -> list[str]:
+        """Remove members whose session ran out, or that did not give partitions up within their
+        rebalance timeout; returns their ids."""
+        gone = []
+        for m in list(self.members.values()):
+            since = m.left_ms if m.left_ms is not None else m.last_heartbeat_ms
+            slow = m.revoking_since_ms is not None and now_ms - m.revoking_since_ms > m.rebalance_timeout_ms
+            if now_ms - since > m.session_timeout_ms or slow:
+                self._remove(m)
+                gone.append(m.member_id)
+        if gone or self.group_epoch > self.assignment_epoch:
+            self.refresh(partitions)
+        return gone
+
+    # ------------------------------------------------------------------------------ offsets
+    def check_commit(self, member_id: str, member_epoch: int) -> None:
+        """May this caller commit? A member with its current (or previous) epoch; an outsider
+        (no member id) only while the group has no active members."""
+        if not member_id:
+            if self.active_members:
+                raise NonEmptyGroupError(
+                    f"group '{self.group_id}' has {len(self.active_members)} active member(s); "
+                    "only they may commit its offsets")
+            return
+        member = self._member(member_id)
+        if member_epoch not in (member.epoch, member.previous_epoch):
+            raise StaleMemberEpochError(
+                f"member {member_id} committed with epoch {member_epoch}; its epoch is {member.epoch}")
+
+    def commit(self, offsets: Mapping[TP, Committed]) -> None:
+        self.offsets.update(offsets)

@@ -1,0 +1,126 @@
+"""Consumer-group requests: protobuf in, :class:`GroupRuntime` operations, protobuf out."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from broker.errors import InvalidSessionTimeoutError, RiverlogError
+from broker.group.assignors import TP
+from broker.group.group import Committed
+from broker.proto import riverlog_pb2 as pb
+from broker.server.group_runtime import GroupRuntime
+
+
+def _tps(groups) -> list[TP]:
+    return [(g.topic, p) for g in groups for p in g.partitions]
+
+
+def _grouped(tps) -> list[pb.GroupPartitions]:
+    by_topic: dict[str, list[int]] = defaultdict(list)
+    for topic, partition in sorted(tps):
+        by_topic[topic].append(partition)
+    return [pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
+
+
+class GroupHandlers:
+    def __init__(self, runtime: GroupRuntime):
+        self.runtime = runtime
+        self.config = runtime.config
+
+    def find_coordinator(self, request: pb.FindCoordinatorRequest) -> pb.FindCoordinatorResponse:
+        node, host, port = self.runtime.find_coordinator(request.group_id)
+        return pb.FindCoordinatorResponse(node_id=node, host=host, port=port)
+
+    def heartbeat(self, request: pb.ConsumerGroupHeartbeatRequest) -> pb.ConsumerGroupHeartbeatResponse:
+        low, high = self.config["group.min.session.timeout.ms"], self.config["group.max.session.timeout.ms"]
+        session = request.session_timeout_ms or 45_000
+        if request.member_epoch >= 0 and not low <= session <= high:
+            raise InvalidSessionTimeoutError(
+                f"session.timeout.ms={session} is outside the broker's [{low}, {high}] "
+                "(group.min.session.timeout.ms, group.max.session.timeout.ms)")
+        now = self.runtime.broker.clock.time_ms()
+        sizes = self.runtime.topic_sizes()
+        fields = dict(instance_id=request.instance_id, client_id=request.client_id,
+                      topics=list(request.subscribed_topics), assignor_name=request.assignor,
+                      session_timeout_ms=session, rebalance_timeout_ms=request.rebalance_timeout_ms or 300_000,
+                      owned=set(_tps(request.owned)))
+        result = self.runtime.run(request.group_id, lambda shard: shard.heartbeat(
+            request.group_id, request.member_id, request.member_epoch, partitions=sizes, now_ms=now, **fields))
+        interval = min(self.config["group.consumer.heartbeat.interval.ms"], max(10, session // 3))
+        return pb.ConsumerGroupHeartbeatResponse(
+            member_id=result.member_id, member_epoch=result.member_epoch, heartbeat_interval_ms=interval,
+            assignment=_grouped(result.assignment), reconciling=result.reconciling)
+
+    def offset_commit(self, request: pb.OffsetCommitRequest) -> pb.OffsetCommitResponse:
+        now = self.runtime.broker.clock.time_ms()
+        offsets = {(t.name, p.partition): Committed(p.offset, p.metadata, p.leader_epoch, now)
+                   for t in request.topics for p in t.partitions}
+        response = pb.OffsetCommitResponse()
+        try:
+            self.runtime.run(request.group_id, lambda shard: (None, shard.commit(
+                request.group_id, request.member_id, request.member_epoch, offsets)))
+            error = None
+        except RiverlogError as e:
+            error = e
+        for topic, partition in offsets:
+            response.results.add(topic=topic, partition=partition, error_code=error.code if error else 0,
+                                 error_message=error.message if error else "")
+        return response
+
+    def offset_fetch(self, request: pb.OffsetFetchRequest) -> pb.OffsetFetchResponse:
+        wanted = _tps(request.partitions) or None
+        found = self.runtime.read(request.group_id, lambda shard: shard.committed(request.group_id, wanted))
+        response = pb.OffsetFetchResponse()
+        for (topic, partition), c in sorted(found.items()):
+            response.offsets.add(topic=topic, partition=partition, offset=c.offset, metadata=c.metadata,
+                                 commit_timestamp=c.commit_timestamp, leader_epoch=c.leader_epoch)
+        return response
+
+    def list_groups(self, request: pb.ListGroupsRequest) -> pb.ListGroupsResponse:
+        response = pb.ListGroupsResponse()
+        node = self.runtime.broker.node_id
+        for shard in self.runtime.shards():
+            for group in list(shard.groups.values()):
+                response.groups.add(group_id=group.group_id, state=group.state, coordinator=node)
+        return response
+
+    def describe_groups(self, request: pb.DescribeGroupsRequest) -> pb.DescribeGroupsResponse:
+        response = pb.DescribeGroupsResponse()
+        for group_id in request.group_ids:
+            d = response.groups.add(group_id=group_id, coordinator=self.runtime.broker.node_id)
+            try:
+                self.runtime.read(group_id, lambda shard: self._describe(shard.describe(group_id), d))
+            except RiverlogError as e:
+                d.error_code, d.error_message = e.code, e.message
+        return response
+
+    @staticmethod
+    def _describe(group, d: pb.GroupDescription) -> None:
+        d.state, d.assignor = group.state, group.assignor
+        d.group_epoch, d.assignment_epoch = group.group_epoch, group.assignment_epoch
+        for m in sorted(group.members.values(), key=lambda m: (m.instance_id, m.member_id)):
+            d.members.add(member_id=m.member_id, instance_id=m.instance_id, client_id=m.client_id,
+                          member_epoch=m.epoch, subscribed_topics=m.topics, assignment=_grouped(m.assigned),
+                          target=_grouped(group.target.get(m.member_id, ())))
+
+    def delete_groups(self, request: pb.DeleteGroupsRequest) -> pb.DeleteGroupsResponse:
+        response = pb.DeleteGroupsResponse()
+        for group_id in request.group_ids:
+            r = response.results.add(group_id=group_id)
+            try:
+                self.runtime.run(group_id, lambda shard: (None, shard.delete_group(group_id)))
+            except RiverlogError as e:
+                r.error_code, r.error_message = e.code, e.message
+        return response
+
+    def offset_delete(self, request: pb.OffsetDeleteRequest) -> pb.OffsetDeleteResponse:
+        tps = _tps(request.partitions)
+        response = pb.OffsetDeleteResponse()
+        try:
+            self.runtime.run(request.group_id, lambda shard: (None, shard.delete_offsets(request.group_id, tps)))
+            error = None
+        except RiverlogError as e:
+            error = e
+        for topic, partition in tps:
+            response.results.add(topic=topic, partition=partition, error_code=error.code if error else 0,
+                                 error_message=error.message if error else "")
+        return response

@@ -1,0 +1,357 @@
+"""Log compaction (Kafka's LogCleaner): keep the latest record of every key, offsets unchanged.
+
+For ``cleanup.policy`` containing ``compact``. A clean has three steps, so the owner can do the
+heavy one without its lock:
+
+1. :func:`plan_cleaning` (under the partition lock) picks the *cleanable* segments: sealed
+   segments from the log start, each wholly below the high watermark and the active segment,
+   stopping at the first whose newest record is younger than ``min.compaction.lag.ms``
+   (segment granularity, as Kafka). It is due when the dirty share of their bytes (past the
+   ``cleaner-offset-checkpoint``) reaches ``min.cleanable.dirty.ratio``, when the oldest dirty
+   record is older than ``max.compaction.lag.ms``, or when a kept tombstone has expired. It opens
+   its own file descriptors on the segments, so retention or truncation may remove them meanwhile.
+2. :func:`build_cleaned` (no lock; sealed segments are immutable) maps every key of the cleanable
+   range to its latest offset, then copies each group of source segments (consecutive, together at
+   most ``segment.bytes``) into one ``<base>.log.cleaned`` segment. A batch whose records all
+   survive is copied byte for byte; otherwise each run of consecutive surviving records becomes
+   its own batch at its original base offset (offsets inside a batch are positional), keeping the
+   source batch's leader epoch, attributes, producer id and epoch, with the run's first sequence
+   number. Gaps stay gaps.
+3. :func:`swap_cleaned` (under the lock) re-checks that every source segment is still in the log
+   with the size it had, then swaps each group in (``Log.replace_segments``: crash-safe) and
+   moves the checkpoint to the end of the cleaned range.
+
+Which records survive: the latest record of each key in the cleanable range. Records without a key
+are dropped (Kafka drops them too; a compacted topic refuses them at produce time). A **tombstone**
+(null value) that is the latest for its key is kept until its own timestamp is more than
+``delete.retention.ms`` in the past (for LogAppendTime topics, the batch's append time), so a
+consumer that reads the topic from the start within that time sees the delete. Control batches
+(transaction markers) are kept as they are.
+
+The key map holds every distinct key of the cleanable range in memory (Arrow binary arrays,
+reduced per segment); Kafka bounds it with ``log.cleaner.dedupe.buffer.size`` and cleans in
+several passes instead.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from broker.config import LONG_MAX
+from broker.records.arrow_body import HEADER_TYPE, decode_body, encode_body
+from broker.records.batch import (COMPRESSION_LZ4, COMPRESSION_ZSTD, HEADER_SIZE,
+                                  BatchHeader, build_batch, iter_headers, parse_header)
+from broker.storage.log import CleanerCheckpoint, Log
+from broker.storage.segment import LogSegment
+
+_COMPRESSION_NAMES = {COMPRESSION_LZ4: "lz4", COMPRESSION_ZSTD: "zstd"}
+_READ_CHUNK = 4 << 20
+_WRITE_CHUNK = 1 << 20
+_INT_MAX = 2**31 - 1
+
+
+class CleaningAborted(Exception):
+    """The owner asked the cleaner to stop (shutdown) before the cleaned segments were complete."""
+
+
+@dataclass
+class _Source:
+    segment: LogSegment
+    size: int
+    fd: int
+
+
+@dataclass
+class CleaningPlan:
+    sources: list[_Source]
+    groups: list[list[int]]   # indexes into ``sources``; one cleaned segment per group
+    end_offset: int           # first offset after the cleanable range (the next checkpoint)
+    dirty_ratio: float
+    reason: str
+
+    def close(self) -> None:
+        for s in self.sources:
+            if s.fd >= 0:
+                os.close(s.fd)
+                s.fd = -1
+
+
+@dataclass
+class CleanStats:
+    bytes_read: int = 0
+    bytes_written: int = 0
+    records_read: int = 0
+    records_kept: int = 0
+    tombstones_dropped: int = 0
+    oldest_tombstone_ms: int = -1
+    seconds: float = 0.0
+
+
+@dataclass
+class CleanedSegments:
+    plan: CleaningPlan
+    segments: list[LogSegment] = field(default_factory=list)
+    stats: CleanStats = field(default_factory=CleanStats)
+
+
+class CleanResult(NamedTuple):
+    swapped: bool
+    stats: CleanStats
+
+
+# ------------------------------------------------------------------------------------------ plan
+def plan_cleaning(log: Log, high_watermark: int, now_ms: int) -> CleaningPlan | None:
+    """The cleanable segments and why they are due, or None when no clean is due."""
+    config = log.config
+    if "compact" not in config["cleanup.policy"]:
+        return None
+    segments = log.segments
+    bound = min(log.active.base_offset, high_watermark)
+    lag = config["min.compaction.lag.ms"]
+    chosen: list[LogSegment] = []
+    for i, segment in enumerate(segments[:-1]):
+        if segments[i + 1].base_offset > bound or (lag > 0 and segment.max_timestamp > now_ms - lag):
+            break
+        chosen.append(segment)
+    if not chosen:
+        return None
+    end = segments[len(chosen)].base_offset
+    first_dirty = max(log.cleaner_checkpoint.first_dirty_offset, log.log_start_offset)
+    uppers = [s.base_offset for s in segments[1:len(chosen) + 1]]
+    dirty = [s for s, upper in zip(chosen, uppers) if upper > first_dirty]
+    total = sum(s.size for s in chosen)
+    dirty_bytes = sum(s.size for s in dirty)
+    ratio = dirty_bytes / total if total else 0.0
+    reason = _due(log, dirty, dirty_bytes, ratio, now_ms)
+    if reason is None:
+        return None
+    sources = [_Source(s, s.size, os.open(s.log_path, os.O_RDONLY)) for s in chosen]
+    return CleaningPlan(sources, _group(chosen, uppers, config["segment.bytes"]), end, ratio, reason)
+
+
+def _due(log: Log, dirty: list[LogSegment], dirty_bytes: int, ratio: float, now_ms: int) -> str | None:
+    config = log.config
+    if dirty_bytes and ratio >= config["min.cleanable.dirty.ratio"]:
+        return "min.cleanable.dirty.ratio"
+    max_lag = config["max.compaction.lag.ms"]
+    if dirty and max_lag < LONG_MAX and 0 <= dirty[0].first_timestamp < now_ms - max_lag:
+        return "max.compaction.lag.ms"
+    tombstone = log.cleaner_checkpoint.oldest_tombstone_ms
+    if tombstone >= 0 and now_ms - tombstone > config["delete.retention.ms"]:
+        return "delete.retention.ms"
+    return None
+
+
+def _group(segments: list[LogSegment], uppers: list[int], max_bytes: int) -> list[list[int]]:
+    """Consecutive segments whose sizes add up to at most ``max_bytes`` (and whose offsets fit one
+    segment's 32-bit relative offsets) become one cleaned segment."""
+    groups: list[list[int]] = []
+    size = 0
+    for i, segment in enumerate(segments):
+        if groups and size + segment.size <= max_bytes \
+                and uppers[i] - segments[groups[-1][0]].base_offset <= _INT_MAX:
+            groups[-1].append(i)
+            size += segment.size
+        else:
+            groups.append([i])
+            size = segment.size
+    return groups
+
+
+# ----------------------------------------------------------------------------------------- build
+def build_cleaned(log: Log, plan: CleaningPlan, now_ms: int,
+                  aborted: Callable[[], bool] = lambda: False) -> CleanedSegments:
+    """Write the cleaned segments (``.cleaned`` files, fsynced). Reads only the plan's own file
+    descriptors and creates only new files, so it needs no lock."""
+    started = time.perf_counter()
+    out = CleanedSegments(plan)
+    try:
+        latest = _latest_offsets(plan, aborted)
+        delete_retention = log.config["delete.retention.ms"]
+        for group in plan.groups:
+            first = plan.sources[group[0]].segment
+            segment = log.new_cleaned_segment(first.base_offset)
+            out.segments.append(segment)
+            writer = _SegmentWriter(segment)
+            for i in group:
+                source = plan.sources[i]
+                out.stats.bytes_read += source.size
+                for header, batch in _batches(source.fd, source.size):
+                    if aborted():
+                        raise CleaningAborted()
+                    _clean_batch(header, batch, latest, now_ms, delete_retention, writer, out.stats)
+            writer.flush()
+            segment.seal()
+            segment.flush(fsync=True)
+            out.stats.bytes_written += segment.size
+    except BaseException:
+        discard(out)
+        raise
+    out.stats.seconds = time.perf_counter() - started
+    return out
+
+
+def _latest_offsets(plan: CleaningPlan, aborted) -> np.ndarray:
+    """Sorted offsets of the latest record of every key in the cleanable range."""
+    reduced: list[pa.Table] = []
+    for source in plan.sources:
+        keys, offsets = [], []
+        for header, batch in _batches(source.fd, source.size):
+            if aborted():
+                raise CleaningAborted()
+            if header.is_control:
+                continue
+            column = decode_body(batch[HEADER_SIZE:]).column(0)
+            keys.append(column)
+            offsets.append(np.arange(header.base_offset, header.base_offset + len(column), dtype=np.int64))
+        if keys:
+            reduced.append(_reduce(pa.chunked_array(keys, pa.binary()), np.concatenate(offsets)))
+    if not reduced:
+        return np.empty(0, dtype=np.int64)
+    table = pa.concat_tables(reduced)
+    final = _reduce(table.column("key"), table.column("offset").to_numpy())
+    return np.sort(final.column("offset").to_numpy())
+
+
+def _reduce(keys, offsets) -> pa.Table:
+    """(key, latest offset) per distinct non-null key; copies, so fetched pages can be freed."""
+    table = pa.table({"key": keys, "offset": offsets})
+    table = table.filter(pc.is_valid(table.column("key")))
+    grouped = table.group_by("key").aggregate([("offset", "max")])
+    return pa.table({"key": grouped.column("key"), "offset": grouped.column("offset_max")})
+
+
+def _clean_batch(header: BatchHeader, batch: memoryview, latest: np.ndarray, now_ms: int,
+                 delete_retention_ms: int, writer: "_SegmentWriter", stats: CleanStats) -> None:
+    if header.is_control:
+        writer.add(header, batch)
+        return
+    records = decode_body(batch[HEADER_SIZE:])
+    n = records.num_rows
+    stats.records_read += n
+    offsets = np.arange(header.base_offset, header.base_offset + n, dtype=np.int64)
+    found = np.minimum(np.searchsorted(latest, offsets), max(len(latest) - 1, 0))
+    keep = latest[found] == offsets if len(latest) else np.zeros(n, dtype=bool)
+    tombstones = keep & ~records.column(1).is_valid().to_numpy(zero_copy_only=False)
+    if tombstones.any():
+        times = (np.full(n, header.max_timestamp, dtype=np.int64) if header.is_log_append_time
+                 else records.column(2).to_numpy(zero_copy_only=False))
+        expired = tombstones & (now_ms - times > delete_retention_ms)
+        stats.tombstones_dropped += int(expired.sum())
+        keep &= ~expired
+        kept = times[tombstones & ~expired]
+        if len(kept):
+            oldest = int(kept.min())
+            stats.oldest_tombstone_ms = oldest if stats.oldest_tombstone_ms < 0 else min(oldest, stats.oldest_tombstone_ms)
+    stats.records_kept += int(keep.sum())
+    if keep.all():
+        writer.add(header, batch)
+        return
+    rows = np.flatnonzero(keep)
+    if not len(rows):
+        return
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    for run in np.split(rows, breaks):
+        start, length = int(run[0]), len(run)
+        data = _rebatch(header, records.slice(start, length), start)
+        writer.add(parse_header(data), memoryview(data))
+
+
+def _rebatch(source: BatchHeader, records: pa.RecordBatch, start: int) -> bytes:
+    """Records ``start..`` of ``source`` as their own batch, at their original offsets."""
+    if records.column(3).null_count == records.num_rows:
+        records = records.set_column(3, "headers", pa.nulls(records.num_rows, HEADER_TYPE))
+    compression = _COMPRESSION_NAMES.get(source.compression, "none")
+    bounds = pc.min_max(records.column(2))
+    max_timestamp = source.max_timestamp if source.is_log_append_time else bounds["max"].as_py()
+    return build_batch(
+        encode_body(records, compression), record_count=records.num_rows, magic=source.magic,
+        attributes=source.attributes, base_offset=source.base_offset + start,
+        base_timestamp=bounds["min"].as_py(), max_timestamp=max_timestamp,
+        producer_id=source.producer_id, producer_epoch=source.producer_epoch,
+        base_sequence=source.base_sequence + start if source.base_sequence >= 0 else source.base_sequence,
+        partition_leader_epoch=source.partition_leader_epoch)
+
+
+class _SegmentWriter:
+    """Buffers batches and appends them to the cleaned segment about a megabyte at a time."""
+
+    def __init__(self, segment: LogSegment):
+        self.segment = segment
+        self.parts: list = []
+        self.headers: list[BatchHeader] = []
+        self.pending = 0
+
+    def add(self, header: BatchHeader, batch) -> None:
+        self.parts.append(batch)
+        self.headers.append(header)
+        self.pending += header.size
+        if self.pending >= _WRITE_CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.headers:
+            self.segment.append(self.parts, self.headers, None)
+            self.parts, self.headers, self.pending = [], [], 0
+
+
+def _batches(fd: int, size: int) -> Iterator[tuple[BatchHeader, memoryview]]:
+    """Every batch of a segment file below ``size``, read a few megabytes at a time."""
+    position = 0
+    while position < size:
+        chunk = os.pread(fd, min(_READ_CHUNK, size - position), position)
+        used = 0
+        for relative, header in iter_headers(chunk):
+            yield header, memoryview(chunk)[relative:relative + header.size]
+            used = relative + header.size
+        if used == 0:
+            header = parse_header(os.pread(fd, HEADER_SIZE, position))
+            whole = os.pread(fd, header.size, position)
+            if len(whole) < header.size:
+                raise EOFError(f"segment ends inside the batch at byte {position}")
+            yield header, memoryview(whole)
+            used = header.size
+        position += used
+
+
+# ------------------------------------------------------------------------------------------ swap
+def swap_cleaned(log: Log, cleaned: CleanedSegments) -> bool:
+    """Swap the cleaned segments in if their sources are all still there, unchanged; else discard
+    them. Moves the cleaner checkpoint when every group was swapped."""
+    plan = cleaned.plan
+    try:
+        current = {id(s) for s in log.segments[:-1]}
+        intact = all(id(s.segment) in current and s.segment.fd >= 0 and s.segment.size == s.size
+                     for s in plan.sources)
+        if not intact:
+            discard(cleaned)
+            return False
+        for group, segment in zip(plan.groups, cleaned.segments):
+            log.replace_segments(segment, [plan.sources[i].segment for i in group])
+        log.set_cleaner_checkpoint(CleanerCheckpoint(plan.end_offset, cleaned.stats.oldest_tombstone_ms))
+        return True
+    finally:
+        plan.close()
+
+
+def discard(cleaned: CleanedSegments) -> None:
+    """Remove unswapped cleaned segments and release the plan's file descriptors."""
+    for segment in cleaned.segments:
+        if segment.log_path.endswith(".cleaned"):
+            segment.delete()
+    cleaned.plan.close()
+
+
+def clean(log: Log, high_watermark: int, now_ms: int) -> CleanResult | None:
+    """Plan, build and swap in one call (single-threaded owners and tests); None if not due."""
+    plan = plan_cleaning(log, high_watermark, now_ms)
+    if plan is None:
+        return None
+    cleaned = build_cleaned(log, plan, now_ms)
+    return CleanResult(swap_cleaned(log, cleaned), cleaned.stats)
