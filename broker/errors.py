@@ -140,6 +140,12 @@ InvalidRecordError = _error(
 ThrottlingQuotaExceededError = _error("ThrottlingQuotaExceededError", 89, S.RESOURCE_EXHAUSTED,
                                       retriable=True)
 
+# Idempotent and transactional producers.
+OutOfOrderSequenceError = _error(
+    "OutOfOrderSequenceError", 45, S.FAILED_PRECONDITION, retriable=True,
+    doc="A producer batch skipped sequence numbers: an earlier batch is missing (the producer resends in order).")
+InvalidProducerEpochError = _error("InvalidProducerEpochError", 47, S.FAILED_PRECONDITION,
+                                   doc="A newer instance of this producer (higher epoch) has taken over.")
 # Consumer groups.
 CoordinatorLoadInProgressError = _error(
     "CoordinatorLoadInProgressError", 14, S.UNAVAILABLE, retriable=True,

@@ -21,12 +21,13 @@ from typing import NamedTuple
 
 from broker.clock import Clock
 from broker.errors import (FencedLeaderEpochError, InvalidRecordError, NotEnoughReplicasAfterAppendError,
-                           NotEnoughReplicasError, NotLeaderOrFollowerError, RequestTimedOutError,
-                           UnknownLeaderEpochError)
+                           NotEnoughReplicasError, NotLeaderOrFollowerError, OutOfOrderSequenceError,
+                           RequestTimedOutError, UnknownLeaderEpochError)
 from broker.records.batch import HEADER_SIZE, validate_batches
 from broker.replication.leader_state import LeaderState
 from broker.storage import cleaner, retention
 from broker.storage.leader_epoch_cache import LeaderEpochCache
+from broker.storage.producer_state import ProducerStateManager
 from broker.storage.log import AppendInfo, Log
 
 LEADER, FOLLOWER = "leader", "follower"
@@ -80,6 +81,18 @@ class Partition:
         self.leader_state: LeaderState | None = None
         self.on_isr_candidate = None  # called (outside the lock) when a follower may join the ISR
         self.high_watermark = min(self._checkpointed_hw(), log.log_end_offset)
+        self.producers = ProducerStateManager(log.directory)
+        self._load_producers()
+
+    def _load_producers(self, upto: int | None = None) -> None:
+        """Producer state from its snapshot plus the batches after it (all of them when the
+        snapshot is missing or runs past ``upto``, the log end)."""
+        end = self.log.log_end_offset if upto is None else upto
+        start = self.producers.load()
+        if start > end:
+            self.producers.producers = {}
+            start = 0
+        self.producers.replay(self.log.batch_headers(max(start, self.log.log_start_offset)))
 
     def _checkpointed_hw(self) -> int:
         return self.log.log_start_offset
@@ -127,11 +140,44 @@ class Partition:
                     raise NotEnoughReplicasError(
                         f"{self.topic}-{self.index} has {len(self.isr)} in-sync replica(s) {self.isr}; "
                         f"acks=all needs min.insync.replicas={required}")
+            resent = self._check_producers(headers)
+            if resent is not None:
+                return AppendInfo(resent.first_offset, resent.last_offset, -1,
+                                  resent.last_offset - resent.first_offset + 1)
+            active = self.log.active.base_offset
             info = self.log.append(data, headers, self.leader_epoch)
+            offset = info.first_offset
+            for h in headers:
+                self.producers.update(h, offset, offset + h.last_offset_delta)
+                offset += h.last_offset_delta + 1
+            if self.log.active.base_offset != active:
+                self.producers.snapshot(self.log.log_end_offset)
             self.leader_state.on_leader_append(self.log.log_end_offset)
             self._advance_hw()
         self.notifier.bump()
         return info
+
+    def _check_producers(self, headers):
+        """Sequence checks of idempotent batches; the earlier append when the request resends one."""
+        following: dict[int, int] = {}
+        for i, h in enumerate(headers):
+            if h.producer_id < 0:
+                continue
+            if h.producer_id in following:
+                if h.base_sequence != following[h.producer_id] + 1:
+                    raise OutOfOrderSequenceError(
+                        f"producer {h.producer_id} sent sequence {h.base_sequence} after "
+                        f"{following[h.producer_id]} in one request")
+            else:
+                resent = self.producers.check(h)
+                if resent is not None:
+                    if len(headers) > 1:
+                        raise OutOfOrderSequenceError(
+                            f"producer {h.producer_id} resent sequence {h.base_sequence} together with "
+                            "other batches; a resent batch must come alone")
+                    return resent
+            following[h.producer_id] = h.base_sequence + h.last_offset_delta
+        return None
 
     def _check_keys(self, data, headers) -> None:
         """A compacted topic keeps the latest record per key, so a record without one is refused
@@ -251,7 +297,11 @@ class Partition:
                 headers = validate_batches(data, max_batch_bytes=1 << 31)
                 for h in headers:
                     self.epochs.assign(h.partition_leader_epoch, h.base_offset)
+                active = self.log.active.base_offset
                 self.log.append_as_follower(data, headers)
+                self.producers.replay(headers)
+                if self.log.active.base_offset != active:
+                    self.producers.snapshot(self.log.log_end_offset)
             hw = min(leader_hw, self.log.log_end_offset)
             if hw > self.high_watermark:
                 self.high_watermark = hw
@@ -270,6 +320,8 @@ class Partition:
                 return
             self.log.truncate_fully_and_start_at(offset)
             self.epochs.clear()
+            self.producers.producers = {}
+            self.producers.snapshot(offset)
             self.high_watermark = offset
 
     def follower_state(self) -> tuple[int, int, int]:
@@ -282,6 +334,7 @@ class Partition:
         with self.lock:
             if offset < self.log.log_end_offset:
                 self.log.truncate_to(offset)
+                self._load_producers(upto=offset)
             # Always, even when no record goes: the cache may name epochs the leader never had.
             self.epochs.truncate_from_end(min(offset, self.log.log_end_offset))
             self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
@@ -356,4 +409,5 @@ class Partition:
         with self.lock:
             self.role = FOLLOWER
             self.hw_changed.notify_all()
+            self.producers.snapshot(self.log.log_end_offset)
             self.log.close()

@@ -113,6 +113,8 @@ class ProducerBatch:
     attempts: int = 0
     retry_at: float = 0.0
     sequence: int = 0  # the sender's enqueue order; a partition's batches are written in this order
+    base_sequence: int | None = None  # idempotence: set (in the header too) when first sent
+    producer_epoch: int = -1
 
     @property
     def count(self) -> int:

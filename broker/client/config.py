@@ -44,7 +44,8 @@ PRODUCER_CONFIG = ConfigDef("producer", _COMMON + [
     ConfigKey("partitioner", str, "murmur2_random",
               "murmur2 of the key as Kafka's Java client (murmur2_random: sticky for null keys)",
               one_of("murmur2_random", "murmur2")),
-    ConfigKey("enable.idempotence", bool, False, "exactly-once per partition (not available yet)"),
+    ConfigKey("enable.idempotence", bool, None,
+              "no duplicates from retries, per partition (default: on when acks=all, as in Kafka 3+)"),
     ConfigKey("transactional.id", str, "", "transactions (not available yet)"),
     ConfigKey("on_delivery", object, None, "default delivery callback(err, msg)"),
 ])

@@ -39,11 +39,11 @@ from broker.client.accumulator import (RECORD_OVERHEAD, ProducerBatch, StickyPar
 from broker.client.cluster import ClusterClient, ClusterMetadata, translate_rpc_error
 from broker.client.config import PRODUCER_CONFIG
 from broker.client.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
-from broker.errors import (ClientClosedError, KafkaTimeoutError, MessageTooLargeError, NetworkError,
-                           NotSupportedError,
-                           QueueFullError, RiverlogError, UnknownPartitionError,
-                           UnknownTopicOrPartitionError, error_for_code)
+from broker.errors import (ClientClosedError, InvalidConfigError, KafkaTimeoutError, MessageTooLargeError,
+                           NetworkError, NotSupportedError, OutOfOrderSequenceError, QueueFullError, RiverlogError,
+                           UnknownPartitionError, UnknownTopicOrPartitionError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
+from broker.records.batch import stamp_producer
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +55,11 @@ _SETTLE_S = 2.0
 class Producer:
     def __init__(self, config: dict, **kwargs):
         cfg = PRODUCER_CONFIG.parse({**config, **kwargs})
-        if cfg["enable.idempotence"] or cfg["transactional.id"]:
-            raise NotSupportedError("idempotent and transactional producers are not available yet")
+        if cfg["transactional.id"]:
+            raise NotSupportedError("transactional producers are not available yet")
         self.config = cfg
         self._acks = _ACKS[cfg["acks"]]
+        self._idempotent = _idempotence(cfg, self._acks)
         self._linger = cfg["linger.ms"] / 1000.0
         self._batch_size = cfg["batch.size"]
         self._max_message = cfg["message.max.bytes"]
@@ -254,6 +255,17 @@ class Producer:
         self.close()
 
 
+def _idempotence(cfg, acks: int) -> bool:
+    """Kafka 3's rule: on by default with acks=all; asked for explicitly, it needs acks=all,
+    retries and at most 5 requests in flight."""
+    wanted = cfg["enable.idempotence"]
+    fits = acks == -1 and cfg["retries"] > 0 and cfg["max.in.flight.requests.per.connection"] <= 5
+    if wanted and not fits:
+        raise InvalidConfigError("enable.idempotence=true needs acks=all, retries > 0 and "
+                                 "max.in.flight.requests.per.connection <= 5", config="enable.idempotence")
+    return fits if wanted is None else bool(wanted)
+
+
 class _Sender:
     """The producer's background loop: drain buffers, build batches, send, retry, report."""
 
@@ -282,6 +294,10 @@ class _Sender:
         self.completions: collections.deque = collections.deque()
         self.unknown_since: dict[str, float] = {}
         self.stale_metadata = False
+        # Idempotence: the producer id and epoch, and each partition's next sequence number.
+        self.producer_id = -1
+        self.producer_epoch = 0
+        self.next_sequence: dict[tuple[str, int], int] = {}
 
     # -------------------------------------------------------------------------------- loop
     def run(self) -> None:
@@ -413,6 +429,7 @@ class _Sender:
         for key, queue in self.queues.items():
             while queue and now - queue[0].created >= self.delivery_timeout:
                 batch = queue.popleft()
+                self._gave_up(batch)
                 self.p._report(batch, KafkaTimeoutError(
                     f"{batch.count} record(s) for {batch.topic}[{batch.partition}] expired after "
                     f"delivery.timeout.ms={int(self.delivery_timeout * 1000)}"))
@@ -432,7 +449,29 @@ class _Sender:
         return (self.in_flight[node] >= self.max_in_flight
                 or stream is not None and stream.dead and self.in_flight[node] > 0)
 
+    def _init_producer_id(self) -> bool:
+        try:
+            reply = self.p.cluster.call_any("InitProducerId", pb.InitProducerIdRequest(),
+                                            self.p.config["request.timeout.ms"] / 1000.0)
+        except RiverlogError as e:
+            log.debug("InitProducerId failed: %r", e)
+            return False
+        self.producer_id, self.producer_epoch = reply.producer_id, reply.producer_epoch
+        return True
+
+    def _stamp(self, key, batch: ProducerBatch) -> None:
+        """Give a batch, when first sent, its producer id, epoch and sequence numbers."""
+        if batch.base_sequence is None:
+            seq = self.next_sequence.get(key, 0)
+            batch.data = stamp_producer(batch.data, self.producer_id, self.producer_epoch, seq)
+            batch.base_sequence, batch.producer_epoch = seq, self.producer_epoch
+            self.next_sequence[key] = seq + batch.count
+
     def _send(self, now: float) -> None:
+        if self.p._idempotent and self.producer_id < 0 and any(self.queues.values()):
+            if not self._init_producer_id():
+                self.send_at = now + self.backoff
+                return
         next_at = math.inf
         by_node: dict[int, list] = collections.defaultdict(list)
         for key, queue in self.queues.items():
@@ -470,7 +509,12 @@ class _Sender:
             taken = []
             while queue and queue[0].retry_at <= time.monotonic() and (
                     not batches and not taken or size + queue[0].size <= self.max_request):
+                # An idempotent resend goes alone: the broker recognises a resent batch only so.
+                if self.p._idempotent and taken and (taken[-1].attempts or queue[0].attempts):
+                    break
                 batch = queue.popleft()
+                if self.p._idempotent:
+                    self._stamp(key, batch)
                 taken.append(batch)
                 size += batch.size
             if not taken:
@@ -545,9 +589,20 @@ class _Sender:
             if offset >= 0:
                 offset += batch.count
 
+    def _gave_up(self, batch: ProducerBatch) -> None:
+        """A batch that was sent will never be written: later sequence numbers of its partition
+        would wait forever for it, so the producer moves to a new epoch and numbers from 0 again."""
+        if self.p._idempotent and batch.base_sequence is not None and batch.producer_epoch == self.producer_epoch:
+            self.producer_epoch += 1
+            self.next_sequence = {}
+
     def _retry_or_fail(self, key, taken: list[ProducerBatch], error: RiverlogError) -> None:
         log.debug("produce to %s[%d] failed: %r", key[0], key[1], error)
         now = time.monotonic()
+        if isinstance(error, OutOfOrderSequenceError):
+            for batch in taken:  # not written; if its epoch is over, it is numbered again when resent
+                if batch.producer_epoch != self.producer_epoch:
+                    batch.base_sequence = None
         if error.retriable:
             self.stale_metadata = True
             self.unsteady_until[key] = now + self.settle_time
@@ -560,6 +615,7 @@ class _Sender:
                 self.retrying.add(key)
                 return
         for batch in taken:
+            self._gave_up(batch)
             self.p._report(batch, error)
         self._settle(key)
 

@@ -47,6 +47,17 @@ def create_internal_topic(c, image, now, body):
                           _topic_defaults(c), internal=True), {}
 
 
+PRODUCER_ID_BLOCK = 1000
+
+
+def allocate_producer_ids(c, image, now, body):
+    """A block of producer ids for one broker (KIP-730): unique across the cluster because the
+    next free id is a committed metadata record."""
+    start = image.next_producer_id
+    return ([{"type": "producer_ids", "next": start + PRODUCER_ID_BLOCK}],
+            {"start": start, "end": start + PRODUCER_ID_BLOCK})
+
+
 def delete_topic(c, image, now, body):
     if not c.config["delete.topic.enable"]:
         from broker.errors import PolicyViolationError
@@ -76,7 +87,7 @@ def _topic_defaults(c) -> dict:
 
 
 OPERATIONS = {fn.__name__: fn for fn in (register_broker, heartbeat, alter_partition, create_topic,
-                                         create_internal_topic, delete_topic,
+                                         create_internal_topic, allocate_producer_ids, delete_topic,
                                          alter_topic_configs, create_partitions, elect_leaders)}
 
 

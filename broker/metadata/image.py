@@ -19,6 +19,8 @@ Record shapes (JSON objects):
         the broker epoch is the metadata offset of this record (as KRaft); a broker starts fenced
     {"type": "broker_state", "node_id": int, "fenced": bool?, "shutting_down": bool?}
     {"type": "partition_state", ...}  full partition state, only in snapshots (``to_records``)
+    {"type": "producer_ids", "next": int}
+        a block of producer ids below ``next`` was handed to a broker (KIP-730)
 """
 from __future__ import annotations
 
@@ -90,6 +92,7 @@ class MetadataImage:
     topics: dict[str, TopicImage] = field(default_factory=dict)
     broker_configs: dict[str, str] = field(default_factory=dict)
     brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
+    next_producer_id: int = 0  # the first producer id not yet handed to a broker
     offset: int = -1  # metadata log offset of the last record applied
 
     def apply(self, record: dict, offset: int | None = None) -> None:
@@ -123,6 +126,8 @@ class MetadataImage:
                         "shutting_down": b.shutting_down})
         out += [{"type": "config", "resource": "broker", "name": "", "key": k, "value": v}
                 for k, v in sorted(self.broker_configs.items())]
+        if self.next_producer_id:
+            out.append({"type": "producer_ids", "next": self.next_producer_id})
         for t in sorted(self.topics.values(), key=lambda t: t.name):
             out.append({"type": "topic", "name": t.name, "topic_id": t.topic_id, "replicas": t.replicas})
             for i, p in enumerate(t.partitions):
@@ -212,7 +217,12 @@ def _apply_broker_state(image: MetadataImage, record: dict) -> None:
         broker.shutting_down = record["shutting_down"]
 
 
+def _apply_producer_ids(image: MetadataImage, record: dict) -> None:
+    image.next_producer_id = max(image.next_producer_id, record["next"])
+
+
 _HANDLERS = {
+    "producer_ids": _apply_producer_ids,
     "topic": _apply_topic,
     "add_partitions": _apply_add_partitions,
     "partition_change": _apply_partition_change,

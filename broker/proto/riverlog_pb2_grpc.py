@@ -104,6 +104,11 @@ class RiverlogStub:
                 request_serializer=broker_dot_proto_dot_riverlog__pb2.FindCoordinatorRequest.SerializeToString,
                 response_deserializer=broker_dot_proto_dot_riverlog__pb2.FindCoordinatorResponse.FromString,
                 _registered_method=True)
+        self.InitProducerId = channel.unary_unary(
+                '/riverlog.v1.Riverlog/InitProducerId',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.InitProducerIdRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.InitProducerIdResponse.FromString,
+                _registered_method=True)
         self.ConsumerGroupHeartbeat = channel.unary_unary(
                 '/riverlog.v1.Riverlog/ConsumerGroupHeartbeat',
                 request_serializer=broker_dot_proto_dot_riverlog__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
@@ -233,6 +238,13 @@ class RiverlogServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def InitProducerId(self, request, context):
+        """Idempotent producers: a producer id and epoch for the batch headers' sequence numbers.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ConsumerGroupHeartbeat(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -347,6 +359,11 @@ def add_RiverlogServicer_to_server(servicer, server):
                     servicer.FindCoordinator,
                     request_deserializer=broker_dot_proto_dot_riverlog__pb2.FindCoordinatorRequest.FromString,
                     response_serializer=broker_dot_proto_dot_riverlog__pb2.FindCoordinatorResponse.SerializeToString,
+            ),
+            'InitProducerId': grpc.unary_unary_rpc_method_handler(
+                    servicer.InitProducerId,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.InitProducerIdRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.InitProducerIdResponse.SerializeToString,
             ),
             'ConsumerGroupHeartbeat': grpc.unary_unary_rpc_method_handler(
                     servicer.ConsumerGroupHeartbeat,
@@ -762,6 +779,33 @@ class Riverlog:
             '/riverlog.v1.Riverlog/FindCoordinator',
             broker_dot_proto_dot_riverlog__pb2.FindCoordinatorRequest.SerializeToString,
             broker_dot_proto_dot_riverlog__pb2.FindCoordinatorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def InitProducerId(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/InitProducerId',
+            broker_dot_proto_dot_riverlog__pb2.InitProducerIdRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.InitProducerIdResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -222,3 +222,16 @@ def stamp_log_append_time(data, headers: list[BatchHeader], timestamp: int) -> b
         struct.pack_into(">I", out, pos + 17, compute_crc(out, pos, h.size))
         pos += h.size
     return bytes(out)
+
+
+_PRODUCER_FIELDS = struct.Struct(">qhi")  # producer_id, producer_epoch, base_sequence at offset 43
+_PRODUCER_OFFSET = 43
+
+
+def stamp_producer(data, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
+    """The framed batch ``data`` with its producer id, epoch and first sequence set; the CRC,
+    which covers them, is computed again."""
+    buf = bytearray(data)
+    _PRODUCER_FIELDS.pack_into(buf, _PRODUCER_OFFSET, producer_id, producer_epoch, base_sequence)
+    struct.pack_into(">I", buf, 17, compute_crc(buf, 0, len(buf)))
+    return bytes(buf)

@@ -31,6 +31,7 @@ from broker.metadata.image import MetadataImage, TopicImage
 from broker.partition import Partition
 from broker.server.controller_runtime import ControllerRuntime, parse_voters
 from broker.server.peers import Peers
+from broker.server.producer_ids import ProducerIdManager
 from broker.server.replica_fetcher import ReplicaFetcherManager
 from broker.server.replica_manager import ReplicaManager
 from broker.storage.log_manager import LogManager
@@ -106,6 +107,7 @@ class Broker:
                                               lambda: self.broker_epoch)
         self.replicas = ReplicaManager(config, clock, self.logs, self.fetchers, self._alter_isr)
         self.replicas.on_isr_candidate = self._isr_candidate
+        self.producer_ids = ProducerIdManager(self)
         self.incarnation = uuid.uuid4().hex
         self.broker_epoch: int | None = None
         self.fenced = True

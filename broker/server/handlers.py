@@ -11,8 +11,8 @@ import time
 
 from broker.config import TOPIC_CONFIG
 from broker.errors import (BrokerNotAvailableError, InvalidRequestError, InvalidRequiredAcksError,
-                           LeaderNotAvailableError, NotLeaderOrFollowerError, RiverlogError, UnknownServerError,
-                           UnknownTopicOrPartitionError)
+                           LeaderNotAvailableError, NotLeaderOrFollowerError, NotSupportedError, RiverlogError,
+                           UnknownServerError, UnknownTopicOrPartitionError)
 from broker.proto import riverlog_pb2 as pb
 from broker.server.broker import Broker
 
@@ -126,6 +126,12 @@ class Handlers:
         except Exception as e:  # noqa: BLE001
             _fill_error(response, e)
         return response
+
+    def init_producer_id(self, request: pb.InitProducerIdRequest) -> pb.InitProducerIdResponse:
+        if request.transactional_id:
+            raise NotSupportedError("transactional.id needs transactions, which this broker does not offer yet; "
+                                    "idempotence (enable.idempotence) works without it")
+        return pb.InitProducerIdResponse(producer_id=self.broker.producer_ids.next_id(), producer_epoch=0)
 
     # ---------------------------------------------------------------------------- produce
     def produce(self, request: pb.ProduceRequest) -> pb.ProduceResponse:

@@ -117,6 +117,9 @@ class _Servicer(pb_grpc.RiverlogServicer):
             raise NotCoordinatorError("this node has no broker role: it coordinates no groups")
         return self.g
 
+    def InitProducerId(self, request, context):
+        return self.h.init_producer_id(request)
+
     def FindCoordinator(self, request, context):
         return self._groups().find_coordinator(request)
 

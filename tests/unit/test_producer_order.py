@@ -25,6 +25,7 @@ class _OfflineProducer:
         self.config = PRODUCER_CONFIG.parse({"bootstrap.servers": "127.0.0.1:1", "max.request.size": 1024,
                                              "retry.backoff.ms": 0, **config})
         self._acks = -1
+        self._idempotent = False  # sequence numbers need a broker's producer id; ordering is what is tested here
         self._linger = 0.0
         self._batch_size = self.config["batch.size"]
         self._flushing = 0
