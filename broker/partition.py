@@ -20,10 +20,11 @@ import time
 from typing import NamedTuple
 
 from broker.clock import Clock
-from broker.errors import (FencedLeaderEpochError, InvalidRecordError, NotEnoughReplicasAfterAppendError,
-                           NotEnoughReplicasError, NotLeaderOrFollowerError, OutOfOrderSequenceError,
-                           RequestTimedOutError, UnknownLeaderEpochError)
-from broker.records.batch import HEADER_SIZE, validate_batches
+from broker.errors import (FencedLeaderEpochError, InvalidProducerEpochError, InvalidRecordError,
+                           NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderOrFollowerError,
+                           OutOfOrderSequenceError, RequestTimedOutError, UnknownLeaderEpochError)
+from broker.records.batch import HEADER_SIZE, iter_headers, validate_batches
+from broker.records.control import marker_batch
 from broker.replication.leader_state import LeaderState
 from broker.storage import cleaner, retention
 from broker.storage.leader_epoch_cache import LeaderEpochCache
@@ -56,6 +57,8 @@ class ReadResult(NamedTuple):
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
+    last_stable_offset: int = -1
+    aborted: tuple = ()  # AbortedTxn ranges overlapping a read_committed read
 
 
 class Partition:
@@ -92,7 +95,7 @@ class Partition:
         if start > end:
             self.producers.producers = {}
             start = 0
-        self.producers.replay(self.log.batch_headers(max(start, self.log.log_start_offset)))
+        self.producers.replay(self.log.batches(max(start, self.log.log_start_offset)))
 
     def _checkpointed_hw(self) -> int:
         return self.log.log_start_offset
@@ -130,6 +133,9 @@ class Partition:
     def append_records(self, data, acks: int = 1, min_insync_replicas: int | None = None) -> AppendInfo:
         """Validate a produce payload, then append it as leader (offsets assigned here)."""
         headers = validate_batches(data, max_batch_bytes=self.log.config["max.message.bytes"])
+        if any(h.is_control for h in headers):
+            raise InvalidRecordError("control batches (transaction markers) are written by the transaction "
+                                     "coordinator, not produced")
         if "compact" in self.log.config["cleanup.policy"]:
             self._check_keys(data, headers)
         with self.lock:
@@ -299,7 +305,9 @@ class Partition:
                     self.epochs.assign(h.partition_leader_epoch, h.base_offset)
                 active = self.log.active.base_offset
                 self.log.append_as_follower(data, headers)
-                self.producers.replay(headers)
+                view = memoryview(data)
+                self.producers.replay((h, lambda at=at, h=h: bytes(view[at:at + h.size]))
+                                      for at, h in iter_headers(view))
                 if self.log.active.base_offset != active:
                     self.producers.snapshot(self.log.log_end_offset)
             hw = min(leader_hw, self.log.log_end_offset)
@@ -341,13 +349,45 @@ class Partition:
 
     # ------------------------------------------------------------------------------ reads
     def read(self, offset: int, max_bytes: int, *, up_to_high_watermark: bool = True,
-             leader_epoch: int = -1) -> ReadResult:
+             leader_epoch: int = -1, read_committed: bool = False) -> ReadResult:
+        """Batches from ``offset``: below the high watermark, or for ``read_committed`` below the
+        last stable offset and with the aborted transactions the returned range overlaps."""
         with self.lock:
             self._check_leader(leader_epoch)
-            limit = self.high_watermark if up_to_high_watermark else None
+            stable = self._last_stable_offset()
+            limit = (stable if read_committed else self.high_watermark) if up_to_high_watermark else None
             data = self.log.read(offset, max_bytes, limit)
+            aborted = ()
+            if read_committed and data is not None:
+                aborted = tuple(self.producers.aborted_between(offset, stable))
             return ReadResult(b"" if data is None else data, self.high_watermark,
-                              self.log.log_start_offset, self.log.log_end_offset)
+                              self.log.log_start_offset, self.log.log_end_offset, stable, aborted)
+
+    def _last_stable_offset(self) -> int:
+        first_open = self.producers.first_unstable_offset()
+        return self.high_watermark if first_open is None else min(first_open, self.high_watermark)
+
+    # ------------------------------------------------------------------------------ transactions
+    def write_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> AppendInfo:
+        """As leader, end a producer's transaction here with a commit or abort marker."""
+        data = marker_batch(producer_id, producer_epoch, commit, coordinator_epoch, self.clock.time_ms())
+        headers = validate_batches(data, max_batch_bytes=1 << 20)
+        with self.lock:
+            self._check_leader()
+            entry = self.producers.producers.get(producer_id)
+            if entry is not None and producer_epoch < entry.epoch:
+                raise InvalidProducerEpochError(
+                    f"marker for producer {producer_id} epoch {producer_epoch}; epoch {entry.epoch} took over")
+            info = self.log.append(data, headers, self.leader_epoch)
+            self.producers.end_transaction(headers[0], info.first_offset, commit)
+            self.leader_state.on_leader_append(self.log.log_end_offset)
+            self._advance_hw()
+        self.notifier.bump()
+        return info
+
+    def open_transactions(self) -> list[tuple[int, int, int, int]]:
+        with self.lock:
+            return self.producers.open_transactions()
 
     def offsets(self) -> tuple[int, int, int]:
         """(log start offset, high watermark, log end offset)."""
@@ -409,5 +449,6 @@ class Partition:
         with self.lock:
             self.role = FOLLOWER
             self.hw_changed.notify_all()
+            self.producers.truncate(self.log.log_start_offset)
             self.producers.snapshot(self.log.log_end_offset)
             self.log.close()

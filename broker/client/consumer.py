@@ -709,7 +709,8 @@ class Consumer:
     def _queue_records(self, arrived: list) -> None:
         check = self.config["check.crcs"]
         for key, generation, offset, r in arrived:
-            decoded = decode_records(r.records, offset, check) if r.records else []
+            aborted = [(a.producer_id, a.first_offset) for a in r.aborted_transactions]
+            decoded = decode_records(r.records, offset, check, aborted) if r.records else []
             with self._cond:
                 state = self._state.get(key)
                 if state is None or state.generation != generation:

@@ -4,6 +4,11 @@ A fetch returns whole batches, possibly starting before the offset asked for (a 
 split). :func:`decode_records` checks each batch (length and, when asked, CRC-32C), decodes the
 Arrow body without copying, attaches offsets and skips records below ``start_offset``. Control
 batches (transaction markers) carry no user records and are skipped.
+
+For ``read_committed`` the fetch response names the aborted transactions the data overlaps, as
+(producer id, first offset). As in Kafka's consumer, a producer joins the "aborted" set when the
+data reaches such a first offset and leaves it at its next control batch (the abort marker); its
+transactional batches in between are dropped.
 """
 from __future__ import annotations
 
@@ -24,12 +29,23 @@ class DecodedBatch(NamedTuple):
     next_offset: int           # offset after the batch (the next fetch position)
 
 
-def decode_records(data, start_offset: int, check_crcs: bool = True) -> list[DecodedBatch]:
+def decode_records(data, start_offset: int, check_crcs: bool = True,
+                   aborted: list[tuple[int, int]] | None = None) -> list[DecodedBatch]:
     view = memoryview(data)
     out: list[DecodedBatch] = []
     consumed = 0
+    pending = sorted(aborted or (), key=lambda a: a[1])
+    skipping: set[int] = set()
     for pos, header in iter_headers(view):
         consumed = pos + header.size
+        if pending or skipping:
+            while pending and pending[0][1] <= header.last_offset:
+                skipping.add(pending.pop(0)[0])
+            if header.is_control:
+                skipping.discard(header.producer_id)
+                continue
+            if header.is_transactional and header.producer_id in skipping:
+                continue
         if header.last_offset < start_offset or header.is_control:
             continue
         if header.magic != MAGIC_ARROW:

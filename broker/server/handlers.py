@@ -191,9 +191,14 @@ class Handlers:
                         result = partition.read_for_follower(request.replica_id, p.fetch_offset, max(budget, 1),
                                                              epoch, request.replica_epoch or -1)
                     else:
-                        result = partition.read(p.fetch_offset, max(budget, 1), leader_epoch=epoch)
+                        result = partition.read(p.fetch_offset, max(budget, 1), leader_epoch=epoch,
+                                                read_committed=request.isolation_level == 1)
+                        for a in result.aborted:
+                            pr.aborted_transactions.add(producer_id=a.producer_id, first_offset=a.first_offset)
                     pr.records = bytes(result.records)
-                    pr.high_watermark = pr.last_stable_offset = result.high_watermark
+                    pr.high_watermark = result.high_watermark
+                    pr.last_stable_offset = result.last_stable_offset if result.last_stable_offset >= 0 \
+                        else result.high_watermark
                     pr.log_start_offset, pr.log_end_offset = result.log_start_offset, result.log_end_offset
                     total += len(result.records)
                 except Exception as e:  # noqa: BLE001

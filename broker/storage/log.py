@@ -331,15 +331,16 @@ class Log:
         found = best[0].first_batch_at_or_after(best[1])
         return (found.header.last_offset, best[1]) if found else None
 
-    def batch_headers(self, from_offset: int = 0):
-        """Headers of the batches holding offsets at or after ``from_offset``, oldest first (bodies
-        are not read): how producer state is rebuilt."""
+    def batches(self, from_offset: int = 0):
+        """``(header, load)`` of each batch holding offsets at or after ``from_offset``, oldest first;
+        ``load()`` reads that batch's bytes. How producer state is rebuilt without reading bodies."""
+        from broker.storage.segment import BatchPosition
         for segment in self.segments[self._segment_index(from_offset):]:
             found = segment.find(max(from_offset, segment.base_offset))
             if found is None:
                 continue
-            for _, header in segment._scan_headers(found.position):
-                yield header
+            for position, header in segment._scan_headers(found.position):
+                yield header, (lambda s=segment, at=BatchPosition(position, header): s.read_batch(at))
 
     def _segment_index(self, offset: int) -> int:
         return max(0, bisect.bisect_right(self._bases, offset) - 1)

@@ -8,6 +8,11 @@ the first time; a batch that skips sequence numbers is refused (``OutOfOrderSequ
 from an older epoch of the producer (``InvalidProducerEpoch``). Followers apply the same batches
 without checks, so a new leader knows every producer its predecessor did.
 
+Transactions: the first offset of each producer's open transaction in this partition (the
+smallest of them holds the last stable offset back), and the aborted transactions' offset ranges
+(``read_committed`` fetches return the ones they overlap, so consumers skip those records). A
+transaction marker (control batch) ends a producer's open transaction.
+
 The state is written to ``producer-state.json`` beside the log (at clean shutdown and when a
 segment rolls) with the offset it is valid up to; opening a log loads it and replays the batch
 headers after that offset, so a restart does not forget producers.
@@ -42,10 +47,19 @@ class BatchMetadata:
 class ProducerEntry:
     epoch: int
     batches: deque = field(default_factory=lambda: deque(maxlen=MAX_CACHED))
+    txn_first_offset: int = -1  # first offset of its open transaction here, -1 when none
+    txn_start_ms: int = -1
 
     @property
     def last_sequence(self) -> int:
         return self.batches[-1].last_sequence if self.batches else -1
+
+
+@dataclass(frozen=True)
+class AbortedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the abort marker's offset
 
 
 def _sequences(header: BatchHeader) -> tuple[int, int]:
@@ -56,6 +70,7 @@ class ProducerStateManager:
     def __init__(self, directory: str | None = None):
         self.directory = directory
         self.producers: dict[int, ProducerEntry] = {}
+        self.aborted: list[AbortedTxn] = []  # in marker order
 
     # ------------------------------------------------------------------------------ checks
     def check(self, header: BatchHeader) -> BatchMetadata | None:
@@ -95,17 +110,56 @@ class ProducerStateManager:
         pid = header.producer_id
         if pid < 0:
             return
-        entry = self.producers.get(pid)
-        if entry is None or header.producer_epoch > entry.epoch:
-            entry = self.producers[pid] = ProducerEntry(header.producer_epoch)
+        entry = self._entry(pid, header.producer_epoch)
         first, last = _sequences(header)
         entry.batches.append(BatchMetadata(first, last, first_offset, last_offset, header.max_timestamp))
+        if header.is_transactional and entry.txn_first_offset < 0:
+            entry.txn_first_offset, entry.txn_start_ms = first_offset, header.max_timestamp
 
-    def replay(self, headers) -> None:
-        """Rebuild from batch headers, oldest first (after a snapshot, or after truncation)."""
-        for header in headers:
-            if not header.is_control:
+    def _entry(self, pid: int, epoch: int) -> ProducerEntry:
+        entry = self.producers.get(pid)
+        if entry is None or epoch > entry.epoch:
+            open_txn = (entry.txn_first_offset, entry.txn_start_ms) if entry is not None else (-1, -1)
+            entry = self.producers[pid] = ProducerEntry(epoch)
+            entry.txn_first_offset, entry.txn_start_ms = open_txn
+        return entry
+
+    def end_transaction(self, header: BatchHeader, marker_offset: int, commit: bool) -> None:
+        """A transaction marker of ``header.producer_id`` at ``marker_offset``."""
+        entry = self._entry(header.producer_id, header.producer_epoch)
+        if entry.txn_first_offset >= 0 and not commit:
+            self.aborted.append(AbortedTxn(header.producer_id, entry.txn_first_offset, marker_offset))
+        entry.txn_first_offset, entry.txn_start_ms = -1, -1
+
+    def replay(self, batches) -> None:
+        """Rebuild from ``(header, load)`` pairs, oldest first (after a snapshot, or after
+        truncation); ``load()`` gives a control batch's bytes, to tell commit from abort."""
+        from broker.records.control import COMMIT, marker_type
+        for header, load in batches:
+            if header.is_control:
+                if header.producer_id >= 0:
+                    self.end_transaction(header, header.base_offset, marker_type(load()) == COMMIT)
+            else:
                 self.update(header, header.base_offset, header.last_offset)
+
+    # ------------------------------------------------------------------------------ transactions
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction (the last stable offset), or None."""
+        opened = [e.txn_first_offset for e in self.producers.values() if e.txn_first_offset >= 0]
+        return min(opened) if opened else None
+
+    def open_transactions(self) -> list[tuple[int, int, int, int]]:
+        """(producer id, epoch, first offset, start ms) of every open transaction, oldest first."""
+        return sorted(((pid, e.epoch, e.txn_first_offset, e.txn_start_ms) for pid, e in self.producers.items()
+                       if e.txn_first_offset >= 0), key=lambda t: t[2])
+
+    def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions with records in [start, end)."""
+        return [a for a in self.aborted if a.last_offset >= start and a.first_offset < end]
+
+    def truncate(self, log_start: int) -> None:
+        """Forget aborted ranges wholly below the log start."""
+        self.aborted = [a for a in self.aborted if a.last_offset >= log_start]
 
     # ------------------------------------------------------------------------------ snapshots
     def snapshot(self, offset: int) -> None:
@@ -113,14 +167,16 @@ class ProducerStateManager:
         if self.directory is None:
             return
         doc = {"offset": offset, "producers": {
-            str(pid): {"epoch": e.epoch, "batches": [[b.first_sequence, b.last_sequence, b.first_offset,
-                                                      b.last_offset, b.timestamp] for b in e.batches]}
-            for pid, e in self.producers.items()}}
+            str(pid): {"epoch": e.epoch, "txn": [e.txn_first_offset, e.txn_start_ms],
+                       "batches": [[b.first_sequence, b.last_sequence, b.first_offset, b.last_offset, b.timestamp]
+                                   for b in e.batches]}
+            for pid, e in self.producers.items()},
+            "aborted": [[a.producer_id, a.first_offset, a.last_offset] for a in self.aborted]}
         write_atomically(os.path.join(self.directory, SNAPSHOT_FILE), json.dumps(doc).encode())
 
     def load(self) -> int:
         """Load the snapshot; returns the offset it is valid up to (0 when there is none)."""
-        self.producers = {}
+        self.producers, self.aborted = {}, []
         path = None if self.directory is None else os.path.join(self.directory, SNAPSHOT_FILE)
         if path is None or not os.path.exists(path):
             return 0
@@ -132,4 +188,6 @@ class ProducerStateManager:
         for pid, e in doc["producers"].items():
             entry = self.producers[int(pid)] = ProducerEntry(e["epoch"])
             entry.batches.extend(BatchMetadata(*b) for b in e["batches"])
+            entry.txn_first_offset, entry.txn_start_ms = e.get("txn", [-1, -1])
+        self.aborted = [AbortedTxn(*a) for a in doc.get("aborted", [])]
         return doc["offset"]
