@@ -1,218 +1,34 @@
-"""Group coordination on this broker: the ``__consumer_offsets`` partitions it leads, loaded and served.
-
-The thread ``riverlog-groups`` follows partition leadership: when this broker becomes leader of a
-``__consumer_offsets`` partition it replays the partition into a :class:`GroupShard` (requests for
-its groups meanwhile get ``CoordinatorLoadInProgress``); when it stops leading, the shard goes
-(requests get ``NotCoordinator`` and clients find the new coordinator). The same thread expires
-members whose session ran out.
-
-Every group operation runs under its shard's lock: change the groups, append the resulting
-records with acks=all, answer. If the append fails the in-memory state may be ahead of the log,
-so the shard is dropped and replayed again; the caller gets a retriable error.
-"""
+"""Group coordination on this broker: the ``__consumer_offsets`` partitions it leads (see
+:mod:`broker.server.coordinator_runtime`), and expiry of members whose session ran out."""
 from __future__ import annotations
 
 import logging
-import threading
-from dataclasses import dataclass
 
-from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError,
-                           NotLeaderOrFollowerError, RiverlogError)
-from broker.group.coordinator import OFFSETS_TOPIC, GroupShard, partition_for
-from broker.partition import Partition
-from broker.records.arrow_body import encode_batch, record_batch
-from broker.records.batch import iter_headers
-from broker.records.reader import decode_records
+from broker.errors import RiverlogError
+from broker.group.coordinator import OFFSETS_TOPIC, GroupShard
+from broker.server.coordinator_runtime import CoordinatorRuntime
 
 log = logging.getLogger(__name__)
 
-SYNC_INTERVAL_S = 0.1
-_READ_BYTES = 4 << 20
 
+class GroupRuntime(CoordinatorRuntime):
+    topic = OFFSETS_TOPIC
+    what = "group"
+    thread_name = "riverlog-groups"
 
-@dataclass
-class _Loaded:
-    shard: GroupShard
-    partition: Partition
-    leader_epoch: int
-    lock: threading.Lock
-    live: bool = True
+    def new_shard(self, partition: int) -> GroupShard:
+        return GroupShard(partition)
 
-
-class GroupRuntime:
-    def __init__(self, broker):
-        self.broker = broker
-        self.config = broker.config
-        self._shards: dict[int, _Loaded] = {}
-        self._loading: set[int] = set()
-        self._lock = threading.Lock()
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="riverlog-groups", daemon=True)
-
-    def start(self) -> "GroupRuntime":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self._thread.join(5)
-
-    # ------------------------------------------------------------------------------ finding groups
-    def find_coordinator(self, group_id: str) -> tuple[int, str, int]:
-        """(node id, host, port) of the group's coordinator; creates ``__consumer_offsets`` on first use."""
-        image = self.broker.image
-        topic = image.topics.get(OFFSETS_TOPIC)
-        if topic is None:
-            self.broker.controller_call("create_internal_topic", {
-                "name": OFFSETS_TOPIC, "num_partitions": self.config["offsets.topic.num.partitions"],
+    def topic_settings(self) -> dict:
+        return {"num_partitions": self.config["offsets.topic.num.partitions"],
                 "replication_factor": self.config["offsets.topic.replication.factor"],
                 "configs": {"cleanup.policy": "compact",
-                            "segment.bytes": str(self.config["offsets.topic.segment.bytes"])}})
-            image = self.broker.image
-            topic = image.topics.get(OFFSETS_TOPIC)
-            if topic is None:
-                raise CoordinatorNotAvailableError(f"{OFFSETS_TOPIC} is being created")
-        state = topic.partitions[partition_for(group_id, topic.num_partitions)]
-        broker = image.brokers.get(state.leader)
-        if state.leader < 0 or broker is None or broker.fenced:
-            raise CoordinatorNotAvailableError(f"the coordinator of group '{group_id}' has no leader yet")
-        return state.leader, broker.host, broker.port
+                            "segment.bytes": str(self.config["offsets.topic.segment.bytes"])}}
 
-    def _loaded(self, group_id: str) -> _Loaded:
-        topic = self.broker.image.topics.get(OFFSETS_TOPIC)
-        if topic is None:
-            raise NotCoordinatorError(f"{OFFSETS_TOPIC} does not exist yet: find the coordinator first")
-        index = partition_for(group_id, topic.num_partitions)
-        with self._lock:
-            loaded = self._shards.get(index)
-            loading = index in self._loading
-        if loaded is not None:
-            return loaded
-        if loading or topic.partitions[index].leader == self.broker.node_id:
-            raise CoordinatorLoadInProgressError(f"loading the groups of {OFFSETS_TOPIC}-{index}")
-        raise NotCoordinatorError(f"broker {self.broker.node_id} is not the coordinator of group '{group_id}'")
-
-    def run(self, group_id: str, fn):
-        """``fn(shard) -> (result, records)`` on the group's shard; records are written before returning."""
-        loaded = self._loaded(group_id)
-        with loaded.lock:
-            if not loaded.live:
-                raise NotCoordinatorError(f"broker {self.broker.node_id} just stopped coordinating '{group_id}'")
-            result, records = fn(loaded.shard)
-            if records:
-                self._write(loaded, records)
-        return result
-
-    def read(self, group_id: str, fn):
-        """``fn(shard) -> result`` without writing."""
-        loaded = self._loaded(group_id)
-        with loaded.lock:
-            return fn(loaded.shard)
-
-    def shards(self) -> list[GroupShard]:
-        with self._lock:
-            return [loaded.shard for loaded in self._shards.values()]
-
-    def topic_sizes(self) -> dict[str, int]:
-        return {name: t.num_partitions for name, t in self.broker.image.topics.items()}
-
-    # ------------------------------------------------------------------------------ writing
-    def _write(self, loaded: _Loaded, records) -> None:
-        now = self.broker.clock.time_ms()
-        data = encode_batch(record_batch([k for k, _ in records], [v for _, v in records], [now] * len(records)))
-        try:
-            info = loaded.partition.append_records(data, acks=-1)
-            loaded.partition.wait_for_replication(info, self.config["offsets.commit.timeout.ms"] / 1000.0)
-        except RiverlogError as e:
-            self._drop(loaded.shard.partition, loaded)
-            if isinstance(e, NotLeaderOrFollowerError):
-                raise NotCoordinatorError(f"lost leadership of {OFFSETS_TOPIC}-{loaded.shard.partition}") from None
-            raise CoordinatorNotAvailableError(
-                f"could not write the group change to {OFFSETS_TOPIC}-{loaded.shard.partition}: {e}") from None
-
-    def _drop(self, index: int, loaded: _Loaded) -> None:
-        loaded.live = False
-        with self._lock:
-            if self._shards.get(index) is loaded:
-                del self._shards[index]
-
-    # ------------------------------------------------------------------------------ the thread
-    def _run(self) -> None:
-        while not self._stopped.wait(SYNC_INTERVAL_S):
+    def tick(self, loaded, now_ms: int) -> None:
+        records = loaded.shard.expire(self.topic_sizes(), now_ms)
+        if records:
             try:
-                self._sync()
-                self._expire()
-            except Exception:  # noqa: BLE001 - the thread must survive; logged
-                log.exception("group coordination step failed")
-
-    def _sync(self) -> None:
-        topic = self.broker.image.topics.get(OFFSETS_TOPIC)
-        led: dict[int, Partition] = {}
-        if topic is not None and self.broker.serving:
-            for index in range(topic.num_partitions):
-                try:
-                    partition = self.broker.partition(OFFSETS_TOPIC, index)
-                except RiverlogError:
-                    continue
-                if partition.is_leader:
-                    led[index] = partition
-        with self._lock:
-            current = dict(self._shards)
-        for index, loaded in current.items():
-            partition = led.get(index)
-            if partition is None or partition is not loaded.partition or partition.leader_epoch != loaded.leader_epoch:
-                with loaded.lock:
-                    self._drop(index, loaded)
-        for index, partition in led.items():
-            if index not in self._shards:
-                self._load(index, partition)
-
-    def _load(self, index: int, partition: Partition) -> None:
-        with self._lock:
-            self._loading.add(index)
-        try:
-            epoch = partition.leader_epoch
-            shard = GroupShard(index)
-            shard.load(self._replay(partition), self.broker.clock.time_ms())
-            loaded = _Loaded(shard, partition, epoch, threading.Lock())
-            with self._lock:
-                if partition.is_leader and partition.leader_epoch == epoch:
-                    self._shards[index] = loaded
-            log.info("coordinating %d group(s) of %s-%d", len(shard.groups), OFFSETS_TOPIC, index)
-        except RiverlogError as e:
-            log.warning("could not load %s-%d: %r", OFFSETS_TOPIC, index, e)
-        finally:
-            with self._lock:
-                self._loading.discard(index)
-
-    @staticmethod
-    def _replay(partition: Partition):
-        start, _, end = partition.offsets()
-        offset = start
-        while offset < end:
-            data = partition.read(offset, _READ_BYTES, up_to_high_watermark=False).records
-            following = None
-            for _, header in iter_headers(data):
-                following = header.next_offset
-            if following is None:
-                break
-            for batch in decode_records(data, offset):
-                yield from zip(batch.records.column(0).to_pylist(), batch.records.column(1).to_pylist())
-            offset = following
-
-    def _expire(self) -> None:
-        now = self.broker.clock.time_ms()
-        sizes = None
-        with self._lock:
-            shards = list(self._shards.values())
-        for loaded in shards:
-            with loaded.lock:
-                if not loaded.live:
-                    continue
-                sizes = sizes if sizes is not None else self.topic_sizes()
-                records = loaded.shard.expire(sizes, now)
-                if records:
-                    try:
-                        self._write(loaded, records)
-                    except RiverlogError as e:
-                        log.warning("could not record expired group members: %r", e)
+                self.write(loaded, records)
+            except RiverlogError as e:
+                log.warning("could not record expired group members: %r", e)
