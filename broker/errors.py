@@ -146,6 +146,16 @@ OutOfOrderSequenceError = _error(
     doc="A producer batch skipped sequence numbers: an earlier batch is missing (the producer resends in order).")
 InvalidProducerEpochError = _error("InvalidProducerEpochError", 47, S.FAILED_PRECONDITION,
                                    doc="A newer instance of this producer (higher epoch) has taken over.")
+InvalidTxnStateError = _error("InvalidTxnStateError", 48, S.FAILED_PRECONDITION,
+                              doc="The transaction is not in a state that allows this (e.g. commit after an abort).")
+InvalidProducerIdMappingError = _error("InvalidProducerIdMappingError", 49, S.FAILED_PRECONDITION,
+                                       doc="The producer id does not belong to this transactional.id.")
+InvalidTxnTimeoutError = _error("InvalidTxnTimeoutError", 50, S.INVALID_ARGUMENT)
+ConcurrentTransactionsError = _error("ConcurrentTransactionsError", 51, S.UNAVAILABLE, retriable=True,
+                                     doc="The previous transaction of this transactional.id is still completing.")
+ProducerFencedError = _error("ProducerFencedError", 90, S.FAILED_PRECONDITION,
+                             doc="Another producer with the same transactional.id called init_transactions().")
+TransactionalIdNotFoundError = _error("TransactionalIdNotFoundError", 105, S.NOT_FOUND)
 # Consumer groups.
 CoordinatorLoadInProgressError = _error(
     "CoordinatorLoadInProgressError", 14, S.UNAVAILABLE, retriable=True,

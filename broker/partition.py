@@ -363,6 +363,11 @@ class Partition:
             return ReadResult(b"" if data is None else data, self.high_watermark,
                               self.log.log_start_offset, self.log.log_end_offset, stable, aborted)
 
+    def stable_offsets(self) -> tuple[int, int]:
+        """(last stable offset, high watermark)."""
+        with self.lock:
+            return self._last_stable_offset(), self.high_watermark
+
     def _last_stable_offset(self) -> int:
         first_open = self.producers.first_unstable_offset()
         return self.high_watermark if first_open is None else min(first_open, self.high_watermark)

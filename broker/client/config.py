@@ -46,7 +46,9 @@ PRODUCER_CONFIG = ConfigDef("producer", _COMMON + [
               one_of("murmur2_random", "murmur2")),
     ConfigKey("enable.idempotence", bool, None,
               "no duplicates from retries, per partition (default: on when acks=all, as in Kafka 3+)"),
-    ConfigKey("transactional.id", str, "", "transactions (not available yet)"),
+    ConfigKey("transactional.id", str, "", "makes the producer transactional (docs/transactions.md)"),
+    ConfigKey("transaction.timeout.ms", int, 60_000, "the coordinator aborts a transaction open longer than this",
+              at_least(1)),
     ConfigKey("on_delivery", object, None, "default delivery callback(err, msg)"),
 ])
 

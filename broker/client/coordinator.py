@@ -21,9 +21,11 @@ _MOVED = (NotCoordinatorError, CoordinatorNotAvailableError, NetworkError, Kafka
 
 
 class CoordinatorClient:
-    def __init__(self, cluster: ClusterClient, group_id: str):
+    def __init__(self, cluster: ClusterClient, group_id: str, key_type: int = 0):
+        """``group_id`` is the key: a group id, or a transactional.id with ``key_type`` 1."""
         self.cluster = cluster
         self.group_id = group_id
+        self.key_type = key_type
         self._address: str | None = None
         self.node_id = -1
         self._lock = threading.Lock()
@@ -36,7 +38,8 @@ class CoordinatorClient:
         with self._lock:
             if self._address is not None:
                 return self._address
-        found = self.cluster.call_any("FindCoordinator", pb.FindCoordinatorRequest(group_id=self.group_id), timeout)
+        found = self.cluster.call_any("FindCoordinator", pb.FindCoordinatorRequest(
+            group_id=self.group_id, key_type=self.key_type), timeout)
         with self._lock:
             self._address, self.node_id = f"{found.host}:{found.port}", found.node_id
             return self._address

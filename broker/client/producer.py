@@ -39,9 +39,10 @@ from broker.client.accumulator import (RECORD_OVERHEAD, ProducerBatch, StickyPar
 from broker.client.cluster import ClusterClient, ClusterMetadata, translate_rpc_error
 from broker.client.config import PRODUCER_CONFIG
 from broker.client.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
-from broker.errors import (ClientClosedError, InvalidConfigError, KafkaTimeoutError, MessageTooLargeError,
-                           NetworkError, NotSupportedError, OutOfOrderSequenceError, QueueFullError, RiverlogError,
-                           UnknownPartitionError, UnknownTopicOrPartitionError, error_for_code)
+from broker.client.transactions import TransactionManager
+from broker.errors import (ClientClosedError, InvalidConfigError, InvalidTxnStateError, KafkaTimeoutError,
+                           MessageTooLargeError, NetworkError, OutOfOrderSequenceError, QueueFullError,
+                           RiverlogError, UnknownPartitionError, UnknownTopicOrPartitionError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
 from broker.records.batch import stamp_producer
 
@@ -55,11 +56,12 @@ _SETTLE_S = 2.0
 class Producer:
     def __init__(self, config: dict, **kwargs):
         cfg = PRODUCER_CONFIG.parse({**config, **kwargs})
-        if cfg["transactional.id"]:
-            raise NotSupportedError("transactional producers are not available yet")
         self.config = cfg
         self._acks = _ACKS[cfg["acks"]]
         self._idempotent = _idempotence(cfg, self._acks)
+        if cfg["transactional.id"] and not self._idempotent:
+            raise InvalidConfigError("transactional.id needs idempotence (acks=all, enable.idempotence not false)",
+                                     config="transactional.id")
         self._linger = cfg["linger.ms"] / 1000.0
         self._batch_size = cfg["batch.size"]
         self._max_message = cfg["message.max.bytes"]
@@ -77,9 +79,36 @@ class Producer:
         self._closed = False
         self._reports: collections.deque = collections.deque()
         self._report_cond = threading.Condition()
+        self._txn = TransactionManager(self, cfg["transactional.id"]) if cfg["transactional.id"] else None
         self._sender = _Sender(self)
         self._thread = threading.Thread(target=self._sender.run, name="riverlog-producer", daemon=True)
         self._thread.start()
+
+    # ------------------------------------------------------------------------------ transactions
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Get this transactional.id's producer id and a new epoch (fencing older instances, and
+        aborting a transaction one of them left open)."""
+        self._transactional().init(timeout)
+
+    def begin_transaction(self) -> None:
+        self._transactional().begin()
+
+    def send_offsets_to_transaction(self, positions, group_metadata, timeout: float | None = None) -> None:
+        """Commit a consumer's positions as part of this transaction (they count only if it commits)."""
+        self._transactional().send_offsets(positions, group_metadata, timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit: every record and offset of the transaction becomes visible at once."""
+        self._transactional().end(True, timeout)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then abort: ``read_committed`` consumers never see this transaction's records."""
+        self._transactional().end(False, timeout)
+
+    def _transactional(self) -> TransactionManager:
+        if self._txn is None:
+            raise InvalidConfigError("transactions need transactional.id", config="transactional.id")
+        return self._txn
 
     # ------------------------------------------------------------------------------ producing
     def produce(self, topic, value=None, key=None, partition=-1, on_delivery=None, timestamp=0,
@@ -96,6 +125,8 @@ class Producer:
                 f"record of {size - RECORD_OVERHEAD} bytes exceeds message.max.bytes={self._max_message}")
         if headers is not None:
             headers = _as_header_list(headers)
+        if self._txn is not None and not self._txn.in_transaction:
+            raise InvalidTxnStateError("a transactional producer produces only inside begin_transaction()")
         with self._lock:
             if self._buffered_bytes + size > self._buffer_memory:
                 self._check_open()
@@ -189,6 +220,8 @@ class Producer:
             with self._report_cond:
                 self._reports.extend(reports)
                 self._report_cond.notify_all()
+        if error is not None and self._txn is not None:
+            self._txn.failed(error)
         if error is not None and batch.callbacks is None:
             log.warning("failed to deliver %d record(s) to %s[%d]: %s", batch.count, batch.topic,
                         batch.partition, error)
@@ -459,19 +492,38 @@ class _Sender:
         self.producer_id, self.producer_epoch = reply.producer_id, reply.producer_epoch
         return True
 
+    def _add_to_transaction(self, now: float):
+        """Partitions the coordinator knows to be in the transaction (None: not transactional)."""
+        txn = self.p._txn
+        if txn is None:
+            return None
+        waiting = [key for key, queue in self.queues.items() if queue]
+        try:
+            return txn.add_partitions(waiting)
+        except RiverlogError as e:
+            log.debug("AddPartitionsToTxn failed: %r", e)
+            if not e.retriable:
+                for key in waiting:
+                    for batch in self.queues[key]:
+                        self.p._report(batch, e)
+                    self.queues[key].clear()
+            return set()
+
     def _stamp(self, key, batch: ProducerBatch) -> None:
         """Give a batch, when first sent, its producer id, epoch and sequence numbers."""
         if batch.base_sequence is None:
             seq = self.next_sequence.get(key, 0)
-            batch.data = stamp_producer(batch.data, self.producer_id, self.producer_epoch, seq)
+            batch.data = stamp_producer(batch.data, self.producer_id, self.producer_epoch, seq,
+                                        transactional=self.p._txn is not None)
             batch.base_sequence, batch.producer_epoch = seq, self.producer_epoch
             self.next_sequence[key] = seq + batch.count
 
     def _send(self, now: float) -> None:
         if self.p._idempotent and self.producer_id < 0 and any(self.queues.values()):
-            if not self._init_producer_id():
+            if self.p._txn is not None or not self._init_producer_id():
                 self.send_at = now + self.backoff
                 return
+        added = self._add_to_transaction(now)
         next_at = math.inf
         by_node: dict[int, list] = collections.defaultdict(list)
         for key, queue in self.queues.items():
@@ -488,6 +540,9 @@ class _Sender:
                 continue
             if self._muted(key, node, now):
                 continue  # its answer wakes the sender
+            if added is not None and key not in added:
+                next_at = min(next_at, now + self.backoff)
+                continue
             by_node[node].append(key)
         for node, keys in by_node.items():
             while keys and not self._node_blocked(node):

@@ -7,8 +7,10 @@ and replays them (:meth:`GroupShard.load`) when it takes over the partition, so 
 assignments and offsets survive restarts and follow partition leadership.
 
 Records are JSON, keyed so that compaction keeps exactly the latest state of each thing:
-``{"type": "offset", "group", "topic", "partition"}``, ``{"type": "group", "group"}`` and
-``{"type": "member", "group", "member"}``; a null value (tombstone) deletes.
+``{"type": "offset", "group", "topic", "partition"}``, ``{"type": "group", "group"}``,
+``{"type": "member", "group", "member"}`` and, for offsets committed inside a transaction and not
+yet decided, ``{"type": "txn_offset", "group", "producer", "topic", "partition"}``; a null value
+(tombstone) deletes. A transaction's commit marker turns its pending offsets into offsets.
 """
 from __future__ import annotations
 
@@ -76,6 +78,10 @@ class GroupShard:
                 group.topic_sizes = dict(value.get("topic_sizes", {}))
             elif key["type"] == "member":
                 members.append((group, key["member"], value))
+            elif key["type"] == "txn_offset":
+                group.pending.setdefault(key["producer"], {})[(key["topic"], key["partition"])] = Committed(
+                    value["offset"], value.get("metadata", ""), value.get("leader_epoch", -1),
+                    value.get("commit_timestamp", -1))
         for group, member_id, v in members:
             member = Member(member_id, v.get("instance_id", ""), v.get("client_id", ""), v["topics"],
                             v["session_timeout_ms"], v["rebalance_timeout_ms"], now_ms, v["epoch"],
@@ -103,6 +109,12 @@ class GroupShard:
             out[_key(type="offset", group=group.group_id, topic=topic, partition=partition)] = _value(
                 {"offset": c.offset, "metadata": c.metadata, "leader_epoch": c.leader_epoch,
                  "commit_timestamp": c.commit_timestamp})
+        for producer, offsets in group.pending.items():
+            for (topic, partition), c in offsets.items():
+                out[_key(type="txn_offset", group=group.group_id, producer=producer, topic=topic,
+                         partition=partition)] = _value(
+                    {"offset": c.offset, "metadata": c.metadata, "leader_epoch": c.leader_epoch,
+                     "commit_timestamp": c.commit_timestamp})
         if group.members or group.group_epoch:
             out[_key(type="group", group=group.group_id)] = _value(
                 {"assignor": group.assignor, "group_epoch": group.group_epoch,
@@ -128,7 +140,7 @@ class GroupShard:
                 self._written.pop(k, None)
             else:
                 self._written[k] = v
-        if removed or (not group.members and not group.offsets and not group.group_epoch):
+        if removed or (not group.members and not group.offsets and not group.group_epoch and not group.pending):
             self.groups.pop(group.group_id, None)
         return records
 
@@ -156,6 +168,24 @@ class GroupShard:
         group = self._group(group_id)
         group.check_commit(member_id, member_epoch)
         group.commit(offsets)
+        return self._changes(group)
+
+    def commit_in_transaction(self, group_id: str, member_id: str, member_epoch: int, producer_id: int,
+                              offsets: Mapping[TP, Committed]) -> list[Record]:
+        """Offsets that take effect only if the producer's transaction commits (TxnOffsetCommit)."""
+        group = self._group(group_id)
+        group.check_commit(member_id, member_epoch)
+        group.pending.setdefault(producer_id, {}).update(offsets)
+        return self._changes(group)
+
+    def end_transaction(self, group_id: str, producer_id: int, commit: bool) -> list[Record]:
+        """The transaction marker for a group: its pending offsets become offsets, or go."""
+        group = self.groups.get(group_id)
+        if group is None or producer_id not in group.pending:
+            return []
+        pending = group.pending.pop(producer_id)
+        if commit:
+            group.offsets.update(pending)
         return self._changes(group)
 
     def committed(self, group_id: str, partitions: Iterable[TP] | None) -> dict[TP, Committed]:

@@ -79,6 +79,7 @@ class ConsumerGroup:
         self.topic_sizes: dict[str, int] = {}
         self.members: dict[str, Member] = {}
         self.offsets: dict[TP, Committed] = {}
+        self.pending: dict[int, dict[TP, Committed]] = {}  # offsets of open transactions, by producer id
         self.fenced_members: set[str] = set()  # replaced static members: told so if they come back
 
     # ------------------------------------------------------------------------------ state

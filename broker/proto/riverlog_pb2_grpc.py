@@ -109,6 +109,51 @@ class RiverlogStub:
                 request_serializer=broker_dot_proto_dot_riverlog__pb2.InitProducerIdRequest.SerializeToString,
                 response_deserializer=broker_dot_proto_dot_riverlog__pb2.InitProducerIdResponse.FromString,
                 _registered_method=True)
+        self.AddPartitionsToTxn = channel.unary_unary(
+                '/riverlog.v1.Riverlog/AddPartitionsToTxn',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.AddPartitionsToTxnRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.AddPartitionsToTxnResponse.FromString,
+                _registered_method=True)
+        self.AddOffsetsToTxn = channel.unary_unary(
+                '/riverlog.v1.Riverlog/AddOffsetsToTxn',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.AddOffsetsToTxnRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.AddOffsetsToTxnResponse.FromString,
+                _registered_method=True)
+        self.TxnOffsetCommit = channel.unary_unary(
+                '/riverlog.v1.Riverlog/TxnOffsetCommit',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.TxnOffsetCommitRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.OffsetCommitResponse.FromString,
+                _registered_method=True)
+        self.EndTxn = channel.unary_unary(
+                '/riverlog.v1.Riverlog/EndTxn',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.EndTxnRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.EndTxnResponse.FromString,
+                _registered_method=True)
+        self.WriteTxnMarkers = channel.unary_unary(
+                '/riverlog.v1.Riverlog/WriteTxnMarkers',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.WriteTxnMarkersRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.WriteTxnMarkersResponse.FromString,
+                _registered_method=True)
+        self.ListTransactions = channel.unary_unary(
+                '/riverlog.v1.Riverlog/ListTransactions',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.ListTransactionsRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.ListTransactionsResponse.FromString,
+                _registered_method=True)
+        self.DescribeTransactions = channel.unary_unary(
+                '/riverlog.v1.Riverlog/DescribeTransactions',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.DescribeTransactionsRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.DescribeTransactionsResponse.FromString,
+                _registered_method=True)
+        self.AbortTransaction = channel.unary_unary(
+                '/riverlog.v1.Riverlog/AbortTransaction',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.AbortTransactionRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.AbortTransactionResponse.FromString,
+                _registered_method=True)
+        self.DescribeProducers = channel.unary_unary(
+                '/riverlog.v1.Riverlog/DescribeProducers',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.DescribeProducersRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.DescribeProducersResponse.FromString,
+                _registered_method=True)
         self.ConsumerGroupHeartbeat = channel.unary_unary(
                 '/riverlog.v1.Riverlog/ConsumerGroupHeartbeat',
                 request_serializer=broker_dot_proto_dot_riverlog__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
@@ -245,6 +290,63 @@ class RiverlogServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddPartitionsToTxn(self, request, context):
+        """Transactions (docs/transactions.md): served by the transactional.id's coordinator, the leader
+        of its __transaction_state partition; WriteTxnMarkers goes from that coordinator to partition
+        leaders and group coordinators.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddOffsetsToTxn(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TxnOffsetCommit(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EndTxn(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WriteTxnMarkers(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTransactions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeTransactions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AbortTransaction(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeProducers(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ConsumerGroupHeartbeat(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -364,6 +466,51 @@ def add_RiverlogServicer_to_server(servicer, server):
                     servicer.InitProducerId,
                     request_deserializer=broker_dot_proto_dot_riverlog__pb2.InitProducerIdRequest.FromString,
                     response_serializer=broker_dot_proto_dot_riverlog__pb2.InitProducerIdResponse.SerializeToString,
+            ),
+            'AddPartitionsToTxn': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddPartitionsToTxn,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.AddPartitionsToTxnRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.AddPartitionsToTxnResponse.SerializeToString,
+            ),
+            'AddOffsetsToTxn': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddOffsetsToTxn,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.AddOffsetsToTxnRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.AddOffsetsToTxnResponse.SerializeToString,
+            ),
+            'TxnOffsetCommit': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnOffsetCommit,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.TxnOffsetCommitRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.OffsetCommitResponse.SerializeToString,
+            ),
+            'EndTxn': grpc.unary_unary_rpc_method_handler(
+                    servicer.EndTxn,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.EndTxnRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.EndTxnResponse.SerializeToString,
+            ),
+            'WriteTxnMarkers': grpc.unary_unary_rpc_method_handler(
+                    servicer.WriteTxnMarkers,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.WriteTxnMarkersRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.WriteTxnMarkersResponse.SerializeToString,
+            ),
+            'ListTransactions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTransactions,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.ListTransactionsRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.ListTransactionsResponse.SerializeToString,
+            ),
+            'DescribeTransactions': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeTransactions,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.DescribeTransactionsRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.DescribeTransactionsResponse.SerializeToString,
+            ),
+            'AbortTransaction': grpc.unary_unary_rpc_method_handler(
+                    servicer.AbortTransaction,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.AbortTransactionRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.AbortTransactionResponse.SerializeToString,
+            ),
+            'DescribeProducers': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeProducers,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.DescribeProducersRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.DescribeProducersResponse.SerializeToString,
             ),
             'ConsumerGroupHeartbeat': grpc.unary_unary_rpc_method_handler(
                     servicer.ConsumerGroupHeartbeat,
@@ -806,6 +953,249 @@ class Riverlog:
             '/riverlog.v1.Riverlog/InitProducerId',
             broker_dot_proto_dot_riverlog__pb2.InitProducerIdRequest.SerializeToString,
             broker_dot_proto_dot_riverlog__pb2.InitProducerIdResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddPartitionsToTxn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/AddPartitionsToTxn',
+            broker_dot_proto_dot_riverlog__pb2.AddPartitionsToTxnRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.AddPartitionsToTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddOffsetsToTxn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/AddOffsetsToTxn',
+            broker_dot_proto_dot_riverlog__pb2.AddOffsetsToTxnRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.AddOffsetsToTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnOffsetCommit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/TxnOffsetCommit',
+            broker_dot_proto_dot_riverlog__pb2.TxnOffsetCommitRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.OffsetCommitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EndTxn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/EndTxn',
+            broker_dot_proto_dot_riverlog__pb2.EndTxnRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.EndTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WriteTxnMarkers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/WriteTxnMarkers',
+            broker_dot_proto_dot_riverlog__pb2.WriteTxnMarkersRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.WriteTxnMarkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTransactions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/ListTransactions',
+            broker_dot_proto_dot_riverlog__pb2.ListTransactionsRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.ListTransactionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeTransactions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/DescribeTransactions',
+            broker_dot_proto_dot_riverlog__pb2.DescribeTransactionsRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.DescribeTransactionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AbortTransaction(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/AbortTransaction',
+            broker_dot_proto_dot_riverlog__pb2.AbortTransactionRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.AbortTransactionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeProducers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/DescribeProducers',
+            broker_dot_proto_dot_riverlog__pb2.DescribeProducersRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.DescribeProducersResponse.FromString,
             options,
             channel_credentials,
             insecure,

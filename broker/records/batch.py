@@ -228,10 +228,14 @@ _PRODUCER_FIELDS = struct.Struct(">qhi")  # producer_id, producer_epoch, base_se
 _PRODUCER_OFFSET = 43
 
 
-def stamp_producer(data, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
-    """The framed batch ``data`` with its producer id, epoch and first sequence set; the CRC,
-    which covers them, is computed again."""
+def stamp_producer(data, producer_id: int, producer_epoch: int, base_sequence: int,
+                   transactional: bool = False) -> bytes:
+    """The framed batch ``data`` with its producer id, epoch and first sequence set (and the
+    transactional attribute); the CRC, which covers them, is computed again."""
     buf = bytearray(data)
     _PRODUCER_FIELDS.pack_into(buf, _PRODUCER_OFFSET, producer_id, producer_epoch, base_sequence)
+    if transactional:
+        attributes = struct.unpack_from(">h", buf, CRC_START)[0]
+        struct.pack_into(">h", buf, CRC_START, attributes | TRANSACTIONAL)
     struct.pack_into(">I", buf, 17, compute_crc(buf, 0, len(buf)))
     return bytes(buf)

@@ -16,6 +16,7 @@ is dropped and replayed again; the caller gets a retriable error.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from dataclasses import dataclass
@@ -108,12 +109,18 @@ class CoordinatorRuntime:
             raise CoordinatorLoadInProgressError(f"loading the state of {self.topic}-{index}")
         raise NotCoordinatorError(f"broker {self.broker.node_id} is not the coordinator of {self.what} '{key}'")
 
-    def run(self, key: str, fn):
-        """``fn(shard) -> (result, records)`` on the key's shard; records are written before returning."""
+    @contextlib.contextmanager
+    def locked(self, key: str):
+        """The key's loaded shard, its lock held."""
         loaded = self._loaded(key)
         with loaded.lock:
             if not loaded.live:
                 raise NotCoordinatorError(f"broker {self.broker.node_id} just stopped coordinating '{key}'")
+            yield loaded
+
+    def run(self, key: str, fn):
+        """``fn(shard) -> (result, records)`` on the key's shard; records are written before returning."""
+        with self.locked(key) as loaded:
             result, records = fn(loaded.shard)
             if records:
                 self._write(loaded, records)

@@ -28,6 +28,8 @@ from broker.server.broker import Broker
 from broker.server.group_handlers import GroupHandlers
 from broker.server.group_runtime import GroupRuntime
 from broker.server.handlers import Handlers
+from broker.server.txn_handlers import TransactionHandlers
+from broker.server.txn_runtime import TransactionRuntime
 from broker.server.internal import InternalHandlers
 from broker.server.log_cleaner import LogCleaner
 
@@ -65,9 +67,10 @@ def _abort(context, error: RiverlogError):
 
 
 class _Servicer(pb_grpc.RiverlogServicer):
-    def __init__(self, handlers: Handlers, groups: GroupHandlers | None):
+    def __init__(self, handlers: Handlers, groups: GroupHandlers | None, transactions: TransactionHandlers | None):
         self.h = handlers
         self.g = groups
+        self.t = transactions
 
     def Metadata(self, request, context):
         return self.h.metadata(request)
@@ -118,10 +121,47 @@ class _Servicer(pb_grpc.RiverlogServicer):
         return self.g
 
     def InitProducerId(self, request, context):
+        if request.transactional_id:
+            return self._txns().init_producer_id(request)
         return self.h.init_producer_id(request)
 
     def FindCoordinator(self, request, context):
+        if request.key_type == 1:
+            return self._txns().find_coordinator(request)
         return self._groups().find_coordinator(request)
+
+    # transactions
+    def _txns(self) -> TransactionHandlers:
+        if self.t is None:
+            raise NotCoordinatorError("this node has no broker role: it coordinates no transactions")
+        return self.t
+
+    def AddPartitionsToTxn(self, request, context):
+        return self._txns().add_partitions(request)
+
+    def AddOffsetsToTxn(self, request, context):
+        return self._txns().add_offsets(request)
+
+    def TxnOffsetCommit(self, request, context):
+        return self._txns().txn_offset_commit(request)
+
+    def EndTxn(self, request, context):
+        return self._txns().end(request)
+
+    def WriteTxnMarkers(self, request, context):
+        return self._txns().write_markers(request)
+
+    def ListTransactions(self, request, context):
+        return self._txns().list_transactions(request)
+
+    def DescribeTransactions(self, request, context):
+        return self._txns().describe_transactions(request)
+
+    def AbortTransaction(self, request, context):
+        return self._txns().abort(request)
+
+    def DescribeProducers(self, request, context):
+        return self._txns().describe_producers(request)
 
     def ConsumerGroupHeartbeat(self, request, context):
         return self._groups().heartbeat(request)
@@ -184,8 +224,10 @@ class BrokerServer:
         self.handlers = Handlers(self.broker, self.host, adv_port or self.port)
         internal = _InternalServicer(InternalHandlers(self.broker))
         self.groups = GroupRuntime(self.broker) if self.broker.is_broker else None
+        self.transactions = TransactionRuntime(self.broker, self.groups) if self.broker.is_broker else None
         group_handlers = GroupHandlers(self.groups) if self.groups is not None else None
-        pb_grpc.add_RiverlogServicer_to_server(_Servicer(self.handlers, group_handlers), self._grpc)
+        txn_handlers = TransactionHandlers(self.transactions) if self.transactions is not None else None
+        pb_grpc.add_RiverlogServicer_to_server(_Servicer(self.handlers, group_handlers, txn_handlers), self._grpc)
         pb_grpc.add_RiverlogInternalServicer_to_server(internal, self._grpc)
         self._controller_grpc = None
         voter = self.broker.voters.get(self.broker.node_id) if self.broker.is_controller else None
@@ -210,6 +252,7 @@ class BrokerServer:
         self.broker.start()
         if self.groups is not None:
             self.groups.start()
+            self.transactions.start()
         self._scheduler.start()
         self._retention.start()
         self.cleaner.start()
@@ -247,6 +290,7 @@ class BrokerServer:
         self.broker.controlled_shutdown()
         self._stopped.set()
         if self.groups is not None:
+            self.transactions.stop()
             self.groups.stop()
         self._grpc.stop(grace).wait()
         if self._controller_grpc is not None:

@@ -1,0 +1,108 @@
+"""Transaction requests: protobuf in, :class:`TransactionRuntime` operations, protobuf out."""
+from __future__ import annotations
+
+from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError,
+                           RiverlogError)
+from broker.group.group import Committed
+from broker.proto import riverlog_pb2 as pb
+from broker.server.group_handlers import _grouped, _tps
+from broker.server.txn_runtime import TransactionRuntime
+
+
+class TransactionHandlers:
+    def __init__(self, runtime: TransactionRuntime):
+        self.runtime = runtime
+        self.broker = runtime.broker
+
+    def find_coordinator(self, request: pb.FindCoordinatorRequest) -> pb.FindCoordinatorResponse:
+        node, host, port = self.runtime.find_coordinator(request.group_id)
+        return pb.FindCoordinatorResponse(node_id=node, host=host, port=port)
+
+    def init_producer_id(self, request: pb.InitProducerIdRequest) -> pb.InitProducerIdResponse:
+        pid, epoch = self.runtime.init_producer_id(request.transactional_id, request.transaction_timeout_ms or 60_000)
+        return pb.InitProducerIdResponse(producer_id=pid, producer_epoch=epoch)
+
+    def add_partitions(self, request: pb.AddPartitionsToTxnRequest) -> pb.AddPartitionsToTxnResponse:
+        now = self.broker.clock.time_ms()
+        tps = _tps(request.partitions)
+        self.runtime.run(request.transactional_id, lambda shard: (None, shard.add_partitions(
+            request.transactional_id, request.producer_id, request.producer_epoch, tps, now)))
+        return pb.AddPartitionsToTxnResponse()
+
+    def add_offsets(self, request: pb.AddOffsetsToTxnRequest) -> pb.AddOffsetsToTxnResponse:
+        now = self.broker.clock.time_ms()
+        self.runtime.run(request.transactional_id, lambda shard: (None, shard.add_group(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.group_id, now)))
+        return pb.AddOffsetsToTxnResponse()
+
+    def txn_offset_commit(self, request: pb.TxnOffsetCommitRequest) -> pb.OffsetCommitResponse:
+        """Served by the group's coordinator: offsets that count once the transaction commits."""
+        now = self.broker.clock.time_ms()
+        offsets = {(t.name, p.partition): Committed(p.offset, p.metadata, p.leader_epoch, now)
+                   for t in request.topics for p in t.partitions}
+        response = pb.OffsetCommitResponse()
+        try:
+            self.runtime.groups.run(request.group_id, lambda shard: (None, shard.commit_in_transaction(
+                request.group_id, request.member_id, request.member_epoch, request.producer_id, offsets)))
+            error = None
+        except (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError):
+            raise  # the whole request goes elsewhere or later: the client retries it
+        except RiverlogError as e:
+            error = e
+        for topic, partition in offsets:
+            response.results.add(topic=topic, partition=partition, error_code=error.code if error else 0,
+                                 error_message=error.message if error else "")
+        return response
+
+    def end(self, request: pb.EndTxnRequest) -> pb.EndTxnResponse:
+        self.runtime.end(request.transactional_id, request.producer_id, request.producer_epoch, request.commit)
+        return pb.EndTxnResponse()
+
+    def write_markers(self, request: pb.WriteTxnMarkersRequest) -> pb.WriteTxnMarkersResponse:
+        return self.runtime.write_markers_here(request)
+
+    def list_transactions(self, request: pb.ListTransactionsRequest) -> pb.ListTransactionsResponse:
+        response = pb.ListTransactionsResponse()
+        for shard in self.runtime.shards():
+            for meta in list(shard.txns.values()):
+                response.transactions.add(transactional_id=meta.transactional_id, producer_id=meta.producer_id,
+                                          state=meta.state, coordinator=self.broker.node_id)
+        return response
+
+    def describe_transactions(self, request: pb.DescribeTransactionsRequest) -> pb.DescribeTransactionsResponse:
+        response = pb.DescribeTransactionsResponse()
+        for txn_id in request.transactional_ids:
+            d = response.transactions.add(transactional_id=txn_id, coordinator=self.broker.node_id)
+            try:
+                meta = self.runtime.read(txn_id, lambda shard: shard.txns.get(txn_id))
+                if meta is None:
+                    from broker.errors import TransactionalIdNotFoundError
+                    raise TransactionalIdNotFoundError(f"transactional.id '{txn_id}' is unknown")
+                d.state, d.producer_id, d.producer_epoch = meta.state, meta.producer_id, meta.producer_epoch
+                d.timeout_ms, d.start_ms = meta.timeout_ms, meta.start_ms
+                d.partitions.extend(_grouped(meta.partitions))
+                d.groups.extend(sorted(meta.groups))
+            except RiverlogError as e:
+                d.error_code, d.error_message = e.code, e.message
+        return response
+
+    def abort(self, request: pb.AbortTransactionRequest) -> pb.AbortTransactionResponse:
+        pid, epoch = self.runtime.abort(request.transactional_id)
+        return pb.AbortTransactionResponse(producer_id=pid, producer_epoch=epoch)
+
+    def describe_producers(self, request: pb.DescribeProducersRequest) -> pb.DescribeProducersResponse:
+        """Open transactions of partitions this broker leads: what holds each last stable offset back."""
+        response = pb.DescribeProducersResponse()
+        for g in request.partitions:
+            for index in g.partitions:
+                r = response.partitions.add(topic=g.topic, partition=index)
+                try:
+                    partition = self.broker.partition(g.topic, index)
+                    partition.check_leader()
+                    r.last_stable_offset, r.high_watermark = partition.stable_offsets()
+                    for pid, epoch, first, start in partition.open_transactions():
+                        r.open_transactions.add(producer_id=pid, producer_epoch=epoch, first_offset=first,
+                                                start_ms=start)
+                except RiverlogError as e:
+                    r.error_code, r.error_message = e.code, e.message
+        return response

@@ -1,0 +1,175 @@
+"""Transaction coordination on this broker: the ``__transaction_state`` partitions it leads (see
+:mod:`broker.server.coordinator_runtime`), and the markers that end transactions.
+
+Ending a transaction: the decision (``PrepareCommit``/``PrepareAbort``) is written first; then a
+marker goes to every partition of the transaction (through its leader's WriteTxnMarkers, acks=all)
+and to every group with offsets in it; then ``Complete…`` is written. If markers cannot all be
+written now, the transaction stays prepared and the coordinator's timer finishes it — also after a
+failover, since the new coordinator replays the prepared state. The same timer aborts
+transactions open longer than their ``transaction.timeout.ms``, bumping the epoch so the producer
+that opened them is fenced.
+"""
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+
+import grpc
+
+from broker.client.cluster import translate_rpc_error
+from broker.errors import (ConcurrentTransactionsError, NotLeaderOrFollowerError, RiverlogError,
+                           UnknownTopicOrPartitionError, error_for_code)
+from broker.proto import riverlog_pb2 as pb
+from broker.server.coordinator_runtime import CoordinatorRuntime
+from broker.transaction.coordinator import TXN_TOPIC, TransactionMetadata, TransactionShard
+
+log = logging.getLogger(__name__)
+
+
+class TransactionRuntime(CoordinatorRuntime):
+    topic = TXN_TOPIC
+    what = "transactional.id"
+    thread_name = "riverlog-transactions"
+
+    def __init__(self, broker, groups):
+        super().__init__(broker)
+        self.groups = groups  # this broker's GroupRuntime, for markers of groups it coordinates
+
+    def new_shard(self, partition: int) -> TransactionShard:
+        return TransactionShard(partition, self.config["transaction.max.timeout.ms"])
+
+    def topic_settings(self) -> dict:
+        return {"num_partitions": self.config["transaction.state.log.num.partitions"],
+                "replication_factor": self.config["transaction.state.log.replication.factor"],
+                "configs": {"cleanup.policy": "compact",
+                            "segment.bytes": str(self.config["transaction.state.log.segment.bytes"])}}
+
+    # ------------------------------------------------------------------------------ requests
+    def init_producer_id(self, txn_id: str, timeout_ms: int) -> tuple[int, int]:
+        now = self.broker.clock.time_ms()
+        with self.locked(txn_id) as loaded:
+            meta, records, abort_first = loaded.shard.init_producer_id(
+                txn_id, timeout_ms, now, self.broker.producer_ids.next_id)
+            self.write(loaded, records)
+            if abort_first:
+                self._finish(loaded, meta)
+            return meta.producer_id, meta.producer_epoch
+
+    def end(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> None:
+        now = self.broker.clock.time_ms()
+        with self.locked(txn_id) as loaded:
+            meta, records, markers = loaded.shard.end(txn_id, producer_id, epoch, commit, now)
+            if records:
+                self.write(loaded, records)
+            if markers:
+                self._finish(loaded, meta)
+
+    def abort(self, txn_id: str) -> tuple[int, int]:
+        """An operator's abort of a hanging transaction (fences its producer)."""
+        now = self.broker.clock.time_ms()
+        with self.locked(txn_id) as loaded:
+            meta, records = loaded.shard.abort(txn_id, now)
+            self.write(loaded, records)
+            self._finish(loaded, meta)
+            return meta.producer_id, meta.producer_epoch
+
+    # ------------------------------------------------------------------------------ markers
+    def _finish(self, loaded, meta: TransactionMetadata) -> None:
+        """Markers everywhere, then Complete; on failure the transaction stays prepared (retried by
+        the timer) and the caller hears ConcurrentTransactions."""
+        try:
+            self._write_markers(meta)
+        except RiverlogError as e:
+            log.info("transaction '%s': markers not all written yet (%r); retrying later", meta.transactional_id, e)
+            raise ConcurrentTransactionsError(
+                f"transactional.id '{meta.transactional_id}' is still completing: {e}") from None
+        self.write(loaded, loaded.shard.complete(meta.transactional_id, self.broker.clock.time_ms()))
+
+    def _write_markers(self, meta: TransactionMetadata) -> None:
+        image = self.broker.image
+        by_leader: dict[int, list] = defaultdict(list)
+        for topic, partition in sorted(meta.partitions):
+            t = image.topics.get(topic)
+            if t is None or partition >= t.num_partitions:
+                continue  # deleted since: nothing to mark
+            leader = t.partitions[partition].leader
+            if leader < 0:
+                raise NotLeaderOrFollowerError(f"{topic}-{partition} has no leader")
+            by_leader[leader].append((topic, partition))
+        timeout_ms = self.config["offsets.commit.timeout.ms"]
+        for leader, tps in by_leader.items():
+            request = pb.WriteTxnMarkersRequest(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
+                                                commit=meta.commit, timeout_ms=timeout_ms,
+                                                partitions=_grouped(tps))
+            self._raise_first(self._send(leader, request).partitions)
+        for group in sorted(meta.groups):
+            node, _, _ = self.groups.find_coordinator(group)
+            request = pb.WriteTxnMarkersRequest(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
+                                                commit=meta.commit, timeout_ms=timeout_ms, groups=[group])
+            self._raise_first(self._send(node, request).groups)
+
+    def _send(self, node: int, request) -> pb.WriteTxnMarkersResponse:
+        if node == self.broker.node_id:
+            return self.write_markers_here(request)
+        address = self.broker._address_of(node)
+        if address is None:
+            raise NotLeaderOrFollowerError(f"broker {node} is not registered")
+        try:
+            return self.broker.peers.public(address).WriteTxnMarkers(request, timeout=request.timeout_ms / 1000 + 5)
+        except grpc.RpcError as e:
+            raise translate_rpc_error(e, f"WriteTxnMarkers to broker {node}") from None
+
+    @staticmethod
+    def _raise_first(results) -> None:
+        failed = next((r for r in results if r.error_code), None)
+        if failed is not None:
+            raise error_for_code(failed.error_code)(failed.error_message)
+
+    def write_markers_here(self, request: pb.WriteTxnMarkersRequest) -> pb.WriteTxnMarkersResponse:
+        """This broker's part of WriteTxnMarkers: the partitions it leads, the groups it coordinates."""
+        response = pb.WriteTxnMarkersResponse()
+        for g in request.partitions:
+            for p in g.partitions:
+                result = response.partitions.add(topic=g.topic, partition=p)
+                try:
+                    partition = self.broker.partition(g.topic, p)
+                    info = partition.write_marker(request.producer_id, request.producer_epoch, request.commit,
+                                                  request.coordinator_epoch)
+                    partition.wait_for_replication(info, max(request.timeout_ms, 1) / 1000.0)
+                except UnknownTopicOrPartitionError:
+                    pass  # deleted since: nothing to mark
+                except RiverlogError as e:
+                    result.error_code, result.error_message = e.code, e.message
+        for group in request.groups:
+            result = response.groups.add(group_id=group)
+            try:
+                self.groups.run(group, lambda shard: (None, shard.end_transaction(
+                    group, request.producer_id, request.commit)))
+            except RiverlogError as e:
+                result.error_code, result.error_message = e.code, e.message
+        return response
+
+    # ------------------------------------------------------------------------------ timers
+    def tick(self, loaded, now_ms: int) -> None:
+        shard: TransactionShard = loaded.shard
+        for txn_id in shard.timed_out(now_ms):
+            log.info("transaction '%s' exceeded its transaction.timeout.ms: aborting it", txn_id)
+            _, records = shard.abort(txn_id, now_ms)
+            try:
+                self.write(loaded, records)
+            except RiverlogError as e:
+                log.warning("could not abort transaction '%s': %r", txn_id, e)
+                return
+        for meta in shard.prepared():
+            try:
+                self._write_markers(meta)
+                self.write(loaded, shard.complete(meta.transactional_id, now_ms))
+            except RiverlogError as e:
+                log.debug("transaction '%s' still completing: %r", meta.transactional_id, e)
+
+
+def _grouped(tps) -> list[pb.GroupPartitions]:
+    by_topic: dict[str, list[int]] = defaultdict(list)
+    for topic, partition in sorted(tps):
+        by_topic[topic].append(partition)
+    return [pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]

@@ -1,0 +1,198 @@
+"""Transactions of one ``__transaction_state`` partition, and the records that persist them.
+
+Pure and synchronous, like :mod:`broker.group.coordinator`. A ``transactional.id`` maps to one
+producer id; each ``init_transactions`` bumps its epoch, which fences every older instance.
+
+States (Kafka's): ``Empty`` → ``Ongoing`` (partitions or a group were added) → ``PrepareCommit``
+or ``PrepareAbort`` (the decision is durable; markers are being written) → ``CompleteCommit`` or
+``CompleteAbort`` (markers written in every partition and group). The runtime writes the
+markers between the prepare and complete steps; a coordinator that takes over a partition
+finishes every transaction it finds prepared, so a decision, once durable, always reaches every
+partition.
+
+Records: key ``{"type": "txn", "id": transactional_id}``, value the metadata below.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from broker.errors import (ConcurrentTransactionsError, InvalidProducerEpochError, InvalidProducerIdMappingError,
+                           InvalidTxnStateError, InvalidTxnTimeoutError, ProducerFencedError,
+                           TransactionalIdNotFoundError)
+
+TXN_TOPIC = "__transaction_state"
+EMPTY, ONGOING = "Empty", "Ongoing"
+PREPARE_COMMIT, PREPARE_ABORT = "PrepareCommit", "PrepareAbort"
+COMPLETE_COMMIT, COMPLETE_ABORT = "CompleteCommit", "CompleteAbort"
+PREPARED = (PREPARE_COMMIT, PREPARE_ABORT)
+MAX_EPOCH = 32766
+
+Record = tuple[bytes, "bytes | None"]
+
+
+@dataclass
+class TransactionMetadata:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: str = EMPTY
+    partitions: set = field(default_factory=set)   # {(topic, partition)}
+    groups: set = field(default_factory=set)       # consumer groups with offsets in the transaction
+    start_ms: int = -1
+    last_update_ms: int = -1
+
+    @property
+    def commit(self) -> bool:
+        return self.state in (PREPARE_COMMIT, COMPLETE_COMMIT)
+
+    def to_value(self) -> bytes:
+        return json.dumps({"producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
+                           "timeout_ms": self.timeout_ms, "state": self.state,
+                           "partitions": sorted([t, p] for t, p in self.partitions), "groups": sorted(self.groups),
+                           "start_ms": self.start_ms, "last_update_ms": self.last_update_ms},
+                          sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_value(cls, transactional_id: str, raw: bytes) -> "TransactionMetadata":
+        v = json.loads(raw)
+        return cls(transactional_id, v["producer_id"], v["producer_epoch"], v["timeout_ms"], v["state"],
+                   {tuple(x) for x in v["partitions"]}, set(v["groups"]), v["start_ms"], v["last_update_ms"])
+
+
+def _key(transactional_id: str) -> bytes:
+    return json.dumps({"id": transactional_id, "type": "txn"}, sort_keys=True, separators=(",", ":")).encode()
+
+
+class TransactionShard:
+    def __init__(self, partition: int, max_timeout_ms: int = 900_000):
+        self.partition = partition
+        self.max_timeout_ms = max_timeout_ms
+        self.txns: dict[str, TransactionMetadata] = {}
+
+    def load(self, records: Iterable[Record], now_ms: int) -> None:
+        latest: dict[bytes, bytes] = {}
+        for key, value in records:
+            if value is None:
+                latest.pop(key, None)
+            else:
+                latest[key] = value
+        self.txns = {}
+        for raw_key, raw_value in latest.items():
+            txn_id = json.loads(raw_key)["id"]
+            self.txns[txn_id] = TransactionMetadata.from_value(txn_id, raw_value)
+
+    def _record(self, meta: TransactionMetadata, now_ms: int) -> list[Record]:
+        meta.last_update_ms = now_ms
+        return [(_key(meta.transactional_id), meta.to_value())]
+
+    # ------------------------------------------------------------------------------ checks
+    def _current(self, txn_id: str, producer_id: int, epoch: int) -> TransactionMetadata:
+        meta = self.txns.get(txn_id)
+        if meta is None:
+            raise TransactionalIdNotFoundError(f"transactional.id '{txn_id}' is unknown: call init_transactions()")
+        if meta.producer_id != producer_id:
+            raise InvalidProducerIdMappingError(
+                f"transactional.id '{txn_id}' has producer id {meta.producer_id}, not {producer_id}")
+        if epoch < meta.producer_epoch:
+            raise ProducerFencedError(
+                f"transactional.id '{txn_id}': epoch {epoch} was fenced by epoch {meta.producer_epoch} "
+                "(another producer with this transactional.id called init_transactions)")
+        if epoch > meta.producer_epoch:
+            raise InvalidProducerEpochError(f"transactional.id '{txn_id}': epoch {epoch} is ahead of "
+                                            f"{meta.producer_epoch}")
+        if meta.state in PREPARED:
+            raise ConcurrentTransactionsError(f"transactional.id '{txn_id}' is completing its last transaction")
+        return meta
+
+    # ------------------------------------------------------------------------------ operations
+    def init_producer_id(self, txn_id: str, timeout_ms: int, now_ms: int, new_producer_id) -> tuple:
+        """Returns (meta, records, abort_first): ``abort_first`` when an open transaction must be
+        aborted (under the new epoch) before the new instance may start."""
+        if not 0 < timeout_ms <= self.max_timeout_ms:
+            raise InvalidTxnTimeoutError(f"transaction.timeout.ms={timeout_ms} must be within "
+                                         f"(0, {self.max_timeout_ms}] (transaction.max.timeout.ms)")
+        meta = self.txns.get(txn_id)
+        if meta is None:
+            meta = self.txns[txn_id] = TransactionMetadata(txn_id, new_producer_id(), 0, timeout_ms)
+            return meta, self._record(meta, now_ms), False
+        if meta.state in PREPARED:
+            raise ConcurrentTransactionsError(f"transactional.id '{txn_id}' is completing its last transaction")
+        abort_first = meta.state == ONGOING
+        if meta.producer_epoch >= MAX_EPOCH:
+            meta.producer_id, meta.producer_epoch = new_producer_id(), 0
+        else:
+            meta.producer_epoch += 1
+        meta.timeout_ms = timeout_ms
+        if abort_first:
+            meta.state = PREPARE_ABORT
+        else:
+            meta.state, meta.partitions, meta.groups, meta.start_ms = EMPTY, set(), set(), -1
+        return meta, self._record(meta, now_ms), abort_first
+
+    def add_partitions(self, txn_id: str, producer_id: int, epoch: int, partitions, now_ms: int) -> list[Record]:
+        meta = self._current(txn_id, producer_id, epoch)
+        was_open = meta.state == ONGOING
+        self._begin(meta, now_ms)
+        new = set(partitions) - meta.partitions
+        if was_open and not new:
+            return []
+        meta.partitions |= new
+        return self._record(meta, now_ms)
+
+    def add_group(self, txn_id: str, producer_id: int, epoch: int, group_id: str, now_ms: int) -> list[Record]:
+        meta = self._current(txn_id, producer_id, epoch)
+        self._begin(meta, now_ms)
+        meta.groups.add(group_id)
+        return self._record(meta, now_ms)
+
+    @staticmethod
+    def _begin(meta: TransactionMetadata, now_ms: int) -> None:
+        if meta.state != ONGOING:
+            meta.state, meta.partitions, meta.groups, meta.start_ms = ONGOING, set(), set(), now_ms
+
+    def end(self, txn_id: str, producer_id: int, epoch: int, commit: bool, now_ms: int) -> tuple:
+        """Returns (meta, records, markers_needed). A retried end of the last transaction with the
+        same outcome succeeds again."""
+        meta = self._current(txn_id, producer_id, epoch)
+        finished = COMPLETE_COMMIT if commit else COMPLETE_ABORT
+        if meta.state in (finished, EMPTY):
+            return meta, [], False
+        if meta.state != ONGOING:
+            raise InvalidTxnStateError(f"transactional.id '{txn_id}' is {meta.state}; cannot "
+                                       f"{'commit' if commit else 'abort'}")
+        if not meta.partitions and not meta.groups:
+            meta.state = finished
+            return meta, self._record(meta, now_ms), False
+        meta.state = PREPARE_COMMIT if commit else PREPARE_ABORT
+        return meta, self._record(meta, now_ms), True
+
+    def complete(self, txn_id: str, now_ms: int) -> list[Record]:
+        """Markers are in every partition and group: the transaction is over."""
+        meta = self.txns[txn_id]
+        if meta.state not in PREPARED:
+            return []
+        meta.state = COMPLETE_COMMIT if meta.state == PREPARE_COMMIT else COMPLETE_ABORT
+        meta.partitions, meta.groups = set(), set()
+        return self._record(meta, now_ms)
+
+    def abort(self, txn_id: str, now_ms: int) -> tuple:
+        """Abort an open transaction from the coordinator's side (it timed out, or an operator asked):
+        the epoch is bumped so the producer that opened it is fenced. Returns (meta, records)."""
+        meta = self.txns.get(txn_id)
+        if meta is None:
+            raise TransactionalIdNotFoundError(f"transactional.id '{txn_id}' is unknown")
+        if meta.state != ONGOING:
+            raise InvalidTxnStateError(f"transactional.id '{txn_id}' has no open transaction ({meta.state})")
+        meta.producer_epoch = min(meta.producer_epoch + 1, MAX_EPOCH + 1)
+        meta.state = PREPARE_ABORT
+        return meta, self._record(meta, now_ms)
+
+    def timed_out(self, now_ms: int) -> list[str]:
+        return [m.transactional_id for m in self.txns.values()
+                if m.state == ONGOING and m.start_ms >= 0 and now_ms - m.start_ms > m.timeout_ms]
+
+    def prepared(self) -> list[TransactionMetadata]:
+        return [m for m in self.txns.values() if m.state in PREPARED]
