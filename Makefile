@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(PY) bench/cluster_bench.py
 	$(PY) bench/compaction_bench.py
 	$(PY) bench/group_bench.py
+	$(PY) bench/transaction_bench.py
 
 proto: $(STAMP)
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --grpc_python_out=. broker/proto/riverlog.proto

@@ -10,6 +10,7 @@
     riverlog delete-records orders --partition 0 --offset 1000
     riverlog groups describe billing
     riverlog groups reset-offsets billing --topic orders --to-earliest --execute
+    riverlog transactions describe-producers --topic invoices
 
 Every command but ``broker start`` talks to ``--bootstrap-server`` (default: $RIVERLOG_BOOTSTRAP_SERVERS
 or 127.0.0.1:9092). Errors print the typed error's name and message and exit with status 1.
@@ -424,6 +425,8 @@ if __name__ == "__main__":
 
 from broker.cli_cluster import cluster  # noqa: E402 - registers the `cluster` group on main
 from broker.cli_groups import groups  # noqa: E402
+from broker.cli_transactions import transactions  # noqa: E402
 
 main.add_command(cluster)
 main.add_command(groups)
+main.add_command(transactions)

@@ -15,6 +15,7 @@ from broker.client.cluster import ClusterClient, ClusterMetadata
 from broker.client.config import ADMIN_CONFIG
 from broker.client.group_admin import ConsumerGroupAdmin
 from broker.client.message import TopicPartition
+from broker.client.txn_admin import TransactionAdmin
 from broker.errors import RiverlogError, error_for_code
 from broker.proto import riverlog_pb2 as pb
 
@@ -137,7 +138,7 @@ def _error(code: int, message: str) -> RiverlogError:
     return error_for_code(code)(message)
 
 
-class AdminClient(ConsumerGroupAdmin):
+class AdminClient(ConsumerGroupAdmin, TransactionAdmin):
     def __init__(self, config: dict, **kwargs):
         cfg = ADMIN_CONFIG.parse({**config, **kwargs})
         self.config = cfg

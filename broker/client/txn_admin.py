@@ -1,0 +1,234 @@
+"""Transaction administration, mixed into :class:`AdminClient` (Kafka's Admin API, confluent-style futures).
+
+    admin.list_transactions().result()                                   # [TransactionListing]
+    admin.describe_transactions(["billing-app-1"])["billing-app-1"].result()   # TransactionDescription
+    admin.abort_transaction("billing-app-1").result()                    # (producer_id, new producer_epoch)
+    admin.describe_producers([TopicPartition("invoices", 0)])[tp].result()   # PartitionProducers
+
+A transactional.id's requests go to its transaction coordinator (the leader of its
+``__transaction_state`` partition); ``describe_producers`` asks each partition's leader.
+``abort_transaction`` is for a transaction whose producer is gone (a "hanging" transaction that
+holds a partition's last stable offset back, so ``read_committed`` consumers stall): the coordinator
+aborts it and bumps the producer epoch, so the producer that opened it is fenced
+(``ProducerFencedError`` on its next commit or abort).
+"""
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import grpc
+
+from broker.client.cluster import translate_rpc_error
+from broker.client.coordinator import _MOVED, CoordinatorClient
+from broker.client.message import TopicPartition
+from broker.errors import ConcurrentTransactionsError, NetworkError, RiverlogError, error_for_code
+from broker.proto import riverlog_pb2 as pb
+
+TRANSACTIONAL_ID = 1  # FindCoordinator key_type of a transactional.id
+
+
+@dataclass
+class TransactionListing:
+    transactional_id: str
+    producer_id: int
+    state: str
+    coordinator: int = -1
+
+
+@dataclass
+class TransactionDescription:
+    transactional_id: str
+    state: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    start_ms: int                       # -1 while no transaction is open
+    topic_partitions: list[TopicPartition] = field(default_factory=list)
+    groups: list[str] = field(default_factory=list)
+    coordinator: int = -1
+
+
+@dataclass
+class OpenTransaction:
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+    start_ms: int
+
+
+@dataclass
+class PartitionProducers:
+    last_stable_offset: int
+    high_watermark: int
+    open_transactions: list[OpenTransaction] = field(default_factory=list)  # oldest first
+
+
+def _error(code: int, message: str) -> RiverlogError:
+    return error_for_code(code)(message)
+
+
+def _grouped(tps) -> list[pb.GroupPartitions]:
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted(tps, key=lambda t: (t.topic, t.partition)):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return [pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
+
+
+class TransactionAdmin:
+    """Needs ``self.cluster`` and ``self._fan_out`` (from AdminClient)."""
+
+    def _txn_coordinator(self, transactional_id: str) -> CoordinatorClient:
+        return CoordinatorClient(self.cluster, transactional_id, key_type=TRANSACTIONAL_ID)
+
+    def _deadline(self, timeout: float | None) -> float:
+        return time.monotonic() + (self.cluster.timeout if timeout is None else timeout)
+
+    def _at_coordinator(self, coordinator: CoordinatorClient, method: str, request, deadline: float,
+                        retry_concurrent: bool = True):
+        """``method`` at the coordinator; moves and loading are retried until ``deadline``. With
+        ``retry_concurrent`` false, ConcurrentTransactions is raised at once (not retried)."""
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                address = coordinator.address(max(remaining, 0.1))
+                stub = self.cluster.stub_for_address(address)
+                return getattr(stub, method)(request, timeout=max(min(remaining, self.cluster.timeout), 0.1))
+            except grpc.RpcError as e:
+                error = translate_rpc_error(e, method)
+            except RiverlogError as e:
+                error = e
+            if isinstance(error, _MOVED):
+                coordinator.forget()
+            if isinstance(error, ConcurrentTransactionsError) and not retry_concurrent:
+                raise error
+            if not (error.retriable or isinstance(error, NetworkError)) \
+                    or time.monotonic() + self.cluster.backoff >= deadline:
+                raise error
+            time.sleep(self.cluster.backoff)
+
+    def _describe_one(self, transactional_id: str, deadline: float) -> TransactionDescription:
+        """DescribeTransactions at the coordinator; a per-item retriable error (it moved, it is loading)
+        is retried like a failed call."""
+        coordinator = self._txn_coordinator(transactional_id)
+        while True:
+            response = self._at_coordinator(coordinator, "DescribeTransactions",
+                                            pb.DescribeTransactionsRequest(transactional_ids=[transactional_id]),
+                                            deadline)
+            d = response.transactions[0]
+            if not d.error_code:
+                return TransactionDescription(
+                    d.transactional_id, d.state, d.producer_id, d.producer_epoch, d.timeout_ms, d.start_ms,
+                    [TopicPartition(g.topic, p) for g in d.partitions for p in g.partitions], list(d.groups),
+                    d.coordinator)
+            error = _error(d.error_code, d.error_message)
+            if isinstance(error, _MOVED):
+                coordinator.forget()
+            if not error.retriable or time.monotonic() + self.cluster.backoff >= deadline:
+                raise error
+            time.sleep(self.cluster.backoff)
+
+    # ------------------------------------------------------------------------------ the API
+    def list_transactions(self, request_timeout: float | None = None) -> Future:
+        """A future of [TransactionListing]: every transactional.id of every broker (each lists the
+        ones it coordinates), sorted by id. Brokers that do not answer are left out."""
+        def call():
+            self.cluster.refresh(all_topics=False, topics=[])
+            found: dict[str, TransactionListing] = {}
+            errors = []
+            for node in sorted(self.cluster.brokers):
+                try:
+                    response = self.cluster.call("ListTransactions", pb.ListTransactionsRequest(), node,
+                                                 request_timeout)
+                except RiverlogError as e:
+                    errors.append(e)
+                    continue
+                for t in response.transactions:
+                    found.setdefault(t.transactional_id, TransactionListing(
+                        t.transactional_id, t.producer_id, t.state, t.coordinator))
+            if errors and not found and len(errors) == len(self.cluster.brokers):
+                raise errors[0]
+            return [("transactions", sorted(found.values(), key=lambda t: t.transactional_id))]
+        return self._fan_out(["transactions"], call, lambda r: r)["transactions"]
+
+    def describe_transactions(self, transactional_ids: list[str],
+                              request_timeout: float | None = None) -> dict[str, Future]:
+        """A future per transactional.id of :class:`TransactionDescription`; an unknown id fails with
+        TransactionalIdNotFoundError."""
+        ids = list(dict.fromkeys(transactional_ids))
+
+        def call():
+            out = {}
+            for txn_id in ids:
+                try:
+                    out[txn_id] = self._describe_one(txn_id, self._deadline(request_timeout))
+                except RiverlogError as e:
+                    out[txn_id] = e
+            return out
+        return self._fan_out(ids, call, lambda results: results.items())
+
+    def abort_transaction(self, transactional_id: str, request_timeout: float | None = None) -> Future:
+        """Abort the open transaction of ``transactional_id``; a future of ``(producer_id, producer_epoch)``,
+        the epoch now current (the producer that opened the transaction is fenced). Fails with
+        InvalidTxnStateError when it has no open transaction, TransactionalIdNotFoundError when unknown."""
+        def call():
+            deadline = self._deadline(request_timeout)
+            coordinator = self._txn_coordinator(transactional_id)
+            request = pb.AbortTransactionRequest(transactional_id=transactional_id)
+            try:
+                r = self._at_coordinator(coordinator, "AbortTransaction", request, deadline, retry_concurrent=False)
+                return [(transactional_id, (r.producer_id, r.producer_epoch))]
+            except ConcurrentTransactionsError:
+                # The abort is decided (PrepareAbort is durable) but not every marker is written yet; the
+                # coordinator finishes it on its timer. Sending the abort again would be refused (no
+                # transaction is open any more): wait for CompleteAbort instead.
+                pass
+
+            def finished():
+                d = self._describe_one(transactional_id, deadline)
+                return d if d.state != "PrepareAbort" else None
+            while True:
+                d = finished()
+                if d is not None:
+                    return [(transactional_id, (d.producer_id, d.producer_epoch))]
+                if time.monotonic() + self.cluster.backoff >= deadline:
+                    raise ConcurrentTransactionsError(
+                        f"the abort of transactional.id '{transactional_id}' is decided but its markers are not "
+                        "all written yet; the coordinator keeps retrying")
+                time.sleep(self.cluster.backoff)
+        return self._fan_out([transactional_id], call, lambda r: r)[transactional_id]
+
+    def describe_producers(self, partitions: list[TopicPartition],
+                           request_timeout: float | None = None) -> dict[TopicPartition, Future]:
+        """A future per partition of :class:`PartitionProducers`: the last stable offset, the high
+        watermark and the open transactions, oldest first (the first holds the last stable offset back).
+        Asked of each partition's leader."""
+        wanted = list(dict.fromkeys(partitions))
+
+        def call():
+            return {tp: self._producers_at_leader(tp, request_timeout) for tp in wanted}
+        return self._fan_out(wanted, call, lambda results: results.items())
+
+    def _producers_at_leader(self, tp: TopicPartition, timeout: float | None):
+        """Ask the partition's leader; while leadership moves (retriable errors), refresh and retry."""
+        deadline = self._deadline(timeout)
+        request = pb.DescribeProducersRequest(partitions=_grouped([tp]))
+        while True:
+            try:
+                node = self.cluster.leader(tp.topic, tp.partition)
+                r = self.cluster.call("DescribeProducers", request, node, timeout).partitions[0]
+                if not r.error_code:
+                    return PartitionProducers(r.last_stable_offset, r.high_watermark, [
+                        OpenTransaction(o.producer_id, o.producer_epoch, o.first_offset, o.start_ms)
+                        for o in r.open_transactions])
+                error = _error(r.error_code, r.error_message)
+            except RiverlogError as e:
+                error = e
+            if not (error.retriable or isinstance(error, NetworkError)) or time.monotonic() >= deadline:
+                return error
+            time.sleep(self.cluster.backoff)
+            try:
+                self.cluster.refresh([tp.topic])
+            except RiverlogError:
+                pass

@@ -1,0 +1,179 @@
+"""Transactions against real broker processes: exactly-once consume-transform-produce through crashes,
+zombie fencing, timed-out transactions, and what read_committed and read_uncommitted readers see."""
+from __future__ import annotations
+
+import collections
+import subprocess
+import sys
+import time
+
+import pytest
+
+from broker.client import OFFSET_BEGINNING, AdminClient, Consumer, NewTopic, Producer, TopicPartition
+from broker.errors import ProducerFencedError
+from tests.conftest import ROOT, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+CONFIG = {"group.min.session.timeout.ms": 300}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    from tests.conftest import BrokerProcess
+    b = BrokerProcess(str(tmp_path_factory.mktemp("txn")), CONFIG).start()
+    yield b
+    b.kill9()
+
+
+def make_topics(bootstrap: str, *names: str, partitions: int = 2) -> None:
+    with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+        for name in names:
+            admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+
+
+def read(bootstrap: str, topic: str, level: str, partitions: int = 2, settle: float = 1.0) -> list[bytes]:
+    """Every value a reader with isolation ``level`` gets, once nothing more arrives for ``settle`` s."""
+    c = Consumer({"bootstrap.servers": bootstrap, "isolation.level": level})
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    out, quiet_since = [], time.monotonic()
+    while time.monotonic() - quiet_since < settle:
+        got = [m.value() for m in c.consume(1000, 0.1) if m.error() is None]
+        if got:
+            out += got
+            quiet_since = time.monotonic()
+    c.close()
+    return out
+
+
+# A consume-transform-produce application that may crash (os._exit) at a point its seed picks.
+_APP = r"""
+import os, random, sys
+from broker.client import Consumer, Producer, TopicPartition, OFFSET_BEGINNING
+bootstrap, src, dst, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+rng = random.Random(seed)
+c = Consumer({"bootstrap.servers": bootstrap, "group.id": "etl-" + dst, "enable.auto.commit": False,
+              "isolation.level": "read_committed"})
+parts = [TopicPartition(src, p) for p in range(2)]
+c.assign([TopicPartition(src, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING)
+          for tp in c.committed(parts, timeout=30)])
+p = Producer({"bootstrap.servers": bootstrap, "transactional.id": "etl-" + dst, "linger.ms": 1})
+p.init_transactions(30)
+crash = rng.choice(["after_produce", "before_commit", "after_commit", "none"])
+rounds = rng.randint(1, 3)
+for n in range(rounds):
+    msgs = [m for m in c.consume(rng.randint(5, 40), 3.0) if m.error() is None]
+    if not msgs:
+        break
+    p.begin_transaction()
+    for m in msgs:
+        p.produce(dst, key=m.key(), value=m.value().upper(), partition=m.partition())
+    last = n == rounds - 1
+    if last and crash == "after_produce":
+        p.flush(30)
+        os._exit(3)
+    p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata())
+    if last and crash == "before_commit":
+        os._exit(3)
+    p.commit_transaction(30)
+    print("committed", len(msgs), flush=True)
+    if last and crash == "after_commit":
+        os._exit(3)
+p.close(); c.close()
+"""
+
+
+def test_a_crashing_consume_transform_produce_loop_writes_every_record_exactly_once(broker, topic_name):
+    src, dst = f"{topic_name}-in", f"{topic_name}-out"
+    make_topics(broker.bootstrap, src, dst)
+    values = [b"record-%04d" % i for i in range(300)]
+    with Producer({"bootstrap.servers": broker.bootstrap}) as p:
+        for i, v in enumerate(values):
+            p.produce(src, value=v, partition=i % 2)
+        assert p.flush(30) == 0
+    crashes, runs = 0, 0
+    watcher = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "etl-" + dst})
+    parts = [TopicPartition(src, 0), TopicPartition(src, 1)]
+    while sum(max(tp.offset, 0) for tp in watcher.committed(parts, timeout=30)) < len(values):
+        runs += 1
+        assert runs < 80, "the application made no progress"
+        proc = subprocess.run([sys.executable, "-c", _APP, broker.bootstrap, src, dst, str(runs)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode in (0, 3), proc.stderr
+        crashes += proc.returncode == 3
+    watcher.close()
+    assert crashes >= 3, f"only {crashes} crash(es) in {runs} runs: the test no longer exercises recovery"
+    committed = read(broker.bootstrap, dst, "read_committed")
+    assert collections.Counter(committed) == collections.Counter(v.upper() for v in values)
+    # The crashes left aborted records behind: a read_uncommitted reader sees them as well.
+    assert len(read(broker.bootstrap, dst, "read_uncommitted")) >= len(committed)
+
+
+def test_a_zombie_is_fenced_and_its_open_transaction_aborted(broker, topic_name):
+    make_topics(broker.bootstrap, topic_name)
+    zombie = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-app"})
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    zombie.produce(topic_name, value=b"from the zombie", partition=0)
+    assert zombie.flush(30) == 0
+    successor = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-app"})
+    successor.init_transactions(30)        # fences the zombie and aborts what it left open
+    successor.begin_transaction()
+    successor.produce(topic_name, value=b"from the successor", partition=0)
+    successor.commit_transaction(30)
+    with pytest.raises(ProducerFencedError):
+        zombie.commit_transaction(10)
+    assert read(broker.bootstrap, topic_name, "read_committed") == [b"from the successor"]
+    assert sorted(read(broker.bootstrap, topic_name, "read_uncommitted")) == [b"from the successor",
+                                                                              b"from the zombie"]
+    successor.close()
+    zombie.close()
+
+
+def test_an_abandoned_transaction_times_out_and_unblocks_read_committed_readers(broker, topic_name):
+    make_topics(broker.bootstrap, topic_name, partitions=1)
+    stuck = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-stuck",
+                      "transaction.timeout.ms": 1500})
+    stuck.init_transactions(30)
+    stuck.begin_transaction()
+    stuck.produce(topic_name, value=b"never committed")
+    assert stuck.flush(30) == 0
+    with Producer({"bootstrap.servers": broker.bootstrap}) as plain:
+        plain.produce(topic_name, value=b"after the open transaction")
+        assert plain.flush(30) == 0
+    reader = Consumer({"bootstrap.servers": broker.bootstrap, "isolation.level": "read_committed"})
+    reader.assign([TopicPartition(topic_name, 0, OFFSET_BEGINNING)])
+    started = time.monotonic()
+    got = []
+    # Held back by the open transaction (the last stable offset is its first offset) until the
+    # coordinator aborts it; then the later record arrives and the aborted one never does.
+    wait_until(lambda: got.extend(m.value() for m in reader.consume(100, 0.1) if m.error() is None) or got,
+               30, 0.01, "the record behind the abandoned transaction")
+    assert got == [b"after the open transaction"]
+    assert time.monotonic() - started > 0.5
+    reader.close()
+    with pytest.raises(ProducerFencedError):
+        stuck.commit_transaction(10)
+    stuck.close()
+    assert sorted(read(broker.bootstrap, topic_name, "read_uncommitted", 1)) == [b"after the open transaction",
+                                                                                 b"never committed"]
+
+
+def test_aborted_records_are_seen_only_by_read_uncommitted_readers(broker, topic_name):
+    make_topics(broker.bootstrap, topic_name)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-mixed"})
+    p.init_transactions(30)
+    expected = []
+    for n in range(6):
+        p.begin_transaction()
+        batch = [b"t%d-%d" % (n, i) for i in range(20)]
+        for i, v in enumerate(batch):
+            p.produce(topic_name, value=v, partition=i % 2)
+        if n % 2:
+            p.abort_transaction(30)
+        else:
+            p.commit_transaction(30)
+            expected += batch
+    p.close()
+    assert sorted(read(broker.bootstrap, topic_name, "read_committed")) == sorted(expected)
+    assert len(read(broker.bootstrap, topic_name, "read_uncommitted")) == 120
