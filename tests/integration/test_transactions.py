@@ -177,3 +177,22 @@ def test_aborted_records_are_seen_only_by_read_uncommitted_readers(broker, topic
     p.close()
     assert sorted(read(broker.bootstrap, topic_name, "read_committed")) == sorted(expected)
     assert len(read(broker.bootstrap, topic_name, "read_uncommitted")) == 120
+
+
+def test_a_transaction_commits_across_a_failover_of_its_coordinator(cluster_factory, topic_name):
+    from tests.integration.test_cluster import FAST, create
+    cluster = cluster_factory(3, {**FAST, **CONFIG})
+    create(cluster, topic_name, partitions=2, rf=3, min_insync_replicas=2)
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": f"{topic_name}-moving"})
+    p.init_transactions(30)
+    coordinator = p._txn.coordinator.node_id
+    p.begin_transaction()
+    values = [b"v%d" % i for i in range(50)]
+    for i, v in enumerate(values):
+        p.produce(topic_name, value=v, partition=i % 2)
+    assert p.flush(30) == 0
+    cluster.nodes[coordinator].kill9()
+    p.commit_transaction(60)       # the new coordinator replayed the open transaction and ends it
+    assert p._txn.coordinator.node_id != coordinator
+    assert sorted(read(cluster.bootstrap, topic_name, "read_committed")) == sorted(values)
+    p.close()

@@ -1,0 +1,164 @@
+"""``riverlog transactions`` and the AdminClient's transaction methods against a real broker process: a
+transactional producer leaves a transaction open (a "hanging" transaction); list, describe and
+describe-producers find it holding the last stable offset back; abort ends it and fences the producer."""
+from __future__ import annotations
+
+import pytest
+
+from broker.client import OFFSET_BEGINNING, AdminClient, Consumer, Producer, TopicPartition
+from broker.errors import InvalidTxnStateError, ProducerFencedError, TransactionalIdNotFoundError
+from tests.conftest import wait_until
+from tests.integration.test_cli import create_topic, lines, run_cli
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+@pytest.fixture
+def cli(shared_broker):
+    def run(*args, check=True):
+        return run_cli(shared_broker.bootstrap, *args, check=check)
+    return run
+
+
+def _open_transaction(bootstrap: str, txn_id: str, topic: str, values: list[bytes], partition: int = 0) -> Producer:
+    """A transactional producer whose transaction is open, its records delivered, not committed."""
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "linger.ms": 1})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for v in values:
+        p.produce(topic, value=v, partition=partition)
+    assert p.flush(30) == 0
+    return p
+
+
+def _plain(bootstrap: str, topic: str, values: list[bytes], partition: int = 0) -> None:
+    with Producer({"bootstrap.servers": bootstrap}) as p:
+        for v in values:
+            p.produce(topic, value=v, partition=partition)
+        assert p.flush(30) == 0
+
+
+def _read(bootstrap: str, topic: str, partition: int, level: str, end: int) -> list[bytes]:
+    """Every value a reader with isolation ``level`` gets from the beginning until its position is ``end``."""
+    c = Consumer({"bootstrap.servers": bootstrap, "isolation.level": level})
+    tp = TopicPartition(topic, partition, OFFSET_BEGINNING)
+    c.assign([tp])
+    out = []
+    try:
+        def at_end():
+            out.extend(m.value() for m in c.consume(100, 0.2) if m.error() is None)
+            return c.position([TopicPartition(topic, partition)])[0].offset >= end
+        wait_until(at_end, 30, 0, f"a {level} reader at offset {end}")
+    finally:
+        c.close()
+    return out
+
+
+def _fields(text: str) -> dict[str, str]:
+    return dict(line.split(": ", 1) for line in lines(text) if ": " in line)
+
+
+def _producers(text: str) -> dict[int, dict]:
+    """``describe-producers`` output as {partition: {"lso", "hw", "open": [[pid, epoch, first, started]]}}."""
+    out, current, section = {}, None, None
+    for row in (line.split() for line in lines(text)):
+        if not row:
+            continue
+        if row[0] in ("TOPIC", "PRODUCER-ID"):
+            section = row[0]
+        elif row[0].startswith("("):
+            continue
+        elif section == "TOPIC":
+            current = out[int(row[1])] = {"lso": int(row[2]), "hw": int(row[3]), "open": []}
+        else:
+            current["open"].append(row)
+    return out
+
+
+def _listed(text: str) -> dict[str, list[str]]:
+    rows = [line.split() for line in lines(text)]
+    assert rows[0] == ["TRANSACTIONAL-ID", "PRODUCER-ID", "STATE", "COORDINATOR"], rows
+    return {r[0]: r[1:] for r in rows[1:]}
+
+
+def test_cli_finds_and_aborts_a_hanging_transaction(cli, shared_broker, topic_name):
+    bootstrap, txn_id = shared_broker.bootstrap, f"hanging-{topic_name}"
+    create_topic(bootstrap, topic_name, partitions=2)
+    _plain(bootstrap, topic_name, [b"before"])                                  # offset 0, committed
+    producer = _open_transaction(bootstrap, txn_id, topic_name, [b"t0", b"t1", b"t2"])   # offsets 1-3, open
+    try:
+        listed = _listed(cli("transactions", "list").stdout)
+        assert listed[txn_id][1] == "Ongoing", listed
+        pid = listed[txn_id][0]
+
+        described = _fields(cli("transactions", "describe", txn_id).stdout)
+        assert (described["State"], described["ProducerId"], described["ProducerEpoch"]) == ("Ongoing", pid, "0")
+        assert described["Partitions"] == f"{topic_name}:0", described
+        assert described["StartTime"] != "-" and described["StartTime"].startswith("20"), described
+
+        held = _producers(cli("transactions", "describe-producers", "--topic", topic_name).stdout)
+        assert (held[0]["lso"], held[0]["hw"]) == (1, 4), held
+        assert [o[:3] for o in held[0]["open"]] == [[pid, "0", "1"]], held
+        assert (held[1]["lso"], held[1]["hw"], held[1]["open"]) == (0, 0, []), held
+
+        aborted = cli("transactions", "abort", "--transactional-id", txn_id).stdout
+        assert f"producer id {pid} is now at epoch 1" in aborted, aborted
+
+        described = _fields(cli("transactions", "describe", txn_id).stdout)
+        assert (described["State"], described["ProducerEpoch"]) == ("CompleteAbort", "1"), described
+        assert _listed(cli("transactions", "list").stdout)[txn_id][1] == "CompleteAbort"
+
+        held = _producers(cli("transactions", "describe-producers", "--topic", topic_name,
+                              "--partition", "0").stdout)
+        assert list(held) == [0] and held[0]["open"] == [], held
+        assert held[0]["lso"] == held[0]["hw"] == 5, held   # 1 + 3 records + the abort marker
+
+        assert _read(bootstrap, topic_name, 0, "read_committed", 5) == [b"before"]
+        assert _read(bootstrap, topic_name, 0, "read_uncommitted", 5) == [b"before", b"t0", b"t1", b"t2"]
+
+        with pytest.raises(ProducerFencedError):
+            producer.commit_transaction(10)
+    finally:
+        producer.close(5)
+
+    again = cli("transactions", "abort", "--transactional-id", txn_id, check=False)
+    assert again.returncode == 1 and "INVALID_TXN_STATE" in again.stderr, again.stderr
+    assert len(lines(again.stderr)) == 1, again.stderr
+    missing = cli("transactions", "describe", f"no-such-{topic_name}", check=False)
+    assert missing.returncode == 1 and "TRANSACTIONAL_ID_NOT_FOUND" in missing.stderr, missing.stderr
+
+
+def test_admin_client_transaction_methods(shared_broker, topic_name):
+    bootstrap, txn_id = shared_broker.bootstrap, f"admin-{topic_name}"
+    create_topic(bootstrap, topic_name, partitions=1)
+    tp = TopicPartition(topic_name, 0)
+    producer = _open_transaction(bootstrap, txn_id, topic_name, [b"a", b"b"])
+    try:
+        with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+            listing = {t.transactional_id: t for t in admin.list_transactions().result(30)}[txn_id]
+            assert listing.state == "Ongoing" and listing.coordinator >= 0
+
+            d = admin.describe_transactions([txn_id])[txn_id].result(30)
+            assert (d.state, d.producer_id, d.producer_epoch) == ("Ongoing", listing.producer_id, 0)
+            assert d.topic_partitions == [tp] and d.groups == [] and d.start_ms > 0 and d.timeout_ms > 0
+
+            p = admin.describe_producers([tp])[tp].result(30)
+            assert (p.last_stable_offset, p.high_watermark) == (0, 2)
+            assert [(o.producer_id, o.producer_epoch, o.first_offset) for o in p.open_transactions] == \
+                [(listing.producer_id, 0, 0)]
+
+            assert admin.abort_transaction(txn_id).result(30) == (listing.producer_id, 1)
+
+            d = admin.describe_transactions([txn_id])[txn_id].result(30)
+            assert (d.state, d.producer_epoch, d.topic_partitions) == ("CompleteAbort", 1, [])
+            p = admin.describe_producers([tp])[tp].result(30)
+            assert (p.last_stable_offset, p.high_watermark, p.open_transactions) == (3, 3, [])
+
+            with pytest.raises(InvalidTxnStateError):
+                admin.abort_transaction(txn_id).result(30)
+            with pytest.raises(TransactionalIdNotFoundError):
+                admin.describe_transactions([f"no-such-{topic_name}"])[f"no-such-{topic_name}"].result(30)
+        with pytest.raises(ProducerFencedError):
+            producer.abort_transaction(10)
+    finally:
+        producer.close(5)
