@@ -22,6 +22,7 @@ from broker.errors import (GroupIdNotFoundError, GroupSubscribedToTopicError, In
                            NonEmptyGroupError)
 from broker.group.assignors import TP
 from broker.group.group import Committed, ConsumerGroup, HeartbeatResult, Member
+from broker.records.compacted import latest_values
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -56,12 +57,7 @@ class GroupShard:
     # ------------------------------------------------------------------------------ replay
     def load(self, records: Iterable[Record], now_ms: int) -> None:
         """Rebuild from the partition's records, oldest first. Members get a fresh session."""
-        latest: dict[bytes, bytes] = {}
-        for key, value in records:
-            if value is None:
-                latest.pop(key, None)
-            else:
-                latest[key] = value
+        latest = latest_values(records)
         self.groups, self._written = {}, dict(latest)
         members = []
         for raw_key, raw_value in latest.items():

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from broker.errors import (ConcurrentTransactionsError, InvalidProducerEpochError, InvalidProducerIdMappingError,
                            InvalidTxnStateError, InvalidTxnTimeoutError, ProducerFencedError,
                            TransactionalIdNotFoundError)
+from broker.records.compacted import latest_values
 
 TXN_TOPIC = "__transaction_state"
 EMPTY, ONGOING = "Empty", "Ongoing"
@@ -73,14 +74,8 @@ class TransactionShard:
         self.txns: dict[str, TransactionMetadata] = {}
 
     def load(self, records: Iterable[Record], now_ms: int) -> None:
-        latest: dict[bytes, bytes] = {}
-        for key, value in records:
-            if value is None:
-                latest.pop(key, None)
-            else:
-                latest[key] = value
         self.txns = {}
-        for raw_key, raw_value in latest.items():
+        for raw_key, raw_value in latest_values(records).items():
             txn_id = json.loads(raw_key)["id"]
             self.txns[txn_id] = TransactionMetadata.from_value(txn_id, raw_value)
 
