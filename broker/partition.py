@@ -153,8 +153,9 @@ class Partition:
             active = self.log.active.base_offset
             info = self.log.append(data, headers, self.leader_epoch)
             offset = info.first_offset
+            now = self.clock.time_ms()
             for h in headers:
-                self.producers.update(h, offset, offset + h.last_offset_delta)
+                self.producers.update(h, offset, offset + h.last_offset_delta, now)
                 offset += h.last_offset_delta + 1
             if self.log.active.base_offset != active:
                 self.producers.snapshot(self.log.log_end_offset)

@@ -16,7 +16,7 @@ from broker.client.config import ADMIN_CONFIG
 from broker.client.group_admin import ConsumerGroupAdmin
 from broker.client.message import TopicPartition
 from broker.client.txn_admin import TransactionAdmin
-from broker.errors import RiverlogError, error_for_code
+from broker.errors import NetworkError, RiverlogError, error_for_code
 from broker.proto import riverlog_pb2 as pb
 
 
@@ -312,18 +312,25 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin):
         return self._fan_out(list(wanted), call, lambda results: results.items())
 
     def _delete_records_at_leader(self, tp: TopicPartition, request, timeout: float | None):
-        """Ask the partition's leader; while leadership moves (retriable errors), refresh and retry."""
+        return self._at_leader(tp, "DeleteRecords", request, timeout,
+                               lambda response: response.topics[0].partitions[0],
+                               lambda r: DeletedRecords(r.low_watermark))
+
+    def _at_leader(self, tp: TopicPartition, method: str, request, timeout: float | None, pick, make):
+        """``method`` at the partition's leader; ``pick(response)`` is the partition's result (with an
+        error code), ``make(result)`` the value. While leadership moves (retriable errors), refresh
+        and retry; returns the error, not raises it (a future per partition carries it)."""
         deadline = time.monotonic() + (timeout or self.cluster.timeout)
         while True:
             try:
                 node = self.cluster.leader(tp.topic, tp.partition)
-                r = self.cluster.call("DeleteRecords", request, node, timeout).topics[0].partitions[0]
+                r = pick(self.cluster.call(method, request, node, timeout))
                 if not r.error_code:
-                    return DeletedRecords(r.low_watermark)
+                    return make(r)
                 error = _error(r.error_code, r.error_message)
             except RiverlogError as e:
                 error = e
-            if not error.retriable or time.monotonic() >= deadline:
+            if not (error.retriable or isinstance(error, NetworkError)) or time.monotonic() >= deadline:
                 return error
             time.sleep(0.1)
             try:

@@ -72,6 +72,7 @@ class _Chunk:
     log_append_time: bool
     cursor: int = 0
     rows: tuple | None = None  # Python lists, made when poll() first walks the chunk
+    end_offset: int = -1       # the position once the chunk is used up: past markers and aborted batches
 
     @property
     def remaining(self) -> int:
@@ -482,7 +483,8 @@ class Consumer:
         i = chunk.cursor
         chunk.cursor += 1
         offset = chunk.base_offset + i
-        self._state[(chunk.topic, chunk.partition)].position = offset + 1
+        self._state[(chunk.topic, chunk.partition)].position = max(offset + 1, chunk.end_offset) \
+            if chunk.cursor == chunk.records.num_rows else offset + 1
         h = headers[i] if headers is not None else None
         return Message(chunk.topic, chunk.partition, offset, keys[i], values[i],
                        None if h is None else [(e["key"], e["value"]) for e in h], stamps[i],
@@ -492,7 +494,8 @@ class Consumer:
         records = chunk.records.slice(chunk.cursor, n)
         start = chunk.base_offset + chunk.cursor
         chunk.cursor += n
-        self._state[(chunk.topic, chunk.partition)].position = start + n
+        self._state[(chunk.topic, chunk.partition)].position = max(start + n, chunk.end_offset) \
+            if chunk.cursor == chunk.records.num_rows else start + n
         return pa.RecordBatch.from_arrays([
             pa.repeat(pa.scalar(chunk.topic, pa.string()), n),  # typed: untyped repeat re-imports each call
             pa.array(np.full(n, chunk.partition, dtype=np.int32)),
@@ -720,6 +723,7 @@ class Consumer:
                         self._chunks.append(_Chunk(key[0], key[1], generation, d.base_offset,
                                                    d.records, d.log_append_time))
                         self._queued_bytes += d.records.nbytes
+                self._skip_past(key, state, r.records)
                 if decoded:
                     state.eof_reported = False
                     self._cond.notify_all()
@@ -729,6 +733,21 @@ class Consumer:
                     self._events.append(Message(key[0], key[1], r.high_watermark,
                                                 error=PartitionEOF(f"reached end of {key[0]}[{key[1]}]")))
                     self._cond.notify_all()
+
+    def _skip_past(self, key, state: _PartitionState, data) -> None:
+        """Offsets that hold no record for the application (transaction markers, aborted
+        transactions) still move the position past them, once the records before them are taken."""
+        following = None
+        for _, header in iter_headers(data):
+            following = header.next_offset
+        if following is None:
+            return
+        last = next((c for c in reversed(self._chunks) if (c.topic, c.partition) == key
+                     and c.generation == state.generation), None)
+        if last is not None and last.remaining:
+            last.end_offset = max(last.end_offset, following)
+        elif following > state.position >= 0:
+            state.position = following
 
     def _fetch_error(self, key, generation, r) -> None:
         error = error_for_code(r.error_code)(r.error_message)

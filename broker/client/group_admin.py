@@ -18,6 +18,7 @@ from broker.client.coordinator import CoordinatorClient
 from broker.client.message import TopicPartition
 from broker.errors import RiverlogError, error_for_code
 from broker.proto import riverlog_pb2 as pb
+from broker.proto.partitions import grouped
 
 
 @dataclass
@@ -70,13 +71,6 @@ class ConsumerGroupTopicPartitions:
 
 def _tps(groups) -> list[TopicPartition]:
     return [TopicPartition(g.topic, p) for g in groups for p in g.partitions]
-
-
-def _grouped(tps) -> list[pb.GroupPartitions]:
-    by_topic: dict[str, list[int]] = {}
-    for tp in sorted(tps):
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    return [pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
 
 
 def _raise_first(results) -> None:
@@ -147,7 +141,7 @@ class ConsumerGroupAdmin:
         wanted = {r.group_id: r.topic_partitions for r in requests}
 
         def fetch(group_id, coordinator, timeout):
-            request = pb.OffsetFetchRequest(group_id=group_id, partitions=_grouped(wanted[group_id] or []))
+            request = pb.OffsetFetchRequest(group_id=group_id, partitions=grouped(wanted[group_id] or []))
             response = coordinator.call("OffsetFetch", request, timeout)
             found = [TopicPartition(o.topic, o.partition, o.offset, o.metadata or None) for o in response.offsets]
             return ConsumerGroupTopicPartitions(group_id, sorted(found))
@@ -174,7 +168,7 @@ class ConsumerGroupAdmin:
         """Forget a group's offsets of topics it no longer consumes (``GroupSubscribedToTopicError``
         for a topic a member still subscribes to)."""
         def delete(group_id, coordinator, timeout):
-            request = pb.OffsetDeleteRequest(group_id=group_id, partitions=_grouped(partitions))
+            request = pb.OffsetDeleteRequest(group_id=group_id, partitions=grouped(partitions))
             _raise_first(coordinator.call("OffsetDelete", request, timeout).results)
             return None
         return self._per_group([group_id], delete, request_timeout)[group_id]

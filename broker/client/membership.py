@@ -21,18 +21,12 @@ import time
 from broker.client.coordinator import CoordinatorClient
 from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, RiverlogError, UnknownMemberIdError)
 from broker.proto import riverlog_pb2 as pb
+from broker.proto.partitions import grouped
 
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 _QUICK_S = 0.05  # heartbeat pace while partitions are moving
-
-
-def _grouped(tps) -> list[pb.GroupPartitions]:
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in sorted(tps):
-        by_topic.setdefault(topic, []).append(partition)
-    return [pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
 
 
 class GroupMembership:
@@ -138,7 +132,7 @@ class GroupMembership:
             group_id=self.coordinator.group_id, member_id=member_id, member_epoch=epoch,
             instance_id=cfg["group.instance.id"], client_id=cfg["client.id"], subscribed_topics=self.topics,
             assignor=cfg["partition.assignment.strategy"], session_timeout_ms=cfg["session.timeout.ms"],
-            rebalance_timeout_ms=cfg["max.poll.interval.ms"], owned=_grouped(owned))
+            rebalance_timeout_ms=cfg["max.poll.interval.ms"], owned=grouped(owned))
 
     def _beat(self) -> float:
         """One heartbeat; returns how long to wait before the next."""

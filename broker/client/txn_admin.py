@@ -14,17 +14,14 @@ aborts it and bumps the producer epoch, so the producer that opened it is fenced
 """
 from __future__ import annotations
 
-import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-import grpc
-
-from broker.client.cluster import translate_rpc_error
-from broker.client.coordinator import _MOVED, CoordinatorClient
+from broker.client.coordinator import CoordinatorClient
 from broker.client.message import TopicPartition
-from broker.errors import ConcurrentTransactionsError, NetworkError, RiverlogError, error_for_code
+from broker.errors import RiverlogError, error_for_code
 from broker.proto import riverlog_pb2 as pb
+from broker.proto.partitions import grouped
 
 TRANSACTIONAL_ID = 1  # FindCoordinator key_type of a transactional.id
 
@@ -69,65 +66,21 @@ def _error(code: int, message: str) -> RiverlogError:
     return error_for_code(code)(message)
 
 
-def _grouped(tps) -> list[pb.GroupPartitions]:
-    by_topic: dict[str, list[int]] = {}
-    for tp in sorted(tps, key=lambda t: (t.topic, t.partition)):
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    return [pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
-
-
 class TransactionAdmin:
     """Needs ``self.cluster`` and ``self._fan_out`` (from AdminClient)."""
 
     def _txn_coordinator(self, transactional_id: str) -> CoordinatorClient:
         return CoordinatorClient(self.cluster, transactional_id, key_type=TRANSACTIONAL_ID)
 
-    def _deadline(self, timeout: float | None) -> float:
-        return time.monotonic() + (self.cluster.timeout if timeout is None else timeout)
-
-    def _at_coordinator(self, coordinator: CoordinatorClient, method: str, request, deadline: float,
-                        retry_concurrent: bool = True):
-        """``method`` at the coordinator; moves and loading are retried until ``deadline``. With
-        ``retry_concurrent`` false, ConcurrentTransactions is raised at once (not retried)."""
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                address = coordinator.address(max(remaining, 0.1))
-                stub = self.cluster.stub_for_address(address)
-                return getattr(stub, method)(request, timeout=max(min(remaining, self.cluster.timeout), 0.1))
-            except grpc.RpcError as e:
-                error = translate_rpc_error(e, method)
-            except RiverlogError as e:
-                error = e
-            if isinstance(error, _MOVED):
-                coordinator.forget()
-            if isinstance(error, ConcurrentTransactionsError) and not retry_concurrent:
-                raise error
-            if not (error.retriable or isinstance(error, NetworkError)) \
-                    or time.monotonic() + self.cluster.backoff >= deadline:
-                raise error
-            time.sleep(self.cluster.backoff)
-
-    def _describe_one(self, transactional_id: str, deadline: float) -> TransactionDescription:
-        """DescribeTransactions at the coordinator; a per-item retriable error (it moved, it is loading)
-        is retried like a failed call."""
-        coordinator = self._txn_coordinator(transactional_id)
-        while True:
-            response = self._at_coordinator(coordinator, "DescribeTransactions",
-                                            pb.DescribeTransactionsRequest(transactional_ids=[transactional_id]),
-                                            deadline)
-            d = response.transactions[0]
-            if not d.error_code:
-                return TransactionDescription(
-                    d.transactional_id, d.state, d.producer_id, d.producer_epoch, d.timeout_ms, d.start_ms,
-                    [TopicPartition(g.topic, p) for g in d.partitions for p in g.partitions], list(d.groups),
-                    d.coordinator)
-            error = _error(d.error_code, d.error_message)
-            if isinstance(error, _MOVED):
-                coordinator.forget()
-            if not error.retriable or time.monotonic() + self.cluster.backoff >= deadline:
-                raise error
-            time.sleep(self.cluster.backoff)
+    def _describe_one(self, transactional_id: str, timeout: float | None) -> TransactionDescription:
+        response = self._txn_coordinator(transactional_id).call(
+            "DescribeTransactions", pb.DescribeTransactionsRequest(transactional_ids=[transactional_id]), timeout)
+        d = response.transactions[0]
+        if d.error_code:
+            raise _error(d.error_code, d.error_message)
+        return TransactionDescription(
+            d.transactional_id, d.state, d.producer_id, d.producer_epoch, d.timeout_ms, d.start_ms,
+            [TopicPartition(g.topic, p) for g in d.partitions for p in g.partitions], list(d.groups), d.coordinator)
 
     # ------------------------------------------------------------------------------ the API
     def list_transactions(self, request_timeout: float | None = None) -> Future:
@@ -162,7 +115,7 @@ class TransactionAdmin:
             out = {}
             for txn_id in ids:
                 try:
-                    out[txn_id] = self._describe_one(txn_id, self._deadline(request_timeout))
+                    out[txn_id] = self._describe_one(txn_id, request_timeout)
                 except RiverlogError as e:
                     out[txn_id] = e
             return out
@@ -173,30 +126,10 @@ class TransactionAdmin:
         the epoch now current (the producer that opened the transaction is fenced). Fails with
         InvalidTxnStateError when it has no open transaction, TransactionalIdNotFoundError when unknown."""
         def call():
-            deadline = self._deadline(request_timeout)
-            coordinator = self._txn_coordinator(transactional_id)
-            request = pb.AbortTransactionRequest(transactional_id=transactional_id)
-            try:
-                r = self._at_coordinator(coordinator, "AbortTransaction", request, deadline, retry_concurrent=False)
-                return [(transactional_id, (r.producer_id, r.producer_epoch))]
-            except ConcurrentTransactionsError:
-                # The abort is decided (PrepareAbort is durable) but not every marker is written yet; the
-                # coordinator finishes it on its timer. Sending the abort again would be refused (no
-                # transaction is open any more): wait for CompleteAbort instead.
-                pass
-
-            def finished():
-                d = self._describe_one(transactional_id, deadline)
-                return d if d.state != "PrepareAbort" else None
-            while True:
-                d = finished()
-                if d is not None:
-                    return [(transactional_id, (d.producer_id, d.producer_epoch))]
-                if time.monotonic() + self.cluster.backoff >= deadline:
-                    raise ConcurrentTransactionsError(
-                        f"the abort of transactional.id '{transactional_id}' is decided but its markers are not "
-                        "all written yet; the coordinator keeps retrying")
-                time.sleep(self.cluster.backoff)
+            # A retry after ConcurrentTransactions (markers still being written) finishes the same abort.
+            r = self._txn_coordinator(transactional_id).call(
+                "AbortTransaction", pb.AbortTransactionRequest(transactional_id=transactional_id), request_timeout)
+            return [(transactional_id, (r.producer_id, r.producer_epoch))]
         return self._fan_out([transactional_id], call, lambda r: r)[transactional_id]
 
     def describe_producers(self, partitions: list[TopicPartition],
@@ -211,24 +144,9 @@ class TransactionAdmin:
         return self._fan_out(wanted, call, lambda results: results.items())
 
     def _producers_at_leader(self, tp: TopicPartition, timeout: float | None):
-        """Ask the partition's leader; while leadership moves (retriable errors), refresh and retry."""
-        deadline = self._deadline(timeout)
-        request = pb.DescribeProducersRequest(partitions=_grouped([tp]))
-        while True:
-            try:
-                node = self.cluster.leader(tp.topic, tp.partition)
-                r = self.cluster.call("DescribeProducers", request, node, timeout).partitions[0]
-                if not r.error_code:
-                    return PartitionProducers(r.last_stable_offset, r.high_watermark, [
-                        OpenTransaction(o.producer_id, o.producer_epoch, o.first_offset, o.start_ms)
-                        for o in r.open_transactions])
-                error = _error(r.error_code, r.error_message)
-            except RiverlogError as e:
-                error = e
-            if not (error.retriable or isinstance(error, NetworkError)) or time.monotonic() >= deadline:
-                return error
-            time.sleep(self.cluster.backoff)
-            try:
-                self.cluster.refresh([tp.topic])
-            except RiverlogError:
-                pass
+        return self._at_leader(
+            tp, "DescribeProducers", pb.DescribeProducersRequest(partitions=grouped([tp])), timeout,
+            lambda response: response.partitions[0],
+            lambda r: PartitionProducers(r.last_stable_offset, r.high_watermark, [
+                OpenTransaction(o.producer_id, o.producer_epoch, o.first_offset, o.start_ms)
+                for o in r.open_transactions]))

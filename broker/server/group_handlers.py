@@ -1,24 +1,12 @@
 """Consumer-group requests: protobuf in, :class:`GroupRuntime` operations, protobuf out."""
 from __future__ import annotations
 
-from collections import defaultdict
 
 from broker.errors import InvalidSessionTimeoutError, RiverlogError
-from broker.group.assignors import TP
 from broker.group.group import Committed
 from broker.proto import riverlog_pb2 as pb
+from broker.proto.partitions import grouped, pairs
 from broker.server.group_runtime import GroupRuntime
-
-
-def _tps(groups) -> list[TP]:
-    return [(g.topic, p) for g in groups for p in g.partitions]
-
-
-def _grouped(tps) -> list[pb.GroupPartitions]:
-    by_topic: dict[str, list[int]] = defaultdict(list)
-    for topic, partition in sorted(tps):
-        by_topic[topic].append(partition)
-    return [pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
 
 
 class GroupHandlers:
@@ -42,13 +30,13 @@ class GroupHandlers:
         fields = dict(instance_id=request.instance_id, client_id=request.client_id,
                       topics=list(request.subscribed_topics), assignor_name=request.assignor,
                       session_timeout_ms=session, rebalance_timeout_ms=request.rebalance_timeout_ms or 300_000,
-                      owned=set(_tps(request.owned)))
+                      owned=set(pairs(request.owned)))
         result = self.runtime.run(request.group_id, lambda shard: shard.heartbeat(
             request.group_id, request.member_id, request.member_epoch, partitions=sizes, now_ms=now, **fields))
         interval = min(self.config["group.consumer.heartbeat.interval.ms"], max(10, session // 3))
         return pb.ConsumerGroupHeartbeatResponse(
             member_id=result.member_id, member_epoch=result.member_epoch, heartbeat_interval_ms=interval,
-            assignment=_grouped(result.assignment), reconciling=result.reconciling)
+            assignment=grouped(result.assignment), reconciling=result.reconciling)
 
     def offset_commit(self, request: pb.OffsetCommitRequest) -> pb.OffsetCommitResponse:
         now = self.runtime.broker.clock.time_ms()
@@ -67,7 +55,7 @@ class GroupHandlers:
         return response
 
     def offset_fetch(self, request: pb.OffsetFetchRequest) -> pb.OffsetFetchResponse:
-        wanted = _tps(request.partitions) or None
+        wanted = pairs(request.partitions) or None
         found = self.runtime.read(request.group_id, lambda shard: shard.committed(request.group_id, wanted))
         response = pb.OffsetFetchResponse()
         for (topic, partition), c in sorted(found.items()):
@@ -99,8 +87,8 @@ class GroupHandlers:
         d.group_epoch, d.assignment_epoch = group.group_epoch, group.assignment_epoch
         for m in sorted(group.members.values(), key=lambda m: (m.instance_id, m.member_id)):
             d.members.add(member_id=m.member_id, instance_id=m.instance_id, client_id=m.client_id,
-                          member_epoch=m.epoch, subscribed_topics=m.topics, assignment=_grouped(m.assigned),
-                          target=_grouped(group.target.get(m.member_id, ())))
+                          member_epoch=m.epoch, subscribed_topics=m.topics, assignment=grouped(m.assigned),
+                          target=grouped(group.target.get(m.member_id, ())))
 
     def delete_groups(self, request: pb.DeleteGroupsRequest) -> pb.DeleteGroupsResponse:
         response = pb.DeleteGroupsResponse()
@@ -113,7 +101,7 @@ class GroupHandlers:
         return response
 
     def offset_delete(self, request: pb.OffsetDeleteRequest) -> pb.OffsetDeleteResponse:
-        tps = _tps(request.partitions)
+        tps = pairs(request.partitions)
         response = pb.OffsetDeleteResponse()
         try:
             self.runtime.run(request.group_id, lambda shard: (None, shard.delete_offsets(request.group_id, tps)))

@@ -11,7 +11,7 @@ import time
 
 from broker.config import TOPIC_CONFIG
 from broker.errors import (BrokerNotAvailableError, InvalidRequestError, InvalidRequiredAcksError,
-                           LeaderNotAvailableError, NotLeaderOrFollowerError, NotSupportedError, RiverlogError,
+                           LeaderNotAvailableError, NotLeaderOrFollowerError, RiverlogError,
                            UnknownServerError, UnknownTopicOrPartitionError)
 from broker.proto import riverlog_pb2 as pb
 from broker.server.broker import Broker
@@ -128,9 +128,7 @@ class Handlers:
         return response
 
     def init_producer_id(self, request: pb.InitProducerIdRequest) -> pb.InitProducerIdResponse:
-        if request.transactional_id:
-            raise NotSupportedError("transactional.id needs transactions, which this broker does not offer yet; "
-                                    "idempotence (enable.idempotence) works without it")
+        """An idempotent producer's id (a transactional.id's goes to its coordinator instead)."""
         return pb.InitProducerIdResponse(producer_id=self.broker.producer_ids.next_id(), producer_epoch=0)
 
     # ---------------------------------------------------------------------------- produce

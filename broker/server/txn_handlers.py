@@ -5,7 +5,7 @@ from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailab
                            RiverlogError)
 from broker.group.group import Committed
 from broker.proto import riverlog_pb2 as pb
-from broker.server.group_handlers import _grouped, _tps
+from broker.proto.partitions import grouped, pairs
 from broker.server.txn_runtime import TransactionRuntime
 
 
@@ -24,7 +24,7 @@ class TransactionHandlers:
 
     def add_partitions(self, request: pb.AddPartitionsToTxnRequest) -> pb.AddPartitionsToTxnResponse:
         now = self.broker.clock.time_ms()
-        tps = _tps(request.partitions)
+        tps = pairs(request.partitions)
         self.runtime.run(request.transactional_id, lambda shard: (None, shard.add_partitions(
             request.transactional_id, request.producer_id, request.producer_epoch, tps, now)))
         return pb.AddPartitionsToTxnResponse()
@@ -80,8 +80,10 @@ class TransactionHandlers:
                     raise TransactionalIdNotFoundError(f"transactional.id '{txn_id}' is unknown")
                 d.state, d.producer_id, d.producer_epoch = meta.state, meta.producer_id, meta.producer_epoch
                 d.timeout_ms, d.start_ms = meta.timeout_ms, meta.start_ms
-                d.partitions.extend(_grouped(meta.partitions))
+                d.partitions.extend(grouped(meta.partitions))
                 d.groups.extend(sorted(meta.groups))
+            except (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError):
+                raise  # about the coordinator, not the id: the client finds it again and retries
             except RiverlogError as e:
                 d.error_code, d.error_message = e.code, e.message
         return response

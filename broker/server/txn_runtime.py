@@ -20,6 +20,7 @@ from broker.client.cluster import translate_rpc_error
 from broker.errors import (ConcurrentTransactionsError, NotLeaderOrFollowerError, RiverlogError,
                            UnknownTopicOrPartitionError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
+from broker.proto.partitions import grouped
 from broker.server.coordinator_runtime import CoordinatorRuntime
 from broker.transaction.coordinator import TXN_TOPIC, TransactionMetadata, TransactionShard
 
@@ -69,7 +70,8 @@ class TransactionRuntime(CoordinatorRuntime):
         now = self.broker.clock.time_ms()
         with self.locked(txn_id) as loaded:
             meta, records = loaded.shard.abort(txn_id, now)
-            self.write(loaded, records)
+            if records:
+                self.write(loaded, records)
             self._finish(loaded, meta)
             return meta.producer_id, meta.producer_epoch
 
@@ -100,7 +102,7 @@ class TransactionRuntime(CoordinatorRuntime):
         for leader, tps in by_leader.items():
             request = pb.WriteTxnMarkersRequest(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
                                                 commit=meta.commit, timeout_ms=timeout_ms,
-                                                partitions=_grouped(tps))
+                                                partitions=grouped(tps))
             self._raise_first(self._send(leader, request).partitions)
         for group in sorted(meta.groups):
             node, _, _ = self.groups.find_coordinator(group)
@@ -156,7 +158,8 @@ class TransactionRuntime(CoordinatorRuntime):
             log.info("transaction '%s' exceeded its transaction.timeout.ms: aborting it", txn_id)
             _, records = shard.abort(txn_id, now_ms)
             try:
-                self.write(loaded, records)
+                if records:
+                    self.write(loaded, records)
             except RiverlogError as e:
                 log.warning("could not abort transaction '%s': %r", txn_id, e)
                 return
@@ -166,10 +169,3 @@ class TransactionRuntime(CoordinatorRuntime):
                 self.write(loaded, shard.complete(meta.transactional_id, now_ms))
             except RiverlogError as e:
                 log.debug("transaction '%s' still completing: %r", meta.transactional_id, e)
-
-
-def _grouped(tps) -> list[pb.GroupPartitions]:
-    by_topic: dict[str, list[int]] = defaultdict(list)
-    for topic, partition in sorted(tps):
-        by_topic[topic].append(partition)
-    return [pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]

@@ -105,8 +105,9 @@ class ProducerStateManager:
         return None
 
     # ------------------------------------------------------------------------------ updates
-    def update(self, header: BatchHeader, first_offset: int, last_offset: int) -> None:
-        """Record an appended batch (leader or follower)."""
+    def update(self, header: BatchHeader, first_offset: int, last_offset: int, now_ms: int | None = None) -> None:
+        """Record an appended batch (leader or follower). ``now_ms``: the leader's clock, for when a
+        transaction opened (a follower or a replay uses the batch's own timestamp)."""
         pid = header.producer_id
         if pid < 0:
             return
@@ -114,7 +115,8 @@ class ProducerStateManager:
         first, last = _sequences(header)
         entry.batches.append(BatchMetadata(first, last, first_offset, last_offset, header.max_timestamp))
         if header.is_transactional and entry.txn_first_offset < 0:
-            entry.txn_first_offset, entry.txn_start_ms = first_offset, header.max_timestamp
+            entry.txn_first_offset = first_offset
+            entry.txn_start_ms = header.max_timestamp if now_ms is None else now_ms
 
     def _entry(self, pid: int, epoch: int) -> ProducerEntry:
         entry = self.producers.get(pid)

@@ -179,9 +179,11 @@ class TransactionShard:
         meta = self.txns.get(txn_id)
         if meta is None:
             raise TransactionalIdNotFoundError(f"transactional.id '{txn_id}' is unknown")
+        if meta.state == PREPARE_ABORT:
+            return meta, []  # already decided (an earlier call's markers are still being written)
         if meta.state != ONGOING:
             raise InvalidTxnStateError(f"transactional.id '{txn_id}' has no open transaction ({meta.state})")
-        meta.producer_epoch = min(meta.producer_epoch + 1, MAX_EPOCH + 1)
+        meta.producer_epoch += 1  # at most MAX_EPOCH + 1 = 32767, int16's largest: init moves to a new id
         meta.state = PREPARE_ABORT
         return meta, self._record(meta, now_ms)
 

@@ -196,3 +196,24 @@ def test_a_transaction_commits_across_a_failover_of_its_coordinator(cluster_fact
     assert p._txn.coordinator.node_id != coordinator
     assert sorted(read(cluster.bootstrap, topic_name, "read_committed")) == sorted(values)
     p.close()
+
+
+@pytest.mark.parametrize("level", ["read_committed", "read_uncommitted"])
+def test_a_consumer_s_position_moves_past_markers_and_aborted_records(broker, topic_name, level):
+    make_topics(broker.bootstrap, topic_name, partitions=1)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-{level}"})
+    p.init_transactions(30)
+    for commit in (True, False):
+        p.begin_transaction()
+        p.produce(topic_name, value=b"committed" if commit else b"aborted")
+        (p.commit_transaction if commit else p.abort_transaction)(30)
+    p.close()
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "isolation.level": level, "enable.partition.eof": True})
+    c.assign([TopicPartition(topic_name, 0, OFFSET_BEGINNING)])
+    values, eof = [], []
+    wait_until(lambda: [eof.append(m) if m.error() else values.append(m.value()) for m in c.consume(10, 0.1)]
+               is not None and eof, 30, 0.01, "the end of the partition")
+    # Offsets 0 record, 1 commit marker, 2 record, 3 abort marker: the position ends at 4 either way.
+    assert values == ([b"committed"] if level == "read_committed" else [b"committed", b"aborted"])
+    assert c.position([TopicPartition(topic_name, 0)])[0].offset == 4
+    c.close()

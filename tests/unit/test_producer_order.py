@@ -26,6 +26,7 @@ class _OfflineProducer:
                                              "retry.backoff.ms": 0, **config})
         self._acks = -1
         self._idempotent = False  # sequence numbers need a broker's producer id; ordering is what is tested here
+        self._txn = None
         self._linger = 0.0
         self._batch_size = self.config["batch.size"]
         self._flushing = 0

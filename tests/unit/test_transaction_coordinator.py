@@ -89,8 +89,10 @@ def test_timed_out_transactions_are_found_and_aborted_with_a_new_epoch():
     meta, _ = shard.abort("app", 11_001)
     assert meta.state == PREPARE_ABORT and meta.producer_epoch == epoch + 1
     assert shard.prepared() == [meta]
+    assert shard.abort("app", 11_002) == (meta, [])   # asked again while its markers are written
+    shard.complete("app", 11_003)
     with pytest.raises(InvalidTxnStateError):
-        shard.abort("app", 11_002)
+        shard.abort("app", 11_004)
 
 
 def test_timeouts_beyond_the_broker_maximum_are_refused():
