@@ -23,7 +23,7 @@ def idempotent_rate(servers: str, topic: str, n: int) -> float:
     start = time.perf_counter()
     for i in range(n):
         p.produce(topic, VALUE)
-        if i % 10_000 == 0:
+        if i % 1_000 == 0:
             p.poll(0)
     p.flush(120)
     elapsed = time.perf_counter() - start
