@@ -536,8 +536,10 @@ class Consumer:
         return out
 
     def _list_offset(self, topic: str, partition: int, timestamp: int, timeout=None) -> tuple[int, int]:
-        request = pb.ListOffsetsRequest(topics=[pb.ListOffsetsTopic(
-            name=topic, partitions=[pb.ListOffsetsPartition(partition=partition, timestamp=timestamp)])])
+        request = pb.ListOffsetsRequest(
+            isolation_level=1 if self.config["isolation.level"] == "read_committed" else 0,
+            topics=[pb.ListOffsetsTopic(name=topic, partitions=[
+                pb.ListOffsetsPartition(partition=partition, timestamp=timestamp)])])
         # Leadership may be moving: retriable errors refresh metadata and try again until the deadline.
         deadline = time.monotonic() + (60.0 if timeout is None else timeout)
         while True:

@@ -220,8 +220,8 @@ class Handlers:
                     start, hw, _ = partition.offsets()
                     if p.timestamp == EARLIEST:
                         pr.offset = start
-                    elif p.timestamp == LATEST:
-                        pr.offset = hw
+                    elif p.timestamp == LATEST:  # read_committed: the last stable offset, as Kafka
+                        pr.offset = partition.stable_offsets()[0] if request.isolation_level == 1 else hw
                     elif p.timestamp == MAX_TIMESTAMP:
                         found = partition.max_timestamp()
                         if found:

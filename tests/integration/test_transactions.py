@@ -217,3 +217,22 @@ def test_a_consumer_s_position_moves_past_markers_and_aborted_records(broker, to
     assert values == ([b"committed"] if level == "read_committed" else [b"committed", b"aborted"])
     assert c.position([TopicPartition(topic_name, 0)])[0].offset == 4
     c.close()
+
+
+def test_the_latest_offset_of_a_read_committed_consumer_is_the_last_stable_offset(broker, topic_name):
+    make_topics(broker.bootstrap, topic_name, partitions=1)
+    with Producer({"bootstrap.servers": broker.bootstrap}) as plain:
+        plain.produce(topic_name, value=b"plain")
+        assert plain.flush(30) == 0
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-open"})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic_name, value=b"open")
+    assert p.flush(30) == 0
+    tp = TopicPartition(topic_name, 0)
+    for level, latest in (("read_committed", 1), ("read_uncommitted", 2)):
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "isolation.level": level})
+        assert c.get_watermark_offsets(tp, 10) == (0, latest), level
+        c.close()
+    p.abort_transaction(30)
+    p.close()
