@@ -8,6 +8,7 @@ STAMP := $(VENV)/.installed
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Riverlog needs Python 3.10 or newer")'
+	@java -version >/dev/null 2>&1 || { echo "Riverlog's Spark parts need Java 17 or newer on PATH"; exit 1; }
 
 $(STAMP): pyproject.toml | check-python
 	$(PYTHON) -m venv $(VENV)

@@ -1,0 +1,64 @@
+"""Offset arithmetic of the source, pure: rate limits, splitting ranges into tasks, the JSON form.
+
+Offsets are ``{(topic, partition): offset}`` here and ``{"topic": {"partition": offset}}`` in Spark's
+checkpoint (the Kafka source's format).
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+TP = tuple[str, int]
+
+
+class Slice(NamedTuple):
+    """One Spark task's share: offsets [start, until) of one partition."""
+    topic: str
+    partition: int
+    start: int
+    until: int
+
+
+def to_json(offsets: dict[TP, int]) -> dict:
+    out: dict = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        out.setdefault(topic, {})[str(partition)] = offset
+    return out
+
+
+def from_json(doc: dict) -> dict[TP, int]:
+    return {(topic, int(p)): int(o) for topic, parts in doc.items() for p, o in parts.items()}
+
+
+def available(start: dict[TP, int], end: dict[TP, int]) -> int:
+    return sum(max(0, end[tp] - start.get(tp, end[tp])) for tp in end)
+
+
+def rate_limit(start: dict[TP, int], latest: dict[TP, int], max_rows: int) -> dict[TP, int]:
+    """At most ``max_rows`` offsets past ``start``, shared in proportion to each partition's backlog
+    (as Spark's Kafka source does); every partition with a backlog moves by at least one."""
+    backlog = {tp: max(0, latest[tp] - start.get(tp, latest[tp])) for tp in latest}
+    total = sum(backlog.values())
+    if total <= max_rows:
+        return dict(latest)
+    end = {}
+    for tp, off in latest.items():
+        begin = start.get(tp, off)
+        share = math.floor(max_rows * backlog[tp] / total) if backlog[tp] else 0
+        end[tp] = begin + min(backlog[tp], max(share, 1 if backlog[tp] else 0))
+    return end
+
+
+def slices(start: dict[TP, int], end: dict[TP, int], min_partitions: int | None = None) -> list[Slice]:
+    """One slice per partition with something to read; with ``min_partitions``, big ranges are cut so
+    there are at least that many (Spark's Kafka ``minPartitions``)."""
+    ranges = [(tp, start.get(tp, end[tp]), end[tp]) for tp in sorted(end) if end[tp] > start.get(tp, end[tp])]
+    total = sum(u - s for _, s, u in ranges)
+    if not min_partitions or len(ranges) >= min_partitions or total == 0:
+        return [Slice(tp[0], tp[1], s, u) for tp, s, u in ranges]
+    out = []
+    for tp, s, u in ranges:
+        parts = max(1, round(min_partitions * (u - s) / total))
+        step = math.ceil((u - s) / parts)
+        out += [Slice(tp[0], tp[1], a, min(u, a + step)) for a in range(s, u, step)]
+    return out

@@ -1,0 +1,307 @@
+"""Batch and streaming readers: plan offset ranges on the driver, read them as Arrow on executors.
+
+The driver asks the broker for partitions and watermarks (a read_committed query stops at each
+partition's last stable offset) and cuts the work into :class:`~spark_source.planning.Slice`\\ s;
+each Spark task reads one slice with a Riverlog consumer and hands Spark Arrow record batches in
+the Kafka source's schema. Gaps in offsets (compaction, transaction markers, aborted records) are
+normal and never reported as data loss; offsets below a partition's log start (retention,
+DeleteRecords) or a topic that disappeared are, and fail the query unless ``failOnDataLoss=false``.
+
+After each micro-batch the source commits its end offsets to the broker consumer group
+``groupId``, so ``riverlog groups describe`` shows the query's lag; Spark's checkpoint stays the
+source of truth for recovery.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, ReadMinRows,
+                                              SupportsTriggerAvailableNow)
+
+from broker.errors import NonEmptyGroupError, OffsetOutOfRangeError, RiverlogError, UnknownTopicOrPartitionError
+from spark_source.options import EARLIEST, LATEST, SourceOptions
+from spark_source.planning import TP, Slice, available, from_json, rate_limit, slices, to_json
+
+log = logging.getLogger(__name__)
+
+STALL_S = 120.0  # a slice that makes no progress this long fails its task (Spark retries it)
+_HEADER_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
+
+
+class DataLossError(RiverlogError):
+    """Offsets the query should have read are gone (``failOnDataLoss=true``)."""
+    code, name, retriable, grpc_status = 1101, "DATA_LOSS", False, "DATA_LOSS"
+
+
+# ---------------------------------------------------------------------------------- the driver side
+class OffsetLookup:
+    """The driver's view of the topics: partitions, watermarks, offsets for timestamps."""
+
+    def __init__(self, options: SourceOptions):
+        from broker.client import Consumer
+        self.options = options
+        self.consumer = Consumer({**options.client_config(), "group.id": options.group_id,
+                                  "enable.auto.commit": False})
+
+    def close(self) -> None:
+        self.consumer.close()
+
+    def partitions(self) -> list[TP]:
+        o = self.options
+        if o.assign is not None:
+            return [(t, p) for t, ps in o.assign.items() for p in ps]
+        topics = self.consumer.list_topics(timeout=30).topics
+        if o.subscribe:
+            names = [t for t in o.subscribe if t in topics and topics[t].error is None]
+        else:
+            pattern = re.compile(o.subscribe_pattern)
+            names = [t for t in topics if not t.startswith("__") and pattern.fullmatch(t)]
+        return sorted((t, p) for t in names for p in topics[t].partitions)
+
+    def watermarks(self, tps) -> dict[TP, tuple[int, int]]:
+        from broker.client import TopicPartition
+        return {tp: self.consumer.get_watermark_offsets(TopicPartition(*tp), 30) for tp in tps}
+
+    def resolve(self, spec, tps: list[TP], what: str) -> dict[TP, int]:
+        """``earliest``/``latest``/{tp: offset or -2/-1} as offsets of ``tps``."""
+        marks = self.watermarks(tps)
+        if spec in ("earliest", "latest"):
+            return {tp: marks[tp][0 if spec == "earliest" else 1] for tp in tps}
+        given = {(t, p): o for t, parts in spec.items() for p, o in parts.items()}
+        missing = sorted(set(tps) - set(given))
+        if missing:
+            raise DataLossError(f"{what} names offsets for some partitions but not "
+                                f"{', '.join(f'{t}-{p}' for t, p in missing)}: give every partition")
+        return {tp: marks[tp][0] if given[tp] == EARLIEST else marks[tp][1] if given[tp] == LATEST else given[tp]
+                for tp in tps}
+
+    def starting(self, tps: list[TP]) -> dict[TP, int]:
+        o = self.options
+        stamps = None
+        if o.starting_by_timestamp is not None:
+            stamps = {tp: o.starting_by_timestamp[tp[0]][tp[1]] for tp in tps
+                      if tp[0] in o.starting_by_timestamp and tp[1] in o.starting_by_timestamp[tp[0]]}
+        elif o.starting_timestamp is not None:
+            stamps = {tp: o.starting_timestamp for tp in tps}
+        if stamps is None:
+            return self.resolve(o.starting, tps, "startingOffsets")
+        from broker.client import TopicPartition
+        found = {(r.topic, r.partition): r.offset for r in self.consumer.offsets_for_times(
+            [TopicPartition(t, p, ts) for (t, p), ts in sorted(stamps.items())], 30)}
+        marks = self.watermarks(tps)
+        out = {}
+        for tp in tps:
+            offset = found.get(tp, -1)
+            if offset < 0:
+                if o.timestamp_strategy == "error":
+                    raise DataLossError(f"no record of {tp[0]}-{tp[1]} has a timestamp at or after "
+                                        f"{stamps.get(tp)} (startingOffsetsByTimestampStrategy=error)")
+                offset = marks[tp][1]
+            out[tp] = offset
+        return out
+
+    def commit_group(self, offsets: dict[TP, int]) -> None:
+        """The finished batch's end offsets, committed to ``groupId`` for lag tools."""
+        from broker.client import TopicPartition
+        if not offsets:
+            return
+        try:
+            self.consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
+        except NonEmptyGroupError:
+            log.warning("group '%s' has active members: the query's offsets are not committed there",
+                        self.options.group_id)
+        except RiverlogError as e:
+            log.warning("could not commit offsets to group '%s': %s", self.options.group_id, e)
+
+
+def check_start(options: SourceOptions, start: dict[TP, int], marks: dict[TP, tuple[int, int]]) -> dict[TP, int]:
+    """Offsets below a partition's log start were removed before the query read them."""
+    out = dict(start)
+    for tp, offset in start.items():
+        low = marks[tp][0]
+        if offset < low:
+            message = (f"offsets [{offset}, {low}) of {tp[0]}-{tp[1]} were removed (retention or DeleteRecords) "
+                       f"before the query read them")
+            if options.fail_on_data_loss:
+                raise DataLossError(message + "; set failOnDataLoss=false to skip them with a warning")
+            log.warning("%s; skipping them (failOnDataLoss=false)", message)
+            out[tp] = low
+    return out
+
+
+# ---------------------------------------------------------------------------------- the executor side
+def to_spark(table: pa.Table, include_headers: bool) -> pa.RecordBatch:
+    """The consumer's Arrow table in Spark's Kafka source schema, types exactly as Spark expects."""
+    columns = [table["key"], table["value"], table["topic"], table["partition"], table["offset"],
+               pc.multiply(table["timestamp"], 1000).cast(pa.timestamp("us", tz="UTC")),
+               table["timestamp_type"].cast(pa.int32())]
+    names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+    if include_headers:
+        columns.append(table["headers"].cast(_HEADER_TYPE))
+        names.append("headers")
+    return pa.Table.from_arrays(columns, names=names).combine_chunks().to_batches()[0]
+
+
+def read_slice(options: SourceOptions, piece: Slice):
+    """Yield Arrow batches of offsets [start, until) of one partition."""
+    from broker.client import Consumer, TopicPartition
+    tp = TopicPartition(piece.topic, piece.partition, piece.start)
+    consumer = Consumer({**options.client_config(), "auto.offset.reset": "error", "enable.auto.commit": False})
+    try:
+        consumer.assign([tp])
+        position, last_progress = piece.start, time.monotonic()
+        while position < piece.until:
+            try:
+                table = consumer.poll_batch(1.0, max_records=piece.until - position)
+            except OffsetOutOfRangeError:
+                low = consumer.get_watermark_offsets(TopicPartition(piece.topic, piece.partition), 30)[0]
+                message = (f"offsets [{position}, {min(low, piece.until)}) of {piece.topic}-{piece.partition} "
+                           f"were removed (retention or DeleteRecords) while the query was reading them")
+                if options.fail_on_data_loss:
+                    raise DataLossError(message + "; set failOnDataLoss=false to skip them with a warning") from None
+                log.warning("%s; skipping them (failOnDataLoss=false)", message)
+                consumer.seek(TopicPartition(piece.topic, piece.partition, min(low, piece.until)))
+                position = min(low, piece.until)
+                continue
+            if table is not None and table.num_rows:
+                table = table.filter(pc.less(table["offset"], piece.until))
+                if table.num_rows:
+                    yield to_spark(table, options.include_headers)
+            moved = consumer.position([TopicPartition(piece.topic, piece.partition)])[0].offset
+            if moved > position:
+                position, last_progress = moved, time.monotonic()
+            elif time.monotonic() - last_progress > STALL_S:
+                raise RiverlogError(f"reading {piece.topic}-{piece.partition} stalled at offset {position} "
+                                    f"(wanted up to {piece.until})")
+    finally:
+        consumer.close()
+
+
+# ---------------------------------------------------------------------------------- readers
+class BatchReader(DataSourceReader):
+    def __init__(self, options: SourceOptions):
+        self.options = options
+
+    def partitions(self):
+        lookup = OffsetLookup(self.options)
+        try:
+            tps = lookup.partitions()
+            if not tps:
+                raise UnknownTopicOrPartitionError(f"no partition matches {self._what()}")
+            start = check_start(self.options, lookup.starting(tps), lookup.watermarks(tps))
+            end = lookup.resolve(self.options.ending, tps, "endingOffsets")
+        finally:
+            lookup.close()
+        return [InputPartition(s) for s in slices(start, end, self.options.min_partitions)]
+
+    def _what(self) -> str:
+        o = self.options
+        return f"subscribe={o.subscribe}" if o.subscribe else \
+            f"subscribePattern={o.subscribe_pattern}" if o.subscribe_pattern else f"assign={o.assign}"
+
+    def read(self, partition):
+        yield from read_slice(self.options, partition.value)
+
+
+class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: SourceOptions):
+        self.options = options
+        self._lookup: OffsetLookup | None = None
+        self._target: dict[TP, int] | None = None  # Trigger.AvailableNow: nothing past this
+        self._waiting_since: float | None = None    # minOffsetsPerTrigger: since when too little was there
+
+    def __getstate__(self):  # executors get the options, not the driver's connections
+        state = dict(self.__dict__)
+        state["_lookup"] = None
+        return state
+
+    @property
+    def lookup(self) -> OffsetLookup:
+        if self._lookup is None:
+            self._lookup = OffsetLookup(self.options)
+        return self._lookup
+
+    def initialOffset(self) -> dict:
+        tps = self.lookup.partitions()
+        return to_json(self.lookup.starting(tps))
+
+    def getDefaultReadLimit(self):
+        if self.options.max_offsets_per_trigger:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        if self.options.min_offsets_per_trigger:
+            return ReadMinRows(self.options.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def _latest(self) -> dict[TP, int]:
+        tps = self.lookup.partitions()
+        return {tp: marks[1] for tp, marks in self.lookup.watermarks(tps).items()}
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        begin = from_json(start)
+        self.lookup.commit_group(begin)  # the batch that ended at ``start`` is done
+        latest = self._latest()
+        gone = sorted(set(begin) - set(latest))
+        if gone:
+            message = f"partitions {', '.join(f'{t}-{p}' for t, p in gone)} disappeared (topic deleted?)"
+            if self.options.fail_on_data_loss:
+                raise DataLossError(message + "; set failOnDataLoss=false to go on without them")
+            log.warning("%s; going on without them (failOnDataLoss=false)", message)
+        if self._target is not None:
+            latest = {tp: min(off, self._target.get(tp, off)) for tp, off in latest.items()}
+        # Partitions added to a topic are read from their start (as Spark's Kafka source does).
+        new = [tp for tp in latest if tp not in begin]
+        if new:
+            begin.update({tp: marks[0] for tp, marks in self.lookup.watermarks(new).items()})
+        latest = {tp: max(off, begin.get(tp, off)) for tp, off in latest.items()}
+        if isinstance(limit, ReadAllAvailable):
+            end = latest
+        else:
+            max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.options.max_offsets_per_trigger
+            end = rate_limit(begin, latest, max_rows) if max_rows else latest
+            if not self._enough(begin, end, limit):
+                return start
+        return to_json(end)
+
+    def _enough(self, begin: dict[TP, int], end: dict[TP, int], limit) -> bool:
+        """minOffsetsPerTrigger: wait for that many new offsets, but not past maxTriggerDelay."""
+        wanted = limit.min_rows if isinstance(limit, ReadMinRows) else self.options.min_offsets_per_trigger
+        if not wanted or available(begin, end) >= wanted:
+            self._waiting_since = None
+            return True
+        now = time.monotonic()
+        if self._waiting_since is None:
+            self._waiting_since = now
+        if (now - self._waiting_since) * 1000 >= self.options.max_trigger_delay_ms:
+            self._waiting_since = None
+            return available(begin, end) > 0
+        return False
+
+    def reportLatestOffset(self):
+        return to_json(self._latest())
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._latest()
+
+    def partitions(self, start: dict, end: dict):
+        begin, finish = from_json(start), from_json(end)
+        new = [tp for tp in finish if tp not in begin]
+        marks = self.lookup.watermarks(sorted(set(begin) | set(new)))
+        begin.update({tp: marks[tp][0] for tp in new})
+        begin = check_start(self.options, {tp: o for tp, o in begin.items() if tp in finish}, marks)
+        return [InputPartition(s) for s in slices(begin, finish, self.options.min_partitions)]
+
+    def read(self, partition):
+        yield from read_slice(self.options, partition.value)
+
+    def commit(self, end: dict) -> None:
+        self.lookup.commit_group(from_json(end))
+
+    def stop(self) -> None:
+        if self._lookup is not None:
+            self._lookup.close()
+            self._lookup = None

@@ -1,0 +1,36 @@
+"""One local SparkSession for the whole test run (it takes seconds to start), with ``riverlog``
+registered, and a broker process for the Spark tests."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, BrokerProcess
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    # Python workers are started by the JVM: they must run this interpreter and find this checkout.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
+    from pyspark.sql import SparkSession
+    session = (SparkSession.builder.master("local[2]").appName("riverlog-tests")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.driver.memory", "1g")
+               .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
+               .getOrCreate())
+    import spark_source
+    spark_source.register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def spark_broker(tmp_path_factory):
+    b = BrokerProcess(str(tmp_path_factory.mktemp("spark-broker")), {"group.min.session.timeout.ms": 300}).start()
+    yield b
+    b.kill9()
