@@ -1,0 +1,60 @@
+"""The Spark source's offset arithmetic: rate limits, task slices, the checkpoint's JSON form."""
+from __future__ import annotations
+
+import pytest
+
+from spark_source.options import SourceOptions
+from spark_source.planning import Slice, available, from_json, rate_limit, slices, to_json
+
+
+def test_json_round_trip_uses_the_kafka_sources_shape():
+    offsets = {("a", 0): 5, ("a", 1): 7, ("b", 0): 0}
+    assert to_json(offsets) == {"a": {"0": 5, "1": 7}, "b": {"0": 0}}
+    assert from_json(to_json(offsets)) == offsets
+
+
+def test_rate_limit_shares_the_budget_by_backlog_and_never_exceeds_it():
+    start = {("t", 0): 0, ("t", 1): 100, ("t", 2): 50}
+    latest = {("t", 0): 900, ("t", 1): 200, ("t", 2): 50}
+    end = rate_limit(start, latest, 100)
+    assert available(start, end) <= 100
+    assert end[("t", 0)] == 90 and end[("t", 1)] == 110 and end[("t", 2)] == 50
+    assert rate_limit(start, latest, 10_000) == latest
+
+
+def test_every_partition_with_a_backlog_moves():
+    start = {("t", p): 0 for p in range(5)}
+    latest = {("t", 0): 1000, **{("t", p): 1 for p in range(1, 5)}}
+    end = rate_limit(start, latest, 3)
+    assert all(end[tp] > 0 for tp in latest)
+
+
+def test_slices_cover_the_ranges_and_honour_min_partitions():
+    start, end = {("t", 0): 0, ("t", 1): 10}, {("t", 0): 100, ("t", 1): 10, ("t", 2): 5}
+    plain = slices(start, end)
+    assert plain == [Slice("t", 0, 0, 100)]  # nothing new in 1; 2 has no start (new partitions get one first)
+    cut = slices(start, end, min_partitions=4)
+    assert len(cut) >= 4
+    covered = sorted(o for s in cut for o in range(s.start, s.until))
+    assert covered == list(range(100))
+
+
+@pytest.mark.parametrize("options, name", [
+    ({}, "riverlog.bootstrap.servers"),
+    ({"riverlog.bootstrap.servers": "h:1"}, "subscribe"),
+    ({"riverlog.bootstrap.servers": "h:1", "subscribe": "a", "assign": '{"a": [0]}'}, "subscribe"),
+    ({"riverlog.bootstrap.servers": "h:1", "subscribe": "a", "maxOffsetsPerTrigger": "0"}, "maxOffsetsPerTrigger"),
+    ({"riverlog.bootstrap.servers": "h:1", "subscribePattern": "(", }, "subscribePattern"),
+    ({"riverlog.bootstrap.servers": "h:1", "subscribe": "a", "maxTriggerDelay": "soon"}, "maxTriggerDelay"),
+])
+def test_bad_options_name_the_option(options, name):
+    with pytest.raises(Exception, match=name):
+        SourceOptions.parse(options, streaming=True)
+
+
+def test_batch_and_stream_defaults_differ_as_in_spark():
+    base = {"riverlog.bootstrap.servers": "h:1", "subscribe": "a"}
+    assert SourceOptions.parse(base, streaming=True).starting == "latest"
+    assert SourceOptions.parse(base, streaming=False).starting == "earliest"
+    with pytest.raises(Exception, match="endingOffsets"):
+        SourceOptions.parse({**base, "endingOffsets": "latest"}, streaming=True)
