@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml | check-python
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m broker.demo
+	$(PY) -m spark_source.demo
 
 test: $(STAMP)
 	$(PY) -m pytest

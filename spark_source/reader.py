@@ -151,7 +151,10 @@ def read_slice(options: SourceOptions, piece: Slice):
     """Yield Arrow batches of offsets [start, until) of one partition."""
     from broker.client import Consumer, TopicPartition
     tp = TopicPartition(piece.topic, piece.partition, piece.start)
-    consumer = Consumer({**options.client_config(), "auto.offset.reset": "error", "enable.auto.commit": False})
+    # Large fetches: a task reads one partition straight through, so bigger responses mean fewer round trips.
+    consumer = Consumer({"max.partition.fetch.bytes": 16 << 20, "fetch.max.bytes": 64 << 20,
+                         "queued.max.messages.kbytes": 256 << 10,
+                         **options.client_config(), "auto.offset.reset": "error", "enable.auto.commit": False})
     try:
         consumer.assign([tp])
         position, last_progress = piece.start, time.monotonic()
