@@ -59,9 +59,15 @@ def main() -> None:
         counts = (events.selectExpr("CAST(key AS STRING) AS user", "timestamp")
                   .withWatermark("timestamp", "10 seconds")
                   .groupBy(F.window("timestamp", "1 minute"), "user").count())
-        query = (counts.selectExpr("CAST(user AS BINARY) AS key", "CAST(to_json(struct(*)) AS BINARY) AS value")
-                 .writeStream.format("riverlog")
-                 .option("riverlog.bootstrap.servers", servers).option("topic", "clicks-per-minute")
+        # Python data source sinks take append only; updated counts go through foreachBatch, which
+        # with sinkId and batchId is as exactly-once as writeStream.format("riverlog") itself.
+        def write_counts(df, batch_id):
+            (df.selectExpr("CAST(user AS BINARY) AS key", "CAST(to_json(struct(*)) AS BINARY) AS value")
+             .write.format("riverlog").option("riverlog.bootstrap.servers", servers)
+             .option("topic", "clicks-per-minute").option("sinkId", "clicks-per-minute")
+             .option("batchId", batch_id).mode("append").save())
+
+        query = (counts.writeStream.foreachBatch(write_counts)
                  .option("checkpointLocation", os.path.join(tmp, "checkpoint"))
                  .outputMode("update").trigger(availableNow=True).start())
         query.awaitTermination()

@@ -1,0 +1,123 @@
+"""The sink's options and input columns, checked on the driver so a bad query fails at start.
+
+Options mirror Spark's Kafka sink with ``riverlog.`` in place of ``kafka.``: every
+``riverlog.<producer config>`` other than ``riverlog.bootstrap.servers`` goes to the producers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from broker.client.config import PRODUCER_CONFIG
+from broker.errors import InvalidConfigError
+
+PREFIX = "riverlog."
+BOOTSTRAP = "riverlog.bootstrap.servers"
+EXACTLY_ONCE, AT_LEAST_ONCE = "exactly-once", "at-least-once"
+# The longest transaction the broker allows by default: a decided batch must still be open when a
+# restarted driver comes back to commit it.
+DEFAULT_TXN_TIMEOUT_MS = 900_000
+# Options Spark itself adds or that other writers of the same query may carry.
+_SPARK_OWN = {"checkpointlocation", "path", "queryname"}
+_OWN = {"topic", "deliveryguarantee", "sinkid", "batchid"}
+# The sink sets these itself: a user's value would break the delivery guarantee.
+_RESERVED = {"transactional.id", "enable.idempotence", "acks", "bootstrap.servers"}
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    bootstrap: str
+    topic: str | None
+    guarantee: str
+    sink_id: str | None
+    producer: dict = field(default_factory=dict)
+    batch_id: int | None = None  # a batch write that is one micro-batch of a foreachBatch query
+
+    @classmethod
+    def parse(cls, options) -> "SinkOptions":
+        opts = {k.lower(): v for k, v in dict(options).items()}
+        bootstrap = opts.get(BOOTSTRAP)
+        if not bootstrap:
+            raise InvalidConfigError(f"option '{BOOTSTRAP}' is required", config=BOOTSTRAP)
+        producer = {}
+        for key, value in opts.items():
+            if key == BOOTSTRAP or key in _SPARK_OWN or key in _OWN:
+                continue
+            if not key.startswith(PREFIX):
+                raise InvalidConfigError(
+                    f"unknown option '{key}' for the riverlog sink; expected {BOOTSTRAP}, topic, deliveryGuarantee, "
+                    f"sinkId or {PREFIX}<producer config>", config=key)
+            name = key[len(PREFIX):]
+            if name in _RESERVED:
+                raise InvalidConfigError(f"option '{key}' is set by the sink (deliveryGuarantee decides it)",
+                                         config=key)
+            producer[name] = value
+        try:
+            PRODUCER_CONFIG.parse({"bootstrap.servers": bootstrap, **producer})
+        except InvalidConfigError as e:
+            raise InvalidConfigError(f"option '{PREFIX}{e.details.get('config', '')}': {e}",
+                                     config=PREFIX + str(e.details.get("config", ""))) from e
+        guarantee = opts.get("deliveryguarantee", EXACTLY_ONCE).lower()
+        if guarantee not in (EXACTLY_ONCE, AT_LEAST_ONCE):
+            raise InvalidConfigError(f"option 'deliveryGuarantee' is '{guarantee}'; expected {EXACTLY_ONCE} or "
+                                     f"{AT_LEAST_ONCE}", config="deliveryGuarantee")
+        sink_id = opts.get("sinkid") or None
+        if sink_id is not None and ("/" in sink_id or not sink_id.strip()):
+            raise InvalidConfigError(f"option 'sinkId' must be a non-empty name without '/', got {sink_id!r}",
+                                     config="sinkId")
+        batch_id = opts.get("batchid")
+        if batch_id is not None:
+            if not str(batch_id).isdigit():
+                raise InvalidConfigError(f"option 'batchId' must be a batch number, got {batch_id!r}",
+                                         config="batchId")
+            if sink_id is None:
+                raise InvalidConfigError("option 'batchId' needs 'sinkId' too (the pair identifies the write, "
+                                         "so a replayed batch is recognised)", config="batchId")
+            batch_id = int(batch_id)
+        return cls(bootstrap, opts.get("topic") or None, guarantee, sink_id, producer, batch_id)
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.guarantee == EXACTLY_ONCE
+
+    def producer_config(self, transactional_id: str | None = None) -> dict:
+        cfg = {"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True, **self.producer}
+        if transactional_id is not None:
+            cfg.setdefault("transaction.timeout.ms", DEFAULT_TXN_TIMEOUT_MS)
+            cfg["transactional.id"] = transactional_id
+        return cfg
+
+    def client_config(self) -> dict:
+        """For the driver's admin calls and the commit log: the connection settings only."""
+        keep = ("request.timeout.ms", "retry.backoff.ms", "client.id")
+        return {"bootstrap.servers": self.bootstrap, **{k: v for k, v in self.producer.items() if k in keep}}
+
+
+def check_schema(schema, options: SinkOptions) -> None:
+    """Spark's Kafka sink's input columns: value required; key, headers, topic, partition optional."""
+    from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, StringType, StructType)
+    fields = {f.name.lower(): f.dataType for f in schema.fields}
+
+    def fail(column, expected):
+        raise InvalidConfigError(f"column '{column}' of the riverlog sink must be {expected}, "
+                                 f"got {fields[column].simpleString()}", config=column)
+
+    if "value" not in fields:
+        raise InvalidConfigError("the riverlog sink needs a 'value' column (binary or string); columns: "
+                                 f"{sorted(fields)}", config="value")
+    for column in ("value", "key"):
+        if column in fields and not isinstance(fields[column], (BinaryType, StringType)):
+            fail(column, "binary or string")
+    if "topic" in fields and not isinstance(fields["topic"], StringType):
+        fail("topic", "string")
+    if "partition" in fields and not isinstance(fields["partition"], IntegerType):
+        fail("partition", "int")
+    if "headers" in fields:
+        t = fields["headers"]
+        ok = (isinstance(t, ArrayType) and isinstance(t.elementType, StructType)
+              and [f.name for f in t.elementType.fields] == ["key", "value"]
+              and isinstance(t.elementType.fields[0].dataType, StringType)
+              and isinstance(t.elementType.fields[1].dataType, (BinaryType, StringType)))
+        if not ok:
+            fail("headers", "array<struct<key:string,value:binary>>")
+    if options.topic is None and "topic" not in fields:
+        raise InvalidConfigError("the riverlog sink needs a 'topic' option or a 'topic' column", config="topic")

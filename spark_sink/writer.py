@@ -1,0 +1,220 @@
+"""The ``riverlog`` sink: Spark's Arrow writers over Riverlog producers.
+
+``write()`` runs on executors (the writer is pickled there) and produces each Arrow batch with
+``Producer.produce_batch``. Exactly-once (the default): every task attempt writes inside its own
+transaction and hands its producer id and epoch to the driver, whose ``commit()`` records the
+decision and then ends those transactions (see :mod:`spark_sink.protocol`). At-least-once: an
+idempotent producer with ``acks=all``, flushed before ``write()`` returns.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+
+from broker.client import Producer
+from broker.errors import InvalidConfigError, RiverlogError
+from spark_sink.commit_log import CommitLog
+from spark_sink.options import SinkOptions, check_schema
+from spark_sink.protocol import SKIP, Attempt, Decision, decide, transactional_id, write_action
+from spark_sink.txn_control import TxnControl
+
+_FLUSH_TIMEOUT_S = 300.0
+
+
+@dataclass
+class SinkCommitMessage(WriterCommitMessage):
+    sink_id: str
+    batch_id: int
+    partition_id: int
+    rows: int
+    attempt: Attempt | None = None   # None: nothing was written (no rows, at-least-once, or skipped)
+    skipped: bool = False            # the batch was already decided by an earlier driver
+
+
+class _RiverlogWriter:
+    def __init__(self, options, schema):
+        self.options = SinkOptions.parse(options)
+        check_schema(schema, self.options)
+
+    # ------------------------------------------------------------------------------ executors
+    def write_partition(self, batches, sink_id: str, batch_id: int, partition_id: int, attempt: int,
+                        check_replay: bool) -> SinkCommitMessage:
+        """Produce one task's rows; in exactly-once mode leave its transaction open for the driver."""
+        opts = self.options
+        if opts.exactly_once and check_replay:
+            if write_action(CommitLog(opts.client_config()).latest(sink_id), batch_id) == SKIP:
+                return SinkCommitMessage(sink_id, batch_id, partition_id, 0, skipped=True)
+        txn_id = transactional_id(sink_id, batch_id, partition_id, attempt) if opts.exactly_once else None
+        producer = None
+        errors: list = []
+        rows = 0
+        try:
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                if producer is None:
+                    producer = Producer(opts.producer_config(txn_id))
+                    if txn_id is not None:
+                        producer.init_transactions()
+                        producer.begin_transaction()
+                rows += _produce(producer, batch, opts.topic, errors)
+            if producer is None:
+                return SinkCommitMessage(sink_id, batch_id, partition_id, 0)
+            left = producer.flush(_FLUSH_TIMEOUT_S)
+            if errors:
+                raise errors[0]
+            if left:
+                raise RiverlogError(f"{left} record(s) were not delivered within {_FLUSH_TIMEOUT_S}s")
+            if txn_id is None:
+                return SinkCommitMessage(sink_id, batch_id, partition_id, rows)
+            sender = producer._sender
+            return SinkCommitMessage(sink_id, batch_id, partition_id, rows,
+                                     Attempt(txn_id, sender.producer_id, sender.producer_epoch))
+        except BaseException:
+            if producer is not None and txn_id is not None:
+                try:
+                    producer.abort_transaction(5)
+                except Exception:  # noqa: BLE001 - the driver's abort() finds it by its id prefix
+                    pass
+            raise
+        finally:
+            if producer is not None:
+                producer.close(1)
+
+    # ------------------------------------------------------------------------------ driver
+    def _commit(self, messages, batch_id: int, record: bool) -> None:
+        if not self.options.exactly_once:
+            return
+        done = [m for m in messages if m is not None]
+        sink_id = self.options.sink_id or next((m.sink_id for m in done), None)
+        if sink_id is None:
+            return
+        attempts = [m.attempt for m in done if m.attempt is not None]
+        ctl = TxnControl(self.options.client_config())
+        try:
+            if record:
+                log = CommitLog(self.options.client_config())
+                recorded = log.latest(sink_id)
+                decision, new = decide(recorded, sink_id, batch_id, attempts)
+                if new and decision.attempts:
+                    log.record(decision)
+            else:
+                decision = Decision(sink_id, batch_id, attempts)
+            ctl.commit(decision)
+            ctl.abort_strays(sink_id, batch_id, decision)
+        finally:
+            ctl.close()
+
+    def _abort(self, messages, batch_id: int, record: bool) -> None:
+        if not self.options.exactly_once:
+            return
+        done = [m for m in messages if m is not None]
+        sink_id = self.options.sink_id or next((m.sink_id for m in done), None)
+        if sink_id is None:
+            return  # no attempt reported: the replay's init_transactions and commit() end them
+        decision = None
+        if record:
+            recorded = CommitLog(self.options.client_config()).latest(sink_id)
+            if recorded is not None and recorded.batch_id == batch_id:
+                decision = recorded  # decided already: the replay commits it, never abort it
+        keep = decision.transactional_ids() if decision is not None else set()
+        ctl = TxnControl(self.options.client_config())
+        try:
+            ctl.abort_attempts([m.attempt for m in done if m.attempt is not None
+                                and m.attempt.transactional_id not in keep])
+            ctl.abort_strays(sink_id, batch_id, decision)
+        finally:
+            ctl.close()
+
+
+class BatchWriter(_RiverlogWriter, DataSourceArrowWriter):
+    """``df.write.format("riverlog")``: one job, one fresh sink id; all tasks commit together.
+
+    With ``sinkId`` and ``batchId`` (inside ``foreachBatch``, e.g. for ``outputMode("update")``,
+    which Python data source sinks do not offer), the write is that micro-batch of that sink and is
+    recorded like a streaming one: a replayed batch id is recognised and not written twice."""
+
+    def __init__(self, options, schema):
+        super().__init__(options, schema)
+        self.sink_id = self.options.sink_id or f"batch-{uuid.uuid4().hex}"
+        self.batch_id = self.options.batch_id
+        self.recorded = self.batch_id is not None and self.options.exactly_once
+        if self.recorded:
+            CommitLog(self.options.client_config()).ensure_topic()
+
+    def write(self, iterator) -> SinkCommitMessage:
+        from pyspark import TaskContext
+        ctx = TaskContext.get()
+        return self.write_partition(iterator, self.sink_id, self.batch_id or 0, ctx.partitionId(),
+                                    ctx.attemptNumber(), check_replay=self.recorded)
+
+    def commit(self, messages) -> None:
+        self._commit(messages, self.batch_id or 0, record=self.recorded)
+
+    def abort(self, messages) -> None:
+        self._abort(messages, self.batch_id or 0, record=self.recorded)
+
+
+class StreamWriter(_RiverlogWriter, DataSourceStreamArrowWriter):
+    """``writeStream.format("riverlog")``: one transaction per task attempt per micro-batch.
+
+    The sink id is the ``sinkId`` option or else the query's id, which Spark keeps in the
+    checkpoint: stable across restarts, new for a new checkpoint.
+    """
+
+    def __init__(self, options, schema):
+        super().__init__(options, schema)
+        if self.options.exactly_once:
+            CommitLog(self.options.client_config()).ensure_topic()
+
+    def write(self, iterator) -> SinkCommitMessage:
+        from pyspark import TaskContext
+        ctx = TaskContext.get()
+        batch_id = int(ctx.getLocalProperty("streaming.sql.batchId"))
+        sink_id = self.options.sink_id or ctx.getLocalProperty("sql.streaming.queryId")
+        return self.write_partition(iterator, sink_id, batch_id, ctx.partitionId(), ctx.attemptNumber(),
+                                    check_replay=True)
+
+    def commit(self, messages, batchId: int) -> None:
+        self._commit(messages, batchId, record=True)
+
+    def abort(self, messages, batchId: int) -> None:
+        self._abort(messages, batchId, record=True)
+
+
+# ------------------------------------------------------------------------------ routing
+def _produce(producer: Producer, batch: pa.RecordBatch, topic_option: str | None, errors: list) -> int:
+    """Produce one Arrow batch, split by destination topic and explicit partition."""
+    names = {n.lower(): i for i, n in enumerate(batch.schema.names)}
+
+    def column(name):
+        return batch.column(names[name]) if name in names else None
+
+    columns = {name: column(name) for name in ("key", "value", "headers") if name in names}
+    records = pa.RecordBatch.from_arrays(list(columns.values()), names=list(columns))
+    topics = None if topic_option is not None else column("topic")
+    partitions = column("partition")
+    if topics is not None and topics.null_count:
+        raise InvalidConfigError("a row has a null 'topic' and no 'topic' option is set", config="topic")
+
+    def on_delivery(err, msg):
+        if err is not None:
+            errors.append(err)
+
+    if topics is None and (partitions is None or partitions.null_count == len(partitions)):
+        return producer.produce_batch(topic_option, records, -1, on_delivery)
+    if topics is None:
+        topics = pa.array([topic_option] * len(batch), pa.string())
+    if partitions is None:
+        partitions = pa.nulls(len(batch), pa.int32())
+    partitions = pc.fill_null(partitions, -1)
+    groups = pa.table({"t": topics, "p": partitions, "i": pa.array(range(len(batch)), pa.int64())}) \
+        .group_by(["t", "p"]).aggregate([("i", "list")])
+    for t, p, idx in zip(groups.column("t").to_pylist(), groups.column("p").to_pylist(),
+                         groups.column("i_list").to_pylist()):
+        producer.produce_batch(t, records.take(pa.array(idx)), p, on_delivery)
+    return len(batch)

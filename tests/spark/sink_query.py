@@ -1,0 +1,18 @@
+"""A streaming query into the riverlog sink in its own process (with its own SparkSession), so a
+test can kill its driver with SIGKILL: ``python sink_query.py BOOTSTRAP TOPIC INPUT_DIR CHECKPOINT``."""
+from __future__ import annotations
+
+import sys
+
+from pyspark.sql import SparkSession
+
+import spark_sink
+
+bootstrap, topic, input_dir, checkpoint = sys.argv[1:5]
+spark = (SparkSession.builder.master("local[2]").appName("riverlog-sink-kill")
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+spark_sink.register(spark)
+(spark.readStream.schema("id long").option("maxFilesPerTrigger", 1).json(input_dir)
+ .selectExpr("CAST(id AS STRING) AS key", "CAST(id AS STRING) AS value")
+ .writeStream.format("riverlog").option("riverlog.bootstrap.servers", bootstrap).option("topic", topic)
+ .option("checkpointLocation", checkpoint).trigger(processingTime="0 seconds").start().awaitTermination())
