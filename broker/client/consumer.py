@@ -132,13 +132,19 @@ class Consumer:
             self._queued_bytes = 0
             for tp in partitions:
                 self._state[(tp.topic, tp.partition)] = _PartitionState(tp.offset)
-        self._wake.set()
+        self._kick()
 
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
         with self._cond:
             for tp in partitions:
                 self._state[(tp.topic, tp.partition)] = _PartitionState(tp.offset)
+        self._kick()
+
+    def _kick(self) -> None:
+        """Wake the fetch threads now (an assignment changed, or the consumer closes), rather than
+        at their next timeout."""
         self._wake.set()
+        self._arrivals.put([])
 
     def unassign(self) -> None:
         self.assign([])
@@ -791,7 +797,7 @@ class Consumer:
                 return
             self._closed = True
             self._cond.notify_all()
-        self._wake.set()
+        self._kick()
         self.cluster.close()
         self._thread.join(5)
 
