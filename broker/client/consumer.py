@@ -111,6 +111,7 @@ class Consumer:
         self._closed = False
         self._wake = threading.Event()
         self._arrivals: queue.SimpleQueue = queue.SimpleQueue()
+        self._next_refresh = 0.0
         self._group_id = cfg["group.id"]
         self._coordinator = CoordinatorClient(self.cluster, self._group_id) if self._group_id else None
         self._membership: GroupMembership | None = None
@@ -590,18 +591,24 @@ class Consumer:
     def _start_fetchers(self, fetchers: dict) -> None:
         with self._cond:
             keys = [k for k, state in self._state.items() if not state.paused]
+        stale = False
         for key in keys:
             try:
                 node = self.cluster.leader(*key)
             except UnknownTopicOrPartitionError as e:
                 self._report_unknown(key, e)
                 continue
-            except RiverlogError:
+            except RiverlogError:  # e.g. no leader in the metadata we hold: ask again, at most every backoff
+                stale = True
                 continue
             if node not in fetchers or not fetchers[node].is_alive():
                 fetchers[node] = threading.Thread(target=self._run_broker_fetcher, args=(node,),
                                                   name=f"riverlog-fetch-{node}", daemon=True)
                 fetchers[node].start()
+        now = time.monotonic()
+        if stale and now >= self._next_refresh:
+            self._next_refresh = now + self.config["retry.backoff.ms"] / 1000.0
+            self._refresh_quietly()
 
     def _report_unknown(self, key, error: RiverlogError) -> None:
         """An assigned partition that does not exist: one error event, then it is paused."""
