@@ -15,7 +15,7 @@ from broker.client.coordinator import CoordinatorClient
 from broker.errors import (InvalidProducerEpochError, InvalidProducerIdMappingError, InvalidTxnStateError,
                            ProducerFencedError, TransactionalIdNotFoundError)
 from broker.proto import riverlog_pb2 as pb
-from spark_sink.protocol import Attempt, Decision, to_abort
+from spark_sink.protocol import Attempt, Decision, batch_prefix, to_abort
 
 log = logging.getLogger(__name__)
 TRANSACTIONAL_ID = 1
@@ -66,7 +66,8 @@ class TxnControl:
 
     def abort_strays(self, sink_id: str, batch_id: int, decision: Decision | None) -> list[str]:
         """Abort every open transaction of the batch that is not in its decision; returns their ids."""
-        listing = self.admin.list_transactions(self.timeout).result()
+        listing = self.admin.list_transactions(self.timeout, states=[ONGOING],
+                                               prefix=batch_prefix(sink_id, batch_id)).result()
         stray = to_abort([t.transactional_id for t in listing if t.state == ONGOING], sink_id, batch_id, decision)
 
         def one(txn_id: str):

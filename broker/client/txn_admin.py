@@ -83,17 +83,19 @@ class TransactionAdmin:
             [TopicPartition(g.topic, p) for g in d.partitions for p in g.partitions], list(d.groups), d.coordinator)
 
     # ------------------------------------------------------------------------------ the API
-    def list_transactions(self, request_timeout: float | None = None) -> Future:
+    def list_transactions(self, request_timeout: float | None = None, states: list[str] | None = None,
+                          prefix: str = "") -> Future:
         """A future of [TransactionListing]: every transactional.id of every broker (each lists the
-        ones it coordinates), sorted by id. Brokers that do not answer are left out."""
+        ones it coordinates), sorted by id, optionally only in ``states`` and starting with
+        ``prefix``. Brokers that do not answer are left out."""
         def call():
             self.cluster.refresh(all_topics=False, topics=[])
             found: dict[str, TransactionListing] = {}
             errors = []
             for node in sorted(self.cluster.brokers):
                 try:
-                    response = self.cluster.call("ListTransactions", pb.ListTransactionsRequest(), node,
-                                                 request_timeout)
+                    response = self.cluster.call("ListTransactions", pb.ListTransactionsRequest(
+                        states=states or [], prefix=prefix), node, request_timeout)
                 except RiverlogError as e:
                     errors.append(e)
                     continue

@@ -63,8 +63,11 @@ class TransactionHandlers:
 
     def list_transactions(self, request: pb.ListTransactionsRequest) -> pb.ListTransactionsResponse:
         response = pb.ListTransactionsResponse()
+        states = set(request.states)
         for shard in self.runtime.shards():
             for meta in list(shard.txns.values()):
+                if (states and meta.state not in states) or not meta.transactional_id.startswith(request.prefix):
+                    continue
                 response.transactions.add(transactional_id=meta.transactional_id, producer_id=meta.producer_id,
                                           state=meta.state, coordinator=self.broker.node_id)
         return response
