@@ -21,6 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from broker_bench import create_topic, emit, start_broker  # noqa: E402 - beside this file
+from spark_source_bench import local_spark  # noqa: E402
 
 
 def measure(spark, servers: str, guarantee: str, seconds: float, tmp: str) -> list[float]:
@@ -69,17 +70,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=20)
     args = parser.parse_args()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
-    from pyspark.sql import SparkSession
     with tempfile.TemporaryDirectory(prefix="riverlog-latency-bench-") as tmp:
         proc, servers = start_broker(os.path.join(tmp, "broker"))
-        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-                 .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = local_spark()
         try:
-            import spark_source
-            spark_source.register(spark)
             for guarantee in ("exactly-once", "at-least-once"):
                 lat = sorted(measure(spark, servers, guarantee, args.seconds, tmp))
                 if not lat:

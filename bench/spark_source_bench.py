@@ -34,6 +34,20 @@ def fill(servers: str, topic: str, n: int) -> None:
     p.close()
 
 
+def local_spark():
+    """A local[2] SparkSession whose Python workers run this interpreter and see this checkout,
+    with ``riverlog`` registered."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
+    from pyspark.sql import SparkSession
+    import spark_source
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark_source.register(spark)
+    return spark
+
+
 def timed(query) -> float:
     start = time.perf_counter()
     query()
@@ -45,17 +59,11 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
-    from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
     with tempfile.TemporaryDirectory(prefix="riverlog-spark-bench-") as tmp:
         proc, servers = start_broker(os.path.join(tmp, "broker"))
-        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-                 .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+        spark = local_spark()
+        from pyspark.sql import functions as F
         try:
-            import spark_source
-            spark_source.register(spark)
             create_topic(servers, "bench", 2)
             fill(servers, "bench", args.records)
             riverlog = (spark.read.format("riverlog").option("riverlog.bootstrap.servers", servers)
