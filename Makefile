@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-simulation test-integration soak bench proto lint clean check-python
+.PHONY: demo test test-unit test-simulation test-integration test-spark soak bench proto lint clean check-python
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Riverlog needs Python 3.10 or newer")'
@@ -34,12 +34,18 @@ soak: $(STAMP)
 test-integration: $(STAMP)
 	$(PY) -m pytest tests/integration
 
+test-spark: $(STAMP)
+	$(PY) -m pytest tests/spark
+
 bench: $(STAMP)
 	$(PY) bench/broker_bench.py
 	$(PY) bench/cluster_bench.py
 	$(PY) bench/compaction_bench.py
 	$(PY) bench/group_bench.py
 	$(PY) bench/transaction_bench.py
+	$(PY) bench/spark_source_bench.py
+	$(PY) bench/sink_bench.py
+	$(PY) bench/spark_latency_bench.py
 
 proto: $(STAMP)
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --grpc_python_out=. broker/proto/riverlog.proto
