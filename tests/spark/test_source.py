@@ -92,6 +92,10 @@ def test_a_stream_restarted_from_its_checkpoint_reads_every_record_once(spark, s
     parts = [TopicPartition(topic_name, p) for p in range(2)]
     assert [tp.offset for tp in c.committed(parts, 30)] == [75, 75]
     c.close()
+    from tests.integration.test_cli import run_cli
+    rows = [line.split() for line in run_cli(spark_broker.bootstrap, "groups", "describe", f"{topic_name}-g")
+            .stdout.splitlines() if line.startswith(f"{topic_name}-g ")]
+    assert [(r[2], r[3], r[4], r[5]) for r in rows] == [("0", "75", "75", "0"), ("1", "75", "75", "0")], rows
 
 
 def test_max_offsets_per_trigger_bounds_every_micro_batch(spark, spark_broker, topic_name):
@@ -152,3 +156,15 @@ def test_partitions_added_to_a_topic_are_read_from_their_start(spark, spark_brok
         assert seen.count(1) == 5
     finally:
         query.stop()
+
+
+def test_trigger_once_reads_everything_available_in_one_batch(spark, spark_broker, topic_name):
+    make_topic(spark_broker.bootstrap, topic_name, n=20)
+    sizes = []
+    q = (source(spark, spark_broker.bootstrap, topic_name, streaming=True, startingOffsets="earliest",
+                maxOffsetsPerTrigger=5)
+         .writeStream.foreachBatch(lambda df, batch_id: sizes.append(df.count()))
+         .trigger(once=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None, q.exception()
+    assert sizes == [20], sizes   # Trigger.Once ignores maxOffsetsPerTrigger, as with Spark's Kafka source
