@@ -721,12 +721,12 @@ class Consumer:
                     state.high_watermark, state.log_start_offset = r.high_watermark, r.log_start_offset
                     if next_offset is not None:
                         state.fetch_offset = next_offset
-                arrived.append((key, generation, offset, r))
+                arrived.append((key, generation, offset, r, next_offset))
         return arrived
 
     def _queue_records(self, arrived: list) -> None:
         check = self.config["check.crcs"]
-        for key, generation, offset, r in arrived:
+        for key, generation, offset, r, following in arrived:
             aborted = [(a.producer_id, a.first_offset) for a in r.aborted_transactions]
             decoded = decode_records(r.records, offset, check, aborted) if r.records else []
             with self._cond:
@@ -738,7 +738,7 @@ class Consumer:
                         self._chunks.append(_Chunk(key[0], key[1], generation, d.base_offset,
                                                    d.records, d.log_append_time))
                         self._queued_bytes += d.records.nbytes
-                self._skip_past(key, state, r.records)
+                self._skip_past(key, state, following)
                 if decoded:
                     state.eof_reported = False
                     self._cond.notify_all()
@@ -749,12 +749,10 @@ class Consumer:
                                                 error=PartitionEOF(f"reached end of {key[0]}[{key[1]}]")))
                     self._cond.notify_all()
 
-    def _skip_past(self, key, state: _PartitionState, data) -> None:
+    def _skip_past(self, key, state: _PartitionState, following: int | None) -> None:
         """Offsets that hold no record for the application (transaction markers, aborted
-        transactions) still move the position past them, once the records before them are taken."""
-        following = None
-        for _, header in iter_headers(data):
-            following = header.next_offset
+        transactions) still move the position past them, once the records before them are taken.
+        ``following``: the offset after the fetched data's last batch."""
         if following is None:
             return
         last = next((c for c in reversed(self._chunks) if (c.topic, c.partition) == key

@@ -14,10 +14,6 @@ class GroupHandlers:
         self.runtime = runtime
         self.config = runtime.config
 
-    def find_coordinator(self, request: pb.FindCoordinatorRequest) -> pb.FindCoordinatorResponse:
-        node, host, port = self.runtime.find_coordinator(request.group_id)
-        return pb.FindCoordinatorResponse(node_id=node, host=host, port=port)
-
     def heartbeat(self, request: pb.ConsumerGroupHeartbeatRequest) -> pb.ConsumerGroupHeartbeatResponse:
         low, high = self.config["group.min.session.timeout.ms"], self.config["group.max.session.timeout.ms"]
         session = request.session_timeout_ms or 45_000

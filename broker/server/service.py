@@ -126,9 +126,9 @@ class _Servicer(pb_grpc.RiverlogServicer):
         return self.h.init_producer_id(request)
 
     def FindCoordinator(self, request, context):
-        if request.key_type == 1:
-            return self._txns().find_coordinator(request)
-        return self._groups().find_coordinator(request)
+        runtime = (self._txns() if request.key_type == 1 else self._groups()).runtime
+        node, host, port = runtime.find_coordinator(request.group_id)
+        return pb.FindCoordinatorResponse(node_id=node, host=host, port=port)
 
     # transactions
     def _txns(self) -> TransactionHandlers:

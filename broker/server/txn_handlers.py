@@ -14,10 +14,6 @@ class TransactionHandlers:
         self.runtime = runtime
         self.broker = runtime.broker
 
-    def find_coordinator(self, request: pb.FindCoordinatorRequest) -> pb.FindCoordinatorResponse:
-        node, host, port = self.runtime.find_coordinator(request.group_id)
-        return pb.FindCoordinatorResponse(node_id=node, host=host, port=port)
-
     def init_producer_id(self, request: pb.InitProducerIdRequest) -> pb.InitProducerIdResponse:
         pid, epoch = self.runtime.init_producer_id(request.transactional_id, request.transaction_timeout_ms or 60_000)
         return pb.InitProducerIdResponse(producer_id=pid, producer_epoch=epoch)
