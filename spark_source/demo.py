@@ -35,6 +35,12 @@ def main() -> None:
     from broker.client import OFFSET_BEGINNING, AdminClient, Consumer, NewTopic, TopicPartition
     from broker.server.service import EmbeddedBroker
 
+    # Spark first: its JVM is started by forking this process, best done before the broker's threads run.
+    spark = (SparkSession.builder.master("local[2]").appName("riverlog-demo")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark_source.register(spark)
     with EmbeddedBroker() as broker, tempfile.TemporaryDirectory(prefix="riverlog-demo-") as tmp:
         servers = broker.bootstrap_servers
         print(f"embedded broker on {servers}")
@@ -44,11 +50,6 @@ def main() -> None:
         produce_clicks(servers)
         print("produced 600 click events to 'clicks'")
 
-        spark = (SparkSession.builder.master("local[2]").appName("riverlog-demo")
-                 .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-                 .config("spark.sql.session.timeZone", "UTC").getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
-        spark_source.register(spark)
         events = (spark.readStream.format("riverlog")
                   .option("riverlog.bootstrap.servers", servers)
                   .option("subscribe", "clicks")
