@@ -20,6 +20,10 @@ therefore do not reorder a partition. As in Kafka without idempotence, one case 
 broker fails a steady partition's batch alone (a per-partition error) and accepts a later request
 of it that was already in flight, that one is written first; set
 ``max.in.flight.requests.per.connection`` to 1 for strict order then.
+
+An idempotent producer also keeps a partition's unanswered batches within the broker's
+``IDEMPOTENCE_WINDOW``: after a broken stream or a broker restart it resends them, and the broker
+recognises a resent batch as already written only while it is among the ones it remembers.
 """
 from __future__ import annotations
 
@@ -44,7 +48,7 @@ from broker.errors import (ClientClosedError, InvalidConfigError, InvalidTxnStat
                            MessageTooLargeError, NetworkError, OutOfOrderSequenceError, QueueFullError,
                            RiverlogError, UnknownPartitionError, UnknownTopicOrPartitionError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
-from broker.records.batch import stamp_producer
+from broker.records.batch import IDEMPOTENCE_WINDOW, stamp_producer
 
 log = logging.getLogger(__name__)
 
@@ -318,6 +322,9 @@ class _Sender:
         # Unanswered requests carrying each partition. An unsteady partition (being retried, or until
         # the time noted for it or its node) sends nothing while a request of it is unanswered.
         self.partition_in_flight: dict[tuple[str, int], int] = collections.defaultdict(int)
+        # Unanswered batches of each partition: an idempotent producer keeps them within the
+        # broker's IDEMPOTENCE_WINDOW so that any of them, resent, is recognised as a duplicate.
+        self.unanswered_batches: dict[tuple[str, int], int] = collections.defaultdict(int)
         self.retrying: set[tuple[str, int]] = set()
         self.settle_time = _SETTLE_S
         self.unsteady_until: dict[tuple[str, int], float] = {}
@@ -470,7 +477,10 @@ class _Sender:
     # -------------------------------------------------------------------------------- sending
     def _muted(self, key, node: int, now: float) -> bool:
         """An unsteady partition sends nothing more until its unanswered request is answered: the
-        broker could fail that request and write a later one sent meanwhile."""
+        broker could fail that request and write a later one sent meanwhile. An idempotent
+        partition with a full window of unanswered batches waits too."""
+        if self.p._idempotent and self.unanswered_batches[key] >= IDEMPOTENCE_WINDOW:
+            return True
         return self.partition_in_flight[key] > 0 and (
             key in self.retrying or now < self.unsteady_until.get(key, 0.0)
             or now < self.node_unsteady_until.get(node, 0.0))
@@ -547,6 +557,8 @@ class _Sender:
         for node, keys in by_node.items():
             while keys and not self._node_blocked(node):
                 request, batches, keys = self._build_request(keys)
+                if not batches:
+                    break
                 self._dispatch(node, request, batches)
             # A blocked node is woken by an answer or the broken stream's report; otherwise a
             # partition with batches left over (a request holds max.request.size) goes on now.
@@ -562,7 +574,8 @@ class _Sender:
         for key in keys:
             queue = self.queues[key]
             taken = []
-            while queue and queue[0].retry_at <= time.monotonic() and (
+            window = IDEMPOTENCE_WINDOW - self.unanswered_batches[key] if self.p._idempotent else math.inf
+            while queue and len(taken) < window and queue[0].retry_at <= time.monotonic() and (
                     not batches and not taken or size + queue[0].size <= self.max_request):
                 # An idempotent resend goes alone: the broker recognises a resent batch only so.
                 if self.p._idempotent and taken and (taken[-1].attempts or queue[0].attempts):
@@ -583,8 +596,9 @@ class _Sender:
 
     def _dispatch(self, node: int, request, batches) -> None:
         self.in_flight[node] += 1
-        for key, _ in batches:
+        for key, taken in batches:
             self.partition_in_flight[key] += 1
+            self.unanswered_batches[key] += len(taken)
         stream = self.streams.get(node)
         # A broken stream is replaced only once its other requests are reported and requeued (this
         # is the only one unanswered): a later batch must not reach the broker before them. Until
@@ -612,8 +626,9 @@ class _Sender:
         """``results``: [(batches, response)] in send order; ``failure`` fails them all."""
         self.in_flight[node] -= len(results)
         for batches, _ in results:
-            for key, _ in batches:
+            for key, taken in batches:
                 self.partition_in_flight[key] -= 1
+                self.unanswered_batches[key] -= len(taken)
         if failure is not None:
             # The requests of one broken stream may come in several events (the reader's, and
             # send()'s when it found the stream dead) in either order: _requeue puts each batch

@@ -224,6 +224,13 @@ def stamp_log_append_time(data, headers: list[BatchHeader], timestamp: int) -> b
     return bytes(out)
 
 
+# How many of a producer's latest batches a partition remembers (per producer id), and therefore
+# how many batches of one partition an idempotent producer may have unanswered: a batch resent
+# after a broken connection or a broker restart is recognised as written only while it is one of
+# them. Kafka remembers 5 with at most one batch per partition in a request; a Riverlog request
+# carries several batches of a partition, so the window is wider.
+IDEMPOTENCE_WINDOW = 32
+
 _PRODUCER_FIELDS = struct.Struct(">qhi")  # producer_id, producer_epoch, base_sequence at offset 43
 _PRODUCER_OFFSET = 43
 

@@ -3,7 +3,7 @@
 A producer with ``enable.idempotence`` numbers its batches per partition (``base_sequence`` in
 the batch header, counting records from 0) under a producer id and epoch. The leader checks each
 batch against this state before appending: a batch it already holds (one of the last
-``MAX_CACHED`` of that producer, as in Kafka) is a resend and is answered with the offsets it got
+``IDEMPOTENCE_WINDOW`` of that producer) is a resend and is answered with the offsets it got
 the first time; a batch that skips sequence numbers is refused (``OutOfOrderSequence``), as is one
 from an older epoch of the producer (``InvalidProducerEpoch``). Followers apply the same batches
 without checks, so a new leader knows every producer its predecessor did.
@@ -27,10 +27,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from broker.errors import InvalidProducerEpochError, OutOfOrderSequenceError
-from broker.records.batch import BatchHeader
+from broker.records.batch import IDEMPOTENCE_WINDOW, BatchHeader
 from broker.storage.checkpoint import write_atomically
 
-MAX_CACHED = 5
 SNAPSHOT_FILE = "producer-state.json"
 
 
@@ -46,7 +45,7 @@ class BatchMetadata:
 @dataclass
 class ProducerEntry:
     epoch: int
-    batches: deque = field(default_factory=lambda: deque(maxlen=MAX_CACHED))
+    batches: deque = field(default_factory=lambda: deque(maxlen=IDEMPOTENCE_WINDOW))
     txn_first_offset: int = -1  # first offset of its open transaction here, -1 when none
     txn_start_ms: int = -1
 

@@ -23,6 +23,7 @@ class AckedLog:
         self.lock = threading.Lock()
         self.acked: dict[tuple[int, int], bytes] = {}
         self.failed = 0
+        self.errors: list[str] = []
 
     def on_delivery(self, err, msg):
         with self.lock:
@@ -30,6 +31,8 @@ class AckedLog:
                 self.acked[(msg.partition(), msg.offset())] = msg.value()
             else:
                 self.failed += 1
+                if len(self.errors) < 5:
+                    self.errors.append(f"{msg.partition()}: {err!r}")
 
     def count(self) -> int:
         with self.lock:
@@ -71,7 +74,7 @@ def test_kill9_during_heavy_produce_loses_nothing_acknowledged(broker_factory, t
         writer.join(30)
     assert producer.flush(120) == 0
     producer.close()
-    assert acked.failed == 0
+    assert acked.failed == 0, acked.errors
 
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "check.crcs": True})
     consumer.assign([TopicPartition(topic_name, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])

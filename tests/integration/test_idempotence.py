@@ -10,6 +10,7 @@ import pytest
 from broker.client import AdminClient, NewTopic, Producer
 from broker.errors import InvalidConfigError
 from broker.proto import riverlog_pb2 as pb
+from broker.records.batch import IDEMPOTENCE_WINDOW
 from tests.conftest import wait_until
 from tests.integration.test_cluster import FAST, create, read_all
 
@@ -108,15 +109,49 @@ def test_a_resend_after_a_broker_restart_is_still_recognised(broker_factory, top
         r = client.call_any("Produce", request).topics[0].partitions[0]
         return r.error_code, r.base_offset
 
-    assert [send(s) for s in range(3)] == [(0, 0), (0, 1), (0, 2)]
+    n = IDEMPOTENCE_WINDOW + 3
+    assert [send(s) for s in range(n)] == [(0, s) for s in range(n)]
     client.close()
     node.stop()
     node.start()
     client = ClusterClient(node.bootstrap)
-    assert wait_until(lambda: _quietly(send, 2) == (0, 2), 30, 0.1, "the resent batch answered with its first offset")
-    assert send(3) == (0, 3)
-    assert send(7)[0] == 45   # OUT_OF_ORDER_SEQUENCE_NUMBER
+    oldest = n - IDEMPOTENCE_WINDOW   # every batch of a full window of unanswered ones can be resent
+    assert wait_until(lambda: _quietly(send, oldest) == (0, oldest), 30, 0.1,
+                      "the resent batch answered with its first offset")
+    assert send(n - 1) == (0, n - 1)
+    assert send(n) == (0, n)
+    assert send(n + 5)[0] == 45   # OUT_OF_ORDER_SEQUENCE_NUMBER
     client.close()
+
+
+def test_an_idempotent_producer_keeps_a_partition_s_unanswered_batches_within_the_window(broker_factory,
+                                                                                          topic_name):
+    """More unanswered batches than the broker remembers could not all be recognised when resent
+    after a restart, and would be refused for ever as out of order."""
+    node = broker_factory()
+    with AdminClient({"bootstrap.servers": node.bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(30)
+    acked = Acked()
+    producer = Producer({"bootstrap.servers": node.bootstrap, "batch.size": 1, "linger.ms": 0,
+                         "on_delivery": acked})
+    producer.produce(topic_name, value=b"warm-up")
+    assert producer.flush(30) == 0
+    sender = producer._sender
+    node.pause()
+    try:
+        for i in range(4 * IDEMPOTENCE_WINDOW):
+            producer.produce(topic_name, value=b"%d" % i)
+        key = (topic_name, 0)
+        wait_until(lambda: sender.unanswered_batches[key] >= IDEMPOTENCE_WINDOW, 30, 0.01,
+                   "a full window of unanswered batches")
+        assert sender.unanswered_batches[key] == IDEMPOTENCE_WINDOW
+        assert sum(sender.in_flight.values()) < sender.max_in_flight   # the window held it back
+    finally:
+        node.resume()
+    assert producer.flush(60) == 0
+    producer.close()
+    assert acked.failed == []
+    assert acked.values == [b"warm-up"] + [b"%d" % i for i in range(4 * IDEMPOTENCE_WINDOW)]
 
 
 def test_producer_ids_are_unique_across_brokers_and_restarts(cluster_factory):

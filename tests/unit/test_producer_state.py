@@ -11,7 +11,7 @@ from broker.config import TOPIC_CONFIG
 from broker.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from broker.partition import AppendNotifier, Partition
 from broker.records.arrow_body import encode_batch, record_batch
-from broker.records.batch import stamp_producer, validate_batches
+from broker.records.batch import IDEMPOTENCE_WINDOW, stamp_producer, validate_batches
 from broker.storage.log import Log
 from broker.storage.producer_state import SNAPSHOT_FILE, ProducerStateManager
 
@@ -37,13 +37,15 @@ def test_a_resent_batch_is_recognised_and_a_gap_refused():
     assert state.check(header(batch(7, 0, 2))) is None
 
 
-def test_only_the_last_five_batches_are_remembered():
+def test_only_the_last_window_of_batches_is_remembered():
     state = ProducerStateManager()
-    for i in range(7):
+    n = IDEMPOTENCE_WINDOW + 2
+    for i in range(n):
         state.update(header(batch(7, 0, 2 * i)), 2 * i, 2 * i + 1)
-    assert state.check(header(batch(7, 0, 4))).first_offset == 4       # the 3rd of 7: still cached
+    oldest = 2 * (n - IDEMPOTENCE_WINDOW)
+    assert state.check(header(batch(7, 0, oldest))).first_offset == oldest   # still remembered
     with pytest.raises(OutOfOrderSequenceError):
-        state.check(header(batch(7, 0, 2)))                           # the 2nd: forgotten
+        state.check(header(batch(7, 0, oldest - 2)))                       # forgotten
 
 
 def test_an_older_epoch_is_fenced_and_a_new_epoch_starts_at_zero():
