@@ -466,9 +466,9 @@ class _Sender:
             f"topic '{topic}' has {n} partition(s); partition {batch.partition} does not exist"))
 
     def _expire(self, now: float) -> None:
-        for key, queue in self.queues.items():
-            while queue and now - queue[0].created >= self.delivery_timeout:
-                batch = queue.popleft()
+        for key, pending in self.queues.items():
+            while pending and now - pending[0].created >= self.delivery_timeout:
+                batch = pending.popleft()
                 self._gave_up(batch)
                 self.p._report(batch, KafkaTimeoutError(
                     f"{batch.count} record(s) for {batch.topic}[{batch.partition}] expired after "
@@ -536,11 +536,11 @@ class _Sender:
         added = self._add_to_transaction(now)
         next_at = math.inf
         by_node: dict[int, list] = collections.defaultdict(list)
-        for key, queue in self.queues.items():
-            if not queue:
+        for key, pending in self.queues.items():
+            if not pending:
                 continue
-            if queue[0].retry_at > now:
-                next_at = min(next_at, queue[0].retry_at)
+            if pending[0].retry_at > now:
+                next_at = min(next_at, pending[0].retry_at)
                 continue
             try:
                 node = self.p.cluster.leader(*key)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from broker.client import (OFFSET_BEGINNING, AdminClient, Consumer, NewTopic, Producer, TopicPartition)
+from broker.client import AdminClient, Consumer, NewTopic, Producer, TopicPartition
 from broker.client.cluster import ClusterClient, translate_rpc_error
 from broker.errors import (CorruptRecordError, InvalidConfigError, InvalidPartitionsError, InvalidRecordError,
                            InvalidReplicationFactorError, InvalidRequestError, InvalidTopicError,
