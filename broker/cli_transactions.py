@@ -77,10 +77,12 @@ def transactions_abort(ctx, transactional_id):
 @transactions.command("describe-producers")
 @click.option("--topic", "-t", required=True)
 @click.option("--partition", "-p", "partitions", type=int, multiple=True, help="default: every partition")
+@click.option("--all", "verbose", is_flag=True,
+              help="also every producer the partition remembers (idle ones go after producer.id.expiration.ms)")
 @click.pass_context
-def transactions_describe_producers(ctx, topic, partitions):
+def transactions_describe_producers(ctx, topic, partitions, verbose):
     """Per partition: the last stable offset, the high watermark and each open transaction, oldest first
-    (the first is what holds the last stable offset back)."""
+    (the first is what holds the last stable offset back); with --all, every producer remembered."""
     from broker.client import TopicPartition
     with _admin(ctx) as admin:
         if not partitions:
@@ -101,3 +103,7 @@ def transactions_describe_producers(ctx, topic, partitions):
                     for o in r.open_transactions])
         else:
             click.echo("(no open transactions)")
+        if verbose:
+            _table([["ACTIVE-PRODUCER-ID", "EPOCH", "LAST-SEQUENCE", "LAST-WRITE", "TXN-START-OFFSET"]] +
+                   [[str(a.producer_id), str(a.producer_epoch), str(a.last_sequence), _when(a.last_timestamp),
+                     str(a.current_txn_start_offset)] for a in r.active_producers])

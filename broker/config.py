@@ -261,6 +261,16 @@ BROKER_KEYS = [
               at_least(1024)),
     ConfigKey("transaction.max.timeout.ms", int, 900_000, "longest transaction.timeout.ms a producer may ask for",
               at_least(1)),
+    ConfigKey("transactional.id.expiration.ms", int, 604_800_000,
+              "a transactional.id with no transaction for this long is forgotten by its coordinator",
+              at_least(1)),
+    ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", int, 3_600_000,
+              "how often idle transactional ids are looked for", at_least(1)),
+    ConfigKey("producer.id.expiration.ms", int, 86_400_000,
+              "a partition forgets an idempotent producer that wrote nothing for this long (and has no "
+              "open transaction)", at_least(1)),
+    ConfigKey("producer.id.expiration.check.interval.ms", int, 600_000,
+              "how often idle producers are looked for", at_least(1)),
     ConfigKey("group.consumer.heartbeat.interval.ms", int, 3000,
               "how often members heartbeat when nothing is moving (they are told to)", at_least(10)),
 ] + [ConfigKey(k.broker_default, k.type, k.default, k.doc, k.validator)

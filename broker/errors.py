@@ -144,6 +144,10 @@ ThrottlingQuotaExceededError = _error("ThrottlingQuotaExceededError", 89, S.RESO
 OutOfOrderSequenceError = _error(
     "OutOfOrderSequenceError", 45, S.FAILED_PRECONDITION, retriable=True,
     doc="A producer batch skipped sequence numbers: an earlier batch is missing (the producer resends in order).")
+UnknownProducerIdError = _error(
+    "UnknownProducerIdError", 59, S.FAILED_PRECONDITION,
+    doc="The partition no longer knows this producer (its state expired after producer.id.expiration.ms, "
+        "or retention removed its records): an idempotent producer starts a new epoch from sequence 0.")
 InvalidProducerEpochError = _error("InvalidProducerEpochError", 47, S.FAILED_PRECONDITION,
                                    doc="A newer instance of this producer (higher epoch) has taken over.")
 InvalidTxnStateError = _error("InvalidTxnStateError", 48, S.FAILED_PRECONDITION,

@@ -395,6 +395,10 @@ class Partition:
         with self.lock:
             return self.producers.open_transactions()
 
+    def active_producers(self) -> list[tuple[int, int, int, int, int]]:
+        with self.lock:
+            return self.producers.active()
+
     def offsets(self) -> tuple[int, int, int]:
         """(log start offset, high watermark, log end offset)."""
         with self.lock:
@@ -428,6 +432,10 @@ class Partition:
                 self.epochs.truncate_from_start(start)
         self.notifier.bump()  # long-polling consumers below the new start get OffsetOutOfRange now
         return start
+
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> list[int]:
+        with self.lock:
+            return self.producers.expire(now_ms, expiration_ms)
 
     def apply_retention(self, now_ms: int) -> retention.RetentionResult:
         with self.lock:

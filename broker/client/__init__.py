@@ -8,7 +8,7 @@ from broker.client.message import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID,
                                    TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
                                    TIMESTAMP_NOT_AVAILABLE, Message, TopicPartition)
 from broker.client.producer import Producer
-from broker.client.txn_admin import (OpenTransaction, PartitionProducers, TransactionDescription,
+from broker.client.txn_admin import (ActiveProducer, OpenTransaction, PartitionProducers, TransactionDescription,
                                      TransactionListing)
 from broker.errors import KafkaError, KafkaException, RiverlogError
 
@@ -19,5 +19,5 @@ __all__ = [
     "KafkaError", "KafkaException", "ListOffsetsResultInfo", "Message", "NewPartitions", "NewTopic", "OFFSET_BEGINNING",
     "OFFSET_END", "OFFSET_INVALID", "OFFSET_STORED", "OffsetSpec", "Producer", "ResourceType",
     "RiverlogError", "TIMESTAMP_CREATE_TIME", "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE",
-    "TopicPartition", "OpenTransaction", "PartitionProducers", "TransactionDescription", "TransactionListing",
+    "TopicPartition", "ActiveProducer", "OpenTransaction", "PartitionProducers", "TransactionDescription", "TransactionListing",
 ]

@@ -46,7 +46,8 @@ from broker.client.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TI
 from broker.client.transactions import TransactionManager
 from broker.errors import (ClientClosedError, InvalidConfigError, InvalidTxnStateError, KafkaTimeoutError,
                            MessageTooLargeError, NetworkError, OutOfOrderSequenceError, QueueFullError,
-                           RiverlogError, UnknownPartitionError, UnknownTopicOrPartitionError, error_for_code)
+                           RiverlogError, UnknownPartitionError, UnknownProducerIdError, UnknownTopicOrPartitionError,
+                           error_for_code)
 from broker.proto import riverlog_pb2 as pb
 from broker.records.batch import IDEMPOTENCE_WINDOW, stamp_producer
 
@@ -669,11 +670,19 @@ class _Sender:
     def _retry_or_fail(self, key, taken: list[ProducerBatch], error: RiverlogError) -> None:
         log.debug("produce to %s[%d] failed: %r", key[0], key[1], error)
         now = time.monotonic()
-        if isinstance(error, OutOfOrderSequenceError):
+        retriable = error.retriable
+        if isinstance(error, UnknownProducerIdError) and self.p._txn is None:
+            # The partition forgot this producer (it was idle past producer.id.expiration.ms): a
+            # new epoch numbers from 0 again, which any partition accepts (Kafka's KIP-360).
+            if any(b.producer_epoch == self.producer_epoch for b in taken):
+                self.producer_epoch += 1
+                self.next_sequence = {}
+            retriable = True
+        if isinstance(error, (OutOfOrderSequenceError, UnknownProducerIdError)):
             for batch in taken:  # not written; if its epoch is over, it is numbered again when resent
                 if batch.producer_epoch != self.producer_epoch:
                     batch.base_sequence = None
-        if error.retriable:
+        if retriable:
             self.stale_metadata = True
             self.unsteady_until[key] = now + self.settle_time
             retry = [b for b in taken if b.attempts < self.retries and now - b.created < self.delivery_timeout]

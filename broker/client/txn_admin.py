@@ -56,10 +56,20 @@ class OpenTransaction:
 
 
 @dataclass
+class ActiveProducer:
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int                 # ms of its last write; forgotten after producer.id.expiration.ms
+    current_txn_start_offset: int       # -1: no open transaction
+
+
+@dataclass
 class PartitionProducers:
     last_stable_offset: int
     high_watermark: int
     open_transactions: list[OpenTransaction] = field(default_factory=list)  # oldest first
+    active_producers: list[ActiveProducer] = field(default_factory=list)   # every one remembered, by id
 
 
 def _error(code: int, message: str) -> RiverlogError:
@@ -151,4 +161,6 @@ class TransactionAdmin:
             lambda response: response.partitions[0],
             lambda r: PartitionProducers(r.last_stable_offset, r.high_watermark, [
                 OpenTransaction(o.producer_id, o.producer_epoch, o.first_offset, o.start_ms)
-                for o in r.open_transactions]))
+                for o in r.open_transactions], [
+                ActiveProducer(a.producer_id, a.producer_epoch, a.last_sequence, a.last_timestamp,
+                               a.current_txn_start_offset) for a in r.active_producers]))

@@ -337,6 +337,9 @@ class Broker:
     def apply_retention(self) -> None:
         self.replicas.apply_retention()
 
+    def expire_producers(self) -> None:
+        self.replicas.expire_producers(self.config["producer.id.expiration.ms"])
+
     def close(self) -> None:
         """Flush and close every log, then mark the shutdown clean."""
         self._stopped.set()

@@ -162,6 +162,14 @@ class ReplicaManager:
                          partition.topic, partition.index, result.segments, result.bytes,
                          ", ".join(sorted(set(result.reasons))), result.log_start_offset)
 
+    def expire_producers(self, expiration_ms: int) -> None:
+        """Forget idle idempotent producers in every hosted partition (``producer.id.expiration.ms``)."""
+        now = self.clock.time_ms()
+        for partition in self.hosted():
+            gone = partition.expire_producers(now, expiration_ms)
+            if gone:
+                log.info("%s-%d: forgot %d idle producer(s)", partition.topic, partition.index, len(gone))
+
     def close(self) -> None:
         self.fetchers.close()
         for partition in list(self.partitions.values()):

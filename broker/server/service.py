@@ -236,7 +236,12 @@ class BrokerServer:
             self._controller_grpc.add_insecure_port(f"{host}:{voter[1]}")
             pb_grpc.add_RiverlogInternalServicer_to_server(internal, self._controller_grpc)
         self._scheduler = threading.Thread(target=self._run_scheduler, name="riverlog-scheduler", daemon=True)
-        self._retention = threading.Thread(target=self._run_retention, name="riverlog-retention", daemon=True)
+        self._retention = threading.Thread(target=self._every, args=(
+            "log.retention.check.interval.ms", self.broker.apply_retention, "retention check"),
+            name="riverlog-retention", daemon=True)
+        self._expiration = threading.Thread(target=self._every, args=(
+            "producer.id.expiration.check.interval.ms", self.broker.expire_producers, "producer expiration"),
+            name="riverlog-producer-expiration", daemon=True)
         self.cleaner = LogCleaner(config, clock, self.broker.replicas.hosted)
 
     @property
@@ -255,6 +260,7 @@ class BrokerServer:
             self.transactions.start()
         self._scheduler.start()
         self._retention.start()
+        self._expiration.start()
         self.cleaner.start()
         if wait_ready and not self.broker.wait_until_ready(wait_ready):
             log.warning("node %d is serving but not yet registered with an active controller",
@@ -271,13 +277,13 @@ class BrokerServer:
             except Exception:  # noqa: BLE001 - keep the scheduler alive; the error is logged
                 log.exception("scheduled flush failed")
 
-    def _run_retention(self) -> None:
-        interval = self.config["log.retention.check.interval.ms"] / 1000.0
+    def _every(self, interval_key: str, action, what: str) -> None:
+        interval = self.config[interval_key] / 1000.0
         while not self._stopped.wait(interval):
             try:
-                self.broker.apply_retention()
+                action()
             except Exception:  # noqa: BLE001 - keep the thread alive; the error is logged
-                log.exception("retention check failed")
+                log.exception("%s failed", what)
 
     def wait(self) -> None:
         self._stopped.wait()

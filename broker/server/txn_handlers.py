@@ -92,7 +92,8 @@ class TransactionHandlers:
         return pb.AbortTransactionResponse(producer_id=pid, producer_epoch=epoch)
 
     def describe_producers(self, request: pb.DescribeProducersRequest) -> pb.DescribeProducersResponse:
-        """Open transactions of partitions this broker leads: what holds each last stable offset back."""
+        """Producers of partitions this broker leads, and their open transactions: what holds each
+        last stable offset back."""
         response = pb.DescribeProducersResponse()
         for g in request.partitions:
             for index in g.partitions:
@@ -104,6 +105,9 @@ class TransactionHandlers:
                     for pid, epoch, first, start in partition.open_transactions():
                         r.open_transactions.add(producer_id=pid, producer_epoch=epoch, first_offset=first,
                                                 start_ms=start)
+                    for pid, epoch, sequence, last_ms, txn_first in partition.active_producers():
+                        r.active_producers.add(producer_id=pid, producer_epoch=epoch, last_sequence=sequence,
+                                               last_timestamp=last_ms, current_txn_start_offset=txn_first)
                 except RiverlogError as e:
                     r.error_code, r.error_message = e.code, e.message
         return response

@@ -7,7 +7,9 @@ and to every group with offsets in it; then ``Complete…`` is written. If marke
 written now, the transaction stays prepared and the coordinator's timer finishes it — also after a
 failover, since the new coordinator replays the prepared state. The same timer aborts
 transactions open longer than their ``transaction.timeout.ms``, bumping the epoch so the producer
-that opened them is fenced.
+that opened them is fenced, and every
+``transaction.remove.expired.transaction.cleanup.interval.ms`` forgets transactional ids idle for
+``transactional.id.expiration.ms``.
 """
 from __future__ import annotations
 
@@ -35,9 +37,11 @@ class TransactionRuntime(CoordinatorRuntime):
     def __init__(self, broker, groups):
         super().__init__(broker)
         self.groups = groups  # this broker's GroupRuntime, for markers of groups it coordinates
+        self._next_expiry: dict[int, int] = {}  # per shard: when idle transactional ids are next looked for
 
     def new_shard(self, partition: int) -> TransactionShard:
-        return TransactionShard(partition, self.config["transaction.max.timeout.ms"])
+        return TransactionShard(partition, self.config["transaction.max.timeout.ms"],
+                                self.config["transactional.id.expiration.ms"])
 
     def topic_settings(self) -> dict:
         return {"num_partitions": self.config["transaction.state.log.num.partitions"],
@@ -169,3 +173,14 @@ class TransactionRuntime(CoordinatorRuntime):
                 self.write(loaded, shard.complete(meta.transactional_id, now_ms))
             except RiverlogError as e:
                 log.debug("transaction '%s' still completing: %r", meta.transactional_id, e)
+        if now_ms < self._next_expiry.get(shard.partition, 0):
+            return
+        self._next_expiry[shard.partition] = now_ms + self.config[
+            "transaction.remove.expired.transaction.cleanup.interval.ms"]
+        tombstones = shard.expire(now_ms)
+        if tombstones:
+            try:
+                self.write(loaded, tombstones)
+                log.info("forgot %d idle transactional id(s) (transactional.id.expiration.ms)", len(tombstones))
+            except RiverlogError as e:
+                log.warning("could not expire transactional ids: %r", e)

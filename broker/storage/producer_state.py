@@ -8,6 +8,11 @@ the first time; a batch that skips sequence numbers is refused (``OutOfOrderSequ
 from an older epoch of the producer (``InvalidProducerEpoch``). Followers apply the same batches
 without checks, so a new leader knows every producer its predecessor did.
 
+A producer that has written nothing here for ``producer.id.expiration.ms`` and has no open
+transaction is forgotten (:meth:`ProducerStateManager.expire`), as in Kafka: otherwise every
+producer id ever seen (the exactly-once Spark sink uses new ones all the time) would stay in memory
+and in every snapshot. Its next batch gets ``UnknownProducerId`` unless it starts a new epoch.
+
 Transactions: the first offset of each producer's open transaction in this partition (the
 smallest of them holds the last stable offset back), and the aborted transactions' offset ranges
 (``read_committed`` fetches return the ones they overlap, so consumers skip those records). A
@@ -26,7 +31,7 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 
-from broker.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from broker.errors import InvalidProducerEpochError, OutOfOrderSequenceError, UnknownProducerIdError
 from broker.records.batch import IDEMPOTENCE_WINDOW, BatchHeader
 from broker.storage.checkpoint import write_atomically
 
@@ -48,6 +53,7 @@ class ProducerEntry:
     batches: deque = field(default_factory=lambda: deque(maxlen=IDEMPOTENCE_WINDOW))
     txn_first_offset: int = -1  # first offset of its open transaction here, -1 when none
     txn_start_ms: int = -1
+    last_timestamp: int = -1  # of its last write: the leader's clock, else the batch's timestamp
 
     @property
     def last_sequence(self) -> int:
@@ -81,9 +87,9 @@ class ProducerStateManager:
         entry = self.producers.get(pid)
         if entry is None:
             if first != 0:
-                raise OutOfOrderSequenceError(
-                    f"producer {pid} is unknown to this partition and sent sequence {first}; a new "
-                    "producer starts at 0 (were its records removed by retention?)")
+                raise UnknownProducerIdError(
+                    f"producer {pid} is unknown to this partition and sent sequence {first}: its state "
+                    "expired (producer.id.expiration.ms) or its records were removed by retention")
             return None
         if header.producer_epoch < entry.epoch:
             raise InvalidProducerEpochError(
@@ -113,6 +119,7 @@ class ProducerStateManager:
         entry = self._entry(pid, header.producer_epoch)
         first, last = _sequences(header)
         entry.batches.append(BatchMetadata(first, last, first_offset, last_offset, header.max_timestamp))
+        entry.last_timestamp = header.max_timestamp if now_ms is None else now_ms
         if header.is_transactional and entry.txn_first_offset < 0:
             entry.txn_first_offset = first_offset
             entry.txn_start_ms = header.max_timestamp if now_ms is None else now_ms
@@ -131,6 +138,15 @@ class ProducerStateManager:
         if entry.txn_first_offset >= 0 and not commit:
             self.aborted.append(AbortedTxn(header.producer_id, entry.txn_first_offset, marker_offset))
         entry.txn_first_offset, entry.txn_start_ms = -1, -1
+        entry.last_timestamp = max(entry.last_timestamp, header.max_timestamp)
+
+    def expire(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget producers idle for ``expiration_ms`` with no open transaction; their ids."""
+        gone = [pid for pid, e in self.producers.items()
+                if e.txn_first_offset < 0 and 0 <= e.last_timestamp <= now_ms - expiration_ms]
+        for pid in gone:
+            del self.producers[pid]
+        return gone
 
     def replay(self, batches) -> None:
         """Rebuild from ``(header, load)`` pairs, oldest first (after a snapshot, or after
@@ -154,6 +170,12 @@ class ProducerStateManager:
         return sorted(((pid, e.epoch, e.txn_first_offset, e.txn_start_ms) for pid, e in self.producers.items()
                        if e.txn_first_offset >= 0), key=lambda t: t[2])
 
+    def active(self) -> list[tuple[int, int, int, int, int]]:
+        """(producer id, epoch, last sequence, last write ms, open transaction's first offset or -1)
+        of every producer remembered here, by id."""
+        return [(pid, e.epoch, e.last_sequence, e.last_timestamp, e.txn_first_offset)
+                for pid, e in sorted(self.producers.items())]
+
     def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
         """Aborted transactions with records in [start, end)."""
         return [a for a in self.aborted if a.last_offset >= start and a.first_offset < end]
@@ -168,7 +190,7 @@ class ProducerStateManager:
         if self.directory is None:
             return
         doc = {"offset": offset, "producers": {
-            str(pid): {"epoch": e.epoch, "txn": [e.txn_first_offset, e.txn_start_ms],
+            str(pid): {"epoch": e.epoch, "txn": [e.txn_first_offset, e.txn_start_ms], "last": e.last_timestamp,
                        "batches": [[b.first_sequence, b.last_sequence, b.first_offset, b.last_offset, b.timestamp]
                                    for b in e.batches]}
             for pid, e in self.producers.items()},
@@ -190,5 +212,6 @@ class ProducerStateManager:
             entry = self.producers[int(pid)] = ProducerEntry(e["epoch"])
             entry.batches.extend(BatchMetadata(*b) for b in e["batches"])
             entry.txn_first_offset, entry.txn_start_ms = e.get("txn", [-1, -1])
+            entry.last_timestamp = e.get("last", entry.batches[-1].timestamp if entry.batches else -1)
         self.aborted = [AbortedTxn(*a) for a in doc.get("aborted", [])]
         return doc["offset"]

@@ -10,6 +10,10 @@ markers between the prepare and complete steps; a coordinator that takes over a 
 finishes every transaction it finds prepared, so a decision, once durable, always reaches every
 partition.
 
+A ``transactional.id`` with no open transaction and no change for ``transactional.id.expiration.ms``
+is forgotten (a tombstone): the exactly-once Spark sink names a new one per task and micro-batch,
+so without expiry the coordinator's state would only grow.
+
 Records: key ``{"type": "txn", "id": transactional_id}``, value the metadata below.
 """
 from __future__ import annotations
@@ -68,9 +72,10 @@ def _key(transactional_id: str) -> bytes:
 
 
 class TransactionShard:
-    def __init__(self, partition: int, max_timeout_ms: int = 900_000):
+    def __init__(self, partition: int, max_timeout_ms: int = 900_000, expiration_ms: int = 604_800_000):
         self.partition = partition
         self.max_timeout_ms = max_timeout_ms
+        self.expiration_ms = expiration_ms
         self.txns: dict[str, TransactionMetadata] = {}
 
     def load(self, records: Iterable[Record], now_ms: int) -> None:
@@ -190,6 +195,16 @@ class TransactionShard:
     def timed_out(self, now_ms: int) -> list[str]:
         return [m.transactional_id for m in self.txns.values()
                 if m.state == ONGOING and m.start_ms >= 0 and now_ms - m.start_ms > m.timeout_ms]
+
+    def expire(self, now_ms: int) -> list[Record]:
+        """Tombstones for the idle transactional ids (no open transaction, no change for
+        ``expiration_ms``), which are forgotten."""
+        idle = [m.transactional_id for m in self.txns.values()
+                if m.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
+                and now_ms - m.last_update_ms >= self.expiration_ms]
+        for txn_id in idle:
+            del self.txns[txn_id]
+        return [(_key(txn_id), None) for txn_id in idle]
 
     def prepared(self) -> list[TransactionMetadata]:
         return [m for m in self.txns.values() if m.state in PREPARED]

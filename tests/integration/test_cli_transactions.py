@@ -61,19 +61,20 @@ def _fields(text: str) -> dict[str, str]:
 
 
 def _producers(text: str) -> dict[int, dict]:
-    """``describe-producers`` output as {partition: {"lso", "hw", "open": [[pid, epoch, first, started]]}}."""
+    """``describe-producers [--all]`` output as {partition: {"lso", "hw", "open": [[pid, epoch, first,
+    started]], "active": [[pid, epoch, last sequence, last write, txn start offset]]}}."""
     out, current, section = {}, None, None
     for row in (line.split() for line in lines(text)):
         if not row:
             continue
-        if row[0] in ("TOPIC", "PRODUCER-ID"):
+        if row[0] in ("TOPIC", "PRODUCER-ID", "ACTIVE-PRODUCER-ID"):
             section = row[0]
         elif row[0].startswith("("):
             continue
         elif section == "TOPIC":
-            current = out[int(row[1])] = {"lso": int(row[2]), "hw": int(row[3]), "open": []}
+            current = out[int(row[1])] = {"lso": int(row[2]), "hw": int(row[3]), "open": [], "active": []}
         else:
-            current["open"].append(row)
+            current["open" if section == "PRODUCER-ID" else "active"].append(row)
     return out
 
 
@@ -102,6 +103,12 @@ def test_cli_finds_and_aborts_a_hanging_transaction(cli, shared_broker, topic_na
         assert (held[0]["lso"], held[0]["hw"]) == (1, 4), held
         assert [o[:3] for o in held[0]["open"]] == [[pid, "0", "1"]], held
         assert (held[1]["lso"], held[1]["hw"], held[1]["open"]) == (0, 0, []), held
+        assert held[0]["active"] == [], held                                     # only with --all
+
+        every = _producers(cli("transactions", "describe-producers", "--topic", topic_name, "--all").stdout)
+        active = {row[0]: row for row in every[0]["active"]}
+        assert len(active) == 2, every                     # the plain idempotent producer too
+        assert [active[pid][i] for i in (1, 2, 4)] == ["0", "2", "1"], every   # epoch, last sequence, txn start
 
         aborted = cli("transactions", "abort", "--transactional-id", txn_id).stdout
         assert f"producer id {pid} is now at epoch 1" in aborted, aborted

@@ -236,3 +236,82 @@ def test_the_latest_offset_of_a_read_committed_consumer_is_the_last_stable_offse
         c.close()
     p.abort_transaction(30)
     p.close()
+
+
+def test_idle_transactional_ids_and_producers_are_forgotten_and_can_start_again(broker_factory, topic_name):
+    node = broker_factory({**CONFIG, "transactional.id.expiration.ms": 1500,
+                           "transaction.remove.expired.transaction.cleanup.interval.ms": 100,
+                           "producer.id.expiration.ms": 1500, "producer.id.expiration.check.interval.ms": 100})
+    make_topics(node.bootstrap, topic_name, partitions=1)
+    tp = TopicPartition(topic_name, 0)
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+
+    def listed() -> dict[str, str]:
+        return {t.transactional_id: t.state for t in admin.list_transactions().result(30)}
+
+    def producers() -> list:
+        return admin.describe_producers([tp])[tp].result(30).active_producers
+
+    done = Producer({"bootstrap.servers": node.bootstrap, "transactional.id": "done-app"})
+    done.init_transactions(30)
+    done.begin_transaction()
+    done.produce(topic_name, value=b"committed")
+    done.commit_transaction(30)
+    hanging = Producer({"bootstrap.servers": node.bootstrap, "transactional.id": "open-app",
+                        "transaction.timeout.ms": 120_000})
+    hanging.init_transactions(30)
+    hanging.begin_transaction()
+    hanging.produce(topic_name, value=b"open")
+    hanging.flush(30)
+    assert listed() == {"done-app": "CompleteCommit", "open-app": "Ongoing"}
+    assert len(producers()) == 2
+
+    wait_until(lambda: "done-app" not in listed(), 30, 0.1, "the idle transactional.id forgotten")
+    wait_until(lambda: len(producers()) == 1, 30, 0.1, "the idle producer forgotten by the partition")
+    assert listed() == {"open-app": "Ongoing"}              # an open transaction is never expired
+    assert producers()[0].current_txn_start_offset == 2    # after the record and its commit marker
+
+    node.stop()
+    node.start()                                            # the tombstone is replayed: still forgotten
+    assert wait_until(lambda: _quietly(listed) == {"open-app": "Ongoing"}, 30, 0.2, "transactions after restart")
+    again = Producer({"bootstrap.servers": node.bootstrap, "transactional.id": "done-app"})
+    again.init_transactions(30)                             # starts afresh, with a new producer id
+    again.begin_transaction()
+    again.produce(topic_name, value=b"again")
+    again.commit_transaction(30)
+    assert listed()["done-app"] == "CompleteCommit"
+    for p in (done, hanging, again):
+        p.close()
+    admin.close()
+
+
+def test_an_idempotent_producer_forgotten_by_a_partition_starts_a_new_epoch(broker_factory, topic_name):
+    node = broker_factory({"producer.id.expiration.ms": 1500, "producer.id.expiration.check.interval.ms": 100})
+    make_topics(node.bootstrap, topic_name, partitions=1)
+    tp = TopicPartition(topic_name, 0)
+    failed = []
+    producer = Producer({"bootstrap.servers": node.bootstrap, "on_delivery": lambda err, msg: err and failed.append(err)})
+    with AdminClient({"bootstrap.servers": node.bootstrap}) as admin:
+        for i in range(3):
+            producer.produce(topic_name, value=b"%d" % i)
+        assert producer.flush(30) == 0
+        [before] = admin.describe_producers([tp])[tp].result(30).active_producers
+        assert (before.producer_epoch, before.last_sequence) == (0, 2)
+        wait_until(lambda: not admin.describe_producers([tp])[tp].result(30).active_producers, 30, 0.1,
+                   "the idle producer forgotten")
+        for i in range(3, 6):
+            producer.produce(topic_name, value=b"%d" % i)  # sequence 3 is unknown: UnknownProducerId
+        assert producer.flush(30) == 0
+        [after] = admin.describe_producers([tp])[tp].result(30).active_producers
+    producer.close()
+    assert failed == []
+    assert (after.producer_id, after.producer_epoch, after.last_sequence) == (before.producer_id, 1, 2)
+    assert read(node.bootstrap, topic_name, "read_uncommitted", partitions=1, settle=0.5) == \
+        [b"%d" % i for i in range(6)]
+
+
+def _quietly(fn):
+    try:
+        return fn()
+    except Exception:  # noqa: BLE001 - still starting
+        return None

@@ -8,7 +8,7 @@ import pytest
 
 from broker.clock import ManualClock
 from broker.config import TOPIC_CONFIG
-from broker.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from broker.errors import InvalidProducerEpochError, OutOfOrderSequenceError, UnknownProducerIdError
 from broker.partition import AppendNotifier, Partition
 from broker.records.arrow_body import encode_batch, record_batch
 from broker.records.batch import IDEMPOTENCE_WINDOW, stamp_producer, validate_batches
@@ -60,9 +60,28 @@ def test_an_older_epoch_is_fenced_and_a_new_epoch_starts_at_zero():
 
 def test_an_unknown_producer_must_start_at_zero():
     state = ProducerStateManager()
-    with pytest.raises(OutOfOrderSequenceError):
+    with pytest.raises(UnknownProducerIdError):
         state.check(header(batch(8, 0, 4)))
     assert state.check(header(batch(-1, -1, -1))) is None  # not idempotent: never checked
+
+
+def test_idle_producers_expire_unless_a_transaction_is_open(tmp_path):
+    state = ProducerStateManager(str(tmp_path))
+    state.update(header(batch(7, 0, 0)), 0, 1, now_ms=1_000)
+    txn = stamp_producer(encode_batch(record_batch([b"k"], [b"v"], [1000])), 8, 0, 0, transactional=True)
+    state.update(header(txn), 2, 2, now_ms=1_000)
+    state.update(header(batch(9, 0, 0)), 3, 4, now_ms=1_500)
+    assert state.expire(now_ms=1_999, expiration_ms=1_000) == []
+    assert state.expire(now_ms=2_000, expiration_ms=1_000) == [7]
+    state.snapshot(5)
+    restored = ProducerStateManager(str(tmp_path))
+    restored.load()
+    assert set(restored.producers) == {8, 9}
+    assert restored.expire(now_ms=2_500, expiration_ms=1_000) == [9]   # its last write time was kept
+    assert set(restored.producers) == {8}                               # the open transaction stays
+    with pytest.raises(UnknownProducerIdError):
+        restored.check(header(batch(7, 0, 2)))                           # forgotten: no longer known
+    assert restored.check(header(batch(7, 1, 0))) is None                # a new epoch from 0 is welcome
 
 
 def _partition(directory: str, clean_shutdown: bool = True) -> Partition:

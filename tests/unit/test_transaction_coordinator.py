@@ -113,3 +113,29 @@ def test_replaying_the_records_rebuilds_every_transaction():
     assert replayed.txns == shard.txns
     assert [m.transactional_id for m in replayed.prepared()] == ["a"]
     assert replayed.txns["b"].state == ONGOING and replayed.txns["b"].partitions == {("u", 3)}
+
+
+def test_idle_transactional_ids_expire_with_a_tombstone_and_open_ones_stay():
+    shard, log = TransactionShard(0, expiration_ms=1_000), Log()
+    done_pid, done_epoch = started(shard, log, "done", now=0)
+    log.take(shard.add_partitions("done", done_pid, done_epoch, [("t", 0)], 10))
+    log.take(shard.end("done", done_pid, done_epoch, True, 20)[1])
+    log.take(shard.complete("done", 30))
+    open_pid, open_epoch = started(shard, log, "open", now=0)
+    log.take(shard.add_partitions("open", open_pid, open_epoch, [("t", 1)], 10))
+    started(shard, log, "fresh", now=900)
+
+    assert log.take(shard.expire(1_029)) == []                 # 'done' changed last at 30
+    tombstones = log.take(shard.expire(1_030))
+    assert [(json_id(k), v) for k, v in tombstones] == [("done", None)]
+    assert set(shard.txns) == {"open", "fresh"}                # an open transaction never expires
+    assert log.take(shard.expire(5_000)) and set(shard.txns) == {"open"}
+
+    replayed = TransactionShard(0)
+    replayed.load(log.records, 5_000)
+    assert set(replayed.txns) == {"open"}
+
+
+def json_id(key: bytes) -> str:
+    import json
+    return json.loads(key)["id"]
