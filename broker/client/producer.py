@@ -664,8 +664,12 @@ class _Sender:
         """A batch that was sent will never be written: later sequence numbers of its partition
         would wait forever for it, so the producer moves to a new epoch and numbers from 0 again."""
         if self.p._idempotent and batch.base_sequence is not None and batch.producer_epoch == self.producer_epoch:
-            self.producer_epoch += 1
-            self.next_sequence = {}
+            self._new_epoch()
+
+    def _new_epoch(self) -> None:
+        """Number every partition from 0 again under the next epoch (no partition refuses that)."""
+        self.producer_epoch += 1
+        self.next_sequence = {}
 
     def _retry_or_fail(self, key, taken: list[ProducerBatch], error: RiverlogError) -> None:
         log.debug("produce to %s[%d] failed: %r", key[0], key[1], error)
@@ -675,8 +679,7 @@ class _Sender:
             # The partition forgot this producer (it was idle past producer.id.expiration.ms): a
             # new epoch numbers from 0 again, which any partition accepts (Kafka's KIP-360).
             if any(b.producer_epoch == self.producer_epoch for b in taken):
-                self.producer_epoch += 1
-                self.next_sequence = {}
+                self._new_epoch()
             retriable = True
         if isinstance(error, (OutOfOrderSequenceError, UnknownProducerIdError)):
             for batch in taken:  # not written; if its epoch is over, it is numbered again when resent

@@ -17,3 +17,11 @@ def grouped(partitions: Iterable) -> list[pb.GroupPartitions]:
 
 def pairs(groups: Iterable[pb.GroupPartitions]) -> list[tuple[str, int]]:
     return [(g.topic, p) for g in groups for p in g.partitions]
+
+
+def add_results(results, partitions: Iterable[tuple[str, int]], error=None) -> None:
+    """One result per (topic, partition) in a repeated result field, all with ``error`` (or none):
+    a commit or an offset delete succeeds or fails for all its partitions at once."""
+    for topic, partition in partitions:
+        results.add(topic=topic, partition=partition, error_code=error.code if error else 0,
+                    error_message=error.message if error else "")

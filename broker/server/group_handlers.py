@@ -5,7 +5,7 @@ from __future__ import annotations
 from broker.errors import InvalidSessionTimeoutError, RiverlogError
 from broker.group.group import Committed
 from broker.proto import riverlog_pb2 as pb
-from broker.proto.partitions import grouped, pairs
+from broker.proto.partitions import add_results, grouped, pairs
 from broker.server.group_runtime import GroupRuntime
 
 
@@ -45,9 +45,7 @@ class GroupHandlers:
             error = None
         except RiverlogError as e:
             error = e
-        for topic, partition in offsets:
-            response.results.add(topic=topic, partition=partition, error_code=error.code if error else 0,
-                                 error_message=error.message if error else "")
+        add_results(response.results, offsets, error)
         return response
 
     def offset_fetch(self, request: pb.OffsetFetchRequest) -> pb.OffsetFetchResponse:
@@ -104,7 +102,5 @@ class GroupHandlers:
             error = None
         except RiverlogError as e:
             error = e
-        for topic, partition in tps:
-            response.results.add(topic=topic, partition=partition, error_code=error.code if error else 0,
-                                 error_message=error.message if error else "")
+        add_results(response.results, tps, error)
         return response

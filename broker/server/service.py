@@ -235,7 +235,9 @@ class BrokerServer:
             self._controller_grpc = _grpc_server(config, 16)
             self._controller_grpc.add_insecure_port(f"{host}:{voter[1]}")
             pb_grpc.add_RiverlogInternalServicer_to_server(internal, self._controller_grpc)
-        self._scheduler = threading.Thread(target=self._run_scheduler, name="riverlog-scheduler", daemon=True)
+        self._scheduler = threading.Thread(target=self._every, args=(
+            "log.flush.scheduler.interval.ms", self.broker.flush_due, "scheduled flush"),
+            name="riverlog-scheduler", daemon=True)
         self._retention = threading.Thread(target=self._every, args=(
             "log.retention.check.interval.ms", self.broker.apply_retention, "retention check"),
             name="riverlog-retention", daemon=True)
@@ -268,14 +270,6 @@ class BrokerServer:
         log.info("node %d (%s) listening on %s", self.broker.node_id, self.config["process.roles"],
                  self.bootstrap_servers)
         return self
-
-    def _run_scheduler(self) -> None:
-        interval = self.config["log.flush.scheduler.interval.ms"] / 1000.0
-        while not self._stopped.wait(interval):
-            try:
-                self.broker.flush_due()
-            except Exception:  # noqa: BLE001 - keep the scheduler alive; the error is logged
-                log.exception("scheduled flush failed")
 
     def _every(self, interval_key: str, action, what: str) -> None:
         interval = self.config[interval_key] / 1000.0

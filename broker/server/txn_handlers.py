@@ -5,7 +5,7 @@ from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailab
                            RiverlogError)
 from broker.group.group import Committed
 from broker.proto import riverlog_pb2 as pb
-from broker.proto.partitions import grouped, pairs
+from broker.proto.partitions import add_results, grouped, pairs
 from broker.server.txn_runtime import TransactionRuntime
 
 
@@ -45,9 +45,7 @@ class TransactionHandlers:
             raise  # the whole request goes elsewhere or later: the client retries it
         except RiverlogError as e:
             error = e
-        for topic, partition in offsets:
-            response.results.add(topic=topic, partition=partition, error_code=error.code if error else 0,
-                                 error_message=error.message if error else "")
+        add_results(response.results, offsets, error)
         return response
 
     def end(self, request: pb.EndTxnRequest) -> pb.EndTxnResponse:
