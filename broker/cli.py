@@ -13,11 +13,12 @@
     riverlog transactions describe-producers --topic invoices
 
 Every command but ``broker start`` talks to ``--bootstrap-server`` (default: $RIVERLOG_BOOTSTRAP_SERVERS
-or 127.0.0.1:9092). Errors print the typed error's name and message and exit with status 1.
+or 127.0.0.1:9092). Errors print the typed error's name and message and exit with status 1; a bad
+option value (``broker.cli_params`` types) prints click's ``Error: Invalid value ...`` line and exits
+with status 2; a file system or network failure prints its reason and the path, exit status 1.
 """
 from __future__ import annotations
 
-import datetime as dt
 import faulthandler
 import logging
 import os
@@ -26,6 +27,8 @@ import sys
 
 import click
 
+from broker.cli_params import (COUNT, DATA_DIR, INT32_MAX, INT64_MAX, LOG_LEVEL, NODE_ID, OFFSET, PARTITION, PORT,
+                               POSITIVE, QUORUM, TIMESTAMP, _Range, check_broker_values, check_listener_free)
 from broker.errors import RiverlogError
 
 DEFAULT_BOOTSTRAP = os.environ.get("RIVERLOG_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
@@ -41,14 +44,23 @@ def _pairs(values, what: str) -> dict[str, str]:
     return out
 
 
+PARTITION_COUNT = _Range(-1, INT32_MAX, "use 1 or more, or -1 for the broker's default")
+REPLICATION_FACTOR = _Range(-1, 32767, "use 1 or more, or -1 for the broker's default")
+
+
 class _Group(click.Group):
-    """Turns typed Riverlog errors into one clear line and exit status 1."""
+    """Turns typed Riverlog errors, and file system or network failures, into one clear line and
+    exit status 1."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except RiverlogError as e:
             click.echo(f"Error: {e.name}: {e.message}", err=True)
+            ctx.exit(1)
+        except OSError as e:
+            where = f" ({e.filename})" if e.filename else ""
+            click.echo(f"Error: {e.strerror or e}{where}; check the path and its permissions", err=True)
             ctx.exit(1)
 
 
@@ -68,17 +80,17 @@ def broker():
 
 
 @broker.command("start")
-@click.option("--data-dir", default=None, help="log.dirs: where partitions and metadata live")
+@click.option("--data-dir", type=DATA_DIR, default=None, help="log.dirs: where partitions and metadata live")
 @click.option("--host", default=None, help="interface to listen on (default 127.0.0.1)")
-@click.option("--port", type=int, default=None, help="port to listen on (default 9092; 0 picks a free one)")
-@click.option("--node-id", type=int, default=None, help="node.id")
+@click.option("--port", type=PORT, default=None, help="port to listen on (default 9092; 0 picks a free one)")
+@click.option("--node-id", type=NODE_ID, default=None, help="node.id")
 @click.option("--roles", default=None, help="process.roles: broker, controller or broker,controller (default)")
-@click.option("--controller-quorum", default=None,
+@click.option("--controller-quorum", type=QUORUM, default=None,
               help="controller.quorum.voters: id@host:port,... (default: this node alone)")
 @click.option("--properties", "properties_file", type=click.Path(exists=True, dir_okay=False),
               help="a server.properties file")
 @click.option("--config", "-c", "overrides", multiple=True, help="key=value broker config (repeatable)")
-@click.option("--log-level", default="INFO", show_default=True)
+@click.option("--log-level", type=LOG_LEVEL, default="INFO", show_default=True)
 def broker_start(data_dir, host, port, node_id, roles, controller_quorum, properties_file, overrides, log_level):
     """Start a node in the foreground; SIGTERM or Ctrl-C stops it cleanly (leadership moves first)."""
     from broker.config import BROKER_CONFIG, read_properties
@@ -98,7 +110,9 @@ def broker_start(data_dir, host, port, node_id, roles, controller_quorum, proper
     if host is not None or port is not None:
         cur_host, _, cur_port = values.get("listeners", "127.0.0.1:9092").rpartition(":")
         values["listeners"] = f"{host or cur_host or '127.0.0.1'}:{cur_port if port is None else port}"
+    check_broker_values(values)
     config = BROKER_CONFIG.parse(values)
+    _check_listeners_free(config)
     # A node alone is its own quorum and is ready within a moment; in a quorum it waits for peers.
     server = BrokerServer(config).start(wait_ready=0 if config["controller.quorum.voters"] else 30)
     click.echo(f"Riverlog node {server.broker.node_id} ({server.config['process.roles']}) listening on "
@@ -118,6 +132,16 @@ def broker_start(data_dir, host, port, node_id, roles, controller_quorum, proper
     faulthandler.cancel_dump_traceback_later()
 
 
+def _check_listeners_free(config) -> None:
+    """A port in use fails here as one line, not as the gRPC server's bind traceback."""
+    from broker.server.controller_runtime import parse_voters
+    check_listener_free(config["listeners"], "listener")
+    if "controller" in config["process.roles"]:
+        voter = parse_voters(config["controller.quorum.voters"]).get(config["node.id"])
+        if voter is not None and f"{voter[1]}" != config["listeners"].rpartition(":")[2]:
+            check_listener_free(f"{config['listeners'].rpartition(':')[0]}:{voter[1]}", "controller listener")
+
+
 # ----------------------------------------------------------------------------------- topics
 def _admin(ctx):
     from broker.client import AdminClient
@@ -131,8 +155,8 @@ def topics():
 
 @topics.command("create")
 @click.argument("name")
-@click.option("--partitions", "-p", type=int, default=-1, help="default: the broker's num.partitions")
-@click.option("--replication-factor", "-r", type=int, default=-1)
+@click.option("--partitions", "-p", type=PARTITION_COUNT, default=-1, help="default: the broker's num.partitions")
+@click.option("--replication-factor", "-r", type=REPLICATION_FACTOR, default=-1)
 @click.option("--config", "-c", "configs", multiple=True, help="key=value topic config (repeatable)")
 @click.option("--if-not-exists", is_flag=True, help="succeed quietly when the topic exists")
 @click.pass_context
@@ -197,7 +221,7 @@ def topics_delete(ctx, name):
 
 @topics.command("elect-leaders")
 @click.argument("name")
-@click.option("--partition", "-p", "partitions", type=int, multiple=True, help="default: every partition")
+@click.option("--partition", "-p", "partitions", type=PARTITION, multiple=True, help="default: every partition")
 @click.pass_context
 def topics_elect_leaders(ctx, name, partitions):
     """Move leadership back to the preferred (first) replicas that are in sync."""
@@ -210,7 +234,7 @@ def topics_elect_leaders(ctx, name, partitions):
 @click.argument("name")
 @click.option("--add-config", "-a", "add", multiple=True, help="key=value to set (repeatable)")
 @click.option("--delete-config", "-d", "delete", multiple=True, help="key to return to its default")
-@click.option("--partitions", type=int, default=None, help="grow the topic to this many partitions")
+@click.option("--partitions", type=POSITIVE, default=None, help="grow the topic to this many partitions")
 @click.pass_context
 def topics_alter(ctx, name, add, delete, partitions):
     from broker.client import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
@@ -236,7 +260,7 @@ def topics_alter(ctx, name, add, delete, partitions):
 @click.option("--file", "-f", "path", type=click.Path(exists=True, dir_okay=False),
               help="read lines from this file (default: standard input)")
 @click.option("--key-separator", "-k", default=None, help="split each line into key and value at this")
-@click.option("--partition", type=int, default=-1)
+@click.option("--partition", type=PARTITION, default=None, help="default: chosen by the partitioner")
 @click.option("--header", "-H", "headers", multiple=True, help="key=value header on every record")
 @click.option("--acks", default="all", show_default=True, type=click.Choice(["0", "1", "all", "-1"]))
 @click.option("--compression", default="none", show_default=True, type=click.Choice(["none", "lz4", "zstd"]))
@@ -273,7 +297,8 @@ def produce(ctx, topic, path, key_separator, partition, headers, acks, compressi
                     key, value = None, line
             else:
                 value = line
-            _produce_retrying(producer, topic, value, key, partition, header_list, on_delivery)
+            _produce_retrying(producer, topic, value, key, -1 if partition is None else partition,
+                              header_list, on_delivery)
             count += 1
         left = producer.flush(60)
     finally:
@@ -301,10 +326,10 @@ def _produce_retrying(producer, topic, value, key, partition, headers, on_delive
 @main.command()
 @click.argument("topic")
 @click.option("--from-beginning", is_flag=True, help="start at the earliest offset (default: the end)")
-@click.option("--partition", "-p", type=int, default=None, help="only this partition")
-@click.option("--offset", "-o", type=int, default=None, help="start at this offset (needs --partition)")
-@click.option("--max-messages", "-n", type=int, default=None, help="stop after this many records")
-@click.option("--timeout-ms", type=int, default=None, help="stop when nothing arrives for this long")
+@click.option("--partition", "-p", type=PARTITION, default=None, help="only this partition")
+@click.option("--offset", "-o", type=OFFSET, default=None, help="start at this offset (needs --partition)")
+@click.option("--max-messages", "-n", type=COUNT, default=None, help="stop after this many records")
+@click.option("--timeout-ms", type=COUNT, default=None, help="stop when nothing arrives for this long")
 @click.option("--print-key", is_flag=True)
 @click.option("--print-headers", is_flag=True)
 @click.option("--print-timestamp", is_flag=True)
@@ -364,31 +389,16 @@ def _format(msg, key, headers, timestamp, offset, sep) -> str:
 
 
 # ----------------------------------------------------------------------------------- offsets
-def _parse_time(value: str) -> int:
-    named = {"earliest": -2, "latest": -1, "max-timestamp": -3}
-    if value in named:
-        return named[value]
-    if value.lstrip("-").isdigit():
-        return int(value)
-    try:
-        moment = dt.datetime.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter("use earliest, latest, max-timestamp, ms since the epoch or an ISO-8601 time")
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
-    return int(moment.timestamp() * 1000)
-
-
 @main.command()
 @click.argument("topic")
-@click.option("--time", "-t", "when", default="latest", show_default=True,
+@click.option("--time", "-t", "when", type=TIMESTAMP, default="latest", show_default=True,
               help="earliest, latest, max-timestamp, ms since the epoch, or ISO-8601 (UTC if no zone)")
-@click.option("--partition", "-p", type=int, default=None)
+@click.option("--partition", "-p", type=PARTITION, default=None)
 @click.pass_context
 def offsets(ctx, topic, when, partition):
     """Print TOPIC:PARTITION:OFFSET for each partition at a point in time."""
     from broker.client import OffsetSpec, TopicPartition
-    spec = OffsetSpec(_parse_time(when))
+    spec = OffsetSpec(when)
     with _admin(ctx) as admin:
         info = admin.list_topics(topic).topics[topic]
         if info.error is not None:
@@ -401,9 +411,9 @@ def offsets(ctx, topic, when, partition):
 
 @main.command("delete-records")
 @click.argument("topic")
-@click.option("--offset", "-o", type=int, required=True,
+@click.option("--offset", "-o", type=_Range(-1, INT64_MAX, "use an offset of 0 or more, or -1"), required=True,
               help="delete every record below this offset; -1: everything up to the high watermark")
-@click.option("--partition", "-p", "partitions", type=int, multiple=True, help="default: every partition")
+@click.option("--partition", "-p", "partitions", type=PARTITION, multiple=True, help="default: every partition")
 @click.pass_context
 def delete_records(ctx, topic, offset, partitions):
     """Delete records below an offset (Kafka's kafka-delete-records); prints TOPIC:PARTITION:LOW_WATERMARK."""

@@ -15,6 +15,8 @@ import time
 
 import click
 
+from broker.cli_params import DATA_DIR, LOG_LEVEL, PORT, POSITIVE
+
 
 @click.group()
 def cluster():
@@ -29,15 +31,16 @@ def node_layout(nodes: int, base_port: int, host: str = "127.0.0.1") -> tuple[li
 
 
 @cluster.command("start")
-@click.option("--nodes", type=int, default=3, show_default=True)
-@click.option("--data-dir", required=True, help="one sub-directory per node is created here")
-@click.option("--base-port", type=int, default=9092, show_default=True)
+@click.option("--nodes", type=POSITIVE, default=3, show_default=True)
+@click.option("--data-dir", type=DATA_DIR, required=True, help="one sub-directory per node is created here")
+@click.option("--base-port", type=PORT, default=9092, show_default=True)
 @click.option("--config", "-c", "overrides", multiple=True, help="key=value config for every node")
-@click.option("--log-level", default="WARNING", show_default=True)
+@click.option("--log-level", type=LOG_LEVEL, default="WARNING", show_default=True)
 def cluster_start(nodes, data_dir, base_port, overrides, log_level):
     """Start NODES broker+controller processes in the foreground; Ctrl-C stops them all."""
-    if nodes < 1:
-        raise click.BadParameter("--nodes must be at least 1")
+    if base_port == 0 or base_port + 2 * nodes - 1 > 65535:
+        raise click.BadParameter(f"{nodes} node(s) need ports {base_port} to {base_port + 2 * nodes - 1}; "
+                                 "use a base port from 1 to " f"{65536 - 2 * nodes}", param_hint="'--base-port'")
     layout, voters = node_layout(nodes, base_port)
     procs = []
     for node, port, _ in layout:

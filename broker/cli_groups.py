@@ -16,7 +16,8 @@ import time
 
 import click
 
-from broker.cli import _Group, _admin, _parse_time
+from broker.cli import _Group, _admin
+from broker.cli_params import OFFSET, TIMESTAMP
 from broker.errors import InvalidRequestError, NonEmptyGroupError
 
 _DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
@@ -138,10 +139,10 @@ def parse_duration(value: str) -> int:
 @click.option("--to-earliest", "how", flag_value="earliest")
 @click.option("--to-latest", "how", flag_value="latest")
 @click.option("--to-current", "how", flag_value="current")
-@click.option("--to-offset", type=int, default=None)
-@click.option("--to-datetime", default=None, help="ISO-8601, UTC unless a zone is given")
+@click.option("--to-offset", type=OFFSET, default=None)
+@click.option("--to-datetime", type=TIMESTAMP, default=None, help="ISO-8601, UTC unless a zone is given")
 @click.option("--by-duration", default=None, help="ISO-8601 duration back from now, e.g. PT1H")
-@click.option("--shift-by", type=int, default=None, help="move each committed offset by N (may be negative)")
+@click.option("--shift-by", type=OFFSET, default=None, help="move each committed offset by N (may be negative)")
 @click.option("--execute", is_flag=True, help="apply (default: only show the new offsets)")
 @click.pass_context
 def groups_reset_offsets(ctx, group_id, topics, all_topics, how, to_offset, to_datetime, by_duration, shift_by,
@@ -176,7 +177,7 @@ def groups_reset_offsets(ctx, group_id, topics, all_topics, how, to_offset, to_d
                     for tp, f in admin.list_offsets({tp: spec for tp in partitions}).items()}
         earliest, latest = listed(OffsetSpec.earliest()), listed(OffsetSpec.latest())
         if to_datetime is not None or by_duration is not None:
-            when = _parse_time(to_datetime) if to_datetime is not None else \
+            when = to_datetime if to_datetime is not None else \
                 int(time.time() * 1000) - parse_duration(by_duration)
             at = listed(OffsetSpec.for_timestamp(when))
         new = {}

@@ -18,6 +18,7 @@ import datetime as dt
 import click
 
 from broker.cli import _Group, _admin
+from broker.cli_params import PARTITION
 from broker.cli_groups import _table
 
 
@@ -76,7 +77,7 @@ def transactions_abort(ctx, transactional_id):
 
 @transactions.command("describe-producers")
 @click.option("--topic", "-t", required=True)
-@click.option("--partition", "-p", "partitions", type=int, multiple=True, help="default: every partition")
+@click.option("--partition", "-p", "partitions", type=PARTITION, multiple=True, help="default: every partition")
 @click.option("--all", "verbose", is_flag=True,
               help="also every producer the partition remembers (idle ones go after producer.id.expiration.ms)")
 @click.pass_context

@@ -16,7 +16,6 @@ replaced (never mutated) on every change.
 """
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 import time
@@ -30,6 +29,7 @@ from broker.errors import (KafkaTimeoutError, NetworkError, NotControllerError, 
 from broker.metadata.image import MetadataImage, TopicImage
 from broker.partition import Partition
 from broker.server.controller_runtime import ControllerRuntime, parse_voters
+from broker.server.metadata_loader import MetadataLoader
 from broker.server.peers import Peers
 from broker.server.producer_ids import ProducerIdManager
 from broker.server.replica_fetcher import ReplicaFetcherManager
@@ -101,12 +101,14 @@ class Broker:
             self.runtime = ControllerRuntime(config, clock, sorted(self.voters), self._send_raft)
         self.controller = ControllerClient(self.node_id, self.voters, self.runtime, self.peers)
         self.image = MetadataImage()
-        self._working = MetadataImage()
         self.metadata_changed = threading.Condition()
         self.fetchers = ReplicaFetcherManager(self.node_id, config, self.peers, self._address_of,
                                               lambda: self.broker_epoch)
         self.replicas = ReplicaManager(config, clock, self.logs, self.fetchers, self._alter_isr)
         self.replicas.on_isr_candidate = self._isr_candidate
+        publishers = [("the replica manager", self._publish_replicas)] if self.is_broker else []
+        self.metadata = MetadataLoader(publishers + [("request handlers", self._publish_image)])
+        self.replicas.on_fault = self.metadata.publish_fault
         self.producer_ids = ProducerIdManager(self)
         self.incarnation = uuid.uuid4().hex
         self.broker_epoch: int | None = None
@@ -142,26 +144,20 @@ class Broker:
 
     # ------------------------------------------------------------------------------ metadata
     def _run_metadata(self) -> None:
-        offset, first = -1, True
+        """Follow the committed metadata log. Nothing ends this loop but stop: a record or a
+        publisher that fails is counted in ``self.metadata`` (see ``metadata_loader``) and logged."""
         while not self._stopped.is_set():
             try:
-                applied, entries, snapshot = self._fetch_metadata(offset)
+                applied, entries, snapshot = self._fetch_metadata(self.metadata.offset)
             except RiverlogError as e:
                 log.debug("metadata fetch failed: %r", e)
                 self._stopped.wait(0.2)
                 continue
-            if snapshot is not None:
-                self._working = MetadataImage()
-                for record in snapshot:
-                    self._working.apply(record, applied)
-            for index, records in entries:
-                for record in records:
-                    self._working.apply(record, index)
-            if applied == offset:
+            except Exception as e:  # noqa: BLE001 - counted; the thread must keep following the log
+                self.metadata.load_faults.handle("error fetching metadata", e)
+                self._stopped.wait(0.2)
                 continue
-            offset = self._working.offset = applied
-            self._publish(first)
-            first = False
+            self.metadata.load(applied, entries, snapshot)
 
     def _fetch_metadata(self, offset: int):
         wait = self.config["controller.quorum.fetch.timeout.ms"] / 1000.0
@@ -179,17 +175,23 @@ class Broker:
                 last = e
         raise last
 
-    def _publish(self, first: bool) -> None:
-        # One copy per change: the published image is never mutated, so the replica manager and
-        # request handlers can share it while the metadata thread keeps applying to ``_working``.
-        image = copy.deepcopy(self._working)
-        if first and self.is_broker:
+    def _publish_replicas(self, image: MetadataImage, first: bool) -> None:
+        if first:
             self.replicas.remove_stale_dirs(image)
-        if self.is_broker:
-            self.replicas.apply_image(image)
+        self.replicas.apply_image(image)
+
+    def _publish_image(self, image: MetadataImage, first: bool) -> None:
+        # The published image is never mutated, so request handlers can share it while the
+        # metadata thread keeps applying to the loader's working copy.
         with self.metadata_changed:
             self.image = image
             self.metadata_changed.notify_all()
+
+    def metadata_errors(self) -> dict:
+        """Kafka's broker metadata metrics: records that failed to replay, and failures applying
+        the image (hosting partitions), with the last of each."""
+        return {f.name: {"count": f.count, "last": f.last}
+                for f in (self.metadata.load_faults, self.metadata.apply_faults)}
 
     def wait_for_metadata(self, offset: int, timeout: float = 5.0) -> None:
         deadline = time.monotonic() + timeout

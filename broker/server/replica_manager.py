@@ -20,9 +20,13 @@ from broker.config import TOPIC_CONFIG, Config, topic_defaults
 from broker.errors import NotLeaderOrFollowerError, RiverlogError, UnknownTopicOrPartitionError
 from broker.metadata.image import MetadataImage, TopicImage
 from broker.partition import AppendNotifier, Partition
-from broker.storage.log_manager import LogManager, partition_dir_name
+from broker.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
+
+
+def _log_fault(message: str, error: BaseException) -> None:
+    log.error("%s: %r", message, error, exc_info=error)
 
 
 class ReplicaManager:
@@ -40,6 +44,7 @@ class ReplicaManager:
         self.lock = threading.RLock()
         self.image = MetadataImage()
         self.on_isr_candidate = None  # set by the broker: schedule an ISR check for a partition
+        self.on_fault = _log_fault  # set by the broker: ``on_fault(message, exception)`` counts and logs
 
     # ------------------------------------------------------------------------------ lookups
     def partition(self, topic: str, index: int) -> Partition:
@@ -61,36 +66,60 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------------------ metadata
     def remove_stale_dirs(self, image: MetadataImage) -> None:
-        """At start-up: remove partition directories whose topic is gone or no longer assigned here."""
-        wanted = {partition_dir_name(t.name, i): t.topic_id for t in image.topics.values()
+        """At start-up: remove partition directories whose topic is gone or no longer assigned here.
+
+        A directory that cannot be removed is reported to ``on_fault`` and left for the next start.
+        """
+        wanted = {(t.name, i): t.topic_id for t in image.topics.values()
                   for i, p in enumerate(t.partitions) if self.node_id in p.replicas}
-        for dir_name, topic_id in self.logs.existing().items():
-            if wanted.get(dir_name) != topic_id and not dir_name.startswith("__cluster_metadata"):
-                log.info("removing %s: not assigned to this broker", dir_name)
-                self.logs.remove_dir(dir_name, topic_id)
+        for (topic, index), topic_id in self.logs.existing().items():
+            if wanted.get((topic, index)) != topic_id and not topic.startswith("__cluster_metadata"):
+                log.info("removing %s-%d: not assigned to this broker", topic, index)
+                try:
+                    self.logs.remove_dir(topic, index, topic_id)
+                except Exception as e:  # noqa: BLE001 - reported; the other directories still go
+                    self.on_fault(f"could not remove the directory of {topic}-{index}", e)
 
     def apply_image(self, image: MetadataImage) -> None:
-        """Bring hosted partitions in line with ``image`` (already a private copy for this thread)."""
+        """Bring hosted partitions in line with ``image`` (already a private copy for this thread).
+
+        A partition that fails to open, change role or be removed is reported to ``on_fault``
+        (Kafka logs it and counts a metadata apply error) and does not hold up the others; one that
+        failed to open is tried again on the next change.
+        """
         self.image = image
         seen = set()
         for topic in image.topics.values():
-            config = self.topic_config(topic)
+            try:
+                config = self.topic_config(topic)
+            except Exception as e:  # noqa: BLE001
+                self.on_fault(f"topic '{topic.name}' has unusable configs", e)
+                continue
             for index, state in enumerate(topic.partitions):
                 if self.node_id not in state.replicas:
                     continue
                 key = (topic.name, index)
                 seen.add(key)
-                partition = self.partitions.get(key)
-                if partition is not None and partition.topic_id != topic.topic_id:
-                    self._remove(key)
-                    partition = None
-                if partition is None:
-                    partition = self._open(topic, index, config)
-                elif partition.log.config != config:
-                    partition.set_config(config)
-                self._apply_state(partition, state)
+                try:
+                    self._apply_partition(key, topic, index, state, config)
+                except Exception as e:  # noqa: BLE001 - reported; the other partitions still apply
+                    self.on_fault(f"could not apply the metadata of {topic.name}-{index}", e)
         for key in [k for k in self.partitions if k not in seen]:
+            try:
+                self._remove(key)
+            except Exception as e:  # noqa: BLE001
+                self.on_fault(f"could not remove {key[0]}-{key[1]}", e)
+
+    def _apply_partition(self, key, topic: TopicImage, index: int, state, config: Config) -> None:
+        partition = self.partitions.get(key)
+        if partition is not None and partition.topic_id != topic.topic_id:
             self._remove(key)
+            partition = None
+        if partition is None:
+            partition = self._open(topic, index, config)
+        elif partition.log.config != config:
+            partition.set_config(config)
+        self._apply_state(partition, state)
 
     def _open(self, topic: TopicImage, index: int, config: Config) -> Partition:
         log_ = self.logs.open_log(topic.name, index, topic.topic_id, config)
@@ -126,7 +155,7 @@ class ReplicaManager:
             partition.role = "follower"
             partition.hw_changed.notify_all()
             partition.log.close_without_flush()
-        self.logs.remove_dir(partition_dir_name(partition.topic, partition.index), partition.topic_id)
+        self.logs.remove_dir(partition.topic, partition.index, partition.topic_id)
 
     # ------------------------------------------------------------------------------ upkeep
     def check_isr(self, only: Partition | None = None) -> None:
