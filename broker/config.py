@@ -2,22 +2,27 @@
 
 A :class:`ConfigDef` lists keys with their type, default, validator and a one-line doc; ``parse``
 turns user input (strings from a properties file or the CLI, or Python values) into a frozen
-:class:`Config`, raising :class:`InvalidConfigError` that names the offending key. Broker and topic
-definitions live here; the client's live in ``broker.client.config``.
+:class:`Config`, raising :class:`InvalidConfigError` that names the offending key and the allowed
+range. Ranges follow Kafka's types: a key Kafka declares INT (sizes, counts, most timeouts) stays
+within int32, SHORT (replication factors) within int16, and every integer within int64, so no
+value can overflow where it ends up (a batch length, an int32 field on the wire, a deadline).
+Broker and topic definitions live here; the client's live in ``broker.client.config``.
 
     cfg = TOPIC_CONFIG.parse({"segment.bytes": "1048576"}, defaults=broker_cfg.topic_defaults())
     cfg["segment.bytes"]  # 1048576
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
 from broker.errors import InvalidConfigError
 
-LONG_MAX = 2**63 - 1
+LONG_MIN, LONG_MAX = -2**63, 2**63 - 1
 INT_MAX = 2**31 - 1
+SHORT_MAX = 2**15 - 1
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,16 @@ def _coerce(key: ConfigKey, value: Any) -> Any:
     if key.type is str:
         return str(value).strip()
     return value
+
+
+def _out_of_type_range(key: ConfigKey, value: Any) -> str | None:
+    if key.type is int and value > LONG_MAX:
+        return f"must be at most {LONG_MAX} (a 64-bit integer)"
+    if key.type is int and value < LONG_MIN:
+        return f"must be at least {LONG_MIN} (a 64-bit integer)"
+    if key.type is float and not math.isfinite(value):
+        return "must be a finite number"
+    return None
 
 
 class Config(Mapping):
@@ -122,7 +137,7 @@ class ConfigDef:
                 f"invalid value {raw!r} for {self.what} configuration '{key.name}': "
                 f"{e if 'must' in str(e) else 'must be of type ' + key.type.__name__}",
                 config=key.name) from None
-        problem = key.validator(value) if key.validator else None
+        problem = (key.validator(value) if key.validator else None) or _out_of_type_range(key, value)
         if problem:
             raise InvalidConfigError(
                 f"invalid value {raw!r} for {self.what} configuration '{key.name}': {problem}",
@@ -154,18 +169,18 @@ TOPIC_KEYS = [
     ConfigKey("segment.ms", int, 604_800_000, "roll to a new segment after this long even if not full",
               at_least(1), "log.roll.ms"),
     ConfigKey("index.interval.bytes", int, 4096, "bytes of log between offset/time index entries",
-              at_least(0), "log.index.interval.bytes"),
+              between(0, INT_MAX), "log.index.interval.bytes"),
     ConfigKey("flush.messages", int, LONG_MAX, "fsync after this many records (replication protects data)",
               at_least(1), "log.flush.interval.messages"),
     ConfigKey("flush.ms", int, LONG_MAX, "fsync after this long since the last fsync",
               at_least(0), "log.flush.interval.ms"),
     ConfigKey("max.message.bytes", int, 1_048_588, "largest record batch the partition accepts",
-              at_least(0), "message.max.bytes"),
+              between(0, INT_MAX), "message.max.bytes"),
     ConfigKey("message.timestamp.type", str, "CreateTime",
               "CreateTime keeps the producer's timestamps, LogAppendTime stamps the broker's clock",
               one_of("CreateTime", "LogAppendTime"), "log.message.timestamp.type"),
     ConfigKey("min.insync.replicas", int, 1, "replicas that must hold a batch before acks=all succeeds",
-              at_least(1), "min.insync.replicas"),
+              between(1, INT_MAX), "min.insync.replicas"),
     ConfigKey("unclean.leader.election.enable", bool, False,
               "allow an out-of-sync replica to become leader (may lose data)",
               None, "unclean.leader.election.enable"),
@@ -187,19 +202,20 @@ TOPIC_KEYS = [
 TOPIC_CONFIG = ConfigDef("topic", TOPIC_KEYS)
 
 BROKER_KEYS = [
-    ConfigKey("node.id", int, 0, "this node's id in the cluster", at_least(0)),
+    ConfigKey("node.id", int, 0, "this node's id in the cluster", between(0, INT_MAX)),
     ConfigKey("log.dirs", str, "./riverlog-data", "directory holding partition logs and metadata"),
     ConfigKey("listeners", str, "127.0.0.1:9092", "host:port the gRPC service listens on (port 0 picks one)"),
     ConfigKey("advertised.listeners", str, "", "host:port clients are told to use (default: listeners)"),
-    ConfigKey("num.partitions", int, 1, "partitions of a topic created without a count", at_least(1)),
-    ConfigKey("default.replication.factor", int, 1, "replicas of a topic created without a factor", at_least(1)),
+    ConfigKey("num.partitions", int, 1, "partitions of a topic created without a count", between(1, INT_MAX)),
+    ConfigKey("default.replication.factor", int, 1, "replicas of a topic created without a factor",
+              between(1, INT_MAX)),
     ConfigKey("auto.create.topics.enable", bool, False,
               "create a topic on first produce or metadata request (off: typos fail loudly)"),
     ConfigKey("num.io.threads", int, 64, "request threads; long-poll fetches hold one each while waiting",
               at_least(2)),
     ConfigKey("socket.request.max.bytes", int, 104_857_600, "largest request the broker accepts",
-              at_least(1024)),
-    ConfigKey("fetch.max.bytes", int, 57_671_680, "largest fetch response the broker builds", at_least(1024)),
+              between(1024, INT_MAX)),
+    ConfigKey("fetch.max.bytes", int, 57_671_680, "largest fetch response the broker builds", between(1024, INT_MAX)),
     ConfigKey("log.flush.scheduler.interval.ms", int, 1000, "how often flush.ms is checked", at_least(1)),
     ConfigKey("log.retention.check.interval.ms", int, 300_000,
               "how often old segments are removed (retention.ms, retention.bytes, log start offset)",
@@ -216,19 +232,19 @@ BROKER_KEYS = [
               "id@host:port of every controller (empty: this node alone is the quorum)"),
     ConfigKey("controller.quorum.election.timeout.ms", int, 1000,
               "a follower that hears no leader for this long (randomised up to 2x) starts an election",
-              at_least(10)),
-    ConfigKey("controller.quorum.fetch.timeout.ms", int, 2000, "metadata long-poll wait", at_least(10)),
+              between(10, INT_MAX)),
+    ConfigKey("controller.quorum.fetch.timeout.ms", int, 2000, "metadata long-poll wait", between(10, INT_MAX)),
     ConfigKey("broker.heartbeat.interval.ms", int, 250, "how often a broker heartbeats the controller",
-              at_least(10)),
+              between(10, INT_MAX)),
     ConfigKey("broker.session.timeout.ms", int, 1500,
               "a broker silent this long is fenced and loses leaderships (Kafka: 9000; shorter for fast failover)",
-              at_least(10)),
+              between(10, INT_MAX)),
     ConfigKey("replica.lag.time.max.ms", int, 10_000,
               "a follower not caught up within this long leaves the ISR (Kafka: 30000)", at_least(10)),
-    ConfigKey("replica.fetch.wait.max.ms", int, 200, "follower fetch long-poll wait", at_least(0)),
+    ConfigKey("replica.fetch.wait.max.ms", int, 200, "follower fetch long-poll wait", between(0, INT_MAX)),
     ConfigKey("replica.fetch.max.bytes", int, 1_048_576, "bytes per partition in a follower fetch",
-              at_least(1024)),
-    ConfigKey("replica.fetch.backoff.ms", int, 100, "pause after a failed follower fetch", at_least(0)),
+              between(1024, INT_MAX)),
+    ConfigKey("replica.fetch.backoff.ms", int, 100, "pause after a failed follower fetch", between(0, INT_MAX)),
     ConfigKey("auto.leader.rebalance.enable", bool, True,
               "move leadership back to the preferred (first) replica when it is in sync"),
     ConfigKey("leader.imbalance.check.interval.seconds", int, 10,
@@ -244,39 +260,39 @@ BROKER_KEYS = [
               "partitions of __consumer_offsets, i.e. how many brokers can share group coordination "
               "(Kafka: 50; fewer suits small clusters; fixed once the topic exists)", between(1, 10_000)),
     ConfigKey("offsets.topic.replication.factor", int, 3,
-              "replicas of __consumer_offsets, capped by the live brokers when it is created", at_least(1)),
+              "replicas of __consumer_offsets, capped by the live brokers when it is created", between(1, SHORT_MAX)),
     ConfigKey("offsets.topic.segment.bytes", int, 104_857_600, "segment size of __consumer_offsets",
-              at_least(1024)),
+              between(1024, INT_MAX)),
     ConfigKey("offsets.commit.timeout.ms", int, 5000,
-              "how long a group write waits for the replicas of __consumer_offsets", at_least(1)),
+              "how long a group write waits for the replicas of __consumer_offsets", between(1, INT_MAX)),
     ConfigKey("group.min.session.timeout.ms", int, 6000, "shortest session.timeout.ms a member may ask for",
-              at_least(1)),
+              between(1, INT_MAX)),
     ConfigKey("group.max.session.timeout.ms", int, 1_800_000, "longest session.timeout.ms a member may ask for",
-              at_least(1)),
+              between(1, INT_MAX)),
     ConfigKey("transaction.state.log.num.partitions", int, 10,
               "partitions of __transaction_state (Kafka: 50); fixed once the topic exists", between(1, 10_000)),
     ConfigKey("transaction.state.log.replication.factor", int, 3,
-              "replicas of __transaction_state, capped by the live brokers when it is created", at_least(1)),
+              "replicas of __transaction_state, capped by the live brokers when it is created", between(1, SHORT_MAX)),
     ConfigKey("transaction.state.log.segment.bytes", int, 104_857_600, "segment size of __transaction_state",
-              at_least(1024)),
+              between(1024, INT_MAX)),
     ConfigKey("transaction.max.timeout.ms", int, 900_000, "longest transaction.timeout.ms a producer may ask for",
-              at_least(1)),
+              between(1, INT_MAX)),
     ConfigKey("transactional.id.expiration.ms", int, 604_800_000,
               "a transactional.id with no transaction for this long is forgotten by its coordinator",
-              at_least(1)),
+              between(1, INT_MAX)),
     ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", int, 3_600_000,
-              "how often idle transactional ids are looked for", at_least(1)),
+              "how often idle transactional ids are looked for", between(1, INT_MAX)),
     ConfigKey("producer.id.expiration.ms", int, 86_400_000,
               "a partition forgets an idempotent producer that wrote nothing for this long (and has no "
-              "open transaction)", at_least(1)),
+              "open transaction)", between(1, INT_MAX)),
     ConfigKey("producer.id.expiration.check.interval.ms", int, 600_000,
-              "how often idle producers are looked for", at_least(1)),
+              "how often idle producers are looked for", between(1, INT_MAX)),
     ConfigKey("group.consumer.heartbeat.interval.ms", int, 3000,
-              "how often members heartbeat when nothing is moving (they are told to)", at_least(10)),
+              "how often members heartbeat when nothing is moving (they are told to)", between(10, INT_MAX)),
 ] + [ConfigKey(k.broker_default, k.type, k.default, k.doc, k.validator)
      for k in TOPIC_KEYS if k.broker_default not in ("min.insync.replicas", "unclean.leader.election.enable")] \
   + [ConfigKey("min.insync.replicas", int, 1, "default replicas that must hold a batch for acks=all",
-               at_least(1)),
+               between(1, INT_MAX)),
      ConfigKey("unclean.leader.election.enable", bool, False, "default for topics")]
 BROKER_CONFIG = ConfigDef("broker", BROKER_KEYS)
 

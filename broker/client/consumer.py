@@ -10,6 +10,12 @@ decodes responses into Arrow (no per-record Python) and queues them until
 ``queued.max.messages.kbytes`` is reached. ``poll`` walks a queued batch record by record;
 ``poll_batch`` hands whole batches over. ``seek``/``assign`` bump a partition's generation so data
 fetched for an old position is dropped, never returned.
+
+A batch that cannot be decoded (CRC mismatch, a body that does not hold what its header says)
+halts its partition: the records before it are delivered, then one error event at its offset
+(``Message.error()`` is a ``CorruptRecordError`` whose ``details["next_offset"]`` is where the
+batch ends), and the position stays at the bad batch until the application ``seek()``s, as Kafka's
+consumer keeps failing at a corrupt record rather than skipping it silently.
 """
 from __future__ import annotations
 
@@ -35,8 +41,8 @@ from broker.client.message import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID,
 from broker.errors import (ClientClosedError, InvalidConfigError, OffsetOutOfRangeError, PartitionEOF,
                            RiverlogError, UnknownTopicOrPartitionError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
-from broker.records.batch import iter_headers
-from broker.records.reader import decode_records
+from broker.records.arrow_body import SCHEMA
+from broker.records.reader import decode_available, next_fetch_offset
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +56,9 @@ BATCH_SCHEMA = pa.schema([
     ("key", pa.binary()), ("value", pa.binary()),
     ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
 ])
+
+
+_NO_RECORDS = pa.RecordBatch.from_pylist([], schema=SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,7 @@ class _Chunk:
     cursor: int = 0
     rows: tuple | None = None  # Python lists, made when poll() first walks the chunk
     end_offset: int = -1       # the position once the chunk is used up: past markers and aborted batches
+    error: RiverlogError | None = None  # an error event in its place among the records (no rows)
 
     @property
     def remaining(self) -> int:
@@ -81,7 +91,7 @@ class _Chunk:
 
 class _PartitionState:
     __slots__ = ("fetch_offset", "position", "generation", "in_flight", "high_watermark",
-                 "log_start_offset", "eof_reported", "paused")
+                 "log_start_offset", "eof_reported", "paused", "halted")
 
     def __init__(self, offset: int):
         self.fetch_offset = offset
@@ -92,6 +102,7 @@ class _PartitionState:
         self.log_start_offset = -1
         self.eof_reported = False
         self.paused = False
+        self.halted = False  # stopped at a batch it could not decode, until seek()/assign()
 
 
 class Consumer:
@@ -367,6 +378,7 @@ class Consumer:
             state.generation += 1
             state.fetch_offset = state.position = partition.offset
             state.eof_reported = False
+            state.halted = False
             self._drop_chunks(partition.topic, partition.partition)
         self._wake.set()
 
@@ -460,6 +472,10 @@ class Consumer:
                     chunk = self._next_chunk()
                     if chunk is None:
                         break
+                    if chunk.error is not None:
+                        if parts:
+                            break
+                        raise self._take_one(chunk).error()
                     n = chunk.remaining if max_records is None else min(chunk.remaining, max_records - taken)
                     parts.append(self._slice(chunk, n))
                     taken += n
@@ -473,7 +489,8 @@ class Consumer:
         while self._chunks:
             chunk = self._chunks[0]
             state = self._state.get((chunk.topic, chunk.partition))
-            if state is None or state.generation != chunk.generation or chunk.remaining == 0:
+            if state is None or state.generation != chunk.generation or (chunk.remaining == 0
+                                                                         and chunk.error is None):
                 self._chunks.popleft()
                 self._queued_bytes -= chunk.records.nbytes
                 self._wake.set()
@@ -482,6 +499,9 @@ class Consumer:
         return None
 
     def _take_one(self, chunk: _Chunk) -> Message:
+        if chunk.error is not None:
+            self._chunks.popleft()  # the position already stands at the bad batch
+            return Message(chunk.topic, chunk.partition, chunk.base_offset, error=chunk.error)
         if chunk.rows is None:
             r = chunk.records
             chunk.rows = (r.column(0).to_pylist(), r.column(1).to_pylist(), r.column(2).to_pylist(),
@@ -585,7 +605,7 @@ class Consumer:
                 self._queue_records(arrived)
             except ClientClosedError:
                 return
-            except Exception:  # noqa: BLE001 - keep serving; a corrupt batch surfaces as an event
+            except Exception:  # noqa: BLE001 - keep serving; corrupt batches are events (_halt), this is a bug
                 log.exception("consumer decode failed")
 
     def _start_fetchers(self, fetchers: dict) -> None:
@@ -658,7 +678,7 @@ class Consumer:
         with self._cond:
             if self._queued_bytes >= self._queue_limit:
                 return []
-            wanted = [(k, s) for k, s in self._state.items() if not s.paused]
+            wanted = [(k, s) for k, s in self._state.items() if not (s.paused or s.halted)]
         parts = []
         for key, state in wanted:
             if self.cluster.leader(*key) != node:
@@ -711,12 +731,10 @@ class Consumer:
                 if r.error_code:
                     self._fetch_error(key, generation, r)
                     continue
-                next_offset = None
-                for _, header in iter_headers(r.records):
-                    next_offset = header.next_offset
+                next_offset = next_fetch_offset(r.records)
                 with self._cond:
                     state = self._state.get(key)
-                    if state is None or state.generation != generation:
+                    if state is None or state.generation != generation or state.halted:
                         continue
                     state.high_watermark, state.log_start_offset = r.high_watermark, r.log_start_offset
                     if next_offset is not None:
@@ -728,16 +746,19 @@ class Consumer:
         check = self.config["check.crcs"]
         for key, generation, offset, r, following in arrived:
             aborted = [(a.producer_id, a.first_offset) for a in r.aborted_transactions]
-            decoded = decode_records(r.records, offset, check, aborted) if r.records else []
+            decoded, failure = decode_available(r.records, offset, check, aborted) if r.records else ([], None)
             with self._cond:
                 state = self._state.get(key)
-                if state is None or state.generation != generation:
+                if state is None or state.generation != generation or state.halted:
                     continue
                 for d in decoded:
                     if d.records.num_rows:
                         self._chunks.append(_Chunk(key[0], key[1], generation, d.base_offset,
                                                    d.records, d.log_append_time))
                         self._queued_bytes += d.records.nbytes
+                if failure is not None:
+                    self._halt(key, state, max(failure.offset, offset), failure.error)
+                    continue
                 self._skip_past(key, state, following)
                 if decoded:
                     state.eof_reported = False
@@ -748,6 +769,16 @@ class Consumer:
                     self._events.append(Message(key[0], key[1], r.high_watermark,
                                                 error=PartitionEOF(f"reached end of {key[0]}[{key[1]}]")))
                     self._cond.notify_all()
+
+    def _halt(self, key, state: _PartitionState, at: int, error: RiverlogError) -> None:
+        """Stop the partition at a batch it cannot decode: fetch nothing past it, let the records
+        before it be taken, then report it (an error chunk, so the event keeps its place)."""
+        state.halted = True
+        state.fetch_offset = at
+        self._skip_past(key, state, at)
+        self._chunks.append(_Chunk(key[0], key[1], state.generation, at, _NO_RECORDS, False, error=error))
+        log.warning("%s[%d]: %s", key[0], key[1], error)
+        self._cond.notify_all()
 
     def _skip_past(self, key, state: _PartitionState, following: int | None) -> None:
         """Offsets that hold no record for the application (transaction markers, aborted

@@ -15,6 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from broker.records import ipc_layout
 from broker.records.batch import (COMPRESSION_LZ4, COMPRESSION_NONE, COMPRESSION_ZSTD,
                                   MAGIC_ARROW, build_batch)
 
@@ -26,9 +27,12 @@ SCHEMA = pa.schema([
     ("headers", HEADER_TYPE),
 ])
 _SCHEMA_MESSAGE_SIZE = SCHEMA.serialize().size
+_LAYOUT = ipc_layout.expected_for(SCHEMA)
 _EOS_SIZE = 8
 
 COMPRESSION_CODES = {"none": COMPRESSION_NONE, "lz4": COMPRESSION_LZ4, "zstd": COMPRESSION_ZSTD}
+_CODECS = {COMPRESSION_NONE: None, COMPRESSION_LZ4: ipc_layout.CODEC_LZ4_FRAME,
+           COMPRESSION_ZSTD: ipc_layout.CODEC_ZSTD}
 _WRITE_OPTIONS = {
     name: pa.ipc.IpcWriteOptions(compression=None if name == "none" else name)
     for name in COMPRESSION_CODES
@@ -53,8 +57,32 @@ def decode_body(body) -> pa.RecordBatch:
     return pa.ipc.read_record_batch(pa.py_buffer(body), SCHEMA)
 
 
-def check_framing(body) -> None:
-    """Raise ValueError unless ``body`` is exactly one IPC record-batch message.
+def decode_checked(body, record_count: int) -> pa.RecordBatch:
+    """Decode a body that came from outside, refusing any it cannot be trusted to hold.
+
+    Raises ValueError when the body does not decode, holds another number of rows than
+    ``record_count``, or has values that break Arrow's rules (offsets outside their data, invalid
+    UTF-8 in header keys): a full validation, linear in the batch, so reading such a body never
+    goes out of bounds.
+    """
+    try:
+        records = decode_body(body)
+        records.validate(full=True)
+    except (pa.ArrowException, OSError, EOFError) as e:
+        raise ValueError(f"Arrow body does not decode ({e})") from None
+    if records.num_rows != record_count:
+        raise ValueError(f"header declares {record_count} records but the Arrow body holds {records.num_rows}")
+    return records
+
+
+class BodyMismatch(ValueError):
+    """A well-framed body whose rows or shape disagree with its batch header."""
+
+
+def check_framing(body, record_count: int | None = None, compression: int = COMPRESSION_NONE) -> None:
+    """Raise ValueError unless ``body`` is exactly one IPC record-batch message, and
+    :class:`BodyMismatch` when it is one but holds other than ``record_count`` rows, has another
+    schema's shape, or another compression than the header's ``compression`` bits.
 
     Reads the message metadata only (microseconds); buffers are neither decompressed nor decoded.
     """
@@ -69,6 +97,14 @@ def check_framing(body) -> None:
     # The metadata size excludes its 8-byte prefix (continuation marker and length).
     if framed + 8 != buf.size:
         raise ValueError(f"message frames {framed + 8} bytes but the body has {buf.size}")
+    if record_count is None:
+        return
+    if compression not in _CODECS:
+        raise BodyMismatch(f"compression code {compression} is not one an Arrow body uses (none, lz4, zstd)")
+    try:
+        ipc_layout.check_layout(body, _LAYOUT, record_count, _CODECS[compression])
+    except ipc_layout.LayoutError as e:
+        raise BodyMismatch(str(e)) from None
 
 
 def record_batch(keys, values, timestamps, headers=None) -> pa.RecordBatch:

@@ -149,8 +149,11 @@ def validate_batches(data, *, max_batch_bytes: int) -> list[BatchHeader]:
     """Check a produce payload without decoding records; return the headers in order.
 
     Every batch must be complete, carry a known magic, match its CRC, count at least one record
-    with consistent offset deltas, be at most ``max_batch_bytes`` and have a body that is framed
-    as one Arrow IPC record-batch message. Nothing about the payload is trusted before this.
+    with consistent offset deltas, have a producer id if it is transactional, be at most
+    ``max_batch_bytes`` and have a body that is framed as one Arrow IPC record-batch message
+    whose metadata declares the header's record count, the fixed schema's shape and the header's
+    compression. Nothing about the payload is trusted before this; the body's values are not read
+    (that is the consumer's :func:`decode_checked`).
     """
     view = memoryview(data)
     headers: list[BatchHeader] = []
@@ -174,18 +177,29 @@ def validate_batches(data, *, max_batch_bytes: int) -> list[BatchHeader]:
         if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
             raise InvalidRecordError(
                 f"batch at byte {pos} has record_count={header.record_count} and "
-                f"last_offset_delta={header.last_offset_delta}")
-        _check_body_framing(view[pos + HEADER_SIZE: pos + header.size], pos)
+                f"last_offset_delta={header.last_offset_delta}; a batch holds at least one record and "
+                "its last offset delta is record_count - 1")
+        if header.is_transactional and header.producer_id < 0:
+            raise InvalidRecordError(
+                f"batch at byte {pos} is marked transactional but has no producer id "
+                f"(producer_id={header.producer_id}); transactional batches come from a producer that "
+                "called init_transactions()")
+        _check_body(view[pos + HEADER_SIZE: pos + header.size], header, pos)
         headers.append(header)
         pos += header.size
     return headers
 
 
-def _check_body_framing(body: memoryview, pos: int) -> None:
+def _check_body(body: memoryview, header: BatchHeader, pos: int) -> None:
+    """The body is one Arrow record-batch message (else InvalidRecord) holding the header's record
+    count in the fixed schema's shape with the header's compression (else CorruptRecord: header and
+    body disagree). Reads the message's flatbuffer metadata only."""
     # Imported lazily so storage-only users do not pay for pyarrow at import time.
-    from broker.records.arrow_body import check_framing
+    from broker.records.arrow_body import BodyMismatch, check_framing
     try:
-        check_framing(body)
+        check_framing(body, header.record_count, header.compression)
+    except BodyMismatch as e:
+        raise CorruptRecordError(f"batch at byte {pos}: {e}") from None
     except ValueError as e:
         raise InvalidRecordError(f"batch at byte {pos}: body is not an Arrow record batch ({e})") from None
 

@@ -3,18 +3,19 @@ from __future__ import annotations
 
 import struct
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.errors import (CorruptRecordError, InvalidRecordError, MessageTooLargeError,
                            RiverlogError, UnsupportedVersionError)
-from broker.records import arrow_body
+from broker.records import arrow_body, ipc_layout
 from broker.records.batch import (COMPRESSION_MASK, CRC_START, HEADER_SIZE, MAGIC_ARROW,
-                                  MAGIC_KAFKA_V2, build_batch, compute_crc, iter_headers,
+                                  MAGIC_KAFKA_V2, TRANSACTIONAL, build_batch, compute_crc, iter_headers,
                                   parse_header, stamp_log_append_time, validate_batches,
                                   with_offsets)
-from broker.records.reader import decode_records
+from broker.records.reader import decode_available, decode_records
 
 pytestmark = pytest.mark.unit
 
@@ -215,7 +216,7 @@ def test_body_with_trailing_bytes_is_invalid_record():
 @given(records=records_st, edits=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)),
                                           min_size=1, max_size=3),
        keep=st.floats(0.01, 1))
-def test_damaged_body_with_valid_crc_is_accepted_or_invalid_record_never_untyped(records, edits, keep):
+def test_damaged_body_with_valid_crc_is_refused_typed_or_decodes_to_its_record_count(records, edits, keep):
     body = bytearray(arrow_body.encode_body(arrow_body.record_batch(
         *[list(c) for c in zip(*records)])).to_pybytes())
     for where, value in edits:
@@ -224,7 +225,13 @@ def test_damaged_body_with_valid_crc_is_accepted_or_invalid_record_never_untyped
     data = build_batch(bytes(body), record_count=len(records), base_timestamp=0, max_timestamp=0)
     try:
         validate_batches(data, max_batch_bytes=MAX)
-    except InvalidRecordError:
+    except (InvalidRecordError, CorruptRecordError):
+        return
+    # Accepted: the metadata agrees with the header, so decoding either yields exactly the
+    # declared rows or fails with a typed error (never a crash or a silently different count).
+    try:
+        assert arrow_body.decode_checked(data[HEADER_SIZE:], len(records)).num_rows == len(records)
+    except ValueError:
         pass
 
 
@@ -333,3 +340,124 @@ def test_iter_headers_stops_at_a_partial_batch():
     b = encode_records([(None, b"b" * 100, 2, None)])
     assert [pos for pos, _ in iter_headers(a + b)] == [0, len(a)]
     assert [pos for pos, _ in iter_headers((a + b)[:-1])] == [0]
+
+
+# ------------------------------------------------------------ header and Arrow metadata agree
+def one_record_body(compression="none") -> bytes:
+    return arrow_body.encode_body(arrow_body.record_batch([b"k"], [b"v"], [1]), compression).to_pybytes()
+
+
+@pytest.mark.parametrize("declared", [2, 1000, 2**31 - 1])
+@pytest.mark.parametrize("compression", sorted(arrow_body.COMPRESSION_CODES))
+def test_record_count_beyond_the_body_is_corrupt(declared, compression):
+    data = build_batch(one_record_body(compression), record_count=declared, base_timestamp=1, max_timestamp=1,
+                       attributes=arrow_body.COMPRESSION_CODES[compression])
+    with pytest.raises(CorruptRecordError, match=f"declares {declared} records but the Arrow body holds 1"):
+        validate_batches(data, max_batch_bytes=MAX)
+
+
+def test_record_count_below_the_body_is_corrupt():
+    body = arrow_body.encode_body(arrow_body.record_batch([None] * 3, [b"v"] * 3, [1] * 3)).to_pybytes()
+    with pytest.raises(CorruptRecordError, match="declares 1 records but the Arrow body holds 3"):
+        validate_batches(build_batch(body, record_count=1, base_timestamp=1, max_timestamp=1), max_batch_bytes=MAX)
+
+
+OTHER_SCHEMAS = [
+    pa.record_batch([pa.array([1]), pa.array(["x"])], names=["a", "b"]),
+    pa.record_batch([pa.array([b"k"]), pa.array([b"v"]), pa.array([1])], names=["key", "value", "timestamp"]),
+    pa.record_batch([pa.array([b"k"]), pa.array([b"v"]), pa.array([1]), pa.array([b"h"])],
+                    names=["key", "value", "timestamp", "headers"]),
+    pa.record_batch([pa.array([b"k"]), pa.array([b"v"]), pa.array([1]), pa.array([b"h"]), pa.array([2])],
+                    names=["key", "value", "timestamp", "headers", "extra"]),
+    pa.record_batch([pa.array([b"k"], pa.binary_view()), pa.array([b"v"]), pa.array([1]),
+                     pa.nulls(1, arrow_body.HEADER_TYPE)], names=["key", "value", "timestamp", "headers"]),
+]
+
+
+@pytest.mark.parametrize("batch", OTHER_SCHEMAS, ids=lambda b: ",".join(str(t) for t in b.schema.types))
+def test_body_of_another_schema_is_corrupt(batch):
+    data = build_batch(batch.serialize().to_pybytes(), record_count=1, base_timestamp=1, max_timestamp=1)
+    with pytest.raises(CorruptRecordError, match="batch at byte 0"):
+        validate_batches(data, max_batch_bytes=MAX)
+
+
+def _edit_row_counts(body: bytes, rows: int) -> bytes:
+    """The body with its flatbuffer claiming ``rows`` rows everywhere (buffers unchanged)."""
+    out = bytearray(body)
+    meta = memoryview(out)[8:]
+    message = ipc_layout._Table(meta, struct.unpack_from("<I", meta, 0)[0])
+    batch = ipc_layout._Table(meta, message.target(2))
+    struct.pack_into("<q", meta, batch.field(0), rows)
+    nodes = batch.target(1)
+    for i in range(struct.unpack_from("<I", meta, nodes)[0]):
+        struct.pack_into("<q", meta, nodes + 4 + 16 * i, rows)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("compression", sorted(arrow_body.COMPRESSION_CODES))
+def test_metadata_claiming_more_rows_than_its_buffers_hold_is_corrupt(compression):
+    body = _edit_row_counts(one_record_body(compression), 1000)
+    data = build_batch(body, record_count=1000, base_timestamp=1, max_timestamp=1,
+                       attributes=arrow_body.COMPRESSION_CODES[compression])
+    with pytest.raises(CorruptRecordError, match="buffer"):
+        validate_batches(data, max_batch_bytes=MAX)
+
+
+@pytest.mark.parametrize("body_compression, header_compression", [("none", "zstd"), ("lz4", "none"),
+                                                                  ("zstd", "lz4")])
+def test_header_compression_bits_must_match_the_body(body_compression, header_compression):
+    data = build_batch(one_record_body(body_compression), record_count=1, base_timestamp=1, max_timestamp=1,
+                       attributes=arrow_body.COMPRESSION_CODES[header_compression])
+    with pytest.raises(CorruptRecordError, match="compressed with"):
+        validate_batches(data, max_batch_bytes=MAX)
+
+
+def test_transactional_batch_needs_a_producer_id():
+    body = one_record_body()
+    data = build_batch(body, record_count=1, base_timestamp=1, max_timestamp=1, attributes=TRANSACTIONAL)
+    with pytest.raises(InvalidRecordError, match="transactional but has no producer id"):
+        validate_batches(data, max_batch_bytes=MAX)
+    ok = build_batch(body, record_count=1, base_timestamp=1, max_timestamp=1, attributes=TRANSACTIONAL,
+                     producer_id=7, producer_epoch=0, base_sequence=0)
+    assert validate_batches(ok, max_batch_bytes=MAX)[0].is_transactional
+
+
+def test_last_offset_delta_disagreeing_with_the_count_names_both():
+    data = bytearray(encode_records([(None, b"v", 1, None)] * 3))
+    struct.pack_into(">i", data, 23, 2**31 - 2)
+    with pytest.raises(InvalidRecordError, match="record_count=3 and last_offset_delta=2147483646"):
+        validate_batches(rechecksum(data), max_batch_bytes=MAX)
+
+
+# ------------------------------------------------------------ decoding stops at a bad batch
+def _assigned(*batches: bytes) -> bytes:
+    payload = b"".join(batches)
+    return b"".join(bytes(p) for p in with_offsets(payload, list(h for _, h in iter_headers(payload)), 100, 0))
+
+
+def test_decode_available_returns_the_batches_before_a_bad_one_and_its_offsets():
+    good = encode_records([(None, b"a", 1, None), (None, b"b", 1, None)])
+    bad = build_batch(one_record_body(), record_count=5, base_timestamp=1, max_timestamp=1)  # 5 declared, 1 held
+    data = _assigned(good, bad, good)
+    decoded, failure = decode_available(data, 100)
+    assert [r["value"] for d in decoded for r in d.records.to_pylist()] == [b"a", b"b"]
+    assert (failure.offset, failure.next_offset) == (102, 107)
+    assert isinstance(failure.error, CorruptRecordError)
+    assert failure.error.details == {"offset": 102, "next_offset": 107}
+    assert "seek to 107" in failure.error.message
+    after, none = decode_available(data, 107)
+    assert none is None and [r["value"] for d in after for r in d.records.to_pylist()] == [b"a", b"b"]
+    with pytest.raises(CorruptRecordError):
+        decode_records(data, 100)
+
+
+def test_garbage_offsets_pass_the_header_check_but_never_decode():
+    """Values are the client's to check: offsets pointing outside their data fail full validation."""
+    body = bytearray(one_record_body())
+    layout = ipc_layout.read_layout(body)
+    offset, length = layout.buffers[4]  # value offsets
+    struct.pack_into("<i", body, layout.body_start + offset + 4, 10**6)
+    data = build_batch(bytes(body), record_count=1, base_timestamp=1, max_timestamp=1)
+    validate_batches(data, max_batch_bytes=MAX)
+    decoded, failure = decode_available(_assigned(data), 100)
+    assert decoded == [] and failure.offset == 100 and "does not decode" in failure.error.message
