@@ -94,6 +94,7 @@ def broker():
 def broker_start(data_dir, host, port, node_id, roles, controller_quorum, properties_file, overrides, log_level):
     """Start a node in the foreground; SIGTERM or Ctrl-C stops it cleanly (leadership moves first)."""
     from broker.config import BROKER_CONFIG, read_properties
+    from broker.server.listeners import with_client_address
     from broker.server.service import BrokerServer
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -107,14 +108,16 @@ def broker_start(data_dir, host, port, node_id, roles, controller_quorum, proper
         values["process.roles"] = roles
     if controller_quorum is not None:
         values["controller.quorum.voters"] = controller_quorum
-    if host is not None or port is not None:
-        cur_host, _, cur_port = values.get("listeners", "127.0.0.1:9092").rpartition(":")
-        values["listeners"] = f"{host or cur_host or '127.0.0.1'}:{cur_port if port is None else port}"
     check_broker_values(values)
     config = BROKER_CONFIG.parse(values)
+    if host is not None or port is not None:
+        config = BROKER_CONFIG.parse({**values, "listeners": with_client_address(config, host, port)})
     _check_listeners_free(config)
     # A node alone is its own quorum and is ready within a moment; in a quorum it waits for peers.
     server = BrokerServer(config).start(wait_ready=0 if config["controller.quorum.voters"] else 30)
+    if server.inter_broker_port is not None:
+        click.echo(f"Riverlog node {server.broker.node_id} inter-broker listener on "
+                   f"{server.host}:{server.inter_broker_port}")
     click.echo(f"Riverlog node {server.broker.node_id} ({server.config['process.roles']}) listening on "
                f"{server.bootstrap_servers}", err=False)
     sys.stdout.flush()
@@ -133,13 +136,16 @@ def broker_start(data_dir, host, port, node_id, roles, controller_quorum, proper
 
 
 def _check_listeners_free(config) -> None:
-    """A port in use fails here as one line, not as the gRPC server's bind traceback."""
+    """A bad listener plan or a port in use fails here as one line, not as a bind traceback."""
     from broker.server.controller_runtime import parse_voters
-    check_listener_free(config["listeners"], "listener")
-    if "controller" in config["process.roles"]:
-        voter = parse_voters(config["controller.quorum.voters"]).get(config["node.id"])
-        if voter is not None and f"{voter[1]}" != config["listeners"].rpartition(":")[2]:
-            check_listener_free(f"{config['listeners'].rpartition(':')[0]}:{voter[1]}", "controller listener")
+    from broker.server.listeners import plan_listeners
+    voter = parse_voters(config["controller.quorum.voters"]).get(config["node.id"]) \
+        if "controller" in config["process.roles"] else None
+    plan = plan_listeners(config, voter)
+    for what, address in (("listener", plan.client), ("inter-broker listener", plan.inter_broker),
+                          ("controller listener", plan.controller)):
+        if address is not None:
+            check_listener_free(f"{address[0]}:{address[1]}", what)
 
 
 # ----------------------------------------------------------------------------------- topics

@@ -153,7 +153,7 @@ QUORUM = _Quorum()
 def check_broker_values(values: dict) -> None:
     """The checks of the options above, on the merged broker values (options, ``--config`` and
     ``--properties`` alike), so a bad value never reaches the server as a traceback."""
-    for key, kind in (("log.dirs", DATA_DIR), ("listeners", HOST_PORT), ("advertised.listeners", HOST_PORT),
+    for key, kind in (("log.dirs", DATA_DIR),
                       ("controller.quorum.voters", QUORUM), ("node.id", NODE_ID)):
         value = values.get(key)
         if value is not None and str(value).strip() != "":

@@ -204,15 +204,28 @@ TOPIC_CONFIG = ConfigDef("topic", TOPIC_KEYS)
 BROKER_KEYS = [
     ConfigKey("node.id", int, 0, "this node's id in the cluster", between(0, INT_MAX)),
     ConfigKey("log.dirs", str, "./riverlog-data", "directory holding partition logs and metadata"),
-    ConfigKey("listeners", str, "127.0.0.1:9092", "host:port the gRPC service listens on (port 0 picks one)"),
-    ConfigKey("advertised.listeners", str, "", "host:port clients are told to use (default: listeners)"),
+    ConfigKey("listeners", str, "127.0.0.1:9092",
+              "NAME://host:port,... the node listens on (port 0 picks one); a bare host:port is the client "
+              "listener (PLAINTEXT). The inter-broker listener defaults to a free port on the client's host"),
+    ConfigKey("advertised.listeners", str, "", "NAME://host:port,... other parties are told to use "
+              "(default: listeners); a bare host:port is the client listener"),
+    ConfigKey("inter.broker.listener.name", str, "REPLICATION",
+              "the listener other brokers use (replica fetches, leader-epoch queries, transaction markers); "
+              "never the client listener"),
+    ConfigKey("controller.listener.names", str, "CONTROLLER",
+              "the listener of this node's controller.quorum.voters entry (Raft, controller requests, "
+              "metadata fetches); never the client listener"),
     ConfigKey("num.partitions", int, 1, "partitions of a topic created without a count", between(1, INT_MAX)),
     ConfigKey("default.replication.factor", int, 1, "replicas of a topic created without a factor",
               between(1, INT_MAX)),
     ConfigKey("auto.create.topics.enable", bool, False,
               "create a topic on first produce or metadata request (off: typos fail loudly)"),
-    ConfigKey("num.io.threads", int, 64, "request threads; long-poll fetches hold one each while waiting",
-              at_least(2)),
+    ConfigKey("num.io.threads", int, 16,
+              "threads that do requests' work; a waiting request (long-poll fetch, acks=all produce, idle "
+              "stream) holds none", at_least(2)),
+    ConfigKey("fetch.max.wait.ms", int, 30_000,
+              "longest a fetch long-polls on this broker: a client's larger fetch.max.wait.ms is cut to it",
+              at_least(0)),
     ConfigKey("socket.request.max.bytes", int, 104_857_600, "largest request the broker accepts",
               between(1024, INT_MAX)),
     ConfigKey("fetch.max.bytes", int, 57_671_680, "largest fetch response the broker builds", between(1024, INT_MAX)),

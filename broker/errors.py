@@ -75,7 +75,7 @@ class S:
         "OK", "CANCELLED", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS")
     RESOURCE_EXHAUSTED, FAILED_PRECONDITION, OUT_OF_RANGE, UNIMPLEMENTED, INTERNAL = (
         "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL")
-    UNAVAILABLE, DATA_LOSS = "UNAVAILABLE", "DATA_LOSS"
+    UNAVAILABLE, DATA_LOSS, PERMISSION_DENIED = "UNAVAILABLE", "DATA_LOSS", "PERMISSION_DENIED"
 
 
 UnknownServerError = _error("UnknownServerError", -1, S.INTERNAL, doc="An unexpected failure on the broker.")
@@ -119,6 +119,10 @@ NotControllerError = _error(
     "NotControllerError", 41, S.UNAVAILABLE, retriable=True,
     doc="This node is not the active controller; details carry leader_id when it is known.")
 InvalidRequestError = _error("InvalidRequestError", 42, S.INVALID_ARGUMENT)
+ClusterAuthorizationFailedError = _error(
+    "ClusterAuthorizationFailedError", 31, S.PERMISSION_DENIED,
+    doc="An inter-broker request (follower fetch, transaction markers) sent to the client listener: "
+        "brokers send these to each other's inter.broker.listener.name listener.")
 PolicyViolationError = _error("PolicyViolationError", 44, S.FAILED_PRECONDITION)
 KafkaStorageError = _error("KafkaStorageError", 56, S.UNAVAILABLE, retriable=True,
                            doc="The partition's log directory failed (disk error).")

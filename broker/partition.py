@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from broker.clock import Clock
 from broker.errors import (FencedLeaderEpochError, InvalidProducerEpochError, InvalidRecordError,
@@ -40,16 +40,37 @@ class AppendNotifier:
     def __init__(self):
         self._cond = threading.Condition()
         self.sequence = 0
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._next_id = 0
 
     def bump(self) -> None:
         with self._cond:
             self.sequence += 1
             self._cond.notify_all()
+            callbacks, self._callbacks = self._callbacks, {}
+        for callback in callbacks.values():
+            callback()
 
     def wait_past(self, sequence: int, timeout: float) -> None:
         with self._cond:
             if self.sequence == sequence:
                 self._cond.wait(timeout)
+
+    def call_when_past(self, sequence: int, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` once the counter has moved past ``sequence`` (at once if it has):
+        how an event loop waits here without a thread. Returns a function that cancels the call."""
+        with self._cond:
+            if self.sequence == sequence:
+                key = self._next_id
+                self._next_id += 1
+                self._callbacks[key] = callback
+                return lambda: self._cancel(key)
+        callback()
+        return lambda: None
+
+    def _cancel(self, key: int) -> None:
+        with self._cond:
+            self._callbacks.pop(key, None)
 
 
 class ReadResult(NamedTuple):
@@ -202,23 +223,34 @@ class Partition:
     def wait_for_replication(self, info: AppendInfo, timeout: float) -> None:
         """Block an acks=all produce until every ISR member holds its batch (the HW passed it)."""
         deadline = time.monotonic() + timeout
+        epoch = self.leader_epoch
         with self.lock:
-            epoch = self.leader_epoch
-            while self.high_watermark <= info.last_offset:
-                if self.role != LEADER or self.leader_epoch != epoch:
-                    raise NotLeaderOrFollowerError(
-                        f"{self.topic}-{self.index}: leadership moved before the batch was replicated")
+            while not self.is_replicated(info, epoch):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise RequestTimedOutError(
-                        f"{self.topic}-{self.index}: in-sync replicas {self.isr} did not all reach offset "
-                        f"{info.last_offset} within request.timeout.ms")
+                    raise self.replication_timeout(info)
                 self.hw_changed.wait(min(remaining, 0.5))
+
+    def is_replicated(self, info: AppendInfo, leader_epoch: int) -> bool:
+        """Whether every ISR member holds an acks=all batch appended in ``leader_epoch``; raises
+        once it never will be here (leadership moved) or the ISR shrank below min.insync.replicas."""
+        with self.lock:
+            if self.high_watermark <= info.last_offset:
+                if self.role != LEADER or self.leader_epoch != leader_epoch:
+                    raise NotLeaderOrFollowerError(
+                        f"{self.topic}-{self.index}: leadership moved before the batch was replicated")
+                return False
             required = self.log.config["min.insync.replicas"]
             if len(self.isr) < required:
                 raise NotEnoughReplicasAfterAppendError(
                     f"{self.topic}-{self.index}: written, but the ISR shrank to {self.isr} "
                     f"(min.insync.replicas={required})")
+            return True
+
+    def replication_timeout(self, info: AppendInfo) -> RequestTimedOutError:
+        return RequestTimedOutError(
+            f"{self.topic}-{self.index}: in-sync replicas {self.isr} did not all reach offset "
+            f"{info.last_offset} within request.timeout.ms")
 
     # ------------------------------------------------------------------------------ leader: follower fetch
     def read_for_follower(self, follower_id: int, offset: int, max_bytes: int, leader_epoch: int,

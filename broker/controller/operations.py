@@ -12,7 +12,9 @@ from broker.errors import InvalidRequestError
 
 
 def register_broker(c, image, now, body):
-    records = c.register_broker(image, body["node_id"], body["host"], body["port"], body["incarnation"], now)
+    inter = body.get("inter_broker")
+    records = c.register_broker(image, body["node_id"], body["host"], body["port"], body["incarnation"], now,
+                                (inter[0], inter[1]) if inter else None)
     if records:
         return records, lambda offset: {"broker_epoch": offset, "offset": offset}
     return [], {"broker_epoch": image.brokers[body["node_id"]].broker_epoch, "offset": image.offset}

@@ -52,13 +52,17 @@ class QuorumController:
 
     # ---------------------------------------------------------------------------- brokers
     def register_broker(self, image: MetadataImage, node_id: int, host: str, port: int,
-                        incarnation: str, now_ms: int) -> list[dict]:
+                        incarnation: str, now_ms: int, inter_broker: tuple[str, int] | None = None) -> list[dict]:
         self.last_heartbeat[node_id] = now_ms
         known = image.brokers.get(node_id)
-        if known is not None and known.incarnation == incarnation and (known.host, known.port) == (host, port):
+        if known is not None and known.incarnation == incarnation and (known.host, known.port) == (host, port) \
+                and known.inter_broker == inter_broker:
             return []
-        return [{"type": "register_broker", "node_id": node_id, "host": host, "port": port,
-                 "incarnation": incarnation}]
+        record = {"type": "register_broker", "node_id": node_id, "host": host, "port": port,
+                  "incarnation": incarnation}
+        if inter_broker is not None:
+            record["inter_broker"] = list(inter_broker)
+        return [record]
 
     def heartbeat(self, image: MetadataImage, node_id: int, broker_epoch: int, metadata_offset: int,
                   want_shut_down: bool, now_ms: int) -> tuple[list[dict], HeartbeatReply]:

@@ -15,8 +15,10 @@ Record shapes (JSON objects):
         a new leader (-1: none) bumps the leader epoch; any change bumps the partition epoch
     {"type": "config", "resource": "topic" | "broker", "name": str, "key": str, "value": str | null}
     {"type": "remove_topic", "name": str, "topic_id": str}
-    {"type": "register_broker", "node_id": int, "host": str, "port": int, "incarnation": str}
-        the broker epoch is the metadata offset of this record (as KRaft); a broker starts fenced
+    {"type": "register_broker", "node_id": int, "host": str, "port": int, "incarnation": str,
+     "inter_broker": [host, port]?}
+        the broker epoch is the metadata offset of this record (as KRaft); a broker starts fenced;
+        host/port is the client listener, inter_broker the listener other brokers use (KRaft's endpoints)
     {"type": "broker_state", "node_id": int, "fenced": bool?, "shutting_down": bool?}
     {"type": "partition_state", ...}  full partition state, only in snapshots (``to_records``)
     {"type": "producer_ids", "next": int}
@@ -85,6 +87,12 @@ class BrokerRegistration:
     broker_epoch: int
     fenced: bool = True
     shutting_down: bool = False
+    inter_broker: tuple[str, int] | None = None  # None: registered before listeners were split
+
+    @property
+    def inter_broker_address(self) -> str:
+        host, port = self.inter_broker or (self.host, self.port)
+        return f"{host}:{port}"
 
 
 @dataclass
@@ -121,7 +129,8 @@ class MetadataImage:
         out: list[dict] = []
         for b in sorted(self.brokers.values(), key=lambda b: b.node_id):
             out.append({"type": "register_broker", "node_id": b.node_id, "host": b.host, "port": b.port,
-                        "incarnation": b.incarnation, "broker_epoch": b.broker_epoch})
+                        "incarnation": b.incarnation, "broker_epoch": b.broker_epoch,
+                        **({"inter_broker": list(b.inter_broker)} if b.inter_broker else {})})
             out.append({"type": "broker_state", "node_id": b.node_id, "fenced": b.fenced,
                         "shutting_down": b.shutting_down})
         out += [{"type": "config", "resource": "broker", "name": "", "key": k, "value": v}
@@ -203,8 +212,10 @@ def _apply_config(image: MetadataImage, record: dict) -> None:
 
 def _apply_register_broker(image: MetadataImage, record: dict) -> None:
     epoch = record.get("broker_epoch", image.offset)
+    inter = record.get("inter_broker")
     image.brokers[record["node_id"]] = BrokerRegistration(
-        record["node_id"], record["host"], record["port"], record["incarnation"], epoch)
+        record["node_id"], record["host"], record["port"], record["incarnation"], epoch,
+        inter_broker=(inter[0], inter[1]) if inter else None)
 
 
 def _apply_broker_state(image: MetadataImage, record: dict) -> None:

@@ -83,11 +83,15 @@ class ControllerClient:
 
 
 class Broker:
-    def __init__(self, config: Config, clock: Clock = SYSTEM_CLOCK, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, config: Config, clock: Clock = SYSTEM_CLOCK, host: str = "127.0.0.1", port: int = 0,
+                 inter_broker: tuple[str, int] | None = None):
+        """``host``/``port``: the advertised client listener; ``inter_broker``: the advertised
+        listener other brokers use (registered with the controller, so peers find it)."""
         self.config = config
         self.clock = clock
         self.node_id = config["node.id"]
         self.host, self.port = host, port
+        self.inter_broker = inter_broker
         roles = {r.strip() for r in config["process.roles"].split(",")}
         self.is_broker, self.is_controller = "broker" in roles, "controller" in roles
         self.voters = parse_voters(config["controller.quorum.voters"]) or {self.node_id: (host, port)}
@@ -139,8 +143,9 @@ class Broker:
         self.peers.send_raft(f"{host}:{port}", message)
 
     def _address_of(self, node_id: int) -> str | None:
+        """A broker's inter-broker listener (follower fetches, leader-epoch queries, markers)."""
         b = self.image.brokers.get(node_id)
-        return None if b is None else f"{b.host}:{b.port}"
+        return None if b is None else b.inter_broker_address
 
     # ------------------------------------------------------------------------------ metadata
     def _run_metadata(self) -> None:
@@ -210,7 +215,8 @@ class Broker:
                 if self.broker_epoch is None:
                     reply = self.controller.call("register_broker", {
                         "node_id": self.node_id, "host": self.host, "port": self.port,
-                        "incarnation": self.incarnation}, timeout=5.0)
+                        "incarnation": self.incarnation,
+                        **({"inter_broker": list(self.inter_broker)} if self.inter_broker else {})}, timeout=5.0)
                     self.broker_epoch = reply["broker_epoch"]
                     log.info("broker %d registered with epoch %d", self.node_id, self.broker_epoch)
                 reply = self.controller.call("heartbeat", {

@@ -1,5 +1,9 @@
 """Request handling: protobuf requests in, protobuf responses out (Kafka's ``KafkaApis``).
 
+No handler waits for data or replicas: an acks=all produce returns what still waits for its replicas
+(:meth:`Handlers.append`, then :meth:`Handlers.settle`) and a fetch is one read
+(:meth:`Handlers.fetch_once`); the server awaits between the steps without holding a thread.
+
 Per-partition failures become that partition's ``error_code`` so the rest of the request still
 succeeds; only whole-request problems raise. No gRPC here: handlers are plain calls, testable
 without a network. Record bytes are passed through untouched.
@@ -132,7 +136,9 @@ class Handlers:
         return pb.InitProducerIdResponse(producer_id=self.broker.producer_ids.next_id(), producer_epoch=0)
 
     # ---------------------------------------------------------------------------- produce
-    def produce(self, request: pb.ProduceRequest) -> pb.ProduceResponse:
+    def append(self, request: pb.ProduceRequest) -> tuple[pb.ProduceResponse, list["Replicating"]]:
+        """Append every partition's batches; acks=all ones come back as :class:`Replicating` for
+        :meth:`settle`, so the caller can wait for the replicas without holding a thread."""
         response = pb.ProduceResponse()
         acks_ok = request.acks in (0, 1, -1)
         for topic in request.topics:
@@ -140,33 +146,51 @@ class Handlers:
             for p in topic.partitions:
                 pr = tr.partitions.add(partition=p.partition, base_offset=-1, log_append_time=-1)
                 try:
+        waiting: list[Replicating] = []
                     if not acks_ok:
+        deadline = time.monotonic() + max(request.timeout_ms, 1) / 1000.0
                         raise InvalidRequiredAcksError(f"acks must be 0, 1 or -1 (all), got {request.acks}")
                     partition = self._partition(topic.name, p.partition)
                     info = partition.append_records(p.records, request.acks)
                     if request.acks == -1:
-                        partition.wait_for_replication(info, max(request.timeout_ms, 1) / 1000.0)
-                    pr.base_offset = info.first_offset
-                    pr.log_append_time = info.log_append_time
-                    pr.log_start_offset = partition.log.log_start_offset
+                        waiting.append(appended)
+                    else:
+                        appended.done()
+                    epoch = partition.leader_epoch
                 except Exception as e:  # noqa: BLE001
+                    appended = Replicating(pr, partition, info, epoch, deadline)
                     _fill_error(pr, e)
-        return response
+        return response, waiting
+
+    @staticmethod
+    def settle(waiting: list["Replicating"]) -> list["Replicating"]:
+        """Answer the acks=all appends that are replicated (or failed); return those still waiting."""
+        still = []
+        for w in waiting:
+            try:
+                if w.partition.is_replicated(w.info, w.epoch):
+                    w.done()
+                elif time.monotonic() >= w.deadline:
+                    raise w.partition.replication_timeout(w.info)
+                else:
+                    still.append(w)
+            except Exception as e:  # noqa: BLE001
+                _fill_error(w.result, e)
+        return still
 
     # ---------------------------------------------------------------------------- fetch
-    def fetch(self, request: pb.FetchRequest, is_active=lambda: True) -> pb.FetchResponse:
-        """Long-poll: answer once ``min_bytes`` are available, an error occurs or ``max_wait_ms`` passes."""
+    def fetch_wait_s(self, request: pb.FetchRequest) -> float:
+        """How long this fetch may long-poll: the client's ``max_wait_ms``, cut to the broker's
+        ``fetch.max.wait.ms`` so no request parks without bound."""
+        return min(max(0, request.max_wait_ms), self.broker.config["fetch.max.wait.ms"]) / 1000.0
+
+    def fetch_once(self, request: pb.FetchRequest) -> tuple[pb.FetchResponse, bool]:
+        """One read of every asked partition, and whether it answers the fetch (enough bytes, or
+        an error to report)."""
         max_bytes = request.max_bytes if request.max_bytes > 0 else self.broker.config["fetch.max.bytes"]
         max_bytes = min(max_bytes, self.broker.config["fetch.max.bytes"])
-        deadline = time.monotonic() + max(0, request.max_wait_ms) / 1000.0
-        notifier = self.broker.replicas.notifier
-        while True:
-            sequence = notifier.sequence
-            response, total, failed = self._read_once(request, max_bytes)
-            remaining = deadline - time.monotonic()
-            if total >= max(1, request.min_bytes) or failed or remaining <= 0 or not is_active():
-                return response
-            notifier.wait_past(sequence, min(remaining, 0.5))
+        response, total, failed = self._read_once(request, max_bytes)
+        return response, failed or total >= max(1, request.min_bytes)
 
     def _read_once(self, request: pb.FetchRequest, max_bytes: int):
         response = pb.FetchResponse()
@@ -310,3 +334,16 @@ def _text(value) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return str(value)
+class Replicating:
+    """An acks=all append waiting for its replicas: where to write the answer once it is settled."""
+    __slots__ = ("result", "partition", "info", "epoch", "deadline")
+
+    def __init__(self, result, partition, info, epoch: int, deadline: float):
+        self.result, self.partition, self.info, self.epoch, self.deadline = result, partition, info, epoch, deadline
+
+    def done(self) -> None:
+        self.result.base_offset = self.info.first_offset
+        self.result.log_append_time = self.info.log_append_time
+        self.result.log_start_offset = self.partition.log.log_start_offset
+
+

@@ -1,10 +1,8 @@
-"""The gRPC shell around the broker: threads, sockets, error mapping and lifecycle.
+"""The gRPC shell around the broker: listeners, the request loop, lifecycle.
 
-:class:`BrokerServer` owns the gRPC server (a thread pool of ``num.io.threads``; a long-polling
-fetch holds one thread while it waits), the flush scheduler thread, and clean shutdown.
-:class:`ErrorInterceptor` is the one place where a typed error becomes a gRPC status: the status
-code is the error's, and trailing metadata ``riverlog-error-code`` carries its stable code so the
-client rebuilds the same class.
+:class:`BrokerServer` owns one node's listeners (see ``listeners.py``: client, inter-broker and
+controller, each its own socket), all served from one asyncio loop (``rpc.py``) so that a waiting
+request holds no thread, plus the flush, retention and expiration threads, and clean shutdown.
 
     with EmbeddedBroker() as broker:            # a throwaway single-node broker in this process
         Producer({"bootstrap.servers": broker.bootstrap_servers})
@@ -15,226 +13,207 @@ import json
 import logging
 import tempfile
 import threading
+import time
 from concurrent import futures
-
-import grpc
 
 from broker.clock import SYSTEM_CLOCK, Clock
 from broker.config import BROKER_CONFIG, Config
-from broker.errors import NotCoordinatorError, RiverlogError, UnknownServerError
+from broker.errors import ClusterAuthorizationFailedError, InvalidRequestError, NotCoordinatorError
 from broker.proto import riverlog_pb2 as pb
 from broker.proto import riverlog_pb2_grpc as pb_grpc
 from broker.server.broker import Broker
+from broker.server.controller_runtime import parse_voters
 from broker.server.group_handlers import GroupHandlers
 from broker.server.group_runtime import GroupRuntime
 from broker.server.handlers import Handlers
+from broker.server.internal import BROKER_METHODS, CONTROLLER_METHODS, InternalHandlers
+from broker.server.listeners import plan_listeners
+from broker.server.log_cleaner import LogCleaner
+from broker.server.rpc import AsyncWaiter, RpcLoop
 from broker.server.txn_handlers import TransactionHandlers
 from broker.server.txn_runtime import TransactionRuntime
-from broker.server.internal import InternalHandlers
-from broker.server.log_cleaner import LogCleaner
 
 log = logging.getLogger(__name__)
 
-ERROR_CODE_KEY = "riverlog-error-code"
+INTERNAL_THREADS = 16  # per internal pool: peers are few, and Raft must never queue behind clients
 
 
-class ErrorInterceptor(grpc.ServerInterceptor):
-    """Turn exceptions escaping a handler into a gRPC status with the error's stable code."""
-
-    def intercept_service(self, continuation, handler_call_details):
-        handler = continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
-            return handler
-        inner = handler.unary_unary
-
-        def guarded(request, context):
-            try:
-                return inner(request, context)
-            except RiverlogError as e:
-                _abort(context, e)
-            except Exception as e:  # noqa: BLE001 - the client must get a typed answer
-                log.exception("unhandled error in %s", handler_call_details.method)
-                _abort(context, UnknownServerError(f"{type(e).__name__}: {e}"))
-
-        return grpc.unary_unary_rpc_method_handler(
-            guarded, request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer)
+def _delegate(target):
+    """A servicer method that runs ``target(servicer)(request)`` on the servicer's pool."""
+    async def method(self, request, context):
+        return await self.run(target(self), request)
+    return method
 
 
-def _abort(context, error: RiverlogError):
-    context.set_trailing_metadata(((ERROR_CODE_KEY, str(error.code)),))
-    context.abort(grpc.StatusCode[error.grpc_status], error.message)
+class _ClientServicer(pb_grpc.RiverlogServicer):
+    """The public service. Work runs on ``pool``; waits (long polls, acks=all) are awaited."""
 
+    inter_broker = False
 
-class _Servicer(pb_grpc.RiverlogServicer):
-    def __init__(self, handlers: Handlers, groups: GroupHandlers | None, transactions: TransactionHandlers | None):
-        self.h = handlers
-        self.g = groups
-        self.t = transactions
+    def __init__(self, rpc: RpcLoop, pool, handlers: Handlers, groups: GroupHandlers | None,
+                 transactions: TransactionHandlers | None):
+        self.rpc, self.pool = rpc, pool
+        self.h, self.g, self.t = handlers, groups, transactions
+        self.waiter = AsyncWaiter(handlers.broker.replicas.notifier)
 
-    def Metadata(self, request, context):
-        return self.h.metadata(request)
+    async def run(self, fn, *args):
+        return await self.rpc.loop.run_in_executor(self.pool, fn, *args)
 
-    def CreateTopics(self, request, context):
-        return self.h.create_topics(request)
-
-    def DeleteTopics(self, request, context):
-        return self.h.delete_topics(request)
-
-    def CreatePartitions(self, request, context):
-        return self.h.create_partitions(request)
-
-    def ElectLeaders(self, request, context):
-        return self.h.elect_leaders(request)
-
-    def DescribeCluster(self, request, context):
-        return self.h.describe_cluster(request)
-
-    def DeleteRecords(self, request, context):
-        return self.h.delete_records(request)
-
-    def Produce(self, request, context):
-        return self.h.produce(request)
-
-    def ProduceStream(self, request_iterator, context):
-        for request in request_iterator:
-            response = self.h.produce(request)
-            response.correlation_id = request.correlation_id
-            yield response
-
-    def Fetch(self, request, context):
-        return self.h.fetch(request, context.is_active)
-
-    def ListOffsets(self, request, context):
-        return self.h.list_offsets(request)
-
-    def DescribeConfigs(self, request, context):
-        return self.h.describe_configs(request)
-
-    def AlterConfigs(self, request, context):
-        return self.h.alter_configs(request)
-
-    # consumer groups
     def _groups(self) -> GroupHandlers:
         if self.g is None:
             raise NotCoordinatorError("this node has no broker role: it coordinates no groups")
         return self.g
 
-    def InitProducerId(self, request, context):
-        if request.transactional_id:
-            return self._txns().init_producer_id(request)
-        return self.h.init_producer_id(request)
-
-    def FindCoordinator(self, request, context):
-        runtime = (self._txns() if request.key_type == 1 else self._groups()).runtime
-        node, host, port = runtime.find_coordinator(request.group_id)
-        return pb.FindCoordinatorResponse(node_id=node, host=host, port=port)
-
-    # transactions
     def _txns(self) -> TransactionHandlers:
         if self.t is None:
             raise NotCoordinatorError("this node has no broker role: it coordinates no transactions")
         return self.t
 
-    def AddPartitionsToTxn(self, request, context):
-        return self._txns().add_partitions(request)
+    Metadata = _delegate(lambda s: s.h.metadata)
+    CreateTopics = _delegate(lambda s: s.h.create_topics)
+    DeleteTopics = _delegate(lambda s: s.h.delete_topics)
+    CreatePartitions = _delegate(lambda s: s.h.create_partitions)
+    ElectLeaders = _delegate(lambda s: s.h.elect_leaders)
+    DescribeCluster = _delegate(lambda s: s.h.describe_cluster)
+    DeleteRecords = _delegate(lambda s: s.h.delete_records)
+    ListOffsets = _delegate(lambda s: s.h.list_offsets)
+    DescribeConfigs = _delegate(lambda s: s.h.describe_configs)
+    AlterConfigs = _delegate(lambda s: s.h.alter_configs)
+    InitProducerId = _delegate(lambda s: s._init_producer_id)
+    FindCoordinator = _delegate(lambda s: s._find_coordinator)
+    AddPartitionsToTxn = _delegate(lambda s: s._txns().add_partitions)
+    AddOffsetsToTxn = _delegate(lambda s: s._txns().add_offsets)
+    TxnOffsetCommit = _delegate(lambda s: s._txns().txn_offset_commit)
+    EndTxn = _delegate(lambda s: s._txns().end)
+    ListTransactions = _delegate(lambda s: s._txns().list_transactions)
+    DescribeTransactions = _delegate(lambda s: s._txns().describe_transactions)
+    AbortTransaction = _delegate(lambda s: s._txns().abort)
+    DescribeProducers = _delegate(lambda s: s._txns().describe_producers)
+    ConsumerGroupHeartbeat = _delegate(lambda s: s._groups().heartbeat)
+    OffsetCommit = _delegate(lambda s: s._groups().offset_commit)
+    OffsetFetch = _delegate(lambda s: s._groups().offset_fetch)
+    ListGroups = _delegate(lambda s: s._groups().list_groups)
+    DescribeGroups = _delegate(lambda s: s._groups().describe_groups)
+    DeleteGroups = _delegate(lambda s: s._groups().delete_groups)
+    OffsetDelete = _delegate(lambda s: s._groups().offset_delete)
 
-    def AddOffsetsToTxn(self, request, context):
-        return self._txns().add_offsets(request)
+    def _init_producer_id(self, request):
+        if request.transactional_id:
+            return self._txns().init_producer_id(request)
+        return self.h.init_producer_id(request)
 
-    def TxnOffsetCommit(self, request, context):
-        return self._txns().txn_offset_commit(request)
+    def _find_coordinator(self, request):
+        runtime = (self._txns() if request.key_type == 1 else self._groups()).runtime
+        node, host, port = runtime.find_coordinator(request.group_id)
+        return pb.FindCoordinatorResponse(node_id=node, host=host, port=port)
 
-    def EndTxn(self, request, context):
-        return self._txns().end(request)
+    async def Produce(self, request, context):
+        return await self._produce(request)
 
-    def WriteTxnMarkers(self, request, context):
-        return self._txns().write_markers(request)
+    async def ProduceStream(self, request_iterator, context):
+        async for request in request_iterator:  # an idle stream awaits here, holding no thread
+            response = await self._produce(request)
+            response.correlation_id = request.correlation_id
+            yield response
 
-    def ListTransactions(self, request, context):
-        return self._txns().list_transactions(request)
+    async def _produce(self, request) -> pb.ProduceResponse:
+        response, waiting = await self.run(self.h.append, request)
+        while waiting:  # acks=all: await the replicas; the HW's moves bump the notifier
+            sequence = self.waiter.notifier.sequence
+            waiting = await self.run(self.h.settle, waiting)
+            if waiting:
+                soonest = min(w.deadline for w in waiting) - time.monotonic()
+                await self.waiter.wait_past(sequence, min(max(soonest, 0.0), 0.5))
+        return response
 
-    def DescribeTransactions(self, request, context):
-        return self._txns().describe_transactions(request)
+    async def Fetch(self, request, context):
+        if request.replica_id >= 0 and not self.inter_broker:
+            raise ClusterAuthorizationFailedError(
+                f"a follower fetch (replica_id {request.replica_id}) belongs on the inter-broker listener, "
+                "not the client listener")
+        deadline = time.monotonic() + self.h.fetch_wait_s(request)
+        while True:
+            sequence = self.waiter.notifier.sequence
+            response, satisfied = await self.run(self.h.fetch_once, request)
+            remaining = deadline - time.monotonic()
+            if satisfied or remaining <= 0:
+                return response
+            await self.waiter.wait_past(sequence, remaining)
 
-    def AbortTransaction(self, request, context):
-        return self._txns().abort(request)
+    async def WriteTxnMarkers(self, request, context):
+        if not self.inter_broker:
+            raise ClusterAuthorizationFailedError(
+                "WriteTxnMarkers is sent by transaction coordinators to the inter-broker listener; "
+                "clients end transactions with EndTxn")
+        return await self.run(self._txns().write_markers, request)
 
-    def DescribeProducers(self, request, context):
-        return self._txns().describe_producers(request)
 
-    def ConsumerGroupHeartbeat(self, request, context):
-        return self._groups().heartbeat(request)
+class _InterBrokerServicer(_ClientServicer):
+    """The same service on the inter-broker listener, where follower fetches and markers belong."""
 
-    def OffsetCommit(self, request, context):
-        return self._groups().offset_commit(request)
-
-    def OffsetFetch(self, request, context):
-        return self._groups().offset_fetch(request)
-
-    def ListGroups(self, request, context):
-        return self._groups().list_groups(request)
-
-    def DescribeGroups(self, request, context):
-        return self._groups().describe_groups(request)
-
-    def DeleteGroups(self, request, context):
-        return self._groups().delete_groups(request)
-
-    def OffsetDelete(self, request, context):
-        return self._groups().offset_delete(request)
+    inter_broker = True
 
 
 class _InternalServicer(pb_grpc.RiverlogInternalServicer):
-    def __init__(self, internal: InternalHandlers):
-        self.internal = internal
+    def __init__(self, rpc: RpcLoop, pool, internal: InternalHandlers):
+        self.rpc, self.pool, self.internal = rpc, pool, internal
 
-    def Call(self, request, context):
-        body = json.loads(request.body) if request.body else {}
-        return pb.InternalResponse(body=json.dumps(self.internal.call(request.method, body)).encode())
-
-
-def _split_listener(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    return (host or "127.0.0.1").strip("[]"), int(port)
-
-
-def _grpc_server(config: Config, workers: int) -> grpc.Server:
-    return grpc.server(
-        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="riverlog-io"),
-        interceptors=[ErrorInterceptor()],
-        options=[("grpc.max_receive_message_length", config["socket.request.max.bytes"]),
-                 ("grpc.max_send_message_length", config["fetch.max.bytes"] + (16 << 20)),
-                 ("grpc.so_reuseport", 0)])
+    async def Call(self, request, context):
+        try:
+            body = json.loads(request.body) if request.body else {}
+        except ValueError as e:
+            raise InvalidRequestError(f"internal {request.method}: the body is not JSON ({e})") from None
+        result = await self.rpc.loop.run_in_executor(self.pool, self.internal.call, request.method, body)
+        return pb.InternalResponse(body=json.dumps(result).encode())
 
 
 class BrokerServer:
-    """One node's servers: the broker listener (clients and replication) and, for a controller in a
-    multi-node quorum, the controller listener named in ``controller.quorum.voters``."""
+    """One node's listeners and background threads around its :class:`Broker`.
+
+    The client listener (``listeners``) serves the public service only; the inter-broker listener
+    (``inter.broker.listener.name``, a free port unless named) serves other brokers; a controller in
+    a quorum of named voters also listens on its ``controller.quorum.voters`` address.
+    """
 
     def __init__(self, config: Config, clock: Clock = SYSTEM_CLOCK):
         self.config = config
         self._stopped = threading.Event()
-        self._grpc = _grpc_server(config, config["num.io.threads"])
-        host, port = _split_listener(config["listeners"])
-        self.port = self._grpc.add_insecure_port(f"{host}:{port}")
-        advertised = config["advertised.listeners"]
-        self.host, adv_port = _split_listener(advertised) if advertised else (host, self.port)
-        self.broker = Broker(config, clock, self.host, adv_port or self.port)
+        node_id = config["node.id"]
+        roles = {r.strip() for r in config["process.roles"].split(",")}
+        voter = parse_voters(config["controller.quorum.voters"]).get(node_id) if "controller" in roles else None
+        plan = plan_listeners(config, voter)
+        self.rpc = RpcLoop(config["num.io.threads"])
+        max_send = config["fetch.max.bytes"] + (16 << 20)
+        self._servers = []
+
+        def listen(address) -> tuple:
+            server = self.rpc.server(config["socket.request.max.bytes"], max_send)
+            self._servers.append(server)
+            return server, server.add_insecure_port(f"{address[0]}:{address[1]}")
+
+        client, self.port = listen(plan.client)
+        self.host, adv_port = plan.advertised_client or (plan.client[0], self.port)
+        inter, self.inter_broker_port = listen(plan.inter_broker) if "broker" in roles else (None, None)
+        adv_inter = plan.advertised_inter_broker or (plan.inter_broker[0], self.inter_broker_port)
+        self.broker = Broker(config, clock, self.host, adv_port or self.port,
+                             inter_broker=adv_inter if inter is not None else None)
         self.handlers = Handlers(self.broker, self.host, adv_port or self.port)
-        internal = _InternalServicer(InternalHandlers(self.broker))
         self.groups = GroupRuntime(self.broker) if self.broker.is_broker else None
         self.transactions = TransactionRuntime(self.broker, self.groups) if self.broker.is_broker else None
         group_handlers = GroupHandlers(self.groups) if self.groups is not None else None
         txn_handlers = TransactionHandlers(self.transactions) if self.transactions is not None else None
-        pb_grpc.add_RiverlogServicer_to_server(_Servicer(self.handlers, group_handlers, txn_handlers), self._grpc)
-        pb_grpc.add_RiverlogInternalServicer_to_server(internal, self._grpc)
-        self._controller_grpc = None
-        voter = self.broker.voters.get(self.broker.node_id) if self.broker.is_controller else None
-        if voter is not None and config["controller.quorum.voters"] and voter[1] != self.port:
-            self._controller_grpc = _grpc_server(config, 16)
-            self._controller_grpc.add_insecure_port(f"{host}:{voter[1]}")
-            pb_grpc.add_RiverlogInternalServicer_to_server(internal, self._controller_grpc)
+        pb_grpc.add_RiverlogServicer_to_server(
+            _ClientServicer(self.rpc, self.rpc.pool, self.handlers, group_handlers, txn_handlers), client)
+        self._internal_pool = futures.ThreadPoolExecutor(INTERNAL_THREADS, thread_name_prefix="riverlog-internal")
+        if inter is not None:
+            pb_grpc.add_RiverlogServicer_to_server(_InterBrokerServicer(
+                self.rpc, self._internal_pool, self.handlers, group_handlers, txn_handlers), inter)
+            pb_grpc.add_RiverlogInternalServicer_to_server(_InternalServicer(
+                self.rpc, self._internal_pool, InternalHandlers(self.broker, BROKER_METHODS)), inter)
+        if plan.controller is not None:
+            controller, _ = listen(plan.controller)
+            pb_grpc.add_RiverlogInternalServicer_to_server(_InternalServicer(
+                self.rpc, self._internal_pool, InternalHandlers(self.broker, CONTROLLER_METHODS)), controller)
         self._scheduler = threading.Thread(target=self._every, args=(
             "log.flush.scheduler.interval.ms", self.broker.flush_due, "scheduled flush"),
             name="riverlog-scheduler", daemon=True)
@@ -253,9 +232,8 @@ class BrokerServer:
     def start(self, wait_ready: float = 0) -> "BrokerServer":
         """Serve; with ``wait_ready``, also wait (up to that many seconds) until the broker is
         registered and unfenced, so clients can use it at once."""
-        self._grpc.start()
-        if self._controller_grpc is not None:
-            self._controller_grpc.start()
+        for server in self._servers:
+            self.rpc.call(server.start())
         self.broker.start()
         if self.groups is not None:
             self.groups.start()
@@ -292,9 +270,10 @@ class BrokerServer:
         if self.groups is not None:
             self.transactions.stop()
             self.groups.stop()
-        self._grpc.stop(grace).wait()
-        if self._controller_grpc is not None:
-            self._controller_grpc.stop(grace).wait()
+        for server in self._servers:
+            self.rpc.call(server.stop(grace))
+        self.rpc.close()
+        self._internal_pool.shutdown(wait=False, cancel_futures=True)
         self.cleaner.stop()
         self.broker.close()
         log.info("node %d stopped cleanly", self.broker.node_id)
