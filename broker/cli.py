@@ -115,11 +115,11 @@ def broker_start(data_dir, host, port, node_id, roles, controller_quorum, proper
     _check_listeners_free(config)
     # A node alone is its own quorum and is ready within a moment; in a quorum it waits for peers.
     server = BrokerServer(config).start(wait_ready=0 if config["controller.quorum.voters"] else 30)
+    click.echo(f"Riverlog node {server.broker.node_id} ({server.config['process.roles']}) listening on "
+               f"{server.bootstrap_servers}", err=False)
     if server.inter_broker_port is not None:
         click.echo(f"Riverlog node {server.broker.node_id} inter-broker listener on "
                    f"{server.host}:{server.inter_broker_port}")
-    click.echo(f"Riverlog node {server.broker.node_id} ({server.config['process.roles']}) listening on "
-               f"{server.bootstrap_servers}", err=False)
     sys.stdout.flush()
 
     def stop(signum, frame):

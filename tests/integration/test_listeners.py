@@ -18,7 +18,8 @@ pytestmark = [pytest.mark.integration]
 
 
 def _inter_broker_address(b) -> str:
-    line = next(line for line in b.output if "inter-broker listener on" in line)
+    line = wait_until(lambda: next((line for line in b.output if "inter-broker listener on" in line), None),
+                      10, 0.02, "the inter-broker listener's line")
     return line.strip().rsplit(" ", 1)[1]
 
 
