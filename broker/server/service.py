@@ -9,6 +9,7 @@ request holds no thread, plus the flush, retention and expiration threads, and c
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import tempfile
@@ -270,8 +271,9 @@ class BrokerServer:
         if self.groups is not None:
             self.transactions.stop()
             self.groups.stop()
-        for server in self._servers:
-            self.rpc.call(server.stop(grace))
+        async def stop_all():
+            await asyncio.gather(*(server.stop(grace) for server in self._servers))
+        self.rpc.call(stop_all())
         self.rpc.close()
         self._internal_pool.shutdown(wait=False, cancel_futures=True)
         self.cleaner.stop()
