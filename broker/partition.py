@@ -477,15 +477,35 @@ class Partition:
             return result
 
     def clean(self, now_ms: int, aborted=lambda: False) -> cleaner.CleanResult | None:
-        """Compact the log: plan and swap under the lock, rewrite segments outside it."""
+        """Compact the log: plan and swap under the lock, rewrite segments outside it. Nothing at
+        or past the last stable offset is cleaned; aborted transactions' records are removed, and
+        afterwards the partition stops listing them (persisted in the producer-state snapshot)."""
         with self.lock:
-            plan = cleaner.plan_cleaning(self.log, self.high_watermark, now_ms)
+            plan = cleaner.plan_cleaning(self.log, self.high_watermark, now_ms, self._last_stable_offset(),
+                                         list(self.producers.aborted))
         if plan is None:
             return None
         cleaned = cleaner.build_cleaned(self.log, plan, now_ms, aborted)
         with self.lock:
             swapped = cleaner.swap_cleaned(self.log, cleaned)
+            if swapped:
+                self._forget_cleaned_aborts(plan.end_offset)
         return cleaner.CleanResult(swapped, cleaned.stats)
+
+    def _forget_cleaned_aborts(self, end_offset: int) -> None:
+        """Aborted transactions ending below a clean's end have no records left: stop listing them,
+        and persist that before it counts (a later clean removes their markers only once they are
+        unlisted, so no listed range ever outlives its marker, even across a crash)."""
+        previous = self.producers.aborted
+        kept = cleaner.aborted_after_clean(previous, end_offset)
+        if len(kept) == len(previous):
+            return
+        self.producers.aborted = kept
+        try:
+            self.producers.snapshot(self.log.log_end_offset)
+        except BaseException:
+            self.producers.aborted = previous
+            raise
 
     def maybe_flush(self) -> None:
         with self.lock:

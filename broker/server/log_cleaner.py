@@ -62,7 +62,9 @@ class LogCleaner:
             return False
         s = result.stats
         self.cleaned_bytes += s.bytes_read
-        log.info("cleaned %s-%d: %d -> %d bytes, %d of %d records kept, %d tombstones removed, %.1f MB/s",
+        log.info("cleaned %s-%d: %d -> %d bytes, %d of %d records kept, %d tombstones, %d aborted records and "
+                 "%d transaction markers removed, %.1f MB/s",
                  partition.topic, partition.index, s.bytes_read, s.bytes_written, s.records_kept,
-                 s.records_read, s.tombstones_dropped, s.bytes_read / max(s.seconds, 1e-9) / 1e6)
+                 s.records_read, s.tombstones_dropped, s.aborted_dropped, s.markers_dropped,
+                 s.bytes_read / max(s.seconds, 1e-9) / 1e6)
         return True

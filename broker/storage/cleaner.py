@@ -4,14 +4,17 @@ For ``cleanup.policy`` containing ``compact``. A clean has three steps, so the o
 heavy one without its lock:
 
 1. :func:`plan_cleaning` (under the partition lock) picks the *cleanable* segments: sealed
-   segments from the log start, each wholly below the high watermark and the active segment,
-   stopping at the first whose newest record is younger than ``min.compaction.lag.ms``
+   segments from the log start, each wholly below the high watermark, the last stable offset
+   (the first offset of the oldest open transaction) and the active segment, stopping at the
+   first whose newest record is younger than ``min.compaction.lag.ms``
    (segment granularity, as Kafka). It is due when the dirty share of their bytes (past the
    ``cleaner-offset-checkpoint``) reaches ``min.cleanable.dirty.ratio``, when the oldest dirty
-   record is older than ``max.compaction.lag.ms``, or when a kept tombstone has expired. It opens
-   its own file descriptors on the segments, so retention or truncation may remove them meanwhile.
+   record is older than ``max.compaction.lag.ms``, or when a kept tombstone or marker has expired.
+   It opens its own file descriptors on the segments, so retention or truncation may remove them
+   meanwhile, and takes a copy of the partition's aborted transactions.
 2. :func:`build_cleaned` (no lock; sealed segments are immutable) maps every key of the cleanable
-   range to its latest offset, then copies each group of source segments (consecutive, together at
+   range to its latest offset (aborted records left out), then copies each group of source
+   segments (consecutive, together at
    most ``segment.bytes``) into one ``<base>.log.cleaned`` segment. A batch whose records all
    survive is copied byte for byte; otherwise each run of consecutive surviving records becomes
    its own batch at its original base offset (offsets inside a batch are positional), keeping the
@@ -19,14 +22,34 @@ heavy one without its lock:
    number. Gaps stay gaps.
 3. :func:`swap_cleaned` (under the lock) re-checks that every source segment is still in the log
    with the size it had, then swaps each group in (``Log.replace_segments``: crash-safe) and
-   moves the checkpoint to the end of the cleaned range.
+   moves the checkpoint to the end of the cleaned range. The owner then forgets the aborted
+   transactions wholly below that end (:func:`aborted_after_clean`): their records are gone.
 
 Which records survive: the latest record of each key in the cleanable range. Records without a key
 are dropped (Kafka drops them too; a compacted topic refuses them at produce time). A **tombstone**
 (null value) that is the latest for its key is kept until its own timestamp is more than
 ``delete.retention.ms`` in the past (for LogAppendTime topics, the batch's append time), so a
-consumer that reads the topic from the start within that time sees the delete. Control batches
-(transaction markers) are kept as they are.
+consumer that reads the topic from the start within that time sees the delete.
+
+**Transactions** (as Kafka's cleaner). Every transaction with records in the cleanable range has
+ended, because the range stops at the last stable offset; whether it aborted comes from the
+partition's aborted ranges (``ProducerStateManager.aborted``: producer id, first offset, marker
+offset), which ``cleaner_transactions.Transactions`` consults in offset order:
+
+- an aborted record never enters the key map (it must not shadow a committed value) and is
+  removed;
+- a marker (control batch) stays while records of its transaction remain, and while the partition
+  still lists its transaction as aborted (its records go in this clean, and the owner forgets the
+  range only after the swap, persisting that in the producer-state snapshot; removing the marker
+  first could leave a listed range without its marker after a crash, and ``read_committed``
+  readers would then skip the producer's later transactions). Otherwise it is removed once its
+  timestamp is more than ``delete.retention.ms`` in the past, like a tombstone, so a reader that
+  started within that time still finds the end of the transaction it began to read.
+
+Producer state (idempotence sequence numbers, epochs) is not rebuilt from cleaned segments: the
+snapshot (``producer-state.json``) is always written past them (at every roll, and by the owner
+after a clean that changed the aborted ranges), since a producer's last batch may be compacted
+away.
 
 The key map holds every distinct key of the cleanable range in memory (Arrow binary arrays,
 reduced per segment); Kafka bounds it with ``log.cleaner.dedupe.buffer.size`` and cleans in
@@ -47,6 +70,7 @@ from broker.config import LONG_MAX
 from broker.records.arrow_body import HEADER_TYPE, decode_body, encode_body
 from broker.records.batch import (COMPRESSION_LZ4, COMPRESSION_ZSTD, HEADER_SIZE,
                                   BatchHeader, build_batch, iter_headers, parse_header)
+from broker.storage.cleaner_transactions import Transactions, aborted_after_clean  # noqa: F401 (re-exported)
 from broker.storage.log import CleanerCheckpoint, Log
 from broker.storage.segment import LogSegment
 
@@ -74,6 +98,7 @@ class CleaningPlan:
     end_offset: int           # first offset after the cleanable range (the next checkpoint)
     dirty_ratio: float
     reason: str
+    aborted: tuple = ()       # the partition's aborted transactions (producer_id, first_offset, last_offset)
 
     def close(self) -> None:
         for s in self.sources:
@@ -89,8 +114,15 @@ class CleanStats:
     records_read: int = 0
     records_kept: int = 0
     tombstones_dropped: int = 0
-    oldest_tombstone_ms: int = -1
+    aborted_dropped: int = 0      # records of aborted transactions removed
+    markers_dropped: int = 0      # transaction markers removed
+    oldest_tombstone_ms: int = -1  # of the tombstones and removable markers kept: when a clean is due again
     seconds: float = 0.0
+
+    def keep_deletable(self, timestamp: int) -> None:
+        """A tombstone or marker that a later clean will remove once it is old enough."""
+        if self.oldest_tombstone_ms < 0 or timestamp < self.oldest_tombstone_ms:
+            self.oldest_tombstone_ms = timestamp
 
 
 @dataclass
@@ -106,13 +138,19 @@ class CleanResult(NamedTuple):
 
 
 # ------------------------------------------------------------------------------------------ plan
-def plan_cleaning(log: Log, high_watermark: int, now_ms: int) -> CleaningPlan | None:
-    """The cleanable segments and why they are due, or None when no clean is due."""
+def plan_cleaning(log: Log, high_watermark: int, now_ms: int, last_stable_offset: int | None = None,
+                  aborted=()) -> CleaningPlan | None:
+    """The cleanable segments and why they are due, or None when no clean is due.
+
+    ``last_stable_offset``: the first offset of the oldest open transaction (None: the high
+    watermark); nothing at or past it is cleaned, since its transactions may still commit or abort.
+    ``aborted``: the partition's aborted transactions (see ``cleaner_transactions``)."""
     config = log.config
     if "compact" not in config["cleanup.policy"]:
         return None
     segments = log.segments
-    bound = min(log.active.base_offset, high_watermark)
+    bound = min(log.active.base_offset, high_watermark,
+                high_watermark if last_stable_offset is None else last_stable_offset)
     lag = config["min.compaction.lag.ms"]
     chosen: list[LogSegment] = []
     for i, segment in enumerate(segments[:-1]):
@@ -132,7 +170,8 @@ def plan_cleaning(log: Log, high_watermark: int, now_ms: int) -> CleaningPlan | 
     if reason is None:
         return None
     sources = [_Source(s, s.size, os.open(s.log_path, os.O_RDONLY)) for s in chosen]
-    return CleaningPlan(sources, _group(chosen, uppers, config["segment.bytes"]), end, ratio, reason)
+    return CleaningPlan(sources, _group(chosen, uppers, config["segment.bytes"]), end, ratio, reason,
+                        tuple(a for a in aborted if a.first_offset < end))
 
 
 def _due(log: Log, dirty: list[LogSegment], dirty_bytes: int, ratio: float, now_ms: int) -> str | None:
@@ -173,6 +212,7 @@ def build_cleaned(log: Log, plan: CleaningPlan, now_ms: int,
     out = CleanedSegments(plan)
     try:
         latest = _latest_offsets(plan, aborted)
+        txns = Transactions(plan.aborted)
         delete_retention = log.config["delete.retention.ms"]
         for group in plan.groups:
             first = plan.sources[group[0]].segment
@@ -185,7 +225,7 @@ def build_cleaned(log: Log, plan: CleaningPlan, now_ms: int,
                 for header, batch in _batches(source.fd, source.size):
                     if aborted():
                         raise CleaningAborted()
-                    _clean_batch(header, batch, latest, now_ms, delete_retention, writer, out.stats)
+                    _clean_batch(header, batch, latest, txns, now_ms, delete_retention, writer, out.stats)
             writer.flush()
             segment.seal()
             segment.flush(fsync=True)
@@ -198,14 +238,16 @@ def build_cleaned(log: Log, plan: CleaningPlan, now_ms: int,
 
 
 def _latest_offsets(plan: CleaningPlan, aborted) -> np.ndarray:
-    """Sorted offsets of the latest record of every key in the cleanable range."""
+    """Sorted offsets of the latest record of every key in the cleanable range, records of
+    aborted transactions left out."""
+    txns = Transactions(plan.aborted)
     reduced: list[pa.Table] = []
     for source in plan.sources:
         keys, offsets = [], []
         for header, batch in _batches(source.fd, source.size):
             if aborted():
                 raise CleaningAborted()
-            if header.is_control:
+            if header.is_control or txns.is_aborted(header):
                 continue
             column = decode_body(batch[HEADER_SIZE:]).column(0)
             keys.append(column)
@@ -227,10 +269,20 @@ def _reduce(keys, offsets) -> pa.Table:
     return pa.table({"key": grouped.column("key"), "offset": grouped.column("offset_max")})
 
 
-def _clean_batch(header: BatchHeader, batch: memoryview, latest: np.ndarray, now_ms: int,
+def _clean_batch(header: BatchHeader, batch: memoryview, latest: np.ndarray, txns: Transactions, now_ms: int,
                  delete_retention_ms: int, writer: "_SegmentWriter", stats: CleanStats) -> None:
     if header.is_control:
+        removable = txns.marker_removable(header)
+        if removable and now_ms - header.max_timestamp > delete_retention_ms:
+            stats.markers_dropped += 1
+            return
+        if removable is not False:
+            stats.keep_deletable(header.max_timestamp)
         writer.add(header, batch)
+        return
+    if txns.is_aborted(header):
+        stats.records_read += header.record_count
+        stats.aborted_dropped += header.record_count
         return
     records = decode_body(batch[HEADER_SIZE:])
     n = records.num_rows
@@ -247,9 +299,10 @@ def _clean_batch(header: BatchHeader, batch: memoryview, latest: np.ndarray, now
         keep &= ~expired
         kept = times[tombstones & ~expired]
         if len(kept):
-            oldest = int(kept.min())
-            stats.oldest_tombstone_ms = oldest if stats.oldest_tombstone_ms < 0 else min(oldest, stats.oldest_tombstone_ms)
+            stats.keep_deletable(int(kept.min()))
     stats.records_kept += int(keep.sum())
+    if keep.any():
+        txns.kept_records(header)
     if keep.all():
         writer.add(header, batch)
         return
@@ -348,9 +401,10 @@ def discard(cleaned: CleanedSegments) -> None:
     cleaned.plan.close()
 
 
-def clean(log: Log, high_watermark: int, now_ms: int) -> CleanResult | None:
+def clean(log: Log, high_watermark: int, now_ms: int, last_stable_offset: int | None = None,
+          aborted=()) -> CleanResult | None:
     """Plan, build and swap in one call (single-threaded owners and tests); None if not due."""
-    plan = plan_cleaning(log, high_watermark, now_ms)
+    plan = plan_cleaning(log, high_watermark, now_ms, last_stable_offset, aborted)
     if plan is None:
         return None
     cleaned = build_cleaned(log, plan, now_ms)

@@ -114,6 +114,39 @@ def test_a_compacted_topic_read_from_the_start_holds_the_last_value_per_key(brok
     assert len(failed) == 1 and isinstance(failed[0], InvalidRecordError)
 
 
+def test_compaction_keeps_committed_values_that_an_aborted_transaction_overwrote(broker_factory, topic_name):
+    """v1 of 200 keys committed, v2 of the same keys aborted: after the cleaner ran past both, a
+    read_committed reader still finds v1 of every key (the aborted v2 must not shadow it)."""
+    broker = broker_factory(QUICK)
+    create_topic(broker.bootstrap, topic_name, cleanup_policy="compact", segment_bytes=4000,
+                 min_cleanable_dirty_ratio=0.1)
+    keys = [b"key-%d" % i for i in range(200)]
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-app", "linger.ms": 1})
+    try:
+        p.init_transactions(30)
+        for version, commit in ((b"v1", True), (b"v2", False)):
+            p.begin_transaction()
+            for key in keys:
+                p.produce(topic_name, key=key, value=version + b"-" + key, partition=0)
+            assert p.flush(30) == 0  # written before the abort: abort_transaction drops unsent records
+            p.commit_transaction(30) if commit else p.abort_transaction(30)
+    finally:
+        p.close()
+    _, marker_end = watermarks(broker.bootstrap, topic_name)
+    # Plain records of other keys roll the transactions' segments out of the active one.
+    produce(broker.bootstrap, topic_name, [(b"filler-%d" % i, b"x" * 50, 0) for i in range(300)])
+    wait_until(lambda: cleaned_up_to_the_active_segment(broker.data_dir, topic_name)
+               and active_base(broker.data_dir, topic_name) > marker_end, 60, 0.1,
+               "the cleaner to compact past the aborted transaction")
+
+    _, hw = watermarks(broker.bootstrap, topic_name)
+    read = consume_from(broker.bootstrap, topic_name, OFFSET_BEGINNING, hw)  # read_committed by default
+    values = {m.key(): m.value() for m in read}
+    assert {k: values.get(k) for k in keys} == {k: b"v1-" + k for k in keys}
+    on_disk = records_on_disk(broker.data_dir, topic_name)
+    assert on_disk and not [v for _, v in on_disk.values() if v.startswith(b"v2")], "aborted records were kept"
+
+
 # ----------------------------------------------------------------------------------- retention
 def test_retention_removes_old_segments_and_a_consumer_below_the_start_resets(broker_factory, topic_name):
     broker = broker_factory(QUICK)
