@@ -143,10 +143,14 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin):
         cfg = ADMIN_CONFIG.parse({**config, **kwargs})
         self.config = cfg
         self.cluster = ClusterClient.from_config(cfg)
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="riverlog-admin")
+        # One worker: calls reach the brokers in the order they were made (delete_records then
+        # list_offsets sees the new low watermark), as with confluent-kafka's AdminClient. A call
+        # that waits (retrying while leadership moves) delays the ones made after it.
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="riverlog-admin")
 
     def _fan_out(self, keys, call, split):
-        """Run ``call`` in the background; ``split(response)`` yields (key, error or value)."""
+        """Run ``call`` in the background, after every call made before it; ``split(response)``
+        yields (key, error or value)."""
         futures = {k: Future() for k in keys}
 
         def run():

@@ -24,6 +24,13 @@ of it that was already in flight, that one is written first; set
 An idempotent producer also keeps a partition's unanswered batches within the broker's
 ``IDEMPOTENCE_WINDOW``: after a broken stream or a broker restart it resends them, and the broker
 recognises a resent batch as already written only while it is among the ones it remembers.
+
+Epochs come only from the broker (InitProducerId), never from the producer itself: a producer that
+needs a new one (it gave up on a batch it had sent, or a partition forgot it: KIP-360) sends its
+current producer id and epoch and takes the answer. A transactional producer does so after
+aborting, and its coordinator refuses a producer that was fenced meanwhile; a fenced
+transactional producer (``ProducerFenced``, or ``InvalidProducerEpoch`` from a partition) is
+fatal: see :mod:`broker.client.transactions`.
 """
 from __future__ import annotations
 
@@ -44,10 +51,10 @@ from broker.client.cluster import ClusterClient, ClusterMetadata, translate_rpc_
 from broker.client.config import PRODUCER_CONFIG
 from broker.client.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
 from broker.client.transactions import TransactionManager
-from broker.errors import (ClientClosedError, InvalidConfigError, InvalidTxnStateError, KafkaTimeoutError,
-                           MessageTooLargeError, NetworkError, OutOfOrderSequenceError, QueueFullError,
-                           RiverlogError, UnknownPartitionError, UnknownProducerIdError, UnknownTopicOrPartitionError,
-                           error_for_code)
+from broker.errors import (ClientClosedError, InvalidConfigError, InvalidProducerEpochError, KafkaTimeoutError,
+                           MessageTooLargeError, NetworkError, OutOfOrderSequenceError, ProducerFencedError,
+                           QueueFullError, RiverlogError, UnknownPartitionError, UnknownProducerIdError,
+                           UnknownTopicOrPartitionError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
 from broker.records.batch import IDEMPOTENCE_WINDOW, stamp_producer
 
@@ -131,7 +138,7 @@ class Producer:
         if headers is not None:
             headers = _as_header_list(headers)
         if self._txn is not None and not self._txn.in_transaction:
-            raise InvalidTxnStateError("a transactional producer produces only inside begin_transaction()")
+            self._txn.check_can_produce()
         with self._lock:
             if self._buffered_bytes + size > self._buffer_memory:
                 self._check_open()
@@ -339,6 +346,8 @@ class _Sender:
         self.producer_id = -1
         self.producer_epoch = 0
         self.next_sequence: dict[tuple[str, int], int] = {}
+        # Without transactional.id: ask the broker for the next epoch before sending more.
+        self.epoch_bump_needed = False
 
     # -------------------------------------------------------------------------------- loop
     def run(self) -> None:
@@ -494,14 +503,27 @@ class _Sender:
                 or stream is not None and stream.dead and self.in_flight[node] > 0)
 
     def _init_producer_id(self) -> bool:
+        """An idempotent producer's id, or (it has one) its next epoch: the broker decides."""
+        request = pb.InitProducerIdRequest()
+        if self.producer_id >= 0:
+            request.producer_id, request.producer_epoch = self.producer_id, self.producer_epoch
         try:
-            reply = self.p.cluster.call_any("InitProducerId", pb.InitProducerIdRequest(),
-                                            self.p.config["request.timeout.ms"] / 1000.0)
+            reply = self.p.cluster.call_any("InitProducerId", request, self.p.config["request.timeout.ms"] / 1000.0)
         except RiverlogError as e:
             log.debug("InitProducerId failed: %r", e)
             return False
-        self.producer_id, self.producer_epoch = reply.producer_id, reply.producer_epoch
+        self.new_epoch(reply.producer_id, reply.producer_epoch)
         return True
+
+    def new_epoch(self, producer_id: int, producer_epoch: int) -> None:
+        """The one place that moves the producer to a new epoch: one the broker handed out in an
+        InitProducerId answer. Every partition numbers from 0 again (no partition refuses that).
+        Called by the sender, or by the application's thread when nothing of a transaction is
+        queued (init_transactions, the bump after an abort)."""
+        with self.p._cond:
+            self.producer_id, self.producer_epoch = producer_id, producer_epoch
+            self.next_sequence = {}
+            self.epoch_bump_needed = False
 
     def _add_to_transaction(self, now: float):
         """Partitions the coordinator knows to be in the transaction (None: not transactional)."""
@@ -530,8 +552,13 @@ class _Sender:
             self.next_sequence[key] = seq + batch.count
 
     def _send(self, now: float) -> None:
-        if self.p._idempotent and self.producer_id < 0 and any(self.queues.values()):
-            if self.p._txn is not None or not self._init_producer_id():
+        txn = self.p._txn
+        doomed = txn.doomed() if txn is not None else None
+        if doomed is not None:
+            self._fail_queued(doomed)  # fenced, or the transaction can only abort: send nothing more
+            return
+        if self.p._idempotent and (self.producer_id < 0 or self.epoch_bump_needed) and any(self.queues.values()):
+            if txn is not None or not self._init_producer_id():
                 self.send_at = now + self.backoff
                 return
         added = self._add_to_transaction(now)
@@ -662,28 +689,40 @@ class _Sender:
 
     def _gave_up(self, batch: ProducerBatch) -> None:
         """A batch that was sent will never be written: later sequence numbers of its partition
-        would wait forever for it, so the producer moves to a new epoch and numbers from 0 again."""
+        would wait forever for it, so the producer needs a new epoch from the broker (at once
+        without transactions; after the abort with them) and numbers from 0 again."""
         if self.p._idempotent and batch.base_sequence is not None and batch.producer_epoch == self.producer_epoch:
-            self._new_epoch()
+            if self.p._txn is not None:
+                self.p._txn.gave_up_sent_batch()
+            else:
+                self.epoch_bump_needed = True
 
-    def _new_epoch(self) -> None:
-        """Number every partition from 0 again under the next epoch (no partition refuses that)."""
-        self.producer_epoch += 1
-        self.next_sequence = {}
+    def _fail_queued(self, error: RiverlogError) -> None:
+        """Fail every batch not sent yet (those in flight are answered as usual)."""
+        for key, queue in self.queues.items():
+            while queue:
+                batch = queue.popleft()
+                self._gave_up(batch)
+                self.p._report(batch, error)
+            self.retrying.discard(key)
 
     def _retry_or_fail(self, key, taken: list[ProducerBatch], error: RiverlogError) -> None:
         log.debug("produce to %s[%d] failed: %r", key[0], key[1], error)
         now = time.monotonic()
         retriable = error.retriable
-        if isinstance(error, UnknownProducerIdError) and self.p._txn is None:
-            # The partition forgot this producer (it was idle past producer.id.expiration.ms): a
-            # new epoch numbers from 0 again, which any partition accepts (Kafka's KIP-360).
+        txn = self.p._txn
+        if txn is not None and isinstance(error, (ProducerFencedError, InvalidProducerEpochError)):
+            error = txn.fenced(error)  # another instance has this epoch now: fatal, never retried
+        if isinstance(error, UnknownProducerIdError) and txn is None:
+            # The partition forgot this producer (it was idle past producer.id.expiration.ms): the
+            # broker hands out a new epoch, which numbers from 0 again and which any partition
+            # accepts (Kafka's KIP-360).
             if any(b.producer_epoch == self.producer_epoch for b in taken):
-                self._new_epoch()
+                self.epoch_bump_needed = True
             retriable = True
         if isinstance(error, (OutOfOrderSequenceError, UnknownProducerIdError)):
             for batch in taken:  # not written; if its epoch is over, it is numbered again when resent
-                if batch.producer_epoch != self.producer_epoch:
+                if batch.producer_epoch != self.producer_epoch or self.epoch_bump_needed:
                     batch.base_sequence = None
         if retriable:
             self.stale_metadata = True

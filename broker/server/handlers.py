@@ -132,7 +132,13 @@ class Handlers:
         return response
 
     def init_producer_id(self, request: pb.InitProducerIdRequest) -> pb.InitProducerIdResponse:
-        """An idempotent producer's id (a transactional.id's goes to its coordinator instead)."""
+        """An idempotent producer's id (a transactional.id's goes to its coordinator instead); with
+        the producer's current id and epoch, its next epoch (KIP-360: the broker decides)."""
+        from broker.transaction.coordinator import next_idempotent_epoch
+        if request.HasField("producer_id") and request.HasField("producer_epoch"):
+            pid, epoch = next_idempotent_epoch(request.producer_id, request.producer_epoch,
+                                               self.broker.producer_ids.next_id)
+            return pb.InitProducerIdResponse(producer_id=pid, producer_epoch=epoch)
         return pb.InitProducerIdResponse(producer_id=self.broker.producer_ids.next_id(), producer_epoch=0)
 
     # ---------------------------------------------------------------------------- produce

@@ -15,7 +15,10 @@ class TransactionHandlers:
         self.broker = runtime.broker
 
     def init_producer_id(self, request: pb.InitProducerIdRequest) -> pb.InitProducerIdResponse:
-        pid, epoch = self.runtime.init_producer_id(request.transactional_id, request.transaction_timeout_ms or 60_000)
+        expected = ((request.producer_id, request.producer_epoch)
+                    if request.HasField("producer_id") and request.HasField("producer_epoch") else None)
+        pid, epoch = self.runtime.init_producer_id(request.transactional_id, request.transaction_timeout_ms or 60_000,
+                                                   expected)
         return pb.InitProducerIdResponse(producer_id=pid, producer_epoch=epoch)
 
     def add_partitions(self, request: pb.AddPartitionsToTxnRequest) -> pb.AddPartitionsToTxnResponse:

@@ -50,12 +50,15 @@ class TransactionRuntime(CoordinatorRuntime):
                             "segment.bytes": str(self.config["transaction.state.log.segment.bytes"])}}
 
     # ------------------------------------------------------------------------------ requests
-    def init_producer_id(self, txn_id: str, timeout_ms: int) -> tuple[int, int]:
+    def init_producer_id(self, txn_id: str, timeout_ms: int,
+                         expected: tuple[int, int] | None = None) -> tuple[int, int]:
+        """A new instance's epoch (``expected`` None), or a producer's own next epoch (KIP-360)."""
         now = self.broker.clock.time_ms()
         with self.locked(txn_id) as loaded:
             meta, records, abort_first = loaded.shard.init_producer_id(
-                txn_id, timeout_ms, now, self.broker.producer_ids.next_id)
-            self.write(loaded, records)
+                txn_id, timeout_ms, now, self.broker.producer_ids.next_id, expected)
+            if records:
+                self.write(loaded, records)
             if abort_first:
                 self._finish(loaded, meta)
             return meta.producer_id, meta.producer_epoch

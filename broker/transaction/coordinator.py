@@ -3,6 +3,14 @@
 Pure and synchronous, like :mod:`broker.group.coordinator`. A ``transactional.id`` maps to one
 producer id; each ``init_transactions`` bumps its epoch, which fences every older instance.
 
+Only the coordinator hands out epochs. A producer that needs a new epoch without being a new
+instance (it gave up on a batch it had sent, so its sequence numbers have a gap: Kafka's KIP-360)
+asks with its current producer id and epoch; the coordinator bumps only if that *is* the current
+pair, and otherwise answers ``ProducerFenced``: a fenced producer can never obtain the epoch of
+the instance that fenced it. ``last_producer_id``/``last_epoch`` remember the pair such a bump
+replaced, so a retry whose answer was lost gets the same epoch again instead of being fenced; an
+``init_transactions`` by a new instance or an abort by the coordinator clears them.
+
 States (Kafka's): ``Empty`` → ``Ongoing`` (partitions or a group were added) → ``PrepareCommit``
 or ``PrepareAbort`` (the decision is durable; markers are being written) → ``CompleteCommit`` or
 ``CompleteAbort`` (markers written in every partition and group). The runtime writes the
@@ -48,6 +56,8 @@ class TransactionMetadata:
     groups: set = field(default_factory=set)       # consumer groups with offsets in the transaction
     start_ms: int = -1
     last_update_ms: int = -1
+    last_producer_id: int = -1  # the pair a KIP-360 bump replaced (-1: none), for its retries
+    last_epoch: int = -1
 
     @property
     def commit(self) -> bool:
@@ -57,14 +67,16 @@ class TransactionMetadata:
         return json.dumps({"producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
                            "timeout_ms": self.timeout_ms, "state": self.state,
                            "partitions": sorted([t, p] for t, p in self.partitions), "groups": sorted(self.groups),
-                           "start_ms": self.start_ms, "last_update_ms": self.last_update_ms},
+                           "start_ms": self.start_ms, "last_update_ms": self.last_update_ms,
+                           "last_producer_id": self.last_producer_id, "last_epoch": self.last_epoch},
                           sort_keys=True, separators=(",", ":")).encode()
 
     @classmethod
     def from_value(cls, transactional_id: str, raw: bytes) -> "TransactionMetadata":
         v = json.loads(raw)
         return cls(transactional_id, v["producer_id"], v["producer_epoch"], v["timeout_ms"], v["state"],
-                   {tuple(x) for x in v["partitions"]}, set(v["groups"]), v["start_ms"], v["last_update_ms"])
+                   {tuple(x) for x in v["partitions"]}, set(v["groups"]), v["start_ms"], v["last_update_ms"],
+                   v.get("last_producer_id", -1), v.get("last_epoch", -1))
 
 
 def _key(transactional_id: str) -> bytes:
@@ -108,23 +120,40 @@ class TransactionShard:
         return meta
 
     # ------------------------------------------------------------------------------ operations
-    def init_producer_id(self, txn_id: str, timeout_ms: int, now_ms: int, new_producer_id) -> tuple:
+    def init_producer_id(self, txn_id: str, timeout_ms: int, now_ms: int, new_producer_id,
+                         expected: tuple[int, int] | None = None) -> tuple:
         """Returns (meta, records, abort_first): ``abort_first`` when an open transaction must be
-        aborted (under the new epoch) before the new instance may start."""
+        aborted (under the new epoch) before the new instance may start.
+
+        ``expected``: the (producer id, epoch) of a producer asking for its own next epoch
+        (KIP-360); refused with ``ProducerFenced`` unless it is the current pair (or the pair the
+        last such bump replaced: a retry, answered with the current epoch and no change)."""
         if not 0 < timeout_ms <= self.max_timeout_ms:
             raise InvalidTxnTimeoutError(f"transaction.timeout.ms={timeout_ms} must be within "
                                          f"(0, {self.max_timeout_ms}] (transaction.max.timeout.ms)")
         meta = self.txns.get(txn_id)
-        if meta is None:
+        if meta is None:  # new, or forgotten after transactional.id.expiration.ms: start afresh (as Kafka)
             meta = self.txns[txn_id] = TransactionMetadata(txn_id, new_producer_id(), 0, timeout_ms)
             return meta, self._record(meta, now_ms), False
+        if expected is not None and expected != (meta.producer_id, meta.producer_epoch):
+            if meta.last_epoch >= 0 and expected == (meta.last_producer_id, meta.last_epoch):
+                if meta.state in PREPARED:
+                    raise ConcurrentTransactionsError(
+                        f"transactional.id '{txn_id}' is completing its last transaction")
+                return meta, [], False
+            raise ProducerFencedError(
+                f"transactional.id '{txn_id}': producer id {expected[0]} epoch {expected[1]} was fenced; "
+                f"producer id {meta.producer_id} epoch {meta.producer_epoch} has taken over (a newer "
+                "instance called init_transactions, or the coordinator aborted a transaction)")
         if meta.state in PREPARED:
             raise ConcurrentTransactionsError(f"transactional.id '{txn_id}' is completing its last transaction")
         abort_first = meta.state == ONGOING
+        replaced = (meta.producer_id, meta.producer_epoch)
         if meta.producer_epoch >= MAX_EPOCH:
             meta.producer_id, meta.producer_epoch = new_producer_id(), 0
         else:
             meta.producer_epoch += 1
+        meta.last_producer_id, meta.last_epoch = replaced if expected is not None else (-1, -1)
         meta.timeout_ms = timeout_ms
         if abort_first:
             meta.state = PREPARE_ABORT
@@ -189,6 +218,7 @@ class TransactionShard:
         if meta.state != ONGOING:
             raise InvalidTxnStateError(f"transactional.id '{txn_id}' has no open transaction ({meta.state})")
         meta.producer_epoch += 1  # at most MAX_EPOCH + 1 = 32767, int16's largest: init moves to a new id
+        meta.last_producer_id, meta.last_epoch = -1, -1  # no retry of an earlier bump gets past this fence
         meta.state = PREPARE_ABORT
         return meta, self._record(meta, now_ms)
 
@@ -208,3 +238,12 @@ class TransactionShard:
 
     def prepared(self) -> list[TransactionMetadata]:
         return [m for m in self.txns.values() if m.state in PREPARED]
+
+
+def next_idempotent_epoch(producer_id: int, epoch: int, new_producer_id) -> tuple[int, int]:
+    """The (producer id, epoch) an idempotent producer without transactional.id moves to after it
+    gave up on a batch or a partition forgot it (KIP-360): the broker decides, the client never
+    bumps by itself. The next epoch of the same id, or a new id once the epoch is exhausted."""
+    if producer_id < 0 or not 0 <= epoch < MAX_EPOCH:
+        return new_producer_id(), 0
+    return producer_id, epoch + 1
