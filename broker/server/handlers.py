@@ -146,25 +146,25 @@ class Handlers:
         """Append every partition's batches; acks=all ones come back as :class:`Replicating` for
         :meth:`settle`, so the caller can wait for the replicas without holding a thread."""
         response = pb.ProduceResponse()
+        waiting: list[Replicating] = []
         acks_ok = request.acks in (0, 1, -1)
+        deadline = time.monotonic() + max(request.timeout_ms, 1) / 1000.0
         for topic in request.topics:
             tr = response.topics.add(name=topic.name)
             for p in topic.partitions:
                 pr = tr.partitions.add(partition=p.partition, base_offset=-1, log_append_time=-1)
                 try:
-        waiting: list[Replicating] = []
                     if not acks_ok:
-        deadline = time.monotonic() + max(request.timeout_ms, 1) / 1000.0
                         raise InvalidRequiredAcksError(f"acks must be 0, 1 or -1 (all), got {request.acks}")
                     partition = self._partition(topic.name, p.partition)
+                    epoch = partition.leader_epoch
                     info = partition.append_records(p.records, request.acks)
+                    appended = Replicating(pr, partition, info, epoch, deadline)
                     if request.acks == -1:
                         waiting.append(appended)
                     else:
                         appended.done()
-                    epoch = partition.leader_epoch
                 except Exception as e:  # noqa: BLE001
-                    appended = Replicating(pr, partition, info, epoch, deadline)
                     _fill_error(pr, e)
         return response, waiting
 
@@ -336,10 +336,6 @@ class Handlers:
         return response
 
 
-def _text(value) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
 class Replicating:
     """An acks=all append waiting for its replicas: where to write the answer once it is settled."""
     __slots__ = ("result", "partition", "info", "epoch", "deadline")
@@ -353,3 +349,7 @@ class Replicating:
         self.result.log_start_offset = self.partition.log.log_start_offset
 
 
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
