@@ -9,8 +9,13 @@ assignments and offsets survive restarts and follow partition leadership.
 Records are JSON, keyed so that compaction keeps exactly the latest state of each thing:
 ``{"type": "offset", "group", "topic", "partition"}``, ``{"type": "group", "group"}``,
 ``{"type": "member", "group", "member"}`` and, for offsets committed inside a transaction and not
-yet decided, ``{"type": "txn_offset", "group", "producer", "topic", "partition"}``; a null value
-(tombstone) deletes. A transaction's commit marker turns its pending offsets into offsets.
+yet decided, ``{"type": "txn_offset", "group", "producer", "topic", "partition"}``, with the newest
+epoch seen of each such producer under ``{"type": "txn_producer", "group", "producer"}``; a null
+value (tombstone) deletes. A transaction's commit marker turns its pending offsets into offsets.
+
+Zombie fencing: a TxnOffsetCommit or marker raises the producer's known epoch, and a TxnOffsetCommit
+with an older epoch is refused with ``ProducerFenced`` — so a fenced instance whose offsets arrive
+after its transaction was aborted cannot slip them into its successor's commit (same producer id).
 """
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 
 from broker.errors import (GroupIdNotFoundError, GroupSubscribedToTopicError, InvalidGroupIdError,
-                           NonEmptyGroupError)
+                           NonEmptyGroupError, ProducerFencedError)
 from broker.group.assignors import TP
 from broker.group.group import Committed, ConsumerGroup, HeartbeatResult, Member
 from broker.records.compacted import latest_values
@@ -78,6 +83,8 @@ class GroupShard:
                 group.pending.setdefault(key["producer"], {})[(key["topic"], key["partition"])] = Committed(
                     value["offset"], value.get("metadata", ""), value.get("leader_epoch", -1),
                     value.get("commit_timestamp", -1))
+            elif key["type"] == "txn_producer":
+                group.producer_epochs[key["producer"]] = value["epoch"]
         for group, member_id, v in members:
             member = Member(member_id, v.get("instance_id", ""), v.get("client_id", ""), v["topics"],
                             v["session_timeout_ms"], v["rebalance_timeout_ms"], now_ms, v["epoch"],
@@ -111,6 +118,8 @@ class GroupShard:
                          partition=partition)] = _value(
                     {"offset": c.offset, "metadata": c.metadata, "leader_epoch": c.leader_epoch,
                      "commit_timestamp": c.commit_timestamp})
+        for producer, epoch in group.producer_epochs.items():
+            out[_key(type="txn_producer", group=group.group_id, producer=producer)] = _value({"epoch": epoch})
         if group.members or group.group_epoch:
             out[_key(type="group", group=group.group_id)] = _value(
                 {"assignor": group.assignor, "group_epoch": group.group_epoch,
@@ -136,7 +145,8 @@ class GroupShard:
                 self._written.pop(k, None)
             else:
                 self._written[k] = v
-        if removed or (not group.members and not group.offsets and not group.group_epoch and not group.pending):
+        if removed or not (group.members or group.offsets or group.group_epoch or group.pending
+                           or group.producer_epochs):
             self.groups.pop(group.group_id, None)
         return records
 
@@ -167,21 +177,34 @@ class GroupShard:
         return self._changes(group)
 
     def commit_in_transaction(self, group_id: str, member_id: str, member_epoch: int, producer_id: int,
-                              offsets: Mapping[TP, Committed]) -> list[Record]:
+                              producer_epoch: int, offsets: Mapping[TP, Committed]) -> list[Record]:
         """Offsets that take effect only if the producer's transaction commits (TxnOffsetCommit)."""
         group = self._group(group_id)
         group.check_commit(member_id, member_epoch)
+        known = group.producer_epochs.get(producer_id, -1)
+        if producer_epoch < known:
+            raise ProducerFencedError(
+                f"producer {producer_id} epoch {producer_epoch} was fenced by epoch {known} in group "
+                f"'{group_id}': a newer instance of this transactional.id has taken over; close this producer")
+        if producer_epoch > known:
+            group.pending.pop(producer_id, None)  # an older epoch's offsets: its transaction was aborted
+            group.producer_epochs[producer_id] = producer_epoch
         group.pending.setdefault(producer_id, {}).update(offsets)
         return self._changes(group)
 
-    def end_transaction(self, group_id: str, producer_id: int, commit: bool) -> list[Record]:
-        """The transaction marker for a group: its pending offsets become offsets, or go."""
+    def end_transaction(self, group_id: str, producer_id: int, producer_epoch: int, commit: bool) -> list[Record]:
+        """The transaction marker for a group: its pending offsets become offsets, or go. A marker
+        of a newer epoch (the coordinator fencing the producer) also fences older offset commits."""
         group = self.groups.get(group_id)
-        if group is None or producer_id not in group.pending:
+        if group is None:
             return []
-        pending = group.pending.pop(producer_id)
-        if commit:
+        known = group.producer_epochs.get(producer_id, -1)
+        pending = group.pending.pop(producer_id, None)
+        group.producer_epochs[producer_id] = max(known, producer_epoch)
+        if commit and pending and producer_epoch == known:
             group.offsets.update(pending)
+        if pending is None and producer_epoch <= known:
+            return []
         return self._changes(group)
 
     def committed(self, group_id: str, partitions: Iterable[TP] | None) -> dict[TP, Committed]:

@@ -80,6 +80,9 @@ class ConsumerGroup:
         self.members: dict[str, Member] = {}
         self.offsets: dict[TP, Committed] = {}
         self.pending: dict[int, dict[TP, Committed]] = {}  # offsets of open transactions, by producer id
+        # The newest epoch seen per transactional producer (its offset commits and markers): an
+        # older epoch is a fenced zombie, whose offsets must never join a newer epoch's commit.
+        self.producer_epochs: dict[int, int] = {}
         self.fenced_members: set[str] = set()  # replaced static members: told so if they come back
 
     # ------------------------------------------------------------------------------ state

@@ -42,7 +42,8 @@ class TransactionHandlers:
         response = pb.OffsetCommitResponse()
         try:
             self.runtime.groups.run(request.group_id, lambda shard: (None, shard.commit_in_transaction(
-                request.group_id, request.member_id, request.member_epoch, request.producer_id, offsets)))
+                request.group_id, request.member_id, request.member_epoch, request.producer_id,
+                request.producer_epoch, offsets)))
             error = None
         except (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError):
             raise  # the whole request goes elsewhere or later: the client retries it

@@ -153,7 +153,7 @@ class TransactionRuntime(CoordinatorRuntime):
             result = response.groups.add(group_id=group)
             try:
                 self.groups.run(group, lambda shard: (None, shard.end_transaction(
-                    group, request.producer_id, request.commit)))
+                    group, request.producer_id, request.producer_epoch, request.commit)))
             except RiverlogError as e:
                 result.error_code, result.error_message = e.code, e.message
         return response
