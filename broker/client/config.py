@@ -1,8 +1,7 @@
 """Client configuration under Kafka's (and librdkafka's) names, parsed once per client.
 
-Keys a Kafka user expects but that belong to later capabilities (consumer groups, transactions)
-are accepted and validated here so configs written for confluent-kafka load unchanged; the client
-raises NotSupportedError only when such a feature is actually used.
+Every key is typed and validated once, when the client is made; an unknown key is refused with
+a message naming it, so a typo never passes silently.
 """
 from __future__ import annotations
 
