@@ -1,9 +1,23 @@
-"""Riverlog's one typed error hierarchy.
+"""Riverlog's one typed error hierarchy: the wire contract for errors.
 
 Every error has a stable numeric ``code`` (Kafka's error code where Kafka has one, so a Kafka user
 recognises it), a ``retriable`` flag the clients act on, and the gRPC status it travels as. The
-server turns an error into a status with the code in trailing metadata; the client rebuilds the
-class from the code with :func:`error_for_code` and never matches message text.
+server turns an error into a status with the code in the :data:`ERROR_CODE_KEY` trailer; the
+client rebuilds the class from the code with :func:`error_for_code` and never matches message text.
+
+Errors are grouped in categories, as Kafka's Java client groups its exceptions, so a caller
+catches a category instead of a tuple of classes:
+
+- :class:`RetriableError` (Kafka's ``RetriableException``): try the same call again after a
+  backoff. ``e.retriable`` is true exactly for these.
+- :class:`InvalidMetadataError` (``InvalidMetadataException``, KIP-1050's refresh-retriable): the
+  client's view of leaders is stale; refresh metadata, then retry.
+- :class:`TransactionAbortableError` (``TransactionAbortableException``, KIP-890/KIP-1050): the
+  current transaction cannot commit but the producer is fine; abort the transaction and retry it.
+- :class:`ApplicationRecoverableError` (``ApplicationRecoverableException``, KIP-1050): fatal to
+  this producer or member; close it and start a new one (another instance took over).
+
+Categories are caught, never raised: only classes with a code of their own travel on the wire.
 
     try:
         admin.create_topics([NewTopic("orders", 3)])["orders"].result()
@@ -11,6 +25,9 @@ class from the code with :func:`error_for_code` and never matches message text.
         print(e.code, e.retriable, e)
 """
 from __future__ import annotations
+
+ERROR_CODE_KEY = "riverlog-error-code"
+"""gRPC trailing-metadata key that carries an error's ``code`` (the server sets it, the client reads it)."""
 
 _REGISTRY: dict[int, type["RiverlogError"]] = {}
 
@@ -22,13 +39,27 @@ class RiverlogError(Exception):
     name: str = "UNKNOWN_SERVER_ERROR"
     retriable: bool = False
     grpc_status: str = "INTERNAL"  # a grpc.StatusCode name; the server's interceptor maps it
+    _category: bool = False  # set on category bases: caught, never raised
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        cls._category = bool(cls.__dict__.get("_category", False))
         if "code" in cls.__dict__:
             if cls.code in _REGISTRY:
                 raise TypeError(f"error code {cls.code} registered twice")
+            if "name" not in cls.__dict__:
+                cls.name = _kafka_name(cls.__name__)
             _REGISTRY[cls.code] = cls
+        retriable_base = globals().get("RetriableError")
+        if retriable_base is not None and cls.retriable != issubclass(cls, retriable_base):
+            raise TypeError(f"{cls.__name__}: retriable={cls.retriable} but it "
+                            f"{'is' if issubclass(cls, retriable_base) else 'is not'} a RetriableError; "
+                            "derive from RetriableError (or not) instead of setting the flag")
+
+    def __new__(cls, *args, **kwargs):
+        if cls._category:
+            raise TypeError(f"{cls.__name__} is a category to catch; raise one of its subclasses")
+        return super().__new__(cls, *args)
 
     def __init__(self, message: str = "", **details):
         super().__init__(message or self.name)
@@ -36,27 +67,26 @@ class RiverlogError(Exception):
         self.details = details
 
     def __reduce__(self):
-        return (_rebuild, (self.code, self.message, self.details))
+        # By class, not by code: a subclass without a code of its own (e.g. spark_sink's
+        # TransactionLostError) must come back as itself, not as its parent.
+        state = {k: v for k, v in self.__dict__.items() if k not in ("message", "details")}
+        return _rebuild, (type(self), self.message, self.details), state or None
 
     def __repr__(self):
         return f"{type(self).__name__}({self.message!r})"
 
 
-def _rebuild(code: int, message: str, details: dict) -> "RiverlogError":
-    return error_for_code(code)(message, **details)
+def _rebuild(kind, message: str, details: dict) -> RiverlogError:
+    """Unpickle: ``kind`` is the class (or, in pickles written before classes were pickled, a code)."""
+    cls = error_for_code(kind) if isinstance(kind, int) else kind
+    error = cls.__new__(cls)
+    RiverlogError.__init__(error, message, **details)
+    return error
 
 
 def error_for_code(code: int) -> type[RiverlogError]:
     """The error class registered for a wire code (the base class for an unknown code)."""
     return _REGISTRY.get(code, RiverlogError)
-
-
-def _error(name: str, code: int, status: str, retriable: bool = False, doc: str = ""):
-    cls = type(name, (RiverlogError,), {
-        "code": code, "name": _kafka_name(name), "retriable": retriable,
-        "grpc_status": status, "__doc__": doc, "__module__": __name__,
-    })
-    return cls
 
 
 def _kafka_name(class_name: str) -> str:
@@ -78,139 +108,336 @@ class S:
     UNAVAILABLE, DATA_LOSS, PERMISSION_DENIED = "UNAVAILABLE", "DATA_LOSS", "PERMISSION_DENIED"
 
 
-UnknownServerError = _error("UnknownServerError", -1, S.INTERNAL, doc="An unexpected failure on the broker.")
-OffsetOutOfRangeError = _error(
-    "OffsetOutOfRangeError", 1, S.OUT_OF_RANGE,
-    doc="The requested offset is outside [log start, log end]; details carry both so the client "
-        "can apply auto.offset.reset.")
-CorruptRecordError = _error("CorruptRecordError", 2, S.DATA_LOSS,
-                            doc="A record batch failed its CRC-32C or length check.")
-UnknownTopicOrPartitionError = _error(
-    "UnknownTopicOrPartitionError", 3, S.NOT_FOUND, retriable=True,
-    doc="The topic or partition does not exist (retriable: it may be being created).")
-LeaderNotAvailableError = _error("LeaderNotAvailableError", 5, S.UNAVAILABLE, retriable=True)
-NotLeaderOrFollowerError = _error(
-    "NotLeaderOrFollowerError", 6, S.FAILED_PRECONDITION, retriable=True,
-    doc="This broker does not lead the partition; refresh metadata and retry.")
-RequestTimedOutError = _error("RequestTimedOutError", 7, S.DEADLINE_EXCEEDED, retriable=True)
-BrokerNotAvailableError = _error("BrokerNotAvailableError", 8, S.UNAVAILABLE, retriable=True)
-MessageTooLargeError = _error(
-    "MessageTooLargeError", 10, S.INVALID_ARGUMENT,
-    doc="A record or batch is larger than message.max.bytes / max.message.bytes.")
-NetworkError = _error("NetworkError", 13, S.UNAVAILABLE, retriable=True,
-                      doc="The broker could not be reached or the connection broke.")
-InvalidTopicError = _error("InvalidTopicError", 17, S.INVALID_ARGUMENT,
-                           doc="The topic name breaks Kafka's naming rules.")
-RecordListTooLargeError = _error("RecordListTooLargeError", 18, S.INVALID_ARGUMENT)
-NotEnoughReplicasError = _error("NotEnoughReplicasError", 19, S.UNAVAILABLE, retriable=True)
-NotEnoughReplicasAfterAppendError = _error("NotEnoughReplicasAfterAppendError", 20, S.UNAVAILABLE,
-                                           retriable=True)
-InvalidRequiredAcksError = _error("InvalidRequiredAcksError", 21, S.INVALID_ARGUMENT)
-InvalidTimestampError = _error("InvalidTimestampError", 32, S.INVALID_ARGUMENT)
-UnsupportedVersionError = _error("UnsupportedVersionError", 35, S.UNIMPLEMENTED,
-                                 doc="The broker does not know this batch magic or request form.")
-TopicAlreadyExistsError = _error("TopicAlreadyExistsError", 36, S.ALREADY_EXISTS)
-InvalidPartitionsError = _error("InvalidPartitionsError", 37, S.INVALID_ARGUMENT)
-InvalidReplicationFactorError = _error("InvalidReplicationFactorError", 38, S.INVALID_ARGUMENT)
-InvalidReplicaAssignmentError = _error("InvalidReplicaAssignmentError", 39, S.INVALID_ARGUMENT)
-InvalidConfigError = _error("InvalidConfigError", 40, S.INVALID_ARGUMENT,
-                            doc="A configuration name is unknown or its value is invalid.")
-NotControllerError = _error(
-    "NotControllerError", 41, S.UNAVAILABLE, retriable=True,
-    doc="This node is not the active controller; details carry leader_id when it is known.")
-InvalidRequestError = _error("InvalidRequestError", 42, S.INVALID_ARGUMENT)
-ClusterAuthorizationFailedError = _error(
-    "ClusterAuthorizationFailedError", 31, S.PERMISSION_DENIED,
-    doc="An inter-broker request (follower fetch, transaction markers) sent to the client listener: "
-        "brokers send these to each other's inter.broker.listener.name listener.")
-PolicyViolationError = _error("PolicyViolationError", 44, S.FAILED_PRECONDITION)
-KafkaStorageError = _error("KafkaStorageError", 56, S.UNAVAILABLE, retriable=True,
-                           doc="The partition's log directory failed (disk error).")
-PreferredLeaderNotAvailableError = _error("PreferredLeaderNotAvailableError", 80, S.UNAVAILABLE,
-                                          retriable=True)
-FencedLeaderEpochError = _error(
-    "FencedLeaderEpochError", 74, S.FAILED_PRECONDITION, retriable=True,
-    doc="The request's leader epoch is older than the replica's: refresh metadata.")
-UnknownLeaderEpochError = _error(
-    "UnknownLeaderEpochError", 75, S.FAILED_PRECONDITION, retriable=True,
-    doc="The request's leader epoch is newer than the replica knows yet: retry shortly.")
-StaleBrokerEpochError = _error("StaleBrokerEpochError", 77, S.FAILED_PRECONDITION,
-                               doc="A broker spoke with an epoch from an earlier registration.")
-ElectionNotNeededError = _error("ElectionNotNeededError", 84, S.FAILED_PRECONDITION,
-                                doc="The preferred replica already leads the partition.")
-InvalidRecordError = _error(
-    "InvalidRecordError", 87, S.INVALID_ARGUMENT,
-    doc="A batch is well-formed on the wire but its body is not a valid record body.")
-ThrottlingQuotaExceededError = _error("ThrottlingQuotaExceededError", 89, S.RESOURCE_EXHAUSTED,
-                                      retriable=True)
-
-# Idempotent and transactional producers.
-OutOfOrderSequenceError = _error(
-    "OutOfOrderSequenceError", 45, S.FAILED_PRECONDITION, retriable=True,
-    doc="A producer batch skipped sequence numbers: an earlier batch is missing (the producer resends in order).")
-UnknownProducerIdError = _error(
-    "UnknownProducerIdError", 59, S.FAILED_PRECONDITION,
-    doc="The partition no longer knows this producer (its state expired after producer.id.expiration.ms, "
-        "or retention removed its records): an idempotent producer starts a new epoch from sequence 0.")
-InvalidProducerEpochError = _error("InvalidProducerEpochError", 47, S.FAILED_PRECONDITION,
-                                   doc="A newer instance of this producer (higher epoch) has taken over.")
-InvalidTxnStateError = _error("InvalidTxnStateError", 48, S.FAILED_PRECONDITION,
-                              doc="The transaction is not in a state that allows this (e.g. commit after an abort).")
-InvalidProducerIdMappingError = _error("InvalidProducerIdMappingError", 49, S.FAILED_PRECONDITION,
-                                       doc="The producer id does not belong to this transactional.id.")
-InvalidTxnTimeoutError = _error("InvalidTxnTimeoutError", 50, S.INVALID_ARGUMENT)
-ConcurrentTransactionsError = _error("ConcurrentTransactionsError", 51, S.UNAVAILABLE, retriable=True,
-                                     doc="The previous transaction of this transactional.id is still completing.")
-ProducerFencedError = _error("ProducerFencedError", 90, S.FAILED_PRECONDITION,
-                             doc="Another producer with the same transactional.id called init_transactions().")
-TransactionalIdNotFoundError = _error("TransactionalIdNotFoundError", 105, S.NOT_FOUND)
-# Consumer groups.
-CoordinatorLoadInProgressError = _error(
-    "CoordinatorLoadInProgressError", 14, S.UNAVAILABLE, retriable=True,
-    doc="The coordinator is still replaying __consumer_offsets after taking over the group.")
-CoordinatorNotAvailableError = _error("CoordinatorNotAvailableError", 15, S.UNAVAILABLE, retriable=True,
-                                      doc="The group's __consumer_offsets partition has no leader yet.")
-NotCoordinatorError = _error("NotCoordinatorError", 16, S.FAILED_PRECONDITION, retriable=True,
-                             doc="This broker is not the group's coordinator: find it again.")
-InvalidGroupIdError = _error("InvalidGroupIdError", 24, S.INVALID_ARGUMENT)
-UnknownMemberIdError = _error("UnknownMemberIdError", 25, S.FAILED_PRECONDITION,
-                              doc="The coordinator does not know this member (expired or left): rejoin.")
-InvalidSessionTimeoutError = _error("InvalidSessionTimeoutError", 26, S.INVALID_ARGUMENT)
-NonEmptyGroupError = _error("NonEmptyGroupError", 68, S.FAILED_PRECONDITION,
-                            doc="The group has active members; stop them first.")
-GroupIdNotFoundError = _error("GroupIdNotFoundError", 69, S.NOT_FOUND)
-FencedInstanceIdError = _error("FencedInstanceIdError", 82, S.FAILED_PRECONDITION,
-                               doc="A newer member took over this group.instance.id.")
-GroupSubscribedToTopicError = _error("GroupSubscribedToTopicError", 86, S.FAILED_PRECONDITION,
-                                     doc="Offsets of a topic the group consumes cannot be deleted.")
-FencedMemberEpochError = _error("FencedMemberEpochError", 110, S.FAILED_PRECONDITION,
-                                doc="The member's epoch is stale: it lost its partitions and must rejoin.")
-UnsupportedAssignorError = _error("UnsupportedAssignorError", 112, S.INVALID_ARGUMENT,
-                                  doc="partition.assignment.strategy names an unknown assignor, or one "
-                                      "the group's other members do not use.")
-StaleMemberEpochError = _error("StaleMemberEpochError", 113, S.FAILED_PRECONDITION, retriable=True,
-                               doc="An offset commit carried an old member epoch; retry with the current one.")
-
-# Client-side errors (librdkafka reports these with negative codes; ours are above 1000 so they
-# never collide with a Kafka code).
-KafkaTimeoutError = _error("KafkaTimeoutError", 1001, S.DEADLINE_EXCEEDED, retriable=True,
-                           doc="A client-side deadline (delivery.timeout.ms, a result() timeout) passed.")
-UnknownPartitionError = _error("UnknownPartitionError", 1002, S.NOT_FOUND,
-                               doc="An explicit partition number is beyond the topic's partitions.")
+# ----------------------------------------------------------------------------------- categories
+class RetriableError(RiverlogError):
+    """Transient: the same call may succeed after a backoff (Kafka's ``RetriableException``)."""
+    retriable = True
+    _category = True
 
 
-class QueueFullError(RiverlogError, BufferError):
+class InvalidMetadataError(RetriableError):
+    """The client's metadata is stale (a leader moved, a broker went away): refresh it, then retry
+    (Kafka's ``InvalidMetadataException``)."""
+    _category = True
+
+
+class ApplicationRecoverableError(RiverlogError):
+    """Fatal to this producer or group member: another instance took over, so the application closes
+    it and starts a new one (Kafka's ``ApplicationRecoverableException``, KIP-1050)."""
+    _category = True
+
+
+CATEGORIES = (RetriableError, InvalidMetadataError, ApplicationRecoverableError)
+"""The abstract category bases (TransactionAbortableError is a category and also Kafka's error 120)."""
+
+
+# ----------------------------------------------------------------------------------- the broker
+class UnknownServerError(RiverlogError):
+    """An unexpected failure on the broker."""
+    code, grpc_status = -1, S.INTERNAL
+
+
+class OffsetOutOfRangeError(RiverlogError):
+    ('The requested offset is outside [log start, log end]; details carry both so the client can apply '
+     'auto.offset.reset.')
+    code, grpc_status = 1, S.OUT_OF_RANGE
+
+
+class CorruptRecordError(RiverlogError):
+    """A record batch failed its CRC-32C or length check."""
+    code, grpc_status = 2, S.DATA_LOSS
+
+
+class UnknownTopicOrPartitionError(InvalidMetadataError):
+    """The topic or partition does not exist (retriable: it may be being created)."""
+    code, grpc_status = 3, S.NOT_FOUND
+
+
+class LeaderNotAvailableError(InvalidMetadataError):
+    code, grpc_status = 5, S.UNAVAILABLE
+
+
+class NotLeaderOrFollowerError(InvalidMetadataError):
+    """This broker does not lead the partition; refresh metadata and retry."""
+    code, grpc_status = 6, S.FAILED_PRECONDITION
+
+
+class RequestTimedOutError(RetriableError):
+    code, grpc_status = 7, S.DEADLINE_EXCEEDED
+
+
+class BrokerNotAvailableError(RetriableError):
+    code, grpc_status = 8, S.UNAVAILABLE
+
+
+class MessageTooLargeError(RiverlogError):
+    """A record or batch is larger than message.max.bytes / max.message.bytes."""
+    code, grpc_status = 10, S.INVALID_ARGUMENT
+
+
+class NetworkError(InvalidMetadataError):
+    """The broker could not be reached or the connection broke."""
+    code, grpc_status = 13, S.UNAVAILABLE
+
+
+class InvalidTopicError(RiverlogError):
+    """The topic name breaks Kafka's naming rules."""
+    code, grpc_status = 17, S.INVALID_ARGUMENT
+
+
+class RecordListTooLargeError(RiverlogError):
+    code, grpc_status = 18, S.INVALID_ARGUMENT
+
+
+class NotEnoughReplicasError(RetriableError):
+    code, grpc_status = 19, S.UNAVAILABLE
+
+
+class NotEnoughReplicasAfterAppendError(RetriableError):
+    code, grpc_status = 20, S.UNAVAILABLE
+
+
+class InvalidRequiredAcksError(RiverlogError):
+    code, grpc_status = 21, S.INVALID_ARGUMENT
+
+
+class InvalidTimestampError(RiverlogError):
+    code, grpc_status = 32, S.INVALID_ARGUMENT
+
+
+class UnsupportedVersionError(RiverlogError):
+    """The broker does not know this batch magic or request form."""
+    code, grpc_status = 35, S.UNIMPLEMENTED
+
+
+class TopicAlreadyExistsError(RiverlogError):
+    code, grpc_status = 36, S.ALREADY_EXISTS
+
+
+class InvalidPartitionsError(RiverlogError):
+    code, grpc_status = 37, S.INVALID_ARGUMENT
+
+
+class InvalidReplicationFactorError(RiverlogError):
+    code, grpc_status = 38, S.INVALID_ARGUMENT
+
+
+class InvalidReplicaAssignmentError(RiverlogError):
+    code, grpc_status = 39, S.INVALID_ARGUMENT
+
+
+class InvalidConfigError(RiverlogError):
+    """A configuration name is unknown or its value is invalid."""
+    code, grpc_status = 40, S.INVALID_ARGUMENT
+
+
+class NotControllerError(RetriableError):
+    """This node is not the active controller; details carry leader_id when it is known."""
+    code, grpc_status = 41, S.UNAVAILABLE
+
+
+class InvalidRequestError(RiverlogError):
+    code, grpc_status = 42, S.INVALID_ARGUMENT
+
+
+class ClusterAuthorizationFailedError(RiverlogError):
+    ('An inter-broker request (follower fetch, transaction markers) sent to the client listener: brokers '
+     "send these to each other's inter.broker.listener.name listener.")
+    code, grpc_status = 31, S.PERMISSION_DENIED
+
+
+class PolicyViolationError(RiverlogError):
+    code, grpc_status = 44, S.FAILED_PRECONDITION
+
+
+class KafkaStorageError(InvalidMetadataError):
+    """The partition's log directory failed (disk error)."""
+    code, grpc_status = 56, S.UNAVAILABLE
+
+
+class PreferredLeaderNotAvailableError(InvalidMetadataError):
+    code, grpc_status = 80, S.UNAVAILABLE
+
+
+class FencedLeaderEpochError(InvalidMetadataError):
+    """The request's leader epoch is older than the replica's: refresh metadata."""
+    code, grpc_status = 74, S.FAILED_PRECONDITION
+
+
+class UnknownLeaderEpochError(RetriableError):
+    """The request's leader epoch is newer than the replica knows yet: retry shortly."""
+    code, grpc_status = 75, S.FAILED_PRECONDITION
+
+
+class StaleBrokerEpochError(RiverlogError):
+    """A broker spoke with an epoch from an earlier registration."""
+    code, grpc_status = 77, S.FAILED_PRECONDITION
+
+
+class ElectionNotNeededError(RiverlogError):
+    """The preferred replica already leads the partition."""
+    code, grpc_status = 84, S.FAILED_PRECONDITION
+
+
+class InvalidRecordError(RiverlogError):
+    """A batch is well-formed on the wire but its body is not a valid record body."""
+    code, grpc_status = 87, S.INVALID_ARGUMENT
+
+
+class ThrottlingQuotaExceededError(RetriableError):
+    code, grpc_status = 89, S.RESOURCE_EXHAUSTED
+
+
+# ----------------------------------------------------------------------------------- producers, transactions
+class OutOfOrderSequenceError(RetriableError):
+    ('A producer batch skipped sequence numbers: an earlier batch is missing (the producer resends in '
+     'order).')
+    code, grpc_status = 45, S.FAILED_PRECONDITION
+
+
+class UnknownProducerIdError(RiverlogError):
+    ('The partition no longer knows this producer (its state expired after producer.id.expiration.ms, or '
+     'retention removed its records): an idempotent producer starts a new epoch from sequence 0.')
+    code, grpc_status = 59, S.FAILED_PRECONDITION
+
+
+class InvalidProducerEpochError(ApplicationRecoverableError):
+    """A newer instance of this producer (higher epoch) has taken over."""
+    code, grpc_status = 47, S.FAILED_PRECONDITION
+
+
+class InvalidTxnStateError(RiverlogError):
+    """The transaction is not in a state that allows this (e.g. commit after an abort)."""
+    code, grpc_status = 48, S.FAILED_PRECONDITION
+
+
+class InvalidProducerIdMappingError(ApplicationRecoverableError):
+    """The producer id does not belong to this transactional.id."""
+    code, grpc_status = 49, S.FAILED_PRECONDITION
+
+
+class InvalidTxnTimeoutError(RiverlogError):
+    code, grpc_status = 50, S.INVALID_ARGUMENT
+
+
+class ConcurrentTransactionsError(RetriableError):
+    """The previous transaction of this transactional.id is still completing."""
+    code, grpc_status = 51, S.UNAVAILABLE
+
+
+class ProducerFencedError(ApplicationRecoverableError):
+    """Another producer with the same transactional.id called init_transactions()."""
+    code, grpc_status = 90, S.FAILED_PRECONDITION
+
+
+class TransactionalIdNotFoundError(RiverlogError):
+    code, grpc_status = 105, S.NOT_FOUND
+
+
+class TransactionAbortableError(RiverlogError):
+    """The current transaction cannot commit, but the producer is still usable: abort the transaction
+    and run it again (Kafka's TRANSACTION_ABORTABLE, KIP-890; the abortable category of KIP-1050,
+    which Kafka's Java client keeps to this one class)."""
+    code, grpc_status = 120, S.FAILED_PRECONDITION
+
+
+# ----------------------------------------------------------------------------------- consumer groups
+class CoordinatorLoadInProgressError(RetriableError):
+    """The coordinator is still replaying __consumer_offsets after taking over the group."""
+    code, grpc_status = 14, S.UNAVAILABLE
+
+
+class CoordinatorNotAvailableError(RetriableError):
+    """The group's __consumer_offsets partition has no leader yet."""
+    code, grpc_status = 15, S.UNAVAILABLE
+
+
+class NotCoordinatorError(RetriableError):
+    """This broker is not the group's coordinator: find it again."""
+    code, grpc_status = 16, S.FAILED_PRECONDITION
+
+
+class InvalidGroupIdError(RiverlogError):
+    code, grpc_status = 24, S.INVALID_ARGUMENT
+
+
+class UnknownMemberIdError(ApplicationRecoverableError):
+    """The coordinator does not know this member (expired or left): rejoin."""
+    code, grpc_status = 25, S.FAILED_PRECONDITION
+
+
+class InvalidSessionTimeoutError(RiverlogError):
+    code, grpc_status = 26, S.INVALID_ARGUMENT
+
+
+class NonEmptyGroupError(RiverlogError):
+    """The group has active members; stop them first."""
+    code, grpc_status = 68, S.FAILED_PRECONDITION
+
+
+class GroupIdNotFoundError(RiverlogError):
+    code, grpc_status = 69, S.NOT_FOUND
+
+
+class FencedInstanceIdError(ApplicationRecoverableError):
+    """A newer member took over this group.instance.id."""
+    code, grpc_status = 82, S.FAILED_PRECONDITION
+
+
+class GroupSubscribedToTopicError(RiverlogError):
+    """Offsets of a topic the group consumes cannot be deleted."""
+    code, grpc_status = 86, S.FAILED_PRECONDITION
+
+
+class FencedMemberEpochError(RiverlogError):
+    """The member's epoch is stale: it lost its partitions and must rejoin."""
+    code, grpc_status = 110, S.FAILED_PRECONDITION
+
+
+class UnsupportedAssignorError(RiverlogError):
+    ("partition.assignment.strategy names an unknown assignor, or one the group's other members do not "
+     'use.')
+    code, grpc_status = 112, S.INVALID_ARGUMENT
+
+
+class StaleMemberEpochError(RetriableError):
+    """An offset commit carried an old member epoch; retry with the current one."""
+    code, grpc_status = 113, S.FAILED_PRECONDITION
+
+
+# ----------------------------------------------------------------------------------- client side
+# librdkafka reports these with negative codes; ours are above 1000 so they never collide with a
+# Kafka code.
+class KafkaTimeoutError(RetriableError):
+    """A client-side deadline (delivery.timeout.ms, a result() timeout) passed."""
+    code, grpc_status = 1001, S.DEADLINE_EXCEEDED
+
+
+class UnknownPartitionError(RiverlogError):
+    """An explicit partition number is beyond the topic's partitions."""
+    code, grpc_status = 1002, S.NOT_FOUND
+
+
+class QueueFullError(RetriableError, BufferError):
     """buffer.memory is used up; serve delivery reports with poll() and retry (a BufferError, as
     confluent-kafka raises)."""
-    code, name, retriable, grpc_status = 1003, "QUEUE_FULL", True, S.RESOURCE_EXHAUSTED
+    code, name, grpc_status = 1003, "QUEUE_FULL", S.RESOURCE_EXHAUSTED
 
 
-ClientClosedError = _error("ClientClosedError", 1004, S.CANCELLED, doc="The client was closed.")
-NotSupportedError = _error("NotSupportedError", 1005, S.UNIMPLEMENTED,
-                           doc="The call is not supported by this version of Riverlog.")
-PartitionEOF = _error("PartitionEOF", 1006, S.OUT_OF_RANGE,
-                      doc="Informational: the consumer reached the end of a partition "
-                          "(only with enable.partition.eof).")
+class ClientClosedError(RiverlogError):
+    """The client was closed."""
+    code, grpc_status = 1004, S.CANCELLED
+
+
+class NotSupportedError(RiverlogError):
+    """The call is not supported by this version of Riverlog."""
+    code, grpc_status = 1005, S.UNIMPLEMENTED
+
+
+class PartitionEOF(RiverlogError):
+    """Informational: the consumer reached the end of a partition (only with enable.partition.eof)."""
+    code, grpc_status = 1006, S.OUT_OF_RANGE
+
 
 del S
 

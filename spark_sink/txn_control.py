@@ -12,14 +12,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 from broker.client import AdminClient
 from broker.client.coordinator import CoordinatorClient
-from broker.errors import (InvalidProducerEpochError, InvalidProducerIdMappingError, InvalidTxnStateError,
-                           ProducerFencedError, TransactionalIdNotFoundError)
+from broker.errors import ApplicationRecoverableError, InvalidTxnStateError, TransactionalIdNotFoundError
 from broker.proto import riverlog_pb2 as pb
+from broker.protocol import CoordinatorType
 from spark_sink.protocol import Attempt, Decision, batch_prefix, to_abort
 
 log = logging.getLogger(__name__)
-TRANSACTIONAL_ID = 1
 ONGOING = "Ongoing"
+# EndTxn's answers that mean this attempt's producer id and epoch can no longer end its transaction:
+# fenced (Kafka's ApplicationRecoverable category: ProducerFenced, InvalidProducerEpoch,
+# InvalidProducerIdMapping), already ended, or its transactional.id expired.
+_CANNOT_END = (ApplicationRecoverableError, InvalidTxnStateError, TransactionalIdNotFoundError)
 
 
 class TransactionLostError(InvalidTxnStateError):
@@ -36,7 +39,7 @@ class TxnControl:
         self.admin.close()
 
     def _end(self, attempt: Attempt, commit: bool) -> None:
-        CoordinatorClient(self.admin.cluster, attempt.transactional_id, key_type=TRANSACTIONAL_ID).call(
+        CoordinatorClient(self.admin.cluster, attempt.transactional_id, key_type=CoordinatorType.TRANSACTION).call(
             "EndTxn", pb.EndTxnRequest(transactional_id=attempt.transactional_id, producer_id=attempt.producer_id,
                                        producer_epoch=attempt.producer_epoch, commit=commit), self.timeout)
 
@@ -45,8 +48,7 @@ class TxnControl:
         def one(attempt: Attempt):
             try:
                 self._end(attempt, True)
-            except (ProducerFencedError, InvalidTxnStateError, InvalidProducerEpochError,
-                    InvalidProducerIdMappingError, TransactionalIdNotFoundError) as e:
+            except _CANNOT_END as e:
                 raise TransactionLostError(
                     f"batch {decision.batch_id} of sink '{decision.sink_id}': transaction "
                     f"'{attempt.transactional_id}' was decided but can no longer commit ({e.name}: {e}); its "
@@ -59,8 +61,7 @@ class TxnControl:
         def one(attempt: Attempt):
             try:
                 self._end(attempt, False)
-            except (ProducerFencedError, InvalidTxnStateError, InvalidProducerEpochError,
-                    InvalidProducerIdMappingError, TransactionalIdNotFoundError) as e:
+            except _CANNOT_END as e:
                 log.debug("not aborting %s: %r", attempt.transactional_id, e)
         self._each(one, attempts)
 

@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from broker.errors import (BrokerNotAvailableError, InvalidRequestError, KafkaTimeoutError,
+from broker.errors import (ERROR_CODE_KEY, BrokerNotAvailableError, InvalidRequestError, KafkaTimeoutError,
                            LeaderNotAvailableError, NetworkError,
                            RecordListTooLargeError, RiverlogError, UnknownServerError,
                            UnknownTopicOrPartitionError, UnsupportedVersionError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
 from broker.proto import riverlog_pb2_grpc as pb_grpc
 
-ERROR_CODE_KEY = "riverlog-error-code"
 _CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
                     ("grpc.enable_retries", 0)]
 

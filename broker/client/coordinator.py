@@ -16,13 +16,14 @@ from broker.client.cluster import ClusterClient, translate_rpc_error
 from broker.errors import (CoordinatorNotAvailableError, KafkaTimeoutError, NetworkError, NotCoordinatorError,
                            RiverlogError)
 from broker.proto import riverlog_pb2 as pb
+from broker.protocol import CoordinatorType
 
 _MOVED = (NotCoordinatorError, CoordinatorNotAvailableError, NetworkError, KafkaTimeoutError)
 
 
 class CoordinatorClient:
-    def __init__(self, cluster: ClusterClient, group_id: str, key_type: int = 0):
-        """``group_id`` is the key: a group id, or a transactional.id with ``key_type`` 1."""
+    def __init__(self, cluster: ClusterClient, group_id: str, key_type: int = CoordinatorType.GROUP):
+        """``group_id`` is the key: a group id, or a transactional.id with ``CoordinatorType.TRANSACTION``."""
         self.cluster = cluster
         self.group_id = group_id
         self.key_type = key_type

@@ -8,8 +8,8 @@ waiting — an idle ``ProduceStream``, a long-polling fetch, an ``acks=all`` pro
 awaiting, so the number of connected clients does not bound the broker's availability.
 
 :class:`ErrorInterceptor` is the one place where a typed error becomes a gRPC status, for unary and
-streaming calls alike: the status code is the error's, and trailing metadata ``riverlog-error-code``
-carries its stable code so the client rebuilds the same class.
+streaming calls alike: the status code is the error's, and the ``riverlog-error-code`` trailer
+(:data:`broker.errors.ERROR_CODE_KEY`) carries its stable code so the client rebuilds the same class.
 """
 from __future__ import annotations
 
@@ -22,11 +22,9 @@ from typing import Callable
 import grpc
 import grpc.aio
 
-from broker.errors import RiverlogError, UnknownServerError
+from broker.errors import ERROR_CODE_KEY, RiverlogError, UnknownServerError
 
 log = logging.getLogger(__name__)
-
-ERROR_CODE_KEY = "riverlog-error-code"
 
 
 class ErrorInterceptor(grpc.aio.ServerInterceptor):

@@ -21,6 +21,7 @@ from broker.clock import SYSTEM_CLOCK, Clock
 from broker.config import BROKER_CONFIG, Config
 from broker.errors import ClusterAuthorizationFailedError, InvalidRequestError, NotCoordinatorError
 from broker.proto import riverlog_pb2 as pb
+from broker.protocol import CoordinatorType
 from broker.proto import riverlog_pb2_grpc as pb_grpc
 from broker.server.broker import Broker
 from broker.server.controller_runtime import parse_voters
@@ -104,7 +105,7 @@ class _ClientServicer(pb_grpc.RiverlogServicer):
         return self.h.init_producer_id(request)
 
     def _find_coordinator(self, request):
-        runtime = (self._txns() if request.key_type == 1 else self._groups()).runtime
+        runtime = (self._txns() if request.key_type == CoordinatorType.TRANSACTION else self._groups()).runtime
         node, host, port = runtime.find_coordinator(request.group_id)
         return pb.FindCoordinatorResponse(node_id=node, host=host, port=port)
 

@@ -13,7 +13,8 @@ from broker.errors import RiverlogError, error_for_code
 pytestmark = pytest.mark.unit
 
 ERROR_CLASSES = sorted((obj for obj in vars(errors).values()
-                        if inspect.isclass(obj) and issubclass(obj, RiverlogError) and obj is not RiverlogError),
+                        if inspect.isclass(obj) and issubclass(obj, RiverlogError) and obj is not RiverlogError
+                        and obj not in errors.CATEGORIES),  # categories are caught, never sent: no code
                        key=lambda cls: cls.code)
 
 # Kafka's protocol error codes for the errors that have one.
@@ -125,3 +126,153 @@ def test_every_error_is_an_exception_caught_by_the_confluent_names():
     for cls in ERROR_CLASSES:
         with pytest.raises(errors.KafkaException):
             raise cls("x")
+
+
+# ----------------------------------------------------------------------------------- categories
+def _classes(*names):
+    return {getattr(errors, n) for n in names}
+
+
+def _members(category):
+    return {cls for cls in ERROR_CLASSES if issubclass(cls, category)}
+
+
+# Riverlog's errors whose Kafka exception extends org.apache.kafka.common.errors.InvalidMetadataException
+# (Kafka's clients module: UnknownTopicOrPartition-, LeaderNotAvailable-, NotLeaderOrFollower- (via
+# NotLeaderForPartition-), Network-, KafkaStorage-, PreferredLeaderNotAvailable-, FencedLeaderEpoch- and
+# ElectionNotNeededException). Kafka's others of that kind (ReplicaNotAvailable, UnknownTopicId, ...) have no
+# Riverlog counterpart.
+KAFKA_INVALID_METADATA = _classes(
+    "UnknownTopicOrPartitionError", "LeaderNotAvailableError", "NotLeaderOrFollowerError", "NetworkError",
+    "KafkaStorageError", "PreferredLeaderNotAvailableError", "FencedLeaderEpochError", "ElectionNotNeededError")
+# ... and whose Kafka exception extends RetriableException directly.
+KAFKA_RETRIABLE_ONLY = _classes(
+    "RequestTimedOutError", "KafkaTimeoutError",  # both are Kafka's TimeoutException
+    "QueueFullError",  # Kafka's BufferExhaustedException extends TimeoutException
+    "NotEnoughReplicasError", "NotEnoughReplicasAfterAppendError", "NotControllerError", "UnknownLeaderEpochError",
+    "ThrottlingQuotaExceededError", "ConcurrentTransactionsError", "CoordinatorLoadInProgressError",
+    "CoordinatorNotAvailableError", "NotCoordinatorError", "CorruptRecordError")
+# Where Riverlog's retriable flag (unchanged, and acted on by its clients) differs from Kafka's class.
+RIVERLOG_ALSO_RETRIABLE = _classes(
+    "BrokerNotAvailableError",  # a broker that is restarting; Kafka's is a plain ApiException
+    "OutOfOrderSequenceError",  # the producer resends the missing batches in order
+    "StaleMemberEpochError")    # the commit is retried with the member's current epoch
+RIVERLOG_NOT_RETRIABLE = _classes(
+    "CorruptRecordError",       # the consumer stops at a corrupt batch and reports it (see architecture.md)
+    "ElectionNotNeededError")   # an elect-leaders result, not a condition to retry
+# org.apache.kafka.common.errors.ApplicationRecoverableException's subclasses (Kafka 4.1, KIP-1050), less
+# IllegalGenerationException, which Riverlog's KIP-848-only groups never return.
+KAFKA_APPLICATION_RECOVERABLE = _classes(
+    "ProducerFencedError", "InvalidProducerEpochError", "InvalidProducerIdMappingError", "FencedInstanceIdError",
+    "UnknownMemberIdError")
+
+
+def test_the_invalid_metadata_category_is_kafkas_list():
+    assert _members(errors.InvalidMetadataError) == KAFKA_INVALID_METADATA - RIVERLOG_NOT_RETRIABLE
+
+
+def test_the_retriable_category_is_kafkas_list_with_riverlogs_known_differences():
+    kafka = KAFKA_INVALID_METADATA | KAFKA_RETRIABLE_ONLY
+    assert _members(errors.RetriableError) == (kafka | RIVERLOG_ALSO_RETRIABLE) - RIVERLOG_NOT_RETRIABLE
+    assert errors.InvalidMetadataError.__mro__[1] is errors.RetriableError
+
+
+def test_the_transaction_abortable_category_is_kafkas_one_class():
+    # Kafka's TransactionAbortableException (error 120, KIP-890) has no subclasses.
+    assert _members(errors.TransactionAbortableError) == {errors.TransactionAbortableError}
+    assert errors.TransactionAbortableError.code == 120
+    assert errors.TransactionAbortableError.name == "TRANSACTION_ABORTABLE"
+    assert not errors.TransactionAbortableError.retriable
+
+
+def test_the_application_recoverable_category_is_kafkas_list():
+    assert _members(errors.ApplicationRecoverableError) == KAFKA_APPLICATION_RECOVERABLE
+
+
+@pytest.mark.parametrize("cls", ERROR_CLASSES, ids=lambda c: c.__name__)
+def test_the_retriable_flag_is_the_category(cls):
+    assert cls.retriable is issubclass(cls, errors.RetriableError)
+    assert cls("x").retriable is cls.retriable
+
+
+@pytest.mark.parametrize("category", errors.CATEGORIES, ids=lambda c: c.__name__)
+def test_categories_are_caught_never_raised(category):
+    assert issubclass(category, RiverlogError) and "code" not in vars(category)
+    with pytest.raises(TypeError, match="category"):
+        category("x")
+
+
+def test_a_retriable_flag_that_contradicts_the_category_is_refused():
+    with pytest.raises(TypeError, match="RetriableError"):
+        type("NotReallyRetriable", (errors.RetriableError,), {"retriable": False})
+    with pytest.raises(TypeError, match="RetriableError"):
+        type("SecretlyRetriable", (RiverlogError,), {"retriable": True})
+
+
+def test_a_category_catches_its_members():
+    with pytest.raises(errors.InvalidMetadataError):
+        raise errors.NotLeaderOrFollowerError("moved")
+    with pytest.raises(errors.RetriableError):
+        raise errors.NotLeaderOrFollowerError("moved")
+    with pytest.raises(errors.ApplicationRecoverableError):
+        raise errors.ProducerFencedError("fenced")
+
+
+# ----------------------------------------------------------------------------------- pickling, everywhere
+def _all_error_classes() -> list[type]:
+    """Every RiverlogError subclass defined in the shipped packages (registered or not)."""
+    import importlib
+    import pkgutil
+
+    import broker
+    import spark_sink
+    import spark_source
+    for package in (broker, spark_sink, spark_source):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if info.name.rsplit(".", 1)[-1] not in ("__main__", "demo"):
+                importlib.import_module(info.name)
+    found, todo = set(), [RiverlogError]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found and sub.__module__.split(".")[0] in ("broker", "spark_sink", "spark_source"):
+                found.add(sub)
+                todo.append(sub)
+    return sorted((c for c in found if c not in errors.CATEGORIES), key=lambda c: (c.__module__, c.__name__))
+
+
+ALL_ERROR_CLASSES = _all_error_classes()
+
+
+def test_subclasses_outside_the_registry_are_found():
+    names = {c.__name__ for c in ALL_ERROR_CLASSES}
+    assert {"TransactionLostError", "SinkReusedError", "DataLossError"} <= names
+    assert set(ERROR_CLASSES) <= set(ALL_ERROR_CLASSES)
+
+
+@pytest.mark.parametrize("cls", ALL_ERROR_CLASSES, ids=lambda c: f"{c.__module__}.{c.__name__}")
+def test_every_error_class_anywhere_pickles_as_itself(cls):
+    error = cls("something broke", partition=3, topic="orders")
+    error.extra = "kept"
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is cls
+    assert str(copy) == "something broke" == copy.message
+    assert copy.details == {"partition": 3, "topic": "orders"}
+    assert copy.extra == "kept"
+    assert copy.code == cls.code and copy.retriable is cls.retriable
+
+
+@pytest.mark.parametrize("cls", ERROR_CLASSES, ids=lambda c: c.__name__)
+def test_error_for_code_rebuilds_each_class(cls):
+    rebuilt = error_for_code(cls.code)("from the wire", topic="orders")
+    assert type(rebuilt) is cls and rebuilt.message == "from the wire" and rebuilt.details == {"topic": "orders"}
+
+
+def test_a_pickle_written_by_code_still_loads():
+    assert type(errors._rebuild(errors.NotLeaderOrFollowerError.code, "moved", {})) is errors.NotLeaderOrFollowerError
+
+
+def test_the_error_code_key_is_one_constant():
+    from broker.client import cluster
+    from broker.server import rpc
+    assert rpc.ERROR_CODE_KEY is errors.ERROR_CODE_KEY and cluster.ERROR_CODE_KEY is errors.ERROR_CODE_KEY
+    assert errors.ERROR_CODE_KEY == "riverlog-error-code"

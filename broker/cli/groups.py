@@ -16,14 +16,14 @@ import time
 
 import click
 
-from broker.cli import _Group, _admin
-from broker.cli_params import OFFSET, TIMESTAMP
+from broker.cli.common import ReportErrors, open_admin, partitions_of, table
+from broker.cli.params import OFFSET, TIMESTAMP
 from broker.errors import InvalidRequestError, NonEmptyGroupError
 
 _DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
 
 
-@click.group(cls=_Group)
+@click.group(cls=ReportErrors)
 def groups():
     """Consumer groups: members, committed offsets and lag."""
 
@@ -32,16 +32,10 @@ def groups():
 @click.option("--state", is_flag=True, help="show each group's state too")
 @click.pass_context
 def groups_list(ctx, state):
-    with _admin(ctx) as admin:
+    with open_admin(ctx) as admin:
         result = admin.list_consumer_groups().result()
     for g in result.valid:
         click.echo(f"{g.group_id}\t{g.state}" if state else g.group_id)
-
-
-def _table(rows: list[list[str]]) -> None:
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        click.echo("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
 
 
 @groups.command("describe")
@@ -51,7 +45,7 @@ def _table(rows: list[list[str]]) -> None:
 def groups_describe(ctx, group_ids, show_members):
     """Per partition: committed offset, log end offset (high watermark), lag and owning member."""
     from broker.client import ConsumerGroupTopicPartitions, OffsetSpec
-    with _admin(ctx) as admin:
+    with open_admin(ctx) as admin:
         for group_id in group_ids:
             desc = admin.describe_consumer_groups([group_id])[group_id].result()
             if show_members:
@@ -62,7 +56,7 @@ def groups_describe(ctx, group_ids, show_members):
                                  str(m.member_epoch), parts or "-"])
                 click.echo(f"Group {group_id} is {desc.state} ({desc.partition_assignor or 'no assignor'}, "
                            f"epoch {desc.group_epoch}, coordinator {desc.coordinator})")
-                _table(rows)
+                table(rows)
                 continue
             committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)])[group_id].result()
             offsets = {(tp.topic, tp.partition): tp.offset for tp in committed.topic_partitions}
@@ -80,7 +74,7 @@ def groups_describe(ctx, group_ids, show_members):
                              owner.get((topic, partition), "-")])
             click.echo(f"Group {group_id} is {desc.state} with {len(desc.members)} member(s).")
             if len(rows) > 1:
-                _table(rows)
+                table(rows)
 
 
 @groups.command("delete")
@@ -88,7 +82,7 @@ def groups_describe(ctx, group_ids, show_members):
 @click.pass_context
 def groups_delete(ctx, group_ids):
     """Delete empty groups and their committed offsets."""
-    with _admin(ctx) as admin:
+    with open_admin(ctx) as admin:
         futures = admin.delete_consumer_groups(list(group_ids))
         for group_id in group_ids:
             futures[group_id].result()
@@ -104,10 +98,7 @@ def _selected(admin, topics: tuple[str, ...]) -> list:
         if parts:
             out += [TopicPartition(name, int(p)) for p in parts.split(",")]
             continue
-        info = admin.list_topics(name).topics[name]
-        if info.error is not None:
-            raise info.error
-        out += [TopicPartition(name, p) for p in sorted(info.partitions)]
+        out += [TopicPartition(name, p) for p in partitions_of(admin, name)]
     return out
 
 
@@ -117,7 +108,7 @@ def _selected(admin, topics: tuple[str, ...]) -> list:
 @click.pass_context
 def groups_delete_offsets(ctx, group_id, topics):
     """Forget the group's offsets of topics it no longer consumes."""
-    with _admin(ctx) as admin:
+    with open_admin(ctx) as admin:
         partitions = _selected(admin, topics)
         admin.delete_consumer_group_offsets(group_id, partitions).result()
     click.echo(f"Deleted the offsets of {len(partitions)} partition(s) from group {group_id}.")
@@ -155,7 +146,7 @@ def groups_reset_offsets(ctx, group_id, topics, all_topics, how, to_offset, to_d
                                "--to-datetime, --by-duration, --shift-by")
     if bool(topics) == all_topics:
         raise click.UsageError("give --topic (repeatable) or --all-topics")
-    with _admin(ctx) as admin:
+    with open_admin(ctx) as admin:
         desc = admin.describe_consumer_groups([group_id])[group_id]
         try:
             active = [m for m in desc.result().members]
@@ -203,6 +194,6 @@ def groups_reset_offsets(ctx, group_id, topics, all_topics, how, to_offset, to_d
             admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id, targets)])[group_id].result()
     rows = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]] + [[group_id, tp.topic, str(tp.partition), str(tp.offset)]
                                                            for tp in targets]
-    _table(rows)
+    table(rows)
     if not execute:
         click.echo("(dry run: add --execute to apply)")

@@ -17,12 +17,11 @@ import datetime as dt
 
 import click
 
-from broker.cli import _Group, _admin
-from broker.cli_params import PARTITION
-from broker.cli_groups import _table
+from broker.cli.common import ReportErrors, open_admin, partitions_of, table
+from broker.cli.params import PARTITION
 
 
-@click.group(cls=_Group)
+@click.group(cls=ReportErrors)
 def transactions():
     """Transactions: list, describe, find what holds a partition back, abort."""
 
@@ -37,11 +36,11 @@ def _when(ms: int) -> str:
 @click.pass_context
 def transactions_list(ctx):
     """Every transactional.id the coordinators know, with its state."""
-    with _admin(ctx) as admin:
+    with open_admin(ctx) as admin:
         listed = admin.list_transactions().result()
     rows = [["TRANSACTIONAL-ID", "PRODUCER-ID", "STATE", "COORDINATOR"]]
     rows += [[t.transactional_id, str(t.producer_id), t.state, str(t.coordinator)] for t in listed]
-    _table(rows)
+    table(rows)
 
 
 @transactions.command("describe")
@@ -49,7 +48,7 @@ def transactions_list(ctx):
 @click.pass_context
 def transactions_describe(ctx, transactional_ids):
     """State, producer id and epoch, timeout, start time, partitions and groups of each transactional.id."""
-    with _admin(ctx) as admin:
+    with open_admin(ctx) as admin:
         futures = admin.describe_transactions(list(transactional_ids))
         for i, txn_id in enumerate(transactional_ids):
             d = futures[txn_id].result()
@@ -70,7 +69,7 @@ def transactions_describe(ctx, transactional_ids):
 @click.pass_context
 def transactions_abort(ctx, transactional_id):
     """Abort the open transaction of a transactional.id; its producer is fenced (the epoch is bumped)."""
-    with _admin(ctx) as admin:
+    with open_admin(ctx) as admin:
         producer_id, epoch = admin.abort_transaction(transactional_id).result()
     click.echo(f"Aborted the transaction of {transactional_id}: producer id {producer_id} is now at epoch {epoch}.")
 
@@ -85,26 +84,23 @@ def transactions_describe_producers(ctx, topic, partitions, verbose):
     """Per partition: the last stable offset, the high watermark and each open transaction, oldest first
     (the first is what holds the last stable offset back); with --all, every producer remembered."""
     from broker.client import TopicPartition
-    with _admin(ctx) as admin:
+    with open_admin(ctx) as admin:
         if not partitions:
-            info = admin.list_topics(topic).topics[topic]
-            if info.error is not None:
-                raise info.error
-            partitions = sorted(info.partitions)
+            partitions = partitions_of(admin, topic)
         futures = admin.describe_producers([TopicPartition(topic, p) for p in partitions])
         results = [(tp.partition, f.result()) for tp, f in sorted(futures.items(), key=lambda kv: kv[0].partition)]
     for i, (partition, r) in enumerate(results):
         if i:
             click.echo()
-        _table([["TOPIC", "PARTITION", "LAST-STABLE-OFFSET", "HIGH-WATERMARK"],
+        table([["TOPIC", "PARTITION", "LAST-STABLE-OFFSET", "HIGH-WATERMARK"],
                 [topic, str(partition), str(r.last_stable_offset), str(r.high_watermark)]])
         if r.open_transactions:
-            _table([["PRODUCER-ID", "EPOCH", "FIRST-OFFSET", "STARTED"]] +
+            table([["PRODUCER-ID", "EPOCH", "FIRST-OFFSET", "STARTED"]] +
                    [[str(o.producer_id), str(o.producer_epoch), str(o.first_offset), _when(o.start_ms)]
                     for o in r.open_transactions])
         else:
             click.echo("(no open transactions)")
         if verbose:
-            _table([["ACTIVE-PRODUCER-ID", "EPOCH", "LAST-SEQUENCE", "LAST-WRITE", "TXN-START-OFFSET"]] +
+            table([["ACTIVE-PRODUCER-ID", "EPOCH", "LAST-SEQUENCE", "LAST-WRITE", "TXN-START-OFFSET"]] +
                    [[str(a.producer_id), str(a.producer_epoch), str(a.last_sequence), _when(a.last_timestamp),
                      str(a.current_txn_start_offset)] for a in r.active_producers])

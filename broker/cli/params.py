@@ -44,6 +44,9 @@ COUNT = _Range(0, INT32_MAX, "use a number of 0 or more")
 POSITIVE = _Range(1, INT32_MAX, "use a number of 1 or more")
 OFFSET = _Range(INT64_MIN, INT64_MAX, "offsets are 64-bit integers")
 LOG_LEVEL = click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], case_sensitive=False)
+PARTITION_COUNT = _Range(-1, INT32_MAX, "use 1 or more, or -1 for the broker's default")
+REPLICATION_FACTOR = _Range(-1, 32767, "use 1 or more, or -1 for the broker's default")
+OFFSET_OR_HIGH_WATERMARK = _Range(-1, INT64_MAX, "use an offset of 0 or more, or -1")
 
 
 class _Timestamp(click.ParamType):

@@ -15,10 +15,11 @@ import time
 
 import click
 
-from broker.cli_params import DATA_DIR, LOG_LEVEL, PORT, POSITIVE
+from broker.cli.common import ReportErrors, open_admin
+from broker.cli.params import DATA_DIR, LOG_LEVEL, PORT, POSITIVE
 
 
-@click.group()
+@click.group(cls=ReportErrors)
 def cluster():
     """Run a local cluster; show cluster status."""
 
@@ -79,8 +80,7 @@ def cluster_start(nodes, data_dir, base_port, overrides, log_level):
 @click.pass_context
 def cluster_status(ctx):
     """Nodes and their roles, the active controller, and under-replicated or offline partitions."""
-    from broker.client import AdminClient
-    with AdminClient({"bootstrap.servers": ctx.obj["bootstrap"]}) as admin:
+    with open_admin(ctx) as admin:
         info = admin.describe_cluster().result()
         md = admin.list_topics()
     click.echo(f"ClusterId: {info.cluster_id}\tController: {info.controller.id if info.controller else 'none'}"

@@ -1,0 +1,48 @@
+"""The ``riverlog`` command line: run a broker or a cluster, manage topics, produce, consume, offsets.
+
+    riverlog broker start --data-dir /tmp/rl --port 9092 --config log.segment.bytes=1048576
+    riverlog cluster start --nodes 3 --data-dir /tmp/rl       # three local nodes, for development
+    riverlog cluster status
+    riverlog topics create orders --partitions 3 --config retention.ms=86400000
+    riverlog produce orders --file events.txt --key-separator :
+    riverlog consume orders --from-beginning --max-messages 10 --print-key
+    riverlog offsets orders --time 2026-11-01T00:00:00
+    riverlog delete-records orders --partition 0 --offset 1000
+    riverlog groups describe billing
+    riverlog groups reset-offsets billing --topic orders --to-earliest --execute
+    riverlog transactions describe-producers --topic invoices
+
+One module per command group (``broker_cmd``, ``cluster``, ``topics``, ``produce_consume``,
+``groups``, ``transactions``), their shared helpers in ``common`` and option types in ``params``.
+Every command is registered here, when the package is imported, so ``riverlog``, ``python -m broker``
+and ``python -m broker.cli`` offer the same commands.
+
+Every command but ``broker start`` talks to ``--bootstrap-server`` (default: $RIVERLOG_BOOTSTRAP_SERVERS
+or 127.0.0.1:9092). Errors print the typed error's name and message and exit with status 1; a bad
+option value (``broker.cli.params`` types) prints click's ``Error: Invalid value ...`` line and exits
+with status 2; a file system or network failure prints its reason and the path, exit status 1.
+"""
+from __future__ import annotations
+
+import click
+
+from broker.cli import broker_cmd, cluster, groups, produce_consume, topics, transactions
+from broker.cli.common import DEFAULT_BOOTSTRAP, ReportErrors
+
+__all__ = ["main"]
+
+
+@click.group(cls=ReportErrors)
+@click.option("--bootstrap-server", "-b", default=DEFAULT_BOOTSTRAP, show_default=True,
+              help="host:port of any broker")
+@click.pass_context
+def main(ctx, bootstrap_server):
+    """Riverlog: a Kafka-style log broker for Spark pipelines."""
+    ctx.obj = {"bootstrap": bootstrap_server}
+
+
+for _command in (broker_cmd.broker, cluster.cluster, topics.topics, produce_consume.produce,
+                 produce_consume.consume, produce_consume.offsets, produce_consume.delete_records,
+                 groups.groups, transactions.transactions):
+    main.add_command(_command)
+del _command
