@@ -1,0 +1,119 @@
+"""A consumer's offset commits and reads of committed offsets, through its group's coordinator.
+
+Kept apart from fetching and from membership: a commit carries the member's id and epoch as
+membership knows them at the moment it is sent (``member`` is asked again on every retry, so a
+commit that races a rebalance goes out with the new epoch), and ``enable.auto.commit`` commits
+only positions that moved since the last commit, every ``auto.commit.interval.ms`` by the
+``Clock`` passed in.
+
+Synchronous commits run on the caller's thread; asynchronous ones on one background thread, in the
+order they were made, each reported to ``on_commit(error, partitions)``.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from broker.client.coordinator import CoordinatorClient
+from broker.client.message import TopicPartition
+from broker.clock import Clock
+from broker.errors import RiverlogError, error_for_code
+from broker.proto import riverlog_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+
+class OffsetCommitter:
+    def __init__(self, coordinator: CoordinatorClient, config, group_id: str,
+                 member: Callable[[], tuple[str, int]], clock: Clock):
+        self.coordinator = coordinator
+        self.config = config
+        self.group_id = group_id
+        self._member = member  # () -> (member id, member epoch); ("", -1) outside a group
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._last_auto_commit = clock.monotonic()
+        self._committed: dict[tuple[str, int], int] = {}
+
+    def commit_sync(self, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
+        """Commit ``tps``; retriable errors find the coordinator again until ``timeout``."""
+        if not tps:
+            return []
+        member_id, epoch = self._member()
+        by_topic: dict[str, list] = {}
+        for tp in tps:
+            by_topic.setdefault(tp.topic, []).append(pb.CommitPartition(
+                partition=tp.partition, offset=tp.offset, metadata=tp.metadata or "",
+                leader_epoch=-1 if tp.leader_epoch is None else tp.leader_epoch))
+        request = pb.OffsetCommitRequest(group_id=self.group_id, member_id=member_id, member_epoch=epoch,
+                                         topics=[pb.CommitTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
+        deadline = time.monotonic() + timeout
+        while True:
+            response = self.coordinator.call("OffsetCommit", request, max(0.1, deadline - time.monotonic()))
+            failed = next((r for r in response.results if r.error_code), None)
+            if failed is None:
+                with self._lock:
+                    for tp in tps:
+                        self._committed[(tp.topic, tp.partition)] = tp.offset
+                return tps
+            error = error_for_code(failed.error_code)(failed.error_message)
+            if not error.retriable or time.monotonic() >= deadline:
+                raise error
+            self.coordinator.forget()
+            time.sleep(self.config["retry.backoff.ms"] / 1000.0)
+            request.member_id, request.member_epoch = self._member()
+
+    def commit_async(self, tps: list[TopicPartition]) -> None:
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="riverlog-commit")
+
+        def run():
+            error = None
+            try:
+                self.commit_sync(tps, self.config["request.timeout.ms"] / 1000.0)
+            except RiverlogError as e:
+                error = e
+                log.debug("asynchronous commit failed: %r", e)
+            callback = self.config["on_commit"]
+            if callback is not None:
+                callback(error, tps)
+        self._executor.submit(run)
+
+    def auto_commit_due(self) -> bool:
+        """Whether ``auto.commit.interval.ms`` has passed since the last automatic commit (and
+        starts the next interval when it has)."""
+        if not self.config["enable.auto.commit"]:
+            return False
+        now = self.clock.monotonic()
+        if (now - self._last_auto_commit) * 1000 < self.config["auto.commit.interval.ms"]:
+            return False
+        self._last_auto_commit = now
+        return True
+
+    def commit_moved(self, positions: list[TopicPartition]) -> None:
+        """Commit, in the background, the positions that differ from what was last committed."""
+        with self._lock:
+            moved = [tp for tp in positions if self._committed.get((tp.topic, tp.partition)) != tp.offset]
+        if moved:
+            self.commit_async(moved)
+
+    def committed_offsets(self, partitions, timeout: float, with_metadata: bool = False) -> dict:
+        """{(topic, partition): offset} (or (offset, metadata)) the group has committed."""
+        by_topic: dict[str, list[int]] = {}
+        for t, p in sorted(partitions):
+            by_topic.setdefault(t, []).append(p)
+        request = pb.OffsetFetchRequest(group_id=self.group_id, partitions=[
+            pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()])
+        response = self.coordinator.call("OffsetFetch", request, timeout)
+        if with_metadata:
+            return {(o.topic, o.partition): (o.offset, o.metadata) for o in response.offsets}
+        return {(o.topic, o.partition): o.offset for o in response.offsets}
+
+    def close(self) -> None:
+        """Wait for asynchronous commits already made."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)

@@ -1,0 +1,144 @@
+"""Decoded records waiting for the application: one ``Chunk`` per decoded batch, in arrival order.
+
+Kafka's consumer calls these its completed fetches and its fetch buffer. The fetcher appends
+chunks as responses are decoded; ``poll()`` walks the head chunk record by record
+(:meth:`FetchBuffer.take_one`) and ``poll_batch()`` slices it (:meth:`FetchBuffer.take_slice`).
+Either returns the position that follows what it handed out, and the owner
+(:class:`broker.client.fetch_state.FetchState`) records it: the buffer knows records, not
+partitions' lifecycles.
+
+Bytes are counted so prefetching stops at ``queued.max.messages.kbytes``. An error event that must
+keep its place among a partition's records (a batch that could not be decoded) is a chunk with no
+rows and an ``error``.
+
+Not thread-safe: the consumer calls it under its own lock.
+"""
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from broker.client.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
+from broker.errors import RiverlogError
+from broker.records.arrow_body import SCHEMA
+
+BATCH_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
+    ("timestamp", pa.int64()), ("timestamp_type", pa.int8()),
+    ("key", pa.binary()), ("value", pa.binary()),
+    ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+])
+
+NO_RECORDS = pa.RecordBatch.from_pylist([], schema=SCHEMA)
+
+
+@dataclass
+class Chunk:
+    """Decoded records of one partition awaiting the application."""
+    topic: str
+    partition: int
+    generation: int
+    base_offset: int
+    records: pa.RecordBatch
+    log_append_time: bool
+    cursor: int = 0
+    rows: tuple | None = None  # Python lists, made when poll() first walks the chunk
+    end_offset: int = -1       # the position once the chunk is used up: past markers and aborted batches
+    error: RiverlogError | None = None  # an error event in its place among the records (no rows)
+
+    @property
+    def remaining(self) -> int:
+        return self.records.num_rows - self.cursor
+
+    def next_position(self, after: int) -> int:
+        """The position once the records up to ``after`` are taken: past the markers and aborted
+        batches that follow the last record when the chunk is used up."""
+        return max(after, self.end_offset) if self.cursor == self.records.num_rows else after
+
+
+class FetchBuffer:
+    """The bounded queue of chunks between the fetcher and the application."""
+
+    def __init__(self, limit_bytes: int):
+        self.limit_bytes = limit_bytes
+        self.chunks: collections.deque[Chunk] = collections.deque()
+        self.queued_bytes = 0
+
+    def full(self) -> bool:
+        return self.queued_bytes >= self.limit_bytes
+
+    def append(self, chunk: Chunk) -> None:
+        self.chunks.append(chunk)
+        self.queued_bytes += chunk.records.nbytes
+
+    def clear(self) -> None:
+        self.chunks.clear()
+        self.queued_bytes = 0
+
+    def drop(self, key: tuple[str, int]) -> None:
+        """Forget everything queued for one partition (it was sought, or unassigned)."""
+        kept = collections.deque()
+        for chunk in self.chunks:
+            if (chunk.topic, chunk.partition) == key:
+                self.queued_bytes -= chunk.records.nbytes
+            else:
+                kept.append(chunk)
+        self.chunks = kept
+
+    def last_of(self, key: tuple[str, int], generation: int) -> Chunk | None:
+        return next((c for c in reversed(self.chunks)
+                     if (c.topic, c.partition) == key and c.generation == generation), None)
+
+    def head(self, current: Callable[[Chunk], bool]) -> tuple[Chunk | None, bool]:
+        """(the first chunk still wanted, whether any were dropped on the way): a chunk of a
+        partition no longer assigned, of an older generation, or used up is let go."""
+        dropped = False
+        while self.chunks:
+            chunk = self.chunks[0]
+            if not current(chunk) or (chunk.remaining == 0 and chunk.error is None):
+                self.chunks.popleft()
+                self.queued_bytes -= chunk.records.nbytes
+                dropped = True
+                continue
+            return chunk, dropped
+        return None, dropped
+
+    def take_one(self, chunk: Chunk) -> tuple[Message, int | None]:
+        """(the head chunk's next record as a Message, the position after it). An error chunk
+        gives its event and no position: the position already stands at the bad batch."""
+        if chunk.error is not None:
+            self.chunks.popleft()
+            return Message(chunk.topic, chunk.partition, chunk.base_offset, error=chunk.error), None
+        if chunk.rows is None:
+            r = chunk.records
+            chunk.rows = (r.column(0).to_pylist(), r.column(1).to_pylist(), r.column(2).to_pylist(),
+                          r.column(3).to_pylist() if r.column(3).null_count < r.num_rows else None)
+        keys, values, stamps, headers = chunk.rows
+        i = chunk.cursor
+        chunk.cursor += 1
+        offset = chunk.base_offset + i
+        h = headers[i] if headers is not None else None
+        message = Message(chunk.topic, chunk.partition, offset, keys[i], values[i],
+                          None if h is None else [(e["key"], e["value"]) for e in h], stamps[i],
+                          TIMESTAMP_LOG_APPEND_TIME if chunk.log_append_time else TIMESTAMP_CREATE_TIME)
+        return message, chunk.next_position(offset + 1)
+
+    @staticmethod
+    def take_slice(chunk: Chunk, n: int) -> tuple[pa.RecordBatch, int]:
+        """(the head chunk's next ``n`` records in ``BATCH_SCHEMA``, the position after them)."""
+        records = chunk.records.slice(chunk.cursor, n)
+        start = chunk.base_offset + chunk.cursor
+        chunk.cursor += n
+        batch = pa.RecordBatch.from_arrays([
+            pa.repeat(pa.scalar(chunk.topic, pa.string()), n),  # typed: untyped repeat re-imports each call
+            pa.array(np.full(n, chunk.partition, dtype=np.int32)),
+            pa.array(np.arange(start, start + n, dtype=np.int64)),
+            records.column(2),
+            pa.array(np.full(n, 1 if chunk.log_append_time else 0, dtype=np.int8)),
+            records.column(0), records.column(1), records.column(3),
+        ], schema=BATCH_SCHEMA)
+        return batch, chunk.next_position(start + n)

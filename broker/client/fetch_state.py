@@ -1,0 +1,310 @@
+"""Where each assigned partition stands: what to fetch next, what the application has been given,
+and how a fetch response or error moves it. Pure: no threads, no gRPC; time comes from a ``Clock``.
+
+    state = FetchState(reset=EARLIEST, enable_eof=False, retry_backoff_s=0.1, queue_limit_bytes=1 << 20,
+                       clock=ManualClock())
+    state.assign([TopicPartition("orders", 0, 42)])
+    parts, resets = state.to_fetch(node=1, leader_of=lambda t, p: 1)   # [(("orders", 0), 42, 0)], []
+    if state.on_fetched(("orders", 0), 0, high_watermark=50, log_start_offset=0, next_offset=50):
+        state.on_decoded(("orders", 0), 0, 42, decoded, None, 50, 50)  # chunks queued for poll()
+    message = state.take_one(state.head()[0])                          # position moves to 43
+
+A partition's fetch lifecycle is an explicit state machine (``FETCH_PHASES``), as Kafka's
+``SubscriptionState`` has its fetch states:
+
+    AWAITING_RESET --ListOffsets answered / seek(offset)--> FETCHING
+    FETCHING --a batch it cannot decode--> HALTED
+    FETCHING --OffsetOutOfRange with auto.offset.reset--> FETCHING (a new generation)
+    any --seek(offset)--> FETCHING;  any --seek(OFFSET_BEGINNING/END/STORED)--> AWAITING_RESET
+
+Pausing is a flag beside the phase, not a phase, because ``resume()`` must return a partition to
+wherever it was (a halted partition stays halted) and Kafka keeps it apart the same way. The
+consumer also pauses a partition it cannot go on with (it does not exist; it has no position and
+``auto.offset.reset=error``) after reporting it once, so ``resume()`` or ``seek()`` retries it.
+
+Each partition has a ``generation``, moved by ``seek`` and by an offset reset: data fetched for an
+older generation is dropped, never returned. A batch that cannot be decoded halts its partition:
+the records before it are delivered, then one error event at its offset, and nothing past it is
+fetched until the application ``seek()``s (as Kafka's consumer keeps failing at a corrupt record
+rather than skipping it).
+
+Not thread-safe: the consumer calls every method under its one lock.
+"""
+from __future__ import annotations
+
+import collections
+import enum
+import logging
+from collections.abc import Callable
+
+from broker.client.fetch_buffer import NO_RECORDS, Chunk, FetchBuffer
+from broker.client.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, Message, TopicPartition
+from broker.clock import Clock
+from broker.errors import OffsetOutOfRangeError, PartitionEOF, RiverlogError
+from broker.state_machine import Transitions
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+EARLIEST, LATEST = -2, -1  # ListOffsets' timestamps for the log start and the log end
+
+
+class FetchPhase(enum.Enum):
+    AWAITING_RESET = "AwaitingReset"  # no offset yet: ListOffsets (or auto.offset.reset) decides
+    FETCHING = "Fetching"             # has a fetch offset and is fetched from its leader
+    HALTED = "Halted"                 # stopped at a batch it cannot decode, until seek()/assign()
+
+
+FETCH_PHASES = Transitions("partition fetch", {
+    FetchPhase.AWAITING_RESET: {FetchPhase.AWAITING_RESET, FetchPhase.FETCHING},
+    FetchPhase.FETCHING: {FetchPhase.FETCHING, FetchPhase.AWAITING_RESET, FetchPhase.HALTED},
+    FetchPhase.HALTED: {FetchPhase.FETCHING, FetchPhase.AWAITING_RESET},
+})
+
+
+class PartitionState:
+    """One assigned partition. ``fetch_offset`` runs ahead of ``position`` by what is prefetched."""
+    __slots__ = ("fetch_offset", "position", "generation", "phase", "paused", "high_watermark",
+                 "log_start_offset", "eof_reported")
+
+    def __init__(self, offset: int):
+        self.fetch_offset = offset
+        self.position = offset
+        self.generation = 0
+        self.phase = FetchPhase.FETCHING if offset >= 0 else FetchPhase.AWAITING_RESET
+        self.paused = False
+        self.high_watermark = -1
+        self.log_start_offset = -1
+        self.eof_reported = False
+
+    def move(self, phase: FetchPhase) -> None:
+        self.phase = FETCH_PHASES.move(self.phase, phase)
+
+    @property
+    def halted(self) -> bool:
+        return self.phase is FetchPhase.HALTED
+
+
+class FetchState:
+    """Every assigned partition's state, the records fetched for them and the events to report."""
+
+    def __init__(self, reset: int | None, enable_eof: bool, retry_backoff_s: float, queue_limit_bytes: int,
+                 clock: Clock):
+        self.reset = reset  # EARLIEST, LATEST, or None for auto.offset.reset=error
+        self.enable_eof = enable_eof
+        self.retry_backoff_s = retry_backoff_s
+        self.clock = clock
+        self.partitions: dict[TP, PartitionState] = {}
+        self.buffer = FetchBuffer(queue_limit_bytes)
+        self.events: collections.deque[Message] = collections.deque()
+        self._next_refresh = 0.0
+
+    # ------------------------------------------------------------------------ the application's side
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        """Exactly these partitions from their offsets; everything queued is dropped."""
+        self.partitions = {}
+        self.buffer.clear()
+        self.add(partitions)
+
+    def add(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.partitions[(tp.topic, tp.partition)] = PartitionState(tp.offset)
+
+    def remove(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.partitions.pop((tp.topic, tp.partition), None)
+            self.buffer.drop((tp.topic, tp.partition))
+
+    def seek(self, key: TP, offset: int) -> None:
+        """Move the position; what was fetched for the old one is dropped, a halt is lifted."""
+        state = self.partitions.get(key)
+        if state is None:
+            raise RiverlogError(f"{key[0]}[{key[1]}] is not assigned")
+        state.generation += 1
+        state.fetch_offset = state.position = offset
+        state.eof_reported = False
+        state.move(FetchPhase.FETCHING if offset >= 0 else FetchPhase.AWAITING_RESET)
+        self.buffer.drop(key)
+
+    def set_paused(self, keys, paused: bool) -> None:
+        for key in keys:
+            state = self.partitions.get(key)
+            if state:
+                state.paused = paused
+
+    def position(self, key: TP) -> int:
+        state = self.partitions.get(key)
+        return state.position if state else OFFSET_INVALID
+
+    def positions(self, keys=None) -> list[TopicPartition]:
+        """Known positions (what a commit of these partitions would store), in key order."""
+        keys = self.partitions if keys is None else keys
+        return [TopicPartition(t, p, self.partitions[(t, p)].position) for t, p in sorted(keys)
+                if (t, p) in self.partitions and self.partitions[(t, p)].position >= 0]
+
+    def watermarks(self, key: TP) -> tuple[int, int]:
+        """(log start offset, high watermark) as the last fetch saw them, or (-1, -1)."""
+        state = self.partitions.get(key)
+        return (state.log_start_offset, state.high_watermark) if state else (-1, -1)
+
+    def head(self) -> tuple[Chunk | None, bool]:
+        """(the chunk poll() reads next, whether stale chunks were let go: room to prefetch)."""
+        def current(chunk: Chunk) -> bool:
+            state = self.partitions.get((chunk.topic, chunk.partition))
+            return state is not None and state.generation == chunk.generation
+        return self.buffer.head(current)
+
+    def take_one(self, chunk: Chunk) -> Message:
+        message, position = self.buffer.take_one(chunk)
+        if position is not None:
+            self.partitions[(chunk.topic, chunk.partition)].position = position
+        return message
+
+    def take_slice(self, chunk: Chunk, n: int):
+        batch, position = self.buffer.take_slice(chunk, n)
+        self.partitions[(chunk.topic, chunk.partition)].position = position
+        return batch
+
+    # ------------------------------------------------------------------------ the fetcher's side
+    def to_fetch(self, node: int, leader_of: Callable[[str, int], int]) -> tuple[list, list]:
+        """What to ask broker ``node`` for: ([(partition, fetch offset, generation)], the partitions
+        it leads that first need ListOffsets as [(partition, generation, offset asked for)]).
+        Nothing while the buffer is full; nothing of a paused or halted partition."""
+        if self.buffer.full():
+            return [], []
+        parts, resets = [], []
+        for key, state in list(self.partitions.items()):
+            if state.paused or state.halted or leader_of(*key) != node:
+                continue
+            if state.phase is FetchPhase.AWAITING_RESET:
+                resets.append((key, state.generation, state.fetch_offset))
+            else:
+                parts.append((key, state.fetch_offset, state.generation))
+        return parts, resets
+
+    def reset_target(self, key: TP, offset: int) -> int | None:
+        """The ListOffsets timestamp that gives a partition its first offset, or None when
+        ``auto.offset.reset=error`` forbids guessing (reported once, then the partition pauses)."""
+        if offset in (OFFSET_STORED, OFFSET_INVALID):
+            if self.reset is None:
+                state = self.partitions.get(key)
+                if state is not None:
+                    state.paused = True
+                self.error_event(key, OffsetOutOfRangeError(
+                    f"{key[0]}[{key[1]}] has no position and auto.offset.reset=error"))
+                return None
+            return self.reset
+        return {OFFSET_BEGINNING: EARLIEST, OFFSET_END: LATEST}.get(offset, offset)
+
+    def reset_resolved(self, key: TP, generation: int, offset: int) -> bool:
+        """ListOffsets answered: fetch from ``offset`` unless the partition moved meanwhile (False)."""
+        state = self.partitions.get(key)
+        if state is None or state.generation != generation or state.phase is not FetchPhase.AWAITING_RESET:
+            return False
+        state.fetch_offset = state.position = offset
+        state.move(FetchPhase.FETCHING)
+        return True
+
+    def refresh_due(self) -> bool:
+        """Whether to refresh metadata for a partition with no known leader: at most every backoff."""
+        now = self.clock.monotonic()
+        if now < self._next_refresh:
+            return False
+        self._next_refresh = now + self.retry_backoff_s
+        return True
+
+    def on_fetched(self, key: TP, generation: int, high_watermark: int, log_start_offset: int,
+                   next_offset: int | None) -> bool:
+        """A response's data arrived (headers read, not yet decoded): move the fetch offset past
+        it so the next fetch goes out while this one is decoded. False: the data is stale."""
+        state = self._current(key, generation)
+        if state is None or state.halted:
+            return False
+        state.high_watermark, state.log_start_offset = high_watermark, log_start_offset
+        if next_offset is not None:
+            state.fetch_offset = next_offset
+        return True
+
+    def on_decoded(self, key: TP, generation: int, offset: int, decoded: list, failure, following: int | None,
+                   high_watermark: int) -> bool:
+        """Queue what was decoded (``broker.records.reader.decode_available``'s answer for a fetch
+        from ``offset``); ``following`` is the offset after the response's last batch. True when
+        there is something new for the application."""
+        state = self._current(key, generation)
+        if state is None or state.halted:
+            return False
+        for d in decoded:
+            if d.records.num_rows:
+                self.buffer.append(Chunk(key[0], key[1], generation, d.base_offset, d.records, d.log_append_time))
+        if failure is not None:
+            self._halt(key, state, max(failure.offset, offset), failure.error)
+            return True
+        self._skip_past(key, state, following)
+        if decoded:
+            state.eof_reported = False
+            return True
+        if (self.enable_eof and not state.eof_reported
+                and state.fetch_offset >= high_watermark and state.position >= high_watermark):
+            state.eof_reported = True
+            self.events.append(Message(key[0], key[1], high_watermark,
+                                       error=PartitionEOF(f"reached end of {key[0]}[{key[1]}]")))
+            return True
+        return False
+
+    def on_error(self, key: TP, generation: int, error: RiverlogError, log_start_offset: int,
+                 log_end_offset: int) -> bool:
+        """A partition's fetch failed. True when the caller should refresh metadata (the leader
+        moved, or is unknown): NotLeader and other retriable errors are retried after it."""
+        if isinstance(error, OffsetOutOfRangeError):
+            state = self._current(key, generation)
+            if state is None or state.halted:
+                return False
+            if self.reset is None:
+                state.paused = True
+                self.error_event(key, error)
+                return False
+            state.fetch_offset = state.position = log_start_offset if self.reset == EARLIEST else log_end_offset
+            state.generation += 1
+            state.move(FetchPhase.FETCHING)
+            return False
+        if error.retriable:
+            return True
+        self.error_event(key, error)
+        return False
+
+    def stop_unknown(self, key: TP, error: RiverlogError) -> bool:
+        """An assigned partition that does not exist: report it once and pause it."""
+        state = self.partitions.get(key)
+        if state is None or state.paused:
+            return False
+        state.paused = True
+        self.error_event(key, error)
+        return True
+
+    def error_event(self, key: TP, error: RiverlogError) -> None:
+        self.events.append(Message(key[0], key[1], -1, error=error))
+
+    # ------------------------------------------------------------------------ internals
+    def _current(self, key: TP, generation: int) -> PartitionState | None:
+        state = self.partitions.get(key)
+        return state if state is not None and state.generation == generation else None
+
+    def _halt(self, key: TP, state: PartitionState, at: int, error: RiverlogError) -> None:
+        """Stop at a batch that cannot be decoded: fetch nothing past it, let the records before
+        it be taken, then report it (an error chunk, so the event keeps its place)."""
+        state.move(FetchPhase.HALTED)
+        state.fetch_offset = at
+        self._skip_past(key, state, at)
+        self.buffer.append(Chunk(key[0], key[1], state.generation, at, NO_RECORDS, False, error=error))
+        log.warning("%s[%d]: %s", key[0], key[1], error)
+
+    def _skip_past(self, key: TP, state: PartitionState, following: int | None) -> None:
+        """Offsets that hold no record for the application (transaction markers, aborted
+        transactions) still move the position past them, once the records before them are taken."""
+        if following is None:
+            return
+        last = self.buffer.last_of(key, state.generation)
+        if last is not None and last.remaining:
+            last.end_offset = max(last.end_offset, following)
+        elif following > state.position >= 0:
+            state.position = following

@@ -1,0 +1,228 @@
+"""The consumer's fetch threads: the thin shell around :class:`broker.client.fetch_state.FetchState`.
+
+Each broker leading an assigned partition gets a thread that keeps one blocking long-poll Fetch in
+flight (as librdkafka has a thread per broker): a quiet broker never delays another, and a broker's
+next fetch goes out while the decode thread decodes the last. Responses are decoded into Arrow (no
+per-record Python) on one decode thread, in arrival order, and queued until
+``queued.max.messages.kbytes``. Every decision — what to fetch, what a response or an error does
+to a partition — is the fetch state's; this module only moves bytes and threads, under the
+consumer's lock (``cond``, notified when the application has something new).
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+
+import grpc
+
+from broker.client.cluster import ClusterClient, translate_rpc_error
+from broker.client.fetch_state import FetchState
+from broker.errors import ClientClosedError, RiverlogError, UnknownTopicOrPartitionError, error_for_code
+from broker.proto import riverlog_pb2 as pb
+from broker.records.reader import decode_available, next_fetch_offset
+
+log = logging.getLogger(__name__)
+
+
+def list_offset(cluster: ClusterClient, config, topic: str, partition: int, timestamp: int,
+                timeout: float | None = None) -> tuple[int, int]:
+    """(offset, timestamp) from the partition's leader for a ListOffsets timestamp (-2 earliest,
+    -1 latest, else ms). Leadership may be moving: retriable errors refresh metadata and try again
+    until the deadline (60 s without a timeout)."""
+    request = pb.ListOffsetsRequest(
+        isolation_level=1 if config["isolation.level"] == "read_committed" else 0,
+        topics=[pb.ListOffsetsTopic(name=topic, partitions=[
+            pb.ListOffsetsPartition(partition=partition, timestamp=timestamp)])])
+    deadline = time.monotonic() + (60.0 if timeout is None else timeout)
+    while True:
+        try:
+            node = cluster.leader(topic, partition)
+            response = cluster.call("ListOffsets", request, node, timeout)
+            r = response.topics[0].partitions[0]
+            if r.error_code:
+                raise error_for_code(r.error_code)(r.error_message)
+            return r.offset, r.timestamp
+        except RiverlogError as e:
+            if not e.retriable or time.monotonic() >= deadline:
+                raise
+        time.sleep(min(config["retry.backoff.ms"] / 1000.0, max(0.0, deadline - time.monotonic())))
+        refresh_quietly(cluster)
+
+
+def refresh_quietly(cluster: ClusterClient) -> None:
+    try:
+        cluster.refresh()
+    except RiverlogError:
+        pass
+
+
+class Fetcher:
+    """Starts with the consumer, stops at :meth:`close`; owns no state but its threads."""
+
+    def __init__(self, cluster: ClusterClient, config, state: FetchState, cond: threading.Condition):
+        self.cluster = cluster
+        self.config = config
+        self.state = state
+        self._cond = cond
+        wait_ms = config["fetch.wait.max.ms"] if config["fetch.wait.max.ms"] is not None else config["fetch.max.wait.ms"]
+        self._fetch_wait_ms = wait_ms
+        self._closed = False
+        self._wake = threading.Event()
+        self._arrivals: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="riverlog-fetcher", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Room in the queue, or a partition to fetch again: let idle broker threads look now."""
+        self._wake.set()
+
+    def kick(self) -> None:
+        """Wake every thread now (an assignment changed, or the consumer closes), rather than at
+        their next timeout."""
+        self._wake.set()
+        self._arrivals.put([])
+
+    def stop(self) -> None:
+        """Ask every thread to stop; broker threads end when their fetch returns or fails."""
+        self._closed = True
+        self.kick()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    # ------------------------------------------------------------------------ the decode thread
+    def _run(self) -> None:
+        fetchers: dict[int, threading.Thread] = {}
+        while not self._closed:
+            try:
+                self._start_fetchers(fetchers)
+                try:
+                    arrived = self._arrivals.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+                self._decode(arrived)
+            except ClientClosedError:
+                return
+            except Exception:  # noqa: BLE001 - keep serving; corrupt batches are events (halts), this is a bug
+                log.exception("consumer decode failed")
+
+    def _start_fetchers(self, fetchers: dict) -> None:
+        with self._cond:
+            keys = [k for k, s in self.state.partitions.items() if not s.paused]
+        stale = False
+        for key in keys:
+            try:
+                node = self.cluster.leader(*key)
+            except UnknownTopicOrPartitionError as e:
+                self._report_unknown(key, e)
+                continue
+            except RiverlogError:  # e.g. no leader in the metadata we hold: ask again, at most every backoff
+                stale = True
+                continue
+            if node not in fetchers or not fetchers[node].is_alive():
+                fetchers[node] = threading.Thread(target=self._run_broker, args=(node,),
+                                                  name=f"riverlog-fetch-{node}", daemon=True)
+                fetchers[node].start()
+        if stale:
+            with self._cond:
+                due = self.state.refresh_due()
+            if due:
+                refresh_quietly(self.cluster)
+
+    def _report_unknown(self, key, error: RiverlogError) -> None:
+        refresh_quietly(self.cluster)
+        if key[0] in self.cluster.topics and key[1] in self.cluster.topics[key[0]].partitions:
+            return
+        with self._cond:
+            if self.state.stop_unknown(key, error):
+                self._cond.notify_all()
+
+    def _decode(self, arrived: list) -> None:
+        check = self.config["check.crcs"]
+        for key, generation, offset, r, following in arrived:
+            aborted = [(a.producer_id, a.first_offset) for a in r.aborted_transactions]
+            decoded, failure = decode_available(r.records, offset, check, aborted) if r.records else ([], None)
+            with self._cond:
+                if self.state.on_decoded(key, generation, offset, decoded, failure, following, r.high_watermark):
+                    self._cond.notify_all()
+
+    # ------------------------------------------------------------------------ one thread per broker
+    def _run_broker(self, node: int) -> None:
+        backoff = self.config["retry.backoff.ms"] / 1000.0
+        while not self._closed:
+            try:
+                parts = self._fetchable(node)
+                if not parts:
+                    self._wake.wait(0.05)
+                    self._wake.clear()
+                    continue
+                try:
+                    response = self._fetch(node, parts)
+                except grpc.RpcError as e:
+                    raise translate_rpc_error(e, "Fetch") from None
+                self._arrivals.put(self._advance(response, parts))
+            except ClientClosedError:
+                return
+            except RiverlogError:
+                if self._closed:
+                    return
+                self._wake.wait(backoff)
+                refresh_quietly(self.cluster)
+            except Exception:  # noqa: BLE001 - keep fetching; the next round retries
+                log.exception("consumer fetch from broker %d failed", node)
+                self._wake.wait(backoff)
+
+    def _fetchable(self, node: int) -> list:
+        """(partition, fetch offset, generation) to fetch from ``node``, after asking ListOffsets
+        for partitions that have no offset yet."""
+        with self._cond:
+            parts, resets = self.state.to_fetch(node, self.cluster.leader)
+            targets = [(key, gen, self.state.reset_target(key, offset)) for key, gen, offset in resets]
+            if any(t is None for _, _, t in targets):
+                self._cond.notify_all()
+        for key, generation, target in targets:
+            if target is None:
+                continue
+            offset, _ = list_offset(self.cluster, self.config, key[0], key[1], target)
+            with self._cond:
+                if self.state.reset_resolved(key, generation, offset):
+                    parts.append((key, offset, generation))
+        return parts
+
+    def _fetch(self, node: int, parts) -> pb.FetchResponse:
+        cfg = self.config
+        request = pb.FetchRequest(replica_id=-1, max_wait_ms=self._fetch_wait_ms, min_bytes=cfg["fetch.min.bytes"],
+                                  max_bytes=cfg["fetch.max.bytes"],
+                                  isolation_level=1 if cfg["isolation.level"] == "read_committed" else 0)
+        topics: dict[str, pb.FetchTopic] = {}
+        for (topic, partition), offset, _ in parts:
+            t = topics.get(topic) or topics.setdefault(topic, request.topics.add(name=topic))
+            t.partitions.add(partition=partition, fetch_offset=offset, max_bytes=cfg["max.partition.fetch.bytes"])
+        timeout = self._fetch_wait_ms / 1000.0 + cfg["request.timeout.ms"] / 1000.0
+        return self.cluster.stub(node).Fetch.with_call(request, timeout=timeout)[0]
+
+    def _advance(self, response: pb.FetchResponse, parts) -> list:
+        """Move fetch offsets past what arrived (headers only); return the data to decode."""
+        requested = {key: (offset, gen) for key, offset, gen in parts}
+        arrived = []
+        refresh = False
+        for t in response.topics:
+            for r in t.partitions:
+                key = (t.name, r.partition)
+                offset, generation = requested.get(key, (0, -1))
+                if r.error_code:
+                    error = error_for_code(r.error_code)(r.error_message)
+                    with self._cond:
+                        refresh |= self.state.on_error(key, generation, error, r.log_start_offset, r.log_end_offset)
+                        self._cond.notify_all()
+                    continue
+                following = next_fetch_offset(r.records)
+                with self._cond:
+                    if not self.state.on_fetched(key, generation, r.high_watermark, r.log_start_offset, following):
+                        continue
+                arrived.append((key, generation, offset, r, following))
+        if refresh:
+            refresh_quietly(self.cluster)
+        return arrived
