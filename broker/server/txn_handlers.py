@@ -7,6 +7,7 @@ from broker.group.group import Committed
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import add_results, grouped, pairs
 from broker.server.txn_runtime import TransactionRuntime
+from broker.transaction.coordinator import DEAD
 
 
 class TransactionHandlers:
@@ -63,11 +64,12 @@ class TransactionHandlers:
         response = pb.ListTransactionsResponse()
         states = set(request.states)
         for shard in self.runtime.shards():
-            for meta in list(shard.txns.values()):
-                if (states and meta.state not in states) or not meta.transactional_id.startswith(request.prefix):
+            for meta in list(shard.txns.values()):  # read without the shard's lock: a forgotten id may be Dead
+                if (meta.state is DEAD or (states and meta.state not in states)
+                        or not meta.transactional_id.startswith(request.prefix)):
                     continue
                 response.transactions.add(transactional_id=meta.transactional_id, producer_id=meta.producer_id,
-                                          state=meta.state, coordinator=self.broker.node_id)
+                                          state=meta.state.value, coordinator=self.broker.node_id)
         return response
 
     def describe_transactions(self, request: pb.DescribeTransactionsRequest) -> pb.DescribeTransactionsResponse:
@@ -79,7 +81,7 @@ class TransactionHandlers:
                 if meta is None:
                     from broker.errors import TransactionalIdNotFoundError
                     raise TransactionalIdNotFoundError(f"transactional.id '{txn_id}' is unknown")
-                d.state, d.producer_id, d.producer_epoch = meta.state, meta.producer_id, meta.producer_epoch
+                d.state, d.producer_id, d.producer_epoch = meta.state.value, meta.producer_id, meta.producer_epoch
                 d.timeout_ms, d.start_ms = meta.timeout_ms, meta.start_ms
                 d.partitions.extend(grouped(meta.partitions))
                 d.groups.extend(sorted(meta.groups))

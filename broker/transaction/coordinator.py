@@ -11,12 +11,14 @@ the instance that fenced it. ``last_producer_id``/``last_epoch`` remember the pa
 replaced, so a retry whose answer was lost gets the same epoch again instead of being fenced; an
 ``init_transactions`` by a new instance or an abort by the coordinator clears them.
 
-States (Kafka's): ``Empty`` → ``Ongoing`` (partitions or a group were added) → ``PrepareCommit``
-or ``PrepareAbort`` (the decision is durable; markers are being written) → ``CompleteCommit`` or
-``CompleteAbort`` (markers written in every partition and group). The runtime writes the
-markers between the prepare and complete steps; a coordinator that takes over a partition
-finishes every transaction it finds prepared, so a decision, once durable, always reaches every
-partition.
+States (Kafka's, :class:`TransactionState`): ``Empty`` → ``Ongoing`` (partitions or a group were
+added) → ``PrepareCommit`` or ``PrepareAbort`` (the decision is durable; markers are being written)
+→ ``CompleteCommit`` or ``CompleteAbort`` (markers written in every partition and group). The
+runtime writes the markers between the prepare and complete steps; a coordinator that takes over a
+partition finishes every transaction it finds prepared, so a decision, once durable, always
+reaches every partition. Every change goes through :data:`TRANSITIONS`, so a move the protocol
+does not have (completing a commit that was never prepared, reopening a prepared transaction)
+fails where it is made instead of being written to ``__transaction_state`` and replayed forever.
 
 A ``transactional.id`` with no open transaction and no change for ``transactional.id.expiration.ms``
 is forgotten (a tombstone): the exactly-once Spark sink names a new one per task and micro-batch,
@@ -26,6 +28,7 @@ Records: key ``{"type": "txn", "id": transactional_id}``, value the metadata bel
 """
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,12 +37,49 @@ from broker.errors import (ConcurrentTransactionsError, InvalidProducerEpochErro
                            InvalidTxnStateError, InvalidTxnTimeoutError, ProducerFencedError,
                            TransactionalIdNotFoundError)
 from broker.records.compacted import latest_values
+from broker.state_machine import Transitions
 
 TXN_TOPIC = "__transaction_state"
-EMPTY, ONGOING = "Empty", "Ongoing"
-PREPARE_COMMIT, PREPARE_ABORT = "PrepareCommit", "PrepareAbort"
-COMPLETE_COMMIT, COMPLETE_ABORT = "CompleteCommit", "CompleteAbort"
+
+
+class TransactionState(enum.StrEnum):
+    """Where one ``transactional.id``'s transaction is. The values are Kafka's state names: they are
+    what ``__transaction_state`` records hold (records written before this enum existed load as
+    they are), what ListTransactions/DescribeTransactions answer and what ``riverlog transactions``
+    prints. A ``StrEnum``, so a state equals its name (``TransactionState.ONGOING == "Ongoing"``).
+
+    Kafka's ``PrepareEpochFence`` is not here: a coordinator abort bumps the epoch and prepares the
+    abort in one durable step, so there is no moment at which the fence is pending."""
+
+    EMPTY = "Empty"                      # no open transaction (a new id, or a new instance's epoch)
+    ONGOING = "Ongoing"                  # partitions or groups were added
+    PREPARE_COMMIT = "PrepareCommit"     # commit decided and durable; markers being written
+    PREPARE_ABORT = "PrepareAbort"       # abort decided and durable; markers being written
+    COMPLETE_COMMIT = "CompleteCommit"   # markers written everywhere
+    COMPLETE_ABORT = "CompleteAbort"
+    DEAD = "Dead"                        # forgotten after transactional.id.expiration.ms (a tombstone)
+
+
+EMPTY, ONGOING = TransactionState.EMPTY, TransactionState.ONGOING
+PREPARE_COMMIT, PREPARE_ABORT = TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT
+COMPLETE_COMMIT, COMPLETE_ABORT = TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT
+DEAD = TransactionState.DEAD
 PREPARED = (PREPARE_COMMIT, PREPARE_ABORT)
+
+#: Kafka's ``TransactionState.validPreviousStates`` (transaction-coordinator module), turned round
+#: into allowed next states, for the states above and as of transaction version 1 (the protocol
+#: Riverlog speaks: KIP-890's version 2 also lets ``Empty``/``Complete…`` go to ``PrepareAbort``,
+#: because its clients may end a transaction they are unsure of; here ending one that is not open
+#: is answered without a change). ``Ongoing`` → ``Ongoing`` is adding to an open transaction.
+TRANSITIONS: Transitions[TransactionState] = Transitions("transaction", {
+    EMPTY: {EMPTY, ONGOING, DEAD},
+    ONGOING: {ONGOING, PREPARE_COMMIT, PREPARE_ABORT},
+    PREPARE_COMMIT: {COMPLETE_COMMIT},
+    PREPARE_ABORT: {COMPLETE_ABORT},
+    COMPLETE_COMMIT: {EMPTY, ONGOING, DEAD},
+    COMPLETE_ABORT: {EMPTY, ONGOING, DEAD},
+    DEAD: set(),
+})
 MAX_EPOCH = 32766
 
 Record = tuple[bytes, "bytes | None"]
@@ -51,7 +91,7 @@ class TransactionMetadata:
     producer_id: int
     producer_epoch: int
     timeout_ms: int
-    state: str = EMPTY
+    state: TransactionState = EMPTY
     partitions: set = field(default_factory=set)   # {(topic, partition)}
     groups: set = field(default_factory=set)       # consumer groups with offsets in the transaction
     start_ms: int = -1
@@ -59,13 +99,21 @@ class TransactionMetadata:
     last_producer_id: int = -1  # the pair a KIP-360 bump replaced (-1: none), for its retries
     last_epoch: int = -1
 
+    def __post_init__(self):
+        self.state = TransactionState(self.state)  # a record's string, or a state
+
     @property
     def commit(self) -> bool:
         return self.state in (PREPARE_COMMIT, COMPLETE_COMMIT)
 
+    def move(self, target: TransactionState) -> None:
+        """The only way the state changes once the metadata exists: checked against
+        :data:`TRANSITIONS` (raises ``IllegalStateTransition``, a bug, never retried)."""
+        self.state = TRANSITIONS.move(self.state, target)
+
     def to_value(self) -> bytes:
         return json.dumps({"producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
-                           "timeout_ms": self.timeout_ms, "state": self.state,
+                           "timeout_ms": self.timeout_ms, "state": self.state.value,
                            "partitions": sorted([t, p] for t, p in self.partitions), "groups": sorted(self.groups),
                            "start_ms": self.start_ms, "last_update_ms": self.last_update_ms,
                            "last_producer_id": self.last_producer_id, "last_epoch": self.last_epoch},
@@ -156,9 +204,10 @@ class TransactionShard:
         meta.last_producer_id, meta.last_epoch = replaced if expected is not None else (-1, -1)
         meta.timeout_ms = timeout_ms
         if abort_first:
-            meta.state = PREPARE_ABORT
+            meta.move(PREPARE_ABORT)
         else:
-            meta.state, meta.partitions, meta.groups, meta.start_ms = EMPTY, set(), set(), -1
+            meta.move(EMPTY)
+            meta.partitions, meta.groups, meta.start_ms = set(), set(), -1
         return meta, self._record(meta, now_ms), abort_first
 
     def add_partitions(self, txn_id: str, producer_id: int, epoch: int, partitions, now_ms: int) -> list[Record]:
@@ -179,8 +228,10 @@ class TransactionShard:
 
     @staticmethod
     def _begin(meta: TransactionMetadata, now_ms: int) -> None:
-        if meta.state != ONGOING:
-            meta.state, meta.partitions, meta.groups, meta.start_ms = ONGOING, set(), set(), now_ms
+        opening = meta.state != ONGOING
+        meta.move(ONGOING)
+        if opening:
+            meta.partitions, meta.groups, meta.start_ms = set(), set(), now_ms
 
     def end(self, txn_id: str, producer_id: int, epoch: int, commit: bool, now_ms: int) -> tuple:
         """Returns (meta, records, markers_needed). A retried end of the last transaction with the
@@ -192,10 +243,10 @@ class TransactionShard:
         if meta.state != ONGOING:
             raise InvalidTxnStateError(f"transactional.id '{txn_id}' is {meta.state}; cannot "
                                        f"{'commit' if commit else 'abort'}")
+        meta.move(PREPARE_COMMIT if commit else PREPARE_ABORT)
         if not meta.partitions and not meta.groups:
-            meta.state = finished
+            meta.move(finished)  # no markers to write: prepared and complete in one record
             return meta, self._record(meta, now_ms), False
-        meta.state = PREPARE_COMMIT if commit else PREPARE_ABORT
         return meta, self._record(meta, now_ms), True
 
     def complete(self, txn_id: str, now_ms: int) -> list[Record]:
@@ -203,7 +254,7 @@ class TransactionShard:
         meta = self.txns[txn_id]
         if meta.state not in PREPARED:
             return []
-        meta.state = COMPLETE_COMMIT if meta.state == PREPARE_COMMIT else COMPLETE_ABORT
+        meta.move(COMPLETE_COMMIT if meta.state == PREPARE_COMMIT else COMPLETE_ABORT)
         meta.partitions, meta.groups = set(), set()
         return self._record(meta, now_ms)
 
@@ -219,7 +270,7 @@ class TransactionShard:
             raise InvalidTxnStateError(f"transactional.id '{txn_id}' has no open transaction ({meta.state})")
         meta.producer_epoch += 1  # at most MAX_EPOCH + 1 = 32767, int16's largest: init moves to a new id
         meta.last_producer_id, meta.last_epoch = -1, -1  # no retry of an earlier bump gets past this fence
-        meta.state = PREPARE_ABORT
+        meta.move(PREPARE_ABORT)
         return meta, self._record(meta, now_ms)
 
     def timed_out(self, now_ms: int) -> list[str]:
@@ -230,10 +281,9 @@ class TransactionShard:
         """Tombstones for the idle transactional ids (no open transaction, no change for
         ``expiration_ms``), which are forgotten."""
         idle = [m.transactional_id for m in self.txns.values()
-                if m.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
-                and now_ms - m.last_update_ms >= self.expiration_ms]
+                if TRANSITIONS.can_move(m.state, DEAD) and now_ms - m.last_update_ms >= self.expiration_ms]
         for txn_id in idle:
-            del self.txns[txn_id]
+            self.txns.pop(txn_id).move(DEAD)
         return [(_key(txn_id), None) for txn_id in idle]
 
     def prepared(self) -> list[TransactionMetadata]:
