@@ -1,22 +1,16 @@
 """The consumer: confluent-kafka's API over background fetch threads that prefetch Arrow batches.
 
-    c = Consumer({"bootstrap.servers": "127.0.0.1:9092", "auto.offset.reset": "earliest"})
-    c.assign([TopicPartition("orders", 0, OFFSET_BEGINNING)])
-    msg = c.poll(1.0)           # one Message, or None
-    table = c.poll_batch(1.0)   # everything prefetched, as one Arrow table
-
-This class is the application's thread only: it takes what is queued and runs the group's
-callbacks. The rest is split by concept:
+This class is the application's side only: it takes what is queued and runs the group's callbacks.
+The rest is split by concept:
 
 - ``fetch_state.py`` (pure): each assigned partition's fetch offset, position, generation and
-  fetch phase, and how responses and errors move them; ``fetch_buffer.py`` the decoded chunks;
+  fetch phase, and how responses and errors move them; ``fetch_buffer.py``: the decoded chunks;
 - ``fetcher.py``: one fetch thread per broker and a decode thread, around the fetch state;
 - ``membership.py``: the heartbeat thread; ``committer.py``: offset commits.
 
 One lock (``_cond``) guards the fetch state; poll waits on it for the fetcher's notifications.
 ``seek``/``assign`` bump a partition's generation so data fetched for an old position is dropped,
-never returned. A batch that cannot be decoded halts its partition at its offset: see
-``fetch_state.py``.
+never returned. A batch that cannot be decoded halts its partition at its offset (``fetch_state``).
 """
 from __future__ import annotations
 
@@ -31,7 +25,7 @@ from broker.client.committer import OffsetCommitter
 from broker.client.config import CONSUMER_CONFIG
 from broker.client.coordinator import CoordinatorClient
 from broker.client.fetch_buffer import BATCH_SCHEMA
-from broker.client.fetch_state import EARLIEST, LATEST, FetchState
+from broker.client.fetch_state import AUTO_OFFSET_RESET, EARLIEST, LATEST, FetchState
 from broker.client.fetcher import Fetcher, list_offset
 from broker.client.membership import GroupMembership
 from broker.client.message import OFFSET_INVALID, Message, TopicPartition
@@ -41,10 +35,6 @@ from broker.errors import ClientClosedError, InvalidConfigError, RiverlogError
 log = logging.getLogger(__name__)
 
 __all__ = ["BATCH_SCHEMA", "Consumer", "ConsumerGroupMetadata", "EARLIEST", "LATEST"]
-
-_RESET = {"earliest": EARLIEST, "smallest": EARLIEST, "beginning": EARLIEST,
-          "latest": LATEST, "largest": LATEST, "end": LATEST, "error": None, "none": None}
-
 
 @dataclass(frozen=True)
 class ConsumerGroupMetadata:
@@ -77,7 +67,7 @@ class Consumer:
         self.cluster = ClusterClient.from_config(cfg)
         self._clock = SYSTEM_CLOCK
         self._cond = threading.Condition()
-        self._fetch_state = FetchState(_RESET[cfg["auto.offset.reset"]], cfg["enable.partition.eof"],
+        self._fetch_state = FetchState(AUTO_OFFSET_RESET[cfg["auto.offset.reset"]], cfg["enable.partition.eof"],
                                        cfg["retry.backoff.ms"] / 1000.0, cfg["queued.max.messages.kbytes"] * 1024,
                                        self._clock)
         self._closed = False
@@ -203,7 +193,7 @@ class Consumer:
         self._fetcher.wake()
 
     def consumer_group_metadata(self) -> ConsumerGroupMetadata:
-        member_id, epoch = self._membership.metadata() if self._membership is not None else ("", -1)
+        member_id, epoch = self._member()
         return ConsumerGroupMetadata(self._group_id, member_id, epoch, self.config["group.instance.id"])
 
     def _member(self) -> tuple[str, int]:
@@ -224,8 +214,7 @@ class Consumer:
             tps = list(offsets)
         else:
             with self._cond:
-                tps = [TopicPartition(t, p, s.position) for (t, p), s in self._fetch_state.partitions.items()
-                       if s.position >= 0]
+                tps = self._fetch_state.positions()
         if not asynchronous:
             return self._committer.commit_sync(tps, self.config["request.timeout.ms"] / 1000.0)
         self._committer.commit_async(tps)
@@ -375,9 +364,8 @@ class Consumer:
         if cached:
             with self._cond:
                 return self._fetch_state.watermarks((partition.topic, partition.partition))
-        low = list_offset(self.cluster, self.config, partition.topic, partition.partition, EARLIEST, timeout)[0]
-        high = list_offset(self.cluster, self.config, partition.topic, partition.partition, LATEST, timeout)[0]
-        return low, high
+        return tuple(list_offset(self.cluster, self.config, partition.topic, partition.partition, at, timeout)[0]
+                     for at in (EARLIEST, LATEST))
 
     def offsets_for_times(self, partitions: list[TopicPartition], timeout: float | None = None):
         """For each partition (offset = a timestamp in ms): the first offset at or after it, or -1."""

@@ -47,6 +47,9 @@ log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 EARLIEST, LATEST = -2, -1  # ListOffsets' timestamps for the log start and the log end
+# auto.offset.reset's values (Kafka's and librdkafka's spellings) -> where to start; None: report
+AUTO_OFFSET_RESET = {"earliest": EARLIEST, "smallest": EARLIEST, "beginning": EARLIEST,
+                     "latest": LATEST, "largest": LATEST, "end": LATEST, "error": None, "none": None}
 
 
 class FetchPhase(enum.Enum):
@@ -137,9 +140,10 @@ class FetchState:
         return state.position if state else OFFSET_INVALID
 
     def positions(self, keys=None) -> list[TopicPartition]:
-        """Known positions (what a commit of these partitions would store), in key order."""
-        keys = self.partitions if keys is None else keys
-        return [TopicPartition(t, p, self.partitions[(t, p)].position) for t, p in sorted(keys)
+        """Known positions (what a commit would store): of ``keys`` in key order, or of every
+        assigned partition in assignment order."""
+        keys = self.partitions if keys is None else sorted(keys)
+        return [TopicPartition(t, p, self.partitions[(t, p)].position) for t, p in keys
                 if (t, p) in self.partitions and self.partitions[(t, p)].position >= 0]
 
     def watermarks(self, key: TP) -> tuple[int, int]:
