@@ -170,6 +170,13 @@ class FetchState:
         return batch
 
     # ------------------------------------------------------------------------ the fetcher's side
+    def wanted(self) -> list[TP]:
+        """The partitions a fetch may be sent for now: nothing while the buffer is full, nothing
+        paused or halted. (The fetcher looks up their leaders outside the lock: that may block.)"""
+        if self.buffer.full():
+            return []
+        return [key for key, state in self.partitions.items() if not (state.paused or state.halted)]
+
     def to_fetch(self, node: int, leader_of: Callable[[str, int], int]) -> tuple[list, list]:
         """What to ask broker ``node`` for: ([(partition, fetch offset, generation)], the partitions
         it leads that first need ListOffsets as [(partition, generation, offset asked for)]).

@@ -178,7 +178,10 @@ class Fetcher:
         """(partition, fetch offset, generation) to fetch from ``node``, after asking ListOffsets
         for partitions that have no offset yet."""
         with self._cond:
-            parts, resets = self.state.to_fetch(node, self.cluster.leader)
+            wanted = self.state.wanted()
+        leaders = {key: self.cluster.leader(*key) for key in wanted}  # may refresh metadata: not under the lock
+        with self._cond:
+            parts, resets = self.state.to_fetch(node, lambda t, p: leaders.get((t, p), -1))
             targets = [(key, gen, self.state.reset_target(key, offset)) for key, gen, offset in resets]
             if any(t is None for _, _, t in targets):
                 self._cond.notify_all()

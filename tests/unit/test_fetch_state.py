@@ -186,6 +186,7 @@ def test_the_buffer_limit_stops_prefetching_until_the_application_takes_records(
     state = make(limit=1)
     state.assign([TopicPartition("orders", 0, 0)])
     deliver(state, TP0, 0, 3)
+    assert state.wanted() == []
     assert state.to_fetch(1, leader_1) == ([], [])
     chunk, _ = state.head()
     for _ in range(3):
@@ -258,6 +259,7 @@ def test_pause_keeps_a_halt_and_resume_returns_to_it():
     state.set_paused([TP0], True)
     state.set_paused([TP0], False)
     assert state.partitions[TP0].phase is FetchPhase.HALTED
+    assert state.wanted() == []
 
 
 # ------------------------------------------------------------------------------ errors
