@@ -5,12 +5,15 @@ per-record call cheap. The sender thread later drains a topic's records in one g
 to one Arrow batch, places keyed records with Kafka's murmur2 (vectorised) and unkeyed ones
 stickily (one partition per batch, moving on after each), groups by partition preserving produce
 order, and cuts batches of at most ``batch.size`` bytes / ``batch.num.messages`` records.
-Pure logic, no threads: the producer locks around ``TopicBuffer`` and calls ``build_batches``
-from its sender thread.
+``RecordAccumulator`` is the one object the application's thread and the sender thread share:
+the buffers, the ``buffer.memory`` and outstanding-record accounting, and the condition both wait
+on (the sender is woken through it). Everything else here is pure: ``build_batches`` and friends
+run on the sender thread without a lock.
 """
 from __future__ import annotations
 
 import random
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from broker.client.partitioner import partitions_for_keys
+from broker.clock import SYSTEM_CLOCK, Clock
+from broker.errors import ClientClosedError, QueueFullError
 from broker.records.arrow_body import HEADER_TYPE, SCHEMA, encode_batch, record_batch
 
 RECORD_OVERHEAD = 32  # Arrow bytes per record besides key and value (offsets, timestamp, validity)
@@ -97,6 +102,116 @@ class TopicBuffer:
         self.keyed = True
         self.bytes += size
         self.count += batch.num_rows
+
+
+class RecordAccumulator:
+    """Records produced and not yet drained, per topic, and what is owed to the application.
+
+    ``outstanding`` counts records whose delivery report the application has not been served yet
+    (``len(producer)``); ``buffered_bytes`` the ``buffer.memory`` they hold until reported. Every
+    field is guarded by ``cond``; the sender thread waits on it too (answers and new records wake it).
+    """
+
+    def __init__(self, linger_s: float, batch_size: int, buffer_memory: int, clock: Clock = SYSTEM_CLOCK):
+        self.cond = threading.Condition(threading.Lock())
+        self.linger = linger_s
+        self.batch_size = batch_size
+        self.buffer_memory = buffer_memory
+        self.clock = clock
+        self._monotonic = clock.monotonic
+        self.buffers: dict[str, TopicBuffer] = {}
+        self.buffered_bytes = 0
+        self.outstanding = 0
+        self.flushing = 0
+        self.closed = False
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise ClientClosedError("the producer is closed")
+
+    def append(self, topic: str, row: tuple, size: int, keyed: bool) -> None:
+        """One ``produce()`` record: (key, value, timestamp, headers, partition, callback)."""
+        with self.cond:
+            if self.buffered_bytes + size > self.buffer_memory:
+                self.check_open()
+                raise QueueFullError(f"buffer.memory={self.buffer_memory} is used up; call poll() and retry")
+            buf = self.buffers.get(topic)
+            if buf is None:
+                self.check_open()
+                buf = self.buffers[topic] = TopicBuffer()
+            if not buf.count:
+                self.cond.notify()
+            buf.open_rows(0.0 if buf.count else self._monotonic()).append(row)
+            if keyed:
+                buf.keyed = True
+            buf.bytes += size
+            buf.count += 1
+            self.buffered_bytes += size
+            self.outstanding += 1
+            if buf.bytes >= self.batch_size:
+                self.cond.notify()
+
+    def add_table(self, topic: str, piece: pa.RecordBatch, partition: int, callback, size: int,
+                  max_block_ms: int) -> None:
+        """One ``produce_batch()`` piece; waits up to ``max.block.ms`` for buffer space."""
+        deadline = self._monotonic() + max_block_ms / 1000.0
+        with self.cond:
+            while self.buffered_bytes and self.buffered_bytes + size > self.buffer_memory:
+                remaining = deadline - self._monotonic()
+                if remaining <= 0:
+                    raise QueueFullError(f"buffer.memory stayed full for max.block.ms={max_block_ms}")
+                self.cond.notify()
+                self.cond.wait(min(remaining, 0.05))
+            self.check_open()
+            buf = self.buffers.get(topic)
+            if buf is None:
+                buf = self.buffers[topic] = TopicBuffer()
+            buf.add_table(piece, partition, callback, size, self._monotonic())
+            self.buffered_bytes += size
+            self.outstanding += piece.num_rows
+            self.cond.notify()
+
+    def release(self, charged: int, records: int = 0) -> None:
+        """``charged`` bytes of buffer.memory and ``records`` outstanding records are settled."""
+        with self.cond:
+            self.buffered_bytes -= charged
+            self.outstanding -= records
+            self.cond.notify_all()
+
+    def _full(self, buf: TopicBuffer) -> bool:
+        return self.flushing or self.closed or buf.bytes >= self.batch_size * (4 if buf.keyed else 1)
+
+    def wait_time(self, now: float) -> float:
+        """How long the sender may sleep before a buffer is due (linger.ms, or a held topic); caller holds ``cond``."""
+        waits = [1.0]
+        for buf in self.buffers.values():
+            if buf.hold_until > now:
+                waits.append(buf.hold_until - now)
+            elif self._full(buf):
+                return 0
+            else:
+                waits.append(buf.since + self.linger - now)
+        return max(0.0, min(waits))
+
+    def take_ready(self, now: float) -> dict[str, TopicBuffer]:
+        """The buffers due now, removed; caller holds ``cond``."""
+        ready = {}
+        for topic, buf in list(self.buffers.items()):
+            if buf.hold_until > now:
+                continue
+            if self._full(buf) or now - buf.since >= self.linger:
+                ready[topic] = buf
+                del self.buffers[topic]
+        return ready
+
+    def hold(self, topic: str, buf: TopicBuffer, until: float) -> None:
+        """Put drained records back (their topic's metadata is unknown) ahead of newer ones."""
+        with self.cond:
+            newer = self.buffers.get(topic)
+            if newer is not None:
+                buf.absorb(newer)
+            buf.hold_until = until
+            self.buffers[topic] = buf
 
 
 @dataclass

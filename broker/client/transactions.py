@@ -1,213 +1,193 @@
-"""A transactional producer's side of a transaction (confluent-kafka's API).
+"""The producer's transaction manager: its lifecycle as an explicit state machine, and the identity
+every idempotent batch carries (producer id, epoch, per-partition sequence numbers).
 
-    p = Producer({"bootstrap.servers": ..., "transactional.id": "billing-app-1"})
-    p.init_transactions()                 # fences older instances with this transactional.id
-    p.begin_transaction()
-    p.produce("invoices", value=...)
-    p.send_offsets_to_transaction(consumer.position(consumer.assignment()), consumer.consumer_group_metadata())
-    p.commit_transaction()                # or abort_transaction()
+Pure and synchronous: no gRPC, no threads of its own, no clock (one lock, because the application's
+thread and the sender thread both ask it). The requests that move it live elsewhere: the
+coordinator calls in :mod:`broker.client.txn_requests`, the sender's InitProducerId for an
+idempotent producer without ``transactional.id``. Kafka's Java client keeps the same things in its
+``TransactionManager``, idempotent-only producers included; so does this one.
 
-The coordinator (leader of the transactional.id's ``__transaction_state`` partition) learns each
-partition before the first batch goes there (AddPartitionsToTxn, sent by the producer's sender
-thread), and each group whose offsets ride along (AddOffsetsToTxn, then TxnOffsetCommit to the
-group's coordinator). Committing first flushes every record: a transaction whose records did not
-all arrive cannot commit (``abort_transaction`` then).
+States (:data:`TRANSITIONS` is the table; every change goes through it and an illegal one raises
+:class:`~broker.state_machine.IllegalStateTransition`)::
 
-Errors come in two kinds, as in Kafka:
+    UNINITIALIZED --init--> READY --begin--> IN_TRANSACTION --commit--> COMMITTING --> READY
+                              ^ \\                |  \\--abort--> ABORTING --> READY
+                              |  (init again)     v                 ^
+                              |            ABORTABLE_ERROR --abort--/
+    any --fenced--> FATAL_ERROR (final)
 
-- **abortable**: a record of the transaction failed (timed out, refused). The transaction can only
-  be aborted; queued records of it fail at once. If a failed batch had been sent, its partition's
-  sequence numbers have a gap, so after the abort the producer asks the coordinator for its next
-  epoch with its current producer id and epoch (KIP-360). The producer never picks an epoch itself.
+- **abortable**: a record of the transaction was not delivered (timed out, refused). The
+  transaction can only be aborted; queued records of it fail at once (:meth:`doomed`). If a failed
+  batch had been sent, its partition's sequence numbers have a gap, so after the abort the producer
+  asks the coordinator for its next epoch with its current producer id and epoch (KIP-360). The
+  producer never picks an epoch itself.
 - **fatal**: the producer was fenced (``ProducerFenced``, or a partition's ``InvalidProducerEpoch``:
   a newer instance with this transactional.id called ``init_transactions``, or the coordinator
   aborted the transaction and bumped the epoch). Every later call raises the same
   :class:`ProducerFencedError`; the producer can only be closed. Only its successor may write.
 
-States: ``uninitialized`` → ``ready`` ⇄ ``in transaction``; any → ``fatal`` (final).
+A COMMITTING or ABORTING whose EndTxn went unanswered returns to the state it came from, so the
+application may call commit or abort again, as before the attempt.
+
+    m = TransactionManager("billing-app-1")
+    m.new_epoch(7, 0); m.move(TxnState.READY)
+    m.move(TxnState.IN_TRANSACTION)
+    m.next_sequence(("orders", 0), 10)      # (7, 0, 0): the first batch's producer id, epoch, sequence
 """
 from __future__ import annotations
 
+import enum
 import threading
 
-from broker.client.coordinator import CoordinatorClient
-from broker.errors import (InvalidProducerEpochError, InvalidTxnStateError, ProducerFencedError, RiverlogError,
-                           error_for_code)
-from broker.proto import riverlog_pb2 as pb
+from broker.errors import InvalidProducerEpochError, InvalidTxnStateError, ProducerFencedError, RiverlogError
+from broker.state_machine import Transitions
 
-UNINITIALIZED, READY, IN_TRANSACTION, FATAL = "uninitialized", "ready", "in transaction", "fatal"
-_TRANSITIONS = {UNINITIALIZED: {READY, FATAL}, READY: {READY, IN_TRANSACTION, FATAL},
-                IN_TRANSACTION: {READY, FATAL}, FATAL: set()}
+
+class TxnState(enum.Enum):
+    UNINITIALIZED = "uninitialized"
+    READY = "ready"
+    IN_TRANSACTION = "in transaction"
+    COMMITTING = "committing"
+    ABORTING = "aborting"
+    ABORTABLE_ERROR = "abortable error"
+    FATAL_ERROR = "fatal error"
+
+
+S = TxnState
+TRANSITIONS = Transitions("transactional producer", {
+    S.UNINITIALIZED: {S.READY, S.FATAL_ERROR},
+    S.READY: {S.READY, S.IN_TRANSACTION, S.FATAL_ERROR},
+    S.IN_TRANSACTION: {S.COMMITTING, S.ABORTING, S.ABORTABLE_ERROR, S.FATAL_ERROR},
+    S.COMMITTING: {S.READY, S.IN_TRANSACTION, S.FATAL_ERROR},
+    S.ABORTING: {S.READY, S.IN_TRANSACTION, S.ABORTABLE_ERROR, S.FATAL_ERROR},
+    S.ABORTABLE_ERROR: {S.ABORTING, S.FATAL_ERROR},
+    S.FATAL_ERROR: set(),
+})
 # Errors that mean another instance (or the coordinator) took this producer's epoch over.
-_FENCING = (ProducerFencedError, InvalidProducerEpochError)
+FENCING = (ProducerFencedError, InvalidProducerEpochError)
 
 
 class TransactionManager:
-    def __init__(self, producer, transactional_id: str):
-        self.producer = producer
+    """One producer's transaction state and idempotent identity (``transactional_id`` None: an
+    idempotent producer without transactions, which only uses the identity part)."""
+
+    def __init__(self, transactional_id: str | None = None):
         self.transactional_id = transactional_id
-        self.coordinator = CoordinatorClient(producer.cluster, transactional_id, key_type=1)
-        self.state = UNINITIALIZED
-        self.lock = threading.Lock()
-        self.partitions: set[tuple[str, int]] = set()
+        self.state = TxnState.UNINITIALIZED
+        self.lock = threading.RLock()
+        self.producer_id = -1
+        self.producer_epoch = 0
+        self._next_sequence: dict[tuple[str, int], int] = {}
+        self.partitions: set[tuple[str, int]] = set()  # registered with the coordinator (AddPartitionsToTxn)
         self.error: RiverlogError | None = None  # the first failed delivery of this transaction
         self.fatal_error: ProducerFencedError | None = None
-        self.epoch_bump_needed = False  # a sent batch was given up: new epoch after the abort
+        self.epoch_bump_needed = False  # a sent batch was given up: its partition's sequence has a gap
 
-    def _move(self, state: str) -> None:
+    @property
+    def transactional(self) -> bool:
+        return self.transactional_id is not None
+
+    # ------------------------------------------------------------------------------ state
+    def move(self, target: TxnState) -> None:
+        """Change state through the table; a fenced producer raises its fatal error instead."""
         with self.lock:
-            if self.state == FATAL:
+            if self.state is TxnState.FATAL_ERROR:
                 raise self.fatal_error
-            assert state in _TRANSITIONS[self.state], f"{self.state} -> {state}"
-            self.state = state
+            self.state = TRANSITIONS.move(self.state, target)
 
-    def _timeout(self, timeout: float | None) -> float:
-        return self.producer.config["request.timeout.ms"] / 1000.0 if timeout is None or timeout < 0 else timeout
-
-    def _require(self, *states: str) -> None:
-        if self.state == FATAL:
+    def require(self, *states: TxnState) -> None:
+        """Refuse an application call the current state does not allow, saying what it needs."""
+        if self.state is TxnState.FATAL_ERROR:
             raise self.fatal_error
         if self.state not in states:
-            raise InvalidTxnStateError(f"transactional producer is {self.state}; this needs it to be "
-                                       f"{' or '.join(states)}")
+            raise InvalidTxnStateError(f"transactional producer is {self.state.value}; this needs it to be "
+                                       f"{' or '.join(s.value for s in states)}")
 
     @property
     def in_transaction(self) -> bool:
-        return self.state == IN_TRANSACTION
+        return self.state is TxnState.IN_TRANSACTION
 
     def check_can_produce(self) -> None:
-        if self.state == FATAL:
+        """Records join a transaction only inside it; after an abortable error they are still
+        accepted and fail at once, so the application sees the error in its delivery reports."""
+        if self.state is TxnState.FATAL_ERROR:
             raise self.fatal_error
-        if self.state != IN_TRANSACTION:
+        if self.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
             raise InvalidTxnStateError("a transactional producer produces only inside begin_transaction()")
 
-    def doomed(self) -> RiverlogError | None:
-        """Why records queued for the transaction must fail rather than be sent (sender thread)."""
-        if self.state == FATAL:
-            return self.fatal_error
-        return self.error if self.state == IN_TRANSACTION else None
+    def begin(self) -> None:
+        with self.lock:
+            self.require(TxnState.READY)
+            self.partitions, self.error = set(), None
+            self.move(TxnState.IN_TRANSACTION)
 
-    def _call(self, method: str, request, timeout: float):
-        """A call to the transaction coordinator; being fenced makes the producer fatal."""
-        try:
-            return self.coordinator.call(method, request, timeout)
-        except _FENCING as e:
-            raise self.fenced(e) from None
+    def doomed(self) -> RiverlogError | None:
+        """Why queued records must fail rather than be sent (asked by the sender thread)."""
+        state = self.state
+        if state is TxnState.FATAL_ERROR:
+            return self.fatal_error
+        if state in (TxnState.ABORTABLE_ERROR, TxnState.ABORTING):
+            return self.error
+        return None
+
+    def failed(self, error: RiverlogError) -> ProducerFencedError | None:
+        """A record was not delivered: fatal if fenced, else the transaction can only abort.
+        Returns the fatal error when fenced."""
+        if not self.transactional:
+            return None
+        if isinstance(error, FENCING):
+            return self.fenced(error)
+        with self.lock:
+            if self.state is TxnState.IN_TRANSACTION:
+                self.error = error
+                self.move(TxnState.ABORTABLE_ERROR)
+        return None
 
     def fenced(self, cause: RiverlogError) -> ProducerFencedError:
         """Enter the final state: this producer's epoch belongs to another instance now."""
         with self.lock:
             if self.fatal_error is None:
-                sender = self.producer._sender
                 self.fatal_error = ProducerFencedError(
-                    f"transactional.id '{self.transactional_id}': this producer (producer id {sender.producer_id}, "
-                    f"epoch {sender.producer_epoch}) is fenced: a newer instance with the same transactional.id "
+                    f"transactional.id '{self.transactional_id}': this producer (producer id {self.producer_id}, "
+                    f"epoch {self.producer_epoch}) is fenced: a newer instance with the same transactional.id "
                     "called init_transactions(), or the coordinator aborted its transaction "
                     f"(transaction.timeout.ms, or an operator). It can only be closed: close() it and let the "
                     f"newer instance carry on (or create a new Producer and call init_transactions()). "
                     f"Cause: {cause.message if isinstance(cause, RiverlogError) else cause}")
-            self.state = FATAL
+                self.state = TRANSITIONS.move(self.state, TxnState.FATAL_ERROR)
             return self.fatal_error
 
-    # ------------------------------------------------------------------------------ application
-    def init(self, timeout: float | None) -> None:
-        self._require(UNINITIALIZED, READY)
-        reply = self._call("InitProducerId", pb.InitProducerIdRequest(
-            transactional_id=self.transactional_id,
-            transaction_timeout_ms=self.producer.config["transaction.timeout.ms"]), self._timeout(timeout))
-        self.producer._sender.new_epoch(reply.producer_id, reply.producer_epoch)
+    # ------------------------------------------------------------------------------ identity
+    def new_epoch(self, producer_id: int, producer_epoch: int) -> None:
+        """The one place that moves the producer to a new epoch: one the broker handed out in an
+        InitProducerId answer. Every partition numbers from 0 again (no partition refuses that)."""
         with self.lock:
-            self.epoch_bump_needed = False
-        self._move(READY)
-
-    def _bump_epoch(self, timeout: float) -> None:
-        """KIP-360: the coordinator gives this producer its next epoch, if it is still the current one."""
-        sender = self.producer._sender
-        reply = self._call("InitProducerId", pb.InitProducerIdRequest(
-            transactional_id=self.transactional_id,
-            transaction_timeout_ms=self.producer.config["transaction.timeout.ms"],
-            producer_id=sender.producer_id, producer_epoch=sender.producer_epoch), timeout)
-        sender.new_epoch(reply.producer_id, reply.producer_epoch)
-        with self.lock:
+            self.producer_id, self.producer_epoch = producer_id, producer_epoch
+            self._next_sequence = {}
             self.epoch_bump_needed = False
 
-    def begin(self) -> None:
-        self._require(READY)
-        with self.lock:
-            self.partitions, self.error = set(), None
-        self._move(IN_TRANSACTION)
+    def needs_producer_id(self) -> bool:
+        """Nothing may be sent before the broker gave an id, or (a sent batch was given up) a new epoch."""
+        return self.producer_id < 0 or self.epoch_bump_needed
 
-    def send_offsets(self, offsets, group_metadata, timeout: float | None) -> None:
-        self._require(IN_TRANSACTION)
-        sender = self.producer._sender
-        deadline = self._timeout(timeout)
-        group_id = group_metadata.group_id
-        self._call("AddOffsetsToTxn", pb.AddOffsetsToTxnRequest(
-            transactional_id=self.transactional_id, producer_id=sender.producer_id,
-            producer_epoch=sender.producer_epoch, group_id=group_id), deadline)
-        by_topic: dict[str, list] = {}
-        for tp in offsets:
-            if tp.offset >= 0:
-                by_topic.setdefault(tp.topic, []).append(pb.CommitPartition(
-                    partition=tp.partition, offset=tp.offset, metadata=tp.metadata or "", leader_epoch=-1))
-        request = pb.TxnOffsetCommitRequest(
-            transactional_id=self.transactional_id, group_id=group_id, producer_id=sender.producer_id,
-            producer_epoch=sender.producer_epoch, member_id=group_metadata.member_id,
-            member_epoch=group_metadata.member_epoch,
-            topics=[pb.CommitTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
-        response = CoordinatorClient(self.producer.cluster, group_id).call("TxnOffsetCommit", request, deadline)
-        failed = next((r for r in response.results if r.error_code), None)
-        if failed is not None:
-            error = error_for_code(failed.error_code)(failed.error_message)
-            raise self.fenced(error) if isinstance(error, _FENCING) else error
-
-    def end(self, commit: bool, timeout: float | None) -> None:
-        self._require(IN_TRANSACTION)
-        # Records of a healthy transaction are sent even when it aborts (read_uncommitted readers see
-        # them); once a record failed, the rest fail unsent (the sender's doomed()).
-        left = self.producer.flush(self._timeout(timeout))
-        self._require(IN_TRANSACTION)  # fenced while flushing: fatal
-        if commit and (left or self.error is not None):
-            raise self.error or InvalidTxnStateError(
-                f"{left} record(s) of the transaction are not delivered yet; abort_transaction() or retry")
-        sender = self.producer._sender
-        self._call("EndTxn", pb.EndTxnRequest(
-            transactional_id=self.transactional_id, producer_id=sender.producer_id,
-            producer_epoch=sender.producer_epoch, commit=commit), self._timeout(timeout))
-        if self.epoch_bump_needed:
-            self._bump_epoch(self._timeout(timeout))
-        self._move(READY)
-
-    # ------------------------------------------------------------------------------ sender thread
-    def add_partitions(self, keys) -> set:
-        """Register partitions with the coordinator before their first batch; returns those added."""
+    def next_sequence(self, key: tuple[str, int], count: int) -> tuple[int, int, int]:
+        """(producer id, epoch, base sequence) for the next ``count`` records of partition ``key``."""
         with self.lock:
-            new = sorted(set(keys) - self.partitions)
-        if not new:
-            return set(keys)
-        sender = self.producer._sender
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in new:
-            by_topic.setdefault(topic, []).append(partition)
-        self._call("AddPartitionsToTxn", pb.AddPartitionsToTxnRequest(
-            transactional_id=self.transactional_id, producer_id=sender.producer_id,
-            producer_epoch=sender.producer_epoch,
-            partitions=[pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]),
-            self._timeout(None))
-        with self.lock:
-            self.partitions.update(new)
-        return set(keys)
+            seq = self._next_sequence.get(key, 0)
+            self._next_sequence[key] = seq + count
+            return self.producer_id, self.producer_epoch, seq
 
-    def failed(self, error: RiverlogError) -> None:
-        """A record of the transaction was not delivered (sender thread): abortable, or fatal."""
-        if isinstance(error, _FENCING):
-            self.fenced(error)
-            return
+    def gave_up(self, base_sequence: int | None, producer_epoch: int) -> None:
+        """A batch will never be written. If it was sent under the current epoch, later sequence
+        numbers of its partition would wait for it forever: a new epoch is needed (at once without
+        transactions, after the abort with them)."""
         with self.lock:
-            if self.error is None:
-                self.error = error
+            if base_sequence is not None and producer_epoch == self.producer_epoch:
+                self.epoch_bump_needed = True
 
-    def gave_up_sent_batch(self) -> None:
-        """A batch that was sent will never be written: the next epoch is needed after the abort."""
+    def forgotten(self, epochs) -> None:
+        """A partition forgot this producer (UnknownProducerId, idle past producer.id.expiration.ms):
+        a new epoch from the broker numbers from 0 again, which any partition accepts (KIP-360)."""
         with self.lock:
-            self.epoch_bump_needed = True
+            if self.producer_epoch in epochs:
+                self.epoch_bump_needed = True

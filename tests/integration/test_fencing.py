@@ -123,7 +123,7 @@ def _instance(run: _Run, n: int, plan: tuple[str, int, str]) -> None:
     run.leftovers += [producer, consumer]
     try:
         producer.init_transactions(30)
-        epoch = producer._sender.producer_epoch
+        epoch = producer._manager.producer_epoch
         with run.lock:
             now = time.monotonic()
             for older in range(1, n):
@@ -182,7 +182,7 @@ def _instance(run: _Run, n: int, plan: tuple[str, int, str]) -> None:
                 started = time.monotonic()
                 producer.commit_transaction(30)
                 with run.lock:
-                    run.commits.append((n, epoch, producer._sender.producer_epoch, started))
+                    run.commits.append((n, epoch, producer._manager.producer_epoch, started))
                 commits_done += 1
                 if stop_here("after_commit"):
                     return

@@ -136,16 +136,16 @@ def test_an_idempotent_producer_keeps_a_partition_s_unanswered_batches_within_th
                          "on_delivery": acked})
     producer.produce(topic_name, value=b"warm-up")
     assert producer.flush(30) == 0
-    sender = producer._sender
+    policy = producer._sender.policy
     node.pause()
     try:
         for i in range(4 * IDEMPOTENCE_WINDOW):
             producer.produce(topic_name, value=b"%d" % i)
         key = (topic_name, 0)
-        wait_until(lambda: sender.unanswered_batches[key] >= IDEMPOTENCE_WINDOW, 30, 0.01,
+        wait_until(lambda: policy.unanswered(key) >= IDEMPOTENCE_WINDOW, 30, 0.01,
                    "a full window of unanswered batches")
-        assert sender.unanswered_batches[key] == IDEMPOTENCE_WINDOW
-        assert sum(sender.in_flight.values()) < sender.max_in_flight   # the window held it back
+        assert policy.unanswered(key) == IDEMPOTENCE_WINDOW
+        assert sum(policy.node_in_flight.values()) < policy.limits.max_in_flight   # the window held it back
     finally:
         node.resume()
     assert producer.flush(60) == 0

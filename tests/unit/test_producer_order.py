@@ -2,48 +2,29 @@
 restarts and retries; run offline: no threads, no broker."""
 from __future__ import annotations
 
-import collections
-import threading
 import time
 
 import pyarrow as pa
 import pytest
 
-from broker.client import producer as producer_module
-from broker.client.accumulator import ProducerBatch, TopicBuffer
+from broker.client.accumulator import ProducerBatch, RecordAccumulator, TopicBuffer
 from broker.client.config import PRODUCER_CONFIG
+from broker.client.send_policy import SendLimits
+from broker.client.sender import Sender
 from broker.errors import NetworkError, NotLeaderOrFollowerError
 from broker.proto import riverlog_pb2 as pb
 
 pytestmark = pytest.mark.unit
 
 
-class _OfflineProducer:
-    """What the sender uses of a Producer, without threads or a broker."""
-
-    def __init__(self, **config):
-        self.config = PRODUCER_CONFIG.parse({"bootstrap.servers": "127.0.0.1:1", "max.request.size": 1024,
-                                             "retry.backoff.ms": 0, **config})
-        self._acks = -1
-        self._idempotent = False  # sequence numbers need a broker's producer id; ordering is what is tested here
-        self._txn = None
-        self._linger = 0.0
-        self._batch_size = self.config["batch.size"]
-        self._flushing = 0
-        self._closed = False
-        self._buffers = {}
-        self._cond = threading.Condition()
-        self.cluster = self
-        self.reported = []
+class _OfflineCluster:
+    """Partition 0's leader is broker 0, whose stub is never used (streams are faked)."""
 
     def leader(self, topic, partition):
         return 0
 
     def stub(self, node):
         return None
-
-    def _report(self, batch, error, base_offset=-1, log_append_time=-1):
-        self.reported.append((batch, error))
 
 
 class _FakeStream:
@@ -53,16 +34,28 @@ class _FakeStream:
         self.sent = []
 
     def send(self, request, batches):
-        if self.dead:  # as _ProduceStream: a request sent on a broken stream fails at once
+        if self.dead:  # as ProduceStream: a request sent on a broken stream fails at once
             self.on_event(self.node, [(batches, None)], NetworkError("the produce stream broke"))
         else:
             self.sent.append(batches)
 
 
+def offline_sender(**config):
+    """A sender wired to fakes through its constructor: no thread, no broker, no private fields."""
+    cfg = PRODUCER_CONFIG.parse({"bootstrap.servers": "127.0.0.1:1", "max.request.size": 1024,
+                                 "retry.backoff.ms": 0, **config})
+    reported = []
+    # Idempotence off: sequence numbers need a broker's producer id; ordering is what is tested here.
+    sender = Sender(cfg, SendLimits.from_config(cfg, idempotent=False), -1, _OfflineCluster(),
+                    RecordAccumulator(0.0, cfg["batch.size"], cfg["buffer.memory"]),
+                    lambda batch, error, *_: reported.append((batch, error)), stream_factory=_FakeStream)
+    sender.reported = reported
+    return sender
+
+
 @pytest.fixture
-def sender(monkeypatch):
-    monkeypatch.setattr(producer_module, "_ProduceStream", _FakeStream)
-    return producer_module._Sender(_OfflineProducer())
+def sender():
+    return offline_sender()
 
 
 KEY = ("t", 0)
@@ -73,8 +66,19 @@ def queue_batches(sender, n):
     batches = [ProducerBatch("t", 0, b"x" * 600, pa.record_batch([pa.array([i])], names=["v"]), None,
                              time.monotonic(), size=600) for i in range(n)]
     for batch in batches:
-        batch.sequence = next(sender.sequence)
-    sender.queues[KEY] = collections.deque(batches)
+        sender.policy.enqueue(batch)
+
+
+def queued(sender):
+    return sender.policy.partitions[KEY].queue
+
+
+def in_flight(sender):
+    return sender.policy.node_in_flight[0]
+
+
+def retrying(sender):
+    return any(p.retrying for p in sender.policy.partitions.values())
 
 
 def ids(requests):
@@ -90,7 +94,7 @@ def answer(error_code=0):
 
 def settled(sender):
     """A time at which nothing that happened so far keeps a partition unsteady."""
-    return time.monotonic() + sender.settle_time + 1
+    return time.monotonic() + sender.policy.limits.settle_time + 1
 
 
 def test_a_broken_streams_reports_in_either_order_requeue_its_batches_in_produce_order(sender):
@@ -111,12 +115,12 @@ def test_a_broken_streams_reports_in_either_order_requeue_its_batches_in_produce
     assert sender.streams[0] is stream, "sent on a new stream before every failure was requeued"
     # The stream may also break between _send's check and the dispatch: the request must not go
     # on a new stream then either, but fail with the broken one.
-    request, taken, _ = sender._build_request([KEY])
-    sender._dispatch(0, request, taken)
+    taken, _ = sender.policy.take([KEY], time.monotonic())
+    sender._dispatch(0, sender._request(taken), taken)
     assert sender.streams[0] is stream and len(sender.completions) == 1
     sender._complete(*sender.completions.popleft())
     sender._complete(0, [(requests[2], None)], broken)  # send()'s report, after the reader's
-    assert [b.records.column(0)[0].as_py() for b in sender.queues[KEY]] == [0, 1, 2, 3, 4, 5]
+    assert [b.records.column(0)[0].as_py() for b in queued(sender)] == [0, 1, 2, 3, 4, 5]
 
     # While the retry is unanswered, no later batch of the partition is sent.
     for _ in range(3):
@@ -132,8 +136,8 @@ def test_a_broken_streams_reports_in_either_order_requeue_its_batches_in_produce
     sender._complete(0, [(retry_stream.sent[-1], answer())], None)
     for _ in range(3):
         sender._send(settled(sender))
-    assert ids(retry_stream.sent) == [[i] for i in range(6)] and not sender.queues[KEY]
-    assert sender.in_flight[0] == 3 and not sender.retrying
+    assert ids(retry_stream.sent) == [[i] for i in range(6)] and not queued(sender)
+    assert in_flight(sender) == 3 and not retrying(sender)
 
 
 class _RestartingBroker:
@@ -146,8 +150,8 @@ class _RestartingBroker:
         self.log: list[int] = []
 
     def answer(self, sender, stream) -> None:
-        while sender.in_flight[0]:
-            batches = stream.sent[len(stream.sent) - sender.in_flight[0]]
+        while in_flight(sender):
+            batches = stream.sent[len(stream.sent) - in_flight(sender)]
             if self.failing:
                 self.failing -= 1
                 response = answer(NotLeaderOrFollowerError.code)
@@ -169,7 +173,7 @@ def test_a_restarted_broker_failing_the_first_requests_does_not_reorder_a_partit
     broker.answer(sender, old)
     old.dead = True  # killed with no request unanswered: the reader has nothing to report
     broker.failing = failing  # restarted
-    while sender.queues[KEY] or sender.in_flight[0]:
+    while queued(sender) or in_flight(sender):
         for _ in range(5):
             sender._send(time.monotonic())
         broker.answer(sender, sender.streams[0])
@@ -193,11 +197,11 @@ def test_a_partition_failed_alone_sends_one_request_at_a_time_until_it_settles(s
     sender._send(time.monotonic())
     assert ids(stream.sent)[3:] == [[1]]
     sender._complete(0, [(stream.sent[3], answer())], None)
-    assert not sender.retrying
+    assert not retrying(sender)
     sender._send(time.monotonic())
     sender._send(time.monotonic())
     assert ids(stream.sent)[4:] == [[3]], "pipelined again before the partition settled"
-    sender._send(time.monotonic() + sender.settle_time)
+    sender._send(time.monotonic() + sender.policy.limits.settle_time)
     assert ids(stream.sent)[4:] == [[3], [4]]
 
 
@@ -212,25 +216,24 @@ def buffer(values):
 def test_records_held_while_metadata_is_unavailable_stay_before_newer_ones():
     """Records drained while the broker is down go back into the producer's buffer ahead of those
     produced since; produce() must then go on appending behind the newest, not to the held chunk."""
-    p = _OfflineProducer()
-    sender = producer_module._Sender(p)
+    sender = offline_sender()
+    buffers = sender.accumulator.buffers
     held = buffer([0, 1])
-    p._buffers["t"] = buffer([2, 3])  # produced while the sender was looking the topic up
+    buffers["t"] = buffer([2, 3])  # produced while the sender was looking the topic up
     sender._hold_unknown("t", held, NetworkError("Metadata: no broker answered"))
-    p._buffers["t"].open_rows(time.monotonic()).append((None, 4, 0, None, -1, None))
-    assert [row[1] for chunk in p._buffers["t"].chunks for row in chunk.rows] == [0, 1, 2, 3, 4]
+    buffers["t"].open_rows(time.monotonic()).append((None, 4, 0, None, -1, None))
+    assert [row[1] for chunk in buffers["t"].chunks for row in chunk.rows] == [0, 1, 2, 3, 4]
 
 
 def test_held_records_make_the_sender_wait_for_the_retry_backoff_even_while_flushing():
     """flush() makes every buffer ready at once; a held one must still wait retry.backoff.ms, or
     the sender spins looking the unknown topic up."""
-    p = _OfflineProducer(**{"retry.backoff.ms": 100})
-    sender = producer_module._Sender(p)
-    p._flushing = 1
+    sender = offline_sender(**{"retry.backoff.ms": 100})
+    sender.accumulator.flushing = 1
     sender._hold_unknown("t", buffer([0]), NetworkError("Metadata: no broker answered"))
     now = time.monotonic()
     sender._send(now)  # nothing queued to send
-    assert 0.05 < sender._wait_time(now) <= 0.1
-    assert sender._take_ready(now) == {} and "t" in p._buffers
-    assert sender._wait_time(now + 0.1) == 0
-    assert list(sender._take_ready(now + 0.1)) == ["t"]
+    assert 0.05 < sender.wait_time(now) <= 0.1
+    assert sender.accumulator.take_ready(now) == {} and "t" in sender.accumulator.buffers
+    assert sender.wait_time(now + 0.1) == 0
+    assert list(sender.accumulator.take_ready(now + 0.1)) == ["t"]

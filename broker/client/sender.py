@@ -1,0 +1,300 @@
+"""The producer's sender thread: a thin shell around :class:`~broker.client.send_policy.SendPolicy`.
+
+It owns the thread, the ProduceStreams (one per broker) and every call that does I/O: metadata
+look-ups and refreshes, InitProducerId for an idempotent producer, AddPartitionsToTxn through the
+transaction's requests. Each step it drains due buffers from the
+:class:`~broker.client.accumulator.RecordAccumulator` into partition batches, asks the policy which
+may go, sends them, and hands answers and broken streams back to the policy, reporting what it
+gives up or delivers through ``report``. What to send and what a failure means is the policy's;
+nothing here reads the Producer's fields: the Producer passes in what the sender needs.
+
+Threading: :meth:`Sender.run` is the only thread that touches the policy. Stream reader threads
+only append to ``completions`` under the accumulator's condition, which wakes the sender.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import time
+from collections.abc import Callable
+
+from broker.client.accumulator import (ProducerBatch, RecordAccumulator, StickyPartitioner, TopicBuffer,
+                                       _TableChunk, assign_partitions, build_batches, record_sizes)
+from broker.client.produce_stream import ProduceStream
+from broker.client.send_policy import SendLimits, SendPolicy
+from broker.client.transactions import TransactionManager
+from broker.clock import SYSTEM_CLOCK, Clock
+from broker.errors import NetworkError, RiverlogError, UnknownPartitionError, error_for_code
+from broker.proto import riverlog_pb2 as pb
+from broker.records.batch import stamp_producer
+
+# Everything the producer logs goes under one name, whichever module does the work.
+log = logging.getLogger("broker.client.producer")
+
+
+class Sender:
+    """``report(batch, error, base_offset=-1, log_append_time=-1)`` serves a batch's delivery
+    reports; ``transaction`` (transactional producers) registers partitions with the coordinator."""
+
+    def __init__(self, config, limits: SendLimits, acks: int, cluster, accumulator: RecordAccumulator,
+                 report: Callable, manager: TransactionManager | None = None, transaction=None,
+                 clock: Clock = SYSTEM_CLOCK, stream_factory=ProduceStream):
+        self.config = config
+        self.acks = acks
+        self.cluster = cluster
+        self.accumulator = accumulator
+        self.report = report
+        self.manager = manager
+        self.transaction = transaction
+        self.clock = clock
+        self.stream_factory = stream_factory
+        transactional = transaction is not None
+        self.policy = SendPolicy(limits, clock, manager, lambda data, pid, epoch, seq: stamp_producer(
+            data, pid, epoch, seq, transactional=transactional))
+        self.propagation = config["topic.metadata.propagation.max.ms"] / 1000.0
+        self.sticky = StickyPartitioner()
+        self.streams: dict[int, ProduceStream] = {}
+        self.send_at = 0.0  # when _send may next have something to send (answers also wake it)
+        self.completions: collections.deque = collections.deque()
+        self.unknown_since: dict[str, float] = {}
+        self.stale_metadata = False
+
+    # -------------------------------------------------------------------------------- loop
+    def run(self) -> None:
+        acc = self.accumulator
+        while True:
+            with acc.cond:
+                timeout = self.wait_time(self.clock.monotonic())
+                if timeout > 0 and not self.completions:
+                    acc.cond.wait(timeout)
+                if acc.closed and not acc.buffers and not self._busy():
+                    for stream in self.streams.values():
+                        stream.close()
+                    return
+                ready = acc.take_ready(self.clock.monotonic())
+            try:
+                self._step(ready)
+            except Exception:  # noqa: BLE001 - the sender must survive; batches fail individually
+                log.exception("producer sender step failed")
+                time.sleep(self.policy.limits.backoff)
+
+    def _busy(self) -> bool:
+        return bool(self.completions) or self.policy.busy()
+
+    def wait_time(self, now: float) -> float:
+        """Until a buffer is due or the policy may send again; caller holds the accumulator's condition."""
+        return max(0.0, min(self.accumulator.wait_time(now), self.send_at - now))
+
+    def _step(self, ready: dict[str, TopicBuffer]) -> None:
+        while self.completions:
+            self._complete(*self.completions.popleft())
+        if self.stale_metadata:
+            self.stale_metadata = False
+            try:
+                self.cluster.refresh()
+            except RiverlogError as e:
+                log.debug("metadata refresh failed: %s", e)
+        for topic, buf in ready.items():
+            self._enqueue(topic, buf)
+        for batch, error in self.policy.expire(self.clock.monotonic()):
+            self.report(batch, error)
+        self._send(self.clock.monotonic())
+
+    # -------------------------------------------------------------------------------- batching
+    def _enqueue(self, topic: str, buf: TopicBuffer) -> None:
+        try:
+            info = self.cluster.topic(topic)
+            self.unknown_since.pop(topic, None)
+        except RiverlogError as e:
+            self._hold_unknown(topic, buf, e)
+            return
+        n, cfg, batch_size = len(info.partitions), self.config, self.accumulator.batch_size
+        for chunk in buf.chunks:
+            records, explicit, callbacks = chunk.to_arrow()
+            charged = _charge(chunk, records)
+            parts = assign_partitions(records, explicit, n, topic, self.sticky, batch_size)
+            bad = parts >= n
+            if bad.any():
+                self._fail_rows(topic, records, parts, callbacks, bad, n, buf.since)
+                keep = ~bad
+                records = records.filter(keep)
+                callbacks = None if callbacks is None else [c for c, k in zip(callbacks, keep) if k]
+                parts = parts[keep]
+            batches = build_batches(topic, records, parts, callbacks, buf.since, batch_size,
+                                    cfg["batch.num.messages"], cfg["compression.type"], cfg["message.max.bytes"])
+            if batches:
+                _spread_charge(batches, charged)
+            else:
+                self.accumulator.release(charged)
+            for batch in batches:
+                self.policy.enqueue(batch)
+
+    def _hold_unknown(self, topic: str, buf: TopicBuffer, error: RiverlogError) -> None:
+        """Keep records for a topic not (yet) in metadata; fail them after the propagation time."""
+        now = self.clock.monotonic()
+        first = self.unknown_since.setdefault(topic, now)
+        if now - first < self.propagation and error.retriable:
+            self.accumulator.hold(topic, buf, now + self.policy.limits.backoff)
+            return
+        self.unknown_since.pop(topic, None)
+        for chunk in buf.chunks:
+            records, explicit, callbacks = chunk.to_arrow()
+            batch = ProducerBatch(topic, -1, b"", records, callbacks, buf.since)
+            batch.size_charged = _charge(chunk, records)
+            self.report(batch, error)
+
+    def _fail_rows(self, topic, records, parts, callbacks, mask, n, since) -> None:
+        idx = [i for i, m in enumerate(mask) if m]
+        batch = ProducerBatch(topic, int(parts[idx[0]]), b"", records.take(idx),
+                              None if callbacks is None else [callbacks[i] for i in idx], since)
+        batch.size_charged = 0
+        self.report(batch, UnknownPartitionError(
+            f"topic '{topic}' has {n} partition(s); partition {batch.partition} does not exist"))
+
+    # -------------------------------------------------------------------------------- sending
+    def _send(self, now: float) -> None:
+        policy, manager = self.policy, self.manager
+        doomed = manager.doomed() if manager is not None else None
+        if doomed is not None:
+            for batch in policy.drop_queued():  # fenced, or the transaction can only abort
+                self.report(batch, doomed)
+            return
+        if manager is not None and manager.needs_producer_id() and policy.queued():
+            if self.transaction is not None or not self._init_producer_id():
+                self.send_at = now + policy.limits.backoff
+                return
+        registered = self._add_to_transaction()
+        plan = policy.plan(now, lambda key: self.cluster.leader(*key), registered)
+        self.stale_metadata |= plan.stale_metadata
+        next_at = plan.next_at
+        for node, keys in plan.by_node.items():
+            while keys and not policy.node_blocked(node, self._broken(node)):
+                batches, keys = policy.take(keys, now)
+                if not batches:
+                    break
+                self._dispatch(node, self._request(batches), batches)
+            # A blocked node is woken by an answer or the broken stream's report.
+            if policy.more_to_send(node, plan.by_node[node], now, self._broken(node)):
+                next_at = now
+        self.send_at = next_at
+
+    def _broken(self, node: int) -> bool:
+        stream = self.streams.get(node)
+        return stream is not None and stream.dead
+
+    def _request(self, batches) -> pb.ProduceRequest:
+        request = pb.ProduceRequest(acks=self.acks, timeout_ms=self.config["request.timeout.ms"])
+        topics: dict[str, pb.ProduceTopic] = {}
+        for key, taken in batches:
+            topic = topics.get(key[0]) or topics.setdefault(key[0], request.topics.add(name=key[0]))
+            topic.partitions.add(partition=key[1], records=b"".join(b.data for b in taken)
+                                 if len(taken) > 1 else taken[0].data)
+        return request
+
+    def _dispatch(self, node: int, request, batches) -> None:
+        self.policy.dispatched(node, batches)
+        stream = self.streams.get(node)
+        # A broken stream is replaced only once its other requests are reported and requeued (this
+        # is the only one unanswered): a later batch must not reach the broker before them. Until
+        # then send() on the broken stream fails this request too, and it is requeued in order.
+        if stream is None or stream.dead and self.policy.node_in_flight[node] == 1:
+            if stream is not None:
+                self.policy.stream_replaced(node, self.clock.monotonic())
+            try:
+                stream = self.streams[node] = self.stream_factory(node, self.cluster.stub(node), self._on_stream_event)
+            except Exception as e:  # noqa: BLE001 - e.g. an unknown broker: retried like any failure
+                self.completions.append((node, [(batches, None)],
+                                         e if isinstance(e, RiverlogError) else NetworkError(str(e))))
+                return
+        stream.send(request, batches)
+
+    def _on_stream_event(self, node: int, results, failure) -> None:
+        """From a stream's reader thread: answered requests (in order) or a broken stream."""
+        with self.accumulator.cond:
+            self.completions.append((node, results, failure))
+            self.accumulator.cond.notify_all()
+
+    def _complete(self, node: int, results, failure) -> None:
+        """``results``: [(batches, response)] in send order; ``failure`` fails them all."""
+        self.policy.answered(node, [batches for batches, _ in results])
+        if failure is not None:
+            # The requests of one broken stream may come in several events (the reader's, and
+            # send()'s when it found the stream dead) in either order: the policy puts each batch
+            # back at its place in its partition's order whatever the order of the events.
+            for batches, _ in results:
+                for key, taken in batches:
+                    self._retry_or_fail(key, taken, failure)
+            return
+        for batches, response in results:
+            answered = {(t.name, r.partition): r for t in response.topics for r in t.partitions}
+            for key, taken in batches:
+                r = answered.get(key)
+                err = None
+                if r is None and self.acks != 0:
+                    err = RiverlogError("the broker's answer did not mention this partition")
+                elif r is not None and r.error_code:
+                    err = error_for_code(r.error_code)(r.error_message)
+                if err is None or self.acks == 0:
+                    self._deliver(taken, r)
+                    self.policy.delivered(key)
+                else:
+                    self._retry_or_fail(key, taken, err)
+
+    def _deliver(self, taken: list[ProducerBatch], r) -> None:
+        offset = r.base_offset if r is not None and self.acks != 0 else -1
+        for batch in taken:
+            self.report(batch, None, offset, r.log_append_time if r is not None else -1)
+            if offset >= 0:
+                offset += batch.count
+
+    def _retry_or_fail(self, key, taken: list[ProducerBatch], error: RiverlogError) -> None:
+        log.debug("produce to %s[%d] failed: %r", key[0], key[1], error)
+        given_up, error = self.policy.failed(key, taken, error, self.clock.monotonic())
+        if error.retriable or not given_up:
+            self.stale_metadata = True
+        for batch in given_up:
+            self.report(batch, error)
+
+    # -------------------------------------------------------------------------------- requests
+    def _init_producer_id(self) -> bool:
+        """An idempotent producer's id, or (it has one) its next epoch: the broker decides."""
+        request = pb.InitProducerIdRequest()
+        if self.manager.producer_id >= 0:
+            request.producer_id, request.producer_epoch = self.manager.producer_id, self.manager.producer_epoch
+        try:
+            reply = self.cluster.call_any("InitProducerId", request, self.config["request.timeout.ms"] / 1000.0)
+        except RiverlogError as e:
+            log.debug("InitProducerId failed: %r", e)
+            return False
+        self.manager.new_epoch(reply.producer_id, reply.producer_epoch)
+        return True
+
+    def _add_to_transaction(self) -> set | None:
+        """Partitions the coordinator knows to be in the transaction (None: not transactional)."""
+        if self.transaction is None:
+            return None
+        waiting = self.policy.waiting()
+        try:
+            return self.transaction.add_partitions(waiting)
+        except RiverlogError as e:
+            log.debug("AddPartitionsToTxn failed: %r", e)
+            if not e.retriable:
+                for batch in self.policy.drop_queued(waiting):
+                    self.report(batch, e)
+            return set()
+
+
+def _charge(chunk, records) -> int:
+    """The buffer.memory bytes a chunk was charged when produced."""
+    if isinstance(chunk, _TableChunk):
+        return records.get_total_buffer_size()
+    return int(record_sizes(records).sum())
+
+
+def _spread_charge(batches: list[ProducerBatch], charged: int) -> None:
+    total = sum(b.count for b in batches) or 1
+    left = charged
+    for i, batch in enumerate(batches):
+        share = left if i == len(batches) - 1 else charged * batch.count // total
+        batch.size_charged = share
+        left -= share
