@@ -273,7 +273,9 @@ class Consumer:
                 self._check_open()
                 if state.events:
                     return state.events.popleft()
-                chunk = self._head()
+                chunk = state.head()
+                if state.room:
+                    self._wake_fetcher()
                 if chunk is not None:
                     return state.take_one(chunk)
                 if not self._wait(deadline):
@@ -336,10 +338,14 @@ class Consumer:
         return pa.Table.from_batches(parts, schema=BATCH_SCHEMA)
 
     def _head(self):
-        chunk, dropped = self._fetch_state.head()
-        if dropped:
-            self._fetcher.wake()  # room in the queue
+        chunk = self._fetch_state.head()
+        if self._fetch_state.room:
+            self._wake_fetcher()
         return chunk
+
+    def _wake_fetcher(self) -> None:
+        self._fetch_state.room = False
+        self._fetcher.wake()  # room in the queue
 
     def _deadline(self, timeout: float | None) -> float | None:
         if timeout is None or timeout < 0:

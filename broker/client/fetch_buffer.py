@@ -2,10 +2,10 @@
 
 Kafka's consumer calls these its completed fetches and its fetch buffer. The fetcher appends
 chunks as responses are decoded; ``poll()`` walks the head chunk record by record
-(:meth:`FetchBuffer.take_one`) and ``poll_batch()`` slices it (:meth:`FetchBuffer.take_slice`).
-Either returns the position that follows what it handed out, and the owner
-(:class:`broker.client.fetch_state.FetchState`) records it: the buffer knows records, not
-partitions' lifecycles.
+(``FetchState.take_one``, where the position moves in the same step: it runs once per record) and
+``poll_batch()`` slices it (:meth:`FetchBuffer.take_slice`).
+The owner (:class:`broker.client.fetch_state.FetchState`) decides which chunk is current and
+records the positions that follow: the buffer knows records, not partitions' lifecycles.
 
 Bytes are counted so prefetching stops at ``queued.max.messages.kbytes``. An error event that must
 keep its place among a partition's records (a batch that could not be decoded) is a chunk with no
@@ -16,13 +16,11 @@ Not thread-safe: the consumer calls it under its own lock.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-from broker.client.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
 from broker.errors import RiverlogError
 from broker.records.arrow_body import SCHEMA
 
@@ -53,6 +51,15 @@ class Chunk:
     @property
     def remaining(self) -> int:
         return self.records.num_rows - self.cursor
+
+    def python_rows(self) -> tuple:
+        """(keys, values, timestamps, headers or None) as Python lists, made once per chunk when
+        ``poll()`` first walks it: one conversion per column instead of one per record."""
+        if self.rows is None:
+            r = self.records
+            self.rows = (r.column(0).to_pylist(), r.column(1).to_pylist(), r.column(2).to_pylist(),
+                         r.column(3).to_pylist() if r.column(3).null_count < r.num_rows else None)
+        return self.rows
 
     def next_position(self, after: int) -> int:
         """The position once the records up to ``after`` are taken: past the markers and aborted
@@ -93,39 +100,9 @@ class FetchBuffer:
         return next((c for c in reversed(self.chunks)
                      if (c.topic, c.partition) == key and c.generation == generation), None)
 
-    def head(self, current: Callable[[Chunk], bool]) -> tuple[Chunk | None, bool]:
-        """(the first chunk still wanted, whether any were dropped on the way): a chunk of a
-        partition no longer assigned, of an older generation, or used up is let go."""
-        dropped = False
-        while self.chunks:
-            chunk = self.chunks[0]
-            if not current(chunk) or (chunk.remaining == 0 and chunk.error is None):
-                self.chunks.popleft()
-                self.queued_bytes -= chunk.records.nbytes
-                dropped = True
-                continue
-            return chunk, dropped
-        return None, dropped
-
-    def take_one(self, chunk: Chunk) -> tuple[Message, int | None]:
-        """(the head chunk's next record as a Message, the position after it). An error chunk
-        gives its event and no position: the position already stands at the bad batch."""
-        if chunk.error is not None:
-            self.chunks.popleft()
-            return Message(chunk.topic, chunk.partition, chunk.base_offset, error=chunk.error), None
-        if chunk.rows is None:
-            r = chunk.records
-            chunk.rows = (r.column(0).to_pylist(), r.column(1).to_pylist(), r.column(2).to_pylist(),
-                          r.column(3).to_pylist() if r.column(3).null_count < r.num_rows else None)
-        keys, values, stamps, headers = chunk.rows
-        i = chunk.cursor
-        chunk.cursor += 1
-        offset = chunk.base_offset + i
-        h = headers[i] if headers is not None else None
-        message = Message(chunk.topic, chunk.partition, offset, keys[i], values[i],
-                          None if h is None else [(e["key"], e["value"]) for e in h], stamps[i],
-                          TIMESTAMP_LOG_APPEND_TIME if chunk.log_append_time else TIMESTAMP_CREATE_TIME)
-        return message, chunk.next_position(offset + 1)
+    def pop_head(self) -> None:
+        chunk = self.chunks.popleft()
+        self.queued_bytes -= chunk.records.nbytes
 
     @staticmethod
     def take_slice(chunk: Chunk, n: int) -> tuple[pa.RecordBatch, int]:

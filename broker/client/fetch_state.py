@@ -7,7 +7,7 @@ and how a fetch response or error moves it. Pure: no threads, no gRPC; time come
     parts, resets = state.to_fetch(node=1, leader_of=lambda t, p: 1)   # [(("orders", 0), 42, 0)], []
     if state.on_fetched(("orders", 0), 0, high_watermark=50, log_start_offset=0, next_offset=50):
         state.on_decoded(("orders", 0), 0, 42, decoded, None, 50, 50)  # chunks queued for poll()
-    message = state.take_one(state.head()[0])                          # position moves to 43
+    message = state.take_one(state.head())                             # position moves to 43
 
 A partition's fetch lifecycle is an explicit state machine (``FETCH_PHASES``), as Kafka's
 ``SubscriptionState`` has its fetch states:
@@ -38,7 +38,8 @@ import logging
 from collections.abc import Callable
 
 from broker.client.fetch_buffer import NO_RECORDS, Chunk, FetchBuffer
-from broker.client.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, Message, TopicPartition
+from broker.client.message import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME,
+                                   TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition)
 from broker.clock import Clock
 from broker.errors import OffsetOutOfRangeError, PartitionEOF, RiverlogError
 from broker.state_machine import Transitions
@@ -101,6 +102,7 @@ class FetchState:
         self.buffer = FetchBuffer(queue_limit_bytes)
         self.events: collections.deque[Message] = collections.deque()
         self._next_refresh = 0.0
+        self.room = False  # head() let chunks go since the owner last looked: wake the fetcher
 
     # ------------------------------------------------------------------------ the application's side
     def assign(self, partitions: list[TopicPartition]) -> None:
@@ -151,18 +153,39 @@ class FetchState:
         state = self.partitions.get(key)
         return (state.log_start_offset, state.high_watermark) if state else (-1, -1)
 
-    def head(self) -> tuple[Chunk | None, bool]:
-        """(the chunk poll() reads next, whether stale chunks were let go: room to prefetch)."""
-        def current(chunk: Chunk) -> bool:
-            state = self.partitions.get((chunk.topic, chunk.partition))
-            return state is not None and state.generation == chunk.generation
-        return self.buffer.head(current)
+    def head(self) -> Chunk | None:
+        """The chunk poll() reads next. Chunks of partitions no longer assigned, of older
+        generations, or used up are let go on the way, and ``room`` tells the owner to wake the
+        fetcher (prefetching may go on)."""
+        chunks = self.buffer.chunks
+        partitions = self.partitions
+        while chunks:
+            chunk = chunks[0]
+            state = partitions.get((chunk.topic, chunk.partition))
+            if state is None or state.generation != chunk.generation or (chunk.remaining == 0
+                                                                         and chunk.error is None):
+                self.buffer.pop_head()
+                self.room = True
+                continue
+            return chunk
+        return None
 
     def take_one(self, chunk: Chunk) -> Message:
-        message, position = self.buffer.take_one(chunk)
-        if position is not None:
-            self.partitions[(chunk.topic, chunk.partition)].position = position
-        return message
+        """The head chunk's next record, or its error event (the position already stands at the
+        bad batch); the position moves past the record. Inlined: it runs once per record."""
+        if chunk.error is not None:
+            self.buffer.pop_head()
+            return Message(chunk.topic, chunk.partition, chunk.base_offset, error=chunk.error)
+        keys, values, stamps, headers = chunk.rows or chunk.python_rows()
+        i = chunk.cursor
+        chunk.cursor += 1
+        offset = chunk.base_offset + i
+        self.partitions[(chunk.topic, chunk.partition)].position = chunk.next_position(offset + 1) \
+            if chunk.cursor == chunk.records.num_rows else offset + 1
+        h = headers[i] if headers is not None else None
+        return Message(chunk.topic, chunk.partition, offset, keys[i], values[i],
+                       None if h is None else [(e["key"], e["value"]) for e in h], stamps[i],
+                       TIMESTAMP_LOG_APPEND_TIME if chunk.log_append_time else TIMESTAMP_CREATE_TIME)
 
     def take_slice(self, chunk: Chunk, n: int):
         batch, position = self.buffer.take_slice(chunk, n)

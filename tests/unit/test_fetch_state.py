@@ -43,7 +43,7 @@ def drain(state: FetchState) -> list[int]:
         if state.events:
             offsets.append(("event", state.events.popleft()))
             continue
-        chunk, _ = state.head()
+        chunk = state.head()
         if chunk is None:
             return offsets
         message = state.take_one(chunk)
@@ -145,7 +145,7 @@ def test_seek_drops_what_was_prefetched():
     state = make()
     state.assign([TopicPartition("orders", 0, 0)])
     deliver(state, TP0, 0, 10)
-    state.take_one(state.head()[0])
+    state.take_one(state.head())
     state.seek(TP0, 3)
     assert state.buffer.queued_bytes == 0
     assert drain(state) == []
@@ -157,7 +157,7 @@ def test_markers_after_the_last_record_move_the_position_once_it_is_taken():
     state.assign([TopicPartition("orders", 0, 0)])
     state.on_fetched(TP0, 0, 100, 0, 6)
     state.on_decoded(TP0, 0, 0, [decoded(0, 3)], None, 6, 100)  # offsets 3..5: a marker, an aborted batch
-    state.take_one(state.head()[0])
+    state.take_one(state.head())
     assert state.position(TP0) == 1
     drain(state)
     assert state.position(TP0) == 6
@@ -175,7 +175,7 @@ def test_poll_batch_slices_keep_offsets_and_position():
     state = make()
     state.assign([TopicPartition("orders", 0, 10)])
     deliver(state, TP0, 10, 5)
-    chunk, _ = state.head()
+    chunk = state.head()
     batch = state.take_slice(chunk, 2)
     assert batch.schema == BATCH_SCHEMA
     assert batch.column(2).to_pylist() == [10, 11]
@@ -188,10 +188,10 @@ def test_the_buffer_limit_stops_prefetching_until_the_application_takes_records(
     deliver(state, TP0, 0, 3)
     assert state.wanted() == []
     assert state.to_fetch(1, leader_1) == ([], [])
-    chunk, _ = state.head()
+    chunk = state.head()
     for _ in range(3):
         state.take_one(chunk)
-    assert state.head() == (None, True)  # the used-up chunk is let go: room to fetch again
+    assert state.head() is None and state.room  # the used-up chunk is let go: room to fetch again
     assert state.to_fetch(1, leader_1)[0] == [(TP0, 3, 0)]
 
 
@@ -336,7 +336,7 @@ def test_delivered_offsets_are_contiguous_between_seeks(steps):
             deliver(state, TP0, s.fetch_offset, n, generation=s.generation)
         elif op == "take":
             for _ in range(n):
-                chunk, _ = state.head()
+                chunk = state.head()
                 if chunk is None:
                     break
                 assert state.take_one(chunk).offset() == expected
