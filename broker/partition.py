@@ -10,11 +10,17 @@ leader-epoch cache, so a replica that returns after a failure can find where its
 Every append and high-watermark move bumps the broker-wide :class:`AppendNotifier` so long-polling
 fetches and waiting produces wake.
 
+Leadership is an explicit state machine (:class:`Leadership`, :data:`LEADERSHIP`): a partition opens
+as a follower, moves between follower and leader as the metadata says, and ends closed (broker
+shutdown, or the partition removed from this broker). Every change is checked under the lock, so a
+closed partition whose log is gone can never be made leader again by a late metadata update.
+
 Threading: every method takes ``self.lock``; reads copy what they need under it. ``hw_changed``
 (a condition on the same lock) wakes ``acks=all`` produces.
 """
 from __future__ import annotations
 
+import enum
 import threading
 import time
 from typing import Callable, NamedTuple
@@ -26,12 +32,31 @@ from broker.errors import (FencedLeaderEpochError, InvalidProducerEpochError, In
 from broker.records.batch import HEADER_SIZE, iter_headers, validate_batches
 from broker.records.control import marker_batch
 from broker.replication.leader_state import LeaderState
+from broker.state_machine import Transitions
 from broker.storage import cleaner, retention
 from broker.storage.leader_epoch_cache import LeaderEpochCache
 from broker.storage.producer_state import ProducerStateManager
 from broker.storage.log import AppendInfo, Log
 
-LEADER, FOLLOWER = "leader", "follower"
+
+class Leadership(enum.StrEnum):
+    """This broker's role for one partition. A ``StrEnum`` whose values are the names the role
+    always had, so ``partition.role == "leader"`` keeps meaning what it did."""
+
+    FOLLOWER = "follower"  # appends the leader's batches (also before the first metadata: not serving)
+    LEADER = "leader"      # assigns offsets, tracks the ISR, answers clients
+    CLOSED = "closed"      # log closed (shutdown or removal): serves nothing, never reopens
+
+
+LEADER, FOLLOWER, CLOSED = Leadership.LEADER, Leadership.FOLLOWER, Leadership.CLOSED
+
+#: Staying leader is a new ISR or partition epoch; staying follower a new leader or epoch. A
+#: closed partition is final: hosting the partition again opens a new ``Partition`` on a new log.
+LEADERSHIP: Transitions[Leadership] = Transitions("partition leadership", {
+    FOLLOWER: {FOLLOWER, LEADER, CLOSED},
+    LEADER: {LEADER, FOLLOWER, CLOSED},
+    CLOSED: set(),
+})
 
 
 class AppendNotifier:
@@ -96,7 +121,7 @@ class Partition:
         self.hw_changed = threading.Condition(self.lock)
         self.epochs = LeaderEpochCache.load(log.directory)
         self.epochs.truncate_from_end(log.log_end_offset)
-        self.role = FOLLOWER
+        self.role: Leadership = FOLLOWER  # changed only by _move_to
         self.leader_id = -1
         self.leader_epoch = -1
         self.partition_epoch = -1
@@ -113,8 +138,8 @@ class Partition:
         snapshot is missing or runs past ``upto``, the log end)."""
         end = self.log.log_end_offset if upto is None else upto
         start = self.producers.load()
-        if start > end:
-            self.producers.producers = {}
+        if start > end:  # the snapshot knows of batches that are gone: rebuild all from the log
+            self.producers.producers, self.producers.aborted = {}, []
             start = 0
         self.producers.replay(self.log.batches(max(start, self.log.log_start_offset)))
 
@@ -125,9 +150,14 @@ class Partition:
     def is_leader(self) -> bool:
         return self.role == LEADER
 
+    def _move_to(self, role: Leadership) -> None:
+        """Every change of role, checked against :data:`LEADERSHIP`; called with the lock held."""
+        self.role = LEADERSHIP.move(self.role, role)
+
     # ------------------------------------------------------------------------------ roles
     def make_leader(self, leader_epoch: int, partition_epoch: int, replicas: list[int], isr: list[int]) -> None:
         with self.lock:
+            LEADERSHIP.move(self.role, LEADER)  # checked before anything changes
             leo = self.log.log_end_offset
             if self.role != LEADER or leader_epoch != self.leader_epoch:
                 self.epochs.assign(leader_epoch, leo)
@@ -135,7 +165,8 @@ class Partition:
                                                 leo, self.high_watermark, self.clock.time_ms())
             else:
                 self.leader_state.set_isr(list(isr))
-            self.role, self.leader_id, self.leader_epoch = LEADER, self.node_id, leader_epoch
+            self._move_to(LEADER)
+            self.leader_id, self.leader_epoch = self.node_id, leader_epoch
             self.partition_epoch, self.replicas, self.isr = partition_epoch, list(replicas), list(isr)
             self._advance_hw()
 
@@ -144,7 +175,8 @@ class Partition:
         """Returns True when the leader or epoch changed (the fetcher must re-check for divergence)."""
         with self.lock:
             changed = self.role != FOLLOWER or leader_epoch != self.leader_epoch or leader_id != self.leader_id
-            self.role, self.leader_id, self.leader_epoch = FOLLOWER, leader_id, leader_epoch
+            self._move_to(FOLLOWER)
+            self.leader_id, self.leader_epoch = leader_id, leader_epoch
             self.partition_epoch, self.replicas, self.isr = partition_epoch, list(replicas), list(isr)
             self.leader_state = None
             self.hw_changed.notify_all()  # waiting acks=all produces fail: we no longer lead
@@ -361,7 +393,7 @@ class Partition:
                 return
             self.log.truncate_fully_and_start_at(offset)
             self.epochs.clear()
-            self.producers.producers = {}
+            self.producers.producers, self.producers.aborted = {}, []
             self.producers.snapshot(offset)
             self.high_watermark = offset
 
@@ -512,9 +544,21 @@ class Partition:
             self.log.maybe_flush_on_time()
 
     def close(self) -> None:
+        """Broker shutdown: snapshot the producer state and close the log. Closing twice is a no-op."""
         with self.lock:
-            self.role = FOLLOWER
-            self.hw_changed.notify_all()
+            if self.role == CLOSED:
+                return
+            self._move_to(CLOSED)
+            self.hw_changed.notify_all()  # waiting acks=all produces fail: we no longer lead
             self.producers.truncate(self.log.log_start_offset)
             self.producers.snapshot(self.log.log_end_offset)
             self.log.close()
+
+    def close_for_removal(self) -> None:
+        """The partition left this broker and its directory is about to go: close without flushing."""
+        with self.lock:
+            if self.role == CLOSED:
+                return
+            self._move_to(CLOSED)
+            self.hw_changed.notify_all()
+            self.log.close_without_flush()

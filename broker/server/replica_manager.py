@@ -8,7 +8,9 @@ expand caught-up ones) are sent to the controller by one background thread; the 
 produce comes back through :meth:`apply_image` like any other change.
 
 Threading: ``apply_image`` runs on the broker's metadata thread; lookups come from request threads
-and take ``self.lock`` only for the dict.
+and take ``self.lock`` only for the dict. ``apply_image`` and ``close`` exclude each other
+(``self._apply_lock``): the metadata thread is not joined at shutdown, and a closed partition may
+never change role again (its leadership table has no way out of ``closed``).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from broker.clock import Clock
 from broker.config import TOPIC_CONFIG, Config, topic_defaults
 from broker.errors import NotLeaderOrFollowerError, RiverlogError, UnknownTopicOrPartitionError
 from broker.metadata.image import MetadataImage, TopicImage
-from broker.partition import AppendNotifier, Partition
+from broker.partition import FOLLOWER, LEADER, AppendNotifier, Partition
 from broker.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,8 @@ class ReplicaManager:
         self.notifier = AppendNotifier()
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.lock = threading.RLock()
+        self._apply_lock = threading.Lock()
+        self._closed = False
         self.image = MetadataImage()
         self.on_isr_candidate = None  # set by the broker: schedule an ISR check for a partition
         self.on_fault = _log_fault  # set by the broker: ``on_fault(message, exception)`` counts and logs
@@ -85,8 +89,13 @@ class ReplicaManager:
 
         A partition that fails to open, change role or be removed is reported to ``on_fault``
         (Kafka logs it and counts a metadata apply error) and does not hold up the others; one that
-        failed to open is tried again on the next change.
+        failed to open is tried again on the next change. Nothing is applied once closed.
         """
+        with self._apply_lock:
+            if not self._closed:
+                self._apply_image(image)
+
+    def _apply_image(self, image: MetadataImage) -> None:
         self.image = image
         seen = set()
         for topic in image.topics.values():
@@ -131,12 +140,12 @@ class ReplicaManager:
 
     def _apply_state(self, partition: Partition, state) -> None:
         if state.leader == self.node_id:
-            if partition.role != "leader" or partition.leader_epoch != state.leader_epoch \
+            if partition.role != LEADER or partition.leader_epoch != state.leader_epoch \
                     or partition.partition_epoch != state.partition_epoch:
                 self.fetchers.remove(partition)
                 partition.make_leader(state.leader_epoch, state.partition_epoch, state.replicas, state.isr)
                 self.notifier.bump()
-        elif partition.role != "follower" or partition.leader_epoch != state.leader_epoch \
+        elif partition.role != FOLLOWER or partition.leader_epoch != state.leader_epoch \
                 or partition.leader_id != state.leader or partition.partition_epoch != state.partition_epoch:
             changed = partition.make_follower(state.leader, state.leader_epoch, state.partition_epoch,
                                               state.replicas, state.isr)
@@ -151,10 +160,7 @@ class ReplicaManager:
         if partition is None:
             return
         self.fetchers.remove(partition)
-        with partition.lock:
-            partition.role = "follower"
-            partition.hw_changed.notify_all()
-            partition.log.close_without_flush()
+        partition.close_for_removal()
         self.logs.remove_dir(partition.topic, partition.index, partition.topic_id)
 
     # ------------------------------------------------------------------------------ upkeep
@@ -200,6 +206,8 @@ class ReplicaManager:
                 log.info("%s-%d: forgot %d idle producer(s)", partition.topic, partition.index, len(gone))
 
     def close(self) -> None:
+        with self._apply_lock:
+            self._closed = True
         self.fetchers.close()
         for partition in list(self.partitions.values()):
             partition.close()
