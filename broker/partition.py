@@ -20,7 +20,6 @@ Threading: every method takes ``self.lock``; reads copy what they need under it.
 """
 from __future__ import annotations
 
-import enum
 import threading
 import time
 from typing import Callable, NamedTuple
@@ -32,14 +31,14 @@ from broker.errors import (FencedLeaderEpochError, InvalidProducerEpochError, In
 from broker.records.batch import HEADER_SIZE, iter_headers, validate_batches
 from broker.records.control import marker_batch
 from broker.replication.leader_state import LeaderState
-from broker.state_machine import Transitions
+from broker.state_machine import StrEnum, Transitions
 from broker.storage import cleaner, retention
 from broker.storage.leader_epoch_cache import LeaderEpochCache
 from broker.storage.producer_state import ProducerStateManager
 from broker.storage.log import AppendInfo, Log
 
 
-class Leadership(enum.StrEnum):
+class Leadership(StrEnum):
     """This broker's role for one partition. A ``StrEnum`` whose values are the names the role
     always had, so ``partition.role == "leader"`` keeps meaning what it did."""
 

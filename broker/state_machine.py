@@ -23,6 +23,17 @@ from typing import Generic, TypeVar
 S = TypeVar("S", bound=enum.Enum)
 
 
+class StrEnum(str, enum.Enum):
+    """An enum whose members are their string values (``enum.StrEnum`` arrived only in Python
+    3.11; Riverlog runs on 3.10): states compare equal to, print as and serialise to their names."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
 class IllegalStateTransition(AssertionError):
     """A move the owner's transition table does not allow: a bug in the caller, never retried."""
 

@@ -28,7 +28,6 @@ Records: key ``{"type": "txn", "id": transactional_id}``, value the metadata bel
 """
 from __future__ import annotations
 
-import enum
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -37,12 +36,12 @@ from broker.errors import (ConcurrentTransactionsError, InvalidProducerEpochErro
                            InvalidTxnStateError, InvalidTxnTimeoutError, ProducerFencedError,
                            TransactionalIdNotFoundError)
 from broker.records.compacted import latest_values
-from broker.state_machine import Transitions
+from broker.state_machine import StrEnum, Transitions
 
 TXN_TOPIC = "__transaction_state"
 
 
-class TransactionState(enum.StrEnum):
+class TransactionState(StrEnum):
     """Where one ``transactional.id``'s transaction is. The values are Kafka's state names: they are
     what ``__transaction_state`` records hold (records written before this enum existed load as
     they are), what ListTransactions/DescribeTransactions answer and what ``riverlog transactions``
