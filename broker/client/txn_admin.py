@@ -4,6 +4,14 @@
     admin.describe_transactions(["billing-app-1"])["billing-app-1"].result()   # TransactionDescription
     admin.abort_transaction("billing-app-1").result()                    # (producer_id, new producer_epoch)
     admin.describe_producers([TopicPartition("invoices", 0)])[tp].result()   # PartitionProducers
+    admin.commit_transactions([handle])[handle.transactional_id].result()    # None: committed
+    admin.abort_transactions([handle])[handle.transactional_id].result()     # None: aborted
+
+A :class:`TransactionHandle` (``Producer.transaction_handle()``) names one open transaction: its
+transactional.id, producer id and epoch. ``commit_transactions`` and ``abort_transactions`` end
+transactions by their handles from any process, after the producers that opened them are gone:
+they send the EndTxn that each producer's own ``commit_transaction()``/``abort_transaction()``
+would have sent. This is how one process commits what many wrote (:mod:`broker.client.exactly_once`).
 
 A transactional.id's requests go to its transaction coordinator (the leader of its
 ``__transaction_state`` partition); ``describe_producers`` asks each partition's leader.
@@ -14,7 +22,7 @@ aborts it and bumps the producer epoch, so the producer that opened it is fenced
 """
 from __future__ import annotations
 
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from broker.client.coordinator import CoordinatorClient
@@ -24,6 +32,21 @@ from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import grouped
 
 TRANSACTIONAL_ID = 1  # FindCoordinator key_type of a transactional.id
+
+
+@dataclass(frozen=True)
+class TransactionHandle:
+    """One open transaction, enough to end it without its producer: what
+    ``Producer.transaction_handle()`` hands out and ``AdminClient.commit_transactions`` takes.
+
+        handle = producer.transaction_handle()      # after produce() and flush(), before commit
+        admin.commit_transactions([handle])[handle.transactional_id].result()
+
+    Small, immutable and picklable, so it can travel from the process that wrote to the one that
+    decides (a Spark executor to its driver)."""
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
 
 
 @dataclass
@@ -143,6 +166,50 @@ class TransactionAdmin:
                 "AbortTransaction", pb.AbortTransactionRequest(transactional_id=transactional_id), request_timeout)
             return [(transactional_id, (r.producer_id, r.producer_epoch))]
         return self._fan_out([transactional_id], call, lambda r: r)[transactional_id]
+
+    def commit_transactions(self, handles: list[TransactionHandle],
+                            request_timeout: float | None = None) -> dict[str, Future]:
+        """Commit each handle's transaction; a future per transactional.id, resolving to None.
+
+        Committing a transaction that this handle already committed succeeds again, so a process
+        that restarts in the middle may simply repeat itself. A transaction that can no longer
+        commit fails its future: ProducerFencedError or InvalidProducerEpochError (a newer epoch
+        took the transactional.id over, e.g. the coordinator aborted it after
+        ``transaction.timeout.ms``), InvalidTxnStateError, TransactionalIdNotFoundError (expired).
+        The handles are ended in parallel."""
+        return self._end_by_handles(handles, True, request_timeout)
+
+    def abort_transactions(self, handles: list[TransactionHandle],
+                           request_timeout: float | None = None) -> dict[str, Future]:
+        """Abort each handle's transaction; a future per transactional.id, resolving to None.
+
+        Unlike :meth:`abort_transaction` (by id: whatever is open, and the producer is fenced),
+        this ends exactly the handle's transaction with the handle's own epoch, as its producer's
+        ``abort_transaction()`` would: a newer epoch of the same id is left alone (the future
+        fails with ProducerFencedError or InvalidProducerEpochError)."""
+        return self._end_by_handles(handles, False, request_timeout)
+
+    def _end_by_handles(self, handles: list[TransactionHandle], commit: bool,
+                        timeout: float | None) -> dict[str, Future]:
+        by_id = {h.transactional_id: h for h in handles}
+
+        def end(handle: TransactionHandle):
+            try:
+                self._txn_coordinator(handle.transactional_id).call("EndTxn", pb.EndTxnRequest(
+                    transactional_id=handle.transactional_id, producer_id=handle.producer_id,
+                    producer_epoch=handle.producer_epoch, commit=commit), timeout)
+                return None
+            except RiverlogError as e:
+                return e
+
+        def call():
+            # One admin call, its EndTxns side by side: each waits for its own coordinator.
+            if len(by_id) <= 1:
+                return [(txn_id, end(h)) for txn_id, h in by_id.items()]
+            with ThreadPoolExecutor(min(16, len(by_id)), thread_name_prefix="riverlog-end-txn") as pool:
+                outcomes = {txn_id: pool.submit(end, h) for txn_id, h in by_id.items()}
+                return [(txn_id, f.result()) for txn_id, f in outcomes.items()]
+        return self._fan_out(list(by_id), call, lambda results: results)
 
     def describe_producers(self, partitions: list[TopicPartition],
                            request_timeout: float | None = None) -> dict[TopicPartition, Future]:

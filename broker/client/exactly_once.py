@@ -1,0 +1,346 @@
+"""Exactly-once writes by many producers, committed by one process: decide, record, then end.
+
+An *owner* (a Spark sink, a Streams application, a Connect task) writes its output in numbered
+*batches*. Every *task* of a batch writes each *attempt* inside its own transaction, named by
+:func:`transactional_id` (owner, batch, task, attempt), and hands its :class:`TransactionHandle`
+(``Producer.transaction_handle()``) to one committer, without committing. The committer then:
+
+1. **decides**: the attempts that make up the batch (a :class:`Decision`);
+2. **records** the decision durably (``acks=all``) in the compacted topic :data:`DECISIONS_TOPIC`;
+3. **ends** the transactions: commits exactly the decided ones by their handles, and aborts every
+   other open transaction of the batch (failed, killed, speculative or earlier-run attempts).
+
+Because the decision is recorded before any transaction ends, a committer that dies midway leaves
+enough behind: the replay of the same batch finds the decision, its tasks write nothing
+(:data:`SKIP`), and its commit finishes exactly the recorded transactions (committing one twice
+is harmless). The decisions are pure functions at the top of this module; :class:`DecisionLog`
+and :class:`ExactlyOnce` carry them out with the public client.
+
+    eo = ExactlyOnce({"bootstrap.servers": servers}, owner="clicks-per-minute")
+    if eo.write_action(batch) == WRITE:                                      # in each task
+        p = Producer({"bootstrap.servers": servers, "transactional.id": eo.transactional_id(batch, task, 0)})
+        p.init_transactions(); p.begin_transaction(); p.produce(...); p.flush()
+        handle = p.transaction_handle()                                      # sent to the committer
+    eo.commit(batch, handles)                                                # in the committer
+
+**Decision records** (the format this module owns): key = the owner id in UTF-8; value = compact
+JSON ``{"attempts": [{"producer_epoch": E, "producer_id": P, "transactional_id": T}, ...],
+"batch_id": B, "sink_id": OWNER}`` with sorted keys. The ``sink_id`` name predates Streams and
+Connect; it stays so that decisions recorded earlier still read. Only an owner's latest decision
+matters (the replay is of the last batch at most, and batch ids only grow), so the topic is
+compacted and a lookup reads the partition backwards from its end in windows: it costs the same
+however long the topic is.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from dataclasses import asdict, dataclass, field
+
+from broker.client.admin import AdminClient, NewTopic
+from broker.client.consumer import Consumer
+from broker.client.message import TopicPartition
+from broker.client.producer import Producer
+from broker.client.txn_admin import TransactionHandle
+from broker.errors import (ApplicationRecoverableError, InvalidConfigError, InvalidTxnStateError, RiverlogError,
+                           TopicAlreadyExistsError, TransactionalIdNotFoundError, UnknownTopicOrPartitionError)
+
+log = logging.getLogger(__name__)
+
+WRITE, SKIP = "write", "skip"
+DECISIONS_TOPIC = "riverlog-sink-commits"
+_ATTEMPT_TAIL = re.compile(r"\d+-\d+")  # "{task}-{attempt}" after an owner's batch prefix
+
+
+# ------------------------------------------------------------------------------ pure decisions
+def transactional_id(owner: str, batch_id: int, task: int, attempt: int) -> str:
+    """One id per task attempt: a retried or speculative attempt never shares a producer."""
+    return f"{batch_prefix(owner, batch_id)}{task}-{attempt}"
+
+
+def batch_prefix(owner: str, batch_id: int) -> str:
+    """The start of every attempt's id in one batch ("s-1-" does not start "s-10-0-0")."""
+    return f"{owner}-{batch_id}-"
+
+
+def in_batch(txn_id: str, owner: str, batch_id: int) -> bool:
+    """Whether ``txn_id`` is an attempt of this batch of this owner, and not merely starts like one:
+    owner "a", batch 1 has prefix "a-1-", which also starts owner "a-1"'s batch 2 ("a-1-2-0-0")."""
+    prefix = batch_prefix(owner, batch_id)
+    return txn_id.startswith(prefix) and _ATTEMPT_TAIL.fullmatch(txn_id[len(prefix):]) is not None
+
+
+@dataclass
+class Decision:
+    """The attempts whose transactions make up ``batch_id`` of ``owner``, decided to commit."""
+    owner: str
+    batch_id: int
+    attempts: list[TransactionHandle] = field(default_factory=list)
+
+    def key(self) -> bytes:
+        return decision_key(self.owner)
+
+    def to_value(self) -> bytes:
+        return json.dumps({"sink_id": self.owner, "batch_id": self.batch_id,
+                           "attempts": [asdict(a) for a in self.attempts]},
+                          sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_value(cls, raw: bytes) -> "Decision":
+        v = json.loads(raw)
+        return cls(v["sink_id"], v["batch_id"], [TransactionHandle(**a) for a in v["attempts"]])
+
+    def transactional_ids(self) -> set[str]:
+        return {a.transactional_id for a in self.attempts}
+
+
+def decision_key(owner: str) -> bytes:
+    return owner.encode()
+
+
+class OwnerReusedError(InvalidConfigError):
+    """An owner asked about a batch older than one it already decided: a new run (a new
+    checkpoint) that reuses an old owner id. ``details``: owner, batch_id, decided_batch_id."""
+
+
+def write_action(decision: Decision | None, batch_id: int) -> str:
+    """What a task of ``batch_id`` does, given its owner's latest decision: WRITE, or SKIP when the
+    batch is already decided (a replay after the committer died between deciding and ending)."""
+    if decision is None or decision.batch_id < batch_id:
+        return WRITE
+    if decision.batch_id == batch_id:
+        return SKIP
+    raise OwnerReusedError(
+        f"'{decision.owner}' already committed batch {decision.batch_id}, later than batch {batch_id}: an "
+        "owner id belongs to one sequence of batches; give a new run a new owner id",
+        config="owner", owner=decision.owner, batch_id=batch_id, decided_batch_id=decision.batch_id)
+
+
+def decide(recorded: Decision | None, owner: str, batch_id: int,
+           attempts: list[TransactionHandle]) -> tuple[Decision, bool]:
+    """The decision to carry out for ``batch_id`` and whether it still has to be recorded.
+
+    A decision already recorded for this batch wins over the attempts reported now: it is what an
+    earlier committer may have started carrying out, and the replay's tasks wrote nothing.
+    """
+    if recorded is not None and recorded.batch_id == batch_id:
+        return recorded, False
+    write_action(recorded, batch_id)  # a later recorded batch is refused here too
+    return Decision(owner, batch_id, sorted(attempts, key=lambda a: a.transactional_id)), True
+
+
+def on_abort(recorded: Decision | None, batch_id: int,
+             attempts: list[TransactionHandle]) -> tuple[Decision | None, list[TransactionHandle]]:
+    """A failed batch: the decision that still stands (one recorded for this very batch, which its
+    replay will commit, so it is never aborted) and the reported attempts to abort (all others)."""
+    decision = recorded if recorded is not None and recorded.batch_id == batch_id else None
+    keep = decision.transactional_ids() if decision is not None else set()
+    return decision, [a for a in attempts if a.transactional_id not in keep]
+
+
+def to_abort(open_ids: list[str], owner: str, batch_id: int, decision: Decision | None) -> list[str]:
+    """Open transactions of the batch's attempts that are not part of its decision: failed,
+    killed, speculative or earlier-run attempts. Their records must never become visible."""
+    keep = decision.transactional_ids() if decision is not None and decision.batch_id == batch_id else set()
+    return sorted(t for t in open_ids if in_batch(t, owner, batch_id) and t not in keep)
+
+
+# ------------------------------------------------------------------------------ the decisions topic
+_WINDOW = 256
+_created: set[tuple[str, str]] = set()
+_created_lock = threading.Lock()
+
+
+class DecisionLog:
+    """The compacted topic where committers record their decisions (format: the module's docstring).
+
+    ``config`` holds connection settings only (``bootstrap.servers``, ``request.timeout.ms``, ...)."""
+
+    def __init__(self, config: dict, topic: str = DECISIONS_TOPIC):
+        self.config = config
+        self.topic = topic
+
+    def ensure_topic(self) -> None:
+        """Create the topic once per process (a no-op when it exists)."""
+        with _created_lock:
+            if (self.config["bootstrap.servers"], self.topic) in _created:
+                return
+        admin = AdminClient(self.config)
+        try:
+            admin.create_topics([NewTopic(self.topic, 1, config={"cleanup.policy": "compact"})])[self.topic].result()
+        except TopicAlreadyExistsError:
+            pass
+        finally:
+            admin.close()
+        with _created_lock:
+            _created.add((self.config["bootstrap.servers"], self.topic))
+
+    def record(self, decision: Decision, timeout: float = 30.0) -> None:
+        """Write ``decision`` and wait until every in-sync replica has it."""
+        self.ensure_topic()
+        errors: list = []
+        producer = Producer({**self.config, "acks": "all", "enable.idempotence": True, "linger.ms": 0})
+        try:
+            producer.produce(self.topic, value=decision.to_value(), key=decision.key(), partition=0,
+                             on_delivery=lambda err, msg: err is not None and errors.append(err))
+            left = producer.flush(timeout)
+        finally:
+            producer.close(1)
+        if errors:
+            raise errors[0]
+        if left:
+            raise RiverlogError(f"the decision of batch {decision.batch_id} was not acknowledged in {timeout}s")
+
+    def latest(self, owner: str, timeout: float = 30.0) -> Decision | None:
+        """The last decision recorded for ``owner``, or None."""
+        key = decision_key(owner)
+        consumer = Consumer({**self.config, "group.id": "", "enable.auto.commit": False,
+                             "isolation.level": "read_uncommitted", "auto.offset.reset": "earliest"})
+        try:
+            tp = TopicPartition(self.topic, 0)
+            info = consumer.list_topics(self.topic, timeout).topics.get(self.topic)
+            if info is None or isinstance(info.error, UnknownTopicOrPartitionError):
+                return None  # nothing was ever decided on this cluster (offsets would wait for the topic)
+            if info.error is not None:
+                raise info.error
+            try:
+                low, high = consumer.get_watermark_offsets(tp, timeout)
+            except UnknownTopicOrPartitionError:
+                return None  # nothing was ever decided on this cluster
+            end = high
+            while end > low:
+                start = max(low, end - _WINDOW)
+                found = _last_with_key(consumer, tp, start, end, key, timeout)
+                if found is not None:
+                    return Decision.from_value(found)
+                end = start
+            return None
+        finally:
+            consumer.close()
+
+
+def _last_with_key(consumer: Consumer, tp: TopicPartition, start: int, end: int, key: bytes, timeout: float):
+    """The value of the last record with ``key`` in offsets [start, end) (compaction leaves gaps)."""
+    consumer.assign([TopicPartition(tp.topic, tp.partition, start)])
+    found = None
+    while True:
+        messages = consumer.consume(1000, min(timeout, 2.0))
+        if not messages:
+            return found
+        for m in messages:
+            if m.error() is not None:
+                raise RiverlogError(f"reading {tp.topic}: {m.error()}")
+            if m.offset() >= end:
+                return found
+            if m.key() == key:
+                found = m.value()
+            if m.offset() == end - 1:
+                return found
+
+
+# ------------------------------------------------------------------------------ carrying them out
+ONGOING = "Ongoing"
+# Answers that mean a handle can no longer end its transaction: fenced (Kafka's ApplicationRecoverable
+# category: ProducerFenced, InvalidProducerEpoch, InvalidProducerIdMapping), already ended the other
+# way, or its transactional.id expired.
+_CANNOT_END = (ApplicationRecoverableError, InvalidTxnStateError, TransactionalIdNotFoundError)
+
+
+class TransactionLostError(InvalidTxnStateError):
+    """A decided transaction can no longer commit (its coordinator aborted it, e.g. after
+    ``transaction.timeout.ms``): that part of the batch is lost and its owner must stop."""
+
+
+class ExactlyOnce:
+    """One owner's side of the protocol: what its tasks do, and its committer's decide, record, end.
+
+        eo = ExactlyOnce(config, "orders-enricher")
+        eo.write_action(7)                       # WRITE, or SKIP on the replay of a decided batch
+        eo.commit(7, handles)                    # decide, record, commit the handles, abort the rest
+        eo.abort(7, handles)                     # the batch failed: abort all but a recorded decision
+
+    ``config`` holds connection settings only; the admin client is made on first use, so tasks that
+    only ask :meth:`write_action` open none. Not thread-safe: one committer per owner.
+    """
+
+    def __init__(self, config: dict, owner: str, log: DecisionLog | None = None, timeout: float = 60.0):
+        self.config = config
+        self.owner = owner
+        self.log = log or DecisionLog(config)
+        self.timeout = timeout
+        self._admin: AdminClient | None = None
+
+    def transactional_id(self, batch_id: int, task: int, attempt: int) -> str:
+        return transactional_id(self.owner, batch_id, task, attempt)
+
+    def write_action(self, batch_id: int) -> str:
+        """WRITE, or SKIP when this batch is already decided (a replay): its tasks write nothing."""
+        return write_action(self.log.latest(self.owner), batch_id)
+
+    def commit(self, batch_id: int, attempts: list[TransactionHandle], record: bool = True) -> Decision:
+        """Decide ``batch_id`` from the attempts its tasks reported (or finish the decision already
+        recorded for it), record the decision, commit its transactions and abort every other open
+        attempt of the batch. ``record=False``: commit the attempts together without recording
+        (nothing then recognises a replay). Raises :class:`TransactionLostError` when a decided
+        transaction can no longer commit."""
+        if record:
+            decision, new = decide(self.log.latest(self.owner), self.owner, batch_id, attempts)
+            if new and decision.attempts:
+                self.log.record(decision)
+        else:
+            decision = Decision(self.owner, batch_id, list(attempts))
+        for txn_id, future in self.admin.commit_transactions(decision.attempts, self.timeout).items():
+            try:
+                future.result()
+            except _CANNOT_END as e:
+                raise TransactionLostError(
+                    f"batch {decision.batch_id} of '{decision.owner}': transaction '{txn_id}' was decided but can "
+                    f"no longer commit ({e.name}: {e}); its records are lost. Raise the producers' "
+                    "transaction.timeout.ms if the committer was down longer than it",
+                    transactional_id=txn_id) from e
+        self.abort_strays(batch_id, decision)
+        return decision
+
+    def abort(self, batch_id: int, attempts: list[TransactionHandle], record: bool = True) -> None:
+        """The batch failed: abort the reported attempts and every other open one of the batch,
+        except those of a decision already recorded for it (its replay commits them)."""
+        decision, doomed = on_abort(self.log.latest(self.owner) if record else None, batch_id, attempts)
+        for txn_id, future in self.admin.abort_transactions(doomed, self.timeout).items():
+            try:
+                future.result()
+            except _CANNOT_END as e:
+                log.debug("not aborting %s: %r", txn_id, e)  # ended or fenced already
+        self.abort_strays(batch_id, decision)
+
+    def abort_strays(self, batch_id: int, decision: Decision | None) -> list[str]:
+        """Abort every open transaction of the batch outside ``decision``, found by its id prefix
+        (attempts nobody reported: killed tasks, an earlier run's); returns their ids."""
+        listing = self.admin.list_transactions(self.timeout, states=[ONGOING],
+                                               prefix=batch_prefix(self.owner, batch_id)).result()
+        stray = to_abort([t.transactional_id for t in listing if t.state == ONGOING], self.owner, batch_id, decision)
+        futures = [self.admin.abort_transaction(txn_id, self.timeout) for txn_id in stray]
+        for future in futures:
+            try:
+                future.result()
+            except InvalidTxnStateError:
+                pass  # it ended meanwhile
+        return stray
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient(self.config)
+        return self._admin
+
+    def close(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+    def __enter__(self) -> "ExactlyOnce":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

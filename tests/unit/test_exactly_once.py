@@ -1,0 +1,101 @@
+"""The exactly-once protocol's pure decisions (broker.client.exactly_once): which attempts commit,
+how a replayed batch is recognised, which open transactions are aborted, and the record format."""
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from broker.client import TransactionHandle
+from broker.client.exactly_once import (SKIP, WRITE, Decision, OwnerReusedError, batch_prefix, decide, in_batch,
+                                        on_abort, to_abort, transactional_id, write_action)
+from broker.errors import InvalidConfigError
+
+pytestmark = pytest.mark.unit
+
+A = TransactionHandle("app-3-0-0", 7, 0)
+B = TransactionHandle("app-3-1-1", 8, 2)
+DECIDED = Decision("app", 3, [A, B])
+
+
+def test_each_attempt_has_its_own_transactional_id():
+    assert transactional_id("app", 3, 1, 2) == "app-3-1-2"
+    ids = {transactional_id("app", b, t, a) for b in range(3) for t in range(3) for a in range(3)}
+    assert len(ids) == 27
+    assert not transactional_id("app", 10, 0, 0).startswith(batch_prefix("app", 1))
+
+
+def test_a_new_batch_commits_exactly_the_attempts_reported_and_must_be_recorded():
+    decision, new = decide(Decision("app", 2, [A]), "app", 3, [B, A])
+    assert new and decision == Decision("app", 3, [A, B])      # sorted: the record is deterministic
+    first, new = decide(None, "app", 0, [])
+    assert new and first.attempts == []
+
+
+def test_a_replayed_batch_is_recognised_and_carries_out_the_recorded_decision():
+    assert write_action(None, 0) == WRITE
+    assert write_action(Decision("app", 2, []), 3) == WRITE
+    assert write_action(DECIDED, 3) == SKIP                    # the replay's tasks write nothing
+    replay, new = decide(DECIDED, "app", 3, [TransactionHandle("app-3-0-1", 9, 0)])
+    assert replay is DECIDED and not new                       # what the replay's tasks report is ignored
+
+
+def test_an_older_batch_than_the_recorded_one_is_refused_naming_both():
+    for ask in (lambda: write_action(DECIDED, 2), lambda: decide(DECIDED, "app", 2, [A])):
+        with pytest.raises(OwnerReusedError) as caught:
+            ask()
+        assert isinstance(caught.value, InvalidConfigError)
+        assert caught.value.details == {"config": "owner", "owner": "app", "batch_id": 2, "decided_batch_id": 3}
+
+
+def test_every_open_attempt_of_the_batch_outside_its_decision_is_aborted():
+    open_ids = ["app-3-0-0", "app-3-0-1", "app-3-1-1", "app-30-0-0", "app-2-0-0", "other-3-0-0", "app-3-2-0"]
+    assert to_abort(open_ids, "app", 3, DECIDED) == ["app-3-0-1", "app-3-2-0"]
+    assert to_abort(open_ids, "app", 3, None) == ["app-3-0-0", "app-3-0-1", "app-3-1-1", "app-3-2-0"]
+    # A decision of another batch protects nothing of this one.
+    assert to_abort(open_ids, "app", 3, Decision("app", 2, [A])) == to_abort(open_ids, "app", 3, None)
+
+
+def test_an_owner_whose_name_extends_another_is_never_taken_for_it():
+    # Owner "a" batch 1 and owner "a-1" batch 2 share the prefix "a-1-".
+    theirs = [transactional_id("a-1", 2, 0, 0), transactional_id("a-1", 2, 3, 1)]
+    mine = [transactional_id("a", 1, 2, 0)]
+    assert to_abort(theirs + mine, "a", 1, None) == mine
+    assert to_abort(theirs + mine, "a-1", 2, None) == sorted(theirs)
+
+
+@given(st.tuples(st.from_regex(r"[a-z0-9][a-z0-9-]{0,8}", fullmatch=True), st.integers(0, 120),
+                 st.integers(0, 40), st.integers(0, 5)),
+       st.tuples(st.from_regex(r"[a-z0-9][a-z0-9-]{0,8}", fullmatch=True), st.integers(0, 120)))
+def test_an_attempt_belongs_to_exactly_its_own_owner_and_batch(attempt, batch):
+    owner, batch_id, task, n = attempt
+    assert in_batch(transactional_id(owner, batch_id, task, n), *batch) == ((owner, batch_id) == batch)
+
+
+def test_a_failed_batch_aborts_what_was_reported_unless_it_was_decided():
+    stray = TransactionHandle("app-3-1-2", 11, 0)
+    # Decided already (the driver died while committing): its replay commits it, never abort it.
+    decision, doomed = on_abort(DECIDED, 3, [A, B, stray])
+    assert decision is DECIDED and doomed == [stray]
+    # Not decided: everything reported goes.
+    decision, doomed = on_abort(Decision("app", 2, [A]), 3, [A, B])
+    assert decision is None and doomed == [A, B]
+    assert on_abort(None, 3, []) == (None, [])
+
+
+def test_the_decision_record_keeps_its_format():
+    """Decisions recorded by earlier versions (keyed by owner, "sink_id" in the value) must still read."""
+    assert DECIDED.key() == b"app"
+    assert DECIDED.to_value() == (
+        b'{"attempts":[{"producer_epoch":0,"producer_id":7,"transactional_id":"app-3-0-0"},'
+        b'{"producer_epoch":2,"producer_id":8,"transactional_id":"app-3-1-1"}],"batch_id":3,"sink_id":"app"}')
+    assert Decision.from_value(DECIDED.to_value()) == DECIDED
+    assert DECIDED.transactional_ids() == {"app-3-0-0", "app-3-1-1"}
+
+
+def test_handles_travel_between_processes():
+    assert pickle.loads(pickle.dumps(A)) == A and hash(A) == hash(TransactionHandle("app-3-0-0", 7, 0))
+    with pytest.raises(AttributeError):
+        A.producer_epoch = 1                                   # frozen: a handle names one transaction
