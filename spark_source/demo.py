@@ -33,7 +33,7 @@ def main() -> None:
 
     import spark_source
     from broker.client import OFFSET_BEGINNING, AdminClient, Consumer, NewTopic, TopicPartition
-    from broker.server.service import EmbeddedBroker
+    from broker.embedded import EmbeddedBroker
 
     # Spark first: its JVM is started by forking this process, best done before the broker's threads run.
     spark = (SparkSession.builder.master("local[2]").appName("riverlog-demo")
