@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from broker.client.config import PRODUCER_CONFIG
+from broker.client import PRODUCER_CONFIG
 from broker.errors import InvalidConfigError
 
 PREFIX = "riverlog."

@@ -1,102 +1,53 @@
-"""The exactly-once commit protocol of the sink, as pure decisions (no I/O, no Spark).
+"""The sink's names for the client's exactly-once protocol (:mod:`broker.client.exactly_once`).
 
-Every task attempt writes into its own open transaction, named by :func:`transactional_id`. The
-driver decides which attempts make up a micro-batch, records that :class:`Decision` durably, and
-only then commits them; every other open attempt of the batch is aborted. Because the decision is
-recorded before any transaction ends, a driver that dies mid-commit leaves enough behind for the
-replay of the same batch id to finish exactly the decided transactions and write nothing new.
-
-Only the latest decision of a sink matters: Spark replays at most the last batch of a checkpoint,
-so the log keeps one record per sink id (a compacted topic) and batch ids only grow.
+The protocol (decide, record, then commit or abort, keyed by owner, batch, task and attempt) is a
+capability of the client, shared with Streams and Connect; the sink is one owner, named by its
+``sinkId`` (or its query's id), whose batches are Spark's micro-batches and whose tasks are Spark's
+partitions. What is the sink's own: an attempt is a :class:`TransactionHandle`, and an old
+``sinkId`` reused by a new checkpoint is a :class:`SinkReusedError` that names the option.
 """
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from contextlib import contextmanager
 
-from broker.errors import InvalidConfigError
+from broker.client import TransactionHandle
+from broker.client import exactly_once
+from broker.client.exactly_once import (SKIP, WRITE, Decision, OwnerReusedError, batch_prefix, decision_key, to_abort,
+                                        transactional_id)
 
-WRITE, SKIP = "write", "skip"
-
-
-def transactional_id(sink_id: str, batch_id: int, partition_id: int, attempt: int) -> str:
-    """One id per task attempt: a retried or speculative attempt never shares a producer."""
-    return f"{batch_prefix(sink_id, batch_id)}{partition_id}-{attempt}"
+Attempt = TransactionHandle
 
 
-def batch_prefix(sink_id: str, batch_id: int) -> str:
-    """Every attempt of one batch, and no other batch's ("s-1-" is not a prefix of "s-10-0-0")."""
-    return f"{sink_id}-{batch_id}-"
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """An attempt's open transaction: enough for the driver to end it with the producer gone."""
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-
-
-@dataclass
-class Decision:
-    """The attempts whose transactions make up ``batch_id`` of ``sink_id``, decided to commit."""
-    sink_id: str
-    batch_id: int
-    attempts: list[Attempt] = field(default_factory=list)
-
-    def key(self) -> bytes:
-        return decision_key(self.sink_id)
-
-    def to_value(self) -> bytes:
-        return json.dumps({"sink_id": self.sink_id, "batch_id": self.batch_id,
-                           "attempts": [asdict(a) for a in self.attempts]},
-                          sort_keys=True, separators=(",", ":")).encode()
-
-    @classmethod
-    def from_value(cls, raw: bytes) -> "Decision":
-        v = json.loads(raw)
-        return cls(v["sink_id"], v["batch_id"], [Attempt(**a) for a in v["attempts"]])
-
-    def transactional_ids(self) -> set[str]:
-        return {a.transactional_id for a in self.attempts}
-
-
-def decision_key(sink_id: str) -> bytes:
-    return sink_id.encode()
-
-
-class SinkReusedError(InvalidConfigError):
+class SinkReusedError(OwnerReusedError):
     """A sink id that already committed a later batch: a new checkpoint with an old ``sinkId``."""
 
 
+@contextmanager
+def sink_errors():
+    """Report the protocol's refusal of an old batch in the sink's terms (the ``sinkId`` option)."""
+    try:
+        yield
+    except SinkReusedError:
+        raise
+    except OwnerReusedError as e:
+        d = e.details
+        raise SinkReusedError(
+            f"sink '{d['owner']}' already committed batch {d['decided_batch_id']}, later than batch {d['batch_id']}: "
+            "a sinkId belongs to one checkpoint; give a new checkpoint a new sinkId (or none)",
+            config="sinkId", owner=d["owner"], batch_id=d["batch_id"], decided_batch_id=d["decided_batch_id"]) from e
+
+
 def write_action(decision: Decision | None, batch_id: int) -> str:
-    """What a task of ``batch_id`` does: WRITE, or SKIP when the batch is already decided (a replay
-    after the driver died between deciding and finishing the commit)."""
-    if decision is None or decision.batch_id < batch_id:
-        return WRITE
-    if decision.batch_id == batch_id:
-        return SKIP
-    raise SinkReusedError(
-        f"sink '{decision.sink_id}' already committed batch {decision.batch_id}, later than batch {batch_id}: "
-        "a sinkId belongs to one checkpoint; give a new checkpoint a new sinkId (or none)",
-        config="sinkId")
+    """WRITE, or SKIP when the batch is already decided (:func:`broker.client.exactly_once.write_action`)."""
+    with sink_errors():
+        return exactly_once.write_action(decision, batch_id)
 
 
 def decide(recorded: Decision | None, sink_id: str, batch_id: int, attempts: list[Attempt]) -> tuple[Decision, bool]:
-    """The decision to carry out for ``batch_id`` and whether it still has to be recorded.
-
-    A decision already recorded for this batch wins over the attempts reported now: it is what an
-    earlier driver may have started committing, and the replay's tasks wrote nothing.
-    """
-    if recorded is not None and recorded.batch_id == batch_id:
-        return recorded, False
-    write_action(recorded, batch_id)  # a later recorded batch is refused here too
-    return Decision(sink_id, batch_id, sorted(attempts, key=lambda a: a.transactional_id)), True
+    """The decision to carry out and whether to record it (:func:`broker.client.exactly_once.decide`)."""
+    with sink_errors():
+        return exactly_once.decide(recorded, sink_id, batch_id, attempts)
 
 
-def to_abort(open_ids: list[str], sink_id: str, batch_id: int, decision: Decision | None) -> list[str]:
-    """Open transactions of the batch's attempts that are not part of its decision: failed,
-    killed, speculative or earlier-run attempts. Their records must never become visible."""
-    prefix = batch_prefix(sink_id, batch_id)
-    keep = decision.transactional_ids() if decision is not None and decision.batch_id == batch_id else set()
-    return sorted(t for t in open_ids if t.startswith(prefix) and t not in keep)
+__all__ = ["SKIP", "WRITE", "Attempt", "Decision", "SinkReusedError", "batch_prefix", "decide", "decision_key",
+           "sink_errors", "to_abort", "transactional_id", "write_action"]

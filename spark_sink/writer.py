@@ -1,10 +1,11 @@
 """The ``riverlog`` sink: Spark's Arrow writers over Riverlog producers.
 
 ``write()`` runs on executors (the writer is pickled there) and produces each Arrow batch with
-``Producer.produce_batch``. Exactly-once (the default): every task attempt writes inside its own
-transaction and hands its producer id and epoch to the driver, whose ``commit()`` records the
-decision and then ends those transactions (see :mod:`spark_sink.protocol`). At-least-once: an
-idempotent producer with ``acks=all``, flushed before ``write()`` returns.
+``Producer.produce_batch``. Exactly-once (the default) is the client's protocol
+(:mod:`broker.client.exactly_once`) with the sink as its owner: every task attempt writes inside
+its own transaction and hands its transaction handle to the driver, whose ``commit()`` records the
+decision and then ends those transactions. At-least-once: an idempotent producer with
+``acks=all``, flushed before ``write()`` returns.
 """
 from __future__ import annotations
 
@@ -15,12 +16,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from broker.client import Producer
+from broker.client import ExactlyOnce, Producer
+from broker.client.exactly_once import SKIP, DecisionLog
 from broker.errors import InvalidConfigError, RiverlogError
-from spark_sink.commit_log import CommitLog
 from spark_sink.options import SinkOptions, check_schema
-from spark_sink.protocol import SKIP, Attempt, Decision, decide, transactional_id, write_action
-from spark_sink.txn_control import TxnControl
+from spark_sink.protocol import Attempt, sink_errors
 
 _FLUSH_TIMEOUT_S = 300.0
 
@@ -45,10 +45,12 @@ class _RiverlogWriter:
                         check_replay: bool) -> SinkCommitMessage:
         """Produce one task's rows; in exactly-once mode leave its transaction open for the driver."""
         opts = self.options
-        if opts.exactly_once and check_replay:
-            if write_action(CommitLog(opts.client_config()).latest(sink_id), batch_id) == SKIP:
-                return SinkCommitMessage(sink_id, batch_id, partition_id, 0, skipped=True)
-        txn_id = transactional_id(sink_id, batch_id, partition_id, attempt) if opts.exactly_once else None
+        eo = ExactlyOnce(opts.client_config(), sink_id) if opts.exactly_once else None
+        if eo is not None and check_replay:
+            with sink_errors():
+                if eo.write_action(batch_id) == SKIP:
+                    return SinkCommitMessage(sink_id, batch_id, partition_id, 0, skipped=True)
+        txn_id = eo.transactional_id(batch_id, partition_id, attempt) if eo is not None else None
         producer = None
         errors: list = []
         rows = 0
@@ -71,9 +73,7 @@ class _RiverlogWriter:
                 raise RiverlogError(f"{left} record(s) were not delivered within {_FLUSH_TIMEOUT_S}s")
             if txn_id is None:
                 return SinkCommitMessage(sink_id, batch_id, partition_id, rows)
-            sender = producer._sender
-            return SinkCommitMessage(sink_id, batch_id, partition_id, rows,
-                                     Attempt(txn_id, sender.producer_id, sender.producer_epoch))
+            return SinkCommitMessage(sink_id, batch_id, partition_id, rows, producer.transaction_handle())
         except BaseException:
             if producer is not None and txn_id is not None:
                 try:
@@ -86,49 +86,28 @@ class _RiverlogWriter:
                 producer.close(1)
 
     # ------------------------------------------------------------------------------ driver
+    def _owner(self, messages) -> tuple[str | None, list]:
+        """The sink id (the option, else the one the tasks used) and the messages of finished tasks."""
+        done = [m for m in messages if m is not None]
+        return self.options.sink_id or next((m.sink_id for m in done), None), done
+
     def _commit(self, messages, batch_id: int, record: bool) -> None:
         if not self.options.exactly_once:
             return
-        done = [m for m in messages if m is not None]
-        sink_id = self.options.sink_id or next((m.sink_id for m in done), None)
+        sink_id, done = self._owner(messages)
         if sink_id is None:
             return
-        attempts = [m.attempt for m in done if m.attempt is not None]
-        ctl = TxnControl(self.options.client_config())
-        try:
-            if record:
-                log = CommitLog(self.options.client_config())
-                recorded = log.latest(sink_id)
-                decision, new = decide(recorded, sink_id, batch_id, attempts)
-                if new and decision.attempts:
-                    log.record(decision)
-            else:
-                decision = Decision(sink_id, batch_id, attempts)
-            ctl.commit(decision)
-            ctl.abort_strays(sink_id, batch_id, decision)
-        finally:
-            ctl.close()
+        with ExactlyOnce(self.options.client_config(), sink_id) as eo, sink_errors():
+            eo.commit(batch_id, [m.attempt for m in done if m.attempt is not None], record=record)
 
     def _abort(self, messages, batch_id: int, record: bool) -> None:
         if not self.options.exactly_once:
             return
-        done = [m for m in messages if m is not None]
-        sink_id = self.options.sink_id or next((m.sink_id for m in done), None)
+        sink_id, done = self._owner(messages)
         if sink_id is None:
             return  # no attempt reported: the replay's init_transactions and commit() end them
-        decision = None
-        if record:
-            recorded = CommitLog(self.options.client_config()).latest(sink_id)
-            if recorded is not None and recorded.batch_id == batch_id:
-                decision = recorded  # decided already: the replay commits it, never abort it
-        keep = decision.transactional_ids() if decision is not None else set()
-        ctl = TxnControl(self.options.client_config())
-        try:
-            ctl.abort_attempts([m.attempt for m in done if m.attempt is not None
-                                and m.attempt.transactional_id not in keep])
-            ctl.abort_strays(sink_id, batch_id, decision)
-        finally:
-            ctl.close()
+        with ExactlyOnce(self.options.client_config(), sink_id) as eo:
+            eo.abort(batch_id, [m.attempt for m in done if m.attempt is not None], record=record)
 
 
 class BatchWriter(_RiverlogWriter, DataSourceArrowWriter):
@@ -144,7 +123,7 @@ class BatchWriter(_RiverlogWriter, DataSourceArrowWriter):
         self.batch_id = self.options.batch_id
         self.recorded = self.batch_id is not None and self.options.exactly_once
         if self.recorded:
-            CommitLog(self.options.client_config()).ensure_topic()
+            DecisionLog(self.options.client_config()).ensure_topic()
 
     def write(self, iterator) -> SinkCommitMessage:
         from pyspark import TaskContext
@@ -169,7 +148,7 @@ class StreamWriter(_RiverlogWriter, DataSourceStreamArrowWriter):
     def __init__(self, options, schema):
         super().__init__(options, schema)
         if self.options.exactly_once:
-            CommitLog(self.options.client_config()).ensure_topic()
+            DecisionLog(self.options.client_config()).ensure_topic()
 
     def write(self, iterator) -> SinkCommitMessage:
         from pyspark import TaskContext

@@ -1,12 +1,12 @@
-"""The ``riverlog`` data source: one name for reading (this package) and writing (``spark_sink``)."""
+"""The ``riverlog`` data source: reading (this package) plugged into the writing half that
+``spark_sink`` owns, so one registered name reads and writes and the dependency runs one way."""
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource
-
+from spark_sink.data_source import RiverlogSinkDataSource
 from spark_source.options import SourceOptions, output_schema
 
 
-class RiverlogDataSource(DataSource):
+class RiverlogDataSource(RiverlogSinkDataSource):
     @classmethod
     def name(cls) -> str:
         return "riverlog"
@@ -21,11 +21,3 @@ class RiverlogDataSource(DataSource):
     def streamReader(self, schema):
         from spark_source.reader import StreamReader
         return StreamReader(SourceOptions.parse(self.options, streaming=True))
-
-    def writer(self, schema, overwrite: bool):
-        from spark_sink.writer import BatchWriter
-        return BatchWriter(self.options, schema)
-
-    def streamWriter(self, schema, overwrite: bool):
-        from spark_sink.writer import StreamWriter
-        return StreamWriter(self.options, schema)
