@@ -11,9 +11,13 @@ import os
 import pkgutil
 import subprocess
 import sys
-import tomllib
 
 import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: import-linter brings tomli
+    import tomli as tomllib
 
 pytestmark = pytest.mark.unit
 
