@@ -13,6 +13,14 @@ from broker.errors import InvalidConfigError
 
 
 class RiverlogSinkDataSource(DataSource):
+    """The writing half of ``format("riverlog")`` (``spark_source.RiverlogDataSource`` adds
+    reading): each micro-batch is written exactly once through ``broker.client.exactly_once``.
+
+        (df.selectExpr("CAST(user AS BINARY) AS key", "CAST(n AS STRING) AS value")
+           .writeStream.format("riverlog").option("riverlog.bootstrap.servers", servers)
+           .option("topic", "counts").option("checkpointLocation", path).start())
+    """
+
     @classmethod
     def name(cls) -> str:
         return "riverlog"

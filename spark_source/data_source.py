@@ -7,6 +7,14 @@ from spark_source.options import SourceOptions, output_schema
 
 
 class RiverlogDataSource(RiverlogSinkDataSource):
+    """``format("riverlog")`` for ``read``, ``readStream``, ``write`` and ``writeStream``, with the
+    options and output schema of Spark's Kafka source and sink.
+
+        spark_source.register(spark)
+        df = (spark.readStream.format("riverlog")
+              .option("riverlog.bootstrap.servers", "127.0.0.1:9092").option("subscribe", "clicks").load())
+    """
+
     @classmethod
     def name(cls) -> str:
         return "riverlog"

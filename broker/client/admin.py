@@ -139,6 +139,15 @@ def _error(code: int, message: str) -> RiverlogError:
 
 
 class AdminClient(ConsumerGroupAdmin, TransactionAdmin):
+    """Topics, partitions, configs, offsets, groups and transactions, as confluent-kafka's
+    ``AdminClient``: every call returns futures at once and runs in the background, in the order
+    the calls were made.
+
+        with AdminClient({"bootstrap.servers": "127.0.0.1:9092"}) as admin:
+            admin.create_topics([NewTopic("orders", 3)])["orders"].result()
+            print(admin.list_topics().topics["orders"].partitions[0].leader)
+    """
+
     def __init__(self, config: dict, **kwargs):
         cfg = ADMIN_CONFIG.parse({**config, **kwargs})
         self.config = cfg

@@ -293,6 +293,10 @@ class EmbeddedBroker(BrokerServer):
 
     Uses a temporary data directory (removed on stop) unless ``data_dir`` is given, and a free
     port unless ``port`` is given; ``config`` takes any other broker settings by Kafka name.
+    Import it from ``broker.embedded``.
+
+        with EmbeddedBroker(config={"log.retention.ms": 3_600_000}) as broker:
+            Producer({"bootstrap.servers": broker.bootstrap_servers}).produce("clicks", b"hello")
     """
 
     def __init__(self, data_dir: str | None = None, port: int = 0, config: dict | None = None):
@@ -300,7 +304,7 @@ class EmbeddedBroker(BrokerServer):
         if data_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="riverlog-")
             data_dir = self._tmp.name
-        values = {"log.dirs": data_dir, "listeners": f"127.0.0.1:{port}", "num.io.threads": 16}
+        values = {"log.dirs": data_dir, "listeners": f"127.0.0.1:{port}"}
         values.update(config or {})
         super().__init__(BROKER_CONFIG.parse(values))
         self.start(wait_ready=30)
