@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from broker.client.coordinator import CoordinatorClient
 from broker.client.message import TopicPartition
 from broker.errors import RiverlogError, error_for_code
+from broker.protocol import CoordinatorType
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import grouped
 
-TRANSACTIONAL_ID = 1  # FindCoordinator key_type of a transactional.id
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class TransactionAdmin:
     """Needs ``self.cluster`` and ``self._fan_out`` (from AdminClient)."""
 
     def _txn_coordinator(self, transactional_id: str) -> CoordinatorClient:
-        return CoordinatorClient(self.cluster, transactional_id, key_type=TRANSACTIONAL_ID)
+        return CoordinatorClient(self.cluster, transactional_id, key_type=CoordinatorType.TRANSACTION)
 
     def _describe_one(self, transactional_id: str, timeout: float | None) -> TransactionDescription:
         response = self._txn_coordinator(transactional_id).call(

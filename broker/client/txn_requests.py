@@ -23,6 +23,7 @@ from collections.abc import Callable
 from broker.client.coordinator import CoordinatorClient
 from broker.client.transactions import FENCING, TransactionManager, TxnState
 from broker.errors import InvalidTxnStateError, error_for_code
+from broker.protocol import CoordinatorType
 from broker.proto import riverlog_pb2 as pb
 
 S = TxnState
@@ -37,7 +38,7 @@ class TransactionRequests:
         self.cluster = cluster
         self.config = config
         self.flush = flush
-        self.coordinator = CoordinatorClient(cluster, manager.transactional_id, key_type=1)
+        self.coordinator = CoordinatorClient(cluster, manager.transactional_id, key_type=CoordinatorType.TRANSACTION)
 
     def _timeout(self, timeout: float | None) -> float:
         return self.config["request.timeout.ms"] / 1000.0 if timeout is None or timeout < 0 else timeout
