@@ -24,10 +24,34 @@ Rules, each kept because a broker taught it:
   among the last ones it remembers of the producer. With more unanswered, the oldest resend is
   refused as out of order forever. A resent batch goes alone in its request, so it is recognised.
 - **Sequence numbers** come from the :class:`~broker.client.transactions.TransactionManager`,
-  assigned when a batch is first sent; a batch refused as out of order or by a partition that forgot
-  the producer is numbered again when resent, if its epoch is over.
-- **Giving up** (retries, ``delivery.timeout.ms``, a fatal error) on a batch that was sent tells the
-  manager, which then needs a new epoch (KIP-360) before later batches can be accepted.
+  assigned when a batch is first sent, per partition under the producer id and epoch the partition
+  is numbered by. A resend keeps its numbering, so the broker recognises it if an earlier attempt
+  was written.
+- **Epoch bumps** (idempotent without transactions; KIP-360, as Kafka's ``TransactionManager``).
+  A partition's numbering breaks when it forgets the producer (``UnknownProducerId``), when a sent
+  batch of it is given up, or when a batch of it numbered under an earlier epoch is refused
+  (``OutOfOrderSequence`` or ``InvalidProducerEpoch``: the producer id is this producer's own, so a
+  newer epoch there is its own, not a fence). A partition broken under the current epoch sends
+  nothing more, and InitProducerId (the broker hands out the next epoch; the client never picks
+  one) waits until it has nothing unanswered (:meth:`SendPolicy.epoch_bump_due`), so the answers
+  have settled what it holds. After the bump every batch a broken partition holds is numbered again
+  from 0 under the new epoch (Kafka's ``startSequencesAtBeginning``); every other partition is
+  *stale*: it sends one request at a time, resends keeping their old numbering (its broker has
+  never seen the new epoch, so it still recognises them), and once nothing of the old epoch is
+  unanswered or held its next batch starts from 0 under the new epoch, which any partition accepts.
+  A batch refused for a stale epoch is therefore retried, numbered again, never given up.
+- **Giving up** (retries, ``delivery.timeout.ms``, a fatal error) on a batch that was sent breaks
+  its partition's numbering: the later batches would wait for it forever.
+
+Residual duplicates, as in Kafka: the broker recognises a resend only by the same producer id,
+epoch and sequence, so a batch numbered again under a new epoch is appended even if an attempt
+under the old one was written. That happens only to a *broken* partition's held batches whose
+answer was lost: after a sent batch was given up (it may have been written, and later ones after
+it), or when a partition forgot the producer after writing one whose answer was lost (its state
+expired while retries went on). Kafka numbers a triggering partition's in-flight batches again in
+the same way; it narrows the given-up case by waiting to see whether a later answer shows the
+sequence written (``maybeResolveSequences``), which this policy does not. Stale partitions never
+duplicate: their resends keep their numbering.
 """
 from __future__ import annotations
 
@@ -40,7 +64,8 @@ from dataclasses import dataclass, field
 from broker.clock import Clock
 from broker.client.accumulator import ProducerBatch
 from broker.client.transactions import FENCING, TransactionManager
-from broker.errors import KafkaTimeoutError, OutOfOrderSequenceError, RiverlogError, UnknownProducerIdError
+from broker.errors import (InvalidProducerEpochError, KafkaTimeoutError, OutOfOrderSequenceError, RiverlogError,
+                           UnknownProducerIdError)
 from broker.records.batch import IDEMPOTENCE_WINDOW
 
 SETTLE_S = 2.0  # how long a partition stays unsteady: a restarting broker settles well within it
@@ -125,10 +150,29 @@ class SendPolicy:
         broker could fail that request and write a later one sent meanwhile. An idempotent
         partition with a full window of unanswered batches waits too."""
         p = self.partitions[key]
-        if self.limits.idempotent and p.unanswered >= self.limits.window:
+        if self.limits.idempotent and (p.unanswered >= self.limits.window or self._epoch_muted(key, p)):
             return True
         return p.requests > 0 and (p.retrying or now < p.unsteady_until
                                    or now < self.node_unsteady_until.get(node, 0.0))
+
+    def _epoch_muted(self, key: Key, p: PartitionState) -> bool:
+        """A partition whose numbering broke waits for the new epoch; one numbered under an old
+        epoch sends one request at a time until nothing of the old epoch is unanswered, then
+        starts over (a batch of the new epoch must not overtake one of the old)."""
+        m = self.manager
+        return m.waits_for_epoch(key) or p.requests > 0 and m.stale(key)
+
+    def epoch_bump_due(self) -> bool:
+        """May InitProducerId go now? The producer has no id yet, or every partition waiting for a
+        new epoch has nothing unanswered: the answers decide what it holds, and all it holds is
+        numbered again under the new epoch (Kafka's ``maybeResolveSequences`` waits alike)."""
+        m = self.manager
+        if m is None:
+            return False
+        if m.producer_id < 0:
+            return True
+        waiting = m.awaiting_epoch()
+        return bool(waiting) and all(self.partitions[key].requests == 0 for key in waiting if key in self.partitions)
 
     def node_blocked(self, node: int, stream_broken: bool) -> bool:
         """Full pipeline, or a broken stream whose failed requests are not requeued yet: sending
@@ -174,12 +218,16 @@ class SendPolicy:
         for key in keys:
             p = self.partitions[key]
             queue, taken = p.queue, []
+            if limits.idempotent and p.requests == 0 and self.manager.must_start_over(key):
+                self._start_at_beginning(key, p)
             room = limits.window - p.unanswered if limits.idempotent else math.inf
             while queue and len(taken) < room and queue[0].retry_at <= now and (
                     not batches and not taken or size + queue[0].size <= limits.max_request):
                 # An idempotent resend goes alone: the broker recognises a resent batch only so.
                 if limits.idempotent and taken and (taken[-1].attempts or queue[0].attempts):
                     break
+                if limits.idempotent and taken and queue[0].base_sequence is None and self.manager.stale(key):
+                    break  # the old epoch's last batch goes first; the new epoch starts after its answer
                 batch = queue.popleft()
                 if limits.idempotent and batch.base_sequence is None:
                     pid, epoch, seq = self.manager.next_sequence(key, batch.count)
@@ -229,13 +277,8 @@ class SendPolicy:
         m = self.manager
         if m is not None and m.transactional and isinstance(error, FENCING):
             error = m.fenced(error)  # another instance has this epoch now: fatal, never retried
-        if m is not None and isinstance(error, UnknownProducerIdError) and not m.transactional:
-            m.forgotten({b.producer_epoch for b in taken})
+        elif m is not None and not m.transactional and self._numbering_refused(key, taken, error):
             retriable = True
-        if m is not None and isinstance(error, (OutOfOrderSequenceError, UnknownProducerIdError)):
-            for batch in taken:  # not written; if its epoch is over, it is numbered again when resent
-                if batch.producer_epoch != m.producer_epoch or m.epoch_bump_needed:
-                    batch.base_sequence = None
         p = self.partitions[key]
         if retriable:
             p.unsteady_until = now + self.limits.settle_time
@@ -251,6 +294,21 @@ class SendPolicy:
             self._gave_up(batch)
         self.delivered(key)
         return taken, error
+
+    def _numbering_refused(self, key: Key, taken: list[ProducerBatch], error: RiverlogError) -> bool:
+        """An idempotent producer's batches refused for their numbering, none of them written: True
+        when they are retried numbered again from 0 under a new epoch (or the current one, if the
+        partition is stale). An idempotent producer's id is its own, so a newer epoch at the
+        partition can only be its own: being refused for a stale epoch is not being fenced."""
+        m, epochs = self.manager, {b.producer_epoch for b in taken}
+        if isinstance(error, UnknownProducerIdError):
+            m.forgotten(key, epochs)
+            return True
+        if isinstance(error, (InvalidProducerEpochError, OutOfOrderSequenceError)) and m.stale(key):
+            # Out of order on a stale partition, which sends one batch at a time: a real gap.
+            m.renumber(key, epochs)
+            return True
+        return False
 
     def expire(self, now: float) -> list[tuple[ProducerBatch, RiverlogError]]:
         """Queued batches older than delivery.timeout.ms, given up (those in flight wait for their answer)."""
@@ -280,7 +338,14 @@ class SendPolicy:
 
     def _gave_up(self, batch: ProducerBatch) -> None:
         if self.manager is not None:
-            self.manager.gave_up(batch.base_sequence, batch.producer_epoch)
+            self.manager.gave_up((batch.topic, batch.partition), batch.base_sequence, batch.producer_epoch)
+
+    def _start_at_beginning(self, key: Key, p: PartitionState) -> None:
+        """Nothing of the partition is unanswered: every batch it holds is numbered again from 0
+        under the current epoch, in produce order, as it is sent."""
+        self.manager.start_at_beginning(key)
+        for batch in p.queue:
+            batch.base_sequence = None
 
     @staticmethod
     def _requeue(queue: collections.deque, batches: list[ProducerBatch]) -> None:

@@ -160,7 +160,8 @@ class Sender:
                 self.report(batch, doomed)
             return
         if manager is not None and manager.needs_producer_id() and policy.queued():
-            if self.transaction is not None or not self._init_producer_id():
+            # The policy says when: a partition waiting for the new epoch has nothing unanswered.
+            if self.transaction is not None or not policy.epoch_bump_due() or not self._init_producer_id():
                 self.send_at = now + policy.limits.backoff
                 return
         registered = self._add_to_transaction()

@@ -26,6 +26,12 @@ States (:data:`TRANSITIONS` is the table; every change goes through it and an il
   aborted the transaction and bumped the epoch). Every later call raises the same
   :class:`ProducerFencedError`; the producer can only be closed. Only its successor may write.
 
+Sequence numbers are kept per partition with the producer id and epoch they were numbered under
+(Kafka's ``TxnPartitionEntry``): a new epoch does not renumber anything by itself. A partition
+numbered under an earlier identity is *stale* and starts from 0 at its next new batch; one whose
+numbering *broke* (forgotten, refused, a sent batch given up) waits for a new epoch and then has
+every batch it holds numbered again (:mod:`broker.client.send_policy` decides when).
+
 A COMMITTING or ABORTING whose EndTxn went unanswered returns to the state it came from, so the
 application may call commit or abort again, as before the attempt.
 
@@ -38,6 +44,7 @@ from __future__ import annotations
 
 import enum
 import threading
+from dataclasses import dataclass
 
 from broker.errors import InvalidProducerEpochError, InvalidTxnStateError, ProducerFencedError, RiverlogError
 from broker.state_machine import Transitions
@@ -77,11 +84,10 @@ class TransactionManager:
         self.lock = threading.RLock()
         self.producer_id = -1
         self.producer_epoch = 0
-        self._next_sequence: dict[tuple[str, int], int] = {}
+        self._sequences: dict[tuple[str, int], _Sequences] = {}
         self.partitions: set[tuple[str, int]] = set()  # registered with the coordinator (AddPartitionsToTxn)
         self.error: RiverlogError | None = None  # the first failed delivery of this transaction
         self.fatal_error: ProducerFencedError | None = None
-        self.epoch_bump_needed = False  # a sent batch was given up: its partition's sequence has a gap
 
     @property
     def transactional(self) -> bool:
@@ -160,34 +166,84 @@ class TransactionManager:
     # ------------------------------------------------------------------------------ identity
     def new_epoch(self, producer_id: int, producer_epoch: int) -> None:
         """The one place that moves the producer to a new epoch: one the broker handed out in an
-        InitProducerId answer. Every partition numbers from 0 again (no partition refuses that)."""
+        InitProducerId answer. A partition moves to it at its next batch once nothing numbered under
+        its old identity is left (:meth:`stale`); a partition whose numbering broke (:meth:`renumber`)
+        starts from 0 under it with every batch it holds."""
         with self.lock:
             self.producer_id, self.producer_epoch = producer_id, producer_epoch
-            self._next_sequence = {}
-            self.epoch_bump_needed = False
+
+    @property
+    def epoch_bump_needed(self) -> bool:
+        """A partition's sequence numbers under the current epoch have a gap or were forgotten."""
+        return bool(self.awaiting_epoch())
 
     def needs_producer_id(self) -> bool:
-        """Nothing may be sent before the broker gave an id, or (a sent batch was given up) a new epoch."""
+        """Nothing may be sent before the broker gave an id, or (a partition's numbering broke) a new epoch."""
         return self.producer_id < 0 or self.epoch_bump_needed
 
-    def next_sequence(self, key: tuple[str, int], count: int) -> tuple[int, int, int]:
-        """(producer id, epoch, base sequence) for the next ``count`` records of partition ``key``."""
+    def awaiting_epoch(self) -> list[tuple[str, int]]:
+        """The partitions that wait for a new epoch: their numbering under the current one broke."""
         with self.lock:
-            seq = self._next_sequence.get(key, 0)
-            self._next_sequence[key] = seq + count
+            current = (self.producer_id, self.producer_epoch)
+            return [key for key, s in self._sequences.items() if s.broken and s.identity == current]
+
+    def waits_for_epoch(self, key: tuple[str, int]) -> bool:
+        """The partition's numbering under the current epoch broke: it waits for a new epoch."""
+        s = self._sequences.get(key)
+        return s is not None and s.broken and s.identity == (self.producer_id, self.producer_epoch)
+
+    def stale(self, key: tuple[str, int]) -> bool:
+        """The partition's batches were numbered under an earlier producer id or epoch."""
+        s = self._sequences.get(key)
+        return s is not None and s.identity != (self.producer_id, self.producer_epoch)
+
+    def must_start_over(self, key: tuple[str, int]) -> bool:
+        """Stale and broken: every batch it holds is numbered again from 0 under the current epoch."""
+        s = self._sequences.get(key)
+        return s is not None and s.broken and s.identity != (self.producer_id, self.producer_epoch)
+
+    def start_at_beginning(self, key: tuple[str, int]) -> None:
+        """Number the partition from 0 under the current producer id and epoch (Kafka's
+        ``startSequencesAtBeginning``): the caller numbers its held batches again."""
+        with self.lock:
+            self._sequences[key] = _Sequences((self.producer_id, self.producer_epoch))
+
+    def next_sequence(self, key: tuple[str, int], count: int) -> tuple[int, int, int]:
+        """(producer id, epoch, base sequence) for the next ``count`` records of partition ``key``;
+        a partition numbered under an earlier epoch starts at 0 (the caller sent everything it held
+        under the old one first)."""
+        with self.lock:
+            s = self._sequences.get(key)
+            if s is None or s.identity != (self.producer_id, self.producer_epoch):
+                s = self._sequences[key] = _Sequences((self.producer_id, self.producer_epoch))
+            seq, s.next = s.next, s.next + count
             return self.producer_id, self.producer_epoch, seq
 
-    def gave_up(self, base_sequence: int | None, producer_epoch: int) -> None:
-        """A batch will never be written. If it was sent under the current epoch, later sequence
-        numbers of its partition would wait for it forever: a new epoch is needed (at once without
-        transactions, after the abort with them)."""
-        with self.lock:
-            if base_sequence is not None and producer_epoch == self.producer_epoch:
-                self.epoch_bump_needed = True
+    def gave_up(self, key: tuple[str, int], base_sequence: int | None, producer_epoch: int) -> None:
+        """A batch will never be written. If it was sent, later sequence numbers of its partition
+        would wait for it forever: the partition starts over under a new epoch (at once without
+        transactions, after the abort with them; at once if the producer already moved on)."""
+        if base_sequence is not None:
+            self.renumber(key, {producer_epoch})
 
-    def forgotten(self, epochs) -> None:
+    def forgotten(self, key: tuple[str, int], epochs) -> None:
         """A partition forgot this producer (UnknownProducerId, idle past producer.id.expiration.ms):
         a new epoch from the broker numbers from 0 again, which any partition accepts (KIP-360)."""
+        self.renumber(key, epochs)
+
+    def renumber(self, key: tuple[str, int], epochs) -> None:
+        """The partition's numbering (if under one of ``epochs``) cannot go on: its batches are
+        numbered again from 0 under the next epoch, or the current one if it is stale already."""
         with self.lock:
-            if self.producer_epoch in epochs:
-                self.epoch_bump_needed = True
+            s = self._sequences.get(key)
+            if s is not None and s.identity[1] in epochs:
+                s.broken = True
+
+
+@dataclass
+class _Sequences:
+    """One partition's numbering (Kafka's ``TxnPartitionEntry``): the producer id and epoch its
+    batches carry, the next sequence, and whether it broke (refused, forgotten, a sent batch given up)."""
+    identity: tuple[int, int]
+    next: int = 0
+    broken: bool = False

@@ -80,10 +80,20 @@ def test_the_manager_owns_sequence_numbers_and_a_new_epoch_restarts_them():
     assert m.next_sequence(("t", 0), 10) == (5, 0, 0)
     assert m.next_sequence(("t", 0), 2) == (5, 0, 10)
     assert m.next_sequence(("t", 1), 1) == (5, 0, 0)
-    m.gave_up(10, 0)
-    assert m.needs_producer_id()
+    m.gave_up(("t", 0), 10, 0)
+    assert m.needs_producer_id() and m.awaiting_epoch() == [("t", 0)]
     m.new_epoch(5, 1)
-    assert not m.needs_producer_id() and m.next_sequence(("t", 0), 1) == (5, 1, 0)
+    assert not m.needs_producer_id() and m.stale(("t", 0)) and m.stale(("t", 1))
+    assert m.next_sequence(("t", 0), 1) == (5, 1, 0) and m.next_sequence(("t", 1), 1) == (5, 1, 0)
+    assert not m.stale(("t", 0))
+
+
+def test_a_batch_given_up_before_it_was_sent_leaves_the_numbering_alone():
+    m = TransactionManager()
+    m.new_epoch(5, 0)
+    m.next_sequence(("t", 0), 3)
+    m.gave_up(("t", 0), None, 0)
+    assert not m.needs_producer_id() and m.next_sequence(("t", 0), 1) == (5, 0, 3)
 
 
 def test_an_idempotent_only_manager_is_never_fatal():
