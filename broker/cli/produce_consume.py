@@ -73,7 +73,7 @@ def produce(ctx, topic, path, key_separator, partition, headers, acks, compressi
             stream.close()
         producer.close(5)
     if failures or left:
-        raise failures[0] if failures else RiverlogError(f"{left} record(s) were not acknowledged in time")
+        raise failures[0].exception() if failures else RiverlogError(f"{left} record(s) were not acknowledged in time")
     click.echo(f"Produced {count} record(s) to {topic}.", err=True)
 
 
@@ -120,7 +120,7 @@ def consume(ctx, topic, from_beginning, partition, offset, max_messages, timeout
             if msg is None:
                 break
             if msg.error():
-                raise msg.error()
+                raise msg.error().exception()
             click.echo(_format(msg, print_key, print_headers, print_timestamp, print_offset, separator))
             seen += 1
     except KeyboardInterrupt:

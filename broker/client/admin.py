@@ -12,7 +12,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from broker.client.cluster import ClusterClient, ClusterMetadata
-from broker.client.config import ADMIN_CONFIG
+from broker.client.client_events import ClientEvents
+from broker.client.config import ADMIN_CONFIG, client_config
 from broker.client.group_admin import ConsumerGroupAdmin
 from broker.client.message import TopicPartition
 from broker.client.txn_admin import TransactionAdmin
@@ -148,9 +149,10 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin):
             print(admin.list_topics().topics["orders"].partitions[0].leader)
     """
 
-    def __init__(self, config: dict, **kwargs):
-        cfg = ADMIN_CONFIG.parse({**config, **kwargs})
+    def __init__(self, config: dict | None = None, **kwargs):
+        cfg = client_config(ADMIN_CONFIG, config, kwargs)
         self.config = cfg
+        self._events = ClientEvents(cfg, "admin")
         self.cluster = ClusterClient.from_config(cfg)
         # One worker: calls reach the brokers in the order they were made (delete_records then
         # list_offsets sees the new low watermark), as with confluent-kafka's AdminClient. A call
@@ -351,9 +353,14 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin):
             except RiverlogError:
                 pass
 
+    def poll(self, timeout: float | None = None) -> int:
+        """Serve ``error_cb``/``stats_cb`` (results come as futures, so there is nothing else to serve)."""
+        return self._events.serve()
+
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         self.cluster.close()
+        self._events.close()
 
     def __enter__(self):
         return self

@@ -6,6 +6,31 @@ a message naming it, so a typo never passes silently.
 from __future__ import annotations
 
 from broker.config import INT_MAX, ConfigDef, ConfigKey, at_least, between, one_of
+from broker.errors import InvalidConfigError
+
+DEBUG_CONTEXTS = {
+    "generic": ("broker.client",), "all": ("broker.client",),
+    "broker": ("broker.client.cluster", "broker.client.produce_stream"),
+    "topic": ("broker.client.cluster",), "metadata": ("broker.client.cluster",),
+    "protocol": ("broker.client.cluster", "broker.client.produce_stream"),
+    "producer": ("broker.client.producer", "broker.client.sender", "broker.client.send_policy",
+                 "broker.client.accumulator"),
+    "queue": ("broker.client.accumulator",), "msg": ("broker.client.sender", "broker.client.send_policy"),
+    "eos": ("broker.client.transactions", "broker.client.txn_requests", "broker.client.exactly_once"),
+    "consumer": ("broker.client.consumer", "broker.client.fetcher", "broker.client.fetch_state"),
+    "fetch": ("broker.client.fetcher", "broker.client.fetch_state"),
+    "cgrp": ("broker.client.membership", "broker.client.committer", "broker.client.coordinator"),
+    "assignor": ("broker.client.membership",), "admin": ("broker.client.admin", "broker.client.group_admin",
+                                                         "broker.client.txn_admin"),
+    "conf": ("broker.client.config",),
+}
+"""librdkafka's ``debug`` contexts, and the Riverlog client loggers each one turns to DEBUG."""
+
+
+def _debug_contexts(value: str) -> str | None:
+    unknown = [c for c in value.split(",") if c.strip() and c.strip() not in DEBUG_CONTEXTS]
+    return f"has unknown context(s) {', '.join(unknown)}; known: {', '.join(sorted(DEBUG_CONTEXTS))}" \
+        if unknown else None
 
 _COMMON = [
     ConfigKey("bootstrap.servers", str, "", "comma-separated host:port list of brokers to start from"),
@@ -16,8 +41,55 @@ _COMMON = [
     ConfigKey("reconnect.backoff.max.ms", int, 1000, "longest pause between reconnection attempts",
               at_least(1)),
     ConfigKey("metadata.max.age.ms", int, 300_000, "refresh cluster metadata at least this often", at_least(0)),
-    ConfigKey("socket.timeout.ms", int, 60_000, "accepted for compatibility", between(1, INT_MAX)),
+    ConfigKey("error_cb", object, None, "callback(KafkaError) for client-level errors, called from poll()"),
+    ConfigKey("stats_cb", object, None, "callback(json_str) with client statistics every statistics.interval.ms"),
+    ConfigKey("statistics.interval.ms", int, 0, "how often stats_cb runs (from poll()); 0: never",
+              between(0, 86_400_000)),
+    ConfigKey("logger", object, None, "a logging.Logger that receives the client's log records"),
+    ConfigKey("debug", str, "", "comma-separated librdkafka debug contexts (e.g. consumer,cgrp): DEBUG logs",
+              _debug_contexts),
 ]
+
+# librdkafka's names Python users pass for keys Riverlog has under Kafka's name: (alias, key, convert).
+_ALIASES = [
+    ("message.timeout.ms", "delivery.timeout.ms", None),
+    ("queue.buffering.max.ms", "linger.ms", None),
+    ("queue.buffering.max.kbytes", "buffer.memory", lambda v: int(v) * 1024),
+    ("compression.codec", "compression.type", None),
+    ("socket.timeout.ms", "request.timeout.ms", None),
+    ("topic.metadata.refresh.interval.ms", "metadata.max.age.ms", None),
+    ("fetch.wait.max.ms", "fetch.max.wait.ms", None),
+]
+
+_REFUSED_PREFIXES = {
+    "ssl.": "Riverlog's listeners speak plaintext gRPC; put TLS in front of them (a proxy or a service mesh)",
+    "sasl.": "Riverlog has no authentication; restrict who reaches the listeners on the network instead",
+}
+_SECURITY = "security.protocol"
+
+
+def client_config(kind: "ConfigDef", config: dict | None, kwargs: dict):
+    """confluent-kafka's ways to configure a client, parsed once: ``Client(conf)``, ``Client(**conf)``
+    or both; librdkafka's alias names become Kafka's (giving both with different values fails)."""
+    values = {**(config or {}), **kwargs}
+    for name in list(values):
+        for prefix, reason in _REFUSED_PREFIXES.items():
+            if name.startswith(prefix):
+                raise InvalidConfigError(f"{kind.what} configuration '{name}' is not supported: {reason}", config=name)
+    if _SECURITY in values:
+        if str(values[_SECURITY]).lower() != "plaintext":
+            raise InvalidConfigError(f"{_SECURITY}={values[_SECURITY]!r} is not supported: "
+                                     f"{_REFUSED_PREFIXES['ssl.']}", config=_SECURITY)
+        del values[_SECURITY]
+    for alias, name, convert in _ALIASES:
+        if alias in values and name in kind.keys:
+            value = values.pop(alias)
+            value = convert(value) if convert and value is not None else value
+            if name in values and values[name] is not None and str(values[name]) != str(value):
+                raise InvalidConfigError(f"'{alias}' is librdkafka's name for '{name}'; give one of them, "
+                                         f"not both with different values", config=alias)
+            values[name] = value
+    return kind.parse(values)
 
 PRODUCER_CONFIG = ConfigDef("producer", _COMMON + [
     ConfigKey("acks", str, "all", "0: no wait, 1: leader wrote it, all/-1: every in-sync replica has it",
@@ -42,8 +114,11 @@ PRODUCER_CONFIG = ConfigDef("producer", _COMMON + [
     ConfigKey("topic.metadata.propagation.max.ms", int, 30_000,
               "how long records for an unknown topic wait for it to appear", between(0, INT_MAX)),
     ConfigKey("partitioner", str, "murmur2_random",
-              "murmur2 of the key as Kafka's Java client (murmur2_random: sticky for null keys)",
+              "murmur2 of the key as Kafka's Java client; null keys sticky (Riverlog batches them per "
+              "partition, as Kafka's Java client does: murmur2 and consistent_random choose the same way)",
               one_of("murmur2_random", "murmur2")),
+    ConfigKey("queue.buffering.max.messages", int, 100_000,
+              "records buffered (not yet delivered) before produce() raises BufferError", between(1, INT_MAX)),
     ConfigKey("enable.idempotence", bool, None,
               "no duplicates from retries, per partition (default: on when acks=all, as in Kafka 3+)"),
     ConfigKey("transactional.id", str, "", "makes the producer transactional (docs/transactions.md)"),
@@ -55,10 +130,15 @@ PRODUCER_CONFIG = ConfigDef("producer", _COMMON + [
 CONSUMER_CONFIG = ConfigDef("consumer", _COMMON + [
     ConfigKey("group.id", str, "", "consumer group: needed by subscribe(), commit() and committed()"),
     ConfigKey("group.instance.id", str, "", "static membership id"),
+    ConfigKey("allow.auto.create.topics", bool, True,
+              "subscribing to or assigning an unknown topic creates it on a broker with auto.create.topics.enable "
+              "(Kafka's Java consumer default; librdkafka's is false)"),
     ConfigKey("auto.offset.reset", str, "latest",
               "where to start without a valid position: earliest, latest or error",
               one_of("earliest", "smallest", "beginning", "latest", "largest", "end", "error", "none")),
     ConfigKey("enable.auto.commit", bool, True, "commit positions every auto.commit.interval.ms (from poll())"),
+    ConfigKey("enable.auto.offset.store", bool, True,
+              "poll() stores each returned record's offset for commit; false: only store_offsets() does"),
     ConfigKey("heartbeat.interval.ms", int, 3000, "how often a group member heartbeats when nothing moves",
               between(1, INT_MAX)),
     ConfigKey("on_commit", object, None, "callback(err, partitions) after each asynchronous commit"),
@@ -69,7 +149,6 @@ CONSUMER_CONFIG = ConfigDef("consumer", _COMMON + [
               "group assignor, run by the coordinator: range, roundrobin (eager) or cooperative-sticky"),
     ConfigKey("fetch.min.bytes", int, 1, "bytes a fetch waits for before answering", between(0, INT_MAX)),
     ConfigKey("fetch.max.wait.ms", int, 500, "longest a fetch waits for fetch.min.bytes", between(0, INT_MAX)),
-    ConfigKey("fetch.wait.max.ms", int, None, "librdkafka's name for fetch.max.wait.ms", between(0, INT_MAX)),
     ConfigKey("fetch.max.bytes", int, 52_428_800, "largest fetch response", between(1, INT_MAX)),
     ConfigKey("max.partition.fetch.bytes", int, 1_048_576, "largest data per partition per fetch", between(1, INT_MAX)),
     ConfigKey("queued.max.messages.kbytes", int, 65_536, "prefetched data held before fetching pauses",

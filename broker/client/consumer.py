@@ -22,7 +22,8 @@ import pyarrow as pa
 
 from broker.client.cluster import ClusterClient, ClusterMetadata
 from broker.client.committer import OffsetCommitter
-from broker.client.config import CONSUMER_CONFIG
+from broker.client.client_events import ClientEvents
+from broker.client.config import CONSUMER_CONFIG, client_config
 from broker.client.coordinator import CoordinatorClient
 from broker.client.fetch_buffer import BATCH_SCHEMA
 from broker.client.fetch_state import AUTO_OFFSET_RESET, EARLIEST, LATEST, FetchState
@@ -30,7 +31,7 @@ from broker.client.fetcher import Fetcher, list_offset
 from broker.client.membership import GroupMembership
 from broker.client.message import OFFSET_INVALID, Message, TopicPartition
 from broker.clock import SYSTEM_CLOCK
-from broker.errors import ClientClosedError, InvalidConfigError, RiverlogError
+from broker.errors import ClientClosedError, InvalidConfigError, KafkaError, KafkaException, RiverlogError
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +62,12 @@ class Consumer:
     and prefetch up to ``queued.max.messages.kbytes``.
     """
 
-    def __init__(self, config: dict, **kwargs):
-        cfg = CONSUMER_CONFIG.parse({**config, **kwargs})
+    def __init__(self, config: dict | None = None, **kwargs):
+        cfg = client_config(CONSUMER_CONFIG, config, kwargs)
         self.config = cfg
+        self._events = ClientEvents(cfg, "consumer")
+        self._auto_store = cfg["enable.auto.offset.store"]
+        self._stored: dict[tuple[str, int], TopicPartition] = {}
         self.cluster = ClusterClient.from_config(cfg)
         self._clock = SYSTEM_CLOCK
         self._cond = threading.Condition()
@@ -89,7 +93,13 @@ class Consumer:
         self._fetcher.kick()
 
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        """Add these partitions to the assignment; one already assigned fails (librdkafka's _CONFLICT)."""
         with self._cond:
+            self._check_open()
+            taken = [tp for tp in partitions if (tp.topic, tp.partition) in self._fetch_state.partitions]
+            if taken:
+                raise KafkaException(KafkaError(KafkaError._CONFLICT, f"{taken[0].topic} [{taken[0].partition}] is "
+                                                "already part of the current assignment"))
             self._fetch_state.add(partitions)
         self._fetcher.kick()
 
@@ -138,6 +148,7 @@ class Consumer:
 
     def _group_step(self) -> None:
         """Apply what the coordinator decided, on the application's thread (callbacks run here)."""
+        self._events.serve()
         membership = self._membership
         if membership is None:
             return
@@ -145,6 +156,7 @@ class Consumer:
         self._maybe_auto_commit()
         assignment, lost, fatal = membership.pending()
         if fatal is not None:
+            self._events.error(fatal)
             self._membership = None
             self._revoke(set(self._owned), lost=True)
             raise fatal
@@ -165,6 +177,8 @@ class Consumer:
             tps = [TopicPartition(t, p, committed.get((t, p), OFFSET_INVALID)) for t, p in sorted(added)]
             if self._callbacks.get("assign"):
                 self._callbacks["assign"](self, tps)
+            with self._cond:  # unless on_assign assigned them itself (as confluent-kafka's examples do)
+                tps = [tp for tp in tps if (tp.topic, tp.partition) not in self._fetch_state.partitions]
             self.incremental_assign(tps)
             self._owned |= added
             membership.applied(self._owned)
@@ -175,17 +189,19 @@ class Consumer:
         tps = [TopicPartition(t, p) for t, p in sorted(partitions)]
         if not lost and self.config["enable.auto.commit"]:
             try:
-                with self._cond:
-                    positions = self._fetch_state.positions(partitions)
-                self._committer.commit_sync(positions, 5.0)
+                self._committer.commit_sync(self._to_commit(partitions), 5.0)
             except RiverlogError as e:
                 log.warning("auto-commit before revocation failed: %r", e)
         callback = (self._callbacks.get("lost") or self._callbacks.get("revoke")) if lost \
             else self._callbacks.get("revoke")
         if callback:
             callback(self, tps)
+        with self._cond:  # unless on_revoke unassigned them itself
+            tps = [tp for tp in tps if (tp.topic, tp.partition) in self._fetch_state.partitions]
         self.incremental_unassign(tps)
         self._owned -= partitions
+        for key in partitions:
+            self._stored.pop(key, None)
 
     def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
         with self._cond:
@@ -213,8 +229,7 @@ class Consumer:
         elif offsets is not None:
             tps = list(offsets)
         else:
-            with self._cond:
-                tps = self._fetch_state.positions()
+            tps = self._to_commit()
         if not asynchronous:
             return self._committer.commit_sync(tps, self.config["request.timeout.ms"] / 1000.0)
         self._committer.commit_async(tps)
@@ -222,9 +237,35 @@ class Consumer:
 
     def _maybe_auto_commit(self) -> None:
         if self._committer.auto_commit_due():
+            self._committer.commit_moved(self._to_commit())
+
+    def _to_commit(self, keys=None) -> list[TopicPartition]:
+        """What an automatic or argument-less commit stores: the positions poll() reached, or, with
+        ``enable.auto.offset.store=false``, the offsets given to ``store_offsets``."""
+        if self._auto_store:
             with self._cond:
-                positions = self._fetch_state.positions()
-            self._committer.commit_moved(positions)
+                return self._fetch_state.positions(keys)
+        return [tp for key, tp in sorted(self._stored.items()) if keys is None or key in keys]
+
+    def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None) -> None:
+        """Store ``message.offset() + 1`` or the given ``offsets`` for the next automatic or
+        argument-less commit; needs ``enable.auto.offset.store=false``."""
+        if self._auto_store:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
+                                            "store_offsets() needs enable.auto.offset.store=false"))
+        if (message is None) == (offsets is None):
+            raise TypeError("store_offsets() takes a message or offsets, exactly one")
+        if message is not None:
+            offsets = [TopicPartition(message.topic(), message.partition(), message.offset() + 1,
+                                      leader_epoch=message.leader_epoch())]
+        for tp in offsets:
+            self._stored[(tp.topic, tp.partition)] = TopicPartition(tp.topic, tp.partition, tp.offset, tp.metadata,
+                                                                    tp.leader_epoch)
+
+    def memberid(self) -> str | None:
+        """This member's id in its group, or None before it joined."""
+        member_id, _ = self._member()
+        return member_id or None
 
     def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
         """The group's committed offset of each partition (``OFFSET_INVALID`` where there is none)."""
@@ -237,7 +278,7 @@ class Consumer:
         out = []
         for tp in partitions:
             offset, metadata = found.get((tp.topic, tp.partition), (OFFSET_INVALID, None))
-            out.append(TopicPartition(tp.topic, tp.partition, offset, metadata))
+            out.append(TopicPartition(tp.topic, tp.partition, offset, metadata or None))
         return out
 
     # --------------------------------------------------------------------------- positions
@@ -320,14 +361,14 @@ class Consumer:
                     if state.events:
                         if parts:
                             break
-                        raise state.events.popleft().error()
+                        raise state.events.popleft().error().exception()
                     chunk = self._head()
                     if chunk is None:
                         break
                     if chunk.error is not None:
                         if parts:
                             break
-                        raise state.take_one(chunk).error()
+                        raise state.take_one(chunk).error().exception()
                     n = chunk.remaining if max_records is None else min(chunk.remaining, max_records - taken)
                     parts.append(state.take_slice(chunk, n))
                     taken += n
@@ -402,6 +443,7 @@ class Consumer:
         self._fetcher.stop()
         self.cluster.close()
         self._fetcher.join(5)
+        self._events.close()
 
     def __enter__(self):
         return self

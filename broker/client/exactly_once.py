@@ -189,7 +189,7 @@ class DecisionLog:
         finally:
             producer.close(1)
         if errors:
-            raise errors[0]
+            raise errors[0].exception()
         if left:
             raise RiverlogError(f"the decision of batch {decision.batch_id} was not acknowledged in {timeout}s")
 

@@ -66,7 +66,7 @@ class Fetcher:
         self.config = config
         self.state = state
         self._cond = cond
-        wait_ms = config["fetch.wait.max.ms"] if config["fetch.wait.max.ms"] is not None else config["fetch.max.wait.ms"]
+        wait_ms = config["fetch.max.wait.ms"]
         self._fetch_wait_ms = wait_ms
         self._closed = False
         self._wake = threading.Event()

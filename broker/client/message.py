@@ -1,6 +1,8 @@
 """Messages and topic-partitions, shaped as confluent-kafka's so code ports without change."""
 from __future__ import annotations
 
+from broker.errors.kafka_error import KafkaError
+
 OFFSET_BEGINNING = -2
 OFFSET_END = -1
 OFFSET_STORED = -1000
@@ -43,23 +45,31 @@ class TopicPartition:
 
 
 class Message:
-    """One record as the consumer returns it, or a delivery report, or an error event."""
+    """One record as the consumer returns it, or a delivery report, or an error event.
+
+    ``error()`` is a :class:`~broker.kafka_error.KafkaError` (``code()``, ``name()``...) or None;
+    ``error().exception()`` is Riverlog's typed error behind it.
+    """
 
     __slots__ = ("_topic", "_partition", "_offset", "_key", "_value", "_headers", "_timestamp",
-                 "_timestamp_type", "_error", "_latency")
+                 "_timestamp_type", "_error", "_latency", "_leader_epoch")
 
     def __init__(self, topic=None, partition=-1, offset=-1, key=None, value=None, headers=None,
-                 timestamp=-1, timestamp_type=TIMESTAMP_CREATE_TIME, error=None):
+                 timestamp=-1, timestamp_type=TIMESTAMP_CREATE_TIME, error=None, latency=None,
+                 leader_epoch=None):
         self._topic = topic
         self._partition = partition
         self._offset = offset
         self._key = key
         self._value = value
         self._headers = headers
-        self._timestamp = timestamp
+        if isinstance(timestamp, tuple):  # confluent's (type, ms)
+            timestamp_type, timestamp = timestamp
+        self._timestamp = -1 if timestamp is None else timestamp
         self._timestamp_type = timestamp_type
-        self._error = error
-        self._latency = None
+        self._error = KafkaError.of(error)
+        self._latency = latency
+        self._leader_epoch = leader_epoch
 
     def topic(self):
         return self._topic
@@ -90,7 +100,12 @@ class Message:
         return self._error
 
     def latency(self):
+        """Seconds from produce() to the delivery report (delivery reports only), else None."""
         return self._latency
+
+    def leader_epoch(self):
+        """The leader epoch of the record's partition when it was written, or None when unknown."""
+        return self._leader_epoch
 
     def set_key(self, key):
         self._key = key

@@ -30,7 +30,8 @@ import time
 
 from broker.client.accumulator import RECORD_OVERHEAD, ProducerBatch, RecordAccumulator, normalise_table
 from broker.client.cluster import ClusterClient, ClusterMetadata
-from broker.client.config import PRODUCER_CONFIG
+from broker.client.client_events import ClientEvents
+from broker.client.config import PRODUCER_CONFIG, client_config
 from broker.client.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
 from broker.client.send_policy import SendLimits
 from broker.client.sender import Sender
@@ -38,7 +39,9 @@ from broker.client.transactions import TransactionManager, TxnState
 from broker.client.txn_admin import TransactionHandle
 from broker.client.txn_requests import TransactionRequests
 from broker.clock import SYSTEM_CLOCK
-from broker.errors import InvalidConfigError, MessageTooLargeError
+from broker.errors import (ApplicationRecoverableError, InvalidConfigError, KafkaTimeoutError, MessageTooLargeError,
+                           QueueFullError)
+from broker.errors.kafka_error import KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +61,11 @@ class Producer:
     retries). Thread-safe: ``produce`` may be called from several threads.
     """
 
-    def __init__(self, config: dict, **kwargs):
-        cfg = PRODUCER_CONFIG.parse({**config, **kwargs})
+    def __init__(self, config: dict | None = None, **kwargs):
+        cfg = client_config(PRODUCER_CONFIG, config, kwargs)
         self.config = cfg
+        self._events = ClientEvents(cfg, "producer", self._statistics)
+        self._max_messages = cfg["queue.buffering.max.messages"]
         self._acks = _ACKS[cfg["acks"]]
         self._idempotent = _idempotence(cfg, self._acks)
         if cfg["transactional.id"] and not self._idempotent:
@@ -136,6 +141,9 @@ class Producer:
                 f"record of {size - RECORD_OVERHEAD} bytes exceeds message.max.bytes={self._max_message}")
         if headers is not None:
             headers = _as_header_list(headers)
+        if self._acc.outstanding >= self._max_messages:
+            raise QueueFullError(f"{self._max_messages} records are waiting for delivery "
+                                 "(queue.buffering.max.messages): serve delivery reports with poll() and retry")
         if self._txn is not None and not self._manager.in_transaction:
             self._manager.check_can_produce()
         self._append(topic, (key, value, timestamp or time.time_ns() // 1_000_000, headers, partition,
@@ -169,12 +177,13 @@ class Producer:
             values = batch.records.column(1).to_pylist()
             stamps = batch.records.column(2).to_pylist()
             kind = TIMESTAMP_LOG_APPEND_TIME if log_append_time >= 0 else TIMESTAMP_CREATE_TIME
+            err = _delivery_error(error)
             for i, cb in enumerate(batch.callbacks):
                 if cb is not None:
                     offset = base_offset + i if base_offset >= 0 else -1
                     ts = log_append_time if log_append_time >= 0 else stamps[i]
-                    reports.append((cb, error, Message(batch.topic, batch.partition, offset, keys[i],
-                                                       values[i], None, ts, kind)))
+                    reports.append((cb, err, Message(batch.topic, batch.partition, offset, keys[i],
+                                                     values[i], None, ts, kind, err)))
         self._acc.release(batch.size_charged, batch.count - len(reports))
         if reports:
             with self._report_cond:
@@ -182,6 +191,8 @@ class Producer:
                 self._report_cond.notify_all()
         if error is not None and self._manager is not None:
             self._manager.failed(error)
+        if isinstance(error, ApplicationRecoverableError):
+            self._events.error(error)
         if error is not None and batch.callbacks is None:
             log.warning("failed to deliver %d record(s) to %s[%d]: %s", batch.count, batch.topic,
                         batch.partition, error)
@@ -196,7 +207,7 @@ class Producer:
             cb(err, msg)
         if reports:
             self._acc.release(0, len(reports))
-        return len(reports)
+        return len(reports) + self._events.serve()
 
     def flush(self, timeout: float | None = None) -> int:
         """Send everything buffered now, wait for it, serving callbacks; returns records still pending."""
@@ -219,6 +230,9 @@ class Producer:
             with acc.cond:
                 acc.flushing -= 1
 
+    def _statistics(self) -> dict:
+        return _statistics_of(self)
+
     def __len__(self) -> int:
         return self._acc.outstanding
 
@@ -233,6 +247,7 @@ class Producer:
             self._acc.cond.notify_all()
         self._thread.join(5)
         self.cluster.close()
+        self._events.close()
         return left
 
     def __enter__(self):
@@ -251,6 +266,21 @@ def _idempotence(cfg, acks: int) -> bool:
         raise InvalidConfigError("enable.idempotence=true needs acks=all, retries > 0 and "
                                  "max.in.flight.requests.per.connection <= 5", config="enable.idempotence")
     return fits if wanted is None else bool(wanted)
+
+
+def _statistics_of(producer) -> dict:
+    return {"msg_cnt": producer._acc.outstanding, "msg_max": producer._max_messages,
+            "msg_size_max": producer.config["buffer.memory"]}
+
+
+def _delivery_error(error) -> KafkaError | None:
+    """What a delivery callback receives, as confluent-kafka: a KafkaError (a record that ran out of
+    delivery.timeout.ms reports librdkafka's _MSG_TIMED_OUT); ``err.exception()`` is the typed error."""
+    if error is None:
+        return None
+    if isinstance(error, KafkaTimeoutError):
+        return KafkaError._of(error, KafkaError._MSG_TIMED_OUT)
+    return KafkaError.of(error)
 
 
 def _as_bytes(data) -> bytes:

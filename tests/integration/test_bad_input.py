@@ -88,14 +88,14 @@ def test_unknown_topic_and_partition(shared_broker, topic_name):
         producer.produce(topic_name + "-missing", value=b"x", on_delivery=lambda e, m: reports.append(e))
         producer.produce(topic_name, value=b"y", partition=7, on_delivery=lambda e, m: reports.append(e))
         producer.flush(20)
-    assert {type(e) for e in reports} == {UnknownTopicOrPartitionError, UnknownPartitionError}
-    assert "7" in str(next(e for e in reports if isinstance(e, UnknownPartitionError)))
+    assert {type(e and e.exception()) for e in reports} == {UnknownTopicOrPartitionError, UnknownPartitionError}, reports
+    assert "7" in next(e for e in reports if isinstance(e.exception(), UnknownPartitionError)).str()
     error, _ = raw_produce(servers, topic_name, encode_batch(record_batch([None], [b"z"], [1])), partition=3)
     assert error is UnknownTopicOrPartitionError
     consumer = Consumer({"bootstrap.servers": servers})
     consumer.assign([TopicPartition(topic_name, 9, 0)])
     event = consumer.poll(10)
-    assert event is not None and isinstance(event.error(), UnknownTopicOrPartitionError)
+    assert event is not None and isinstance(event.error().exception(), UnknownTopicOrPartitionError)
     consumer.close()
     assert log_end(servers, topic_name) == 0
 
@@ -110,8 +110,8 @@ def test_oversized_batches(broker_factory, topic_name):
         producer.flush(20)
         with pytest.raises(MessageTooLargeError):
             producer.produce(topic_name, value=b"x" * 2_000_000)
-    assert len(reports) == 1 and isinstance(reports[0], MessageTooLargeError)
-    assert "2000" in str(reports[0])
+    assert len(reports) == 1 and isinstance(reports[0].exception(), MessageTooLargeError)
+    assert "2000" in reports[0].str()
     with pytest.raises(RecordListTooLargeError):
         raw_produce(servers, topic_name, b"\0" * (3 * 1024 * 1024))
     assert log_end(servers, topic_name) == 0
@@ -157,7 +157,7 @@ def test_out_of_range_offsets(shared_broker, topic_name):
     strict = Consumer({"bootstrap.servers": servers, "auto.offset.reset": "error"})
     strict.assign([TopicPartition(topic_name, 0, 500)])
     event = strict.poll(10)
-    assert isinstance(event.error(), OffsetOutOfRangeError)
+    assert isinstance(event.error().exception(), OffsetOutOfRangeError)
     strict.close()
 
     cluster = ClusterClient(servers)

@@ -156,7 +156,7 @@ def test_stopped_followers_leave_the_isr_and_acks_all_needs_min_insync(cluster_f
                "the leader to see the ISR shrink to 1")
     producer.produce(topic_name, value=b"refused", on_delivery=cb)
     producer.flush(15)
-    assert isinstance(results[1], NotEnoughReplicasError), results
+    assert isinstance(results[1].exception(), NotEnoughReplicasError), results
 
     for f in followers:
         cluster.nodes[f].resume()

@@ -75,7 +75,7 @@ def test_a_fenced_producer_stays_fenced_and_never_commits(broker, topic_name):
     assert read(broker.bootstrap, topic_name, "read_committed", partitions=1) == [
         b"successor-0", b"successor-1", b"successor-2"]
     # Fenced is fatal: every later call fails with the same typed error, which says what to do.
-    assert reports and all(isinstance(e, ProducerFencedError) for e in reports), reports
+    assert reports and all(isinstance(e.exception(), ProducerFencedError) for e in reports), reports
     assert all(isinstance(e, ProducerFencedError) for e in errors), errors
     assert "init_transactions" in str(errors[0]) and "close" in str(errors[0])
     zombie.close(5)

@@ -140,11 +140,11 @@ def consume_all(servers: str, topic: str, end: int, timeout: float = 60) -> tupl
             assert time.monotonic() < deadline, f"stuck at {position} of {end}; errors {errors}"
             for m in consumer.consume(1000, 0.5):
                 if m.error() is not None:
-                    assert isinstance(m.error(), CorruptRecordError), m.error()
+                    assert isinstance(m.error().exception(), CorruptRecordError), m.error()
                     assert (m.topic(), m.partition(), m.offset()) == (topic, 0, position), (m.offset(), position)
                     assert consumer.position([TopicPartition(topic, 0)])[0].offset == position
-                    errors.append((m.offset(), m.error().details["next_offset"]))
-                    position = m.error().details["next_offset"]
+                    errors.append((m.offset(), m.error().exception().details["next_offset"]))
+                    position = m.error().exception().details["next_offset"]
                     consumer.seek(TopicPartition(topic, 0, position))
                     break
                 assert m.offset() == position, (m.offset(), position)
@@ -258,9 +258,9 @@ def check_halts_at_bad_batch(servers: str, topic: str, bad: int, count: int, tot
         assert [m.offset() for m in before] == list(range(bad)), "records before the bad batch"
         assert [m.value() for m in before] == [f"a{i}".encode() for i in range(bad)]
         assert (event.topic(), event.partition(), event.offset()) == (topic, 0, bad)
-        assert isinstance(event.error(), CorruptRecordError)
-        assert event.error().details == {"offset": bad, "next_offset": bad + count}
-        assert str(bad) in event.error().message
+        assert isinstance(event.error().exception(), CorruptRecordError)
+        assert event.error().exception().details == {"offset": bad, "next_offset": bad + count}
+        assert str(bad) in event.error().str()
 
         # Halted: nothing more arrives, the position stays at the bad batch, no repeated event.
         assert consumer.poll(1.0) is None

@@ -111,7 +111,7 @@ def test_a_compacted_topic_read_from_the_start_holds_the_last_value_per_key(brok
         failed = []
         p.produce(topic_name, value=b"no key", on_delivery=lambda err, msg: failed.append(err))
         p.flush(30)
-    assert len(failed) == 1 and isinstance(failed[0], InvalidRecordError)
+    assert len(failed) == 1 and isinstance(failed[0].exception(), InvalidRecordError)
 
 
 def test_compaction_keeps_committed_values_that_an_aborted_transaction_overwrote(broker_factory, topic_name):

@@ -122,10 +122,13 @@ def test_queue_full_is_a_buffer_error():
 
 
 def test_every_error_is_an_exception_caught_by_the_confluent_names():
-    assert errors.KafkaException is RiverlogError and errors.KafkaError is RiverlogError
+    assert errors.KafkaException is RiverlogError
     for cls in ERROR_CLASSES:
-        with pytest.raises(errors.KafkaException):
+        with pytest.raises(errors.KafkaException) as caught:
             raise cls("x")
+        # confluent-kafka's shape: args[0] is the KafkaError value object, code() its Kafka code.
+        assert isinstance(caught.value.args[0], errors.KafkaError)
+        assert caught.value.args[0].code() == cls.kafka_code and caught.value.args[0].exception() is caught.value
 
 
 # ----------------------------------------------------------------------------------- categories

@@ -105,7 +105,7 @@ def test_no_position_with_reset_error_reports_once_and_pauses():
     state = make(reset=None)
     state.assign([TopicPartition("orders", 0, OFFSET_STORED)])
     assert state.reset_target(TP0, OFFSET_STORED) is None
-    assert isinstance(state.events.popleft().error(), OffsetOutOfRangeError)
+    assert isinstance(state.events.popleft().error().exception(), OffsetOutOfRangeError)
     assert state.to_fetch(1, leader_1) == ([], [])
     state.set_paused([TP0], False)
     assert state.to_fetch(1, leader_1)[1] == [(TP0, 0, OFFSET_STORED)]
@@ -204,7 +204,7 @@ def test_partition_eof_is_reported_once_per_arrival_at_the_end():
     assert state.on_decoded(TP0, 0, 2, [], None, None, 2)
     assert not state.on_decoded(TP0, 0, 2, [], None, None, 2)
     event = state.events.popleft()
-    assert isinstance(event.error(), PartitionEOF) and event.offset() == 2
+    assert isinstance(event.error().exception(), PartitionEOF) and event.offset() == 2
 
 
 # ------------------------------------------------------------------------------ decode failures
@@ -222,7 +222,7 @@ def test_a_batch_that_cannot_be_decoded_halts_its_partition_at_its_offset():
     out = drain(state)
     assert out[:4] == [0, 1, 2, 3]
     kind, message = out[4]
-    assert kind == "error" and message.offset() == 4 and isinstance(message.error(), CorruptRecordError)
+    assert kind == "error" and message.offset() == 4 and isinstance(message.error().exception(), CorruptRecordError)
     assert state.position(TP0) == 4
     assert state.to_fetch(1, leader_1) == ([], [])
     # data fetched before the halt and arriving after it is ignored; so is an offset reset
@@ -277,7 +277,7 @@ def test_offset_out_of_range_without_reset_is_reported_and_pauses():
     state = make(reset=None)
     state.assign([TopicPartition("orders", 0, 500)])
     state.on_error(TP0, 0, OffsetOutOfRangeError("500 is past the end"), 10, 90)
-    assert isinstance(state.events.popleft().error(), OffsetOutOfRangeError)
+    assert isinstance(state.events.popleft().error().exception(), OffsetOutOfRangeError)
     assert state.position(TP0) == 500
     assert state.to_fetch(1, leader_1) == ([], [])
 
@@ -293,7 +293,7 @@ def test_a_fatal_fetch_error_is_reported():
     state = make()
     state.assign([TopicPartition("orders", 0, 5)])
     assert not state.on_error(TP0, 0, InvalidRequestError("no"), -1, -1)
-    assert isinstance(state.events.popleft().error(), InvalidRequestError)
+    assert isinstance(state.events.popleft().error().exception(), InvalidRequestError)
 
 
 def test_unknown_partition_is_reported_once():

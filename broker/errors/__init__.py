@@ -30,6 +30,7 @@ ERROR_CODE_KEY = "riverlog-error-code"
 """gRPC trailing-metadata key that carries an error's ``code`` (the server sets it, the client reads it)."""
 
 _REGISTRY: dict[int, type["RiverlogError"]] = {}
+_BY_KAFKA_CODE: dict[int, type["RiverlogError"]] = {}
 
 
 class RiverlogError(Exception):
@@ -39,6 +40,7 @@ class RiverlogError(Exception):
     name: str = "UNKNOWN_SERVER_ERROR"
     retriable: bool = False
     grpc_status: str = "INTERNAL"  # a grpc.StatusCode name; the server's interceptor maps it
+    kafka_code: int = -1  # the code confluent-kafka's KafkaError.code() gives (librdkafka's, <0, for local errors)
     _category: bool = False  # set on category bases: caught, never raised
 
     def __init_subclass__(cls, **kwargs):
@@ -50,6 +52,9 @@ class RiverlogError(Exception):
             if "name" not in cls.__dict__:
                 cls.name = _kafka_name(cls.__name__)
             _REGISTRY[cls.code] = cls
+            if "kafka_code" not in cls.__dict__:
+                cls.kafka_code = cls.code
+            _BY_KAFKA_CODE.setdefault(cls.kafka_code, cls)
         retriable_base = globals().get("RetriableError")
         if retriable_base is not None and cls.retriable != issubclass(cls, retriable_base):
             raise TypeError(f"{cls.__name__}: retriable={cls.retriable} but it "
@@ -59,12 +64,25 @@ class RiverlogError(Exception):
     def __new__(cls, *args, **kwargs):
         if cls._category:
             raise TypeError(f"{cls.__name__} is a category to catch; raise one of its subclasses")
+        if args and isinstance(args[0], KafkaError) and not issubclass(cls, type(args[0].exception())):
+            # confluent's ``raise KafkaException(msg.error())``: raise the typed error it stands for.
+            cls = type(args[0].exception())
         return super().__new__(cls, *args)
 
-    def __init__(self, message: str = "", **details):
+    def __init__(self, message: "str | KafkaError" = "", **details):
+        kafka_code = None
+        if isinstance(message, KafkaError):
+            kafka_code = message.code() if message.code() != type(self).kafka_code else None
+            typed = message.exception()
+            message, details = typed.message, {**typed.details, **details}
         super().__init__(message or self.name)
         self.message = message or self.name
         self.details = details
+        # confluent-kafka's shape: ``e.args[0]`` is the KafkaError value object.
+        self.args = (KafkaError._of(self, kafka_code),)
+
+    def __str__(self):
+        return self.message
 
     def __reduce__(self):
         # By class, not by code: a subclass without a code of its own (e.g. spark_sink's
@@ -87,6 +105,11 @@ def _rebuild(kind, message: str, details: dict) -> RiverlogError:
 def error_for_code(code: int) -> type[RiverlogError]:
     """The error class registered for a wire code (the base class for an unknown code)."""
     return _REGISTRY.get(code, RiverlogError)
+
+
+def error_for_kafka_code(code: int) -> type[RiverlogError]:
+    """The error class for a confluent-kafka (librdkafka) code: a Kafka code, or a local one (< -100)."""
+    return _BY_KAFKA_CODE.get(code) or _LOCAL_ALIASES.get(code) or RiverlogError
 
 
 def _kafka_name(class_name: str) -> str:
@@ -410,37 +433,53 @@ class StaleMemberEpochError(RetriableError):
 # Kafka code.
 class KafkaTimeoutError(RetriableError):
     """A client-side deadline (delivery.timeout.ms, a result() timeout) passed."""
-    code, grpc_status = 1001, S.DEADLINE_EXCEEDED
+    code, kafka_code, grpc_status = 1001, -185, S.DEADLINE_EXCEEDED  # librdkafka's _TIMED_OUT
 
 
 class UnknownPartitionError(RiverlogError):
     """An explicit partition number is beyond the topic's partitions."""
-    code, grpc_status = 1002, S.NOT_FOUND
+    code, kafka_code, grpc_status = 1002, -190, S.NOT_FOUND  # _UNKNOWN_PARTITION
 
 
 class QueueFullError(RetriableError, BufferError):
     """buffer.memory is used up; serve delivery reports with poll() and retry (a BufferError, as
     confluent-kafka raises)."""
-    code, name, grpc_status = 1003, "QUEUE_FULL", S.RESOURCE_EXHAUSTED
+    code, name, kafka_code, grpc_status = 1003, "QUEUE_FULL", -184, S.RESOURCE_EXHAUSTED  # _QUEUE_FULL
 
 
 class ClientClosedError(RiverlogError):
     """The client was closed."""
-    code, grpc_status = 1004, S.CANCELLED
+    code, kafka_code, grpc_status = 1004, -197, S.CANCELLED  # _DESTROY
 
 
 class NotSupportedError(RiverlogError):
     """The call is not supported by this version of Riverlog."""
-    code, grpc_status = 1005, S.UNIMPLEMENTED
+    code, kafka_code, grpc_status = 1005, -170, S.UNIMPLEMENTED  # _NOT_IMPLEMENTED
 
 
 class PartitionEOF(RiverlogError):
     """Informational: the consumer reached the end of a partition (only with enable.partition.eof)."""
-    code, grpc_status = 1006, S.OUT_OF_RANGE
+    code, kafka_code, grpc_status = 1006, -191, S.OUT_OF_RANGE  # _PARTITION_EOF
 
 
 del S
 
-# The name confluent-kafka users catch.
+# librdkafka's local codes that other typed errors stand for (KafkaException(KafkaError(code)) raises these).
+_LOCAL_ALIASES: dict[int, type[RiverlogError]] = {
+    -192: KafkaTimeoutError,  # _MSG_TIMED_OUT: delivery.timeout.ms passed
+    -195: NetworkError,  # _TRANSPORT
+    -187: NetworkError,  # _ALL_BROKERS_DOWN
+    -188: UnknownTopicOrPartitionError,  # _UNKNOWN_TOPIC
+    -186: InvalidConfigError,  # _INVALID_ARG
+    -172: InvalidTxnStateError,  # _STATE
+    -144: ProducerFencedError,  # _FENCED
+    -165: NotSupportedError,  # _UNSUPPORTED_FEATURE
+    -152: ClientClosedError,  # _PURGE_QUEUE
+    -151: ClientClosedError,  # _PURGE_INFLIGHT
+}
+
+from broker.errors.kafka_error import KafkaError  # noqa: E402  (the value object refers back to the classes above)
+
 KafkaException = RiverlogError
-KafkaError = RiverlogError
+"""confluent-kafka's exception: every typed error is one, and ``e.args[0]`` is its :class:`KafkaError`;
+``KafkaException(kafka_error)`` builds the typed error the KafkaError stands for."""
