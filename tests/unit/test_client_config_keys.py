@@ -1,0 +1,80 @@
+"""The librdkafka keys a Python user passes: honoured under Kafka's names, or refused with a reason."""
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from broker.client.client_events import ClientEvents
+from broker.client.config import CONSUMER_CONFIG, PRODUCER_CONFIG, client_config
+from broker.errors import InvalidConfigError, KafkaError, ProducerFencedError
+
+
+def test_keywords_and_dict_merge():
+    cfg = client_config(PRODUCER_CONFIG, {"bootstrap.servers": "a:1"}, {"acks": "1"})
+    assert cfg["bootstrap.servers"] == "a:1" and cfg["acks"] == "1"
+    assert client_config(PRODUCER_CONFIG, None, {"bootstrap.servers": "b:2"})["bootstrap.servers"] == "b:2"
+
+
+@pytest.mark.parametrize("alias, key, value, expected", [
+    ("message.timeout.ms", "delivery.timeout.ms", 5000, 5000),
+    ("queue.buffering.max.ms", "linger.ms", 20, 20),
+    ("queue.buffering.max.kbytes", "buffer.memory", 2048, 2048 * 1024),
+    ("socket.timeout.ms", "request.timeout.ms", 7000, 7000),
+    ("topic.metadata.refresh.interval.ms", "metadata.max.age.ms", 1000, 1000),
+])
+def test_aliases_become_kafkas_names(alias, key, value, expected):
+    assert client_config(PRODUCER_CONFIG, {alias: value}, {})[key] == expected
+
+
+def test_alias_and_name_disagreeing_is_refused():
+    with pytest.raises(InvalidConfigError, match="message.timeout.ms"):
+        client_config(PRODUCER_CONFIG, {"message.timeout.ms": 1000, "delivery.timeout.ms": 2000}, {})
+
+
+@pytest.mark.parametrize("name, value", [("ssl.ca.location", "/x"), ("sasl.mechanism", "PLAIN"),
+                                         ("security.protocol", "SASL_SSL")])
+def test_security_keys_are_refused_with_what_to_do(name, value):
+    with pytest.raises(InvalidConfigError, match="not supported"):
+        client_config(PRODUCER_CONFIG, {name: value}, {})
+    assert client_config(PRODUCER_CONFIG, {"security.protocol": "PLAINTEXT"}, {})
+
+
+def test_debug_contexts_are_checked():
+    assert client_config(CONSUMER_CONFIG, {"debug": "consumer,cgrp"}, {})["debug"] == "consumer,cgrp"
+    with pytest.raises(InvalidConfigError, match="unknown context"):
+        client_config(CONSUMER_CONFIG, {"debug": "consumer,telepathy"}, {})
+
+
+def test_enable_auto_offset_store_is_a_consumer_key():
+    assert client_config(CONSUMER_CONFIG, {"enable.auto.offset.store": "false"}, {})["enable.auto.offset.store"] is False
+    with pytest.raises(InvalidConfigError):
+        client_config(PRODUCER_CONFIG, {"enable.auto.offset.store": False}, {})
+
+
+def test_error_cb_stats_cb_logger_and_debug_are_served_on_poll():
+    seen, stats, now = [], [], [0.0]
+    target = logging.getLogger("test-client-events")
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    target.addHandler(handler)
+    target.setLevel(logging.DEBUG)
+    cfg = client_config(PRODUCER_CONFIG, {"error_cb": seen.append, "stats_cb": stats.append,
+                                          "statistics.interval.ms": 1000, "logger": target, "debug": "eos"}, {})
+    events = ClientEvents(cfg, "producer", lambda: {"msg_cnt": 3}, clock=lambda: now[0])
+    try:
+        events.error(ProducerFencedError("fenced"))
+        assert seen == [] and events.serve() == 1
+        assert seen == [KafkaError.PRODUCER_FENCED] and seen[0].fatal()
+        now[0] = 1.0
+        events.serve()
+        assert json.loads(stats[0])["msg_cnt"] == 3 and json.loads(stats[0])["type"] == "producer"
+        logging.getLogger("broker.client.transactions").debug("hello")
+        assert [r.getMessage() for r in records] == ["hello"]
+    finally:
+        events.close()
+        target.removeHandler(handler)
+    logging.getLogger("broker.client.transactions").debug("after close")
+    assert len(records) == 1
