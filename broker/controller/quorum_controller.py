@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass
 
 from broker.config import TOPIC_CONFIG, Config
-from broker.errors import (FencedLeaderEpochError, InvalidPartitionsError, InvalidReplicaAssignmentError,
+from broker.errors import (BrokerNotAvailableError, FencedLeaderEpochError, InvalidPartitionsError, InvalidReplicaAssignmentError,
                            InvalidReplicationFactorError, InvalidRequestError, NotLeaderOrFollowerError,
                            PolicyViolationError, StaleBrokerEpochError, TopicAlreadyExistsError,
                            UnknownTopicOrPartitionError)
@@ -29,6 +29,11 @@ from broker.metadata.image import MetadataImage, PartitionState, TopicImage, val
 from broker.replication.election import elect_leader
 
 MAX_PARTITIONS = 10_000
+# How long after a controller becomes active (at least; two broker sessions when longer) a
+# replication factor only brokers still starting could satisfy is answered "not yet" (retriable)
+# instead of InvalidReplicationFactor: the moments after a cluster starts, while its nodes register.
+# Short, because a voter may be controller-only and never register as a broker.
+JOIN_GRACE_MS = 3_000
 
 
 @dataclass
@@ -38,16 +43,21 @@ class HeartbeatReply:
 
 
 class QuorumController:
-    def __init__(self, config: Config, rng: random.Random | None = None):
+    def __init__(self, config: Config, rng: random.Random | None = None, voters: list[int] | None = None):
+        """``voters``: the quorum's node ids, which in combined mode are brokers too (see
+        :meth:`check_brokers_for`)."""
         self.config = config
         self.rng = rng or random.Random()
         self.session_ms = config["broker.session.timeout.ms"]
+        self.voters = list(voters) if voters is not None else [config["node.id"]]
         self.last_heartbeat: dict[int, int] = {}
         self.next_rebalance_ms = 0
+        self.active_since_ms: int | None = None
 
     def activate(self, image: MetadataImage, now_ms: int) -> None:
         """Becoming the active controller: every registered broker gets a full session from now."""
         self.last_heartbeat = {b: now_ms for b in image.brokers}
+        self.active_since_ms = now_ms
         self.next_rebalance_ms = now_ms + self.config["leader.imbalance.check.interval.seconds"] * 1000
 
     # ---------------------------------------------------------------------------- brokers
@@ -167,7 +177,8 @@ class QuorumController:
     # ---------------------------------------------------------------------------- topics
     def create_topic(self, image: MetadataImage, name: str, num_partitions: int, replication_factor: int,
                      configs: dict[str, str], topic_defaults: dict,
-                     assignment: list[list[int]] | None = None, internal: bool = False) -> list[dict]:
+                     assignment: list[list[int]] | None = None, internal: bool = False,
+                     now_ms: int | None = None) -> list[dict]:
         validate_topic_name(name)
         if name.startswith("__") and not internal:
             raise PolicyViolationError("topic names starting with '__' are reserved for internal topics")
@@ -178,6 +189,8 @@ class QuorumController:
             raise InvalidPartitionsError(f"num_partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
         factor = self.config["default.replication.factor"] if replication_factor == -1 else replication_factor
         TOPIC_CONFIG.parse(configs, defaults=topic_defaults)
+        if assignment is None and now_ms is not None:
+            self.check_brokers_for(image, factor, now_ms)
         replicas = assignment or self.assign_replicas(image, partitions, factor)
         topic_id = uuid.UUID(int=self.rng.getrandbits(128)).hex
         return ([{"type": "topic", "name": name, "topic_id": topic_id, "replicas": replicas}]
@@ -209,6 +222,27 @@ class QuorumController:
         records += [{"type": "config", "resource": "topic", "name": name, "key": k, "value": str(v)}
                     for k, v in sorted(overrides.items()) if t.configs.get(k) != str(v)]
         return records
+
+    def check_brokers_for(self, image: MetadataImage, factor: int, now_ms: int) -> None:
+        """Refuse "not yet" (retriable ``BrokerNotAvailable``) a replication factor the available
+        brokers cannot hold but brokers still starting could, in the first ``JOIN_GRACE_MS`` (or two
+        broker sessions) after this controller became active. Starting: registered brokers still
+        fenced (catching up) and voters not registered yet. Kafka refuses at once, but its brokers
+        take no requests before they are unfenced and a cluster's nodes come up together; here a
+        client that starts a cluster and creates a topic at once waits a moment instead of failing.
+        A voter may be controller-only and never register: then the refusal comes once the grace
+        has passed. Later, or when even the starting brokers are too few, :meth:`assign_replicas`
+        refuses for good."""
+        live = image.live_brokers()
+        grace = max(JOIN_GRACE_MS, 2 * self.session_ms)
+        if factor <= len(live) or self.active_since_ms is None or now_ms - self.active_since_ms > grace:
+            return
+        starting = {b.node_id for b in image.brokers.values() if b.fenced and not b.shutting_down}
+        starting |= {v for v in self.voters if v not in image.brokers}
+        if factor <= len(live) + len(starting):
+            raise BrokerNotAvailableError(
+                f"replication factor {factor} needs {factor} brokers; {len(live)} available, "
+                f"node(s) {sorted(starting)} still starting: try again in a moment")
 
     def assign_replicas(self, image: MetadataImage, count: int, factor: int, first: int = 0) -> list[list[int]]:
         """Kafka's rack-unaware spread: a random start, leaders round-robin, followers shifted."""

@@ -24,7 +24,7 @@ import uuid
 from broker.clock import SYSTEM_CLOCK, Clock
 from broker.config import TOPIC_CONFIG, Config, topic_defaults
 from broker.controller.operations import operation
-from broker.errors import (KafkaTimeoutError, NetworkError, NotControllerError, RiverlogError,
+from broker.errors import (BrokerNotAvailableError, KafkaTimeoutError, NetworkError, NotControllerError, RiverlogError,
                            StaleBrokerEpochError, UnknownTopicOrPartitionError)
 from broker.metadata.image import MetadataImage, TopicImage
 from broker.partition import Partition
@@ -223,7 +223,13 @@ class Broker:
                     "node_id": self.node_id, "broker_epoch": self.broker_epoch,
                     "metadata_offset": self.image.offset, "want_shut_down": self.shutting_down},
                     timeout=max(interval * 4, 2.0))
+                if not reply["fenced"] and not self.serving:
+                    # Serve once this node's own image shows it unfenced, so its first Metadata
+                    # answer already names itself among the brokers.
+                    self.wait_for_metadata(reply.get("offset", -1), timeout=interval * 4)
                 self.fenced = reply["fenced"]
+                if not self.fenced and not self.serving:
+                    log.info("broker %d is unfenced and serving clients", self.node_id)
                 self.serving = self.serving or not self.fenced
                 if reply["should_shut_down"]:
                     self._shutdown_done.set()
@@ -303,10 +309,18 @@ class Broker:
         return reply
 
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                     configs: dict[str, str], validate_only: bool = False) -> None:
-        self.controller_call("create_topic", {"name": name, "num_partitions": num_partitions,
-                                              "replication_factor": replication_factor,
-                                              "configs": configs, "validate_only": validate_only})
+                     configs: dict[str, str], validate_only: bool = False, timeout: float = 30.0) -> None:
+        body = {"name": name, "num_partitions": num_partitions, "replication_factor": replication_factor,
+                "configs": configs, "validate_only": validate_only}
+        deadline = time.monotonic() + timeout
+        while True:  # "not yet": brokers of a cluster that just started are still registering
+            try:
+                self.controller_call("create_topic", body, max(0.1, deadline - time.monotonic()))
+                return
+            except BrokerNotAvailableError:
+                if time.monotonic() + 0.05 >= deadline:
+                    raise
+                time.sleep(0.05)
 
     def delete_topic(self, name: str) -> None:
         self.controller_call("delete_topic", {"name": name})

@@ -80,7 +80,7 @@ class ControllerRuntime:
         base = config["controller.quorum.election.timeout.ms"]
         self.raft = RaftNode(self.node_id, voters, self.storage, random.Random(), clock.time_ms(),
                              election_timeout_ms=(base, 2 * base), heartbeat_ms=max(10, base // 10))
-        self.controller = QuorumController(config)
+        self.controller = QuorumController(config, voters=list(voters))
         self.image = MetadataImage()
         self.applied = -1
         self.snapshot_index = -1

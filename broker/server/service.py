@@ -19,7 +19,8 @@ from concurrent import futures
 
 from broker.clock import SYSTEM_CLOCK, Clock
 from broker.config import BROKER_CONFIG, Config
-from broker.errors import ClusterAuthorizationFailedError, InvalidRequestError, NotCoordinatorError
+from broker.errors import (BrokerNotAvailableError, ClusterAuthorizationFailedError, InvalidRequestError,
+                           NotCoordinatorError)
 from broker.proto import riverlog_pb2 as pb
 from broker.protocol import CoordinatorType
 from broker.proto import riverlog_pb2_grpc as pb_grpc
@@ -48,7 +49,13 @@ def _delegate(target):
 
 
 class _ClientServicer(pb_grpc.RiverlogServicer):
-    """The public service. Work runs on ``pool``; waits (long polls, acks=all) are awaited."""
+    """The public service. Work runs on ``pool``; waits (long polls, acks=all) are awaited.
+
+    On the client listener a broker answers nothing but ``BrokerNotAvailable`` (retriable: the
+    client tries again, or another broker, within its timeout) until it has caught up with the
+    metadata log, registered and been unfenced, as Kafka's brokers do: before that, its view of the
+    cluster (no brokers yet, leaderships that moved while it was down) would mislead.
+    """
 
     inter_broker = False
 
@@ -59,6 +66,10 @@ class _ClientServicer(pb_grpc.RiverlogServicer):
         self.waiter = AsyncWaiter(handlers.broker.replicas.notifier)
 
     async def run(self, fn, *args):
+        broker = self.h.broker
+        if not self.inter_broker and broker.is_broker and not broker.serving:
+            raise BrokerNotAvailableError(
+                f"broker {broker.node_id} is starting: not yet registered, caught up and unfenced")
         return await self.rpc.loop.run_in_executor(self.pool, fn, *args)
 
     def _groups(self) -> GroupHandlers:
