@@ -1,20 +1,33 @@
 """The source's options, checked on the driver when the query starts, and its output schema.
 
-Names follow Spark's Kafka source, with ``riverlog.bootstrap.servers`` for
+Names and meanings follow Spark's Kafka source, with ``riverlog.bootstrap.servers`` for
 ``kafka.bootstrap.servers``; any other ``riverlog.*`` option is handed to the consumer that reads
-(e.g. ``riverlog.fetch.max.bytes``). A bad value or an unknown option fails here, naming it.
+(e.g. ``riverlog.fetch.max.bytes``). A bad value or an unknown option fails here, naming it; so does
+a ``riverlog.*`` setting the source would have to replace (``auto.offset.reset``,
+``enable.auto.commit``) or a pair of options of which one could have no effect.
+
+Precedence is Spark's: ``startingTimestamp`` over ``startingOffsetsByTimestamp`` over
+``startingOffsets``, and ``endingTimestamp`` over ``endingOffsetsByTimestamp`` over
+``endingOffsets``; the one that loses is named in a warning.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 
 from broker.errors import InvalidConfigError
 
+log = logging.getLogger(__name__)
+
 PREFIX = "riverlog."
 EARLIEST, LATEST = -2, -1
+DEFAULT_GROUP_PREFIX = "spark-riverlog"
+# The source decides these itself (Spark's Kafka source refuses the same ``kafka.*`` settings).
+_REFUSED = {"auto.offset.reset": "set startingOffsets instead (a query starts where that option says)",
+            "enable.auto.commit": "the source commits each finished micro-batch's offsets itself"}
 
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
           "timestampType int")
@@ -23,7 +36,8 @@ HEADERS = "headers array<struct<key: string, value: binary>>"
 _KNOWN = {"subscribe", "subscribepattern", "assign", "startingoffsets", "endingoffsets", "startingtimestamp",
           "startingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy", "endingtimestamp",
           "endingoffsetsbytimestamp", "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay",
-          "minpartitions", "failondataloss", "includeheaders", "groupid", "path"}
+          "minpartitions", "failondataloss", "includeheaders", "groupid", "groupidprefix",
+          "kafkaconsumer.polltimeoutms", "fetchoffset.numretries", "fetchoffset.retryintervalms", "path"}
 
 
 def output_schema(include_headers: bool) -> str:
@@ -54,6 +68,49 @@ def _positive(options: dict, name: str) -> int | None:
     if number <= 0:
         raise _bad(name, f"must be positive, got {value}")
     return number
+
+
+def _count(options: dict, name: str, default: int, least: int) -> int:
+    value = options.get(name.lower())
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise _bad(name, f"must be a whole number, got {value!r}") from None
+    if number < least:
+        raise _bad(name, f"must be at least {least}, got {number}")
+    return number
+
+
+def _timestamp(options: dict, name: str) -> int | None:
+    value = options.get(name.lower())
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise _bad(name, f"must be milliseconds since the epoch, got {value!r}") from None
+
+
+def _timestamps(options: dict, name: str) -> dict | None:
+    raw = options.get(name.lower())
+    if raw is None:
+        return None
+    try:
+        doc = json.loads(raw)
+        return {t: {int(p): int(ts) for p, ts in ps.items()} for t, ps in doc.items()}
+    except (ValueError, AttributeError, TypeError):
+        raise _bad(name, f"must be JSON like {{\"topic\": {{\"0\": 1700000000000}}}}, got {raw!r}") from None
+
+
+def _winner(opts: dict, names: tuple[str, ...]) -> str | None:
+    """Spark's precedence: the first of ``names`` that is set wins; the others are named in a warning."""
+    given = [n for n in names if opts.get(n.lower()) is not None]
+    if len(given) > 1:
+        log.warning("option '%s' takes precedence: %s not used (as in Spark's Kafka source)", given[0],
+                    ", ".join(f"'{n}'" for n in given[1:]))
+    return given[0] if given else None
 
 
 def _offsets_spec(options: dict, name: str, default: str, allowed: tuple[str, ...]):
@@ -92,9 +149,14 @@ class SourceOptions:
     assign: dict[str, list[int]] | None = None
     starting: object = "latest"
     ending: object = "latest"
-    starting_timestamp: int | None = None
+    starting_timestamp: int | None = None        # wins over starting_by_timestamp, which wins over starting
     starting_by_timestamp: dict | None = None
     timestamp_strategy: str = "error"
+    ending_timestamp: int | None = None          # batch only; wins over ending_by_timestamp and ending
+    ending_by_timestamp: dict | None = None
+    poll_timeout_ms: int = 120_000               # Spark's spark.network.timeout default
+    fetch_offset_attempts: int = 3
+    fetch_offset_retry_interval_ms: int = 10
     max_offsets_per_trigger: int | None = None
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60_000
@@ -143,24 +205,21 @@ class SourceOptions:
         if isinstance(out.starting, dict) and not streaming and any(
                 o == LATEST for parts in out.starting.values() for o in parts.values()):
             raise _bad("startingOffsets", "-1 (latest) is not allowed for a batch query")
-        if "endingoffsets" in opts and streaming:
-            raise _bad("endingOffsets", "applies to batch queries only")
+        for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
+            if name.lower() in opts and streaming:
+                raise _bad(name, "applies to batch queries only")
         out.ending = _offsets_spec(opts, "endingOffsets", "latest", ("latest",))
         if out.ending == "earliest" or (isinstance(out.ending, dict) and any(
                 o == EARLIEST for parts in out.ending.values() for o in parts.values())):
             raise _bad("endingOffsets", "-2 (earliest) is not allowed")
-        if opts.get("startingtimestamp") is not None:
-            try:
-                out.starting_timestamp = int(opts["startingtimestamp"])
-            except ValueError:
-                raise _bad("startingTimestamp", "must be milliseconds since the epoch") from None
-        if opts.get("startingoffsetsbytimestamp") is not None:
-            try:
-                doc = json.loads(opts["startingoffsetsbytimestamp"])
-                out.starting_by_timestamp = {t: {int(p): int(ts) for p, ts in ps.items()} for t, ps in doc.items()}
-            except (ValueError, AttributeError, TypeError):
-                raise _bad("startingOffsetsByTimestamp", "must be JSON like {\"topic\": {\"0\": 1700000000000}}") \
-                    from None
+        out.starting_timestamp = _timestamp(opts, "startingTimestamp")
+        out.starting_by_timestamp = _timestamps(opts, "startingOffsetsByTimestamp")
+        if _winner(opts, ("startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets")) == "startingTimestamp":
+            out.starting_by_timestamp = None
+        out.ending_timestamp = _timestamp(opts, "endingTimestamp")
+        out.ending_by_timestamp = _timestamps(opts, "endingOffsetsByTimestamp")
+        if _winner(opts, ("endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets")) == "endingTimestamp":
+            out.ending_by_timestamp = None
         strategy = opts.get("startingoffsetsbytimestampstrategy", "error").lower()
         if strategy not in ("error", "latest"):
             raise _bad("startingOffsetsByTimestampStrategy", "must be error or latest")
@@ -176,14 +235,21 @@ class SourceOptions:
         out.min_partitions = _positive(opts, "minPartitions")
         out.fail_on_data_loss = _bool(opts, "failOnDataLoss", True)
         out.include_headers = _bool(opts, "includeHeaders", False)
+        out.poll_timeout_ms = _count(opts, "kafkaConsumer.pollTimeoutMs", out.poll_timeout_ms, 1)
+        out.fetch_offset_attempts = _count(opts, "fetchOffset.numRetries", out.fetch_offset_attempts, 1)
+        out.fetch_offset_retry_interval_ms = _count(opts, "fetchOffset.retryIntervalMs",
+                                                    out.fetch_offset_retry_interval_ms, 0)
         level = opts.get("riverlog.isolation.level", "read_committed")
         if level not in ("read_committed", "read_uncommitted"):
             raise _bad("riverlog.isolation.level", "must be read_committed or read_uncommitted")
         out.isolation_level = level
-        out.consumer_config = {k[len(PREFIX):]: v for k, v in dict(options).items()
-                               if k.lower().startswith(PREFIX)
-                               and k.lower() not in ("riverlog.bootstrap.servers", "riverlog.isolation.level")}
-        out.group_id = opts.get("groupid") or _generated_group(out)
+        consumer = {k[len(PREFIX):]: v for k, v in dict(options).items() if k.lower().startswith(PREFIX)}
+        for name in consumer:
+            if name.lower() in _REFUSED:
+                raise _bad(PREFIX + name, f"is set by the riverlog source: {_REFUSED[name.lower()]}")
+        out.consumer_config = {k: v for k, v in consumer.items()
+                               if k.lower() not in ("bootstrap.servers", "isolation.level", "group.id")}
+        out.group_id = _group_id(opts)
         return out
 
     def client_config(self) -> dict:
@@ -191,7 +257,21 @@ class SourceOptions:
                 **self.consumer_config}
 
 
-def _generated_group(o: SourceOptions) -> str:
-    """Stable for the same query definition, so lag stays visible across restarts."""
-    what = json.dumps([o.subscribe, o.subscribe_pattern, o.assign, str(o.starting)], sort_keys=True)
-    return "spark-riverlog-" + hashlib.sha1(what.encode()).hexdigest()[:12]
+def _group_id(opts: dict) -> str:
+    """``groupId`` (Riverlog's name) or ``riverlog.group.id`` (Spark's ``kafka.group.id``), else
+    ``groupIdPrefix`` and a hash of the query's definition: stable for the same query, so lag stays
+    visible across restarts. A prefix next to an explicit group could have no effect, so it is refused."""
+    explicit = {n: opts[n.lower()] for n in ("groupId", "riverlog.group.id") if opts.get(n.lower())}
+    if len(set(explicit.values())) > 1:
+        raise _bad("groupId", f"and 'riverlog.group.id' name different groups ({explicit['groupId']!r}, "
+                              f"{explicit['riverlog.group.id']!r}): give one")
+    if explicit and opts.get("groupidprefix") is not None:
+        raise _bad("groupIdPrefix", f"has no effect next to '{next(iter(explicit))}': give one of them")
+    if explicit:
+        return next(iter(explicit.values()))
+    prefix = opts.get("groupidprefix", DEFAULT_GROUP_PREFIX)
+    if not prefix.strip():
+        raise _bad("groupIdPrefix", "is empty")
+    what = json.dumps([opts.get(k) for k in ("subscribe", "subscribepattern", "assign", "startingoffsets",
+                                             "startingtimestamp", "startingoffsetsbytimestamp")], sort_keys=True)
+    return f"{prefix}-{hashlib.sha1(what.encode()).hexdigest()[:12]}"

@@ -23,13 +23,13 @@ from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, Inp
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, ReadMinRows,
                                               SupportsTriggerAvailableNow)
 
-from broker.errors import NonEmptyGroupError, OffsetOutOfRangeError, RiverlogError, UnknownTopicOrPartitionError
+from broker.errors import (InvalidConfigError, NonEmptyGroupError, OffsetOutOfRangeError, RiverlogError,
+                           UnknownTopicOrPartitionError)
 from spark_source.options import EARLIEST, LATEST, SourceOptions
 from spark_source.planning import TP, Slice, available, from_json, rate_limit, slices, to_json
 
 log = logging.getLogger(__name__)
 
-STALL_S = 120.0  # a slice that makes no progress this long fails its task (Spark retries it)
 _HEADER_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
 
 
@@ -39,23 +39,45 @@ class DataLossError(RiverlogError):
 
 
 # ---------------------------------------------------------------------------------- the driver side
+def retrying(call, attempts: int, interval_ms: int, what: str, sleep=time.sleep):
+    """``call()``, tried up to ``attempts`` times while it fails with a retriable error, waiting
+    ``interval_ms`` between tries (Spark's ``fetchOffset.numRetries`` / ``fetchOffset.retryIntervalMs``)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return call()
+        except RiverlogError as e:
+            if not getattr(e, "retriable", False) or attempt == attempts:
+                raise
+            log.warning("fetching %s failed (attempt %d of %d, fetchOffset.numRetries): %s; retrying in %d ms",
+                        what, attempt, attempts, e, interval_ms)
+            sleep(interval_ms / 1000)
+
+
 class OffsetLookup:
-    """The driver's view of the topics: partitions, watermarks, offsets for timestamps."""
+    """The driver's view of the topics: partitions, watermarks, offsets for timestamps. Every
+    question to the brokers is retried as ``fetchOffset.numRetries`` and ``fetchOffset.retryIntervalMs`` say."""
 
     def __init__(self, options: SourceOptions):
         from broker.client import Consumer
         self.options = options
-        self.consumer = Consumer({**options.client_config(), "group.id": options.group_id,
-                                  "enable.auto.commit": False})
+        try:
+            self.consumer = Consumer({**options.client_config(), "group.id": options.group_id,
+                                      "enable.auto.commit": False})
+        except InvalidConfigError as e:  # a riverlog.* consumer setting: name the option as the user wrote it
+            name = f"riverlog.{e.details.get('config', '')}"
+            raise InvalidConfigError(f"option '{name}': {e}", config=name) from e
 
     def close(self) -> None:
         self.consumer.close()
+
+    def _retrying(self, call, what: str):
+        return retrying(call, self.options.fetch_offset_attempts, self.options.fetch_offset_retry_interval_ms, what)
 
     def partitions(self) -> list[TP]:
         o = self.options
         if o.assign is not None:
             return [(t, p) for t, ps in o.assign.items() for p in ps]
-        topics = self.consumer.list_topics(timeout=30).topics
+        topics = self._retrying(lambda: self.consumer.list_topics(timeout=30).topics, "topics")
         if o.subscribe:
             names = [t for t in o.subscribe if t in topics and topics[t].error is None]
         else:
@@ -65,7 +87,8 @@ class OffsetLookup:
 
     def watermarks(self, tps) -> dict[TP, tuple[int, int]]:
         from broker.client import TopicPartition
-        return {tp: self.consumer.get_watermark_offsets(TopicPartition(*tp), 30) for tp in tps}
+        return self._retrying(lambda: {tp: self.consumer.get_watermark_offsets(TopicPartition(*tp), 30)
+                                       for tp in tps}, "watermarks")
 
     def resolve(self, spec, tps: list[TP], what: str) -> dict[TP, int]:
         """``earliest``/``latest``/{tp: offset or -2/-1} as offsets of ``tps``."""
@@ -81,29 +104,57 @@ class OffsetLookup:
                 for tp in tps}
 
     def starting(self, tps: list[TP]) -> dict[TP, int]:
+        """Spark's precedence: startingTimestamp, then startingOffsetsByTimestamp, then startingOffsets.
+        A partition with no record that recent fails the query, or starts at its end with
+        ``startingOffsetsByTimestampStrategy=latest``."""
         o = self.options
-        stamps = None
-        if o.starting_by_timestamp is not None:
-            stamps = {tp: o.starting_by_timestamp[tp[0]][tp[1]] for tp in tps
-                      if tp[0] in o.starting_by_timestamp and tp[1] in o.starting_by_timestamp[tp[0]]}
-        elif o.starting_timestamp is not None:
+        if o.starting_timestamp is not None:
             stamps = {tp: o.starting_timestamp for tp in tps}
-        if stamps is None:
+        elif o.starting_by_timestamp is not None:
+            stamps = self._per_partition(o.starting_by_timestamp, tps, "startingOffsetsByTimestamp")
+        else:
             return self.resolve(o.starting, tps, "startingOffsets")
+        found = self.offsets_for_times(stamps)
+        if o.timestamp_strategy == "error":
+            late = [tp for tp in tps if found[tp] is None]
+            if late:
+                raise DataLossError(
+                    "no record of " + ", ".join(f"{t}-{p}" for t, p in late) + " has a timestamp at or after "
+                    f"{stamps[late[0]]} (startingOffsetsByTimestampStrategy=error; 'latest' starts there at the end)")
+        return self._or_latest(found, tps)
+
+    def ending(self, tps: list[TP]) -> dict[TP, int]:
+        """Spark's precedence: endingTimestamp, then endingOffsetsByTimestamp, then endingOffsets. A
+        partition with no record at or after the timestamp ends at its latest offset (as in Spark)."""
+        o = self.options
+        if o.ending_timestamp is not None:
+            stamps = {tp: o.ending_timestamp for tp in tps}
+        elif o.ending_by_timestamp is not None:
+            stamps = self._per_partition(o.ending_by_timestamp, tps, "endingOffsetsByTimestamp")
+        else:
+            return self.resolve(o.ending, tps, "endingOffsets")
+        return self._or_latest(self.offsets_for_times(stamps), tps)
+
+    @staticmethod
+    def _per_partition(spec: dict, tps: list[TP], what: str) -> dict[TP, int]:
+        given = {(t, p): ts for t, parts in spec.items() for p, ts in parts.items()}
+        missing = sorted(set(tps) - set(given))
+        if missing:
+            raise InvalidConfigError(f"option '{what}' names no timestamp for "
+                                     f"{', '.join(f'{t}-{p}' for t, p in missing)}: give every partition",
+                                     config=what)
+        return {tp: given[tp] for tp in tps}
+
+    def offsets_for_times(self, stamps: dict[TP, int]) -> dict[TP, int | None]:
+        """The first offset at or after each timestamp; None where no record is that recent."""
         from broker.client import TopicPartition
-        found = {(r.topic, r.partition): r.offset for r in self.consumer.offsets_for_times(
-            [TopicPartition(t, p, ts) for (t, p), ts in sorted(stamps.items())], 30)}
+        found = self._retrying(lambda: {(r.topic, r.partition): r.offset for r in self.consumer.offsets_for_times(
+            [TopicPartition(t, p, ts) for (t, p), ts in sorted(stamps.items())], 30)}, "offsets for timestamps")
+        return {tp: found[tp] if found.get(tp, -1) >= 0 else None for tp in stamps}
+
+    def _or_latest(self, found: dict[TP, int | None], tps: list[TP]) -> dict[TP, int]:
         marks = self.watermarks(tps)
-        out = {}
-        for tp in tps:
-            offset = found.get(tp, -1)
-            if offset < 0:
-                if o.timestamp_strategy == "error":
-                    raise DataLossError(f"no record of {tp[0]}-{tp[1]} has a timestamp at or after "
-                                        f"{stamps.get(tp)} (startingOffsetsByTimestampStrategy=error)")
-                offset = marks[tp][1]
-            out[tp] = offset
-        return out
+        return {tp: marks[tp][1] if found[tp] is None else found[tp] for tp in tps}
 
     def commit_group(self, offsets: dict[TP, int]) -> None:
         """The finished batch's end offsets, committed to ``groupId`` for lag tools."""
@@ -161,7 +212,8 @@ def read_slice(options: SourceOptions, piece: Slice):
         position, last_progress = piece.start, time.monotonic()
         while position < piece.until:
             try:
-                table = consumer.poll_batch(1.0, max_records=piece.until - position)
+                table = consumer.poll_batch(min(1.0, options.poll_timeout_ms / 1000),
+                                            max_records=piece.until - position)
             except OffsetOutOfRangeError:
                 low = consumer.get_watermark_offsets(TopicPartition(piece.topic, piece.partition), 30)[0]
                 message = (f"offsets [{position}, {min(low, piece.until)}) of {piece.topic}-{piece.partition} "
@@ -180,9 +232,10 @@ def read_slice(options: SourceOptions, piece: Slice):
             moved = consumer.position([TopicPartition(piece.topic, piece.partition)])[0].offset
             if moved > position:
                 position, last_progress = moved, time.monotonic()
-            elif time.monotonic() - last_progress > STALL_S:
-                raise RiverlogError(f"reading {piece.topic}-{piece.partition} stalled at offset {position} "
-                                    f"(wanted up to {piece.until})")
+            elif (time.monotonic() - last_progress) * 1000 > options.poll_timeout_ms:
+                raise RiverlogError(f"no record of {piece.topic}-{piece.partition} at or after offset {position} "
+                                    f"(wanted up to {piece.until}) arrived within kafkaConsumer.pollTimeoutMs="
+                                    f"{options.poll_timeout_ms}")
     finally:
         consumer.close()
 
@@ -199,7 +252,7 @@ class BatchReader(DataSourceReader):
             if not tps:
                 raise UnknownTopicOrPartitionError(f"no partition matches {self._what()}")
             start = check_start(self.options, lookup.starting(tps), lookup.watermarks(tps))
-            end = lookup.resolve(self.options.ending, tps, "endingOffsets")
+            end = lookup.ending(tps)
         finally:
             lookup.close()
         return [InputPartition(s) for s in slices(start, end, self.options.min_partitions)]
