@@ -26,10 +26,15 @@ class RiverlogSinkDataSource(DataSource):
         return "riverlog"
 
     def writer(self, schema, overwrite: bool):
+        if overwrite:  # Spark's Kafka sink refuses Overwrite too: a topic cannot be emptied and rewritten
+            raise InvalidConfigError("save mode 'overwrite' is not allowed for riverlog (nor for Spark's Kafka "
+                                     "sink): a topic is append-only; use mode('append')", config="mode")
         from spark_sink.writer import BatchWriter
         return BatchWriter(self.options, schema)
 
     def streamWriter(self, schema, overwrite: bool):
+        # ``overwrite`` is Complete output mode: every micro-batch's whole result is appended to the
+        # topic, as Spark's Kafka sink does in that mode.
         from spark_sink.writer import StreamWriter
         return StreamWriter(self.options, schema)
 

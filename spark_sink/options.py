@@ -18,7 +18,7 @@ EXACTLY_ONCE, AT_LEAST_ONCE = "exactly-once", "at-least-once"
 DEFAULT_TXN_TIMEOUT_MS = 900_000
 # Options Spark itself adds or that other writers of the same query may carry.
 _SPARK_OWN = {"checkpointlocation", "path", "queryname"}
-_OWN = {"topic", "deliveryguarantee", "sinkid", "batchid"}
+_OWN = {"topic", "deliveryguarantee", "sinkid", "batchid", "includeheaders"}
 # The sink sets these itself: a user's value would break the delivery guarantee.
 _RESERVED = {"transactional.id", "enable.idempotence", "acks", "bootstrap.servers"}
 
@@ -31,6 +31,9 @@ class SinkOptions:
     sink_id: str | None
     producer: dict = field(default_factory=dict)
     batch_id: int | None = None  # a batch write that is one micro-batch of a foreachBatch query
+    # Spark's includeHeaders: None (unset) writes a ``headers`` column when there is one (as Spark's
+    # Kafka sink does); true requires that column; false writes no headers even if it is there.
+    include_headers: bool | None = None
 
     @classmethod
     def parse(cls, options) -> "SinkOptions":
@@ -44,8 +47,8 @@ class SinkOptions:
                 continue
             if not key.startswith(PREFIX):
                 raise InvalidConfigError(
-                    f"unknown option '{key}' for the riverlog sink; expected {BOOTSTRAP}, topic, deliveryGuarantee, "
-                    f"sinkId or {PREFIX}<producer config>", config=key)
+                    f"unknown option '{key}' for the riverlog sink; expected {BOOTSTRAP}, topic, includeHeaders, "
+                    f"deliveryGuarantee, sinkId, batchId or {PREFIX}<producer config>", config=key)
             name = key[len(PREFIX):]
             if name in _RESERVED:
                 raise InvalidConfigError(f"option '{key}' is set by the sink (deliveryGuarantee decides it)",
@@ -73,7 +76,16 @@ class SinkOptions:
                 raise InvalidConfigError("option 'batchId' needs 'sinkId' too (the pair identifies the write, "
                                          "so a replayed batch is recognised)", config="batchId")
             batch_id = int(batch_id)
-        return cls(bootstrap, opts.get("topic") or None, guarantee, sink_id, producer, batch_id)
+        include_headers = opts.get("includeheaders")
+        if include_headers is not None:
+            if str(include_headers).lower() not in ("true", "false"):
+                raise InvalidConfigError(f"option 'includeHeaders' must be true or false, got {include_headers!r}",
+                                         config="includeHeaders")
+            include_headers = str(include_headers).lower() == "true"
+        return cls(bootstrap, opts.get("topic") or None, guarantee, sink_id, producer, batch_id, include_headers)
+
+    def writes_headers(self, columns) -> bool:
+        return "headers" in {c.lower() for c in columns} and self.include_headers is not False
 
     @property
     def exactly_once(self) -> bool:
@@ -111,7 +123,10 @@ def check_schema(schema, options: SinkOptions) -> None:
         fail("topic", "string")
     if "partition" in fields and not isinstance(fields["partition"], IntegerType):
         fail("partition", "int")
-    if "headers" in fields:
+    if options.include_headers and "headers" not in fields:
+        raise InvalidConfigError("option 'includeHeaders' is true but there is no 'headers' column "
+                                 "(array<struct<key:string,value:binary>>)", config="includeHeaders")
+    if "headers" in fields and options.include_headers is not False:
         t = fields["headers"]
         ok = (isinstance(t, ArrayType) and isinstance(t.elementType, StructType)
               and [f.name for f in t.elementType.fields] == ["key", "value"]

@@ -63,12 +63,12 @@ class _RiverlogWriter:
                     if txn_id is not None:
                         producer.init_transactions()
                         producer.begin_transaction()
-                rows += _produce(producer, batch, opts.topic, errors)
+                rows += _produce(producer, batch, opts.topic, errors, opts.writes_headers(batch.schema.names))
             if producer is None:
                 return SinkCommitMessage(sink_id, batch_id, partition_id, 0)
             left = producer.flush(_FLUSH_TIMEOUT_S)
             if errors:
-                raise errors[0]
+                raise errors[0].exception()
             if left:
                 raise RiverlogError(f"{left} record(s) were not delivered within {_FLUSH_TIMEOUT_S}s")
             if txn_id is None:
@@ -166,14 +166,16 @@ class StreamWriter(_RiverlogWriter, DataSourceStreamArrowWriter):
 
 
 # ------------------------------------------------------------------------------ routing
-def _produce(producer: Producer, batch: pa.RecordBatch, topic_option: str | None, errors: list) -> int:
+def _produce(producer: Producer, batch: pa.RecordBatch, topic_option: str | None, errors: list,
+             with_headers: bool = True) -> int:
     """Produce one Arrow batch, split by destination topic and explicit partition."""
     names = {n.lower(): i for i, n in enumerate(batch.schema.names)}
 
     def column(name):
         return batch.column(names[name]) if name in names else None
 
-    columns = {name: column(name) for name in ("key", "value", "headers") if name in names}
+    wanted = ("key", "value", "headers") if with_headers else ("key", "value")
+    columns = {name: column(name) for name in wanted if name in names}
     records = pa.RecordBatch.from_arrays(list(columns.values()), names=list(columns))
     topics = None if topic_option is not None else column("topic")
     partitions = column("partition")
