@@ -18,7 +18,8 @@ Every command is registered here, when the package is imported, so ``riverlog``,
 and ``python -m broker.cli`` offer the same commands.
 
 Every command but ``broker start`` talks to ``--bootstrap-server`` (default: $RIVERLOG_BOOTSTRAP_SERVERS
-or 127.0.0.1:9092). Errors print the typed error's name and message and exit with status 1; a bad
+or 127.0.0.1:9092), given before the command or after it, as Kafka's tools take it
+(``common.kafka_habits`` adds it to every command, with Kafka's tool name in ``--help``). Errors print the typed error's name and message and exit with status 1; a bad
 option value (``broker.cli.params`` types) prints click's ``Error: Invalid value ...`` line and exits
 with status 2; a file system or network failure prints its reason and the path, exit status 1.
 """
@@ -27,18 +28,21 @@ from __future__ import annotations
 import click
 
 from broker.cli import broker_cmd, cluster, groups, produce_consume, topics, transactions
-from broker.cli.common import DEFAULT_BOOTSTRAP, ReportErrors
+from broker.cli.common import BOOTSTRAP_ENV, ReportErrors, kafka_habits
 
 __all__ = ["main"]
 
 
 @click.group(cls=ReportErrors)
-@click.option("--bootstrap-server", "-b", default=DEFAULT_BOOTSTRAP, show_default=True,
-              help="host:port of any broker")
+@click.option("--bootstrap-server", "-b", default="127.0.0.1:9092", show_default=True, envvar=BOOTSTRAP_ENV,
+              help=f"host:port of any broker (${BOOTSTRAP_ENV}); also accepted after the command")
 @click.pass_context
 def main(ctx, bootstrap_server):
-    """Riverlog: a Kafka-style log broker for Spark pipelines."""
-    ctx.obj = {"bootstrap": bootstrap_server}
+    """Riverlog: a Kafka-style log broker for Spark pipelines.
+
+    Each command names the Kafka tool it stands for, in brackets.
+    """
+    ctx.ensure_object(dict).setdefault("bootstrap", bootstrap_server)
 
 
 for _command in (broker_cmd.broker, cluster.cluster, topics.topics, produce_consume.produce,
@@ -46,3 +50,4 @@ for _command in (broker_cmd.broker, cluster.cluster, topics.topics, produce_cons
                  groups.groups, transactions.transactions):
     main.add_command(_command)
 del _command
+kafka_habits(main)

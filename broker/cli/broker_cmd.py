@@ -5,18 +5,29 @@
 Every value, from options, ``--config`` or ``--properties``, gets the checks of
 :mod:`broker.cli.params` before the server is built, and the listeners are tried first, so a bad
 value or a port in use is one ``Error:`` line, not a traceback.
+
+The node prints ``... listening on HOST:PORT`` when its sockets are open and ``... ready: serving
+clients on HOST:PORT`` once it has caught up, registered and been unfenced (until then it answers
+clients ``BrokerNotAvailable``, which they retry). ``--wait`` is the form for scripts: the node runs
+in the background (output in ``<data-dir>/riverlog.log``) and the command returns once it is ready:
+
+    riverlog broker start --data-dir /tmp/rl --wait && riverlog topics create orders
 """
 from __future__ import annotations
 
 import faulthandler
 import logging
+import os
 import signal
+import subprocess
 import sys
+import threading
+import time
 
 import click
 
 from broker.cli.common import ReportErrors, pairs
-from broker.cli.params import (DATA_DIR, LOG_LEVEL, NODE_ID, PORT, QUORUM, check_broker_values,
+from broker.cli.params import (DATA_DIR, LOG_LEVEL, NODE_ID, PORT, POSITIVE, QUORUM, check_broker_values,
                                check_listener_free)
 
 
@@ -37,8 +48,24 @@ def broker():
               help="a server.properties file")
 @click.option("--config", "-c", "overrides", multiple=True, help="key=value broker config (repeatable)")
 @click.option("--log-level", type=LOG_LEVEL, default="INFO", show_default=True)
-def broker_start(data_dir, host, port, node_id, roles, controller_quorum, properties_file, overrides, log_level):
+@click.option("--wait", is_flag=True,
+              help="run the node in the background and return once it is ready (for scripts)")
+@click.option("--wait-timeout", type=POSITIVE, default=60, show_default=True, help="seconds --wait waits")
+def broker_start(data_dir, host, port, node_id, roles, controller_quorum, properties_file, overrides, log_level,
+                 wait, wait_timeout):
     """Start a node in the foreground; SIGTERM or Ctrl-C stops it cleanly (leadership moves first)."""
+    if wait:
+        args = [("--data-dir", data_dir), ("--host", host), ("--port", port), ("--node-id", node_id),
+                ("--roles", roles), ("--controller-quorum", controller_quorum),
+                ("--properties", properties_file), ("--log-level", log_level)]
+        cmd = [sys.executable, "-m", "broker", "broker", "start"]
+        cmd += [str(v) for name, value in args if value is not None for v in (name, value)]
+        cmd += [v for item in overrides for v in ("--config", item)]
+        log_file = os.path.join(data_dir or "./riverlog-data", "riverlog.log")
+        proc, start = spawn_detached(cmd, log_file)
+        line = await_ready(proc, log_file, start, time.monotonic() + wait_timeout)
+        click.echo(f"{line} (pid {proc.pid}; output in {log_file})")
+        return
     from broker.config import BROKER_CONFIG, read_properties
     from broker.server.listeners import with_client_address
     from broker.server.service import BrokerServer
@@ -68,6 +95,15 @@ def broker_start(data_dir, host, port, node_id, roles, controller_quorum, proper
                    f"{server.host}:{server.inter_broker_port}")
     sys.stdout.flush()
 
+    def announce_ready():
+        while not server._stopped.is_set():
+            if server.broker.wait_until_ready(0.5):
+                click.echo(f"Riverlog node {server.broker.node_id} {READY} {server.bootstrap_servers}")
+                sys.stdout.flush()
+                return
+
+    threading.Thread(target=announce_ready, name="riverlog-ready", daemon=True).start()
+
     def stop(signum, frame):
         server._stopped.set()
 
@@ -79,6 +115,38 @@ def broker_start(data_dir, host, port, node_id, roles, controller_quorum, proper
     server._stopped.clear()
     server.stop()
     faulthandler.cancel_dump_traceback_later()
+
+
+READY = "ready: serving clients on"
+
+
+def spawn_detached(cmd: list[str], log_file: str) -> tuple[subprocess.Popen, int]:
+    """Run ``cmd`` (a node) in its own session, so it outlives this command, with its output
+    appended to ``log_file``; returns the process and where its output starts in the file."""
+    os.makedirs(os.path.dirname(os.path.abspath(log_file)), exist_ok=True)
+    with open(log_file, "ab") as out:
+        start = out.tell()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    return proc, start
+
+
+def await_ready(proc: subprocess.Popen, log_file: str, start: int, deadline: float) -> str:
+    """The node's ready line, once it prints one; a node that exits or is not ready by ``deadline``
+    (``time.monotonic()``) is stopped and the end of its output is the error."""
+    while True:
+        with open(log_file, "rb") as f:
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+        ready = [line for line in text.splitlines() if READY in line]
+        if ready:
+            return ready[0]
+        if proc.poll() is not None or time.monotonic() >= deadline:
+            if proc.poll() is None:
+                proc.terminate()
+            tail = "\n".join(text.splitlines()[-5:])
+            raise click.ClickException(f"node (pid {proc.pid}) was not ready in time; the end of {log_file}:\n{tail}")
+        time.sleep(0.1)
 
 
 def _check_listeners_free(config) -> None:

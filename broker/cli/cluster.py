@@ -3,7 +3,11 @@
 ``cluster start --nodes 3`` starts three node processes (broker and controller each) on
 consecutive ports of this machine, each with its own data directory under ``--data-dir``, and
 stops them all on Ctrl-C or SIGTERM. Broker ports are ``base, base+2, ...`` and controller
-ports ``base+1, base+3, ...`` (so the default first broker is on 9092, like Kafka's).
+ports ``base+1, base+3, ...`` (so the default first broker is on 9092, like Kafka's). It prints
+``Riverlog cluster ready: ...`` once every node is ready (caught up, registered, unfenced);
+``--wait`` runs the nodes in the background (output in each node's directory) and returns then:
+
+    riverlog cluster start --nodes 3 --data-dir /tmp/rl --wait && riverlog topics create orders -r 3
 """
 from __future__ import annotations
 
@@ -11,10 +15,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import click
 
+from broker.cli.broker_cmd import READY, await_ready, spawn_detached
 from broker.cli.common import ReportErrors, open_admin
 from broker.cli.params import DATA_DIR, LOG_LEVEL, PORT, POSITIVE
 
@@ -37,7 +43,10 @@ def node_layout(nodes: int, base_port: int, host: str = "127.0.0.1") -> tuple[li
 @click.option("--base-port", type=PORT, default=9092, show_default=True)
 @click.option("--config", "-c", "overrides", multiple=True, help="key=value config for every node")
 @click.option("--log-level", type=LOG_LEVEL, default="WARNING", show_default=True)
-def cluster_start(nodes, data_dir, base_port, overrides, log_level):
+@click.option("--wait", is_flag=True,
+              help="run the nodes in the background and return once all are ready (for scripts)")
+@click.option("--wait-timeout", type=POSITIVE, default=120, show_default=True, help="seconds --wait waits")
+def cluster_start(nodes, data_dir, base_port, overrides, log_level, wait, wait_timeout):
     """Start NODES broker+controller processes in the foreground; Ctrl-C stops them all."""
     if base_port == 0 or base_port + 2 * nodes - 1 > 65535:
         raise click.BadParameter(f"{nodes} node(s) need ports {base_port} to {base_port + 2 * nodes - 1}; "
@@ -50,11 +59,30 @@ def cluster_start(nodes, data_dir, base_port, overrides, log_level):
                "--log-level", log_level]
         for item in overrides:
             cmd += ["--config", item]
-        procs.append(subprocess.Popen(cmd))
+        if wait:
+            log_file = os.path.join(data_dir, f"node-{node}", "riverlog.log")
+            procs.append((*spawn_detached(cmd, log_file), log_file))
+        else:
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True))
     bootstrap = ",".join(f"127.0.0.1:{port}" for _, port, _ in layout)
+    ready_line = f"Riverlog cluster ready: {nodes} node(s) serving clients; bootstrap servers: {bootstrap}"
+    if wait:
+        deadline = time.monotonic() + wait_timeout
+        try:
+            for proc, start, log_file in procs:
+                await_ready(proc, log_file, start, deadline)
+        except click.ClickException:
+            for proc, _, _ in procs:
+                if proc.poll() is None:
+                    proc.terminate()
+            raise
+        click.echo(ready_line)
+        click.echo(f"pids: {' '.join(str(p.pid) for p, _, _ in procs)}; stop them with SIGTERM")
+        return
     click.echo(f"Riverlog cluster of {nodes} node(s); bootstrap servers: {bootstrap}")
     click.echo(f"controller.quorum.voters={voters}")
     sys.stdout.flush()
+    _relay_until_ready(procs, ready_line)
     stopping = []
 
     def stop(signum, frame):
@@ -74,6 +102,25 @@ def cluster_start(nodes, data_dir, base_port, overrides, log_level):
             p.kill()
     failed = [p.returncode for p in procs if p.returncode not in (0, -signal.SIGTERM)]
     sys.exit(1 if failed and not stopping else 0)
+
+
+def _relay_until_ready(procs: list[subprocess.Popen], ready_line: str) -> None:
+    """Echo every node's output, and the cluster's ready line once every node has printed its own."""
+    ready: set[int] = set()
+    lock = threading.Lock()
+
+    def relay(proc):
+        for line in proc.stdout:
+            click.echo(line, nl=False)
+            if READY in line:
+                with lock:
+                    ready.add(proc.pid)
+                    if len(ready) == len(procs):
+                        click.echo(ready_line)
+            sys.stdout.flush()
+
+    for proc in procs:
+        threading.Thread(target=relay, args=(proc,), daemon=True).start()
 
 
 @cluster.command("status")

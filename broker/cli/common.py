@@ -15,7 +15,52 @@ import click
 
 from broker.errors import RiverlogError
 
-DEFAULT_BOOTSTRAP = os.environ.get("RIVERLOG_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+BOOTSTRAP_ENV = "RIVERLOG_BOOTSTRAP_SERVERS"
+DEFAULT_BOOTSTRAP = os.environ.get(BOOTSTRAP_ENV, "127.0.0.1:9092")
+
+# Kafka's tool for what each command does, shown next to it in --help so Kafka users find their way.
+KAFKA_TOOLS = {
+    "broker": "kafka-server-start", "broker start": "kafka-server-start",
+    "cluster status": "kafka-metadata-quorum describe",
+    "topics": "kafka-topics", "topics create": "kafka-topics --create", "topics list": "kafka-topics --list",
+    "topics describe": "kafka-topics --describe", "topics alter": "kafka-topics --alter, kafka-configs",
+    "topics delete": "kafka-topics --delete", "topics elect-leaders": "kafka-leader-election",
+    "produce": "kafka-console-producer", "consume": "kafka-console-consumer",
+    "offsets": "kafka-get-offsets", "delete-records": "kafka-delete-records",
+    "groups": "kafka-consumer-groups", "transactions": "kafka-transactions",
+}
+
+
+def _set_bootstrap(ctx, param, value):
+    """``--bootstrap-server`` given after the command wins over the one before it."""
+    if value is not None:
+        root = ctx.find_root()
+        root.ensure_object(dict)["bootstrap"] = value
+    return value
+
+
+def bootstrap_option() -> click.Option:
+    """``--bootstrap-server``/``-b`` after the command (``riverlog topics create orders
+    --bootstrap-server h:9092``), as Kafka's tools take it; before the command works too."""
+    return click.Option(["--bootstrap-server", "-b", "bootstrap_server_after"], default=None,
+                        expose_value=False, is_eager=True, callback=_set_bootstrap,
+                        help=f"host:port of any broker (default: ${BOOTSTRAP_ENV} or 127.0.0.1:9092)")
+
+
+def kafka_habits(group: click.Group, path: str = "") -> None:
+    """One place for what every command takes the Kafka way: ``--bootstrap-server`` after the
+    command, and Kafka's tool name next to the command in ``--help``."""
+    for name, command in group.commands.items():
+        full = f"{path} {name}".strip()
+        tool = KAFKA_TOOLS.get(full)
+        if tool:
+            summary = command.short_help or click.utils.make_default_short_help(command.help or "", 60)
+            command.short_help = f"[{tool}] {summary}".strip()
+        if isinstance(command, click.Group):
+            kafka_habits(command, full)
+        elif full not in ("broker start", "cluster start") \
+                and not any("--bootstrap-server" in p.opts for p in command.params):
+            command.params.append(bootstrap_option())
 
 
 class ReportErrors(click.Group):
