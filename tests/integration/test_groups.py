@@ -224,7 +224,7 @@ def test_commits_sync_async_and_auto_are_visible_in_committed_and_survive_a_rest
     c.commit(offsets=[TopicPartition(topic_name, 1, 42, metadata="checkpoint-7")], asynchronous=True)
     assert done.wait(10) and committed[0][0] is None
     parts = [TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)]
-    assert [(tp.offset, tp.metadata) for tp in c.committed(parts)] == [(last[0].offset() + 1, ""), (42, "checkpoint-7")]
+    assert [(tp.offset, tp.metadata) for tp in c.committed(parts)] == [(last[0].offset() + 1, None), (42, "checkpoint-7")]
     c.close()
     node.stop()
     node.start()
