@@ -105,9 +105,12 @@ class Config(Mapping):
 
 
 class ConfigDef:
-    def __init__(self, what: str, keys: Iterable[ConfigKey]):
+    def __init__(self, what: str, keys: Iterable[ConfigKey], refused: Mapping[str, str] | None = None):
+        """``refused``: names Kafka has that are not supported here, each with the reason and what
+        to do instead; setting one fails with that reason rather than being accepted and ignored."""
         self.what = what
         self.keys = {k.name: k for k in keys}
+        self.refused = dict(refused or {})
 
     def parse(self, values: Mapping | None = None, *, defaults: Mapping | None = None,
               ignore: Iterable[str] = ()) -> Config:
@@ -116,6 +119,9 @@ class ConfigDef:
         ignored = set(ignore)
         out, overrides = {}, {}
         for name in values:
+            if name in self.refused and name not in ignored:
+                raise InvalidConfigError(f"{self.what} configuration '{name}' is not supported: {self.refused[name]}",
+                                         config=name)
             if name not in self.keys and name not in ignored:
                 raise InvalidConfigError(f"unknown {self.what} configuration '{name}'", config=name)
         for name, key in self.keys.items():
@@ -156,6 +162,16 @@ def _cleanup_policy(value: str) -> str | None:
 
 
 TOPIC_KEYS = [
+    ConfigKey("compression.type", str, "producer",
+              "codec of stored batches: producer keeps the producer's; zstd, lz4 or uncompressed recompress "
+              "on append when a batch differs", one_of("producer", "zstd", "lz4", "uncompressed"),
+              "compression.type"),
+    ConfigKey("message.timestamp.before.max.ms", int, LONG_MAX,
+              "with CreateTime: refuse a batch whose timestamp is more than this far in the past",
+              at_least(0), "log.message.timestamp.before.max.ms"),
+    ConfigKey("message.timestamp.after.max.ms", int, LONG_MAX,
+              "with CreateTime: refuse a batch whose timestamp is more than this far in the future",
+              at_least(0), "log.message.timestamp.after.max.ms"),
     ConfigKey("cleanup.policy", str, "delete", "delete old segments, compact by key, or both",
               _cleanup_policy, "log.cleanup.policy"),
     ConfigKey("retention.ms", int, 604_800_000,
@@ -199,7 +215,35 @@ TOPIC_KEYS = [
     ConfigKey("file.delete.delay.ms", int, 60_000, "delay before a removed segment's files are deleted",
               at_least(0), "log.segment.delete.delay.ms"),
 ]
-TOPIC_CONFIG = ConfigDef("topic", TOPIC_KEYS)
+_TIERED = "Riverlog has no tiered (remote) storage; every segment stays on the broker's disks (use retention.ms/retention.bytes)"
+_NO_GZIP_SNAPPY = ("a batch body is Arrow IPC, whose buffers compress with lz4 or zstd only; use zstd "
+                   "(gzip's ratio or better) or lz4 (snappy's speed)")
+# Every other topic config Kafka's TopicConfig has that a client can set, with why it is refused here.
+REFUSED_TOPIC_KEYS = {
+    "compression.gzip.level": _NO_GZIP_SNAPPY,
+    "compression.lz4.level": "the broker compresses at the codec's default level; set compression.type only",
+    "compression.zstd.level": "the broker compresses at the codec's default level; set compression.type only",
+    "remote.storage.enable": _TIERED,
+    "local.retention.ms": _TIERED,
+    "local.retention.bytes": _TIERED,
+    "remote.log.copy.disable": _TIERED,
+    "remote.log.delete.on.disable": _TIERED,
+    "leader.replication.throttled.replicas": "Riverlog has no replication quotas; followers fetch at full speed "
+                                              "(bounded by replica.fetch.max.bytes)",
+    "follower.replication.throttled.replicas": "Riverlog has no replication quotas; followers fetch at full speed "
+                                                "(bounded by replica.fetch.max.bytes)",
+    "message.format.version": "Riverlog stores one record format (Arrow bodies in v2 batch headers); "
+                              "there is no older format to choose (removed in Kafka 4.0 too)",
+    "message.downconversion.enable": "Riverlog stores one record format and never down-converts for old "
+                                     "consumers (removed in Kafka 4.0 too)",
+    "message.timestamp.difference.max.ms": "deprecated by Kafka (KIP-937); use message.timestamp.before.max.ms "
+                                           "and message.timestamp.after.max.ms",
+    "preallocate": "segment files grow as they are written; Riverlog does not preallocate them",
+    "segment.index.bytes": "offset and time indexes are kept in memory and written whole on flush; "
+                           "their size follows index.interval.bytes",
+    "segment.jitter.ms": "segments roll exactly at segment.ms or segment.bytes; there is no jitter",
+}
+TOPIC_CONFIG = ConfigDef("topic", TOPIC_KEYS, REFUSED_TOPIC_KEYS)
 
 BROKER_KEYS = [
     ConfigKey("node.id", int, 0, "this node's id in the cluster", between(0, INT_MAX)),
@@ -218,8 +262,9 @@ BROKER_KEYS = [
     ConfigKey("num.partitions", int, 1, "partitions of a topic created without a count", between(1, INT_MAX)),
     ConfigKey("default.replication.factor", int, 1, "replicas of a topic created without a factor",
               between(1, INT_MAX)),
-    ConfigKey("auto.create.topics.enable", bool, False,
-              "create a topic on first produce or metadata request (off: typos fail loudly)"),
+    ConfigKey("auto.create.topics.enable", bool, True,
+              "create an unknown topic (num.partitions, default.replication.factor) when a producer or "
+              "consumer asks for its metadata, as Kafka; false: such clients get UnknownTopicOrPartition"),
     ConfigKey("num.io.threads", int, 16,
               "threads that do requests' work; a waiting request (long-poll fetch, acks=all produce, idle "
               "stream) holds none", at_least(2)),

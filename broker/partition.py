@@ -27,7 +27,8 @@ from typing import Callable, NamedTuple
 from broker.clock import Clock
 from broker.errors import (FencedLeaderEpochError, InvalidProducerEpochError, InvalidRecordError,
                            NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderOrFollowerError,
-                           OutOfOrderSequenceError, RequestTimedOutError, UnknownLeaderEpochError)
+                           InvalidTimestampError, OutOfOrderSequenceError, RequestTimedOutError,
+                           UnknownLeaderEpochError)
 from broker.records.batch import HEADER_SIZE, iter_headers, validate_batches
 from broker.records.control import marker_batch
 from broker.replication.leader_state import LeaderState
@@ -190,6 +191,10 @@ class Partition:
                                      "coordinator, not produced")
         if "compact" in self.log.config["cleanup.policy"]:
             self._check_keys(data, headers)
+        self._check_timestamps(headers)
+        if self.log.config["compression.type"] != "producer":
+            from broker.records.arrow_body import recompress
+            data, headers = recompress(data, headers, self.log.config["compression.type"])
         with self.lock:
             self._check_leader()
             if acks == -1:
@@ -215,6 +220,27 @@ class Partition:
             self._advance_hw()
         self.notifier.bump()
         return info
+
+    def _check_timestamps(self, headers) -> None:
+        """With CreateTime, refuse a batch whose timestamps are further in the past or future than
+        ``message.timestamp.before.max.ms`` / ``message.timestamp.after.max.ms`` allow (Kafka:
+        InvalidTimestamp), checked on the header's base (first) and max timestamps."""
+        config = self.log.config
+        if config["message.timestamp.type"] != "CreateTime":
+            return
+        before, after = config["message.timestamp.before.max.ms"], config["message.timestamp.after.max.ms"]
+        if before >= 2**63 - 1 and after >= 2**63 - 1:
+            return
+        now = self.clock.time_ms()
+        for h in headers:
+            if now - h.base_timestamp > before:
+                raise InvalidTimestampError(
+                    f"{self.topic}-{self.index}: timestamp {h.base_timestamp} is more than "
+                    f"message.timestamp.before.max.ms={before} before the broker's time {now}")
+            if h.max_timestamp - now > after:
+                raise InvalidTimestampError(
+                    f"{self.topic}-{self.index}: timestamp {h.max_timestamp} is more than "
+                    f"message.timestamp.after.max.ms={after} after the broker's time {now}")
 
     def _check_producers(self, headers):
         """Sequence checks of idempotent batches; the earlier append when the request resends one."""

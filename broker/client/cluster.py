@@ -71,6 +71,16 @@ class PartitionInfo:
     isr: list[int]
     error: RiverlogError | None = None
 
+    @property
+    def id(self) -> int:
+        """confluent-kafka's PartitionMetadata.id."""
+        return self.partition
+
+    @property
+    def isrs(self) -> list[int]:
+        """confluent-kafka's PartitionMetadata.isrs."""
+        return self.isr
+
 
 @dataclass
 class TopicInfo:
@@ -78,6 +88,22 @@ class TopicInfo:
     topic_id: str
     partitions: dict[int, PartitionInfo] = field(default_factory=dict)
     error: RiverlogError | None = None
+
+    @property
+    def topic(self) -> str:
+        """confluent-kafka's TopicMetadata.topic."""
+        return self.name
+
+
+class BrokerMetadata(str):
+    """A broker's "host:port" with confluent-kafka's BrokerMetadata attributes: ``id``, ``host``, ``port``."""
+
+    def __new__(cls, node_id: int, address: str):
+        self = super().__new__(cls, address)
+        self.id = node_id
+        host, _, port = address.rpartition(":")
+        self.host, self.port = host, int(port) if port.isdigit() else -1
+        return self
 
 
 @dataclass
@@ -109,6 +135,9 @@ class ClusterClient:
         self.topics: dict[str, TopicInfo] = {}
         self.cluster_id = ""
         self.controller_id = -1
+        # Whether this client's metadata requests for named topics may create them on a broker with
+        # auto.create.topics.enable: producers and consumers yes (see from_config), admin clients no.
+        self.allow_auto_create = False
         self._closed = False
 
     # ----------------------------------------------------------------------------- transport
@@ -137,8 +166,12 @@ class ClusterClient:
 
     @classmethod
     def from_config(cls, cfg) -> "ClusterClient":
-        return cls(cfg["bootstrap.servers"], cfg["request.timeout.ms"], cfg["retry.backoff.ms"],
-                   cfg["reconnect.backoff.ms"], cfg["reconnect.backoff.max.ms"])
+        client = cls(cfg["bootstrap.servers"], cfg["request.timeout.ms"], cfg["retry.backoff.ms"],
+                     cfg["reconnect.backoff.ms"], cfg["reconnect.backoff.max.ms"])
+        # Producers ask for auto-creation always (as Kafka's); consumers per allow.auto.create.topics.
+        client.allow_auto_create = cfg.get("allow.auto.create.topics", getattr(
+            getattr(cfg, "_definition", None), "what", "") == "producer")
+        return client
 
     def _any_address(self) -> str:
         return next(iter(self.brokers.values()), self.bootstrap[0])
@@ -176,7 +209,8 @@ class ClusterClient:
     # ----------------------------------------------------------------------------- metadata
     def refresh(self, topics: list[str] | None = None, all_topics: bool = False,
                 timeout: float | None = None) -> pb.MetadataResponse:
-        request = pb.MetadataRequest(topics=topics or [], all_topics=all_topics or topics is None)
+        request = pb.MetadataRequest(topics=topics or [], all_topics=all_topics or topics is None,
+                                     allow_auto_topic_creation=self.allow_auto_create and bool(topics))
         response = self.call_any("Metadata", request, timeout)
         with self._lock:
             self.cluster_id, self.controller_id = response.cluster_id, response.controller_id
@@ -220,7 +254,8 @@ class ClusterClient:
             if tm.error_code:
                 info = TopicInfo(tm.name, "", error=error_for_code(tm.error_code)(tm.error_message))
             topics_out[tm.name] = info
-        return ClusterMetadata(self.cluster_id, self.controller_id, dict(self.brokers), topics_out)
+        return ClusterMetadata(self.cluster_id, self.controller_id,
+                               {i: BrokerMetadata(i, a) for i, a in self.brokers.items()}, topics_out)
 
     def close(self) -> None:
         with self._lock:

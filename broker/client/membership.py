@@ -134,10 +134,24 @@ class GroupMembership:
             assignor=cfg["partition.assignment.strategy"], session_timeout_ms=cfg["session.timeout.ms"],
             rebalance_timeout_ms=cfg["max.poll.interval.ms"], owned=grouped(owned))
 
+    def _ask_for_topics(self) -> None:
+        """On joining, ask for the subscribed topics' metadata, so a broker with
+        auto.create.topics.enable creates unknown ones (allow.auto.create.topics), as Kafka's
+        consumer does; the group then assigns their partitions."""
+        cluster = getattr(self.coordinator, "cluster", None)
+        if cluster is None or not cluster.allow_auto_create or not self.topics:
+            return
+        try:
+            cluster.refresh([t for t in self.topics if not t.startswith("^")])
+        except RiverlogError as e:
+            log.debug("metadata of subscribed topics: %r", e)
+
     def _beat(self) -> float:
         """One heartbeat; returns how long to wait before the next."""
         with self._cond:
             epoch = self.epoch if self.member_id else 0
+        if epoch == 0:
+            self._ask_for_topics()
         try:
             response = self.coordinator.call("ConsumerGroupHeartbeat", self._request(epoch),
                                              timeout=max(self._interval * 2, 1.0))

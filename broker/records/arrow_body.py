@@ -150,3 +150,39 @@ def first_index_at_or_after(batch: bytes, timestamp: int) -> tuple[int | None, i
     if index < 0:
         return None, -1
     return index, timestamps[index].as_py()
+
+
+CODEC_NAMES = {"uncompressed": "none", "zstd": "zstd", "lz4": "lz4"}
+
+
+def recompress(data, headers, compression: str) -> tuple[bytes, list]:
+    """The framed batches ``data`` with every body in ``compression`` (a topic's
+    ``compression.type``: uncompressed, zstd or lz4), and their new headers.
+
+    A batch already in that codec keeps its bytes; another is decoded and encoded again, its header
+    fields (producer, sequence, timestamps, attributes but the codec bits) kept and its CRC
+    computed anew. Offsets are still the producer's (the leader assigns them after this).
+    """
+    from broker.records.batch import COMPRESSION_MASK, HEADER_SIZE, parse_header
+    name = CODEC_NAMES[compression]
+    code = COMPRESSION_CODES[name]
+    if all(h.compression == code for h in headers):
+        return data, headers
+    view, pos, parts = memoryview(data), 0, []
+    for h in headers:
+        if h.compression == code:
+            parts.append(view[pos: pos + h.size])
+        else:
+            body = encode_body(decode_body(view[pos + HEADER_SIZE: pos + h.size]), name)
+            parts.append(build_batch(
+                body, record_count=h.record_count, base_timestamp=h.base_timestamp, max_timestamp=h.max_timestamp,
+                magic=h.magic, attributes=(h.attributes & ~COMPRESSION_MASK) | code, base_offset=h.base_offset,
+                producer_id=h.producer_id, producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
+                partition_leader_epoch=h.partition_leader_epoch))
+        pos += h.size
+    out = b"".join(parts)
+    new_headers, pos = [], 0
+    while pos < len(out):
+        new_headers.append(parse_header(out, pos))
+        pos += new_headers[-1].size
+    return out, new_headers

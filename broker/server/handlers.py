@@ -16,7 +16,7 @@ import time
 from broker.config import TOPIC_CONFIG
 from broker.errors import (BrokerNotAvailableError, InvalidRequestError, InvalidRequiredAcksError,
                            LeaderNotAvailableError, NotLeaderOrFollowerError, RiverlogError,
-                           UnknownServerError, UnknownTopicOrPartitionError)
+                           TopicAlreadyExistsError, UnknownServerError, UnknownTopicOrPartitionError)
 from broker.proto import riverlog_pb2 as pb
 from broker.server.broker import Broker
 
@@ -63,8 +63,16 @@ class Handlers:
         for name in names:
             tm = response.topics.add(name=name)
             topic = image.topics.get(name)
+            if topic is None and request.allow_auto_topic_creation and b.config["auto.create.topics.enable"]:
+                try:
+                    topic = self._auto_create(name)
+                except Exception as e:  # noqa: BLE001 - reported for this topic
+                    _fill_error(tm, e)
+                    continue
             if topic is None:
-                _fill_error(tm, UnknownTopicOrPartitionError(f"topic '{name}' does not exist"))
+                _fill_error(tm, UnknownTopicOrPartitionError(
+                    f"topic '{name}' does not exist" + ("" if b.config["auto.create.topics.enable"] else
+                                                       " (auto.create.topics.enable is false on the broker)")))
                 continue
             tm.topic_id = topic.topic_id
             tm.internal = name.startswith("__")
@@ -75,6 +83,19 @@ class Handlers:
                     pm.error_code = LeaderNotAvailableError.code
                     pm.error_message = f"{name}-{index} has no leader: in-sync replicas {p.isr} are unavailable"
         return response
+
+    def _auto_create(self, name: str):
+        """Kafka's ``auto.create.topics.enable``: a producer's or consumer's metadata request creates
+        an unknown topic with ``num.partitions`` and ``default.replication.factor``; returns it once
+        this broker's image shows it (another client may have created it first)."""
+        if name.startswith("__"):
+            raise UnknownTopicOrPartitionError(f"topic '{name}' does not exist; internal topics are not auto-created")
+        try:
+            self.broker.create_topic(name, -1, -1, {})
+        except TopicAlreadyExistsError:
+            pass
+        log.info("created topic '%s' on first use (auto.create.topics.enable)", name)
+        return self.broker.topic(name)
 
     def describe_cluster(self, request) -> pb.DescribeClusterResponse:
         b = self.broker
