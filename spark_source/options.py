@@ -36,7 +36,7 @@ HEADERS = "headers array<struct<key: string, value: binary>>"
 _KNOWN = {"subscribe", "subscribepattern", "assign", "startingoffsets", "endingoffsets", "startingtimestamp",
           "startingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy", "endingtimestamp",
           "endingoffsetsbytimestamp", "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay",
-          "minpartitions", "failondataloss", "includeheaders", "groupid", "groupidprefix",
+          "minpartitions", "maxrecordsperpartition", "failondataloss", "includeheaders", "groupid", "groupidprefix",
           "kafkaconsumer.polltimeoutms", "fetchoffset.numretries", "fetchoffset.retryintervalms", "path"}
 
 
@@ -161,6 +161,7 @@ class SourceOptions:
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60_000
     min_partitions: int | None = None
+    max_records_per_partition: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
     isolation_level: str = "read_committed"
@@ -233,6 +234,7 @@ class SourceOptions:
                 and out.min_offsets_per_trigger > out.max_offsets_per_trigger):
             raise _bad("minOffsetsPerTrigger", "is larger than maxOffsetsPerTrigger")
         out.min_partitions = _positive(opts, "minPartitions")
+        out.max_records_per_partition = _positive(opts, "maxRecordsPerPartition")
         out.fail_on_data_loss = _bool(opts, "failOnDataLoss", True)
         out.include_headers = _bool(opts, "includeHeaders", False)
         out.poll_timeout_ms = _count(opts, "kafkaConsumer.pollTimeoutMs", out.poll_timeout_ms, 1)

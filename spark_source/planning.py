@@ -49,16 +49,21 @@ def rate_limit(start: dict[TP, int], latest: dict[TP, int], max_rows: int) -> di
     return end
 
 
-def slices(start: dict[TP, int], end: dict[TP, int], min_partitions: int | None = None) -> list[Slice]:
-    """One slice per partition with something to read; with ``min_partitions``, big ranges are cut so
-    there are at least that many (Spark's Kafka ``minPartitions``)."""
+def slices(start: dict[TP, int], end: dict[TP, int], min_partitions: int | None = None,
+           max_records: int | None = None) -> list[Slice]:
+    """One slice per partition with something to read, as Spark's Kafka source plans: with
+    ``max_records`` (``maxRecordsPerPartition``) ranges are cut so none holds more; then, with
+    ``min_partitions``, big ranges are cut again until there are at least that many."""
     ranges = [(tp, start.get(tp, end[tp]), end[tp]) for tp in sorted(end) if end[tp] > start.get(tp, end[tp])]
+    if max_records:
+        ranges = [piece for tp, s, u in ranges for piece in _cut(tp, s, u, math.ceil((u - s) / max_records))]
     total = sum(u - s for _, s, u in ranges)
-    if not min_partitions or len(ranges) >= min_partitions or total == 0:
-        return [Slice(tp[0], tp[1], s, u) for tp, s, u in ranges]
-    out = []
-    for tp, s, u in ranges:
-        parts = max(1, round(min_partitions * (u - s) / total))
-        step = math.ceil((u - s) / parts)
-        out += [Slice(tp[0], tp[1], a, min(u, a + step)) for a in range(s, u, step)]
-    return out
+    if min_partitions and len(ranges) < min_partitions and total:
+        ranges = [piece for tp, s, u in ranges
+                  for piece in _cut(tp, s, u, max(1, round(min_partitions * (u - s) / total)))]
+    return [Slice(tp[0], tp[1], s, u) for tp, s, u in ranges]
+
+
+def _cut(tp: TP, start: int, until: int, parts: int) -> list[tuple[TP, int, int]]:
+    step = math.ceil((until - start) / parts)
+    return [(tp, a, min(until, a + step)) for a in range(start, until, step)]

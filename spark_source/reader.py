@@ -255,7 +255,8 @@ class BatchReader(DataSourceReader):
             end = lookup.ending(tps)
         finally:
             lookup.close()
-        return [InputPartition(s) for s in slices(start, end, self.options.min_partitions)]
+        return [InputPartition(s) for s in slices(start, end, self.options.min_partitions,
+                                                    self.options.max_records_per_partition)]
 
     def _what(self) -> str:
         o = self.options
@@ -351,7 +352,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         marks = self.lookup.watermarks(sorted(set(begin) | set(new)))
         begin.update({tp: marks[tp][0] for tp in new})
         begin = check_start(self.options, {tp: o for tp, o in begin.items() if tp in finish}, marks)
-        return [InputPartition(s) for s in slices(begin, finish, self.options.min_partitions)]
+        return [InputPartition(s) for s in slices(begin, finish, self.options.min_partitions,
+                                                    self.options.max_records_per_partition)]
 
     def read(self, partition):
         yield from read_slice(self.options, partition.value)

@@ -145,3 +145,17 @@ def test_poll_timeout_fails_a_read_that_gets_nothing_that_long(spark_broker, top
         for batch in read_slice(o, Slice(topic_name, 0, 0, 10)):  # offsets 5..9 never arrive
             rows += batch.num_rows
     assert rows == 5
+
+
+@pytest.mark.unit
+def test_max_records_per_partition_then_min_partitions_cut_ranges_as_spark_does():
+    from spark_source.planning import slices
+    start, end = {("t", 0): 0, ("t", 1): 0}, {("t", 0): 100, ("t", 1): 10}
+    cut = slices(start, end, max_records=30)
+    assert max(s.until - s.start for s in cut) <= 30 and len(cut) == 5       # 4 pieces of t-0, 1 of t-1
+    assert sorted((s.partition, o) for s in cut for o in range(s.start, s.until)) == \
+        sorted([(0, o) for o in range(100)] + [(1, o) for o in range(10)])
+    assert len(slices(start, end, min_partitions=8, max_records=30)) >= 8      # minPartitions still met
+    assert parse(maxRecordsPerPartition="30").max_records_per_partition == 30
+    with pytest.raises(InvalidConfigError, match="'maxRecordsPerPartition'"):
+        parse(maxRecordsPerPartition="0")

@@ -123,3 +123,10 @@ def test_group_options_name_the_group_the_source_commits_to(spark, spark_broker,
             assert [tp.offset for tp in c.committed(parts, 30)] == [10, 10], group
         finally:
             c.close()
+
+
+def test_max_records_per_partition_splits_tasks(spark, spark_broker, topic_name):
+    make_topic(spark_broker.bootstrap, topic_name, n=100)
+    df = source(spark, spark_broker.bootstrap, topic_name, maxRecordsPerPartition=10)
+    assert df.rdd.getNumPartitions() == 10
+    assert ids(df) == list(range(100))
