@@ -1,30 +1,44 @@
 """Riverlog's Python client, shaped like confluent-kafka (Producer, Consumer, AdminClient).
 
-This package and :mod:`broker.client.exactly_once` are the client's public modules; the others are
-its inside (the layer map in docs/architecture.md keeps other packages out of them).
+This package, :mod:`broker.client.admin`, :mod:`broker.client.error`,
+:mod:`broker.client.serialization` (confluent_kafka's modules of those names) and
+:mod:`broker.client.exactly_once` are the client's public modules; the others are its inside (the
+layer map in docs/architecture.md keeps other packages out of them).
 """
-from broker.client.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, DeletedRecords,
-                                 ListOffsetsResultInfo, NewPartitions, NewTopic, OffsetSpec, ResourceType)
+from broker.client.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
+                                 DeletedRecords, DescribeClusterResult, ListOffsetsResultInfo, NewPartitions, NewTopic,
+                                 OffsetSpec, PartitionMetadata, ResourceType, TopicMetadata)
+from broker.client.cluster import ClusterMetadata
 from broker.client.config import PRODUCER_CONFIG
 from broker.client.consumer import BATCH_SCHEMA, Consumer, ConsumerGroupMetadata
+from broker.client.error import (ConsumeError, KeyDeserializationError, KeySerializationError, ProduceError,
+                                 SerializationError, ValueDeserializationError, ValueSerializationError)
 from broker.client.exactly_once import ExactlyOnce
 from broker.client.group_admin import (ConsumerGroupDescription, ConsumerGroupListing, ConsumerGroupTopicPartitions,
                                        ListConsumerGroupsResult, MemberAssignment, MemberDescription)
 from broker.client.message import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED,
                                    TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
                                    TIMESTAMP_NOT_AVAILABLE, Message, TopicPartition)
+from broker.client.model import (ConsumerGroupState, ConsumerGroupType, ElectionType, IsolationLevel, Node,
+                                 TopicCollection, TopicDescription, TopicPartitionInfo)
 from broker.client.producer import Producer
+from broker.client.serializing import DeserializingConsumer, SerializingProducer
 from broker.client.txn_admin import (ActiveProducer, OpenTransaction, PartitionProducers, TransactionDescription,
                                      TransactionHandle, TransactionListing)
 from broker.errors import KafkaError, KafkaException, RiverlogError
 
 __all__ = [
-    "AdminClient", "AlterConfigOpType", "BATCH_SCHEMA", "ConfigEntry", "ConfigResource", "Consumer",
-    "ConsumerGroupDescription", "ConsumerGroupListing", "ConsumerGroupMetadata", "ConsumerGroupTopicPartitions",
-    "DeletedRecords", "ListConsumerGroupsResult", "MemberAssignment", "MemberDescription",
-    "KafkaError", "KafkaException", "ListOffsetsResultInfo", "Message", "NewPartitions", "NewTopic", "OFFSET_BEGINNING",
-    "OFFSET_END", "OFFSET_INVALID", "OFFSET_STORED", "OffsetSpec", "Producer", "ResourceType",
-    "RiverlogError", "TIMESTAMP_CREATE_TIME", "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE",
-    "TopicPartition", "ActiveProducer", "OpenTransaction", "PartitionProducers", "TransactionDescription", "TransactionListing",
+    "AdminClient", "AlterConfigOpType", "BATCH_SCHEMA", "ClusterMetadata", "ConfigEntry", "ConfigResource",
+    "ConfigSource", "ConsumeError", "Consumer", "ConsumerGroupDescription", "ConsumerGroupListing",
+    "ConsumerGroupMetadata", "ConsumerGroupState", "ConsumerGroupTopicPartitions", "ConsumerGroupType",
+    "DeletedRecords", "DescribeClusterResult", "DeserializingConsumer", "ElectionType", "IsolationLevel",
+    "KeyDeserializationError", "KeySerializationError", "ListConsumerGroupsResult", "MemberAssignment",
+    "MemberDescription", "KafkaError", "KafkaException", "ListOffsetsResultInfo", "Message", "NewPartitions",
+    "NewTopic", "Node", "OFFSET_BEGINNING", "OFFSET_END", "OFFSET_INVALID", "OFFSET_STORED", "OffsetSpec",
+    "PartitionMetadata", "ProduceError", "Producer", "ResourceType", "RiverlogError", "SerializationError",
+    "SerializingProducer", "TIMESTAMP_CREATE_TIME", "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE",
+    "TopicCollection", "TopicDescription", "TopicMetadata", "TopicPartition", "TopicPartitionInfo",
+    "ValueDeserializationError", "ValueSerializationError",
+    "ActiveProducer", "OpenTransaction", "PartitionProducers", "TransactionDescription", "TransactionListing",
     "ExactlyOnce", "PRODUCER_CONFIG", "TransactionHandle",
 ]

@@ -12,13 +12,29 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from broker.client.cluster import ClusterClient, ClusterMetadata
+from broker.client.cluster import PartitionInfo as PartitionMetadata
+from broker.client.cluster import TopicInfo as TopicMetadata
 from broker.client.client_events import ClientEvents
 from broker.client.config import ADMIN_CONFIG, client_config
-from broker.client.group_admin import ConsumerGroupAdmin
+from broker.client.group_admin import (ConsumerGroupAdmin, ConsumerGroupDescription, ConsumerGroupListing,
+                                       ConsumerGroupTopicPartitions, ListConsumerGroupsResult, MemberAssignment,
+                                       MemberDescription)
 from broker.client.message import TopicPartition
+from broker.client.model import (ConsumerGroupState, ConsumerGroupType, ElectionType, IsolationLevel, Node,
+                                 TopicCollection, TopicDescription, TopicPartitionInfo, _NamedEnum)
+from broker.client.topic_admin import TopicAdmin
 from broker.client.txn_admin import TransactionAdmin
 from broker.errors import NetworkError, RiverlogError, error_for_code
 from broker.proto import riverlog_pb2 as pb
+
+__all__ = [  # confluent_kafka.admin's names that Riverlog has
+    "AdminClient", "AlterConfigOpType", "ClusterMetadata", "ConfigEntry", "ConfigResource", "ConfigSource",
+    "ConsumerGroupDescription", "ConsumerGroupListing", "ConsumerGroupState", "ConsumerGroupTopicPartitions",
+    "ConsumerGroupType", "DeletedRecords", "DescribeClusterResult", "ElectionType", "IsolationLevel",
+    "ListConsumerGroupsResult", "ListOffsetsResultInfo", "MemberAssignment", "MemberDescription", "NewPartitions",
+    "NewTopic", "Node", "OffsetSpec", "PartitionMetadata", "ResourceType", "TopicCollection", "TopicDescription",
+    "TopicMetadata", "TopicPartition", "TopicPartitionInfo",
+]
 
 
 @dataclass
@@ -37,20 +53,6 @@ class NewPartitions:
 
 
 @dataclass
-class Node:
-    id: int
-    host: str
-    port: int
-    fenced: bool = False
-    voter: bool = False
-    broker: bool = True
-
-    @property
-    def roles(self) -> str:
-        return ",".join(r for r, on in (("broker", self.broker), ("controller", self.voter)) if on)
-
-
-@dataclass
 class DescribeClusterResult:
     cluster_id: str
     controller: Node | None
@@ -59,8 +61,31 @@ class DescribeClusterResult:
 
 
 class ResourceType(enum.IntEnum):
+    """What a ConfigResource names; Riverlog has configs for TOPIC and BROKER (the others are refused
+    per resource by the broker, as a Kafka broker refuses a type it has no configs for)."""
+    UNKNOWN = 0
+    ANY = 1
     TOPIC = 2
+    GROUP = 3
     BROKER = 4
+    TRANSACTIONAL_ID = 5
+
+
+class ConfigSource(_NamedEnum):
+    """Where a config value comes from (confluent-kafka's values); also equal to the broker's name
+    for it, e.g. ``entry.source == "DYNAMIC_TOPIC_CONFIG"``."""
+    UNKNOWN_CONFIG = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+    @classmethod
+    def of(cls, name) -> "ConfigSource":
+        if isinstance(name, cls):
+            return name
+        return cls.__members__.get(str(name), cls.UNKNOWN_CONFIG)
 
 
 class AlterConfigOpType(enum.IntEnum):
@@ -72,11 +97,17 @@ class AlterConfigOpType(enum.IntEnum):
 class ConfigEntry:
     name: str
     value: str | None
-    source: str = ""
+    source: ConfigSource = ConfigSource.UNKNOWN_CONFIG
     is_default: bool = False
     is_read_only: bool = False
     documentation: str = ""
     incremental_operation: AlterConfigOpType | None = None
+    is_sensitive: bool = False
+    is_synonym: bool = False
+    synonyms: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.source = ConfigSource.of(self.source) if self.source != "" else ConfigSource.UNKNOWN_CONFIG
 
 
 @dataclass
@@ -127,6 +158,7 @@ class OffsetSpec:
 class ListOffsetsResultInfo:
     offset: int
     timestamp: int
+    leader_epoch: int | None = None
 
 
 @dataclass
@@ -139,7 +171,7 @@ def _error(code: int, message: str) -> RiverlogError:
     return error_for_code(code)(message)
 
 
-class AdminClient(ConsumerGroupAdmin, TransactionAdmin):
+class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin):
     """Topics, partitions, configs, offsets, groups and transactions, as confluent-kafka's
     ``AdminClient``: every call returns futures at once and runs in the background, in the order
     the calls were made.
@@ -220,7 +252,7 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin):
     def describe_cluster(self, request_timeout: float | None = None) -> Future:
         """A future of :class:`DescribeClusterResult`: nodes, the active controller, the cluster id."""
         def split(r):
-            nodes = [Node(n.node_id, n.host, n.port, n.fenced, n.voter, n.broker) for n in r.nodes]
+            nodes = [Node(n.node_id, n.host, n.port, fenced=n.fenced, voter=n.voter, broker=n.broker) for n in r.nodes]
             controller = next((n for n in nodes if n.id == r.controller_id), None)
             return [("cluster", DescribeClusterResult(r.cluster_id, controller, nodes, r.metadata_offset))]
         return self._fan_out(["cluster"], lambda: self.cluster.call_any("DescribeCluster", pb.DescribeClusterRequest(),
@@ -281,12 +313,16 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin):
                              split)
 
     def list_offsets(self, topic_partition_offsets: dict[TopicPartition, OffsetSpec],
+                     isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
                      request_timeout: float | None = None) -> dict[TopicPartition, Future]:
-        """Future per partition resolving to ListOffsetsResultInfo(offset, timestamp)."""
+        """Future per partition resolving to ListOffsetsResultInfo(offset, timestamp); with
+        ``IsolationLevel.READ_COMMITTED`` the latest offset stops at the last stable offset."""
+        level = IsolationLevel(isolation_level).value
+
         def call():
             results = {}
             for tp, spec in topic_partition_offsets.items():
-                request = pb.ListOffsetsRequest(topics=[pb.ListOffsetsTopic(
+                request = pb.ListOffsetsRequest(isolation_level=level, topics=[pb.ListOffsetsTopic(
                     name=tp.topic, partitions=[pb.ListOffsetsPartition(partition=tp.partition,
                                                                        timestamp=spec.value)])])
                 try:

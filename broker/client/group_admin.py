@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from broker.client.coordinator import CoordinatorClient
 from broker.client.message import TopicPartition
+from broker.client.model import ConsumerGroupState, ConsumerGroupType
 from broker.errors import RiverlogError, error_for_code
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import grouped
@@ -23,10 +24,16 @@ from broker.proto.partitions import grouped
 
 @dataclass
 class ConsumerGroupListing:
+    """``state`` is a :class:`ConsumerGroupState` (also equal to the broker's name, e.g. "Stable")."""
     group_id: str
     is_simple_consumer_group: bool
-    state: str
+    state: ConsumerGroupState
     coordinator: int = -1
+    type: ConsumerGroupType = ConsumerGroupType.CONSUMER
+
+    def __post_init__(self):
+        if isinstance(self.state, str):
+            self.state = ConsumerGroupState.of(self.state)
 
 
 @dataclass
@@ -61,6 +68,12 @@ class ConsumerGroupDescription:
     coordinator: int
     group_epoch: int
     assignment_epoch: int
+    type: ConsumerGroupType = ConsumerGroupType.CONSUMER
+    authorized_operations: list | None = None  # Riverlog has no ACLs
+
+    def __post_init__(self):
+        if isinstance(self.state, str):
+            self.state = ConsumerGroupState.of(self.state)
 
 
 @dataclass
@@ -96,8 +109,10 @@ class ConsumerGroupAdmin:
             return out
         return self._fan_out(list(group_ids), call, lambda results: results.items())
 
-    def list_consumer_groups(self, request_timeout: float | None = None) -> Future:
-        """Every group of every broker (each lists the groups it coordinates)."""
+    def list_consumer_groups(self, request_timeout: float | None = None, states=None, types=None) -> Future:
+        """Every group of every broker (each lists the groups it coordinates); ``states``/``types``
+        (sets of ConsumerGroupState/ConsumerGroupType) keep only the groups in them."""
+        states, types = set(states or ()), set(types or ())
         def call():
             self.cluster.refresh(all_topics=False, topics=[])
             result, seen = ListConsumerGroupsResult(), set()
@@ -108,9 +123,11 @@ class ConsumerGroupAdmin:
                     result.errors.append(e)
                     continue
                 for g in response.groups:
-                    if g.group_id not in seen:
+                    listing = ConsumerGroupListing(g.group_id, False, g.state, g.coordinator)
+                    if g.group_id not in seen and (not states or listing.state in states) \
+                            and (not types or listing.type in types):
                         seen.add(g.group_id)
-                        result.valid.append(ConsumerGroupListing(g.group_id, False, g.state, g.coordinator))
+                        result.valid.append(listing)
             result.valid.sort(key=lambda g: g.group_id)
             return [("groups", result)]
         return self._fan_out(["groups"], call, lambda r: r)["groups"]

@@ -1,0 +1,49 @@
+"""``AdminClient.describe_topics``, mixed into :class:`~broker.client.admin.AdminClient`.
+
+    fs = admin.describe_topics(TopicCollection(["orders"]))
+    d = fs["orders"].result()     # TopicDescription(name, topic_id, is_internal, partitions)
+    [p.leader.id for p in d.partitions]
+
+One Metadata request for all the topics (never creating them); a topic the broker does not know
+fails its own future with UnknownTopicOrPartitionError.
+"""
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+from broker.client.model import Node, TopicCollection, TopicDescription, TopicPartitionInfo
+from broker.errors import error_for_code
+from broker.proto import riverlog_pb2 as pb
+
+
+def topic_descriptions(response: pb.MetadataResponse):
+    """(name, TopicDescription or error) for every topic of a Metadata response."""
+    nodes = {b.node_id: Node(b.node_id, b.host, b.port) for b in response.brokers}
+
+    def node(node_id: int) -> Node:
+        return nodes.get(node_id) or Node(node_id, "", -1)
+
+    for t in response.topics:
+        if t.error_code:
+            yield t.name, error_for_code(t.error_code)(t.error_message)
+            continue
+        partitions = [TopicPartitionInfo(p.partition, node(p.leader) if p.leader >= 0 else None,
+                                         [node(r) for r in p.replicas], [node(r) for r in p.isr])
+                      for p in sorted(t.partitions, key=lambda p: p.partition)]
+        yield t.name, TopicDescription(t.name, t.topic_id, t.internal, partitions)
+
+
+class TopicAdmin:
+    """Needs ``self.cluster`` and ``self._fan_out`` (from AdminClient)."""
+
+    def describe_topics(self, topics: TopicCollection, request_timeout: float | None = None,
+                        include_authorized_operations: bool = False) -> dict[str, Future]:
+        """A future per topic name resolving to :class:`TopicDescription`.
+        ``include_authorized_operations`` is accepted and leaves ``authorized_operations`` None:
+        Riverlog has no ACLs."""
+        if not isinstance(topics, TopicCollection):
+            raise TypeError("describe_topics takes a TopicCollection, e.g. TopicCollection(['orders'])")
+        names = list(dict.fromkeys(topics.topic_names))
+        request = pb.MetadataRequest(topics=names, all_topics=False)
+        return self._fan_out(names, lambda: self.cluster.call_any("Metadata", request, request_timeout),
+                             topic_descriptions)
