@@ -230,6 +230,7 @@ class ProducerBatch:
     sequence: int = 0  # the sender's enqueue order; a partition's batches are written in this order
     base_sequence: int | None = None  # idempotence: set (in the header too) when first sent
     producer_epoch: int = -1
+    purged: bool = False  # purge() reported it while in flight: its answer reports nothing
 
     @property
     def count(self) -> int:

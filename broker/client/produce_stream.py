@@ -72,6 +72,11 @@ class ProduceStream:
         if failed:
             self.on_event(self.node, failed, error)
 
+    def in_flight(self) -> list:
+        """The batches of every request not answered yet."""
+        with self._lock:
+            return [batch for _, batches in self._pending for _, taken in batches for batch in taken]
+
     def close(self) -> None:
         self._requests.put(None)
         self._call.cancel()

@@ -230,6 +230,22 @@ class Producer:
             with acc.cond:
                 acc.flushing -= 1
 
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """Drop records not delivered yet, as confluent-kafka's ``purge``: ``in_queue`` those not sent
+        (their delivery reports get ``_PURGE_QUEUE``), ``in_flight`` those awaiting the broker's
+        answer (``_PURGE_INFLIGHT``: the broker may still write them, and its answer is ignored).
+        The reports are served by the next ``poll()``/``flush()``. ``blocking=False`` returns
+        without waiting for the sender thread to have purged."""
+        done = threading.Event()
+        with self._acc.cond:
+            if self._acc.closed and not self._thread.is_alive():
+                return
+            self._sender.purges.append((in_queue, in_flight, done))
+            self._acc.cond.notify_all()
+        if blocking:
+            while not done.wait(0.1) and self._thread.is_alive():
+                pass
+
     def _statistics(self) -> dict:
         return _statistics_of(self)
 
@@ -280,6 +296,7 @@ def _delivery_error(error) -> KafkaError | None:
         return None
     if isinstance(error, KafkaTimeoutError):
         return KafkaError._of(error, KafkaError._MSG_TIMED_OUT)
+    # QueuePurgedError/InFlightPurgedError carry _PURGE_QUEUE/_PURGE_INFLIGHT as their kafka_code.
     return KafkaError.of(error)
 
 

@@ -336,6 +336,17 @@ class SendPolicy:
             p.retrying = False
         return out
 
+    def drop_purged(self, key: Key) -> None:
+        """Batches ``purge()`` already reported (in flight then) are never sent again: a failed one
+        is given up instead of retried."""
+        p = self.partitions.get(key)
+        if p is None or not any(b.purged for b in p.queue):
+            return
+        for batch in [b for b in p.queue if b.purged]:
+            p.queue.remove(batch)
+            self._gave_up(batch)
+        p.retrying = any(b.base_sequence is not None for b in p.queue) and p.retrying
+
     def _gave_up(self, batch: ProducerBatch) -> None:
         if self.manager is not None:
             self.manager.gave_up((batch.topic, batch.partition), batch.base_sequence, batch.producer_epoch)

@@ -24,7 +24,8 @@ from broker.client.produce_stream import ProduceStream
 from broker.client.send_policy import SendLimits, SendPolicy
 from broker.client.transactions import TransactionManager
 from broker.clock import SYSTEM_CLOCK, Clock
-from broker.errors import NetworkError, RiverlogError, UnknownPartitionError, error_for_code
+from broker.errors import (InFlightPurgedError, NetworkError, QueuePurgedError, RiverlogError, UnknownPartitionError,
+                           error_for_code)
 from broker.proto import riverlog_pb2 as pb
 from broker.records.batch import stamp_producer
 
@@ -43,7 +44,8 @@ class Sender:
         self.acks = acks
         self.cluster = cluster
         self.accumulator = accumulator
-        self.report = report
+        self.report = lambda batch, *args: None if batch.purged else report(batch, *args)
+        self.purges: collections.deque = collections.deque()  # (in_queue, in_flight, done event) from purge()
         self.manager = manager
         self.transaction = transaction
         self.clock = clock
@@ -65,7 +67,7 @@ class Sender:
         while True:
             with acc.cond:
                 timeout = self.wait_time(self.clock.monotonic())
-                if timeout > 0 and not self.completions:
+                if timeout > 0 and not self.completions and not self.purges:
                     acc.cond.wait(timeout)
                 if acc.closed and not acc.buffers and not self._busy():
                     for stream in self.streams.values():
@@ -96,6 +98,8 @@ class Sender:
                 log.debug("metadata refresh failed: %s", e)
         for topic, buf in ready.items():
             self._enqueue(topic, buf)
+        while self.purges:
+            self._purge(*self.purges.popleft())
         for batch, error in self.policy.expire(self.clock.monotonic()):
             self.report(batch, error)
         self._send(self.clock.monotonic())
@@ -150,6 +154,31 @@ class Sender:
         batch.size_charged = 0
         self.report(batch, UnknownPartitionError(
             f"topic '{topic}' has {n} partition(s); partition {batch.partition} does not exist"))
+
+    def _purge(self, in_queue: bool, in_flight: bool, done) -> None:
+        """``Producer.purge``: records not sent yet report _PURGE_QUEUE (unpartitioned ones with
+        partition -1), records awaiting an answer _PURGE_INFLIGHT; a purged batch in flight is never
+        retried and its answer is ignored."""
+        try:
+            if in_queue:
+                with self.accumulator.cond:
+                    buffers, self.accumulator.buffers = self.accumulator.buffers, {}
+                for topic, buf in buffers.items():
+                    for chunk in buf.chunks:
+                        records, _, callbacks = chunk.to_arrow()
+                        batch = ProducerBatch(topic, -1, b"", records, callbacks, buf.since)
+                        batch.size_charged = _charge(chunk, records)
+                        self.report(batch, QueuePurgedError("purged from the queue before it was sent"))
+                for batch in self.policy.drop_queued():
+                    self.report(batch, QueuePurgedError("purged from the queue before it was sent"))
+            if in_flight:
+                for stream in self.streams.values():
+                    for batch in stream.in_flight():
+                        self.report(batch, InFlightPurgedError(
+                            "purged while in flight: the broker may or may not have written it"))
+                        batch.purged = True
+        finally:
+            done.set()
 
     # -------------------------------------------------------------------------------- sending
     def _send(self, now: float) -> None:
@@ -251,6 +280,7 @@ class Sender:
     def _retry_or_fail(self, key, taken: list[ProducerBatch], error: RiverlogError) -> None:
         log.debug("produce to %s[%d] failed: %r", key[0], key[1], error)
         given_up, error = self.policy.failed(key, taken, error, self.clock.monotonic())
+        self.policy.drop_purged(key)
         if error.retriable or not given_up:
             self.stale_metadata = True
         for batch in given_up:

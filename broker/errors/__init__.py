@@ -462,6 +462,16 @@ class PartitionEOF(RiverlogError):
     code, kafka_code, grpc_status = 1006, -191, S.OUT_OF_RANGE  # _PARTITION_EOF
 
 
+class QueuePurgedError(RiverlogError):
+    """The record was removed from the producer's queue by ``purge()`` before it was sent."""
+    code, kafka_code, grpc_status = 1007, -152, S.CANCELLED  # _PURGE_QUEUE
+
+
+class InFlightPurgedError(RiverlogError):
+    """The record was in flight when ``purge()`` ran: the broker may or may not have written it."""
+    code, kafka_code, grpc_status = 1008, -151, S.CANCELLED  # _PURGE_INFLIGHT
+
+
 del S
 
 # librdkafka's local codes that other typed errors stand for (KafkaException(KafkaError(code)) raises these).
@@ -474,8 +484,6 @@ _LOCAL_ALIASES: dict[int, type[RiverlogError]] = {
     -172: InvalidTxnStateError,  # _STATE
     -144: ProducerFencedError,  # _FENCED
     -165: NotSupportedError,  # _UNSUPPORTED_FEATURE
-    -152: ClientClosedError,  # _PURGE_QUEUE
-    -151: ClientClosedError,  # _PURGE_INFLIGHT
 }
 
 from broker.errors.kafka_error import KafkaError  # noqa: E402  (the value object refers back to the classes above)
