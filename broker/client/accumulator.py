@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from broker.client.partitioner import partitions_for_keys
+from broker.client.partitioner import partitions_with
 from broker.clock import SYSTEM_CLOCK, Clock
 from broker.errors import ClientClosedError, QueueFullError
 from broker.records.arrow_body import HEADER_TYPE, SCHEMA, encode_batch, record_batch
@@ -287,15 +287,18 @@ def normalise_table(table, now_ms: int) -> pa.RecordBatch:
 
 
 def assign_partitions(batch: pa.RecordBatch, explicit: np.ndarray, num_partitions: int,
-                      topic: str, sticky: StickyPartitioner, batch_size: int) -> np.ndarray:
-    """Partition of every record: explicit ones kept, keyed by murmur2, unkeyed sticky by batch."""
+                      topic: str, sticky: StickyPartitioner, batch_size: int,
+                      partitioner: str = "murmur2_random") -> np.ndarray:
+    """Partition of every record: explicit ones kept, the others by ``partitioner`` (murmur2 of the
+    key by default), those it leaves to chance sticky by batch."""
     parts = explicit.copy()
     todo = parts < 0
     if not todo.any():
         return parts
     keys = batch.column(0)
-    keyed = (np.full(len(parts), -1, dtype=np.int32) if keys.null_count == len(keys)
-             else partitions_for_keys(keys, num_partitions))
+    keyed = (np.full(len(parts), -1, dtype=np.int32)
+             if keys.null_count == len(keys) and partitioner.endswith("random")
+             else partitions_with(partitioner, keys, num_partitions))
     use_key = todo & (keyed >= 0)
     parts[use_key] = keyed[use_key]
     unkeyed = todo & (keyed < 0)

@@ -5,6 +5,7 @@ a message naming it, so a typo never passes silently.
 """
 from __future__ import annotations
 
+from broker.client.partitioner import PARTITIONERS
 from broker.config import INT_MAX, ConfigDef, ConfigKey, at_least, between, one_of
 from broker.errors import InvalidConfigError
 
@@ -114,9 +115,9 @@ PRODUCER_CONFIG = ConfigDef("producer", _COMMON + [
     ConfigKey("topic.metadata.propagation.max.ms", int, 30_000,
               "how long records for an unknown topic wait for it to appear", between(0, INT_MAX)),
     ConfigKey("partitioner", str, "murmur2_random",
-              "murmur2 of the key as Kafka's Java client; null keys sticky (Riverlog batches them per "
-              "partition, as Kafka's Java client does: murmur2 and consistent_random choose the same way)",
-              one_of("murmur2_random", "murmur2")),
+              "librdkafka's partitioners (broker/client/partitioner.py); the default is Kafka's Java client's "
+              "(librdkafka's is consistent_random); null keys of the *_random ones stick to a partition per batch",
+              one_of(*PARTITIONERS)),
     ConfigKey("queue.buffering.max.messages", int, 100_000,
               "records buffered (not yet delivered) before produce() raises BufferError", between(1, INT_MAX)),
     ConfigKey("enable.idempotence", bool, None,

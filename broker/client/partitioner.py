@@ -1,11 +1,29 @@
-"""Kafka's default partitioner for keyed records: ``toPositive(murmur2(key)) % partitions``.
+"""The producer's ``partitioner`` setting: librdkafka's partitioners, vectorised over Arrow keys.
 
-Kafka clients place keyed records with murmur2, so using the same hash here puts a key on the
-same partition as Kafka's Java client and librdkafka's ``murmur2_random`` partitioner do.
+Kafka clients place keyed records with murmur2, so the default here (``murmur2_random``) puts a key
+on the same partition as Kafka's Java client. The others are librdkafka's, with its hashes:
+
+=================== ======================================= ====================================
+name                keyed records                           null keys (empty keys: hashed, except
+                                                            ``consistent_random`` randomises them)
+=================== ======================================= ====================================
+murmur2_random      ``toPositive(murmur2(key)) % n`` (Java) sticky random (Java's default)
+murmur2             ``toPositive(murmur2(key)) % n``        one partition: that of ``murmur2(b"")``
+consistent_random   ``crc32(key) % n``                      sticky random (librdkafka's default)
+consistent          ``crc32(key) % n``                      one partition: ``crc32(b"") % n`` = 0
+fnv1a_random        ``fnv1a(key) % n`` (unsigned 32-bit)    sticky random
+fnv1a               ``fnv1a(key) % n``                      one partition: that of ``fnv1a(b"")``
+random              a random partition per record           sticky random
+=================== ======================================= ====================================
+
+"Sticky random" is librdkafka's ``sticky.partitioning.linger.ms`` (KIP-480): one random partition
+per batch instead of per record (:class:`~broker.client.accumulator.StickyPartitioner`); this
+module marks those rows -1. Records with an explicit partition never reach a partitioner.
 """
 from __future__ import annotations
 
 import struct
+import zlib
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +60,108 @@ def to_positive(n: int) -> int:
 
 def partition_for_key(key: bytes, num_partitions: int) -> int:
     return to_positive(murmur2(key)) % num_partitions
+
+
+PARTITIONERS = ("murmur2_random", "murmur2", "consistent_random", "consistent", "fnv1a_random", "fnv1a", "random")
+
+FNV_OFFSET = 0x811C9DC5
+FNV_PRIME = 0x01000193
+
+
+def fnv1a(data: bytes) -> int:
+    """librdkafka's ``rd_fnv1a``: 32-bit FNV-1a, unsigned."""
+    h = FNV_OFFSET
+    for b in data:
+        h = ((h ^ b) * FNV_PRIME) & _U32
+    return h
+
+
+def partition_with(partitioner: str, key: bytes | None, num_partitions: int) -> int:
+    """One key's partition under ``partitioner``; -1 where the choice is (sticky) random."""
+    if partitioner == "random" or key is None and partitioner.endswith("_random") \
+            or partitioner == "consistent_random" and key == b"":
+        return -1
+    key = key or b""
+    if partitioner.startswith("murmur2"):
+        return partition_for_key(key, num_partitions)
+    if partitioner.startswith("consistent"):
+        return zlib.crc32(key) % num_partitions
+    if partitioner.startswith("fnv1a"):
+        return fnv1a(key) % num_partitions
+    raise ValueError(f"unknown partitioner {partitioner!r}; one of {', '.join(PARTITIONERS)}")
+
+
+def partitions_with(partitioner: str, keys: pa.Array | pa.ChunkedArray, num_partitions: int,
+                    rng: np.random.Generator | None = None) -> np.ndarray:
+    """:func:`partition_with` of every key of a binary Arrow array, as int32 (-1: sticky random)."""
+    if partitioner not in PARTITIONERS:
+        raise ValueError(f"unknown partitioner {partitioner!r}; one of {', '.join(PARTITIONERS)}")
+    if num_partitions < 1:
+        raise ValueError(f"num_partitions must be positive, got {num_partitions}")
+    if isinstance(keys, pa.ChunkedArray):
+        parts = [partitions_with(partitioner, c, num_partitions, rng) for c in keys.chunks]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
+    nulls = keys.is_null().to_numpy(zero_copy_only=False) if keys.null_count else None
+    if partitioner == "random":
+        out = (rng or np.random.default_rng()).integers(0, num_partitions, len(keys), dtype=np.int32)
+    elif partitioner.startswith("murmur2"):
+        out = partitions_for_keys(keys, num_partitions)
+        if nulls is not None and partitioner == "murmur2":
+            out[nulls] = partition_for_key(b"", num_partitions)
+    else:
+        out = _byte_hash_partitions(partitioner, keys, num_partitions)
+    if nulls is not None and (partitioner == "random" or partitioner.endswith("_random")):
+        out[nulls] = -1
+    if partitioner == "consistent_random" and len(keys):
+        out[_flat_keys(keys)[2] == 0] = -1  # empty keys too, as librdkafka's
+    return out
+
+
+def _byte_hash_partitions(partitioner: str, keys: pa.Array, num_partitions: int) -> np.ndarray:
+    if not (pa.types.is_binary(keys.type) or pa.types.is_large_binary(keys.type)):
+        raise TypeError(f"keys must be binary or large_binary, got {keys.type}")
+    if len(keys) == 0:
+        return np.empty(0, dtype=np.int32)
+    data, starts, lengths = _flat_keys(keys)
+    if partitioner.startswith("fnv1a"):
+        h = _fold_bytes(data, starts, lengths, np.uint32(FNV_OFFSET), _fnv1a_step)
+    else:
+        h = _fold_bytes(data, starts, lengths, np.uint32(_U32), _crc32_step) ^ np.uint32(_U32)
+    return (h % np.uint32(num_partitions)).astype(np.int32)
+
+
+def _crc_table() -> np.ndarray:
+    table = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        table = np.where(table & 1, (table >> np.uint32(1)) ^ np.uint32(0xEDB88320), table >> np.uint32(1))
+    return table.astype(np.uint32)
+
+
+_CRC_TABLE = _crc_table()
+
+
+def _crc32_step(h: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return _CRC_TABLE[(h ^ b) & np.uint32(0xFF)] ^ (h >> np.uint32(8))
+
+
+def _fnv1a_step(h: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (h ^ b) * np.uint32(FNV_PRIME)
+
+
+def _fold_bytes(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, init, step) -> np.ndarray:
+    """``h = step(h, byte)`` over each key's bytes, one vector step per byte position: keys are
+    visited longest first, so at position j the keys still going are a prefix (work = total bytes)."""
+    order = np.argsort(-lengths, kind="stable")
+    h = np.full(len(lengths), init, dtype=np.uint32)
+    pos = starts[order]
+    sorted_lengths = lengths[order]
+    longest = int(sorted_lengths[0]) if len(order) else 0
+    alive = len(order) - np.searchsorted(sorted_lengths[::-1], np.arange(longest), side="right")
+    for j, count in enumerate(alive):
+        h[:count] = step(h[:count], data[pos[:count] + j].astype(np.uint32))
+    out = np.empty_like(h)
+    out[order] = h
+    return out
 
 
 def partitions_for_keys(keys: pa.Array | pa.ChunkedArray, num_partitions: int) -> np.ndarray:

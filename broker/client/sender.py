@@ -116,7 +116,7 @@ class Sender:
         for chunk in buf.chunks:
             records, explicit, callbacks = chunk.to_arrow()
             charged = _charge(chunk, records)
-            parts = assign_partitions(records, explicit, n, topic, self.sticky, batch_size)
+            parts = assign_partitions(records, explicit, n, topic, self.sticky, batch_size, cfg["partitioner"])
             bad = parts >= n
             if bad.any():
                 self._fail_rows(topic, records, parts, callbacks, bad, n, buf.since)
