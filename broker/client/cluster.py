@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import grpc
 
+from broker.client.metadata_refresh import start_refresher, stop_refresher
 from broker.errors import (ERROR_CODE_KEY, BrokerNotAvailableError, InvalidRequestError, KafkaTimeoutError,
                            LeaderNotAvailableError, NetworkError,
                            RecordListTooLargeError, RiverlogError, UnknownServerError,
@@ -171,6 +172,7 @@ class ClusterClient:
         # Producers ask for auto-creation always (as Kafka's); consumers per allow.auto.create.topics.
         client.allow_auto_create = cfg.get("allow.auto.create.topics", getattr(
             getattr(cfg, "_definition", None), "what", "") == "producer")
+        client.refresher = start_refresher(client, cfg)  # metadata.max.age.ms
         return client
 
     def _any_address(self) -> str:
@@ -258,6 +260,7 @@ class ClusterClient:
                                {i: BrokerMetadata(i, a) for i, a in self.brokers.items()}, topics_out)
 
     def close(self) -> None:
+        stop_refresher(self)
         with self._lock:
             self._closed = True
             for channel in self._channels.values():

@@ -29,6 +29,7 @@ from broker.client.fetch_buffer import BATCH_SCHEMA
 from broker.client.fetch_state import AUTO_OFFSET_RESET, EARLIEST, LATEST, FetchState
 from broker.client.fetcher import Fetcher, list_offset
 from broker.client.membership import GroupMembership
+from broker.client.subscription import Subscription
 from broker.client.message import OFFSET_INVALID, Message, TopicPartition
 from broker.clock import SYSTEM_CLOCK
 from broker.errors import ClientClosedError, InvalidConfigError, KafkaError, KafkaException, RiverlogError
@@ -81,6 +82,7 @@ class Consumer:
         self._committer = OffsetCommitter(self._coordinator, cfg, self._group_id, self._member,
                                           self._clock) if self._coordinator else None
         self._callbacks: dict = {}
+        self._subscription: Subscription | None = None  # set for a regex subscription
         self._owned: set[tuple[str, int]] = set()
         self._fetcher = Fetcher(self.cluster, cfg, self._fetch_state, self._cond)
 
@@ -127,15 +129,40 @@ class Consumer:
             raise InvalidConfigError("subscribe() needs group.id", config="group.id")
         if isinstance(topics, str):
             topics = [topics]
+        subscription = Subscription(list(topics))
         if self._membership is not None:
             self.unsubscribe()
         self.assign([])
         self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
-        self._membership = GroupMembership(self._coordinator, self.config, list(topics), self._group_wake)
+        names = subscription.names
+        if subscription.patterns:  # "^..." entries: regexes over the cluster's topics, kept up to date
+            response = self.cluster.refresher.refresh_now()
+            names = subscription.resolve(response) if response is not None else names
+            self._subscription = subscription
+            self.cluster.refresher.listeners.append(self._on_metadata)
+        self._membership = GroupMembership(self._coordinator, self.config, names, self._group_wake)
+
+    def _on_metadata(self, response) -> None:
+        """From the metadata refresher's thread: a regex subscription's topics, resolved again;
+        the next heartbeat tells the coordinator."""
+        membership, subscription = self._membership, self._subscription
+        if membership is None or subscription is None:
+            return
+        names = subscription.resolve(response)
+        if names != membership.topics:
+            log.info("subscription %s now matches %s", [p.pattern for p in subscription.patterns], names)
+            membership.topics = names
+
+    def _drop_subscription(self) -> None:
+        if self._subscription is not None:
+            self._subscription = None
+            if self._on_metadata in self.cluster.refresher.listeners:
+                self.cluster.refresher.listeners.remove(self._on_metadata)
 
     def unsubscribe(self) -> None:
         """Give up every partition (``on_revoke``) and leave the group."""
         membership = self._membership
+        self._drop_subscription()
         if membership is None:
             return
         self._revoke(set(self._owned), lost=False)
