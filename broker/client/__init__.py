@@ -8,7 +8,7 @@ layer map in docs/architecture.md keeps other packages out of them).
 from broker.client.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
                                  DeletedRecords, DescribeClusterResult, ListOffsetsResultInfo, NewPartitions, NewTopic,
                                  OffsetSpec, PartitionMetadata, ResourceType, TopicMetadata)
-from broker.client.cluster import ClusterMetadata
+from broker.client.cluster import BrokerMetadata, ClusterMetadata
 from broker.client.config import PRODUCER_CONFIG
 from broker.client.consumer import BATCH_SCHEMA, Consumer, ConsumerGroupMetadata
 from broker.client.error import (ConsumeError, KeyDeserializationError, KeySerializationError, ProduceError,
@@ -28,7 +28,7 @@ from broker.client.txn_admin import (ActiveProducer, OpenTransaction, PartitionP
 from broker.errors import KafkaError, KafkaException, RiverlogError
 
 __all__ = [
-    "AdminClient", "AlterConfigOpType", "BATCH_SCHEMA", "ClusterMetadata", "ConfigEntry", "ConfigResource",
+    "AdminClient", "AlterConfigOpType", "BATCH_SCHEMA", "BrokerMetadata", "ClusterMetadata", "ConfigEntry", "ConfigResource",
     "ConfigSource", "ConsumeError", "Consumer", "ConsumerGroupDescription", "ConsumerGroupListing",
     "ConsumerGroupMetadata", "ConsumerGroupState", "ConsumerGroupTopicPartitions", "ConsumerGroupType",
     "DeletedRecords", "DescribeClusterResult", "DeserializingConsumer", "ElectionType", "IsolationLevel",

@@ -11,7 +11,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from broker.client.cluster import ClusterClient, ClusterMetadata
+from broker.client.cluster import BrokerMetadata, ClusterClient, ClusterMetadata
 from broker.client.cluster import PartitionInfo as PartitionMetadata
 from broker.client.cluster import TopicInfo as TopicMetadata
 from broker.client.client_events import ClientEvents
@@ -28,7 +28,7 @@ from broker.errors import NetworkError, RiverlogError, error_for_code
 from broker.proto import riverlog_pb2 as pb
 
 __all__ = [  # confluent_kafka.admin's names that Riverlog has
-    "AdminClient", "AlterConfigOpType", "ClusterMetadata", "ConfigEntry", "ConfigResource", "ConfigSource",
+    "AdminClient", "AlterConfigOpType", "BrokerMetadata", "ClusterMetadata", "ConfigEntry", "ConfigResource", "ConfigSource",
     "ConsumerGroupDescription", "ConsumerGroupListing", "ConsumerGroupState", "ConsumerGroupTopicPartitions",
     "ConsumerGroupType", "DeletedRecords", "DescribeClusterResult", "ElectionType", "IsolationLevel",
     "ListConsumerGroupsResult", "ListOffsetsResultInfo", "MemberAssignment", "MemberDescription", "NewPartitions",

@@ -40,7 +40,7 @@ from broker.client.txn_admin import TransactionHandle
 from broker.client.txn_requests import TransactionRequests
 from broker.clock import SYSTEM_CLOCK
 from broker.errors import (ApplicationRecoverableError, InvalidConfigError, KafkaTimeoutError, MessageTooLargeError,
-                           QueueFullError)
+                           QueueFullError, RiverlogError)
 from broker.errors.kafka_error import KafkaError
 
 log = logging.getLogger(__name__)
@@ -149,14 +149,28 @@ class Producer:
         self._append(topic, (key, value, timestamp or time.time_ns() // 1_000_000, headers, partition,
                              on_delivery or callback or self._default_cb), size, key is not None or partition >= 0)
 
-    def produce_batch(self, topic: str, table, partition: int = -1, on_delivery=None) -> int:
-        """Queue an Arrow table or record batch of records; returns how many were queued.
+    def produce_batch(self, topic: str, table, partition: int = -1, on_delivery=None, timestamp: int = 0,
+                      callback=None) -> int:
+        """Queue many records at once; returns how many were queued.
 
-        Columns: ``value`` (binary or string, required), ``key``, ``timestamp`` (int64 ms or an
-        Arrow timestamp; missing means now) and ``headers`` (list<struct<key, value>>). Blocks up
-        to ``max.block.ms`` for buffer space. ``on_delivery(err, msg)`` is called once per
-        underlying batch, with the batch's first record as ``msg``.
+        ``table``: an Arrow table or record batch (Riverlog's bulk path), or confluent-kafka's list
+        of dicts (below). Arrow columns: ``value`` (binary or string, required), ``key``,
+        ``timestamp`` (int64 ms or an Arrow timestamp; missing means now) and ``headers``
+        (list<struct<key, value>>). Blocks up to ``max.block.ms`` for buffer space.
+        ``on_delivery(err, msg)`` is called once per underlying batch, with the batch's first
+        record as ``msg``.
+
+        A list of dicts is confluent-kafka's ``produce_batch``: each dict may have ``value``,
+        ``key``, ``partition``, ``timestamp``, ``headers`` and its own ``callback``/``on_delivery``
+        (else the call's); each record gets its own delivery report. A record that cannot be queued
+        (queue full, too large) gets an ``_error`` entry (a KafkaError) in its dict and is not counted.
+
+            n = p.produce_batch("orders", [{"key": b"k1", "value": b"v1"}, {"value": b"v2", "partition": 2}],
+                                on_delivery=report)
         """
+        if isinstance(table, list):
+            return self._produce_dicts(topic, table, partition, on_delivery or callback, timestamp)
+        on_delivery = on_delivery or callback
         batch = normalise_table(table, time.time_ns() // 1_000_000)
         step = max(1, self._batch_size // 2)
         sizes = batch.get_total_buffer_size()
@@ -167,6 +181,20 @@ class Producer:
             self._acc.add_table(topic, piece, partition, cb, piece.get_total_buffer_size(),
                                 self.config["max.block.ms"])
         return batch.num_rows
+
+    def _produce_dicts(self, topic: str, messages: list, partition: int, on_delivery, timestamp: int) -> int:
+        queued = 0
+        for m in messages:
+            try:
+                self.produce(topic, m.get("value"), m.get("key"), m.get("partition", partition),
+                             m.get("callback") or m.get("on_delivery") or on_delivery,
+                             m.get("timestamp", timestamp), m.get("headers"))
+            except (RiverlogError, BufferError, TypeError) as e:
+                m["_error"] = KafkaError.of(e) if isinstance(e, RiverlogError) \
+                    else KafkaError(KafkaError._INVALID_ARG, str(e))
+                continue
+            queued += 1
+        return queued
 
     # ------------------------------------------------------------------------------ reports
     def _report(self, batch: ProducerBatch, error, base_offset: int = -1, log_append_time: int = -1) -> None:
