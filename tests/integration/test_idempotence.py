@@ -38,7 +38,11 @@ def test_killing_the_leader_during_an_idempotent_stream_loses_and_duplicates_not
                        "enable.idempotence": True, "on_delivery": acked}) as p:
             i = 0
             while not stop.is_set():
-                p.produce(topic_name, value=b"%08d" % i)
+                try:
+                    p.produce(topic_name, value=b"%08d" % i)
+                except BufferError:  # queue.buffering.max.messages reached: serve reports, retry
+                    p.poll(0.1)
+                    continue
                 sent.append(i)
                 i += 1
                 if i % 200 == 0:
