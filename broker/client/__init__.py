@@ -28,7 +28,8 @@ from broker.client.txn_admin import (ActiveProducer, OpenTransaction, PartitionP
 from broker.errors import KafkaError, KafkaException, RiverlogError
 
 __all__ = [
-    "AdminClient", "AlterConfigOpType", "BATCH_SCHEMA", "BrokerMetadata", "ClusterMetadata", "ConfigEntry", "ConfigResource",
+    "AdminClient", "AlterConfigOpType", "BATCH_SCHEMA", "BrokerMetadata", "ClusterMetadata", "ConfigEntry",
+    "ConfigResource",
     "ConfigSource", "ConsumeError", "Consumer", "ConsumerGroupDescription", "ConsumerGroupListing",
     "ConsumerGroupMetadata", "ConsumerGroupState", "ConsumerGroupTopicPartitions", "ConsumerGroupType",
     "DeletedRecords", "DescribeClusterResult", "DeserializingConsumer", "ElectionType", "IsolationLevel",

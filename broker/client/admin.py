@@ -17,8 +17,8 @@ from broker.client.cluster import TopicInfo as TopicMetadata
 from broker.client.client_events import ClientEvents
 from broker.client.config import ADMIN_CONFIG, client_config
 from broker.client.group_admin import (ConsumerGroupAdmin, ConsumerGroupDescription, ConsumerGroupListing,
-                                       ConsumerGroupTopicPartitions, ListConsumerGroupsResult, MemberAssignment,
-                                       MemberDescription)
+                                       ConsumerGroupTopicPartitions, GroupMember, GroupMetadata,
+                                       ListConsumerGroupsResult, MemberAssignment, MemberDescription)
 from broker.client.message import TopicPartition
 from broker.client.model import (ConsumerGroupState, ConsumerGroupType, ElectionType, IsolationLevel, Node,
                                  TopicCollection, TopicDescription, TopicPartitionInfo, _NamedEnum)
@@ -28,12 +28,12 @@ from broker.errors import NetworkError, RiverlogError, error_for_code
 from broker.proto import riverlog_pb2 as pb
 
 __all__ = [  # confluent_kafka.admin's names that Riverlog has
-    "AdminClient", "AlterConfigOpType", "BrokerMetadata", "ClusterMetadata", "ConfigEntry", "ConfigResource", "ConfigSource",
-    "ConsumerGroupDescription", "ConsumerGroupListing", "ConsumerGroupState", "ConsumerGroupTopicPartitions",
-    "ConsumerGroupType", "DeletedRecords", "DescribeClusterResult", "ElectionType", "IsolationLevel",
-    "ListConsumerGroupsResult", "ListOffsetsResultInfo", "MemberAssignment", "MemberDescription", "NewPartitions",
-    "NewTopic", "Node", "OffsetSpec", "PartitionMetadata", "ResourceType", "TopicCollection", "TopicDescription",
-    "TopicMetadata", "TopicPartition", "TopicPartitionInfo",
+    "AdminClient", "AlterConfigOpType", "BrokerMetadata", "ClusterMetadata", "ConfigEntry", "ConfigResource",
+    "ConfigSource", "ConsumerGroupDescription", "ConsumerGroupListing", "ConsumerGroupState",
+    "ConsumerGroupTopicPartitions", "ConsumerGroupType", "DeletedRecords", "DescribeClusterResult", "ElectionType",
+    "GroupMember", "GroupMetadata", "IsolationLevel", "ListConsumerGroupsResult", "ListOffsetsResultInfo",
+    "MemberAssignment", "MemberDescription", "NewPartitions", "NewTopic", "Node", "OffsetSpec", "PartitionMetadata",
+    "ResourceType", "TopicCollection", "TopicDescription", "TopicMetadata", "TopicPartition", "TopicPartitionInfo",
 ]
 
 

@@ -77,6 +77,34 @@ class ConsumerGroupDescription:
 
 
 @dataclass
+class GroupMember:
+    """A member in :meth:`ConsumerGroupAdmin.list_groups` (confluent-kafka's deprecated shape).
+    ``metadata``/``assignment`` are the classic protocol's opaque bytes, which Riverlog's groups
+    (Kafka's new protocol) do not have: they are empty; ``describe_consumer_groups`` gives the
+    assignment as partitions."""
+    id: str
+    client_id: str
+    client_host: str
+    metadata: bytes = b""
+    assignment: bytes = b""
+
+
+@dataclass
+class GroupMetadata:
+    """A group in :meth:`ConsumerGroupAdmin.list_groups`; ``broker`` is its coordinator."""
+    broker: object
+    id: str
+    error: object
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[GroupMember] = field(default_factory=list)
+
+    def __repr__(self):
+        return f"GroupMetadata({self.id})"
+
+
+@dataclass
 class ConsumerGroupTopicPartitions:
     group_id: str
     topic_partitions: list[TopicPartition] | None = None
@@ -131,6 +159,24 @@ class ConsumerGroupAdmin:
             result.valid.sort(key=lambda g: g.group_id)
             return [("groups", result)]
         return self._fan_out(["groups"], call, lambda r: r)["groups"]
+
+    def list_groups(self, group: str | None = None, timeout: float = -1) -> list[GroupMetadata]:
+        """confluent-kafka's older, blocking group listing (``list_consumer_groups`` and
+        ``describe_consumer_groups`` are the current calls): every group, or only ``group``."""
+        from broker.client.cluster import BrokerMetadata
+        wait = None if timeout is None or timeout < 0 else timeout
+        ids = [group] if group else [g.group_id for g in self.list_consumer_groups().result(wait).valid]
+        out = []
+        for group_id, future in self.describe_consumer_groups(ids).items():
+            try:
+                d = future.result(wait)
+            except RiverlogError as e:
+                out.append(GroupMetadata(None, group_id, e.args[0], "Unknown", "consumer", ""))
+                continue
+            broker = BrokerMetadata(d.coordinator, self.cluster.brokers.get(d.coordinator, ""))
+            out.append(GroupMetadata(broker, group_id, None, str(d.state), "consumer", d.partition_assignor,
+                                     [GroupMember(m.member_id, m.client_id, m.host) for m in d.members]))
+        return out
 
     def describe_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None) -> dict[str, Future]:
         def describe(group_id, coordinator, timeout):

@@ -116,6 +116,9 @@ def test_admin_api_walk_through(shared_broker, topic_name):
                                                 ConsumerGroupState.PREPARING_REBALANCING)
         described = a.describe_consumer_groups([topic_name])[topic_name].result()
         assert len(described.members) == 1
+        group = a.list_groups(topic_name, timeout=10)[0]  # the older, blocking call
+        assert (group.id, group.error, group.protocol_type, len(group.members)) == (topic_name, None, "consumer", 1)
+        assert group.broker.id == described.coordinator and group.members[0].id == described.members[0].member_id
     empty = a.list_consumer_groups(states={ConsumerGroupState.EMPTY}).result().valid
     assert topic_name in [g.group_id for g in empty]
     assert a.delete_consumer_groups([topic_name])[topic_name].result() is None

@@ -13,10 +13,11 @@ TOP_LEVEL = ["Producer", "Consumer", "KafkaError", "KafkaException", "Message", 
              "OFFSET_BEGINNING", "OFFSET_END", "OFFSET_STORED", "OFFSET_INVALID", "TIMESTAMP_CREATE_TIME",
              "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE"]
 ADMIN = ["AdminClient", "NewTopic", "NewPartitions", "ConfigSource", "ConfigEntry", "ConfigResource", "ResourceType",
-         "AlterConfigOpType", "BrokerMetadata", "ClusterMetadata", "TopicMetadata", "PartitionMetadata", "ConsumerGroupListing",
+         "AlterConfigOpType", "BrokerMetadata", "ClusterMetadata", "TopicMetadata", "PartitionMetadata",
+         "ConsumerGroupListing",
          "ListConsumerGroupsResult", "ConsumerGroupDescription", "MemberAssignment", "MemberDescription",
          "OffsetSpec", "ListOffsetsResultInfo", "DeletedRecords", "TopicDescription", "DescribeClusterResult",
-         "TopicPartition", "Node", "IsolationLevel", "ConsumerGroupState"]
+         "TopicPartition", "Node", "IsolationLevel", "ConsumerGroupState", "GroupMember", "GroupMetadata"]
 ERROR = ["KafkaError", "KafkaException", "ConsumeError", "ProduceError", "KeyDeserializationError",
          "ValueDeserializationError", "KeySerializationError", "ValueSerializationError"]
 SERIALIZATION = ["Serializer", "Deserializer", "StringSerializer", "StringDeserializer", "IntegerSerializer",

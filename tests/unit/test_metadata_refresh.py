@@ -12,8 +12,8 @@ pytestmark = pytest.mark.unit
 
 
 def metadata(*names, internal=(), failed=()):
-    return pb.MetadataResponse(topics=[pb.TopicMetadata(name=n, internal=n in internal, error_code=3 if n in failed else 0)
-                                       for n in names])
+    return pb.MetadataResponse(topics=[
+        pb.TopicMetadata(name=n, internal=n in internal, error_code=3 if n in failed else 0) for n in names])
 
 
 class FakeCluster:
