@@ -85,6 +85,16 @@ def create_topic(servers: str, name: str, partitions: int = 1, **configs) -> Non
         admin.create_topics([NewTopic(name, partitions, config=configs)])[name].result()
 
 
+def produce_waiting(p, produce, topic: str, value: bytes) -> None:
+    """``produce``, serving delivery reports while the producer's queue is full
+    (queue.buffering.max.messages / buffer.memory), as a confluent-kafka application does."""
+    while True:
+        try:
+            return produce(topic, value)
+        except BufferError:
+            p.poll(0.01)
+
+
 def bench_per_record_produce(servers: str, n: int, topic: str = "per-record", acks: str = "1",
                              create: bool = True) -> float:
     from broker.client import Producer
@@ -94,11 +104,7 @@ def bench_per_record_produce(servers: str, n: int, topic: str = "per-record", ac
     produce = p.produce
     start = time.perf_counter()
     for _ in range(n):
-        try:
-            produce(topic, VALUE)
-        except BufferError:
-            p.poll(0.01)
-            produce(topic, VALUE)
+        produce_waiting(p, produce, topic, VALUE)
     p.flush(120)
     elapsed = time.perf_counter() - start
     p.close()

@@ -14,7 +14,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from broker_bench import VALUE, create_topic, emit, start_broker  # noqa: E402 - beside this file
+from broker_bench import VALUE, create_topic, emit, produce_waiting, start_broker  # noqa: E402 - beside this file
 
 
 def idempotent_rate(servers: str, topic: str, n: int) -> float:
@@ -22,7 +22,7 @@ def idempotent_rate(servers: str, topic: str, n: int) -> float:
     p = Producer({"bootstrap.servers": servers, "acks": "all", "enable.idempotence": True, "linger.ms": 5})
     start = time.perf_counter()
     for i in range(n):
-        p.produce(topic, VALUE)
+        produce_waiting(p, p.produce, topic, VALUE)
         if i % 1_000 == 0:
             p.poll(0)
     p.flush(120)
@@ -40,7 +40,7 @@ def transactional_rate(servers: str, topic: str, n: int, commit_ms: int) -> tupl
     p.begin_transaction()
     opened = time.perf_counter()
     for i in range(n):
-        p.produce(topic, VALUE)
+        produce_waiting(p, p.produce, topic, VALUE)
         if i % 1_000 == 0:
             p.poll(0)
             if (time.perf_counter() - opened) * 1000 >= commit_ms:
