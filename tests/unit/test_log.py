@@ -359,11 +359,14 @@ def test_index_files_on_disk_match_the_rebuilt_indexes(tmp_path):
     log = open_log(tmp_path, config)
     entries = list(log.active.offset_index.keys)
     log.close()
+    times = log.active.time_index
 
     loaded = OffsetIndex.load(stem + ".index", 0)
     assert loaded is not None, "the .index file was left out of order, so every open rebuilds it"
     assert loaded.keys == entries
-    assert TimeIndex.load(stem + ".timeindex", 0) is not None
+    rebuilt = TimeIndex.load(stem + ".timeindex", 0)
+    assert rebuilt is not None, "the lost .timeindex file was not written again"
+    assert (rebuilt.keys, rebuilt.values) == (times.keys, times.values) and len(times) > 0
 
 
 def test_reopen_keeps_rolling_by_size(tmp_path):

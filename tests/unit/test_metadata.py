@@ -1,10 +1,14 @@
 """Cluster metadata: records applied to the image, and topic name rules."""
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from broker.config import BROKER_CONFIG, topic_defaults
+from broker.controller.quorum_controller import QuorumController
 from broker.errors import InvalidTopicError
 from broker.metadata.image import MAX_TOPIC_NAME, MetadataImage, validate_topic_name
 
@@ -86,7 +90,13 @@ def test_unknown_record_type_is_refused():
 @pytest.mark.parametrize("name", ["a.b_c-1", "a", "A", "0", "...", "a..b", "_", "-", "x" * MAX_TOPIC_NAME,
                                   "__consumer_offsets"])
 def test_legal_topic_names(name):
-    validate_topic_name(name)
+    """A legal name passes the check and the controller creates the topic under exactly that name."""
+    assert validate_topic_name(name) is None
+    controller = QuorumController(BROKER_CONFIG.parse({}), random.Random(0))
+    records = controller.create_topic(MetadataImage(), name, 1, 1, {}, topic_defaults(BROKER_CONFIG.parse({})),
+                                      assignment=[[1]], internal=name.startswith("__"))
+    image = image_of(*records)
+    assert list(image.topics) == [name] and image.topics[name].name == name
 
 
 @pytest.mark.parametrize("name", ["", ".", "..", "x" * (MAX_TOPIC_NAME + 1), "a b", "a/b", "a\\b", "a:b",

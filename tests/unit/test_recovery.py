@@ -229,8 +229,12 @@ def test_recovered_index_files_hold_exactly_the_rebuilt_entries(tmp_path):
     log = open_log(tmp_path, config, clean_shutdown=False)
     offsets = list(log.active.offset_index.keys)
     log.close()
+    times = log.active.time_index
 
     stem = str(tmp_path / segment_name(0))
     assert os.path.getsize(stem + ".index") == OffsetIndex.ENTRY.size * len(offsets)
     assert OffsetIndex.load(stem + ".index", 0).keys == offsets
-    assert TimeIndex.load(stem + ".timeindex", 0) is not None
+    assert os.path.getsize(stem + ".timeindex") == TimeIndex.ENTRY.size * len(times)
+    loaded = TimeIndex.load(stem + ".timeindex", 0)
+    assert loaded is not None, "the .timeindex file is torn or out of order"
+    assert (loaded.keys, loaded.values) == (times.keys, times.values) and len(times) > 0
