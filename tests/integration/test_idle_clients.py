@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import grpc
 import pytest
@@ -87,6 +88,10 @@ def test_a_fetch_waits_no_longer_than_the_broker_allows(broker_factory):
     with grpc.insecure_channel(b.bootstrap) as channel:
         stub = pb_grpc.RiverlogStub(channel)
         # Asks to wait a day: the broker answers (empty) at its own limit instead of parking it.
+        started = time.monotonic()
         response = stub.Fetch(_parked_fetch("capped", 0, 86_400_000), timeout=20)
+        waited = time.monotonic() - started
         part = response.topics[0].partitions[0]
         assert part.error_code == 0 and len(part.records) == 0 and part.high_watermark == 0
+        # It did wait for data (fetch.max.wait.ms = 300), and not much longer than that.
+        assert 0.25 <= waited < 10, waited

@@ -10,8 +10,8 @@ import uuid
 import grpc
 import pytest
 
-from broker.client import AdminClient, Consumer, NewTopic, Producer
-from broker.errors import InvalidConfigError
+from broker.client import AdminClient, Consumer, KafkaError, NewTopic, Producer
+from broker.errors import InvalidConfigError, UnknownTopicOrPartitionError
 from broker.proto import riverlog_pb2 as pb
 from broker.proto import riverlog_pb2_grpc as pb_grpc
 from broker.records.batch import COMPRESSION_LZ4, COMPRESSION_NONE, COMPRESSION_ZSTD, iter_headers
@@ -83,16 +83,20 @@ def test_no_auto_creation_when_disabled(broker_factory):
     with Producer({"bootstrap.servers": b.bootstrap, "topic.metadata.propagation.max.ms": 500}) as producer:
         producer.produce("absent", b"v", on_delivery=lambda err, msg: errors.append(err))
         producer.flush(30)
-    assert errors and errors[0] is not None and "absent" in str(errors[0])
+    assert len(errors) == 1 and errors[0] is not None and "absent" in str(errors[0])
+    assert errors[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART, errors[0]
     with AdminClient({"bootstrap.servers": b.bootstrap}) as admin:
-        assert admin.list_topics("absent").topics["absent"].error is not None
+        listed = admin.list_topics("absent").topics["absent"]
+        assert isinstance(listed.error, UnknownTopicOrPartitionError), listed.error
+        assert listed.partitions == {} and "absent" not in admin.list_topics().topics
 
 
 def test_admin_listing_does_not_create(broker_factory):
     b = broker_factory()
     with AdminClient({"bootstrap.servers": b.bootstrap}) as admin:
-        assert admin.list_topics("typo").topics["typo"].error is not None
-        assert "typo" not in admin.list_topics().topics
+        typo = admin.list_topics("typo").topics["typo"]
+        assert isinstance(typo.error, UnknownTopicOrPartitionError), typo.error
+        assert typo.partitions == {} and "typo" not in admin.list_topics().topics
 
 
 @pytest.mark.parametrize("topic_codec,producer_codec,stored", [

@@ -26,12 +26,25 @@ def _node(data_dir: str, port: int, extra: list[str]) -> subprocess.Popen:
 
 
 def _create_at_once(bootstrap: str, factor: int) -> None:
-    """Create a topic with no wait for any ready line: the client retries within its timeout."""
+    """Create a topic with no wait for any ready line: the client retries within its timeout; the
+    topic then has its 3 partitions, each with ``factor`` replicas, all in sync, and a leader."""
     with AdminClient({"bootstrap.servers": bootstrap, "request.timeout.ms": 30_000}) as admin:
-        admin.create_topics([NewTopic("orders", 3, factor)])["orders"].result(40)
+        assert admin.create_topics([NewTopic("orders", 3, factor)])["orders"].result(40) is None
         # Every broker shows it within a moment (the answering one at once, others as they follow the log).
         wait_until(lambda: len(admin.list_topics("orders").topics["orders"].partitions) == 3, 10,
                    message="every broker to show the new topic")
+        partitions = wait_until(lambda: _placed(admin.list_topics("orders").topics["orders"], factor), 20,
+                                message="a leader and an in-sync replica set for every partition")
+        assert sorted(partitions) == [0, 1, 2]
+
+
+def _placed(topic, factor: int) -> dict | None:
+    """The topic's partitions once each has ``factor`` distinct replicas, all in sync, one leading."""
+    parts = topic.partitions
+    placed = topic.error is None and len(parts) == 3 and all(
+        len(set(p.replicas)) == factor and sorted(p.isr) == sorted(p.replicas) and p.leader in p.replicas
+        for p in parts.values())
+    return parts if placed else None
 
 
 def _stop(procs: list[subprocess.Popen]) -> None:
