@@ -1,0 +1,44 @@
+"""A record as processors see it, and the change a KTable forwards.
+
+Keys and values are deserialized Python values (JSON structs are dicts). Timestamps are
+milliseconds since the epoch, as in Kafka; expressions see ``timestamp`` as a UTC datetime, as
+Spark's column is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    key: Any
+    value: Any
+    timestamp: int
+    headers: tuple = ()
+
+    def with_(self, **changes) -> "Record":
+        return replace(self, **changes)
+
+    def row(self, topic: str | None = None, partition: int | None = None, offset: int | None = None) -> dict:
+        """The record as SQL expressions see it: Spark's column names and types."""
+        return {"key": self.key, "value": self.value,
+                "timestamp": datetime.fromtimestamp(self.timestamp / 1000, tz=timezone.utc),
+                "topic": topic, "partition": partition, "offset": offset, "headers": list(self.headers)}
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A KTable update: the key's new value and the value it replaces (None for none/deleted)."""
+    new: Any
+    old: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Windowed:
+    """A windowed key: Kafka's ``Windowed<K>``; ``end`` is exclusive for time windows and
+    inclusive for sliding and session windows, as in Kafka."""
+    key: Any
+    start: int
+    end: int

@@ -1,0 +1,81 @@
+"""A task: one input partition number of a sub-topology, its processors, stores and progress.
+
+The same class runs in the reference interpreter (dict backings) and inside Spark's stateful
+processor (``MapState`` backings whose writes also go to the changelogs), so both apply records
+through identical code. Forwarding is depth-first, as in Kafka Streams: a record reaches every
+descendant before the next sibling is visited.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from streams.processor import Processor
+from streams.record import Record
+from streams.stores import Backing, DictBacking, StoreSpec
+
+
+class Task:
+    def __init__(self, application_id: str, task: int, stores: list[StoreSpec] = (),
+                 backing: Callable[[str], Backing] = lambda name: DictBacking()):
+        self.application_id, self.task = application_id, task
+        self._backing = backing
+        self.specs = {s.name: s for s in stores}
+        self.stores: dict[str, Any] = {}
+        self.meta_backing = backing("__meta")
+        self.source: tuple[str | None, int | None, int | None] = (None, task, None)
+
+    def store(self, name: str):
+        st = self.stores.get(name)
+        if st is None:
+            spec = self.specs.get(name)
+            if spec is None:
+                raise KeyError(f"store {name!r} is not connected to this task; known: {sorted(self.specs)}")
+            st = self.stores[name] = spec.open(self._backing(name))
+        return st
+
+    def meta(self, name: str):
+        return self.meta_backing.get(("m", name))
+
+    def set_meta(self, name: str, value) -> None:
+        self.meta_backing.put(("m", name), value)
+
+
+class NodeContext:
+    """What one processor sees: its task's stores and meta, and its own children."""
+    def __init__(self, task: Task, name: str, children: list[Processor]):
+        self._task, self.name, self.children = task, name, children
+        self.application_id, self.task = task.application_id, task.task
+
+    def forward(self, record: Record) -> None:
+        for child in self.children:
+            child.process(record)
+
+    def store(self, name: str):
+        return self._task.store(name)
+
+    def meta(self, name: str):
+        return self._task.meta(f"{self.name}.{name}")
+
+    def set_meta(self, name: str, value) -> None:
+        self._task.set_meta(f"{self.name}.{name}", value)
+
+    def source(self):
+        return self._task.source
+
+
+class Collect(Processor):
+    """A terminal processor that keeps what reaches it (tests, and sinks that gather a batch)."""
+    def __init__(self):
+        self.records: list[Record] = []
+
+    def process(self, record: Record) -> None:
+        self.records.append(record)
+
+
+def chain(task: Task, *processors: Processor, names: list[str] | None = None) -> Processor:
+    """Wire processors in a line (for tests and simple pipelines); returns the head."""
+    names = names or [f"p{i}" for i in range(len(processors))]
+    for i, p in enumerate(processors):
+        children = [processors[i + 1]] if i + 1 < len(processors) else []
+        p.init(NodeContext(task, names[i], children))
+    return processors[0]
