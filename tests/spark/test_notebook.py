@@ -22,7 +22,9 @@ _c.close()
 print("RESULTS " + _json.dumps({
     "table": {str(w): {u: int(n) for u, n in row.items()} for w, row in table.to_dict("index").items()},
     "batches": len(query.recentProgress), "max_batch": max(p["numInputRows"] for p in query.recentProgress),
-    "exception": str(query.exception()), "rows_out": len(rows), "group": _group}))
+    "exception": str(query.exception()), "rows_out": len(rows), "group": _group,
+    "distinct_out": len({(r["window"]["start"], r["user"], r["count"]) for r in rows}),
+    "updated": sum(o["numRowsUpdated"] for p in query.recentProgress for o in p["stateOperators"])}))
 """
 
 
@@ -63,4 +65,7 @@ def test_the_quickstart_counts_every_click_once():
     assert all(row == {f"user-{u}": 50 for u in range(4)} for row in got["table"].values()), got["table"]
     assert got["batches"] >= 3 and got["max_batch"] <= 200, got
     assert got["rows_out"] >= 12, got            # at least one count per user and minute
+    # Exactly once: each row the aggregation updated was written once, none twice (in update mode a
+    # count only grows, so a repeated (window, user, count) is a duplicate write).
+    assert got["rows_out"] == got["distinct_out"] == got["updated"], got
     assert got["group"] == [300, 300], got

@@ -98,8 +98,9 @@ def test_min_offsets_per_trigger_waits_for_enough_records_or_max_trigger_delay(s
     q = (source(spark, servers, topic_name, streaming=True, startingOffsets="earliest", minOffsetsPerTrigger=1000,
                 maxTriggerDelay="1s")
          .writeStream.foreachBatch(lambda df, _: sizes.append(df.count())).start())
-    try:   # fewer than 1000 records: the batch comes once maxTriggerDelay has passed
+    try:   # fewer than 1000 records: the batch comes once maxTriggerDelay has passed, holding them all
         wait_until(lambda: sum(sizes) == 60, 90, 0.1, "a micro-batch after maxTriggerDelay")
+        assert [s for s in sizes if s] == [60], sizes
     finally:
         q.stop()
 
