@@ -10,6 +10,12 @@ An *owner* (a Spark sink, a Streams application, a Connect task) writes its outp
 3. **ends** the transactions: commits exactly the decided ones by their handles, and aborts every
    other open transaction of the batch (failed, killed, speculative or earlier-run attempts).
 
+A batch may also carry its owner's input progress (Kafka's ``sendOffsetsToTransaction``): the
+committer opens one more transaction of its own in the batch, the **offsets attempt**
+(:func:`offsets_transactional_id`), sends the consumer group's offsets in it and adds its handle to
+the decision *before* recording it, so those offsets commit with the output, exactly once, and a
+replay of a decided batch finishes the recorded offsets instead of sending new ones.
+
 Because the decision is recorded before any transaction ends, a committer that dies midway leaves
 enough behind: the replay of the same batch finds the decision, its tasks write nothing
 (:data:`SKIP`), and its commit finishes exactly the recorded transactions (committing one twice
@@ -22,6 +28,7 @@ and :class:`ExactlyOnce` carry them out with the public client.
         p.init_transactions(); p.begin_transaction(); p.produce(...); p.flush()
         handle = p.transaction_handle()                                      # sent to the committer
     eo.commit(batch, handles)                                                # in the committer
+    eo.commit(batch, handles, offsets=[TopicPartition("orders", 0, 1042)], group_id="enricher")  # with input progress
 
 **Decision records** (the format this module owns): key = the owner id in UTF-8; value = compact
 JSON ``{"attempts": [{"producer_epoch": E, "producer_id": P, "transactional_id": T}, ...],
@@ -40,7 +47,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 
 from broker.client.admin import AdminClient, NewTopic
-from broker.client.consumer import Consumer
+from broker.client.consumer import Consumer, ConsumerGroupMetadata
 from broker.client.message import TopicPartition
 from broker.client.producer import Producer
 from broker.client.txn_admin import TransactionHandle
@@ -51,13 +58,20 @@ log = logging.getLogger(__name__)
 
 WRITE, SKIP = "write", "skip"
 DECISIONS_TOPIC = "riverlog-sink-commits"
-_ATTEMPT_TAIL = re.compile(r"\d+-\d+")  # "{task}-{attempt}" after an owner's batch prefix
+OFFSETS_ATTEMPT = "offsets"  # the committer's own attempt of a batch, after the batch's prefix
+_ATTEMPT_TAIL = re.compile(rf"\d+-\d+|{OFFSETS_ATTEMPT}")  # "{task}-{attempt}" or the offsets attempt
 
 
 # ------------------------------------------------------------------------------ pure decisions
 def transactional_id(owner: str, batch_id: int, task: int, attempt: int) -> str:
     """One id per task attempt: a retried or speculative attempt never shares a producer."""
     return f"{batch_prefix(owner, batch_id)}{task}-{attempt}"
+
+
+def offsets_transactional_id(owner: str, batch_id: int) -> str:
+    """The committer's offsets attempt of a batch: one per batch, so a committer that restarts
+    before recording fences (and aborts) its predecessor's by ``init_transactions``."""
+    return f"{batch_prefix(owner, batch_id)}{OFFSETS_ATTEMPT}"
 
 
 def batch_prefix(owner: str, batch_id: int) -> str:
@@ -67,7 +81,8 @@ def batch_prefix(owner: str, batch_id: int) -> str:
 
 def in_batch(txn_id: str, owner: str, batch_id: int) -> bool:
     """Whether ``txn_id`` is an attempt of this batch of this owner, and not merely starts like one:
-    owner "a", batch 1 has prefix "a-1-", which also starts owner "a-1"'s batch 2 ("a-1-2-0-0")."""
+    owner "a", batch 1 has prefix "a-1-", which also starts owner "a-1"'s batch 2 ("a-1-2-0-0",
+    "a-1-2-offsets"). The tail after the prefix is a task's "{task}-{attempt}" or "offsets"."""
     prefix = batch_prefix(owner, batch_id)
     return txn_id.startswith(prefix) and _ATTEMPT_TAIL.fullmatch(txn_id[len(prefix):]) is not None
 
@@ -129,6 +144,26 @@ def decide(recorded: Decision | None, owner: str, batch_id: int,
         return recorded, False
     write_action(recorded, batch_id)  # a later recorded batch is refused here too
     return Decision(owner, batch_id, sorted(attempts, key=lambda a: a.transactional_id)), True
+
+
+def group_offsets(group_id: str | None, offsets) -> list[TopicPartition] | None:
+    """The offsets a batch commits for ``group_id`` (None: none), checked: both or neither given,
+    a non-empty group, each partition once with a next offset to read of at least 0. Sorted, so
+    the offsets attempt sends them in one order."""
+    if offsets is None and group_id is None:
+        return None
+    if offsets is None or not group_id:
+        raise InvalidConfigError("offsets and group_id go together: the offsets of which consumer group?"
+                                 if offsets is not None else "group_id needs offsets (and must not be empty)",
+                                 config="group_id" if offsets is not None else "offsets")
+    seen: set[tuple[str, int]] = set()
+    for tp in offsets:
+        if tp.offset < 0 or tp.partition < 0 or (tp.topic, tp.partition) in seen:
+            raise InvalidConfigError(
+                f"offset {tp.offset} of {tp.topic} [{tp.partition}] for group '{group_id}': each partition once, with "
+                "the next offset to read (0 or more)", config="offsets")
+        seen.add((tp.topic, tp.partition))
+    return sorted(offsets)
 
 
 def on_abort(recorded: Decision | None, batch_id: int,
@@ -259,17 +294,22 @@ class ExactlyOnce:
         eo = ExactlyOnce(config, "orders-enricher")
         eo.write_action(7)                       # WRITE, or SKIP on the replay of a decided batch
         eo.commit(7, handles)                    # decide, record, commit the handles, abort the rest
+        eo.commit(7, handles, offsets=[TopicPartition("orders", 0, 1042)], group_id="orders-enricher")
         eo.abort(7, handles)                     # the batch failed: abort all but a recorded decision
 
     ``config`` holds connection settings only; the admin client is made on first use, so tasks that
     only ask :meth:`write_action` open none. Not thread-safe: one committer per owner.
     """
 
-    def __init__(self, config: dict, owner: str, log: DecisionLog | None = None, timeout: float = 60.0):
+    def __init__(self, config: dict, owner: str, log: DecisionLog | None = None, timeout: float = 60.0,
+                 transaction_timeout_ms: int | None = None):
         self.config = config
         self.owner = owner
         self.log = log or DecisionLog(config)
         self.timeout = timeout
+        # The offsets attempt's transaction.timeout.ms (None: the producer's default); give it the
+        # tasks' value, so a committer that dies after recording has as long to come back.
+        self.transaction_timeout_ms = transaction_timeout_ms
         self._admin: AdminClient | None = None
 
     def transactional_id(self, batch_id: int, task: int, attempt: int) -> str:
@@ -279,14 +319,29 @@ class ExactlyOnce:
         """WRITE, or SKIP when this batch is already decided (a replay): its tasks write nothing."""
         return write_action(self.log.latest(self.owner), batch_id)
 
-    def commit(self, batch_id: int, attempts: list[TransactionHandle], record: bool = True) -> Decision:
+    def commit(self, batch_id: int, attempts: list[TransactionHandle], record: bool = True, *,
+               offsets: list[TopicPartition] | None = None, group_id: str | None = None) -> Decision:
         """Decide ``batch_id`` from the attempts its tasks reported (or finish the decision already
         recorded for it), record the decision, commit its transactions and abort every other open
         attempt of the batch. ``record=False``: commit the attempts together without recording
         (nothing then recognises a replay). Raises :class:`TransactionLostError` when a decided
-        transaction can no longer commit."""
+        transaction can no longer commit.
+
+        ``offsets`` (next offsets to read) for consumer group ``group_id``: the batch's input
+        progress, committed with its output by the offsets attempt (module docstring). Only a batch
+        not decided yet sends them; the replay of a decided batch commits the recorded ones, and an
+        older batch than the decided one is refused (:class:`OwnerReusedError`) before anything is
+        sent, so the group's offsets never move back. The group must have no active members (a
+        "simple" group, as Kafka's ``sendOffsetsToTransaction`` without a generation)."""
+        offsets = group_offsets(group_id, offsets)
+        if offsets is not None and not record:
+            raise InvalidConfigError("committing offsets needs record=True: only a recorded decision keeps a replay "
+                                     "from committing them again", config="offsets")
         if record:
-            decision, new = decide(self.log.latest(self.owner), self.owner, batch_id, attempts)
+            recorded = self.log.latest(self.owner)
+            if offsets and write_action(recorded, batch_id) == WRITE:
+                attempts = [*attempts, self._offsets_attempt(batch_id, group_id, offsets)]
+            decision, new = decide(recorded, self.owner, batch_id, attempts)
             if new and decision.attempts:
                 self.log.record(decision)
         else:
@@ -302,6 +357,27 @@ class ExactlyOnce:
                     transactional_id=txn_id) from e
         self.abort_strays(batch_id, decision)
         return decision
+
+    def _offsets_attempt(self, batch_id: int, group_id: str, offsets: list[TopicPartition]) -> TransactionHandle:
+        """Open the batch's offsets attempt, send ``offsets`` in it as an outsider of the group (no
+        member id, as a simple consumer's commit), and leave it open for the decision."""
+        config = {**self.config, "transactional.id": offsets_transactional_id(self.owner, batch_id), "linger.ms": 0}
+        if self.transaction_timeout_ms is not None:
+            config["transaction.timeout.ms"] = self.transaction_timeout_ms
+        producer = Producer(config)
+        try:
+            producer.init_transactions(self.timeout)
+            producer.begin_transaction()
+            producer.send_offsets_to_transaction(offsets, ConsumerGroupMetadata(group_id, "", -1, ""), self.timeout)
+            return producer.transaction_handle()
+        except BaseException:
+            try:
+                producer.abort_transaction(5)
+            except Exception:  # noqa: BLE001 - abort_strays finds it by its id
+                pass
+            raise
+        finally:
+            producer.close(1)
 
     def abort(self, batch_id: int, attempts: list[TransactionHandle], record: bool = True) -> None:
         """The batch failed: abort the reported attempts and every other open one of the batch,

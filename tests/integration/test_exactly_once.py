@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from broker.client import OFFSET_BEGINNING, AdminClient, Consumer, ExactlyOnce, NewTopic, Producer, TopicPartition
-from broker.client.exactly_once import SKIP, WRITE, Decision, DecisionLog, OwnerReusedError, TransactionLostError
-from broker.errors import ApplicationRecoverableError, InvalidConfigError, InvalidTxnStateError
+from broker.client import (OFFSET_BEGINNING, OFFSET_INVALID, AdminClient, Consumer, ExactlyOnce, NewTopic, Producer,
+                           TopicPartition)
+from broker.client.exactly_once import (SKIP, WRITE, Decision, DecisionLog, OwnerReusedError, TransactionLostError,
+                                        offsets_transactional_id)
+from broker.errors import ApplicationRecoverableError, InvalidConfigError, InvalidTxnStateError, NonEmptyGroupError
 from tests.conftest import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -159,6 +161,148 @@ def test_a_decided_transaction_that_can_no_longer_commit_stops_its_owner(shared_
         with pytest.raises(TransactionLostError, match=handle.transactional_id):
             eo.commit(0, [])
     assert values(servers, topic) == []
+
+
+# ------------------------------------------------------------------------------ input progress in the batch
+def committed(servers: str, group: str, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """The group's committed offset of each partition named in ``offsets``."""
+    c = Consumer({"bootstrap.servers": servers, "group.id": group, "enable.auto.commit": False})
+    try:
+        return {(tp.topic, tp.partition): tp.offset
+                for tp in c.committed([TopicPartition(t, p) for t, p in offsets], 30)}
+    finally:
+        c.close()
+
+
+def progress(topic: str, *offsets: int) -> list[TopicPartition]:
+    return [TopicPartition(f"{topic}-in", p, o) for p, o in enumerate(offsets)]
+
+
+def as_dict(tps: list[TopicPartition]) -> dict[tuple[str, int], int]:
+    return {(tp.topic, tp.partition): tp.offset for tp in tps}
+
+
+class CommitterKilled(Exception):
+    """Stands for the committer's process dying right after its decision was recorded."""
+
+
+def test_a_batch_commits_its_groups_offsets_with_its_output(shared_broker, topic):
+    servers, group = shared_broker.bootstrap, f"{topic}-app"
+    with ExactlyOnce({"bootstrap.servers": servers}, owner=topic) as eo:
+        out = write_open(servers, topic, eo.transactional_id(0, 0, 0), range(10))
+        # Nothing of the batch is visible before the commit: neither its output nor its offsets.
+        assert values(servers, topic) == []
+        assert committed(servers, group, as_dict(progress(topic, 7, 3))) == {
+            (f"{topic}-in", 0): OFFSET_INVALID, (f"{topic}-in", 1): OFFSET_INVALID}
+        decision = eo.commit(0, [out], offsets=progress(topic, 7, 3), group_id=group)
+        offsets_attempt = decision.attempts[-1]
+        assert [a.transactional_id for a in decision.attempts] == [out.transactional_id, f"{topic}-0-offsets"]
+        assert DecisionLog({"bootstrap.servers": servers}).latest(topic) == decision
+        visible(servers, topic, list(range(10)))
+        assert committed(servers, group, as_dict(progress(topic, 7, 3))) == as_dict(progress(topic, 7, 3))
+        # A batch with no output still commits its input progress (e.g. a filter dropped every row).
+        decision = eo.commit(1, [], offsets=progress(topic, 9, 3), group_id=group)
+        assert [a.transactional_id for a in decision.attempts] == [offsets_transactional_id(topic, 1)]
+        assert committed(servers, group, as_dict(progress(topic, 9, 3))) == as_dict(progress(topic, 9, 3))
+        assert offsets_attempt.transactional_id not in {t.transactional_id for t in _ongoing(servers, topic)}
+    assert values(servers, topic) == list(range(10))
+
+
+def test_a_committer_killed_after_recording_is_finished_by_its_replay_and_offsets_commit_once(
+        shared_broker, topic, monkeypatch):
+    servers, group = shared_broker.bootstrap, f"{topic}-app"
+    eo = ExactlyOnce({"bootstrap.servers": servers}, owner=topic, transaction_timeout_ms=120_000)
+    try:
+        attempts = [write_open(servers, topic, eo.transactional_id(4, 0, 0), range(0, 10)),
+                    write_open(servers, topic, eo.transactional_id(4, 1, 0), range(10, 20))]
+
+        def killed(*args, **kwargs):
+            raise CommitterKilled()
+
+        monkeypatch.setattr(eo.admin, "commit_transactions", killed)
+        with pytest.raises(CommitterKilled):
+            eo.commit(4, attempts, offsets=progress(topic, 10, 10), group_id=group)
+        recorded = DecisionLog({"bootstrap.servers": servers}).latest(topic)
+        assert offsets_transactional_id(topic, 4) in recorded.transactional_ids()
+        assert values(servers, topic) == []
+        assert set(committed(servers, group, as_dict(progress(topic, 0, 0))).values()) == {OFFSET_INVALID}
+    finally:
+        eo.close()
+    # The restarted committer: its tasks skip, and its commit finishes the recorded decision. The
+    # offsets it is handed now (different on purpose) are not sent: the recorded ones commit, once.
+    with ExactlyOnce({"bootstrap.servers": servers}, owner=topic) as again:
+        assert again.write_action(4) == SKIP
+        assert again.commit(4, [], offsets=progress(topic, 99, 99), group_id=group) == recorded
+        visible(servers, topic, list(range(20)))
+        assert committed(servers, group, as_dict(progress(topic, 0, 0))) == as_dict(progress(topic, 10, 10))
+        # Once more, as another restart would: nothing changes.
+        assert again.commit(4, [], offsets=progress(topic, 99, 99), group_id=group) == recorded
+        assert committed(servers, group, as_dict(progress(topic, 0, 0))) == as_dict(progress(topic, 10, 10))
+        assert _ongoing(servers, topic) == []
+    assert values(servers, topic, "read_uncommitted") == list(range(20))
+
+
+def test_a_committer_killed_before_recording_leaves_nothing_its_replay_does_not_replace(
+        shared_broker, topic, monkeypatch):
+    """Not recorded, not decided: the replay re-runs the batch, its offsets attempt takes the id over
+    (fencing and aborting the dead committer's), and the dead run's task attempts are strays."""
+    servers, group = shared_broker.bootstrap, f"{topic}-app"
+    eo = ExactlyOnce({"bootstrap.servers": servers}, owner=topic)
+    try:
+        first = write_open(servers, topic, eo.transactional_id(0, 0, 0), range(0, 5))
+
+        def killed(*args, **kwargs):
+            raise CommitterKilled()
+
+        monkeypatch.setattr(eo.log, "record", killed)
+        with pytest.raises(CommitterKilled):
+            eo.commit(0, [first], offsets=progress(topic, 50), group_id=group)
+        assert offsets_transactional_id(topic, 0) in {t.transactional_id for t in _ongoing(servers, topic)}
+    finally:
+        eo.close()
+    with ExactlyOnce({"bootstrap.servers": servers}, owner=topic) as again:
+        assert again.write_action(0) == WRITE
+        rerun = write_open(servers, topic, again.transactional_id(0, 0, 1), range(5, 10))
+        again.commit(0, [rerun], offsets=progress(topic, 5), group_id=group)
+        visible(servers, topic, list(range(5, 10)))
+        assert committed(servers, group, as_dict(progress(topic, 0))) == as_dict(progress(topic, 5))
+        assert _ongoing(servers, topic) == []
+
+
+def test_a_replayed_older_batch_does_not_move_the_offsets_back(shared_broker, topic):
+    servers, group = shared_broker.bootstrap, f"{topic}-app"
+    with ExactlyOnce({"bootstrap.servers": servers}, owner=topic) as eo:
+        eo.commit(1, [write_open(servers, topic, eo.transactional_id(1, 0, 0), range(5))],
+                  offsets=progress(topic, 5), group_id=group)
+        eo.commit(2, [write_open(servers, topic, eo.transactional_id(2, 0, 0), range(5, 10))],
+                  offsets=progress(topic, 10), group_id=group)
+        with pytest.raises(OwnerReusedError):
+            eo.commit(1, [], offsets=progress(topic, 5), group_id=group)
+        assert committed(servers, group, as_dict(progress(topic, 0))) == as_dict(progress(topic, 10))
+        # Nothing was opened for the refused batch either.
+        assert offsets_transactional_id(topic, 1) not in {t.transactional_id for t in _ongoing(servers, topic)}
+    visible(servers, topic, list(range(10)))
+
+
+def test_offsets_go_only_to_a_group_without_active_members(shared_broker, topic):
+    """As Kafka's TxnOffsetCommit without a generation: a group whose members commit for themselves
+    is refused, and the batch's output stays uncommitted (the caller aborts it)."""
+    servers, group = shared_broker.bootstrap, f"{topic}-app"
+    with AdminClient({"bootstrap.servers": servers}) as admin:
+        admin.create_topics([NewTopic(f"{topic}-in", 1)])[f"{topic}-in"].result(30)
+    member = Consumer({"bootstrap.servers": servers, "group.id": group, "enable.auto.commit": False})
+    try:
+        member.subscribe([f"{topic}-in"])
+        wait_until(lambda: member.poll(0.1) is None and member.assignment(), 30, 0, "an assignment")
+        with ExactlyOnce({"bootstrap.servers": servers}, owner=topic) as eo:
+            out = write_open(servers, topic, eo.transactional_id(0, 0, 0), range(3))
+            with pytest.raises(NonEmptyGroupError):
+                eo.commit(0, [out], offsets=progress(topic, 3), group_id=group)
+            assert DecisionLog({"bootstrap.servers": servers}).latest(topic) is None
+            eo.abort(0, [out])
+    finally:
+        member.close()
+    assert values(servers, topic, "read_committed") == []
 
 
 def _ongoing(servers: str, topic: str):

@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.client import TransactionHandle
-from broker.client.exactly_once import (SKIP, WRITE, Decision, OwnerReusedError, batch_prefix, decide, in_batch,
-                                        on_abort, to_abort, transactional_id, write_action)
+from broker.client import TopicPartition, TransactionHandle
+from broker.client.exactly_once import (SKIP, WRITE, Decision, OwnerReusedError, batch_prefix, decide, group_offsets,
+                                        in_batch, offsets_transactional_id, on_abort, to_abort, transactional_id,
+                                        write_action)
 from broker.errors import InvalidConfigError
 
 pytestmark = pytest.mark.unit
@@ -99,3 +100,56 @@ def test_handles_travel_between_processes():
     assert pickle.loads(pickle.dumps(A)) == A and hash(A) == hash(TransactionHandle("app-3-0-0", 7, 0))
     with pytest.raises(AttributeError):
         A.producer_epoch = 1                                   # frozen: a handle names one transaction
+
+
+# ------------------------------------------------------------------------------ input progress in the batch
+def test_the_offsets_attempt_is_one_per_batch_and_belongs_to_it():
+    assert offsets_transactional_id("app", 3) == "app-3-offsets"
+    assert in_batch("app-3-offsets", "app", 3)
+    assert not in_batch("app-3-offsets", "app", 30) and not in_batch("app-30-offsets", "app", 3)
+    # Owner "a" batch 1 and owner "a-1" batch 2 still never mistake each other's attempts.
+    assert not in_batch(offsets_transactional_id("a-1", 2), "a", 1)
+    assert not in_batch(offsets_transactional_id("a", 1), "a-1", 2)
+    assert not in_batch("a-1-offsets-2-0-0", "a", 1)             # an owner named "a-1-offsets"
+    # Outside the decision, it is aborted like any other attempt of the batch.
+    open_ids = ["app-3-offsets", "app-3-0-0", "app-2-offsets", "app-3-1-1"]
+    assert to_abort(open_ids, "app", 3, DECIDED) == ["app-3-offsets"]
+    with_offsets = Decision("app", 3, [A, B, TransactionHandle("app-3-offsets", 12, 1)])
+    assert to_abort(open_ids, "app", 3, with_offsets) == []
+
+
+@given(st.tuples(st.from_regex(r"[a-z0-9][a-z0-9-]{0,8}", fullmatch=True), st.integers(0, 120)),
+       st.tuples(st.from_regex(r"[a-z0-9][a-z0-9-]{0,8}", fullmatch=True), st.integers(0, 120)))
+def test_an_offsets_attempt_belongs_to_exactly_its_own_owner_and_batch(mine, batch):
+    assert in_batch(offsets_transactional_id(*mine), *batch) == (mine == batch)
+
+
+def test_a_decided_batchs_offsets_attempt_is_never_aborted_by_a_failure():
+    offsets = TransactionHandle("app-3-offsets", 12, 1)
+    decided = Decision("app", 3, [A, offsets])
+    assert on_abort(decided, 3, [A, offsets]) == (decided, [])
+    assert on_abort(None, 3, [A, offsets]) == (None, [A, offsets])
+
+
+def test_group_offsets_are_checked_and_sorted():
+    assert group_offsets(None, None) is None
+    assert group_offsets("g", []) == []
+    got = group_offsets("g", [TopicPartition("b", 0, 4), TopicPartition("a", 1, 0), TopicPartition("a", 0, 9)])
+    assert [(tp.topic, tp.partition, tp.offset) for tp in got] == [("a", 0, 9), ("a", 1, 0), ("b", 0, 4)]
+    for group, offsets, named in [
+            (None, [TopicPartition("a", 0, 1)], "group_id"),            # whose offsets?
+            ("", [TopicPartition("a", 0, 1)], "group_id"),
+            ("g", None, "offsets"),
+            ("g", [TopicPartition("a", 0, -1)], "offsets"),             # not a next offset to read
+            ("g", [TopicPartition("a", -1, 3)], "offsets"),
+            ("g", [TopicPartition("a", 0, 1), TopicPartition("a", 0, 2)], "offsets")]:  # twice
+        with pytest.raises(InvalidConfigError) as caught:
+            group_offsets(group, offsets)
+        assert caught.value.details["config"] == named, (group, offsets)
+
+
+def test_the_decision_record_format_is_unchanged_by_an_offsets_attempt():
+    decided = Decision("app", 3, [TransactionHandle("app-3-offsets", 12, 1)])
+    assert decided.to_value() == (b'{"attempts":[{"producer_epoch":1,"producer_id":12,'
+                                  b'"transactional_id":"app-3-offsets"}],"batch_id":3,"sink_id":"app"}')
+    assert Decision.from_value(decided.to_value()) == decided
