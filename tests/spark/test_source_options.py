@@ -78,6 +78,17 @@ def test_subscribe_pattern_and_assign(spark, spark_broker, topic_name):
     df = (spark.read.format("riverlog").option("riverlog.bootstrap.servers", servers)
           .option("assign", json.dumps({f"{topic_name}-b": [1]})).load())
     assert sorted(bytes(r.value) for r in df.collect()) == [b"v1", b"v3", b"v5"]
+    # Internal topics never match, even a pattern naming them (docs/spark.md).
+    c = Consumer({"bootstrap.servers": servers, "group.id": f"{topic_name}-g"})
+    try:
+        c.commit(offsets=[TopicPartition(f"{topic_name}-a", 0, 1)], asynchronous=False)
+    finally:
+        c.close()
+    with AdminClient({"bootstrap.servers": servers}) as admin:
+        assert "__consumer_offsets" in admin.list_topics().topics
+    df = (spark.read.format("riverlog").option("riverlog.bootstrap.servers", servers)
+          .option("subscribePattern", f"__consumer_offsets|__.*|{topic_name}-a").load())
+    assert sorted((r.topic, bytes(r.value)) for r in df.collect()) == [(f"{topic_name}-a", b"v%d" % i) for i in range(4)]
 
 
 def test_min_offsets_per_trigger_waits_for_enough_records_or_max_trigger_delay(spark, spark_broker, topic_name):
