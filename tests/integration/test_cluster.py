@@ -9,7 +9,7 @@ import time
 import pytest
 
 from broker.client import OFFSET_BEGINNING, AdminClient, Consumer, NewPartitions, NewTopic, Producer, TopicPartition
-from broker.errors import NotEnoughReplicasError
+from broker.errors import InvalidReplicationFactorError, NotEnoughReplicasError
 from tests.conftest import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -280,8 +280,9 @@ def test_a_controller_only_node_decides_but_holds_no_partitions(cluster_factory,
     create(cluster, topic_name, partitions=4, rf=2)
     assert all(sorted(p.replicas) == [1, 2] for p in _partitions(cluster, topic_name))
     with cluster.admin() as admin:
-        with pytest.raises(Exception) as refused:
+        with pytest.raises(InvalidReplicationFactorError) as refused:
             admin.create_topics([NewTopic(topic_name + "-rf3", 1, 3)])[topic_name + "-rf3"].result(30)
+        assert topic_name + "-rf3" not in admin.list_topics().topics
     assert "replication" in str(refused.value).lower()
 
 
