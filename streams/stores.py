@@ -8,7 +8,10 @@ entries included.
 
 Backing keys are tuples: ``("k", key)`` for key-value entries, ``("w", key, start)`` for window
 entries, ``("s", key, end, start)`` for sessions, ``("i", key)`` for a key's sorted list of window
-starts or ``(end, start)`` pairs, which the range queries read instead of scanning.
+starts or ``(end, start)`` pairs, which the range queries read instead of scanning. Window and
+session stores also keep a cross-key time index — ``("t", time)``: the keys with an entry at that
+window start (session end), ``("ts",)``: those times sorted — so emit-on-close and retention reach
+every key's windows in time order without a scan.
 """
 from __future__ import annotations
 
@@ -102,10 +105,12 @@ class WindowStore:
                 starts.remove(start)
                 self.backing.delete(("w", hk, start))
                 self._set_index(hk, starts)
+                _untime(self.backing, start, hk)
             return
         if start not in starts:
             bisect.insort(starts, start)
             self._set_index(hk, starts)
+            _time(self.backing, start, hk)
         self.backing.put(("w", hk, start), value)
 
     def fetch_range(self, key, time_from: int, time_to: int) -> list[tuple[int, Any]]:
@@ -123,7 +128,24 @@ class WindowStore:
         if cut:
             for s in starts[:cut]:
                 self.backing.delete(("w", hk, s))
+                _untime(self.backing, s, hk)
             self._set_index(hk, starts[cut:])
+
+    def fetch_all(self, time_from: int, time_to: int) -> list[tuple[Any, int, Any]]:
+        """Every key's windows with start in [time_from, time_to] as (key, start, value), by start,
+        then by the order the keys first got a window at that start (Kafka's ``fetchAll``)."""
+        out = []
+        for t in _times_in(self.backing, time_from, time_to):
+            for hk in self.backing.get(("t", t)) or ():
+                out.append((_restore(hk), t, self.backing.get(("w", hk, t))))
+        return out
+
+    def expire_all(self, before_start: int) -> None:
+        """Drop every key's windows that start before ``before_start``: retention across keys, as
+        Kafka's segmented store drops whole segments, without touching live windows."""
+        for t in _times_in(self.backing, -(2 ** 63), before_start - 1):
+            for hk in self.backing.get(("t", t)) or ():
+                self.expire(_restore(hk), before_start)
 
     def _set_index(self, hk, starts) -> None:
         if starts:
@@ -168,6 +190,7 @@ class SessionStore:
         if pair not in sessions:
             bisect.insort(sessions, pair)
             self.backing.put(("i", hk), tuple(sessions))
+            _time(self.backing, window.end, hk)
         self.backing.put(("s", hk, window.end, window.start), value)
 
     def remove(self, window: Windowed) -> None:
@@ -181,6 +204,25 @@ class SessionStore:
                 self.backing.put(("i", hk), tuple(sessions))
             else:
                 self.backing.delete(("i", hk))
+            if not any(e == window.end for e, _ in sessions):
+                _untime(self.backing, window.end, hk)
+
+    def find_sessions_ending(self, earliest_end: int, latest_end: int) -> list[tuple[Windowed, Any]]:
+        """Every key's sessions with end in [earliest_end, latest_end], by end (Kafka's
+        time-ordered ``findSessions(earliestSessionEndTime, latestSessionEndTime)``)."""
+        out = []
+        for end in _times_in(self.backing, earliest_end, latest_end):
+            for hk in self.backing.get(("t", end)) or ():
+                for e, start in self._sessions(hk):
+                    if e == end:
+                        out.append((Windowed(_restore(hk), start, end), self.backing.get(("s", hk, end, start))))
+        return out
+
+    def expire_all(self, before_end: int) -> None:
+        """Drop every key's sessions that ended before ``before_end`` (retention across keys)."""
+        for t in _times_in(self.backing, -(2 ** 63), before_end - 1):
+            for hk in self.backing.get(("t", t)) or ():
+                self.expire(_restore(hk), before_end)
 
     def expire(self, key, before_end: int) -> None:
         """Drop ``key``'s sessions that ended before ``before_end`` (stream time − retention)."""
@@ -191,6 +233,40 @@ class SessionStore:
     def all(self) -> list[tuple[Windowed, Any]]:
         return sorted(((Windowed(_restore(k[1]), k[3], k[2]), v) for k, v in self.backing.items() if k[0] == "s"),
                       key=lambda e: (e[0].start, e[0].end, repr(e[0].key)))
+
+
+def _times_in(backing: Backing, lo: int, hi: int) -> list[int]:
+    times = backing.get(("ts",)) or ()
+    return list(times[bisect.bisect_left(times, lo):bisect.bisect_right(times, hi)])
+
+
+def _time(backing: Backing, t: int, hk) -> None:
+    """Index ``hk`` under time ``t`` (a window start or a session end)."""
+    keys = backing.get(("t", t))
+    if keys is None:
+        times = list(backing.get(("ts",)) or ())
+        bisect.insort(times, t)
+        backing.put(("ts",), tuple(times))
+        keys = ()
+    if hk not in keys:
+        backing.put(("t", t), keys + (hk,))
+
+
+def _untime(backing: Backing, t: int, hk) -> None:
+    keys = backing.get(("t", t)) or ()
+    if hk not in keys:
+        return
+    rest = tuple(k for k in keys if k != hk)
+    if rest:
+        backing.put(("t", t), rest)
+        return
+    backing.delete(("t", t))
+    times = list(backing.get(("ts",)) or ())
+    times.remove(t)
+    if times:
+        backing.put(("ts",), tuple(times))
+    else:
+        backing.delete(("ts",))
 
 
 def _restore(hk):
