@@ -117,6 +117,12 @@ def _test_functions(tree: ast.Module):
             yield node
 
 
+def _literal(node: ast.expr) -> bool:
+    """A value written out in full: constants and containers of constants only."""
+    return all(isinstance(n, (ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.Load, ast.UnaryOp,
+                              ast.USub, ast.UAdd)) for n in ast.walk(node))
+
+
 def _always_true(test: ast.expr) -> str | None:
     """Why an assert's condition cannot be false, or None."""
     if isinstance(test, ast.Constant):
@@ -131,6 +137,8 @@ def _always_true(test: ast.expr) -> str | None:
         left, op, right = test.left, test.ops[0], test.comparators[0]
         if ast.dump(left) == ast.dump(right) and isinstance(op, (ast.Eq, ast.Is, ast.GtE, ast.LtE)):
             return "a value compared with itself"
+        if _literal(left) and _literal(right):
+            return "literals compared with each other (nothing under test)"
         if (isinstance(left, ast.Call) and _called_name(left) == "len" and isinstance(op, ast.GtE)
                 and isinstance(right, ast.Constant) and right.value == 0):
             return "len(...) >= 0"
@@ -210,6 +218,7 @@ def test_always_true():
     assert len([]) >= 0
     assert f(1) == f(1)
     assert isinstance(3, object)
+    assert {"a": 1} == {"a": -1}
     assert (1 == 2, "a message in the wrong place")
     assert False, "deliberate"
 '''
@@ -224,4 +233,4 @@ def test_the_heuristic_on_examples(tmp_path, monkeypatch):
     assert weak_tests() == ["test_example.py::test_no_check (line 11) checks nothing"]
     assert [line.rsplit(": ", 1)[1] for line in always_true_asserts()] == [
         "'or' with a true constant", "len(...) >= 0", "a value compared with itself", "isinstance(..., object)",
-        "a non-empty literal (an assert of a tuple is always true)"]
+        "literals compared with each other (nothing under test)", "a non-empty literal (an assert of a tuple is always true)"]
