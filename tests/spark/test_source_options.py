@@ -88,7 +88,8 @@ def test_subscribe_pattern_and_assign(spark, spark_broker, topic_name):
         assert "__consumer_offsets" in admin.list_topics().topics
     df = (spark.read.format("riverlog").option("riverlog.bootstrap.servers", servers)
           .option("subscribePattern", f"__consumer_offsets|__.*|{topic_name}-a").load())
-    assert sorted((r.topic, bytes(r.value)) for r in df.collect()) == [(f"{topic_name}-a", b"v%d" % i) for i in range(4)]
+    assert sorted((r.topic, bytes(r.value)) for r in df.collect()) == \
+        [(f"{topic_name}-a", b"v%d" % i) for i in range(4)]
 
 
 def test_min_offsets_per_trigger_waits_for_enough_records_or_max_trigger_delay(spark, spark_broker, topic_name):

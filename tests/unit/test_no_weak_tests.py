@@ -233,4 +233,5 @@ def test_the_heuristic_on_examples(tmp_path, monkeypatch):
     assert weak_tests() == ["test_example.py::test_no_check (line 11) checks nothing"]
     assert [line.rsplit(": ", 1)[1] for line in always_true_asserts()] == [
         "'or' with a true constant", "len(...) >= 0", "a value compared with itself", "isinstance(..., object)",
-        "literals compared with each other (nothing under test)", "a non-empty literal (an assert of a tuple is always true)"]
+        "literals compared with each other (nothing under test)",
+        "a non-empty literal (an assert of a tuple is always true)"]
