@@ -16,13 +16,16 @@ from streams.stores import Backing, DictBacking, StoreSpec
 
 class Task:
     def __init__(self, application_id: str, task: int, stores: list[StoreSpec] = (),
-                 backing: Callable[[str], Backing] = lambda name: DictBacking()):
+                 backing: Callable[[str], Backing] = lambda name: DictBacking(), defaults: tuple = (None, None)):
         self.application_id, self.task = application_id, task
+        self.defaults = defaults     # default.key.serde, default.value.serde
         self._backing = backing
         self.specs = {s.name: s for s in stores}
         self.stores: dict[str, Any] = {}
         self.meta_backing = backing("__meta")
         self.source: tuple[str | None, int | None, int | None] = (None, task, None)
+        # (topic, key bytes, value bytes, timestamp ms, headers, partition or None) per record written
+        self.outputs: list[tuple] = []
 
     def store(self, name: str):
         st = self.stores.get(name)
@@ -61,6 +64,12 @@ class NodeContext:
 
     def source(self):
         return self._task.source
+
+    def default_serde(self, which: str):
+        return self._task.defaults[0 if which == "key" else 1]
+
+    def emit(self, topic: str, key, value, timestamp: int, headers=(), partition: int | None = None) -> None:
+        self._task.outputs.append((topic, key, value, timestamp, tuple(headers), partition))
 
 
 class Collect(Processor):

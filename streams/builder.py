@@ -1,0 +1,101 @@
+"""``StreamsBuilder``: where a topology is defined. Every DSL call adds a :class:`Node` named as
+Kafka Streams names it (``KSTREAM-FILTER-0000000001``, or the user's ``Named``)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from streams.errors import TopologyError
+from streams.parameters import Consumed, Materialized, check_name
+from streams.processor import Processor
+from streams.stores import StoreSpec
+from streams.topology import Node, Topology
+
+
+class StreamsBuilder:
+    def __init__(self):
+        self._nodes: list[Node] = []
+        self._counter = 0
+        self._names: set[str] = set()
+
+    # ------------------------------------------------------------------ naming
+    def next_name(self, prefix: str) -> str:
+        name = f"{prefix}{self._counter:010d}"
+        self._counter += 1
+        return name
+
+    def name(self, given: str | None, prefix: str) -> str:
+        if given is None:
+            return self.next_name(prefix)
+        check_name(given, "name")
+        self._counter += 1   # Kafka advances the index for named operations too, keeping generated names stable
+        return given
+
+    def add(self, name: str, kind: str, op: str, factory: Callable[[], Processor], parents: list[Node] = (),
+            stores: tuple[StoreSpec, ...] = (), topics: tuple[str, ...] = (), internal: bool = False,
+            args: dict | None = None, key_serde=None, value_serde=None) -> Node:
+        if name in self._names:
+            raise TopologyError(f"processor name {name!r} is used twice; names must be unique in a topology")
+        self._names.add(name)
+        node = Node(name, kind, op, factory, list(parents), [], tuple(stores), tuple(topics), internal,
+                    dict(args or {}), key_serde, value_serde, len(self._nodes))
+        for p in parents:
+            p.children.append(node)
+        self._nodes.append(node)
+        return node
+
+    def store(self, materialized: Materialized | None, kind: str, prefix: str, retention: int | None = None,
+              key_serde=None, value_serde=None) -> StoreSpec:
+        m = materialized or Materialized()
+        name = m.store_name or self.next_name(prefix)
+        return StoreSpec(name, kind, m.retention if m.retention is not None else retention,
+                         m.key_serde or key_serde, m.value_serde or value_serde)
+
+    # ------------------------------------------------------------------ sources
+    def stream(self, topics: str | list[str], consumed: Consumed | None = None):
+        from streams.kstream import KStream
+        from streams.stateless import Source
+        consumed = consumed or Consumed()
+        topics = [topics] if isinstance(topics, str) else list(topics)
+        if not topics or not all(isinstance(t, str) and t for t in topics):
+            raise TopologyError(f"stream(): expected a topic name or a list of them, got {topics!r}")
+        name = self.name(consumed.name, "KSTREAM-SOURCE-")
+        node = self.add(name, "source", "stream",
+                        lambda c=consumed: Source(c.key_serde, c.value_serde, c.timestamp_extractor),
+                        topics=tuple(topics), args={"consumed": consumed},
+                        key_serde=consumed.key_serde, value_serde=consumed.value_serde)
+        return KStream(self, node, consumed.key_serde, consumed.value_serde)
+
+    def table(self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None):
+        from streams.ktable import KTable
+        from streams.stateless import Source
+        from streams.table_ops import KTableSource
+        consumed = consumed or Consumed()
+        if not isinstance(topic, str) or not topic:
+            raise TopologyError(f"table(): expected a topic name, got {topic!r}")
+        src_name = self.name(consumed.name, "KSTREAM-SOURCE-")
+        src = self.add(src_name, "source", "table", lambda c=consumed: Source(c.key_serde, c.value_serde,
+                                                                               c.timestamp_extractor),
+                       topics=(topic,), args={"consumed": consumed},
+                       key_serde=consumed.key_serde, value_serde=consumed.value_serde)
+        materialized = materialized or Materialized()
+        spec = StoreSpec(materialized.store_name or f"{topic}-STATE-STORE-{self._counter:010d}", "keyValue",
+                         key_serde=materialized.key_serde or consumed.key_serde,
+                         value_serde=materialized.value_serde or consumed.value_serde)
+        name = self.next_name("KTABLE-SOURCE-")
+        node = self.add(name, "processor", "table-source", lambda s=spec.name: KTableSource(s), [src], (spec,),
+                        key_serde=consumed.key_serde, value_serde=consumed.value_serde)
+        return KTable(self, node, consumed.key_serde, consumed.value_serde, spec.name)
+
+    def globalTable(self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None):
+        raise TopologyError("globalTable(): GlobalKTable comes with the stream-GlobalKTable join; "
+                            "use table() for a partitioned table")
+
+    # ------------------------------------------------------------------ build
+    def build(self, spark=None, config: dict | None = None):
+        """``build()`` gives the :class:`Topology` (for ``TopologyTestDriver`` and ``describe()``);
+        ``build(spark, config)`` gives the application that runs it as streaming queries."""
+        topology = Topology(list(self._nodes))
+        if spark is None and config is None:
+            return topology
+        from streams.app import StreamsApp
+        return StreamsApp(topology, spark, config or {})

@@ -1,0 +1,263 @@
+"""Grouped streams and tables and their aggregations: ``KGroupedStream``, ``TimeWindowedKStream``,
+``SessionWindowedKStream``, ``KGroupedTable``. Every aggregation owns a store with a changelog;
+a grouping after a key change goes through a repartition topic first, as in Kafka Streams.
+
+Aggregation arguments are SQL or callables: in SQL the record is ``key``/``value`` and the
+aggregate so far is ``agg`` (``agg1``/``agg2`` for a session merger); callables take Kafka's
+arguments (``Initializer()``, ``Aggregator(key, value, agg)``, ``Reducer(agg, value)``,
+``Merger(key, agg1, agg2)``).
+"""
+from __future__ import annotations
+
+from streams.errors import TopologyError
+from streams.functions import Fn
+from streams.parameters import Grouped, Materialized, Named
+
+
+class EmitStrategy:
+    """KIP-825: emit every update of a window (Kafka's default) or only its final result."""
+    ON_WINDOW_UPDATE, ON_WINDOW_CLOSE = "onWindowUpdate", "onWindowClose"
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    @staticmethod
+    def onWindowUpdate() -> "EmitStrategy":
+        return EmitStrategy(EmitStrategy.ON_WINDOW_UPDATE)
+
+    @staticmethod
+    def onWindowClose() -> "EmitStrategy":
+        return EmitStrategy(EmitStrategy.ON_WINDOW_CLOSE)
+
+
+# ---------------------------------------------------------------------- argument adapters
+def initializer(f: Fn):
+    return (lambda: f.evaluate({})) if f.is_sql else f.fn
+
+
+def aggregator(f: Fn):
+    return (lambda k, v, agg: f.evaluate({"key": k, "value": v, "agg": agg})) if f.is_sql else f.fn
+
+
+def reducer(f: Fn):
+    return (lambda agg, v: f.evaluate({"agg": agg, "value": v})) if f.is_sql else f.fn
+
+
+def merger(f: Fn):
+    return (lambda k, a1, a2: f.evaluate({"key": k, "agg1": a1, "agg2": a2})) if f.is_sql else f.fn
+
+
+def _count_init():
+    return 0
+
+
+def _count_add(key, value, agg):
+    return agg + 1
+
+
+def _count_merge(key, a1, a2):
+    return a1 + a2
+
+
+def _named(named) -> str | None:
+    from streams.kstream import _named as n
+    return n(named)
+
+
+def _long_serde():
+    from streams.serdes import Serdes
+    return Serdes.Long()
+
+
+class KGroupedStream:
+    def __init__(self, stream, grouped: Grouped, repartition_required: bool):
+        self._stream, self._grouped, self._repartition_required = stream, grouped, repartition_required
+        self._b = stream._b
+
+    @property
+    def key_serde(self):
+        return self._grouped.key_serde or self._stream.key_serde
+
+    @property
+    def value_serde(self):
+        return self._grouped.value_serde or self._stream.value_serde
+
+    def _input(self, store_name: str):
+        """The stream the aggregation reads: repartitioned by key first when the key changed."""
+        s = self._stream
+        if self._repartition_required:
+            name = self._grouped.name or store_name
+            s = s._through_repartition(name, self.key_serde, self.value_serde, drop_null_keys=True)
+        return s
+
+    def _aggregate(self, op: str, prefix: str, make, materialized, named, value_serde, store_kind="keyValue",
+                   retention=None, windowed=None):
+        from streams.ktable import KTable
+        spec = self._b.store(materialized, store_kind, f"{prefix}STATE-STORE-", retention=retention,
+                             key_serde=self.key_serde, value_serde=value_serde)
+        src = self._input(spec.name)
+        name = self._b.name(_named(named), prefix)
+        node = self._b.add(name, "processor", op, lambda s=spec.name: make(s), [src._node], (spec,),
+                           args={"store": spec.name}, key_serde=spec.key_serde, value_serde=spec.value_serde)
+        return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name, windowed=windowed)
+
+    def count(self, named=None, materialized: Materialized | None = None):
+        from streams.table_ops import KStreamAggregate
+        return self._aggregate("count", "KSTREAM-AGGREGATE-",
+                               lambda s: KStreamAggregate(s, _count_init, _count_add, count=True),
+                               materialized, named, _long_serde())
+
+    def reduce(self, reducer_, named=None, materialized: Materialized | None = None):
+        from streams.table_ops import KStreamReduce
+        r = reducer(Fn(reducer_, "reduce reducer", (2,)))
+        return self._aggregate("reduce", "KSTREAM-REDUCE-", lambda s: KStreamReduce(s, r), materialized, named,
+                               self.value_serde)
+
+    def aggregate(self, initializer_, aggregator_, named=None, materialized: Materialized | None = None):
+        from streams.table_ops import KStreamAggregate
+        i = initializer(Fn(initializer_, "aggregate initializer", (0,)))
+        a = aggregator(Fn(aggregator_, "aggregate aggregator", (3,)))
+        m = materialized or Materialized()
+        return self._aggregate("aggregate", "KSTREAM-AGGREGATE-", lambda s: KStreamAggregate(s, i, a), m, named,
+                               m.value_serde)
+
+    def windowedBy(self, windows):
+        from streams.windows import SessionWindows
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedKStream(self, windows)
+        return TimeWindowedKStream(self, windows)
+
+
+class _Windowed:
+    def __init__(self, grouped: KGroupedStream, windows):
+        self._g, self._windows = grouped, windows
+        self._emit = EmitStrategy.onWindowUpdate()
+
+    def emitStrategy(self, strategy: EmitStrategy):
+        if not isinstance(strategy, EmitStrategy):
+            raise TopologyError("emitStrategy(): expected EmitStrategy.onWindowUpdate() or onWindowClose()")
+        out = type(self)(self._g, self._windows)
+        out._emit = strategy
+        return out
+
+    def _retention(self, materialized: Materialized | None) -> int:
+        w = self._windows
+        natural = _window_size(w) + w.gracePeriodMs()
+        given = materialized.retention if materialized is not None else None
+        if given is not None and given < natural:
+            raise TopologyError(f"Materialized retention {given} ms is shorter than window size + grace "
+                                f"({natural} ms): windows would be gone before they close")
+        return given if given is not None else natural
+
+
+def _window_size(w) -> int:
+    for attr in ("size", "inactivityGap", "timeDifferenceMs"):
+        f = getattr(w, attr, None)
+        if callable(f):
+            return int(f())
+    raise TopologyError(f"{type(w).__name__} has no size")
+
+
+class TimeWindowedKStream(_Windowed):
+    """Tumbling, hopping (``TimeWindows``) and sliding (``SlidingWindows``) aggregations."""
+
+    def _make(self, store, init, agg):
+        from streams.windows import SlidingWindows
+        from streams.window_aggregate import SlidingWindowAggregate, TimeWindowAggregate
+        cls = SlidingWindowAggregate if isinstance(self._windows, SlidingWindows) else TimeWindowAggregate
+        return cls(store, self._windows, init, agg, emit=self._emit.kind)
+
+    def _agg(self, op, init, agg, materialized, named, value_serde):
+        return self._g._aggregate(op, "KSTREAM-AGGREGATE-", lambda s: self._make(s, init, agg), materialized,
+                                  named, value_serde, "window", self._retention(materialized), self._windows)
+
+    def count(self, named=None, materialized: Materialized | None = None):
+        return self._agg("count", _count_init, _count_add, materialized, named, _long_serde())
+
+    def reduce(self, reducer_, named=None, materialized: Materialized | None = None):
+        r = reducer(Fn(reducer_, "reduce reducer", (2,)))
+        from streams.window_aggregate import reduce_as_aggregate
+        init, agg = reduce_as_aggregate(r)
+        return self._agg("reduce", init, agg, materialized, named, self._g.value_serde)
+
+    def aggregate(self, initializer_, aggregator_, named=None, materialized: Materialized | None = None):
+        i = initializer(Fn(initializer_, "aggregate initializer", (0,)))
+        a = aggregator(Fn(aggregator_, "aggregate aggregator", (3,)))
+        return self._agg("aggregate", i, a, materialized, named, (materialized or Materialized()).value_serde)
+
+
+class SessionWindowedKStream(_Windowed):
+    def _agg(self, op, init, agg, merge, materialized, named, value_serde):
+        from streams.window_aggregate import SessionWindowAggregate
+        return self._g._aggregate(op, "KSTREAM-AGGREGATE-",
+                                  lambda s: SessionWindowAggregate(s, self._windows, init, agg, merge,
+                                                                   emit=self._emit.kind),
+                                  materialized, named, value_serde, "session", self._retention(materialized),
+                                  self._windows)
+
+    def count(self, named=None, materialized: Materialized | None = None):
+        return self._agg("count", _count_init, _count_add, _count_merge, materialized, named, _long_serde())
+
+    def reduce(self, reducer_, named=None, materialized: Materialized | None = None):
+        from streams.window_aggregate import reduce_as_aggregate
+        r = reducer(Fn(reducer_, "reduce reducer", (2,)))
+        init, agg = reduce_as_aggregate(r)
+        return self._agg("reduce", init, agg, lambda k, a1, a2: r(a1, a2), materialized, named,
+                         self._g.value_serde)
+
+    def aggregate(self, initializer_, aggregator_, merger_, named=None, materialized: Materialized | None = None):
+        i = initializer(Fn(initializer_, "aggregate initializer", (0,)))
+        a = aggregator(Fn(aggregator_, "aggregate aggregator", (3,)))
+        m = merger(Fn(merger_, "session merger", (3,)))
+        return self._agg("aggregate", i, a, m, materialized, named, (materialized or Materialized()).value_serde)
+
+
+class KGroupedTable:
+    """A table re-grouped by a new key: aggregations take an adder and a subtractor, so a row that
+    moves to another group is taken out of its old one."""
+    def __init__(self, table, selected, grouped: Grouped):
+        self._table, self._selected, self._grouped = table, selected, grouped
+        self._b = table._b
+
+    def _aggregate(self, op, prefix, make, materialized, named, value_serde):
+        from streams.ktable import KTable
+        from streams.stateless import Sink, Source
+        spec = self._b.store(materialized, "keyValue", f"{prefix}STATE-STORE-",
+                             key_serde=self._grouped.key_serde, value_serde=value_serde)
+        ks, vs = self._grouped.key_serde, self._grouped.value_serde
+        base = self._grouped.name or spec.name
+        topic = f"{base}-repartition"
+        sink = self._b.add(f"{base}-repartition-sink", "sink", "repartition",
+                           lambda: Sink(topic, None, ks, vs, changes=True), [self._selected], topics=(topic,),
+                           internal=True, key_serde=ks, value_serde=vs)
+        src = self._b.add(f"{base}-repartition-source", "source", "repartition",
+                          lambda: Source(ks, vs, changes=True), [], topics=(topic,), internal=True,
+                          key_serde=ks, value_serde=vs)
+        sink.args["pair"] = src.name
+        name = self._b.name(_named(named), prefix)
+        node = self._b.add(name, "processor", op, lambda s=spec.name: make(s), [src], (spec,),
+                           args={"store": spec.name}, key_serde=spec.key_serde, value_serde=spec.value_serde)
+        return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name)
+
+    def count(self, named=None, materialized: Materialized | None = None):
+        from streams.table_ops import KTableAggregate
+        return self._aggregate("count", "KTABLE-AGGREGATE-",
+                               lambda s: KTableAggregate(s, _count_init, _count_add,
+                                                         lambda k, v, agg: agg - 1),
+                               materialized, named, _long_serde())
+
+    def reduce(self, adder, subtractor, named=None, materialized: Materialized | None = None):
+        from streams.table_ops import KTableReduce
+        add = reducer(Fn(adder, "reduce adder", (2,)))
+        sub = reducer(Fn(subtractor, "reduce subtractor", (2,)))
+        return self._aggregate("reduce", "KTABLE-REDUCE-", lambda s: KTableReduce(s, add, sub), materialized, named,
+                               self._grouped.value_serde)
+
+    def aggregate(self, initializer_, adder, subtractor, named=None, materialized: Materialized | None = None):
+        from streams.table_ops import KTableAggregate
+        i = initializer(Fn(initializer_, "aggregate initializer", (0,)))
+        add = aggregator(Fn(adder, "aggregate adder", (3,)))
+        sub = aggregator(Fn(subtractor, "aggregate subtractor", (3,)))
+        m = materialized or Materialized()
+        return self._aggregate("aggregate", "KTABLE-AGGREGATE-", lambda s: KTableAggregate(s, i, add, sub), m,
+                               named, m.value_serde)

@@ -1,0 +1,233 @@
+"""``KStream``: a record stream, and ``BranchedKStream`` for ``split()``. Operations take SQL
+(strings or Columns) or callables (:mod:`streams.functions`); each returns a new stream."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from streams.errors import TopologyError
+from streams.functions import Fn
+from streams.parameters import Branched, Grouped, Materialized, Named, Produced, Repartitioned
+
+
+def _named(named) -> str | None:
+    if named is None:
+        return None
+    if isinstance(named, Named):
+        return named.name
+    if isinstance(named, str):
+        return Named.as_(named).name
+    raise TopologyError(f"expected Named or a name, got {type(named).__name__}")
+
+
+class KStream:
+    def __init__(self, builder, node, key_serde=None, value_serde=None, repartition_required: bool = False):
+        self._b, self._node = builder, node
+        self.key_serde, self.value_serde = key_serde, value_serde
+        self._repartition_required = repartition_required
+
+    def _then(self, prefix: str, op: str, factory, named=None, args=None, key_serde=..., value_serde=...,
+              repartition_required=None, parents=None) -> "KStream":
+        name = self._b.name(_named(named), prefix)
+        ks = self.key_serde if key_serde is ... else key_serde
+        vs = self.value_serde if value_serde is ... else value_serde
+        node = self._b.add(name, "processor", op, factory, parents or [self._node], args=args,
+                           key_serde=ks, value_serde=vs)
+        rr = self._repartition_required if repartition_required is None else repartition_required
+        return KStream(self._b, node, ks, vs, rr)
+
+    # ------------------------------------------------------------------ stateless
+    def filter(self, predicate, named=None) -> "KStream":
+        from streams.stateless import Filter
+        f = Fn(predicate, "filter predicate", (2,))
+        return self._then("KSTREAM-FILTER-", "filter", lambda: Filter(f), named, {"predicate": f})
+
+    def filterNot(self, predicate, named=None) -> "KStream":
+        from streams.stateless import Filter
+        f = Fn(predicate, "filterNot predicate", (2,))
+        return self._then("KSTREAM-FILTER-", "filterNot", lambda: Filter(f, True), named,
+                          {"predicate": f, "negate": True})
+
+    def mapValues(self, mapper, named=None) -> "KStream":
+        from streams.stateless import MapValues
+        f = Fn(mapper, "mapValues mapper", (1, 2))
+        return self._then("KSTREAM-MAPVALUES-", "mapValues", lambda: MapValues(f), named, {"mapper": f},
+                          value_serde=None)
+
+    def selectKey(self, selector, named=None) -> "KStream":
+        from streams.stateless import SelectKey
+        f = Fn(selector, "selectKey selector", (2,))
+        return self._then("KSTREAM-KEY-SELECT-", "selectKey", lambda: SelectKey(f), named, {"selector": f},
+                          key_serde=None, repartition_required=True)
+
+    def map(self, mapper, value_mapper=None, named=None) -> "KStream":
+        """``map(callable)`` as Kafka's; or ``map(key_sql, value_sql)`` with two SQL expressions."""
+        from streams.stateless import Map
+        if value_mapper is not None:
+            k, v = Fn(mapper, "map key expression", (2,)), Fn(value_mapper, "map value expression", (2,))
+            if not (k.is_sql and v.is_sql):
+                raise TopologyError("map(key, value) takes two SQL expressions; pass one callable returning "
+                                    "(key, value) instead")
+            factory, args = (lambda: Map(None, k, v)), {"key": k, "value": v}
+        else:
+            f = Fn(mapper, "map mapper", (2,))
+            if f.is_sql:
+                raise TopologyError("map(): one SQL expression cannot give both key and value; pass "
+                                    "map(key_sql, value_sql) or a callable returning (key, value)")
+            factory, args = (lambda: Map(f)), {"mapper": f}
+        return self._then("KSTREAM-MAP-", "map", factory, named, args, key_serde=None, value_serde=None,
+                          repartition_required=True)
+
+    def flatMap(self, mapper, named=None) -> "KStream":
+        from streams.stateless import FlatMap
+        f = Fn(mapper, "flatMap mapper", (2,))
+        return self._then("KSTREAM-FLATMAP-", "flatMap", lambda: FlatMap(f, False), named, {"mapper": f},
+                          key_serde=None, value_serde=None, repartition_required=True)
+
+    def flatMapValues(self, mapper, named=None) -> "KStream":
+        from streams.stateless import FlatMap
+        f = Fn(mapper, "flatMapValues mapper", (1, 2))
+        return self._then("KSTREAM-FLATMAPVALUES-", "flatMapValues", lambda: FlatMap(f, True), named,
+                          {"mapper": f}, value_serde=None)
+
+    def peek(self, action: Callable, named=None) -> "KStream":
+        from streams.stateless import Peek
+        if not callable(action):
+            raise TopologyError("peek(): the action must be a callable (key, value)")
+        return self._then("KSTREAM-PEEK-", "peek", lambda: Peek(action), named)
+
+    def foreach(self, action: Callable, named=None) -> None:
+        from streams.stateless import Peek
+        if not callable(action):
+            raise TopologyError("foreach(): the action must be a callable (key, value)")
+        self._then("KSTREAM-FOREACH-", "foreach", lambda: Peek(action), named)
+
+    def merge(self, other: "KStream", named=None) -> "KStream":
+        from streams.stateless import PassThrough
+        if not isinstance(other, KStream) or other._b is not self._b:
+            raise TopologyError("merge(): the other stream must be a KStream of the same builder")
+        same = (self.key_serde == other.key_serde, self.value_serde == other.value_serde)
+        return self._then("KSTREAM-MERGE-", "merge", PassThrough, named,
+                          key_serde=self.key_serde if same[0] else None,
+                          value_serde=self.value_serde if same[1] else None,
+                          repartition_required=self._repartition_required or other._repartition_required,
+                          parents=[self._node, other._node])
+
+    def split(self, named=None) -> "BranchedKStream":
+        return BranchedKStream(self, _named(named))
+
+    # ------------------------------------------------------------------ topics
+    def repartition(self, repartitioned: Repartitioned | None = None) -> "KStream":
+        r = repartitioned or Repartitioned()
+        name = r.name or self._b.next_name("KSTREAM-REPARTITION-")
+        return self._through_repartition(name, r.key_serde, r.value_serde, r.partitions)
+
+    def _through_repartition(self, name: str, key_serde=None, value_serde=None, partitions: int | None = None,
+                             drop_null_keys: bool = False) -> "KStream":
+        """Write to ``<application.id>-<name>-repartition`` and read it back: a new sub-topology
+        starts here, with the records partitioned by their new key."""
+        from streams.stateless import Filter, PassThrough, Sink, Source
+        ks, vs = key_serde or self.key_serde, value_serde or self.value_serde
+        topic = f"{name}-repartition"
+        upstream = self
+        if drop_null_keys:
+            f = Fn(lambda k, v: k is not None, "repartition filter", (2,))
+            upstream = self._then("KSTREAM-FILTER-", "filter", lambda: Filter(f), None,
+                                  {"predicate": f, "drop_null_keys": True})
+        sink = self._b.add(f"{name}-repartition-sink", "sink", "repartition",
+                           lambda: Sink(topic, None, ks, vs), [upstream._node], topics=(topic,), internal=True,
+                           args={"partitions": partitions}, key_serde=ks, value_serde=vs)
+        src = self._b.add(f"{name}-repartition-source", "source", "repartition",
+                          lambda: Source(ks, vs), [], topics=(topic,), internal=True,
+                          args={"partitions": partitions},
+                          key_serde=ks, value_serde=vs)
+        sink.args["pair"] = src.name
+        return KStream(self._b, src, ks, vs, False)
+
+    def to(self, topic, produced: Produced | None = None) -> None:
+        from streams.stateless import Sink
+        p = produced or Produced()
+        ks, vs = p.key_serde or self.key_serde, p.value_serde or self.value_serde
+        name = self._b.name(p.name, "KSTREAM-SINK-")
+        if isinstance(topic, str):
+            if not topic:
+                raise TopologyError("to(): empty topic name")
+            self._b.add(name, "sink", "to", lambda: Sink(topic, None, ks, vs), [self._node], topics=(topic,),
+                        key_serde=ks, value_serde=vs)
+        elif callable(topic):
+            f = Fn(topic, "to() topic extractor", (2, 3))
+            self._b.add(name, "sink", "to", lambda: Sink(None, f, ks, vs), [self._node],
+                        args={"extractor": f}, key_serde=ks, value_serde=vs)
+        else:
+            raise TopologyError(f"to(): expected a topic name or a callable choosing one, got {type(topic).__name__}")
+
+    def toTable(self, named=None, materialized: Materialized | None = None):
+        from streams.ktable import KTable
+        from streams.table_ops import KTableSource
+        spec = self._b.store(materialized, "keyValue", "KSTREAM-TOTABLE-STATE-STORE-",
+                             key_serde=self.key_serde, value_serde=self.value_serde)
+        source = self
+        if self._repartition_required:
+            source = self._through_repartition(self._b.next_name("KSTREAM-TOTABLE-"), drop_null_keys=True)
+        name = self._b.name(_named(named), "KSTREAM-TOTABLE-")
+        node = self._b.add(name, "processor", "toTable", lambda s=spec.name: KTableSource(s), [source._node],
+                           (spec,), key_serde=spec.key_serde, value_serde=spec.value_serde)
+        return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name)
+
+    # ------------------------------------------------------------------ grouping
+    def groupByKey(self, grouped: Grouped | None = None):
+        from streams.grouped import KGroupedStream
+        return KGroupedStream(self, grouped or Grouped(), self._repartition_required)
+
+    def groupBy(self, selector, grouped: Grouped | None = None):
+        from streams.grouped import KGroupedStream
+        from streams.stateless import SelectKey
+        f = Fn(selector, "groupBy selector", (2,))
+        keyed = self._then("KSTREAM-KEY-SELECT-", "selectKey", lambda: SelectKey(f), None, {"selector": f},
+                           key_serde=None, repartition_required=True)
+        g = grouped or Grouped()
+        return KGroupedStream(keyed, g, True)
+
+
+class BranchedKStream:
+    """``split()``: each record goes to the first branch whose predicate holds, else the default."""
+    def __init__(self, stream: KStream, prefix: str | None):
+        self._stream, self._prefix = stream, prefix
+        self._predicates: list[Fn] = []
+        self._branches: list[tuple[str, Branched]] = []
+        self._b = stream._b
+        self._split_name = self._b.name(prefix, "KSTREAM-BRANCH-") if prefix is None else prefix
+        self._done = False
+
+    def _name(self, branched: Branched | None, index: int) -> str:
+        base = self._prefix or self._split_name
+        if branched is not None and branched.name is not None:
+            return f"{base}{branched.name}" if self._prefix else branched.name
+        return f"{base}{index}" if self._prefix else f"{base}-{index}"
+
+    def branch(self, predicate, branched: Branched | None = None) -> "BranchedKStream":
+        if self._done:
+            raise TopologyError("split(): branch() after defaultBranch()/noDefaultBranch()")
+        self._predicates.append(Fn(predicate, "branch predicate", (2,)))
+        self._branches.append((self._name(branched, len(self._branches) + 1), branched or Branched()))
+        return self
+
+    def defaultBranch(self, branched: Branched | None = None) -> dict[str, KStream]:
+        self._branches.append((self._name(branched, 0), branched or Branched()))
+        return self._finish(with_default=True)
+
+    def noDefaultBranch(self) -> dict[str, KStream]:
+        return self._finish(with_default=False)
+
+    def _finish(self, with_default: bool) -> dict[str, KStream]:
+        from streams.stateless import Branch
+        self._done = True
+        preds = list(self._predicates)
+        out: dict[str, KStream] = {}
+        for i, (name, branched) in enumerate(self._branches):
+            branch = self._stream._then("KSTREAM-BRANCHCHILD-", "branch",
+                                        lambda i=i: Branch(preds, i), Named(name) if name else None,
+                                        {"predicates": preds, "index": i})
+            result = branched.chain(branch) if branched.chain is not None else branch
+            if result is not None:
+                out[name] = result
+        return out

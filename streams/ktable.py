@@ -1,0 +1,109 @@
+"""``KTable``: a changelog stream read as a table (the latest value per key). Its records carry
+``Change(new, old)``; ``toStream()`` turns them back into a record stream."""
+from __future__ import annotations
+
+from streams.errors import TopologyError
+from streams.functions import Fn
+from streams.parameters import Grouped, Materialized
+
+
+def _named(named):
+    from streams.kstream import _named as n
+    return n(named)
+
+
+class KTable:
+    def __init__(self, builder, node, key_serde=None, value_serde=None, store_name: str | None = None,
+                 windowed=None):
+        self._b, self._node = builder, node
+        self.key_serde, self.value_serde = key_serde, value_serde
+        self._store_name = store_name
+        self._windowed = windowed   # the windows of a windowed aggregation's result, else None
+
+    def queryableStoreName(self) -> str | None:
+        return self._store_name
+
+    def _then(self, prefix, op, factory, named, materialized, value_serde=..., args=None) -> "KTable":
+        spec = None
+        if materialized is not None:
+            spec = self._b.store(materialized, "keyValue", f"{prefix}STATE-STORE-", key_serde=self.key_serde,
+                                 value_serde=self.value_serde if value_serde is ... else value_serde)
+        name = self._b.name(_named(named), prefix)
+        node = self._b.add(name, "processor", op, lambda: factory(spec.name if spec else None), [self._node],
+                           (spec,) if spec else (), args=args,
+                           key_serde=self.key_serde, value_serde=self.value_serde if value_serde is ... else value_serde)
+        return KTable(self._b, node, self.key_serde, node.value_serde, spec.name if spec else None, self._windowed)
+
+    def filter(self, predicate, named=None, materialized: Materialized | None = None) -> "KTable":
+        from streams.table_ops import KTableFilter
+        f = Fn(predicate, "filter predicate", (2,))
+        test = _predicate(f)
+        return self._then("KTABLE-FILTER-", "filter", lambda s: KTableFilter(test, False, s), named, materialized,
+                          args={"predicate": f})
+
+    def filterNot(self, predicate, named=None, materialized: Materialized | None = None) -> "KTable":
+        from streams.table_ops import KTableFilter
+        f = Fn(predicate, "filterNot predicate", (2,))
+        test = _predicate(f)
+        return self._then("KTABLE-FILTER-", "filterNot", lambda s: KTableFilter(test, True, s), named,
+                          materialized, args={"predicate": f})
+
+    def mapValues(self, mapper, named=None, materialized: Materialized | None = None) -> "KTable":
+        from streams.table_ops import KTableMapValues
+        f = Fn(mapper, "mapValues mapper", (1, 2))
+        m = _mapper(f)
+        return self._then("KTABLE-MAPVALUES-", "mapValues", lambda s: KTableMapValues(m, s), named, materialized,
+                          value_serde=(materialized.value_serde if materialized else None), args={"mapper": f})
+
+    def toStream(self, named=None):
+        from streams.kstream import KStream
+        from streams.table_ops import KTableToStream
+        name = self._b.name(_named(named), "KTABLE-TOSTREAM-")
+        node = self._b.add(name, "processor", "toStream", KTableToStream, [self._node],
+                           key_serde=self.key_serde, value_serde=self.value_serde)
+        return KStream(self._b, node, self.key_serde, self.value_serde, False)
+
+    def groupBy(self, selector, grouped: Grouped | None = None):
+        """``selector(key, value) -> (new_key, new_value)``; or a SQL expression giving the new key
+        (the value stays)."""
+        from streams.grouped import KGroupedTable
+        from streams.table_ops import KTableRepartitionMap
+        if self._windowed is not None:
+            raise TopologyError("groupBy() on a windowed table: map the stream instead")
+        f = Fn(selector, "groupBy selector", (2,))
+        if f.is_sql:
+            sel = lambda k, v, f=f: (f.evaluate({"key": k, "value": v}), v)
+        else:
+            sel = f.fn
+        name = self._b.next_name("KTABLE-SELECT-")
+        node = self._b.add(name, "processor", "groupBy", lambda: KTableRepartitionMap(sel), [self._node],
+                           args={"selector": f})
+        g = grouped or Grouped()
+        return KGroupedTable(self, node, g)
+
+    def suppress(self, suppressed) -> "KTable":
+        from streams.suppress import SuppressProcessor
+        from streams.stores import StoreSpec
+        name = getattr(suppressed, "name", None) or self._b.next_name("KTABLE-SUPPRESS-")
+        spec = StoreSpec(f"{name}-store", "keyValue")
+        node = self._b.add(name, "processor", "suppress",
+                           lambda: SuppressProcessor(spec.name, suppressed, self._windowed), [self._node], (spec,),
+                           key_serde=self.key_serde, value_serde=self.value_serde)
+        return KTable(self._b, node, self.key_serde, self.value_serde, None, self._windowed)
+
+    def join(self, *args, **kwargs):
+        raise TopologyError("KTable joins come with the join matrix; not available yet")
+
+    leftJoin = outerJoin = join
+
+
+def _predicate(f: Fn):
+    if f.is_sql:
+        return lambda k, v: f.evaluate({"key": k, "value": v}) is True
+    return f.fn
+
+
+def _mapper(f: Fn):
+    if f.is_sql:
+        return lambda k, v: f.evaluate({"key": k, "value": v})
+    return (lambda k, v: f.fn(v)) if f.arity == 1 else f.fn

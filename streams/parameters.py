@@ -1,0 +1,207 @@
+"""The parameter objects of Kafka Streams' DSL: ``Consumed``, ``Produced``, ``Grouped``,
+``Materialized``, ``Named``, ``Repartitioned``, ``Branched``. Immutable; each ``with...`` returns a
+copy. Factory names end in ``_`` where Kafka's are Python keywords (``with_``, ``as_``)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+from streams.errors import TopologyError
+
+_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def check_name(name: str | None, what: str) -> str | None:
+    """Kafka's rule for processor, store and topic names (they become topic names)."""
+    if name is not None and not _LEGAL_NAME.fullmatch(name):
+        raise TopologyError(f"{what} {name!r} is not a legal name: use 1-249 of [a-zA-Z0-9._-]")
+    return name
+
+
+def _serde(serde, what: str):
+    if serde is None:
+        return None
+    from streams.serdes import serde_of
+    try:
+        return serde_of(serde)
+    except Exception as e:
+        raise TopologyError(f"{what}: {e}") from e
+
+
+@dataclass(frozen=True)
+class Named:
+    name: str | None = None
+
+    @staticmethod
+    def as_(name: str) -> "Named":
+        return Named(check_name(name, "Named"))
+
+
+@dataclass(frozen=True)
+class Consumed:
+    key_serde: Any = None
+    value_serde: Any = None
+    timestamp_extractor: Callable | None = None   # (record, partition_time) -> ms; default: the record's timestamp
+    offset_reset: str | None = None                # "earliest" | "latest" | None (the app's auto.offset.reset)
+    name: str | None = None
+
+    @staticmethod
+    def with_(key_serde=None, value_serde=None) -> "Consumed":
+        return Consumed(_serde(key_serde, "Consumed key serde"), _serde(value_serde, "Consumed value serde"))
+
+    @staticmethod
+    def as_(name: str) -> "Consumed":
+        return Consumed(name=check_name(name, "Consumed"))
+
+    def withKeySerde(self, serde) -> "Consumed":
+        return replace(self, key_serde=_serde(serde, "Consumed key serde"))
+
+    def withValueSerde(self, serde) -> "Consumed":
+        return replace(self, value_serde=_serde(serde, "Consumed value serde"))
+
+    def withTimestampExtractor(self, extractor: Callable) -> "Consumed":
+        return replace(self, timestamp_extractor=extractor)
+
+    def withOffsetResetPolicy(self, policy: str) -> "Consumed":
+        policy = policy.lower()
+        if policy not in ("earliest", "latest"):
+            raise TopologyError(f"offset reset policy {policy!r}: expected 'earliest' or 'latest'")
+        return replace(self, offset_reset=policy)
+
+    def withName(self, name: str) -> "Consumed":
+        return replace(self, name=check_name(name, "Consumed"))
+
+
+@dataclass(frozen=True)
+class Produced:
+    key_serde: Any = None
+    value_serde: Any = None
+    name: str | None = None
+
+    @staticmethod
+    def with_(key_serde=None, value_serde=None) -> "Produced":
+        return Produced(_serde(key_serde, "Produced key serde"), _serde(value_serde, "Produced value serde"))
+
+    @staticmethod
+    def as_(name: str) -> "Produced":
+        return Produced(name=check_name(name, "Produced"))
+
+    def withKeySerde(self, serde) -> "Produced":
+        return replace(self, key_serde=_serde(serde, "Produced key serde"))
+
+    def withValueSerde(self, serde) -> "Produced":
+        return replace(self, value_serde=_serde(serde, "Produced value serde"))
+
+    def withName(self, name: str) -> "Produced":
+        return replace(self, name=check_name(name, "Produced"))
+
+
+@dataclass(frozen=True)
+class Grouped:
+    name: str | None = None        # names the repartition topic: <application.id>-<name>-repartition
+    key_serde: Any = None
+    value_serde: Any = None
+
+    @staticmethod
+    def as_(name: str) -> "Grouped":
+        return Grouped(name=check_name(name, "Grouped"))
+
+    @staticmethod
+    def with_(key_serde=None, value_serde=None) -> "Grouped":
+        return Grouped(None, _serde(key_serde, "Grouped key serde"), _serde(value_serde, "Grouped value serde"))
+
+    def withKeySerde(self, serde) -> "Grouped":
+        return replace(self, key_serde=_serde(serde, "Grouped key serde"))
+
+    def withValueSerde(self, serde) -> "Grouped":
+        return replace(self, value_serde=_serde(serde, "Grouped value serde"))
+
+    def withName(self, name: str) -> "Grouped":
+        return replace(self, name=check_name(name, "Grouped"))
+
+
+@dataclass(frozen=True)
+class Repartitioned:
+    name: str | None = None
+    key_serde: Any = None
+    value_serde: Any = None
+    partitions: int | None = None
+
+    @staticmethod
+    def as_(name: str) -> "Repartitioned":
+        return Repartitioned(name=check_name(name, "Repartitioned"))
+
+    @staticmethod
+    def with_(key_serde=None, value_serde=None) -> "Repartitioned":
+        return Repartitioned(None, _serde(key_serde, "Repartitioned key serde"),
+                             _serde(value_serde, "Repartitioned value serde"))
+
+    @staticmethod
+    def numberOfPartitions(n: int) -> "Repartitioned":
+        return Repartitioned().withNumberOfPartitions(n)
+
+    def withNumberOfPartitions(self, n: int) -> "Repartitioned":
+        if not isinstance(n, int) or n < 1:
+            raise TopologyError(f"Repartitioned number of partitions must be a positive int, got {n!r}")
+        return replace(self, partitions=n)
+
+    def withName(self, name: str) -> "Repartitioned":
+        return replace(self, name=check_name(name, "Repartitioned"))
+
+    def withKeySerde(self, serde) -> "Repartitioned":
+        return replace(self, key_serde=_serde(serde, "Repartitioned key serde"))
+
+    def withValueSerde(self, serde) -> "Repartitioned":
+        return replace(self, value_serde=_serde(serde, "Repartitioned value serde"))
+
+
+@dataclass(frozen=True)
+class Materialized:
+    """Names a state store (and so its changelog ``<application.id>-<store>-changelog``) and gives its
+    serdes; ``retention`` (ms) for window and session stores."""
+    store_name: str | None = None
+    key_serde: Any = None
+    value_serde: Any = None
+    retention: int | None = None
+    logging: bool = True
+
+    @staticmethod
+    def as_(store_name: str) -> "Materialized":
+        return Materialized(store_name=check_name(store_name, "Materialized store name"))
+
+    @staticmethod
+    def with_(key_serde=None, value_serde=None) -> "Materialized":
+        return Materialized(None, _serde(key_serde, "Materialized key serde"),
+                            _serde(value_serde, "Materialized value serde"))
+
+    def withKeySerde(self, serde) -> "Materialized":
+        return replace(self, key_serde=_serde(serde, "Materialized key serde"))
+
+    def withValueSerde(self, serde) -> "Materialized":
+        return replace(self, value_serde=_serde(serde, "Materialized value serde"))
+
+    def withRetention(self, retention) -> "Materialized":
+        from streams.windows import duration_ms
+        return replace(self, retention=duration_ms(retention, "Materialized retention"))
+
+    def withLoggingDisabled(self) -> "Materialized":
+        raise TopologyError("withLoggingDisabled: Riverlog stores are always logged, because the changelog "
+                            "is what lets an application restart from the broker alone")
+
+    def withLoggingEnabled(self, config: dict | None = None) -> "Materialized":
+        return replace(self, logging=True)
+
+
+@dataclass(frozen=True)
+class Branched:
+    name: str | None = None
+    chain: Callable | None = None     # KStream -> KStream | None, applied to the branch
+
+    @staticmethod
+    def as_(name: str) -> "Branched":
+        return Branched(name=check_name(name, "Branched"))
+
+    @staticmethod
+    def withFunction(chain: Callable, name: str | None = None) -> "Branched":
+        return Branched(check_name(name, "Branched"), chain)

@@ -1,0 +1,224 @@
+"""The stateless operations as processors: what the interpreter runs for every record, and what a
+query runs in Python for the operations it cannot hand to Spark SQL (callables, or anything after
+a stateful operation in the same sub-topology)."""
+from __future__ import annotations
+
+from typing import Any
+
+from streams.errors import StreamsError
+from streams.functions import Fn
+from streams.processor import Processor
+from streams.record import Change, Record
+
+
+def _row(p: Processor, record: Record, **extra) -> dict:
+    row = record.row(*p.context.source())
+    row.update(extra)
+    return row
+
+
+def _value_of(v):
+    return v.new if isinstance(v, Change) else v
+
+
+def test(p: Processor, fn: Fn, record: Record) -> bool:
+    if fn.is_sql:
+        return fn.evaluate(_row(p, record)) is True
+    return bool(fn.fn(record.key, record.value))
+
+
+def map_value(p: Processor, fn: Fn, record: Record) -> Any:
+    if fn.is_sql:
+        return fn.evaluate(_row(p, record))
+    return fn.fn(record.value) if fn.arity == 1 else fn.fn(record.key, record.value)
+
+
+def pack_change(change: Change, serde) -> bytes:
+    """A table change on a repartition topic: both values, each length-prefixed (-1 for none)."""
+    out = bytearray(b"\x01")
+    for v in (change.new, change.old):
+        data = serde.serialize(v) if serde is not None and v is not None else v
+        if data is None:
+            out += (-1).to_bytes(4, "big", signed=True)
+        else:
+            out += len(data).to_bytes(4, "big") + data
+    return bytes(out)
+
+
+def unpack_change(data: bytes, serde) -> Change:
+    if not data or data[0] != 1:
+        raise StreamsError("a repartition record of a grouped table is not a change (format 1); was the topic "
+                           "written by another application?")
+    values, pos = [], 1
+    for _ in range(2):
+        n = int.from_bytes(data[pos:pos + 4], "big", signed=True)
+        pos += 4
+        if n < 0:
+            values.append(None)
+        else:
+            raw = data[pos:pos + n]
+            pos += n
+            values.append(serde.deserialize(raw) if serde is not None else raw)
+    return Change(values[0], values[1])
+
+
+class Source(Processor):
+    """Deserializes what a topic holds into the stream's key and value (``changes``: a grouped
+    table's repartition topic, whose values are packed changes)."""
+    def __init__(self, key_serde, value_serde, timestamp_extractor=None, changes: bool = False):
+        self.key_serde, self.value_serde, self.extractor = key_serde, value_serde, timestamp_extractor
+        self.changes = changes
+
+    def process(self, record: Record) -> None:
+        topic = self.context.source()[0]
+        ks = self.key_serde or self.context.default_serde("key")
+        vs = self.value_serde or self.context.default_serde("value")
+        try:
+            key = ks.deserialize(record.key) if ks is not None else record.key
+            if self.changes:
+                value = unpack_change(record.value, vs)
+            else:
+                value = vs.deserialize(record.value) if vs is not None else record.value
+        except Exception as e:
+            raise StreamsError(f"could not deserialize a record of topic {topic!r} at {self.context.source()}: {e}; "
+                               f"check the Consumed serdes of this source") from e
+        ts = record.timestamp
+        if self.extractor is not None:
+            ts = int(self.extractor(record.with_(key=key, value=value), ts))
+            if ts < 0:
+                return  # Kafka drops records whose extracted timestamp is negative
+        self.forward(Record(key, value, ts, record.headers))
+
+
+class Filter(Processor):
+    def __init__(self, predicate: Fn, negate: bool = False):
+        self.predicate, self.negate = predicate, negate
+
+    def process(self, record: Record) -> None:
+        if test(self, self.predicate, record) != self.negate:
+            self.forward(record)
+
+
+class Branch(Processor):
+    """Branch ``index`` of a split: the record goes to the first branch whose predicate holds
+    (a default branch has no predicate of its own)."""
+    def __init__(self, predicates: list[Fn], index: int):
+        self.predicates, self.index = predicates, index
+
+    def process(self, record: Record) -> None:
+        for i, pred in enumerate(self.predicates):
+            if test(self, pred, record):
+                if i == self.index:
+                    self.forward(record)
+                return
+        if self.index == len(self.predicates):
+            self.forward(record)
+
+
+class MapValues(Processor):
+    def __init__(self, mapper: Fn):
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        self.forward(record.with_(value=map_value(self, self.mapper, record)))
+
+
+class SelectKey(Processor):
+    def __init__(self, selector: Fn):
+        self.selector = selector
+
+    def process(self, record: Record) -> None:
+        if self.selector.is_sql:
+            key = self.selector.evaluate(_row(self, record))
+        else:
+            key = self.selector.fn(record.key, record.value)
+        self.forward(record.with_(key=key))
+
+
+class Map(Processor):
+    """``map``: a callable returning (key, value), or a pair of SQL expressions."""
+    def __init__(self, mapper: Fn | None, key_expr: Fn | None = None, value_expr: Fn | None = None):
+        self.mapper, self.key_expr, self.value_expr = mapper, key_expr, value_expr
+
+    def process(self, record: Record) -> None:
+        if self.mapper is not None:
+            out = self.mapper.fn(record.key, record.value)
+            if out is None:
+                raise StreamsError("map's mapper returned None; it must return a (key, value) pair")
+            key, value = out
+        else:
+            row = _row(self, record)
+            key, value = self.key_expr.evaluate(row), self.value_expr.evaluate(row)
+        self.forward(record.with_(key=key, value=value))
+
+
+class FlatMap(Processor):
+    """``flatMap`` (pairs) or ``flatMapValues`` (values); SQL gives an array (of
+    ``struct(key, value)`` for flatMap)."""
+    def __init__(self, mapper: Fn, values_only: bool):
+        self.mapper, self.values_only = mapper, values_only
+
+    def process(self, record: Record) -> None:
+        if self.mapper.is_sql:
+            out = self.mapper.evaluate(_row(self, record)) or []
+            if not self.values_only:
+                out = [(e["key"], e["value"]) for e in out]
+        elif self.values_only:
+            out = map_value(self, self.mapper, record)
+        else:
+            out = self.mapper.fn(record.key, record.value)
+        for item in out or ():
+            if self.values_only:
+                self.forward(record.with_(value=item))
+            else:
+                key, value = item
+                self.forward(record.with_(key=key, value=value))
+
+
+class Peek(Processor):
+    """``peek`` forwards after the action; ``foreach`` is a peek with no children."""
+    def __init__(self, action):
+        self.action = action
+
+    def process(self, record: Record) -> None:
+        self.action(record.key, _value_of(record.value))
+        self.forward(record)
+
+
+class PassThrough(Processor):
+    """``merge`` and the source side of a repartition: records pass unchanged."""
+    def process(self, record: Record) -> None:
+        self.forward(record)
+
+
+class Sink(Processor):
+    """Serializes and hands the record to the task's output (a topic, fixed or chosen per record).
+    A KTable's change is written as its new value (null for a delete), as Kafka writes a changelog."""
+    def __init__(self, topic: str | None, extractor: Fn | None, key_serde, value_serde, partitioner=None,
+                 changes: bool = False):
+        self.topic, self.extractor = topic, extractor
+        self.key_serde, self.value_serde, self.partitioner = key_serde, value_serde, partitioner
+        self.changes = changes
+
+    def process(self, record: Record) -> None:
+        value = record.value if self.changes else _value_of(record.value)
+        key = record.key
+        topic = self.topic
+        if topic is None:
+            f = self.extractor.fn
+            topic = f(key, value) if self.extractor.arity == 2 else f(key, value, record)
+            if not isinstance(topic, str) or not topic:
+                raise StreamsError(f"the topic extractor returned {topic!r}; it must return a topic name")
+        ks = self.key_serde or self.context.default_serde("key")
+        vs = self.value_serde or self.context.default_serde("value")
+        try:
+            kb = ks.serialize(key) if ks is not None else key
+            if self.changes:
+                vb = pack_change(value, vs)
+            else:
+                vb = vs.serialize(value) if vs is not None else value
+        except Exception as e:
+            raise StreamsError(f"could not serialize a record for topic {topic!r}: {e}; check the Produced "
+                               f"(or Grouped/Repartitioned) serdes") from e
+        partition = self.partitioner(key, value, topic) if self.partitioner is not None else None
+        self.context.emit(topic, kb, vb, record.timestamp, record.headers, partition)

@@ -1,0 +1,259 @@
+"""``TopologyTestDriver``: Kafka Streams' test driver, backed by the reference interpreter, so a
+topology is unit-tested in milliseconds with no Spark and no broker.
+
+    driver = TopologyTestDriver(builder.build(), {"application.id": "app"})
+    orders = driver.createInputTopic("orders", Serdes.String(), Serdes.Json(schema))
+    out = driver.createOutputTopic("per-user", Serdes.String(), Serdes.Long())
+    orders.pipeInput("o1", {"user": "ann", "amount": 120.0}, 1_000)
+    assert out.readKeyValue() == KeyValue("ann", 1)
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from streams.errors import InvalidStateStoreError, TopologyError
+from streams.interpreter import Interpreter
+from streams.record import Windowed
+from streams.topology import Topology
+
+KeyValue = namedtuple("KeyValue", ["key", "value"])
+
+
+def _ms(t) -> int:
+    if isinstance(t, datetime):
+        return int(t.timestamp() * 1000)
+    if isinstance(t, timedelta):
+        return int(t.total_seconds() * 1000)
+    return int(t)
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    __test__ = False   # not a pytest test class
+    key: Any
+    value: Any
+    timestamp: int | None = None
+    headers: tuple = field(default=())
+
+    def getKey(self):
+        return self.key
+
+    def getValue(self):
+        return self.value
+
+    def getRecordTime(self):
+        return self.timestamp
+
+
+class TestInputTopic:
+    __test__ = False
+
+    def __init__(self, driver: "TopologyTestDriver", topic: str, key_serde, value_serde, start=0, auto_advance=0):
+        self._d, self.topic, self._ks, self._vs = driver, topic, key_serde, value_serde
+        self._next, self._advance = _ms(start), _ms(auto_advance)
+
+    def advanceTime(self, duration) -> None:
+        self._next += _ms(duration)
+
+    def pipeInput(self, key=None, value=None, timestamp=None, headers=()) -> None:
+        if isinstance(key, TestRecord):
+            key, value, timestamp, headers = key.key, key.value, key.timestamp, key.headers
+        if timestamp is None:
+            timestamp, self._next = self._next, self._next + self._advance
+        kb = self._ks.serialize(key) if self._ks is not None else key
+        vb = self._vs.serialize(value) if self._vs is not None else value
+        self._d._interp.pipe(self.topic, kb, vb, _ms(timestamp), headers)
+
+    def pipeValueList(self, values) -> None:
+        for v in values:
+            self.pipeInput(None, v)
+
+    def pipeKeyValueList(self, pairs, start=None, advance=None) -> None:
+        t = _ms(start) if start is not None else None
+        for k, v in pairs:
+            if t is None:
+                self.pipeInput(k, v)
+            else:
+                self.pipeInput(k, v, t)
+                t += _ms(advance or 0)
+
+    def pipeRecordList(self, records) -> None:
+        for r in records:
+            self.pipeInput(r)
+
+    def __repr__(self):
+        return f"TestInputTopic({self.topic!r})"
+
+
+class TestOutputTopic:
+    """Reads a topic's records in the order they were written (across partitions, by write order)."""
+    __test__ = False
+
+    def __init__(self, driver: "TopologyTestDriver", topic: str, key_serde, value_serde):
+        self._d, self.topic, self._ks, self._vs = driver, topic, key_serde, value_serde
+        self._read = 0
+
+    def _all(self) -> list[TestRecord]:
+        recs = self._d._written.get(self.topic, [])
+        out = []
+        for kb, vb, ts, headers in recs:
+            k = self._ks.deserialize(kb) if self._ks is not None else kb
+            v = self._vs.deserialize(vb) if self._vs is not None else vb
+            out.append(TestRecord(k, v, ts, headers))
+        return out
+
+    def readRecord(self) -> TestRecord:
+        recs = self._all()
+        if self._read >= len(recs):
+            raise IndexError(f"no more records in topic {self.topic!r}")
+        self._read += 1
+        return recs[self._read - 1]
+
+    def readValue(self):
+        return self.readRecord().value
+
+    def readKeyValue(self) -> KeyValue:
+        r = self.readRecord()
+        return KeyValue(r.key, r.value)
+
+    def readRecordsToList(self) -> list[TestRecord]:
+        recs = self._all()[self._read:]
+        self._read += len(recs)
+        return recs
+
+    def readValuesToList(self) -> list:
+        return [r.value for r in self.readRecordsToList()]
+
+    def readKeyValuesToList(self) -> list[KeyValue]:
+        return [KeyValue(r.key, r.value) for r in self.readRecordsToList()]
+
+    def readKeyValuesToMap(self) -> dict:
+        out = {}
+        for r in self.readRecordsToList():
+            if r.key is None:
+                raise TopologyError("readKeyValuesToMap(): a record has a null key")
+            if r.value is None:
+                out.pop(r.key, None)
+            else:
+                out[r.key] = r.value
+        return out
+
+    def getQueueSize(self) -> int:
+        return len(self._d._written.get(self.topic, [])) - self._read
+
+    def isEmpty(self) -> bool:
+        return self.getQueueSize() == 0
+
+
+class ReadOnlyStore:
+    """A store read across the tasks that hold its partitions (an interactive query's view)."""
+    def __init__(self, name: str, stores: list):
+        self.name, self._stores = name, stores
+
+    def get(self, key):
+        for s in self._stores:
+            v = s.get(key)
+            if v is not None:
+                return v
+        return None
+
+    def all(self) -> list:
+        out = []
+        for s in self._stores:
+            out.extend(s.all())
+        return out
+
+    def approximateNumEntries(self) -> int:
+        return len(self.all())
+
+    def fetch(self, key, time_from=None, time_to=None):
+        """Window stores: ``fetch(key, start)`` one window, ``fetch(key, from, to)`` a range;
+        session stores: ``fetch(key)`` every session of the key."""
+        if time_from is None:
+            return [(w, v) for s in self._stores for w, v in s.find_sessions(key, -(2 ** 63), 2 ** 63 - 1)]
+        if time_to is None:
+            for s in self._stores:
+                v = s.fetch(key, _ms(time_from))
+                if v is not None:
+                    return v
+            return None
+        return [e for s in self._stores for e in s.fetch_range(key, _ms(time_from), _ms(time_to))]
+
+    def findSessions(self, key, earliest_end, latest_start):
+        return [e for s in self._stores for e in s.find_sessions(key, _ms(earliest_end), _ms(latest_start))]
+
+
+class TopologyTestDriver:
+    def __init__(self, topology: Topology, config: dict | None = None, initial_wall_clock=None,
+                 partitions: dict[str, int] | None = None):
+        if not isinstance(topology, Topology):
+            raise TopologyError("TopologyTestDriver takes builder.build() (a Topology)")
+        config = dict(config or {})
+        config.setdefault("application.id", "test-driver")
+        self._interp = Interpreter(topology, config, partitions)
+        self._written: dict[str, list[tuple]] = {}
+        original = self._interp.append
+
+        def append(topic, key, value, timestamp, headers=(), partition=None):
+            self._written.setdefault(topic, []).append((key, value, timestamp, tuple(headers)))
+            original(topic, key, value, timestamp, headers, partition)
+        self._interp.append = append
+
+    @property
+    def topology(self) -> Topology:
+        return self._interp.topology
+
+    def createInputTopic(self, topic: str, key_serde=None, value_serde=None, start=0, auto_advance=0):
+        if topic not in self._interp.readers:
+            raise TopologyError(f"topic {topic!r} is not read by the topology; it reads "
+                                f"{sorted(t for t in self._interp.readers)}")
+        return TestInputTopic(self, topic, key_serde, value_serde, start, auto_advance)
+
+    def createOutputTopic(self, topic: str, key_serde=None, value_serde=None) -> TestOutputTopic:
+        return TestOutputTopic(self, topic, key_serde, value_serde)
+
+    def producedTopicNames(self) -> set[str]:
+        return set(self._written)
+
+    def _store(self, name: str, kind: str | None = None) -> ReadOnlyStore:
+        spec = self._interp.topology.stores().get(name)
+        if spec is None:
+            raise InvalidStateStoreError(f"no store named {name!r}; the topology has "
+                                         f"{sorted(self._interp.topology.stores())}")
+        if kind is not None and spec.kind != kind:
+            raise InvalidStateStoreError(f"store {name!r} is a {spec.kind} store, not a {kind} store")
+        return ReadOnlyStore(name, self._interp.stores(name))
+
+    def getKeyValueStore(self, name: str) -> ReadOnlyStore:
+        return self._store(name, "keyValue")
+
+    def getTimestampedKeyValueStore(self, name: str) -> ReadOnlyStore:
+        return self._store(name, "keyValue")
+
+    def getWindowStore(self, name: str) -> ReadOnlyStore:
+        return self._store(name, "window")
+
+    def getSessionStore(self, name: str) -> ReadOnlyStore:
+        return self._store(name, "session")
+
+    def getStateStore(self, name: str) -> ReadOnlyStore:
+        return self._store(name)
+
+    def getAllStateStores(self) -> dict[str, ReadOnlyStore]:
+        return {n: self._store(n) for n in self._interp.topology.stores()}
+
+    def advanceWallClockTime(self, duration) -> None:
+        """Riverlog topologies use event time only (wall-clock punctuation would make replays
+        differ), so there is nothing for wall-clock time to trigger."""
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
