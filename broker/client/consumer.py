@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from broker.client.assignment import COOPERATIVE, check_add, check_method, check_remove, rebalance_protocol
 from broker.client.cluster import ClusterClient, ClusterMetadata
 from broker.client.committer import OffsetCommitter
 from broker.client.client_events import ClientEvents
@@ -83,34 +84,48 @@ class Consumer:
                                           self._clock) if self._coordinator else None
         self._callbacks: dict = {}
         self._subscription: Subscription | None = None  # set for a regex subscription
-        self._owned: set[tuple[str, int]] = set()
+        self._owned: set[tuple[str, int]] = set()  # what the group gave this member
+        self._protocol: str | None = None  # the subscription's rebalance protocol (assignment.py)
+        self._assign_calls = 0  # assign-family calls, so a rebalance knows whether its callback made one
         self._fetcher = Fetcher(self.cluster, cfg, self._fetch_state, self._cond)
 
     # --------------------------------------------------------------------------- assignment
     def assign(self, partitions: list[TopicPartition]) -> None:
-        """Consume exactly these partitions, from their offsets (or auto.offset.reset)."""
+        """Consume exactly these partitions, from their offsets (or auto.offset.reset).
+
+        A cooperative subscription refuses it (``_STATE``): use ``incremental_assign``."""
+        self._assign_calls += 1
+        check_method(self._protocol, False, "Failed to set assignment")
+        check_add((), partitions)
+        self._set_assignment(partitions)
+
+    def _set_assignment(self, partitions: list[TopicPartition]) -> None:
         with self._cond:
             self._check_open()
             self._fetch_state.assign(partitions)
         self._fetcher.kick()
 
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
-        """Add these partitions to the assignment; one already assigned fails (librdkafka's _CONFLICT)."""
+        """Add these partitions to the assignment. One already assigned fails with ``_CONFLICT``
+        and a duplicate with ``_INVALID_ARG`` (nothing is added then), as in librdkafka; an eager
+        subscription refuses it (``_STATE``)."""
+        self._assign_calls += 1
+        check_method(self._protocol, True)
         with self._cond:
             self._check_open()
-            taken = [tp for tp in partitions if (tp.topic, tp.partition) in self._fetch_state.partitions]
-            if taken:
-                raise KafkaException(KafkaError(KafkaError._CONFLICT, f"{taken[0].topic} [{taken[0].partition}] is "
-                                                "already part of the current assignment"))
+            check_add(self._fetch_state.partitions, partitions)
             self._fetch_state.add(partitions)
         self._fetcher.kick()
 
     def unassign(self) -> None:
-        self.assign([])
+        self._assign_calls += 1
+        check_method(self._protocol, False, "Failed to remove assignment")
+        self._set_assignment([])
 
     def assignment(self) -> list[TopicPartition]:
+        """The partitions poll() reads, in (topic, partition) order as librdkafka keeps them."""
         with self._cond:
-            return [TopicPartition(t, p) for t, p in self._fetch_state.partitions]
+            return [TopicPartition(t, p) for t, p in sorted(self._fetch_state.partitions)]
 
     # --------------------------------------------------------------------------- groups
     def subscribe(self, topics, on_assign=None, on_revoke=None, on_lost=None) -> None:
@@ -132,8 +147,9 @@ class Consumer:
         subscription = Subscription(list(topics))
         if self._membership is not None:
             self.unsubscribe()
-        self.assign([])
+        self._set_assignment([])
         self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
+        self._protocol = rebalance_protocol(self.config["partition.assignment.strategy"])
         names = subscription.names
         if subscription.patterns:  # "^..." entries: regexes over the cluster's topics, kept up to date
             response = self.cluster.refresher.refresh_now()
@@ -165,6 +181,7 @@ class Consumer:
         self._drop_subscription()
         if membership is None:
             return
+        self._protocol = None  # leaving: the callbacks may unassign any way, as librdkafka allows when closing
         self._revoke(set(self._owned), lost=False)
         self._membership = None
         membership.close()
@@ -188,12 +205,16 @@ class Consumer:
             self._revoke(set(self._owned), lost=True)
             raise fatal
         if lost and self._owned:
-            self._revoke(set(self._owned), lost=True)
-            membership.applied(self._owned)
+            try:
+                self._revoke(set(self._owned), lost=True)
+            finally:
+                membership.applied(self._owned)
         revoked = self._owned - assignment
         if revoked:
-            self._revoke(revoked, lost=False)
-            membership.applied(self._owned)
+            try:
+                self._revoke(revoked, lost=False)
+            finally:
+                membership.applied(self._owned)
         added = assignment - self._owned
         if added:
             try:
@@ -202,13 +223,37 @@ class Consumer:
                 log.debug("could not read committed offsets yet: %r", e)
                 return
             tps = [TopicPartition(t, p, committed.get((t, p), OFFSET_INVALID)) for t, p in sorted(added)]
-            if self._callbacks.get("assign"):
-                self._callbacks["assign"](self, tps)
-            with self._cond:  # unless on_assign assigned them itself (as confluent-kafka's examples do)
-                tps = [tp for tp in tps if (tp.topic, tp.partition) not in self._fetch_state.partitions]
-            self.incremental_assign(tps)
-            self._owned |= added
-            membership.applied(self._owned)
+            try:
+                self._rebalance_callback(self._callbacks.get("assign"), tps, assigning=True)
+            finally:
+                self._owned |= added
+                membership.applied(self._owned)
+
+    def _rebalance_callback(self, callback, tps: list[TopicPartition], assigning: bool) -> None:
+        """Run an on_assign/on_revoke/on_lost callback. As in confluent-kafka, if it made no
+        assign-family call itself (or there is none, or it raised), the consumer makes the one the
+        protocol calls for: incremental for cooperative, the whole assignment for eager."""
+        self._assign_calls = 0
+        try:
+            if callback:
+                callback(self, tps)
+        finally:
+            if not self._assign_calls:
+                self._default_rebalance(tps, assigning)
+
+    def _default_rebalance(self, tps: list[TopicPartition], assigning: bool) -> None:
+        with self._cond:
+            current = self._fetch_state.partitions
+            if self._protocol == COOPERATIVE or self._protocol is None:
+                if assigning:
+                    self._fetch_state.add([tp for tp in tps if (tp.topic, tp.partition) not in current])
+                else:
+                    self._fetch_state.remove(tps)
+            elif assigning:
+                self._fetch_state.assign(tps)
+            else:
+                self._fetch_state.assign([])
+        self._fetcher.kick()
 
     def _revoke(self, partitions: set, lost: bool) -> None:
         if not partitions:
@@ -221,17 +266,21 @@ class Consumer:
                 log.warning("auto-commit before revocation failed: %r", e)
         callback = (self._callbacks.get("lost") or self._callbacks.get("revoke")) if lost \
             else self._callbacks.get("revoke")
-        if callback:
-            callback(self, tps)
-        with self._cond:  # unless on_revoke unassigned them itself
-            tps = [tp for tp in tps if (tp.topic, tp.partition) in self._fetch_state.partitions]
-        self.incremental_unassign(tps)
-        self._owned -= partitions
-        for key in partitions:
-            self._stored.pop(key, None)
+        try:
+            self._rebalance_callback(callback, tps, assigning=False)
+        finally:
+            self._owned -= partitions
+            for key in partitions:
+                self._stored.pop(key, None)
 
     def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
+        """Take these partitions out of the assignment; one not assigned fails with
+        ``_INVALID_ARG`` (nothing is removed then), as in librdkafka; an eager subscription
+        refuses it (``_STATE``)."""
+        self._assign_calls += 1
+        check_method(self._protocol, True)
         with self._cond:
+            check_remove(self._fetch_state.partitions, partitions)
             self._fetch_state.remove(partitions)
         self._fetcher.wake()
 
