@@ -223,7 +223,7 @@ class JoinWindows:
 
     def __post_init__(self):
         if self.beforeMs + self.afterMs < 0:
-            raise TopologyError(f"Window interval (before + after) must not be negative, got "
+            raise TopologyError(f"Window interval (timeDifference before + after) must not be negative, got "
                                 f"before={self.beforeMs} ms, after={self.afterMs} ms", argument="timeDifference")
         _non_negative(self.graceMs, "afterWindowEnd", "Grace period")
 
