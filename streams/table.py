@@ -93,7 +93,7 @@ class KTableFilter(_MaterializedTable):
         new = self._compute(key, change.new)
         old = None
         if self.send_old_values:
-            old = value_or_none(self.table.get(key)) if self.table else self._compute(key, change.old)
+            old = value_or_none(self.table.get(key)) if self.table is not None else self._compute(key, change.old)
             if old is None and new is None:
                 return
         if self.table is not None:
@@ -118,7 +118,7 @@ class KTableMapValues(_MaterializedTable):
         new = self._compute(key, change.new)
         old = None
         if self.send_old_values:
-            old = value_or_none(self.table.get(key)) if self.table else self._compute(key, change.old)
+            old = value_or_none(self.table.get(key)) if self.table is not None else self._compute(key, change.old)
         if self.table is not None:
             put_and_forward(self, self.table, record, new, old, record.timestamp, self.send_old_values, self.caching)
         else:
