@@ -48,7 +48,8 @@ class KTableSource(_MaterializedTable):
 
     def __init__(self, store: str | None, send_old_values: bool = False, caching: bool = True):
         if send_old_values and store is None:
-            raise TopologyError("a source table sends old values only when it is materialized: give KTableSource a store")
+            raise TopologyError("a source table sends old values only when it is materialized: "
+                                "give KTableSource a store")
         self.store_name, self.send_old_values, self.caching = store, send_old_values, caching
 
     def process(self, record: Record) -> None:
