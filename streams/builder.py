@@ -68,7 +68,7 @@ class StreamsBuilder:
     def table(self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None):
         from streams.ktable import KTable
         from streams.stateless import Source
-        from streams.table_ops import KTableSource
+        from streams.table import KTableSource
         consumed = consumed or Consumed()
         if not isinstance(topic, str) or not topic:
             raise TopologyError(f"table(): expected a topic name, got {topic!r}")
@@ -82,8 +82,10 @@ class StreamsBuilder:
                          key_serde=materialized.key_serde or consumed.key_serde,
                          value_serde=materialized.value_serde or consumed.value_serde)
         name = self.next_name("KTABLE-SOURCE-")
-        node = self.add(name, "processor", "table-source", lambda s=spec.name: KTableSource(s), [src], (spec,),
-                        key_serde=consumed.key_serde, value_serde=consumed.value_serde)
+        opts: dict = {}
+        node = self.add(name, "processor", "table-source",
+                        lambda s=spec.name, o=opts: KTableSource(s, o.get("send_old_values", False)), [src], (spec,),
+                        args={"opts": opts}, key_serde=consumed.key_serde, value_serde=consumed.value_serde)
         return KTable(self, node, consumed.key_serde, consumed.value_serde, spec.name)
 
     def globalTable(self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None):

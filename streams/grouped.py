@@ -102,19 +102,18 @@ class KGroupedStream:
         return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name, windowed=windowed)
 
     def count(self, named=None, materialized: Materialized | None = None):
-        from streams.table_ops import KStreamAggregate
-        return self._aggregate("count", "KSTREAM-AGGREGATE-",
-                               lambda s: KStreamAggregate(s, _count_init, _count_add, count=True),
+        from streams.aggregate import stream_count
+        return self._aggregate("count", "KSTREAM-AGGREGATE-", stream_count,
                                materialized, named, _long_serde())
 
     def reduce(self, reducer_, named=None, materialized: Materialized | None = None):
-        from streams.table_ops import KStreamReduce
+        from streams.aggregate import KStreamReduce
         r = reducer(Fn(reducer_, "reduce reducer", (2,)))
         return self._aggregate("reduce", "KSTREAM-REDUCE-", lambda s: KStreamReduce(s, r), materialized, named,
                                self.value_serde)
 
     def aggregate(self, initializer_, aggregator_, named=None, materialized: Materialized | None = None):
-        from streams.table_ops import KStreamAggregate
+        from streams.aggregate import KStreamAggregate
         i = initializer(Fn(initializer_, "aggregate initializer", (0,)))
         a = aggregator(Fn(aggregator_, "aggregate aggregator", (3,)))
         m = materialized or Materialized()
@@ -175,10 +174,9 @@ class TimeWindowedKStream(_Windowed):
         return self._agg("count", _count_init, _count_add, materialized, named, _long_serde())
 
     def reduce(self, reducer_, named=None, materialized: Materialized | None = None):
-        r = reducer(Fn(reducer_, "reduce reducer", (2,)))
-        from streams.window_aggregate import reduce_as_aggregate
-        init, agg = reduce_as_aggregate(r)
-        return self._agg("reduce", init, agg, materialized, named, self._g.value_serde)
+        from streams.window_aggregate import reduce_functions
+        f = reduce_functions(reducer(Fn(reducer_, "reduce reducer", (2,))))
+        return self._agg("reduce", f.initializer, f.aggregator, materialized, named, self._g.value_serde)
 
     def aggregate(self, initializer_, aggregator_, named=None, materialized: Materialized | None = None):
         i = initializer(Fn(initializer_, "aggregate initializer", (0,)))
@@ -199,10 +197,9 @@ class SessionWindowedKStream(_Windowed):
         return self._agg("count", _count_init, _count_add, _count_merge, materialized, named, _long_serde())
 
     def reduce(self, reducer_, named=None, materialized: Materialized | None = None):
-        from streams.window_aggregate import reduce_as_aggregate
-        r = reducer(Fn(reducer_, "reduce reducer", (2,)))
-        init, agg = reduce_as_aggregate(r)
-        return self._agg("reduce", init, agg, lambda k, a1, a2: r(a1, a2), materialized, named,
+        from streams.window_aggregate import reduce_functions
+        f = reduce_functions(reducer(Fn(reducer_, "reduce reducer", (2,))))
+        return self._agg("reduce", f.initializer, f.aggregator, f.merger, materialized, named,
                          self._g.value_serde)
 
     def aggregate(self, initializer_, aggregator_, merger_, named=None, materialized: Materialized | None = None):
@@ -240,21 +237,19 @@ class KGroupedTable:
         return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name)
 
     def count(self, named=None, materialized: Materialized | None = None):
-        from streams.table_ops import KTableAggregate
-        return self._aggregate("count", "KTABLE-AGGREGATE-",
-                               lambda s: KTableAggregate(s, _count_init, _count_add,
-                                                         lambda k, v, agg: agg - 1),
+        from streams.aggregate import table_count
+        return self._aggregate("count", "KTABLE-AGGREGATE-", table_count,
                                materialized, named, _long_serde())
 
     def reduce(self, adder, subtractor, named=None, materialized: Materialized | None = None):
-        from streams.table_ops import KTableReduce
+        from streams.aggregate import KTableReduce
         add = reducer(Fn(adder, "reduce adder", (2,)))
         sub = reducer(Fn(subtractor, "reduce subtractor", (2,)))
         return self._aggregate("reduce", "KTABLE-REDUCE-", lambda s: KTableReduce(s, add, sub), materialized, named,
                                self._grouped.value_serde)
 
     def aggregate(self, initializer_, adder, subtractor, named=None, materialized: Materialized | None = None):
-        from streams.table_ops import KTableAggregate
+        from streams.aggregate import KTableAggregate
         i = initializer(Fn(initializer_, "aggregate initializer", (0,)))
         add = aggregator(Fn(adder, "aggregate adder", (3,)))
         sub = aggregator(Fn(subtractor, "aggregate subtractor", (3,)))

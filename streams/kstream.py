@@ -162,15 +162,18 @@ class KStream:
 
     def toTable(self, named=None, materialized: Materialized | None = None):
         from streams.ktable import KTable
-        from streams.table_ops import KTableSource
+        from streams.table import KTableSource
         spec = self._b.store(materialized, "keyValue", "KSTREAM-TOTABLE-STATE-STORE-",
                              key_serde=self.key_serde, value_serde=self.value_serde)
         source = self
         if self._repartition_required:
             source = self._through_repartition(self._b.next_name("KSTREAM-TOTABLE-"), drop_null_keys=True)
         name = self._b.name(_named(named), "KSTREAM-TOTABLE-")
-        node = self._b.add(name, "processor", "toTable", lambda s=spec.name: KTableSource(s), [source._node],
-                           (spec,), key_serde=spec.key_serde, value_serde=spec.value_serde)
+        opts: dict = {}
+        node = self._b.add(name, "processor", "toTable",
+                           lambda s=spec.name, o=opts: KTableSource(s, o.get("send_old_values", False)),
+                           [source._node], (spec,), args={"opts": opts},
+                           key_serde=spec.key_serde, value_serde=spec.value_serde)
         return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name)
 
     # ------------------------------------------------------------------ grouping

@@ -29,35 +29,37 @@ class KTable:
             spec = self._b.store(materialized, "keyValue", f"{prefix}STATE-STORE-", key_serde=self.key_serde,
                                  value_serde=self.value_serde if value_serde is ... else value_serde)
         name = self._b.name(_named(named), prefix)
-        node = self._b.add(name, "processor", op, lambda: factory(spec.name if spec else None), [self._node],
-                           (spec,) if spec else (), args=args,
+        opts: dict = {}
+        node = self._b.add(name, "processor", op,
+                           lambda: factory(spec.name if spec else None, opts.get("send_old_values", False)),
+                           [self._node], (spec,) if spec else (), args={**(args or {}), "opts": opts},
                            key_serde=self.key_serde, value_serde=self.value_serde if value_serde is ... else value_serde)
         return KTable(self._b, node, self.key_serde, node.value_serde, spec.name if spec else None, self._windowed)
 
     def filter(self, predicate, named=None, materialized: Materialized | None = None) -> "KTable":
-        from streams.table_ops import KTableFilter
+        from streams.table import KTableFilter
         f = Fn(predicate, "filter predicate", (2,))
         test = _predicate(f)
-        return self._then("KTABLE-FILTER-", "filter", lambda s: KTableFilter(test, False, s), named, materialized,
+        return self._then("KTABLE-FILTER-", "filter", lambda s, old: KTableFilter(test, False, s, send_old_values=old), named, materialized,
                           args={"predicate": f})
 
     def filterNot(self, predicate, named=None, materialized: Materialized | None = None) -> "KTable":
-        from streams.table_ops import KTableFilter
+        from streams.table import KTableFilter
         f = Fn(predicate, "filterNot predicate", (2,))
         test = _predicate(f)
-        return self._then("KTABLE-FILTER-", "filterNot", lambda s: KTableFilter(test, True, s), named,
+        return self._then("KTABLE-FILTER-", "filterNot", lambda s, old: KTableFilter(test, True, s, send_old_values=old), named,
                           materialized, args={"predicate": f})
 
     def mapValues(self, mapper, named=None, materialized: Materialized | None = None) -> "KTable":
-        from streams.table_ops import KTableMapValues
+        from streams.table import KTableMapValues
         f = Fn(mapper, "mapValues mapper", (1, 2))
         m = _mapper(f)
-        return self._then("KTABLE-MAPVALUES-", "mapValues", lambda s: KTableMapValues(m, s), named, materialized,
+        return self._then("KTABLE-MAPVALUES-", "mapValues", lambda s, old: KTableMapValues(m, s, send_old_values=old), named, materialized,
                           value_serde=(materialized.value_serde if materialized else None), args={"mapper": f})
 
     def toStream(self, named=None):
         from streams.kstream import KStream
-        from streams.table_ops import KTableToStream
+        from streams.table import KTableToStream
         name = self._b.name(_named(named), "KTABLE-TOSTREAM-")
         node = self._b.add(name, "processor", "toStream", KTableToStream, [self._node],
                            key_serde=self.key_serde, value_serde=self.value_serde)
@@ -67,7 +69,7 @@ class KTable:
         """``selector(key, value) -> (new_key, new_value)``; or a SQL expression giving the new key
         (the value stays)."""
         from streams.grouped import KGroupedTable
-        from streams.table_ops import KTableRepartitionMap
+        from streams.table import KTableRepartitionMap
         if self._windowed is not None:
             raise TopologyError("groupBy() on a windowed table: map the stream instead")
         f = Fn(selector, "groupBy selector", (2,))
@@ -75,11 +77,25 @@ class KTable:
             sel = lambda k, v, f=f: (f.evaluate({"key": k, "value": v}), v)
         else:
             sel = f.fn
+        self._enable_old_values()
         name = self._b.next_name("KTABLE-SELECT-")
         node = self._b.add(name, "processor", "groupBy", lambda: KTableRepartitionMap(sel), [self._node],
                            args={"selector": f})
         g = grouped or Grouped()
         return KGroupedTable(self, node, g)
+
+    def _enable_old_values(self) -> None:
+        """Kafka's ``enableSendingOldValues``: a downstream step that needs each change's old value
+        (a re-grouping subtracts it) turns old values on up to the nearest store that has them."""
+        node = self._node
+        while node is not None:
+            opts = node.args.get("opts")
+            if opts is None:
+                return
+            opts["send_old_values"] = True
+            if node.stores:
+                return
+            node = node.parents[0] if node.parents else None
 
     def suppress(self, suppressed) -> "KTable":
         from streams.suppress import SuppressProcessor

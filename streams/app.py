@@ -1,0 +1,319 @@
+"""``StreamsApp``: a topology running as Structured Streaming queries, one per sub-topology — Kafka
+Streams' ``KafkaStreams``.
+
+Each query reads its sub-topology's topics with ``format("riverlog")`` and writes in
+``foreachBatch``: the batch's output records, its changelog entries and its input offsets
+(committed to the consumer group ``application.id``) go in **one exactly-once write**, so the
+broker holds exactly the state behind the committed output. Spark's checkpoint
+(``state.dir``) is the fast path; without it the application **restarts from the broker alone**:
+pending batches finished, state rebuilt from the changelogs, inputs resumed at the committed
+offsets, under a new *generation* of exactly-once owner ids (batch ids restart with a new checkpoint).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import tempfile
+
+from broker.client import AdminClient, Consumer, ExactlyOnce, NewTopic, Producer, TopicPartition
+from broker.errors import InvalidConfigError, TopicAlreadyExistsError
+from streams.errors import StreamsError, TopologyError
+from streams.interpreter import check_serdes, default_serdes
+from streams.spark_task import META_STORE, OUTPUT_DDL, TaskProcessor, meta_changelog, stateless_batches
+from streams.topology import SubTopology, Topology, changelog_topic
+
+log = logging.getLogger(__name__)
+
+EXACTLY_ONCE_V2, AT_LEAST_ONCE = "exactly_once_v2", "at_least_once"
+_KNOWN = {
+    "application.id", "bootstrap.servers", "processing.guarantee", "state.dir", "commit.interval.ms",
+    "default.key.serde", "default.value.serde", "auto.offset.reset", "replication.factor", "num.stream.threads",
+    "maxOffsetsPerTrigger",
+}
+
+
+def _config(config: dict) -> dict:
+    c = dict(config)
+    for key in ("application.id", "bootstrap.servers"):
+        if not c.get(key):
+            raise TopologyError(f"config '{key}' is required")
+    unknown = sorted(k for k in c if k not in _KNOWN)
+    if unknown:
+        raise InvalidConfigError(f"unknown streams config(s) {unknown}; known: {sorted(_KNOWN)}", config=unknown[0])
+    guarantee = c.setdefault("processing.guarantee", EXACTLY_ONCE_V2)
+    if guarantee == "exactly_once":
+        c["processing.guarantee"] = EXACTLY_ONCE_V2
+    elif guarantee not in (EXACTLY_ONCE_V2, AT_LEAST_ONCE):
+        raise InvalidConfigError(f"processing.guarantee {guarantee!r}: expected exactly_once_v2 or at_least_once",
+                                 config="processing.guarantee")
+    c.setdefault("state.dir", os.path.join(tempfile.gettempdir(), "riverlog-streams"))
+    c["commit.interval.ms"] = int(c.get("commit.interval.ms", 100))
+    reset = c.setdefault("auto.offset.reset", "earliest")
+    if reset not in ("earliest", "latest"):
+        raise InvalidConfigError(f"auto.offset.reset {reset!r}: expected earliest or latest", config="auto.offset.reset")
+    c["replication.factor"] = int(c.get("replication.factor", 1))
+    return c
+
+
+class StreamsApp:
+    def __init__(self, topology: Topology, spark, config: dict):
+        self.topology, self.spark = topology, spark
+        self.config = _config(config)
+        self.app = self.config["application.id"]
+        self.defaults = default_serdes(self.config)
+        check_serdes(topology, self.defaults)
+        self.queries = []
+        self._partitions: dict[str, int] = {}
+
+    @property
+    def client(self) -> dict:
+        return {"bootstrap.servers": self.config["bootstrap.servers"]}
+
+    def describe(self):
+        return self.topology.describe(self.app)
+
+    # ------------------------------------------------------------------ topics
+    def _topic_partitions(self, admin: AdminClient) -> None:
+        md = admin.list_topics(timeout=30)
+        for name, t in md.topics.items():
+            self._partitions[name] = len(t.partitions)
+
+    def partitions(self, topic: str) -> int:
+        if topic in self._partitions:
+            return self._partitions[topic]
+        for n in self.topology.nodes:
+            if n.kind == "sink" and n.internal and f"{self.app}-{n.topics[0]}" == topic:
+                if n.args.get("partitions"):
+                    return n.args["partitions"]
+                sub = next(s for s in self.topology.subtopologies if n in s.nodes)
+                return self.tasks(sub)
+        raise StreamsError(f"source topic {topic!r} does not exist: create it before starting the application")
+
+    def tasks(self, sub: SubTopology) -> int:
+        return max(self.partitions(t) for t in self.topology.source_topics(self.app, sub))
+
+    def _create_internal_topics(self) -> None:
+        admin = AdminClient(self.client)
+        self._topic_partitions(admin)
+        wanted = []
+        for sub in self.topology.subtopologies:
+            for n in sub.sinks:
+                if n.internal:
+                    t = f"{self.app}-{n.topics[0]}"
+                    wanted.append(NewTopic(t, self.partitions(t), self.config["replication.factor"]))
+                    self._partitions[t] = self.partitions(t)
+        for sub in self.topology.subtopologies:
+            if not sub.stateful:
+                continue
+            n = self.tasks(sub)
+            for t in [changelog_topic(self.app, s.name) for s in sub.stores] + [meta_changelog(self.app, sub.id)]:
+                wanted.append(NewTopic(t, n, self.config["replication.factor"],
+                                       config={"cleanup.policy": "compact"}))
+        wanted.append(NewTopic(self._generations_topic, 1, self.config["replication.factor"],
+                               config={"cleanup.policy": "compact"}))
+        futures = admin.create_topics([w for w in wanted if w.topic not in self._partitions])
+        for topic, f in futures.items():
+            try:
+                f.result()
+            except TopicAlreadyExistsError:
+                pass
+        for w in wanted:
+            have = self._partitions.get(w.topic)
+            if have is not None and have != w.num_partitions:
+                raise StreamsError(f"internal topic {w.topic!r} has {have} partitions, the topology needs "
+                                   f"{w.num_partitions}: delete it (riverlog topics delete) and restart")
+            self._partitions[w.topic] = w.num_partitions
+
+    # ------------------------------------------------------------------ generations
+    @property
+    def _generations_topic(self) -> str:
+        return f"{self.app}-streams-generations"
+
+    def _generations(self) -> dict[str, int]:
+        c = Consumer({**self.client, "group.id": f"{self.app}-generations-reader", "enable.auto.commit": False,
+                      "isolation.level": "read_committed"})
+        try:
+            tp = TopicPartition(self._generations_topic, 0, 0)
+            low, high = c.get_watermark_offsets(tp, timeout=30)
+            out: dict[str, int] = {}
+            if high <= low:
+                return out
+            c.assign([TopicPartition(self._generations_topic, 0, low)])
+            pos = low
+            while pos < high:
+                for m in c.consume(500, timeout=5):
+                    if m.error():
+                        continue
+                    out[m.key().decode()] = int(m.value())
+                    pos = m.offset() + 1
+            return out
+        finally:
+            c.close()
+
+    def _next_generation(self, sub: SubTopology) -> int:
+        gens = self._generations()
+        key = f"subtopology-{sub.id}"
+        previous = gens.get(key)
+        if previous is not None and self.config["processing.guarantee"] == EXACTLY_ONCE_V2:
+            self._finish_pending(self._owner(sub, previous))
+        generation = (previous or 0) + 1
+        p = Producer({**self.client, "acks": "all"})
+        p.produce(self._generations_topic, key=key.encode(), value=str(generation).encode())
+        if p.flush(30):
+            raise StreamsError(f"could not record generation {generation} of {key} in {self._generations_topic}")
+        return generation
+
+    def _finish_pending(self, owner: str) -> None:
+        """A batch decided but not ended when the last generation stopped: end it before the state is
+        rebuilt, so the changelogs and offsets read back include it."""
+        with ExactlyOnce(self.client, owner) as eo:
+            decision = eo.log.latest(owner)
+            if decision is not None:
+                eo.commit(decision.batch_id, decision.attempts, record=False)
+
+    def _owner(self, sub: SubTopology, generation: int) -> str:
+        return f"{self.app}-{sub.id}-g{generation}"
+
+    # ------------------------------------------------------------------ queries
+    def _checkpoint(self, sub: SubTopology) -> str:
+        return os.path.join(self.config["state.dir"], self.app, f"subtopology-{sub.id}")
+
+    def _committed(self, topics: list[str]) -> dict[str, dict[str, int]]:
+        reset = -2 if self.config["auto.offset.reset"] == "earliest" else -1
+        c = Consumer({**self.client, "group.id": self.app, "enable.auto.commit": False})
+        try:
+            tps = [TopicPartition(t, p) for t in topics for p in range(self.partitions(t))]
+            out: dict[str, dict[str, int]] = {t: {} for t in topics}
+            for tp in c.committed(tps, timeout=30):
+                out[tp.topic][str(tp.partition)] = tp.offset if tp.offset >= 0 else reset
+            return out
+        finally:
+            c.close()
+
+    def _initial_state(self, sub: SubTopology):
+        from pyspark.sql import Window, functions as F
+        frames = []
+        stores = [(s.name, changelog_topic(self.app, s.name)) for s in sub.stores]
+        stores.append((META_STORE, meta_changelog(self.app, sub.id)))
+        for store, topic in stores:
+            df = (self.spark.read.format("riverlog").option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
+                  .option("subscribe", topic).option("startingOffsets", "earliest").load())
+            w = Window.partitionBy("partition", "key").orderBy(F.col("offset").desc())
+            latest = (df.withColumn("_n", F.row_number().over(w)).where("_n = 1 AND value IS NOT NULL")
+                      .select("partition", F.lit(store).alias("store"), "key", "value"))
+            frames.append(latest)
+        out = frames[0]
+        for f in frames[1:]:
+            out = out.unionByName(f)
+        return out.groupBy("partition")
+
+    def _start(self, sub: SubTopology):
+        topics = self.topology.source_topics(self.app, sub)
+        ckpt = self._checkpoint(sub)
+        owner_file = os.path.join(ckpt, "riverlog-streams-owner")
+        fresh = not os.path.exists(owner_file)
+        reader = (self.spark.readStream.format("riverlog")
+                  .option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
+                  .option("subscribe", ",".join(topics)))
+        if "maxOffsetsPerTrigger" in self.config:
+            reader = reader.option("maxOffsetsPerTrigger", str(self.config["maxOffsetsPerTrigger"]))
+        if fresh:
+            generation = self._next_generation(sub)
+            reader = reader.option("startingOffsets", json.dumps(self._committed(topics)))
+            os.makedirs(ckpt, exist_ok=True)
+            if os.path.exists(os.path.join(ckpt, "offsets")):
+                raise StreamsError(f"checkpoint {ckpt} has offsets but no owner file; delete the directory")
+            owner = self._owner(sub, generation)
+        else:
+            with open(owner_file) as f:
+                owner = f.read().strip()
+        df = reader.load()
+        if sub.stateful:
+            init = self._initial_state(sub) if fresh else None
+            out = df.groupBy("partition").transformWithState(
+                TaskProcessor(self.topology, sub.id, self.app, self.defaults), OUTPUT_DDL, "Append", "None",
+                initialState=init)
+        else:
+            out = df.mapInArrow(stateless_batches(self.topology, sub.id, self.app, self.defaults), OUTPUT_DDL)
+        writer = (out.writeStream.queryName(f"{self.app}-subtopology-{sub.id}")
+                  .option("checkpointLocation", ckpt)
+                  .foreachBatch(_BatchWriter(self.config, owner, ckpt))
+                  .trigger(processingTime=f"{self.config['commit.interval.ms']} milliseconds"))
+        query = writer.start()
+        if fresh:
+            with open(owner_file, "w") as f:
+                f.write(owner)
+        return query
+
+    def start(self) -> "StreamsApp":
+        if self.queries:
+            raise StreamsError("the application is already running")
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        self._create_internal_topics()
+        self.queries = [self._start(sub) for sub in self.topology.subtopologies]
+        return self
+
+    def processAllAvailable(self, rounds: int = 50) -> None:
+        """Process until no query has input left (a repartition topic feeds the next query, so repeat)."""
+        for _ in range(rounds):
+            before = [q.lastProgress["batchId"] if q.lastProgress else -1 for q in self.queries]
+            for q in self.queries:
+                q.processAllAvailable()
+            after = [q.lastProgress["batchId"] if q.lastProgress else -1 for q in self.queries]
+            if before == after:
+                return
+
+    def close(self) -> None:
+        for q in self.queries:
+            q.stop()
+        self.queries = []
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------ interactive queries
+    def store(self, name: str):
+        """An interactive query: the store ``name`` read from its committed changelog."""
+        from streams.interactive import read_store
+        spec = self.topology.stores().get(name)
+        if spec is None:
+            from streams.errors import InvalidStateStoreError
+            raise InvalidStateStoreError(f"no store named {name!r}; the topology has {sorted(self.topology.stores())}")
+        return read_store(self.client, changelog_topic(self.app, name), spec)
+
+
+class _BatchWriter:
+    """``foreachBatch``: the batch's rows and its input offsets, in one exactly-once write."""
+    def __init__(self, config: dict, owner: str, checkpoint: str):
+        self.config, self.owner, self.checkpoint = config, owner, checkpoint
+
+    def offsets(self, batch_id: int) -> dict:
+        """The batch's end offsets, from Spark's offset log (written before the batch runs)."""
+        path = os.path.join(self.checkpoint, "offsets", str(batch_id))
+        with open(path) as f:
+            lines = f.read().splitlines()
+        return json.loads(lines[2])
+
+    def __call__(self, df, batch_id: int) -> None:
+        offsets = self.offsets(batch_id)
+        w = (df.write.format("riverlog").mode("append")
+             .option("riverlog.bootstrap.servers", self.config["bootstrap.servers"]))
+        if self.config["processing.guarantee"] == EXACTLY_ONCE_V2:
+            w = (w.option("sinkId", self.owner).option("batchId", str(batch_id))
+                 .option("groupId", self.config["application.id"]).option("groupOffsets", json.dumps(offsets)))
+            w.save()
+        else:
+            w.option("deliveryGuarantee", "at-least-once").save()
+            c = Consumer({"bootstrap.servers": self.config["bootstrap.servers"],
+                          "group.id": self.config["application.id"], "enable.auto.commit": False})
+            try:
+                c.commit(offsets=[TopicPartition(t, int(p), o) for t, ps in offsets.items() for p, o in ps.items()],
+                         asynchronous=False)
+            finally:
+                c.close()

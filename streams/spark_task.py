@@ -1,0 +1,198 @@
+"""What runs on Spark's executors: a sub-topology's tasks inside ``transformWithState`` (stateful)
+or ``mapInArrow`` (stateless), applying rows through the same processors as the interpreter.
+
+Stores live in one ``MapState`` per store (keys and values as bytes, :mod:`streams.state_codec`)
+behind a write-back cache: a batch reads each entry from Spark once and writes it once, and every
+entry it changed is also emitted as a changelog row (latest value per key, as compaction keeps),
+in the same output — and so the same exactly-once write — as the records the batch produced.
+"""
+from __future__ import annotations
+
+import heapq
+from datetime import datetime, timedelta, timezone
+from typing import Iterator
+
+from streams.interpreter import build_task
+from streams.record import Record
+from streams.state_codec import decode_key, decode_value, encode_key, encode_value
+from streams.topology import Topology, changelog_topic
+
+OUTPUT_DDL = "topic STRING, partition INT, key BINARY, value BINARY, timestamp TIMESTAMP"
+META_STORE = "__meta"
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MS = timedelta(milliseconds=1)
+
+
+def meta_changelog(app: str, sub_id: int) -> str:
+    """The changelog of a sub-topology's processor metadata (each windowed processor's stream time)."""
+    return f"{app}-subtopology-{sub_id}-meta-changelog"
+
+
+def to_ms(ts) -> int:
+    if ts is None:
+        return 0
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=timezone.utc)
+    return (ts - _EPOCH) // _MS
+
+
+
+
+
+class CachedBacking:
+    """A store's backing over a ``MapState``: reads once, writes back once at the end of a batch."""
+    def __init__(self, state, topic: str | None):
+        self.state, self.topic = state, topic
+        self.cache: dict = {}
+        self.dirty: set = set()
+
+    def get(self, key):
+        if key in self.cache:
+            return self.cache[key]
+        kb = encode_key(key)
+        row = self.state.getValue((kb,)) if self.state.containsKey((kb,)) else None
+        value = decode_value(row[0]) if row is not None else None
+        self.cache[key] = value
+        return value
+
+    def put(self, key, value):
+        self.cache[key] = value
+        self.dirty.add(key)
+
+    def delete(self, key):
+        self.cache[key] = None
+        self.dirty.add(key)
+
+    def items(self):
+        seen = {}
+        for (kb,), (vb,) in self.state.iterator():
+            k = decode_key(kb)
+            seen[k] = decode_value(vb)
+        for k in self.dirty:
+            seen[k] = self.cache[k]
+        return iter([(k, v) for k, v in seen.items() if v is not None])
+
+    def flush(self, partition: int, timestamp) -> Iterator[tuple]:
+        for key in sorted(self.dirty, key=encode_key):
+            kb = encode_key(key)
+            value = self.cache[key]
+            if value is None:
+                self.state.removeKey((kb,))
+                vb = None
+            else:
+                vb = encode_value(value)
+                self.state.updateValue((kb,), (vb,))
+            if self.topic is not None:
+                yield (self.topic, partition, kb, vb, timestamp)
+        self.dirty.clear()
+
+
+def ordered(rows) -> list:
+    """A task's rows in processing order: offset order within each input topic, merged across topics
+    by timestamp (the lowest head first, ties by topic name), as Kafka's partition group picks."""
+    by_topic: dict[str, list] = {}
+    for r in rows:
+        by_topic.setdefault(r["topic"], []).append(r)
+    lists = [sorted(rs, key=lambda r: r["offset"]) for rs in by_topic.values()]
+    if len(lists) == 1:
+        return lists[0]
+    heap = [(to_ms(l[0]["timestamp"]), l[0]["topic"], i, 0) for i, l in enumerate(lists)]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        _, topic, i, j = heapq.heappop(heap)
+        out.append(lists[i][j])
+        if j + 1 < len(lists[i]):
+            nxt = lists[i][j + 1]
+            heapq.heappush(heap, (to_ms(nxt["timestamp"]), topic, i, j + 1))
+    return out
+
+
+def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, defaults, backing=None):
+    """Apply ``rows`` (source rows of one task) and return the task's output rows."""
+    sub = topology.subtopologies[sub_id]
+    task, sources = build_task(topology, sub, app, partition, backing=backing, defaults=defaults)
+    last_ts = None
+    for r in ordered(rows):
+        task.source = (r["topic"], r["partition"], r["offset"])
+        headers = tuple((h["key"], h["value"]) for h in (r["headers"] or ()))
+        sources[r["topic"]].process(Record(r["key"], r["value"], to_ms(r["timestamp"]), headers))
+        last_ts = r["timestamp"]
+    out = []
+    for (t, k, v, ts, hdrs, p) in task.outputs:
+        out.append((t, p, k, v, datetime.fromtimestamp(ts / 1000, tz=timezone.utc)))
+    return task, out, last_ts
+
+
+try:
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+except ImportError:  # pragma: no cover - pyspark is a dependency
+    StatefulProcessor = object
+
+
+class TaskProcessor(StatefulProcessor):
+    """One sub-topology's tasks; Spark groups the input by partition, so each call is one task."""
+
+    def __init__(self, topology: Topology, sub_id: int, app: str, defaults: tuple):
+        self.topology, self.sub_id, self.app, self.defaults = topology, sub_id, app, defaults
+
+    def init(self, handle) -> None:
+        self.handle = handle
+        names = [s.name for s in self.topology.subtopologies[self.sub_id].stores] + [META_STORE]
+        self.states = {n: handle.getMapState(_state_name(n), "k BINARY", "v BINARY") for n in names}
+
+    def _backings(self):
+        out = {}
+        for name, state in self.states.items():
+            topic = meta_changelog(self.app, self.sub_id) if name == META_STORE else changelog_topic(self.app, name)
+            out[name] = CachedBacking(state, topic)
+        return out
+
+    def handleInputRows(self, key, rows, timerValues):
+        from pyspark.sql import Row
+        partition = int(key[0])
+        backings = self._backings()
+        rows = [r.asDict(recursive=False) for r in rows]
+        task, out, last_ts = run_rows(self.topology, self.sub_id, self.app, partition, rows, self.defaults,
+                                      backing=lambda name: backings[name])
+        for t, p, k, v, ts in out:
+            yield Row(topic=t, partition=p, key=k, value=v, timestamp=ts)
+        for name in sorted(backings):
+            for t, p, k, v, ts in backings[name].flush(partition, last_ts):
+                yield Row(topic=t, partition=p, key=k, value=v, timestamp=ts)
+
+    def handleInitialState(self, key, initialState, timerValues) -> None:
+        """A changelog entry, restoring a checkpoint that is gone (the application restarts from the broker)."""
+        state = self.states.get(initialState["store"])
+        if state is not None and initialState["value"] is not None:
+            state.updateValue((initialState["key"],), (initialState["value"],))
+
+    def close(self) -> None:
+        pass
+
+
+def _state_name(store: str) -> str:
+    return "s_" + "".join(c if c.isalnum() else "_" for c in store)
+
+
+def stateless_batches(topology: Topology, sub_id: int, app: str, defaults: tuple):
+    """``mapInArrow``'s function for a stateless sub-topology."""
+    import pyarrow as pa
+
+    schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("key", pa.binary()),
+                        ("value", pa.binary()), ("timestamp", pa.timestamp("us", tz="UTC"))])
+
+    def run(batches):
+        for batch in batches:
+            rows = batch.to_pylist()
+            by_partition: dict[int, list] = {}
+            for r in rows:
+                by_partition.setdefault(r["partition"], []).append(r)
+            out = []
+            for p, rs in sorted(by_partition.items()):
+                _, produced, _ = run_rows(topology, sub_id, app, p, rs, defaults)
+                out.extend(produced)
+            if out:
+                cols = list(zip(*out))
+                yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)], schema=schema)
+    return run
