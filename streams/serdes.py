@@ -1,0 +1,500 @@
+"""Kafka Streams' ``Serdes``, byte for byte, with a Python side and a Spark side.
+
+A topic written here must read in a Java Kafka Streams application and the other way round, so
+the formats are Kafka's (``org.apache.kafka.common.serialization``):
+
+=========  ===============================================================  ===================
+serde      bytes                                                            Spark type
+=========  ===============================================================  ===================
+String     UTF-8 (malformed input decodes to U+FFFD, as Java's ``String``)  STRING
+Long       8 bytes, big-endian two's complement                             BIGINT
+Integer    4 bytes, big-endian two's complement                             INT
+Short      2 bytes, big-endian two's complement                             SMALLINT
+Double     8 bytes, IEEE-754 big-endian (``doubleToLongBits``: one NaN)     DOUBLE
+Float      4 bytes, IEEE-754 big-endian (NaN written as 7fc00000)           FLOAT
+Boolean    1 byte, 0x00 or 0x01 (Kafka 3.x; any other byte is an error)     BOOLEAN
+UUID       the 36-character text, UTF-8 (Python value: ``uuid.UUID``)       STRING
+Void       always null                                                      VOID (NullType)
+Bytes      the bytes as they are (``ByteArray`` too)                        BINARY
+Json       UTF-8 JSON text (:mod:`streams.serdes_json`)                     a struct, or STRING
+Struct     an Arrow IPC stream of one row (:mod:`streams.serdes_struct`)    the struct
+=========  ===============================================================  ===================
+
+Null stays null both ways (tombstones, null keys). The Python side raises
+:class:`SerializationError` for input of the wrong size or content; the Spark side compiles to
+built-in SQL functions (no Python per record, except ``Struct``) and, by default, fails the query
+with Spark's ``raise_error`` carrying the same message; ``decode(col, on_error="null")`` makes a
+bad record null instead, for a DSL that skips it (Kafka's ``LogAndContinueExceptionHandler``).
+
+    serde = Serdes.Long()
+    serde.serialize(1)                 # b"\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x01"
+    df.select(serde.decode(df.value))  # BIGINT column with the same values
+"""
+from __future__ import annotations
+
+import math
+import operator
+import struct
+import uuid as _uuid
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pyspark.sql import types as T
+
+from broker.errors import InvalidConfigError, RiverlogError
+
+
+class SerializationError(RiverlogError):
+    """A value could not be serialized or a record's bytes could not be deserialized (Kafka's
+    ``SerializationException``). ``details`` carries ``serde`` and, when known, ``topic``,
+    ``field`` and ``length``."""
+    code, grpc_status = 1210, "INVALID_ARGUMENT"
+
+
+ON_ERROR = ("fail", "null")
+
+
+@dataclass(frozen=True)
+class Serde:
+    """A serializer and deserializer pair, immutable and picklable (it travels to Spark executors).
+
+    Python side: :meth:`serialize` / :meth:`deserialize`. Spark side: :meth:`decode` turns the
+    ``value`` (or ``key``) binary column into a typed column with the same values, :meth:`encode`
+    turns a typed column into the bytes :meth:`serialize` writes."""
+
+    kafka_name: ClassVar[str] = ""
+
+    @property
+    def name(self) -> str:
+        return self.kafka_name
+
+    def __repr__(self) -> str:
+        return f"Serdes.{self.name}"
+
+    # ------------------------------------------------------------------------------ Python side
+    def serialize(self, obj, topic: str | None = None) -> bytes | None:
+        if obj is None:
+            return None
+        try:
+            return self._serialize(obj)
+        except SerializationError:
+            raise
+        except (TypeError, ValueError, OverflowError, struct.error, UnicodeError) as e:
+            raise self.error(f"cannot serialize {type(obj).__name__} {_short(obj)}: {e}", topic) from None
+
+    def deserialize(self, data: bytes | None, topic: str | None = None) -> Any:
+        if data is None:
+            return None
+        return self._deserialize(bytes(data), topic)
+
+    def _serialize(self, obj) -> bytes:
+        raise NotImplementedError
+
+    def _deserialize(self, data: bytes, topic: str | None) -> Any:
+        raise NotImplementedError
+
+    def error(self, message: str, topic: str | None = None, **details) -> SerializationError:
+        where = f" (topic '{topic}')" if topic else ""
+        return SerializationError(f"{self.name} serde: {message}{where}", serde=self.name, topic=topic, **details)
+
+    # ------------------------------------------------------------------------------- Spark side
+    def spark_type(self) -> T.DataType:
+        raise NotImplementedError
+
+    def decode(self, col, *, on_error: str = "fail", topic: str | None = None):
+        """``col`` (BINARY) as :meth:`spark_type`, the values :meth:`deserialize` returns; a bad record
+        fails the query (``on_error="fail"``) or becomes null (``"null"``)."""
+        from pyspark.sql import functions as F
+        _check_on_error(on_error)
+        return F.when(col.isNull(), F.lit(None)).otherwise(self._decode(col, on_error, topic)).cast(self.spark_type())
+
+    def encode(self, col):
+        """``col`` (of :meth:`spark_type`) as BINARY, the bytes :meth:`serialize` writes."""
+        from pyspark.sql import functions as F
+        return F.when(col.isNull(), F.lit(None)).otherwise(self._encode(col)).cast("binary")
+
+    def _decode(self, col, on_error: str, topic: str | None):
+        raise NotImplementedError
+
+    def _encode(self, col):
+        raise NotImplementedError
+
+    def _bad(self, on_error: str, message, topic: str | None):
+        """The Spark value of a bad record: ``raise_error`` with ``message`` (a str or a string
+        column), or null."""
+        from pyspark.sql import functions as F
+        if on_error == "null":
+            return F.lit(None)
+        where = f" (topic '{topic}')" if topic else ""
+        parts = [F.lit(f"{self.name} serde: "), message if not isinstance(message, str) else F.lit(message),
+                 F.lit(where)]
+        return F.raise_error(F.concat(*parts))
+
+
+def _check_on_error(on_error: str) -> None:
+    if on_error not in ON_ERROR:
+        raise InvalidConfigError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
+
+
+def _short(obj) -> str:
+    text = repr(obj)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ---------------------------------------------------------------------------------- fixed width
+@dataclass(frozen=True, repr=False)
+class _FixedWidth(Serde):
+    width: ClassVar[int] = 0
+
+    def _deserialize(self, data: bytes, topic):
+        if len(data) != self.width:
+            raise self.error(f"expected {self.width} bytes, got {len(data)}", topic, length=len(data))
+        return self._unpack(data)
+
+    def _decode(self, col, on_error, topic):
+        from pyspark.sql import functions as F
+        n = F.octet_length(col)
+        bad = self._bad(on_error, F.concat(F.lit(f"expected {self.width} bytes, got "), n.cast("string")), topic)
+        return F.when(n == self.width, self._decode_exact(col)).otherwise(bad)
+
+
+@dataclass(frozen=True, repr=False)
+class _Integral(_FixedWidth):
+    spark: ClassVar[type] = T.LongType
+
+    def _serialize(self, obj) -> bytes:
+        if isinstance(obj, bool):
+            raise TypeError("a bool is not an integer here")
+        return operator.index(obj).to_bytes(self.width, "big", signed=True)
+
+    def _unpack(self, data: bytes) -> int:
+        return int.from_bytes(data, "big", signed=True)
+
+    def spark_type(self):
+        return self.spark()
+
+    def _decode_exact(self, col):
+        from pyspark.sql import functions as F
+        if self.width == 8:
+            return F.conv(F.hex(col), 16, -10).cast("bigint")   # a negative base reads two's complement
+        unsigned = F.conv(F.hex(col), 16, 10).cast("bigint")
+        half = 1 << (8 * self.width - 1)
+        return F.when(unsigned >= half, unsigned - 2 * half).otherwise(unsigned)
+
+    def _encode(self, col):
+        from pyspark.sql import functions as F
+        bits = col.cast("bigint")
+        if self.width < 8:
+            bits = bits.bitwiseAND(F.lit((1 << (8 * self.width)) - 1))
+        return F.unhex(F.lpad(F.hex(bits), 2 * self.width, "0"))
+
+
+@dataclass(frozen=True, repr=False)
+class LongSerde(_Integral):
+    kafka_name, width, spark = "Long", 8, T.LongType
+
+
+@dataclass(frozen=True, repr=False)
+class IntegerSerde(_Integral):
+    kafka_name, width, spark = "Integer", 4, T.IntegerType
+
+
+@dataclass(frozen=True, repr=False)
+class ShortSerde(_Integral):
+    kafka_name, width, spark = "Short", 2, T.ShortType
+
+
+@dataclass(frozen=True, repr=False)
+class DoubleSerde(_FixedWidth):
+    """IEEE-754 binary64. Spark has no function reinterpreting bits as a double (``reflect`` with
+    ``Double.longBitsToDouble`` works but runs ~4x slower and is non-deterministic to the
+    optimizer), so :mod:`streams.serdes_ieee` computes the value from sign, exponent and mantissa
+    with exact power-of-two arithmetic."""
+    kafka_name, width = "Double", 8
+    fmt: ClassVar[str] = ">d"
+    nan: ClassVar[bytes] = bytes.fromhex("7ff8000000000000")
+
+    def _serialize(self, obj) -> bytes:
+        if isinstance(obj, (bool, str, bytes)):
+            raise TypeError("not a number")
+        x = float(obj)
+        if math.isnan(x):
+            return self.nan     # Java's doubleToLongBits / floatToRawIntBits of Java's NaN constant
+        try:
+            return struct.pack(self.fmt, x)
+        except OverflowError:   # beyond Float's range: Java's (float) cast gives infinity
+            return struct.pack(self.fmt, math.copysign(math.inf, x))
+
+    def _unpack(self, data: bytes) -> float:
+        return struct.unpack(self.fmt, data)[0]
+
+    def spark_type(self):
+        return T.DoubleType()
+
+    def _decode_exact(self, col):
+        from streams.serdes_ieee import bits_to_float, DOUBLE
+        return bits_to_float(col, DOUBLE)
+
+    def _encode(self, col):
+        from streams.serdes_ieee import float_to_bytes, DOUBLE
+        return float_to_bytes(col, DOUBLE)
+
+
+@dataclass(frozen=True, repr=False)
+class FloatSerde(DoubleSerde):
+    """IEEE-754 binary32. Python floats are doubles: serializing rounds to the nearest float (as
+    Java's ``(float)`` cast) and deserializing widens exactly."""
+    kafka_name, width = "Float", 4
+    fmt: ClassVar[str] = ">f"
+    nan: ClassVar[bytes] = bytes.fromhex("7fc00000")
+
+    def spark_type(self):
+        return T.FloatType()
+
+    def _decode_exact(self, col):
+        from streams.serdes_ieee import bits_to_float, FLOAT
+        return bits_to_float(col, FLOAT)
+
+    def _encode(self, col):
+        from streams.serdes_ieee import float_to_bytes, FLOAT
+        return float_to_bytes(col, FLOAT)
+
+
+@dataclass(frozen=True, repr=False)
+class BooleanSerde(_FixedWidth):
+    """Kafka 3.x's: one byte, 0x01 for true and 0x00 for false; any other byte is an error."""
+    kafka_name, width = "Boolean", 1
+
+    def _serialize(self, obj) -> bytes:
+        if not isinstance(obj, bool):
+            raise TypeError("not a bool")
+        return b"\x01" if obj else b"\x00"
+
+    def _deserialize(self, data: bytes, topic):
+        if len(data) == 1 and data[0] > 1:
+            raise self.error(f"unexpected byte {data[0]:#04x}, expected 0x00 or 0x01", topic, length=1)
+        return super()._deserialize(data, topic)
+
+    def _unpack(self, data: bytes) -> bool:
+        return data == b"\x01"
+
+    def spark_type(self):
+        return T.BooleanType()
+
+    def _decode(self, col, on_error, topic):
+        from pyspark.sql import functions as F
+        n = F.octet_length(col)
+        size = F.concat(F.lit("expected 1 bytes, got "), n.cast("string"))
+        byte = F.concat(F.lit("unexpected byte 0x"), F.lower(F.hex(col)), F.lit(", expected 0x00 or 0x01"))
+        return (F.when(col == F.lit(b"\x01"), F.lit(True)).when(col == F.lit(b"\x00"), F.lit(False))
+                .when(n != 1, self._bad(on_error, size, topic)).otherwise(self._bad(on_error, byte, topic)))
+
+    def _encode(self, col):
+        from pyspark.sql import functions as F
+        return F.when(col, F.lit(b"\x01")).otherwise(F.lit(b"\x00"))
+
+
+# -------------------------------------------------------------------------------------- others
+@dataclass(frozen=True, repr=False)
+class StringSerde(Serde):
+    """UTF-8. Malformed bytes decode to U+FFFD, as Java's ``new String(bytes, UTF_8)`` does, on both
+    sides (Spark: ``make_valid_utf8``). A str with lone surrogates cannot be written (Java would
+    write '?')."""
+    kafka_name = "String"
+
+    def _serialize(self, obj) -> bytes:
+        if not isinstance(obj, str):
+            raise TypeError("not a str")
+        return obj.encode("utf-8")
+
+    def _deserialize(self, data: bytes, topic):
+        return data.decode("utf-8", errors="replace")
+
+    def spark_type(self):
+        return T.StringType()
+
+    def _decode(self, col, on_error, topic):
+        from pyspark.sql import functions as F
+        return F.make_valid_utf8(col.cast("string"))
+
+    def _encode(self, col):
+        return col.cast("binary")
+
+
+_UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+
+
+@dataclass(frozen=True, repr=False)
+class UUIDSerde(Serde):
+    """Kafka's: the UUID's 36-character text. Python values are ``uuid.UUID`` (a str is accepted
+    when serializing); Spark has no UUID type, so its values are the lower-case text. Only the
+    canonical 8-4-4-4-12 form is read (Java's ``UUID.fromString`` also takes shortened groups)."""
+    kafka_name = "UUID"
+
+    def _serialize(self, obj) -> bytes:
+        if isinstance(obj, str):
+            obj = self._parse(obj, None)
+        if not isinstance(obj, _uuid.UUID):
+            raise TypeError("not a uuid.UUID")
+        return str(obj).encode("ascii")
+
+    def _deserialize(self, data: bytes, topic):
+        return self._parse(data.decode("utf-8", errors="replace"), topic)
+
+    def _parse(self, text: str, topic):
+        import re
+        if not re.fullmatch(_UUID_PATTERN[1:-1], text):
+            raise self.error(f"{_short(text)} is not a UUID (8-4-4-4-12 hex digits)", topic, length=len(text))
+        return _uuid.UUID(text)
+
+    def spark_type(self):
+        return T.StringType()
+
+    def _decode(self, col, on_error, topic):
+        from pyspark.sql import functions as F
+        text = F.make_valid_utf8(col.cast("string"))
+        bad = self._bad(on_error, F.concat(F.lit("'"), F.substring(text, 1, 60),
+                                           F.lit("' is not a UUID (8-4-4-4-12 hex digits)")), topic)
+        return F.when(text.rlike(_UUID_PATTERN), F.lower(text)).otherwise(bad)
+
+    def _encode(self, col):
+        return self._decode(col.cast("binary"), "fail", None).cast("binary")
+
+
+@dataclass(frozen=True, repr=False)
+class VoidSerde(Serde):
+    """Kafka's: the only value is null; non-null bytes are an error."""
+    kafka_name = "Void"
+
+    def serialize(self, obj, topic: str | None = None):
+        if obj is not None:
+            raise self.error(f"only None can be written, not {_short(obj)}", topic)
+        return None
+
+    def _deserialize(self, data: bytes, topic):
+        raise self.error(f"expected null, got {len(data)} bytes", topic, length=len(data))
+
+    def spark_type(self):
+        return T.NullType()
+
+    def _decode(self, col, on_error, topic):
+        from pyspark.sql import functions as F
+        return self._bad(on_error, F.concat(F.lit("expected null, got "), F.octet_length(col).cast("string"),
+                                            F.lit(" bytes")), topic)
+
+    def _encode(self, col):
+        from pyspark.sql import functions as F
+        return F.raise_error(F.lit("Void serde: only null can be written"))
+
+
+@dataclass(frozen=True, repr=False)
+class BytesSerde(Serde):
+    """The bytes as they are (Kafka's ``Bytes``; ``ByteArray`` is the same on the wire)."""
+    kafka_name = "Bytes"
+
+    def _serialize(self, obj) -> bytes:
+        if not isinstance(obj, (bytes, bytearray, memoryview)):
+            raise TypeError("not bytes")
+        return bytes(obj)
+
+    def _deserialize(self, data: bytes, topic):
+        return data
+
+    def spark_type(self):
+        return T.BinaryType()
+
+    def _decode(self, col, on_error, topic):
+        return col
+
+    def _encode(self, col):
+        return col
+
+
+@dataclass(frozen=True, repr=False)
+class ByteArraySerde(BytesSerde):
+    kafka_name = "ByteArray"
+
+
+# ------------------------------------------------------------------------------------ factories
+class Serdes:
+    """Kafka's factory names: ``Serdes.String()``, ``Serdes.Long()``, ``Serdes.Json(schema)``, ..."""
+
+    @staticmethod
+    def Bytes() -> Serde: return BytesSerde()            # noqa: E704
+    @staticmethod
+    def ByteArray() -> Serde: return ByteArraySerde()    # noqa: E704
+    @staticmethod
+    def String() -> Serde: return StringSerde()          # noqa: E704
+    @staticmethod
+    def Long() -> Serde: return LongSerde()              # noqa: E704
+    @staticmethod
+    def Integer() -> Serde: return IntegerSerde()        # noqa: E704
+    @staticmethod
+    def Short() -> Serde: return ShortSerde()            # noqa: E704
+    @staticmethod
+    def Double() -> Serde: return DoubleSerde()          # noqa: E704
+    @staticmethod
+    def Float() -> Serde: return FloatSerde()            # noqa: E704
+    @staticmethod
+    def Boolean() -> Serde: return BooleanSerde()        # noqa: E704
+    @staticmethod
+    def UUID() -> Serde: return UUIDSerde()              # noqa: E704
+    @staticmethod
+    def Void() -> Serde: return VoidSerde()              # noqa: E704
+
+    @staticmethod
+    def Json(schema=None) -> Serde:
+        """JSON text; with ``schema`` (a StructType or DDL string) values are coerced as Spark's
+        ``from_json`` does, without one any JSON value is accepted (Spark side: the JSON text)."""
+        from streams.serdes_json import JsonSerde
+        return JsonSerde.of(schema)
+
+    @staticmethod
+    def Struct(schema) -> Serde:
+        """Riverlog's columnar serde: an Arrow IPC stream of one row of ``schema``."""
+        from streams.serdes_struct import StructSerde
+        return StructSerde.of(schema)
+
+
+_BY_NAME = {cls.kafka_name: cls for cls in (BytesSerde, ByteArraySerde, StringSerde, LongSerde, IntegerSerde,
+                                            ShortSerde, DoubleSerde, FloatSerde, BooleanSerde, UUIDSerde, VoidSerde)}
+_KAFKA_PREFIXES = ("org.apache.kafka.common.serialization.Serdes$", "org.apache.kafka.common.serialization.Serdes.",
+                   "Serdes$", "Serdes.")
+
+
+def serde_of(x, what: str = "serde") -> Serde:
+    """A :class:`Serde` from an instance, a factory (``Serdes.String``) or a class name as Kafka's
+    ``default.key.serde`` / ``default.value.serde`` configs hold it
+    (``"org.apache.kafka.common.serialization.Serdes$StringSerde"``, ``"StringSerde"``, ``"String"``;
+    ``"Json"`` is the schema-less JSON serde)."""
+    if isinstance(x, Serde):
+        return x
+    if callable(x) and not isinstance(x, type):
+        made = x()
+        if isinstance(made, Serde):
+            return made
+    if isinstance(x, type) and issubclass(x, Serde) and x.kafka_name in _BY_NAME:
+        return x()
+    if isinstance(x, str):
+        name = x.strip()
+        for prefix in _KAFKA_PREFIXES:
+            if name.startswith(prefix):
+                name = name[len(prefix):]
+                break
+        if name.endswith("Serde") and name != "Serde":
+            name = name[:-len("Serde")]
+        if name in _BY_NAME:
+            return _BY_NAME[name]()
+        if name == "Json":
+            return Serdes.Json()
+    known = ", ".join(sorted(_BY_NAME)) + ", Json"
+    raise InvalidConfigError(f"{what} {x!r} is not a known serde; use a Serde instance or one of: {known} "
+                             "(also as 'org.apache.kafka.common.serialization.Serdes$<Name>Serde')")
+
+
+from streams.serdes_json import JsonSerde  # noqa: E402  (they build on Serde above)
+from streams.serdes_struct import StructSerde  # noqa: E402
+
+__all__ = ["Serde", "Serdes", "SerializationError", "serde_of", "JsonSerde", "StructSerde", "BytesSerde",
+           "ByteArraySerde", "StringSerde", "LongSerde", "IntegerSerde", "ShortSerde", "DoubleSerde", "FloatSerde",
+           "BooleanSerde", "UUIDSerde", "VoidSerde"]
