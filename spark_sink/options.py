@@ -5,9 +5,10 @@ Options mirror Spark's Kafka sink with ``riverlog.`` in place of ``kafka.``: eve
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
-from broker.client import PRODUCER_CONFIG
+from broker.client import PRODUCER_CONFIG, TopicPartition
 from broker.errors import InvalidConfigError
 
 PREFIX = "riverlog."
@@ -18,7 +19,7 @@ EXACTLY_ONCE, AT_LEAST_ONCE = "exactly-once", "at-least-once"
 DEFAULT_TXN_TIMEOUT_MS = 900_000
 # Options Spark itself adds or that other writers of the same query may carry.
 _SPARK_OWN = {"checkpointlocation", "path", "queryname"}
-_OWN = {"topic", "deliveryguarantee", "sinkid", "batchid", "includeheaders"}
+_OWN = {"topic", "deliveryguarantee", "sinkid", "batchid", "includeheaders", "groupid", "groupoffsets"}
 # The sink sets these itself: a user's value would break the delivery guarantee.
 _RESERVED = {"transactional.id", "enable.idempotence", "acks", "bootstrap.servers"}
 
@@ -34,6 +35,10 @@ class SinkOptions:
     # Spark's includeHeaders: None (unset) writes a ``headers`` column when there is one (as Spark's
     # Kafka sink does); true requires that column; false writes no headers even if it is there.
     include_headers: bool | None = None
+    # A foreachBatch write's input progress, committed in the same exactly-once batch as its rows:
+    # the consumer group and its next offsets to read, as (topic, partition, offset), sorted.
+    group_id: str | None = None
+    group_offsets: tuple[tuple[str, int, int], ...] | None = None
 
     @classmethod
     def parse(cls, options) -> "SinkOptions":
@@ -48,7 +53,8 @@ class SinkOptions:
             if not key.startswith(PREFIX):
                 raise InvalidConfigError(
                     f"unknown option '{key}' for the riverlog sink; expected {BOOTSTRAP}, topic, includeHeaders, "
-                    f"deliveryGuarantee, sinkId, batchId or {PREFIX}<producer config>", config=key)
+                    f"deliveryGuarantee, sinkId, batchId, groupId, groupOffsets or {PREFIX}<producer config>",
+                    config=key)
             name = key[len(PREFIX):]
             if name in _RESERVED:
                 raise InvalidConfigError(f"option '{key}' is set by the sink (deliveryGuarantee decides it)",
@@ -82,7 +88,20 @@ class SinkOptions:
                 raise InvalidConfigError(f"option 'includeHeaders' must be true or false, got {include_headers!r}",
                                          config="includeHeaders")
             include_headers = str(include_headers).lower() == "true"
-        return cls(bootstrap, opts.get("topic") or None, guarantee, sink_id, producer, batch_id, include_headers)
+        group_id, group_offsets = _group_progress(opts, guarantee, batch_id)
+        return cls(bootstrap, opts.get("topic") or None, guarantee, sink_id, producer, batch_id, include_headers,
+                   group_id, group_offsets)
+
+    def offsets(self) -> list[TopicPartition] | None:
+        """``groupOffsets`` as the client's offsets (None without them)."""
+        if self.group_offsets is None:
+            return None
+        return [TopicPartition(t, p, o) for t, p, o in self.group_offsets]
+
+    @property
+    def transaction_timeout_ms(self) -> int:
+        """The tasks' transaction.timeout.ms, which the driver's offsets transaction shares."""
+        return int(self.producer_config("any")["transaction.timeout.ms"])
 
     def writes_headers(self, columns) -> bool:
         return "headers" in {c.lower() for c in columns} and self.include_headers is not False
@@ -102,6 +121,51 @@ class SinkOptions:
         """For the driver's admin calls and the commit log: the connection settings only."""
         keep = ("request.timeout.ms", "retry.backoff.ms", "client.id")
         return {"bootstrap.servers": self.bootstrap, **{k: v for k, v in self.producer.items() if k in keep}}
+
+
+def _group_progress(opts: dict, guarantee: str, batch_id: int | None):
+    """``groupId`` and ``groupOffsets``: both or neither, on an exactly-once write with a batchId."""
+    group_id, raw = opts.get("groupid"), opts.get("groupoffsets")
+    if group_id is None and raw is None:
+        return None, None
+    if group_id is None or raw is None:
+        missing, given = ("groupId", "groupOffsets") if group_id is None else ("groupOffsets", "groupId")
+        raise InvalidConfigError(f"option '{given}' needs '{missing}' too: the offsets of which group / which offsets "
+                                 "of the group", config=missing)
+    if not str(group_id).strip():
+        raise InvalidConfigError("option 'groupId' must be a non-empty consumer group id", config="groupId")
+    if guarantee != EXACTLY_ONCE or batch_id is None:
+        raise InvalidConfigError(
+            "option 'groupId' commits a foreachBatch micro-batch's input offsets with its output: it needs "
+            f"deliveryGuarantee {EXACTLY_ONCE} (the default) and 'sinkId' and 'batchId'", config="groupId")
+    return str(group_id), _parse_offsets(raw)
+
+
+def _parse_offsets(raw) -> tuple[tuple[str, int, int], ...]:
+    """``{"topic": {"partition": nextOffsetToRead}}`` (the source's offset JSON) into sorted triples."""
+    def bad(why: str) -> InvalidConfigError:
+        return InvalidConfigError(f"option 'groupOffsets' {why}; expected JSON "
+                                  '{"topic": {"partition": nextOffsetToRead}}, e.g. {"orders": {"0": 42}}',
+                                  config="groupOffsets")
+    try:
+        doc = json.loads(raw)
+    except (TypeError, ValueError) as e:
+        raise bad(f"is not JSON ({e})") from None
+    if not isinstance(doc, dict) or not doc:
+        raise bad("names no topic")
+    out = []
+    for topic, partitions in doc.items():
+        if not topic or not isinstance(partitions, dict) or not partitions:
+            raise bad(f"has no partitions for topic {topic!r}")
+        for partition, offset in partitions.items():
+            if not str(partition).isdigit():
+                raise bad(f"has partition {partition!r} of topic {topic!r}, not a partition number")
+            if type(offset) is not int or offset < 0:
+                raise bad(f"has offset {offset!r} for {topic} [{partition}], not a next offset to read (0 or more)")
+            out.append((topic, int(partition), offset))
+    if len({(t, p) for t, p, _ in out}) != len(out):
+        raise bad("names a partition twice")
+    return tuple(sorted(out))
 
 
 def check_schema(schema, options: SinkOptions) -> None:

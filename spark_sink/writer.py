@@ -97,8 +97,11 @@ class _RiverlogWriter:
         sink_id, done = self._owner(messages)
         if sink_id is None:
             return
-        with ExactlyOnce(self.options.client_config(), sink_id) as eo, sink_errors():
-            eo.commit(batch_id, [m.attempt for m in done if m.attempt is not None], record=record)
+        opts = self.options
+        with ExactlyOnce(opts.client_config(), sink_id, transaction_timeout_ms=opts.transaction_timeout_ms) as eo, \
+                sink_errors():
+            eo.commit(batch_id, [m.attempt for m in done if m.attempt is not None], record=record,
+                      offsets=opts.offsets(), group_id=opts.group_id)
 
     def _abort(self, messages, batch_id: int, record: bool) -> None:
         if not self.options.exactly_once:
@@ -115,7 +118,10 @@ class BatchWriter(_RiverlogWriter, DataSourceArrowWriter):
 
     With ``sinkId`` and ``batchId`` (inside ``foreachBatch``, e.g. for ``outputMode("update")``,
     which Python data source sinks do not offer), the write is that micro-batch of that sink and is
-    recorded like a streaming one: a replayed batch id is recognised and not written twice."""
+    recorded like a streaming one: a replayed batch id is recognised and not written twice. With
+    ``groupId`` and ``groupOffsets`` too, the driver's commit also commits those offsets for that
+    group in the same batch (the client's offsets attempt): a consume-transform-produce query's
+    input progress becomes visible exactly when its output does."""
 
     def __init__(self, options, schema):
         super().__init__(options, schema)
@@ -147,6 +153,10 @@ class StreamWriter(_RiverlogWriter, DataSourceStreamArrowWriter):
 
     def __init__(self, options, schema):
         super().__init__(options, schema)
+        if self.options.group_id is not None:
+            raise InvalidConfigError("options 'groupId' and 'groupOffsets' are for a batch write inside foreachBatch "
+                                     "(one micro-batch, one set of offsets); a streaming write's own source commits "
+                                     "its group (the source's 'groupId' option)", config="groupId")
         if self.options.exactly_once:
             DecisionLog(self.options.client_config()).ensure_topic()
 

@@ -1,0 +1,70 @@
+"""The sink's groupId / groupOffsets options (a foreachBatch write's input offsets, committed in
+its exactly-once batch): parsed once, both or neither, refused where they cannot be exactly-once."""
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from broker.client import TopicPartition
+from broker.errors import InvalidConfigError
+from spark_sink.options import SinkOptions
+
+pytestmark = pytest.mark.unit
+
+BASE = {"riverlog.bootstrap.servers": "127.0.0.1:1", "topic": "out", "sinkId": "app", "batchId": "7"}
+
+
+def parse(**options) -> SinkOptions:
+    return SinkOptions.parse({**BASE, **options})
+
+
+def test_group_offsets_in_the_sources_offset_format_become_the_clients_offsets():
+    opts = parse(groupId="app-in", groupOffsets='{"orders": {"1": 5, "0": 42}, "clicks": {"0": 0}}')
+    assert opts.group_id == "app-in"
+    assert opts.group_offsets == (("clicks", 0, 0), ("orders", 0, 42), ("orders", 1, 5))
+    assert opts.offsets() == [TopicPartition("clicks", 0, 0), TopicPartition("orders", 0, 42),
+                              TopicPartition("orders", 1, 5)]
+    assert pickle.loads(pickle.dumps(opts)) == opts                  # the writer travels to executors
+    # Option names are case-insensitive, as Spark's.
+    assert SinkOptions.parse({**BASE, "GROUPID": "g", "groupoffsets": '{"a": {"0": 1}}'}).group_id == "g"
+
+
+def test_without_them_nothing_changes():
+    opts = parse()
+    assert opts.group_id is None and opts.group_offsets is None and opts.offsets() is None
+
+
+def test_the_offsets_transaction_lives_as_long_as_the_tasks():
+    assert parse().transaction_timeout_ms == 900_000
+    assert parse(**{"riverlog.transaction.timeout.ms": "120000"}).transaction_timeout_ms == 120_000
+
+
+@pytest.mark.parametrize("options, named, says", [
+    ({"groupId": "g"}, "groupOffsets", "needs 'groupOffsets'"),
+    ({"groupOffsets": '{"a": {"0": 1}}'}, "groupId", "needs 'groupId'"),
+    ({"groupId": " ", "groupOffsets": '{"a": {"0": 1}}'}, "groupId", "non-empty"),
+    ({"groupId": "g", "groupOffsets": '{"a": {"0": 1}}', "deliveryGuarantee": "at-least-once"}, "groupId",
+     "exactly-once"),
+    ({"groupId": "g", "groupOffsets": "{not json"}, "groupOffsets", "is not JSON"),
+    ({"groupId": "g", "groupOffsets": "{}"}, "groupOffsets", "names no topic"),
+    ({"groupId": "g", "groupOffsets": "[1]"}, "groupOffsets", "names no topic"),
+    ({"groupId": "g", "groupOffsets": '{"a": {}}'}, "groupOffsets", "no partitions for topic 'a'"),
+    ({"groupId": "g", "groupOffsets": '{"a": [0]}'}, "groupOffsets", "no partitions for topic 'a'"),
+    ({"groupId": "g", "groupOffsets": '{"a": {"x": 1}}'}, "groupOffsets", "not a partition number"),
+    ({"groupId": "g", "groupOffsets": '{"a": {"0": -2}}'}, "groupOffsets", "not a next offset"),
+    ({"groupId": "g", "groupOffsets": '{"a": {"0": 1.5}}'}, "groupOffsets", "not a next offset"),
+    ({"groupId": "g", "groupOffsets": '{"a": {"0": "3"}}'}, "groupOffsets", "not a next offset"),
+    ({"groupId": "g", "groupOffsets": '{"a": {"0": 1, "00": 2}}'}, "groupOffsets", "a partition twice"),
+])
+def test_bad_group_options_fail_at_parse_naming_the_option(options, named, says):
+    with pytest.raises(InvalidConfigError, match=says) as caught:
+        parse(**options)
+    assert caught.value.details["config"] == named
+
+
+def test_they_need_a_batch_id():
+    no_batch = {k: v for k, v in BASE.items() if k != "batchId"}
+    with pytest.raises(InvalidConfigError, match="'sinkId' and 'batchId'") as caught:
+        SinkOptions.parse({**no_batch, "groupId": "g", "groupOffsets": '{"a": {"0": 1}}'})
+    assert caught.value.details["config"] == "groupId"
