@@ -20,7 +20,7 @@ since processing must not read the clock.
 
 Retention mirrors Kafka's segmented stores: a store's time is the largest window start (session
 end) put; entries older than store time − retention (+1 with emit-on-update's key-first stores)
-are gone. So with the default retention (size + grace), a window that closes *and* expires on the
+are gone (sessions with emit-on-close: see ``SessionWindowAggregate``). So with the default retention (size + grace), a window that closes *and* expires on the
 same jump of stream time is never emitted on close — as in Kafka; give the store a longer
 retention to avoid it.
 
@@ -342,7 +342,7 @@ class SessionWindowAggregate(_WindowedAggregate):
         gap = self.windows.inactivityGap()
         close = self.observe_stream_time("streamTime", ts) - self.windows.gracePeriodMs() - gap
         merged, agg, start, end = [], self.initializer(), ts, ts
-        for window, value in self.store.find_sessions(key, ts - gap, ts + gap):
+        for window, value in self._live_sessions(key, ts - gap, ts + gap):
             merged.append((window, value))
             agg = self.merger(key, agg, value)
             start, end = min(start, window.start), max(end, window.end)
@@ -360,6 +360,26 @@ class SessionWindowAggregate(_WindowedAggregate):
             self._observe_store_time(end)
             self._forward_update(session, None, agg, end, record.headers)
         self._maybe_emit_final(record, close)
+
+    def _observe_store_time(self, t: int) -> None:
+        """Kafka's time-ordered session store finds closed sessions by end time without the
+        retention filter its key lookups apply; so with emit-on-close a session is deleted only
+        once emitted, and key lookups skip what Kafka's would not see."""
+        if self.emit == ON_WINDOW_UPDATE:
+            super()._observe_store_time(t)
+            return
+        seen = self.context.meta("storeTime")
+        if seen is None or t > seen:
+            self.context.set_meta("storeTime", t)
+            last = self.context.meta("lastEmitCloseTime")
+            if last is not None:
+                self.store.expire_all(min(t - self.retention + 1, last))
+
+    def _live_sessions(self, key, earliest_end: int, latest_start: int):
+        store_time = self.context.meta("storeTime")
+        if store_time is not None:
+            earliest_end = max(earliest_end, store_time - self.retention + 1)
+        return self.store.find_sessions(key, earliest_end, latest_start)
 
     def _maybe_emit_final(self, record: Record, close: int) -> None:
         if not self._should_emit_final(close):
