@@ -225,7 +225,7 @@ class KGroupedTable:
         base = self._grouped.name or spec.name
         topic = f"{base}-repartition"
         sink = self._b.add(f"{base}-repartition-sink", "sink", "repartition",
-                           lambda: Sink(topic, None, ks, vs, changes=True), [self._selected], topics=(topic,),
+                           lambda: Sink(topic, None, ks, vs, changes=True, internal=True), [self._selected], topics=(topic,),
                            internal=True, key_serde=ks, value_serde=vs)
         src = self._b.add(f"{base}-repartition-source", "source", "repartition",
                           lambda: Source(ks, vs, changes=True), [], topics=(topic,), internal=True,

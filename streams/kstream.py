@@ -134,7 +134,7 @@ class KStream:
             upstream = self._then("KSTREAM-FILTER-", "filter", lambda: Filter(f), None,
                                   {"predicate": f, "drop_null_keys": True})
         sink = self._b.add(f"{name}-repartition-sink", "sink", "repartition",
-                           lambda: Sink(topic, None, ks, vs), [upstream._node], topics=(topic,), internal=True,
+                           lambda: Sink(topic, None, ks, vs, internal=True), [upstream._node], topics=(topic,), internal=True,
                            args={"partitions": partitions}, key_serde=ks, value_serde=vs)
         src = self._b.add(f"{name}-repartition-source", "source", "repartition",
                           lambda: Source(ks, vs), [], topics=(topic,), internal=True,

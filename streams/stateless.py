@@ -195,8 +195,8 @@ class Sink(Processor):
     """Serializes and hands the record to the task's output (a topic, fixed or chosen per record).
     A KTable's change is written as its new value (null for a delete), as Kafka writes a changelog."""
     def __init__(self, topic: str | None, extractor: Fn | None, key_serde, value_serde, partitioner=None,
-                 changes: bool = False):
-        self.topic, self.extractor = topic, extractor
+                 changes: bool = False, internal: bool = False):
+        self.topic, self.extractor, self.internal = topic, extractor, internal
         self.key_serde, self.value_serde, self.partitioner = key_serde, value_serde, partitioner
         self.changes = changes
 
@@ -204,6 +204,8 @@ class Sink(Processor):
         value = record.value if self.changes else _value_of(record.value)
         key = record.key
         topic = self.topic
+        if self.internal:
+            topic = f"{self.context.application_id}-{topic}"
         if topic is None:
             f = self.extractor.fn
             topic = f(key, value) if self.extractor.arity == 2 else f(key, value, record)

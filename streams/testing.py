@@ -148,22 +148,30 @@ class TestOutputTopic:
         return self.getQueueSize() == 0
 
 
+def _plain(v, timestamped: bool):
+    """Stores keep Kafka's ValueAndTimestamp as (value, timestamp); a plain view shows the value."""
+    if timestamped or not isinstance(v, tuple) or len(v) != 2:
+        return v
+    return v[0]
+
+
 class ReadOnlyStore:
-    """A store read across the tasks that hold its partitions (an interactive query's view)."""
-    def __init__(self, name: str, stores: list):
-        self.name, self._stores = name, stores
+    """A store read across the tasks that hold its partitions (an interactive query's view).
+    ``timestamped`` views return (value, timestamp) as Kafka's ``ValueAndTimestamp``."""
+    def __init__(self, name: str, stores: list, timestamped: bool = False):
+        self.name, self._stores, self._ts = name, stores, timestamped
 
     def get(self, key):
         for s in self._stores:
             v = s.get(key)
             if v is not None:
-                return v
+                return _plain(v, self._ts)
         return None
 
     def all(self) -> list:
         out = []
         for s in self._stores:
-            out.extend(s.all())
+            out.extend((k, _plain(v, self._ts)) for k, v in s.all())
         return out
 
     def approximateNumEntries(self) -> int:
@@ -173,14 +181,15 @@ class ReadOnlyStore:
         """Window stores: ``fetch(key, start)`` one window, ``fetch(key, from, to)`` a range;
         session stores: ``fetch(key)`` every session of the key."""
         if time_from is None:
-            return [(w, v) for s in self._stores for w, v in s.find_sessions(key, -(2 ** 63), 2 ** 63 - 1)]
+            return [(w, _plain(v, self._ts)) for s in self._stores
+                    for w, v in s.find_sessions(key, -(2 ** 63), 2 ** 63 - 1)]
         if time_to is None:
             for s in self._stores:
                 v = s.fetch(key, _ms(time_from))
                 if v is not None:
-                    return v
+                    return _plain(v, self._ts)
             return None
-        return [e for s in self._stores for e in s.fetch_range(key, _ms(time_from), _ms(time_to))]
+        return [(t, _plain(v, self._ts)) for s in self._stores for t, v in s.fetch_range(key, _ms(time_from), _ms(time_to))]
 
     def findSessions(self, key, earliest_end, latest_start):
         return [e for s in self._stores for e in s.find_sessions(key, _ms(earliest_end), _ms(latest_start))]
@@ -218,20 +227,20 @@ class TopologyTestDriver:
     def producedTopicNames(self) -> set[str]:
         return set(self._written)
 
-    def _store(self, name: str, kind: str | None = None) -> ReadOnlyStore:
+    def _store(self, name: str, kind: str | None = None, timestamped: bool = False) -> ReadOnlyStore:
         spec = self._interp.topology.stores().get(name)
         if spec is None:
             raise InvalidStateStoreError(f"no store named {name!r}; the topology has "
                                          f"{sorted(self._interp.topology.stores())}")
         if kind is not None and spec.kind != kind:
             raise InvalidStateStoreError(f"store {name!r} is a {spec.kind} store, not a {kind} store")
-        return ReadOnlyStore(name, self._interp.stores(name))
+        return ReadOnlyStore(name, self._interp.stores(name), timestamped)
 
     def getKeyValueStore(self, name: str) -> ReadOnlyStore:
         return self._store(name, "keyValue")
 
     def getTimestampedKeyValueStore(self, name: str) -> ReadOnlyStore:
-        return self._store(name, "keyValue")
+        return self._store(name, "keyValue", timestamped=True)
 
     def getWindowStore(self, name: str) -> ReadOnlyStore:
         return self._store(name, "window")

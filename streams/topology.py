@@ -162,9 +162,8 @@ class TopologyDescription:
         t, app = self.topology, self.application_id or "<application.id>"
         lines = ["Topologies:"]
         for sub in t.subtopologies:
-            how = ("one streaming query: Spark SQL for the stateless steps, one transformWithState processor "
-                   "per input partition for the stateful ones" if sub.stateful
-                   else "one streaming query, stateless")
+            how = ("one streaming query: transformWithState, one task per input partition" if sub.stateful
+                   else "one streaming query: mapInArrow, stateless")
             lines.append(f"   Sub-topology: {sub.id}  ({how})")
             for n in sub.nodes:
                 if n.kind == "source":
