@@ -170,7 +170,7 @@ def _parse_offsets(raw) -> tuple[tuple[str, int, int], ...]:
 
 def check_schema(schema, options: SinkOptions) -> None:
     """Spark's Kafka sink's input columns: value required; key, headers, topic, partition optional."""
-    from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, StringType, StructType)
+    from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, StringType, StructType, TimestampType)
     fields = {f.name.lower(): f.dataType for f in schema.fields}
 
     def fail(column, expected):
@@ -185,6 +185,8 @@ def check_schema(schema, options: SinkOptions) -> None:
             fail(column, "binary or string")
     if "topic" in fields and not isinstance(fields["topic"], StringType):
         fail("topic", "string")
+    if "timestamp" in fields and not isinstance(fields["timestamp"], TimestampType):
+        fail("timestamp", "timestamp")
     if "partition" in fields and not isinstance(fields["partition"], IntegerType):
         fail("partition", "int")
     if options.include_headers and "headers" not in fields:

@@ -184,7 +184,9 @@ def _produce(producer: Producer, batch: pa.RecordBatch, topic_option: str | None
     def column(name):
         return batch.column(names[name]) if name in names else None
 
-    wanted = ("key", "value", "headers") if with_headers else ("key", "value")
+    # ``timestamp`` (Riverlog's addition to Spark's Kafka sink columns): the record's own time, which
+    # a Streams application keeps from input to output; without it the producer stamps the send time.
+    wanted = ("key", "value", "headers", "timestamp") if with_headers else ("key", "value", "timestamp")
     columns = {name: column(name) for name in wanted if name in names}
     records = pa.RecordBatch.from_arrays(list(columns.values()), names=list(columns))
     topics = None if topic_option is not None else column("topic")
