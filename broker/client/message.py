@@ -1,6 +1,8 @@
 """Messages and topic-partitions, shaped as confluent-kafka's so code ports without change."""
 from __future__ import annotations
 
+import operator
+
 from broker.errors.kafka_error import KafkaError
 
 OFFSET_BEGINNING = -2
@@ -14,34 +16,86 @@ TIMESTAMP_LOG_APPEND_TIME = 2
 
 
 class TopicPartition:
-    """A topic, a partition and (optionally) an offset."""
+    """A topic, a partition and (optionally) an offset, committed metadata and leader epoch,
+    behaving as confluent-kafka's C type does so code that sorts, hashes or prints them ports as is:
 
-    __slots__ = ("topic", "partition", "offset", "metadata", "leader_epoch", "error")
+    - equal, hashed and ordered by (topic, partition) only: ``TopicPartition("t", 0, 5) ==
+      TopicPartition("t", 0, 9)``, so a set of them holds each partition once whatever its offset;
+    - comparing with anything that is not a TopicPartition raises ``NotImplementedError``;
+    - ``topic``, ``metadata``, ``leader_epoch`` and ``error`` are read-only; ``partition`` and
+      ``offset`` may be set; a negative ``leader_epoch`` reads as None;
+    - ``repr`` and ``str``: ``TopicPartition{topic=t,partition=0,offset=-1001,leader_epoch=None,error=None}``.
+
+        TopicPartition("orders", 3, OFFSET_BEGINNING)
+    """
+
+    __slots__ = ("_topic", "partition", "offset", "_metadata", "_leader_epoch", "_error")
 
     def __init__(self, topic: str, partition: int = -1, offset: int = OFFSET_INVALID,
                  metadata: str | None = None, leader_epoch: int | None = None):
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        self.metadata = metadata
-        self.leader_epoch = leader_epoch
-        self.error = None
+        if not isinstance(topic, str):
+            raise TypeError(f"TopicPartition's topic must be a str, not {type(topic).__name__}")
+        if metadata is not None and not isinstance(metadata, str):
+            raise TypeError(f"TopicPartition's metadata must be a str or None, not {type(metadata).__name__}")
+        self._topic = topic
+        self.partition = operator.index(partition)
+        self.offset = operator.index(offset)
+        self._metadata = metadata
+        self._leader_epoch = None if leader_epoch is None or operator.index(leader_epoch) < 0 \
+            else operator.index(leader_epoch)
+        self._error = None
+
+    topic = property(lambda self: self._topic, doc="The topic name.")
+    metadata = property(lambda self: self._metadata, doc="Metadata committed with the offset, or None.")
+    leader_epoch = property(lambda self: self._leader_epoch, doc="The offset's leader epoch, or None.")
+    error = property(lambda self: self._error, doc="A KafkaError for this partition, or None.")
 
     def _key(self):
-        return self.topic, self.partition
+        return self._topic, self.partition
+
+    def _other(self, other) -> "TopicPartition":
+        if type(other) is not type(self):
+            raise NotImplementedError(f"a TopicPartition compares only with a TopicPartition, not {type(other).__name__}")
+        return other
 
     def __eq__(self, other):
-        return isinstance(other, TopicPartition) and (self.topic, self.partition, self.offset) == (
-            other.topic, other.partition, other.offset)
+        return self._key() == self._other(other)._key()
 
-    def __hash__(self):
-        return hash((self.topic, self.partition))
+    def __ne__(self, other):
+        return self._key() != self._other(other)._key()
 
     def __lt__(self, other):
-        return (self.topic, self.partition) < (other.topic, other.partition)
+        return self._key() < self._other(other)._key()
+
+    def __le__(self, other):
+        return self._key() <= self._other(other)._key()
+
+    def __gt__(self, other):
+        return self._key() > self._other(other)._key()
+
+    def __ge__(self, other):
+        return self._key() >= self._other(other)._key()
+
+    def __hash__(self):
+        return hash(self._topic) ^ self.partition
 
     def __repr__(self):
-        return f"TopicPartition{{topic={self.topic},partition={self.partition},offset={self.offset},error={self.error}}}"
+        epoch = "None" if self._leader_epoch is None else self._leader_epoch
+        error = "None" if self._error is None else str(self._error)
+        return (f"TopicPartition{{topic={self._topic},partition={self.partition},offset={self.offset},"
+                f"leader_epoch={epoch},error={error}}}")
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return _rebuild_topic_partition, (self._topic, self.partition, self.offset, self._metadata,
+                                          self._leader_epoch, self._error)
+
+
+def _rebuild_topic_partition(topic, partition, offset, metadata, leader_epoch, error) -> TopicPartition:
+    tp = TopicPartition(topic, partition, offset, metadata, leader_epoch)
+    tp._error = error
+    return tp
 
 
 class Message:
