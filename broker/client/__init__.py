@@ -11,21 +11,26 @@ from broker.client.admin import (AdminClient, AlterConfigOpType, ConfigEntry, Co
 from broker.client.cluster import BrokerMetadata, ClusterMetadata
 from broker.client.config import PRODUCER_CONFIG
 from broker.client.consumer import BATCH_SCHEMA, Consumer, ConsumerGroupMetadata
-from broker.client.error import (ConsumeError, KeyDeserializationError, KeySerializationError, ProduceError,
-                                 SerializationError, ValueDeserializationError, ValueSerializationError)
+from broker.client.error import (ConcurrentModificationException, ConsumeError, IllegalStateException,
+                                 KeyDeserializationError, KeySerializationError, ProduceError, SerializationError,
+                                 ValueDeserializationError, ValueSerializationError)
 from broker.client.exactly_once import ExactlyOnce
 from broker.client.group_admin import (ConsumerGroupDescription, ConsumerGroupListing, ConsumerGroupTopicPartitions,
                                        ListConsumerGroupsResult, MemberAssignment, MemberDescription)
 from broker.client.message import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED,
                                    TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
                                    TIMESTAMP_NOT_AVAILABLE, Message, TopicPartition)
+from broker.client.key_partitioners import consistent, fnv1a, murmur2
 from broker.client.model import (ConsumerGroupState, ConsumerGroupType, ElectionType, IsolationLevel, Node,
-                                 TopicCollection, TopicDescription, TopicPartitionInfo)
+                                 ThrottleEvent, TopicCollection, TopicDescription, TopicPartitionInfo, Uuid)
 from broker.client.producer import Producer
 from broker.client.serializing import DeserializingConsumer, SerializingProducer
 from broker.client.txn_admin import (ActiveProducer, OpenTransaction, PartitionProducers, TransactionDescription,
                                      TransactionHandle, TransactionListing)
+from broker.client.version import libversion, version
 from broker.errors import KafkaError, KafkaException, RiverlogError
+
+__version__ = version()
 
 __all__ = [
     "AdminClient", "AlterConfigOpType", "BATCH_SCHEMA", "BrokerMetadata", "ClusterMetadata", "ConfigEntry",
@@ -42,4 +47,6 @@ __all__ = [
     "ValueDeserializationError", "ValueSerializationError",
     "ActiveProducer", "OpenTransaction", "PartitionProducers", "TransactionDescription", "TransactionListing",
     "ExactlyOnce", "PRODUCER_CONFIG", "TransactionHandle",
+    "ConcurrentModificationException", "IllegalStateException", "ThrottleEvent", "Uuid", "consistent", "fnv1a",
+    "libversion", "murmur2", "version",
 ]

@@ -19,12 +19,12 @@ from broker.client.config import ADMIN_CONFIG, client_config
 from broker.client.group_admin import (ConsumerGroupAdmin, ConsumerGroupDescription, ConsumerGroupListing,
                                        ConsumerGroupTopicPartitions, GroupMember, GroupMetadata,
                                        ListConsumerGroupsResult, MemberAssignment, MemberDescription)
-from broker.client.message import TopicPartition
+from broker.client.message import OFFSET_INVALID, TopicPartition
 from broker.client.model import (ConsumerGroupState, ConsumerGroupType, ElectionType, IsolationLevel, Node,
                                  TopicCollection, TopicDescription, TopicPartitionInfo, _NamedEnum)
 from broker.client.topic_admin import TopicAdmin
 from broker.client.txn_admin import TransactionAdmin
-from broker.errors import NetworkError, RiverlogError, error_for_code
+from broker.errors import KafkaError, KafkaException, NetworkError, RiverlogError, error_for_code
 from broker.proto import riverlog_pb2 as pb
 
 __all__ = [  # confluent_kafka.admin's names that Riverlog has
@@ -34,6 +34,10 @@ __all__ = [  # confluent_kafka.admin's names that Riverlog has
     "GroupMember", "GroupMetadata", "IsolationLevel", "ListConsumerGroupsResult", "ListOffsetsResultInfo",
     "MemberAssignment", "MemberDescription", "NewPartitions", "NewTopic", "Node", "OffsetSpec", "PartitionMetadata",
     "ResourceType", "TopicCollection", "TopicDescription", "TopicMetadata", "TopicPartition", "TopicPartitionInfo",
+    "KafkaError", "KafkaException", "OFFSET_INVALID", "CONFIG_SOURCE_UNKNOWN_CONFIG", "CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG",
+    "CONFIG_SOURCE_DYNAMIC_BROKER_CONFIG", "CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG",
+    "CONFIG_SOURCE_STATIC_BROKER_CONFIG", "CONFIG_SOURCE_DEFAULT_CONFIG", "CONFIG_SOURCE_GROUP_CONFIG",
+    "RESOURCE_UNKNOWN", "RESOURCE_ANY", "RESOURCE_TOPIC", "RESOURCE_GROUP", "RESOURCE_BROKER", "RESOURCE_TRANSACTIONAL_ID",
 ]
 
 
@@ -80,12 +84,21 @@ class ConfigSource(_NamedEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    GROUP_CONFIG = 8
 
     @classmethod
     def of(cls, name) -> "ConfigSource":
         if isinstance(name, cls):
             return name
         return cls.__members__.get(str(name), cls.UNKNOWN_CONFIG)
+
+
+# confluent_kafka.admin's module constants (librdkafka's enum values, as plain ints).
+CONFIG_SOURCE_UNKNOWN_CONFIG, CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG, CONFIG_SOURCE_DYNAMIC_BROKER_CONFIG, \
+    CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, CONFIG_SOURCE_STATIC_BROKER_CONFIG, CONFIG_SOURCE_DEFAULT_CONFIG, \
+    CONFIG_SOURCE_GROUP_CONFIG = (s.value for s in ConfigSource)
+RESOURCE_UNKNOWN, RESOURCE_ANY, RESOURCE_TOPIC, RESOURCE_GROUP, RESOURCE_BROKER, RESOURCE_TRANSACTIONAL_ID = \
+    (int(r) for r in ResourceType)
 
 
 class AlterConfigOpType(enum.IntEnum):

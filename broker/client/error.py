@@ -12,10 +12,22 @@ so they have no wire code of their own.
 """
 from __future__ import annotations
 
+from broker.client.message import Message
 from broker.errors import KafkaError, KafkaException
 
-__all__ = ["ConsumeError", "KafkaError", "KafkaException", "KeyDeserializationError", "KeySerializationError",
-           "ProduceError", "SerializationError", "ValueDeserializationError", "ValueSerializationError"]
+__all__ = ["ConcurrentModificationException", "ConsumeError", "IllegalStateException", "KafkaError", "KafkaException",
+           "KeyDeserializationError", "KeySerializationError", "Message", "ProduceError", "SerializationError",
+           "ValueDeserializationError", "ValueSerializationError"]
+
+
+class IllegalStateException(RuntimeError):
+    """confluent-kafka's ShareConsumer raises it for a call in the wrong state. Riverlog has no
+    share groups (KIP-932), so nothing raises it; it is here so ``except`` clauses naming it import."""
+
+
+class ConcurrentModificationException(RuntimeError):
+    """confluent-kafka's ShareConsumer raises it when used from two threads at once; as
+    :class:`IllegalStateException`, nothing in Riverlog raises it."""
 
 
 class SerializationError(KafkaException):

@@ -11,7 +11,10 @@ equal to those names, so ``listing.state == "Stable"`` keeps working beside
 """
 from __future__ import annotations
 
+import base64
 import enum
+import operator
+import struct
 from dataclasses import dataclass, field
 
 
@@ -35,8 +38,10 @@ class _NamedEnum(enum.Enum):
 
 class ConsumerGroupState(_NamedEnum):
     """confluent-kafka's group states. Riverlog's groups use Kafka's new protocol (KIP-848), whose
-    ``Assigning`` and ``Reconciling`` map to PREPARING_REBALANCING and COMPLETING_REBALANCING."""
+    ``Assigning`` and ``Reconciling`` map to PREPARING_REBALANCING and COMPLETING_REBALANCING.
+    ``UNKOWN`` is confluent's misspelt alias of UNKNOWN."""
     UNKNOWN = 0
+    UNKOWN = 0
     PREPARING_REBALANCING = 1
     COMPLETING_REBALANCING = 2
     STABLE = 3
@@ -145,3 +150,49 @@ class TopicDescription:
     is_internal: bool
     partitions: list[TopicPartitionInfo]
     authorized_operations: list | None = None
+
+
+class Uuid:
+    """A 128-bit id (Kafka's topic ids) as confluent-kafka's ``Uuid``: two signed 64-bit halves,
+    shown as librdkafka shows it (base64 of the 16 big-endian bytes, unpadded). Like confluent's C
+    type it defines no equality, so two Uuids are equal only when they are the same object.
+
+        Uuid(1, 2).get_most_significant_bits()   # 1
+    """
+
+    __slots__ = ("_msb", "_lsb")
+
+    def __init__(self, most_significant_bits: int, least_significant_bits: int):
+        for bits in (most_significant_bits, least_significant_bits):
+            if not -(1 << 63) <= operator.index(bits) < (1 << 63):
+                raise OverflowError(f"{bits} does not fit a signed 64-bit half of a Uuid")
+        self._msb = operator.index(most_significant_bits)
+        self._lsb = operator.index(least_significant_bits)
+
+    def get_most_significant_bits(self) -> int:
+        return self._msb
+
+    def get_least_significant_bits(self) -> int:
+        return self._lsb
+
+    def __hash__(self):
+        return hash(self._msb ^ self._lsb)
+
+    def __repr__(self):
+        raw = struct.pack(">qq", self._msb, self._lsb)
+        return base64.b64encode(raw).decode()[:22]
+
+    __str__ = __repr__
+
+
+class ThrottleEvent:
+    """A request the broker throttled, as a ``throttle_cb`` receives it. Riverlog's brokers have no
+    quotas, so no callback receives one; the class is here so code that names it imports."""
+
+    def __init__(self, broker_name: str, broker_id: int, throttle_time: float):
+        self.broker_name = broker_name
+        self.broker_id = broker_id
+        self.throttle_time = throttle_time
+
+    def __str__(self):
+        return f"{self.broker_name}/{self.broker_id} throttled for {int(self.throttle_time * 1000)} ms"

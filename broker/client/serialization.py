@@ -16,10 +16,11 @@ import json
 import struct
 
 from broker.client.error import SerializationError
+from broker.errors import KafkaException
 
 __all__ = ["Deserializer", "DoubleDeserializer", "DoubleSerializer", "IntegerDeserializer", "IntegerSerializer",
-           "JSONDeserializer", "JSONSerializer", "MessageField", "SerializationContext", "SerializationError",
-           "Serializer", "StringDeserializer", "StringSerializer"]
+           "JSONDeserializer", "JSONSerializer", "KafkaException", "MessageField", "SerializationContext",
+           "SerializationError", "Serializer", "StringDeserializer", "StringSerializer"]
 
 
 class MessageField:
