@@ -55,7 +55,7 @@ class StructSerde(Serde):
         import pyarrow as pa
         try:
             batch = _read(data, self.arrow_schema())
-        except (pa.ArrowException, _WrongShape) as e:
+        except (pa.ArrowException, OSError, ValueError, _WrongShape) as e:
             raise self.error(f"not an Arrow stream of one {self.schema.simpleString()} row: {e}", topic,
                              length=len(data)) from None
         return batch.to_pylist()[0]
@@ -109,7 +109,7 @@ def _decoder(serde: StructSerde, on_error: str, topic):
                 continue
             try:
                 batch = _read(raw, schema)
-            except (pa.ArrowException, _WrongShape) as e:
+            except (pa.ArrowException, OSError, ValueError, _WrongShape) as e:
                 if on_error == "null":
                     parts.append(pa.nulls(1, struct_type))
                     continue
