@@ -37,7 +37,7 @@ from typing import Any
 from pyspark.sql import types as T
 
 from broker.errors import InvalidConfigError
-from streams.serdes import Serde
+from streams.serde_base import Serde
 from streams.serdes_schema import struct_schema
 
 _FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "+Infinity": math.inf, "+INF": math.inf,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import types as T
 
-from streams.serdes import Serde
+from streams.serde_base import Serde
 from streams.serdes_schema import struct_schema
 
 
