@@ -295,17 +295,9 @@ def _extreme(pick):
                 t = value_type(a, v)
                 if best is None or pick(compare(v, t, best, best_t)):
                     best, best_t, best_arg = v, t, a
-            return None if best is None else _in_type(best_arg, best, common or _wide(args, row))
-        return Compiled(f, common)
+            return None if best is None else _in_type(best_arg, best, common)
+        return Compiled(f, common.type)
     return compile_
-
-
-def _wide(args, row):
-    t = "null"
-    for a in args:
-        v = a.fn(row)
-        t = sv.wider(t, value_type(a, v)) if v is not None else t
-    return t
 
 
 handler(exp.Greatest)(_extreme(lambda c: c > 0))
@@ -364,8 +356,7 @@ def _array(self, node):
 
     def f(row):
         vals = [(i, i.fn(row)) for i in items]
-        t = common or _wide(items, row)
-        return [_in_type(i, v, t) for i, v in vals]
+        return [_in_type(i, v, common) for i, v in vals]
     return Compiled(f, "array")
 
 

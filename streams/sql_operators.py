@@ -29,6 +29,8 @@ def arith_type(op, ta, tb, la=None, lb=None):
     if not (sv.is_numeric(ta) and sv.is_numeric(tb)):
         fail("DATATYPE_MISMATCH", f"{op} needs numbers, not {sv.type_name(ta)} and {sv.type_name(tb)}")
     if op == "div":
+        if ta == "double" or tb == "double":
+            fail("DATATYPE_MISMATCH", "div needs integers or decimals, not DOUBLE")
         return "bigint"
     if ta == "double" or tb == "double":
         return "double"
@@ -108,7 +110,10 @@ def _arithmetic(self, node):
     left, right = self.compile(node.this), self.compile(node.expression)
     lf, rf, lt, rt_ = left.fn, right.fn, left.type, right.type
     la, lb = left.int_literal, right.int_literal
-    static = arith_type(op, lt, rt_, la, lb) if lt and rt_ and "null" not in (lt, rt_) else None
+    try:
+        static = arith_type(op, lt, rt_, la, lb) if lt and rt_ and "null" not in (lt, rt_) else None
+    except sv.ExpressionEvaluationError as e:
+        self.unsupported(node, f"is refused by Spark too ({e.message})")
 
     def f(row):
         a = lf(row)
@@ -304,21 +309,39 @@ def _like(self, node):
 
 
 # ------------------------------------------------------------------------------ conditionals
+class _Common:
+    """The common type of branches (CASE, IF, COALESCE, GREATEST, arrays): complete when every
+    branch's type is static, else widened at run time with the chosen value's own type (a NULL
+    field's type is unknown without the schema, so it does not take part)."""
+    __slots__ = ("known", "complete")
+
+    def __init__(self, branches):
+        self.known, self.complete = "null", True
+        for b in branches:
+            if b.type is None:
+                self.complete = False
+            else:
+                self.known = sv.wider(self.known, b.type)
+
+    @property
+    def type(self):
+        return self.known if self.complete else None
+
+    def coerce(self, c: Compiled, v):
+        if v is None:
+            return v
+        t = value_type(c, v)
+        target = self.known if self.complete else sv.wider(self.known, t)
+        return v if target == "null" else coerce(v, t, target)
+
+
 def _common(branches):
-    types = [b.type for b in branches]
-    if any(t is None for t in types):
-        return None
-    t = "null"
-    for u in types:
-        t = sv.wider(t, u)
-    return t
+    return _Common(branches)
 
 
 def _in_type(c: Compiled, v, common):
-    """A branch's value in the CASE's common type (``coalesce(null, 1, 2.5)`` gives ``1.0``)."""
-    if v is None or common is None or common == "null":
-        return v
-    return coerce(v, value_type(c, v), common)
+    """A branch's value in the common type (``coalesce(null, 1, 2.5)`` gives ``1.0``)."""
+    return common.coerce(c, v)
 
 
 @handler(exp.Case)
@@ -339,7 +362,7 @@ def _case(self, node):
             if hit:
                 return _in_type(then, then.fn(row), common)
         return _in_type(default, default.fn(row), common)
-    return Compiled(f, common)
+    return Compiled(f, common.type)
 
 
 @handler(exp.If)
@@ -351,7 +374,7 @@ def _if(self, node):
     def f(row):
         branch = then if cond.fn(row) is True else other
         return _in_type(branch, branch.fn(row), common)
-    return Compiled(f, common)
+    return Compiled(f, common.type)
 
 
 @handler(exp.Coalesce)
@@ -365,7 +388,7 @@ def _coalesce(self, node):
             if v is not None:
                 return _in_type(a, v, common)
         return None
-    return Compiled(f, common)
+    return Compiled(f, common.type)
 
 
 @handler(exp.Nullif)
@@ -388,4 +411,4 @@ def _nvl2(self, node):
     def f(row):
         branch = then if test.fn(row) is not None else other
         return _in_type(branch, branch.fn(row), common)
-    return Compiled(f, common)
+    return Compiled(f, common.type)
