@@ -264,7 +264,10 @@ class BatchReader(DataSourceReader):
             f"subscribePattern={o.subscribe_pattern}" if o.subscribe_pattern else f"assign={o.assign}"
 
     def read(self, partition):
-        yield from read_slice(self.options, partition.value)
+        # With no slice to read (every partition empty) Spark still runs one task, whose partition
+        # carries no value.
+        if getattr(partition, "value", None) is not None:
+            yield from read_slice(self.options, partition.value)
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -356,7 +359,10 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                                     self.options.max_records_per_partition)]
 
     def read(self, partition):
-        yield from read_slice(self.options, partition.value)
+        # With no slice to read (every partition empty) Spark still runs one task, whose partition
+        # carries no value.
+        if getattr(partition, "value", None) is not None:
+            yield from read_slice(self.options, partition.value)
 
     def commit(self, end: dict) -> None:
         self.lookup.commit_group(from_json(end))

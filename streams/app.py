@@ -217,7 +217,7 @@ class StreamsApp:
         fresh = not os.path.exists(owner_file)
         reader = (self.spark.readStream.format("riverlog")
                   .option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
-                  .option("subscribe", ",".join(topics)))
+                  .option("subscribe", ",".join(topics)).option("includeHeaders", "true"))
         if "maxOffsetsPerTrigger" in self.config:
             reader = reader.option("maxOffsetsPerTrigger", str(self.config["maxOffsetsPerTrigger"]))
         if fresh:
@@ -242,7 +242,7 @@ class StreamsApp:
                   .option("checkpointLocation", ckpt)
                   .foreachBatch(_BatchWriter(self.config, owner, ckpt))
                   .trigger(processingTime=f"{self.config['commit.interval.ms']} milliseconds"))
-        query = writer.start()
+        query = _start_with_rocksdb(self.spark, writer) if sub.stateful else writer.start()
         if fresh:
             with open(owner_file, "w") as f:
                 f.write(owner)
@@ -288,6 +288,24 @@ class StreamsApp:
         return read_store(self.client, changelog_topic(self.app, name), spec)
 
 
+_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def _start_with_rocksdb(spark, writer):
+    """transformWithState needs the RocksDB state store; a query keeps the conf it started with
+    (Spark clones the session for it), so the user's session setting is restored at once."""
+    before = spark.conf.get(_PROVIDER, None)
+    spark.conf.set(_PROVIDER, _ROCKSDB)
+    try:
+        return writer.start()
+    finally:
+        if before is None:
+            spark.conf.unset(_PROVIDER)
+        else:
+            spark.conf.set(_PROVIDER, before)
+
+
 class _BatchWriter:
     """``foreachBatch``: the batch's rows and its input offsets, in one exactly-once write."""
     def __init__(self, config: dict, owner: str, checkpoint: str):
@@ -301,15 +319,18 @@ class _BatchWriter:
         return json.loads(lines[2])
 
     def __call__(self, df, batch_id: int) -> None:
-        offsets = self.offsets(batch_id)
+        offsets = {t: ps for t, ps in self.offsets(batch_id).items() if ps}
         w = (df.write.format("riverlog").mode("append")
              .option("riverlog.bootstrap.servers", self.config["bootstrap.servers"]))
         if self.config["processing.guarantee"] == EXACTLY_ONCE_V2:
-            w = (w.option("sinkId", self.owner).option("batchId", str(batch_id))
-                 .option("groupId", self.config["application.id"]).option("groupOffsets", json.dumps(offsets)))
+            w = w.option("sinkId", self.owner).option("batchId", str(batch_id))
+            if offsets:
+                w = w.option("groupId", self.config["application.id"]).option("groupOffsets", json.dumps(offsets))
             w.save()
         else:
             w.option("deliveryGuarantee", "at-least-once").save()
+            if not offsets:
+                return
             c = Consumer({"bootstrap.servers": self.config["bootstrap.servers"],
                           "group.id": self.config["application.id"], "enable.auto.commit": False})
             try:

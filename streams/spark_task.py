@@ -115,7 +115,7 @@ def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, de
     last_ts = None
     for r in ordered(rows):
         task.source = (r["topic"], r["partition"], r["offset"])
-        headers = tuple((h["key"], h["value"]) for h in (r["headers"] or ()))
+        headers = tuple((h["key"], h["value"]) for h in (r.get("headers") or ()))
         sources[r["topic"]].process(Record(r["key"], r["value"], to_ms(r["timestamp"]), headers))
         last_ts = r["timestamp"]
     out = []
