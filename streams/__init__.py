@@ -1,2 +1,27 @@
 """Kafka Streams' programming model on PySpark: a topology built with the DSL runs as Structured
-Streaming queries over Riverlog topics, or in plain Python under :mod:`streams.testing`."""
+Streaming queries over Riverlog topics (``builder.build(spark, config).start()``), or in plain
+Python under :class:`streams.testing.TopologyTestDriver`.
+
+    from streams import StreamsBuilder, Serdes, Consumed, Produced, Grouped, TimeWindows
+"""
+from streams.app import StreamsApp
+from streams.builder import StreamsBuilder
+from streams.errors import InvalidStateStoreError, StreamsError, TopologyError
+from streams.grouped import (EmitStrategy, KGroupedStream, KGroupedTable, SessionWindowedKStream,
+                             TimeWindowedKStream)
+from streams.kstream import BranchedKStream, KStream
+from streams.ktable import KTable
+from streams.parameters import Branched, Consumed, Grouped, Materialized, Named, Produced, Repartitioned
+from streams.record import Windowed
+from streams.serdes import Serdes
+from streams.suppress import BufferConfig, Suppressed
+from streams.topology import Topology
+from streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
+
+__all__ = [
+    "StreamsBuilder", "StreamsApp", "Topology", "KStream", "KTable", "KGroupedStream", "KGroupedTable",
+    "TimeWindowedKStream", "SessionWindowedKStream", "BranchedKStream", "Serdes", "Consumed", "Produced",
+    "Grouped", "Materialized", "Named", "Repartitioned", "Branched", "Suppressed", "BufferConfig",
+    "EmitStrategy", "TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows", "Windowed",
+    "TopologyError", "StreamsError", "InvalidStateStoreError",
+]
