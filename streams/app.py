@@ -20,6 +20,7 @@ import tempfile
 
 from broker.client import AdminClient, Consumer, ExactlyOnce, NewTopic, Producer, TopicPartition
 from broker.errors import InvalidConfigError, TopicAlreadyExistsError
+from streams import spark_plan
 from streams.errors import StreamsError, TopologyError
 from streams.interpreter import check_serdes, default_serdes
 from streams.spark_task import META_STORE, OUTPUT_DDL, TaskProcessor, meta_changelog, stateless_batches
@@ -231,13 +232,19 @@ class StreamsApp:
             with open(owner_file) as f:
                 owner = f.read().strip()
         df = reader.load()
-        if sub.stateful:
+        p = spark_plan.plan(sub)
+        if p.source is not None:
+            df = spark_plan.apply(df, p, self.defaults)
+        if p.sink is not None:
+            out = spark_plan.sink_columns(df, p, self.defaults)
+        elif sub.stateful:
             init = self._initial_state(sub) if fresh else None
             out = df.groupBy("partition").transformWithState(
-                TaskProcessor(self.topology, sub.id, self.app, self.defaults), OUTPUT_DDL, "Append", "None",
+                TaskProcessor(self.topology, sub.id, self.app, self.defaults, p.entry), OUTPUT_DDL, "Append", "None",
                 initialState=init)
         else:
-            out = df.mapInArrow(stateless_batches(self.topology, sub.id, self.app, self.defaults), OUTPUT_DDL)
+            out = df.mapInArrow(stateless_batches(self.topology, sub.id, self.app, self.defaults, p.entry),
+                                OUTPUT_DDL)
         writer = (out.writeStream.queryName(f"{self.app}-subtopology-{sub.id}")
                   .option("checkpointLocation", ckpt)
                   .foreachBatch(_BatchWriter(self.config, owner, ckpt))

@@ -142,6 +142,7 @@ def build_task(topology: Topology, sub: SubTopology, app: str, partition: int, b
     for n in sub.nodes:
         children = [procs[c.name] for c in n.children if id(c) in members]
         procs[n.name].init(NodeContext(task, n.name, children))
+    task.processors = procs
     sources = {}
     for n in sub.sources:
         for t in n.topics:

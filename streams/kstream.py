@@ -130,7 +130,7 @@ class KStream:
         topic = f"{name}-repartition"
         upstream = self
         if drop_null_keys:
-            f = Fn(lambda k, v: k is not None, "repartition filter", (2,))
+            f = Fn("key IS NOT NULL", "repartition filter", (2,))
             upstream = self._then("KSTREAM-FILTER-", "filter", lambda: Filter(f), None,
                                   {"predicate": f, "drop_null_keys": True})
         sink = self._b.add(f"{name}-repartition-sink", "sink", "repartition",
@@ -202,10 +202,11 @@ class BranchedKStream:
         self._done = False
 
     def _name(self, branched: Branched | None, index: int) -> str:
-        base = self._prefix or self._split_name
+        """Kafka's ``BranchedKStreamImpl``: the split's name (given or generated) + the branch's
+        name, or its index (1, 2, ... and 0 for the default branch)."""
         if branched is not None and branched.name is not None:
-            return f"{base}{branched.name}" if self._prefix else branched.name
-        return f"{base}{index}" if self._prefix else f"{base}-{index}"
+            return f"{self._split_name}{branched.name}"
+        return f"{self._split_name}{index}"
 
     def branch(self, predicate, branched: Branched | None = None) -> "BranchedKStream":
         if self._done:

@@ -108,15 +108,32 @@ def ordered(rows) -> list:
     return out
 
 
-def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, defaults, backing=None):
-    """Apply ``rows`` (source rows of one task) and return the task's output rows."""
+def python_value(v):
+    """Spark's Rows (structs) as the dicts the processors and the interpreter use."""
+    if hasattr(v, "asDict"):
+        return {k: python_value(x) for k, x in v.asDict(recursive=False).items()}
+    if isinstance(v, list):
+        return [python_value(x) for x in v]
+    if isinstance(v, dict):
+        return {k: python_value(x) for k, x in v.items()}
+    return v
+
+
+def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, defaults, backing=None,
+             entry: str | None = None):
+    """Apply ``rows`` (source rows of one task) and return the task's output rows. With ``entry``,
+    Spark SQL already ran the steps before that node: the rows carry typed keys and values."""
     sub = topology.subtopologies[sub_id]
     task, sources = build_task(topology, sub, app, partition, backing=backing, defaults=defaults)
+    head = task.processors[entry] if entry is not None else None
     last_ts = None
     for r in ordered(rows):
         task.source = (r["topic"], r["partition"], r["offset"])
         headers = tuple((h["key"], h["value"]) for h in (r.get("headers") or ()))
-        sources[r["topic"]].process(Record(r["key"], r["value"], to_ms(r["timestamp"]), headers))
+        if head is None:
+            sources[r["topic"]].process(Record(r["key"], r["value"], to_ms(r["timestamp"]), headers))
+        else:
+            head.process(Record(python_value(r["key"]), python_value(r["value"]), to_ms(r["timestamp"]), headers))
         last_ts = r["timestamp"]
     out = []
     for (t, k, v, ts, hdrs, p) in task.outputs:
@@ -133,8 +150,9 @@ except ImportError:  # pragma: no cover - pyspark is a dependency
 class TaskProcessor(StatefulProcessor):
     """One sub-topology's tasks; Spark groups the input by partition, so each call is one task."""
 
-    def __init__(self, topology: Topology, sub_id: int, app: str, defaults: tuple):
+    def __init__(self, topology: Topology, sub_id: int, app: str, defaults: tuple, entry: str | None = None):
         self.topology, self.sub_id, self.app, self.defaults = topology, sub_id, app, defaults
+        self.entry = entry
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -154,7 +172,7 @@ class TaskProcessor(StatefulProcessor):
         backings = self._backings()
         rows = [r.asDict(recursive=False) for r in rows]
         task, out, last_ts = run_rows(self.topology, self.sub_id, self.app, partition, rows, self.defaults,
-                                      backing=lambda name: backings[name])
+                                      backing=lambda name: backings[name], entry=self.entry)
         for t, p, k, v, ts in out:
             yield Row(topic=t, partition=p, key=k, value=v, timestamp=ts)
         for name in sorted(backings):
@@ -175,7 +193,7 @@ def _state_name(store: str) -> str:
     return "s_" + "".join(c if c.isalnum() else "_" for c in store)
 
 
-def stateless_batches(topology: Topology, sub_id: int, app: str, defaults: tuple):
+def stateless_batches(topology: Topology, sub_id: int, app: str, defaults: tuple, entry: str | None = None):
     """``mapInArrow``'s function for a stateless sub-topology."""
     import pyarrow as pa
 
@@ -190,7 +208,7 @@ def stateless_batches(topology: Topology, sub_id: int, app: str, defaults: tuple
                 by_partition.setdefault(r["partition"], []).append(r)
             out = []
             for p, rs in sorted(by_partition.items()):
-                _, produced, _ = run_rows(topology, sub_id, app, p, rs, defaults)
+                _, produced, _ = run_rows(topology, sub_id, app, p, rs, defaults, entry=entry)
                 out.extend(produced)
             if out:
                 cols = list(zip(*out))

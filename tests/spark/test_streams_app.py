@@ -124,3 +124,51 @@ def test_application_output_equals_the_interpreter_and_survives_a_lost_checkpoin
         assert dict(store.all()) == final
     finally:
         app.close()
+
+
+def sql_topologies(a_in, a_out, b_in, b_out):
+    """(a) all Spark SQL: no Python per record; (b) a SQL prefix before a stateful count."""
+    b = StreamsBuilder()
+    gross = "user STRING, gross DOUBLE"
+    (b.stream(a_in, Consumed.with_(Serdes.String(), Serdes.Json(ORDER)))
+      .filter("value.amount > 100").mapValues("named_struct('user', value.user, 'gross', value.amount * 2)")
+      .to(a_out, Produced.with_(Serdes.String(), Serdes.Json(gross))))
+    (b.stream(b_in, Consumed.with_(Serdes.String(), Serdes.Json(ORDER)))
+      .filterNot("value.amount <= 100").selectKey("upper(value.user)")
+      .groupByKey(Grouped.with_(Serdes.String(), Serdes.Json(ORDER))).count()
+      .toStream().to(b_out, Produced.with_(Serdes.String(), Serdes.Long())))
+    return b.build()
+
+
+@pytest.mark.timeout(600)
+def test_sql_steps_run_in_spark_and_agree_with_the_interpreter(spark, spark_broker, tmp_path):
+    from streams import spark_plan
+    servers = spark_broker.bootstrap
+    a_in, a_out = make_topic(spark_broker, "sql-a-in", 1), make_topic(spark_broker, "sql-a-out", 1)
+    b_in, b_out = make_topic(spark_broker, "sql-b-in", 1), make_topic(spark_broker, "sql-b-out", 1)
+    tp = sql_topologies(a_in, a_out, b_in, b_out)
+    plans = [spark_plan.plan(s) for s in tp.subtopologies]
+    assert plans[0].sink is not None and len(plans[0].prefix) == 2       # no Python at all
+    assert len(plans[1].prefix) == 3 and plans[1].entry is not None       # filterNot, selectKey, null-key filter
+    records = history(30)
+    produce(servers, a_in, records)
+    produce(servers, b_in, records)
+    from streams.app import StreamsApp
+    app = StreamsApp(tp, spark, {"application.id": "sql-app", "bootstrap.servers": servers,
+                                 "state.dir": str(tmp_path / "state")}).start()
+    try:
+        app.processAllAvailable()
+    finally:
+        app.close()
+    d = TopologyTestDriver(tp, {"application.id": "oracle"})
+    for t in (a_in, b_in):
+        i = d.createInputTopic(t, Serdes.String(), Serdes.Json(ORDER))
+        for k, v, ts in records:
+            i.pipeInput(k, v, ts)
+    gross = Serdes.Json("user STRING, gross DOUBLE")
+    want_a = [(r.key, r.value, r.timestamp) for r in d.createOutputTopic(a_out, Serdes.String(), gross).readRecordsToList()]
+    got_a = [(Serdes.String().deserialize(k), gross.deserialize(v), ts) for k, v, ts in read_committed(servers, a_out)]
+    assert got_a == want_a and len(want_a) > 5
+    want_b = [(r.key, r.value, r.timestamp) for r in d.createOutputTopic(b_out, Serdes.String(), Serdes.Long())
+              .readRecordsToList()]
+    assert by_key(decoded(servers, b_out)) == by_key(want_b) and {k for k, _, _ in want_b} == {"ANN", "BOB", "CY"}

@@ -1,0 +1,94 @@
+"""Which steps of a sub-topology Spark SQL runs: the fast path, no Python per record.
+
+The *prefix* is the longest line of stateless SQL operations from a sub-topology's single source
+(filter, filterNot, mapValues, selectKey, map with two expressions, flatMapValues). Spark decodes
+the source's bytes with its serdes and applies the prefix as column expressions; the rest of the
+sub-topology (from the prefix's first child on) runs in the task processors. A sub-topology that
+is only a prefix ending at a fixed-topic sink needs no Python at all. The reference interpreter
+evaluates the same SQL text, so both agree (``tests/spark/test_streams_expressions_oracle.py``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streams.topology import Node, SubTopology
+
+SQL_OPS = {"filter", "filterNot", "mapValues", "selectKey", "map", "flatMapValues"}
+
+
+@dataclass
+class Plan:
+    source: Node | None          # the source Spark decodes, None: Python decodes (no prefix)
+    prefix: list[Node]           # the SQL steps, in order
+    entry: str | None            # the node the task processors start at (None: the sources)
+    sink: Node | None            # a fixed-topic sink ending a pure-SQL sub-topology
+
+
+def _sql(node: Node) -> bool:
+    if node.op not in SQL_OPS or len(node.parents) != 1:
+        return False
+    fns = [v for k, v in node.args.items() if k in ("predicate", "mapper", "selector", "key", "value")]
+    return bool(fns) and all(getattr(f, "is_sql", False) for f in fns)
+
+
+def plan(sub: SubTopology) -> Plan:
+    sources = sub.sources
+    if len(sources) != 1:
+        return Plan(None, [], None, None)
+    src = sources[0]
+    consumed = src.args.get("consumed")
+    if src.op == "table" or (consumed is not None and consumed.timestamp_extractor is not None):
+        return Plan(None, [], None, None)
+    chain, node = [], src
+    while len(node.children) == 1 and _sql(node.children[0]):
+        node = node.children[0]
+        chain.append(node)
+    if not chain:
+        return Plan(None, [], None, None)
+    if len(node.children) == 1:
+        nxt = node.children[0]
+        if nxt.kind == "sink" and nxt.topics and not nxt.internal and not nxt.children \
+                and len(sub.nodes) == len(chain) + 2:
+            return Plan(src, chain, None, nxt)
+        return Plan(src, chain, nxt.name, None)
+    if not node.children:
+        return Plan(src, chain, None, None)
+    return Plan(src, chain[:-1], chain[-1].name, None) if len(chain) > 1 else Plan(None, [], None, None)
+
+
+def apply(df, p: Plan, defaults: tuple):
+    """The source's rows decoded and run through the prefix: columns key and value typed."""
+    from pyspark.sql import functions as F
+    ks = p.source.key_serde or defaults[0]
+    vs = p.source.value_serde or defaults[1]
+    df = df.select((ks.decode(F.col("key")) if ks is not None else F.col("key")).alias("key"),
+                   (vs.decode(F.col("value")) if vs is not None else F.col("value")).alias("value"),
+                   "topic", "partition", "offset", "timestamp", "headers")
+    for n in p.prefix:
+        a = n.args
+        if n.op == "filter":
+            df = df.where(F.coalesce(F.expr(a["predicate"].sql), F.lit(False)))
+        elif n.op == "filterNot":
+            df = df.where(~F.coalesce(F.expr(a["predicate"].sql), F.lit(False)))
+        elif n.op == "mapValues":
+            df = df.withColumn("value", F.expr(a["mapper"].sql))
+        elif n.op == "selectKey":
+            df = df.withColumn("key", F.expr(a["selector"].sql))
+        elif n.op == "map":
+            df = df.select(F.expr(a["key"].sql).alias("__k"), F.expr(a["value"].sql).alias("__v"),
+                           "topic", "partition", "offset", "timestamp", "headers") \
+                   .withColumnRenamed("__k", "key").withColumnRenamed("__v", "value")
+        elif n.op == "flatMapValues":
+            df = df.withColumn("value", F.explode(F.expr(a["mapper"].sql)))
+    return df
+
+
+def sink_columns(df, p: Plan, defaults: tuple):
+    """A pure-SQL sub-topology's output: the sink's serdes encode in Spark."""
+    from pyspark.sql import functions as F
+    ks = p.sink.key_serde or defaults[0]
+    vs = p.sink.value_serde or defaults[1]
+    return df.select(F.lit(p.sink.topics[0]).alias("topic"), F.lit(None).cast("int").alias("partition"),
+                     (ks.encode(F.col("key")) if ks is not None else F.col("key")).alias("key"),
+                     (vs.encode(F.col("value")) if vs is not None else F.col("value")).alias("value"),
+                     "timestamp")
