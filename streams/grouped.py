@@ -83,11 +83,18 @@ class KGroupedStream:
         return self._grouped.value_serde or self._stream.value_serde
 
     def _input(self, store_name: str):
-        """The stream the aggregation reads: repartitioned by key first when the key changed."""
+        """The stream the aggregation reads: repartitioned by key first when the key changed. A
+        grouping named with ``Grouped.as_`` has one repartition topic shared by all its aggregations
+        (Kafka's ``GroupedStreamAggregateBuilder`` re-uses the node); unnamed, each aggregation
+        gets its own, named after its store."""
         s = self._stream
         if self._repartition_required:
+            if self._grouped.name is not None and getattr(self, "_shared", None) is not None:
+                return self._shared
             name = self._grouped.name or store_name
             s = s._through_repartition(name, self.key_serde, self.value_serde, drop_null_keys=True)
+            if self._grouped.name is not None:
+                self._shared = s
         return s
 
     def _aggregate(self, op: str, prefix: str, make, materialized, named, value_serde, store_kind="keyValue",
@@ -141,20 +148,13 @@ class _Windowed:
 
     def _retention(self, materialized: Materialized | None) -> int:
         w = self._windows
-        natural = _window_size(w) + w.gracePeriodMs()
+        natural = w.retentionMs()      # size + grace; 2 * time difference + grace for sliding windows
         given = materialized.retention if materialized is not None else None
         if given is not None and given < natural:
-            raise TopologyError(f"Materialized retention {given} ms is shorter than window size + grace "
-                                f"({natural} ms): windows would be gone before they close")
+            raise TopologyError(f"Materialized retention {given} ms is shorter than the windows' minimum "
+                                f"retention ({natural} ms, Kafka's size + grace, or 2 * time difference + "
+                                f"grace for sliding windows): windows would be gone before they close")
         return given if given is not None else natural
-
-
-def _window_size(w) -> int:
-    for attr in ("size", "inactivityGap", "timeDifferenceMs"):
-        f = getattr(w, attr, None)
-        if callable(f):
-            return int(f())
-    raise TopologyError(f"{type(w).__name__} has no size")
 
 
 class TimeWindowedKStream(_Windowed):

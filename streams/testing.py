@@ -65,7 +65,7 @@ class TestInputTopic:
             timestamp, self._next = self._next, self._next + self._advance
         kb = self._ks.serialize(key) if self._ks is not None else key
         vb = self._vs.serialize(value) if self._vs is not None else value
-        self._d._interp.pipe(self.topic, kb, vb, _ms(timestamp), headers)
+        self._d._pipe(self.topic, kb, vb, _ms(timestamp), headers)
 
     def pipeValueList(self, values) -> None:
         for v in values:
@@ -204,12 +204,18 @@ class TopologyTestDriver:
         config.setdefault("application.id", "test-driver")
         self._interp = Interpreter(topology, config, partitions)
         self._written: dict[str, list[tuple]] = {}
-        original = self._interp.append
+        original = self._append_input = self._interp.append
 
         def append(topic, key, value, timestamp, headers=(), partition=None):
             self._written.setdefault(topic, []).append((key, value, timestamp, tuple(headers)))
             original(topic, key, value, timestamp, headers, partition)
         self._interp.append = append
+
+    def _pipe(self, topic: str, key, value, timestamp: int, headers=()) -> None:
+        """A piped input is not a produced record (Kafka's ``producedTopicNames`` lists only what
+        the topology wrote); what the topology writes, internal topics included, is."""
+        self._append_input(topic, key, value, timestamp, headers)
+        self._interp.run()
 
     @property
     def topology(self) -> Topology:
