@@ -15,7 +15,7 @@ from sqlglot import exp
 from streams import sql_values as sv
 from streams.sql_values import UnsupportedExpressionError, fail, type_of
 
-COLUMNS = ("key", "value", "timestamp", "topic", "partition", "offset", "headers")
+COLUMNS = ("key", "value", "timestamp", "topic", "partition", "offset", "headers", "agg", "agg1", "agg2")
 _COLUMN_TYPES = {"timestamp": "timestamp", "topic": "string", "partition": "int", "offset": "bigint",
                  "headers": "array"}
 
@@ -26,15 +26,17 @@ class Compiled:
     type: Any = None          # the static Spark type; None: read it from each value
     int_literal: Any = None   # an integer literal's value (Spark narrows it in decimal arithmetic)
     name: str | None = None   # a column reference's field name (a struct field's default name)
+    const: bool = False       # no column feeds it: Spark folds it once, at planning
 
 
 def constant(value, t) -> Compiled:
-    return Compiled(lambda row: value, t, value if sv.is_integral(t) else None)
+    return Compiled(lambda row: value, t, value if sv.is_integral(t) else None, const=True)
 
 
 class _Compiler:
     def __init__(self, text: str):
         self.text = text
+        self.folding_errors: list = []
 
     def unsupported(self, node, why: str = "is not supported"):
         part = node.sql(dialect="spark") if isinstance(node, exp.Expression) else str(node)
@@ -53,7 +55,15 @@ class _Compiler:
 
 
 def compile_node(node, text: str) -> Compiled:
-    return _Compiler(text).compile(node)
+    compiler = _Compiler(text)
+    compiled = compiler.compile(node)
+    if compiler.folding_errors:
+        error = compiler.folding_errors[0]
+
+        def fails(row):
+            raise sv.ExpressionEvaluationError(error.message, **error.details)
+        return Compiled(fails, compiled.type, const=True)
+    return compiled
 
 
 def handler(*classes):

@@ -110,21 +110,51 @@ def _arithmetic(self, node):
     left, right = self.compile(node.this), self.compile(node.expression)
     lf, rf, lt, rt_ = left.fn, right.fn, left.type, right.type
     la, lb = left.int_literal, right.int_literal
+    if "null" in (lt, rt_):   # Spark's NullPropagation folds it to NULL: the other side never runs
+        return Compiled(lambda row: None, "null")
+    divisor_first = op in ("/", "%", "div")   # Spark's DivModLike evaluates (and checks) the divisor first
     try:
         static = arith_type(op, lt, rt_, la, lb) if lt and rt_ and "null" not in (lt, rt_) else None
     except sv.ExpressionEvaluationError as e:
         self.unsupported(node, f"is refused by Spark too ({e.message})")
 
     def f(row):
-        a = lf(row)
-        if a is None:
-            return None
-        b = rf(row)
-        if b is None:
-            return None
+        if divisor_first:
+            b = rf(row)
+            if b is None:
+                return None
+            if b == 0 and (rt_ or type_of(b)) != "string":
+                fail("DIVIDE_BY_ZERO" if op != "%" else "REMAINDER_BY_ZERO", "division by zero")
+            a = lf(row)
+            if a is None:
+                return None
+        else:
+            a = lf(row)
+            if a is None:
+                return None
+            b = rf(row)
+            if b is None:
+                return None
         ta, tb = lt or type_of(a), rt_ or type_of(b)
         return arith(op, a, ta, b, tb, static or arith_type(op, ta, tb, la, lb))
+    if left.const and right.const:
+        return _folded(self, f, static)
     return Compiled(f, static)
+
+
+def _folded(self, f, t) -> Compiled:
+    """A constant computed once, as Spark's ConstantFolding does; one that fails fails every
+    record, wherever it sits (Spark fails the query while planning it)."""
+    try:
+        value = f({})
+    except sv.ExpressionEvaluationError as e:
+        error = e
+        self.folding_errors.append(e)
+
+        def fails(row):
+            raise sv.ExpressionEvaluationError(error.message, **error.details)
+        return Compiled(fails, t, const=True)
+    return Compiled(lambda row: value, t, value if sv.is_integral(t) else None, const=True)
 
 
 @handler(exp.Neg)
@@ -183,6 +213,8 @@ def _comparison(self, node):
             return compare(a, value_type(left, a), b, value_type(right, b)) == 0
         return Compiled(f, "boolean")
     test = _COMPARE[type(node)]
+    if "null" in (left.type, right.type):
+        return Compiled(lambda row: None, "boolean")
 
     def f(row):
         a = lf(row)
