@@ -236,7 +236,7 @@ class StreamsApp:
         if p.source is not None:
             df = spark_plan.apply(df, p, self.defaults)
         if p.sink is not None:
-            out = spark_plan.sink_columns(df, p, self.defaults)
+            out = spark_plan.sink_columns(df, p, self.defaults, self.app)
         elif sub.stateful:
             init = self._initial_state(sub) if fresh else None
             out = df.groupBy("partition").transformWithState(

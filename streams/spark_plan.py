@@ -47,7 +47,7 @@ def plan(sub: SubTopology) -> Plan:
         return Plan(None, [], None, None)
     if len(node.children) == 1:
         nxt = node.children[0]
-        if nxt.kind == "sink" and nxt.topics and not nxt.internal and not nxt.children \
+        if nxt.kind == "sink" and nxt.topics and not nxt.children \
                 and len(sub.nodes) == len(chain) + 2:
             return Plan(src, chain, None, nxt)
         return Plan(src, chain, nxt.name, None)
@@ -83,12 +83,14 @@ def apply(df, p: Plan, defaults: tuple):
     return df
 
 
-def sink_columns(df, p: Plan, defaults: tuple):
+def sink_columns(df, p: Plan, defaults: tuple, application_id: str):
     """A pure-SQL sub-topology's output: the sink's serdes encode in Spark."""
     from pyspark.sql import functions as F
+    from streams.topology import Topology
     ks = p.sink.key_serde or defaults[0]
     vs = p.sink.value_serde or defaults[1]
-    return df.select(F.lit(p.sink.topics[0]).alias("topic"), F.lit(None).cast("int").alias("partition"),
+    topic = Topology.topic(application_id, p.sink, p.sink.topics[0])
+    return df.select(F.lit(topic).alias("topic"), F.lit(None).cast("int").alias("partition"),
                      (ks.encode(F.col("key")) if ks is not None else F.col("key")).alias("key"),
                      (vs.encode(F.col("value")) if vs is not None else F.col("value")).alias("value"),
                      "timestamp")

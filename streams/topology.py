@@ -162,8 +162,15 @@ class TopologyDescription:
         t, app = self.topology, self.application_id or "<application.id>"
         lines = ["Topologies:"]
         for sub in t.subtopologies:
-            how = ("one streaming query: transformWithState, one task per input partition" if sub.stateful
-                   else "one streaming query: mapInArrow, stateless")
+            from streams.spark_plan import plan
+            p = plan(sub)
+            if p.sink is not None:
+                how = "one streaming query, all Spark SQL"
+            else:
+                how = ("one streaming query: transformWithState, one task per input partition" if sub.stateful
+                       else "one streaming query: mapInArrow, stateless")
+                if p.prefix:
+                    how += f"; Spark SQL up to {p.prefix[-1].name}"
             lines.append(f"   Sub-topology: {sub.id}  ({how})")
             for n in sub.nodes:
                 if n.kind == "source":

@@ -149,7 +149,7 @@ def test_sql_steps_run_in_spark_and_agree_with_the_interpreter(spark, spark_brok
     tp = sql_topologies(a_in, a_out, b_in, b_out)
     plans = [spark_plan.plan(s) for s in tp.subtopologies]
     assert plans[0].sink is not None and len(plans[0].prefix) == 2       # no Python at all
-    assert len(plans[1].prefix) == 3 and plans[1].entry is not None       # filterNot, selectKey, null-key filter
+    assert len(plans[1].prefix) == 3 and plans[1].sink is not None        # filterNot, selectKey, null-key filter, repartition
     records = history(30)
     produce(servers, a_in, records)
     produce(servers, b_in, records)
