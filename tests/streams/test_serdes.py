@@ -278,9 +278,11 @@ def test_round_trip(serde, values, data):
 @given(data=st.binary(max_size=12))
 def test_arbitrary_bytes_decode_or_raise_serialization_error(serde, data):
     try:
-        serde.deserialize(data)
-    except SerializationError:
-        pass
+        value = serde.deserialize(data)
+    except SerializationError as e:
+        assert e.details.get("serde"), "the error names the serde"
+        return
+    assert same(serde.deserialize(serde.serialize(value)), value)
 
 
 # --------------------------------------------------------------------------------------- lookup
