@@ -50,7 +50,7 @@ class CachedBacking:
         if key in self.cache:
             return self.cache[key]
         kb = encode_key(key)
-        row = self.state.getValue((kb,)) if self.state.containsKey((kb,)) else None
+        row = self.state.getValue((kb,))   # None when absent: one round trip to the JVM, not two
         value = decode_value(row[0]) if row is not None else None
         self.cache[key] = value
         return value
