@@ -1,0 +1,479 @@
+"""Kafka Connect's converters as Spark column expressions, under Kafka's class names.
+
+``to_column(binary)`` is Kafka's ``toConnectData`` and ``from_column(typed, type)`` its
+``fromConnectData``; both return a :class:`Converted` — the new column plus a per-row ``failed``
+flag and message — instead of throwing, so one bad record goes to the dead-letter queue rather
+than failing the batch. :func:`decode` and :func:`encode` apply them to a record frame's ``key`` or
+``value`` and set the frame's error column (see :mod:`connect.record_frame`).
+
+JSON in Spark needs one type per column before the query runs, where Kafka reads each record's
+schema as it comes. So a :class:`JsonConverter` is *bound* to a Spark type:
+
+- ``schemas.enable=true`` (Kafka's default; the ``{"schema": …, "payload": …}`` envelope): give the
+  type (a Spark type, a DDL string or a Connect schema dict), or call :meth:`JsonConverter.bind` on
+  a batch: it reads the batch's distinct envelope schemas (one small Spark job on the driver) and
+  binds the first one's Spark type. Rows whose envelope schema maps to another type are flagged.
+- ``schemas.enable=false``: with a type, plain JSON is read into it; without one the value is
+  Spark's ``VARIANT`` (Spark's schemaless JSON, the counterpart of Connect's schemaless maps);
+  :meth:`JsonConverter.bind` infers a struct from a batch with ``schema_of_variant_agg``.
+
+Connect ↔ Spark types: int8/16/32/64 ↔ tinyint/smallint/int/bigint, float32/64 ↔ float/double,
+boolean, string, bytes ↔ binary (base64 in JSON, as Jackson writes byte[]), array, map (string
+keys only: Connect writes other keys as ``[[k, v], …]``), struct; logical types Timestamp ↔
+timestamp (int64 epoch ms), Date ↔ date (int32 epoch days), Time → int (ms of day: Spark has no
+time-of-day type by default), Decimal ↔ decimal(38, scale) with ``decimal.format`` NUMERIC, or
+BASE64 (Kafka's default) for unscaled values of up to 8 bytes (precision 18) — longer ones are
+flagged per row. Per-row checks: invalid UTF-8 or JSON, a missing envelope, a payload field of the
+wrong JSON type (nested inside arrays and maps only when the whole element fails).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType,
+                               DoubleType, FloatType, IntegerType, LongType, MapType, ShortType, StringType,
+                               StructField, StructType, TimestampNTZType, TimestampType, VariantType)
+
+from connect import record_frame
+from connect.errors import ConfigError, DataError
+
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+BYTE_ARRAY_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A converter's result for one column: ``value`` (null where ``failed``) and ``message``."""
+    value: Column
+    failed: Column
+    message: Column
+
+
+def _config_errors(config: dict, known: dict) -> dict:
+    errors = {}
+    for name, allowed in known.items():
+        if name in config and allowed is not None and str(config[name]).upper() not in allowed:
+            errors[name] = [f"invalid value {config[name]!r}; expected one of {sorted(allowed)}"]
+    return errors
+
+
+def _bool(config: dict, name: str, default: bool, errors: dict) -> bool:
+    value = config.get(name, default)
+    if isinstance(value, bool):
+        return value
+    if str(value).strip().lower() in ("true", "false"):
+        return str(value).strip().lower() == "true"
+    errors.setdefault(name, []).append(f"invalid value {value!r}; expected true or false")
+    return default
+
+
+class Converter:
+    """Base: a converter for keys (``is_key``) or values, as Kafka's ``configure(configs, isKey)``."""
+    class_name = ""
+
+    def __init__(self, config: dict | None = None, is_key: bool = False):
+        self.config = dict(config or {})
+        self.is_key = is_key
+
+    def to_column(self, binary: Column) -> Converted:
+        raise NotImplementedError
+
+    def from_column(self, typed: Column, data_type: DataType) -> Converted:
+        raise NotImplementedError
+
+    def output_type(self) -> DataType | None:
+        """The Spark type ``to_column`` produces, when known without data."""
+        return None
+
+
+class ByteArrayConverter(Converter):
+    """Bytes through unchanged; a typed value other than bytes is refused when the query is planned."""
+    class_name = BYTE_ARRAY_CONVERTER
+
+    def to_column(self, binary):
+        return Converted(binary, F.lit(False), F.lit(None).cast("string"))
+
+    def from_column(self, typed, data_type):
+        if not isinstance(data_type, BinaryType):
+            raise DataError(f"ByteArrayConverter is not compatible with objects of type {data_type.simpleString()}")
+        return Converted(typed, F.lit(False), F.lit(None).cast("string"))
+
+    def output_type(self):
+        return BinaryType()
+
+
+_ENCODINGS = {"UTF-8", "UTF8", "US-ASCII", "ISO-8859-1", "UTF-16", "UTF-16BE", "UTF-16LE", "UTF-32"}
+
+
+class StringConverter(Converter):
+    """Kafka's StringConverter (``converter.encoding``, default UTF-8). Bytes that are not valid
+    UTF-8 are flagged (Java would substitute U+FFFD); non-string values are written as Spark's
+    ``CAST(… AS STRING)``, where Java writes ``toString()`` (``Struct{a=1}`` against ``{1}``)."""
+    class_name = STRING_CONVERTER
+
+    def __init__(self, config=None, is_key=False):
+        super().__init__(config, is_key)
+        name = "key.converter.encoding" if is_key and "key.converter.encoding" in self.config else (
+            "value.converter.encoding" if not is_key and "value.converter.encoding" in self.config
+            else "converter.encoding")
+        self.encoding = str(self.config.get(name, "UTF-8")).upper()
+        if self.encoding not in _ENCODINGS:
+            raise ConfigError(f"{name}: unsupported encoding {self.encoding!r}",
+                              errors={name: [f"expected one of {sorted(_ENCODINGS)}"]})
+
+    def to_column(self, binary):
+        if self.encoding in ("UTF-8", "UTF8"):
+            bad = binary.isNotNull() & ~F.call_function("is_valid_utf8", binary)
+            return Converted(F.when(~bad, binary.cast("string")), bad,
+                             F.lit("Failed to deserialize data to string: invalid UTF-8"))
+        return Converted(F.decode(binary, self.encoding), F.lit(False), F.lit(None).cast("string"))
+
+    def from_column(self, typed, data_type):
+        text = typed if isinstance(data_type, StringType) else typed.cast("string")
+        return Converted(F.encode(text, self.encoding), F.lit(False), F.lit(None).cast("string"))
+
+    def output_type(self):
+        return StringType()
+
+
+# ---------------------------------------------------------------- Connect schema <-> Spark type
+_PRIMITIVES = {"int8": ByteType(), "int16": ShortType(), "int32": IntegerType(), "int64": LongType(),
+               "float32": FloatType(), "float64": DoubleType(), "boolean": BooleanType(),
+               "string": StringType(), "bytes": BinaryType()}
+_TIMESTAMP, _DATE, _TIME, _DECIMAL = ("org.apache.kafka.connect.data." + n for n in ("Timestamp", "Date", "Time", "Decimal"))
+
+
+def connect_to_spark(schema: dict) -> DataType:
+    """The Spark type for a Connect schema as JsonConverter writes it in an envelope."""
+    if not isinstance(schema, dict) or "type" not in schema:
+        raise DataError(f"not a Connect schema: {schema!r}")
+    kind, name = schema["type"], schema.get("name")
+    if name == _TIMESTAMP:
+        return TimestampType()
+    if name == _DATE:
+        return DateType()
+    if name == _DECIMAL:
+        return DecimalType(38, int((schema.get("parameters") or {}).get("scale", 0)))
+    if kind in _PRIMITIVES:
+        return _PRIMITIVES[kind]
+    if kind == "array":
+        return ArrayType(connect_to_spark(schema["items"]))
+    if kind == "map":
+        keys = connect_to_spark(schema["keys"])
+        if not isinstance(keys, StringType):
+            raise DataError("maps with non-string keys (written as [[key, value], …]) are not supported")
+        return MapType(keys, connect_to_spark(schema["values"]))
+    if kind == "struct":
+        return StructType([StructField(f["field"], connect_to_spark(f)) for f in schema.get("fields", [])])
+    raise DataError(f"unknown Connect schema type {kind!r}")
+
+
+def spark_to_connect(data_type: DataType, optional: bool = True) -> dict:
+    """The Connect schema JsonConverter writes for a Spark type (every field optional: Spark's
+    nullability is not a contract the way Connect's is)."""
+    t = data_type
+    if isinstance(t, (TimestampType, TimestampNTZType)):
+        out = {"type": "int64", "name": _TIMESTAMP, "version": 1}
+    elif isinstance(t, DateType):
+        out = {"type": "int32", "name": _DATE, "version": 1}
+    elif isinstance(t, DecimalType):
+        out = {"type": "bytes", "name": _DECIMAL, "version": 1, "parameters": {"scale": str(t.scale)}}
+    elif isinstance(t, ArrayType):
+        out = {"type": "array", "items": spark_to_connect(t.elementType)}
+    elif isinstance(t, MapType):
+        if not isinstance(t.keyType, StringType):
+            raise DataError(f"cannot write {t.simpleString()} as JSON: only string map keys are supported")
+        out = {"type": "map", "keys": spark_to_connect(t.keyType), "values": spark_to_connect(t.valueType)}
+    elif isinstance(t, StructType):
+        out = {"type": "struct", "fields": [{**spark_to_connect(f.dataType), "field": f.name} for f in t.fields]}
+    else:
+        kind = next((k for k, v in _PRIMITIVES.items() if v == t), None)
+        if kind is None:
+            raise DataError(f"JsonConverter cannot write Spark type {t.simpleString()}")
+        out = {"type": kind}
+    out["optional"] = optional
+    return out
+
+
+def _canonical(schema) -> str:
+    """The schema JSON as Spark's ``to_json`` of a VARIANT writes it (keys sorted, no spaces)."""
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _needs(t: DataType, pred) -> bool:
+    if pred(t):
+        return True
+    if isinstance(t, StructType):
+        return any(_needs(f.dataType, pred) for f in t.fields)
+    if isinstance(t, ArrayType):
+        return _needs(t.elementType, pred)
+    if isinstance(t, MapType):
+        return _needs(t.valueType, pred)
+    return False
+
+
+def _is_logical(t):
+    return isinstance(t, (TimestampType, TimestampNTZType, DateType, DecimalType))
+
+
+def _wire_type(t: DataType, numeric: bool) -> DataType:
+    """How a Spark type travels in Connect's JSON: timestamps as epoch ms, dates as epoch days,
+    decimals as numbers or base64 strings."""
+    if isinstance(t, (TimestampType, TimestampNTZType)):
+        return LongType()
+    if isinstance(t, DateType):
+        return IntegerType()
+    if isinstance(t, DecimalType):
+        return t if numeric else StringType()
+    if isinstance(t, StructType):
+        return StructType([StructField(f.name, _wire_type(f.dataType, numeric)) for f in t.fields])
+    if isinstance(t, ArrayType):
+        return ArrayType(_wire_type(t.elementType, numeric))
+    if isinstance(t, MapType):
+        return MapType(t.keyType, _wire_type(t.valueType, numeric))
+    return t
+
+
+def _map_type(c: Column, t: DataType, leaf) -> Column:
+    """Rebuild ``c`` of type ``t`` with ``leaf(col, type)`` applied where ``leaf`` returns a column."""
+    if not _needs(t, _is_logical):
+        return c
+    if isinstance(t, StructType):
+        return F.when(c.isNotNull(), F.struct(*[_map_type(c.getField(f.name), f.dataType, leaf).alias(f.name)
+                                                for f in t.fields]))
+    if isinstance(t, ArrayType):
+        return F.transform(c, lambda x: _map_type(x, t.elementType, leaf))
+    if isinstance(t, MapType):
+        return F.transform_values(c, lambda _, v: _map_type(v, t.valueType, leaf))
+    return leaf(c, t)
+
+
+def _decimal_from_base64(s: Column, t: DecimalType) -> Column:
+    raw = F.unbase64(s)
+    n = F.length(raw)
+    unsigned = F.conv(F.hex(raw), 16, 10).cast("decimal(38,0)")
+    negative = F.conv(F.substring(F.hex(raw), 1, 1), 16, 10).cast("int") >= 8
+    unscaled = F.when(negative, unsigned - F.pow(F.lit(2), n * 8).cast("decimal(38,0)")).otherwise(unsigned)
+    return F.when(n <= 8, (unscaled / F.lit(10 ** t.scale).cast("decimal(38,0)")).cast(t))
+
+
+def _decimal_to_base64(d: Column, t: DecimalType) -> Column:
+    """Java's ``BigInteger.toByteArray`` of the unscaled value (minimal two's complement), base64."""
+    unscaled = (d * F.lit(10 ** t.scale).cast("decimal(38,0)")).cast("long")
+    padded = F.lpad(F.hex(unscaled), 16, "0")
+    trimmed = F.when(unscaled >= 0, F.regexp_replace(padded, "^(00)+(?=[0-7])", "")).otherwise(
+        F.regexp_replace(padded, "^(FF)+(?=[89A-F])", ""))
+    return F.base64(F.unhex(trimmed))
+
+
+def _from_wire(c: Column, t: DataType, numeric: bool) -> Column:
+    def leaf(x, lt):
+        if isinstance(lt, (TimestampType, TimestampNTZType)):
+            return F.timestamp_millis(x).cast(lt)
+        if isinstance(lt, DateType):
+            return F.date_add(F.lit("1970-01-01").cast("date"), x)
+        if isinstance(lt, DecimalType):
+            return x if numeric else _decimal_from_base64(x, lt)
+        return x
+    return _map_type(c, t, leaf)
+
+
+def _to_wire(c: Column, t: DataType, numeric: bool) -> Column:
+    def leaf(x, lt):
+        if isinstance(lt, (TimestampType, TimestampNTZType)):
+            return F.unix_millis(x.cast("timestamp"))
+        if isinstance(lt, DateType):
+            return F.unix_date(x)
+        if isinstance(lt, DecimalType):
+            return x if numeric else _decimal_to_base64(x, lt)
+        return x
+    return _map_type(c, t, leaf)
+
+
+def _json_literal(c: Column) -> Column:
+    """Any column as JSON text (``to_json`` takes only structs, maps and arrays at the top)."""
+    wrapped = F.to_json(F.struct(c.alias("p")), {"ignoreNullFields": "false"})
+    return F.substring(wrapped, F.lit(6), F.length(wrapped) - 6)
+
+
+def _present(v: Column) -> Column:
+    return v.isNotNull() & ~F.call_function("is_variant_null", v)
+
+
+def _mismatch(v: Column, typed: Column, t: DataType) -> Column:
+    """True where the JSON ``v`` holds a value that did not fit ``t`` (it came out null)."""
+    here = _present(v) & typed.isNull()
+    if isinstance(t, StructType) and t.fields:
+        inner = [_mismatch(F.try_variant_get(v, "$['" + f.name.replace("'", "\\'") + "']", "variant"),
+                           typed.getField(f.name), f.dataType) for f in t.fields]
+        nested = inner[0]
+        for m in inner[1:]:
+            nested = nested | m
+        return here | (typed.isNotNull() & F.coalesce(nested, F.lit(False)))
+    return here
+
+
+_VARIANT_TO_DDL = [(re.compile(r"\bOBJECT<"), "STRUCT<"), (re.compile(r"\bDECIMAL\(\d+,\s*\d+\)"), "DOUBLE"),
+                   (re.compile(r"\bVOID\b"), "STRING")]
+
+
+class JsonConverter(Converter):
+    """Kafka's JsonConverter. Configs (Kafka's names and defaults): ``schemas.enable`` (true),
+    ``decimal.format`` (BASE64 | NUMERIC), ``schemas.cache.size`` and ``replace.null.with.default``
+    (accepted; Spark types have no defaults). See the module docstring for how a type is bound.
+
+    >>> conv = JsonConverter({"schemas.enable": "false"}, schema="id INT, name STRING")
+    >>> frame = decode(frame, conv, "value")      # value is now struct<id int, name string>
+    """
+    class_name = JSON_CONVERTER
+    CONFIGS = {"schemas.enable": None, "decimal.format": {"BASE64", "NUMERIC"}, "schemas.cache.size": None,
+               "replace.null.with.default": None, "converter.type": {"KEY", "VALUE", "HEADER"}}
+
+    def __init__(self, config=None, is_key=False, schema: "DataType | str | dict | None" = None):
+        super().__init__(config, is_key)
+        errors = _config_errors(self.config, self.CONFIGS)
+        self.schemas_enable = _bool(self.config, "schemas.enable", True, errors)
+        _bool(self.config, "replace.null.with.default", True, errors)
+        self.numeric = str(self.config.get("decimal.format", "BASE64")).upper() == "NUMERIC"
+        if errors:
+            raise ConfigError("invalid JsonConverter config: " + "; ".join(f"{k}: {', '.join(v)}"
+                                                                         for k, v in errors.items()), errors=errors)
+        self.data_type = _as_type(schema)
+        self._accepted: frozenset[str] | None = None  # canonical envelope schemas seen by bind()
+
+    # -- binding a type -------------------------------------------------------------------------
+    def bind(self, frame: DataFrame, column: str = "value") -> "JsonConverter":
+        """A converter bound to the Spark type of ``frame[column]``'s JSON (a driver-side job):
+        with envelopes the first distinct schema's type; without, the merged inferred type."""
+        v = F.try_parse_json(F.col(column).cast("string"))
+        bound = JsonConverter(self.config, self.is_key)
+        if self.schemas_enable:
+            rows = (frame.select(F.to_json(F.try_variant_get(v, "$.schema", "variant")).alias("s"))
+                    .where(F.col("s").isNotNull() & (F.col("s") != "null")).distinct().limit(64).collect())
+            schemas = sorted(r["s"] for r in rows)
+            if not schemas:
+                raise DataError(f"no JSON envelope with a schema in column {column!r} to bind a type from")
+            types = {s: connect_to_spark(json.loads(s)) for s in schemas}
+            bound.data_type = types[schemas[0]]
+            bound._accepted = frozenset(s for s, t in types.items() if _same(t, bound.data_type))
+        else:
+            ddl = frame.select(F.call_function("schema_of_variant_agg", v)).first()[0]
+            for pattern, repl in _VARIANT_TO_DDL:
+                ddl = pattern.sub(repl, ddl)
+            bound.data_type = _as_type(ddl)
+        return bound
+
+    def output_type(self):
+        return self.data_type or (None if self.schemas_enable else VariantType())
+
+    # -- bytes -> typed ---------------------------------------------------------------------------
+    def to_column(self, binary):
+        text = binary.cast("string")
+        v = F.try_parse_json(text)
+        present = binary.isNotNull()
+        bad_json = present & (~F.call_function("is_valid_utf8", binary) | v.isNull())
+        msg_json = F.lit("Converting byte[] to Kafka Connect data failed due to serialization error")
+        if not self.schemas_enable and self.data_type is None:
+            return Converted(F.when(~bad_json, v), bad_json, msg_json)
+        if self.schemas_enable:
+            if self.data_type is None:
+                raise DataError("JsonConverter with schemas.enable=true needs a Spark type: pass schema= or "
+                                "call bind(frame) on a batch first")
+            keys = F.json_object_keys(text)
+            envelope_ok = (F.size(keys) == 2) & F.array_contains(keys, "schema") & F.array_contains(keys, "payload")
+            bad_env = present & ~bad_json & ~F.coalesce(envelope_ok, F.lit(False))
+            schema_json = F.to_json(F.try_variant_get(v, "$.schema", "variant"))
+            if self._accepted is not None:
+                bad_schema = present & ~bad_json & ~bad_env & ~schema_json.isin(*sorted(self._accepted))
+            else:
+                bad_schema = F.lit(False)
+            payload = F.try_variant_get(v, "$.payload", "variant")
+        else:
+            bad_env = bad_schema = F.lit(False)
+            payload = v
+        wire_t = _wire_type(self.data_type, self.numeric)
+        wire = F.try_variant_get(payload, "$", wire_t.simpleString())
+        typed = _from_wire(wire, self.data_type, self.numeric)
+        bad_payload = present & ~bad_json & ~bad_env & ~bad_schema & (
+            _mismatch(payload, wire, wire_t) | (wire.isNotNull() & _mismatch(payload, typed, self.data_type)))
+        failed = bad_json | bad_env | bad_schema | bad_payload
+        message = (F.when(bad_json, msg_json)
+                   .when(bad_env, F.lit('JsonConverter with schemas.enable requires "schema" and "payload" fields '
+                                        'and may not contain additional fields. If you are trying to deserialize '
+                                        'plain JSON data, set schemas.enable=false in your converter configuration.'))
+                   .when(bad_schema, F.concat(F.lit("record schema differs from the frame's bound schema: "),
+                                              schema_json))
+                   .when(bad_payload, F.concat(F.lit(f"JSON value does not match {self.data_type.simpleString()}: "),
+                                               F.to_json(payload))))
+        return Converted(F.when(~failed, typed), failed, message)
+
+    # -- typed -> bytes ---------------------------------------------------------------------------
+    def from_column(self, typed, data_type):
+        if isinstance(data_type, VariantType):
+            if self.schemas_enable:
+                raise DataError("a VARIANT value has no Connect schema to write in an envelope; "
+                                "set schemas.enable=false or cast the value to a struct")
+            payload = F.to_json(typed)
+        else:
+            if isinstance(data_type, MapType) and not isinstance(data_type.keyType, StringType):
+                raise DataError(f"cannot write {data_type.simpleString()} as JSON: only string map keys")
+            payload = _json_literal(_to_wire(typed, data_type, self.numeric))
+        if self.schemas_enable:
+            schema = _canonical(spark_to_connect(data_type))
+            text = F.concat(F.lit('{"schema":' + schema + ',"payload":'), payload, F.lit("}"))
+        else:
+            text = payload
+        return Converted(F.when(typed.isNotNull(), F.encode(text, "UTF-8")), F.lit(False),
+                         F.lit(None).cast("string"))
+
+
+def _same(a: DataType, b: DataType) -> bool:
+    """Equal ignoring nullability (Connect's ``optional`` does not change the Spark type)."""
+    return a.simpleString() == b.simpleString()
+
+
+def _as_type(schema) -> DataType | None:
+    if schema is None or isinstance(schema, DataType):
+        return schema
+    if isinstance(schema, dict):
+        return connect_to_spark(schema)
+    from pyspark.sql.types import _parse_datatype_string
+    try:
+        return _parse_datatype_string(schema)
+    except Exception:
+        from pyspark.sql import SparkSession
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            raise
+        return spark.createDataFrame([], schema).schema  # DDL with backquoted names needs the parser
+
+
+CONVERTERS = {c.class_name: c for c in (JsonConverter, StringConverter, ByteArrayConverter)}
+
+
+def converter(class_name: str, config: dict | None = None, is_key: bool = False, **kwargs) -> Converter:
+    """A converter by Kafka's class name (``key.converter`` / ``value.converter``)."""
+    try:
+        cls = CONVERTERS[class_name]
+    except KeyError:
+        field = "key.converter" if is_key else "value.converter"
+        raise ConfigError(f"{field}: unknown converter class {class_name!r}; known: {sorted(CONVERTERS)}",
+                          errors={field: [f"Class {class_name} could not be found."]}) from None
+    return cls(config, is_key, **kwargs) if cls is JsonConverter else cls(config, is_key)
+
+
+def decode(frame: DataFrame, conv: Converter, column: str = "value") -> DataFrame:
+    """``frame[column]`` bytes → typed (Kafka's ``toConnectData``), failing rows flagged."""
+    r = conv.to_column(F.col(column))
+    return record_frame.flag(frame, r.failed, f"{column}.converter", conv.class_name, r.message, {column: r.value})
+
+
+def encode(frame: DataFrame, conv: Converter, column: str = "value") -> DataFrame:
+    """``frame[column]`` typed → bytes (Kafka's ``fromConnectData``), failing rows flagged."""
+    r = conv.from_column(F.col(column), frame.schema[column].dataType)
+    return record_frame.flag(frame, r.failed, f"{column}.converter", conv.class_name, r.message, {column: r.value})

@@ -1,0 +1,97 @@
+"""The record frame: how Connect's records look inside Spark.
+
+A *record frame* is a DataFrame with one row per Kafka Connect record:
+
+==========  ==========================================  ====================================
+column      type                                        Kafka Connect's ``ConnectRecord``
+==========  ==========================================  ====================================
+topic       string                                      ``topic()``
+partition   int (null: let the producer choose)        ``kafkaPartition()``
+offset      long (null for source records)              ``SinkRecord.kafkaOffset()``
+timestamp   timestamp                                   ``timestamp()``
+key         any Spark type (binary before conversion)   ``key()`` with ``keySchema()``
+value       any Spark type; null is a tombstone         ``value()`` with ``valueSchema()``
+headers     array<struct<key string, value binary>>     ``headers()`` (already serialised)
+==========  ==========================================  ====================================
+
+The Spark type of ``key``/``value`` is the record's schema: Kafka lets each record carry its own
+schema, Spark gives one type to a column, so one frame holds records of one key and one value schema.
+
+Two optional columns travel with the rows and every converter and transform keeps them:
+
+- :data:`ERROR` (struct<stage, class, message>): set by the first stage that could not convert or
+  transform the row, null otherwise. A stage never fails the batch for one bad record: it flags the
+  row, later stages leave flagged rows alone (they may compute garbage for them, never fail), and
+  the runtime splits the frame with :func:`split_errors` — dead-letter queue under
+  ``errors.tolerance=all``, a :class:`~connect.errors.DataError` naming the first bad row otherwise.
+  So each step yields "(frame, error column)" as one DataFrame, since a Column computed from a
+  frame's old ``value`` would no longer mean the same once the step replaced ``value``.
+- :data:`ORIGINAL` (struct<key, value, headers> as consumed): what the dead-letter queue writes,
+  as Kafka's ``errors.deadletterqueue`` writes the record as it was read.
+"""
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
+
+from connect.errors import DataError
+
+RECORD_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value", "headers")
+ERROR = "__connect_error"
+ORIGINAL = "__connect_original"
+
+HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+ERROR_TYPE = StructType([StructField("stage", StringType()), StructField("class", StringType()),
+                         StructField("message", StringType())])
+
+
+def from_source(source: DataFrame, keep_original: bool = True) -> DataFrame:
+    """A record frame from ``format("riverlog")`` rows (key and value still bytes), with an empty
+    error column and, for the dead-letter queue, the consumed bytes."""
+    cols = [F.col(c) for c in RECORD_COLUMNS]
+    cols.append(F.lit(None).cast(ERROR_TYPE).alias(ERROR))
+    if keep_original:
+        cols.append(F.struct("key", "value", "headers").alias(ORIGINAL))
+    return source.select(*cols)
+
+
+def to_sink(frame: DataFrame, partition: bool = False) -> DataFrame:
+    """The columns the riverlog sink writes (topic, key, value, headers, timestamp, and partition
+    when asked): key and value must already be converted to bytes or strings."""
+    for name in ("key", "value"):
+        t = frame.schema[name].dataType
+        if not isinstance(t, (BinaryType, StringType)):
+            raise DataError(f"record frame column {name!r} is {t.simpleString()}; convert it to bytes with a "
+                            "converter's from_column before writing")
+    cols = ["topic", "key", "value", "headers", "timestamp"] + (["partition"] if partition else [])
+    return frame.select(*cols)
+
+
+def error_struct(stage: str, cls: str, message: Column) -> Column:
+    return F.struct(F.lit(stage).alias("stage"), F.lit(cls).alias("class"), message.alias("message"))
+
+
+def flag(frame: DataFrame, failed: Column, stage: str, cls: str, message: Column, replace: dict) -> DataFrame:
+    """Replace columns and flag failing rows in one projection, so ``failed`` and ``message`` see the
+    frame as it was before the step. The first error a row got is kept."""
+    new = error_struct(stage, cls, message)
+    err = F.when(failed, new)
+    if ERROR in frame.columns:
+        err = F.coalesce(F.col(ERROR), err)
+    out = [replace[c].alias(c) if c in replace else F.col(c) for c in frame.columns if c != ERROR]
+    out += [replace[c].alias(c) for c in replace if c not in frame.columns]
+    return frame.select(*out, err.cast(ERROR_TYPE).alias(ERROR))
+
+
+def error_column(frame: DataFrame) -> Column:
+    """The error column of a frame (null for every row when no stage flagged one)."""
+    return F.col(ERROR) if ERROR in frame.columns else F.lit(None).cast(ERROR_TYPE)
+
+
+def split_errors(frame: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(records that went through every stage, records some stage flagged) — the second for the
+    dead-letter queue or to fail the task, per ``errors.tolerance``."""
+    if ERROR not in frame.columns:
+        return frame, frame.limit(0)
+    return frame.where(F.col(ERROR).isNull()).drop(ERROR), frame.where(F.col(ERROR).isNotNull())
