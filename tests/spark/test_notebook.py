@@ -28,6 +28,40 @@ print("RESULTS " + _json.dumps({
 """
 
 
+# Run in the streams notebook's kernel before its "Stop" cell: what the application wrote and stored,
+# and what the reference interpreter (TopologyTestDriver) computes from the same records.
+_STREAMS_RESULTS = """
+import json as _json
+from streams.testing import TopologyTestDriver as _Driver
+_d = _Driver(app.topology, {"application.id": "shop"})
+_o = _d.createInputTopic("orders", Serdes.String(), Serdes.Json(ORDER))
+for _k, _v, _ts in orders:
+    _o.pipeInput(_k, _v, _ts)
+_p = _d.createInputTopic("prices", Serdes.String(), Serdes.Double())
+for _k, _v in prices.items():
+    _p.pipeInput(_k, _v, start)
+def _windows(store):
+    return sorted([w.key, w.start, v] for w, v in store.all())
+def _sessions(store):
+    return sorted([w.key, w.start, w.end, n] for w, n in store.all())
+print("RESULTS " + _json.dumps({
+    "orders": [[v["user"], v["qty"] * v["price"], ts] for _, v, ts in orders if v["qty"] > 0],
+    "app": {"totals": totals[["user", "start", "end", "orders", "amount"]].values.tolist(),
+            "sessions": sessions[["user", "start", "end", "orders"]].values.tolist(),
+            "window_store": _windows(app.store("totals-per-minute")),
+            "session_store": _sessions(app.store("sessions")),
+            "prices": sorted(app.store("prices").all()),
+            "exceptions": [str(q.exception()) for q in app.queries]},
+    "oracle": {"totals": [[v["user"], v["start"], v["end"], v["orders"], v["amount"]] for v in
+                          _d.createOutputTopic("user-totals", Serdes.String(), Serdes.Json(TOTAL)).readValuesToList()],
+               "sessions": [[v["user"], v["start"], v["end"], v["orders"]] for v in
+                            _d.createOutputTopic("user-sessions", Serdes.String(), Serdes.Json(SESSION)).readValuesToList()],
+               "window_store": _windows(_d.getWindowStore("totals-per-minute")),
+               "session_store": _sessions(_d.getSessionStore("sessions")),
+               "prices": sorted(_d.getKeyValueStore("prices").all())}}, default=float))
+"""
+
+
 def run(path: str, extra: str | None = None):
     from nbclient import NotebookClient
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
@@ -46,8 +80,10 @@ def run(path: str, extra: str | None = None):
 @pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(ROOT, "notebooks", "*.ipynb"))),
                          ids=os.path.basename)
 def test_the_notebook_runs_top_to_bottom(path):
-    if os.path.basename(path) == "01-quickstart.ipynb":
-        pytest.skip("run, and its results checked, by test_the_quickstart_counts_every_click_once")
+    checked_by = {"01-quickstart.ipynb": "test_the_quickstart_counts_every_click_once",
+                  "02-streams.ipynb": "test_notebook_02_streams_equals_the_reference_interpreter"}
+    if os.path.basename(path) in checked_by:
+        pytest.skip(f"run, and its results checked, by {checked_by[os.path.basename(path)]}")
     run(path)
 
 
@@ -69,3 +105,45 @@ def test_the_quickstart_counts_every_click_once():
     # count only grows, so a repeated (window, user, count) is a duplicate write).
     assert got["rows_out"] == got["distinct_out"] == got["updated"], got
     assert got["group"] == [300, 300], got
+
+
+def test_notebook_02_streams_equals_the_reference_interpreter():
+    """The streams notebook's application on Spark writes and stores exactly what
+    TopologyTestDriver computes from the same orders, and its per-minute totals are the plain sums
+    of the orders in each window that has closed."""
+    outputs = run(os.path.join(ROOT, "notebooks", "02-streams.ipynb"), _STREAMS_RESULTS)
+    assert any("image/png" in o.get("data", {}) for o in outputs), "the plot is missing"
+    [line] = [ln for o in outputs if o.get("output_type") == "stream" for ln in o.get("text", "").splitlines()
+              if ln.startswith("RESULTS ")]
+    got = json.loads(line[len("RESULTS "):])
+    app, oracle = got["app"], got["oracle"]
+    assert app["exceptions"] == ["None"] * len(app["exceptions"]), app["exceptions"]
+
+    def per_user(rows):   # order across users is not defined; each user's own order is
+        out: dict = {}
+        for row in rows:
+            out.setdefault(row[0], []).append(row)
+        return out
+
+    assert per_user(app["totals"]) == per_user(oracle["totals"])
+    assert per_user(app["sessions"]) == per_user(oracle["sessions"])
+    assert app["window_store"] == oracle["window_store"]
+    assert app["session_store"] == oracle["session_store"]
+    assert app["prices"] == oracle["prices"] == [["apple", 0.5], ["bread", 2.5], ["cheese", 7.0], ["wine", 12.0]]
+
+    # Independently of both engines: in-order orders, one partition, so a window is final once the
+    # largest timestamp has passed its end + 10 s of grace, and then holds the plain sums.
+    stream_time = max(ts for _, _, ts in got["orders"])
+    expected: dict = {}
+    for user, amount, ts in got["orders"]:
+        w = ts // 60_000 * 60_000
+        if w + 60_000 + 10_000 <= stream_time:
+            n, total = expected.get((user, w), (0, 0.0))
+            expected[(user, w)] = (n + 1, total + amount)
+    written = {(u, s): (n, amount) for u, s, e, n, amount in app["totals"]}
+    assert len(written) == len(app["totals"]) >= 20, "a window was written twice, or too few windows"
+    assert written.keys() == expected.keys()
+    assert all(written[k][0] == expected[k][0] and abs(written[k][1] - expected[k][1]) < 1e-9 for k in expected)
+    # Sessions do not overlap: each accepted order is in one session, written (closed) or still in the store.
+    sessions = {tuple(row[:3]): row[3] for row in app["sessions"] + app["session_store"]}
+    assert sum(sessions.values()) == len(got["orders"])
