@@ -93,4 +93,4 @@ def sink_columns(df, p: Plan, defaults: tuple, application_id: str):
     return df.select(F.lit(topic).alias("topic"), F.lit(None).cast("int").alias("partition"),
                      (ks.encode(F.col("key")) if ks is not None else F.col("key")).alias("key"),
                      (vs.encode(F.col("value")) if vs is not None else F.col("value")).alias("value"),
-                     "timestamp")
+                     "timestamp", "headers")
