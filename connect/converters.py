@@ -360,7 +360,9 @@ class JsonConverter(Converter):
                 raise DataError(f"no JSON envelope with a schema in column {column!r} to bind a type from")
             types = {s: connect_to_spark(json.loads(s)) for s in schemas}
             bound.data_type = types[schemas[0]]
-            bound._accepted = frozenset(s for s, t in types.items() if _same(t, bound.data_type))
+            # What this converter writes for the type is accepted too, so it reads its own output.
+            bound._accepted = frozenset([s for s, t in types.items() if _same(t, bound.data_type)]
+                                        + [_canonical(spark_to_connect(bound.data_type))])
         else:
             ddl = frame.select(F.call_function("schema_of_variant_agg", v)).first()[0]
             for pattern, repl in _VARIANT_TO_DDL:

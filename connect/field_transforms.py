@@ -1,0 +1,411 @@
+"""Kafka's transforms that reshape a key or value: InsertField, ReplaceField, MaskField, Cast,
+TimestampConverter, ExtractField, HoistField, Flatten, ValueToKey. Each is the base class; the
+``$Key``/``$Value`` variants are made in :mod:`connect.transforms`. A null value (tombstone) stays
+null, except where Kafka does otherwise (HoistField wraps it; ValueToKey fails the record)."""
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DateType, DecimalType, DoubleType,
+                               FloatType, IntegerType, LongType, MapType, ShortType, StringType, StructType,
+                               TimestampNTZType, TimestampType)
+
+from connect import timestamp_formats
+from connect.errors import DataError
+from connect.transform_base import (REQUIRED, Plan, Setting, Transformation, non_empty_list, non_empty_string,
+                                    one_of, rebuild, require_struct, require_struct_or_map)
+
+P = "org.apache.kafka.connect.transforms."
+RNWD = Setting("replace.null.with.default", "boolean", True, doc="accepted; Spark types have no defaults")
+
+
+def _or(conditions):
+    out = F.lit(False)
+    for c in conditions:
+        out = out | F.coalesce(c, F.lit(False))
+    return out
+
+
+def _first_message(pairs):
+    out = None
+    for failed, message in pairs:
+        out = F.when(F.coalesce(failed, F.lit(False)), message) if out is None else out.when(
+            F.coalesce(failed, F.lit(False)), message)
+    return out if out is not None else F.lit(None).cast("string")
+
+
+class InsertField(Transformation):
+    """Adds the record's topic, partition, offset, timestamp and/or a static string to a struct,
+    after its fields and in that order. A ``!``/``?`` suffix (required/optional) is accepted; Spark
+    fields are always nullable. ``offset.field`` is null for source records (Kafka refuses it)."""
+    class_name = P + "InsertField"
+    SETTINGS = [Setting(n) for n in ("topic.field", "partition.field", "offset.field", "timestamp.field",
+                                     "static.field", "static.value")] + [RNWD]
+
+    def validate(self, v):
+        if not any(v.get(n) for n in ("topic.field", "partition.field", "offset.field", "timestamp.field",
+                                      "static.field")):
+            return {"topic.field": ["No field insertion configured"]}
+        if v.get("static.field") and v.get("static.value") is None:
+            return {"static.value": [f"No value specified for static field: {v['static.field']}"]}
+        return {}
+
+    def plan(self, frame):
+        t = require_struct(frame, self.target, "field insertion")
+        col = F.col(self.target)
+        added = []
+        for name, source in (("topic.field", F.col("topic")), ("partition.field", F.col("partition")),
+                             ("offset.field", F.col("offset")), ("timestamp.field", F.col("timestamp")),
+                             ("static.field", F.lit(self.values.get("static.value")))):
+            spec = self.values.get(name)
+            if spec:
+                added.append((spec.rstrip("!?") if spec[-1:] in "!?" else spec, source))
+        clash = [n for n, _ in added if n in t.names]
+        if clash:
+            raise DataError(f"InsertField: {self.target} already has field(s) {clash}")
+        return Plan({self.target: rebuild(col, [(f.name, col.getField(f.name)) for f in t.fields] + added)})
+
+
+class ReplaceField(Transformation):
+    """Keeps ``include`` (all when empty), drops ``exclude``, renames ``renames`` (``old:new``)."""
+    class_name = P + "ReplaceField"
+    SETTINGS = [Setting("exclude", "list", ""), Setting("include", "list", ""), Setting("renames", "list", ""), RNWD]
+
+    def validate(self, v):
+        bad = [m for m in v["renames"] if len(m.split(":")) != 2 or not all(m.split(":"))]
+        return {"renames": [f"Invalid rename mapping: {m}" for m in bad]} if bad else {}
+
+    def plan(self, frame):
+        t = require_struct(frame, self.target, "field replacement")
+        col = F.col(self.target)
+        renames = dict(m.split(":") for m in self.values["renames"])
+        inc, exc = self.values["include"], self.values["exclude"]
+        kept = [f.name for f in t.fields if f.name not in exc and (not inc or f.name in inc)]
+        return Plan({self.target: rebuild(col, [(renames.get(n, n), col.getField(n)) for n in kept])})
+
+
+_NUMERIC = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType)
+
+
+class MaskField(Transformation):
+    """Replaces ``fields`` with their type's empty value (0, false, "", epoch, empty array/map) or
+    with ``replacement`` (numbers and strings only, as in Kafka)."""
+    class_name = P + "MaskField"
+    SETTINGS = [Setting("fields", "list", REQUIRED, non_empty_list),
+                Setting("replacement", default=None, validator=non_empty_string), RNWD]
+
+    def _mask(self, c, t, name):
+        r = self.values.get("replacement")
+        if r is not None:
+            if isinstance(t, StringType):
+                return F.lit(r)
+            if isinstance(t, _NUMERIC):
+                try:
+                    float(r)
+                except ValueError:
+                    raise DataError(f"MaskField: unable to convert {r} to number for field {name!r}") from None
+                return F.lit(r).cast(t)
+            raise DataError(f"MaskField: cannot mask field {name!r} of type {t.simpleString()} with custom replacement")
+        if isinstance(t, _NUMERIC):
+            return F.lit(0).cast(t)
+        if isinstance(t, BooleanType):
+            return F.lit(False)
+        if isinstance(t, StringType):
+            return F.lit("")
+        if isinstance(t, (TimestampType, TimestampNTZType)):
+            return F.timestamp_millis(F.lit(0)).cast(t)
+        if isinstance(t, DateType):
+            return F.lit("1970-01-01").cast("date")
+        if isinstance(t, (ArrayType, MapType)):
+            return F.array().cast(t) if isinstance(t, ArrayType) else F.create_map().cast(t)
+        raise DataError(f"MaskField: cannot mask field {name!r} of type {t.simpleString()}")
+
+    def plan(self, frame):
+        t = require_struct(frame, self.target, "mask fields")
+        col = F.col(self.target)
+        missing = [f for f in self.values["fields"] if f not in t.names]
+        if missing:
+            raise DataError(f"MaskField: {self.target} has no field(s) {missing}")
+        fields = []
+        for f in t.fields:
+            c = col.getField(f.name)
+            if f.name in self.values["fields"]:
+                c = F.when(c.isNotNull(), self._mask(c, f.dataType, f.name))
+            fields.append((f.name, c))
+        return Plan({self.target: rebuild(col, fields)})
+
+
+_CAST_TYPES = {"int8": ByteType(), "int16": ShortType(), "int32": IntegerType(), "int64": LongType(),
+               "float32": FloatType(), "float64": DoubleType(), "boolean": BooleanType(), "string": StringType()}
+_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+_INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
+
+
+def _wrap(long_col, bits):
+    """Java's narrowing of a long to ``bits`` (two's complement wrap-around)."""
+    if bits == 64:
+        return long_col
+    m = 1 << bits
+    low = F.pmod(long_col, F.lit(m))
+    return F.when(low >= m // 2, low - m).otherwise(low)
+
+
+def _java_long(c, bits):
+    """Java's ``(int)``/``(long)`` of a float, double or decimal: truncate, saturate, NaN → 0."""
+    limit = (1 << 31) if bits < 64 else (1 << 63)
+    d = c.cast("double")
+    return (F.when(F.isnan(d), F.lit(0)).when(d >= float(limit - 1), F.lit(limit - 1))
+            .when(d <= float(-limit), F.lit(-limit))
+            .otherwise((F.signum(d) * F.floor(F.abs(d))).cast("long"))).cast("long")
+
+
+def cast_column(c, from_t, to: str, where: str):
+    """(cast value, failed) for Kafka's Cast of one value of Spark type ``from_t`` to Connect type ``to``."""
+    target = _CAST_TYPES[to]
+    no = F.lit(False)
+    if isinstance(from_t, (StructType, ArrayType, MapType)):
+        raise DataError(f"Cast transformation does not support casting {where} of type {from_t.simpleString()}")
+    if isinstance(from_t, BinaryType):
+        if to != "string":
+            raise DataError(f"Cast: {where} is bytes and can only be cast to string (base64)")
+        return F.base64(c), no
+    if isinstance(from_t, StringType):
+        if to in _BITS:
+            ok = c.rlike(r"^[+-]?[0-9]+$")
+            out = F.when(ok, c.try_cast(target))
+        elif to in ("float32", "float64"):
+            out = F.trim(c).try_cast(target)
+        elif to == "boolean":
+            return F.lower(c) == "true", no
+        else:
+            return c, no
+        return out, c.isNotNull() & out.isNull()
+    if isinstance(from_t, (TimestampType, TimestampNTZType)):
+        if to == "string":
+            return timestamp_formats.format_utc(c, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"), no
+        c, from_t = F.unix_millis(c.cast("timestamp")), LongType()
+    if isinstance(from_t, DateType):
+        if to == "string":
+            return F.date_format(c, "yyyy-MM-dd"), no
+        c, from_t = F.unix_date(c), IntegerType()
+    if isinstance(from_t, BooleanType):
+        return (c if to in ("boolean", "string") else F.when(c, 1).otherwise(0)).cast(target), no
+    if to == "string":
+        return c.cast("string"), no
+    if to in ("float32", "float64"):
+        return c.cast(target), no
+    if isinstance(from_t, _INTEGRAL):
+        as_long = c.cast("long")
+    else:
+        as_long = _java_long(c, _BITS.get(to, 64))
+    if to == "boolean":
+        return as_long != 0, no
+    return _wrap(as_long, _BITS[to]).cast(target), no
+
+
+class Cast(Transformation):
+    """Casts fields (``spec=a:int32,b:string``) or the whole key/value (``spec=int64``) to Connect's
+    types int8…int64, float32/64, boolean, string. Numbers narrow with Java's wrap-around; a string
+    that does not parse is flagged per row; bytes go to base64 strings; timestamps/dates cast
+    through epoch ms/days, as Kafka casts their logical types. Top-level fields only, as Kafka."""
+    class_name = P + "Cast"
+    SETTINGS = [Setting("spec", "list", REQUIRED), RNWD]
+
+    def validate(self, v):
+        problems, whole = [], 0
+        if not v["spec"]:
+            problems.append("Must specify at least one field to cast.")
+        for m in v["spec"]:
+            parts = m.split(":")
+            if len(parts) > 2:
+                problems.append(f"Invalid rename mapping: {m}")
+                continue
+            kind = parts[-1].strip().lower()
+            whole += len(parts) == 1
+            if kind not in _CAST_TYPES:
+                problems.append(f"Invalid type found in casting spec: {parts[-1].strip()}" if kind not in (
+                    "bytes", "array", "map", "struct") else f"Cast transformation does not support casting to "
+                    f"{kind.upper()}; supported types are {sorted(t.upper() for t in _CAST_TYPES)}")
+        if whole and len(v["spec"]) > 1:
+            problems.append("Cast transformations that specify a type to cast the entire value to may only "
+                            "specify a single cast in their spec")
+        return {"spec": problems} if problems else {}
+
+    def plan(self, frame):
+        col, t = F.col(self.target), frame.schema[self.target].dataType
+        spec = [m.split(":") for m in self.values["spec"]]
+        if len(spec[0]) == 1:
+            out, failed = cast_column(col, t, spec[0][0].strip().lower(), self.target)
+            return Plan({self.target: out}, failed=failed,
+                        message=F.concat(F.lit(f"Cast: {self.target} ("), col.cast("string"),
+                                         F.lit(f") cannot be cast to {spec[0][0].strip()}")))
+        t = require_struct(frame, self.target, "cast types")
+        casts = {f.strip(): k.strip().lower() for f, k in spec}
+        fields, fails = [], []
+        for f in t.fields:
+            c = col.getField(f.name)
+            if f.name in casts:
+                c, failed = cast_column(c, f.dataType, casts[f.name], f"field {f.name!r}")
+                fails.append((failed, F.concat(F.lit(f"Cast: field {f.name} ("), col.getField(f.name).cast("string"),
+                                               F.lit(f") cannot be cast to {casts[f.name]}"))))
+            fields.append((f.name, c))
+        return Plan({self.target: rebuild(col, fields)}, failed=col.isNotNull() & _or(f for f, _ in fails),
+                    message=_first_message(fails))
+
+
+_UNIX = {"seconds": 1000, "milliseconds": 1, "microseconds": -1000, "nanoseconds": -1000000}
+
+
+class TimestampConverter(Transformation):
+    """Converts a timestamp (the whole key/value, or ``field``) between ``string`` (``format``, a
+    SimpleDateFormat pattern, UTC), ``unix`` (``unix.precision``), ``Date`` (Spark date),
+    ``Time`` (a timestamp on 1970-01-01, as Kafka's Time is a Date on that day) and ``Timestamp``.
+    Values pass through epoch milliseconds, as Kafka's ``java.util.Date`` does, so sub-millisecond
+    digits are dropped as Kafka drops them. A string that does not parse is flagged per row."""
+    class_name = P + "TimestampConverter"
+    SETTINGS = [Setting("field", default=""),
+                Setting("target.type", default=REQUIRED, validator=one_of("string", "unix", "Date", "Time", "Timestamp")),
+                Setting("format", default="", validator=timestamp_formats.check),
+                Setting("unix.precision", default="milliseconds",
+                        validator=one_of("nanoseconds", "microseconds", "milliseconds", "seconds")), RNWD]
+
+    def validate(self, v):
+        if v["target.type"] == "string" and not v["format"].strip():
+            return {"format": ["TimestampConverter requires format option to be specified when using string timestamps"]}
+        return {}
+
+    def _to_millis(self, c, t):
+        if isinstance(t, StringType):
+            if not self.values["format"].strip():
+                raise DataError("TimestampConverter requires format option to be specified when using string timestamps")
+            parsed = timestamp_formats.parse_utc(c, self.values["format"])
+            return F.unix_millis(parsed), c.isNotNull() & parsed.isNull()
+        if isinstance(t, (TimestampType, TimestampNTZType)):
+            return F.unix_millis(c.cast("timestamp")), F.lit(False)
+        if isinstance(t, DateType):
+            return F.unix_date(c).cast("long") * 86400000, F.lit(False)
+        if isinstance(t, _INTEGRAL):
+            k = _UNIX[self.values["unix.precision"]]
+            return (c.cast("long") * k if k > 0 else (c.cast("decimal(38,0)") / -k).cast("long")), F.lit(False)
+        raise DataError(f"TimestampConverter: cannot convert {t.simpleString()}; expected a string, "
+                        "integer, date or timestamp")
+
+    def _from_millis(self, ms):
+        kind = self.values["target.type"]
+        ts = F.timestamp_millis(ms)
+        if kind == "string":
+            return timestamp_formats.format_utc(ts, self.values["format"])
+        if kind == "unix":
+            k = _UNIX[self.values["unix.precision"]]
+            return (ms.cast("decimal(38,0)") / k).cast("long") if k > 0 else ms * -k
+        if kind == "Date":
+            return F.date_from_unix_date(F.floor(ms / 86400000).cast("int"))
+        if kind == "Time":
+            return F.timestamp_millis(F.pmod(ms, F.lit(86400000)))
+        return ts
+
+    def _convert(self, c, t, where):
+        ms, failed = self._to_millis(c, t)
+        message = F.concat(F.lit(f"TimestampConverter: could not parse {where} '"), c.cast("string"),
+                           F.lit(f"' with format '{self.values['format']}'"))
+        return self._from_millis(ms), failed, message
+
+    def plan(self, frame):
+        col, name = F.col(self.target), self.values["field"]
+        if not name:
+            out, failed, message = self._convert(col, frame.schema[self.target].dataType, self.target)
+            return Plan({self.target: out}, failed=failed, message=message)
+        t = require_struct(frame, self.target, "converting timestamp formats")
+        if name not in t.names:
+            raise DataError(f"TimestampConverter: {self.target} has no field {name!r}")
+        out, failed, message = self._convert(col.getField(name), t[name].dataType, f"field {name}")
+        fields = [(f.name, out if f.name == name else col.getField(f.name)) for f in t.fields]
+        return Plan({self.target: rebuild(col, fields)}, failed=col.isNotNull() & failed, message=message)
+
+
+def field_path(path: str, version: str) -> list[str]:
+    """KIP-821: V1 is one top-level name; V2 splits on dots, with backticks around names holding dots."""
+    if version == "V1":
+        return [path]
+    parts, cur, quoted = [], "", False
+    for i, ch in enumerate(path):
+        if ch == "`" and (quoted or not cur):
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return parts
+
+
+class ExtractField(Transformation):
+    """Replaces the key/value with one of its fields (a nested one with ``field.syntax.version=V2``);
+    a map value is looked up by key."""
+    class_name = P + "ExtractField"
+    SETTINGS = [Setting("field", default=REQUIRED), Setting("field.syntax.version", default="V1",
+                                                            validator=one_of("V1", "V2", case=False)), RNWD]
+
+    def plan(self, frame):
+        t = require_struct_or_map(frame, self.target, "field extraction")
+        out = F.col(self.target)
+        path = field_path(self.values["field"], self.values["field.syntax.version"].upper())
+        for name in path:
+            if isinstance(t, MapType):
+                out, t = out.getItem(name), t.valueType
+            elif isinstance(t, StructType) and name in t.names:
+                out, t = out.getField(name), t[name].dataType
+            else:
+                raise DataError(f"Unknown field: {self.values['field']} in {self.target} {frame.schema[self.target].dataType.simpleString()}")
+        return Plan({self.target: out})
+
+
+class HoistField(Transformation):
+    """Wraps the key/value in a struct with one field ``field`` (a null is wrapped too, as Kafka does)."""
+    class_name = P + "HoistField"
+    SETTINGS = [Setting("field", default=REQUIRED)]
+
+    def plan(self, frame):
+        return Plan({self.target: F.struct(F.col(self.target).alias(self.values["field"]))})
+
+
+class Flatten(Transformation):
+    """Nested structs become top-level fields named by their path joined with ``delimiter``; arrays
+    and maps are kept as they are (Kafka's behaviour with schemas)."""
+    class_name = P + "Flatten"
+    SETTINGS = [Setting("delimiter", default=".")]
+
+    def _leaves(self, c, t, prefix):
+        for f in t.fields:
+            name = prefix + f.name
+            if isinstance(f.dataType, StructType):
+                yield from self._leaves(c.getField(f.name), f.dataType, name + self.values["delimiter"])
+            else:
+                yield name, c.getField(f.name)
+
+    def plan(self, frame):
+        t = require_struct(frame, self.target, "flattening")
+        col = F.col(self.target)
+        fields = list(self._leaves(col, t, ""))
+        names = [n for n, _ in fields]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise DataError(f"Flatten: flattened field names collide: {dup}")
+        return Plan({self.target: rebuild(col, fields)})
+
+
+class ValueToKey(Transformation):
+    """Replaces the key with a struct of the value's ``fields``. A tombstone has no fields to copy:
+    it is flagged, as Kafka fails it."""
+    class_name = P + "ValueToKey"
+    SETTINGS = [Setting("fields", "list", REQUIRED, non_empty_list), RNWD]
+
+    def plan(self, frame):
+        t = require_struct(frame, "value", "copying fields from value to key")
+        missing = [f for f in self.values["fields"] if f not in t.names]
+        if missing:
+            raise DataError(f"Field does not exist: {missing[0]}")
+        v = F.col("value")
+        key = F.when(v.isNotNull(), F.struct(*[v.getField(f).alias(f) for f in self.values["fields"]]))
+        return Plan({"key": key}, failed=v.isNull(),
+                    message=F.lit("Only Struct objects supported for [copying fields from value to key], found: null"))

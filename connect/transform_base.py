@@ -1,0 +1,221 @@
+"""What every transform and predicate shares: Kafka's ConfigDef-style config parsing (every bad
+field listed in one :class:`~connect.errors.ConfigError`), the :class:`Plan` a transform returns,
+and the struct helpers the field transforms are built from.
+
+A transform does not rewrite the frame itself: :meth:`Transformation.plan` says which record
+columns it replaces, which rows it keeps and which rows it fails, all as expressions over the frame
+before the step. That one description serves both ``apply`` (unconditional) and
+:func:`connect.transforms.chain` (gated per row by a predicate), so no transform is written twice.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, MapType, StructType
+
+from connect import record_frame
+from connect.errors import ConfigError, DataError
+
+REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One config of a transform: Kafka's name, type (string, list, boolean, int), default
+    (``REQUIRED`` for ``NO_DEFAULT_VALUE``), a validator returning a problem or None, and a doc line."""
+    name: str
+    type: str = "string"
+    default: object = None
+    validator: object = None
+    doc: str = ""
+
+
+def one_of(*allowed: str, case: bool = True):
+    def check(v):
+        if v is None:
+            return None
+        ok = v in allowed if case else v.lower() in {a.lower() for a in allowed}
+        return None if ok else f"String must be one of: {', '.join(allowed)}"
+    return check
+
+
+def non_empty_list(v):
+    return "Empty list" if not v else None
+
+
+def non_empty_string(v):
+    return "String must be non-empty" if v is not None and v == "" else None
+
+
+def valid_regex(v):
+    try:
+        re.compile(v)
+    except (re.error, TypeError) as e:
+        return f"Invalid regex: {e}"
+    return None
+
+
+def parse_list(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v).strip() for v in value]
+    text = str(value).strip()
+    return [] if not text else [p.strip() for p in text.split(",")]
+
+
+def parse_config(kind: str, settings: list[Setting], config: dict, extra=None) -> dict:
+    """Typed values for ``settings`` from ``config``; raises one ConfigError naming every bad field
+    (``extra(values) -> {field: [problems]}`` adds cross-field checks, run when fields parsed)."""
+    values, errors = {}, {}
+    for s in settings:
+        raw = config.get(s.name, s.default)
+        if raw is REQUIRED:
+            errors.setdefault(s.name, []).append(f'Missing required configuration "{s.name}" which has no default value.')
+            continue
+        try:
+            if s.type == "list":
+                value = parse_list(raw)
+            elif s.type == "boolean":
+                if isinstance(raw, bool):
+                    value = raw
+                elif str(raw).strip().lower() in ("true", "false"):
+                    value = str(raw).strip().lower() == "true"
+                else:
+                    raise ValueError(f"Expected value to be either true or false, got {raw!r}")
+            elif s.type == "int":
+                value = int(raw)
+            else:
+                value = None if raw is None else str(raw)
+        except (TypeError, ValueError) as e:
+            errors.setdefault(s.name, []).append(str(e))
+            continue
+        problem = s.validator(value) if s.validator else None
+        if problem:
+            errors.setdefault(s.name, []).append(f"Invalid value {raw} for configuration {s.name}: {problem}")
+            continue
+        values[s.name] = value
+    if not errors and extra is not None:
+        for name, problems in extra(values).items():
+            errors.setdefault(name, []).extend(problems)
+    if errors:
+        listed = "; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items())
+        raise ConfigError(f"invalid {kind} config: {listed}", errors=errors)
+    return values
+
+
+@dataclass
+class Plan:
+    """What a transform does to a frame, as expressions over the frame before it: replaced record
+    columns, a row filter (``keep``, null = keep all), and rows that failed with their message."""
+    columns: dict[str, Column] = field(default_factory=dict)
+    keep: Column | None = None
+    failed: Column | None = None
+    message: Column | None = None
+
+
+class Transformation:
+    """Base of the SMTs: config parsed at construction, ``plan`` for the runtime, ``apply`` for
+    direct use. ``target`` is ``"key"`` or ``"value"`` for the ``$Key``/``$Value`` variants."""
+    class_name = ""
+    SETTINGS: list[Setting] = []
+    target = "value"
+
+    def __init__(self, config: dict | None = None):
+        self.config = dict(config or {})
+        self.values = parse_config(self.class_name or type(self).__name__, self.SETTINGS, self.config, self.validate)
+
+    def validate(self, values: dict) -> dict:
+        """Cross-field checks: {field: [problems]}."""
+        return {}
+
+    def plan(self, frame: DataFrame) -> Plan:
+        raise NotImplementedError
+
+    def apply(self, frame: DataFrame) -> DataFrame:
+        """The transformed frame (rows this transform cannot handle are flagged, not failed)."""
+        return execute(frame, self.plan(frame), stage=self.class_name, cls=self.class_name)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.config!r})"
+
+
+def execute(frame: DataFrame, plan: Plan, stage: str, cls: str, gate: Column | None = None) -> DataFrame:
+    """Run a plan, optionally only where ``gate`` holds (a predicate). Rows flagged by an earlier
+    stage are never dropped: they must reach the dead-letter queue."""
+    columns = dict(plan.columns)
+    if gate is not None:
+        columns = {c: gated(frame, gate, col, c) for c, col in columns.items()}
+    failed = plan.failed if plan.failed is not None else F.lit(False)
+    if gate is not None:
+        failed = gate & failed
+    if plan.keep is not None:
+        keep = plan.keep if gate is None else (~gate | plan.keep)
+        columns["__connect_keep"] = F.coalesce(keep, F.lit(True)) | F.coalesce(failed, F.lit(False))
+    message = plan.message if plan.message is not None else F.lit(None).cast("string")
+    out = record_frame.flag(frame, F.coalesce(failed, F.lit(False)), stage, cls, message, columns)
+    if plan.keep is not None:
+        out = out.where(F.col("__connect_keep") | F.col(record_frame.ERROR).isNotNull()).drop("__connect_keep")
+    return out
+
+
+def column_type(frame: DataFrame, col: Column) -> DataType:
+    """The type of an expression over ``frame`` (analysis only, no Spark job)."""
+    return frame.select(col.alias("c")).schema["c"].dataType
+
+
+def gated(frame: DataFrame, gate: Column, new: Column, name: str) -> Column:
+    """``when(gate, new).otherwise(old)`` with both branches made one type. Spark gives a column one
+    type where Kafka lets each record have its own schema: structs are widened to the union of
+    their fields (the transformed record's first, missing ones null); other type changes under a
+    predicate are refused, naming both types."""
+    old = F.col(name)
+    new_t, old_t = column_type(frame, new), frame.schema[name].dataType
+    if new_t.simpleString() == old_t.simpleString():
+        return F.when(gate, new).otherwise(old)
+    if isinstance(new_t, StructType) and isinstance(old_t, StructType):
+        union = list(new_t.fields) + [f for f in old_t.fields if f.name not in new_t.names]
+        for f in union:
+            if f.name in new_t.names and f.name in old_t.names and \
+                    new_t[f.name].dataType.simpleString() != old_t[f.name].dataType.simpleString():
+                raise DataError(f"a predicate gates a transform that changes field {name}.{f.name} from "
+                                f"{old_t[f.name].dataType.simpleString()} to {new_t[f.name].dataType.simpleString()}; "
+                                "a Spark column has one type, so both branches must agree")
+
+        def widen(c, t):
+            return F.when(c.isNotNull(), F.struct(*[
+                (c.getField(f.name) if f.name in t.names else F.lit(None).cast(f.dataType)).alias(f.name)
+                for f in union]))
+        return F.when(gate, widen(new, new_t)).otherwise(widen(old, old_t))
+    raise DataError(f"a predicate gates a transform that changes column {name!r} from {old_t.simpleString()} to "
+                    f"{new_t.simpleString()}: a Spark column has one type; apply it without a predicate or split "
+                    "the connector")
+
+
+# ------------------------------------------------------------------ struct helpers
+def require_struct(frame: DataFrame, name: str, purpose: str) -> StructType:
+    t = frame.schema[name].dataType
+    if not isinstance(t, StructType):
+        raise DataError(f"Only Struct objects supported for [{purpose}], found: {t.simpleString()} in column {name!r}")
+    return t
+
+
+def require_struct_or_map(frame: DataFrame, name: str, purpose: str) -> DataType:
+    t = frame.schema[name].dataType
+    if not isinstance(t, (StructType, MapType)):
+        raise DataError(f"Only Struct or Map objects supported for [{purpose}], found: {t.simpleString()} "
+                        f"in column {name!r}")
+    return t
+
+
+def rebuild(value: Column, fields: list[tuple[str, Column]]) -> Column:
+    """A struct of ``fields`` that stays null where ``value`` is null (a tombstone stays one)."""
+    return F.when(value.isNotNull(), F.struct(*[c.alias(n) for n, c in fields]))
+
+
+def with_target(cls, target: str, suffix: str):
+    """The ``$Key``/``$Value`` variant class of a transform."""
+    return type(f"{cls.__name__}{suffix}", (cls,), {"target": target, "class_name": f"{cls.class_name}${suffix}"})

@@ -1,0 +1,237 @@
+"""Kafka Connect's built-in transforms (SMTs) as Spark column expressions, under Kafka's class
+names and config names, plus :func:`chain` that runs a connector's ``transforms`` list with
+``transforms.<alias>.predicate`` and ``negate``.
+
+Differences from Kafka, all because a Spark column has one type where a Kafka record carries its
+own schema: field transforms need a struct value (a map works where noted); a transform that
+changes a column's type can be gated by a predicate only when both branches can be made one type
+(structs are widened, see :func:`connect.transform_base.gated`); schema-level problems (a missing
+field, a struct where a number is needed) fail when the query is planned, not per record, since
+every record of the frame has that schema. Rows a transform cannot handle (a string that does not
+parse, a record with no timestamp) are flagged in the frame's error column. ``replace.null.with.default``
+is accepted everywhere and has no effect: Spark types carry no default values.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DateType, DecimalType, DoubleType, FloatType,
+                               IntegerType, LongType, MapType, ShortType, StringType, StructType, TimestampType)
+
+from connect import record_frame
+from connect.errors import ConfigError, DataError
+from connect.field_transforms import (Cast, ExtractField, Flatten, HoistField, InsertField, MaskField, ReplaceField,
+                                      TimestampConverter, ValueToKey)
+from connect.transform_base import (REQUIRED, Plan, Setting, Transformation, execute, non_empty_list, one_of,
+                                    parse_list, require_struct, valid_regex, with_target)
+from connect import timestamp_formats
+
+P = "org.apache.kafka.connect.transforms."
+RNWD = Setting("replace.null.with.default", "boolean", True, doc="accepted; Spark types have no defaults")
+
+
+class RegexRouter(Transformation):
+    """Topic renamed when it matches ``regex`` as a whole, with Java's ``$1`` replacement syntax
+    (Spark's ``regexp_replace`` is Java's regex engine, so patterns mean the same)."""
+    class_name = P + "RegexRouter"
+    SETTINGS = [Setting("regex", default=REQUIRED, validator=valid_regex), Setting("replacement", default=REQUIRED)]
+
+    def plan(self, frame):
+        pattern = "^(?:" + self.values["regex"] + ")\\z"
+        topic = F.col("topic")
+        return Plan({"topic": F.when(topic.rlike(pattern),
+                                     F.regexp_replace(topic, pattern, self.values["replacement"])).otherwise(topic)})
+
+
+class TimestampRouter(Transformation):
+    """Topic from ``topic.format`` with ``${topic}`` and ``${timestamp}`` (the record time in UTC in
+    ``timestamp.format``, a SimpleDateFormat pattern). A record without a timestamp is flagged."""
+    class_name = P + "TimestampRouter"
+    SETTINGS = [Setting("topic.format", default="${topic}-${timestamp}"),
+                Setting("timestamp.format", default="yyyyMMdd", validator=timestamp_formats.check)]
+
+    def plan(self, frame):
+        pattern = self.values["timestamp.format"]
+        parts, text = [], self.values["topic.format"]
+        for i, piece in enumerate(text.split("${topic}")):
+            if i:
+                parts.append(F.col("topic"))
+            for j, sub in enumerate(piece.split("${timestamp}")):
+                if j:
+                    parts.append(timestamp_formats.format_utc(F.col("timestamp"), pattern))
+                if sub:
+                    parts.append(F.lit(sub))
+        missing = F.col("timestamp").isNull()
+        return Plan({"topic": F.when(~missing, F.concat(*parts)).otherwise(F.col("topic"))}, failed=missing,
+                    message=F.concat(F.lit("Timestamp missing on record: "), F.col("topic")))
+
+
+class Filter(Transformation):
+    """Drops every record it is applied to: meant to be used with a predicate."""
+    class_name = P + "Filter"
+
+    def plan(self, frame):
+        return Plan(keep=F.lit(False))
+
+
+class InsertHeader(Transformation):
+    """Adds header ``header`` with ``value.literal`` (UTF-8, as SimpleHeaderConverter writes a string)."""
+    class_name = P + "InsertHeader"
+    SETTINGS = [Setting("header", default=REQUIRED), Setting("value.literal", default=REQUIRED)]
+
+    def plan(self, frame):
+        header = F.struct(F.lit(self.values["header"]).alias("key"),
+                          F.encode(F.lit(self.values["value.literal"]), "UTF-8").alias("value"))
+        return Plan({"headers": F.concat(F.coalesce(F.col("headers"), F.array().cast(record_frame.HEADERS_TYPE)),
+                                         F.array(header))})
+
+
+class DropHeaders(Transformation):
+    """Removes every header whose key is in ``headers``."""
+    class_name = P + "DropHeaders"
+    SETTINGS = [Setting("headers", "list", REQUIRED, non_empty_list)]
+
+    def plan(self, frame):
+        names = F.array(*[F.lit(h) for h in self.values["headers"]])
+        return Plan({"headers": F.filter(F.col("headers"), lambda h: ~F.array_contains(names, h["key"]))})
+
+
+def header_bytes(c, t):
+    """A field as header bytes, as SimpleHeaderConverter writes it: strings UTF-8, bytes as they
+    are, structs/arrays/maps as JSON, other values as their string form."""
+    if isinstance(t, BinaryType):
+        return c
+    if isinstance(t, StringType):
+        return F.encode(c, "UTF-8")
+    if isinstance(t, (StructType, MapType)) or t.typeName() == "array":
+        return F.encode(F.to_json(c), "UTF-8")
+    if isinstance(t, TimestampType):
+        return F.encode(F.date_format(c, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"), "UTF-8")
+    return F.encode(c.cast("string"), "UTF-8")
+
+
+class HeaderFrom(Transformation):
+    """Copies (``operation=copy``) or moves (``move``) key/value fields into headers, pairing
+    ``fields`` with ``headers`` in order."""
+    class_name = P + "HeaderFrom"
+    SETTINGS = [Setting("fields", "list", REQUIRED, non_empty_list), Setting("headers", "list", REQUIRED, non_empty_list),
+                Setting("operation", default=REQUIRED, validator=one_of("move", "copy")), RNWD]
+
+    def validate(self, values):
+        if len(values["fields"]) != len(values["headers"]):
+            return {"headers": ["'fields' config must have the same number of elements as 'headers' config."]}
+        return {}
+
+    def plan(self, frame):
+        t = require_struct(frame, self.target, "header " + self.values["operation"])
+        col = F.col(self.target)
+        missing = [f for f in self.values["fields"] if f not in t.names]
+        if missing:
+            raise DataError(f"HeaderFrom: field(s) {missing} not in {self.target} {t.simpleString()}")
+        new = [F.struct(F.lit(h).alias("key"), header_bytes(col.getField(f), t[f].dataType).alias("value"))
+               for f, h in zip(self.values["fields"], self.values["headers"])]
+        headers = F.concat(F.coalesce(F.col("headers"), F.array().cast(record_frame.HEADERS_TYPE)),
+                           F.when(col.isNotNull(), F.array(*new)).otherwise(F.array().cast(record_frame.HEADERS_TYPE)))
+        out = {"headers": headers}
+        if self.values["operation"] == "move":
+            kept = [f for f in t.fields if f.name not in self.values["fields"]]
+            out[self.target] = F.when(col.isNotNull(), F.struct(*[col.getField(f.name).alias(f.name) for f in kept]))
+        return Plan(out)
+
+
+# ------------------------------------------------------------------ registry, chain
+def _variants(cls):
+    return {f"{cls.class_name}$Key": with_target(cls, "key", "Key"),
+            f"{cls.class_name}$Value": with_target(cls, "value", "Value")}
+
+
+TRANSFORMS: dict[str, type[Transformation]] = {}
+for _cls in (InsertField, ReplaceField, MaskField, Cast, TimestampConverter, ExtractField, HoistField, Flatten,
+             HeaderFrom):
+    TRANSFORMS.update(_variants(_cls))
+for _cls in (ValueToKey, RegexRouter, TimestampRouter, Filter, InsertHeader, DropHeaders):
+    TRANSFORMS[_cls.class_name] = _cls
+
+
+def _debezium():
+    from connect.debezium import ExtractNewRecordState
+    return {ExtractNewRecordState.class_name: ExtractNewRecordState}
+
+
+TRANSFORMS.update(_debezium())
+
+
+def transform(class_name: str, config: dict | None = None) -> Transformation:
+    """A transform by Kafka's class name."""
+    try:
+        cls = TRANSFORMS[class_name]
+    except KeyError:
+        raise ConfigError(f"unknown transformation class {class_name!r}",
+                          errors={"type": [f"Class {class_name} could not be found."]}) from None
+    return cls(config)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One entry of a connector's ``transforms``: the transform, its predicate and ``negate``."""
+    alias: str
+    transform: Transformation
+    predicate: object = None
+    negate: bool = False
+
+
+def chain(frame: DataFrame, steps: list[Step]) -> DataFrame:
+    """Apply ``steps`` in order. A step with a predicate changes only the rows where the predicate
+    (negated with ``negate``) holds; ``Filter`` with a predicate drops only those rows. Each step's
+    failures are flagged under stage ``transforms.<alias>``."""
+    for step in steps:
+        gate = None
+        if step.predicate is not None:
+            gate = F.coalesce(step.predicate.condition(frame), F.lit(False))
+            if step.negate:
+                gate = ~gate
+        frame = execute(frame, step.transform.plan(frame), f"transforms.{step.alias}",
+                        step.transform.class_name, gate)
+    return frame
+
+
+def from_connector_config(config: dict) -> list[Step]:
+    """The steps a connector config names (``transforms``, ``transforms.<alias>.type``/``.predicate``/
+    ``.negate``, ``predicates``, ``predicates.<alias>.type`` …); every problem is listed in one
+    ConfigError under the connector config's key."""
+    from connect.predicates import predicate as make_predicate
+    errors: dict[str, list[str]] = {}
+    preds = {}
+    for alias in parse_list(config.get("predicates")):
+        prefix = f"predicates.{alias}."
+        sub = {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
+        try:
+            preds[alias] = make_predicate(sub.get("type", ""), sub)
+        except ConfigError as e:
+            for k, v in e.details.get("errors", {}).items():
+                errors.setdefault(prefix + k, []).extend(v)
+    steps = []
+    for alias in parse_list(config.get("transforms")):
+        prefix = f"transforms.{alias}."
+        sub = {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
+        pred_alias, negate = sub.get("predicate"), str(sub.get("negate", "false")).lower()
+        if negate not in ("true", "false"):
+            errors.setdefault(prefix + "negate", []).append(f"Invalid value {sub['negate']}: expected true or false")
+        if pred_alias and pred_alias not in preds and f"predicates.{pred_alias}.type" not in config:
+            errors.setdefault(prefix + "predicate", []).append(f"Predicate alias {pred_alias!r} is not in 'predicates'")
+        if "type" not in sub:
+            errors.setdefault(prefix + "type", []).append("Missing required configuration \"type\"")
+            continue
+        try:
+            t = transform(sub["type"], sub)
+        except ConfigError as e:
+            for k, v in e.details.get("errors", {}).items():
+                errors.setdefault(prefix + k, []).extend(v)
+            continue
+        steps.append(Step(alias, t, preds.get(pred_alias), negate == "true"))
+    if errors:
+        raise ConfigError("invalid transforms config: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()),
+                          errors=errors)
+    return steps

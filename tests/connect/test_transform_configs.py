@@ -1,0 +1,78 @@
+"""Transform and predicate configs are validated at construction, every bad field listed."""
+import pytest
+
+from connect.errors import ConfigError
+from connect.predicates import predicate
+from connect.transforms import from_connector_config, transform
+
+T = "org.apache.kafka.connect.transforms."
+
+
+def errors_of(class_name, config):
+    with pytest.raises(ConfigError) as e:
+        transform(class_name, config)
+    return e.value.details["errors"]
+
+
+@pytest.mark.parametrize("cls,config,field", [
+    ("RegexRouter", {"regex": "("}, "regex"),
+    ("RegexRouter", {"regex": "a"}, "replacement"),
+    ("MaskField$Value", {}, "fields"),
+    ("MaskField$Value", {"fields": "a", "replacement": ""}, "replacement"),
+    ("Cast$Value", {"spec": "a:int99"}, "spec"),
+    ("Cast$Value", {"spec": "a:bytes"}, "spec"),
+    ("Cast$Value", {"spec": "int32,a:int8"}, "spec"),
+    ("ReplaceField$Value", {"renames": "a:b,c"}, "renames"),
+    ("InsertField$Value", {}, "topic.field"),
+    ("InsertField$Value", {"static.field": "s"}, "static.value"),
+    ("TimestampConverter$Value", {"target.type": "string"}, "format"),
+    ("TimestampConverter$Value", {"target.type": "weekday"}, "target.type"),
+    ("TimestampConverter$Value", {"target.type": "unix", "unix.precision": "hours"}, "unix.precision"),
+    ("TimestampConverter$Value", {"target.type": "string", "format": "YYYY-ww"}, "format"),
+    ("ExtractField$Key", {}, "field"),
+    ("ExtractField$Key", {"field": "a", "field.syntax.version": "V3"}, "field.syntax.version"),
+    ("HoistField$Value", {}, "field"),
+    ("ValueToKey", {"fields": ""}, "fields"),
+    ("DropHeaders", {}, "headers"),
+    ("InsertHeader", {"header": "h"}, "value.literal"),
+    ("HeaderFrom$Value", {"fields": "a,b", "headers": "h", "operation": "copy"}, "headers"),
+    ("HeaderFrom$Value", {"fields": "a", "headers": "h", "operation": "steal"}, "operation"),
+    ("TimestampRouter", {"timestamp.format": "yyyyMMdd'"}, "timestamp.format"),
+])
+def test_bad_field_is_named(cls, config, field):
+    assert field in errors_of(T + cls, config)
+
+
+def test_every_bad_field_is_listed_at_once():
+    errors = errors_of(T + "HeaderFrom$Value", {"operation": "x", "replace.null.with.default": "maybe"})
+    assert set(errors) == {"fields", "headers", "operation", "replace.null.with.default"}
+
+
+def test_debezium_options():
+    errors = errors_of("io.debezium.transforms.ExtractNewRecordState",
+                       {"delete.handling.mode": "erase", "delete.tombstone.handling.mode": "keep",
+                        "drop.tombstones": "yes"})
+    assert set(errors) == {"delete.handling.mode", "delete.tombstone.handling.mode", "drop.tombstones"}
+
+
+def test_defaults_are_kafkas():
+    assert transform(T + "Flatten$Value").values["delimiter"] == "."
+    r = transform(T + "TimestampRouter").values
+    assert (r["topic.format"], r["timestamp.format"]) == ("${topic}-${timestamp}", "yyyyMMdd")
+    assert transform(T + "TimestampConverter$Value", {"target.type": "unix"}).values["unix.precision"] == "milliseconds"
+
+
+def test_predicates_and_connector_config():
+    with pytest.raises(ConfigError) as e:
+        predicate(T + "predicates.TopicNameMatches", {})
+    assert "pattern" in e.value.details["errors"]
+    with pytest.raises(ConfigError) as e:
+        from_connector_config({"transforms": "a,b,c", "transforms.a.type": T + "RegexRouter",
+                               "transforms.b.type": T + "Nope", "transforms.c.type": T + "Filter",
+                               "transforms.c.predicate": "p", "transforms.c.negate": "perhaps"})
+    assert set(e.value.details["errors"]) == {"transforms.a.regex", "transforms.a.replacement", "transforms.b.type",
+                                              "transforms.c.predicate", "transforms.c.negate"}
+    steps = from_connector_config({"transforms": "f", "transforms.f.type": T + "Filter",
+                                   "transforms.f.predicate": "t", "transforms.f.negate": "true",
+                                   "predicates": "t", "predicates.t.type": T + "predicates.RecordIsTombstone"})
+    assert steps[0].negate and steps[0].predicate is not None

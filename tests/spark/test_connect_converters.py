@@ -1,0 +1,79 @@
+"""Kafka's converters as column expressions: round trips, the JSON envelope with and without
+schemas (examples from Kafka's JsonConverter docs and tests), bad rows flagged, never failing."""
+import pytest
+from pyspark.sql import functions as F
+
+from connect import record_frame
+from connect.converters import JsonConverter, StringConverter, ByteArrayConverter, converter, decode, encode
+
+pytestmark = pytest.mark.spark
+ENVELOPE = (b'{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"},'
+            b'{"type":"string","optional":true,"field":"name"},'
+            b'{"type":"int64","name":"org.apache.kafka.connect.data.Timestamp","field":"at"},'
+            b'{"type":"bytes","name":"org.apache.kafka.connect.data.Decimal","parameters":{"scale":"2"},"field":"price"}'
+            b']},"payload":{"id":1,"name":"a","at":1500000000000,"price":"AOg="}}')
+
+
+def source(spark, values):
+    rows = [("t", 0, i, None, None, v, []) for i, v in enumerate(values)]
+    return record_frame.from_source(spark.createDataFrame(rows, "topic string, partition int, offset long, "
+                                    "timestamp timestamp, key binary, value binary, "
+                                    "headers array<struct<key string, value binary>>"))
+
+
+def rows(df):
+    return df.orderBy("offset").collect()
+
+
+def test_json_envelope_round_trip_and_bad_rows(spark):
+    f = source(spark, [ENVELOPE, b"{not json", b'{"id": 1}', ENVELOPE.replace(b'"id":1,', b'"id":"x",'),
+                       b"\xff\xfe", None])
+    conv = converter("org.apache.kafka.connect.json.JsonConverter", {}).bind(f)
+    out = rows(decode(f, conv))
+    v = out[0]["value"].asDict()
+    assert (v["id"], v["name"], str(v["price"]), v["at"].timestamp()) == (1, "a", "2.32", 1500000000.0)
+    errors = [r[record_frame.ERROR] for r in out]
+    assert errors[0] is None and errors[5] is None and out[5]["value"] is None  # a tombstone stays one
+    assert "serialization error" in errors[1]["message"] and "serialization error" in errors[4]["message"]
+    assert "requires \"schema\" and \"payload\"" in errors[2]["message"]
+    assert "does not match" in errors[3]["message"]
+    ok, failed = record_frame.split_errors(decode(f, conv))
+    assert failed.count() == 4 and rows(failed)[0][record_frame.ORIGINAL]["value"] == b"{not json"
+    back = rows(encode(ok, conv))
+    again = rows(decode(source(spark, [bytes(back[0]["value"])]), conv))
+    assert again[0]["value"] == out[0]["value"] and again[0][record_frame.ERROR] is None
+
+
+def test_json_without_schemas(spark):
+    f = source(spark, [b'{"id": 7, "tags": ["x"], "nested": {"ok": true}}', b'{"id": "seven"}', b"[1"])
+    typed = JsonConverter({"schemas.enable": "false"}, schema="id INT, tags ARRAY<STRING>, nested STRUCT<ok: BOOLEAN>")
+    out = rows(decode(f, typed))
+    assert out[0]["value"].asDict(recursive=True) == {"id": 7, "tags": ["x"], "nested": {"ok": True}}
+    assert out[1][record_frame.ERROR] is not None and out[2][record_frame.ERROR] is not None
+    inferred = JsonConverter({"schemas.enable": "false"}).bind(f.where("offset = 0"))
+    assert inferred.data_type.simpleString() == "struct<id:bigint,nested:struct<ok:boolean>,tags:array<string>>"
+    variant = rows(decode(f, JsonConverter({"schemas.enable": "false"})))
+    assert variant[0][record_frame.ERROR] is None and variant[2][record_frame.ERROR] is not None
+    written = rows(encode(decode(f, typed).where("offset = 0"), typed))
+    assert bytes(written[0]["value"]) == b'{"id":7,"tags":["x"],"nested":{"ok":true}}'
+
+
+def test_envelope_for_primitives_and_schema_literal(spark):
+    df = spark.createDataFrame([(1, 42, "hé"), (2, None, None)], "offset long, n long, s string")
+    conv = JsonConverter({})
+    out = df.select("offset", conv.from_column(F.col("n"), df.schema["n"].dataType).value.cast("string").alias("n"),
+                    conv.from_column(F.col("s"), df.schema["s"].dataType).value.cast("string").alias("s")).orderBy("offset").collect()
+    assert out[0]["n"] == '{"schema":{"optional":true,"type":"int64"},"payload":42}'
+    assert out[0]["s"] == '{"schema":{"optional":true,"type":"string"},"payload":"hé"}'
+    assert out[1]["n"] is None
+
+
+def test_string_and_bytes(spark):
+    f = source(spark, ["héllo".encode(), b"\xc3\x28", None])
+    out = rows(decode(f, StringConverter({})))
+    assert [r["value"] for r in out] == ["héllo", None, None]
+    assert out[1][record_frame.ERROR]["class"] == "org.apache.kafka.connect.storage.StringConverter"
+    back = rows(encode(decode(f, StringConverter({})).where("offset = 0"), StringConverter({})))
+    assert bytes(back[0]["value"]) == "héllo".encode()
+    same = rows(encode(decode(f, ByteArrayConverter()), ByteArrayConverter()))
+    assert [r["value"] and bytes(r["value"]) for r in same] == [b"h\xc3\xa9llo", b"\xc3\x28", None]

@@ -1,0 +1,176 @@
+"""Kafka's transforms against tables of inputs and outputs from Kafka's documentation examples
+(kafka.apache.org/documentation/#connect_transforms and each SMT's docs), one frame per table."""
+import datetime as dt
+
+import pytest
+from pyspark.sql import functions as F
+
+from connect import record_frame
+from connect.errors import DataError
+from connect.predicates import predicate
+from connect.transforms import Step, chain, transform
+
+pytestmark = pytest.mark.spark
+T = "org.apache.kafka.connect.transforms."
+TS = dt.datetime(2017, 7, 14, 2, 40, tzinfo=dt.timezone.utc)
+
+
+def frame(spark, value_ddl, values, topics=None, headers=None, ts=TS):
+    rows = [(topics[i] if topics else "orders", 0, i, ts, None, v, headers[i] if headers else [])
+            for i, v in enumerate(values)]
+    schema = (f"topic string, partition int, offset long, timestamp timestamp, key binary, value {value_ddl}, "
+              "headers array<struct<key string, value binary>>")
+    return record_frame.from_source(spark.createDataFrame(rows, schema), keep_original=False)
+
+
+def values(df, col="value"):
+    return [r[col] for r in df.orderBy("offset").collect()]
+
+
+def as_dict(v):
+    return None if v is None else v.asDict(recursive=True)
+
+
+def test_field_transforms(spark):
+    f = frame(spark, "struct<id int, name string, ssn string, salary double, address struct<city string, zip int>>",
+              [(1, "Alice", "123-45-6789", 1000.5, ("Paris", 75001)), None])
+    cases = {
+        (T + "InsertField$Value", (("topic.field", "t"), ("partition.field", "p!"), ("offset.field", "o?"),
+                                   ("static.field", "dc"), ("static.value", "east"))):
+            [{"id": 1, "name": "Alice", "ssn": "123-45-6789", "salary": 1000.5,
+              "address": {"city": "Paris", "zip": 75001}, "t": "orders", "p": 0, "o": 0, "dc": "east"}, None],
+        (T + "ReplaceField$Value", (("exclude", "ssn,salary,address"), ("renames", "name:full_name"))):
+            [{"id": 1, "full_name": "Alice"}, None],
+        (T + "ReplaceField$Value", (("include", "id,name"),)): [{"id": 1, "name": "Alice"}, None],
+        (T + "MaskField$Value", (("fields", "ssn,salary,id"),)):
+            [{"id": 0, "name": "Alice", "ssn": "", "salary": 0.0, "address": {"city": "Paris", "zip": 75001}}, None],
+        (T + "MaskField$Value", (("fields", "ssn"), ("replacement", "<redacted>"))):
+            [{"id": 1, "name": "Alice", "ssn": "<redacted>", "salary": 1000.5,
+              "address": {"city": "Paris", "zip": 75001}}, None],
+        (T + "Flatten$Value", (("delimiter", "_"),)):
+            [{"id": 1, "name": "Alice", "ssn": "123-45-6789", "salary": 1000.5, "address_city": "Paris",
+              "address_zip": 75001}, None],
+        (T + "ExtractField$Value", (("field", "address.city"), ("field.syntax.version", "V2"))): ["Paris", None],
+        (T + "ExtractField$Value", (("field", "name"),)): ["Alice", None],
+        (T + "HoistField$Value", (("field", "line"),)): [None, None],  # checked below
+        (T + "Cast$Value", (("spec", "id:string,salary:int32"),)):
+            [{"id": "1", "name": "Alice", "ssn": "123-45-6789", "salary": 1000,
+              "address": {"city": "Paris", "zip": 75001}}, None],
+    }
+    for (cls, cfg), expected in cases.items():
+        out = transform(cls, dict(cfg)).apply(f)
+        got = values(out)
+        if cls.endswith("HoistField$Value"):
+            assert got[0]["line"]["name"] == "Alice" and got[1]["line"] is None, cls
+            continue
+        assert [as_dict(g) if hasattr(g, "asDict") else g for g in got] == expected, cls
+
+
+def test_value_to_key_and_header_from(spark):
+    f = frame(spark, "struct<userId int, name string>", [(42, "Bob"), None])
+    out = transform(T + "ValueToKey", {"fields": "userId"}).apply(f)
+    rows = out.orderBy("offset").collect()
+    assert rows[0]["key"].asDict() == {"userId": 42} and rows[0][record_frame.ERROR] is None
+    assert rows[1][record_frame.ERROR]["class"] == T + "ValueToKey"  # Kafka fails a tombstone here
+    out = transform(T + "HeaderFrom$Value", {"fields": "userId,name", "headers": "uid,who",
+                                             "operation": "move"}).apply(f)
+    r = out.orderBy("offset").first()
+    assert r["value"].asDict() == {} and [(h["key"], bytes(h["value"])) for h in r["headers"]] == \
+        [("uid", b"42"), ("who", b"Bob")]
+
+
+def test_cast(spark):
+    # Kafka's CastTest: narrowing wraps, strings parse or fail per row, booleans, bytes to base64.
+    f = frame(spark, "struct<big long, d double, s string, b boolean, raw binary>",
+              [(300, 1e20, "127", True, bytearray(b"\x01\x02")), (-129, -2.5, "12x", False, bytearray(b""))])
+    out = transform(T + "Cast$Value", {"spec": "big:int8,d:int32,s:int8,b:int32,raw:string"}).apply(f)
+    rows = out.orderBy("offset").collect()
+    assert rows[0]["value"].asDict() == {"big": 44, "d": 2147483647, "s": 127, "b": 1, "raw": "AQI="}
+    assert rows[0][record_frame.ERROR] is None
+    assert rows[1][record_frame.ERROR]["message"] == "Cast: field s (12x) cannot be cast to int8"
+    whole = transform(T + "Cast$Value", {"spec": "string"}).apply(frame(spark, "long", [42, None]))
+    assert values(whole) == ["42", None]
+    bools = transform(T + "Cast$Value", {"spec": "boolean"}).apply(frame(spark, "string", ["true", "TRUE", "yes"]))
+    assert values(bools) == [True, True, False]
+
+
+def test_timestamp_converter(spark):
+    # The docs' example: field "event_date" from "yyyy-MM-dd" strings to Date, and the reverse.
+    f = frame(spark, "struct<event_date string, ms long>",
+              [("2017-12-31", 1500000000000), ("not a date", 0)])
+    conv = lambda **c: transform(T + "TimestampConverter$Value", c).apply(f)  # noqa: E731
+    out = conv(**{"field": "event_date", "target.type": "Date", "format": "yyyy-MM-dd"}).orderBy("offset").collect()
+    assert out[0]["value"]["event_date"] == dt.date(2017, 12, 31) and out[0][record_frame.ERROR] is None
+    assert "could not parse" in out[1][record_frame.ERROR]["message"]
+    cases = [({"field": "ms", "target.type": "string", "format": "yyyy-MM-dd'T'HH:mm:ss.SSS"},
+              ["2017-07-14T02:40:00.000", "1970-01-01T00:00:00.000"]),
+             # unix.precision reads the input long too, as Kafka's does: seconds in, seconds out.
+             ({"field": "ms", "target.type": "unix", "unix.precision": "seconds"}, [1500000000000, 0]),
+             ({"field": "ms", "target.type": "Timestamp"},
+              [dt.datetime(2017, 7, 14, 2, 40), dt.datetime(1970, 1, 1)]),
+             ({"field": "ms", "target.type": "Time"},
+              [dt.datetime(1970, 1, 1, 2, 40), dt.datetime(1970, 1, 1)])]
+    for cfg, expected in cases:
+        got = [v["ms"] for v in values(conv(**cfg))]
+        got = [g.replace(tzinfo=None) if isinstance(g, dt.datetime) else g for g in got]
+        assert got == expected, cfg
+    micros = transform(T + "TimestampConverter$Value", {"target.type": "unix", "unix.precision": "microseconds"})
+    assert values(micros.apply(frame(spark, "timestamp", [TS]))) == [1500000000000000]
+
+
+def test_routers_headers_and_predicates(spark):
+    f = frame(spark, "string", ["a", None, "c"], topics=["logs", "metrics", "logs.app"],
+              headers=[[("trace", b"1")], [], [("trace", b"2"), ("x", b"y")]])
+    r = transform(T + "RegexRouter", {"regex": "(.*)", "replacement": "$1-routed"}).apply(f)
+    assert values(r, "topic") == ["logs-routed", "metrics-routed", "logs.app-routed"]
+    r = transform(T + "RegexRouter", {"regex": "logs", "replacement": "x"}).apply(f)  # whole-name match only
+    assert values(r, "topic") == ["x", "metrics", "logs.app"]
+    r = transform(T + "TimestampRouter", {"topic.format": "${topic}_${timestamp}"}).apply(f)
+    assert values(r, "topic") == ["logs_20170714", "metrics_20170714", "logs.app_20170714"]
+    h = transform(T + "InsertHeader", {"header": "source", "value.literal": "riverlog"}).apply(
+        transform(T + "DropHeaders", {"headers": "trace"}).apply(f))
+    assert [[h2["key"] for h2 in hs] for hs in values(h, "headers")] == [["source"], ["source"], ["x", "source"]]
+    filt = T + "Filter"
+    steps = [Step("dropTombstones", transform(filt), predicate(T + "predicates.RecordIsTombstone")),
+             Step("keepLogs", transform(filt), predicate(T + "predicates.TopicNameMatches", {"pattern": "logs.*"}),
+                  negate=True),
+             Step("mark", transform(T + "InsertHeader", {"header": "traced", "value.literal": "y"}),
+                  predicate(T + "predicates.HasHeaderKey", {"name": "x"}))]
+    out = chain(f, steps)
+    assert values(out, "topic") == ["logs", "logs.app"]
+    assert [[x["key"] for x in hs] for hs in values(out, "headers")] == [["trace"], ["trace", "x", "traced"]]
+
+
+def test_predicate_gating_widens_structs(spark):
+    f = frame(spark, "struct<id int>", [(1,), (2,)], topics=["a", "b"])
+    step = Step("ins", transform(T + "InsertField$Value", {"static.field": "s", "static.value": "v"}),
+                predicate(T + "predicates.TopicNameMatches", {"pattern": "a"}))
+    assert [as_dict(v) for v in values(chain(f, [step]))] == [{"id": 1, "s": "v"}, {"id": 2, "s": None}]
+    hoist = Step("h", transform(T + "HoistField$Value", {"field": "x"}), step.predicate)
+    with pytest.raises(DataError, match="one type"):
+        chain(frame(spark, "string", ["a"]), [hoist])
+
+
+def test_debezium_unwrap(spark):
+    row = "struct<id int, name string>"
+    f = frame(spark, f"struct<before {row}, after {row}, source struct<table string, lsn long>, op string, ts_ms long>",
+              [(None, (1, "a"), ("customers", 10), "c", 100), ((1, "a"), (1, "b"), ("customers", 11), "u", 101),
+               ((1, "b"), None, ("customers", 12), "d", 102), None])
+    U = "io.debezium.transforms.ExtractNewRecordState"
+    cases = [({}, [{"id": 1, "name": "a"}, {"id": 1, "name": "b"}]),
+             ({"drop.tombstones": "false", "delete.handling.mode": "none"},
+              [{"id": 1, "name": "a"}, {"id": 1, "name": "b"}, None, None]),
+             ({"delete.handling.mode": "rewrite", "add.fields": "op,table,source.lsn"},
+              [{"id": 1, "name": "a", "__op": "c", "__table": "customers", "__source_lsn": 10, "__deleted": "false"},
+               {"id": 1, "name": "b", "__op": "u", "__table": "customers", "__source_lsn": 11, "__deleted": "false"},
+               {"id": 1, "name": "b", "__op": "d", "__table": "customers", "__source_lsn": 12, "__deleted": "true"}]),
+             ({"delete.tombstone.handling.mode": "tombstone"}, [{"id": 1, "name": "a"}, {"id": 1, "name": "b"}, None, None]),
+             ({"delete.tombstone.handling.mode": "delete-to-tombstone"},
+              [{"id": 1, "name": "a"}, {"id": 1, "name": "b"}, None]),
+             ({"delete.tombstone.handling.mode": "rewrite-with-tombstone"},
+              [{"id": 1, "name": "a", "__deleted": "false"}, {"id": 1, "name": "b", "__deleted": "false"},
+               {"id": 1, "name": "b", "__deleted": "true"}, None])]
+    for cfg, expected in cases:
+        assert [as_dict(v) for v in values(transform(U, cfg).apply(f))] == expected, cfg
+    h = transform(U, {"add.headers": "op"}).apply(f)
+    assert [[(x["key"], bytes(x["value"])) for x in hs] for hs in values(h, "headers")] == [[("__op", b"c")], [("__op", b"u")]]
