@@ -83,4 +83,45 @@ def _column_text(column) -> str:
     if not text:
         raise UnsupportedExpressionError(f"cannot read the SQL text of {column!r}; use a Python callable instead",
                                          expression=repr(column))
-    return text
+    return _infix(text)
+
+
+_PREFIX_OPERATORS = {"+", "-", "*", "/", "%", ">", "<", ">=", "<=", "=", "==", "!=", "<=>", "and", "or"}
+
+
+def _infix(text: str) -> str:
+    """Spark 4's Column text writes operators as calls (``and(>(value.n, 1), value.flag)``):
+    rewrite those calls as SQL infix; everything else is kept as written."""
+    out, i = [], 0
+    while i < len(text):
+        m = re.match(r"(<=>|>=|<=|!=|==|and|or|[-+*/%<>=])\(", text[i:])
+        if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_`.")):
+            args, end = _call_args(text, i + m.end())
+            out.append("(" + f" {m.group(1)} ".join(_infix(a) for a in args) + ")")
+            i = end
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _call_args(text: str, i: int) -> tuple[list[str], int]:
+    args, depth, quote, start = [], 0, None, i
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'`\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            if depth == 0:
+                args.append(text[start:i].strip())
+                return args, i + 1
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append(text[start:i].strip())
+            start = i + 1
+        i += 1
+    return [text[start:]], i

@@ -111,8 +111,8 @@ def _arithmetic(self, node):
     lf, rf, lt, rt_ = left.fn, right.fn, left.type, right.type
     la, lb = left.int_literal, right.int_literal
     if "null" in (lt, rt_):   # Spark's NullPropagation folds it to NULL: the other side never runs
-        return Compiled(lambda row: None, "null")
-    divisor_first = op in ("/", "%", "div")   # Spark's DivModLike evaluates (and checks) the divisor first
+        return Compiled(lambda row: None, "null", const=True)
+    divisor_first = op in ("/", "%", "div")   # Spark's DivModLike evaluates the divisor first
     try:
         static = arith_type(op, lt, rt_, la, lb) if lt and rt_ and "null" not in (lt, rt_) else None
     except sv.ExpressionEvaluationError as e:
@@ -123,8 +123,6 @@ def _arithmetic(self, node):
             b = rf(row)
             if b is None:
                 return None
-            if b == 0 and (rt_ or type_of(b)) != "string":
-                fail("DIVIDE_BY_ZERO" if op != "%" else "REMAINDER_BY_ZERO", "division by zero")
             a = lf(row)
             if a is None:
                 return None
@@ -214,7 +212,7 @@ def _comparison(self, node):
         return Compiled(f, "boolean")
     test = _COMPARE[type(node)]
     if "null" in (left.type, right.type):
-        return Compiled(lambda row: None, "boolean")
+        return Compiled(lambda row: None, "boolean", const=True)
 
     def f(row):
         a = lf(row)
@@ -228,9 +226,16 @@ def _comparison(self, node):
 
 
 # ------------------------------------------------------------------------------ logic
+def _boolean_constant(c: Compiled):
+    return c.fn({}) if c.const else "unknown"
+
+
 @handler(exp.And)
 def _and(self, node):
-    lf, rf = self.compile(node.this).fn, self.compile(node.expression).fn
+    left, right = self.compile(node.this), self.compile(node.expression)
+    if False in (_boolean_constant(left), _boolean_constant(right)):   # Spark's BooleanSimplification
+        return Compiled(lambda row: False, "boolean", const=True)
+    lf, rf = left.fn, right.fn
 
     def f(row):
         a = lf(row)
@@ -245,7 +250,10 @@ def _and(self, node):
 
 @handler(exp.Or)
 def _or(self, node):
-    lf, rf = self.compile(node.this).fn, self.compile(node.expression).fn
+    left, right = self.compile(node.this), self.compile(node.expression)
+    if True in (_boolean_constant(left), _boolean_constant(right)):
+        return Compiled(lambda row: True, "boolean", const=True)
+    lf, rf = left.fn, right.fn
 
     def f(row):
         a = lf(row)
@@ -270,8 +278,11 @@ def _not(self, node):
 
 @handler(exp.Is)
 def _is(self, node):
-    get = self.compile(node.this).fn
+    inner = self.compile(node.this)
+    get = inner.fn
     target = node.expression
+    if isinstance(target, exp.Null) and inner.type == "null":   # Spark's NullPropagation
+        return Compiled(lambda row: True, "boolean", const=True)
     if isinstance(target, exp.Null):
         return Compiled(lambda row: get(row) is None, "boolean")
     if isinstance(target, exp.Boolean):
