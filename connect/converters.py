@@ -397,6 +397,7 @@ class JsonConverter(Converter):
             payload = F.try_variant_get(v, "$.payload", "variant")
         else:
             bad_env = bad_schema = F.lit(False)
+            schema_json = F.lit(None).cast("string")
             payload = v
         wire_t = _wire_type(self.data_type, self.numeric)
         wire = F.try_variant_get(payload, "$", wire_t.simpleString())
