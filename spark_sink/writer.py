@@ -19,6 +19,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from broker.client import ExactlyOnce, Producer
 from broker.client.exactly_once import SKIP, DecisionLog
 from broker.errors import InvalidConfigError, RiverlogError
+from spark_sink import crash_points
 from spark_sink.options import SinkOptions, check_schema
 from spark_sink.protocol import Attempt, sink_errors
 
@@ -98,8 +99,8 @@ class _RiverlogWriter:
         if sink_id is None:
             return
         opts = self.options
-        with ExactlyOnce(opts.client_config(), sink_id, transaction_timeout_ms=opts.transaction_timeout_ms) as eo, \
-                sink_errors():
+        with ExactlyOnce(opts.client_config(), sink_id, transaction_timeout_ms=opts.transaction_timeout_ms,
+                         log=crash_points.decision_log(opts.client_config())) as eo, sink_errors():
             eo.commit(batch_id, [m.attempt for m in done if m.attempt is not None], record=record,
                       offsets=opts.offsets(), group_id=opts.group_id)
 

@@ -1,0 +1,213 @@
+"""A Streams application killed with SIGKILL at each commit point of its exactly-once write, then
+restarted with its checkpoint or without it (from the broker alone), and restarted from changelogs
+the cleaner has compacted: its committed output and changelogs always equal the reference
+interpreter's output and stores for the whole input — nothing twice, nothing missing.
+
+The application runs in its own process (``streams_app_process.py``, its own SparkSession); the
+crash is :mod:`spark_sink.crash_points` (``RIVERLOG_CRASH_AT=<point>:<batch>``), which kills the
+whole application (driver, JVM, Python workers) at that point of that batch."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from broker.client import AdminClient, Consumer, NewTopic, Producer, TopicPartition
+from spark_sink.crash_points import ENV as CRASH_ENV
+from streams.serdes import Serdes
+from streams.spark_task import meta_changelog
+from streams.testing import TopologyTestDriver
+from streams.topology import changelog_topic
+from tests.conftest import BrokerProcess, wait_until
+from tests.integration.test_retention_compaction import active_base, cleaned_up_to_the_active_segment
+from tests.spark import streams_app_process as app_process
+from tests.spark.streams_app_process import APP, ORDER, topology
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
+
+BASE = 1_700_000_000_000  # a timestamp of 0 means "now" to a producer
+SCRIPT = app_process.__file__
+LIFE_TIMEOUT_S = 420  # a life is a JVM, a SparkSession and two queries: minutes on a loaded 2-core machine
+STORES = ("per-user", "per-key-window")
+
+
+@pytest.fixture
+def broker(tmp_path):
+    """A broker of the test's own (the application's id and internal topics are fixed), whose
+    cleaner looks for dirty logs every 100 ms."""
+    b = BrokerProcess(str(tmp_path / "broker"), {"group.min.session.timeout.ms": 300, "log.cleaner.backoff.ms": 100,
+                                                 "log.retention.check.interval.ms": 100}).start()
+    yield b
+    b.kill9()
+
+
+# ------------------------------------------------------------------------------ helpers (as test_streams_app's)
+def history(n: int):
+    users = ["ann", "bob", "cy"]
+    return [(f"k{i % 4}", {"user": users[i % 3], "amount": float(50 + (i * 37) % 120)}, BASE + 1_000 * i)
+            for i in range(n)]
+
+
+def make_topics(servers: str, names, **config) -> None:
+    with AdminClient({"bootstrap.servers": servers}) as admin:
+        for name, f in admin.create_topics([NewTopic(n, 1, 1, dict(config)) for n in names]).items():
+            f.result(30)
+
+
+def produce(servers, topic, records):
+    key, value = Serdes.String(), Serdes.Json(ORDER)
+    with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
+        for k, v, ts in records:
+            p.produce(topic, key=key.serialize(k), value=value.serialize(v), timestamp=ts, partition=0)
+        assert p.flush(30) == 0
+
+
+def read_committed(servers, topic):
+    """(key, value, timestamp, offset) of every committed record of partition 0, in offset order."""
+    c = Consumer({"bootstrap.servers": servers, "group.id": f"check-{topic}", "enable.auto.commit": False,
+                  "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+    out = []
+    try:
+        low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        if high > low:
+            c.assign([TopicPartition(topic, 0, low)])
+            while msgs := c.consume(500, timeout=2):
+                out.extend((m.key(), m.value(), m.timestamp()[1], m.offset()) for m in msgs if not m.error())
+    finally:
+        c.close()
+    return out
+
+
+def decoded(servers, topic):
+    s, l = Serdes.String(), Serdes.Long()
+    return [(s.deserialize(k), l.deserialize(v), ts) for k, v, ts, _ in read_committed(servers, topic)]
+
+
+def by_key(rows):
+    out: dict = {}
+    for k, v, ts in rows:
+        out.setdefault(k, []).append((v, ts))
+    return out
+
+
+def oracle(tp, source, records):
+    d = TopologyTestDriver(tp, {"application.id": "oracle"})
+    i = d.createInputTopic(source, Serdes.String(), Serdes.Json(ORDER))
+    for k, v, ts in records:
+        i.pipeInput(k, v, ts)
+    return d
+
+
+# ------------------------------------------------------------------------------ the application's process
+class App:
+    """The application's topics and state directory, and its lives: each one process."""
+
+    def __init__(self, servers: str, tmp_path, name: str):
+        self.servers, self.state = servers, str(tmp_path / "state")
+        self.source, self.out, self.wout = f"{name}-orders", f"{name}-per-user", f"{name}-windows"
+        self.tp = topology(self.source, self.out, self.wout)
+        self.log_dir = tmp_path
+        self.lives = 0
+
+    def changelogs(self) -> list[str]:
+        subs = [s for s in self.tp.subtopologies if s.stateful]
+        return ([changelog_topic(APP, s.name) for sub in subs for s in sub.stores]
+                + [meta_changelog(APP, s.id) for s in subs])
+
+    def run(self, crash: str | None = None) -> None:
+        """One life: process everything available and exit, or die with SIGKILL at ``crash``."""
+        env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
+        if crash is not None:
+            env[CRASH_ENV] = crash
+        self.lives += 1
+        log_path = self.log_dir / f"life-{self.lives}.log"
+        with open(log_path, "w") as log:
+            args = [sys.executable, SCRIPT, self.servers, self.state, self.source, self.out, self.wout]
+            proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            code = proc.wait(LIFE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            if proc.poll() is None or crash is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)  # the life's own group: a JVM left behind
+                except ProcessLookupError:
+                    pass
+                proc.wait(10)
+        want = -signal.SIGKILL if crash is not None else 0
+        if code != want:
+            tail = "".join(open(log_path).readlines()[-60:])
+            raise AssertionError(f"life {self.lives} (crash at {crash}) ended with {code}, expected {want}:\n{tail}")
+
+    def lose_checkpoint(self) -> None:
+        shutil.rmtree(self.state)
+
+    def assert_equals_the_interpreter(self, records) -> None:
+        """Committed output equal to the interpreter's for ``records`` (exactly once), and each
+        store's committed changelog (latest value per key) equal to the interpreter's store."""
+        from streams.app import StreamsApp
+        d = oracle(self.tp, self.source, records)
+        for topic in (self.out, self.wout):
+            want = [(r.key, r.value, r.timestamp) for r in
+                    d.createOutputTopic(topic, Serdes.String(), Serdes.Long()).readRecordsToList()]
+            assert by_key(decoded(self.servers, topic)) == by_key(want), topic
+        app = StreamsApp(self.tp, None, app_process.config(self.servers, self.state))
+        assert sorted(app.store("per-user").all()) == sorted(d.getKeyValueStore("per-user").all())
+        windows = sorted(app.store("per-key-window").all(), key=repr)
+        assert windows == sorted(d.getWindowStore("per-key-window").all(), key=repr) and windows
+
+
+# ------------------------------------------------------------------------------ tests
+KEPT = [("before_write", 1), ("before_record", 2), ("before_end", 3), ("before_spark_commit", 4)]
+LOST = [("before_write", 1), ("before_record", 1), ("before_end", 1), ("before_spark_commit", 1)]
+
+
+@pytest.mark.timeout(2400)
+@pytest.mark.parametrize("checkpoint", ["kept", "lost"])
+def test_sigkill_at_each_commit_point_then_restart(broker, tmp_path, checkpoint):
+    """One life per commit point, each killed there and the next one its restart (a kept
+    checkpoint continues its batch ids; a lost one starts them again from 0); a last life
+    finishes. A crash is at the given batch or the first later one that reaches its point; eight
+    batches of input leave each crash ahead of the last."""
+    app = App(broker.bootstrap, tmp_path, f"crash-{checkpoint}")
+    make_topics(broker.bootstrap, [app.source, app.out, app.wout], **{"retention.ms": "-1"})  # records from 2023
+    records = history(8 * app_process.MAX_OFFSETS_PER_TRIGGER)
+    produce(broker.bootstrap, app.source, records)
+    for point, batch in KEPT if checkpoint == "kept" else LOST:
+        app.run(crash=f"{point}:{batch}")
+        if checkpoint == "lost":
+            app.lose_checkpoint()
+    app.run()
+    app.assert_equals_the_interpreter(records)
+
+
+@pytest.mark.timeout(1200)
+def test_a_lost_checkpoint_is_rebuilt_from_changelogs_the_cleaner_compacted(broker, tmp_path):
+    """The changelogs made beforehand to roll a segment per batch and clean at once; after a first
+    life the cleaner has compacted every sealed segment (each key once); the checkpoint is lost and
+    a second life rebuilds its state from what compaction left, then processes more input."""
+    app = App(broker.bootstrap, tmp_path, "compacted")
+    make_topics(broker.bootstrap, [app.source, app.out, app.wout], **{"retention.ms": "-1"})  # records from 2023
+    make_topics(broker.bootstrap, app.changelogs(), **{"cleanup.policy": "compact", "segment.bytes": "100",
+                                                      "min.cleanable.dirty.ratio": "0.01"})
+    records = history(8 * app_process.MAX_OFFSETS_PER_TRIGGER)
+    produce(broker.bootstrap, app.source, records[:30])
+    app.run()
+
+    per_user = changelog_topic(APP, "per-user")
+    for topic in (changelog_topic(APP, s) for s in STORES):
+        wait_until(lambda: cleaned_up_to_the_active_segment(broker.data_dir, topic), 60, 0.1,
+                   f"the cleaner to compact every sealed segment of {topic}")
+    sealed = [r for r in read_committed(broker.bootstrap, per_user) if r[3] < active_base(broker.data_dir, per_user)]
+    keys = [k for k, *_ in sealed]
+    assert len(keys) == len(set(keys)) and keys, "compaction left an older entry of a key below the active segment"
+
+    app.lose_checkpoint()
+    produce(broker.bootstrap, app.source, records[30:])
+    app.run()
+    app.assert_equals_the_interpreter(records)
