@@ -20,6 +20,7 @@ import tempfile
 
 from broker.client import AdminClient, Consumer, ExactlyOnce, NewTopic, Producer, TopicPartition
 from broker.errors import InvalidConfigError, TopicAlreadyExistsError
+from spark_sink.crash_points import crash_at  # fault tests only: a no-op unless RIVERLOG_CRASH_AT is set
 from streams import spark_plan
 from streams.errors import StreamsError, TopologyError
 from streams.interpreter import check_serdes, default_serdes
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 EXACTLY_ONCE_V2, AT_LEAST_ONCE = "exactly_once_v2", "at_least_once"
 _KNOWN = {
     "application.id", "bootstrap.servers", "processing.guarantee", "state.dir", "commit.interval.ms",
-    "default.key.serde", "default.value.serde", "auto.offset.reset", "replication.factor", "num.stream.threads",
+    "default.key.serde", "default.value.serde", "auto.offset.reset", "replication.factor",
     "maxOffsetsPerTrigger",
 }
 
@@ -99,12 +100,16 @@ class StreamsApp:
     def _create_internal_topics(self) -> None:
         admin = AdminClient(self.client)
         self._topic_partitions(admin)
+        existing = set(self._partitions)  # the loops below cache repartition topics' counts too
         wanted = []
         for sub in self.topology.subtopologies:
             for n in sub.sinks:
                 if n.internal:
                     t = f"{self.app}-{n.topics[0]}"
-                    wanted.append(NewTopic(t, self.partitions(t), self.config["replication.factor"]))
+                    # Records keep their event time, which may be older than any retention.ms: a
+                    # repartition topic keeps them until read, as Kafka Streams' (retention.ms=-1).
+                    wanted.append(NewTopic(t, self.partitions(t), self.config["replication.factor"],
+                                           config={"retention.ms": "-1"}))
                     self._partitions[t] = self.partitions(t)
         for sub in self.topology.subtopologies:
             if not sub.stateful:
@@ -115,7 +120,7 @@ class StreamsApp:
                                        config={"cleanup.policy": "compact"}))
         wanted.append(NewTopic(self._generations_topic, 1, self.config["replication.factor"],
                                config={"cleanup.policy": "compact"}))
-        futures = admin.create_topics([w for w in wanted if w.topic not in self._partitions])
+        futures = admin.create_topics([w for w in wanted if w.topic not in existing])
         for topic, f in futures.items():
             try:
                 f.result()
@@ -169,11 +174,15 @@ class StreamsApp:
 
     def _finish_pending(self, owner: str) -> None:
         """A batch decided but not ended when the last generation stopped: end it before the state is
-        rebuilt, so the changelogs and offsets read back include it."""
+        rebuilt, so the changelogs and offsets read back include it. The batch after it, written but
+        never decided, is aborted: its open transactions would hold every read_committed reader of
+        the outputs, changelogs and repartition topics until transaction.timeout.ms (every batch of
+        a Streams query records a decision, since it commits offsets, so it is the next batch id)."""
         with ExactlyOnce(self.client, owner) as eo:
             decision = eo.log.latest(owner)
             if decision is not None:
                 eo.commit(decision.batch_id, decision.attempts, record=False)
+            eo.abort_strays(decision.batch_id + 1 if decision is not None else 0, None)
 
     def _owner(self, sub: SubTopology, generation: int) -> str:
         return f"{self.app}-{sub.id}-g{generation}"
@@ -182,14 +191,23 @@ class StreamsApp:
     def _checkpoint(self, sub: SubTopology) -> str:
         return os.path.join(self.config["state.dir"], self.app, f"subtopology-{sub.id}")
 
+    def _reset(self, topic: str) -> int:
+        """Where a partition with no committed offset starts: the source's
+        ``Consumed.withOffsetResetPolicy``, else ``auto.offset.reset`` (-2 earliest, -1 latest)."""
+        policy = self.config["auto.offset.reset"]
+        for n in self.topology.nodes:
+            consumed = n.args.get("consumed") if n.kind == "source" else None
+            if consumed is not None and consumed.offset_reset and topic in n.topics:
+                policy = consumed.offset_reset
+        return -2 if policy == "earliest" else -1
+
     def _committed(self, topics: list[str]) -> dict[str, dict[str, int]]:
-        reset = -2 if self.config["auto.offset.reset"] == "earliest" else -1
         c = Consumer({**self.client, "group.id": self.app, "enable.auto.commit": False})
         try:
             tps = [TopicPartition(t, p) for t in topics for p in range(self.partitions(t))]
             out: dict[str, dict[str, int]] = {t: {} for t in topics}
             for tp in c.committed(tps, timeout=30):
-                out[tp.topic][str(tp.partition)] = tp.offset if tp.offset >= 0 else reset
+                out[tp.topic][str(tp.partition)] = tp.offset if tp.offset >= 0 else self._reset(tp.topic)
             return out
         finally:
             c.close()
@@ -330,10 +348,12 @@ class _BatchWriter:
         w = (df.write.format("riverlog").mode("append")
              .option("riverlog.bootstrap.servers", self.config["bootstrap.servers"]))
         if self.config["processing.guarantee"] == EXACTLY_ONCE_V2:
+            crash_at("before_write", batch_id)
             w = w.option("sinkId", self.owner).option("batchId", str(batch_id))
             if offsets:
                 w = w.option("groupId", self.config["application.id"]).option("groupOffsets", json.dumps(offsets))
             w.save()
+            crash_at("before_spark_commit", batch_id)
         else:
             w.option("deliveryGuarantee", "at-least-once").save()
             if not offsets:
