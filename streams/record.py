@@ -22,10 +22,18 @@ class Record:
         return replace(self, **changes)
 
     def row(self, topic: str | None = None, partition: int | None = None, offset: int | None = None) -> dict:
-        """The record as SQL expressions see it: Spark's column names and types."""
-        return {"key": self.key, "value": self.value,
-                "timestamp": datetime.fromtimestamp(self.timestamp / 1000, tz=timezone.utc),
-                "topic": topic, "partition": partition, "offset": offset, "headers": list(self.headers)}
+        """The record as SQL expressions see it: Spark's column names and types (headers as
+        ``struct<key, value>``; a windowed key as ``struct<key, start, end>`` with timestamps)."""
+        key = self.key
+        if isinstance(key, Windowed):
+            key = {"key": key.key, "start": _time(key.start), "end": _time(key.end)}
+        return {"key": key, "value": self.value, "timestamp": _time(self.timestamp),
+                "topic": topic, "partition": partition, "offset": offset,
+                "headers": [{"key": k, "value": v} for k, v in self.headers]}
+
+
+def _time(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,8 @@ from streams.record import Record
 from streams.state_codec import decode_key, decode_value, encode_key, encode_value
 from streams.topology import Topology, changelog_topic
 
-OUTPUT_DDL = "topic STRING, partition INT, key BINARY, value BINARY, timestamp TIMESTAMP"
+OUTPUT_DDL = ("topic STRING, partition INT, key BINARY, value BINARY, timestamp TIMESTAMP, "
+              "headers ARRAY<STRUCT<key: STRING, value: BINARY>>")
 META_STORE = "__meta"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MS = timedelta(milliseconds=1)
@@ -83,7 +84,7 @@ class CachedBacking:
                 vb = encode_value(value)
                 self.state.updateValue((kb,), (vb,))
             if self.topic is not None:
-                yield (self.topic, partition, kb, vb, timestamp)
+                yield (self.topic, partition, kb, vb, timestamp, [])
         self.dirty.clear()
 
 
@@ -137,7 +138,8 @@ def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, de
         last_ts = r["timestamp"]
     out = []
     for (t, k, v, ts, hdrs, p) in task.outputs:
-        out.append((t, p, k, v, datetime.fromtimestamp(ts / 1000, tz=timezone.utc)))
+        out.append((t, p, k, v, datetime.fromtimestamp(ts / 1000, tz=timezone.utc),
+                    [{"key": hk, "value": hv} for hk, hv in hdrs]))
     return task, out, last_ts
 
 
@@ -173,11 +175,11 @@ class TaskProcessor(StatefulProcessor):
         rows = [r.asDict(recursive=False) for r in rows]
         task, out, last_ts = run_rows(self.topology, self.sub_id, self.app, partition, rows, self.defaults,
                                       backing=lambda name: backings[name], entry=self.entry)
-        for t, p, k, v, ts in out:
-            yield Row(topic=t, partition=p, key=k, value=v, timestamp=ts)
+        for t, p, k, v, ts, h in out:
+            yield Row(topic=t, partition=p, key=k, value=v, timestamp=ts, headers=h)
         for name in sorted(backings):
-            for t, p, k, v, ts in backings[name].flush(partition, last_ts):
-                yield Row(topic=t, partition=p, key=k, value=v, timestamp=ts)
+            for t, p, k, v, ts, h in backings[name].flush(partition, last_ts):
+                yield Row(topic=t, partition=p, key=k, value=v, timestamp=ts, headers=h)
 
     def handleInitialState(self, key, initialState, timerValues) -> None:
         """A changelog entry, restoring a checkpoint that is gone (the application restarts from the broker)."""
@@ -198,7 +200,8 @@ def stateless_batches(topology: Topology, sub_id: int, app: str, defaults: tuple
     import pyarrow as pa
 
     schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("key", pa.binary()),
-                        ("value", pa.binary()), ("timestamp", pa.timestamp("us", tz="UTC"))])
+                        ("value", pa.binary()), ("timestamp", pa.timestamp("us", tz="UTC")),
+                        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))])
 
     def run(batches):
         for batch in batches:
