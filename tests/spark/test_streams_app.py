@@ -40,15 +40,16 @@ def history(n: int):
     return [(f"k{i % 4}", {"user": users[i % 3], "amount": float(50 + (i * 37) % 120)}, BASE + 1_000 * i) for i in range(n)]
 
 
-def produce(servers, topic, records):
+def produce(servers, topic, records, headers=None):
     key, value = Serdes.String(), Serdes.Json(ORDER)
     with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
         for k, v, ts in records:
-            p.produce(topic, key=key.serialize(k), value=value.serialize(v), timestamp=ts, partition=0)
+            p.produce(topic, key=key.serialize(k), value=value.serialize(v), timestamp=ts, partition=0,
+                      headers=headers(k, ts) if headers else None)
         p.flush(30)
 
 
-def read_committed(servers, topic, partitions=1):
+def read_committed(servers, topic, partitions=1, with_headers=False):
     c = Consumer({"bootstrap.servers": servers, "group.id": f"check-{topic}", "enable.auto.commit": False,
                   "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
     out = []
@@ -65,7 +66,8 @@ def read_committed(servers, topic, partitions=1):
                     break
                 for m in msgs:
                     if not m.error():
-                        out.append((m.key(), m.value(), m.timestamp()[1]))
+                        out.append((m.key(), m.value(), m.timestamp()[1])
+                                   + ((tuple(m.headers() or ()),) if with_headers else ()))
     finally:
         c.close()
     return out
@@ -151,8 +153,11 @@ def test_sql_steps_run_in_spark_and_agree_with_the_interpreter(spark, spark_brok
     assert plans[0].sink is not None and len(plans[0].prefix) == 2       # no Python at all
     assert len(plans[1].prefix) == 3 and plans[1].sink is not None        # filterNot, selectKey, null-key filter, repartition
     records = history(30)
-    produce(servers, a_in, records)
-    produce(servers, b_in, records)
+
+    def trace(k, ts):
+        return [("trace", f"{k}-{ts}".encode())]
+    produce(servers, a_in, records, trace)
+    produce(servers, b_in, records, trace)
     from streams.app import StreamsApp
     app = StreamsApp(tp, spark, {"application.id": "sql-app", "bootstrap.servers": servers,
                                  "state.dir": str(tmp_path / "state")}).start()
@@ -164,11 +169,52 @@ def test_sql_steps_run_in_spark_and_agree_with_the_interpreter(spark, spark_brok
     for t in (a_in, b_in):
         i = d.createInputTopic(t, Serdes.String(), Serdes.Json(ORDER))
         for k, v, ts in records:
-            i.pipeInput(k, v, ts)
+            i.pipeInput(k, v, ts, headers=tuple(trace(k, ts)))
     gross = Serdes.Json("user STRING, gross DOUBLE")
-    want_a = [(r.key, r.value, r.timestamp) for r in d.createOutputTopic(a_out, Serdes.String(), gross).readRecordsToList()]
-    got_a = [(Serdes.String().deserialize(k), gross.deserialize(v), ts) for k, v, ts in read_committed(servers, a_out)]
-    assert got_a == want_a and len(want_a) > 5
+    want_a = [(r.key, r.value, r.timestamp, r.headers)
+              for r in d.createOutputTopic(a_out, Serdes.String(), gross).readRecordsToList()]
+    got_a = [(Serdes.String().deserialize(k), gross.deserialize(v), ts, h)
+             for k, v, ts, h in read_committed(servers, a_out, with_headers=True)]
+    assert got_a == want_a and len(want_a) > 5 and all(h for *_, h in got_a)   # headers kept by Spark SQL
     want_b = [(r.key, r.value, r.timestamp) for r in d.createOutputTopic(b_out, Serdes.String(), Serdes.Long())
               .readRecordsToList()]
     assert by_key(decoded(servers, b_out)) == by_key(want_b) and {k for k, _, _ in want_b} == {"ANN", "BOB", "CY"}
+    # Headers through a repartition topic and a Python task, as the interpreter carries them.
+    want_h = [(r.key, r.headers) for r in d.createOutputTopic(b_out, Serdes.String(), Serdes.Long()).readRecordsToList()]
+    got_h = [(Serdes.String().deserialize(k), h) for k, _, _, h in read_committed(servers, b_out, with_headers=True)]
+    assert sorted(got_h) == sorted(want_h)
+
+
+@pytest.mark.timeout(600)
+def test_at_least_once_delivers_everything_and_commits_the_group(spark, spark_broker, tmp_path):
+    """processing.guarantee=at_least_once: plain idempotent writes, then the input offsets committed
+    to the application's group (no failure here, so nothing is written twice)."""
+    servers = spark_broker.bootstrap
+    a_in, a_out = make_topic(spark_broker, "alo-a-in", 1), make_topic(spark_broker, "alo-a-out", 1)
+    b_in, b_out = make_topic(spark_broker, "alo-b-in", 1), make_topic(spark_broker, "alo-b-out", 1)
+    tp = sql_topologies(a_in, a_out, b_in, b_out)
+    records = history(20)
+    produce(servers, a_in, records)
+    produce(servers, b_in, records)
+    from streams.app import StreamsApp
+    app = StreamsApp(tp, spark, {"application.id": "alo-app", "bootstrap.servers": servers,
+                                 "processing.guarantee": "at_least_once", "state.dir": str(tmp_path / "state")})
+    app.start()
+    try:
+        app.processAllAvailable()
+    finally:
+        app.close()
+    d = TopologyTestDriver(tp, {"application.id": "oracle"})
+    for t in (a_in, b_in):
+        i = d.createInputTopic(t, Serdes.String(), Serdes.Json(ORDER))
+        for k, v, ts in records:
+            i.pipeInput(k, v, ts)
+    want_b = [(r.key, r.value, r.timestamp) for r in d.createOutputTopic(b_out, Serdes.String(), Serdes.Long())
+              .readRecordsToList()]
+    assert by_key(decoded(servers, b_out)) == by_key(want_b) and want_b
+    c = Consumer({"bootstrap.servers": servers, "group.id": "alo-app", "enable.auto.commit": False})
+    try:
+        committed = {tp_.topic: tp_.offset for tp_ in c.committed([TopicPartition(a_in, 0), TopicPartition(b_in, 0)], 30)}
+    finally:
+        c.close()
+    assert committed == {a_in: len(records), b_in: len(records)}
