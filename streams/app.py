@@ -86,12 +86,9 @@ class StreamsApp:
     def partitions(self, topic: str) -> int:
         if topic in self._partitions:
             return self._partitions[topic]
-        for n in self.topology.nodes:
-            if n.kind == "sink" and n.internal and f"{self.app}-{n.topics[0]}" == topic:
-                if n.args.get("partitions"):
-                    return n.args["partitions"]
-                sub = next(s for s in self.topology.subtopologies if n in s.nodes)
-                return self.tasks(sub)
+        n = self.topology.repartition_partitions(self.app, topic, self.partitions)
+        if n is not None:
+            return n
         raise StreamsError(f"source topic {topic!r} does not exist: create it before starting the application")
 
     def tasks(self, sub: SubTopology) -> int:

@@ -47,18 +47,6 @@ def merger(f: Fn):
     return (lambda k, a1, a2: f.evaluate({"key": k, "agg1": a1, "agg2": a2})) if f.is_sql else f.fn
 
 
-def _count_init():
-    return 0
-
-
-def _count_add(key, value, agg):
-    return agg + 1
-
-
-def _count_merge(key, a1, a2):
-    return a1 + a2
-
-
 def _named(named) -> str | None:
     from streams.kstream import _named as n
     return n(named)
@@ -171,7 +159,9 @@ class TimeWindowedKStream(_Windowed):
                                   named, value_serde, "window", self._retention(materialized), self._windows)
 
     def count(self, named=None, materialized: Materialized | None = None):
-        return self._agg("count", _count_init, _count_add, materialized, named, _long_serde())
+        from streams.window_aggregate import count_functions
+        f = count_functions()
+        return self._agg("count", f.initializer, f.aggregator, materialized, named, _long_serde())
 
     def reduce(self, reducer_, named=None, materialized: Materialized | None = None):
         from streams.window_aggregate import reduce_functions
@@ -194,7 +184,9 @@ class SessionWindowedKStream(_Windowed):
                                   self._windows)
 
     def count(self, named=None, materialized: Materialized | None = None):
-        return self._agg("count", _count_init, _count_add, _count_merge, materialized, named, _long_serde())
+        from streams.window_aggregate import count_functions
+        f = count_functions()
+        return self._agg("count", f.initializer, f.aggregator, f.merger, materialized, named, _long_serde())
 
     def reduce(self, reducer_, named=None, materialized: Materialized | None = None):
         from streams.window_aggregate import reduce_functions

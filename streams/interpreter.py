@@ -72,13 +72,8 @@ class Interpreter:
     def partitions(self, topic: str) -> int:
         if topic in self.given_partitions:
             return self.given_partitions[topic]
-        for n in self.topology.nodes:
-            if n.kind == "sink" and n.internal and f"{self.app}-{n.topics[0]}" == topic:
-                if n.args.get("partitions"):
-                    return n.args["partitions"]
-                sub = next(s for s in self.topology.subtopologies if n in s.nodes)
-                return max(self.partitions(t) for t in self.topology.source_topics(self.app, sub))
-        return 1
+        n = self.topology.repartition_partitions(self.app, topic, self.partitions)
+        return 1 if n is None else n
 
     def append(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers=(),
                partition: int | None = None) -> None:

@@ -136,6 +136,18 @@ class Topology:
                 out[changelog_topic(application_id, s.name)] = "changelog"
         return out
 
+    def repartition_partitions(self, application_id: str, topic: str, partitions) -> int | None:
+        """Kafka's rule for a repartition topic's partitions: ``Repartitioned``'s number, else the
+        most partitions among the writing sub-topology's source topics (``partitions(topic)``
+        gives a source's count). None when ``topic`` is not a repartition topic of this topology."""
+        for n in self.nodes:
+            if n.kind == "sink" and n.internal and f"{application_id}-{n.topics[0]}" == topic:
+                if n.args.get("partitions"):
+                    return n.args["partitions"]
+                sub = next(s for s in self.subtopologies if n in s.nodes)
+                return max(partitions(t) for t in self.source_topics(application_id, sub))
+        return None
+
     def stores(self) -> dict[str, StoreSpec]:
         return {s.name: s for sub in self.subtopologies for s in sub.stores}
 
