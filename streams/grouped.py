@@ -90,6 +90,8 @@ class KGroupedStream:
         from streams.ktable import KTable
         spec = self._b.store(materialized, store_kind, f"{prefix}STATE-STORE-", retention=retention,
                              key_serde=self.key_serde, value_serde=value_serde)
+        if store_kind == "window":
+            spec.window_size = windowed.size()
         src = self._input(spec.name)
         name = self._b.name(_named(named), prefix)
         node = self._b.add(name, "processor", op, lambda s=spec.name: make(s), [src._node], (spec,),

@@ -85,11 +85,12 @@ class KeyValueStore:
 
 
 class WindowStore:
-    """Aggregates per (key, window start). ``retention`` bounds what ``expire`` keeps."""
+    """Aggregates per (key, window start). ``retention`` bounds what ``expire`` keeps;
+    ``window_size`` gives the ends :meth:`all` reports (Kafka's ``Windowed`` keys carry both)."""
     kind = "window"
 
-    def __init__(self, name: str, backing: Backing, retention: int):
-        self.name, self.backing, self.retention = name, backing, retention
+    def __init__(self, name: str, backing: Backing, retention: int, window_size: int = 0):
+        self.name, self.backing, self.retention, self.window_size = name, backing, retention, window_size
 
     def _starts(self, hk) -> list[int]:
         return list(self.backing.get(("i", hk)) or ())
@@ -154,7 +155,9 @@ class WindowStore:
             self.backing.delete(("i", hk))
 
     def all(self) -> list[tuple[Windowed, Any]]:
-        return sorted(((Windowed(_restore(k[1]), k[2], k[2]), v) for k, v in self.backing.items() if k[0] == "w"),
+        size = self.window_size
+        return sorted(((Windowed(_restore(k[1]), k[2], k[2] + size), v) for k, v in self.backing.items()
+                       if k[0] == "w"),
                       key=lambda e: (e[0].start, repr(e[0].key)))
 
 
@@ -280,15 +283,17 @@ def _restore(hk):
 
 class StoreSpec:
     """What a stateful operation needs: a named store of one kind. ``retention`` (ms) applies to
-    window and session stores; the serdes encode the changelog (None: Riverlog's state codec)."""
-    __slots__ = ("name", "kind", "retention", "key_serde", "value_serde", "logging")
+    window and session stores, ``window_size`` (ms) to window stores; the serdes encode the changelog
+    (None: Riverlog's state codec)."""
+    __slots__ = ("name", "kind", "retention", "key_serde", "value_serde", "logging", "window_size")
 
     def __init__(self, name: str, kind: str, retention: int | None = None, key_serde=None, value_serde=None,
-                 logging: bool = True):
+                 logging: bool = True, window_size: int = 0):
         if kind not in ("keyValue", "window", "session"):
             raise ValueError(f"store kind {kind!r}")
         self.name, self.kind, self.retention = name, kind, retention
         self.key_serde, self.value_serde, self.logging = key_serde, value_serde, logging
+        self.window_size = window_size
 
     def __repr__(self):
         return f"StoreSpec({self.name!r}, {self.kind!r}, retention={self.retention})"
@@ -297,5 +302,5 @@ class StoreSpec:
         if self.kind == "keyValue":
             return KeyValueStore(self.name, backing)
         if self.kind == "window":
-            return WindowStore(self.name, backing, self.retention or 0)
+            return WindowStore(self.name, backing, self.retention or 0, self.window_size)
         return SessionStore(self.name, backing, self.retention or 0)

@@ -114,7 +114,10 @@ class _WindowedAggregate(Processor):
     kind = "window"
 
     def store_spec(self, retention: int | None = None) -> StoreSpec:
-        return StoreSpec(self.store_name, self.kind, retention or self.windows.retentionMs())
+        spec = StoreSpec(self.store_name, self.kind, retention or self.windows.retentionMs())
+        if self.kind == "window":
+            spec.window_size = self.windows.size()
+        return spec
 
     def init(self, context) -> None:
         super().init(context)

@@ -673,3 +673,14 @@ def test_a_topic_read_twice_fails_at_build():
     stream(b, "in")
     with pytest.raises(TopologyError, match="read by both"):
         b.build()
+
+
+def test_window_store_all_reports_each_window_with_its_end():
+    """Kafka's ``WindowStore.all()`` yields ``Windowed`` keys whose window ends at start + size."""
+    b = StreamsBuilder()
+    (stream(b).groupBy("value.user", Grouped.with_(S, J))
+     .windowedBy(TimeWindows.ofSizeAndGrace("10 milliseconds", "1 minute"))
+     .count(materialized=Materialized.as_("counts")))
+    d = drive(b, ORDERS)
+    got = {(w.key, w.start, w.end): n for w, n in d.getWindowStore("counts").all()}
+    assert got == {("ann", 10, 20): 1, ("bob", 20, 30): 1, ("ann", 30, 40): 1, ("cy", 40, 50): 1}
