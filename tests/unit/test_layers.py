@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pkgutil
+import shutil
 import subprocess
 import sys
 
@@ -144,12 +145,8 @@ def test_the_sink_and_the_source_depend_one_way_and_only_on_the_public_client(tm
         path = os.path.join(ROOT, package, "__init__.py")
         with open(path) as f:
             source = f.read()
-        copy = extra / package
-        copy.mkdir()
-        for name in os.listdir(os.path.join(ROOT, package)):
-            if name.endswith(".py"):
-                with open(os.path.join(ROOT, package, name)) as f:
-                    (copy / name).write_text(f.read())
+        copy = extra / package  # with its subpackages: contracts name modules inside them
+        shutil.copytree(os.path.join(ROOT, package), copy, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         (copy / "__init__.py").write_text(source + line)
     result = lint(tmp_path, str(extra))
     out = result.stdout
