@@ -11,6 +11,7 @@
     riverlog groups describe billing
     riverlog groups reset-offsets billing --topic orders --to-earliest --execute
     riverlog transactions describe-producers --topic invoices
+    riverlog connect standalone --worker worker.properties file-source.json   # from connect/, an entry point
 
 One module per command group (``broker_cmd``, ``cluster``, ``topics``, ``produce_consume``,
 ``groups``, ``transactions``), their shared helpers in ``common`` and option types in ``params``.
@@ -51,3 +52,20 @@ for _command in (broker_cmd.broker, cluster.cluster, topics.topics, produce_cons
     main.add_command(_command)
 del _command
 kafka_habits(main)
+
+
+def _add_plugins(group: click.Group) -> None:
+    """Command groups that packages above the broker add (entry point group ``riverlog.cli``, e.g.
+    ``connect``), found by name so the broker imports nothing above it. A plugin that does not
+    import (its package missing) leaves the other commands working."""
+    from importlib.metadata import entry_points
+    for ep in entry_points(group="riverlog.cli"):
+        if ep.name in group.commands:
+            continue
+        try:
+            group.add_command(ep.load(), ep.name)
+        except ImportError:
+            continue
+
+
+_add_plugins(main)
