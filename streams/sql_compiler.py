@@ -15,7 +15,8 @@ from sqlglot import exp
 from streams import sql_values as sv
 from streams.sql_values import UnsupportedExpressionError, fail, type_of
 
-COLUMNS = ("key", "value", "timestamp", "topic", "partition", "offset", "headers", "agg", "agg1", "agg2")
+COLUMNS = ("key", "value", "timestamp", "topic", "partition", "offset", "headers", "agg", "agg1", "agg2",
+           "left", "right")   # a joiner sees the two sides as left (also value) and right
 _COLUMN_TYPES = {"timestamp": "timestamp", "topic": "string", "partition": "int", "offset": "bigint",
                  "headers": "array"}
 
