@@ -112,9 +112,9 @@ class StreamsApp:
             if not sub.stateful:
                 continue
             n = self.tasks(sub)
-            for t in [changelog_topic(self.app, s.name) for s in sub.stores] + [meta_changelog(self.app, sub.id)]:
-                wanted.append(NewTopic(t, n, self.config["replication.factor"],
-                                       config={"cleanup.policy": "compact"}))
+            for t, topic_config in ([(changelog_topic(self.app, s.name), s.changelog_config()) for s in sub.stores]
+                                    + [(meta_changelog(self.app, sub.id), {"cleanup.policy": "compact"})]):
+                wanted.append(NewTopic(t, n, self.config["replication.factor"], config=topic_config))
         wanted.append(NewTopic(self._generations_topic, 1, self.config["replication.factor"],
                                config={"cleanup.policy": "compact"}))
         futures = admin.create_topics([w for w in wanted if w.topic not in existing])

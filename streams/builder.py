@@ -48,7 +48,7 @@ class StreamsBuilder:
         m = materialized or Materialized()
         name = m.store_name or self.next_name(prefix)
         return StoreSpec(name, kind, m.retention if m.retention is not None else retention,
-                         m.key_serde or key_serde, m.value_serde or value_serde)
+                         m.key_serde or key_serde, m.value_serde or value_serde, log_config=dict(m.log_config))
 
     # ------------------------------------------------------------------ sources
     def stream(self, topics: str | list[str], consumed: Consumed | None = None):

@@ -159,12 +159,14 @@ class Repartitioned:
 @dataclass(frozen=True)
 class Materialized:
     """Names a state store (and so its changelog ``<application.id>-<store>-changelog``) and gives its
-    serdes; ``retention`` (ms) for window and session stores."""
+    serdes; ``retention`` (ms) for window and session stores; ``log_config`` the changelog topic's
+    configs (Kafka's ``withLoggingEnabled(config)``), as sorted (name, value) pairs."""
     store_name: str | None = None
     key_serde: Any = None
     value_serde: Any = None
     retention: int | None = None
     logging: bool = True
+    log_config: tuple = ()
 
     @staticmethod
     def as_(store_name: str) -> "Materialized":
@@ -190,7 +192,16 @@ class Materialized:
                             "is what lets an application restart from the broker alone")
 
     def withLoggingEnabled(self, config: dict | None = None) -> "Materialized":
-        return replace(self, logging=True)
+        """Topic configs for the store's changelog, applied when the application creates it (over
+        Riverlog's ``cleanup.policy=compact``; an existing changelog keeps its configs)."""
+        items = dict(config or {})
+        for k, v in items.items():
+            if not isinstance(k, str) or not k:
+                raise TopologyError(f"withLoggingEnabled: a topic config name must be a non-empty string, got {k!r}")
+            if k == "cleanup.policy" and "compact" not in str(v).split(","):
+                raise TopologyError(f"withLoggingEnabled: cleanup.policy={v!r} would let the broker delete state "
+                                    "the application restarts from; use compact or compact,delete")
+        return replace(self, logging=True, log_config=tuple(sorted((k, str(v)) for k, v in items.items())))
 
 
 @dataclass(frozen=True)

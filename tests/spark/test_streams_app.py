@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from broker.client import Consumer, Producer, TopicPartition
+from broker.client import AdminClient, ConfigResource, Consumer, Producer, TopicPartition
 from streams.builder import StreamsBuilder
 from streams.parameters import Consumed, Grouped, Materialized, Produced
 from streams.serdes import Serdes
@@ -26,7 +26,7 @@ def topology(source: str, out: str, windowed_out: str):
     big = orders.filter("value.amount > 100").mapValues("named_struct('user', value.user, 'gross', value.amount * 2)")
     (big.groupBy("value.user", Grouped.as_("by-user").withKeySerde(Serdes.String())
                  .withValueSerde(Serdes.Json("user STRING, gross DOUBLE")))
-        .count(materialized=Materialized.as_("per-user"))
+        .count(materialized=Materialized.as_("per-user").withLoggingEnabled({"min.cleanable.dirty.ratio": "0.1"}))
         .toStream().to(out, Produced.with_(Serdes.String(), Serdes.Long())))
     (orders.groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10_000, 1_000))
         .count(materialized=Materialized.as_("per-key-window"))
@@ -124,6 +124,11 @@ def test_application_output_equals_the_interpreter_and_survives_a_lost_checkpoin
         assert by_key(decoded(servers, wout)) == by_key(expected[wout])
         final = {k: vs[-1][0] for k, vs in by_key(expected[out]).items()}
         assert dict(store.all()) == final
+        # withLoggingEnabled(config) reaches the changelog topic, over compaction
+        admin = AdminClient({"bootstrap.servers": servers})
+        changelog = next(iter(admin.describe_configs([ConfigResource("topic", "orders-app-per-user-changelog")])
+                              .values())).result(10)
+        assert (changelog["min.cleanable.dirty.ratio"].value, changelog["cleanup.policy"].value) == ("0.1", "compact")
     finally:
         app.close()
 

@@ -684,3 +684,12 @@ def test_window_store_all_reports_each_window_with_its_end():
     d = drive(b, ORDERS)
     got = {(w.key, w.start, w.end): n for w, n in d.getWindowStore("counts").all()}
     assert got == {("ann", 10, 20): 1, ("bob", 20, 30): 1, ("ann", 30, 40): 1, ("cy", 40, 50): 1}
+
+
+def test_with_logging_enabled_config_reaches_the_changelog_spec_and_refuses_delete_only():
+    b = StreamsBuilder()
+    stream(b).groupByKey().count(materialized=Materialized.as_("c").withLoggingEnabled({"segment.ms": 60000}))
+    (spec,) = [s for n in b.build().nodes for s in n.stores if s.name == "c"]
+    assert spec.changelog_config() == {"cleanup.policy": "compact", "segment.ms": "60000"}
+    with pytest.raises(TopologyError, match="cleanup.policy"):
+        Materialized.as_("d").withLoggingEnabled({"cleanup.policy": "delete"})
