@@ -220,3 +220,7 @@ def topic_name(request):
     """A topic name unique to this test."""
     base = "".join(c if c.isalnum() else "-" for c in request.node.name)[:60].strip("-")
     return f"{base}-{next(_topic_counter)}"
+
+
+# One embedded PostgreSQL per session (``postgres``) and a database per test (``pg_db``), for the CDC tests.
+from tests.postgres_fixture import pg_db, postgres  # noqa: E402,F401

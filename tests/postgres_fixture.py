@@ -1,0 +1,74 @@
+"""One embedded PostgreSQL server per test session (it starts in about a second), and a fresh
+database per test, so slots, publications and tables of one test never meet another's.
+
+Imported by tests/conftest.py, so integration and Spark tests alike can ask for ``postgres``
+(the server) or ``pg_db`` (a :class:`PgDatabase` on it).
+"""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+_numbers = itertools.count()
+
+
+class PgDatabase:
+    """A database of its own on the session's server, with helpers to write and to look."""
+
+    def __init__(self, server, dbname: str):
+        self.server = server
+        self.dbname = dbname
+
+    @property
+    def dsn(self) -> str:
+        return self.server.dsn_for(self.dbname)
+
+    def options(self, **extra) -> dict:
+        """The source's options for this database (Debezium's names), plus ``extra``."""
+        return {"dsn": self.dsn, "topic.prefix": "shop", "heartbeat.interval.ms": "0",
+                **{k.replace("_", "."): str(v) for k, v in extra.items()}}
+
+    def connect(self, autocommit: bool = True):
+        return self.server.connect(self.dbname, autocommit=autocommit)
+
+    def execute(self, sql: str, params=None) -> list[tuple]:
+        return self.server.execute(sql, params, dbname=self.dbname)
+
+    def slot(self, name: str) -> dict | None:
+        rows = self.execute("SELECT active, restart_lsn, confirmed_flush_lsn FROM pg_replication_slots "
+                            "WHERE slot_name = %s", (name,))
+        if not rows:
+            return None
+        from spark_source.postgres.pgoutput import lsn_from_str
+        active, restart, confirmed = rows[0]
+        return {"active": active, "restart_lsn": lsn_from_str(restart), "confirmed_flush_lsn": lsn_from_str(confirmed)}
+
+    def drop(self) -> None:
+        from tests.conftest import wait_until
+
+        def slots_gone():
+            self.server.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
+                                "AND pid <> pg_backend_pid()", (self.dbname,))
+            self.server.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                                "WHERE database = %s AND NOT active", (self.dbname,))
+            return not self.server.execute("SELECT 1 FROM pg_replication_slots WHERE database = %s", (self.dbname,))
+        wait_until(slots_gone, timeout=30, interval=0.1, message=f"the slots of {self.dbname} dropped")
+        self.server.execute(f'DROP DATABASE IF EXISTS "{self.dbname}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    from spark_source.postgres.embedded import EmbeddedPostgres
+    server = EmbeddedPostgres().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_db(postgres):
+    name = f"test_{next(_numbers)}"
+    postgres.execute(f'CREATE DATABASE "{name}" OWNER "{postgres.user}"')
+    db = PgDatabase(postgres, name)
+    yield db
+    db.drop()
