@@ -1,0 +1,174 @@
+"""The ``postgres-cdc`` source's options, parsed once on the driver when the query starts.
+
+Names are Debezium's PostgreSQL connector's (``database.hostname``, ``slot.name``,
+``snapshot.mode``, …), so a Debezium user's configuration carries over; ``dsn`` (a libpq
+connection string or URI) may replace the ``database.*`` options. A bad value or an unknown option
+fails here, naming it.
+
+=============================== ========================= ==========================================
+option                          default                   meaning
+=============================== ========================= ==========================================
+dsn                             (none)                    libpq DSN/URI; wins over database.*
+database.hostname               localhost                 server host
+database.port                   5432                      server port
+database.user                   postgres                  role with LOGIN and REPLICATION
+database.password               (none)                    its password
+database.dbname                 postgres                  database to capture
+topic.prefix                    the database name         topics are <prefix>.<schema>.<table>
+table.include.list              (all user tables)         comma-separated regexes on schema.table
+publication.name                riverlog_publication      the pgoutput publication
+publication.autocreate.mode     all_tables                all_tables | filtered | disabled
+slot.name                       riverlog                  the logical replication slot
+slot.drop.on.stop               false                     drop the slot when the query stops
+snapshot.mode                   initial                   initial | initial_only | no_data | when_needed
+decimal.handling.mode           precise                   precise | double | string
+time.precision.mode             adaptive                  adaptive | adaptive_time_microseconds | connect
+heartbeat.interval.ms           10000                     0 = off; WAL position kept moving when idle
+maxChangesPerTrigger            (unlimited)               rows per micro-batch (whole transactions)
+snapshot.fetch.size             10000                     rows read per round trip in the snapshot
+unavailable.value.placeholder   __debezium_unavailable_value  for unchanged TOAST values
+key.converter.schemas.enable    true                      key JSON with its schema
+value.converter.schemas.enable  true                      value JSON with its schema
+=============================== ========================= ==========================================
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from broker.errors import InvalidConfigError
+
+SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed")
+AUTOCREATE_MODES = ("all_tables", "filtered", "disabled")
+DECIMAL_MODES = ("precise", "double", "string")
+TIME_MODES = ("adaptive", "adaptive_time_microseconds", "connect")
+_KNOWN = {"dsn", "database.hostname", "database.port", "database.user", "database.password", "database.dbname",
+          "topic.prefix", "table.include.list", "publication.name", "publication.autocreate.mode", "slot.name",
+          "slot.drop.on.stop", "snapshot.mode", "decimal.handling.mode", "time.precision.mode",
+          "heartbeat.interval.ms", "maxchangespertrigger", "snapshot.fetch.size", "unavailable.value.placeholder",
+          "key.converter.schemas.enable", "value.converter.schemas.enable", "path"}
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def _bad(option: str, why: str) -> InvalidConfigError:
+    return InvalidConfigError(f"option '{option}': {why}", config=option)
+
+
+def _choice(opts: dict, name: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = str(opts.get(name, default)).strip().lower()
+    if value not in allowed:
+        raise _bad(name, f"must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def _int(opts: dict, name: str, default: int | None, least: int) -> int | None:
+    value = opts.get(name)
+    if value is None or str(value).strip() == "":
+        return default
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise _bad(name, f"must be an integer, got {value!r}") from None
+    if number < least:
+        raise _bad(name, f"must be at least {least}, got {number}")
+    return number
+
+
+def _bool(opts: dict, name: str, default: bool) -> bool:
+    value = opts.get(name)
+    if value is None:
+        return default
+    if str(value).strip().lower() not in ("true", "false"):
+        raise _bad(name, f"must be true or false, got {value!r}")
+    return str(value).strip().lower() == "true"
+
+
+def _identifier(opts: dict, name: str, default: str) -> str:
+    value = str(opts.get(name, default)).strip()
+    if not _IDENTIFIER.fullmatch(value):
+        raise _bad(name, f"{value!r} is not a valid name: lower-case letters, digits and _, at most 63, "
+                         "not starting with a digit")
+    return value
+
+
+@dataclass(frozen=True)
+class CdcOptions:
+    """Every option, typed. ``connect_kwargs()`` gives psycopg2's connection arguments."""
+    dsn: str | None = None
+    hostname: str = "localhost"
+    port: int = 5432
+    user: str = "postgres"
+    password: str | None = None
+    dbname: str = "postgres"
+    topic_prefix: str = "postgres"
+    table_include: tuple[str, ...] = ()
+    publication_name: str = "riverlog_publication"
+    publication_autocreate: str = "all_tables"
+    slot_name: str = "riverlog"
+    slot_drop_on_stop: bool = False
+    snapshot_mode: str = "initial"
+    decimal_handling_mode: str = "precise"
+    time_precision_mode: str = "adaptive"
+    heartbeat_interval_ms: int = 10_000
+    max_changes_per_trigger: int | None = None
+    snapshot_fetch_size: int = 10_000
+    unavailable_placeholder: str = "__debezium_unavailable_value"
+    key_schemas: bool = True
+    value_schemas: bool = True
+
+    @classmethod
+    def parse(cls, options) -> "CdcOptions":
+        opts = {str(k).lower(): v for k, v in dict(options or {}).items()}
+        unknown = sorted(set(opts) - _KNOWN)
+        if unknown:
+            raise _bad(unknown[0], "unknown option for format(\"postgres-cdc\"); the options are "
+                                   + ", ".join(sorted(_KNOWN - {"path"})))
+        dsn = opts.get("dsn") or None
+        dbname = str(opts.get("database.dbname") or "").strip()
+        if not dbname and dsn:
+            import psycopg2.extensions
+            try:
+                dbname = psycopg2.extensions.parse_dsn(dsn).get("dbname", "")
+            except psycopg2.ProgrammingError as e:
+                raise _bad("dsn", f"not a libpq connection string or URI: {e}") from None
+        dbname = dbname or "postgres"
+        include = tuple(p.strip() for p in str(opts.get("table.include.list", "")).split(",") if p.strip())
+        for pattern in include:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise _bad("table.include.list", f"{pattern!r} is not a regular expression: {e}") from None
+        mode = _choice(opts, "publication.autocreate.mode", "all_tables", AUTOCREATE_MODES)
+        return cls(
+            dsn=dsn, hostname=str(opts.get("database.hostname", "localhost")),
+            port=_int(opts, "database.port", 5432, 1), user=str(opts.get("database.user", "postgres")),
+            password=opts.get("database.password"), dbname=dbname,
+            topic_prefix=str(opts.get("topic.prefix") or dbname), table_include=include,
+            publication_name=_identifier(opts, "publication.name", "riverlog_publication"),
+            publication_autocreate=mode, slot_name=_identifier(opts, "slot.name", "riverlog"),
+            slot_drop_on_stop=_bool(opts, "slot.drop.on.stop", False),
+            snapshot_mode=_choice(opts, "snapshot.mode", "initial", SNAPSHOT_MODES),
+            decimal_handling_mode=_choice(opts, "decimal.handling.mode", "precise", DECIMAL_MODES),
+            time_precision_mode=_choice(opts, "time.precision.mode", "adaptive", TIME_MODES),
+            heartbeat_interval_ms=_int(opts, "heartbeat.interval.ms", 10_000, 0),
+            max_changes_per_trigger=_int(opts, "maxchangespertrigger", None, 1),
+            snapshot_fetch_size=_int(opts, "snapshot.fetch.size", 10_000, 1),
+            unavailable_placeholder=str(opts.get("unavailable.value.placeholder", "__debezium_unavailable_value")),
+            key_schemas=_bool(opts, "key.converter.schemas.enable", True),
+            value_schemas=_bool(opts, "value.converter.schemas.enable", True))
+
+    def connect_kwargs(self) -> dict:
+        """psycopg2.connect's arguments: the DSN if given (with dbname as given there), else the parts."""
+        if self.dsn:
+            return {"dsn": self.dsn}
+        kwargs = {"host": self.hostname, "port": self.port, "user": self.user, "dbname": self.dbname}
+        if self.password is not None:
+            kwargs["password"] = self.password
+        return kwargs
+
+    def includes(self, schema: str, table: str) -> bool:
+        """Debezium's rule: no list means every table; else a regex must match ``schema.table`` whole."""
+        if not self.table_include:
+            return True
+        name = f"{schema}.{table}"
+        return any(re.fullmatch(p, name) for p in self.table_include)

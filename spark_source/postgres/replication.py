@@ -1,0 +1,203 @@
+"""The replication stream: pgoutput over psycopg2's ``LogicalReplicationConnection``.
+
+``START_REPLICATION SLOT … LOGICAL <lsn> (proto_version '1', publication_names '…', messages
+'true')``; each message's payload goes through the decoder into the
+:class:`~spark_source.postgres.transactions.TransactionAssembler`, which hands back whole
+committed transactions in commit order. They are buffered here until the data source hands them
+to Spark; a transaction whose commit end LSN is not above the highest already taken is a replay
+(after a reconnect the server starts again at the slot's confirmed position) and is dropped.
+
+Acknowledgement: :meth:`acknowledge` sends ``flush_lsn`` at once (``force=True``: lazy feedback
+is lost if the connection closes first) and is only ever called with the end of a batch Spark has
+committed, so the slot never moves past data not yet stored, and a crash replays, never skips.
+psycopg2 answers the server's keepalives with the last flush position it was given; when
+everything received was acknowledged it may report the keepalive's WAL end, which holds no
+change for this slot.
+
+Heartbeats: every ``heartbeat.interval.ms`` a non-transactional
+``pg_logical_emit_message(false, 'riverlog.heartbeat', '')`` is written. It comes back through the
+stream as a position without rows, so an idle database, or one whose writes all go to tables that
+are not captured, still gives the query an offset to commit and the slot a position to confirm:
+``restart_lsn`` moves and PostgreSQL can recycle its WAL.
+"""
+from __future__ import annotations
+
+import logging
+import select
+import time
+
+from spark_source.postgres.errors import PostgresConnectionError, SlotInUseError, SlotLostError
+from spark_source.postgres.options import CdcOptions
+from spark_source.postgres.pgoutput import LogicalMessage, PgOutputDecoder, lsn_to_str
+from spark_source.postgres.slot import connect
+from spark_source.postgres.transactions import Transaction, TransactionAssembler
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_PREFIX = "riverlog.heartbeat"
+PROTO_VERSION = "1"
+
+
+def is_heartbeat(txn: Transaction) -> bool:
+    """A position without data: our heartbeat, or any other message outside a transaction."""
+    return txn.xid is None and all(isinstance(c.message, LogicalMessage) for c in txn.changes)
+
+
+class ReplicationStream:
+    """One replication connection and what it has delivered. Driver-side, single-threaded: call
+    :meth:`poll` often (it also answers keepalives). ``buffer`` holds committed transactions (and
+    heartbeat positions) with ``end_lsn`` above ``taken_up_to``, in commit order."""
+
+    def __init__(self, options: CdcOptions, start_lsn: int, clock=time.monotonic):
+        self.options = options
+        self.clock = clock
+        self.start_lsn = start_lsn
+        self.high = start_lsn          # the highest end LSN received
+        self.acked = 0                 # the highest LSN acknowledged to the server
+        self.buffer: list[Transaction] = []
+        self._conn = self._cursor = None
+        self._next_heartbeat = 0.0
+        self._sql = None
+
+    # ------------------------------------------------------------------------------ connection
+    def open(self) -> None:
+        import psycopg2
+        self._conn = connect(self.options, replication=True)
+        self._cursor = self._conn.cursor()
+        start = max(self.high, self.acked)
+        try:
+            self._cursor.start_replication(
+                slot_name=self.options.slot_name, decode=False, start_lsn=start,
+                options={"proto_version": PROTO_VERSION, "publication_names": self.options.publication_name,
+                         "messages": "true"})
+        except psycopg2.errors.ObjectInUse:
+            self._close_connection()
+            raise SlotInUseError(f"slot '{self.options.slot_name}' is in use by another process (one reader per "
+                                 "slot): stop the other query or connector, or choose another slot.name") from None
+        except psycopg2.errors.UndefinedObject as e:
+            self._close_connection()
+            raise SlotLostError(f"replication slot '{self.options.slot_name}' does not exist ({str(e).strip()}): "
+                                "it was dropped, so changes after the query's offsets are gone; restart the query "
+                                "with a new checkpoint (snapshot.mode=initial) or use snapshot.mode=when_needed") \
+                from None
+        except psycopg2.Error as e:
+            self._close_connection()
+            raise PostgresConnectionError(f"START_REPLICATION on slot '{self.options.slot_name}' failed: "
+                                          f"{str(e).strip()}") from None
+        self._decoder = PgOutputDecoder()
+        self._assembler = TransactionAssembler()
+        if self.acked:
+            self._feedback(self.acked)
+        log.info("streaming slot '%s' from %s", self.options.slot_name, lsn_to_str(start))
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
+
+    def _close_connection(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:  # noqa: BLE001 — already broken
+                pass
+        self._conn = self._cursor = None
+
+    def close(self) -> None:
+        self._close_connection()
+        if self._sql is not None:
+            self._sql.close()
+            self._sql = None
+
+    # ------------------------------------------------------------------------------ reading
+    def poll(self, budget_s: float = 0.2, max_buffered: int | None = None) -> int:
+        """Read what the server has sent, for up to ``budget_s`` seconds while messages keep
+        coming; returns how many transactions were added. A broken connection is reopened at the
+        last acknowledged position (what was buffered stays; replays are dropped)."""
+        import psycopg2
+        if self._conn is None:
+            self.open()
+        self._maybe_heartbeat()
+        added, deadline = 0, self.clock() + budget_s
+        try:
+            while max_buffered is None or self.buffered_changes() < max_buffered:
+                message = self._cursor.read_message()
+                if message is None:
+                    remaining = deadline - self.clock()
+                    if remaining <= 0:
+                        break
+                    ready = select.select([self._conn], [], [], min(remaining, 0.05))[0]
+                    if not ready and added:
+                        break
+                    continue
+                for txn in self._assembler.feed(self._decoder.decode(message.payload), message.data_start):
+                    if txn.end_lsn > self.high:
+                        self.buffer.append(txn)
+                        self.high = txn.end_lsn
+                        added += 1
+        except (psycopg2.OperationalError, psycopg2.InterfaceError) as e:
+            log.warning("replication connection of slot '%s' broke (%s); reconnecting at %s",
+                        self.options.slot_name, str(e).strip(), lsn_to_str(max(self.high, self.acked)))
+            self._close_connection()
+            self.open()
+        return added
+
+    def buffered_changes(self) -> int:
+        return sum(len(t.changes) for t in self.buffer)
+
+    def take(self, after: int, until: int) -> list[Transaction]:
+        """Buffered transactions with ``after < end_lsn <= until``."""
+        return [t for t in self.buffer if after < t.end_lsn <= until]
+
+    def forget(self, up_to: int) -> None:
+        """Drop buffered transactions that Spark has committed."""
+        self.buffer = [t for t in self.buffer if t.end_lsn > up_to]
+
+    def wait_for(self, lsn: int, timeout_s: float = 120.0) -> None:
+        """Read until a position at or past ``lsn`` arrived (a batch replayed after a restart)."""
+        deadline = self.clock() + timeout_s
+        while self.high < lsn:
+            if self.clock() > deadline:
+                raise SlotLostError(f"slot '{self.options.slot_name}' did not deliver changes up to "
+                                    f"{lsn_to_str(lsn)} within {timeout_s:.0f} s (it is at {lsn_to_str(self.high)}); "
+                                    "the batch Spark replays cannot be rebuilt")
+            self.poll(0.5)
+
+    # ------------------------------------------------------------------------------ acknowledging
+    def acknowledge(self, lsn: int) -> None:
+        """Tell the server everything up to ``lsn`` is stored (never more than Spark committed)."""
+        if lsn <= self.acked:
+            return
+        self.acked = lsn
+        self.forget(lsn)
+        if self._conn is not None:
+            self._feedback(lsn)
+
+    def _feedback(self, lsn: int) -> None:
+        import psycopg2
+        try:
+            self._cursor.send_feedback(write_lsn=lsn, flush_lsn=lsn, apply_lsn=lsn, force=True)
+        except (psycopg2.OperationalError, psycopg2.InterfaceError) as e:
+            log.warning("could not acknowledge %s on slot '%s' (%s); it is sent again on reconnect",
+                        lsn_to_str(lsn), self.options.slot_name, str(e).strip())
+            self._close_connection()
+
+    # ------------------------------------------------------------------------------ heartbeats
+    def _maybe_heartbeat(self) -> None:
+        interval = self.options.heartbeat_interval_ms
+        if not interval or self.clock() < self._next_heartbeat:
+            return
+        self._next_heartbeat = self.clock() + interval / 1000
+        self.heartbeat()
+
+    def heartbeat(self) -> None:
+        import psycopg2
+        try:
+            if self._sql is None:
+                self._sql = connect(self.options)
+            with self._sql.cursor() as cur:
+                cur.execute("SELECT pg_logical_emit_message(false, %s, '')", (HEARTBEAT_PREFIX,))
+        except (psycopg2.Error, PostgresConnectionError) as e:
+            log.warning("heartbeat on slot '%s' failed: %s", self.options.slot_name, str(e).strip())
+            if self._sql is not None:
+                self._sql.close()
+            self._sql = None

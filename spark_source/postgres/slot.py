@@ -1,0 +1,225 @@
+"""Connections, server checks, the publication and the replication slot.
+
+Everything the source needs from the server before it reads a row is checked here, once, with an
+error that names the fix: ``wal_level=logical``, a role with ``REPLICATION``, captured tables that
+can be keyed (a primary key or ``REPLICA IDENTITY FULL``), the publication
+(``publication.autocreate.mode``: ``all_tables`` creates ``FOR ALL TABLES``, ``filtered`` creates
+or alters it to exactly the captured tables, ``disabled`` requires it to exist) and the slot.
+
+A slot is created over a replication connection with ``CREATE_REPLICATION_SLOT … LOGICAL pgoutput
+(SNAPSHOT 'export')``: PostgreSQL answers with the slot's consistent point and the name of a
+snapshot that sees exactly the transactions committed before it, so a snapshot read there and the
+stream that starts there neither overlap nor leave a gap.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spark_source.postgres.errors import (MissingPrimaryKeyError, NoTablesError, PostgresConnectionError,
+                                          PublicationError, ReplicationPrivilegeError, SlotError,
+                                          SlotInUseError, WalLevelError)
+from spark_source.postgres.options import CdcOptions
+from spark_source.postgres.pgoutput import Column, Relation, lsn_from_str
+
+# Text output as pgoutput's walsender gives it, for snapshot and stream alike.
+SESSION_SETTINGS = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres -c extra_float_digits=3 " \
+                   "-c bytea_output=hex"
+
+
+def connect(options: CdcOptions, replication: bool = False):
+    """A psycopg2 connection (``LogicalReplicationConnection`` for ``replication``), autocommit."""
+    import psycopg2
+    import psycopg2.extras
+    kwargs = dict(options.connect_kwargs())
+    kwargs["options"] = SESSION_SETTINGS
+    kwargs.setdefault("application_name", f"riverlog-cdc-{options.slot_name}")
+    if replication:
+        kwargs["connection_factory"] = psycopg2.extras.LogicalReplicationConnection
+    try:
+        conn = psycopg2.connect(**kwargs)
+    except psycopg2.OperationalError as e:
+        text = str(e).strip()
+        if "replication" in text and ("permission" in text or "must be" in text):
+            raise ReplicationPrivilegeError(_no_replication(options)) from None
+        raise PostgresConnectionError(f"cannot connect to PostgreSQL ({_where(options)}): {text}") from None
+    if not replication:
+        conn.autocommit = True
+    return conn
+
+
+def _where(options: CdcOptions) -> str:
+    return "dsn" if options.dsn else f"{options.hostname}:{options.port}/{options.dbname} as {options.user}"
+
+
+def _no_replication(options: CdcOptions) -> str:
+    return (f"role '{options.user}' may not stream changes: it needs the REPLICATION privilege "
+            f"(ALTER ROLE \"{options.user}\" REPLICATION;) and pg_hba.conf must allow its replication connection")
+
+
+def check_server(conn, options: CdcOptions) -> None:
+    """``wal_level`` and the role's privileges."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW wal_level")
+        level = cur.fetchone()[0]
+        if level != "logical":
+            raise WalLevelError(f"wal_level is '{level}', and logical decoding needs 'logical': run "
+                                "ALTER SYSTEM SET wal_level = logical; then restart PostgreSQL")
+        cur.execute("SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user")
+        row = cur.fetchone()
+        if not row or not row[0]:
+            raise ReplicationPrivilegeError(_no_replication(options))
+
+
+@dataclass(frozen=True)
+class Table:
+    """A captured table: its Relation (as pgoutput would describe it) and the columns that key it."""
+    relation: Relation
+    key: tuple[str, ...]        # primary key columns; empty under REPLICA IDENTITY FULL without one
+
+    @property
+    def name(self) -> str:
+        return f"{self.relation.namespace}.{self.relation.name}"
+
+    @property
+    def quoted(self) -> str:
+        return f'{quote(self.relation.namespace)}.{quote(self.relation.name)}'
+
+
+def quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def captured_tables(conn, options: CdcOptions) -> list[Table]:
+    """The user tables ``table.include.list`` selects, sorted by name; a table that cannot be keyed
+    is refused, naming both fixes."""
+    with conn.cursor() as cur:
+        cur.execute("""
+            SELECT c.oid, n.nspname, c.relname, c.relreplident
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+              AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'
+            ORDER BY n.nspname, c.relname""")
+        candidates = [r for r in cur.fetchall() if options.includes(r[1], r[2])]
+        if not candidates:
+            raise NoTablesError(f"table.include.list={','.join(options.table_include) or '(all)'} matches no "
+                                f"table of database '{options.dbname}'; names are schema.table regexes, e.g. public.orders")
+        tables = []
+        for oid, schema, name, identity in candidates:
+            cur.execute("""
+                SELECT a.attname, a.atttypid, a.atttypmod, coalesce(a.attnum = ANY(i.indkey), false)
+                FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
+                WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum""", (oid,))
+            columns = cur.fetchall()
+            key = tuple(c[0] for c in columns if c[3])
+            if not key and identity != "f":
+                raise MissingPrimaryKeyError(
+                    f"table {schema}.{name} has no primary key and REPLICA IDENTITY is not FULL, so its updates and "
+                    f"deletes cannot name their row: add one (ALTER TABLE {quote(schema)}.{quote(name)} ADD PRIMARY "
+                    f"KEY (...);) or run ALTER TABLE {quote(schema)}.{quote(name)} REPLICA IDENTITY FULL;, or leave "
+                    "it out of table.include.list", table=f"{schema}.{name}")
+            relation = Relation(oid, schema, name, identity,
+                                tuple(Column(bool(c[3]) or identity == "f", c[0], c[1], c[2]) for c in columns))
+            tables.append(Table(relation, key))
+        return tables
+
+
+def ensure_publication(conn, options: CdcOptions, tables: list[Table]) -> None:
+    """Make the publication match ``publication.autocreate.mode``."""
+    name = options.publication_name
+    with conn.cursor() as cur:
+        cur.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s", (name,))
+        row = cur.fetchone()
+        wanted = sorted(t.name for t in tables)
+        if options.publication_autocreate == "disabled":
+            if row is None:
+                raise PublicationError(
+                    f"publication '{name}' does not exist and publication.autocreate.mode=disabled: create it "
+                    f"(CREATE PUBLICATION {quote(name)} FOR TABLE {', '.join(t.quoted for t in tables)};) "
+                    "or set publication.autocreate.mode to filtered or all_tables")
+            return
+        try:
+            if options.publication_autocreate == "all_tables":
+                if row is None:
+                    cur.execute(f"CREATE PUBLICATION {quote(name)} FOR ALL TABLES")
+                return
+            listed = ", ".join(t.quoted for t in tables)
+            if row is None:
+                cur.execute(f"CREATE PUBLICATION {quote(name)} FOR TABLE {listed}")
+            elif row[0] or publication_tables(conn, name) != wanted:
+                if row[0]:
+                    cur.execute(f"DROP PUBLICATION {quote(name)}")
+                    cur.execute(f"CREATE PUBLICATION {quote(name)} FOR TABLE {listed}")
+                else:
+                    cur.execute(f"ALTER PUBLICATION {quote(name)} SET TABLE {listed}")
+        except Exception as e:  # psycopg2.Error: insufficient privilege, most often
+            raise PublicationError(f"cannot create or change publication '{name}' "
+                                   f"(publication.autocreate.mode={options.publication_autocreate}): "
+                                   f"{str(e).strip()}; create it yourself and set publication.autocreate.mode="
+                                   "disabled, or grant the role ownership of the tables") from None
+
+
+def publication_tables(conn, name: str) -> list[str]:
+    with conn.cursor() as cur:
+        cur.execute("SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = %s "
+                    "ORDER BY 1", (name,))
+        return [r[0] for r in cur.fetchall()]
+
+
+@dataclass(frozen=True)
+class SlotState:
+    """A row of ``pg_replication_slots``."""
+    name: str
+    plugin: str
+    database: str
+    active_pid: int | None
+    restart_lsn: int | None
+    confirmed_flush_lsn: int | None
+    wal_status: str | None
+
+
+def slot_state(conn, name: str) -> SlotState | None:
+    with conn.cursor() as cur:
+        cur.execute("SELECT slot_name, plugin, database, active_pid, restart_lsn::text, confirmed_flush_lsn::text, "
+                    "wal_status FROM pg_replication_slots WHERE slot_name = %s", (name,))
+        row = cur.fetchone()
+    if row is None:
+        return None
+    lsn = lambda v: lsn_from_str(v) if v else None  # noqa: E731
+    return SlotState(row[0], row[1], row[2], row[3], lsn(row[4]), lsn(row[5]), row[6])
+
+
+def check_slot(state: SlotState, options: CdcOptions) -> None:
+    """A slot this source can stream from: pgoutput, this database, not in use, WAL still there."""
+    if state.plugin != "pgoutput" or state.database != options.dbname:
+        raise SlotError(f"slot '{state.name}' exists for plugin '{state.plugin}' on database '{state.database}'; "
+                        f"this source needs pgoutput on '{options.dbname}': choose another slot.name or drop it "
+                        f"(SELECT pg_drop_replication_slot('{state.name}');)")
+    if state.active_pid is not None:
+        raise SlotInUseError(f"slot '{state.name}' is in use by server process {state.active_pid} (one reader per "
+                             "slot): stop the other query or connector, or choose another slot.name")
+
+
+def create_slot(repl_conn, name: str, temporary: bool = False) -> tuple[int, str]:
+    """``CREATE_REPLICATION_SLOT``, exporting its snapshot: (consistent point LSN, snapshot name).
+    The snapshot can be imported only while ``repl_conn`` stays open and runs nothing else."""
+    import psycopg2
+    kind = "TEMPORARY " if temporary else ""
+    try:
+        with_cursor = repl_conn.cursor()
+        with_cursor.execute(f"CREATE_REPLICATION_SLOT {quote(name)} {kind}LOGICAL pgoutput (SNAPSHOT 'export')")
+        _slot, consistent_point, snapshot_name, _plugin = with_cursor.fetchone()
+    except psycopg2.errors.DuplicateObject:
+        raise SlotInUseError(f"slot '{name}' was created by someone else a moment ago; retry") from None
+    except psycopg2.Error as e:
+        raise SlotError(f"cannot create replication slot '{name}': {str(e).strip()} (max_replication_slots full? "
+                        "drop unused slots with pg_drop_replication_slot)") from None
+    return lsn_from_str(consistent_point), snapshot_name
+
+
+def drop_slot(conn, name: str) -> bool:
+    """Drop the slot if it exists and nobody streams from it; True when it is gone."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                    "WHERE slot_name = %s AND NOT active", (name,))
+        cur.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s", (name,))
+        return cur.fetchone()[0] == 0

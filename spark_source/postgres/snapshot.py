@@ -1,0 +1,114 @@
+"""The initial snapshot: the captured tables read in key order, in chunks, inside one snapshot.
+
+The first time, the chunks are read in the snapshot the slot exported when it was created
+(``SET TRANSACTION SNAPSHOT``), so the snapshot holds exactly the transactions committed before
+the slot's consistent point and the stream starts right after them. A position in the snapshot
+is (index of the table in name order, the last key read, as text) and goes into the query's
+offsets, so a chunk is the key range between two positions and can be read again.
+
+After a restart the exported snapshot is gone; a chunk Spark must replay is then read in a fresh
+``REPEATABLE READ`` snapshot, taken later. Its rows may already show changes committed after the
+consistent point, and the stream (which starts at the consistent point, because the slot is never
+acknowledged past it until the snapshot's batches committed) delivers those changes again,
+after them: applied in order, rows and changes end in the same state, and nothing is skipped.
+
+``snapshot.mode``: ``initial`` snapshots a new query, then streams; ``initial_only`` snapshots
+and stops (its slot is temporary); ``no_data`` streams only; ``when_needed`` snapshots a new
+query and again whenever the offsets cannot be resumed from the slot.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spark_source.postgres.slot import Table, quote
+
+
+@dataclass(frozen=True)
+class Position:
+    """Everything before table ``table`` is read, and its rows with key up to ``after`` (text
+    values of the key columns; None: none of it yet)."""
+    table: int
+    after: tuple | None = None
+
+    def to_json(self) -> dict:
+        return {"table": self.table, "after": list(self.after) if self.after is not None else None}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Position":
+        after = data.get("after")
+        return cls(int(data["table"]), tuple(after) if after is not None else None)
+
+
+class SnapshotReader:
+    """Reads chunks of the captured tables in one read-only ``REPEATABLE READ`` transaction on
+    ``conn`` (a plain connection this object owns): the exported ``snapshot_name``, or a fresh one."""
+
+    def __init__(self, conn, tables: list[Table], snapshot_name: str | None = None):
+        self.conn = conn
+        self.tables = tables
+        conn.autocommit = False
+        conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
+        with conn.cursor() as cur:
+            if snapshot_name:
+                cur.execute("SET TRANSACTION SNAPSHOT %s", (snapshot_name,))
+            cur.execute("SELECT 1")  # takes the snapshot now, not at the first chunk
+
+    def close(self) -> None:
+        try:
+            self.conn.rollback()
+        finally:
+            self.conn.close()
+
+    def done(self, position: Position) -> bool:
+        return position.table >= len(self.tables)
+
+    def read(self, start: Position, limit: int | None, end: Position | None = None):
+        """Rows after ``start``: at most ``limit`` (None: no limit), and none past ``end``.
+        Returns (rows as (table, text values), the position after them)."""
+        rows: list[tuple[Table, tuple]] = []
+        position = start
+        while position.table < len(self.tables) and (limit is None or len(rows) < limit):
+            if end is not None and (position.table > end.table or (position.table == end.table and end.after is None)):
+                break
+            table = self.tables[position.table]
+            upper = end.after if end is not None and end.table == position.table else None
+            want = None if limit is None else limit - len(rows)
+            if not table.key:   # REPLICA IDENTITY FULL without a key: the whole table in one chunk
+                want = None
+            chunk = self._chunk(table, position.after, upper, want)
+            rows.extend((table, values) for values in chunk)
+            if table.key and want is not None and len(chunk) == want:
+                position = Position(position.table, self._key_of(table, chunk[-1]))
+            elif upper is not None:
+                position = Position(position.table, upper)
+                break
+            else:
+                position = Position(position.table + 1, None)
+        return rows, position
+
+    def _key_of(self, table: Table, values: tuple) -> tuple:
+        names = [c.name for c in table.relation.columns]
+        return tuple(values[names.index(k)].decode() for k in table.key)
+
+    def _chunk(self, table: Table, after: tuple | None, upper: tuple | None, limit: int | None) -> list[tuple]:
+        # Aliased: ORDER BY a column's name would otherwise sort by its text output column.
+        columns = ", ".join(f"{quote(c.name)}::text AS c{i}" for i, c in enumerate(table.relation.columns))
+        sql, params = f"SELECT {columns} FROM {table.quoted}", []
+        if table.key:
+            key = "(" + ", ".join(quote(k) for k in table.key) + ")"
+            holes = "(" + ", ".join(["%s"] * len(table.key)) + ")"
+            where = []
+            if after is not None:
+                where.append(f"{key} > {holes}")
+                params.extend(after)
+            if upper is not None:
+                where.append(f"{key} <= {holes}")
+                params.extend(upper)
+            if where:
+                sql += " WHERE " + " AND ".join(where)
+            sql += " ORDER BY " + ", ".join(quote(k) for k in table.key)
+            if limit is not None:
+                sql += f" LIMIT {int(limit)}"
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params)
+            return [tuple(None if v is None else v.encode() for v in row) for row in cur.fetchall()]
