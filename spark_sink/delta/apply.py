@@ -1,0 +1,292 @@
+"""``delta_apply``: Debezium change events into Delta tables, exactly once, from ``foreachBatch``.
+
+    changes.writeStream.foreachBatch(delta_apply("/lake", keys={"public.customers": ["id"]}, scd_type=1))
+
+For each batch: parse the records (:mod:`records`), group them by table, drop the changes the
+table already holds (:class:`~spark_sink.delta.fold.Watermarks` from its commit metadata), fold
+per key (:mod:`fold`), apply the schema policy (:mod:`schema`), then **one MERGE per table**
+committed with the application transaction ``(app_id, batch_id)`` and the new high-water marks.
+
+Idempotence has two layers. (1) Before every MERGE the table's ``transaction_version(app_id)`` is
+read: a batch id at or below it was committed already (a replay after a crash) and is skipped —
+delta-rs would accept an older version and move it backwards, so the check is ours. (2) The marks
+drop every change at or below what the table holds, so a query restarted from a new checkpoint
+(new query id, hence new default app id) replays from the source's committed position without
+duplicates, and an out-of-order or replayed change never moves a row backwards. An older batch id
+that carries changes beyond the marks raises :class:`StaleBatchError` rather than guess.
+
+The SCD-1 table mirrors the source: no extra columns (positions live in the commit metadata). The
+SCD-2 table adds ``__valid_from``, ``__valid_to`` (timestamps, UTC, the source commit time),
+``__is_current``, ``__op`` (c/u/d/r) and ``__lsn``, ``__order`` (the change's position).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import pyarrow as pa
+
+from spark_sink.delta import merge as merges
+from spark_sink.delta.errors import DeltaConfigError, PoisonRecordError, StaleBatchError
+from spark_sink.delta.fold import (METADATA_COLUMNS, Delete, fold_scd1, fold_scd2, history_rows,
+                                   resolve)
+from spark_sink.delta.records import ChangeParser, SourceRecord, record_position, records_from_arrow
+from spark_sink.delta.schema import DEFAULT_PLACEHOLDER, UNAVAILABLE, evolve, infer_type, to_arrow, widens
+from spark_sink.delta.errors import SchemaChangeError
+from spark_sink.delta.table import SinkTable
+
+log = logging.getLogger(__name__)
+
+_SCD2_TYPES = pa.schema([("__valid_from", pa.timestamp("us", tz="UTC")), ("__valid_to", pa.timestamp("us", tz="UTC")),
+                         ("__is_current", pa.bool_()), ("__op", pa.string()), ("__lsn", pa.int64()),
+                         ("__order", pa.int64())])
+DEFAULT_APP_ID = "riverlog.delta"
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A record the sink could not apply, with ``errors.tolerance=all``."""
+    record: SourceRecord
+    error: PoisonRecordError
+
+    def headers(self) -> list[tuple[str, bytes]]:
+        """The record's headers plus Kafka Connect's ``__connect.errors.*`` dead-letter headers."""
+        r = self.record
+        return list(r.headers) + [(k, str(v).encode()) for k, v in (
+            ("__connect.errors.topic", r.topic), ("__connect.errors.partition", r.partition),
+            ("__connect.errors.offset", r.offset),
+            ("__connect.errors.connector.name", "DeltaSink"),
+            ("__connect.errors.exception.class.name", f"{type(self.error).__module__}.{type(self.error).__name__}"),
+            ("__connect.errors.exception.message", self.error.message))]
+
+
+@dataclass
+class TableResult:
+    path: str
+    skipped: str | None = None       # "replayed" | "older" (batch id at/below the table's) | None
+    version: int | None = None       # the Delta version this batch committed
+    upserts: int = 0
+    deletes: int = 0
+    history_rows: int = 0
+    held: int = 0                    # changes dropped: the table held them already
+
+
+@dataclass
+class ApplyResult:
+    batch_id: int
+    app_id: str
+    tables: dict[str, TableResult] = field(default_factory=dict)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+
+
+def delta_apply(root: str | None = None, *, table_path: str | None = None,
+                table_paths: Mapping[str, str] | None = None, keys: Mapping[str, Sequence[str]] | None = None,
+                scd_type: int = 1, app_id: str | None = None, errors_tolerance: str = "none",
+                dlq: Callable[[list[DeadLetter]], Any] | None = None,
+                unavailable_value_placeholder: str = DEFAULT_PLACEHOLDER,
+                storage_options: Mapping[str, str] | None = None, engine: str = "auto") -> "DeltaApply":
+    """A ``foreachBatch`` function applying Debezium change events to Delta (see the module)."""
+    return DeltaApply(root, table_path=table_path, table_paths=table_paths, keys=keys, scd_type=scd_type,
+                      app_id=app_id, errors_tolerance=errors_tolerance, dlq=dlq,
+                      unavailable_value_placeholder=unavailable_value_placeholder,
+                      storage_options=storage_options, engine=engine)
+
+
+def to_arrow_table(batch) -> tuple[pa.Table, Any]:
+    """(Arrow table, Spark session or None) from a Spark DataFrame, pandas DataFrame or Arrow data."""
+    if isinstance(batch, pa.Table):
+        return batch, None
+    if isinstance(batch, pa.RecordBatch):
+        return pa.Table.from_batches([batch]), None
+    if hasattr(batch, "toArrow") and hasattr(batch, "sparkSession"):
+        return batch.toArrow(), batch.sparkSession
+    try:
+        import pandas as pd
+        if isinstance(batch, pd.DataFrame):
+            return pa.Table.from_pandas(batch, preserve_index=False), None
+    except ImportError:
+        pass
+    raise DeltaConfigError(f"delta_apply: a batch must be a Spark/pandas DataFrame or Arrow data, not {type(batch).__name__}")
+
+
+def streaming_query_id(spark) -> str | None:
+    """The running query's id (the checkpoint keeps it; a new checkpoint gives a new one)."""
+    try:
+        return spark.sparkContext.getLocalProperty("sql.streaming.queryId")
+    except Exception:
+        return None
+
+
+class DeltaApply:
+    """Callable as ``fn(batch, batch_id) -> ApplyResult``; built by :func:`delta_apply`."""
+
+    def __init__(self, root, *, table_path, table_paths, keys, scd_type, app_id, errors_tolerance, dlq,
+                 unavailable_value_placeholder, storage_options, engine):
+        if sum(x is not None for x in (root, table_path)) != 1 and not table_paths:
+            raise DeltaConfigError("delta_apply: give a root directory, table_path or table_paths")
+        if scd_type not in (1, 2, "1", "2"):
+            raise DeltaConfigError(f"scd.type must be 1 or 2, not {scd_type!r}")
+        if errors_tolerance not in ("none", "all"):
+            raise DeltaConfigError(f"errors.tolerance must be 'none' or 'all', not {errors_tolerance!r}")
+        if engine not in ("auto", "delta-rs", "delta-spark"):
+            raise DeltaConfigError(f"engine must be auto, delta-rs or delta-spark, not {engine!r}")
+        self.root, self.table_path, self.table_paths = root, table_path, dict(table_paths or {})
+        self.scd_type, self.app_id, self.tolerate = int(scd_type), app_id, errors_tolerance == "all"
+        self.dlq, self.storage_options, self.engine = dlq, dict(storage_options or {}) or None, engine
+        single = "*" if table_path is not None else None
+        self.parser = ChangeParser(keys, placeholder=unavailable_value_placeholder, table=single)
+
+    def path_of(self, table: str) -> str:
+        if self.table_path is not None:
+            return self.table_path
+        if table in self.table_paths:
+            return self.table_paths[table]
+        if self.root is None:
+            raise DeltaConfigError(f"no Delta path for table {table!r}: add it to table_paths or give a root")
+        return f"{self.root.rstrip('/')}/{table}"
+
+    # ------------------------------------------------------------------------------ a batch
+    def __call__(self, batch, batch_id: int) -> ApplyResult:
+        data, spark = to_arrow_table(batch)
+        app_id = self.app_id or (f"{DEFAULT_APP_ID}.{streaming_query_id(spark)}"
+                                 if spark is not None and streaming_query_id(spark) else DEFAULT_APP_ID)
+        use_spark = spark is not None and (self.engine == "delta-spark" or (
+            self.engine == "auto" and merges.has_delta_extension(spark)))
+        result = ApplyResult(int(batch_id), app_id)
+        by_path: dict[str, list] = {}
+        for record in records_from_arrow(data):
+            try:
+                change = self.parser.parse(record)
+            except PoisonRecordError as e:
+                self._dead(result, record, e)
+                continue
+            if change is not None:
+                by_path.setdefault(self.path_of(change.table), []).append(change)
+        for path, changes in by_path.items():
+            result.tables[path] = self._apply_table(path, changes, result, spark if use_spark else None)
+        if result.dead_letters and self.dlq is not None:
+            self.dlq(result.dead_letters)
+        return result
+
+    def _dead(self, result: ApplyResult, record: SourceRecord, error: PoisonRecordError) -> None:
+        if not self.tolerate:
+            raise error
+        log.warning("delta sink: dead letter %s", error)
+        result.dead_letters.append(DeadLetter(record, error))
+
+    def _apply_table(self, path: str, changes: list, result: ApplyResult, spark) -> TableResult:
+        table = SinkTable(path, self.storage_options)
+        out = TableResult(path)
+        marks = table.watermarks()
+        fresh, held = marks.split(changes)
+        out.held = len(held)
+        done = table.transaction_version(result.app_id)
+        if done is not None and result.batch_id <= done:
+            if fresh:
+                first = fresh[0].record
+                raise StaleBatchError(
+                    f"table {path!r} holds batch {done} of app id {result.app_id!r}, and batch {result.batch_id} "
+                    f"carries changes it does not hold (from {first.topic}/{first.partition}@{first.offset}): the "
+                    f"query's checkpoint was replaced. Give this query a new app_id", path=path,
+                    app_id=result.app_id, batch_id=result.batch_id, table_batch_id=done)
+            out.skipped = "replayed" if result.batch_id == done else "older"
+            log.info("delta sink: %s batch %s skipped (%s; the table holds %s)", path, result.batch_id, out.skipped, done)
+            return out
+        while fresh:
+            try:
+                self._merge(table, fresh, out, result, marks, spark)
+                break
+            except PoisonRecordError as e:
+                bad = (e.details.get("topic"), e.details.get("partition"), e.details.get("offset"))
+                self._dead(result, next(c.record for c in fresh if c.record.coordinates == bad), e)
+                fresh = [c for c in fresh if c.record.coordinates != bad]
+        return out
+
+    def _merge(self, table: SinkTable, changes: list, out: TableResult, result: ApplyResult, marks, spark) -> None:
+        name = changes[0].table
+        key_columns = self.parser.key_columns(name, changes[0].row, changes[0].record)
+        source_schema = _source_schema(name, changes, table.schema)
+        if self.scd_type == 2:
+            source_schema = pa.schema(list(source_schema) + [f for f in _SCD2_TYPES if f.name not in source_schema.names])
+        evolution = evolve(name, table.schema, source_schema)
+        if table.dt is None:
+            table.create(evolution.schema)
+        elif evolution.widened:
+            log.warning("delta sink: %s widening %s (the table is rewritten)", table.path, evolution.widened)
+            table.widen(pa.schema([f for f in evolution.schema if f.name in table.schema.names]))
+        rows, coordinates = [], []
+        if self.scd_type == 1:
+            finals = fold_scd1(changes)
+            need = {k for k, f in finals.items() if not isinstance(f, Delete) and UNAVAILABLE in f.row.values()}
+            current = table.current_rows(key_columns, need, scd2=False)
+            for k, f in finals.items():
+                if isinstance(f, Delete):
+                    rows.append({**dict(zip(key_columns, k)), merges.ACTION: "d"})
+                    out.deletes += 1
+                else:
+                    rows.append({**resolve(f.row, current.get(k)), merges.ACTION: "u"})
+                    out.upserts += 1
+                coordinates.append(_coordinates(changes, k))
+        else:
+            versions = fold_scd2(changes, key_columns)
+            current = table.current_rows(key_columns, set(versions), scd2=True)
+            for k, vs in versions.items():
+                history = history_rows(vs, current.get(k))
+                if k in current:
+                    rows.append({**dict(zip(key_columns, k)), "__valid_to": vs[0].ts_us, merges.ACTION: "close"})
+                    coordinates.append(_coordinates(changes, k))
+                for h in history:
+                    rows.append({**h, merges.ACTION: "insert"})
+                    coordinates.append(_coordinates(changes, k))
+                out.history_rows += len(history)
+        schema = evolution.schema.append(pa.field(merges.ACTION, pa.string()))
+        source = to_arrow(name, [_timestamps(r) for r in rows], schema, coordinates)
+        columns = [c for c in evolution.schema.names]
+        plan = (merges.scd1_plan if self.scd_type == 1 else merges.scd2_plan)(
+            source, key_columns, columns, bool(evolution.added) and table.dt is not None)
+        new_marks = marks.advanced(((c.record.topic, c.record.partition), c.position) for c in changes)
+        props = table.commit_properties(result.app_id, result.batch_id, new_marks)
+        if spark is not None:
+            merges.run_delta_spark(spark, table.path, plan, result.app_id, result.batch_id,
+                                   {"riverlog.delta": props.custom_metadata["riverlog.delta"]})
+        else:
+            merges.run_delta_rs(table.dt, plan, props)
+        table.reload()
+        out.version = table.dt.version()
+
+
+def _coordinates(changes: list, key: tuple) -> tuple:
+    last = [c for c in changes if c.key == key][-1].record
+    return last.coordinates
+
+
+def _timestamps(row: dict) -> dict:
+    for c in ("__valid_from", "__valid_to"):
+        if isinstance(row.get(c), int):
+            row[c] = pa.scalar(row[c], pa.timestamp("us", tz="UTC")).as_py()
+    return row
+
+
+def _source_schema(table: str, changes: list, target: pa.Schema | None) -> pa.Schema:
+    """The batch's columns: Connect schemas merged in position order (a retype must widen), or for
+    schemaless records the table's types and else types inferred from the values."""
+    fields: dict[str, pa.DataType] = {}
+    for c in sorted(changes, key=lambda c: c.position):
+        if c.schema is not None:
+            for f in c.schema:
+                old = fields.get(f.name)
+                if old is None or widens(old, f.type):
+                    fields[f.name] = f.type
+                elif not widens(f.type, old):
+                    raise SchemaChangeError(f"table {table!r}: column {f.name!r} is {old} and {f.type} in one batch",
+                                            table=table, column=f.name, old=str(old), new=str(f.type))
+        else:
+            for name, v in c.row.items():
+                if fields.get(name) is None:
+                    known = target.field(name).type if target is not None and name in target.names else None
+                    fields[name] = known or infer_type(v)
+    return pa.schema([(n, t if t is not None else pa.string()) for n, t in fields.items()])
+
+
+__all__ = ["ApplyResult", "DeadLetter", "DeltaApply", "TableResult", "delta_apply", "METADATA_COLUMNS"]

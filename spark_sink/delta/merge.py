@@ -1,0 +1,98 @@
+"""The MERGE a folded batch becomes, described once and run by delta-rs or by delta-spark.
+
+A :class:`MergePlan` is the source rows (an Arrow table with an ``__action`` column saying what each
+row is for), the join predicate and the clauses. :func:`run_delta_rs` is the default engine.
+:func:`run_delta_spark` runs the same plan with ``delta-spark``'s ``DeltaTable.merge`` when the
+user's session has the Delta extension loaded; idempotence there is Delta's own
+``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` and the commit metadata goes in
+``spark.databricks.delta.commitInfo.userMetadata``. The delta-spark path is not tested in this
+repository (its jars need Maven, which is not reachable here).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+ACTION = "__action"
+
+
+def q(name: str) -> str:
+    """A column name quoted for the MERGE SQL expressions."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass
+class MergePlan:
+    source: pa.Table
+    predicate: str
+    matched_update: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    matched_delete: list[str] = field(default_factory=list)
+    not_matched_insert: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    merge_schema: bool = False
+
+
+def scd1_plan(source: pa.Table, key_columns, columns, merge_schema: bool) -> MergePlan:
+    """Upserts (``__action='u'``) and deletes (``'d'``) by key."""
+    on = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in key_columns)
+    values = {q(c): f"s.{q(c)}" for c in columns}
+    return MergePlan(source, on, matched_update=[(f"s.{ACTION} = 'u'", values)],
+                     matched_delete=[f"s.{ACTION} = 'd'"],
+                     not_matched_insert=[(f"s.{ACTION} = 'u'", values)], merge_schema=merge_schema)
+
+
+def scd2_plan(source: pa.Table, key_columns, columns, merge_schema: bool) -> MergePlan:
+    """``'close'`` rows end the key's current row; ``'insert'`` rows are new history rows."""
+    on = " AND ".join([f"t.{q(k)} = s.{q(k)}" for k in key_columns]
+                      + ["t.`__is_current` = true", f"s.{ACTION} = 'close'"])
+    return MergePlan(source, on,
+                     matched_update=[("", {"`__is_current`": "false", "`__valid_to`": "s.`__valid_to`"})],
+                     not_matched_insert=[(f"s.{ACTION} = 'insert'", {q(c): f"s.{q(c)}" for c in columns})],
+                     merge_schema=merge_schema)
+
+
+def run_delta_rs(dt, plan: MergePlan, commit_properties) -> dict:
+    merger = dt.merge(plan.source, plan.predicate, source_alias="s", target_alias="t",
+                      merge_schema=plan.merge_schema, commit_properties=commit_properties)
+    for predicate, updates in plan.matched_update:
+        merger = merger.when_matched_update(updates, predicate=predicate or None)
+    for predicate in plan.matched_delete:
+        merger = merger.when_matched_delete(predicate)
+    for predicate, values in plan.not_matched_insert:
+        merger = merger.when_not_matched_insert(values, predicate=predicate or None)
+    return merger.execute()
+
+
+def has_delta_extension(spark) -> bool:
+    """True when the session was built with Delta's SQL extension (and delta-spark imports)."""
+    try:
+        extensions = spark.conf.get("spark.sql.extensions", "") or ""
+        import delta.tables  # noqa: F401
+    except Exception:
+        return False
+    return "DeltaSparkSessionExtension" in extensions
+
+
+def run_delta_spark(spark, path: str, plan: MergePlan, app_id: str, batch_id: int, metadata: dict) -> None:
+    """The same MERGE through delta-spark (untested here; see the module docstring)."""
+    from delta.tables import DeltaTable as SparkDeltaTable
+    confs = {"spark.databricks.delta.write.txnAppId": app_id,
+             "spark.databricks.delta.write.txnVersion": str(batch_id),
+             "spark.databricks.delta.commitInfo.userMetadata": json.dumps(metadata),
+             "spark.databricks.delta.schema.autoMerge.enabled": "true" if plan.merge_schema else "false"}
+    for k, v in confs.items():
+        spark.conf.set(k, v)
+    try:
+        source = spark.createDataFrame(plan.source)
+        merger = SparkDeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), plan.predicate)
+        for predicate, updates in plan.matched_update:
+            merger = merger.whenMatchedUpdate(condition=predicate or None, set=updates)
+        for predicate in plan.matched_delete:
+            merger = merger.whenMatchedDelete(condition=predicate)
+        for predicate, values in plan.not_matched_insert:
+            merger = merger.whenNotMatchedInsert(condition=predicate or None, values=values)
+        merger.execute()
+    finally:
+        for k in confs:
+            spark.conf.unset(k)

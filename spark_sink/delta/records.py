@@ -1,0 +1,211 @@
+"""Kafka-shaped rows holding Debezium JSON -> :class:`Change`\\ s, or a poison record.
+
+Pure. A row is ``key, value, topic, partition, offset, timestamp, headers`` (the shape of
+``format("riverlog")`` and of ``format("postgres-cdc")``). Key and value are Debezium's JSON with the
+``{"schema", "payload"}`` envelope or the payload alone. A change's **position** orders it exactly:
+``(riverlog.cdc.commit_lsn, riverlog.cdc.order)`` from the headers; without them (a topic written by
+Debezium itself) ``(transaction.id``'s LSN, ``transaction.total_order)``; then ``(source.lsn, offset)``.
+A tombstone (value null) parses to None: its delete came just before it.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from spark_sink.delta.errors import PoisonRecordError
+from spark_sink.delta.schema import DEFAULT_PLACEHOLDER, EPOCH, UNAVAILABLE, arrow_schema, converter
+
+COMMIT_LSN_HEADER = "riverlog.cdc.commit_lsn"
+ORDER_HEADER = "riverlog.cdc.order"
+OPS = {"c", "u", "d", "r"}
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """One input row, as the sink reads it."""
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple = ()
+    timestamp_us: int | None = None
+
+    @property
+    def coordinates(self) -> tuple[str, int, int]:
+        return self.topic, self.partition, self.offset
+
+
+@dataclass(frozen=True)
+class Change:
+    """One row change in the sink's terms. ``row`` is the after image (c/u/r) or, for ``d``, the
+    before image; values are converted (:func:`~spark_sink.delta.schema.converter`) and may be
+    :data:`~spark_sink.delta.schema.UNAVAILABLE`. ``schema`` is the row's Arrow schema, or None when
+    the record came without one."""
+    table: str
+    key: tuple
+    op: str
+    row: dict
+    position: tuple[int, int]
+    ts_us: int
+    record: SourceRecord
+    schema: Any = field(default=None, compare=False)
+
+
+def record_position(record: SourceRecord) -> tuple[int, int] | None:
+    """The position from the two riverlog.cdc headers, or None when the record has neither."""
+    h = {k: v for k, v in record.headers}
+    if COMMIT_LSN_HEADER in h and ORDER_HEADER in h:
+        return int(_text(h[COMMIT_LSN_HEADER])), int(_text(h[ORDER_HEADER]))
+    return None
+
+
+def _text(v) -> str:
+    return v.decode() if isinstance(v, (bytes, bytearray, memoryview)) else str(v)
+
+
+def _poison(record: SourceRecord, why: str, cause: Exception | None = None) -> PoisonRecordError:
+    topic, partition, offset = record.coordinates
+    return PoisonRecordError(f"record {topic}/{partition}@{offset}: {why}", topic=topic,
+                             partition=partition, offset=offset, cause=repr(cause) if cause else None)
+
+
+def _envelope(raw: bytes, record: SourceRecord, what: str) -> tuple[dict | None, Any]:
+    """(schema, payload) of Debezium JSON with or without the schema envelope."""
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise _poison(record, f"the {what} is not JSON ({e})", e) from e
+    if isinstance(doc, dict) and set(doc) == {"schema", "payload"}:
+        return doc["schema"], doc["payload"]
+    return None, doc
+
+
+def _field_schema(struct: dict | None, name: str) -> dict | None:
+    if not struct:
+        return None
+    return next((f for f in struct.get("fields", []) if f.get("field") == name), None)
+
+
+class ChangeParser:
+    """Turns records into changes under fixed options (frozen once per query).
+
+    ``keys`` maps a table (``schema.table``) to its key columns; a table not named takes the
+    record key's fields (Debezium's key is the primary key). ``table`` forces every record into one
+    table (the ``DeltaSink`` connector's ``delta.table.path`` case)."""
+
+    def __init__(self, keys: Mapping[str, Sequence[str]] | None = None, *,
+                 placeholder: str = DEFAULT_PLACEHOLDER, table: str | None = None):
+        self.keys = {t: tuple(k) for t, k in (keys or {}).items()}
+        self.placeholder, self.table = placeholder, table
+        self._converters: dict[str, Any] = {}
+
+    def _convert_struct(self, struct: dict | None, payload: dict) -> dict:
+        if struct is None:
+            conv = self._converters.setdefault("", converter(None, self.placeholder))
+            return {k: conv(v) for k, v in payload.items()}
+        cache_key = json.dumps(struct, sort_keys=True)
+        convs = self._converters.get(cache_key)
+        if convs is None:
+            convs = [(f["field"], converter(f, self.placeholder)) for f in struct.get("fields", [])]
+            self._converters[cache_key] = convs
+        return {n: c(payload.get(n)) for n, c in convs}
+
+    def parse(self, record: SourceRecord) -> Change | None:
+        """The record's change; None for a tombstone; :class:`PoisonRecordError` for anything else."""
+        if record.value is None:
+            return None
+        schema, payload = _envelope(record.value, record, "value")
+        if not isinstance(payload, dict) or payload.get("op") not in OPS:
+            raise _poison(record, "the value is not a Debezium change event (no op c/u/d/r)")
+        op, source = payload["op"], payload.get("source") or {}
+        table = self.table or _table_name(source, record.topic)
+        image_name = "before" if op == "d" else "after"
+        image = payload.get(image_name)
+        if not isinstance(image, dict):
+            raise _poison(record, f"op {op!r} without a {image_name!r} row image")
+        image_schema = _field_schema(schema, image_name)
+        try:
+            row = self._convert_struct(image_schema, image)
+        except (ValueError, TypeError, KeyError, ArithmeticError) as e:
+            raise _poison(record, f"a value does not match its schema ({e})", e) from e
+        key = self._key(record, table, row)
+        position = record_position(record) or _fallback_position(payload, source, record)
+        ts_us = _ts_us(payload, source, record)
+        arrow = arrow_schema(image_schema) if image_schema is not None else None
+        return Change(table, key, op, row, position, ts_us, record, arrow)
+
+    def key_columns(self, table: str, change_row: dict, record: SourceRecord) -> tuple[str, ...]:
+        if table in self.keys:
+            return self.keys[table]
+        if self.table is not None and len(self.keys) == 1:
+            return next(iter(self.keys.values()))
+        if record.key is None:
+            raise _poison(record, f"table {table!r} has no key columns: the record has no key and "
+                                  f"keys={{{table!r}: [...]}} is not set")
+        _, payload = _envelope(record.key, record, "key")
+        if not isinstance(payload, dict) or not payload:
+            raise _poison(record, "the key is not a JSON object of primary key columns")
+        return tuple(payload)
+
+    def _key(self, record: SourceRecord, table: str, row: dict) -> tuple:
+        columns = self.key_columns(table, row, record)
+        values = tuple(row.get(c) for c in columns)
+        if any(v is None or v is UNAVAILABLE for v in values) or any(c not in row for c in columns):
+            raise _poison(record, f"table {table!r}: key column(s) {list(columns)} missing or null in the row")
+        return values
+
+
+def _table_name(source: dict, topic: str) -> str:
+    schema = source.get("schema") or source.get("db")
+    if schema and source.get("table"):
+        return f"{schema}.{source['table']}"
+    parts = topic.split(".")
+    return ".".join(parts[-2:]) if len(parts) >= 2 else topic
+
+
+def _fallback_position(payload: dict, source: dict, record: SourceRecord) -> tuple[int, int]:
+    txn = payload.get("transaction") or {}
+    txn_id = str(txn.get("id") or "")
+    if ":" in txn_id and txn.get("total_order") is not None:
+        try:
+            return int(txn_id.rsplit(":", 1)[1]), int(txn["total_order"])
+        except ValueError:
+            pass
+    if source.get("lsn") is not None:
+        return int(source["lsn"]), record.offset
+    raise _poison(record, "no position: neither riverlog.cdc headers, a transaction block nor source.lsn")
+
+
+def _ts_us(payload: dict, source: dict, record: SourceRecord) -> int:
+    for container, name, scale in ((source, "ts_us", 1), (source, "ts_ms", 1000), (payload, "ts_ms", 1000)):
+        if container.get(name) is not None:
+            return int(container[name]) * scale
+    return record.timestamp_us if record.timestamp_us is not None else 0
+
+
+def records_from_arrow(table) -> list[SourceRecord]:
+    """Kafka-shaped Arrow rows -> records (``headers`` and ``timestamp`` optional)."""
+    cols = {n: table.column(n).to_pylist() for n in table.column_names}
+    n = table.num_rows
+    headers = cols.get("headers") or [None] * n
+    stamps = cols.get("timestamp") or [None] * n
+    return [SourceRecord(cols["topic"][i] if "topic" in cols else "", int(cols["partition"][i] or 0)
+                         if "partition" in cols else 0, int(cols["offset"][i]) if "offset" in cols else i,
+                         _bytes(cols["key"][i]) if "key" in cols else None, _bytes(cols["value"][i]),
+                         tuple((h["key"], h["value"]) for h in headers[i] or ()), _micros(stamps[i]))
+            for i in range(n)]
+
+
+def _bytes(v) -> bytes | None:
+    return v.encode() if isinstance(v, str) else v
+
+
+def _micros(ts) -> int | None:
+    if ts is None:
+        return None
+    if ts.tzinfo is not None:
+        ts = ts.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return (ts - EPOCH) // dt.timedelta(microseconds=1)

@@ -1,0 +1,266 @@
+"""Kafka Connect schemas as Arrow/Delta types, JSON values as Python values, and the evolution policy.
+
+Pure. A Debezium change event's ``after``/``before`` struct schema gives the Delta columns:
+
+=====================================================  =======================================
+Connect type (logical ``name``)                        Arrow / Delta type
+=====================================================  =======================================
+int8, int16, int32, int64, float32, float64, boolean   the same width (Delta byte/short/int/long/float/double/boolean)
+string; bytes (base64 in JSON)                         string; binary
+``io.debezium.time.Date``, Kafka ``Date``              date
+``io.debezium.time.MicroTimestamp``, ``Timestamp``,    timestamp_ntz (microseconds, as PostgreSQL's
+``NanoTimestamp``, Kafka ``Timestamp``                 ``timestamp`` has no zone)
+``io.debezium.time.ZonedTimestamp`` (ISO-8601 string)  timestamp (UTC)
+Kafka ``Decimal`` (scale, ``connect.decimal.precision``)  decimal(precision, scale); precision 38 when absent
+``io.debezium.data.VariableScaleDecimal``              decimal(38, 18); a value that does not fit exactly is refused
+struct, array, map                                     struct, array, map of the above
+anything else (MicroTime, Uuid, Json, Enum, ...)       its Connect physical type (Delta has no time type)
+=====================================================  =======================================
+
+Evolution (:func:`evolve`), one rule per case and never a silent drop:
+
+* a **new** source column is added to the table (older rows read null);
+* a column the source **no longer sends** stays in the table; rows written from then on carry null;
+* a **retyped** column is accepted when the table's type can be widened to hold every old and new
+  value (int8 < int16 < int32 < int64, float32 < float64, int8/16/32 -> float64, decimal(p, s) ->
+  decimal(p', s') with p' - s' >= p - s and s' >= s, date -> timestamp_ntz): the table is rewritten
+  under the wider type. A source type narrower than the table's is cast up. Anything else raises
+  :class:`~spark_sink.delta.errors.SchemaChangeError`.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from spark_sink.delta.errors import PoisonRecordError, SchemaChangeError
+
+UNAVAILABLE = type("Unavailable", (), {"__repr__": lambda self: "UNAVAILABLE", "__reduce__": lambda self: "UNAVAILABLE"})()
+"""A column Debezium could not read (an unchanged TOAST value): the target keeps its value."""
+
+DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
+EPOCH = dt.datetime(1970, 1, 1)
+_DAY0 = dt.date(1970, 1, 1)
+_VARIABLE_SCALE = pa.decimal128(38, 18)
+
+_PHYSICAL = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+             "float32": pa.float32(), "float64": pa.float64(), "boolean": pa.bool_(),
+             "string": pa.string(), "bytes": pa.binary()}
+_DATES = {"io.debezium.time.Date", "org.apache.kafka.connect.data.Date"}
+_TIMESTAMP_SCALE = {"io.debezium.time.MicroTimestamp": 1, "io.debezium.time.Timestamp": 1000,
+                    "org.apache.kafka.connect.data.Timestamp": 1000, "io.debezium.time.NanoTimestamp": None}
+_ZONED = "io.debezium.time.ZonedTimestamp"
+_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+_VARIABLE = "io.debezium.data.VariableScaleDecimal"
+
+
+def arrow_type(schema: dict) -> pa.DataType:
+    """The Arrow type for one Connect field schema (see the module table)."""
+    name, kind = schema.get("name"), schema.get("type")
+    if name in _DATES:
+        return pa.date32()
+    if name in _TIMESTAMP_SCALE:
+        return pa.timestamp("us")
+    if name == _ZONED:
+        return pa.timestamp("us", tz="UTC")
+    if name == _DECIMAL:
+        params = schema.get("parameters") or {}
+        return pa.decimal128(int(params.get("connect.decimal.precision", 38)), int(params.get("scale", 0)))
+    if name == _VARIABLE:
+        return _VARIABLE_SCALE
+    if kind == "struct":
+        return pa.struct([arrow_field(f) for f in schema.get("fields", [])])
+    if kind == "array":
+        return pa.list_(arrow_type(schema["items"]))
+    if kind == "map":
+        return pa.map_(arrow_type(schema["keys"]), arrow_type(schema["values"]))
+    if kind in _PHYSICAL:
+        return _PHYSICAL[kind]
+    raise ValueError(f"unknown Connect schema type {kind!r}")
+
+
+def arrow_field(schema: dict) -> pa.Field:
+    """Every Delta column is nullable: a delete's row image and a dropped column carry nulls."""
+    return pa.field(schema["field"], arrow_type(schema), nullable=True)
+
+
+def arrow_schema(struct_schema: dict) -> pa.Schema:
+    return pa.schema([arrow_field(f) for f in struct_schema.get("fields", [])])
+
+
+def infer_type(value: Any) -> pa.DataType | None:
+    """A column type for a schemaless (payload-only) value; None for null (type still unknown)."""
+    if value is None or value is UNAVAILABLE:
+        return None
+    return pa.array([value]).type if not isinstance(value, bool) else pa.bool_()
+
+
+def converter(schema: dict | None, placeholder: str = DEFAULT_PLACEHOLDER) -> Callable[[Any], Any]:
+    """JSON value -> the Python value Arrow takes for :func:`arrow_type`; the TOAST placeholder
+    becomes :data:`UNAVAILABLE`. ``schema`` None (payload only) keeps JSON values as they are."""
+    placeholders = {placeholder, base64.b64encode(placeholder.encode()).decode()}
+
+    def toast(v):
+        return isinstance(v, str) and v in placeholders or (
+            isinstance(v, list) and len(v) == 1 and isinstance(v[0], str) and v[0] in placeholders)
+
+    inner = _converter(schema) if schema is not None else (lambda v: v)
+
+    def convert(v):
+        if v is None:
+            return None
+        if toast(v):
+            return UNAVAILABLE
+        return inner(v)
+    return convert
+
+
+def _converter(schema: dict) -> Callable[[Any], Any]:
+    name, kind = schema.get("name"), schema.get("type")
+    if name in _DATES:
+        return lambda v: _DAY0 + dt.timedelta(days=int(v))
+    if name in _TIMESTAMP_SCALE:
+        scale = _TIMESTAMP_SCALE[name]
+        return (lambda v: EPOCH + dt.timedelta(microseconds=int(v) // 1000)) if scale is None else (
+            lambda v: EPOCH + dt.timedelta(microseconds=int(v) * scale))
+    if name == _ZONED:
+        return lambda v: dt.datetime.fromisoformat(v).astimezone(dt.timezone.utc)
+    if name == _DECIMAL:
+        scale = int((schema.get("parameters") or {}).get("scale", 0))
+        return lambda v: _unscaled(v, scale) if isinstance(v, str) else decimal.Decimal(str(v))
+    if name == _VARIABLE:
+        return _variable_scale
+    if kind == "bytes":
+        return lambda v: base64.b64decode(v, validate=True) if isinstance(v, str) else bytes(v)
+    if kind == "struct":
+        fields = [(f["field"], _nullable(_converter(f))) for f in schema.get("fields", [])]
+        return lambda v: {n: c(v.get(n)) for n, c in fields}
+    if kind == "array":
+        item = _nullable(_converter(schema["items"]))
+        return lambda v: [item(x) for x in v]
+    if kind == "map":
+        key, val = _nullable(_converter(schema["keys"])), _nullable(_converter(schema["values"]))
+        return lambda v: [(key(k), val(x)) for k, x in (v.items() if isinstance(v, dict) else v)]
+    if kind in ("int8", "int16", "int32", "int64"):
+        return _integer
+    if kind in ("float32", "float64"):
+        return float
+    if kind == "boolean":
+        return _boolean
+    if kind == "string":
+        return _string
+    raise ValueError(f"unknown Connect schema type {kind!r}")
+
+
+def _nullable(f):
+    return lambda v: None if v is None else f(v)
+
+
+def _integer(v):
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"{v!r} is not an integer")
+    return v
+
+
+def _boolean(v):
+    if not isinstance(v, bool):
+        raise ValueError(f"{v!r} is not a boolean")
+    return v
+
+
+def _string(v):
+    if not isinstance(v, str):
+        raise ValueError(f"{v!r} is not a string")
+    return v
+
+
+def _unscaled(b64: str, scale: int) -> decimal.Decimal:
+    unscaled = int.from_bytes(base64.b64decode(b64, validate=True), "big", signed=True)
+    return decimal.Decimal(unscaled).scaleb(-scale)
+
+
+def _variable_scale(v: dict) -> decimal.Decimal:
+    d = _unscaled(v["value"], int(v["scale"]))
+    fitted = d.quantize(decimal.Decimal(1).scaleb(-_VARIABLE_SCALE.scale))
+    if fitted != d or len(fitted.as_tuple().digits) > _VARIABLE_SCALE.precision:
+        raise ValueError(f"{d} does not fit decimal(38, 18) exactly")
+    return fitted
+
+
+# ------------------------------------------------------------------------------ evolution
+def widens(old: pa.DataType, new: pa.DataType) -> bool:
+    """True when every value of ``old`` is a value of ``new`` (``new`` may hold the column)."""
+    if old == new:
+        return True
+    ints = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
+    if old in ints and new in ints:
+        return ints.index(old) <= ints.index(new)
+    if old in ints[:3] and new == pa.float64() or (old == pa.float32() and new == pa.float64()):
+        return True
+    if pa.types.is_decimal(old) and pa.types.is_decimal(new):
+        return new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale
+    if old == pa.date32() and pa.types.is_timestamp(new) and new.tz is None:
+        return True
+    if pa.types.is_null(old):
+        return True
+    if pa.types.is_struct(old) and pa.types.is_struct(new):
+        new_fields = {f.name: f.type for f in new}
+        return all(f.name in new_fields and widens(f.type, new_fields[f.name]) for f in old)
+    if pa.types.is_list(old) and pa.types.is_list(new):
+        return widens(old.value_type, new.value_type)
+    return False
+
+
+class Evolution:
+    """The table schema after a batch: ``schema`` (target columns in place, new ones appended),
+    ``added``, ``missing`` (kept, written as null), ``widened`` (the table is rewritten first)."""
+
+    def __init__(self, schema: pa.Schema, added: list[str], missing: list[str], widened: list[str]):
+        self.schema, self.added, self.missing, self.widened = schema, added, missing, widened
+
+
+def evolve(table: str, target: pa.Schema | None, source: pa.Schema) -> Evolution:
+    """Apply the module's policy; raise :class:`SchemaChangeError` naming the column and both types."""
+    if target is None:
+        return Evolution(source, list(source.names), [], [])
+    fields, widened = [], []
+    for f in target:
+        if f.name not in source.names:
+            fields.append(f)
+            continue
+        new = source.field(f.name).type
+        if widens(new, f.type):
+            fields.append(f)
+        elif widens(f.type, new):
+            fields.append(f.with_type(new))
+            widened.append(f.name)
+        else:
+            raise SchemaChangeError(
+                f"table {table!r}: column {f.name!r} changed from {f.type} to {new}, which is not a widening; "
+                f"the Delta column cannot hold both. Rewrite the table under the new type (or drop it and "
+                f"re-snapshot), or route the new column to a new name", table=table, column=f.name,
+                old=str(f.type), new=str(new))
+    added = [f for f in source if f.name not in target.names]
+    return Evolution(pa.schema(fields + added), [f.name for f in added],
+                     [n for n in target.names if n not in source.names], widened)
+
+
+def to_arrow(table: str, rows: list[dict], schema: pa.Schema, coordinates: list[tuple]) -> pa.Table:
+    """Rows (dicts of converted values) as a table of ``schema``; a value that does not fit its
+    column raises :class:`PoisonRecordError` naming the record (``coordinates[i]`` = topic,
+    partition, offset)."""
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, ValueError):
+        pass
+    for i, row in enumerate(rows):
+        try:
+            pa.Table.from_pylist([row], schema=schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, ValueError) as e:
+            topic, partition, offset = coordinates[i]
+            raise PoisonRecordError(f"table {table!r}: record {topic}/{partition}@{offset} does not fit the "
+                                    f"table's columns ({e})", topic=topic, partition=partition, offset=offset) from e
+    raise AssertionError("unreachable: the rows converted one by one")

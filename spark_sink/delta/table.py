@@ -1,0 +1,109 @@
+"""One Delta table as the sink sees it: its schema, the app transaction it holds, the high-water
+marks in its commit metadata, and the commit that records both with the data.
+
+Every commit the sink makes carries, in the Delta commit info, ``riverlog.delta`` = JSON
+``{"app_id", "batch_id", "watermarks": {"<topic>/<partition>": [commit_lsn, order]}}`` (cumulative:
+the latest such commit holds every stream's mark) and the application transaction
+``(app_id, batch_id)``. Commits without it (OPTIMIZE, VACUUM, other writers) are skipped over when
+the marks are read back.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+from spark_sink.delta.fold import Watermarks
+
+METADATA_KEY = "riverlog.delta"
+
+
+class SinkTable:
+    """A handle on the table at ``path`` (which may not exist yet)."""
+
+    def __init__(self, path: str, storage_options: dict | None = None):
+        self.path, self.storage_options = path, storage_options
+        self.dt = self._load()
+
+    def _load(self) -> DeltaTable | None:
+        if DeltaTable.is_deltatable(self.path, storage_options=self.storage_options):
+            return DeltaTable(self.path, storage_options=self.storage_options)
+        return None
+
+    def reload(self) -> None:
+        self.dt = self._load()
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        return pa.schema(self.dt.schema().to_arrow()) if self.dt is not None else None
+
+    def transaction_version(self, app_id: str) -> int | None:
+        return self.dt.transaction_version(app_id) if self.dt is not None else None
+
+    def metadata(self) -> dict:
+        """The newest ``riverlog.delta`` commit metadata, or {} when no commit has one."""
+        if self.dt is None:
+            return {}
+        for limit in (16, 256, None):
+            history = self.dt.history(limit)
+            for commit in history:
+                doc = commit.get(METADATA_KEY) or _user_metadata(commit)
+                if doc:
+                    return json.loads(doc) if isinstance(doc, str) else doc
+            if limit is None or len(history) < limit:
+                return {}
+        return {}
+
+    def watermarks(self) -> Watermarks:
+        return Watermarks.from_json(self.metadata().get("watermarks"))
+
+    @staticmethod
+    def commit_properties(app_id: str, batch_id: int, marks: Watermarks) -> CommitProperties:
+        doc = json.dumps({"app_id": app_id, "batch_id": batch_id, "watermarks": marks.to_json()},
+                         separators=(",", ":"))
+        return CommitProperties(custom_metadata={METADATA_KEY: doc},
+                                app_transactions=[Transaction(app_id, batch_id)])
+
+    def create(self, schema: pa.Schema) -> None:
+        """An empty table of ``schema`` (its first commit holds no app transaction)."""
+        if self.dt is None:
+            if "://" not in self.path:
+                os.makedirs(self.path, exist_ok=True)
+            DeltaTable.create(self.path, schema, mode="ignore", storage_options=self.storage_options)
+            self.reload()
+
+    def widen(self, schema: pa.Schema) -> None:
+        """Rewrite the table under ``schema`` (a widening of its columns, see schema.evolve)."""
+        data = self.dt.to_pyarrow_table()
+        data = pa.Table.from_arrays([data.column(f.name).cast(f.type) if f.name in data.column_names
+                                     else pa.nulls(data.num_rows, f.type) for f in schema], schema=schema)
+        write_deltalake(self.dt, data, mode="overwrite", schema_mode="overwrite",
+                        storage_options=self.storage_options)
+        self.reload()
+
+    def current_rows(self, key_columns: tuple[str, ...], keys: set[tuple], scd2: bool) -> dict[tuple, dict]:
+        """The table's current row per key (SCD-2: the one with ``__is_current``), for the given keys."""
+        if self.dt is None or not keys:
+            return {}
+        first = pa.array(sorted({k[0] for k in keys}, key=repr), self.schema.field(key_columns[0]).type)
+        expr = pc.field(key_columns[0]).isin(first)
+        if scd2:
+            expr = expr & (pc.field("__is_current") == True)  # noqa: E712 (an Arrow expression)
+        rows = self.dt.to_pyarrow_dataset().to_table(filter=expr).to_pylist()
+        out = {}
+        for row in rows:
+            k = tuple(row[c] for c in key_columns)
+            if k in keys:
+                out[k] = row
+        return out
+
+
+def _user_metadata(commit: dict):
+    """delta-spark writes ``spark.databricks.delta.commitInfo.userMetadata`` as ``userMetadata``."""
+    doc = commit.get("userMetadata")
+    if isinstance(doc, str) and doc.startswith("{") and METADATA_KEY in doc:
+        return json.loads(doc).get(METADATA_KEY)
+    return None
