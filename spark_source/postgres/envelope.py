@@ -1,0 +1,402 @@
+"""Debezium's change events: committed transactions and snapshot rows as Kafka records.
+
+Each record is what Debezium's PostgreSQL connector writes through Kafka's JsonConverter: a key
+(the primary key) and a value ``{"before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns",
+"transaction"}``, each as ``{"schema": ..., "payload": ...}`` bytes (``schemas.enable`` true) or
+the payload alone. A delete is followed by a tombstone (``tombstones.on.delete``); an update that
+changes the primary key is a delete of the old key (header ``__debezium.newkey``), its tombstone
+and a create of the new key (header ``__debezium.oldkey``). A TOASTed column the change did not
+touch carries ``unavailable.value.placeholder``.
+
+Every record carries ``riverlog.cdc.commit_lsn`` (the transaction's commit end LSN; for snapshot
+rows the slot's consistent point) and ``riverlog.cdc.order`` (its 0-based position among the
+records of its transaction or snapshot, tombstones included), decimal ASCII, so a sink orders
+changes exactly. ``transaction.id`` is ``"<xid>:<commit end LSN>"`` for the same reason.
+
+    builder = EnvelopeBuilder(CdcConfig.from_options({"topic.prefix": "shop", "database.dbname": "shop"}))
+    for record in builder.transaction_records(txn):
+        producer.produce(record.topic, record.value, record.key, headers=record.headers)
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+from broker.errors import RiverlogError
+from spark_source.postgres.pgoutput import UNCHANGED_TOAST, LogicalMessage, Relation, Truncate
+from spark_source.postgres.transactions import Change, Transaction
+from spark_source.postgres.types import (PLACEHOLDER, CdcConfigError, ColumnType, TypeModes, column_type,
+                                         convert_value)
+
+COMMIT_LSN_HEADER = "riverlog.cdc.commit_lsn"
+ORDER_HEADER = "riverlog.cdc.order"
+SOURCE_SCHEMA_NAME = "io.debezium.connector.postgresql.Source"
+SNAPSHOT_ALLOWED = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
+VERSION = "riverlog-0.1.0"
+
+
+class ReplicaIdentityError(RiverlogError):
+    """A captured table has no primary key and its REPLICA IDENTITY is not FULL: its updates and
+    deletes could not be keyed. The message names the table and the two fixes."""
+    code, name, retriable, grpc_status = 1351, "CDC_REPLICA_IDENTITY", False, "FAILED_PRECONDITION"
+
+
+def _bool(option: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise CdcConfigError(f"{option}={value!r} is not true or false", option=option, value=value)
+    return text == "true"
+
+
+@dataclass(frozen=True)
+class CdcConfig:
+    """The envelope's options under Debezium's names (``from_options`` reads them)."""
+    topic_prefix: str
+    database: str
+    modes: TypeModes = TypeModes()
+    unavailable_value_placeholder: str = PLACEHOLDER
+    tombstones_on_delete: bool = True
+    provide_transaction_metadata: bool = False
+    topic_transaction: str = "transaction"
+    skipped_operations: frozenset = frozenset({"t"})
+    schemas_enable: bool = True
+    version: str = VERSION
+
+    @classmethod
+    def from_options(cls, options: dict) -> "CdcConfig":
+        """Debezium's option names: ``topic.prefix``, ``database.dbname``, ``decimal.handling.mode``,
+        ``time.precision.mode``, ``binary.handling.mode``, ``interval.handling.mode``,
+        ``money.fraction.digits``, ``unavailable.value.placeholder``, ``tombstones.on.delete``,
+        ``provide.transaction.metadata``, ``topic.transaction``, ``skipped.operations`` (c,u,d,t or
+        none; default t), ``schemas.enable`` (JsonConverter's, for key and value)."""
+        get = options.get
+        prefix = get("topic.prefix")
+        if not prefix:
+            raise CdcConfigError("topic.prefix is required (it names the topics: <topic.prefix>.<schema>.<table>)",
+                                 option="topic.prefix")
+        skipped = {s.strip() for s in str(get("skipped.operations", "t")).split(",") if s.strip()}
+        skipped.discard("none")
+        bad = skipped - {"c", "u", "d", "t"}
+        if bad:
+            raise CdcConfigError(f"skipped.operations has {sorted(bad)}; allowed: c, u, d, t, none",
+                                 option="skipped.operations")
+        try:
+            digits = int(get("money.fraction.digits", 2))
+        except ValueError:
+            raise CdcConfigError("money.fraction.digits must be an integer", option="money.fraction.digits") from None
+        modes = TypeModes(get("decimal.handling.mode", "precise"), get("time.precision.mode", "adaptive"),
+                          get("binary.handling.mode", "bytes"), get("interval.handling.mode", "numeric"), digits)
+        return cls(prefix, get("database.dbname", ""), modes,
+                   get("unavailable.value.placeholder", PLACEHOLDER),
+                   _bool("tombstones.on.delete", get("tombstones.on.delete", True)),
+                   _bool("provide.transaction.metadata", get("provide.transaction.metadata", False)),
+                   get("topic.transaction", "transaction"), frozenset(skipped),
+                   _bool("schemas.enable", get("schemas.enable", True)))
+
+
+@dataclass(frozen=True)
+class CdcRecord:
+    """One Kafka record: ``value`` None is a tombstone; ``key`` None for truncate/transaction events."""
+    topic: str
+    key: Optional[bytes]
+    value: Optional[bytes]
+    headers: tuple
+    commit_lsn: int
+    order: int
+
+
+def _avro_name(text: str) -> str:
+    """Debezium keeps schema names valid Avro names: other characters become '_'."""
+    out = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    return out if not out[:1].isdigit() else "_" + out
+
+
+def _schema_name(*parts: str) -> str:
+    return ".".join(_avro_name(p) for p in parts)
+
+
+def topic_name(prefix: str, schema: str, table: str) -> str:
+    """``<topic.prefix>.<schema>.<table>``, characters Kafka refuses in a topic name as '_'."""
+    return re.sub(r"[^A-Za-z0-9._\-]", "_", f"{prefix}.{schema}.{table}")
+
+
+@dataclass
+class TableSchema:
+    """A captured table's key and value schemas, derived from its Relation message."""
+    relation: Relation
+    topic: str
+    key_columns: tuple
+    types: tuple
+    key_schema: dict
+    row_schema: dict
+    value_schema: dict
+
+    @property
+    def data_collection(self) -> str:
+        return f"{self.relation.namespace}.{self.relation.name}"
+
+
+class EnvelopeBuilder:
+    """Pure: changes in, records out. Keeps the table schemas (rebuilt when a Relation changes) and
+    the last commit LSN (``source.sequence``'s first element). ``now_us`` is the clock for the
+    payload's ``ts_ms`` (processing time), passed in so tests fix it."""
+
+    def __init__(self, config: CdcConfig, now_us: Callable[[], int] = lambda: time.time_ns() // 1000,
+                 last_commit_lsn: Optional[int] = None):
+        self.config = config
+        self.now_us = now_us
+        self.last_commit_lsn = last_commit_lsn
+        self._tables: dict[int, TableSchema] = {}
+        self._hints: dict[int, tuple] = {}
+
+    # -- tables ---------------------------------------------------------------------------------
+    def table(self, relation: Relation, primary_key: Optional[Sequence[str]] = None,
+              not_null: Iterable[str] = ()) -> TableSchema:
+        """The table's schemas, refusing a table that cannot be keyed. ``primary_key``: the
+        primary key's columns from the catalog (needed for REPLICA IDENTITY FULL tables, whose
+        Relation flags every column); None derives it from the Relation's key flags."""
+        hint = (tuple(primary_key) if primary_key is not None else None, frozenset(not_null))
+        if primary_key is not None or not_null:
+            self._hints[relation.oid] = hint
+        else:
+            hint = self._hints.get(relation.oid, hint)
+        cached = self._tables.get(relation.oid)
+        if cached is not None and cached.relation == relation:
+            return cached
+        schema = self._build(relation, *hint)
+        self._tables[relation.oid] = schema
+        return schema
+
+    def _build(self, relation: Relation, primary_key: Optional[tuple], not_null: frozenset) -> TableSchema:
+        names = [c.name for c in relation.columns]
+        flagged = tuple(c.name for c in relation.columns if c.flags_key)
+        identity = relation.replica_identity
+        qualified = f"{relation.namespace}.{relation.name}"
+        if primary_key is None:
+            primary_key = flagged if identity in ("d", "i") else ()
+        missing = [k for k in primary_key if k not in names]
+        if missing:
+            raise ReplicaIdentityError(f"table {qualified}: primary key columns {missing} are not in its Relation",
+                                       table=qualified)
+        if primary_key:
+            key_columns = tuple(primary_key)
+        elif identity == "f":
+            key_columns = tuple(names)
+        else:
+            raise ReplicaIdentityError(
+                f"table {qualified} has no primary key and its REPLICA IDENTITY is not FULL, so its updates "
+                f"and deletes cannot be keyed; run `ALTER TABLE {qualified} REPLICA IDENTITY FULL` or add a "
+                "primary key", table=qualified, replica_identity=identity)
+        cfg = self.config
+        types = tuple(column_type(c.type_oid, c.type_modifier, cfg.modes, cfg.unavailable_value_placeholder)
+                      for c in relation.columns)
+        by_name = dict(zip(names, types))
+        base = (cfg.topic_prefix, relation.namespace, relation.name)
+        key_schema = {"type": "struct", "fields": [by_name[k].schema(k, False) for k in key_columns],
+                      "optional": False, "name": _schema_name(*base, "Key")}
+        fields = [t.schema(n, n not in not_null and n not in key_columns) for n, t in zip(names, types)]
+        row = {"type": "struct", "fields": fields, "optional": True, "name": _schema_name(*base, "Value")}
+        value_schema = {"type": "struct", "fields": [
+            {**row, "field": "before"}, {**row, "field": "after"}, self._source_schema(),
+            {"type": "string", "optional": False, "field": "op"},
+            {"type": "int64", "optional": True, "field": "ts_ms"},
+            {"type": "int64", "optional": True, "field": "ts_us"},
+            {"type": "int64", "optional": True, "field": "ts_ns"},
+            _TRANSACTION_BLOCK], "optional": False, "name": _schema_name(*base, "Envelope")}
+        return TableSchema(relation, topic_name(*base), key_columns, types, key_schema, row, value_schema)
+
+    @staticmethod
+    def _source_schema() -> dict:
+        return {"type": "struct", "fields": _SOURCE_FIELDS, "optional": False, "name": SOURCE_SCHEMA_NAME,
+                "field": "source"}
+
+    # -- values ---------------------------------------------------------------------------------
+    def _row(self, table: TableSchema, values: Optional[tuple]) -> Optional[dict]:
+        if values is None:
+            return None
+        row = {}
+        for column, ctype, raw in zip(table.relation.columns, table.types, values):
+            row[column.name] = (ctype.placeholder if raw is UNCHANGED_TOAST
+                                else convert_value(ctype, raw, column.name, column.type_oid))
+        return row
+
+    def _key_payload(self, table: TableSchema, row: dict) -> dict:
+        return {k: row[k] for k in table.key_columns}
+
+    def _json(self, schema: Optional[dict], payload: Any) -> bytes:
+        doc = {"schema": schema, "payload": payload} if self.config.schemas_enable else payload
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+    def _source(self, table: Optional[TableSchema], ts_us: int, snapshot: str, xid: Optional[int],
+                lsn: Optional[int], schema: str = "", name: str = "") -> dict:
+        prev = None if self.last_commit_lsn is None else str(self.last_commit_lsn)
+        return {"version": self.config.version, "connector": "postgresql", "name": self.config.topic_prefix,
+                "ts_ms": ts_us // 1000, "ts_us": ts_us, "ts_ns": ts_us * 1000, "snapshot": snapshot,
+                "db": self.config.database,
+                "sequence": json.dumps([prev, None if lsn is None else str(lsn)], separators=(",", ":")),
+                "schema": table.relation.namespace if table else schema,
+                "table": table.relation.name if table else name, "txId": xid, "lsn": lsn, "xmin": None}
+
+    def _envelope(self, table: TableSchema, op: str, before, after, source: dict, block) -> bytes:
+        now = self.now_us()
+        payload = {"before": before, "after": after, "source": source, "op": op, "ts_ms": now // 1000,
+                   "ts_us": now, "ts_ns": now * 1000, "transaction": block}
+        return self._json(table.value_schema, payload)
+
+    # -- records --------------------------------------------------------------------------------
+    def snapshot_record(self, relation: Relation, row: tuple, consistent_lsn: int, order: int,
+                        snapshot: str = "true", ts_us: Optional[int] = None, xid: Optional[int] = None) -> CdcRecord:
+        """One snapshot row (text values, as COPY or a text-mode SELECT gives them) as an ``op: r``
+        record. ``snapshot`` is "true", or "last" for the snapshot's last row."""
+        table = self.table(relation)
+        after = self._row(table, row)
+        source = self._source(table, self.now_us() if ts_us is None else ts_us, snapshot, xid, consistent_lsn)
+        key = self._json(table.key_schema, self._key_payload(table, after))
+        return CdcRecord(table.topic, key, self._envelope(table, "r", None, after, source, None),
+                         _headers(consistent_lsn, order), consistent_lsn, order)
+
+    def transaction_records(self, txn: Transaction,
+                            include: Optional[Callable[[Relation], bool]] = None) -> list[CdcRecord]:
+        """All records of one committed transaction, in order; with ``provide.transaction.metadata``
+        framed by BEGIN and END records on ``<topic.prefix>.transaction``. ``include`` filters
+        tables (``table.include.list``)."""
+        out: list[CdcRecord] = []
+        emit = _Emitter(self, txn, out)
+        for change in txn.changes:
+            if change.relation is not None and include is not None and not include(change.relation):
+                continue
+            self._change(emit, change)
+        if txn.xid is not None:
+            self.last_commit_lsn = txn.end_lsn
+        if not self.config.provide_transaction_metadata or txn.xid is None:
+            return out
+        return emit.framed()
+
+    def _change(self, emit: "_Emitter", change: Change) -> None:
+        kind, skipped = change.kind, self.config.skipped_operations
+        if kind == "message":
+            return
+        table = self.table(change.relation)
+        if kind == "truncate":
+            if "t" not in skipped:
+                emit.value(table, None, "t", None, None, change)
+            return
+        new = self._row(table, change.new)
+        old = self._row(table, change.old)
+        if kind == "insert":
+            if "c" not in skipped:
+                emit.value(table, self._key_payload(table, new), "c", None, new, change)
+        elif kind == "delete":
+            if "d" not in skipped:
+                key = self._key_payload(table, old)
+                emit.value(table, key, "d", old, None, change)
+                if self.config.tombstones_on_delete:
+                    emit.tombstone(table, key)
+        elif old is not None and self._key_payload(table, old) != self._key_payload(table, new):
+            if "u" in skipped:
+                return
+            old_key, new_key = self._key_payload(table, old), self._key_payload(table, new)
+            old_key_json, new_key_json = self._json(table.key_schema, old_key), self._json(table.key_schema, new_key)
+            emit.value(table, old_key, "d", old, None, change, (("__debezium.newkey", new_key_json),))
+            if self.config.tombstones_on_delete:
+                emit.tombstone(table, old_key)
+            emit.value(table, new_key, "c", None, new, change, (("__debezium.oldkey", old_key_json),))
+        elif "u" not in skipped:
+            emit.value(table, self._key_payload(table, new), "u", old, new, change)
+
+    def transaction_event(self, status: str, txn: Transaction, event_count: Optional[int] = None,
+                          data_collections: Optional[list] = None) -> bytes:
+        """A transaction topic value (BEGIN or END), with ``schemas.enable`` honoured."""
+        ts_ms = (txn.commit_ts_us or self.now_us()) // 1000
+        payload = {"status": status, "id": f"{txn.xid}:{txn.end_lsn}", "event_count": event_count,
+                   "data_collections": data_collections, "ts_ms": ts_ms}
+        return self._json(_TRANSACTION_VALUE_SCHEMA, payload)
+
+    def transaction_key(self, txn: Transaction) -> bytes:
+        return self._json(_TRANSACTION_KEY_SCHEMA, {"id": f"{txn.xid}:{txn.end_lsn}"})
+
+    @property
+    def transaction_topic(self) -> str:
+        return f"{self.config.topic_prefix}.{self.config.topic_transaction}"
+
+
+@dataclass
+class _Emitter:
+    """Numbers a transaction's records and keeps Debezium's per-transaction event counts."""
+    builder: EnvelopeBuilder
+    txn: Transaction
+    out: list
+    total: int = 0
+    per_collection: dict = field(default_factory=dict)
+
+    def _append(self, topic: str, key: Optional[bytes], value: Optional[bytes], extra: tuple = ()) -> None:
+        order = len(self.out)
+        self.out.append(CdcRecord(topic, key, value, _headers(self.txn.end_lsn, order) + extra,
+                                  self.txn.end_lsn, order))
+
+    def value(self, table: TableSchema, key: Optional[dict], op: str, before, after, change: Change,
+              extra: tuple = ()) -> None:
+        b = self.builder
+        self.total += 1
+        collection = table.data_collection
+        self.per_collection[collection] = self.per_collection.get(collection, 0) + 1
+        block = None
+        if b.config.provide_transaction_metadata:
+            block = {"id": f"{self.txn.xid}:{self.txn.end_lsn}", "total_order": self.total,
+                     "data_collection_order": self.per_collection[collection]}
+        ts = self.txn.commit_ts_us if self.txn.commit_ts_us is not None else b.now_us()
+        source = b._source(table, ts, "false", self.txn.xid, change.lsn)
+        key_bytes = None if key is None else b._json(table.key_schema, key)
+        self._append(table.topic, key_bytes, b._envelope(table, op, before, after, source, block), extra)
+
+    def tombstone(self, table: TableSchema, key: dict) -> None:
+        self._append(table.topic, self.builder._json(table.key_schema, key), None)
+
+    def framed(self) -> list:
+        """BEGIN + records + END on the transaction topic, renumbered in that order."""
+        b, txn = self.builder, self.txn
+        collections = [{"data_collection": c, "event_count": n} for c, n in self.per_collection.items()]
+        records = [(b.transaction_topic, b.transaction_key(txn), b.transaction_event("BEGIN", txn), ())]
+        records += [(r.topic, r.key, r.value, r.headers[2:]) for r in self.out]
+        records.append((b.transaction_topic, b.transaction_key(txn),
+                        b.transaction_event("END", txn, self.total, collections), ()))
+        return [CdcRecord(t, k, v, _headers(txn.end_lsn, i) + extra, txn.end_lsn, i)
+                for i, (t, k, v, extra) in enumerate(records)]
+
+
+def _headers(commit_lsn: int, order: int) -> tuple:
+    return ((COMMIT_LSN_HEADER, str(commit_lsn).encode("ascii")), (ORDER_HEADER, str(order).encode("ascii")))
+
+
+def _field(kind: str, field_name: str, optional: bool, **extra) -> dict:
+    return {"type": kind, "optional": optional, **extra, "field": field_name}
+
+
+_SOURCE_FIELDS = [
+    _field("string", "version", False), _field("string", "connector", False), _field("string", "name", False),
+    _field("int64", "ts_ms", False), _field("int64", "ts_us", True), _field("int64", "ts_ns", True),
+    _field("string", "snapshot", True, name="io.debezium.data.Enum", version=1,
+           parameters={"allowed": SNAPSHOT_ALLOWED}, default="false"),
+    _field("string", "db", False), _field("string", "sequence", True), _field("string", "schema", False),
+    _field("string", "table", False), _field("int64", "txId", True), _field("int64", "lsn", True),
+    _field("int64", "xmin", True)]
+
+_TRANSACTION_BLOCK = {"type": "struct", "fields": [
+    _field("string", "id", False), _field("int64", "total_order", False),
+    _field("int64", "data_collection_order", False)], "optional": True, "name": "event.block", "version": 1,
+    "field": "transaction"}
+
+_TRANSACTION_KEY_SCHEMA = {"type": "struct", "fields": [_field("string", "id", False)], "optional": False,
+                           "name": "io.debezium.connector.common.TransactionMetadataKey"}
+
+_TRANSACTION_VALUE_SCHEMA = {"type": "struct", "fields": [
+    _field("string", "status", False), _field("string", "id", False), _field("int64", "event_count", True),
+    {"type": "array", "items": {"type": "struct", "fields": [
+        _field("string", "data_collection", False), _field("int64", "event_count", False)], "optional": False},
+     "optional": True, "field": "data_collections"},
+    _field("int64", "ts_ms", False)], "optional": False, "name": "io.debezium.connector.common.TransactionMetadataValue"}

@@ -1,0 +1,459 @@
+"""PostgreSQL column values (pgoutput's text format) as Debezium's JSON values and Connect schemas.
+
+Each column gets a :class:`ColumnType` from its type oid and type modifier (both from the Relation
+message) and the connector's modes; ``ColumnType.schema(field, optional)`` is the Kafka Connect
+schema as JsonConverter writes it, ``ColumnType.convert(text)`` the JSON value, both as Debezium's
+PostgreSQL connector gives them:
+
+- ``decimal.handling.mode``: ``precise`` (Connect ``Decimal``, base64 of the unscaled two's
+  complement; ``io.debezium.data.VariableScaleDecimal`` when the column has no scale), ``double``,
+  ``string``. NaN is null under ``precise`` (not representable), ``NaN``/"NAN" otherwise.
+- ``time.precision.mode``: ``adaptive`` (Time/MicroTime and Timestamp/MicroTimestamp by the
+  column's precision), ``adaptive_time_microseconds`` (every time as MicroTime), ``connect``
+  (Connect's Date/Time/Timestamp, milliseconds).
+- ``binary.handling.mode``: ``bytes`` (base64 in JSON, as JsonConverter writes BYTES), ``base64``,
+  ``base64-url-safe``, ``hex`` (strings); ``interval.handling.mode``: ``numeric`` (MicroDuration,
+  365.25/12 days a month) or ``string`` (ISO-8601 ``P1Y2M3DT4H5M6.78S``).
+- timestamptz/timetz become UTC ISO-8601 strings (ZonedTimestamp/ZonedTime), fractional digits
+  as many as needed. Arrays become JSON arrays of their element's value. Types this module does
+  not know (enums, ranges, geometric, user types) are strings, as Debezium maps most of them.
+
+The text format depends on the walsender session: the values are parsed for ``DateStyle=ISO``,
+``IntervalStyle=postgres`` (``iso_8601`` is read too) and ``bytea_output=hex``, PostgreSQL's
+defaults; the time zone may be anything (the offset is in the value).
+"""
+from __future__ import annotations
+
+import base64
+import math
+import re
+from dataclasses import dataclass
+from datetime import date, time, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any, Callable, Optional
+
+from broker.errors import RiverlogError
+
+PLACEHOLDER = "__debezium_unavailable_value"
+
+DECIMAL_MODES = ("precise", "double", "string")
+TIME_MODES = ("adaptive", "adaptive_time_microseconds", "connect")
+BINARY_MODES = ("bytes", "base64", "base64-url-safe", "hex")
+INTERVAL_MODES = ("numeric", "string")
+
+BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID, JSON, XML = 16, 17, 18, 19, 20, 21, 23, 25, 26, 114, 142
+FLOAT4, FLOAT8, MONEY, BPCHAR, VARCHAR, DATE, TIME, TIMESTAMP, TIMESTAMPTZ = 700, 701, 790, 1042, 1043, 1082, 1083, 1114, 1184
+INTERVAL, TIMETZ, BIT, VARBIT, NUMERIC, UUID, JSONB = 1186, 1266, 1560, 1562, 1700, 2950, 3802
+INET, CIDR, MACADDR, MACADDR8 = 869, 650, 829, 774
+
+ARRAY_ELEMENT = {1000: BOOL, 1001: BYTEA, 1002: CHAR, 1003: NAME, 1005: INT2, 1007: INT4, 1009: TEXT,
+                 1014: BPCHAR, 1015: VARCHAR, 1016: INT8, 1021: FLOAT4, 1022: FLOAT8, 1028: OID, 199: JSON,
+                 143: XML, 791: MONEY, 1182: DATE, 1183: TIME, 1115: TIMESTAMP, 1185: TIMESTAMPTZ,
+                 1187: INTERVAL, 1270: TIMETZ, 1561: BIT, 1563: VARBIT, 1231: NUMERIC, 2951: UUID, 3807: JSONB,
+                 1041: INET, 651: CIDR, 1040: MACADDR}
+
+_EPOCH_DATE = date(1970, 1, 1)
+TIMESTAMP_POS_INFINITY_MICROS = 9223372036825200000
+TIMESTAMP_NEG_INFINITY_MICROS = -9223372036832400000
+DAYS_PER_MONTH_AVG = 365.25 / 12.0
+
+
+class ValueConversionError(RiverlogError):
+    """A column's text value does not parse as its type says (``details``: column, type_oid, value).
+    Usually a session setting the walsender was started with (DateStyle, bytea_output) differs
+    from PostgreSQL's default."""
+    code, name, retriable, grpc_status = 1354, "CDC_VALUE_CONVERSION", False, "INVALID_ARGUMENT"
+
+
+class CdcConfigError(RiverlogError):
+    """A CDC option has a value Debezium does not define; the message lists the allowed ones."""
+    code, name, retriable, grpc_status = 1355, "CDC_INVALID_CONFIG", False, "INVALID_ARGUMENT"
+
+
+def check_choice(option: str, value: str, allowed: tuple) -> str:
+    if value not in allowed:
+        raise CdcConfigError(f"{option}={value!r} is not one of {', '.join(allowed)}", option=option, value=value)
+    return value
+
+
+@dataclass(frozen=True)
+class TypeModes:
+    """The connector's value options (Debezium's names and defaults)."""
+    decimal_handling_mode: str = "precise"
+    time_precision_mode: str = "adaptive"
+    binary_handling_mode: str = "bytes"
+    interval_handling_mode: str = "numeric"
+    money_fraction_digits: int = 2
+
+    def __post_init__(self):
+        check_choice("decimal.handling.mode", self.decimal_handling_mode, DECIMAL_MODES)
+        check_choice("time.precision.mode", self.time_precision_mode, TIME_MODES)
+        check_choice("binary.handling.mode", self.binary_handling_mode, BINARY_MODES)
+        check_choice("interval.handling.mode", self.interval_handling_mode, INTERVAL_MODES)
+
+
+@dataclass(frozen=True)
+class ColumnType:
+    """A column's Connect schema (without ``field``/``optional``) and its text -> JSON conversion."""
+    schema_body: dict
+    convert: Callable[[str], Any]
+    placeholder: Any = None
+
+    def schema(self, field: str, optional: bool = True) -> dict:
+        out = dict(self.schema_body)
+        out["optional"] = optional
+        out["field"] = field
+        # JsonConverter's order: type, (fields|items), optional, name, version, doc, parameters, field
+        return _ordered(out)
+
+
+_KEY_ORDER = ("type", "fields", "items", "optional", "name", "version", "doc", "parameters", "default", "field")
+
+
+def _ordered(schema: dict) -> dict:
+    return {k: schema[k] for k in _KEY_ORDER if k in schema} | {k: v for k, v in schema.items() if k not in _KEY_ORDER}
+
+
+def _plain(kind: str) -> dict:
+    return {"type": kind}
+
+
+def _named(kind: str, name: str, **extra) -> dict:
+    return {"type": kind, "name": name, "version": 1, **extra}
+
+
+def column_type(type_oid: int, type_modifier: int, modes: TypeModes = TypeModes(),
+                placeholder: str = PLACEHOLDER) -> ColumnType:
+    """The Connect schema and converter for one column (``type_modifier`` -1 = none)."""
+    element = ARRAY_ELEMENT.get(type_oid)
+    if element is not None:
+        inner = column_type(element, type_modifier, modes, placeholder)
+        item_schema = _ordered({**inner.schema_body, "optional": True})
+        return ColumnType({"type": "array", "items": item_schema}, lambda text: _parse_array(text, inner.convert),
+                          [inner.placeholder] if inner.placeholder is not None else None)
+    body, convert = _scalar(type_oid, type_modifier, modes)
+    kind = body["type"]
+    fill = placeholder if kind == "string" else _bytes_json(placeholder.encode(), modes) if kind == "bytes" else None
+    return ColumnType(body, convert, fill)
+
+
+def _scalar(oid: int, typmod: int, modes: TypeModes) -> tuple:
+    if oid == BOOL:
+        return _plain("boolean"), lambda t: t == "t"
+    if oid == INT2:
+        return _plain("int16"), int
+    if oid == INT4:
+        return _plain("int32"), int
+    if oid in (INT8, OID):
+        return _plain("int64"), int
+    if oid == FLOAT4:
+        return _plain("float32"), _float
+    if oid == FLOAT8:
+        return _plain("float64"), _float
+    if oid in (NUMERIC, MONEY):
+        return _decimal(oid, typmod, modes)
+    if oid == BYTEA:
+        kind = "bytes" if modes.binary_handling_mode == "bytes" else "string"
+        return _plain(kind), lambda t: _bytes_json(_unhex(t), modes)
+    if oid in (JSON, JSONB):
+        return _named("string", "io.debezium.data.Json"), str
+    if oid == XML:
+        return _named("string", "io.debezium.data.Xml"), str
+    if oid == UUID:
+        return _named("string", "io.debezium.data.Uuid"), str
+    if oid == DATE:
+        name = "org.apache.kafka.connect.data.Date" if modes.time_precision_mode == "connect" else "io.debezium.time.Date"
+        return _named("int32", name), _date_days
+    if oid == TIME:
+        return _time(typmod, modes)
+    if oid == TIMESTAMP:
+        return _timestamp(typmod, modes)
+    if oid == TIMESTAMPTZ:
+        return _named("string", "io.debezium.time.ZonedTimestamp"), _zoned_timestamp
+    if oid == TIMETZ:
+        return _named("string", "io.debezium.time.ZonedTime"), _zoned_time
+    if oid == INTERVAL:
+        if modes.interval_handling_mode == "string":
+            return _named("string", "io.debezium.time.Interval"), lambda t: _iso_interval(*_interval_parts(t))
+        return _named("int64", "io.debezium.time.MicroDuration"), lambda t: _micro_duration(*_interval_parts(t))
+    if oid == BIT and typmod in (1, -1):
+        return _plain("boolean"), lambda t: t == "1"
+    if oid in (BIT, VARBIT):
+        length = typmod if typmod > 0 else 2 ** 31 - 1
+        return (_named("bytes", "io.debezium.data.Bits", parameters={"length": str(length)}),
+                lambda t: _bytes_json(_bits(t), modes))
+    return _plain("string"), str
+
+
+def _float(text: str) -> Any:
+    value = float(text)
+    if math.isnan(value) or math.isinf(value):
+        return text if text in ("NaN", "Infinity", "-Infinity") else str(value)
+    return value
+
+
+def _decimal(oid: int, typmod: int, modes: TypeModes) -> tuple:
+    if oid == MONEY:
+        scale, precision = modes.money_fraction_digits, None
+        parse = _money
+    else:
+        precision, scale = ((typmod - 4) >> 16 & 0xFFFF, (typmod - 4) & 0xFFFF) if typmod >= 4 else (None, None)
+        parse = Decimal
+    mode = modes.decimal_handling_mode
+    if mode == "double":
+        return _plain("float64"), lambda t: _nan_or(parse(t), lambda d: float(d), "NaN")
+    if mode == "string":
+        return _plain("string"), lambda t: _nan_or(parse(t), lambda d: str(d) if oid == MONEY else t, "NAN")
+    if scale is None:
+        body = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "scale"},
+                                             {"type": "bytes", "optional": False, "field": "value"}],
+                "name": "io.debezium.data.VariableScaleDecimal", "version": 1, "doc": "Variable scaled decimal"}
+        return body, lambda t: _nan_or(parse(t), _variable_scale, None)
+    params = {"scale": str(scale)}
+    if precision is not None:
+        params["connect.decimal.precision"] = str(precision)
+    body = _named("bytes", "org.apache.kafka.connect.data.Decimal", parameters=params)
+    return body, lambda t: _nan_or(parse(t), lambda d: _b64(_unscaled(d, scale)), None)
+
+
+def _nan_or(value: Decimal, convert: Callable, nan: Any) -> Any:
+    return nan if value.is_nan() or value.is_infinite() else convert(value)
+
+
+def _money(text: str) -> Decimal:
+    negative = "-" in text or text.startswith("(")
+    digits = re.sub(r"[^0-9.]", "", text)
+    return -Decimal(digits) if negative else Decimal(digits)
+
+
+def _unscaled(value: Decimal, scale: int) -> bytes:
+    unscaled = int(value.scaleb(scale).to_integral_value())
+    length = max(1, (unscaled.bit_length() + 8) // 8)
+    return unscaled.to_bytes(length, "big", signed=True)
+
+
+def _variable_scale(value: Decimal) -> dict:
+    scale = max(0, -value.as_tuple().exponent)
+    return {"scale": scale, "value": _b64(_unscaled(value, scale))}
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _bytes_json(data: bytes, modes: TypeModes) -> str:
+    mode = modes.binary_handling_mode
+    if mode == "hex":
+        return data.hex()
+    if mode == "base64-url-safe":
+        return base64.urlsafe_b64encode(data).decode("ascii")
+    return _b64(data)
+
+
+def _unhex(text: str) -> bytes:
+    if not text.startswith("\\x"):
+        raise ValueError("bytea is not in hex output format (set bytea_output=hex)")
+    return bytes.fromhex(text[2:])
+
+
+def _bits(text: str) -> bytes:
+    """Debezium's Bits: the bit string as an integer, little-endian, ceil(n/8) bytes."""
+    return int(text or "0", 2).to_bytes(max(1, (len(text) + 7) // 8), "little")
+
+
+def _bc(text: str) -> tuple:
+    return (text[:-3], True) if text.endswith(" BC") else (text, False)
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (year 0 = 1 BC), for BC dates too."""
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _date_days(text: str) -> int:
+    if text == "infinity":
+        return 2 ** 31 - 1
+    if text == "-infinity":
+        return -(2 ** 31)
+    body, bc = _bc(text)
+    y, m, d = (int(p) for p in body.split("-"))
+    return _days_from_civil(1 - y if bc else y, m, d)
+
+
+def _time_micros(text: str) -> int:
+    hms, _, frac = text.partition(".")
+    h, m, s = (int(p) for p in hms.split(":"))
+    return ((h * 60 + m) * 60 + s) * 1_000_000 + int((frac + "000000")[:6])
+
+
+def _time(typmod: int, modes: TypeModes) -> tuple:
+    precision = typmod if typmod >= 0 else 6
+    mode = modes.time_precision_mode
+    if mode == "connect":
+        return _named("int32", "org.apache.kafka.connect.data.Time"), lambda t: _time_micros(t) // 1000
+    if mode == "adaptive" and precision <= 3:
+        return _named("int32", "io.debezium.time.Time"), lambda t: _time_micros(t) // 1000
+    return _named("int64", "io.debezium.time.MicroTime"), _time_micros
+
+
+def _timestamp_micros(text: str) -> int:
+    if text == "infinity":
+        return TIMESTAMP_POS_INFINITY_MICROS
+    if text == "-infinity":
+        return TIMESTAMP_NEG_INFINITY_MICROS
+    body, bc = _bc(text)
+    day, _, clock = body.partition(" ")
+    y, m, d = (int(p) for p in day.split("-"))
+    return _days_from_civil(1 - y if bc else y, m, d) * 86_400_000_000 + _time_micros(clock)
+
+
+def _timestamp(typmod: int, modes: TypeModes) -> tuple:
+    precision = typmod if typmod >= 0 else 6
+    if modes.time_precision_mode == "connect":
+        return _named("int64", "org.apache.kafka.connect.data.Timestamp"), lambda t: _floor_ms(_timestamp_micros(t))
+    if precision <= 3:
+        return _named("int64", "io.debezium.time.Timestamp"), lambda t: _floor_ms(_timestamp_micros(t))
+    return _named("int64", "io.debezium.time.MicroTimestamp"), _timestamp_micros
+
+
+def _floor_ms(micros: int) -> int:
+    return micros if micros in (TIMESTAMP_POS_INFINITY_MICROS, TIMESTAMP_NEG_INFINITY_MICROS) else micros // 1000
+
+
+_OFFSET = re.compile(r"([+-])(\d\d)(?::?(\d\d))?(?::?(\d\d))?$")
+
+
+def _split_offset(text: str) -> tuple:
+    """``'12:00:00.5+05:30'`` -> (``'12:00:00.5'``, offset seconds)."""
+    match = _OFFSET.search(text)
+    if match is None:
+        raise ValueError(f"no UTC offset in {text!r}")
+    sign = -1 if match.group(1) == "-" else 1
+    seconds = int(match.group(2)) * 3600 + int(match.group(3) or 0) * 60 + int(match.group(4) or 0)
+    return text[:match.start()], sign * seconds
+
+
+def _iso_fraction(micros: int) -> str:
+    return "" if micros == 0 else "." + f"{micros:06d}".rstrip("0")
+
+
+def _zoned_timestamp(text: str) -> str:
+    if text in ("infinity", "-infinity"):
+        return text
+    body, bc = _bc(text)
+    local, offset = _split_offset(body)
+    micros = _timestamp_micros(local + (" BC" if bc else "")) - offset * 1_000_000
+    days, rem = divmod(micros, 86_400_000_000)
+    seconds, frac = divmod(rem, 1_000_000)
+    try:
+        day = (_EPOCH_DATE + timedelta(days=days)).isoformat()
+    except OverflowError:
+        return text
+    clock = time(seconds // 3600, seconds // 60 % 60, seconds % 60)
+    return f"{day}T{clock.isoformat()}{_iso_fraction(frac)}Z"
+
+
+def _zoned_time(text: str) -> str:
+    local, offset = _split_offset(text)
+    micros = (_time_micros(local) - offset * 1_000_000) % 86_400_000_000
+    seconds, frac = divmod(micros, 1_000_000)
+    return f"{time(seconds // 3600, seconds // 60 % 60, seconds % 60).isoformat()}{_iso_fraction(frac)}Z"
+
+
+_UNITS = {"year": 0, "years": 0, "mon": 1, "mons": 1, "day": 2, "days": 2}
+_PG_INTERVAL_PART = re.compile(r"([+-]?\d+) (years?|mons?|days?)|([+-]?)(\d+):(\d\d):(\d\d)(?:\.(\d+))?")
+_ISO_INTERVAL = re.compile(r"P(?:(-?\d+)Y)?(?:(-?\d+)M)?(?:(-?\d+)D)?(?:T(?:(-?\d+)H)?(?:(-?\d+)M)?(?:(-?[\d.]+)S)?)?$")
+
+
+def _interval_parts(text: str) -> tuple:
+    """(years, months, days, microseconds of the time part)."""
+    iso = _ISO_INTERVAL.match(text)
+    if iso and text.startswith("P"):
+        y, mo, d, h, mi, s = iso.groups()
+        seconds = Decimal(s or 0)
+        micros = (int(h or 0) * 3600 + int(mi or 0) * 60) * 1_000_000 + int(seconds * 1_000_000)
+        return int(y or 0), int(mo or 0), int(d or 0), micros
+    parts = [0, 0, 0]
+    micros = 0
+    pos = 0
+    for match in _PG_INTERVAL_PART.finditer(text):
+        if text[pos:match.start()].strip():
+            raise ValueError(f"unexpected {text[pos:match.start()]!r}")
+        pos = match.end()
+        if match.group(2):
+            parts[_UNITS[match.group(2)]] += int(match.group(1))
+        else:
+            sign = -1 if match.group(3) == "-" else 1
+            h, m, s = int(match.group(4)), int(match.group(5)), int(match.group(6))
+            micros += sign * (((h * 60 + m) * 60 + s) * 1_000_000 + int((match.group(7) or "").ljust(6, "0")[:6]))
+    if text[pos:].strip():
+        raise ValueError(f"unexpected {text[pos:]!r}")
+    return parts[0], parts[1], parts[2], micros
+
+
+def _micro_duration(years: int, months: int, days: int, micros: int) -> int:
+    total_days = days + (months + years * 12) * DAYS_PER_MONTH_AVG
+    return int(total_days * 86_400_000_000 + micros)
+
+
+def _iso_interval(years: int, months: int, days: int, micros: int) -> str:
+    sign = -1 if micros < 0 else 1
+    hours, rem = divmod(abs(micros), 3_600_000_000)
+    minutes, rem = divmod(rem, 60_000_000)
+    seconds = Decimal(rem) / Decimal(1_000_000)
+    sec = format(seconds.normalize(), "f") if rem else "0"
+    s = "-" if sign < 0 else ""
+    return f"P{years}Y{months}M{days}DT{s}{hours}H{s}{minutes}M{s if rem else ''}{sec}S"
+
+
+def _parse_array(text: str, convert: Callable[[str], Any]) -> list:
+    """PostgreSQL's array literal (``{1,2,NULL}``, ``{"a b","c\\"d"}``, ``{{1,2},{3,4}}``)."""
+    pos = text.index("{") if not text.startswith("{") else 0   # '[1:2]={..}' carries bounds first
+
+    def parse(i: int) -> tuple:
+        assert text[i] == "{"
+        out, i = [], i + 1
+        if text[i] == "}":
+            return out, i + 1
+        while True:
+            if text[i] == "{":
+                value, i = parse(i)
+                out.append(value)
+            elif text[i] == '"':
+                chars, i = [], i + 1
+                while text[i] != '"':
+                    if text[i] == "\\":
+                        i += 1
+                    chars.append(text[i])
+                    i += 1
+                out.append(convert("".join(chars)))
+                i += 1
+            else:
+                end = i
+                while text[end] not in ",}":
+                    end += 1
+                token = text[i:end].strip()
+                out.append(None if token == "NULL" else convert(token))
+                i = end
+            if text[i] == "}":
+                return out, i + 1
+            i += 1  # ','
+
+    return parse(pos)[0]
+
+
+def convert_value(ctype: ColumnType, raw: Any, column: str = "?", type_oid: int = 0) -> Any:
+    """One TupleData value (text bytes, None) to JSON, with the error naming the column."""
+    if raw is None:
+        return None
+    text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else str(raw)
+    try:
+        return ctype.convert(text)
+    except (ValueError, IndexError, AssertionError, InvalidOperation, OverflowError, TypeError) as e:
+        raise ValueConversionError(f"column {column!r} (type oid {type_oid}): cannot convert {text[:80]!r}: {e}",
+                                   column=column, type_oid=type_oid, value=text[:200]) from None
