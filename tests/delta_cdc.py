@@ -143,7 +143,7 @@ def reference_history(txns) -> dict[int, list[tuple]]:
         rows = []
         for i, (op, row, lsn, order) in enumerate(vs):
             last = i == len(vs) - 1
-            valid_to = None if last and op != "d" else (lsn if last else vs[i + 1][2])
+            valid_to = lsn if op == "d" else (None if last else vs[i + 1][2])
             rows.append((op, row, lsn, order, lsn, valid_to, last and op != "d"))
         out[k] = rows
     return out

@@ -10,7 +10,7 @@ position seen twice is one change (a replay inside the batch).
 * **SCD type 2** (:func:`fold_scd2`): every change becomes a history row (:class:`Version`). A
   delete's row carries the key's last values (it ends the row's life, it changes no column) and is
   never current. :func:`history_rows` gives ``__valid_from`` (the change's source time),
-  ``__valid_to`` (the next change's time; null while current, the delete's own time for a delete),
+  ``__valid_to`` (the next change's time; null while current; a delete row is an instant: its own time),
   ``__is_current``, ``__op``, ``__lsn`` and ``__order``.
 
 **Replays across batches** are decided by :class:`Watermarks`: per source stream (topic, partition)
@@ -126,7 +126,7 @@ def history_rows(versions: list[Version], current: Mapping | None) -> list[dict]
     for i, v in enumerate(versions):
         row = resolve(v.row, previous, v.fallback)
         last = i == len(versions) - 1
-        valid_to = None if last and v.op != "d" else (v.ts_us if last else versions[i + 1].ts_us)
+        valid_to = v.ts_us if v.op == "d" else (None if last else versions[i + 1].ts_us)
         rows.append({**row, "__valid_from": v.ts_us, "__valid_to": valid_to,
                      "__is_current": last and v.op != "d", "__op": v.op, "__lsn": v.position[0],
                      "__order": v.position[1]})

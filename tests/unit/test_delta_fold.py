@@ -1,0 +1,244 @@
+"""The Delta sink's pure core: Debezium records -> changes -> per-key folds, against a reference model.
+
+Random histories of inserts, updates (some with an unchanged TOAST column), deletes and primary-key
+changes over a few keys are cut into random batches, with earlier records replayed in later
+batches; the folds applied to an in-memory table must end equal to the source (SCD-1) and to its
+full history (SCD-2). Also: Connect schemas and Debezium's logical types, the evolution policy,
+positions and poison records.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import random
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from spark_sink.delta.errors import PoisonRecordError, SchemaChangeError
+from spark_sink.delta.fold import Delete, Watermarks, fold_scd1, fold_scd2, history_rows, resolve
+from spark_sink.delta.records import ChangeParser, SourceRecord, records_from_arrow
+from spark_sink.delta.schema import UNAVAILABLE, arrow_type, converter, evolve, widens
+from tests.delta_cdc import (PLACEHOLDER, Events, batch, decimal_bytes, random_history, records_of,
+                             reference_history)
+
+pytestmark = pytest.mark.unit
+
+
+def split_with_replays(rng, records):
+    """Random batches in order; some batches also carry records of earlier batches again."""
+    batches, i = [], 0
+    while i < len(records):
+        n = rng.randint(1, 8)
+        chunk = records[i:i + n]
+        if i and rng.random() < 0.4:
+            start = rng.randrange(i)
+            chunk = records[start:start + rng.randint(1, 6)] + chunk
+        batches.append(chunk)
+        i += n
+    return batches
+
+
+def run_scd1(batches, parser=None):
+    parser = parser or ChangeParser()
+    table: dict[tuple, dict] = {}
+    marks = Watermarks()
+    for records in batches:
+        changes = [c for c in map(parser.parse, records_from_arrow(batch(records))) if c is not None]
+        fresh, _ = marks.split(changes)
+        for key, action in fold_scd1(fresh).items():
+            if isinstance(action, Delete):
+                table.pop(key, None)
+            else:
+                table[key] = resolve(action.row, table.get(key))
+        marks = marks.advanced(((c.record.topic, c.record.partition), c.position) for c in fresh)
+    return table
+
+
+def run_scd2(batches):
+    parser = ChangeParser()
+    rows: list[dict] = []
+    marks = Watermarks()
+    for records in batches:
+        changes = [c for c in map(parser.parse, records_from_arrow(batch(records))) if c is not None]
+        fresh, _ = marks.split(changes)
+        for key, versions in fold_scd2(fresh, ["id"]).items():
+            current = next((r for r in rows if r["id"] == key[0] and r["__is_current"]), None)
+            if current is not None:
+                current.update(__is_current=False, __valid_to=versions[0].ts_us)
+            rows += history_rows(versions, current)
+        marks = marks.advanced(((c.record.topic, c.record.partition), c.position) for c in fresh)
+    return rows
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), keys=st.integers(1, 5))
+def test_scd1_fold_equals_the_source_whatever_the_batches_and_replays(seed, keys):
+    rng = random.Random(seed)
+    txns, final = random_history(rng, keys=keys, steps=rng.randint(1, 40))
+    records = records_of(Events(), txns)
+    table = run_scd1(split_with_replays(rng, records))
+    assert {k[0]: v for k, v in table.items()} == final
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), keys=st.integers(1, 5))
+def test_scd2_history_equals_the_reference_history(seed, keys):
+    rng = random.Random(seed)
+    txns, final = random_history(rng, keys=keys, steps=rng.randint(1, 40))
+    rows = run_scd2(split_with_replays(rng, records_of(Events(), txns)))
+    got: dict[int, list] = {}
+    for r in sorted(rows, key=lambda r: (r["__lsn"], r["__order"])):
+        got.setdefault(r["id"], []).append((r["__op"], {c: r[c] for c in ("id", "name", "note")}, r["__lsn"],
+                                            r["__order"], r["__valid_from"] // 1000,
+                                            None if r["__valid_to"] is None else r["__valid_to"] // 1000,
+                                            r["__is_current"]))
+    assert got == reference_history(txns)
+    assert {r["id"]: {c: r[c] for c in ("id", "name", "note")} for r in rows if r["__is_current"]} == final
+
+
+def test_an_older_change_never_moves_a_row_backwards():
+    ev = Events()
+    new = ev.change("u", after={"id": 1, "name": "new", "note": "x"}, lsn=200)
+    old = ev.change("u", after={"id": 1, "name": "old", "note": "x"}, lsn=100)
+    assert run_scd1([[new], [old]]) == {(1,): {"id": 1, "name": "new", "note": "x"}}
+    # In one batch the position decides, not the arrival order.
+    assert run_scd1([[new, old]]) == {(1,): {"id": 1, "name": "new", "note": "x"}}
+
+
+def test_a_replayed_delete_does_not_resurrect_and_a_replayed_insert_does_not_return():
+    ev = Events()
+    ins = ev.change("c", after={"id": 1, "name": "a", "note": "x"}, lsn=100)
+    dele = ev.change("d", before={"id": 1, "name": "a", "note": "x"}, lsn=200)
+    assert run_scd1([[ins], [dele], [ins], [ins, dele]]) == {}
+
+
+def test_toast_placeholder_keeps_the_previous_value_in_the_batch_and_else_asks_the_table():
+    ev = Events()
+    ins = ev.change("c", after={"id": 1, "name": "a", "note": "big"}, lsn=100)
+    upd = ev.change("u", after={"id": 1, "name": "b", "note": PLACEHOLDER}, lsn=200)
+    assert run_scd1([[ins, upd]]) == {(1,): {"id": 1, "name": "b", "note": "big"}}
+    assert run_scd1([[ins], [upd]]) == {(1,): {"id": 1, "name": "b", "note": "big"}}
+    [change] = [ChangeParser().parse(r) for r in records_from_arrow(batch([upd]))]
+    assert change.row["note"] is UNAVAILABLE
+    assert resolve(change.row, None) == {"id": 1, "name": "b", "note": None}
+
+
+def test_position_falls_back_to_the_transaction_block_then_source_lsn():
+    ev = Events()
+    rec = ev.change("c", after={"id": 1, "name": "a", "note": None}, lsn=500, order=3)
+    parser = ChangeParser()
+    [r] = records_from_arrow(batch([rec]))
+    assert parser.parse(r).position == (500, 3)
+    value = json.loads(r.value)
+    bare = SourceRecord(r.topic, 0, 42, r.key, json.dumps(value).encode())
+    assert parser.parse(bare).position == (500, 42)          # (source.lsn, offset)
+    value["payload"]["transaction"] = {"id": "771:900", "total_order": 7, "data_collection_order": 1}
+    txn = SourceRecord(r.topic, 0, 42, r.key, json.dumps(value).encode())
+    assert parser.parse(txn).position == (900, 7)
+    assert parser.parse(SourceRecord(r.topic, 0, 43, r.key, None)) is None   # a tombstone
+
+
+def test_payload_only_records_parse_like_enveloped_ones():
+    with_schema = Events().change("c", after={"id": 7, "name": "a", "note": None}, lsn=10)
+    without = Events(with_schema=False).change("c", after={"id": 7, "name": "a", "note": None}, lsn=10)
+    p = ChangeParser()
+    a, b = (p.parse(records_from_arrow(batch([r]))[0]) for r in (with_schema, without))
+    assert (a.key, a.row, a.position) == (b.key, b.row, b.position) == ((7,), {"id": 7, "name": "a", "note": None}, (10, 0))
+    assert a.schema.field("id").type == pa.int32() and b.schema is None
+
+
+@pytest.mark.parametrize("value, why", [(b"{not json", "not JSON"), (b'{"op": "x"}', "not a Debezium change event"),
+                                        (b'{"op": "c", "after": null}', "without a 'after'")])
+def test_poison_records_name_topic_partition_and_offset(value, why):
+    record = SourceRecord("shop.public.customers", 2, 17, b'{"id": 1}', value)
+    with pytest.raises(PoisonRecordError, match=why) as e:
+        ChangeParser().parse(record)
+    assert (e.value.details["topic"], e.value.details["partition"], e.value.details["offset"]) == (
+        "shop.public.customers", 2, 17)
+    assert e.value.code == 1381
+
+
+def test_a_value_that_does_not_match_its_schema_is_poison():
+    rec = Events().change("c", after={"id": "seven", "name": "a", "note": None}, lsn=1)
+    with pytest.raises(PoisonRecordError, match="does not match its schema"):
+        ChangeParser().parse(records_from_arrow(batch([rec]))[0])
+
+
+DEBEZIUM_TYPES = [
+    ({"type": "int32", "name": "io.debezium.time.Date"}, 19000, pa.date32(), dt.date(2022, 1, 8)),
+    ({"type": "int64", "name": "io.debezium.time.MicroTimestamp"}, 1_600_000_000_123_456, pa.timestamp("us"),
+     dt.datetime(2020, 9, 13, 12, 26, 40, 123456)),
+    ({"type": "int64", "name": "io.debezium.time.Timestamp"}, 1_600_000_000_123, pa.timestamp("us"),
+     dt.datetime(2020, 9, 13, 12, 26, 40, 123000)),
+    ({"type": "int64", "name": "io.debezium.time.NanoTimestamp"}, 1_600_000_000_123_456_789, pa.timestamp("us"),
+     dt.datetime(2020, 9, 13, 12, 26, 40, 123456)),
+    ({"type": "string", "name": "io.debezium.time.ZonedTimestamp"}, "2020-09-13T12:26:40.5+02:00",
+     pa.timestamp("us", tz="UTC"), dt.datetime(2020, 9, 13, 10, 26, 40, 500000, tzinfo=dt.timezone.utc)),
+    ({"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal",
+      "parameters": {"scale": "2", "connect.decimal.precision": "10"}}, decimal_bytes(-12345),
+     pa.decimal128(10, 2), decimal.Decimal("-123.45")),
+    ({"type": "struct", "name": "io.debezium.data.VariableScaleDecimal",
+      "fields": [{"type": "int32", "field": "scale"}, {"type": "bytes", "field": "value"}]},
+     {"scale": 3, "value": decimal_bytes(1234567)}, pa.decimal128(38, 18), decimal.Decimal("1234.567")),
+    ({"type": "int64", "name": "io.debezium.time.MicroTime"}, 3_600_000_000, pa.int64(), 3_600_000_000),
+    ({"type": "string", "name": "io.debezium.data.Uuid"}, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", pa.string(),
+     "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+    ({"type": "bytes"}, "3q2+7w==", pa.binary(), b"\xde\xad\xbe\xef"),
+    ({"type": "array", "items": {"type": "int16"}}, [1, None, 3], pa.list_(pa.int16()), [1, None, 3]),
+]
+
+
+@pytest.mark.parametrize("schema, json_value, arrow, python", DEBEZIUM_TYPES)
+def test_connect_and_debezium_types_become_delta_types_and_values(schema, json_value, arrow, python):
+    assert arrow_type(schema) == arrow
+    value = converter(schema)(json_value)
+    assert value == python
+    assert pa.array([value], arrow).to_pylist() == [python]
+
+
+def test_the_toast_placeholder_is_unavailable_in_text_bytes_and_arrays():
+    assert converter({"type": "string"})(PLACEHOLDER) is UNAVAILABLE
+    assert converter({"type": "bytes"})("X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==") is UNAVAILABLE
+    assert converter({"type": "array", "items": {"type": "string"}})([PLACEHOLDER]) is UNAVAILABLE
+    assert converter({"type": "string"}, placeholder="??")("??") is UNAVAILABLE
+
+
+def test_variable_scale_decimal_that_does_not_fit_is_refused():
+    schema = {"type": "struct", "name": "io.debezium.data.VariableScaleDecimal"}
+    with pytest.raises(ValueError, match="does not fit"):
+        converter(schema)({"scale": 20, "value": decimal_bytes(1)})
+
+
+def test_evolution_adds_keeps_widens_and_refuses():
+    target = pa.schema([("id", pa.int32()), ("name", pa.string()), ("n", pa.int32()), ("gone", pa.string())])
+    source = pa.schema([("id", pa.int16()), ("name", pa.string()), ("n", pa.int64()), ("new", pa.date32())])
+    e = evolve("public.t", target, source)
+    assert e.schema == pa.schema([("id", pa.int32()), ("name", pa.string()), ("n", pa.int64()),
+                                  ("gone", pa.string()), ("new", pa.date32())])
+    assert (e.added, e.missing, e.widened) == (["new"], ["gone"], ["n"])
+    with pytest.raises(SchemaChangeError, match="'name' changed from string to int64") as err:
+        evolve("public.t", target, pa.schema([("name", pa.int64())]))
+    assert err.value.code == 1382
+
+
+@pytest.mark.parametrize("old, new, ok", [
+    (pa.int8(), pa.int64(), True), (pa.int64(), pa.int32(), False), (pa.float32(), pa.float64(), True),
+    (pa.int32(), pa.float64(), True), (pa.int64(), pa.float64(), False), (pa.string(), pa.binary(), False),
+    (pa.decimal128(10, 2), pa.decimal128(12, 3), True), (pa.decimal128(10, 2), pa.decimal128(10, 3), False),
+    (pa.date32(), pa.timestamp("us"), True), (pa.timestamp("us"), pa.date32(), False)])
+def test_widening_is_exactly_the_lossless_casts(old, new, ok):
+    assert widens(old, new) is ok
+    if ok and not pa.types.is_decimal(old):
+        sample = pa.array([1 if not pa.types.is_date(old) else dt.date(2020, 1, 1)], old)
+        assert sample.cast(new).cast(old) == sample
+
+
+def test_watermarks_round_trip_through_the_commit_metadata():
+    marks = Watermarks().advanced([(("a.b", 0), (10, 2)), (("a.b", 0), (9, 5)), (("a.b", 1), (3, 0))])
+    assert marks.marks == {("a.b", 0): (10, 2), ("a.b", 1): (3, 0)}
+    again = Watermarks.from_json(json.loads(json.dumps(marks.to_json())))
+    assert again == marks and again.holds(("a.b", 0), (10, 2)) and not again.holds(("a.b", 0), (10, 3))
+    assert not again.holds(("other", 0), (0, 0))
