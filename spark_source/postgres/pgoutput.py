@@ -398,7 +398,7 @@ def decode(payload: bytes, in_stream: bool = False) -> Message:
     Begin(final_lsn=16777256, commit_ts_us=946684800000000, xid=722)
     """
     if not payload:
-        raise PgOutputDecodeError("pgoutput message is empty (0 bytes); a message starts with its type byte",
+        raise PgOutputDecodeError("pgoutput message is empty at byte offset 0; a message starts with its type byte",
                                   offset=0, message_type=None)
     kind = chr(payload[0])
     parse = _PARSERS.get(kind)
