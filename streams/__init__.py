@@ -7,6 +7,9 @@ Python under :class:`streams.testing.TopologyTestDriver`.
 from streams.app import StreamsApp
 from streams.builder import StreamsBuilder
 from streams.errors import InvalidStateStoreError, StreamsError, TopologyError
+from streams.cogroup import CogroupedKStream
+from streams.global_table import GlobalKTable
+from streams.joins import Joined, StreamJoined, TableJoined, TopicsNotCopartitionedError
 from streams.grouped import (EmitStrategy, KGroupedStream, KGroupedTable, SessionWindowedKStream,
                              TimeWindowedKStream)
 from streams.kstream import BranchedKStream, KStream
@@ -23,5 +26,6 @@ __all__ = [
     "TimeWindowedKStream", "SessionWindowedKStream", "BranchedKStream", "Serdes", "Consumed", "Produced",
     "Grouped", "Materialized", "Named", "Repartitioned", "Branched", "Suppressed", "BufferConfig",
     "EmitStrategy", "TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows", "Windowed",
-    "TopologyError", "StreamsError", "InvalidStateStoreError",
+    "TopologyError", "StreamsError", "InvalidStateStoreError", "GlobalKTable", "CogroupedKStream", "Joined",
+    "StreamJoined", "TableJoined", "TopicsNotCopartitionedError",
 ]

@@ -89,8 +89,8 @@ class StreamsBuilder:
         return KTable(self, node, consumed.key_serde, consumed.value_serde, spec.name)
 
     def globalTable(self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None):
-        raise TopologyError("globalTable(): GlobalKTable comes with the stream-GlobalKTable join; "
-                            "use table() for a partitioned table")
+        from streams.global_table import global_table
+        return global_table(self, topic, consumed, materialized)
 
     # ------------------------------------------------------------------ build
     def build(self, spark=None, config: dict | None = None):

@@ -117,6 +117,11 @@ class KGroupedStream:
         return self._aggregate("aggregate", "KSTREAM-AGGREGATE-", lambda s: KStreamAggregate(s, i, a), m, named,
                                m.value_serde)
 
+    def cogroup(self, aggregator_):
+        """Kafka's ``cogroup(aggregator)``: start a :class:`~streams.cogroup.CogroupedKStream`."""
+        from streams.cogroup import CogroupedKStream
+        return CogroupedKStream([(self, aggregator(Fn(aggregator_, "cogroup aggregator", (3,))))])
+
     def windowedBy(self, windows):
         from streams.windows import SessionWindows
         if isinstance(windows, SessionWindows):

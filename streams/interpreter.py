@@ -64,6 +64,8 @@ class Interpreter:
         for sub in topology.subtopologies:
             for t in topology.source_topics(self.app, sub):
                 self.readers[t] = sub
+        from streams.joins import copartition
+        self.given_partitions.update(copartition(topology, self.app, lambda t: self.given_partitions.get(t, 1)))
         self.tasks: dict[tuple[int, int], tuple[Task, dict]] = {}
         self.pending: deque[tuple[str, int, int]] = deque()
         self.changelogs: dict[str, list[tuple]] = {}
@@ -109,10 +111,13 @@ class Interpreter:
 
     # ------------------------------------------------------------------ tasks
     def task(self, sub: SubTopology, partition: int) -> tuple[Task, dict]:
+        from streams.global_table import share_global_stores, task_key
+        partition = task_key(sub, partition)
         entry = self.tasks.get((sub.id, partition))
         if entry is None:
             entry = self.tasks[(sub.id, partition)] = build_task(self.topology, sub, self.app, partition,
                                                                  defaults=self.defaults)
+            share_global_stores(self, entry[0])
         return entry
 
     def stores(self, name: str) -> list[Any]:

@@ -176,6 +176,22 @@ class KStream:
                            key_serde=spec.key_serde, value_serde=spec.value_serde)
         return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name)
 
+    # ------------------------------------------------------------------ joins
+    def join(self, other, joiner=None, windows=None, joined=None, *, key_selector=None, named=None) -> "KStream":
+        """With a KStream: ``join(other, joiner, JoinWindows[, StreamJoined])``; a KTable:
+        ``join(table, joiner[, Joined])``; a GlobalKTable: ``join(globalTable, keySelector, joiner)``.
+        Joiners are SQL over ``left`` (also ``value``), ``right`` and ``key``, or callables."""
+        from streams.join_dsl import kstream_join
+        return kstream_join(self, "inner", other, joiner, windows, joined, key_selector, named)
+
+    def leftJoin(self, other, joiner=None, windows=None, joined=None, *, key_selector=None, named=None) -> "KStream":
+        from streams.join_dsl import kstream_join
+        return kstream_join(self, "left", other, joiner, windows, joined, key_selector, named)
+
+    def outerJoin(self, other, joiner=None, windows=None, joined=None) -> "KStream":
+        from streams.join_dsl import kstream_join
+        return kstream_join(self, "outer", other, joiner, windows, joined, None, None)
+
     # ------------------------------------------------------------------ grouping
     def groupByKey(self, grouped: Grouped | None = None):
         from streams.grouped import KGroupedStream

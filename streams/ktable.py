@@ -107,10 +107,43 @@ class KTable:
                            key_serde=self.key_serde, value_serde=self.value_serde)
         return KTable(self._b, node, self.key_serde, self.value_serde, None, self._windowed)
 
-    def join(self, *args, **kwargs):
-        raise TopologyError("KTable joins come with the join matrix; not available yet")
+    def join(self, other, joiner=None, *args, foreign_key=None, named=None, materialized=None, table_joined=None):
+        """``join(other, joiner[, Named][, Materialized])`` on the primary key, or the foreign-key
+        join ``join(other, foreignKeyExtractor, joiner[, TableJoined][, Materialized])`` (or
+        ``foreign_key=``)."""
+        return self._join("inner", other, joiner, args, foreign_key, named, materialized, table_joined)
 
-    leftJoin = outerJoin = join
+    def leftJoin(self, other, joiner=None, *args, foreign_key=None, named=None, materialized=None, table_joined=None):
+        return self._join("left", other, joiner, args, foreign_key, named, materialized, table_joined)
+
+    def outerJoin(self, other, joiner=None, *args, named=None, materialized=None):
+        return self._join("outer", other, joiner, args, None, named, materialized, None)
+
+    def _join(self, kind, other, joiner, args, foreign_key, named, materialized, table_joined):
+        from streams.join_dsl import foreign_key as fk_join, table_table
+        from streams.joins import TableJoined
+        if not isinstance(other, KTable) or other._b is not self._b:
+            raise TopologyError("a KTable joins another KTable of the same builder")
+        rest = list(args)
+        if foreign_key is None and rest and not isinstance(rest[0], (Materialized, TableJoined)) \
+                and not _is_named(rest[0]):
+            foreign_key, joiner, rest = joiner, rest[0], rest[1:]
+        for a in rest:
+            if isinstance(a, Materialized):
+                materialized = a
+            elif isinstance(a, TableJoined):
+                table_joined = a
+            else:
+                named = a
+        if foreign_key is not None:
+            return fk_join(self, other, kind, foreign_key, joiner, table_joined or (TableJoined(_named(named))
+                           if named is not None else None), materialized)
+        return table_table(self, other, kind, joiner, named, materialized)
+
+
+def _is_named(arg) -> bool:
+    from streams.parameters import Named
+    return isinstance(arg, Named)
 
 
 def _predicate(f: Fn):

@@ -183,7 +183,11 @@ class TopologyDescription:
                        else "one streaming query: mapInArrow, stateless")
                 if p.prefix:
                     how += f"; Spark SQL up to {p.prefix[-1].name}"
-            lines.append(f"   Sub-topology: {sub.id}  ({how})")
+            if any(n.args.get("global") for n in sub.nodes):
+                how = "for global store (will not generate tasks)"
+                lines.append(f"   Sub-topology: {sub.id} {how}")
+            else:
+                lines.append(f"   Sub-topology: {sub.id}  ({how})")
             for n in sub.nodes:
                 if n.kind == "source":
                     topics = ", ".join(t.topic(app, n, x) for x in n.topics)

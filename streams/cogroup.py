@@ -1,0 +1,84 @@
+"""``cogroup``: several grouped streams aggregated into one table, each with its own aggregator,
+all writing one store (Kafka's ``CogroupedKStream``, KIP-150).
+
+Each stream (repartitioned first when its key changed) gets a ``COGROUPKSTREAM-AGGREGATE-``
+processor over the shared store; their results meet in ``COGROUPKSTREAM-MERGE-``. Windowed
+cogroups share one window (or session) store; each processor keeps its own stream time, as each
+of Kafka's does.
+
+    totals = (clicks.groupByKey().cogroup(lambda k, v, agg: agg + 1)
+              .cogroup(buys.groupByKey(), lambda k, v, agg: agg + 100)
+              .aggregate(lambda: 0))
+"""
+from __future__ import annotations
+
+from streams.errors import TopologyError
+from streams.functions import Fn
+from streams.parameters import Materialized
+
+
+class CogroupedKStream:
+    def __init__(self, groups: list):
+        self._groups = groups          # [(KGroupedStream, aggregator)]
+        self._b = groups[0][0]._b
+
+    def cogroup(self, grouped, aggregator_) -> "CogroupedKStream":
+        from streams.grouped import KGroupedStream, aggregator
+        if not isinstance(grouped, KGroupedStream) or grouped._b is not self._b:
+            raise TopologyError("cogroup(): expected a KGroupedStream of the same builder")
+        if any(g is grouped for g, _ in self._groups):
+            raise TopologyError("cogroup(): this grouped stream is already part of the cogroup")
+        return CogroupedKStream(self._groups + [(grouped, aggregator(Fn(aggregator_, "cogroup aggregator", (3,))))])
+
+    def windowedBy(self, windows) -> "CogroupedKStream":
+        out = CogroupedKStream(self._groups)
+        out._windows = windows
+        return out
+
+    _windows = None
+
+    def aggregate(self, initializer_, named=None, materialized: Materialized | None = None, merger_=None):
+        """``aggregate(initializer[, named][, materialized])``; session windows also take a
+        ``merger_`` (Kafka: ``aggregate(initializer, merger)``)."""
+        from streams.grouped import initializer, merger
+        from streams.kstream import _named
+        from streams.ktable import KTable
+        from streams.stateless import PassThrough
+        from streams.windows import SessionWindows, SlidingWindows
+        if isinstance(named, Materialized):
+            named, materialized = None, named
+        init = initializer(Fn(initializer_, "cogroup initializer", (0,)))
+        w = self._windows
+        kind = "keyValue" if w is None else ("session" if isinstance(w, SessionWindows) else "window")
+        if kind == "session" and merger_ is None:
+            raise TopologyError("a session-windowed cogroup needs a merger: aggregate(initializer, merger)")
+        merge_fn = merger(Fn(merger_, "session merger", (3,))) if merger_ is not None else None
+        retention = None
+        if w is not None:
+            retention = (materialized.retention if materialized and materialized.retention else w.retentionMs())
+        spec = self._b.store(materialized, kind, "COGROUPKSTREAM-AGGREGATE-STATE-STORE-", retention=retention,
+                             key_serde=self._groups[0][0].key_serde,
+                             value_serde=materialized.value_serde if materialized else None)
+        parents = []
+        for grouped, agg in self._groups:
+            src = grouped._input(f"{spec.name}-{len(parents)}" if grouped._grouped.name is None else spec.name)
+            name = self._b.next_name("COGROUPKSTREAM-AGGREGATE-")
+            make = self._factory(kind, w, spec.name, init, agg, merge_fn)
+            parents.append(self._b.add(name, "processor", "cogroup-aggregate", make, [src._node], (spec,),
+                                       args={"store": spec.name}))
+        merge = self._b.name(_named(named), "COGROUPKSTREAM-MERGE-")
+        node = self._b.add(merge, "processor", "cogroup-merge", PassThrough, parents, args={"store": spec.name},
+                           key_serde=spec.key_serde, value_serde=spec.value_serde)
+        return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name, windowed=w)
+
+    @staticmethod
+    def _factory(kind, w, store, init, agg, merge_fn):
+        from streams.aggregate import KStreamAggregate
+        from streams.window_aggregate import SessionWindowAggregate, SlidingWindowAggregate, TimeWindowAggregate
+        from streams.windows import SlidingWindows
+        if kind == "keyValue":
+            return lambda: KStreamAggregate(store, init, agg)
+        if kind == "session":
+            return lambda: SessionWindowAggregate(store, w, init, agg, merge_fn)
+        cls = SlidingWindowAggregate if isinstance(w, SlidingWindows) else TimeWindowAggregate
+        return lambda: cls(store, w, init, agg)

@@ -1,0 +1,227 @@
+"""Foreign-key table joins (KIP-213): the left table joined to the right table by a key extracted
+from each left row, through two internal topics, as Kafka Streams runs them.
+
+- Left side, ``SubscriptionSend``: each left change becomes a *subscription* ``(hash of the new
+  left value, instruction, primary key, partition)`` keyed by the foreign key and written to
+  ``<app>-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-<n>-topic`` (partitioned like the right table).
+  A changed foreign key first unsubscribes from the old one.
+- Right side: ``SubscriptionReceive`` keeps subscriptions per ``(foreign key, primary key)``;
+  ``SubscriptionJoin`` answers each with the right row; ``ForeignTableJoin`` answers every
+  subscriber of a right key when that row changes (the fan-out). Answers go to
+  ``<app>-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-<n>-topic``, to the partition the subscription came
+  from.
+- Left side, ``ResponseJoin``: an answer whose hash is not the hash of the left row's current
+  value is stale (the row changed since) and is dropped; otherwise the joiner runs (a missing right
+  row gives a tombstone in an inner join).
+
+Instructions are Kafka's ``SubscriptionWrapper.Instruction``. The hash is a 128-bit BLAKE2 of the
+canonical encoding of the value (Kafka: Murmur3 of the serialized value): equal values, equal hash.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import pickle
+from typing import Any, Callable
+
+from streams.processor import Processor
+from streams.record import Change, Record
+from streams.table_store import TimestampedKeyValueStore, value_or_none
+
+log = logging.getLogger(__name__)
+
+DELETE_KEY_AND_PROPAGATE = "DELETE_KEY_AND_PROPAGATE"
+DELETE_KEY_NO_PROPAGATE = "DELETE_KEY_NO_PROPAGATE"
+PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE = "PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE"
+PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE = "PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE"
+
+
+def value_hash(value) -> bytes | None:
+    if value is None:
+        return None
+    from streams.state_codec import encode_key
+    return hashlib.blake2b(encode_key(value), digest_size=16).digest()
+
+
+class WrapperSerde:
+    """How subscriptions ``(hash, instruction, pk, partition)`` and responses
+    ``(hash, right value, partition)`` travel on the internal topics (format byte + pickle)."""
+    def serialize(self, value) -> bytes | None:
+        return None if value is None else b"\x01" + pickle.dumps(value, protocol=4)
+
+    def deserialize(self, data: bytes | None):
+        return None if data is None else pickle.loads(data[1:])
+
+
+class SubscriptionSend(Processor):
+    """``KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-``: left changes to subscriptions."""
+
+    def __init__(self, extractor: Callable[[Any, Any], Any], left_join: bool):
+        self.extract, self.left_join = extractor, left_join
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        key, new, old = record.key, change.new, change.old
+        h = value_hash(new)
+        send = lambda fk, instruction: self.forward(
+            record.with_(key=fk, value=(h, instruction, key, self.context.task)))
+        new_fk = None if new is None else self.extract(key, new)
+        if self.left_join:
+            if old is not None:
+                old_fk = self.extract(key, old)
+                if old_fk is not None and new_fk != old_fk:
+                    send(old_fk, DELETE_KEY_AND_PROPAGATE)
+                send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+            elif new is not None:
+                send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+            return
+        if old is not None:
+            old_fk = self.extract(key, old)
+            if old_fk is None:
+                return _skip(self)
+            if new is not None:
+                if new_fk is None:
+                    return _skip(self)
+                if new_fk != old_fk:
+                    send(old_fk, DELETE_KEY_NO_PROPAGATE)
+                send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+            else:
+                send(old_fk, DELETE_KEY_AND_PROPAGATE)
+        elif new is not None:
+            if new_fk is None:
+                return _skip(self)
+            send(new_fk, PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+
+
+def _skip(p: Processor) -> None:
+    log.warning("Skipping record due to null foreign key. topic=[%s] partition=[%s] offset=[%s]", *p.context.source())
+
+
+class SubscriptionStore:
+    """The subscription store: ``[fk, pk] -> (subscription, ts)`` plus, per foreign key, its
+    subscribers' primary keys (Kafka prefix-scans ``CombinedKey`` bytes instead)."""
+
+    def __init__(self, kv):
+        self.kv = kv
+
+    def get(self, fk, pk):
+        return self.kv.get(["s", fk, pk])
+
+    def put(self, fk, pk, entry) -> None:
+        self.kv.put(["s", fk, pk], entry)
+        pks = list(self.kv.get(["i", fk]) or ())
+        if pk not in pks:
+            pks.append(pk)
+            try:
+                pks.sort()
+            except TypeError:
+                pass
+            self.kv.put(["i", fk], pks)
+
+    def delete(self, fk, pk) -> None:
+        self.kv.delete(["s", fk, pk])
+        pks = [p for p in (self.kv.get(["i", fk]) or ()) if p != pk]
+        self.kv.put(["i", fk], pks or None)
+
+    def subscribers(self, fk) -> list:
+        return [(pk, self.get(fk, pk)) for pk in (self.kv.get(["i", fk]) or ())]
+
+
+class SubscriptionReceive(Processor):
+    """``KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-`` (receive): store or delete the subscription and
+    pass it on as ``Change(new, old)`` keyed ``(fk, pk)``."""
+
+    def __init__(self, store: str):
+        self.store_name = store
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.store = SubscriptionStore(context.store(self.store_name))
+
+    def process(self, record: Record) -> None:
+        sub = record.value
+        fk, (h, instruction, pk, partition) = record.key, sub
+        if fk is None and instruction != PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
+            return _skip(self)
+        new = (sub, record.timestamp)
+        old = None
+        if fk is not None:
+            old = self.store.get(fk, pk)
+            if instruction in (DELETE_KEY_AND_PROPAGATE, DELETE_KEY_NO_PROPAGATE):
+                self.store.delete(fk, pk)
+            else:
+                self.store.put(fk, pk, new)
+        self.forward(record.with_(key=(fk, pk), value=Change(new, old)))
+
+
+class SubscriptionJoin(Processor):
+    """``KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-`` (join-foreign): answer a subscription with the
+    right row, by its instruction."""
+
+    def __init__(self, getter):
+        self.getter = getter
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.get = self.getter.open(context)
+
+    def process(self, record: Record) -> None:
+        (fk, pk), ((h, instruction, _, partition), ts) = record.key, record.value.new
+        right = None if fk is None else self.get(fk)
+        out_ts = ts if right is None else max(ts, right.timestamp)
+        if instruction == DELETE_KEY_AND_PROPAGATE:
+            response = (h, None, partition)
+        elif instruction == PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
+            response = (h, value_or_none(right), partition)
+        elif instruction == PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE and right is not None:
+            response = (h, right.value, partition)
+        else:
+            return
+        self.forward(Record(pk, response, out_ts, record.headers))
+
+
+class ForeignTableJoin(Processor):
+    """``KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-`` (foreign-join-subscription): a right row's change
+    answers every subscriber of its key."""
+
+    def __init__(self, store: str):
+        self.store_name = store
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.store = SubscriptionStore(context.store(self.store_name))
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            return
+        for pk, entry in self.store.subscribers(record.key):
+            (h, _, _, partition), _ts = entry
+            self.forward(Record(pk, (h, record.value.new, partition), record.timestamp, record.headers))
+
+
+class ResponseJoin(Processor):
+    """``KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-``: drop stale answers (hash of the
+    current left value differs), else join."""
+
+    def __init__(self, getter, joiner: Callable, left_join: bool):
+        self.getter, self.joiner, self.left_join = getter, joiner, left_join
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.get = self.getter.open(context)
+
+    def process(self, record: Record) -> None:
+        h, right, _ = record.value
+        current = self.get(record.key)
+        if value_hash(value_or_none(current)) != h:
+            return
+        if right is None and (not self.left_join or current is None):
+            result = None
+        else:
+            result = self.joiner(record.key, value_or_none(current), right)
+        self.forward(record.with_(value=result))
+
+
+def response_partition(key, value, topic):
+    """Answers go back to the partition the subscription came from."""
+    return value[2]

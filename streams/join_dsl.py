@@ -1,0 +1,288 @@
+"""How the DSL's joins become nodes, named as Kafka Streams names them (``KStreamImplJoin``,
+``KStreamImpl.doStreamTableJoin``/``globalTableJoin``, ``KTableImpl.doJoin``), so ``describe()``
+reads like Kafka's. The processors are in :mod:`streams.stream_join` and
+:mod:`streams.table_join`; the foreign-key join in :mod:`streams.fk_join`.
+"""
+from __future__ import annotations
+
+from streams.errors import TopologyError
+from streams.joins import Joined, StreamJoined, joiner as make_joiner, reverse
+from streams.stores import StoreSpec
+from streams.windows import JoinWindows
+
+
+def _named(named):
+    from streams.kstream import _named as n
+    return n(named)
+
+
+def _repartitioned(stream, name: str):
+    """A stream whose key changed goes through ``<name>-repartition`` before a join, null keys
+    dropped, as Kafka's ``repartitionForJoin`` does."""
+    if not stream._repartition_required:
+        return stream
+    return stream._through_repartition(name, drop_null_keys=True)
+
+
+def kstream_join(stream, kind: str, other, joiner_arg, windows, joined, key_selector, named):
+    """``KStream.join/leftJoin/outerJoin`` by the other side's type, with Kafka's argument order:
+    ``(stream, joiner, JoinWindows[, StreamJoined])``, ``(table, joiner[, Joined])``,
+    ``(globalTable, keySelector, joiner[, Named])`` (or ``key_selector=``, ``joiner=``)."""
+    from streams.global_table import GlobalKTable
+    from streams.kstream import KStream
+    from streams.ktable import KTable
+    if isinstance(other, KStream):
+        if other._b is not stream._b:
+            raise TopologyError("join(): the other stream belongs to another StreamsBuilder")
+        return stream_stream(stream, other, kind, joiner_arg, windows, joined)
+    if isinstance(other, KTable):
+        if kind == "outer":
+            raise TopologyError("KStream–KTable joins are inner or left; there is no outer join (Kafka has none)")
+        if joined is None and isinstance(windows, Joined):
+            joined = windows
+        elif windows is not None and not isinstance(windows, Joined):
+            raise TopologyError("a stream–table join takes (table, joiner[, Joined]); JoinWindows are for "
+                                "stream–stream joins")
+        return stream_table(stream, other, kind, joiner_arg, joined)
+    if isinstance(other, GlobalKTable):
+        if key_selector is None:
+            key_selector, joiner_arg, windows = joiner_arg, windows, None
+        return stream_global(stream, other, kind, key_selector, joiner_arg, named or joined or windows)
+    raise TopologyError(f"join(): cannot join a KStream with {type(other).__name__}")
+
+
+# ---------------------------------------------------------------------- stream–stream
+def stream_stream(this, other, kind: str, joiner_arg, windows: JoinWindows, params: StreamJoined | None):
+    from streams.kstream import KStream
+    from streams.stateless import PassThrough
+    from streams.stream_join import LEFT, RIGHT, JoinWindow, StreamStreamJoin
+    if not isinstance(windows, JoinWindows):
+        raise TopologyError(f"a stream–stream {kind} join needs JoinWindows, got {type(windows).__name__}")
+    p = params or StreamJoined()
+    if p.name is not None and not isinstance(p, StreamJoined):
+        raise TopologyError("stream–stream joins take StreamJoined")
+    j = make_joiner(joiner_arg, f"{kind} joiner")
+    b = this._b
+    left_outer, right_outer = kind in ("left", "outer"), kind == "outer"
+    this = _repartitioned(this, f"{p.name}-left" if p.name else this._node.name)
+    other = _repartitioned(other, f"{p.name}-right" if p.name else other._node.name)
+
+    def name(suffix, prefix):
+        return f"{p.name}{suffix}" if p.name else b.next_name(prefix)
+
+    this_windowed = name("-this-windowed", "KSTREAM-WINDOWED-")
+    other_windowed = name("-other-windowed", "KSTREAM-WINDOWED-")
+    join_this = name("-this-join", "KSTREAM-OUTERTHIS-" if right_outer else "KSTREAM-JOINTHIS-")
+    join_other = name("-other-join", "KSTREAM-OUTEROTHER-" if left_outer else "KSTREAM-JOINOTHER-")
+    merge = name("-merge", "KSTREAM-MERGE-")
+    retention = windows.retentionMs()
+    if p.store_name:
+        this_store, other_store = f"{p.store_name}-this-join-store", f"{p.store_name}-other-join-store"
+    else:
+        this_store, other_store = f"{join_this}-store", f"{join_other}-store"
+    this_spec = StoreSpec(this_store, "window", retention)
+    other_spec = StoreSpec(other_store, "window", retention)
+    shared = ()
+    if left_outer:
+        if p.store_name:
+            outer_name = f"{p.store_name}-{'outer' if right_outer else 'left'}-shared-join-store"
+        else:
+            outer_name = join_this.replace("KSTREAM-OUTERTHIS-", "KSTREAM-OUTERSHARED-").replace(
+                "KSTREAM-JOINTHIS-", "KSTREAM-OUTERSHARED-") + ("-store" if not p.name else "-outer-shared-store")
+        shared = (StoreSpec(outer_name, "window", retention),)
+    outer_store = shared[0].name if shared else None
+    args = {"windows": windows, "joiner": joiner_arg, "kind": kind}
+    tw = b.add(this_windowed, "processor", "join-windowed", lambda: JoinWindow(this_store, windows), [this._node],
+               (this_spec,), args=args)
+    ow = b.add(other_windowed, "processor", "join-windowed", lambda: JoinWindow(other_store, windows), [other._node],
+               (other_spec,), args=args)
+    jt = b.add(join_this, "processor", "stream-join",
+               lambda: StreamStreamJoin(LEFT, other_store, windows, j, left_outer, outer_store), [tw],
+               (other_spec,) + shared, args={**args, "side": "left"})
+    jo = b.add(join_other, "processor", "stream-join",
+               lambda: StreamStreamJoin(RIGHT, this_store, windows, reverse(j), right_outer, outer_store), [ow],
+               (this_spec,) + shared, args={**args, "side": "right"})
+    m = b.add(merge, "processor", "merge", PassThrough, [jt, jo],
+              args={"copartition": (this._node, other._node)})
+    return KStream(b, m, p.key_serde or this.key_serde, None, False)
+
+
+# ---------------------------------------------------------------------- stream–table, stream–global
+def stream_table(stream, table, kind: str, joiner_arg, joined: Joined | None):
+    from streams.kstream import KStream
+    from streams.table_join import StreamTableJoin, value_getter
+    if kind == "outer":
+        raise TopologyError("KStream–KTable joins are inner or left; there is no outer join (Kafka has none)")
+    p = joined or Joined()
+    if not isinstance(p, Joined):
+        raise TopologyError(f"a stream–table join takes Joined, got {type(p).__name__}")
+    j = make_joiner(joiner_arg, f"{kind} joiner")
+    b = stream._b
+    stream = _repartitioned(stream, f"{p.name}-left" if p.name else stream._node.name)
+    getter = value_getter(table)
+    if p.grace_ms is not None and not getter.versioned:
+        raise TopologyError("Joined.withGracePeriod needs a versioned table (Materialized.as_(Stores."
+                            "persistentVersionedKeyValueStore(...))): only a versioned table can be read "
+                            "as of an earlier time")
+    name = b.name(p.name, "KSTREAM-LEFTJOIN-" if kind == "left" else "KSTREAM-JOIN-")
+    specs = tuple(s for s in _specs(b, getter.names))
+    node = b.add(name, "processor", "stream-table-join", lambda: StreamTableJoin(getter, j, kind == "left"),
+                 [stream._node], specs, args={"joiner": joiner_arg, "kind": kind,
+                                              "copartition": (stream._node, table._node)})
+    return KStream(b, node, stream.key_serde, None, False)
+
+
+def stream_global(stream, table, kind: str, key_selector, joiner_arg, named=None):
+    from streams.functions import Fn
+    from streams.kstream import KStream
+    from streams.table_join import StreamTableJoin
+    if kind == "outer":
+        raise TopologyError("KStream–GlobalKTable joins are inner or left")
+    if key_selector is None:
+        raise TopologyError("a GlobalKTable join needs a key selector: join(globalTable, keySelector, joiner)")
+    sel = Fn(key_selector, "GlobalKTable key selector", (2,))
+    mapper = (lambda k, v: sel.evaluate({"key": k, "value": v})) if sel.is_sql else sel.fn
+    j = make_joiner(joiner_arg, f"{kind} joiner")
+    b = stream._b
+    name = b.name(_named(named), "KSTREAM-LEFTJOIN-" if kind == "left" else "KSTREAM-JOIN-")
+    getter = table._getter()
+    node = b.add(name, "processor", "stream-global-join",
+                 lambda: StreamTableJoin(getter, j, kind == "left", mapper), [stream._node],
+                 args={"joiner": joiner_arg, "kind": kind, "key_selector": sel, "global_store": getter.store})
+    return KStream(b, node, stream.key_serde, None, stream._repartition_required)
+
+
+def _specs(builder, names):
+    for n in builder._nodes:
+        for s in n.stores:
+            if s.name in names:
+                yield s
+                names = tuple(x for x in names if x != s.name)
+
+
+# ---------------------------------------------------------------------- table–table
+class _MergeOpts(dict):
+    """The join result's ``opts``: asking it for old values turns them on in both joined tables,
+    as ``KTableKTableJoinMerger.enableSendingOldValues`` does."""
+    def __init__(self, tables):
+        super().__init__()
+        self._tables = tables
+
+    def __setitem__(self, k, v):
+        super().__setitem__(k, v)
+        if k == "send_old_values" and v:
+            for t in self._tables:
+                t._enable_old_values()
+
+
+def table_table(this, other, kind: str, joiner_arg, named=None, materialized=None):
+    from streams.ktable import KTable
+    from streams.table_join import TableJoinMerger, TableTableJoin, value_getter
+    if this._windowed is not None or other._windowed is not None:
+        raise TopologyError("a windowed table cannot be joined: join the tables before windowing")
+    j = make_joiner(joiner_arg, f"{kind} joiner")
+    b = this._b
+    given = _named(named)
+    merge = b.name(given, "KTABLE-MERGE-")
+    left_outer, right_outer = kind in ("left", "outer"), kind == "outer"
+    if left_outer:
+        this._enable_old_values()
+    if right_outer:
+        other._enable_old_values()
+    this_get, other_get = value_getter(this), value_getter(other)
+    join_this = f"{given}-join-this" if given else b.next_name("KTABLE-JOINTHIS-")
+    join_other = f"{given}-join-other" if given else b.next_name("KTABLE-JOINOTHER-")
+    opts = _MergeOpts((this, other))
+    send_old = lambda: opts.get("send_old_values", False)
+    this_kind, other_kind = {"inner": ("inner", "inner"), "left": ("left", "right"), "outer": ("outer", "outer")}[kind]
+    jt = b.add(join_this, "processor", "join-this",
+               lambda: TableTableJoin(this_kind, other_get, j, send_old), [this._node],
+               tuple(_specs(b, other_get.names)), args={"joiner": joiner_arg, "kind": kind})
+    jo = b.add(join_other, "processor", "join-other",
+               lambda: TableTableJoin(other_kind, this_get, reverse(j), send_old), [other._node],
+               tuple(_specs(b, this_get.names)), args={"joiner": joiner_arg, "kind": kind})
+    spec = None
+    if materialized is not None:
+        spec = b.store(materialized, "keyValue", "KTABLE-MERGE-STATE-STORE-", key_serde=this.key_serde,
+                       value_serde=materialized.value_serde)
+    m = b.add(merge, "processor", "join-merge",
+              lambda: TableJoinMerger(spec.name if spec else None, send_old), [jt, jo],
+              (spec,) if spec else (), args={"opts": opts, "copartition": (this._node, other._node)},
+              key_serde=this.key_serde, value_serde=spec.value_serde if spec else None)
+    return KTable(b, m, this.key_serde, m.value_serde, spec.name if spec else None)
+
+
+# ---------------------------------------------------------------------- foreign key (KIP-213)
+def foreign_key(this, other, kind: str, extractor_arg, joiner_arg, table_joined=None, materialized=None):
+    from streams.fk_join import (ForeignTableJoin, ResponseJoin, SubscriptionJoin, SubscriptionReceive,
+                                 SubscriptionSend, WrapperSerde, response_partition)
+    from streams.functions import Fn
+    from streams.ktable import KTable
+    from streams.stateless import Sink, Source
+    from streams.table import KTableSource
+    from streams.table_join import value_getter
+    if kind == "outer":
+        raise TopologyError("foreign-key joins are inner or left (Kafka has no outer foreign-key join)")
+    f = Fn(extractor_arg, "foreign key extractor", (1, 2))
+    if f.is_sql:
+        extract = lambda k, v: f.evaluate({"key": k, "value": v})
+    else:
+        extract = (lambda k, v: f.fn(v)) if f.arity == 1 else f.fn
+    j = make_joiner(joiner_arg, f"{kind} joiner")
+    b = this._b
+    given = getattr(table_joined, "name", None)
+    left_join = kind == "left"
+    other._enable_old_values()
+    this._enable_old_values()
+    this_get, other_get = value_getter(this), value_getter(other)
+
+    def name(suffix, prefix):
+        return f"{given}{suffix}" if given else b.next_name(prefix)
+
+    registration = name("-subscription-registration", "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-") + "-topic"
+    wrappers = WrapperSerde()
+    send = b.add(name("-subscription-registration-processor", "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-"),
+                 "processor", "fk-subscription-send", lambda: SubscriptionSend(extract, left_join), [this._node],
+                 args={"foreign_key": f, "kind": kind})
+    fk_serde = other.key_serde
+    reg_sink = b.add(name("-subscription-registration-sink", "KTABLE-SINK-"), "sink", "fk-subscription",
+                     lambda: Sink(registration, None, fk_serde, wrappers, internal=True), [send],
+                     topics=(registration,), internal=True, key_serde=fk_serde, value_serde=wrappers)
+    reg_source = b.add(name("-subscription-registration-source", "KTABLE-SOURCE-"), "source", "fk-subscription",
+                       lambda: Source(fk_serde, wrappers), [], topics=(registration,), internal=True,
+                       key_serde=fk_serde, value_serde=wrappers)
+    reg_sink.args["pair"] = reg_source.name
+    sub_store = StoreSpec(name("-subscription-store", "KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-"), "keyValue")
+    receive = b.add(name("-subscription-receive", "KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-"), "processor",
+                    "fk-subscription-receive", lambda: SubscriptionReceive(sub_store.name), [reg_source], (sub_store,),
+                    args={"copartition": (reg_source, other._node)})
+    join_foreign = b.add(name("-subscription-join-foreign", "KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-"), "processor",
+                         "fk-subscription-join", lambda: SubscriptionJoin(other_get), [receive],
+                         tuple(_specs(b, other_get.names)))
+    foreign_join = b.add(name("-foreign-join-subscription", "KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-"), "processor",
+                         "fk-foreign-join", lambda: ForeignTableJoin(sub_store.name), [other._node], (sub_store,))
+    response = name("-subscription-response", "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-") + "-topic"
+    pk_serde = this.key_serde
+    resp_sink = b.add(name("-subscription-response-sink", "KTABLE-SINK-"), "sink", "fk-response",
+                      lambda: Sink(response, None, pk_serde, wrappers, partitioner=response_partition, internal=True),
+                      [join_foreign, foreign_join], topics=(response,), internal=True,
+                      key_serde=pk_serde, value_serde=wrappers)
+    resp_source = b.add(name("-subscription-response-source", "KTABLE-SOURCE-"), "source", "fk-response",
+                        lambda: Source(pk_serde, wrappers), [], topics=(response,), internal=True,
+                        key_serde=pk_serde, value_serde=wrappers)
+    resp_sink.args["pair"] = resp_source.name
+    resolver = b.add(name("-subscription-response-resolver", "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-"),
+                     "processor", "fk-response-join", lambda: ResponseJoin(this_get, j, left_join), [resp_source],
+                     tuple(_specs(b, this_get.names)), args={"joiner": joiner_arg,
+                                                            "copartition": (resp_source, this._node)})
+    result = name("-result", "KTABLE-FK-JOIN-OUTPUT-")
+    spec = None
+    if materialized is not None:
+        spec = b.store(materialized, "keyValue", "KTABLE-FK-JOIN-OUTPUT-STATE-STORE-", key_serde=pk_serde,
+                       value_serde=materialized.value_serde)
+    opts: dict = {}
+    out = b.add(result, "processor", "fk-output",
+                lambda: KTableSource(spec.name if spec else None, opts.get("send_old_values", False) and spec is not None),
+                [resolver], (spec,) if spec else (), args={"opts": opts}, key_serde=pk_serde,
+                value_serde=spec.value_serde if spec else None)
+    return KTable(b, out, pk_serde, out.value_serde, spec.name if spec else None)

@@ -1,0 +1,182 @@
+"""Join parameters as Kafka Streams names them — ``Joined`` (stream–table), ``StreamJoined``
+(stream–stream), ``TableJoined`` (foreign-key) — the joiner argument, and the co-partitioning
+rule every key-based join checks.
+
+A joiner is a SQL expression or a callable. In SQL the two sides are ``left`` (also ``value``, so
+a stream–table enrichment reads ``struct(value.amount AS amount, right.tier AS tier)``) and
+``right``, plus ``key``; the side that did not match is NULL. A callable is Kafka's
+``ValueJoiner.apply(left, right)`` or ``ValueJoinerWithKey.apply(key, left, right)`` by its arity.
+
+    orders.join(customers, "struct(value.amount AS amount, right.tier AS tier)")
+    clicks.leftJoin(views, lambda c, v: (c, v), JoinWindows.ofTimeDifferenceWithNoGrace(5_000))
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+from streams.errors import TopologyError
+from streams.functions import Fn
+from streams.parameters import check_name
+
+
+class TopicsNotCopartitionedError(TopologyError):
+    """Kafka's ``TopologyException: Topics not co-partitioned``: the two sides of a key-based join
+    read topics with different partition counts, so equal keys would land in different tasks."""
+    code, name, retriable, grpc_status = 1240, "TOPICS_NOT_COPARTITIONED", False, "INVALID_ARGUMENT"
+
+
+def joiner(arg, what: str = "joiner") -> Callable[[Any, Any, Any], Any]:
+    """``(key, left, right) -> result`` from a SQL expression or a ValueJoiner(WithKey)."""
+    f = Fn(arg, what, (2, 3))
+    if f.is_sql:
+        return _SqlJoiner(f)
+    if f.arity == 2:
+        return _TwoArgs(f.fn)
+    return f.fn
+
+
+class _SqlJoiner:
+    __slots__ = ("f",)
+
+    def __init__(self, f: Fn):
+        self.f = f
+
+    def __call__(self, key, left, right):
+        return self.f.evaluate({"key": key, "value": left, "left": left, "right": right})
+
+
+class _TwoArgs:
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, key, left, right):
+        return self.fn(left, right)
+
+
+def reverse(j: Callable) -> Callable:
+    """Kafka's ``reverseJoiner``: the other side's processor calls the user's joiner with the
+    sides in the user's order."""
+    return lambda key, other, this: j(key, this, other)
+
+
+@dataclass(frozen=True)
+class Joined:
+    """Stream–table join parameters: serdes, a name, and (KIP-923) a grace period during which a
+    stream record waits so that a late table update with an older timestamp still counts (only
+    with a versioned table)."""
+    key_serde: Any = None
+    value_serde: Any = None
+    other_value_serde: Any = None
+    name: str | None = None
+    grace_ms: int | None = None
+
+    @staticmethod
+    def with_(key_serde=None, value_serde=None, other_value_serde=None, name: str | None = None) -> "Joined":
+        return Joined(key_serde, value_serde, other_value_serde, check_name(name, "Joined"))
+
+    @staticmethod
+    def as_(name: str) -> "Joined":
+        return Joined(name=check_name(name, "Joined"))
+
+    def withName(self, name: str) -> "Joined":
+        return replace(self, name=check_name(name, "Joined"))
+
+    def withGracePeriod(self, grace) -> "Joined":
+        from streams.windows import duration_ms
+        ms = duration_ms(grace, "Joined grace period")
+        if ms < 0:
+            raise TopologyError("Joined grace period must not be negative")
+        return replace(self, grace_ms=ms)
+
+
+@dataclass(frozen=True)
+class StreamJoined:
+    """Stream–stream join parameters: serdes of both sides, the processors' name and the store
+    name (``<name>-this-join-store``, ``<name>-other-join-store`` and, for left/outer joins, the
+    shared store of not-yet-joined records)."""
+    key_serde: Any = None
+    value_serde: Any = None
+    other_value_serde: Any = None
+    name: str | None = None
+    store_name: str | None = None
+
+    @staticmethod
+    def with_(key_serde=None, value_serde=None, other_value_serde=None) -> "StreamJoined":
+        return StreamJoined(key_serde, value_serde, other_value_serde)
+
+    @staticmethod
+    def as_(store_name: str) -> "StreamJoined":
+        return StreamJoined(store_name=check_name(store_name, "StreamJoined store name"))
+
+    def withName(self, name: str) -> "StreamJoined":
+        return replace(self, name=check_name(name, "StreamJoined"))
+
+    def withStoreName(self, store_name: str) -> "StreamJoined":
+        return replace(self, store_name=check_name(store_name, "StreamJoined store name"))
+
+    def withKeySerde(self, serde) -> "StreamJoined":
+        return replace(self, key_serde=serde)
+
+    def withValueSerde(self, serde) -> "StreamJoined":
+        return replace(self, value_serde=serde)
+
+    def withOtherValueSerde(self, serde) -> "StreamJoined":
+        return replace(self, other_value_serde=serde)
+
+
+@dataclass(frozen=True)
+class TableJoined:
+    """Foreign-key join parameters: the name of its processors and internal topics."""
+    name: str | None = None
+
+    @staticmethod
+    def as_(name: str) -> "TableJoined":
+        return TableJoined(check_name(name, "TableJoined"))
+
+
+# ---------------------------------------------------------------------- co-partitioning
+def _source_topics(node, app: str) -> list[tuple[str, bool]]:
+    """The topics feeding ``node`` inside its sub-topology: (resolved name, internal)."""
+    from streams.topology import Topology
+    out, seen, todo = [], set(), [node]
+    while todo:
+        n = todo.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.kind == "source":
+            out.extend((Topology.topic(app, n, t), n.internal) for t in n.topics)
+        todo.extend(n.parents)
+    return out
+
+
+def copartition(topology, app: str, partitions: Callable[[str], int | None]) -> dict[str, int]:
+    """Kafka's ``CopartitionedTopicsEnforcer``: for every key-based join (``args['copartition']``
+    names the nodes of both sides), the external topics must have one partition count, and the
+    repartition topics of the group take it (the most of them when all are internal). Returns the
+    counts set for repartition topics; raises naming both topics when external ones differ."""
+    fixed: dict[str, int] = {}
+    for n in topology.nodes:
+        sides = n.args.get("copartition")
+        if not sides:
+            continue
+        topics: list[tuple[str, bool]] = []
+        for side in sides:
+            topics.extend(_source_topics(side, app))
+        external = [(t, partitions(t)) for t, internal in topics if not internal]
+        external = [(t, p) for t, p in external if p is not None]
+        counts = {p for _, p in external}
+        if len(counts) > 1:
+            names = ", ".join(f"{t} ({p} partitions)" for t, p in external)
+            raise TopicsNotCopartitionedError(
+                f"Topics not co-partitioned: [{names}] are joined by {n.name}; give them the same number "
+                f"of partitions, or repartition one side (selectKey/repartition) before the join")
+        if counts:
+            count = counts.pop()
+            for t, internal in topics:
+                if internal:
+                    fixed[t] = count
+    return fixed

@@ -1,0 +1,178 @@
+"""Joins against tables on the primary key: stream–table and stream–GlobalKTable
+(``KStreamKTableJoin``: only the stream side triggers) and table–table
+(``KTableKTableInnerJoin``/``LeftJoin``/``RightJoin``/``OuterJoin`` and ``KTableKTableJoinMerger``:
+either side triggers).
+
+A join reads the other side through a *value getter*, as Kafka's ``KTableValueGetterSupplier``:
+the nearest materialized store up the table's chain, with the chain's stateless steps (filter,
+mapValues) applied on read, so ``table.filter(...)`` joins without a store of its own.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from streams.errors import TopologyError
+from streams.processor import Processor
+from streams.record import Change, Record
+from streams.table_store import TimestampedKeyValueStore, ValueAndTimestamp, put_and_forward, value_or_none
+
+log = logging.getLogger(__name__)
+
+_STATELESS = {"filter", "filterNot", "mapValues"}
+
+
+class ValueGetter:
+    """``names``: the stores read; ``open(context)`` gives ``get(key) -> ValueAndTimestamp|None``
+    (and ``get(key, as_of)`` for a versioned store: the value as of that time)."""
+
+    def __init__(self, store: str, steps: list[tuple[str, Callable]], versioned: bool = False):
+        self.store, self.steps, self.versioned = store, steps, versioned
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.store,)
+
+    def open(self, context) -> Callable:
+        if self.versioned:
+            from streams.versioned import VersionedKeyValueStore
+            base = VersionedKeyValueStore(context.store(self.store))
+            read = base.get
+        else:
+            read = TimestampedKeyValueStore(context.store(self.store)).get
+        steps = self.steps
+
+        def get(key, as_of: int | None = None):
+            entry = read(key, as_of) if self.versioned else read(key)
+            if entry is None:
+                return None
+            value = entry.value
+            for kind, fn in steps:
+                if value is None:
+                    return None
+                if kind == "filter":
+                    value = value if fn(key, value) else None
+                elif kind == "filterNot":
+                    value = None if fn(key, value) else value
+                else:
+                    value = fn(key, value)
+            return None if value is None else ValueAndTimestamp(value, entry.timestamp)
+        return get
+
+
+def value_getter(table) -> ValueGetter:
+    """The getter of a :class:`~streams.ktable.KTable`: its store, or its parent's getter with the
+    stateless steps in between."""
+    from streams.ktable import _mapper, _predicate
+    steps: list[tuple[str, Callable]] = []
+    node = table._node
+    while True:
+        if node.op == "cogroup-merge" and node.args.get("store"):
+            return ValueGetter(node.args["store"], list(reversed(steps)))
+        kv = [s for s in node.stores if s.kind in ("keyValue", "versioned")]
+        if node.op not in ("join-this", "join-other", "suppress") and kv and node.args.get("materialized", True):
+            own = node.args.get("store", kv[-1].name)
+            spec = next(s for s in kv if s.name == own)
+            return ValueGetter(spec.name, list(reversed(steps)), node.args.get("versioned", False))
+        if node.op in _STATELESS and len(node.parents) == 1:
+            f = node.args["predicate"] if node.op != "mapValues" else node.args["mapper"]
+            steps.append((node.op, _predicate(f) if node.op != "mapValues" else _mapper(f)))
+            node = node.parents[0]
+            continue
+        raise TopologyError(f"cannot read table {node.name} ({node.op}) for a join: materialize it with "
+                            f"Materialized.as_(...) at that step")
+
+
+class StreamTableJoin(Processor):
+    """``KSTREAM-JOIN-``/``KSTREAM-LEFTJOIN-``: a stream record looks up the table's current value
+    (as of its timestamp, for a versioned table) under ``key_mapper(key, value)`` (the record's
+    key for a KTable, a selector for a GlobalKTable). A record with a null value, or a null join
+    key, is dropped — except in a left join, where a null-key record is joined with None (KIP-962).
+    Table updates never trigger and are never joined backwards."""
+
+    def __init__(self, getter: ValueGetter, joiner: Callable, left: bool, key_mapper: Callable | None = None):
+        self.getter, self.joiner, self.left, self.key_mapper = getter, joiner, left, key_mapper
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.get = self.getter.open(context)
+
+    def process(self, record: Record) -> None:
+        mapped = record.key if self.key_mapper is None else self.key_mapper(record.key, record.value)
+        if not (self.left and record.key is None and record.value is not None) and (mapped is None or record.value is None):
+            log.warning("Skipping record due to null join key or value. topic=[%s] partition=[%s] offset=[%s]",
+                        *self.context.source())
+            return
+        entry = None
+        if mapped is not None:
+            entry = self.get(mapped, record.timestamp) if self.getter.versioned else self.get(mapped)
+        other = value_or_none(entry)
+        if self.left or other is not None:
+            self.forward(record.with_(value=self.joiner(record.key, record.value, other)))
+
+
+class TableTableJoin(Processor):
+    """One side of a table–table join: ``KTABLE-JOINTHIS-``/``-JOINOTHER-``. ``kind`` is Kafka's
+    processor for this side — ``inner``, ``left`` (this side's rows are kept), ``right`` (the
+    other side's are), ``outer``. Emits ``Change(new, old)`` at the larger of the two rows'
+    timestamps; ``old`` only when ``send_old`` (set when a downstream step needs old values)."""
+
+    def __init__(self, kind: str, getter: ValueGetter, joiner: Callable, send_old: Callable[[], bool]):
+        self.kind, self.getter, self.joiner, self.send_old = kind, getter, joiner, send_old
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.get = self.getter.open(context)
+        self.send_old_values = self.send_old()
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            log.warning("Skipping record due to null key. topic=[%s] partition=[%s] offset=[%s]", *self.context.source())
+            return
+        change: Change = record.value
+        entry = self.get(record.key)
+        other = value_or_none(entry)
+        j, old_in = self.joiner, change.old if self.send_old_values else None
+        if self.kind in ("inner", "right"):
+            if other is None:
+                return
+            ts = max(record.timestamp, entry.timestamp)
+            if self.kind == "inner":
+                new = None if change.new is None else j(record.key, change.new, other)
+                old = None if old_in is None else j(record.key, old_in, other)
+            else:
+                new = j(record.key, change.new, other)
+                old = j(record.key, change.old, other) if self.send_old_values else None
+        else:
+            if other is None and change.new is None and change.old is None:
+                return
+            ts = record.timestamp if other is None else max(record.timestamp, entry.timestamp)
+            if self.kind == "left":
+                new = None if change.new is None else j(record.key, change.new, other)
+                old = None if old_in is None else j(record.key, old_in, other)
+            else:
+                new = j(record.key, change.new, other) if (other is not None or change.new is not None) else None
+                old = (j(record.key, change.old, other)
+                       if self.send_old_values and (other is not None or change.old is not None) else None)
+        self.forward(record.with_(value=Change(new, old), timestamp=ts))
+
+
+class TableJoinMerger(Processor):
+    """``KTABLE-MERGE-``: the join's result table; with a store, it keeps the rows and forwards
+    through the caching rule of :func:`streams.table_store.put_and_forward`."""
+
+    def __init__(self, store: str | None, send_old: Callable[[], bool]):
+        self.store_name, self.send_old = store, send_old
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.table = TimestampedKeyValueStore(context.store(self.store_name)) if self.store_name else None
+        self.send_old_values = self.send_old()
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        if self.table is None:
+            self.forward(record if self.send_old_values else record.with_(value=Change(change.new, None)))
+            return
+        old = value_or_none(self.table.get(record.key))
+        put_and_forward(self, self.table, record, change.new, old, record.timestamp, self.send_old_values, True)
