@@ -47,7 +47,7 @@ def murmur2_partition(key: bytes | None, partitions: int) -> int:
     if key is None or partitions == 1:
         return 0
     from broker.client import murmur2
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+    return murmur2(key, partitions)
 
 
 class Interpreter:
