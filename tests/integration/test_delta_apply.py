@@ -1,0 +1,245 @@
+"""delta_apply / delta_append against real Delta tables (delta-rs) on tmp_path, read back.
+
+The input is what foreachBatch hands over, as Arrow or pandas: Kafka-shaped rows with Debezium
+JSON and the riverlog.cdc headers (tests/delta_cdc.py builds them as the CDC source does).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import os
+import random
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from spark_sink.delta import (DeltaConfigError, PoisonRecordError, SchemaChangeError, StaleBatchError, delta_append,
+                              delta_apply, optimize, vacuum)
+from tests.delta_cdc import (CUSTOMER_FIELDS, PLACEHOLDER, Events, batch, decimal_bytes, random_history,
+                             records_of, reference_history)
+
+pytestmark = pytest.mark.integration
+
+UTC = dt.timezone.utc
+
+
+def rows(path, order=("id",)):
+    return sorted(DeltaTable(str(path)).to_pyarrow_table().to_pylist(), key=lambda r: tuple(r[c] for c in order))
+
+
+def by_id(path):
+    return {r["id"]: r for r in rows(path)}
+
+
+def apply_in_batches(fn, records, rng, replay=True, start=0):
+    """Random batches; some run twice under the same batch id (a crash before Spark's commit)."""
+    i, b = 0, start
+    while i < len(records):
+        n = rng.randint(1, 12)
+        chunk = records[i:i + n]
+        fn(batch(chunk), b)
+        if replay and rng.random() < 0.3:
+            result = fn(batch(chunk), b)
+            assert all(t.skipped == "replayed" for t in result.tables.values())
+        i, b = i + n, b + 1
+    return b
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_scd1_table_equals_the_source_after_random_history_batches_and_replays(tmp_path, seed):
+    rng = random.Random(seed)
+    txns, final = random_history(rng, keys=6, steps=40)
+    fn = delta_apply(table_path=str(tmp_path / "customers"), keys={"public.customers": ["id"]})
+    apply_in_batches(fn, records_of(Events(), txns), rng)
+    assert by_id(tmp_path / "customers") == final
+    assert [f.name for f in DeltaTable(str(tmp_path / "customers")).schema().fields] == ["id", "name", "note"]
+
+
+def test_scd2_history_equals_the_reference_history(tmp_path):
+    rng = random.Random(7)
+    txns, final = random_history(rng, keys=4, steps=30)
+    path = tmp_path / "customers"
+    apply_in_batches(delta_apply(table_path=str(path), scd_type=2), records_of(Events(), txns), rng)
+    got: dict[int, list] = {}
+    for r in rows(path, order=("__lsn", "__order")):
+        ms = lambda t: None if t is None else (t - dt.datetime(1970, 1, 1, tzinfo=UTC)) // dt.timedelta(milliseconds=1)  # noqa: E731
+        got.setdefault(r["id"], []).append((r["__op"], {c: r[c] for c in ("id", "name", "note")}, r["__lsn"],
+                                            r["__order"], ms(r["__valid_from"]), ms(r["__valid_to"]), r["__is_current"]))
+    assert got == reference_history(txns)
+    current = DeltaTable(str(path)).to_pyarrow_table(filters=[("__is_current", "=", True)]).to_pylist()
+    assert {r["id"]: {c: r[c] for c in ("id", "name", "note")} for r in current} == final
+
+
+def test_a_replayed_batch_is_not_applied_twice_and_an_older_one_is_ignored_or_refused(tmp_path):
+    path = str(tmp_path / "t")
+    ev = Events()
+    fn = delta_apply(table_path=path, scd_type=2)
+    first = [ev.change("c", after={"id": 1, "name": "a", "note": "x"}, lsn=100)]
+    second = [ev.change("u", after={"id": 1, "name": "b", "note": "x"}, lsn=200)]
+    fn(batch(first), 4)
+    v = fn(batch(second), 5).tables[path].version
+    again = fn(batch(second), 5).tables[path]
+    assert again.skipped == "replayed" and DeltaTable(path).version() == v
+    older = fn(batch(first), 3).tables[path]
+    assert older.skipped == "older" and DeltaTable(path).version() == v
+    assert DeltaTable(path).transaction_version("riverlog.delta") == 5
+    assert len(rows(path)) == 2
+    later = [ev.change("u", after={"id": 1, "name": "c", "note": "x"}, lsn=300)]
+    with pytest.raises(StaleBatchError, match="checkpoint was replaced") as e:
+        fn(batch(later), 2)
+    assert e.value.code == 1383 and DeltaTable(path).version() == v
+
+
+def test_a_lost_checkpoint_replays_from_the_source_without_duplicates(tmp_path):
+    """A new query (new app id, batch ids from 0) re-reads from an older source position: the
+    table's commit metadata decides what it already holds."""
+    rng = random.Random(11)
+    txns, final = random_history(rng, keys=5, steps=40)
+    records = records_of(Events(), txns)
+    path = str(tmp_path / "t")
+    scd2 = str(tmp_path / "h")
+    cut = len(records) * 2 // 3
+    for p, kind in ((path, 1), (scd2, 2)):
+        apply_in_batches(delta_apply(table_path=p, scd_type=kind, app_id="query-1"), records[:cut], rng, replay=False)
+        restarted = delta_apply(table_path=p, scd_type=kind, app_id="query-2")
+        result = restarted(batch(records[cut // 2:cut + 3]), 0)
+        assert result.tables[p].held == len(records[cut // 2:cut]) - sum(1 for r in records[cut // 2:cut]
+                                                                           if r["value"] is None)
+        apply_in_batches(restarted, records[cut + 3:], rng, start=1)
+    assert by_id(path) == final
+    assert sum(1 for r in rows(scd2) if r["__is_current"]) == len(final)
+    assert len(rows(scd2)) == sum(1 for r in records if r["value"] is not None)
+
+
+def test_commit_metadata_records_the_source_positions_it_holds(tmp_path):
+    path = str(tmp_path / "t")
+    a, b = Events(partition=0), Events(partition=1)
+    a.offset = 10
+    fn = delta_apply(table_path=path, app_id="app")
+    fn(batch([a.change("c", after={"id": 1, "name": "x", "note": None}, lsn=500, order=2),
+              b.change("c", after={"id": 2, "name": "y", "note": None}, lsn=450, order=0)]), 9)
+    [commit] = DeltaTable(path).history(1)
+    doc = json.loads(commit["riverlog.delta"])
+    assert doc == {"app_id": "app", "batch_id": 9,
+                   "watermarks": {"shop.public.customers/0": [500, 2], "shop.public.customers/1": [450, 0]}}
+    assert DeltaTable(path).transaction_version("app") == 9
+    optimize(path)   # a commit without the metadata in between
+    fn(batch([b.change("u", after={"id": 2, "name": "z", "note": None}, lsn=600, order=0)]), 10)
+    doc = json.loads(DeltaTable(path).history(1)[0]["riverlog.delta"])
+    assert doc["watermarks"] == {"shop.public.customers/0": [500, 2], "shop.public.customers/1": [600, 0]}
+
+
+def test_toast_placeholder_keeps_the_tables_value_in_scd1_and_scd2(tmp_path):
+    for kind in (1, 2):
+        path = str(tmp_path / f"t{kind}")
+        ev = Events()
+        fn = delta_apply(table_path=path, scd_type=kind)
+        fn(batch([ev.change("c", after={"id": 1, "name": "a", "note": "long text"}, lsn=10)]), 0)
+        fn(batch([ev.change("u", after={"id": 1, "name": "b", "note": PLACEHOLDER}, lsn=20)]), 1)
+        fn(batch([ev.change("u", after={"id": 1, "name": "c", "note": PLACEHOLDER}, lsn=30),
+                  ev.change("u", after={"id": 1, "name": "d", "note": PLACEHOLDER}, lsn=40)]), 2)
+        got = rows(path, order=("__lsn",) if kind == 2 else ("id",))
+        assert [(r["name"], r["note"]) for r in got] == (
+            [("d", "long text")] if kind == 1 else [(n, "long text") for n in "abcd"])
+
+
+def test_schema_evolution_adds_keeps_with_null_widens_and_refuses(tmp_path):
+    path = str(tmp_path / "t")
+    ev = Events()
+    fn = delta_apply(table_path=path)
+    fn(batch([ev.change("c", after={"id": 1, "name": "a", "note": "n"}, lsn=10)]), 0)
+    wider = [{"type": "int64", "optional": False, "field": "id"}, {"type": "string", "field": "name"},
+             {"type": "int32", "name": "io.debezium.time.Date", "field": "born"}]
+    fn(batch([ev.change("c", after={"id": 2, "name": "b", "born": 19000}, lsn=20, fields=wider)]), 1)
+    table = DeltaTable(path)
+    assert pa.schema(table.schema().to_arrow()) == pa.schema(
+        [("id", pa.int64()), ("name", pa.string()), ("note", pa.string()), ("born", pa.date32())])
+    assert by_id(path) == {1: {"id": 1, "name": "a", "note": "n", "born": None},
+                           2: {"id": 2, "name": "b", "note": None, "born": dt.date(2022, 1, 8)}}
+    retyped = [{"type": "int64", "field": "id"}, {"type": "int32", "field": "name"}]
+    with pytest.raises(SchemaChangeError, match="'name' changed from string to int32"):
+        fn(batch([ev.change("u", after={"id": 1, "name": 5}, lsn=30, fields=retyped)]), 2)
+    assert by_id(path)[1]["name"] == "a"
+
+
+def test_debezium_logical_types_land_as_delta_types(tmp_path):
+    fields = [{"type": "int32", "field": "id"},
+              {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal",
+               "parameters": {"scale": "2", "connect.decimal.precision": "12"}, "field": "price"},
+              {"type": "int64", "name": "io.debezium.time.MicroTimestamp", "field": "at"},
+              {"type": "string", "name": "io.debezium.time.ZonedTimestamp", "field": "at_tz"},
+              {"type": "bytes", "field": "blob"}]
+    ev = Events(fields=fields)
+    path = str(tmp_path / "t")
+    delta_apply(table_path=path)(batch([ev.change("r", after={
+        "id": 1, "price": decimal_bytes(199999), "at": 1_700_000_000_000_001, "at_tz": "2023-11-14T22:13:20Z",
+        "blob": "AAE="}, lsn=5)]), 0)
+    schema = pa.schema(DeltaTable(path).schema().to_arrow())
+    assert schema.field("price").type == pa.decimal128(12, 2) and schema.field("at").type == pa.timestamp("us")
+    assert rows(path) == [{"id": 1, "price": decimal.Decimal("1999.99"), "at": dt.datetime(2023, 11, 14, 22, 13, 20, 1),
+                           "at_tz": dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC), "blob": b"\x00\x01"}]
+
+
+def test_poison_records_raise_naming_the_record_or_go_to_the_dead_letter_callback(tmp_path):
+    ev = Events(with_schema=False)
+    good = ev.change("c", after={"id": 1, "name": "a", "note": None}, lsn=10)
+    broken = dict(ev.change("c", after={"id": 2, "name": "b", "note": None}, lsn=11), value=b"{oops")
+    unfit = ev.change("c", after={"id": 3, "name": {"not": "a string"}, "note": None}, lsn=12)
+    later = ev.change("c", after={"id": 4, "name": "d", "note": None}, lsn=13)
+    with pytest.raises(PoisonRecordError, match="shop.public.customers/0@1"):
+        delta_apply(table_path=str(tmp_path / "strict"))(batch([good, broken]), 0)
+    path = str(tmp_path / "t")
+    letters = []
+    fn = delta_apply(table_path=path, errors_tolerance="all", dlq=letters.extend)
+    fn(batch([good]), 0)
+    result = fn(batch([broken, unfit, later]), 1)
+    assert [d.record.offset for d in letters] == [1, 2] == [d.record.offset for d in result.dead_letters]
+    headers = dict(letters[0].headers())
+    assert headers["__connect.errors.offset"] == b"1" and headers["riverlog.cdc.commit_lsn"] == b"11"
+    assert b"PoisonRecordError" in headers["__connect.errors.exception.class.name"]
+    assert sorted(by_id(path)) == [1, 4]
+
+
+def test_several_tables_under_a_root_and_pandas_input(tmp_path):
+    customers, orders = Events(), Events(table="public.orders", topic="shop.public.orders")
+    data = batch([customers.change("c", after={"id": 1, "name": "a", "note": None}, lsn=10),
+                  orders.change("c", after={"id": 7, "name": "o", "note": None}, lsn=10, order=1)]).to_pandas()
+    result = delta_apply(str(tmp_path), keys={"public.orders": ["id", "name"]})(data, 0)
+    assert sorted(result.tables) == [str(tmp_path / "public.customers"), str(tmp_path / "public.orders")]
+    assert rows(tmp_path / "public.orders") == [{"id": 7, "name": "o", "note": None}]
+    assert rows(tmp_path / "public.customers") == [{"id": 1, "name": "a", "note": None}]
+    with pytest.raises(DeltaConfigError):
+        delta_apply(str(tmp_path), scd_type=3)
+
+
+def test_delta_append_raw_and_json_exactly_once(tmp_path):
+    records = [{"key": None, "value": json.dumps({"n": i, "s": f"v{i}"}).encode(), "topic": "clicks",
+                "partition": 0, "offset": i, "timestamp": dt.datetime(2024, 1, 1, tzinfo=UTC), "timestampType": 0,
+                "headers": []} for i in range(6)]
+    raw, js = str(tmp_path / "raw"), str(tmp_path / "json")
+    for path, fmt in ((raw, "raw"), (js, "json")):
+        fn = delta_append(path, value_format=fmt)
+        fn(batch(records[:4]), 0)
+        assert fn(batch(records[:4]), 0).tables[path].skipped == "replayed"
+        fn(batch(records[2:]), 1)      # records 2, 3 again: dropped by the offset marks
+    assert [r["offset"] for r in rows(raw, order=("offset",))] == list(range(6))
+    assert [(r["n"], r["s"], r["__offset"]) for r in rows(js, order=("n",))] == [(i, f"v{i}", i) for i in range(6)]
+
+
+def test_optimize_z_orders_and_vacuum_deletes_unreferenced_files(tmp_path):
+    path = str(tmp_path / "t")
+    ev = Events()
+    fn = delta_apply(table_path=path)
+    for i in range(5):
+        fn(batch([ev.change("c", after={"id": i, "name": str(i), "note": None}, lsn=10 + i)]), i)
+    before = by_id(path)
+    metrics = optimize(path, z_order_by=["id"])
+    assert metrics["numFilesRemoved"] >= 2 and len(DeltaTable(path).file_uris()) == 1
+    on_disk = lambda: sorted(f for f in os.listdir(path) if f.endswith(".parquet"))  # noqa: E731
+    assert len(vacuum(path, dry_run=True, retention_hours=0, enforce_retention_duration=False)) == 5
+    assert len(on_disk()) == 6
+    deleted = vacuum(path, retention_hours=0, enforce_retention_duration=False)
+    assert len(deleted) == 5 and len(on_disk()) == 1
+    assert by_id(path) == before
