@@ -227,7 +227,12 @@ def _money(text: str) -> Decimal:
 
 
 def _unscaled(value: Decimal, scale: int) -> bytes:
-    unscaled = int(value.scaleb(scale).to_integral_value())
+    """Big-endian two's complement of ``value * 10**scale``, exact (Decimal's context would round)."""
+    sign, digits, exponent = value.as_tuple()
+    magnitude = int("".join(map(str, digits)) or "0")
+    shift = exponent + scale
+    magnitude = magnitude * 10 ** shift if shift >= 0 else (magnitude + 10 ** -shift // 2) // 10 ** -shift
+    unscaled = -magnitude if sign else magnitude
     length = max(1, (unscaled.bit_length() + 8) // 8)
     return unscaled.to_bytes(length, "big", signed=True)
 
