@@ -19,6 +19,7 @@ from streams.record import Windowed
 from streams.serdes import Serdes
 from streams.suppress import BufferConfig, Suppressed
 from streams.topology import Topology
+from streams.versioned import Stores
 from streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
@@ -27,5 +28,5 @@ __all__ = [
     "Grouped", "Materialized", "Named", "Repartitioned", "Branched", "Suppressed", "BufferConfig",
     "EmitStrategy", "TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows", "Windowed",
     "TopologyError", "StreamsError", "InvalidStateStoreError", "GlobalKTable", "CogroupedKStream", "Joined",
-    "StreamJoined", "TableJoined", "TopicsNotCopartitionedError",
+    "StreamJoined", "TableJoined", "TopicsNotCopartitionedError", "Stores",
 ]

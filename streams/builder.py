@@ -83,9 +83,14 @@ class StreamsBuilder:
                          value_serde=materialized.value_serde or consumed.value_serde)
         name = self.next_name("KTABLE-SOURCE-")
         opts: dict = {}
-        node = self.add(name, "processor", "table-source",
-                        lambda s=spec.name, o=opts: KTableSource(s, o.get("send_old_values", False)), [src], (spec,),
-                        args={"opts": opts}, key_serde=consumed.key_serde, value_serde=consumed.value_serde)
+        make = lambda s=spec.name, o=opts: KTableSource(s, o.get("send_old_values", False))
+        if materialized.history_retention is not None:
+            from streams.versioned import VersionedKTableSource
+            make = lambda s=spec.name, o=opts, h=materialized.history_retention: VersionedKTableSource(
+                s, h, o.get("send_old_values", False))
+        node = self.add(name, "processor", "table-source", make, [src], (spec,),
+                        args={"opts": opts, "versioned": materialized.history_retention is not None},
+                        key_serde=consumed.key_serde, value_serde=consumed.value_serde)
         return KTable(self, node, consumed.key_serde, consumed.value_serde, spec.name)
 
     def globalTable(self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None):

@@ -61,6 +61,8 @@ class SubscriptionSend(Processor):
 
     def process(self, record: Record) -> None:
         change: Change = record.value
+        if not change.is_latest:
+            return
         key, new, old = record.key, change.new, change.old
         h = value_hash(new)
         send = lambda fk, instruction: self.forward(
@@ -192,7 +194,7 @@ class ForeignTableJoin(Processor):
         self.store = SubscriptionStore(context.store(self.store_name))
 
     def process(self, record: Record) -> None:
-        if record.key is None:
+        if record.key is None or not record.value.is_latest:
             return
         for pk, entry in self.store.subscribers(record.key):
             (h, _, _, partition), _ts = entry

@@ -126,7 +126,12 @@ def stream_table(stream, table, kind: str, joiner_arg, joined: Joined | None):
                             "as of an earlier time")
     name = b.name(p.name, "KSTREAM-LEFTJOIN-" if kind == "left" else "KSTREAM-JOIN-")
     specs = tuple(s for s in _specs(b, getter.names))
-    node = b.add(name, "processor", "stream-table-join", lambda: StreamTableJoin(getter, j, kind == "left"),
+    buffer = None
+    if p.grace_ms is not None:
+        buffer = f"{name}-Buffer"
+        specs += (StoreSpec(buffer, "keyValue"),)
+    node = b.add(name, "processor", "stream-table-join",
+                 lambda: StreamTableJoin(getter, j, kind == "left", None, p.grace_ms, buffer),
                  [stream._node], specs, args={"joiner": joiner_arg, "kind": kind,
                                               "copartition": (stream._node, table._node)})
     return KStream(b, node, stream.key_serde, None, False)

@@ -167,9 +167,16 @@ class Materialized:
     retention: int | None = None
     logging: bool = True
     log_config: tuple = ()
+    history_retention: int | None = None    # a versioned table's history (KIP-914), else None
 
     @staticmethod
-    def as_(store_name: str) -> "Materialized":
+    def as_(store_name) -> "Materialized":
+        """A store name, or a store supplier: ``Stores.persistentVersionedKeyValueStore(name, history)``
+        makes a versioned table."""
+        history = getattr(store_name, "historyRetentionMs", None)
+        if history is not None:
+            return Materialized(store_name=check_name(store_name.name, "Materialized store name"),
+                                history_retention=history)
         return Materialized(store_name=check_name(store_name, "Materialized store name"))
 
     @staticmethod

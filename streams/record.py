@@ -41,6 +41,7 @@ class Change:
     """A KTable update: the key's new value and the value it replaces (None for none/deleted)."""
     new: Any
     old: Any = None
+    is_latest: bool = True      # False: an out-of-order update of a versioned table (KIP-914)
 
 
 @dataclass(frozen=True, slots=True)

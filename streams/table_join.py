@@ -9,6 +9,7 @@ mapValues) applied on read, so ``table.filter(...)`` joins without a store of it
 """
 from __future__ import annotations
 
+import bisect
 import logging
 from typing import Any, Callable
 
@@ -88,14 +89,22 @@ class StreamTableJoin(Processor):
     (as of its timestamp, for a versioned table) under ``key_mapper(key, value)`` (the record's
     key for a KTable, a selector for a GlobalKTable). A record with a null value, or a null join
     key, is dropped — except in a left join, where a null-key record is joined with None (KIP-962).
-    Table updates never trigger and are never joined backwards."""
+    Table updates never trigger and are never joined backwards.
 
-    def __init__(self, getter: ValueGetter, joiner: Callable, left: bool, key_mapper: Callable | None = None):
+    With a grace period (``Joined.withGracePeriod``, KIP-923) stream records wait in a
+    time-ordered buffer until stream time passes ``ts + grace``, then join in timestamp order, so a
+    table update up to ``grace`` late still counts; a record already older than that joins at once.
+    """
+
+    def __init__(self, getter: ValueGetter, joiner: Callable, left: bool, key_mapper: Callable | None = None,
+                 grace_ms: int | None = None, buffer: str | None = None):
         self.getter, self.joiner, self.left, self.key_mapper = getter, joiner, left, key_mapper
+        self.grace_ms, self.buffer_name = grace_ms, buffer
 
     def init(self, context) -> None:
         super().init(context)
         self.get = self.getter.open(context)
+        self.buffer = context.store(self.buffer_name).backing if self.buffer_name else None
 
     def process(self, record: Record) -> None:
         mapped = record.key if self.key_mapper is None else self.key_mapper(record.key, record.value)
@@ -103,6 +112,28 @@ class StreamTableJoin(Processor):
             log.warning("Skipping record due to null join key or value. topic=[%s] partition=[%s] offset=[%s]",
                         *self.context.source())
             return
+        if self.buffer is None:
+            return self._join(record, mapped)
+        b = self.buffer
+        observed = max(b.get(("o", "observed")) if b.get(("o", "observed")) is not None else record.timestamp,
+                       record.timestamp)
+        b.put(("o", "observed"), observed)
+        if record.timestamp < observed - self.grace_ms:
+            return self._join(record, mapped)
+        index = list(b.get(("o", "index")) or ())
+        seq = (b.get(("o", "seq")) or 0) + 1
+        b.put(("o", "seq"), seq)
+        b.put(("b", record.timestamp, seq), (record, mapped))
+        index.insert(bisect.bisect_right(index, (record.timestamp, seq)), (record.timestamp, seq))
+        while index and index[0][0] <= observed - self.grace_ms:
+            ts, s = index.pop(0)
+            held, held_key = b.get(("b", ts, s))
+            b.delete(("b", ts, s))
+            b.put(("o", "index"), tuple(index))
+            self._join(held, held_key)
+        b.put(("o", "index"), tuple(index))
+
+    def _join(self, record: Record, mapped) -> None:
         entry = None
         if mapped is not None:
             entry = self.get(mapped, record.timestamp) if self.getter.versioned else self.get(mapped)
@@ -130,6 +161,9 @@ class TableTableJoin(Processor):
             log.warning("Skipping record due to null key. topic=[%s] partition=[%s] offset=[%s]", *self.context.source())
             return
         change: Change = record.value
+        if not change.is_latest:
+            log.info("Skipping out-of-order record from versioned table while performing table-table join.")
+            return
         entry = self.get(record.key)
         other = value_or_none(entry)
         j, old_in = self.joiner, change.old if self.send_old_values else None
