@@ -274,3 +274,22 @@ def test_bad_options_are_refused_naming_the_option(options, words):
     with pytest.raises(CdcConfigError) as info:
         CdcConfig.from_options(options)
     assert words in str(info.value)
+
+
+def test_a_captured_postgresql_update_becomes_debeziums_row():
+    from spark_source.postgres.pgoutput import decode
+    from tests.unit.test_pgoutput import CAPTURED
+    relation, update = decode(bytes.fromhex(CAPTURED["relation"])), decode(bytes.fromhex(CAPTURED["update"]))
+    (record,) = builder().transaction_records(txn(update, relations=(relation,)))
+    after = value(record)["payload"]["after"]
+    assert after == {
+        "id": 1, "name": "Anne Marie", "bio": "__debezium_unavailable_value",
+        "price": "BNI=",                                   # 12.34 at scale 2: unscaled 1234
+        "amount": {"scale": 4, "value": "EtZE"},           # 123.4500: unscaled 1234500
+        "ts": 1529507596945104, "tstz": "2018-06-20T13:13:16.9451Z", "d": 18263, "t": 36000500,
+        "tt": "04:45:30Z", "iv": 37091106780000, "b": "3q2+7w==", "j": '{"a": [1, 2]}',
+        "u": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "tags": ["a b", 'c"d', None], "nums": [1, 2, 3],
+        "flag": True, "f": "NaN", "m": "/h3A"}            # money -1234.56: unscaled -123456
+    fields = {f["field"]: f for f in value(record)["schema"]["fields"][1]["fields"]}
+    assert fields["t"]["name"] == "io.debezium.time.Time" and fields["ts"]["name"] == "io.debezium.time.MicroTimestamp"
+    assert fields["price"]["parameters"] == {"scale": "2", "connect.decimal.precision": "10"}

@@ -246,3 +246,59 @@ def test_unchanged_toast_is_one_value_even_after_pickling():
     import pickle
     assert pickle.loads(pickle.dumps(UNCHANGED_TOAST)) is UNCHANGED_TOAST
     assert repr(UNCHANGED_TOAST) == "UNCHANGED_TOAST"
+
+
+# Payloads captured from PostgreSQL 18's pgoutput (proto_version 4, streaming on, messages on) for
+# `customers (id int PRIMARY KEY, name varchar(50) NOT NULL, bio text (EXTERNAL), price numeric(10,2),
+# amount numeric, ts timestamp, tstz timestamptz, d date, t time(3), tt timetz, iv interval, b bytea,
+# j jsonb, u uuid, tags text[], nums int[], flag bool, f float8, m money)` and a REPLICA IDENTITY FULL
+# table `fullt (a int, b text)`.
+CAPTURED = {
+    "begin": "420000000001703388000303fb481f2194000002f7",
+    "relation": "52000040017075626c696300637573746f6d657273006400130169640000000017ffffffff006e616d6500000004"
+                "13000000360062696f0000000019ffffffff00707269636500000006a4000a000600616d6f756e7400000006a4ff"
+                "ffffff007473000000045affffffff007473747a00000004a0ffffffff0064000000043affffffff007400000004"
+                "3b0000000300747400000004f2ffffffff00697600000004a2ffffffff00620000000011ffffffff006a0000000e"
+                "daffffffff00750000000b86ffffffff007461677300000003f1ffffffff006e756d7300000003efffffffff0066"
+                "6c61670000000010ffffffff006600000002bdffffffff006d0000000316ffffffff",
+    "update": "55000040014e0013740000000131740000000a416e6e65204d6172696575740000000531322e3334740000000831"
+              "32332e34353030740000001a323031382d30362d32302031353a31333a31362e393435313034740000001b323031"
+              "382d30362d32302031333a31333a31362e393435312b3030740000000a323032302d30312d3032740000000a3130"
+              "3a30303a30302e35740000000e31303a31353a33302b30353a333074000000203120796561722032206d6f6e7320"
+              "3320646179732030343a30353a30362e3738740000000a5c786465616462656566740000000d7b2261223a205b31"
+              "2c20325d7d740000002461306565626339392d396330622d346566382d626236642d366262396264333830613131"
+              "74000000137b22612062222c22635c2264222c4e554c4c7d74000000077b312c322c337d74000000017474000000"
+              "034e614e740000000a2d24312c3233342e3536",
+    "commit": "4300000000000170338800000000017033b8000303fb481f2194",
+    "delete_full": "440000400f4f0002740000000131740000000179",
+    "message": "4d00000000000170394868656172746265617400000000026862",
+    "stream_start": "53000002ff01",
+    "stream_stop": "45",
+    "stream_commit": "63000002ff00000000000175899000000000017589c0000303fb482066bf",
+    "truncate": "5400000001000000400f",
+}
+
+
+def captured(name: str) -> bytes:
+    return bytes.fromhex(CAPTURED[name])
+
+
+def test_payloads_captured_from_postgresql_decode_and_re_encode_to_the_same_bytes():
+    decoder = PgOutputDecoder()
+    decoded = {name: decoder.decode(captured(name)) for name in CAPTURED}
+    for name, message in decoded.items():
+        assert encode(message) == captured(name), name
+    relation = decoded["relation"]
+    assert (relation.oid, relation.namespace, relation.name, relation.replica_identity) == (16385, "public", "customers", "d")
+    assert [(c.name, c.type_oid, c.type_modifier, c.flags_key) for c in relation.columns[:5]] == [
+        ("id", 23, -1, True), ("name", 1043, 54, False), ("bio", 25, -1, False),
+        ("price", 1700, (10 << 16 | 2) + 4, False), ("amount", 1700, -1, False)]
+    update = decoded["update"]
+    assert update.old is None and update.new[:3] == (b"1", b"Anne Marie", UNCHANGED_TOAST)
+    assert decoded["delete_full"] == Delete(16399, (b"1", b"y"), "O")
+    assert decoded["message"] == LogicalMessage(0, 0x1703948, "heartbeat", b"hb")
+    assert decoded["truncate"] == Truncate(0, (16399,))
+    assert decoded["stream_start"] == StreamStart(767, True)
+    assert decoded["stream_commit"].xid == 767 and decoded["stream_commit"].end_lsn == 0x17589C0
+    assert decoded["begin"].xid == 759 and decoded["commit"].end_lsn == 0x17033B8
+    assert decoded["begin"].commit_ts_us == decoded["commit"].commit_ts_us > 1_700_000_000_000_000
