@@ -35,16 +35,21 @@ class ValueGetter:
         return (self.store,)
 
     def open(self, context) -> Callable:
-        if self.versioned:
-            from streams.versioned import VersionedKeyValueStore
-            base = VersionedKeyValueStore(context.store(self.store))
-            read = base.get
-        else:
-            read = TimestampedKeyValueStore(context.store(self.store)).get
-        steps = self.steps
+        """The store is looked up on first read: a global store joins the task after its
+        processors are initialised."""
+        steps, opened = self.steps, []
+
+        def read(key, as_of):
+            if not opened:
+                if self.versioned:
+                    from streams.versioned import VersionedKeyValueStore
+                    opened.append(VersionedKeyValueStore(context.store(self.store)).get)
+                else:
+                    opened.append(TimestampedKeyValueStore(context.store(self.store)).get)
+            return opened[0](key, as_of) if self.versioned else opened[0](key)
 
         def get(key, as_of: int | None = None):
-            entry = read(key, as_of) if self.versioned else read(key)
+            entry = read(key, as_of)
             if entry is None:
                 return None
             value = entry.value
