@@ -12,6 +12,7 @@ docs/cdc.md has every option and the guarantees.
 from __future__ import annotations
 
 from spark_sink.delta.append import DeltaAppend, delta_append
+from spark_sink.delta.config import from_config
 from spark_sink.delta.apply import ApplyResult, DeadLetter, DeltaApply, TableResult, delta_apply
 from spark_sink.delta.errors import (DeltaConfigError, DeltaSinkError, PoisonRecordError, SchemaChangeError,
                                      StaleBatchError)
@@ -19,4 +20,4 @@ from spark_sink.delta.maintenance import optimize, vacuum
 
 __all__ = ["ApplyResult", "DeadLetter", "DeltaAppend", "DeltaApply", "DeltaConfigError", "DeltaSinkError",
            "PoisonRecordError", "SchemaChangeError", "StaleBatchError", "TableResult", "delta_append",
-           "delta_apply", "optimize", "vacuum"]
+           "delta_apply", "from_config", "optimize", "vacuum"]

@@ -81,7 +81,8 @@ class ApplyResult:
 
 
 def delta_apply(root: str | None = None, *, table_path: str | None = None,
-                table_paths: Mapping[str, str] | None = None, keys: Mapping[str, Sequence[str]] | None = None,
+                table_paths: Mapping[str, str] | None = None,
+                keys: Mapping[str, Sequence[str]] | Sequence[str] | None = None,
                 scd_type: int = 1, app_id: str | None = None, errors_tolerance: str = "none",
                 dlq: Callable[[list[DeadLetter]], Any] | None = None,
                 unavailable_value_placeholder: str = DEFAULT_PLACEHOLDER,
@@ -134,8 +135,9 @@ class DeltaApply:
         self.root, self.table_path, self.table_paths = root, table_path, dict(table_paths or {})
         self.scd_type, self.app_id, self.tolerate = int(scd_type), app_id, errors_tolerance == "all"
         self.dlq, self.storage_options, self.engine = dlq, dict(storage_options or {}) or None, engine
-        single = "*" if table_path is not None else None
-        self.parser = ChangeParser(keys, placeholder=unavailable_value_placeholder, table=single)
+        if keys is not None and not isinstance(keys, Mapping):
+            keys = {"*": list(keys)}
+        self.parser = ChangeParser(keys, placeholder=unavailable_value_placeholder)
 
     def path_of(self, table: str) -> str:
         if self.table_path is not None:
@@ -205,7 +207,7 @@ class DeltaApply:
 
     def _merge(self, table: SinkTable, changes: list, out: TableResult, result: ApplyResult, marks, spark) -> None:
         name = changes[0].table
-        key_columns = self.parser.key_columns(name, changes[0].row, changes[0].record)
+        key_columns = self.parser.key_columns(name, changes[0].record)
         source_schema = _source_schema(name, changes, table.schema)
         if self.scd_type == 2:
             source_schema = pa.schema(list(source_schema) + [f for f in _SCD2_TYPES if f.name not in source_schema.names])
@@ -216,6 +218,7 @@ class DeltaApply:
             log.warning("delta sink: %s widening %s (the table is rewritten)", table.path, evolution.widened)
             table.widen(pa.schema([f for f in evolution.schema if f.name in table.schema.names]))
         rows, coordinates = [], []
+        last_record = {c.key: c.record.coordinates for c in changes}
         if self.scd_type == 1:
             finals = fold_scd1(changes)
             need = {k for k, f in finals.items() if not isinstance(f, Delete) and UNAVAILABLE in f.row.values()}
@@ -227,7 +230,7 @@ class DeltaApply:
                 else:
                     rows.append({**resolve(f.row, current.get(k)), merges.ACTION: "u"})
                     out.upserts += 1
-                coordinates.append(_coordinates(changes, k))
+                coordinates.append(last_record[k])
         else:
             versions = fold_scd2(changes, key_columns)
             current = table.current_rows(key_columns, set(versions), scd2=True)
@@ -235,10 +238,10 @@ class DeltaApply:
                 history = history_rows(vs, current.get(k))
                 if k in current:
                     rows.append({**dict(zip(key_columns, k)), "__valid_to": vs[0].ts_us, merges.ACTION: "close"})
-                    coordinates.append(_coordinates(changes, k))
+                    coordinates.append(last_record[k])
                 for h in history:
                     rows.append({**h, merges.ACTION: "insert"})
-                    coordinates.append(_coordinates(changes, k))
+                    coordinates.append(last_record[k])
                 out.history_rows += len(history)
         schema = evolution.schema.append(pa.field(merges.ACTION, pa.string()))
         source = to_arrow(name, [_timestamps(r) for r in rows], schema, coordinates)
@@ -254,11 +257,6 @@ class DeltaApply:
             merges.run_delta_rs(table.dt, plan, props)
         table.reload()
         out.version = table.dt.version()
-
-
-def _coordinates(changes: list, key: tuple) -> tuple:
-    last = [c for c in changes if c.key == key][-1].record
-    return last.coordinates
 
 
 def _timestamps(row: dict) -> dict:

@@ -5,7 +5,9 @@ Pure. A row is ``key, value, topic, partition, offset, timestamp, headers`` (the
 ``{"schema", "payload"}`` envelope or the payload alone. A change's **position** orders it exactly:
 ``(riverlog.cdc.commit_lsn, riverlog.cdc.order)`` from the headers; without them (a topic written by
 Debezium itself) ``(transaction.id``'s LSN, ``transaction.total_order)``; then ``(source.lsn, offset)``.
-A tombstone (value null) parses to None: its delete came just before it.
+A tombstone (value null) parses to None: its delete came just before it; so do Debezium's heartbeat
+records (topic ``__debezium-heartbeat.*``) and transaction metadata records (``status`` BEGIN/END).
+Truncate (``op`` ``t``) and logical-message (``m``) events are not applied: they are poison records.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from spark_sink.delta.schema import DEFAULT_PLACEHOLDER, EPOCH, UNAVAILABLE, arr
 COMMIT_LSN_HEADER = "riverlog.cdc.commit_lsn"
 ORDER_HEADER = "riverlog.cdc.order"
 OPS = {"c", "u", "d", "r"}
+HEARTBEAT_TOPIC_PREFIX = "__debezium-heartbeat"
 
 
 @dataclass(frozen=True)
@@ -92,14 +95,14 @@ def _field_schema(struct: dict | None, name: str) -> dict | None:
 class ChangeParser:
     """Turns records into changes under fixed options (frozen once per query).
 
-    ``keys`` maps a table (``schema.table``) to its key columns; a table not named takes the
-    record key's fields (Debezium's key is the primary key). ``table`` forces every record into one
-    table (the ``DeltaSink`` connector's ``delta.table.path`` case)."""
+    ``keys`` maps a table (``schema.table``) to its key columns, ``"*"`` to the key columns of
+    every other table; a table not named takes the record key's fields (Debezium's key is the
+    primary key)."""
 
     def __init__(self, keys: Mapping[str, Sequence[str]] | None = None, *,
-                 placeholder: str = DEFAULT_PLACEHOLDER, table: str | None = None):
+                 placeholder: str = DEFAULT_PLACEHOLDER):
         self.keys = {t: tuple(k) for t, k in (keys or {}).items()}
-        self.placeholder, self.table = placeholder, table
+        self.placeholder = placeholder
         self._converters: dict[str, Any] = {}
 
     def _convert_struct(self, struct: dict | None, payload: dict) -> dict:
@@ -115,13 +118,15 @@ class ChangeParser:
 
     def parse(self, record: SourceRecord) -> Change | None:
         """The record's change; None for a tombstone; :class:`PoisonRecordError` for anything else."""
-        if record.value is None:
+        if record.value is None or record.topic.startswith(HEARTBEAT_TOPIC_PREFIX):
             return None
         schema, payload = _envelope(record.value, record, "value")
+        if isinstance(payload, dict) and "op" not in payload and payload.get("status") in ("BEGIN", "END"):
+            return None   # a record of Debezium's transaction metadata topic
         if not isinstance(payload, dict) or payload.get("op") not in OPS:
             raise _poison(record, "the value is not a Debezium change event (no op c/u/d/r)")
         op, source = payload["op"], payload.get("source") or {}
-        table = self.table or _table_name(source, record.topic)
+        table = _table_name(source, record.topic)
         image_name = "before" if op == "d" else "after"
         image = payload.get(image_name)
         if not isinstance(image, dict):
@@ -137,11 +142,9 @@ class ChangeParser:
         arrow = arrow_schema(image_schema) if image_schema is not None else None
         return Change(table, key, op, row, position, ts_us, record, arrow)
 
-    def key_columns(self, table: str, change_row: dict, record: SourceRecord) -> tuple[str, ...]:
-        if table in self.keys:
-            return self.keys[table]
-        if self.table is not None and len(self.keys) == 1:
-            return next(iter(self.keys.values()))
+    def key_columns(self, table: str, record: SourceRecord) -> tuple[str, ...]:
+        if table in self.keys or "*" in self.keys:
+            return self.keys.get(table) or self.keys["*"]
         if record.key is None:
             raise _poison(record, f"table {table!r} has no key columns: the record has no key and "
                                   f"keys={{{table!r}: [...]}} is not set")
@@ -151,7 +154,7 @@ class ChangeParser:
         return tuple(payload)
 
     def _key(self, record: SourceRecord, table: str, row: dict) -> tuple:
-        columns = self.key_columns(table, row, record)
+        columns = self.key_columns(table, record)
         values = tuple(row.get(c) for c in columns)
         if any(v is None or v is UNAVAILABLE for v in values) or any(c not in row for c in columns):
             raise _poison(record, f"table {table!r}: key column(s) {list(columns)} missing or null in the row")

@@ -16,7 +16,7 @@ import pytest
 from deltalake import DeltaTable
 
 from spark_sink.delta import (DeltaConfigError, PoisonRecordError, SchemaChangeError, StaleBatchError, delta_append,
-                              delta_apply, optimize, vacuum)
+                              delta_apply, from_config, optimize, vacuum)
 from tests.delta_cdc import (CUSTOMER_FIELDS, PLACEHOLDER, Events, batch, decimal_bytes, random_history,
                              records_of, reference_history)
 
@@ -212,6 +212,24 @@ def test_several_tables_under_a_root_and_pandas_input(tmp_path):
     assert rows(tmp_path / "public.customers") == [{"id": 1, "name": "a", "note": None}]
     with pytest.raises(DeltaConfigError):
         delta_apply(str(tmp_path), scd_type=3)
+
+
+def test_the_delta_sink_connector_config_names_build_the_same_sink(tmp_path):
+    """``DeltaSink``'s Kafka Connect config: one topic into ``delta.table.path``, keys named."""
+    path = str(tmp_path / "customers")
+    letters = []
+    fn = from_config({"connector.class": "DeltaSink", "topics": "shop.public.customers", "delta.table.path": path,
+                      "primary.key.fields": "id", "scd.type": "2", "errors.tolerance": "all",
+                      "errors.deadletterqueue.topic.name": "dlq.customers"}, dlq=letters.extend)
+    ev = Events()
+    fn(batch([ev.change("c", after={"id": 1, "name": "a", "note": None}, lsn=10),
+              dict(ev.change("c", after={"id": 2, "name": "b", "note": None}, lsn=11), value=b"[]"),
+              {**ev.change("c", after={"id": 3}, lsn=12), "topic": "__debezium-heartbeat.shop",
+               "value": b'{"ts_ms": 1}'}]), 0)
+    assert [(r["id"], r["__is_current"]) for r in rows(path)] == [(1, True)]
+    assert [d.record.offset for d in letters] == [1]
+    with pytest.raises(DeltaConfigError, match="exactly one of delta.table.path and delta.root.path"):
+        from_config({"primary.key.fields": "id"})
 
 
 def test_delta_append_raw_and_json_exactly_once(tmp_path):
