@@ -4,6 +4,7 @@ SQL is the fast path: in a query Spark evaluates it with no Python per record, a
 interpreter evaluates the same text with :mod:`streams.expressions`. A callable is called as
 Kafka Streams calls the matching Java interface (``Predicate.test(key, value)``,
 ``ValueMapper.apply(value)`` or ``ValueMapperWithKey.apply(key, value)`` by its arity, ...).
+A :func:`streams.vectorized.vectorized` callable takes and returns whole columns (pandas Series).
 In SQL, a record is the columns ``key``, ``value``, ``timestamp``, ``topic``, ``partition``,
 ``offset``, ``headers``; aggregations add ``agg`` (the aggregate so far) and mergers ``agg1``/``agg2``.
 """
@@ -13,6 +14,7 @@ import inspect
 from typing import Any, Callable
 
 from streams.errors import TopologyError
+from streams.vectorized import Vectorized, VectorizedFunctionError
 
 
 def _is_column(arg) -> bool:
@@ -32,10 +34,20 @@ def _positional_arity(fn: Callable) -> int | None:
 class Fn:
     """One argument, checked when the operation is defined. ``sql`` is the text Spark compiles
     (None for a callable); calling it evaluates in Python."""
-    __slots__ = ("what", "sql", "column", "fn", "arity", "_expr")
+    __slots__ = ("what", "sql", "column", "fn", "arity", "_expr", "op", "return_type", "types")
 
-    def __init__(self, arg: Any, what: str, arities: tuple[int, ...]):
+    def __init__(self, arg: Any, what: str, arities: tuple[int, ...], vectorized: str | None = None,
+                 types: tuple = (None, None)):
         self.what, self.sql, self.column, self.fn, self.arity, self._expr = what, None, None, None, None, None
+        # A vectorised function (streams.vectorized): its operation, result type and the key and value
+        # types it is given, where known.
+        self.op, self.return_type, self.types = None, None, types
+        if isinstance(arg, Vectorized):
+            if vectorized is None:
+                raise VectorizedFunctionError(f"{what}: takes no vectorized function; filter, filterNot, mapValues, "
+                                              "selectKey, map and flatMapValues do (pass a plain callable)")
+            self.op, self.return_type = vectorized, arg.bind(vectorized, what)
+            arg = arg.fn
         if isinstance(arg, str):
             if not arg.strip():
                 raise TopologyError(f"{what}: empty SQL expression")
@@ -61,6 +73,10 @@ class Fn:
     def is_sql(self) -> bool:
         return self.sql is not None
 
+    @property
+    def is_vectorized(self) -> bool:
+        return self.op is not None
+
     def evaluate(self, row: dict) -> Any:
         return self._expr.evaluate(row)
 
@@ -69,10 +85,12 @@ class Fn:
 
     def __getstate__(self):
         # Columns hold a JVM handle: a pickled Fn (sent to Spark's Python workers) keeps only the text.
-        return {"what": self.what, "sql": self.sql, "fn": self.fn, "arity": self.arity}
+        return {"what": self.what, "sql": self.sql, "fn": self.fn, "arity": self.arity, "op": self.op,
+                "return_type": self.return_type, "types": self.types}
 
     def __setstate__(self, state):
         self.what, self.sql, self.fn, self.arity = state["what"], state["sql"], state["fn"], state["arity"]
+        self.op, self.return_type, self.types = state.get("op"), state.get("return_type"), state.get("types")
         self.column = None
         self._expr = None
         if self.sql is not None:

@@ -35,27 +35,44 @@ class KStream:
         rr = self._repartition_required if repartition_required is None else repartition_required
         return KStream(self._b, node, ks, vs, rr)
 
+    def _column_types(self) -> tuple:
+        """The Spark types of the keys and values, where known (a serde, or a vectorised step's
+        returnType): the interpreter gives a vectorised function its one-row Series in them."""
+        def of(serde):
+            try:
+                return serde.spark_type() if serde is not None else None
+            except Exception:   # a serde with no Spark type
+                return None
+        key, value = of(self.key_serde), of(self.value_serde)
+        f = next((v for v in self._node.args.values() if getattr(v, "is_vectorized", False)), None)
+        if f is not None and f.op in ("selectKey", "map"):
+            key = f.return_type["key"].dataType if f.op == "map" else f.return_type
+        if f is not None and f.op in ("mapValues", "map", "flatMapValues"):
+            value = {"mapValues": lambda t: t, "map": lambda t: t["value"].dataType,
+                     "flatMapValues": lambda t: t.elementType}[f.op](f.return_type)
+        return key, value
+
     # ------------------------------------------------------------------ stateless
     def filter(self, predicate, named=None) -> "KStream":
         from streams.stateless import Filter
-        f = Fn(predicate, "filter predicate", (2,))
+        f = Fn(predicate, "filter predicate", (2,), vectorized="filter", types=self._column_types())
         return self._then("KSTREAM-FILTER-", "filter", lambda: Filter(f), named, {"predicate": f})
 
     def filterNot(self, predicate, named=None) -> "KStream":
         from streams.stateless import Filter
-        f = Fn(predicate, "filterNot predicate", (2,))
+        f = Fn(predicate, "filterNot predicate", (2,), vectorized="filterNot", types=self._column_types())
         return self._then("KSTREAM-FILTER-", "filterNot", lambda: Filter(f, True), named,
                           {"predicate": f, "negate": True})
 
     def mapValues(self, mapper, named=None) -> "KStream":
         from streams.stateless import MapValues
-        f = Fn(mapper, "mapValues mapper", (1, 2))
+        f = Fn(mapper, "mapValues mapper", (1, 2), vectorized="mapValues", types=self._column_types())
         return self._then("KSTREAM-MAPVALUES-", "mapValues", lambda: MapValues(f), named, {"mapper": f},
                           value_serde=None)
 
     def selectKey(self, selector, named=None) -> "KStream":
         from streams.stateless import SelectKey
-        f = Fn(selector, "selectKey selector", (2,))
+        f = Fn(selector, "selectKey selector", (2,), vectorized="selectKey", types=self._column_types())
         return self._then("KSTREAM-KEY-SELECT-", "selectKey", lambda: SelectKey(f), named, {"selector": f},
                           key_serde=None, repartition_required=True)
 
@@ -69,7 +86,7 @@ class KStream:
                                     "(key, value) instead")
             factory, args = (lambda: Map(None, k, v)), {"key": k, "value": v}
         else:
-            f = Fn(mapper, "map mapper", (2,))
+            f = Fn(mapper, "map mapper", (2,), vectorized="map", types=self._column_types())
             if f.is_sql:
                 raise TopologyError("map(): one SQL expression cannot give both key and value; pass "
                                     "map(key_sql, value_sql) or a callable returning (key, value)")
@@ -85,7 +102,7 @@ class KStream:
 
     def flatMapValues(self, mapper, named=None) -> "KStream":
         from streams.stateless import FlatMap
-        f = Fn(mapper, "flatMapValues mapper", (1, 2))
+        f = Fn(mapper, "flatMapValues mapper", (1, 2), vectorized="flatMapValues", types=self._column_types())
         return self._then("KSTREAM-FLATMAPVALUES-", "flatMapValues", lambda: FlatMap(f, True), named,
                           {"mapper": f}, value_serde=None)
 

@@ -41,6 +41,20 @@ def struct_schema(schema, what: str = "schema") -> T.StructType:
     return _Parser(text, what).fields_until_end()
 
 
+def data_type(text, what: str = "type"):
+    """One Spark type (a DataType or DDL such as ``"bigint"``, ``"array<string>"``,
+    ``"struct<a: int>"``), read without a JVM."""
+    if isinstance(text, T.DataType):
+        return text
+    if not isinstance(text, str):
+        raise InvalidConfigError(f"{what} must be a pyspark DataType or a DDL string, not {type(text).__name__}")
+    parser = _Parser(text.strip(), what)
+    dtype = parser.type()
+    if parser.peek() is not None:
+        parser.fail(f"unexpected {parser.peek()!r}")
+    return dtype
+
+
 class _Parser:
     def __init__(self, text: str, what: str):
         self.text, self.what, self.tokens, pos = text, what, [], 0

@@ -1,11 +1,14 @@
-"""Which steps of a sub-topology Spark SQL runs: the fast path, no Python per record.
+"""Which steps of a sub-topology Spark runs on whole columns: the fast path, no Python per record.
 
-The *prefix* is the longest line of stateless SQL operations from a sub-topology's single source
-(filter, filterNot, mapValues, selectKey, map with two expressions, flatMapValues). Spark decodes
-the source's bytes with its serdes and applies the prefix as column expressions; the rest of the
-sub-topology (from the prefix's first child on) runs in the task processors. A sub-topology that
-is only a prefix ending at a fixed-topic sink needs no Python at all. The reference interpreter
-evaluates the same SQL text, so both agree (``tests/spark/test_streams_expressions_oracle.py``).
+The *prefix* is the longest line of stateless operations from a sub-topology's single source
+(filter, filterNot, mapValues, selectKey, map with two expressions, flatMapValues) whose arguments
+are SQL or vectorised callables (:mod:`streams.vectorized`). Spark decodes the source's bytes with
+its serdes and applies the SQL steps as column expressions and each run of vectorised steps as one
+``mapInArrow`` (one call per Arrow batch); the rest of the sub-topology (from the prefix's first
+child on) runs in the task processors. A sub-topology that is only a prefix ending at a
+fixed-topic sink runs no Python per record (none at all when it is all SQL). The reference
+interpreter evaluates the same SQL text and calls the same functions, so both agree
+(``tests/spark/test_streams_expressions_oracle.py``, ``tests/spark/test_streams_vectorized.py``).
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 from streams.topology import Node, SubTopology
 
 SQL_OPS = {"filter", "filterNot", "mapValues", "selectKey", "map", "flatMapValues"}
+_ARGS = ("predicate", "mapper", "selector", "key", "value")
 
 
 @dataclass
@@ -27,8 +31,13 @@ class Plan:
 def _sql(node: Node) -> bool:
     if node.op not in SQL_OPS or len(node.parents) != 1:
         return False
-    fns = [v for k, v in node.args.items() if k in ("predicate", "mapper", "selector", "key", "value")]
-    return bool(fns) and all(getattr(f, "is_sql", False) for f in fns)
+    fns = [v for k, v in node.args.items() if k in _ARGS]
+    return bool(fns) and all(getattr(f, "is_sql", False) or getattr(f, "is_vectorized", False) for f in fns)
+
+
+def vectorized_fn(node: Node):
+    """The node's vectorised function, or None when its arguments are SQL."""
+    return next((v for k, v in node.args.items() if k in _ARGS and getattr(v, "is_vectorized", False)), None)
 
 
 def plan(sub: SubTopology) -> Plan:
@@ -64,8 +73,14 @@ def apply(df, p: Plan, defaults: tuple):
     df = df.select((ks.decode(F.col("key")) if ks is not None else F.col("key")).alias("key"),
                    (vs.decode(F.col("value")) if vs is not None else F.col("value")).alias("value"),
                    "topic", "partition", "offset", "timestamp", "headers")
+    steps: list = []
     for n in p.prefix:
         a = n.args
+        f = vectorized_fn(n)
+        if f is not None:
+            steps.append((n.op, f))
+            continue
+        df, steps = _vectorized(df, steps), []
         if n.op == "filter":
             df = df.where(F.coalesce(F.expr(a["predicate"].sql), F.lit(False)))
         elif n.op == "filterNot":
@@ -80,7 +95,15 @@ def apply(df, p: Plan, defaults: tuple):
                    .withColumnRenamed("__k", "key").withColumnRenamed("__v", "value")
         elif n.op == "flatMapValues":
             df = df.withColumn("value", F.explode(F.expr(a["mapper"].sql)))
-    return df
+    return _vectorized(df, steps)
+
+
+def _vectorized(df, steps: list):
+    """A run of vectorised steps as one ``mapInArrow``."""
+    if not steps:
+        return df
+    from streams import vectorized
+    return df.mapInArrow(vectorized.map_in_arrow(steps), vectorized.output_schema(df.schema, steps))
 
 
 def sink_columns(df, p: Plan, defaults: tuple, application_id: str):

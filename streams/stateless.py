@@ -9,6 +9,7 @@ from streams.errors import StreamsError
 from streams.functions import Fn
 from streams.processor import Processor
 from streams.record import Change, Record
+from streams.vectorized import call_record
 
 
 def _row(p: Processor, record: Record, **extra) -> dict:
@@ -24,12 +25,16 @@ def _value_of(v):
 def test(p: Processor, fn: Fn, record: Record) -> bool:
     if fn.is_sql:
         return fn.evaluate(_row(p, record)) is True
+    if fn.is_vectorized:
+        return call_record(fn, record.key, record.value) is True
     return bool(fn.fn(record.key, record.value))
 
 
 def map_value(p: Processor, fn: Fn, record: Record) -> Any:
     if fn.is_sql:
         return fn.evaluate(_row(p, record))
+    if fn.is_vectorized:
+        return call_record(fn, record.key, record.value)
     return fn.fn(record.value) if fn.arity == 1 else fn.fn(record.key, record.value)
 
 
@@ -130,6 +135,8 @@ class SelectKey(Processor):
     def process(self, record: Record) -> None:
         if self.selector.is_sql:
             key = self.selector.evaluate(_row(self, record))
+        elif self.selector.is_vectorized:
+            key = call_record(self.selector, record.key, record.value)
         else:
             key = self.selector.fn(record.key, record.value)
         self.forward(record.with_(key=key))
@@ -141,7 +148,9 @@ class Map(Processor):
         self.mapper, self.key_expr, self.value_expr = mapper, key_expr, value_expr
 
     def process(self, record: Record) -> None:
-        if self.mapper is not None:
+        if self.mapper is not None and self.mapper.is_vectorized:
+            key, value = call_record(self.mapper, record.key, record.value)
+        elif self.mapper is not None:
             out = self.mapper.fn(record.key, record.value)
             if out is None:
                 raise StreamsError("map's mapper returned None; it must return a (key, value) pair")

@@ -176,13 +176,14 @@ class TopologyDescription:
         for sub in t.subtopologies:
             from streams.spark_plan import plan
             p = plan(sub)
+            vectorized = any(getattr(v, "is_vectorized", False) for n in p.prefix for v in n.args.values())
             if p.sink is not None:
-                how = "one streaming query, all Spark SQL"
+                how = "one streaming query, all Spark SQL" + (" and vectorised Python (mapInArrow)" if vectorized else "")
             else:
                 how = ("one streaming query: transformWithState, one task per input partition" if sub.stateful
                        else "one streaming query: mapInArrow, stateless")
                 if p.prefix:
-                    how += f"; Spark SQL up to {p.prefix[-1].name}"
+                    how += f"; Spark SQL{' and vectorised Python' if vectorized else ''} up to {p.prefix[-1].name}"
             if any(n.args.get("global") for n in sub.nodes):
                 how = "for global store (will not generate tasks)"
                 lines.append(f"   Sub-topology: {sub.id} {how}")
