@@ -28,11 +28,12 @@ import base64
 import math
 import re
 from dataclasses import dataclass
-from datetime import date, time, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Optional
 
 from broker.errors import RiverlogError
+from spark_source.postgres import temporal
+from spark_source.postgres.temporal import TIMESTAMP_NEG_INFINITY_MICROS, TIMESTAMP_POS_INFINITY_MICROS
 
 PLACEHOLDER = "__debezium_unavailable_value"
 
@@ -52,10 +53,6 @@ ARRAY_ELEMENT = {1000: BOOL, 1001: BYTEA, 1002: CHAR, 1003: NAME, 1005: INT2, 10
                  1187: INTERVAL, 1270: TIMETZ, 1561: BIT, 1563: VARBIT, 1231: NUMERIC, 2951: UUID, 3807: JSONB,
                  1041: INET, 651: CIDR, 1040: MACADDR}
 
-_EPOCH_DATE = date(1970, 1, 1)
-TIMESTAMP_POS_INFINITY_MICROS = 9223372036825200000
-TIMESTAMP_NEG_INFINITY_MICROS = -9223372036832400000
-DAYS_PER_MONTH_AVG = 365.25 / 12.0
 
 
 class ValueConversionError(RiverlogError):
@@ -163,19 +160,19 @@ def _scalar(oid: int, typmod: int, modes: TypeModes) -> tuple:
         return _named("string", "io.debezium.data.Uuid"), str
     if oid == DATE:
         name = "org.apache.kafka.connect.data.Date" if modes.time_precision_mode == "connect" else "io.debezium.time.Date"
-        return _named("int32", name), _date_days
+        return _named("int32", name), temporal.date_days
     if oid == TIME:
         return _time(typmod, modes)
     if oid == TIMESTAMP:
         return _timestamp(typmod, modes)
     if oid == TIMESTAMPTZ:
-        return _named("string", "io.debezium.time.ZonedTimestamp"), _zoned_timestamp
+        return _named("string", "io.debezium.time.ZonedTimestamp"), temporal.zoned_timestamp
     if oid == TIMETZ:
-        return _named("string", "io.debezium.time.ZonedTime"), _zoned_time
+        return _named("string", "io.debezium.time.ZonedTime"), temporal.zoned_time
     if oid == INTERVAL:
         if modes.interval_handling_mode == "string":
-            return _named("string", "io.debezium.time.Interval"), lambda t: _iso_interval(*_interval_parts(t))
-        return _named("int64", "io.debezium.time.MicroDuration"), lambda t: _micro_duration(*_interval_parts(t))
+            return _named("string", "io.debezium.time.Interval"), temporal.iso_interval
+        return _named("int64", "io.debezium.time.MicroDuration"), temporal.micro_duration
     if oid == BIT and typmod in (1, -1):
         return _plain("boolean"), lambda t: t == "1"
     if oid in (BIT, VARBIT):
@@ -266,154 +263,27 @@ def _bits(text: str) -> bytes:
     return int(text or "0", 2).to_bytes(max(1, (len(text) + 7) // 8), "little")
 
 
-def _bc(text: str) -> tuple:
-    return (text[:-3], True) if text.endswith(" BC") else (text, False)
-
-
-def _days_from_civil(y: int, m: int, d: int) -> int:
-    """Days since 1970-01-01 of a proleptic Gregorian date (year 0 = 1 BC), for BC dates too."""
-    y -= m <= 2
-    era = (y if y >= 0 else y - 399) // 400
-    yoe = y - era * 400
-    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
-
-
-def _date_days(text: str) -> int:
-    if text == "infinity":
-        return 2 ** 31 - 1
-    if text == "-infinity":
-        return -(2 ** 31)
-    body, bc = _bc(text)
-    y, m, d = (int(p) for p in body.split("-"))
-    return _days_from_civil(1 - y if bc else y, m, d)
-
-
-def _time_micros(text: str) -> int:
-    hms, _, frac = text.partition(".")
-    h, m, s = (int(p) for p in hms.split(":"))
-    return ((h * 60 + m) * 60 + s) * 1_000_000 + int((frac + "000000")[:6])
-
-
 def _time(typmod: int, modes: TypeModes) -> tuple:
     precision = typmod if typmod >= 0 else 6
     mode = modes.time_precision_mode
     if mode == "connect":
-        return _named("int32", "org.apache.kafka.connect.data.Time"), lambda t: _time_micros(t) // 1000
+        return _named("int32", "org.apache.kafka.connect.data.Time"), lambda t: temporal.time_micros(t) // 1000
     if mode == "adaptive" and precision <= 3:
-        return _named("int32", "io.debezium.time.Time"), lambda t: _time_micros(t) // 1000
-    return _named("int64", "io.debezium.time.MicroTime"), _time_micros
-
-
-def _timestamp_micros(text: str) -> int:
-    if text == "infinity":
-        return TIMESTAMP_POS_INFINITY_MICROS
-    if text == "-infinity":
-        return TIMESTAMP_NEG_INFINITY_MICROS
-    body, bc = _bc(text)
-    day, _, clock = body.partition(" ")
-    y, m, d = (int(p) for p in day.split("-"))
-    return _days_from_civil(1 - y if bc else y, m, d) * 86_400_000_000 + _time_micros(clock)
+        return _named("int32", "io.debezium.time.Time"), lambda t: temporal.time_micros(t) // 1000
+    return _named("int64", "io.debezium.time.MicroTime"), temporal.time_micros
 
 
 def _timestamp(typmod: int, modes: TypeModes) -> tuple:
     precision = typmod if typmod >= 0 else 6
     if modes.time_precision_mode == "connect":
-        return _named("int64", "org.apache.kafka.connect.data.Timestamp"), lambda t: _floor_ms(_timestamp_micros(t))
+        return _named("int64", "org.apache.kafka.connect.data.Timestamp"), lambda t: _floor_ms(temporal.timestamp_micros(t))
     if precision <= 3:
-        return _named("int64", "io.debezium.time.Timestamp"), lambda t: _floor_ms(_timestamp_micros(t))
-    return _named("int64", "io.debezium.time.MicroTimestamp"), _timestamp_micros
+        return _named("int64", "io.debezium.time.Timestamp"), lambda t: _floor_ms(temporal.timestamp_micros(t))
+    return _named("int64", "io.debezium.time.MicroTimestamp"), temporal.timestamp_micros
 
 
 def _floor_ms(micros: int) -> int:
     return micros if micros in (TIMESTAMP_POS_INFINITY_MICROS, TIMESTAMP_NEG_INFINITY_MICROS) else micros // 1000
-
-
-_OFFSET = re.compile(r"([+-])(\d\d)(?::?(\d\d))?(?::?(\d\d))?$")
-
-
-def _split_offset(text: str) -> tuple:
-    """``'12:00:00.5+05:30'`` -> (``'12:00:00.5'``, offset seconds)."""
-    match = _OFFSET.search(text)
-    if match is None:
-        raise ValueError(f"no UTC offset in {text!r}")
-    sign = -1 if match.group(1) == "-" else 1
-    seconds = int(match.group(2)) * 3600 + int(match.group(3) or 0) * 60 + int(match.group(4) or 0)
-    return text[:match.start()], sign * seconds
-
-
-def _iso_fraction(micros: int) -> str:
-    return "" if micros == 0 else "." + f"{micros:06d}".rstrip("0")
-
-
-def _zoned_timestamp(text: str) -> str:
-    if text in ("infinity", "-infinity"):
-        return text
-    body, bc = _bc(text)
-    local, offset = _split_offset(body)
-    micros = _timestamp_micros(local + (" BC" if bc else "")) - offset * 1_000_000
-    days, rem = divmod(micros, 86_400_000_000)
-    seconds, frac = divmod(rem, 1_000_000)
-    try:
-        day = (_EPOCH_DATE + timedelta(days=days)).isoformat()
-    except OverflowError:
-        return text
-    clock = time(seconds // 3600, seconds // 60 % 60, seconds % 60)
-    return f"{day}T{clock.isoformat()}{_iso_fraction(frac)}Z"
-
-
-def _zoned_time(text: str) -> str:
-    local, offset = _split_offset(text)
-    micros = (_time_micros(local) - offset * 1_000_000) % 86_400_000_000
-    seconds, frac = divmod(micros, 1_000_000)
-    return f"{time(seconds // 3600, seconds // 60 % 60, seconds % 60).isoformat()}{_iso_fraction(frac)}Z"
-
-
-_UNITS = {"year": 0, "years": 0, "mon": 1, "mons": 1, "day": 2, "days": 2}
-_PG_INTERVAL_PART = re.compile(r"([+-]?\d+) (years?|mons?|days?)|([+-]?)(\d+):(\d\d):(\d\d)(?:\.(\d+))?")
-_ISO_INTERVAL = re.compile(r"P(?:(-?\d+)Y)?(?:(-?\d+)M)?(?:(-?\d+)D)?(?:T(?:(-?\d+)H)?(?:(-?\d+)M)?(?:(-?[\d.]+)S)?)?$")
-
-
-def _interval_parts(text: str) -> tuple:
-    """(years, months, days, microseconds of the time part)."""
-    iso = _ISO_INTERVAL.match(text)
-    if iso and text.startswith("P"):
-        y, mo, d, h, mi, s = iso.groups()
-        seconds = Decimal(s or 0)
-        micros = (int(h or 0) * 3600 + int(mi or 0) * 60) * 1_000_000 + int(seconds * 1_000_000)
-        return int(y or 0), int(mo or 0), int(d or 0), micros
-    parts = [0, 0, 0]
-    micros = 0
-    pos = 0
-    for match in _PG_INTERVAL_PART.finditer(text):
-        if text[pos:match.start()].strip():
-            raise ValueError(f"unexpected {text[pos:match.start()]!r}")
-        pos = match.end()
-        if match.group(2):
-            parts[_UNITS[match.group(2)]] += int(match.group(1))
-        else:
-            sign = -1 if match.group(3) == "-" else 1
-            h, m, s = int(match.group(4)), int(match.group(5)), int(match.group(6))
-            micros += sign * (((h * 60 + m) * 60 + s) * 1_000_000 + int((match.group(7) or "").ljust(6, "0")[:6]))
-    if text[pos:].strip():
-        raise ValueError(f"unexpected {text[pos:]!r}")
-    return parts[0], parts[1], parts[2], micros
-
-
-def _micro_duration(years: int, months: int, days: int, micros: int) -> int:
-    total_days = days + (months + years * 12) * DAYS_PER_MONTH_AVG
-    return int(total_days * 86_400_000_000 + micros)
-
-
-def _iso_interval(years: int, months: int, days: int, micros: int) -> str:
-    sign = -1 if micros < 0 else 1
-    hours, rem = divmod(abs(micros), 3_600_000_000)
-    minutes, rem = divmod(rem, 60_000_000)
-    seconds = Decimal(rem) / Decimal(1_000_000)
-    sec = format(seconds.normalize(), "f") if rem else "0"
-    s = "-" if sign < 0 else ""
-    return f"P{years}Y{months}M{days}DT{s}{hours}H{s}{minutes}M{s if rem else ''}{sec}S"
 
 
 def _parse_array(text: str, convert: Callable[[str], Any]) -> list:

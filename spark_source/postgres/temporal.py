@@ -1,0 +1,150 @@
+"""PostgreSQL's text output of dates, times, timestamps and intervals as Debezium's numbers and
+strings, by integer arithmetic so that BC dates and timestamps convert too.
+
+Inputs are in ``DateStyle=ISO`` (``2018-06-20 15:13:16.945104``, ``… BC``, ``infinity``), with a
+UTC offset for timestamptz/timetz (``+02``, ``+05:30``), and intervals in ``IntervalStyle``
+``postgres`` (``1 year 2 mons 3 days 04:05:06.78``) or ``iso_8601`` (``P1Y2M3DT4H5M6.78S``).
+"""
+from __future__ import annotations
+
+import re
+from datetime import date, time, timedelta
+from decimal import Decimal
+
+_EPOCH_DATE = date(1970, 1, 1)
+TIMESTAMP_POS_INFINITY_MICROS = 9223372036825200000
+"""Debezium's (and pgjdbc's) value for TIMESTAMP 'infinity'."""
+TIMESTAMP_NEG_INFINITY_MICROS = -9223372036832400000
+DAYS_PER_MONTH_AVG = 365.25 / 12.0
+"""Debezium's MicroDuration month."""
+
+
+def _bc(text: str) -> tuple:
+    return (text[:-3], True) if text.endswith(" BC") else (text, False)
+
+
+def days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (year 0 = 1 BC), for BC dates too."""
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def date_days(text: str) -> int:
+    if text == "infinity":
+        return 2 ** 31 - 1
+    if text == "-infinity":
+        return -(2 ** 31)
+    body, bc = _bc(text)
+    y, m, d = (int(p) for p in body.split("-"))
+    return days_from_civil(1 - y if bc else y, m, d)
+
+
+def time_micros(text: str) -> int:
+    hms, _, frac = text.partition(".")
+    h, m, s = (int(p) for p in hms.split(":"))
+    return ((h * 60 + m) * 60 + s) * 1_000_000 + int((frac + "000000")[:6])
+
+
+def timestamp_micros(text: str) -> int:
+    if text == "infinity":
+        return TIMESTAMP_POS_INFINITY_MICROS
+    if text == "-infinity":
+        return TIMESTAMP_NEG_INFINITY_MICROS
+    body, bc = _bc(text)
+    day, _, clock = body.partition(" ")
+    y, m, d = (int(p) for p in day.split("-"))
+    return days_from_civil(1 - y if bc else y, m, d) * 86_400_000_000 + time_micros(clock)
+
+
+_OFFSET = re.compile(r"([+-])(\d\d)(?::?(\d\d))?(?::?(\d\d))?$")
+
+
+def _split_offset(text: str) -> tuple:
+    """``'12:00:00.5+05:30'`` -> (``'12:00:00.5'``, offset seconds)."""
+    match = _OFFSET.search(text)
+    if match is None:
+        raise ValueError(f"no UTC offset in {text!r}")
+    sign = -1 if match.group(1) == "-" else 1
+    seconds = int(match.group(2)) * 3600 + int(match.group(3) or 0) * 60 + int(match.group(4) or 0)
+    return text[:match.start()], sign * seconds
+
+
+def _iso_fraction(micros: int) -> str:
+    return "" if micros == 0 else "." + f"{micros:06d}".rstrip("0")
+
+
+def zoned_timestamp(text: str) -> str:
+    if text in ("infinity", "-infinity"):
+        return text
+    body, bc = _bc(text)
+    local, offset = _split_offset(body)
+    micros = timestamp_micros(local + (" BC" if bc else "")) - offset * 1_000_000
+    days, rem = divmod(micros, 86_400_000_000)
+    seconds, frac = divmod(rem, 1_000_000)
+    try:
+        day = (_EPOCH_DATE + timedelta(days=days)).isoformat()
+    except OverflowError:
+        return text
+    clock = time(seconds // 3600, seconds // 60 % 60, seconds % 60)
+    return f"{day}T{clock.isoformat()}{_iso_fraction(frac)}Z"
+
+
+def zoned_time(text: str) -> str:
+    local, offset = _split_offset(text)
+    micros = (time_micros(local) - offset * 1_000_000) % 86_400_000_000
+    seconds, frac = divmod(micros, 1_000_000)
+    return f"{time(seconds // 3600, seconds // 60 % 60, seconds % 60).isoformat()}{_iso_fraction(frac)}Z"
+
+
+_UNITS = {"year": 0, "years": 0, "mon": 1, "mons": 1, "day": 2, "days": 2}
+_PG_INTERVAL_PART = re.compile(r"([+-]?\d+) (years?|mons?|days?)|([+-]?)(\d+):(\d\d):(\d\d)(?:\.(\d+))?")
+_ISO_INTERVAL = re.compile(r"P(?:(-?\d+)Y)?(?:(-?\d+)M)?(?:(-?\d+)D)?(?:T(?:(-?\d+)H)?(?:(-?\d+)M)?(?:(-?[\d.]+)S)?)?$")
+
+
+def interval_parts(text: str) -> tuple:
+    """(years, months, days, microseconds of the time part)."""
+    iso = _ISO_INTERVAL.match(text)
+    if iso and text.startswith("P"):
+        y, mo, d, h, mi, s = iso.groups()
+        seconds = Decimal(s or 0)
+        micros = (int(h or 0) * 3600 + int(mi or 0) * 60) * 1_000_000 + int(seconds * 1_000_000)
+        return int(y or 0), int(mo or 0), int(d or 0), micros
+    parts = [0, 0, 0]
+    micros = 0
+    pos = 0
+    for match in _PG_INTERVAL_PART.finditer(text):
+        if text[pos:match.start()].strip():
+            raise ValueError(f"unexpected {text[pos:match.start()]!r}")
+        pos = match.end()
+        if match.group(2):
+            parts[_UNITS[match.group(2)]] += int(match.group(1))
+        else:
+            sign = -1 if match.group(3) == "-" else 1
+            h, m, s = int(match.group(4)), int(match.group(5)), int(match.group(6))
+            micros += sign * (((h * 60 + m) * 60 + s) * 1_000_000 + int((match.group(7) or "").ljust(6, "0")[:6]))
+    if text[pos:].strip():
+        raise ValueError(f"unexpected {text[pos:]!r}")
+    return parts[0], parts[1], parts[2], micros
+
+
+def micro_duration(text: str) -> int:
+    """Debezium's MicroDuration: months of 365.25/12 days."""
+    years, months, days, micros = interval_parts(text)
+    total_days = days + (months + years * 12) * DAYS_PER_MONTH_AVG
+    return int(total_days * 86_400_000_000 + micros)
+
+
+def iso_interval(text: str) -> str:
+    """Debezium's Interval string, ``P<y>Y<m>M<d>DT<h>H<m>M<s>S``."""
+    years, months, days, micros = interval_parts(text)
+    sign = -1 if micros < 0 else 1
+    hours, rem = divmod(abs(micros), 3_600_000_000)
+    minutes, rem = divmod(rem, 60_000_000)
+    seconds = Decimal(rem) / Decimal(1_000_000)
+    sec = format(seconds.normalize(), "f") if rem else "0"
+    s = "-" if sign < 0 else ""
+    return f"P{years}Y{months}M{days}DT{s}{hours}H{s}{minutes}M{s if rem else ''}{sec}S"
