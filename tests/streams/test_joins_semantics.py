@@ -64,6 +64,15 @@ def test_unmatched_left_record_waits_for_the_window_and_grace_to_close():
     assert t.step("L", "x", "Y", 16) == [("k", "A - null", 0)]
 
 
+@pytest.mark.parametrize("grace", [0, 3])
+def test_window_close_boundary_is_after_plus_grace_exclusive(grace):
+    t = _stream_stream("outer", JoinWindows.ofTimeDifferenceAndGrace(10, grace))
+    t.step("L", "k", "A", 0)
+    t.step("R", "j", "b", 0)
+    assert t.values("L", "x", "X", 10 + grace) == []
+    assert t.values("L", "y", "Y", 11 + grace) == ["null - b", "A - null"]
+
+
 def test_a_match_arriving_within_grace_cancels_the_pending_non_joined_result():
     t = _stream_stream("outer", JoinWindows.ofTimeDifferenceAndGrace(10, 20))
     t.step("L", "k", "A", 0)
