@@ -7,7 +7,7 @@ from datetime import date, datetime, timedelta, timezone
 from decimal import Context, Decimal
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from spark_source.postgres import types as T
@@ -96,6 +96,8 @@ def test_numeric_double_and_string_modes_and_money():
 
 @FAST
 @given(st.integers(-10**30, 10**30), st.integers(0, 12))
+@example(10**28 + 1, 0)
+@example(-(10**29) - 7, 12)
 def test_precise_decimals_carry_the_exact_unscaled_value(unscaled_value, scale):
     text = str(Decimal(unscaled_value).scaleb(-scale, Context(prec=80)))   # exact, as PostgreSQL prints it
     fixed = conv(T.NUMERIC, text, numeric_typmod(38, scale))
