@@ -1,0 +1,114 @@
+"""The connector plugin: what a connector class tells the worker, and the registry that finds it
+by Kafka's class name or a short alias.
+
+A connector is deliberately small. It says its ``kind`` (source or sink), its own ``ConfigDef``
+(Kafka's ``Connector.config()``), and builds its part of the one streaming query the worker runs:
+
+- a **source** connector returns a streaming record frame from :meth:`SourceConnector.read_stream`
+  (``topic``, ``partition``, ``timestamp``, ``key``, ``value``, ``headers`` with key and value as
+  Connect data, i.e. typed Spark columns) and maps Spark's end offset of a micro-batch to Connect's
+  source partitions and offsets (:meth:`SourceConnector.source_offsets`), which the worker writes to
+  connect-offsets in the batch's broker transaction (KIP-618);
+- a **sink** connector writes one micro-batch of converted, transformed records from
+  ``foreachBatch`` (:meth:`SinkConnector.write_batch`); the worker reads the topics, converts,
+  transforms, routes bad records and commits the consumer group ``connect-<name>``.
+
+    class MySink(SinkConnector):
+        class_name, aliases = "com.example.MySink", ("MySink",)
+        config_def = ConfigDef([...])
+        def write_batch(self, frame, batch_id): ...
+    register_connector(MySink)
+"""
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from connect.config import CONNECTORS, SINK, SOURCE, ConnectorConfig
+from connect.config_def import ConfigDef, Plugin
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("riverlog")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.1.0"
+
+
+@dataclass(frozen=True)
+class ConnectorContext:
+    """What the worker hands a connector when its query starts."""
+    spark: Any
+    bootstrap_servers: str
+    """The worker's cluster (connect-* topics, and the default input or output cluster)."""
+    stored_offsets: list[tuple[dict, dict]] = field(default_factory=list)
+    """Source connectors: connect-offsets' (partition, offset) pairs, used when there is no checkpoint."""
+    tasks_max: int = 1
+
+
+class Connector:
+    """Kafka's ``Connector``: a class name (plus aliases), a kind, and its own ConfigDef."""
+    class_name: str = ""
+    aliases: tuple[str, ...] = ()
+    kind: str = ""
+    config_def: ConfigDef = ConfigDef()
+    version: str = _version()
+
+    def __init__(self, config: ConnectorConfig, context: ConnectorContext):
+        self.config, self.context = config, context
+        self.values = self.config_def.parse(config.originals, f"Connector {config.name}") if self.config_def.keys \
+            else {}
+
+    def task_configs(self, tasks_max: int) -> list[dict[str, str]]:
+        """Kafka's ``taskConfigs``: one Spark query is all tasks, so task ``i`` is a slice of
+        parallelism carrying the connector's config."""
+        return [dict(self.config.originals) for _ in range(max(1, tasks_max))]
+
+
+class SourceConnector(Connector):
+    kind = SOURCE
+
+    def read_stream(self) -> DataFrame:
+        """A streaming record frame (key and value as Connect data)."""
+        raise NotImplementedError
+
+    def source_offsets(self, end_offset: Mapping[str, Any]) -> list[tuple[dict, dict]]:
+        """Connect's (source partition, source offset) pairs for Spark's end offset of a batch."""
+        raise NotImplementedError
+
+    @property
+    def output_bootstrap_servers(self) -> str:
+        """Where the records go (the worker's cluster unless the connector says otherwise)."""
+        return self.context.bootstrap_servers
+
+
+class SinkConnector(Connector):
+    kind = SINK
+
+    @property
+    def input_bootstrap_servers(self) -> str:
+        return self.context.bootstrap_servers
+
+    def write_batch(self, frame: DataFrame, batch_id: int) -> None:
+        """Write one micro-batch's records; a replay of ``batch_id`` must overwrite, not add."""
+        raise NotImplementedError
+
+
+def register_connector(cls: type[Connector]) -> type[Connector]:
+    """Make ``connector.class`` accept ``cls.class_name`` and its aliases."""
+    CONNECTORS.register(Plugin(cls.class_name, cls.config_def, cls.kind, cls), cls.aliases)
+    return cls
+
+
+def connector_class(name: str) -> type[Connector] | None:
+    plugin = CONNECTORS.get(name.strip())
+    target = plugin.target if plugin is not None else None
+    return target if isinstance(target, type) and issubclass(target, Connector) else None
+
+
+__all__ = ["Connector", "ConnectorContext", "SinkConnector", "SourceConnector", "connector_class",
+           "register_connector"]

@@ -1,0 +1,96 @@
+"""What happens to a record some stage could not convert, transform or write: Kafka's
+``errors.tolerance`` (fail the connector, naming the record), ``errors.log.enable`` (log it) and
+``errors.deadletterqueue.*`` (write it as consumed to the DLQ topic, with Kafka's
+``__connect.errors.*`` context headers when asked).
+
+Header names and values are ``DeadLetterQueueReporter``'s: UTF-8 strings, numbers in decimal::
+
+    __connect.errors.topic / .partition / .offset       where the record was consumed
+    __connect.errors.connector.name / .task.id
+    __connect.errors.stage                              KEY_CONVERTER, VALUE_CONVERTER, TRANSFORMATION, TASK_PUT
+    __connect.errors.class.name                         the converter, transform or connector class
+    __connect.errors.exception.class.name / .exception.message / .exception.stacktrace
+"""
+from __future__ import annotations
+
+import logging
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from connect.config import ConnectorConfig
+from connect.errors import DataError
+from connect.record_frame import ERROR, HEADERS_TYPE, ORIGINAL
+
+log = logging.getLogger("connect.errors")
+
+PREFIX = "__connect.errors."
+DATA_EXCEPTION = "org.apache.kafka.connect.errors.DataException"
+
+
+def kafka_stage(stage: Column) -> Column:
+    """The frame's stage names (``value.converter``, ``transforms.<alias>``) as Kafka's ``Stage``."""
+    return (F.when(stage == "key.converter", F.lit("KEY_CONVERTER"))
+            .when(stage == "value.converter", F.lit("VALUE_CONVERTER"))
+            .when(stage == "header.converter", F.lit("HEADER_CONVERTER"))
+            .when(stage.startswith("transforms."), F.lit("TRANSFORMATION"))
+            .otherwise(F.upper(stage)))
+
+
+def _header(name: str, value: Column) -> Column:
+    return F.struct(F.lit(PREFIX + name).alias("key"), F.encode(value.cast("string"), "UTF-8").alias("value"))
+
+
+def context_headers(connector: str) -> Column:
+    err = F.col(ERROR)
+    trace = F.concat(F.lit(DATA_EXCEPTION + ": "), err.message, F.lit("\n\tat "), err["class"],
+                     F.lit(" ("), err.stage, F.lit(")"))
+    return F.array(_header("topic", F.col("topic")), _header("partition", F.col("partition")),
+                   _header("offset", F.col("offset")), _header("connector.name", F.lit(connector)),
+                   _header("task.id", F.lit(0)), _header("stage", kafka_stage(err.stage)),
+                   _header("class.name", err["class"]), _header("exception.class.name", F.lit(DATA_EXCEPTION)),
+                   _header("exception.message", err.message), _header("exception.stacktrace", trace))
+
+
+def dead_letter_frame(bad: DataFrame, config: ConnectorConfig) -> DataFrame:
+    """The DLQ records for flagged rows: the record as consumed (key, value and headers bytes) to
+    ``errors.deadletterqueue.topic.name``, context headers appended when enabled."""
+    original = F.col(ORIGINAL)
+    headers = F.coalesce(original.headers, F.array().cast(HEADERS_TYPE))
+    if config.dlq_context_headers_enable:
+        headers = F.concat(headers, context_headers(config.name))
+    return bad.select(F.lit(config.dlq_topic).alias("topic"), original.key.alias("key"),
+                      original.value.alias("value"), headers.cast(HEADERS_TYPE).alias("headers"))
+
+
+def describe(row) -> str:
+    """One flagged row as the failure message names it."""
+    err = row[ERROR]
+    where = f"topic '{row['topic']}'"
+    if row["partition"] is not None:
+        where += f" partition {row['partition']}"
+    if row["offset"] is not None:
+        where += f" offset {row['offset']}"
+    return f"{where}: stage {err['stage']} ({err['class']}) failed: {err['message']}"
+
+
+def report(bad: DataFrame, config: ConnectorConfig, limit: int = 20) -> list:
+    """Log the flagged rows when ``errors.log.enable`` (with the record when
+    ``errors.log.include.messages``); returns the rows looked at (at most ``limit``)."""
+    cols = ["topic", "partition", "offset", ERROR] + (["key", "value"] if config.errors_log_include_messages else [])
+    rows = bad.select(*[F.col(c) if c in (ERROR, "topic", "partition", "offset") else F.col(c).cast("string")
+                        for c in cols]).limit(limit).collect()
+    if config.errors_log_enable:
+        for row in rows:
+            extra = f" key={row['key']!r} value={row['value']!r}" if config.errors_log_include_messages else ""
+            log.error("Error encountered in connector %s: %s%s", config.name, describe(row), extra)
+    return rows
+
+
+def fail(rows: list, config: ConnectorConfig) -> DataError:
+    """``errors.tolerance=none``: the error that fails the connector, naming the first bad record."""
+    return DataError(f"Tolerance exceeded in error handler (errors.tolerance=none) for connector "
+                     f"'{config.name}': {describe(rows[0])}")
+
+
+__all__ = ["context_headers", "dead_letter_frame", "describe", "fail", "kafka_stage", "report"]

@@ -1,0 +1,283 @@
+"""One connector as one Structured Streaming query: the record frame, converters, transforms,
+error handling and the exactly-once write, in Kafka Connect's order.
+
+Source connector (Kafka's ``AbstractWorkerSourceTask``)::
+
+    connector.read_stream() -> transforms -> key/value converters -> foreachBatch:
+        rows + connect-offsets records -> format("riverlog") write, sinkId/batchId (one transaction)
+
+Sink connector (Kafka's ``WorkerSinkTask``)::
+
+    format("riverlog") (group connect-<name>) -> key/value converters -> transforms -> foreachBatch:
+        connector.write_batch(good rows)  ->  DLQ rows + the group's offsets in one transaction
+                                              (or a plain group commit when no row failed)
+
+Recovery. Spark's checkpoint (``<state.dir>/<group.id>/<connector>/checkpoint``) replays an
+unfinished batch with the same id, which the exactly-once sink recognises. The broker is the
+truth: a query without a checkpoint starts from connect-offsets (source) or the consumer group's
+committed offsets (sink), and writes under a new ``sinkId`` (written to ``sink-id`` next to the
+checkpoint) so its batch ids, which restart at 0, are not mistaken for the old query's.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from broker.client import AdminClient, Consumer, NewTopic, TopicPartition
+from broker.errors import TopicAlreadyExistsError
+
+from connect import converters, dead_letter, record_frame
+from connect.config import ConnectorConfig, WorkerConfig
+from connect.connector import Connector, SinkConnector, SourceConnector
+from connect.plugins import canonical, canonical_transform_config
+from connect.config import CONVERTERS
+from connect.storage import ConnectStorage
+from connect.transforms import chain, from_connector_config
+
+BYTE_ARRAY = converters.BYTE_ARRAY_CONVERTER
+
+
+def group_id(name: str) -> str:
+    """Kafka's ``SinkUtils.consumerGroupId``."""
+    return f"connect-{name}"
+
+
+class ConnectorPaths:
+    """Where a connector keeps its Spark checkpoint and the sinkId that goes with it."""
+
+    def __init__(self, state_dir: str, worker_group: str, name: str):
+        self.root = os.path.join(state_dir, re.sub(r"[^\w.-]", "_", worker_group), re.sub(r"[^\w.-]", "_", name))
+        self.checkpoint = os.path.join(self.root, "checkpoint")
+        self._sink_id_file = os.path.join(self.root, "sink-id")
+
+    def fresh(self) -> bool:
+        offsets = os.path.join(self.checkpoint, "offsets")
+        return not (os.path.isdir(offsets) and os.listdir(offsets))
+
+    def sink_id(self, name: str) -> str:
+        """The current checkpoint's sinkId; a new one when the checkpoint is new or lost."""
+        if not self.fresh() and os.path.exists(self._sink_id_file):
+            with open(self._sink_id_file) as f:
+                return f.read().strip()
+        os.makedirs(self.root, exist_ok=True)
+        sink_id = f"connect-{re.sub(r'[^A-Za-z0-9._-]', '_', name)}-{uuid.uuid4().hex[:12]}"
+        tmp = self._sink_id_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(sink_id)
+        os.replace(tmp, self._sink_id_file)
+        return sink_id
+
+    def discard(self) -> None:
+        """Forget the checkpoint (offsets were altered, or the connector deleted)."""
+        import shutil
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def batch_end_offset(checkpoint: str, batch_id: int) -> Any:
+    """The first source's end offset of ``batch_id`` from Spark's offset log (written before the
+    batch runs, so it is there inside ``foreachBatch``)."""
+    with open(os.path.join(checkpoint, "offsets", str(batch_id))) as f:
+        lines = f.read().splitlines()
+    return json.loads(lines[2])
+
+
+def _converter(config: ConnectorConfig, worker: WorkerConfig, which: str, default: str | None = None):
+    name = config.values.get(f"{which}.converter") or default or getattr(worker, f"{which}_converter")
+    settings = {k[len(which) + 11:]: v for k, v in worker.originals.items() if k.startswith(f"{which}.converter.")}
+    settings.update(config.converter_config(which))
+    return converters.converter(canonical(CONVERTERS, name), settings, is_key=which == "key")
+
+
+def _bind(conv, frame: DataFrame, column: str):
+    """A JSON converter given no type learns the batch's (the envelope's schema, or the type
+    inferred from plain JSON), as Kafka's reads each record's schema as it comes."""
+    if isinstance(conv, converters.JsonConverter) and conv.data_type is None:
+        try:
+            return conv.bind(frame, column)
+        except Exception:  # noqa: BLE001 - an empty or all-null batch keeps the converter unbound
+            return conv
+    return conv
+
+
+class Pipeline:
+    """Builds a connector's streaming query; the ``foreachBatch`` function is this object."""
+
+    def __init__(self, spark, worker: WorkerConfig, config: ConnectorConfig, connector: Connector,
+                 storage: ConnectStorage, paths: ConnectorPaths):
+        self.spark, self.worker, self.config, self.connector = spark, worker, config, connector
+        self.storage, self.paths = storage, paths
+        self.steps = from_connector_config(canonical_transform_config(config.originals))
+        default = BYTE_ARRAY if getattr(connector, "bytes_in_bytes_out", False) else None
+        self.key_converter = _converter(config, worker, "key", default)
+        self.value_converter = _converter(config, worker, "value", default)
+        self.sink_id = ""
+        self.offsets_topic = storage.offset_log.topic
+
+    # ------------------------------------------------------------------------------ starting
+    def start(self):
+        fresh = self.paths.fresh()
+        self.sink_id = self.paths.sink_id(self.config.name)
+        if isinstance(self.connector, SourceConnector):
+            frame = self.connector.read_stream()
+        else:
+            frame = self._sink_input(fresh)
+        return (frame.writeStream.queryName(f"connect-{self.config.name}")
+                .option("checkpointLocation", self.paths.checkpoint)
+                .trigger(processingTime=self.worker.originals.get("connect.trigger.interval", "500 milliseconds"))
+                .foreachBatch(self).start())
+
+    def _listed(self) -> list[str]:
+        raw = self.config.values.get("topics") or []
+        items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
+        return [t.strip() for t in items if t.strip()]
+
+    def _topics(self, consumer: Consumer) -> list[str]:
+        topics = self._listed()
+        pattern = str(self.config.values.get("topics.regex") or "").strip()
+        if pattern:
+            topics = [t for t in consumer.list_topics(timeout=30).topics if re.fullmatch(pattern, t)]
+        return topics
+
+    def _sink_input(self, fresh: bool) -> DataFrame:
+        c = self.connector
+        assert isinstance(c, SinkConnector)
+        servers = c.input_bootstrap_servers
+        reader = (self.spark.readStream.format("riverlog").option("riverlog.bootstrap.servers", servers)
+                  .option("includeHeaders", "true").option("groupId", group_id(self.config.name)))
+        for k, v in self.config.consumer_overrides.items():
+            reader = reader.option(f"riverlog.{k}", str(v))
+        pattern = str(self.config.values.get("topics.regex") or "").strip()
+        reader = reader.option("subscribePattern", pattern) if pattern else \
+            reader.option("subscribe", ",".join(self._listed()))
+        self._create_missing(servers)
+        if fresh:
+            committed = self._committed(servers)
+            reader = reader.option("startingOffsets", committed if isinstance(committed, str) else json.dumps(committed))
+        return reader.load()
+
+    def _create_missing(self, servers: str) -> None:
+        """Listed ``topics`` that do not exist yet are created with the broker's defaults, as a
+        Kafka consumer's subscription creates them (``allow.auto.create.topics``); the query reads
+        the partitions it finds when it starts."""
+        names = self._listed()
+        if not names:
+            return
+        admin = AdminClient({"bootstrap.servers": servers})
+        try:
+            existing = admin.list_topics(timeout=30).topics
+            for name, future in admin.create_topics([NewTopic(t) for t in names if t not in existing]).items():
+                try:
+                    future.result(30)
+                except TopicAlreadyExistsError:
+                    pass
+        finally:
+            admin.close()
+
+    def _committed(self, servers: str) -> dict:
+        """The group's committed offsets (earliest where it has none): where a sink without a
+        checkpoint starts."""
+        c = Consumer({"bootstrap.servers": servers, "group.id": group_id(self.config.name),
+                      "enable.auto.commit": False})
+        try:
+            out: dict[str, dict[str, int]] = {}
+            for topic in self._topics(c):
+                meta = c.list_topics(topic, timeout=30).topics.get(topic)
+                parts = sorted(meta.partitions) if meta is not None and meta.partitions else []
+                out[topic] = {str(p): -2 for p in parts}
+                for tp in c.committed([TopicPartition(topic, p) for p in parts], timeout=30):
+                    if tp.offset >= 0:
+                        out[topic][str(tp.partition)] = tp.offset
+            return {t: ps for t, ps in out.items() if ps} or "earliest"
+        finally:
+            c.close()
+
+    # ------------------------------------------------------------------------------ batches
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        if isinstance(self.connector, SourceConnector):
+            self._source_batch(df, batch_id)
+        else:
+            self._sink_batch(df, batch_id)
+
+    def _check(self, frame: DataFrame) -> tuple[DataFrame, DataFrame]:
+        good, bad = record_frame.split_errors(frame)
+        rows = dead_letter.report(bad, self.config) if self.config.errors_log_enable or \
+            self.config.errors_tolerance == "none" else []
+        if rows and self.config.errors_tolerance == "none":
+            raise dead_letter.fail(rows, self.config)
+        return good, bad
+
+    def _source_batch(self, df: DataFrame, batch_id: int) -> None:
+        c = self.connector
+        assert isinstance(c, SourceConnector)
+        frame = df.select(*[F.col(x) for x in record_frame.RECORD_COLUMNS],
+                          F.lit(None).cast(record_frame.ERROR_TYPE).alias(record_frame.ERROR))
+        frame = chain(frame, self.steps)
+        frame = converters.encode(converters.encode(frame, self.key_converter, "key"), self.value_converter, "value")
+        frame = frame.persist()
+        try:
+            good, _ = self._check(frame)
+            out = record_frame.to_sink(good.withColumn("key", F.col("key").cast("binary"))
+                                       .withColumn("value", F.col("value").cast("binary")), partition=True)
+            pairs = c.source_offsets(batch_end_offset(self.paths.checkpoint, batch_id))
+            same_cluster = c.output_bootstrap_servers == self.worker.bootstrap_servers
+            if same_cluster and pairs:
+                records = [self.storage.offset_record(self.config.name, p, o) for p, o in pairs]
+                offsets = self.spark.createDataFrame(
+                    [(r.topic, r.key, r.value, [], None, r.partition) for r in records], out.schema)
+                out = out.unionByName(offsets)
+            w = (out.write.format("riverlog").mode("append")
+                 .option("riverlog.bootstrap.servers", c.output_bootstrap_servers)
+                 .option("sinkId", self.sink_id).option("batchId", str(batch_id)))
+            for k, v in self.config.producer_overrides.items():
+                w = w.option(f"riverlog.{k}", str(v))
+            w.save()
+            if not same_cluster and pairs:
+                self.storage.put_offsets(self.config.name, pairs)
+        finally:
+            frame.unpersist()
+
+    def _sink_batch(self, df: DataFrame, batch_id: int) -> None:
+        c = self.connector
+        assert isinstance(c, SinkConnector)
+        frame = record_frame.from_source(df)
+        key_conv = _bind(self.key_converter, frame, "key")
+        value_conv = _bind(self.value_converter, frame, "value")
+        frame = converters.decode(converters.decode(frame, key_conv, "key"), value_conv, "value")
+        frame = chain(frame, self.steps).persist()
+        try:
+            good, bad = self._check(frame)
+            good = good.drop(record_frame.ORIGINAL)
+            if self.config.tasks_max > 1:
+                good = good.repartition(self.config.tasks_max)
+            c.write_batch(good, batch_id)
+            end = {t: ps for t, ps in batch_end_offset(self.paths.checkpoint, batch_id).items() if ps}
+            dlq = self.config.errors_tolerance == "all" and bool(self.config.dlq_topic)
+            if dlq and not bad.isEmpty():
+                w = (dead_letter.dead_letter_frame(bad, self.config).write.format("riverlog").mode("append")
+                     .option("riverlog.bootstrap.servers", self.worker.bootstrap_servers)
+                     .option("sinkId", self.sink_id + "-dlq").option("batchId", str(batch_id)))
+                if end:
+                    w = w.option("groupId", group_id(self.config.name)).option("groupOffsets", json.dumps(end))
+                w.save()
+            elif end:
+                self._commit(c.input_bootstrap_servers, end)
+        finally:
+            frame.unpersist()
+
+    def _commit(self, servers: str, end: dict) -> None:
+        consumer = Consumer({"bootstrap.servers": servers, "group.id": group_id(self.config.name),
+                             "enable.auto.commit": False})
+        try:
+            consumer.commit(offsets=[TopicPartition(t, int(p), int(o)) for t, ps in end.items()
+                                     for p, o in ps.items()], asynchronous=False)
+        finally:
+            consumer.close()
+
+
+__all__ = ["ConnectorPaths", "Pipeline", "batch_end_offset", "group_id"]

@@ -1,0 +1,498 @@
+"""Kafka Connect's ``Worker`` and ``StandaloneHerder`` in one object: it owns a SparkSession and
+runs each connector as one Structured Streaming query (:mod:`connect.pipeline`), keeping configs,
+target states, statuses and source offsets in the three compacted topics (:mod:`connect.storage`).
+
+    worker = Worker(spark, {"bootstrap.servers": "127.0.0.1:9092", "group.id": "connect",
+                            "state.dir": "/var/lib/riverlog/connect"}).start()
+    worker.create_connector("lines", {"connector.class": "FileStreamSource", "file": "/tmp/in.txt",
+                                      "topic": "lines", "value.converter": "StringConverter"})
+    worker.wait_for_state("lines", "RUNNING")
+    worker.pause("lines"); worker.resume("lines"); worker.stop("lines"); worker.offsets("lines")
+
+Every public method is thread-safe (one re-entrant lock: the REST server calls from its threads)
+and raises :mod:`connect.errors`' typed errors. States move only through
+:data:`connect.states.CONNECTOR` / :data:`~connect.states.TASK`. Pausing stops the query and keeps
+its checkpoint, so nothing moves until it is resumed; a supervisor thread notices a failed query,
+writes FAILED with the trace, and restarts it after Kafka's backoff while ``errors.retry.timeout``
+allows (:func:`connect.states.restart_decision`). A worker started again with the same
+``group.id`` (even after SIGKILL) reads the topics and resumes every connector in its target state.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Mapping
+from typing import Any
+
+from connect import plugins  # noqa: F401  (registers the built-in plugins)
+from connect.config import (CONNECTORS, CONVERTERS, HEADER_CONVERTERS, PREDICATES, TRANSFORMATIONS, ConnectorConfig,
+                            WorkerConfig, connector_config_def, parse_connector_config, validate)
+from connect.connector import Connector, ConnectorContext, SinkConnector, connector_class
+from connect.errors import AlreadyExistsError, BadRequestError, ConfigError, ConnectError, NotFoundError
+from connect.offsets_admin import OffsetsAdmin
+from connect.pipeline import ConnectorPaths, Pipeline
+from connect.query_status import QueryMetrics
+from connect.states import CONNECTOR, TASK, ConnectorState, Failures, TargetState, running_state
+from connect.storage import ConnectStorage
+from connect.storage_format import Status
+
+log = logging.getLogger(__name__)
+S = ConnectorState
+
+
+class _Connector:
+    """One connector on this worker: its parsed config, plugin, query and state."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.config: ConnectorConfig | None = None
+        self.plugin: Connector | None = None
+        self.query = None
+        self.state = S.UNASSIGNED
+        self.task_state = S.UNASSIGNED
+        self.trace: str | None = None
+        self.failures = Failures()
+        self.restart_at: float | None = None
+        self.tasks = 0
+
+
+class Worker:
+    """See the module docstring; the methods are worker_api.md's contract."""
+
+    def __init__(self, spark, worker_config: Mapping[str, Any]):
+        self.spark = spark
+        self.config = WorkerConfig.parse(worker_config)
+        self.state_dir = str(self.config.originals.get("state.dir") or
+                             os.path.join(tempfile.gettempdir(), "riverlog-connect"))
+        host = self.config.rest_host_name or socket.gethostname()
+        self.worker_id = f"{host}:{self.config.rest_port}"
+        self.storage = ConnectStorage(self.config)
+        self.offsets_admin = OffsetsAdmin(self.config.bootstrap_servers)
+        self.metrics = QueryMetrics()
+        self._lock = threading.RLock()
+        self._connectors: dict[str, _Connector] = {}
+        self._generation = 0
+        self._stopping = threading.Event()
+        self._supervisor: threading.Thread | None = None
+        self._started = False
+
+    # ------------------------------------------------------------------------------ lifecycle
+    def start(self, config: Mapping | None = None) -> "Worker":
+        with self._lock:
+            if not self._started:
+                import spark_source
+                spark_source.register(self.spark)
+                self.spark.streams.addListener(self.metrics)
+                self.storage.start()
+                mine = [s.generation for s in self.storage.statuses.connectors.values()]
+                self._generation = max(mine, default=-1) + 1
+                self._started = True
+                for name in self.storage.configs.connectors():
+                    self._assign(name)
+                self._supervisor = threading.Thread(target=self._supervise, name="connect-supervisor", daemon=True)
+                self._supervisor.start()
+            if config is not None:
+                body = dict(config)
+                props = dict(body["config"]) if "config" in body else body
+                name = body.get("name") or props.get("name")
+                if not name:
+                    raise BadRequestError("the connector config has no 'name'")
+                if name not in self._connectors:
+                    self.create_connector(name, props)
+        return self
+
+    def close(self) -> None:
+        """Stop every query (checkpoints kept) and close the clients; statuses stay as they were,
+        as a worker that leaves a group leaves them for the next owner."""
+        self._stopping.set()
+        if self._supervisor is not None:
+            self._supervisor.join(timeout=10)
+        with self._lock:
+            for c in self._connectors.values():
+                self._stop_query(c)
+            try:
+                self.spark.streams.removeListener(self.metrics)
+            except Exception:  # noqa: BLE001 - the session may be gone already
+                pass
+            self.storage.close()
+            self.offsets_admin.close()
+            self._started = False
+
+    def __enter__(self) -> "Worker":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------------------ reading
+    def connectors(self) -> list[str]:
+        with self._lock:
+            return sorted(self.storage.configs.connectors())
+
+    def _get(self, name: str) -> _Connector:
+        c = self._connectors.get(name)
+        if c is None or name not in self.storage.configs.connector_configs:
+            raise NotFoundError(f"Connector {name} not found")
+        return c
+
+    def connector_config(self, name: str) -> dict:
+        with self._lock:
+            self._get(name)
+            return dict(self.storage.configs.connector_configs[name])
+
+    def _kind(self, name: str) -> str:
+        cls = connector_class(self.storage.configs.connector_configs[name].get("connector.class", ""))
+        return cls.kind if cls is not None else "unknown"
+
+    def connector_info(self, name: str) -> dict:
+        with self._lock:
+            c = self._get(name)
+            return {"name": name, "config": self.connector_config(name),
+                    "tasks": [{"connector": name, "task": i} for i in range(c.tasks)], "type": self._kind(name)}
+
+    def task_configs(self, name: str) -> list[dict]:
+        with self._lock:
+            self._get(name)
+            return [{"id": {"connector": name, "task": i}, "config": dict(cfg)}
+                    for i, cfg in enumerate(self.storage.configs.tasks(name))]
+
+    def connector_status(self, name: str) -> dict:
+        with self._lock:
+            c = self._get(name)
+            connector = {"state": c.state.value, "worker_id": self.worker_id}
+            task = {"state": c.task_state.value, "worker_id": self.worker_id}
+            if c.trace and c.state == S.FAILED:
+                connector["trace"] = c.trace
+            if c.trace and c.task_state == S.FAILED:
+                task["trace"] = c.trace
+            query_id = str(c.query.id) if c.query is not None else None
+            return {"name": name, "connector": connector,
+                    "tasks": [{"id": i, **task} for i in range(c.tasks)], "type": self._kind(name),
+                    "metrics": self.metrics.get(query_id)}
+
+    def wait_for_state(self, name: str, state: str, timeout: float = 60) -> dict:
+        """The status once the connector (and its tasks) show ``state``; ConnectError on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.connector_status(name)
+            tasks_ok = all(t["state"] == state for t in status["tasks"])
+            if status["connector"]["state"] == state and tasks_ok:
+                return status
+            if time.monotonic() > deadline:
+                raise ConnectError(f"connector {name} did not reach {state} within {timeout}s: {status}")
+            time.sleep(0.1)
+
+    # ------------------------------------------------------------------------------ configs
+    def _parse(self, name: str, config: Mapping[str, Any]) -> tuple[dict, ConnectorConfig, type[Connector]]:
+        props = {str(k): v for k, v in config.items()}
+        if props.get("name") not in (None, name):
+            raise BadRequestError(f"Connector name configuration ({props['name']}) doesn't match connector name "
+                                  f"in the URL ({name})")
+        props["name"] = name
+        infos = validate(props)
+        errors = infos.errors()
+        cls = connector_class(str(props.get("connector.class", "")))
+        if not errors and cls is not None:
+            try:
+                from connect.plugins import canonical_transform_config
+                from connect.transforms import from_connector_config
+                from_connector_config(canonical_transform_config(props))
+            except ConfigError as e:
+                errors = dict(e.details.get("errors", {}))
+        if errors or cls is None:
+            count = sum(len(v) for v in errors.values())
+            e = ConfigError(f"Connector configuration is invalid and contains the following {count} error(s):\n"
+                            + "\n".join(m for ms in errors.values() for m in ms), errors=errors)
+            e.details["infos"] = infos.to_json()
+            raise e
+        props = {k: ("" if v is None else v if isinstance(v, str) else str(v)) for k, v in props.items()}
+        return props, parse_connector_config(props), cls
+
+    def create_connector(self, name: str, config: Mapping[str, Any]) -> dict:
+        with self._lock:
+            if name in self.storage.configs.connector_configs:
+                raise AlreadyExistsError(f"Connector {name} already exists")
+            props, _, _ = self._parse(name, config)
+            self.storage.put_connector_config(name, props, TargetState.STARTED)
+            self._assign(name)
+            return self.connector_info(name)
+
+    def put_connector_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, dict]:
+        with self._lock:
+            if name not in self.storage.configs.connector_configs:
+                return True, self.create_connector(name, config)
+            props, _, _ = self._parse(name, config)
+            c = self._connectors[name]
+            self._stop_query(c)
+            self.storage.put_connector_config(name, props)
+            self._apply_target(c, self.storage.configs.target_state(name) or TargetState.STARTED)
+            return False, self.connector_info(name)
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, Any]) -> dict:
+        with self._lock:
+            merged = self.connector_config(name)
+            for k, v in patch.items():
+                if v is None:
+                    merged.pop(k, None)
+                else:
+                    merged[k] = v
+            return self.put_connector_config(name, merged)[1]
+
+    # ------------------------------------------------------------------------------ target states
+    def pause(self, name: str) -> None:
+        self._target(name, TargetState.PAUSED)
+
+    def resume(self, name: str) -> None:
+        self._target(name, TargetState.STARTED)
+
+    def stop(self, name: str) -> None:
+        self._target(name, TargetState.STOPPED)
+
+    def _target(self, name: str, target: TargetState) -> None:
+        with self._lock:
+            c = self._get(name)
+            self.storage.put_target_state(name, target)
+            if c.state == S.FAILED and target != TargetState.STOPPED:
+                return  # as Kafka: a failed connector stays FAILED until restarted (or stopped)
+            self._apply_target(c, target)
+
+    def restart(self, name: str, include_tasks: bool = False, only_failed: bool = False) -> dict | None:
+        """Kafka's restart: the connector (and with ``include_tasks`` its tasks; with
+        ``only_failed`` only if failed) starts again in its target state."""
+        with self._lock:
+            c = self._get(name)
+            failed = c.state == S.FAILED or c.task_state == S.FAILED
+            target = self.storage.configs.target_state(name) or TargetState.STARTED
+            if not only_failed or failed:
+                self._stop_query(c)
+                c.failures, c.restart_at = Failures(), None
+                self._set(c, S.RESTARTING, S.RESTARTING if c.tasks and target != TargetState.STOPPED else None)
+                self._apply_target(c, target)
+            return self.connector_status(name) if include_tasks or only_failed else None
+
+    def delete_connector(self, name: str) -> None:
+        with self._lock:
+            c = self._get(name)
+            self._stop_query(c)
+            self.storage.put_task_configs(name, [])
+            self._set(c, S.DESTROYED, S.DESTROYED if c.tasks else None, tasks_after=0)
+            self.storage.remove_connector_config(name)
+            self._paths(name).discard()
+            del self._connectors[name]
+
+    # ------------------------------------------------------------------------------ offsets
+    def offsets(self, name: str) -> dict:
+        with self._lock:
+            c = self._get(name)
+            if isinstance(c.plugin, SinkConnector) or self._kind(name) == "sink":
+                pairs = self.offsets_admin.sink_offsets(self._group(name), self._input_servers(c))
+            else:
+                self.storage.offset_log.read_to_end(self.storage.offsets)
+                pairs = self.storage.offsets.connector_offsets(name)
+            return {"offsets": [{"partition": p, "offset": o} for p, o in pairs]}
+
+    def _require_stopped(self, c: _Connector) -> None:
+        if c.state != S.STOPPED:
+            raise BadRequestError(f"Connectors must be in the STOPPED state before their offsets can be modified. "
+                                  f"This can be done for the specified connector by issuing a 'PUT' request to the "
+                                  f"'/connectors/{c.name}/stop' endpoint (it is {c.state.value})")
+
+    def alter_offsets(self, name: str, offsets: list[dict]) -> str:
+        with self._lock:
+            c = self._get(name)
+            self._require_stopped(c)
+            if not isinstance(offsets, list) or not all(isinstance(o, Mapping) and "partition" in o for o in offsets):
+                raise BadRequestError("offsets must be a list of {\"partition\": {...}, \"offset\": {...} | null}")
+            pairs = [(dict(o["partition"]), None if o.get("offset") is None else dict(o["offset"])) for o in offsets]
+            if self._kind(name) == "sink":
+                self.offsets_admin.alter_sink_offsets(self._group(name), self._input_servers(c), pairs)
+            else:
+                self.storage.put_offsets(name, pairs)
+            self._paths(name).discard()
+            return "The offsets for this connector have been altered successfully"
+
+    def reset_offsets(self, name: str) -> str:
+        with self._lock:
+            c = self._get(name)
+            self._require_stopped(c)
+            if self._kind(name) == "sink":
+                self.offsets_admin.reset_sink_offsets(self._group(name), self._input_servers(c))
+            else:
+                self.storage.offset_log.read_to_end(self.storage.offsets)
+                pairs = [(p, None) for p, _ in self.storage.offsets.connector_offsets(name)]
+                if pairs:
+                    self.storage.put_offsets(name, pairs)
+            self._paths(name).discard()
+            return "The offsets for this connector have been reset successfully"
+
+    def _group(self, name: str) -> str:
+        from connect.pipeline import group_id
+        return group_id(name)
+
+    def _input_servers(self, c: _Connector) -> str:
+        return c.plugin.input_bootstrap_servers if isinstance(c.plugin, SinkConnector) else self.config.bootstrap_servers
+
+    # ------------------------------------------------------------------------------ plugins
+    def connector_plugins(self, connectors_only: bool = True) -> list[dict]:
+        out = []
+        for name in CONNECTORS.class_names():
+            cls = connector_class(name)
+            out.append({"class": name, "type": cls.kind if cls else "unknown", "version": Connector.version})
+        if not connectors_only:
+            for registry, kind in ((TRANSFORMATIONS, "transformation"), (PREDICATES, "predicate"),
+                                   (CONVERTERS, "converter"), (HEADER_CONVERTERS, "header_converter")):
+                out += [{"class": n, "type": kind, "version": Connector.version} for n in registry.class_names()]
+        return out
+
+    def plugin_config(self, plugin: str) -> list[dict]:
+        cls = connector_class(plugin)
+        if cls is not None:
+            keys = list(connector_config_def(cls.kind).keys.values()) + list(cls.config_def.keys.values())
+            return [k.definition() for k in keys]
+        for registry in (TRANSFORMATIONS, PREDICATES, CONVERTERS, HEADER_CONVERTERS):
+            found = registry.get(plugin)
+            if found is not None:
+                if found.config_def is not None:
+                    return [k.definition() for k in found.config_def.keys.values()]
+                settings = getattr(found.target, "SETTINGS", [])
+                return [{"name": s.name, "type": s.type.upper(), "required": False,
+                         "default_value": None if s.default is None or not isinstance(s.default, (str, int, bool))
+                         else str(s.default), "importance": "MEDIUM", "documentation": s.doc, "group": None,
+                         "width": "NONE", "display_name": s.name, "dependents": [], "order": -1}
+                        for s in settings]
+        raise NotFoundError(f"Unknown plugin {plugin}.")
+
+    def validate(self, plugin: str, config: Mapping[str, Any]) -> dict:
+        if connector_class(plugin) is None:
+            raise NotFoundError(f"Unknown plugin {plugin}.")
+        props = dict(config)
+        props.setdefault("connector.class", plugin)
+        return validate(props).to_json()
+
+    # ------------------------------------------------------------------------------ running
+    def _paths(self, name: str) -> ConnectorPaths:
+        return ConnectorPaths(self.state_dir, self.config.group_id, name)
+
+    def _set(self, c: _Connector, state: ConnectorState, task_state: ConnectorState | None,
+             trace: str | None = None, tasks_after: int | None = None) -> None:
+        """Move the connector (and its tasks) through the tables, then write the statuses."""
+        new = CONNECTOR.move(c.state, state) if state != c.state else state
+        old_tasks = c.tasks
+        new_task = c.task_state
+        if task_state is not None and old_tasks:
+            new_task = TASK.move(c.task_state, task_state) if task_state != c.task_state else task_state
+        c.state, c.trace = new, trace
+        self.storage.put_status(Status(c.name, new, self.worker_id, self._generation, trace))
+        if task_state is not None and old_tasks:
+            c.task_state = new_task
+            for i in range(old_tasks):
+                self.storage.put_status(Status(c.name, new_task, self.worker_id, self._generation, trace, task=i))
+        if tasks_after is not None:
+            for i in range(tasks_after, old_tasks):
+                self.storage.put_status(Status(c.name, S.DESTROYED, self.worker_id, self._generation, task=i))
+            c.tasks = tasks_after
+            if tasks_after == 0:
+                c.task_state = S.UNASSIGNED
+
+    def _assign(self, name: str) -> None:
+        c = self._connectors.get(name) or _Connector(name)
+        self._connectors[name] = c
+        self._apply_target(c, self.storage.configs.target_state(name) or TargetState.STARTED)
+
+    def _instantiate(self, c: _Connector) -> None:
+        props = self.storage.configs.connector_configs[c.name]
+        config = parse_connector_config(props)
+        cls = connector_class(config.connector_class)
+        if cls is None:
+            raise ConfigError(f"connector.class {config.connector_class} could not be found")
+        stored = []
+        if cls.kind == "source":
+            self.storage.offset_log.read_to_end(self.storage.offsets)
+            stored = self.storage.offsets.connector_offsets(c.name)
+        context = ConnectorContext(self.spark, self.config.bootstrap_servers, stored, config.tasks_max)
+        c.config, c.plugin = config, cls(config, context)
+
+    def _apply_target(self, c: _Connector, target: TargetState) -> None:
+        """Bring the connector to ``target``: stopped -> no tasks; paused -> tasks, no query;
+        started -> the query running."""
+        if target == TargetState.STOPPED:
+            self._stop_query(c)
+            if c.tasks:
+                self.storage.put_task_configs(c.name, [])
+            self._set(c, S.STOPPED, S.DESTROYED if c.tasks else None, tasks_after=0)
+            return
+        try:
+            self._instantiate(c)
+            task_configs = c.plugin.task_configs(c.config.tasks_max)
+            if len(self.storage.configs.tasks(c.name)) != len(task_configs) or \
+                    self.storage.configs.tasks(c.name) != task_configs:
+                self.storage.put_task_configs(c.name, task_configs)
+            if not c.tasks:
+                c.tasks, c.task_state = len(task_configs), S.UNASSIGNED
+            if target == TargetState.PAUSED:
+                self._stop_query(c)
+                self._set(c, S.PAUSED, S.PAUSED)
+                return
+            if c.query is None or not c.query.isActive:
+                c.query = Pipeline(self.spark, self.config, c.config, c.plugin, self.storage,
+                                   self._paths(c.name)).start()
+            self._set(c, running_state(target), S.RUNNING)
+        except Exception as e:  # noqa: BLE001 - any start failure is the connector's FAILED status
+            self._failed(c, traceback.format_exc() if not isinstance(e, ConnectError) else f"{type(e).__name__}: {e}")
+
+    def _stop_query(self, c: _Connector) -> None:
+        if c.query is not None:
+            try:
+                c.query.stop()
+            except Exception:  # noqa: BLE001 - a failed query may refuse to stop cleanly
+                log.debug("stopping the query of %s", c.name, exc_info=True)
+            c.query = None
+        c.restart_at = None
+
+    def _failed(self, c: _Connector, trace: str) -> None:
+        self._stop_query(c)
+        if c.state == S.FAILED:
+            c.trace = trace
+        self._set(c, S.FAILED, S.FAILED, trace=trace)
+        now_ms = int(time.time() * 1000)
+        c.failures = c.failures.failed(now_ms)
+        cfg = c.config
+        if cfg is None:
+            return
+        decision = c.failures.decide(now_ms, cfg.errors_retry_timeout_ms, cfg.errors_retry_delay_max_ms,
+                                     random.random())
+        log.warning("connector %s failed (%s): %s", c.name, decision.reason, trace.splitlines()[-1] if trace else "")
+        c.restart_at = time.monotonic() + decision.delay_ms / 1000 if decision.restart else None
+
+    def _supervise(self) -> None:
+        while not self._stopping.wait(0.2):
+            with self._lock:
+                for c in list(self._connectors.values()):
+                    try:
+                        self._check(c)
+                    except Exception:  # noqa: BLE001 - one connector's trouble must not stop the others
+                        log.exception("supervising connector %s", c.name)
+
+    def _check(self, c: _Connector) -> None:
+        if c.query is not None and not c.query.isActive:
+            err = c.query.exception()
+            trace = f"{type(err).__name__}: {err}" if err is not None else "the query stopped"
+            self._failed(c, trace)
+            return
+        if c.restart_at is not None and time.monotonic() >= c.restart_at and c.state == S.FAILED:
+            c.restart_at = None
+            target = self.storage.configs.target_state(c.name) or TargetState.STARTED
+            failures = c.failures
+            self._set(c, S.RESTARTING, S.RESTARTING, trace=None)
+            self._apply_target(c, target)
+            if c.state != S.FAILED:
+                c.failures = failures  # cleared by a manual restart; a run of failures keeps its start
+
+
+__all__ = ["Worker"]
