@@ -21,6 +21,7 @@ SCD-2 table adds ``__valid_from``, ``__valid_to`` (timestamps, UTC, the source c
 """
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -42,6 +43,7 @@ _SCD2_TYPES = pa.schema([("__valid_from", pa.timestamp("us", tz="UTC")), ("__val
                          ("__is_current", pa.bool_()), ("__op", pa.string()), ("__lsn", pa.int64()),
                          ("__order", pa.int64())])
 DEFAULT_APP_ID = "riverlog.delta"
+_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -233,12 +235,13 @@ class DeltaApply:
                 coordinates.append(last_record[k])
         else:
             versions = fold_scd2(changes, key_columns)
-            current = table.current_rows(key_columns, set(versions), scd2=True)
+            need = {k for k, vs in versions.items() if UNAVAILABLE in vs[0].row.values()}
+            current = table.current_rows(key_columns, need, scd2=True)
             for k, vs in versions.items():
                 history = history_rows(vs, current.get(k))
-                if k in current:
-                    rows.append({**dict(zip(key_columns, k)), "__valid_to": vs[0].ts_us, merges.ACTION: "close"})
-                    coordinates.append(last_record[k])
+                # Closes the table's current row of the key, if it has one (the MERGE matches it).
+                rows.append({**dict(zip(key_columns, k)), "__valid_to": vs[0].ts_us, merges.ACTION: "close"})
+                coordinates.append(last_record[k])
                 for h in history:
                     rows.append({**h, merges.ACTION: "insert"})
                     coordinates.append(last_record[k])
@@ -248,7 +251,7 @@ class DeltaApply:
         columns = [c for c in evolution.schema.names]
         plan = (merges.scd1_plan if self.scd_type == 1 else merges.scd2_plan)(
             source, key_columns, columns, bool(evolution.added) and table.dt is not None)
-        new_marks = marks.advanced(((c.record.topic, c.record.partition), c.position) for c in changes)
+        new_marks = marks.advanced(((c.record.topic, c.record.partition), c.stream_mark) for c in changes)
         props = table.commit_properties(result.app_id, result.batch_id, new_marks)
         if spark is not None:
             merges.run_delta_spark(spark, table.path, plan, result.app_id, result.batch_id,
@@ -262,7 +265,7 @@ class DeltaApply:
 def _timestamps(row: dict) -> dict:
     for c in ("__valid_from", "__valid_to"):
         if isinstance(row.get(c), int):
-            row[c] = pa.scalar(row[c], pa.timestamp("us", tz="UTC")).as_py()
+            row[c] = _EPOCH_UTC + dt.timedelta(microseconds=row[c])
     return row
 
 

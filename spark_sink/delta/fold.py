@@ -14,7 +14,7 @@ position seen twice is one change (a replay inside the batch).
   ``__is_current``, ``__op``, ``__lsn`` and ``__order``.
 
 **Replays across batches** are decided by :class:`Watermarks`: per source stream (topic, partition)
-the highest position the table holds, recorded in the Delta commit metadata with every commit. A
+the highest position the table holds (the riverlog.cdc header position, else the offset), recorded in the Delta commit metadata with every commit. A
 stream delivers its changes in position order and batches commit in order, so a change at or below
 the mark is already in the table: it is dropped, whatever batch id carries it. This is what lets a
 restarted query whose checkpoint was deleted replay from the source's committed position without
@@ -151,7 +151,7 @@ class Watermarks:
         """(changes the table does not hold yet, changes it holds)."""
         fresh, held = [], []
         for c in changes:
-            (held if self.holds((c.record.topic, c.record.partition), c.position) else fresh).append(c)
+            (held if self.holds((c.record.topic, c.record.partition), c.stream_mark) else fresh).append(c)
         return fresh, held
 
     def advanced(self, positions: Iterable[tuple[Stream, tuple[int, int]]]) -> "Watermarks":

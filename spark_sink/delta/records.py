@@ -5,7 +5,9 @@ Pure. A row is ``key, value, topic, partition, offset, timestamp, headers`` (the
 ``{"schema", "payload"}`` envelope or the payload alone. A change's **position** orders it exactly:
 ``(riverlog.cdc.commit_lsn, riverlog.cdc.order)`` from the headers; without them (a topic written by
 Debezium itself) ``(transaction.id``'s LSN, ``transaction.total_order)``; then ``(source.lsn, offset)``.
-A tombstone (value null) parses to None: its delete came just before it; so do Debezium's heartbeat
+The table's high-water marks compare the header position, or for a record without the headers its
+offset: Debezium writes a partition in commit order, while ``source.lsn`` (a change's own LSN) is
+not monotonic in commit order. A tombstone (value null) parses to None: its delete came just before it; so do Debezium's heartbeat
 records (topic ``__debezium-heartbeat.*``) and transaction metadata records (``status`` BEGIN/END).
 Truncate (``op`` ``t``) and logical-message (``m``) events are not applied: they are poison records.
 """
@@ -55,6 +57,11 @@ class Change:
     ts_us: int
     record: SourceRecord
     schema: Any = field(default=None, compare=False)
+    mark: tuple[int, int] | None = None   # the stream position the table's high-water mark compares
+
+    @property
+    def stream_mark(self) -> tuple[int, int]:
+        return self.mark if self.mark is not None else self.position
 
 
 def record_position(record: SourceRecord) -> tuple[int, int] | None:
@@ -109,12 +116,18 @@ class ChangeParser:
         if struct is None:
             conv = self._converters.setdefault("", converter(None, self.placeholder))
             return {k: conv(v) for k, v in payload.items()}
-        cache_key = json.dumps(struct, sort_keys=True)
-        convs = self._converters.get(cache_key)
-        if convs is None:
-            convs = [(f["field"], converter(f, self.placeholder)) for f in struct.get("fields", [])]
-            self._converters[cache_key] = convs
+        convs, _ = self._struct(struct)
         return {n: c(payload.get(n)) for n, c in convs}
+
+    def _struct(self, struct: dict) -> tuple[list, Any]:
+        """(field converters, Arrow schema) of a row schema, memoised by its fingerprint."""
+        key = _fingerprint(struct)
+        found = self._converters.get(key)
+        if found is None:
+            found = ([(f["field"], converter(f, self.placeholder)) for f in struct.get("fields", [])],
+                     arrow_schema(struct))
+            self._converters[key] = found
+        return found
 
     def parse(self, record: SourceRecord) -> Change | None:
         """The record's change; None for a tombstone; :class:`PoisonRecordError` for anything else."""
@@ -137,10 +150,11 @@ class ChangeParser:
         except (ValueError, TypeError, KeyError, ArithmeticError) as e:
             raise _poison(record, f"a value does not match its schema ({e})", e) from e
         key = self._key(record, table, row)
-        position = record_position(record) or _fallback_position(payload, source, record)
+        headed = record_position(record)
+        position = headed or _fallback_position(payload, source, record)
         ts_us = _ts_us(payload, source, record)
-        arrow = arrow_schema(image_schema) if image_schema is not None else None
-        return Change(table, key, op, row, position, ts_us, record, arrow)
+        arrow = self._struct(image_schema)[1] if image_schema is not None else None
+        return Change(table, key, op, row, position, ts_us, record, arrow, headed or (record.offset, 0))
 
     def key_columns(self, table: str, record: SourceRecord) -> tuple[str, ...]:
         if table in self.keys or "*" in self.keys:
@@ -159,6 +173,13 @@ class ChangeParser:
         if any(v is None or v is UNAVAILABLE for v in values) or any(c not in row for c in columns):
             raise _poison(record, f"table {table!r}: key column(s) {list(columns)} missing or null in the row")
         return values
+
+
+def _fingerprint(struct: dict) -> tuple:
+    """Cheap for flat primitive fields (the common case), exact JSON for anything nested."""
+    return tuple((f.get("field"), f.get("type"), f.get("name"))
+                 if f.get("type") not in ("struct", "array", "map") and not f.get("parameters")
+                 else json.dumps(f, sort_keys=True) for f in struct.get("fields", []))
 
 
 def _table_name(source: dict, topic: str) -> str:
