@@ -19,7 +19,7 @@ from streams.record import Windowed
 from streams.serdes import Serdes
 from streams.suppress import BufferConfig, Suppressed
 from streams.topology import Topology
-from streams.vectorized import Vectorized, vectorized
+from streams.column_functions import Vectorized, vectorized
 from streams.versioned import Stores
 from streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 

@@ -4,7 +4,7 @@ SQL is the fast path: in a query Spark evaluates it with no Python per record, a
 interpreter evaluates the same text with :mod:`streams.expressions`. A callable is called as
 Kafka Streams calls the matching Java interface (``Predicate.test(key, value)``,
 ``ValueMapper.apply(value)`` or ``ValueMapperWithKey.apply(key, value)`` by its arity, ...).
-A :func:`streams.vectorized.vectorized` callable takes and returns whole columns (pandas Series).
+A :func:`streams.column_functions.vectorized` callable takes and returns whole columns (pandas Series).
 In SQL, a record is the columns ``key``, ``value``, ``timestamp``, ``topic``, ``partition``,
 ``offset``, ``headers``; aggregations add ``agg`` (the aggregate so far) and mergers ``agg1``/``agg2``.
 """
@@ -14,7 +14,7 @@ import inspect
 from typing import Any, Callable
 
 from streams.errors import TopologyError
-from streams.vectorized import Vectorized, VectorizedFunctionError
+from streams.column_functions import Vectorized, VectorizedFunctionError
 
 
 def _is_column(arg) -> bool:
@@ -39,7 +39,7 @@ class Fn:
     def __init__(self, arg: Any, what: str, arities: tuple[int, ...], vectorized: str | None = None,
                  types: tuple = (None, None)):
         self.what, self.sql, self.column, self.fn, self.arity, self._expr = what, None, None, None, None, None
-        # A vectorised function (streams.vectorized): its operation, result type and the key and value
+        # A vectorised function (streams.column_functions): its operation, result type and the key and value
         # types it is given, where known.
         self.op, self.return_type, self.types = None, None, types
         if isinstance(arg, Vectorized):

@@ -2,7 +2,7 @@
 
 The *prefix* is the longest line of stateless operations from a sub-topology's single source
 (filter, filterNot, mapValues, selectKey, map with two expressions, flatMapValues) whose arguments
-are SQL or vectorised callables (:mod:`streams.vectorized`). Spark decodes the source's bytes with
+are SQL or vectorised callables (:mod:`streams.column_functions`). Spark decodes the source's bytes with
 its serdes and applies the SQL steps as column expressions and each run of vectorised steps as one
 ``mapInArrow`` (one call per Arrow batch); the rest of the sub-topology (from the prefix's first
 child on) runs in the task processors. A sub-topology that is only a prefix ending at a
@@ -102,8 +102,8 @@ def _vectorized(df, steps: list):
     """A run of vectorised steps as one ``mapInArrow``."""
     if not steps:
         return df
-    from streams import vectorized
-    return df.mapInArrow(vectorized.map_in_arrow(steps), vectorized.output_schema(df.schema, steps))
+    from streams.column_functions import map_in_arrow, output_schema
+    return df.mapInArrow(map_in_arrow(steps), output_schema(df.schema, steps))
 
 
 def sink_columns(df, p: Plan, defaults: tuple, application_id: str):

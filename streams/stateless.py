@@ -9,7 +9,7 @@ from streams.errors import StreamsError
 from streams.functions import Fn
 from streams.processor import Processor
 from streams.record import Change, Record
-from streams.vectorized import call_record
+from streams.column_functions import call_record
 
 
 def _row(p: Processor, record: Record, **extra) -> dict:

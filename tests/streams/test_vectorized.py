@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from streams import vectorized
 from streams.builder import StreamsBuilder
+from streams.column_functions import (VectorizedFunctionError, VectorizedResultError, _arrow_type, apply_batch,
+                                      output_schema)
 from streams.parameters import Consumed, Grouped, Produced
 from streams.serdes import Serdes
 from streams.spark_plan import plan, vectorized_fn
 from streams.testing import TopologyTestDriver
-from streams.vectorized import (VectorizedFunctionError, VectorizedResultError, _arrow_type, apply_batch,
-                                output_schema)
 
 pytestmark = pytest.mark.unit
 
