@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from broker.errors import RiverlogError
-from spark_source.postgres.pgoutput import UNCHANGED_TOAST, LogicalMessage, Relation, Truncate
+from spark_source.postgres import logical_messages
+from spark_source.postgres.pgoutput import UNCHANGED_TOAST, Relation
 from spark_source.postgres.transactions import Change, Transaction
-from spark_source.postgres.types import (PLACEHOLDER, CdcConfigError, ColumnType, TypeModes, column_type,
+from spark_source.postgres.types import (PLACEHOLDER, CdcConfigError, TypeModes, bytes_json, column_type,
                                          convert_value)
 
 COMMIT_LSN_HEADER = "riverlog.cdc.commit_lsn"
@@ -66,6 +67,8 @@ class CdcConfig:
     skipped_operations: frozenset = frozenset({"t"})
     schemas_enable: bool = True
     version: str = VERSION
+    message_prefix_include_list: tuple = ()
+    message_prefix_exclude_list: tuple = ()
 
     @classmethod
     def from_options(cls, options: dict) -> "CdcConfig":
@@ -73,7 +76,8 @@ class CdcConfig:
         ``time.precision.mode``, ``binary.handling.mode``, ``interval.handling.mode``,
         ``money.fraction.digits``, ``unavailable.value.placeholder``, ``tombstones.on.delete``,
         ``provide.transaction.metadata``, ``topic.transaction``, ``skipped.operations`` (c,u,d,t or
-        none; default t), ``schemas.enable`` (JsonConverter's, for key and value)."""
+        none; default t), ``schemas.enable`` (JsonConverter's, for key and value),
+        ``message.prefix.include.list`` / ``message.prefix.exclude.list`` (regular expressions)."""
         get = options.get
         prefix = get("topic.prefix")
         if not prefix:
@@ -91,12 +95,18 @@ class CdcConfig:
             raise CdcConfigError("money.fraction.digits must be an integer", option="money.fraction.digits") from None
         modes = TypeModes(get("decimal.handling.mode", "precise"), get("time.precision.mode", "adaptive"),
                           get("binary.handling.mode", "bytes"), get("interval.handling.mode", "numeric"), digits)
+        include = logical_messages.patterns("message.prefix.include.list", get("message.prefix.include.list"))
+        exclude = logical_messages.patterns("message.prefix.exclude.list", get("message.prefix.exclude.list"))
+        if include and exclude:
+            raise CdcConfigError("message.prefix.include.list and message.prefix.exclude.list cannot both be set",
+                                 option="message.prefix.include.list")
         return cls(prefix, get("database.dbname", ""), modes,
                    get("unavailable.value.placeholder", PLACEHOLDER),
                    _bool("tombstones.on.delete", get("tombstones.on.delete", True)),
                    _bool("provide.transaction.metadata", get("provide.transaction.metadata", False)),
                    get("topic.transaction", "transaction"), frozenset(skipped),
-                   _bool("schemas.enable", get("schemas.enable", True)))
+                   _bool("schemas.enable", get("schemas.enable", True)),
+                   message_prefix_include_list=include, message_prefix_exclude_list=exclude)
 
 
 @dataclass(frozen=True)
@@ -280,6 +290,10 @@ class EnvelopeBuilder:
     def _change(self, emit: "_Emitter", change: Change) -> None:
         kind, skipped = change.kind, self.config.skipped_operations
         if kind == "message":
+            cfg = self.config
+            if logical_messages.wanted(change.message.prefix, cfg.message_prefix_include_list,
+                                       cfg.message_prefix_exclude_list):
+                emit.message(change)
             return
         table = self.table(change.relation)
         if kind == "truncate":
@@ -353,6 +367,18 @@ class _Emitter:
         source = b._source(table, ts, "false", self.txn.xid, change.lsn)
         key_bytes = None if key is None else b._json(table.key_schema, key)
         self._append(table.topic, key_bytes, b._envelope(table, op, before, after, source, block), extra)
+
+    def message(self, change: Change) -> None:
+        """A logical decoding message event (``op: "m"``), outside the transaction's event counts."""
+        b, m = self.builder, change.message
+        now = b.now_us()
+        ts = self.txn.commit_ts_us if m.transactional and self.txn.commit_ts_us is not None else now
+        source = b._source(None, ts, "false", self.txn.xid if m.transactional else None, change.lsn)
+        content_type = "bytes" if b.config.modes.binary_handling_mode == "bytes" else "string"
+        value = logical_messages.value_payload(source, m.prefix, bytes_json(m.content, b.config.modes), now)
+        topic = f"{b.config.topic_prefix}.{logical_messages.TOPIC_SUFFIX}"
+        self._append(topic, b._json(logical_messages.KEY_SCHEMA, {"prefix": m.prefix}),
+                     b._json(logical_messages.value_schema(b._source_schema(), content_type), value))
 
     def tombstone(self, table: TableSchema, key: dict) -> None:
         self._append(table.topic, self.builder._json(table.key_schema, key), None)

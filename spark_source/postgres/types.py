@@ -29,7 +29,7 @@ import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from broker.errors import RiverlogError
 from spark_source.postgres import temporal
@@ -130,7 +130,7 @@ def column_type(type_oid: int, type_modifier: int, modes: TypeModes = TypeModes(
                           [inner.placeholder] if inner.placeholder is not None else None)
     body, convert = _scalar(type_oid, type_modifier, modes)
     kind = body["type"]
-    fill = placeholder if kind == "string" else _bytes_json(placeholder.encode(), modes) if kind == "bytes" else None
+    fill = placeholder if kind == "string" else bytes_json(placeholder.encode(), modes) if kind == "bytes" else None
     return ColumnType(body, convert, fill)
 
 
@@ -151,7 +151,7 @@ def _scalar(oid: int, typmod: int, modes: TypeModes) -> tuple:
         return _decimal(oid, typmod, modes)
     if oid == BYTEA:
         kind = "bytes" if modes.binary_handling_mode == "bytes" else "string"
-        return _plain(kind), lambda t: _bytes_json(_unhex(t), modes)
+        return _plain(kind), lambda t: bytes_json(_unhex(t), modes)
     if oid in (JSON, JSONB):
         return _named("string", "io.debezium.data.Json"), str
     if oid == XML:
@@ -178,7 +178,7 @@ def _scalar(oid: int, typmod: int, modes: TypeModes) -> tuple:
     if oid in (BIT, VARBIT):
         length = typmod if typmod > 0 else 2 ** 31 - 1
         return (_named("bytes", "io.debezium.data.Bits", parameters={"length": str(length)}),
-                lambda t: _bytes_json(_bits(t), modes))
+                lambda t: bytes_json(_bits(t), modes))
     return _plain("string"), str
 
 
@@ -243,7 +243,7 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _bytes_json(data: bytes, modes: TypeModes) -> str:
+def bytes_json(data: bytes, modes: TypeModes) -> str:
     mode = modes.binary_handling_mode
     if mode == "hex":
         return data.hex()

@@ -293,3 +293,33 @@ def test_a_captured_postgresql_update_becomes_debeziums_row():
     fields = {f["field"]: f for f in value(record)["schema"]["fields"][1]["fields"]}
     assert fields["t"]["name"] == "io.debezium.time.Time" and fields["ts"]["name"] == "io.debezium.time.MicroTimestamp"
     assert fields["price"]["parameters"] == {"scale": "2", "connect.decimal.precision": "10"}
+
+
+def test_logical_messages_are_debeziums_message_events():
+    from spark_source.postgres.pgoutput import LogicalMessage
+    b = builder()
+    a = TransactionAssembler()
+    (loose,) = a.feed(LogicalMessage(0, 46523128, "foo", b"bar"), 46523128)
+    (record,) = b.transaction_records(loose)
+    assert record.topic == "PostgreSQL_server.message" and key(record)["payload"] == {"prefix": "foo"}
+    doc = value(record)
+    assert doc["schema"]["name"] == "io.debezium.connector.postgresql.MessageValue"
+    payload = doc["payload"]
+    assert payload["op"] == "m" and payload["message"] == {"prefix": "foo", "content": "YmFy"}
+    assert payload["source"]["txId"] is None and payload["source"]["lsn"] == 46523128
+    assert (payload["source"]["schema"], payload["source"]["table"]) == ("", "")
+    assert payload["source"]["ts_ms"] == NOW_US // 1000          # no commit time: the connector's clock
+    inside = txn(Insert(CUSTOMERS.oid, ANNE), LogicalMessage(1, 24023129, "app", b"x"), xid=556)
+    records = b.transaction_records(inside)
+    assert ops(records) == ["c", "m"] and [r.order for r in records] == [0, 1]
+    assert value(records[1])["payload"]["source"]["txId"] == 556
+    assert value(records[1])["payload"]["source"]["ts_ms"] == COMMIT_TS_US // 1000
+    # Riverlog's own heartbeats never become events; the prefix lists choose the others
+    (beat,) = a.feed(LogicalMessage(0, 9, "riverlog.heartbeat", b""), 9)
+    assert b.transaction_records(beat) == []
+    only_app = builder(**{"message.prefix.include.list": "app.*"})
+    assert only_app.transaction_records(loose) == []
+    assert len(builder(**{"message.prefix.exclude.list": "f.o"}).transaction_records(loose)) == 0
+    with pytest.raises(CdcConfigError):
+        CdcConfig.from_options({"topic.prefix": "p", "message.prefix.include.list": "a",
+                                "message.prefix.exclude.list": "b"})
