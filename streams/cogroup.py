@@ -67,7 +67,9 @@ class CogroupedKStream:
             parents.append(self._b.add(name, "processor", "cogroup-aggregate", make, [src._node], (spec,),
                                        args={"store": spec.name}))
         merge = self._b.name(_named(named), "COGROUPKSTREAM-MERGE-")
-        node = self._b.add(merge, "processor", "cogroup-merge", PassThrough, parents, args={"store": spec.name},
+        sources = tuple(p.parents[0] for p in parents)
+        node = self._b.add(merge, "processor", "cogroup-merge", PassThrough, parents,
+                           args={"store": spec.name, "copartition": sources},
                            key_serde=spec.key_serde, value_serde=spec.value_serde)
         return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name, windowed=w)
 

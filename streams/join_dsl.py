@@ -16,12 +16,12 @@ def _named(named):
     return n(named)
 
 
-def _repartitioned(stream, name: str):
+def _repartitioned(stream, name: str, key_serde=None, value_serde=None):
     """A stream whose key changed goes through ``<name>-repartition`` before a join, null keys
-    dropped, as Kafka's ``repartitionForJoin`` does."""
+    dropped, as Kafka's ``repartitionForJoin`` does (serdes from StreamJoined/Joined)."""
     if not stream._repartition_required:
         return stream
-    return stream._through_repartition(name, drop_null_keys=True)
+    return stream._through_repartition(name, key_serde, value_serde, drop_null_keys=True)
 
 
 def kstream_join(stream, kind: str, other, joiner_arg, windows, joined, key_selector, named):
@@ -64,8 +64,9 @@ def stream_stream(this, other, kind: str, joiner_arg, windows: JoinWindows, para
     j = make_joiner(joiner_arg, f"{kind} joiner")
     b = this._b
     left_outer, right_outer = kind in ("left", "outer"), kind == "outer"
-    this = _repartitioned(this, f"{p.name}-left" if p.name else this._node.name)
-    other = _repartitioned(other, f"{p.name}-right" if p.name else other._node.name)
+    this = _repartitioned(this, f"{p.name}-left" if p.name else this._node.name, p.key_serde, p.value_serde)
+    other = _repartitioned(other, f"{p.name}-right" if p.name else other._node.name, p.key_serde,
+                           p.other_value_serde)
 
     def name(suffix, prefix):
         return f"{p.name}{suffix}" if p.name else b.next_name(prefix)
@@ -118,7 +119,7 @@ def stream_table(stream, table, kind: str, joiner_arg, joined: Joined | None):
         raise TopologyError(f"a stream–table join takes Joined, got {type(p).__name__}")
     j = make_joiner(joiner_arg, f"{kind} joiner")
     b = stream._b
-    stream = _repartitioned(stream, f"{p.name}-left" if p.name else stream._node.name)
+    stream = _repartitioned(stream, f"{p.name}-left" if p.name else stream._node.name, p.key_serde, p.value_serde)
     getter = value_getter(table)
     if p.grace_ms is not None and not getter.versioned:
         raise TopologyError("Joined.withGracePeriod needs a versioned table (Materialized.as_(Stores."

@@ -1,0 +1,189 @@
+"""Joins in the topology: Kafka's node and store names in ``describe()``, repartitioning before a
+join, the co-partitioning check, versioned tables and the stream–table grace period, cogroup."""
+from __future__ import annotations
+
+import pytest
+
+from streams import (Consumed, Grouped, JoinWindows, Joined, Materialized, Produced, Serdes, SessionWindows,
+                     Stores, StreamJoined, StreamsBuilder, TimeWindows, TopicsNotCopartitionedError, TopologyError)
+from streams.testing import TopologyTestDriver
+from tests.streams.join_kit import S, TwoInputs, show
+
+pytestmark = pytest.mark.unit
+L = Serdes.Long()
+
+
+def _lines(topology) -> list[str]:
+    return [line.strip() for line in str(topology.describe()).splitlines()]
+
+
+def test_stream_stream_join_describes_as_kafka_does():
+    t = TwoInputs(lambda b, l, r: l.join(r, show, JoinWindows.ofTimeDifferenceWithNoGrace(5)))
+    lines = _lines(t.topology)
+    for expected in ["Processor: KSTREAM-WINDOWED-0000000002 (stores: [KSTREAM-JOINTHIS-0000000004-store])",
+                     "Processor: KSTREAM-WINDOWED-0000000003 (stores: [KSTREAM-JOINOTHER-0000000005-store])",
+                     "Processor: KSTREAM-JOINTHIS-0000000004 (stores: [KSTREAM-JOINOTHER-0000000005-store])",
+                     "Processor: KSTREAM-JOINOTHER-0000000005 (stores: [KSTREAM-JOINTHIS-0000000004-store])",
+                     "<-- KSTREAM-JOINTHIS-0000000004, KSTREAM-JOINOTHER-0000000005",
+                     "Sink: KSTREAM-SINK-0000000007 (topic: out)"]:
+        assert expected in lines
+
+
+@pytest.mark.parametrize("kind, this, other", [("left", "KSTREAM-JOINTHIS-", "KSTREAM-OUTEROTHER-"),
+                                               ("outer", "KSTREAM-OUTERTHIS-", "KSTREAM-OUTEROTHER-")])
+def test_left_and_outer_stream_joins_name_their_sides_and_the_shared_store(kind, this, other):
+    t = TwoInputs(lambda b, l, r: getattr(l, f"{kind}Join")(r, show, JoinWindows.ofTimeDifferenceWithNoGrace(5)))
+    assert set(t.topology.stores()) == {f"{this}0000000004-store", f"{other}0000000005-store",
+                                        "KSTREAM-OUTERSHARED-0000000004-store"}
+
+
+def test_table_joins_describe_as_kafka_does():
+    t = TwoInputs(lambda b, l, r: l.join(r, show).toStream(), "table", "table")
+    text = "\n".join(_lines(t.topology))
+    assert "Processor: KTABLE-JOINTHIS-0000000005 (stores: [right-STATE-STORE-0000000003])" in text
+    assert "Processor: KTABLE-JOINOTHER-0000000006 (stores: [left-STATE-STORE-0000000001])" in text
+    assert "<-- KTABLE-JOINTHIS-0000000005, KTABLE-JOINOTHER-0000000006" in text   # KTABLE-MERGE-0000000004
+    s = TwoInputs(lambda b, l, r: l.leftJoin(r, show), "stream", "table")
+    assert "Processor: KSTREAM-LEFTJOIN-0000000003 (stores: [right-STATE-STORE-0000000002])" in _lines(s.topology)
+
+
+def test_a_key_change_before_a_join_goes_through_a_repartition_topic():
+    def build(b, left, right):
+        return left.selectKey(lambda k, v: v).join(right, show, JoinWindows.ofTimeDifferenceWithNoGrace(5),
+                                                   StreamJoined.with_(S, S, S))
+    t = TwoInputs(build, partitions={"left": 2, "right": 3})
+    text = str(t.topology.describe())
+    assert "KSTREAM-KEY-SELECT-0000000002-repartition" in text
+    t.step("R", "x", "a", 1)
+    assert t.values("L", "k", "x", 2) == ["x - a"]
+    assert t.driver._interp.partitions("joins-KSTREAM-KEY-SELECT-0000000002-repartition") == 3
+
+
+@pytest.mark.parametrize("left, right", [("stream", "stream"), ("stream", "table"), ("table", "table")])
+def test_joined_topics_with_different_partition_counts_fail_naming_both(left, right):
+    def build(b, l, r):
+        if left == right == "stream":
+            return l.join(r, show, JoinWindows.ofTimeDifferenceWithNoGrace(5))
+        return l.join(r, show) if left == "stream" else l.join(r, show).toStream()
+    with pytest.raises(TopicsNotCopartitionedError, match=r"left \(2 partitions\), right \(3 partitions\)") as e:
+        TwoInputs(build, left, right, partitions={"left": 2, "right": 3})
+    assert e.value.code == 1240
+
+
+def test_join_argument_errors_say_what_to_do():
+    with pytest.raises(TopologyError, match="no outer join"):
+        TwoInputs(lambda b, s, t: s.outerJoin(t, show), "stream", "table")
+    with pytest.raises(TopologyError, match="JoinWindows are for stream"):
+        TwoInputs(lambda b, s, t: s.join(t, show, JoinWindows.ofTimeDifferenceWithNoGrace(1)), "stream", "table")
+    with pytest.raises(TopologyError, match="takes 1 argument"):
+        TwoInputs(lambda b, s, t: s.join(t, lambda x: x), "stream", "table")
+    with pytest.raises(TopologyError, match="versioned table"):
+        TwoInputs(lambda b, s, t: s.join(t, show, Joined.as_("j").withGracePeriod(5)), "stream", "table")
+
+
+# ---------------------------------------------------------------------- versioned tables
+def _versioned(grace=None, history="100 milliseconds"):
+    b = StreamsBuilder()
+    orders = b.stream("orders", Consumed.with_(S, S))
+    prices = b.table("prices", Consumed.with_(S, S),
+                     Materialized.as_(Stores.persistentVersionedKeyValueStore("prices", history)))
+    joined = Joined.as_("enrich") if grace is None else Joined.as_("enrich").withGracePeriod(grace)
+    orders.join(prices, show, joined).to("out", Produced.with_(S, S))
+    d = TopologyTestDriver(b.build(), {"application.id": "v"})
+    return (d, d.createInputTopic("orders", S, S), d.createInputTopic("prices", S, S),
+            d.createOutputTopic("out", S, S))
+
+
+def test_stream_table_join_reads_a_versioned_table_as_of_the_record_time():
+    d, orders, prices, out = _versioned()
+    prices.pipeInput("EUR", "1.0", 100)
+    prices.pipeInput("EUR", "2.0", 200)
+    orders.pipeInput("EUR", "o150", 150)
+    orders.pipeInput("EUR", "o250", 250)
+    orders.pipeInput("EUR", "o50", 50)                # before any version
+    assert out.readValuesToList() == ["o150 - 1.0", "o250 - 2.0"]
+    assert d.getKeyValueStore("prices").get("EUR") == "2.0"
+
+
+def test_a_late_table_update_goes_into_history_and_older_than_history_is_dropped():
+    d, orders, prices, out = _versioned()
+    prices.pipeInput("EUR", "1.0", 100)
+    prices.pipeInput("EUR", "3.0", 300)
+    prices.pipeInput("EUR", "1.5", 250)               # late, within history: the present stays 3.0
+    prices.pipeInput("EUR", "0.5", 150)               # older than 300 - 100: refused
+    orders.pipeInput("EUR", "o260", 260)
+    orders.pipeInput("EUR", "o160", 160)
+    assert out.readValuesToList() == ["o260 - 1.5"]   # 160 is older than the history kept
+    assert d.getKeyValueStore("prices").get("EUR") == "3.0"
+
+
+def test_join_grace_holds_stream_records_so_late_table_updates_count():
+    d, orders, prices, out = _versioned(grace=20)
+    prices.pipeInput("EUR", "1.0", 100)
+    orders.pipeInput("EUR", "o110", 110)
+    assert out.readValuesToList() == []               # waits until stream time passes 130
+    prices.pipeInput("EUR", "1.1", 105)                # late but within the grace
+    orders.pipeInput("EUR", "o131", 131)
+    assert out.readValuesToList() == ["o110 - 1.1"]
+
+
+def test_out_of_order_versioned_updates_do_not_trigger_a_table_join():
+    b = StreamsBuilder()
+    left = b.table("left", Consumed.with_(S, S),
+                   Materialized.as_(Stores.persistentVersionedKeyValueStore("lv", 1000)))
+    right = b.table("right", Consumed.with_(S, S))
+    left.join(right, show).toStream().to("out", Produced.with_(S, S))
+    d = TopologyTestDriver(b.build())
+    lt, rt, out = d.createInputTopic("left", S, S), d.createInputTopic("right", S, S), d.createOutputTopic("out", S, S)
+    rt.pipeInput("k", "r", 1)
+    lt.pipeInput("k", "new", 10)
+    lt.pipeInput("k", "old", 5)
+    assert out.readValuesToList() == ["new - r"]
+
+
+# ---------------------------------------------------------------------- cogroup
+def _cogroup(windows=None):
+    b = StreamsBuilder()
+    clicks = b.stream("clicks", Consumed.with_(S, S)).groupByKey()
+    buys = b.stream("buys", Consumed.with_(S, S)).groupBy(lambda k, v: v, Grouped.with_(S, S))
+    g = clicks.cogroup(lambda k, v, agg: agg + 1).cogroup(buys, lambda k, v, agg: agg + 100)
+    if windows is not None:
+        g = g.windowedBy(windows)
+    table = g.aggregate(lambda: 0, Materialized.as_("totals").withValueSerde(L)) if not isinstance(
+        windows, SessionWindows) else g.aggregate(lambda: 0, Materialized.as_("sessions").withRetention(100),
+                                                  merger_=lambda k, a, c: a + c)
+    stream = table.toStream()
+    if windows is not None:
+        stream = stream.selectKey(lambda k, v: f"{k.key}@{k.start}")
+    stream.to("out", Produced.with_(S, L))
+    d = TopologyTestDriver(b.build(), {"application.id": "co"}, partitions={"clicks": 2, "buys": 3})
+    return d, d.createInputTopic("clicks", S, S), d.createInputTopic("buys", S, S), d.createOutputTopic("out", S, L)
+
+
+def test_cogroup_aggregates_several_streams_into_one_table():
+    d, clicks, buys, out = _cogroup()
+    clicks.pipeInput("ann", "x", 1)
+    buys.pipeInput("order-1", "ann", 2)              # re-keyed to ann through a repartition topic
+    clicks.pipeInput("bob", "y", 3)
+    clicks.pipeInput("ann", "z", 4)
+    assert out.readKeyValuesToMap() == {"ann": 102, "bob": 1}
+    assert d.getKeyValueStore("totals").get("ann") == 102
+    text = str(d.topology.describe())
+    assert "COGROUPKSTREAM-AGGREGATE-" in text and "COGROUPKSTREAM-MERGE-" in text
+
+
+def test_windowed_cogroup_shares_one_window_store():
+    d, clicks, buys, out = _cogroup(TimeWindows.ofSizeWithNoGrace(10))
+    clicks.pipeInput("ann", "x", 1)
+    buys.pipeInput("o1", "ann", 5)
+    clicks.pipeInput("ann", "x", 12)
+    assert out.readKeyValuesToMap() == {"ann@0": 101, "ann@10": 1}
+
+
+def test_session_windowed_cogroup_merges_sessions():
+    d, clicks, buys, out = _cogroup(SessionWindows.ofInactivityGapWithNoGrace(5))
+    clicks.pipeInput("ann", "x", 1)
+    clicks.pipeInput("ann", "x", 10)
+    buys.pipeInput("o1", "ann", 5)                   # bridges both sessions into one
+    assert out.readKeyValuesToMap() == {"ann@1": 102}
+    assert [v for _, v in d.getSessionStore("sessions").all()] == [102]
