@@ -72,3 +72,27 @@ def pg_db(postgres):
     db = PgDatabase(postgres, name)
     yield db
     db.drop()
+
+
+def fold_changes(records) -> dict:
+    """The table a sink would hold after applying CDC records: (key, value, headers) triples, each
+    header list of (name, bytes), folded per key in (commit LSN, order) order. Returns
+    {key payload as JSON text: the row (the ``after`` payload)}."""
+    import json
+
+    def header(headers, name):
+        return int(dict((h[0], h[1]) for h in headers)[name])
+
+    ordered = sorted(records, key=lambda r: (header(r[2], "riverlog.cdc.commit_lsn"), header(r[2], "riverlog.cdc.order")))
+    table: dict = {}
+    for key, value, _headers in ordered:
+        if value is None:
+            continue
+        payload = json.loads(value)
+        payload = payload.get("payload", payload)
+        k = json.dumps(json.loads(key).get("payload"), sort_keys=True)
+        if payload["op"] == "d":
+            table.pop(k, None)
+        else:
+            table[k] = payload["after"]
+    return table

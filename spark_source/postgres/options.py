@@ -21,15 +21,18 @@ publication.autocreate.mode     all_tables                all_tables | filtered 
 slot.name                       riverlog                  the logical replication slot
 slot.drop.on.stop               false                     drop the slot when the query stops
 snapshot.mode                   initial                   initial | initial_only | no_data | when_needed
-decimal.handling.mode           precise                   precise | double | string
-time.precision.mode             adaptive                  adaptive | adaptive_time_microseconds | connect
 heartbeat.interval.ms           10000                     0 = off; WAL position kept moving when idle
-maxChangesPerTrigger            (unlimited)               rows per micro-batch (whole transactions)
-snapshot.fetch.size             10000                     rows read per round trip in the snapshot
-unavailable.value.placeholder   __debezium_unavailable_value  for unchanged TOAST values
-key.converter.schemas.enable    true                      key JSON with its schema
-value.converter.schemas.enable  true                      value JSON with its schema
+maxChangesPerTrigger            (unlimited)               changes per micro-batch (whole transactions)
+snapshot.fetch.size             10000                     snapshot rows per micro-batch when
+                                                          maxChangesPerTrigger is not set
 =============================== ========================= ==========================================
+
+The envelope's options are Debezium's too and are checked by
+:meth:`spark_source.postgres.envelope.CdcConfig.from_options`: ``decimal.handling.mode`` (precise),
+``time.precision.mode`` (adaptive), ``binary.handling.mode`` (bytes), ``interval.handling.mode``
+(numeric), ``money.fraction.digits`` (2), ``unavailable.value.placeholder``
+(__debezium_unavailable_value), ``tombstones.on.delete`` (true), ``provide.transaction.metadata``
+(false), ``topic.transaction`` (transaction), ``skipped.operations`` (t), ``schemas.enable`` (true).
 """
 from __future__ import annotations
 
@@ -37,16 +40,19 @@ import re
 from dataclasses import dataclass
 
 from broker.errors import InvalidConfigError
+from spark_source.postgres.envelope import CdcConfig
+from spark_source.postgres.types import CdcConfigError
 
+ENVELOPE_OPTIONS = ("decimal.handling.mode", "time.precision.mode", "binary.handling.mode",
+                    "interval.handling.mode", "money.fraction.digits", "unavailable.value.placeholder",
+                    "tombstones.on.delete", "provide.transaction.metadata", "topic.transaction",
+                    "skipped.operations", "schemas.enable")
 SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed")
 AUTOCREATE_MODES = ("all_tables", "filtered", "disabled")
-DECIMAL_MODES = ("precise", "double", "string")
-TIME_MODES = ("adaptive", "adaptive_time_microseconds", "connect")
 _KNOWN = {"dsn", "database.hostname", "database.port", "database.user", "database.password", "database.dbname",
           "topic.prefix", "table.include.list", "publication.name", "publication.autocreate.mode", "slot.name",
-          "slot.drop.on.stop", "snapshot.mode", "decimal.handling.mode", "time.precision.mode",
-          "heartbeat.interval.ms", "maxchangespertrigger", "snapshot.fetch.size", "unavailable.value.placeholder",
-          "key.converter.schemas.enable", "value.converter.schemas.enable", "path"}
+          "slot.drop.on.stop", "snapshot.mode", "heartbeat.interval.ms", "maxchangespertrigger",
+          "snapshot.fetch.size", "path"} | set(ENVELOPE_OPTIONS)
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 
@@ -83,6 +89,15 @@ def _bool(opts: dict, name: str, default: bool) -> bool:
     return str(value).strip().lower() == "true"
 
 
+def _envelope(opts: dict, prefix: str, dbname: str) -> CdcConfig:
+    given = {k: opts[k] for k in ENVELOPE_OPTIONS if k in opts}
+    try:
+        return CdcConfig.from_options({**given, "topic.prefix": prefix, "database.dbname": dbname})
+    except CdcConfigError as e:
+        option = e.details.get("option", "")
+        raise _bad(option, str(e)) from None
+
+
 def _identifier(opts: dict, name: str, default: str) -> str:
     value = str(opts.get(name, default)).strip()
     if not _IDENTIFIER.fullmatch(value):
@@ -107,14 +122,10 @@ class CdcOptions:
     slot_name: str = "riverlog"
     slot_drop_on_stop: bool = False
     snapshot_mode: str = "initial"
-    decimal_handling_mode: str = "precise"
-    time_precision_mode: str = "adaptive"
     heartbeat_interval_ms: int = 10_000
     max_changes_per_trigger: int | None = None
     snapshot_fetch_size: int = 10_000
-    unavailable_placeholder: str = "__debezium_unavailable_value"
-    key_schemas: bool = True
-    value_schemas: bool = True
+    envelope: CdcConfig | None = None
 
     @classmethod
     def parse(cls, options) -> "CdcOptions":
@@ -148,14 +159,10 @@ class CdcOptions:
             publication_autocreate=mode, slot_name=_identifier(opts, "slot.name", "riverlog"),
             slot_drop_on_stop=_bool(opts, "slot.drop.on.stop", False),
             snapshot_mode=_choice(opts, "snapshot.mode", "initial", SNAPSHOT_MODES),
-            decimal_handling_mode=_choice(opts, "decimal.handling.mode", "precise", DECIMAL_MODES),
-            time_precision_mode=_choice(opts, "time.precision.mode", "adaptive", TIME_MODES),
             heartbeat_interval_ms=_int(opts, "heartbeat.interval.ms", 10_000, 0),
             max_changes_per_trigger=_int(opts, "maxchangespertrigger", None, 1),
             snapshot_fetch_size=_int(opts, "snapshot.fetch.size", 10_000, 1),
-            unavailable_placeholder=str(opts.get("unavailable.value.placeholder", "__debezium_unavailable_value")),
-            key_schemas=_bool(opts, "key.converter.schemas.enable", True),
-            value_schemas=_bool(opts, "value.converter.schemas.enable", True))
+            envelope=_envelope(opts, str(opts.get("topic.prefix") or dbname), dbname))
 
     def connect_kwargs(self) -> dict:
         """psycopg2.connect's arguments: the DSN if given (with dbname as given there), else the parts."""

@@ -28,7 +28,7 @@ import time
 
 from spark_source.postgres.errors import PostgresConnectionError, SlotInUseError, SlotLostError
 from spark_source.postgres.options import CdcOptions
-from spark_source.postgres.pgoutput import LogicalMessage, PgOutputDecoder, lsn_to_str
+from spark_source.postgres.pgoutput import LogicalMessage, PgOutputDecoder, lsn_from_str, lsn_to_str
 from spark_source.postgres.slot import connect
 from spark_source.postgres.transactions import Transaction, TransactionAssembler
 
@@ -41,6 +41,14 @@ PROTO_VERSION = "1"
 def is_heartbeat(txn: Transaction) -> bool:
     """A position without data: our heartbeat, or any other message outside a transaction."""
     return txn.xid is None and all(isinstance(c.message, LogicalMessage) for c in txn.changes)
+
+
+def emit_heartbeat(conn) -> int:
+    """Write a heartbeat message to the WAL (not in a transaction); its LSN, which is past every
+    transaction committed before the call."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_logical_emit_message(false, %s, '')::text", (HEARTBEAT_PREFIX,))
+        return lsn_from_str(cur.fetchone()[0])
 
 
 class ReplicationStream:
@@ -60,7 +68,19 @@ class ReplicationStream:
         self._sql = None
 
     # ------------------------------------------------------------------------------ connection
-    def open(self) -> None:
+    def open(self, in_use_timeout_s: float = 30.0) -> None:
+        """Start streaming; a slot still held by a reader that is going away (a stopped query's
+        connection) is waited for up to ``in_use_timeout_s``."""
+        deadline = self.clock() + in_use_timeout_s
+        while True:
+            try:
+                return self._open()
+            except SlotInUseError:
+                if self.clock() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def _open(self) -> None:
         import psycopg2
         self._conn = connect(self.options, replication=True)
         self._cursor = self._conn.cursor()
@@ -194,8 +214,7 @@ class ReplicationStream:
         try:
             if self._sql is None:
                 self._sql = connect(self.options)
-            with self._sql.cursor() as cur:
-                cur.execute("SELECT pg_logical_emit_message(false, %s, '')", (HEARTBEAT_PREFIX,))
+            emit_heartbeat(self._sql)
         except (psycopg2.Error, PostgresConnectionError) as e:
             log.warning("heartbeat on slot '%s' failed: %s", self.options.slot_name, str(e).strip())
             if self._sql is not None:

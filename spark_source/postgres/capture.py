@@ -1,0 +1,278 @@
+"""The capture: slot, snapshot and stream driven by offsets, independent of Spark.
+
+An offset says how far the query has read (JSON in Spark's checkpoint):
+
+    {"phase": "snapshot", "lsn": C, "tables": [...], "table": i, "after": [key as text] | null, "rows": n}
+    {"phase": "stream", "lsn": L}      every transaction with commit end LSN <= L is read
+    {"phase": "done", "lsn": C}        initial_only: the snapshot is read, nothing follows
+
+C is the slot's consistent point: the snapshot holds what committed before it, the stream starts
+there. :meth:`Capture.next_offset` reads ahead (a chunk of the snapshot, or buffered transactions
+up to a change limit, whole transactions only) and returns the end of the next batch;
+:meth:`Capture.records` gives the batch between two offsets — from what was read ahead, or, when
+Spark replays a batch after a restart, read again (the snapshot range in a fresh snapshot, the
+transactions from the slot, which was never acknowledged past the start of an uncommitted
+batch). :meth:`Capture.acknowledge` is called only with the end of a batch Spark committed.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+
+from spark_source.postgres import slot as slots
+from spark_source.postgres.envelope import CdcRecord, EnvelopeBuilder
+from spark_source.postgres.errors import SlotLostError
+from spark_source.postgres.options import CdcOptions
+from spark_source.postgres.pgoutput import lsn_to_str
+from spark_source.postgres.replication import ReplicationStream
+from spark_source.postgres.snapshot import Position, SnapshotReader
+
+log = logging.getLogger(__name__)
+SNAPSHOT, STREAM, DONE = "snapshot", "stream", "done"
+
+
+@dataclass(frozen=True)
+class CdcOffset:
+    phase: str
+    lsn: int
+    tables: tuple = ()
+    position: Position | None = None
+    rows: int = 0
+
+    def to_json(self) -> dict:
+        if self.phase != SNAPSHOT:
+            return {"phase": self.phase, "lsn": self.lsn}
+        return {"phase": SNAPSHOT, "lsn": self.lsn, "tables": list(self.tables), **self.position.to_json(),
+                "rows": self.rows}
+
+    @classmethod
+    def from_json(cls, data) -> "CdcOffset":
+        data = json.loads(data) if isinstance(data, str) else data
+        if data["phase"] != SNAPSHOT:
+            return cls(data["phase"], int(data["lsn"]))
+        return cls(SNAPSHOT, int(data["lsn"]), tuple(data["tables"]), Position.from_json(data), int(data["rows"]))
+
+    @property
+    def key(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True)
+
+
+class Capture:
+    """Driver-side, single-threaded. ``close()`` releases every connection (and drops the slot
+    with ``slot.drop.on.stop``)."""
+
+    def __init__(self, options: CdcOptions):
+        self.options = options
+        self._sql = None
+        self.tables: list[slots.Table] = []
+        self._exported: SnapshotReader | None = None   # the slot's exported snapshot, while unread
+        self._exported_lsn: int | None = None
+        self.stream: ReplicationStream | None = None
+        self._chunks: dict[tuple[str, str], list] = {}  # snapshot rows read ahead, by (start, end)
+        self._initial: CdcOffset | None = None
+
+    # ------------------------------------------------------------------------------ setup
+    @property
+    def sql(self):
+        if self._sql is None:
+            self._sql = slots.connect(self.options)
+            slots.check_server(self._sql, self.options)
+            self.tables = slots.captured_tables(self._sql, self.options)
+            slots.ensure_publication(self._sql, self.options, self.tables)
+        return self._sql
+
+    def initial_offset(self) -> CdcOffset:
+        """A new query: create the slot (exporting a snapshot unless ``no_data``). Spark may ask
+        more than once (Trigger.AvailableNow does): the answer is made once."""
+        if self._initial is None:
+            self._initial = self._make_initial_offset()
+        return self._initial
+
+    def _make_initial_offset(self) -> CdcOffset:
+        o, conn = self.options, self.sql
+        state = slots.slot_state(conn, o.slot_name)
+        if o.snapshot_mode == "no_data":
+            if state is not None:
+                slots.check_slot(state, o)
+                return CdcOffset(STREAM, state.confirmed_flush_lsn)
+            repl = slots.connect(o, replication=True)
+            try:
+                lsn, _ = slots.create_slot(repl, o.slot_name)
+            finally:
+                repl.close()
+            return CdcOffset(STREAM, lsn)
+        return self._new_snapshot(state)
+
+    def _new_snapshot(self, state) -> CdcOffset:
+        o = self.options
+        if state is not None:
+            slots.check_slot(state, o)
+            log.warning("slot '%s' exists; a new query that snapshots starts it again", o.slot_name)
+            slots.drop_slot(self.sql, o.slot_name)
+        repl = slots.connect(o, replication=True)
+        try:
+            lsn, name = slots.create_slot(repl, o.slot_name, temporary=o.snapshot_mode == "initial_only")
+            self._close_exported()
+            self._exported = SnapshotReader(slots.connect(o), self.tables, name)
+            self._exported_lsn = lsn
+        finally:
+            repl.close()   # the snapshot is imported; a temporary slot goes with this connection
+        log.info("slot '%s' created at %s; snapshot of %d tables", o.slot_name, lsn_to_str(lsn), len(self.tables))
+        return CdcOffset(SNAPSHOT, lsn, tuple(t.name for t in self.tables), Position(0), 0)
+
+    def _tables_named(self, names: tuple) -> list[slots.Table]:
+        by_name = {t.name: t for t in self.tables}
+        missing = [n for n in names if n not in by_name]
+        if missing:
+            self.tables = slots.captured_tables(self.sql, self.options)
+            by_name = {t.name: t for t in self.tables}
+        return [by_name[n] for n in names if n in by_name]
+
+    def _check_resumable(self, start: CdcOffset) -> CdcOffset | None:
+        """The slot behind ``start`` must still exist; with ``when_needed`` a lost slot means a new
+        snapshot (returned), otherwise the query fails naming the fix."""
+        if start.phase == DONE or (start.phase == SNAPSHOT and self._exported_lsn == start.lsn):
+            return None
+        if start.phase == SNAPSHOT and self.options.snapshot_mode == "initial_only":
+            return None   # its slot was temporary and nothing streams after the snapshot
+        if self.stream is not None and self.stream.is_open:
+            return None
+        state = slots.slot_state(self.sql, self.options.slot_name)
+        # While streaming, psycopg2 may confirm a keepalive's WAL end once everything received was
+        # acknowledged (WAL with nothing for this slot), so confirmed_flush_lsn past the offset is
+        # no loss then; during the snapshot nothing is acknowledged, so there it is.
+        lost = state is None or state.wal_status == "lost" or (
+            start.phase == SNAPSHOT and state.confirmed_flush_lsn is not None and state.confirmed_flush_lsn > start.lsn)
+        if not lost:
+            return None
+        if self.options.snapshot_mode == "when_needed":
+            log.warning("slot '%s' cannot resume from %s; snapshot.mode=when_needed takes a new snapshot",
+                        self.options.slot_name, lsn_to_str(start.lsn))
+            return self._new_snapshot(None if state is None or state.wal_status == "lost" else state)
+        raise SlotLostError(f"slot '{self.options.slot_name}' "
+                            f"{'does not exist' if state is None else 'no longer holds WAL from ' + lsn_to_str(start.lsn)}"
+                            ": changes after the query's offsets are gone; restart the query with a new checkpoint "
+                            "(snapshot.mode=initial takes a new snapshot) or set snapshot.mode=when_needed")
+
+    # ------------------------------------------------------------------------------ reading ahead
+    def next_offset(self, start: CdcOffset, max_changes: int | None, until_lsn: int | None = None) -> CdcOffset:
+        """The end of the next batch after ``start`` (``start`` itself when nothing is new)."""
+        fresh = self._check_resumable(start)
+        if fresh is not None:
+            return fresh
+        if start.phase == DONE:
+            return start
+        if start.phase == SNAPSHOT:
+            return self._next_chunk(start, max_changes or self.options.snapshot_fetch_size)
+        self.acknowledge(start)
+        stream = self._stream(start.lsn)
+        cap = max(4 * (max_changes or 0), 100_000)
+        stream.poll(0.1, max_buffered=cap)
+        if until_lsn is not None:
+            stream.wait_for(until_lsn)
+        taken, end = 0, start.lsn
+        for txn in stream.take(start.lsn, until_lsn if until_lsn is not None else stream.high):
+            if max_changes and taken and taken + len(txn.changes) > max_changes:
+                break
+            taken += len(txn.changes)
+            end = txn.end_lsn
+        return CdcOffset(STREAM, end) if end != start.lsn else start
+
+    def _next_chunk(self, start: CdcOffset, limit: int) -> CdcOffset:
+        tables = self._tables_named(start.tables)
+        reader = self._exported if self._exported_lsn == start.lsn else None
+        fresh = reader is None
+        if fresh:
+            reader = SnapshotReader(slots.connect(self.options), tables)
+        try:
+            rows, position = reader.read(start.position, limit)
+        finally:
+            if fresh:
+                reader.close()
+        if reader.done(position):
+            end = CdcOffset(DONE if self.options.snapshot_mode == "initial_only" else STREAM, start.lsn)
+            if not fresh:
+                self._close_exported()
+        else:
+            end = CdcOffset(SNAPSHOT, start.lsn, start.tables, position, start.rows + len(rows))
+        self._chunks[(start.key, end.key)] = rows
+        return end
+
+    def _stream(self, lsn: int) -> ReplicationStream:
+        if self.stream is None:
+            self.stream = ReplicationStream(self.options, lsn)
+            self.stream.acked = lsn
+        return self.stream
+
+    # ------------------------------------------------------------------------------ one batch
+    def records(self, start: CdcOffset, end: CdcOffset, now_us=None) -> list[tuple[CdcRecord, int]]:
+        """The batch (start, end] as (record, timestamp in microseconds)."""
+        import time
+        now = now_us() if now_us else time.time_ns() // 1000
+        builder = EnvelopeBuilder(self.options.envelope, last_commit_lsn=start.lsn if start.phase == STREAM else None)
+        for table in self.tables:
+            builder.table(table.relation, primary_key=table.key)
+        out: list[tuple[CdcRecord, int]] = []
+        if start.phase == SNAPSHOT:
+            rows = self._chunks.pop((start.key, end.key), None)
+            if rows is None:   # a replay: read the same key range again, in a fresh snapshot
+                upper = end.position if end.phase == SNAPSHOT else Position(len(start.tables))
+                reader = SnapshotReader(slots.connect(self.options), self._tables_named(start.tables))
+                try:
+                    rows, _ = reader.read(start.position, None, upper)
+                finally:
+                    reader.close()
+            for i, (table, values) in enumerate(rows):
+                last = end.phase != SNAPSHOT and i == len(rows) - 1
+                builder.table(table.relation, primary_key=table.key)
+                record = builder.snapshot_record(table.relation, values, start.lsn, start.rows + i,
+                                                 "last" if last else "true", ts_us=now)
+                out.append((record, now))
+        if end.phase == STREAM and end.lsn > start.lsn:
+            stream = self._stream(start.lsn)
+            if stream.high < end.lsn:
+                stream.wait_for(end.lsn)
+            include = lambda r: self.options.includes(r.namespace, r.name)  # noqa: E731
+            for txn in stream.take(start.lsn, end.lsn):
+                ts = txn.commit_ts_us if txn.commit_ts_us is not None else now
+                out.extend((r, ts) for r in builder.transaction_records(txn, include))
+        return out
+
+    def mark(self) -> int:
+        """An LSN past every transaction committed so far (Trigger.AvailableNow reads up to it)."""
+        from spark_source.postgres.replication import emit_heartbeat
+        return emit_heartbeat(self.sql)
+
+    # ------------------------------------------------------------------------------ acknowledging
+    def acknowledge(self, committed: CdcOffset) -> None:
+        """``committed`` is the end of a batch Spark has committed: the slot may move there."""
+        if committed.phase != STREAM:
+            return
+        stream = self._stream(committed.lsn)
+        if stream.is_open:
+            stream.acknowledge(committed.lsn)
+        else:
+            stream.acked = max(stream.acked, committed.lsn)   # sent when the stream opens
+            stream.forget(committed.lsn)
+
+    # ------------------------------------------------------------------------------ closing
+    def _close_exported(self) -> None:
+        if self._exported is not None:
+            self._exported.close()
+        self._exported, self._exported_lsn = None, None
+
+    def close(self) -> None:
+        self._close_exported()
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None
+        if self.options.slot_drop_on_stop:
+            try:
+                if not slots.drop_slot(self.sql, self.options.slot_name):
+                    log.warning("slot '%s' is in use and was not dropped (slot.drop.on.stop)", self.options.slot_name)
+            except Exception as e:  # noqa: BLE001 — closing goes on
+                log.warning("could not drop slot '%s': %s", self.options.slot_name, e)
+        if self._sql is not None:
+            self._sql.close()
+            self._sql = None

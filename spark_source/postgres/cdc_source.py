@@ -1,0 +1,144 @@
+"""``format("postgres-cdc")``: PostgreSQL changes as a Spark stream, in Kafka's record shape.
+
+    changes = (spark.readStream.format("postgres-cdc").option("dsn", "postgresql://app@db/shop")
+               .option("table.include.list", "public.customers,public.orders").option("slot.name", "lake")
+               .load())
+
+Rows have the schema of Spark's Kafka source (``key``, ``value``, ``topic``, ``partition``,
+``offset``, ``timestamp``, ``timestampType``, ``headers``): key and value are Debezium's JSON,
+the topic is ``<topic.prefix>.<schema>.<table>``, ``partition`` is 0, ``offset`` and the header
+``riverlog.cdc.commit_lsn`` are the commit LSN (the consistent point for snapshot rows),
+``riverlog.cdc.order`` the record's position in its transaction or in the snapshot, and
+``timestamp`` the commit time (the read time for snapshot rows). A topic read with
+``format("riverlog")`` that a CDC connector wrote looks the same.
+
+The driver owns the connections (:class:`~spark_source.postgres.capture.Capture`): it reads ahead
+when Spark asks for the latest offset and hands each batch's records to the tasks inside their
+input partitions (Arrow IPC bytes), because one slot has exactly one reader. The slot is
+acknowledged with the end of a batch only once Spark has committed it — when Spark plans the next
+batch from there, or calls ``commit`` — so a crash replays the uncommitted batch and never skips.
+"""
+from __future__ import annotations
+
+import logging
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+
+from spark_source.options import output_schema
+from spark_source.postgres.options import CdcOptions
+
+log = logging.getLogger(__name__)
+
+HEADER_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
+ARROW_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
+                          ("partition", pa.int32()), ("offset", pa.int64()),
+                          ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
+                          ("headers", HEADER_TYPE)])
+ROWS_PER_PARTITION = 50_000
+
+
+def to_arrow(records) -> pa.RecordBatch:
+    """(CdcRecord, timestamp µs) pairs as one record batch in Spark's Kafka source schema."""
+    return pa.RecordBatch.from_arrays([
+        pa.array([r.key for r, _ in records], pa.binary()),
+        pa.array([r.value for r, _ in records], pa.binary()),
+        pa.array([r.topic for r, _ in records], pa.string()),
+        pa.array([0] * len(records), pa.int32()),
+        pa.array([r.commit_lsn for r, _ in records], pa.int64()),
+        pa.array([ts for _, ts in records], pa.timestamp("us", tz="UTC")),
+        pa.array([0] * len(records), pa.int32()),
+        pa.array([[{"key": k, "value": v} for k, v in r.headers] for r, _ in records], HEADER_TYPE),
+    ], schema=ARROW_SCHEMA)
+
+
+def _ipc(batch: pa.RecordBatch) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+class RecordsPartition(InputPartition):
+    """A slice of one batch's records, as Arrow IPC bytes."""
+
+    def __init__(self, data: bytes):
+        super().__init__(data)
+        self.data = data
+
+
+class PostgresCdcDataSource(DataSource):
+    """``spark.readStream.format("postgres-cdc")``; options in docs/cdc.md and
+    :mod:`spark_source.postgres.options`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "postgres-cdc"
+
+    def schema(self):
+        return output_schema(True)
+
+    def streamReader(self, schema):
+        return CdcStreamReader(CdcOptions.parse(self.options))
+
+
+class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: CdcOptions):
+        self.options = options
+        self._capture = None
+        self._until: int | None = None   # Trigger.AvailableNow: nothing committed after this LSN
+
+    def __getstate__(self):  # tasks get the options, never the driver's connections
+        return {"options": self.options, "_capture": None, "_until": None}
+
+    @property
+    def capture(self):
+        if self._capture is None:
+            from spark_source.postgres.capture import Capture
+            self._capture = Capture(self.options)
+        return self._capture
+
+    def initialOffset(self) -> dict:
+        return self.capture.initial_offset().to_json()
+
+    def getDefaultReadLimit(self):
+        if self.options.max_changes_per_trigger:
+            return ReadMaxRows(self.options.max_changes_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        from spark_source.postgres.capture import CdcOffset
+        begin = CdcOffset.from_json(start)
+        self.capture.acknowledge(begin)   # Spark plans from ``start`` only after that batch committed
+        max_changes = limit.max_rows if isinstance(limit, ReadMaxRows) else self.options.max_changes_per_trigger
+        return self.capture.next_offset(begin, max_changes, self._until).to_json()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._until = self.capture.mark()
+
+    def partitions(self, start: dict, end: dict):
+        from spark_source.postgres.capture import CdcOffset
+        records = self.capture.records(CdcOffset.from_json(start), CdcOffset.from_json(end))
+        return [RecordsPartition(_ipc(to_arrow(records[i:i + ROWS_PER_PARTITION])))
+                for i in range(0, len(records), ROWS_PER_PARTITION)]
+
+    def read(self, partition):
+        data = getattr(partition, "data", None)
+        if data:
+            yield from pa.ipc.open_stream(data).read_all().to_batches()
+
+    def commit(self, end: dict) -> None:
+        from spark_source.postgres.capture import CdcOffset
+        self.capture.acknowledge(CdcOffset.from_json(end))
+
+    def stop(self) -> None:
+        if self._capture is not None:
+            self._capture.close()
+            self._capture = None
+
+
+def register(spark) -> None:
+    """Make ``format("postgres-cdc")`` available in this SparkSession (it is found without this
+    call when Riverlog is installed: ``pyspark_postgres_cdc``)."""
+    spark.dataSource.register(PostgresCdcDataSource)
