@@ -29,12 +29,11 @@ from typing import Any, Callable, Mapping, Sequence
 import pyarrow as pa
 
 from spark_sink.delta import merge as merges
-from spark_sink.delta.errors import DeltaConfigError, PoisonRecordError, StaleBatchError
+from spark_sink.delta.errors import DeltaConfigError, PoisonRecordError, SchemaChangeError, StaleBatchError
 from spark_sink.delta.fold import (METADATA_COLUMNS, Delete, fold_scd1, fold_scd2, history_rows,
                                    resolve)
-from spark_sink.delta.records import ChangeParser, SourceRecord, record_position, records_from_arrow
+from spark_sink.delta.records import ChangeParser, SourceRecord, records_from_arrow
 from spark_sink.delta.schema import DEFAULT_PLACEHOLDER, UNAVAILABLE, evolve, infer_type, to_arrow, widens
-from spark_sink.delta.errors import SchemaChangeError
 from spark_sink.delta.table import SinkTable
 
 log = logging.getLogger(__name__)
@@ -153,8 +152,8 @@ class DeltaApply:
     # ------------------------------------------------------------------------------ a batch
     def __call__(self, batch, batch_id: int) -> ApplyResult:
         data, spark = to_arrow_table(batch)
-        app_id = self.app_id or (f"{DEFAULT_APP_ID}.{streaming_query_id(spark)}"
-                                 if spark is not None and streaming_query_id(spark) else DEFAULT_APP_ID)
+        query_id = streaming_query_id(spark) if spark is not None else None
+        app_id = self.app_id or (f"{DEFAULT_APP_ID}.{query_id}" if query_id else DEFAULT_APP_ID)
         use_spark = spark is not None and (self.engine == "delta-spark" or (
             self.engine == "auto" and merges.has_delta_extension(spark)))
         result = ApplyResult(int(batch_id), app_id)
@@ -214,7 +213,8 @@ class DeltaApply:
         if self.scd_type == 2:
             source_schema = pa.schema(list(source_schema) + [f for f in _SCD2_TYPES if f.name not in source_schema.names])
         evolution = evolve(name, table.schema, source_schema)
-        if table.dt is None:
+        existed = table.dt is not None
+        if not existed:
             table.create(evolution.schema)
         elif evolution.widened:
             log.warning("delta sink: %s widening %s (the table is rewritten)", table.path, evolution.widened)
@@ -248,9 +248,9 @@ class DeltaApply:
                 out.history_rows += len(history)
         schema = evolution.schema.append(pa.field(merges.ACTION, pa.string()))
         source = to_arrow(name, [_timestamps(r) for r in rows], schema, coordinates)
-        columns = [c for c in evolution.schema.names]
+        columns = list(evolution.schema.names)
         plan = (merges.scd1_plan if self.scd_type == 1 else merges.scd2_plan)(
-            source, key_columns, columns, bool(evolution.added) and table.dt is not None)
+            source, key_columns, columns, bool(evolution.added) and existed)
         new_marks = marks.advanced(((c.record.topic, c.record.partition), c.stream_mark) for c in changes)
         props = table.commit_properties(result.app_id, result.batch_id, new_marks)
         if spark is not None:

@@ -17,7 +17,7 @@ from deltalake import DeltaTable
 
 from spark_sink.delta import (DeltaConfigError, PoisonRecordError, SchemaChangeError, StaleBatchError, delta_append,
                               delta_apply, from_config, optimize, vacuum)
-from tests.delta_cdc import (CUSTOMER_FIELDS, PLACEHOLDER, Events, batch, decimal_bytes, random_history,
+from tests.delta_cdc import (PLACEHOLDER, Events, batch, decimal_bytes, random_history,
                              records_of, reference_history)
 
 pytestmark = pytest.mark.integration
