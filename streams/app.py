@@ -67,6 +67,8 @@ class StreamsApp:
         self.app = self.config["application.id"]
         self.defaults = default_serdes(self.config)
         check_serdes(topology, self.defaults)
+        from streams.joins import refuse_on_spark
+        refuse_on_spark(topology)
         self.queries = []
         self._partitions: dict[str, int] = {}
 

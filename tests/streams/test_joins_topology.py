@@ -187,3 +187,12 @@ def test_session_windowed_cogroup_merges_sessions():
     buys.pipeInput("o1", "ann", 5)                   # bridges both sessions into one
     assert out.readKeyValuesToMap() == {"ann@1": 102}
     assert [v for _, v in d.getSessionStore("sessions").all()] == [102]
+
+
+def test_building_a_join_for_spark_is_refused_until_its_runtime_exists():
+    from streams.joins import JoinNotOnSparkError
+    b = StreamsBuilder()
+    b.stream("a", Consumed.with_(S, S)).join(b.table("b", Consumed.with_(S, S)), show).to("o", Produced.with_(S, S))
+    with pytest.raises(JoinNotOnSparkError, match="KSTREAM-JOIN-0000000003") as e:
+        b.build(object(), {"application.id": "x", "bootstrap.servers": "127.0.0.1:1"})
+    assert e.value.code == 1241
