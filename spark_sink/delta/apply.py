@@ -51,6 +51,11 @@ class DeadLetter:
     record: SourceRecord
     error: PoisonRecordError
 
+    def to_row(self) -> dict:
+        """The record as a Kafka-shaped row for the dead-letter topic (its key, value and headers)."""
+        return {"key": self.record.key, "value": self.record.value,
+                "headers": [{"key": k, "value": v} for k, v in self.headers()]}
+
     def headers(self) -> list[tuple[str, bytes]]:
         """The record's headers plus Kafka Connect's ``__connect.errors.*`` dead-letter headers."""
         r = self.record

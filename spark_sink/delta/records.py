@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from spark_sink.delta.errors import PoisonRecordError
+from spark_sink.delta.errors import DeltaConfigError, PoisonRecordError
 from spark_sink.delta.schema import DEFAULT_PLACEHOLDER, EPOCH, UNAVAILABLE, arrow_schema, converter
 
 COMMIT_LSN_HEADER = "riverlog.cdc.commit_lsn"
@@ -212,6 +212,9 @@ def _ts_us(payload: dict, source: dict, record: SourceRecord) -> int:
 
 def records_from_arrow(table) -> list[SourceRecord]:
     """Kafka-shaped Arrow rows -> records (``headers`` and ``timestamp`` optional)."""
+    if "value" not in table.column_names:
+        raise DeltaConfigError(f"the batch has no 'value' column (columns: {table.column_names}); the sink reads "
+                               "Kafka-shaped rows: key, value, topic, partition, offset, timestamp, headers")
     cols = {n: table.column(n).to_pylist() for n in table.column_names}
     n = table.num_rows
     headers = cols.get("headers") or [None] * n

@@ -199,6 +199,7 @@ def test_poison_records_raise_naming_the_record_or_go_to_the_dead_letter_callbac
     headers = dict(letters[0].headers())
     assert headers["__connect.errors.offset"] == b"1" and headers["riverlog.cdc.commit_lsn"] == b"11"
     assert b"PoisonRecordError" in headers["__connect.errors.exception.class.name"]
+    assert letters[0].to_row()["value"] == b"{oops" and letters[0].to_row()["key"] == broken["key"]
     assert sorted(by_id(path)) == [1, 4]
 
 

@@ -151,6 +151,15 @@ def test_without_headers_the_high_water_mark_is_the_offset_not_the_change_lsn():
     assert [c.stream_mark for c in map(ChangeParser().parse, records_from_arrow(batch([a, b])))] == [(0, 0), (1, 0)]
 
 
+def test_each_partition_keeps_its_own_high_water_mark():
+    """A key hashed to a partition read behind another is not mistaken for a replay."""
+    p0, p1 = Events(partition=0), Events(partition=1)
+    ahead = p0.change("c", after={"id": 1, "name": "a", "note": None}, lsn=900)
+    behind = p1.change("c", after={"id": 2, "name": "b", "note": None}, lsn=300)
+    assert run_scd1([[ahead], [behind]]) == {(1,): {"id": 1, "name": "a", "note": None},
+                                             (2,): {"id": 2, "name": "b", "note": None}}
+
+
 def test_payload_only_records_parse_like_enveloped_ones():
     with_schema = Events().change("c", after={"id": 7, "name": "a", "note": None}, lsn=10)
     without = Events(with_schema=False).change("c", after={"id": 7, "name": "a", "note": None}, lsn=10)
