@@ -47,7 +47,9 @@ def kstream_join(stream, kind: str, other, joiner_arg, windows, joined, key_sele
     if isinstance(other, GlobalKTable):
         if key_selector is None:
             key_selector, joiner_arg, windows = joiner_arg, windows, None
-        return stream_global(stream, other, kind, key_selector, joiner_arg, named or joined or windows)
+        given = named or joined or windows
+        return stream_global(stream, other, kind, key_selector, joiner_arg,
+                             given.name if isinstance(given, Joined) else given)
     raise TopologyError(f"join(): cannot join a KStream with {type(other).__name__}")
 
 
