@@ -37,6 +37,8 @@ ORDER_HEADER = "riverlog.cdc.order"
 SOURCE_SCHEMA_NAME = "io.debezium.connector.postgresql.Source"
 SNAPSHOT_ALLOWED = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
 VERSION = "riverlog-0.1.0"
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+"""JsonConverter's compact output, UTF-8 rather than escapes, NaN refused (types.py writes it as a string)."""
 
 
 class ReplicaIdentityError(RiverlogError):
@@ -163,6 +165,9 @@ class EnvelopeBuilder:
         self.last_commit_lsn = last_commit_lsn
         self._tables: dict[int, TableSchema] = {}
         self._hints: dict[int, tuple] = {}
+        self._schema_json: dict[int, tuple] = {}
+        content_type = "bytes" if config.modes.binary_handling_mode == "bytes" else "string"
+        self.message_schema = logical_messages.value_schema(self._source_schema(), content_type)
 
     # -- tables ---------------------------------------------------------------------------------
     def table(self, relation: Relation, primary_key: Optional[Sequence[str]] = None,
@@ -239,8 +244,15 @@ class EnvelopeBuilder:
         return {k: row[k] for k in table.key_columns}
 
     def _json(self, schema: Optional[dict], payload: Any) -> bytes:
-        doc = {"schema": schema, "payload": payload} if self.config.schemas_enable else payload
-        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+        """JsonConverter's bytes; a schema is serialized once and spliced in (it is most of the bytes)."""
+        body = _ENCODER.encode(payload)
+        if not self.config.schemas_enable:
+            return body.encode("utf-8")
+        cached = self._schema_json.get(id(schema))
+        if cached is None or cached[0] is not schema:
+            cached = (schema, _ENCODER.encode(schema))
+            self._schema_json[id(schema)] = cached
+        return f'{{"schema":{cached[1]},"payload":{body}}}'.encode("utf-8")
 
     def _source(self, table: Optional[TableSchema], ts_us: int, snapshot: str, xid: Optional[int],
                 lsn: Optional[int], schema: str = "", name: str = "") -> dict:
@@ -248,7 +260,7 @@ class EnvelopeBuilder:
         return {"version": self.config.version, "connector": "postgresql", "name": self.config.topic_prefix,
                 "ts_ms": ts_us // 1000, "ts_us": ts_us, "ts_ns": ts_us * 1000, "snapshot": snapshot,
                 "db": self.config.database,
-                "sequence": json.dumps([prev, None if lsn is None else str(lsn)], separators=(",", ":")),
+                "sequence": _ENCODER.encode([prev, None if lsn is None else str(lsn)]),
                 "schema": table.relation.namespace if table else schema,
                 "table": table.relation.name if table else name, "txId": xid, "lsn": lsn, "xmin": None}
 
@@ -374,11 +386,10 @@ class _Emitter:
         now = b.now_us()
         ts = self.txn.commit_ts_us if m.transactional and self.txn.commit_ts_us is not None else now
         source = b._source(None, ts, "false", self.txn.xid if m.transactional else None, change.lsn)
-        content_type = "bytes" if b.config.modes.binary_handling_mode == "bytes" else "string"
         value = logical_messages.value_payload(source, m.prefix, bytes_json(m.content, b.config.modes), now)
         topic = f"{b.config.topic_prefix}.{logical_messages.TOPIC_SUFFIX}"
         self._append(topic, b._json(logical_messages.KEY_SCHEMA, {"prefix": m.prefix}),
-                     b._json(logical_messages.value_schema(b._source_schema(), content_type), value))
+                     b._json(b.message_schema, value))
 
     def tombstone(self, table: TableSchema, key: dict) -> None:
         self._append(table.topic, self.builder._json(table.key_schema, key), None)

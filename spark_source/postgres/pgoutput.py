@@ -148,6 +148,38 @@ class _Reader:
         return len(self.buf) - self.pos
 
     def tuple_data(self) -> tuple:
+        """The hot path: read without per-column checks, and on any inconsistency read again
+        slowly (``_tuple_data_checked``) for the precise error."""
+        buf, start = self.buf, self.pos
+        try:
+            (count,) = _I16.unpack_from(buf, start)
+            pos, values = start + 2, []
+            append = values.append
+            for _ in range(count):
+                kind = buf[pos]
+                if kind == 0x74:                       # 't'
+                    (n,) = _I32.unpack_from(buf, pos + 1)
+                    end = pos + 5 + n
+                    if n < 0 or end > len(buf):
+                        raise ValueError
+                    append(bytes(buf[pos + 5:end]))
+                    pos = end
+                elif kind == 0x6E:                     # 'n'
+                    append(None)
+                    pos += 1
+                elif kind == 0x75:                     # 'u'
+                    append(UNCHANGED_TOAST)
+                    pos += 1
+                else:
+                    raise ValueError
+            if count < 0:
+                raise ValueError
+        except (ValueError, IndexError, struct.error):
+            return self._tuple_data_checked()
+        self.pos = pos
+        return tuple(values)
+
+    def _tuple_data_checked(self) -> tuple:
         count = self.i16("TupleData column count")
         if count < 0:
             raise self.fail(f"negative TupleData column count {count}", self.pos - 2)
