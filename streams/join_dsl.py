@@ -185,7 +185,7 @@ class _MergeOpts(dict):
 
 def table_table(this, other, kind: str, joiner_arg, named=None, materialized=None):
     from streams.ktable import KTable
-    from streams.table_join import TableJoinMerger, TableTableJoin, value_getter
+    from streams.table_join import JoinResultGetter, TableJoinMerger, TableTableJoin, value_getter
     if this._windowed is not None or other._windowed is not None:
         raise TopologyError("a windowed table cannot be joined: join the tables before windowing")
     j = make_joiner(joiner_arg, f"{kind} joiner")
@@ -215,7 +215,8 @@ def table_table(this, other, kind: str, joiner_arg, named=None, materialized=Non
                        value_serde=materialized.value_serde)
     m = b.add(merge, "processor", "join-merge",
               lambda: TableJoinMerger(spec.name if spec else None, send_old), [jt, jo],
-              (spec,) if spec else (), args={"opts": opts, "copartition": (this._node, other._node)},
+              (spec,) if spec else (), args={"opts": opts, "copartition": (this._node, other._node),
+                                             "getter": JoinResultGetter(kind, this_get, other_get, j)},
               key_serde=this.key_serde, value_serde=spec.value_serde if spec else None)
     return KTable(b, m, this.key_serde, m.value_serde, spec.name if spec else None)
 

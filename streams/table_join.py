@@ -34,10 +34,13 @@ class ValueGetter:
     def names(self) -> tuple[str, ...]:
         return (self.store,)
 
-    def open(self, context) -> Callable:
+    def with_steps(self, steps: list) -> "ValueGetter":
+        return ValueGetter(self.store, steps, self.versioned)
+
+    def _read(self, context) -> Callable:
         """The store is looked up on first read: a global store joins the task after its
         processors are initialised."""
-        steps, opened = self.steps, []
+        opened = []
 
         def read(key, as_of):
             if not opened:
@@ -47,6 +50,10 @@ class ValueGetter:
                 else:
                     opened.append(TimestampedKeyValueStore(context.store(self.store)).get)
             return opened[0](key, as_of) if self.versioned else opened[0](key)
+        return read
+
+    def open(self, context) -> Callable:
+        steps, read = self.steps, self._read(context)
 
         def get(key, as_of: int | None = None):
             entry = read(key, as_of)
@@ -66,6 +73,34 @@ class ValueGetter:
         return get
 
 
+class JoinResultGetter(ValueGetter):
+    """The getter of an unmaterialized table–table join: both sides' getters joined on read, as
+    Kafka's ``KTableKTable*JoinValueGetter`` (the larger timestamp of the two rows)."""
+
+    def __init__(self, kind: str, this: ValueGetter, other: ValueGetter, joiner: Callable, steps=()):
+        super().__init__(None, list(steps))
+        self.kind, self.this, self.other, self.joiner = kind, this, other, joiner
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.this.names + tuple(n for n in self.other.names if n not in self.this.names)
+
+    def with_steps(self, steps: list) -> "ValueGetter":
+        return JoinResultGetter(self.kind, self.this, self.other, self.joiner, steps)
+
+    def _read(self, context) -> Callable:
+        this, other = self.this.open(context), self.other.open(context)
+
+        def read(key, as_of):
+            lt, rt = this(key), other(key)
+            if lt is None and rt is None or self.kind == "inner" and (lt is None or rt is None) \
+                    or self.kind == "left" and lt is None:
+                return None
+            ts = max(e.timestamp for e in (lt, rt) if e is not None)
+            return ValueAndTimestamp(self.joiner(key, value_or_none(lt), value_or_none(rt)), ts)
+        return read
+
+
 def value_getter(table) -> ValueGetter:
     """The getter of a :class:`~streams.ktable.KTable`: its store, or its parent's getter with the
     stateless steps in between."""
@@ -75,6 +110,8 @@ def value_getter(table) -> ValueGetter:
     while True:
         if node.op == "cogroup-merge" and node.args.get("store"):
             return ValueGetter(node.args["store"], list(reversed(steps)))
+        if node.op == "join-merge" and not node.stores:
+            return node.args["getter"].with_steps(list(reversed(steps)))
         kv = [s for s in node.stores if s.kind in ("keyValue", "versioned")]
         if node.op not in ("join-this", "join-other", "suppress") and kv and node.args.get("materialized", True):
             own = node.args.get("store", kv[-1].name)

@@ -196,3 +196,29 @@ def test_building_a_join_for_spark_is_refused_until_its_runtime_exists():
     with pytest.raises(JoinNotOnSparkError, match="KSTREAM-JOIN-0000000003") as e:
         b.build(object(), {"application.id": "x", "bootstrap.servers": "127.0.0.1:1"})
     assert e.value.code == 1241
+
+
+def test_a_join_result_joins_again_without_a_store_of_its_own():
+    b = StreamsBuilder()
+    users, balances, tiers = (b.table(t, Consumed.with_(S, S)) for t in ("users", "balances", "tiers"))
+    users.join(balances, show).mapValues(lambda v: v.upper()).leftJoin(tiers, show).toStream() \
+        .to("out", Produced.with_(S, S))
+    d = TopologyTestDriver(b.build())
+    u, bal, tier = (d.createInputTopic(t, S, S) for t in ("users", "balances", "tiers"))
+    out = d.createOutputTopic("out", S, S)
+    u.pipeInput("k", "ann", 1)
+    bal.pipeInput("k", "10", 2)
+    tier.pipeInput("k", "gold", 3)                   # the third table reads the first join through its getter
+    assert out.readValuesToList() == ["ANN - 10 - null", "ANN - 10 - gold"]
+
+
+def test_global_store_is_queryable_once_across_tasks():
+    b = StreamsBuilder()
+    g = b.globalTable("regions", Consumed.with_(S, S), Materialized.as_("regions-store"))
+    b.stream("orders", Consumed.with_(S, S)).join(g, lambda k, v: v, show).to("out", Produced.with_(S, S))
+    d = TopologyTestDriver(b.build(), partitions={"orders": 3, "regions": 2})
+    d.createInputTopic("regions", S, S).pipeInput("EU", "euro", 1)
+    d.createInputTopic("orders", S, S).pipeKeyValueList([(f"o{i}", "EU") for i in range(6)], 2)
+    assert d.createOutputTopic("out", S, S).readValuesToList() == ["EU - euro"] * 6
+    assert d.getKeyValueStore("regions-store").all() == [("EU", "euro")]
+    assert g.queryableStoreName() == "regions-store"
