@@ -38,13 +38,17 @@ class Events:
         return json.dumps(doc).encode()
 
     def change(self, op, *, before=None, after=None, lsn, order=0, ts_ms=None, headers=True, fields=None):
-        """One record (a dict of the Kafka columns) for op c/u/d/r; ``op='t'`` is a tombstone."""
+        """One record (a dict of the Kafka columns) for op c/u/d/r; ``op='t'`` is a tombstone and
+        ``op='truncate'`` Debezium's truncate event (op ``t``, no key)."""
         fields = fields or self.fields
         row = after if op != "d" else before
         key_payload = {k: (row or {}).get(k) for k in self.key}
         key_schema = struct([f for f in fields if f["field"] in self.key], f"{self.topic}.Key")
         value = None
-        if op != "t":
+        if op == "truncate":
+            op, key_payload = "t", None
+            value = b""
+        if op != "t" or value is not None:
             value_schema = struct([struct(fields, f"{self.topic}.Value") | {"field": "before"},
                                    struct(fields, f"{self.topic}.Value") | {"field": "after"},
                                    {"type": "struct", "fields": [], "field": "source"},
@@ -56,7 +60,8 @@ class Events:
                                   "table": self.table, "lsn": lsn, "ts_ms": ts, "snapshot": "false"},
                        "transaction": None}
             value = self._json(value_schema, payload)
-        record = {"key": self._json(key_schema, key_payload), "value": value, "topic": self.topic,
+        key = None if key_payload is None else self._json(key_schema, key_payload)
+        record = {"key": key, "value": value, "topic": self.topic,
                   "partition": self.partition, "offset": self.offset, "timestamp": None, "timestampType": 0,
                   "headers": ([{"key": "riverlog.cdc.commit_lsn", "value": str(lsn).encode()},
                                {"key": "riverlog.cdc.order", "value": str(order).encode()}] if headers else [])}
@@ -77,16 +82,19 @@ def decimal_bytes(unscaled: int) -> str:
 
 
 # ------------------------------------------------------------------------------ random histories
-def random_history(rng, keys=4, steps=30, toast=True):
+def random_history(rng, keys=4, steps=30, toast=True, truncates=False):
     """Transactions of a random history over a few keys: inserts, updates (some with an unchanged
-    TOAST ``note``), deletes and primary-key changes (delete old + tombstone + create new), as
-    ``(commit_lsn, [(op, before, after, unchanged_toast)])``; and the reference model's end state
-    and per-key history (SCD-1 rows, SCD-2 versions)."""
+    TOAST ``note``), deletes and primary-key changes (delete old + tombstone + create new), and with
+    ``truncates`` the odd TRUNCATE (op ``T`` here), as ``(commit_lsn, [(op, before, after,
+    unchanged_toast)])``; and the source table's end state."""
     state: dict[int, dict] = {}
     txns, lsn = [], 100
     for step in range(steps):
         lsn += rng.randint(1, 50)
         changes = []
+        if truncates and rng.random() < 0.08:
+            changes.append(("T", None, None, False))
+            state.clear()
         for _ in range(rng.randint(1, 3)):
             k = rng.randrange(keys)
             if k not in state:
@@ -125,25 +133,34 @@ def records_of(events: Events, txns):
     for lsn, changes in txns:
         for order, (op, before, after, keep) in enumerate(changes):
             sent_after = dict(after, note=PLACEHOLDER) if keep else after
-            out.append(events.change(op, before=before, after=sent_after, lsn=lsn, order=order, ts_ms=lsn))
+            out.append(events.change("truncate" if op == "T" else op, before=before, after=sent_after, lsn=lsn,
+                                     order=order, ts_ms=lsn))
     return out
 
 
 def reference_history(txns) -> dict[int, list[tuple]]:
-    """SCD-2 reference: per key, (op, row, lsn, order, valid_from, valid_to, is_current)."""
-    versions: dict[int, list] = {}
+    """SCD-2 reference, replayed in commit order: per key, (op, row, lsn, order, valid_from,
+    valid_to, is_current). A change ends the key's live version; a delete row is an instant; a
+    truncate ends every live version and writes nothing."""
+    out: dict[int, list[list]] = {}
+    live: dict[int, list] = {}
     for lsn, changes in txns:
         for order, (op, before, after, _) in enumerate(changes):
             if op == "t":
                 continue
+            if op == "T":
+                for version in live.values():
+                    version[5], version[6] = lsn, False
+                live.clear()
+                continue
             row = after if op != "d" else before
-            versions.setdefault(row["id"], []).append((op, dict(row), lsn, order))
-    out = {}
-    for k, vs in versions.items():
-        rows = []
-        for i, (op, row, lsn, order) in enumerate(vs):
-            last = i == len(vs) - 1
-            valid_to = lsn if op == "d" else (None if last else vs[i + 1][2])
-            rows.append((op, row, lsn, order, lsn, valid_to, last and op != "d"))
-        out[k] = rows
-    return out
+            k = row["id"]
+            if k in live:
+                live[k][5], live[k][6] = lsn, False
+            version = [op, dict(row), lsn, order, lsn, lsn if op == "d" else None, op != "d"]
+            out.setdefault(k, []).append(version)
+            if op == "d":
+                live.pop(k, None)
+            else:
+                live[k] = version
+    return {k: [tuple(v) for v in vs] for k, vs in out.items()}

@@ -30,8 +30,8 @@ import pyarrow as pa
 
 from spark_sink.delta import merge as merges
 from spark_sink.delta.errors import DeltaConfigError, PoisonRecordError, SchemaChangeError, StaleBatchError
-from spark_sink.delta.fold import (METADATA_COLUMNS, Delete, fold_scd1, fold_scd2, history_rows,
-                                   resolve)
+from spark_sink.delta.fold import (METADATA_COLUMNS, Delete, after_last_truncate, close_time, fold_scd1,
+                                   fold_scd2, history_rows, resolve, split_truncates)
 from spark_sink.delta.records import ChangeParser, SourceRecord, records_from_arrow
 from spark_sink.delta.schema import DEFAULT_PLACEHOLDER, UNAVAILABLE, evolve, infer_type, to_arrow, widens
 from spark_sink.delta.table import SinkTable
@@ -76,6 +76,7 @@ class TableResult:
     deletes: int = 0
     history_rows: int = 0
     held: int = 0                    # changes dropped: the table held them already
+    truncates: int = 0
 
 
 @dataclass
@@ -213,7 +214,10 @@ class DeltaApply:
 
     def _merge(self, table: SinkTable, changes: list, out: TableResult, result: ApplyResult, marks, spark) -> None:
         name = changes[0].table
-        key_columns = self.parser.key_columns(name, changes[0].record)
+        all_changes, (changes, truncates) = changes, split_truncates(changes)
+        if not changes and table.dt is None:
+            return   # a truncate of a table that was never written
+        key_columns = self.parser.key_columns(name, changes[0].record) if changes else ()
         source_schema = _source_schema(name, changes, table.schema)
         if self.scd_type == 2:
             source_schema = pa.schema(list(source_schema) + [f for f in _SCD2_TYPES if f.name not in source_schema.names])
@@ -227,9 +231,9 @@ class DeltaApply:
         rows, coordinates = [], []
         last_record = {c.key: c.record.coordinates for c in changes}
         if self.scd_type == 1:
-            finals = fold_scd1(changes)
+            finals = fold_scd1(after_last_truncate(changes, truncates))
             need = {k for k, f in finals.items() if not isinstance(f, Delete) and UNAVAILABLE in f.row.values()}
-            current = table.current_rows(key_columns, need, scd2=False)
+            current = table.current_rows(key_columns, need, scd2=False) if not truncates else {}
             for k, f in finals.items():
                 if isinstance(f, Delete):
                     rows.append({**dict(zip(key_columns, k)), merges.ACTION: "d"})
@@ -243,9 +247,10 @@ class DeltaApply:
             need = {k for k, vs in versions.items() if UNAVAILABLE in vs[0].row.values()}
             current = table.current_rows(key_columns, need, scd2=True)
             for k, vs in versions.items():
-                history = history_rows(vs, current.get(k))
+                history = history_rows(vs, current.get(k), truncates)
                 # Closes the table's current row of the key, if it has one (the MERGE matches it).
-                rows.append({**dict(zip(key_columns, k)), "__valid_to": vs[0].ts_us, merges.ACTION: "close"})
+                rows.append({**dict(zip(key_columns, k)), "__valid_to": close_time(vs, truncates),
+                             merges.ACTION: "close"})
                 coordinates.append(last_record[k])
                 for h in history:
                     rows.append({**h, merges.ACTION: "insert"})
@@ -254,9 +259,13 @@ class DeltaApply:
         schema = evolution.schema.append(pa.field(merges.ACTION, pa.string()))
         source = to_arrow(name, [_timestamps(r) for r in rows], schema, coordinates)
         columns = list(evolution.schema.names)
-        plan = (merges.scd1_plan if self.scd_type == 1 else merges.scd2_plan)(
-            source, key_columns, columns, bool(evolution.added) and existed)
-        new_marks = marks.advanced(((c.record.topic, c.record.partition), c.stream_mark) for c in changes)
+        if self.scd_type == 1:
+            plan = merges.scd1_plan(source, key_columns, columns, bool(evolution.added) and existed, bool(truncates))
+        else:
+            plan = merges.scd2_plan(source, key_columns, columns, bool(evolution.added) and existed,
+                                    truncates[0][1] if truncates else None)
+        out.truncates = len(truncates)
+        new_marks = marks.advanced(((c.record.topic, c.record.partition), c.stream_mark) for c in all_changes)
         props = table.commit_properties(result.app_id, result.batch_id, new_marks)
         if spark is not None:
             merges.run_delta_spark(spark, table.path, plan, result.app_id, result.batch_id,

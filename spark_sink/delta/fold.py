@@ -12,6 +12,8 @@ position seen twice is one change (a replay inside the batch).
   never current. :func:`history_rows` gives ``__valid_from`` (the change's source time),
   ``__valid_to`` (the next change's time; null while current; a delete row is an instant: its own time),
   ``__is_current``, ``__op``, ``__lsn`` and ``__order``.
+* A **truncate** (``op`` ``t``) empties an SCD-1 table; in SCD-2 it ends every current row at its
+  time and writes no rows of its own.
 
 **Replays across batches** are decided by :class:`Watermarks`: per source stream (topic, partition)
 the highest position the table holds (the riverlog.cdc header position, else the offset), recorded in the Delta commit metadata with every commit. A
@@ -119,18 +121,51 @@ def resolve(row: dict, current: Mapping | None, fallback: Mapping | None = None)
     return out
 
 
-def history_rows(versions: list[Version], current: Mapping | None) -> list[dict]:
+Truncate = tuple  # (position, ts_us) of a TRUNCATE of the table
+
+
+def split_truncates(changes: Iterable[Change]) -> tuple[list[Change], list[Truncate]]:
+    """(row changes, the table's truncates in position order)."""
+    rows, truncates = [], set()
+    for c in changes:
+        if c.op == "t":
+            truncates.add((c.position, c.ts_us))
+        else:
+            rows.append(c)
+    return rows, sorted(truncates)
+
+
+def after_last_truncate(changes: list[Change], truncates: list[Truncate]) -> list[Change]:
+    """SCD-1: a truncate empties the table, so only the changes after the last one matter."""
+    return [c for c in changes if c.position > truncates[-1][0]] if truncates else changes
+
+
+def _truncated_between(truncates: list[Truncate], start, end) -> Truncate | None:
+    return next((t for t in truncates if (start is None or t[0] > start) and (end is None or t[0] < end)), None)
+
+
+def close_time(versions: list[Version], truncates: list[Truncate] = ()) -> int:
+    """When the table's current row of a key ends: the batch's first truncate before the key's
+    first version, else that version."""
+    t = _truncated_between(truncates, None, versions[0].position)
+    return t[1] if t is not None else versions[0].ts_us
+
+
+def history_rows(versions: list[Version], current: Mapping | None, truncates: list[Truncate] = ()) -> list[dict]:
     """A key's history rows with their validity; ``current`` is the table's current row (for
-    unavailable values), and the first version's time closes it."""
+    unavailable values). A truncate between two versions ends the earlier one; it writes no row."""
     rows, previous = [], current
+    if _truncated_between(truncates, None, versions[0].position) is not None:
+        previous = None
     for i, v in enumerate(versions):
         row = resolve(v.row, previous, v.fallback)
         last = i == len(versions) - 1
-        valid_to = v.ts_us if v.op == "d" else (None if last else versions[i + 1].ts_us)
+        cut = _truncated_between(truncates, v.position, None if last else versions[i + 1].position)
+        valid_to = v.ts_us if v.op == "d" else cut[1] if cut else (None if last else versions[i + 1].ts_us)
         rows.append({**row, "__valid_from": v.ts_us, "__valid_to": valid_to,
-                     "__is_current": last and v.op != "d", "__op": v.op, "__lsn": v.position[0],
-                     "__order": v.position[1]})
-        previous = row
+                     "__is_current": last and v.op != "d" and cut is None, "__op": v.op,
+                     "__lsn": v.position[0], "__order": v.position[1]})
+        previous = row if cut is None else None
     return rows
 
 

@@ -10,6 +10,7 @@ repository (its jars need Maven, which is not reachable here).
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass, field
 
@@ -31,25 +32,34 @@ class MergePlan:
     matched_delete: list[str] = field(default_factory=list)
     not_matched_insert: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     merge_schema: bool = False
+    by_source_update: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    by_source_delete: bool = False   # a truncate: rows the batch does not name are deleted
 
 
-def scd1_plan(source: pa.Table, key_columns, columns, merge_schema: bool) -> MergePlan:
-    """Upserts (``__action='u'``) and deletes (``'d'``) by key."""
-    on = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in key_columns)
+def scd1_plan(source: pa.Table, key_columns, columns, merge_schema: bool, truncate: bool = False) -> MergePlan:
+    """Upserts (``__action='u'``) and deletes (``'d'``) by key; after a truncate, every other row goes."""
+    on = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in key_columns) or "false"   # no keys: only truncates
     values = {q(c): f"s.{q(c)}" for c in columns}
     return MergePlan(source, on, matched_update=[(f"s.{ACTION} = 'u'", values)],
                      matched_delete=[f"s.{ACTION} = 'd'"],
-                     not_matched_insert=[(f"s.{ACTION} = 'u'", values)], merge_schema=merge_schema)
+                     not_matched_insert=[(f"s.{ACTION} = 'u'", values)], merge_schema=merge_schema,
+                     by_source_delete=truncate)
 
 
-def scd2_plan(source: pa.Table, key_columns, columns, merge_schema: bool) -> MergePlan:
-    """``'close'`` rows end the key's current row; ``'insert'`` rows are new history rows."""
+def scd2_plan(source: pa.Table, key_columns, columns, merge_schema: bool, truncate_us: int | None = None) -> MergePlan:
+    """``'close'`` rows end the key's current row; ``'insert'`` rows are new history rows; a
+    truncate (its time in microseconds) ends every other current row."""
     on = " AND ".join([f"t.{q(k)} = s.{q(k)}" for k in key_columns]
-                      + ["t.`__is_current` = true", f"s.{ACTION} = 'close'"])
+                      + ["t.`__is_current` = true", f"s.{ACTION} = 'close'"]) if key_columns else "false"
+    by_source = []
+    if truncate_us is not None:
+        at = (dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=truncate_us)).isoformat() + "Z"
+        by_source = [("t.`__is_current` = true",
+                      {"`__is_current`": "false", "`__valid_to`": f"CAST('{at}' AS TIMESTAMP)"})]
     return MergePlan(source, on,
                      matched_update=[("", {"`__is_current`": "false", "`__valid_to`": "s.`__valid_to`"})],
                      not_matched_insert=[(f"s.{ACTION} = 'insert'", {q(c): f"s.{q(c)}" for c in columns})],
-                     merge_schema=merge_schema)
+                     merge_schema=merge_schema, by_source_update=by_source)
 
 
 def run_delta_rs(dt, plan: MergePlan, commit_properties) -> dict:
@@ -61,6 +71,10 @@ def run_delta_rs(dt, plan: MergePlan, commit_properties) -> dict:
         merger = merger.when_matched_delete(predicate)
     for predicate, values in plan.not_matched_insert:
         merger = merger.when_not_matched_insert(values, predicate=predicate or None)
+    for predicate, updates in plan.by_source_update:
+        merger = merger.when_not_matched_by_source_update(updates, predicate=predicate or None)
+    if plan.by_source_delete:
+        merger = merger.when_not_matched_by_source_delete()
     return merger.execute()
 
 
@@ -92,6 +106,10 @@ def run_delta_spark(spark, path: str, plan: MergePlan, app_id: str, batch_id: in
             merger = merger.whenMatchedDelete(condition=predicate)
         for predicate, values in plan.not_matched_insert:
             merger = merger.whenNotMatchedInsert(condition=predicate or None, values=values)
+        for predicate, updates in plan.by_source_update:
+            merger = merger.whenNotMatchedBySourceUpdate(condition=predicate or None, set=updates)
+        if plan.by_source_delete:
+            merger = merger.whenNotMatchedBySourceDelete()
         merger.execute()
     finally:
         for k in confs:

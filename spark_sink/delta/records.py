@@ -8,8 +8,8 @@ Debezium itself) ``(transaction.id``'s LSN, ``transaction.total_order)``; then `
 The table's high-water marks compare the header position, or for a record without the headers its
 offset: Debezium writes a partition in commit order, while ``source.lsn`` (a change's own LSN) is
 not monotonic in commit order. A tombstone (value null) parses to None: its delete came just before it; so do Debezium's heartbeat
-records (topic ``__debezium-heartbeat.*``) and transaction metadata records (``status`` BEGIN/END).
-Truncate (``op`` ``t``) and logical-message (``m``) events are not applied: they are poison records.
+records (topic ``__debezium-heartbeat.*``), transaction metadata records (``status`` BEGIN/END) and
+logical decoding messages (``op`` ``m``). A truncate (``op`` ``t``) is a change with no key.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from spark_sink.delta.schema import DEFAULT_PLACEHOLDER, EPOCH, UNAVAILABLE, arr
 
 COMMIT_LSN_HEADER = "riverlog.cdc.commit_lsn"
 ORDER_HEADER = "riverlog.cdc.order"
-OPS = {"c", "u", "d", "r"}
+OPS = {"c", "u", "d", "r", "t"}
 HEARTBEAT_TOPIC_PREFIX = "__debezium-heartbeat"
 
 
@@ -136,10 +136,16 @@ class ChangeParser:
         schema, payload = _envelope(record.value, record, "value")
         if isinstance(payload, dict) and "op" not in payload and payload.get("status") in ("BEGIN", "END"):
             return None   # a record of Debezium's transaction metadata topic
+        if isinstance(payload, dict) and payload.get("op") == "m":
+            return None   # a logical decoding message: not a row of any table
         if not isinstance(payload, dict) or payload.get("op") not in OPS:
-            raise _poison(record, "the value is not a Debezium change event (no op c/u/d/r)")
+            raise _poison(record, "the value is not a Debezium change event (no op c/u/d/r/t)")
         op, source = payload["op"], payload.get("source") or {}
         table = _table_name(source, record.topic)
+        headed = record_position(record)
+        if op == "t":
+            return Change(table, (), "t", {}, headed or _fallback_position(payload, source, record),
+                          _ts_us(payload, source, record), record, None, headed or (record.offset, 0))
         image_name = "before" if op == "d" else "after"
         image = payload.get(image_name)
         if not isinstance(image, dict):
@@ -150,7 +156,6 @@ class ChangeParser:
         except (ValueError, TypeError, KeyError, ArithmeticError) as e:
             raise _poison(record, f"a value does not match its schema ({e})", e) from e
         key = self._key(record, table, row)
-        headed = record_position(record)
         position = headed or _fallback_position(payload, source, record)
         ts_us = _ts_us(payload, source, record)
         arrow = self._struct(image_schema)[1] if image_schema is not None else None

@@ -50,16 +50,17 @@ def apply_in_batches(fn, records, rng, replay=True, start=0):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_scd1_table_equals_the_source_after_random_history_batches_and_replays(tmp_path, seed):
     rng = random.Random(seed)
-    txns, final = random_history(rng, keys=6, steps=40)
+    txns, final = random_history(rng, keys=6, steps=40, truncates=seed == 3)
     fn = delta_apply(table_path=str(tmp_path / "customers"), keys={"public.customers": ["id"]})
     apply_in_batches(fn, records_of(Events(), txns), rng)
     assert by_id(tmp_path / "customers") == final
     assert [f.name for f in DeltaTable(str(tmp_path / "customers")).schema().fields] == ["id", "name", "note"]
 
 
-def test_scd2_history_equals_the_reference_history(tmp_path):
+def test_scd2_history_equals_the_reference_history_truncates_included(tmp_path):
     rng = random.Random(7)
-    txns, final = random_history(rng, keys=4, steps=30)
+    txns, final = random_history(rng, keys=4, steps=30, truncates=True)
+    assert any(op == "T" for _, changes in txns for op, *_ in changes)
     path = tmp_path / "customers"
     apply_in_batches(delta_apply(table_path=str(path), scd_type=2), records_of(Events(), txns), rng)
     got: dict[int, list] = {}
@@ -70,6 +71,26 @@ def test_scd2_history_equals_the_reference_history(tmp_path):
     assert got == reference_history(txns)
     current = DeltaTable(str(path)).to_pyarrow_table(filters=[("__is_current", "=", True)]).to_pylist()
     assert {r["id"]: {c: r[c] for c in ("id", "name", "note")} for r in current} == final
+
+
+def test_a_truncate_empties_the_mirror_and_ends_the_history(tmp_path):
+    ev = Events()
+    first = [ev.change("c", after={"id": i, "name": str(i), "note": None}, lsn=10 + i) for i in range(3)]
+    second = [ev.change("u", after={"id": 1, "name": "x", "note": None}, lsn=20, order=0),
+              ev.change("truncate", lsn=20, order=1),
+              ev.change("c", after={"id": 2, "name": "y", "note": None}, lsn=30)]
+    for kind in (1, 2):
+        path = str(tmp_path / f"t{kind}")
+        fn = delta_apply(table_path=path, scd_type=kind)
+        fn(batch(first), 0)
+        assert fn(batch(second), 1).tables[path].truncates == 1
+        if kind == 1:
+            assert rows(path) == [{"id": 2, "name": "y", "note": None}]
+        else:
+            got = [(r["id"], r["name"], r["__lsn"], r["__is_current"], r["__valid_to"] and r["__valid_to"].microsecond)
+                   for r in rows(path, order=("__lsn", "id"))]
+            assert got == [(0, "0", 10, False, 20000), (1, "1", 11, False, 20000), (2, "2", 12, False, 20000),
+                           (1, "x", 20, False, 20000), (2, "y", 30, True, None)]
 
 
 def test_a_replayed_batch_is_not_applied_twice_and_an_older_one_is_ignored_or_refused(tmp_path):

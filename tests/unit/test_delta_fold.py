@@ -1,7 +1,7 @@
 """The Delta sink's pure core: Debezium records -> changes -> per-key folds, against a reference model.
 
-Random histories of inserts, updates (some with an unchanged TOAST column), deletes and primary-key
-changes over a few keys are cut into random batches, with earlier records replayed in later
+Random histories of inserts, updates (some with an unchanged TOAST column), deletes, primary-key
+changes and truncates over a few keys are cut into random batches, with earlier records replayed in later
 batches; the folds applied to an in-memory table must end equal to the source (SCD-1) and to its
 full history (SCD-2). Also: Connect schemas and Debezium's logical types, the evolution policy,
 positions and poison records.
@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from spark_sink.delta.errors import PoisonRecordError, SchemaChangeError
-from spark_sink.delta.fold import Delete, Watermarks, fold_scd1, fold_scd2, history_rows, resolve
+from spark_sink.delta.fold import (Delete, Watermarks, after_last_truncate, close_time, fold_scd1, fold_scd2,
+                                   history_rows, resolve, split_truncates)
 from spark_sink.delta.records import ChangeParser, SourceRecord, records_from_arrow
 from spark_sink.delta.schema import UNAVAILABLE, arrow_type, converter, evolve, widens
 from tests.delta_cdc import (PLACEHOLDER, Events, batch, decimal_bytes, random_history, records_of,
@@ -48,7 +49,10 @@ def run_scd1(batches, parser=None):
     for records in batches:
         changes = [c for c in map(parser.parse, records_from_arrow(batch(records))) if c is not None]
         fresh, _ = marks.split(changes)
-        for key, action in fold_scd1(fresh).items():
+        row_changes, truncates = split_truncates(fresh)
+        if truncates:
+            table.clear()
+        for key, action in fold_scd1(after_last_truncate(row_changes, truncates)).items():
             if isinstance(action, Delete):
                 table.pop(key, None)
             else:
@@ -64,30 +68,35 @@ def run_scd2(batches):
     for records in batches:
         changes = [c for c in map(parser.parse, records_from_arrow(batch(records))) if c is not None]
         fresh, _ = marks.split(changes)
-        for key, versions in fold_scd2(fresh, ["id"]).items():
+        row_changes, truncates = split_truncates(fresh)
+        folded = fold_scd2(row_changes, ["id"])
+        for r in rows:   # the MERGE's "not matched by source" clause
+            if truncates and r["__is_current"] and (r["id"],) not in folded:
+                r.update(__is_current=False, __valid_to=truncates[0][1])
+        for key, versions in folded.items():
             current = next((r for r in rows if r["id"] == key[0] and r["__is_current"]), None)
             if current is not None:
-                current.update(__is_current=False, __valid_to=versions[0].ts_us)
-            rows += history_rows(versions, current)
+                current.update(__is_current=False, __valid_to=close_time(versions, truncates))
+            rows += history_rows(versions, current, truncates)
         marks = marks.advanced(((c.record.topic, c.record.partition), c.stream_mark) for c in fresh)
     return rows
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), keys=st.integers(1, 5))
-def test_scd1_fold_equals_the_source_whatever_the_batches_and_replays(seed, keys):
+@given(seed=st.integers(0, 2**32 - 1), keys=st.integers(1, 5), truncates=st.booleans())
+def test_scd1_fold_equals_the_source_whatever_the_batches_and_replays(seed, keys, truncates):
     rng = random.Random(seed)
-    txns, final = random_history(rng, keys=keys, steps=rng.randint(1, 40))
+    txns, final = random_history(rng, keys=keys, steps=rng.randint(1, 40), truncates=truncates)
     records = records_of(Events(), txns)
     table = run_scd1(split_with_replays(rng, records))
     assert {k[0]: v for k, v in table.items()} == final
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), keys=st.integers(1, 5))
-def test_scd2_history_equals_the_reference_history(seed, keys):
+@given(seed=st.integers(0, 2**32 - 1), keys=st.integers(1, 5), truncates=st.booleans())
+def test_scd2_history_equals_the_reference_history(seed, keys, truncates):
     rng = random.Random(seed)
-    txns, final = random_history(rng, keys=keys, steps=rng.randint(1, 40))
+    txns, final = random_history(rng, keys=keys, steps=rng.randint(1, 40), truncates=truncates)
     rows = run_scd2(split_with_replays(rng, records_of(Events(), txns)))
     got: dict[int, list] = {}
     for r in sorted(rows, key=lambda r: (r["__lsn"], r["__order"])):
