@@ -46,6 +46,9 @@ class StreamsBuilder:
     def store(self, materialized: Materialized | None, kind: str, prefix: str, retention: int | None = None,
               key_serde=None, value_serde=None) -> StoreSpec:
         m = materialized or Materialized()
+        if m.history_retention is not None:
+            raise TopologyError(f"a versioned store ({m.store_name}) materializes builder.table(...) only; other "
+                                f"tables and aggregations keep timestamped stores")
         name = m.store_name or self.next_name(prefix)
         return StoreSpec(name, kind, m.retention if m.retention is not None else retention,
                          m.key_serde or key_serde, m.value_serde or value_serde, log_config=dict(m.log_config))

@@ -222,3 +222,10 @@ def test_global_store_is_queryable_once_across_tasks():
     assert d.createOutputTopic("out", S, S).readValuesToList() == ["EU - euro"] * 6
     assert d.getKeyValueStore("regions-store").all() == [("EU", "euro")]
     assert g.queryableStoreName() == "regions-store"
+
+
+def test_a_versioned_store_elsewhere_than_a_source_table_is_refused():
+    b = StreamsBuilder()
+    with pytest.raises(TopologyError, match="versioned store"):
+        b.stream("a", Consumed.with_(S, S)).toTable(
+            materialized=Materialized.as_(Stores.persistentVersionedKeyValueStore("v", 10)))
