@@ -6,7 +6,10 @@ Each record is what Debezium's PostgreSQL connector writes through Kafka's JsonC
 the payload alone. A delete is followed by a tombstone (``tombstones.on.delete``); an update that
 changes the primary key is a delete of the old key (header ``__debezium.newkey``), its tombstone
 and a create of the new key (header ``__debezium.oldkey``). A TOASTed column the change did not
-touch carries ``unavailable.value.placeholder``.
+touch carries ``unavailable.value.placeholder``. ``before`` is what pgoutput sent: null for an
+update under REPLICA IDENTITY DEFAULT that kept its key, the key alone (other NOT NULL columns at
+their type's zero, as Debezium's converters fill a required field) for a delete, the whole row
+under FULL.
 
 Every record carries ``riverlog.cdc.commit_lsn`` (the transaction's commit end LSN; for snapshot
 rows the slot's consistent point) and ``riverlog.cdc.order`` (its 0-based position among the
@@ -147,6 +150,7 @@ class TableSchema:
     key_schema: dict
     row_schema: dict
     value_schema: dict
+    fallbacks: tuple = ()
 
     @property
     def data_collection(self) -> str:
@@ -223,7 +227,9 @@ class EnvelopeBuilder:
             {"type": "int64", "optional": True, "field": "ts_us"},
             {"type": "int64", "optional": True, "field": "ts_ns"},
             _TRANSACTION_BLOCK], "optional": False, "name": _schema_name(*base, "Envelope")}
-        return TableSchema(relation, topic_name(*base), key_columns, types, key_schema, row, value_schema)
+        fallbacks = tuple(None if f["optional"] else _fallback(f) for f in fields)
+        return TableSchema(relation, topic_name(*base), key_columns, types, key_schema, row, value_schema,
+                           fallbacks)
 
     @staticmethod
     def _source_schema() -> dict:
@@ -235,9 +241,13 @@ class EnvelopeBuilder:
         if values is None:
             return None
         row = {}
-        for column, ctype, raw in zip(table.relation.columns, table.types, values):
-            row[column.name] = (ctype.placeholder if raw is UNCHANGED_TOAST
-                                else convert_value(ctype, raw, column.name, column.type_oid))
+        for column, ctype, raw, fallback in zip(table.relation.columns, table.types, values, table.fallbacks):
+            if raw is None:
+                row[column.name] = fallback    # an old key-only tuple: Debezium's fallback for a required field
+            elif raw is UNCHANGED_TOAST:
+                row[column.name] = ctype.placeholder
+            else:
+                row[column.name] = convert_value(ctype, raw, column.name, column.type_oid)
         return row
 
     def _key_payload(self, table: TableSchema, row: dict) -> dict:
@@ -404,6 +414,19 @@ class _Emitter:
                         b.transaction_event("END", txn, self.total, collections), ()))
         return [CdcRecord(t, k, v, _headers(txn.end_lsn, i) + extra, txn.end_lsn, i)
                 for i, (t, k, v, extra) in enumerate(records)]
+
+
+def _fallback(field_schema: dict) -> Any:
+    """What Debezium's converters give a required (NOT NULL) field whose value was not sent (the
+    non-key columns of a delete's or key change's old tuple under REPLICA IDENTITY DEFAULT):
+    the type's zero, never null, so the struct stays valid under its schema."""
+    kind, name = field_schema["type"], field_schema.get("name")
+    if name == "io.debezium.data.VariableScaleDecimal":
+        return {"scale": 0, "value": "AA=="}
+    if name == "org.apache.kafka.connect.data.Decimal":
+        return "AA=="
+    return {"string": "", "bytes": "", "boolean": False, "float32": 0.0, "float64": 0.0,
+            "array": []}.get(kind, 0 if kind.startswith("int") else None)
 
 
 def _headers(commit_lsn: int, order: int) -> tuple:
