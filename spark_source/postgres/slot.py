@@ -51,9 +51,13 @@ def _where(options: CdcOptions) -> str:
     return "dsn" if options.dsn else f"{options.hostname}:{options.port}/{options.dbname} as {options.user}"
 
 
-def _no_replication(options: CdcOptions) -> str:
-    return (f"role '{options.user}' may not stream changes: it needs the REPLICATION privilege "
-            f"(ALTER ROLE \"{options.user}\" REPLICATION;) and pg_hba.conf must allow its replication connection")
+def _no_replication(options: CdcOptions, role: str | None = None) -> str:
+    if role is None and options.dsn:
+        import psycopg2.extensions
+        role = psycopg2.extensions.parse_dsn(options.dsn).get("user")
+    role = role or options.user
+    return (f"role '{role}' may not stream changes: it needs the REPLICATION privilege "
+            f"(ALTER ROLE \"{role}\" REPLICATION;) and pg_hba.conf must allow its replication connection")
 
 
 def check_server(conn, options: CdcOptions) -> None:
@@ -64,10 +68,10 @@ def check_server(conn, options: CdcOptions) -> None:
         if level != "logical":
             raise WalLevelError(f"wal_level is '{level}', and logical decoding needs 'logical': run "
                                 "ALTER SYSTEM SET wal_level = logical; then restart PostgreSQL")
-        cur.execute("SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user")
+        cur.execute("SELECT rolreplication OR rolsuper, current_user FROM pg_roles WHERE rolname = current_user")
         row = cur.fetchone()
         if not row or not row[0]:
-            raise ReplicationPrivilegeError(_no_replication(options))
+            raise ReplicationPrivilegeError(_no_replication(options, row[1] if row else None))
 
 
 @dataclass(frozen=True)

@@ -75,9 +75,13 @@ class SnapshotReader:
             want = None if limit is None else limit - len(rows)
             if not table.key:   # REPLICA IDENTITY FULL without a key: the whole table in one chunk
                 want = None
-            chunk = self._chunk(table, position.after, upper, want)
+            # One row more than wanted tells whether the table goes on, so the snapshot's last row
+            # is known to be the last when it is read.
+            chunk = self._chunk(table, position.after, upper, None if want is None else want + 1)
+            more = want is not None and len(chunk) > want
+            chunk = chunk[:want] if more else chunk
             rows.extend((table, values) for values in chunk)
-            if table.key and want is not None and len(chunk) == want:
+            if table.key and more:
                 position = Position(position.table, self._key_of(table, chunk[-1]))
             elif upper is not None:
                 position = Position(position.table, upper)
