@@ -1,0 +1,87 @@
+"""Connectors end to end: a poison record under ``errors.tolerance=all`` lands in the dead-letter
+queue with Kafka's context headers while every other record reaches the DirectorySink; under
+``none`` the connector is FAILED naming the record; TopicCopy copies (and renames) topics from one
+cluster to another with its source offsets in connect-offsets. The connectors run side by side in
+one worker, so the queries' start-up costs overlap."""
+from __future__ import annotations
+
+import glob
+import json
+
+import pytest
+
+from tests.conftest import wait_until
+from tests.spark.connect_helpers import produce, read_committed
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+JSON = "org.apache.kafka.connect.json.JsonConverter"
+
+
+def _jsonl(path) -> list[dict]:
+    rows = []
+    for name in sorted(glob.glob(f"{path}/*/*.json")):
+        with open(name) as f:
+            rows += [json.loads(line) for line in f if line.strip()]
+    return rows
+
+
+def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_factory, tmp_path):
+    from connect import Worker
+    bootstrap = spark_broker.bootstrap
+    target = broker_factory()
+    good = [json.dumps({"id": i, "name": f"n{i}"}).encode() for i in range(6)]
+    records = good[:3] + [b"{not json"] + good[3:]
+    produce(bootstrap, "orders", records, keys=[b"k%d" % i for i in range(len(records))])
+    produce(bootstrap, "copied", [b"x", b"y", b"z"])
+
+    w = Worker(spark, {"bootstrap.servers": bootstrap, "group.id": "connect-connectors",
+                       "state.dir": str(tmp_path / "state")}).start()
+    try:
+        common = {"topics": "orders", "key.converter": "StringConverter", "value.converter": JSON,
+                  "value.converter.schemas.enable": "false"}
+        w.create_connector("tolerant", {**common, "connector.class": "DirectorySink", "path": str(tmp_path / "out"),
+                                        "errors.tolerance": "all", "errors.log.enable": "true",
+                                        "errors.deadletterqueue.topic.name": "orders-dlq",
+                                        "errors.deadletterqueue.context.headers.enable": "true",
+                                        "transforms": "mask", "transforms.mask.type": "MaskField$Value",
+                                        "transforms.mask.fields": "name"})
+        w.create_connector("strict", {**common, "connector.class": "DirectorySink", "path": str(tmp_path / "strict")})
+        w.create_connector("copy", {"connector.class": "TopicCopy", "topics": "copied",
+                                    "target.cluster.bootstrap.servers": target.bootstrap,
+                                    "transforms": "rename", "transforms.rename.type": "RegexRouter",
+                                    "transforms.rename.regex": "(.*)", "transforms.rename.replacement": "east.$1"})
+
+        wait_until(lambda: len(_jsonl(tmp_path / "out")) == 6, 90, 0.3, "the six good records in the directory")
+        assert sorted(r["id"] for r in _jsonl(tmp_path / "out")) == list(range(6))
+        assert {r["name"] for r in _jsonl(tmp_path / "out")} == {""}  # MaskField ran
+        dlq = wait_until(lambda: read_committed(bootstrap, "orders-dlq"), 30, 0.3, "the DLQ record")
+        assert [m.value() for m in dlq] == [b"{not json"] and dlq[0].key() == b"k3"
+        headers = {k: v.decode() for k, v in dlq[0].headers()}
+        assert headers["__connect.errors.topic"] == "orders"
+        assert headers["__connect.errors.partition"] == "0" and headers["__connect.errors.offset"] == "3"
+        assert headers["__connect.errors.connector.name"] == "tolerant"
+        assert headers["__connect.errors.stage"] == "VALUE_CONVERTER"
+        assert headers["__connect.errors.class.name"] == JSON
+        assert headers["__connect.errors.exception.message"]
+        assert "DataException" in headers["__connect.errors.exception.stacktrace"]
+        wait_until(lambda: w.offsets("tolerant")["offsets"] == [
+            {"partition": {"kafka_topic": "orders", "kafka_partition": 0}, "offset": {"kafka_offset": 7}}],
+            20, 0.3, "the sink's group offsets past every record")
+
+        failed = wait_until(lambda: (s := w.connector_status("strict"))["connector"]["state"] == "FAILED" and s,
+                            60, 0.3, "the strict connector FAILED")
+        trace = failed["connector"]["trace"]
+        assert "topic 'orders' partition 0 offset 3" in trace and "value.converter" in trace
+        assert failed["tasks"][0]["state"] == "FAILED"
+        assert not _jsonl(tmp_path / "strict")
+
+        copied = wait_until(lambda: read_committed(target.bootstrap, "east.copied"), 60, 0.3, "the copied topic")
+        assert [m.value() for m in copied] == [b"x", b"y", b"z"]
+        wait_until(lambda: w.offsets("copy")["offsets"] == [
+            {"partition": {"cluster": "source", "topic": "copied", "partition": 0}, "offset": {"offset": 3}}],
+            20, 0.3, "the copy's source offsets")
+        metrics = w.connector_status("copy")["metrics"]
+        assert metrics["last_batch_id"] is not None and metrics["lag"] == 0
+    finally:
+        w.close()
