@@ -23,23 +23,21 @@ changes exactly. ``transaction.id`` is ``"<xid>:<commit end LSN>"`` for the same
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from broker.errors import RiverlogError
+from spark_source.postgres import debezium_schemas as D
 from spark_source.postgres import logical_messages
+from spark_source.postgres.cdc_config import VERSION, CdcConfig  # noqa: F401  (re-exported)
+from spark_source.postgres.debezium_schemas import topic_name  # noqa: F401  (re-exported)
 from spark_source.postgres.pgoutput import UNCHANGED_TOAST, Relation
 from spark_source.postgres.transactions import Change, Transaction
-from spark_source.postgres.types import (PLACEHOLDER, CdcConfigError, TypeModes, bytes_json, column_type,
-                                         convert_value)
+from spark_source.postgres.types import bytes_json, column_type, convert_value
 
 COMMIT_LSN_HEADER = "riverlog.cdc.commit_lsn"
 ORDER_HEADER = "riverlog.cdc.order"
-SOURCE_SCHEMA_NAME = "io.debezium.connector.postgresql.Source"
-SNAPSHOT_ALLOWED = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
-VERSION = "riverlog-0.1.0"
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 """JsonConverter's compact output, UTF-8 rather than escapes, NaN refused (types.py writes it as a string)."""
 
@@ -48,70 +46,6 @@ class ReplicaIdentityError(RiverlogError):
     """A captured table has no primary key and its REPLICA IDENTITY is not FULL: its updates and
     deletes could not be keyed. The message names the table and the two fixes."""
     code, name, retriable, grpc_status = 1351, "CDC_REPLICA_IDENTITY", False, "FAILED_PRECONDITION"
-
-
-def _bool(option: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text not in ("true", "false"):
-        raise CdcConfigError(f"{option}={value!r} is not true or false", option=option, value=value)
-    return text == "true"
-
-
-@dataclass(frozen=True)
-class CdcConfig:
-    """The envelope's options under Debezium's names (``from_options`` reads them)."""
-    topic_prefix: str
-    database: str
-    modes: TypeModes = TypeModes()
-    unavailable_value_placeholder: str = PLACEHOLDER
-    tombstones_on_delete: bool = True
-    provide_transaction_metadata: bool = False
-    topic_transaction: str = "transaction"
-    skipped_operations: frozenset = frozenset({"t"})
-    schemas_enable: bool = True
-    version: str = VERSION
-    message_prefix_include_list: tuple = ()
-    message_prefix_exclude_list: tuple = ()
-
-    @classmethod
-    def from_options(cls, options: dict) -> "CdcConfig":
-        """Debezium's option names: ``topic.prefix``, ``database.dbname``, ``decimal.handling.mode``,
-        ``time.precision.mode``, ``binary.handling.mode``, ``interval.handling.mode``,
-        ``money.fraction.digits``, ``unavailable.value.placeholder``, ``tombstones.on.delete``,
-        ``provide.transaction.metadata``, ``topic.transaction``, ``skipped.operations`` (c,u,d,t or
-        none; default t), ``schemas.enable`` (JsonConverter's, for key and value),
-        ``message.prefix.include.list`` / ``message.prefix.exclude.list`` (regular expressions)."""
-        get = options.get
-        prefix = get("topic.prefix")
-        if not prefix:
-            raise CdcConfigError("topic.prefix is required (it names the topics: <topic.prefix>.<schema>.<table>)",
-                                 option="topic.prefix")
-        skipped = {s.strip() for s in str(get("skipped.operations", "t")).split(",") if s.strip()}
-        skipped.discard("none")
-        bad = skipped - {"c", "u", "d", "t"}
-        if bad:
-            raise CdcConfigError(f"skipped.operations has {sorted(bad)}; allowed: c, u, d, t, none",
-                                 option="skipped.operations")
-        try:
-            digits = int(get("money.fraction.digits", 2))
-        except ValueError:
-            raise CdcConfigError("money.fraction.digits must be an integer", option="money.fraction.digits") from None
-        modes = TypeModes(get("decimal.handling.mode", "precise"), get("time.precision.mode", "adaptive"),
-                          get("binary.handling.mode", "bytes"), get("interval.handling.mode", "numeric"), digits)
-        include = logical_messages.patterns("message.prefix.include.list", get("message.prefix.include.list"))
-        exclude = logical_messages.patterns("message.prefix.exclude.list", get("message.prefix.exclude.list"))
-        if include and exclude:
-            raise CdcConfigError("message.prefix.include.list and message.prefix.exclude.list cannot both be set",
-                                 option="message.prefix.include.list")
-        return cls(prefix, get("database.dbname", ""), modes,
-                   get("unavailable.value.placeholder", PLACEHOLDER),
-                   _bool("tombstones.on.delete", get("tombstones.on.delete", True)),
-                   _bool("provide.transaction.metadata", get("provide.transaction.metadata", False)),
-                   get("topic.transaction", "transaction"), frozenset(skipped),
-                   _bool("schemas.enable", get("schemas.enable", True)),
-                   message_prefix_include_list=include, message_prefix_exclude_list=exclude)
 
 
 @dataclass(frozen=True)
@@ -123,21 +57,6 @@ class CdcRecord:
     headers: tuple
     commit_lsn: int
     order: int
-
-
-def _avro_name(text: str) -> str:
-    """Debezium keeps schema names valid Avro names: other characters become '_'."""
-    out = re.sub(r"[^A-Za-z0-9_]", "_", text)
-    return out if not out[:1].isdigit() else "_" + out
-
-
-def _schema_name(*parts: str) -> str:
-    return ".".join(_avro_name(p) for p in parts)
-
-
-def topic_name(prefix: str, schema: str, table: str) -> str:
-    """``<topic.prefix>.<schema>.<table>``, characters Kafka refuses in a topic name as '_'."""
-    return re.sub(r"[^A-Za-z0-9._\-]", "_", f"{prefix}.{schema}.{table}")
 
 
 @dataclass
@@ -171,7 +90,7 @@ class EnvelopeBuilder:
         self._hints: dict[int, tuple] = {}
         self._schema_json: dict[int, tuple] = {}
         content_type = "bytes" if config.modes.binary_handling_mode == "bytes" else "string"
-        self.message_schema = logical_messages.value_schema(self._source_schema(), content_type)
+        self.message_schema = logical_messages.value_schema(D.source_schema(), content_type)
 
     # -- tables ---------------------------------------------------------------------------------
     def table(self, relation: Relation, primary_key: Optional[Sequence[str]] = None,
@@ -217,24 +136,19 @@ class EnvelopeBuilder:
         by_name = dict(zip(names, types))
         base = (cfg.topic_prefix, relation.namespace, relation.name)
         key_schema = {"type": "struct", "fields": [by_name[k].schema(k, False) for k in key_columns],
-                      "optional": False, "name": _schema_name(*base, "Key")}
+                      "optional": False, "name": D.schema_name(*base, "Key")}
         fields = [t.schema(n, n not in not_null and n not in key_columns) for n, t in zip(names, types)]
-        row = {"type": "struct", "fields": fields, "optional": True, "name": _schema_name(*base, "Value")}
+        row = {"type": "struct", "fields": fields, "optional": True, "name": D.schema_name(*base, "Value")}
         value_schema = {"type": "struct", "fields": [
-            {**row, "field": "before"}, {**row, "field": "after"}, self._source_schema(),
+            {**row, "field": "before"}, {**row, "field": "after"}, D.source_schema(),
             {"type": "string", "optional": False, "field": "op"},
             {"type": "int64", "optional": True, "field": "ts_ms"},
             {"type": "int64", "optional": True, "field": "ts_us"},
             {"type": "int64", "optional": True, "field": "ts_ns"},
-            _TRANSACTION_BLOCK], "optional": False, "name": _schema_name(*base, "Envelope")}
-        fallbacks = tuple(None if f["optional"] else _fallback(f) for f in fields)
-        return TableSchema(relation, topic_name(*base), key_columns, types, key_schema, row, value_schema,
+            D.TRANSACTION_BLOCK], "optional": False, "name": D.schema_name(*base, "Envelope")}
+        fallbacks = tuple(None if f["optional"] else D.fallback(f) for f in fields)
+        return TableSchema(relation, D.topic_name(*base), key_columns, types, key_schema, row, value_schema,
                            fallbacks)
-
-    @staticmethod
-    def _source_schema() -> dict:
-        return {"type": "struct", "fields": _SOURCE_FIELDS, "optional": False, "name": SOURCE_SCHEMA_NAME,
-                "field": "source"}
 
     # -- values ---------------------------------------------------------------------------------
     def _row(self, table: TableSchema, values: Optional[tuple]) -> Optional[dict]:
@@ -351,10 +265,10 @@ class EnvelopeBuilder:
         ts_ms = (txn.commit_ts_us or self.now_us()) // 1000
         payload = {"status": status, "id": f"{txn.xid}:{txn.end_lsn}", "event_count": event_count,
                    "data_collections": data_collections, "ts_ms": ts_ms}
-        return self._json(_TRANSACTION_VALUE_SCHEMA, payload)
+        return self._json(D.TRANSACTION_VALUE_SCHEMA, payload)
 
     def transaction_key(self, txn: Transaction) -> bytes:
-        return self._json(_TRANSACTION_KEY_SCHEMA, {"id": f"{txn.xid}:{txn.end_lsn}"})
+        return self._json(D.TRANSACTION_KEY_SCHEMA, {"id": f"{txn.xid}:{txn.end_lsn}"})
 
     @property
     def transaction_topic(self) -> str:
@@ -416,47 +330,7 @@ class _Emitter:
                 for i, (t, k, v, extra) in enumerate(records)]
 
 
-def _fallback(field_schema: dict) -> Any:
-    """What Debezium's converters give a required (NOT NULL) field whose value was not sent (the
-    non-key columns of a delete's or key change's old tuple under REPLICA IDENTITY DEFAULT):
-    the type's zero, never null, so the struct stays valid under its schema."""
-    kind, name = field_schema["type"], field_schema.get("name")
-    if name == "io.debezium.data.VariableScaleDecimal":
-        return {"scale": 0, "value": "AA=="}
-    if name == "org.apache.kafka.connect.data.Decimal":
-        return "AA=="
-    return {"string": "", "bytes": "", "boolean": False, "float32": 0.0, "float64": 0.0,
-            "array": []}.get(kind, 0 if kind.startswith("int") else None)
-
-
 def _headers(commit_lsn: int, order: int) -> tuple:
     return ((COMMIT_LSN_HEADER, str(commit_lsn).encode("ascii")), (ORDER_HEADER, str(order).encode("ascii")))
 
 
-def _field(kind: str, field_name: str, optional: bool, **extra) -> dict:
-    return {"type": kind, "optional": optional, **extra, "field": field_name}
-
-
-_SOURCE_FIELDS = [
-    _field("string", "version", False), _field("string", "connector", False), _field("string", "name", False),
-    _field("int64", "ts_ms", False), _field("int64", "ts_us", True), _field("int64", "ts_ns", True),
-    _field("string", "snapshot", True, name="io.debezium.data.Enum", version=1,
-           parameters={"allowed": SNAPSHOT_ALLOWED}, default="false"),
-    _field("string", "db", False), _field("string", "sequence", True), _field("string", "schema", False),
-    _field("string", "table", False), _field("int64", "txId", True), _field("int64", "lsn", True),
-    _field("int64", "xmin", True)]
-
-_TRANSACTION_BLOCK = {"type": "struct", "fields": [
-    _field("string", "id", False), _field("int64", "total_order", False),
-    _field("int64", "data_collection_order", False)], "optional": True, "name": "event.block", "version": 1,
-    "field": "transaction"}
-
-_TRANSACTION_KEY_SCHEMA = {"type": "struct", "fields": [_field("string", "id", False)], "optional": False,
-                           "name": "io.debezium.connector.common.TransactionMetadataKey"}
-
-_TRANSACTION_VALUE_SCHEMA = {"type": "struct", "fields": [
-    _field("string", "status", False), _field("string", "id", False), _field("int64", "event_count", True),
-    {"type": "array", "items": {"type": "struct", "fields": [
-        _field("string", "data_collection", False), _field("int64", "event_count", False)], "optional": False},
-     "optional": True, "field": "data_collections"},
-    _field("int64", "ts_ms", False)], "optional": False, "name": "io.debezium.connector.common.TransactionMetadataValue"}

@@ -1,0 +1,72 @@
+"""The fixed parts of Debezium's schemas and names: the PostgreSQL ``source`` block, the
+transaction block and transaction topic schemas, Avro-safe schema names, topic names, and the
+fallback a required field gets when its value was not sent."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+SOURCE_SCHEMA_NAME = "io.debezium.connector.postgresql.Source"
+SNAPSHOT_ALLOWED = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
+
+
+def avro_name(text: str) -> str:
+    """Debezium keeps schema names valid Avro names: other characters become '_'."""
+    out = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    return out if not out[:1].isdigit() else "_" + out
+
+
+def schema_name(*parts: str) -> str:
+    return ".".join(avro_name(p) for p in parts)
+
+
+def topic_name(prefix: str, schema: str, table: str) -> str:
+    """``<topic.prefix>.<schema>.<table>``, characters Kafka refuses in a topic name as '_'."""
+    return re.sub(r"[^A-Za-z0-9._\-]", "_", f"{prefix}.{schema}.{table}")
+
+
+def fallback(field_schema: dict) -> Any:
+    """What Debezium's converters give a required (NOT NULL) field whose value was not sent (the
+    non-key columns of a delete's or key change's old tuple under REPLICA IDENTITY DEFAULT):
+    the type's zero, never null, so the struct stays valid under its schema."""
+    kind, name = field_schema["type"], field_schema.get("name")
+    if name == "io.debezium.data.VariableScaleDecimal":
+        return {"scale": 0, "value": "AA=="}
+    if name == "org.apache.kafka.connect.data.Decimal":
+        return "AA=="
+    return {"string": "", "bytes": "", "boolean": False, "float32": 0.0, "float64": 0.0,
+            "array": []}.get(kind, 0 if kind.startswith("int") else None)
+
+
+def field(kind: str, field_name: str, optional: bool, **extra) -> dict:
+    return {"type": kind, "optional": optional, **extra, "field": field_name}
+
+
+SOURCE_FIELDS = [
+    field("string", "version", False), field("string", "connector", False), field("string", "name", False),
+    field("int64", "ts_ms", False), field("int64", "ts_us", True), field("int64", "ts_ns", True),
+    field("string", "snapshot", True, name="io.debezium.data.Enum", version=1,
+           parameters={"allowed": SNAPSHOT_ALLOWED}, default="false"),
+    field("string", "db", False), field("string", "sequence", True), field("string", "schema", False),
+    field("string", "table", False), field("int64", "txId", True), field("int64", "lsn", True),
+    field("int64", "xmin", True)]
+
+TRANSACTION_BLOCK = {"type": "struct", "fields": [
+    field("string", "id", False), field("int64", "total_order", False),
+    field("int64", "data_collection_order", False)], "optional": True, "name": "event.block", "version": 1,
+    "field": "transaction"}
+
+TRANSACTION_KEY_SCHEMA = {"type": "struct", "fields": [field("string", "id", False)], "optional": False,
+                           "name": "io.debezium.connector.common.TransactionMetadataKey"}
+
+TRANSACTION_VALUE_SCHEMA = {"type": "struct", "fields": [
+    field("string", "status", False), field("string", "id", False), field("int64", "event_count", True),
+    {"type": "array", "items": {"type": "struct", "fields": [
+        field("string", "data_collection", False), field("int64", "event_count", False)], "optional": False},
+     "optional": True, "field": "data_collections"},
+    field("int64", "ts_ms", False)], "optional": False, "name": "io.debezium.connector.common.TransactionMetadataValue"}
+
+
+def source_schema() -> dict:
+    return {"type": "struct", "fields": SOURCE_FIELDS, "optional": False, "name": SOURCE_SCHEMA_NAME,
+            "field": "source"}
