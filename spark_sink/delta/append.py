@@ -86,7 +86,7 @@ class DeltaAppend:
         return result
 
     def _json_rows(self, records, target: pa.Schema | None, result: ApplyResult) -> pa.Table:
-        rows, fields, coordinates = [], {}, []
+        rows, fields, coordinates, kept = [], {}, [], []
         for r in records:
             try:
                 doc = json.loads(r.value) if r.value is not None else None
@@ -115,6 +115,7 @@ class DeltaAppend:
             rows.append({**row, "__topic": r.topic, "__partition": r.partition, "__offset": r.offset,
                          "__timestamp": r.timestamp_us})
             coordinates.append(r.coordinates)
+            kept.append(r)
         schema = pa.schema([(n, t or pa.string()) for n, t in fields.items()] + [
             ("__topic", pa.string()), ("__partition", pa.int32()), ("__offset", pa.int64()),
             ("__timestamp", pa.timestamp("us", tz="UTC"))])
@@ -127,7 +128,6 @@ class DeltaAppend:
             except PoisonRecordError as e:
                 if not self.tolerate:
                     raise
-                bad = (e.details["topic"], e.details["partition"], e.details["offset"])
-                i = coordinates.index(bad)
-                result.dead_letters.append(DeadLetter(next(r for r in records if r.coordinates == bad), e))
-                del rows[i], coordinates[i]
+                i = e.details["row"]
+                result.dead_letters.append(DeadLetter(kept[i], e))
+                del rows[i], coordinates[i], kept[i]

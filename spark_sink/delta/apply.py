@@ -207,9 +207,11 @@ class DeltaApply:
                 self._merge(table, fresh, out, result, marks, spark)
                 break
             except PoisonRecordError as e:
-                bad = (e.details.get("topic"), e.details.get("partition"), e.details.get("offset"))
-                self._dead(result, next(c.record for c in fresh if c.record.coordinates == bad), e)
-                fresh = [c for c in fresh if c.record.coordinates != bad]
+                bad = e.details.pop("change", None)   # the change its row came from (offsets need not be unique)
+                if bad is None:
+                    raise
+                self._dead(result, bad.record, e)
+                fresh = [c for c in fresh if c is not bad]
         return out
 
     def _merge(self, table: SinkTable, changes: list, out: TableResult, result: ApplyResult, marks, spark) -> None:
@@ -228,8 +230,8 @@ class DeltaApply:
         elif evolution.widened:
             log.warning("delta sink: %s widening %s (the table is rewritten)", table.path, evolution.widened)
             table.widen(pa.schema([f for f in evolution.schema if f.name in table.schema.names]))
-        rows, coordinates = [], []
-        last_record = {c.key: c.record.coordinates for c in changes}
+        rows, blamed = [], []   # blamed[i]: the change row i stands for, named if it does not fit
+        last_change = {c.key: c for c in changes}
         if self.scd_type == 1:
             finals = fold_scd1(after_last_truncate(changes, truncates))
             need = {k for k, f in finals.items() if not isinstance(f, Delete) and UNAVAILABLE in f.row.values()}
@@ -241,7 +243,7 @@ class DeltaApply:
                 else:
                     rows.append({**resolve(f.row, current.get(k)), merges.ACTION: "u"})
                     out.upserts += 1
-                coordinates.append(last_record[k])
+                blamed.append(last_change[k])
         else:
             versions = fold_scd2(changes, key_columns)
             need = {k for k, vs in versions.items() if UNAVAILABLE in vs[0].row.values()}
@@ -251,13 +253,17 @@ class DeltaApply:
                 # Closes the table's current row of the key, if it has one (the MERGE matches it).
                 rows.append({**dict(zip(key_columns, k)), "__valid_to": close_time(vs, truncates),
                              merges.ACTION: "close"})
-                coordinates.append(last_record[k])
+                blamed.append(last_change[k])
                 for h in history:
                     rows.append({**h, merges.ACTION: "insert"})
-                    coordinates.append(last_record[k])
+                    blamed.append(last_change[k])
                 out.history_rows += len(history)
         schema = evolution.schema.append(pa.field(merges.ACTION, pa.string()))
-        source = to_arrow(name, [_timestamps(r) for r in rows], schema, coordinates)
+        try:
+            source = to_arrow(name, [_timestamps(r) for r in rows], schema, [c.record.coordinates for c in blamed])
+        except PoisonRecordError as e:
+            e.details["change"] = blamed[e.details["row"]]
+            raise
         columns = list(evolution.schema.names)
         if self.scd_type == 1:
             plan = merges.scd1_plan(source, key_columns, columns, bool(evolution.added) and existed, bool(truncates))

@@ -251,7 +251,7 @@ def evolve(table: str, target: pa.Schema | None, source: pa.Schema) -> Evolution
 def to_arrow(table: str, rows: list[dict], schema: pa.Schema, coordinates: list[tuple]) -> pa.Table:
     """Rows (dicts of converted values) as a table of ``schema``; a value that does not fit its
     column raises :class:`PoisonRecordError` naming the record (``coordinates[i]`` = topic,
-    partition, offset)."""
+    partition, offset) and ``details["row"]``, the row's index."""
     try:
         return pa.Table.from_pylist(rows, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, ValueError):
@@ -262,5 +262,6 @@ def to_arrow(table: str, rows: list[dict], schema: pa.Schema, coordinates: list[
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, ValueError) as e:
             topic, partition, offset = coordinates[i]
             raise PoisonRecordError(f"table {table!r}: record {topic}/{partition}@{offset} does not fit the "
-                                    f"table's columns ({e})", topic=topic, partition=partition, offset=offset) from e
+                                    f"table's columns ({e})", topic=topic, partition=partition, offset=offset,
+                                    row=i) from e
     raise AssertionError("unreachable: the rows converted one by one")

@@ -224,6 +224,20 @@ def test_poison_records_raise_naming_the_record_or_go_to_the_dead_letter_callbac
     assert sorted(by_id(path)) == [1, 4]
 
 
+def test_a_dead_letter_is_the_one_record_when_offsets_repeat(tmp_path):
+    """format("postgres-cdc") gives every record of a transaction the commit LSN as its offset."""
+    ev = Events(with_schema=False)
+    path = str(tmp_path / "t")
+    letters = []
+    fn = delta_apply(table_path=path, errors_tolerance="all", dlq=letters.extend)
+    fn(batch([ev.change("c", after={"id": 1, "name": "a", "note": None}, lsn=10)]), 0)
+    txn = [dict(ev.change("c", after={"id": i, "name": name, "note": None}, lsn=20, order=i), offset=20)
+           for i, name in ((2, "b"), (3, ["not", "text"]), (4, "d"))]
+    fn(batch(txn), 1)
+    assert [(d.record.offset, dict(d.record.headers)["riverlog.cdc.order"]) for d in letters] == [(20, b"3")]
+    assert sorted(by_id(path)) == [1, 2, 4]
+
+
 def test_several_tables_under_a_root_and_pandas_input(tmp_path):
     customers, orders = Events(), Events(table="public.orders", topic="shop.public.orders")
     data = batch([customers.change("c", after={"id": 1, "name": "a", "note": None}, lsn=10),
