@@ -68,7 +68,7 @@ def _choice(opts: dict, name: str, default: str, allowed: tuple[str, ...]) -> st
 
 
 def _int(opts: dict, name: str, default: int | None, least: int) -> int | None:
-    value = opts.get(name)
+    value = opts.get(name.lower())
     if value is None or str(value).strip() == "":
         return default
     try:
@@ -133,7 +133,8 @@ class CdcOptions:
         unknown = sorted(set(opts) - _KNOWN)
         if unknown:
             raise _bad(unknown[0], "unknown option for format(\"postgres-cdc\"); the options are "
-                                   + ", ".join(sorted(_KNOWN - {"path"})))
+                                   + ", ".join(sorted(_KNOWN - {"path"})).replace("maxchangespertrigger",
+                                                                                     "maxChangesPerTrigger"))
         dsn = opts.get("dsn") or None
         dbname = str(opts.get("database.dbname") or "").strip()
         if not dbname and dsn:
@@ -160,7 +161,7 @@ class CdcOptions:
             slot_drop_on_stop=_bool(opts, "slot.drop.on.stop", False),
             snapshot_mode=_choice(opts, "snapshot.mode", "initial", SNAPSHOT_MODES),
             heartbeat_interval_ms=_int(opts, "heartbeat.interval.ms", 10_000, 0),
-            max_changes_per_trigger=_int(opts, "maxchangespertrigger", None, 1),
+            max_changes_per_trigger=_int(opts, "maxChangesPerTrigger", None, 1),
             snapshot_fetch_size=_int(opts, "snapshot.fetch.size", 10_000, 1),
             envelope=_envelope(opts, str(opts.get("topic.prefix") or dbname), dbname))
 
