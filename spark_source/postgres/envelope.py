@@ -219,8 +219,8 @@ class EnvelopeBuilder:
             self._change(emit, change)
         if txn.xid is not None:
             self.last_commit_lsn = txn.end_lsn
-        if not self.config.provide_transaction_metadata or txn.xid is None:
-            return out
+        if not self.config.provide_transaction_metadata or txn.xid is None or emit.total == 0:
+            return out   # as Debezium, BEGIN/END only around a transaction that has change events
         return emit.framed()
 
     def _change(self, emit: "_Emitter", change: Change) -> None:
@@ -238,6 +238,10 @@ class EnvelopeBuilder:
             return
         new = self._row(table, change.new)
         old = self._row(table, change.old)
+        if old is not None and new is not None:
+            for i, column in enumerate(table.relation.columns):
+                if change.new[i] is UNCHANGED_TOAST and column.name in table.key_columns:
+                    new[column.name] = old[column.name]   # an unchanged TOASTed key column is still the key
         if kind == "insert":
             if "c" not in skipped:
                 emit.value(table, self._key_payload(table, new), "c", None, new, change)

@@ -331,3 +331,20 @@ def test_logical_messages_are_debeziums_message_events():
     with pytest.raises(CdcConfigError):
         CdcConfig.from_options({"topic.prefix": "p", "message.prefix.include.list": "a",
                                 "message.prefix.exclude.list": "b"})
+
+
+def test_an_unchanged_toasted_key_column_is_not_a_key_change():
+    doc = Relation(16800, "public", "docs", "f", (Column(True, "path", 25, -1), Column(True, "body", 25, -1)))
+    b = builder()
+    b.table(doc, primary_key=["path"])
+    change = Update(doc.oid, (b"/a", b"old"), "O", (UNCHANGED_TOAST, b"new"))
+    (record,) = b.transaction_records(txn(change, relations=(doc,)))
+    assert value(record)["payload"]["op"] == "u" and key(record)["payload"] == {"path": "/a"}
+    assert value(record)["payload"]["after"] == {"path": "/a", "body": "new"}
+
+
+def test_no_transaction_events_around_a_transaction_without_change_events():
+    other = Relation(16601, "audit", "log", "d", (Column(True, "id", 23, -1),))
+    b = builder(**{"provide.transaction.metadata": "true"})
+    assert b.transaction_records(txn(Insert(other.oid, (b"1",)), relations=(other,)),
+                                 include=lambda rel: rel.namespace == "public") == []
