@@ -160,6 +160,9 @@ class DeltaApply:
         data, spark = to_arrow_table(batch)
         query_id = streaming_query_id(spark) if spark is not None else None
         app_id = self.app_id or (f"{DEFAULT_APP_ID}.{query_id}" if query_id else DEFAULT_APP_ID)
+        if self.engine == "delta-spark" and spark is None:
+            raise DeltaConfigError("engine='delta-spark' needs the Spark DataFrame foreachBatch hands over; "
+                                   "Arrow and pandas batches are written with delta-rs (engine='auto')")
         use_spark = spark is not None and (self.engine == "delta-spark" or (
             self.engine == "auto" and merges.has_delta_extension(spark)))
         result = ApplyResult(int(batch_id), app_id)

@@ -248,6 +248,8 @@ def test_several_tables_under_a_root_and_pandas_input(tmp_path):
     assert rows(tmp_path / "public.customers") == [{"id": 1, "name": "a", "note": None}]
     with pytest.raises(DeltaConfigError):
         delta_apply(str(tmp_path), scd_type=3)
+    with pytest.raises(DeltaConfigError, match="engine='delta-spark' needs the Spark DataFrame"):
+        delta_apply(str(tmp_path), engine="delta-spark")(data, 1)
 
 
 def test_the_delta_sink_connector_config_names_build_the_same_sink(tmp_path):
