@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spark_source.postgres.envelope import (COMMIT_LSN_HEADER, ORDER_HEADER, CdcConfig, EnvelopeBuilder,
                                             ReplicaIdentityError, topic_name)
@@ -348,3 +350,54 @@ def test_no_transaction_events_around_a_transaction_without_change_events():
     b = builder(**{"provide.transaction.metadata": "true"})
     assert b.transaction_records(txn(Insert(other.oid, (b"1",)), relations=(other,)),
                                  include=lambda rel: rel.namespace == "public") == []
+
+
+# -- property: replaying the records by (commit_lsn, order) rebuilds the table ---------------------
+ITEMS = Relation(16900, "public", "items", "d", (Column(True, "id", 23, -1), Column(False, "qty", 23, -1)))
+OPS = st.lists(st.lists(st.tuples(st.sampled_from(["insert", "update", "rekey", "delete"]), st.integers(0, 7),
+                                  st.integers(0, 7), st.integers(0, 99)), min_size=1, max_size=6),
+               min_size=1, max_size=8)
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(OPS, st.booleans())
+def test_replaying_records_in_commit_lsn_and_order_rebuilds_the_table(transactions, metadata):
+    table: dict[int, int] = {}
+    messages = [ITEMS]
+    lsn = 100
+    for number, ops in enumerate(transactions):
+        messages.append(Begin(0, COMMIT_TS_US, 900 + number))
+        for op, k, k2, qty in ops:
+            if op == "insert" and k not in table:
+                table[k] = qty
+                messages.append(Insert(ITEMS.oid, (str(k).encode(), str(qty).encode())))
+            elif op == "update" and k in table:
+                table[k] = qty
+                messages.append(Update(ITEMS.oid, None, None, (str(k).encode(), str(qty).encode())))
+            elif op == "rekey" and k in table and k2 not in table:
+                table[k2] = table.pop(k)
+                messages.append(Update(ITEMS.oid, (str(k).encode(), None), "K",
+                                       (str(k2).encode(), str(table[k2]).encode())))
+            elif op == "delete" and k in table:
+                del table[k]
+                messages.append(Delete(ITEMS.oid, (str(k).encode(), None), "K"))
+        lsn += 100
+        messages.append(Commit(0, lsn - 8, lsn, COMMIT_TS_US))
+    assembler, b = TransactionAssembler(), builder(**{"provide.transaction.metadata": str(metadata).lower()})
+    records = []
+    for i, m in enumerate(messages):
+        for t in assembler.feed(m, i):
+            records += b.transaction_records(t)
+    records.reverse()   # arrival order must not matter: the headers order them
+    records.sort(key=lambda r: (int(dict(r.headers)[COMMIT_LSN_HEADER]), int(dict(r.headers)[ORDER_HEADER])))
+    replica: dict[int, int] = {}
+    for r in records:
+        if not r.topic.endswith(".items"):
+            continue
+        k = key(r)["payload"]["id"]
+        doc = value(r)
+        if doc is None or doc["payload"]["op"] == "d":
+            replica.pop(k, None)
+        else:
+            replica[k] = doc["payload"]["after"]["qty"]
+    assert replica == table
