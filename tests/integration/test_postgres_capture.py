@@ -203,3 +203,44 @@ def test_a_restart_mid_snapshot_reads_on_in_a_fresh_snapshot_and_misses_no_delet
         position = nxt
     _until_table_matches(pg_db, second, position, "SELECT id, name FROM customers", records)
     second.close()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_changes_with_restarts_fold_to_the_table(pg_db, seed):
+    """Seeded inserts, updates, deletes and key changes in transactions of several sizes, read in
+    small batches by captures that die now and then with their last batch uncommitted: the
+    records fold to exactly the table."""
+    import random
+
+    from spark_source.postgres.demo_db import create_shop, random_changes
+    rng = random.Random(seed)
+    conn = pg_db.connect()
+    create_shop(conn, customers=50, orders=0, seed=seed)
+    options = CdcOptions.parse(pg_db.options(slot_name="random", table_include_list="public.customers"))
+    capture = Capture(options)
+    start = capture.initial_offset()
+    records: list = []
+    for round_ in range(4):
+        random_changes(conn, 60, seed=seed * 10 + round_, per_transaction=rng.choice([1, 3, 7]))
+        more, start = _drain(capture, start, limit=rng.choice([5, 17, None]))
+        records.extend(more)
+        end = capture.next_offset(start, 10)
+        if end != start:                     # a batch planned and read, then the process dies
+            records.extend(capture.records(start, end))
+        capture.close()
+        capture = Capture(options)           # restarted: Spark replays (start, end], then reads on
+        if end != start:
+            records.extend(capture.records(start, end))
+            capture.acknowledge(end)
+            start = end
+    conn.close()
+    expected = {json.dumps({"id": r[0]}): r for r in pg_db.execute("SELECT id, name, tier FROM customers")}
+
+    def caught_up():
+        nonlocal start
+        more, start = _drain(capture, start)
+        records.extend(more)
+        folded = fold_changes(_triples(records))
+        return {k: (v["id"], v["name"], v["tier"]) for k, v in folded.items()} == expected
+    wait_until(caught_up, timeout=30, interval=0.05, message="the records to fold to the table")
+    capture.close()
