@@ -90,3 +90,34 @@ def test_slot_in_use_and_slot_drop_on_stop(pg_db):
     kept.initial_offset()
     kept.close()
     assert pg_db.slot("kept") is not None
+
+
+def test_snapshot_modes(pg_db):
+    from spark_source.postgres.capture import DONE, SNAPSHOT, STREAM
+    from spark_source.postgres.errors import SlotLostError
+    pg_db.execute("CREATE TABLE a (id int PRIMARY KEY)")
+    pg_db.execute("INSERT INTO a SELECT generate_series(1, 5)")
+
+    only = _capture(pg_db, slot_name="only", snapshot_mode="initial_only")
+    start = only.initial_offset()
+    end = only.next_offset(start, None)
+    assert (start.phase, end.phase, len(only.records(start, end))) == (SNAPSHOT, DONE, 5)
+    assert only.next_offset(end, None) == end and pg_db.slot("only") is None   # temporary slot, nothing streams
+    only.close()
+
+    none = _capture(pg_db, slot_name="none", snapshot_mode="no_data")
+    start = none.initial_offset()
+    assert start.phase == STREAM and none.next_offset(start, None) == start     # no snapshot rows
+    none.close()
+
+    resumed = _capture(pg_db, slot_name="none", snapshot_mode="when_needed")
+    assert resumed.next_offset(start, None) == start                            # the slot is there: resume
+    resumed.close()
+    pg_db.execute("SELECT pg_drop_replication_slot('none')")
+    again = _capture(pg_db, slot_name="none", snapshot_mode="when_needed")
+    fresh = again.next_offset(start, None)                                      # slot lost: a new snapshot
+    assert fresh.phase == SNAPSHOT and fresh.lsn > start.lsn and pg_db.slot("none") is not None
+    again.close()
+    pg_db.execute("SELECT pg_drop_replication_slot('none')")
+    with pytest.raises(SlotLostError, match="slot 'none' does not exist.*snapshot.mode=when_needed"):
+        _capture(pg_db, slot_name="none", snapshot_mode="initial").next_offset(start, None)
