@@ -17,7 +17,8 @@ from spark_sink.delta.apply import ApplyResult, DeadLetter, DeltaApply, TableRes
 from spark_sink.delta.errors import (DeltaConfigError, DeltaSinkError, PoisonRecordError, SchemaChangeError,
                                      StaleBatchError)
 from spark_sink.delta.maintenance import optimize, vacuum
+from spark_sink.delta.table import held_positions
 
 __all__ = ["ApplyResult", "DeadLetter", "DeltaAppend", "DeltaApply", "DeltaConfigError", "DeltaSinkError",
            "PoisonRecordError", "SchemaChangeError", "StaleBatchError", "TableResult", "delta_append",
-           "delta_apply", "from_config", "optimize", "vacuum"]
+           "delta_apply", "from_config", "held_positions", "optimize", "vacuum"]

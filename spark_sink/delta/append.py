@@ -78,7 +78,8 @@ class DeltaAppend:
             write_deltalake(table.dt if table.dt is not None else self.path, rows, mode="append",
                             schema_mode="merge" if table.dt is not None else None,
                             storage_options=self.storage_options,
-                            commit_properties=table.commit_properties(result.app_id, result.batch_id, new_marks))
+                            commit_properties=table.commit_properties(result.app_id, result.batch_id, new_marks,
+                                                                      [records[i] for i in keep]))
             table.reload()
             out.upserts, out.version = rows.num_rows, table.dt.version()
         if result.dead_letters and self.dlq is not None:

@@ -275,7 +275,7 @@ class DeltaApply:
                                     truncates[0][1] if truncates else None)
         out.truncates = len(truncates)
         new_marks = marks.advanced(((c.record.topic, c.record.partition), c.stream_mark) for c in all_changes)
-        props = table.commit_properties(result.app_id, result.batch_id, new_marks)
+        props = table.commit_properties(result.app_id, result.batch_id, new_marks, (c.record for c in all_changes))
         if spark is not None:
             merges.run_delta_spark(spark, table.path, plan, result.app_id, result.batch_id,
                                    {"riverlog.delta": props.custom_metadata["riverlog.delta"]})

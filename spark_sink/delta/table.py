@@ -2,8 +2,9 @@
 marks in its commit metadata, and the commit that records both with the data.
 
 Every commit the sink makes carries, in the Delta commit info, ``riverlog.delta`` = JSON
-``{"app_id", "batch_id", "watermarks": {"<topic>/<partition>": [commit_lsn, order]}}`` (cumulative:
-the latest such commit holds every stream's mark) and the application transaction
+``{"app_id", "batch_id", "watermarks": {"<topic>/<partition>": [commit_lsn, order]},
+"offsets": {"<topic>/<partition>": last offset}}`` (cumulative: the latest such commit holds every
+stream's mark; a record without riverlog.cdc headers is marked ``[offset, 0]``) and the application transaction
 ``(app_id, batch_id)``. Commits without it (OPTIMIZE, VACUUM, other writers) are skipped over when
 the marks are read back.
 """
@@ -27,6 +28,7 @@ class SinkTable:
     def __init__(self, path: str, storage_options: dict | None = None):
         self.path, self.storage_options = path, storage_options
         self.dt = self._load()
+        self._offsets: dict[str, int] = {}   # read with the watermarks, advanced by the next commit
 
     def _load(self) -> DeltaTable | None:
         if DeltaTable.is_deltatable(self.path, storage_options=self.storage_options):
@@ -58,12 +60,19 @@ class SinkTable:
         return {}
 
     def watermarks(self) -> Watermarks:
-        return Watermarks.from_json(self.metadata().get("watermarks"))
+        doc = self.metadata()
+        self._offsets = dict(doc.get("offsets") or {})
+        return Watermarks.from_json(doc.get("watermarks"))
 
-    @staticmethod
-    def commit_properties(app_id: str, batch_id: int, marks: Watermarks) -> CommitProperties:
-        doc = json.dumps({"app_id": app_id, "batch_id": batch_id, "watermarks": marks.to_json()},
-                         separators=(",", ":"))
+    def commit_properties(self, app_id: str, batch_id: int, marks: Watermarks, records=()) -> CommitProperties:
+        """The commit's app transaction and metadata; ``records`` advance the per-partition
+        ``offsets`` (the last Kafka offset the table has seen, for a consumer that must seek)."""
+        offsets = dict(self._offsets)
+        for r in records:
+            name = f"{r.topic}/{r.partition}"
+            offsets[name] = max(offsets.get(name, -1), r.offset)
+        doc = json.dumps({"app_id": app_id, "batch_id": batch_id, "watermarks": marks.to_json(),
+                          "offsets": dict(sorted(offsets.items()))}, separators=(",", ":"))
         return CommitProperties(custom_metadata={METADATA_KEY: doc},
                                 app_transactions=[Transaction(app_id, batch_id)])
 
@@ -107,3 +116,11 @@ def _user_metadata(commit: dict):
     if isinstance(doc, str) and doc.startswith("{") and METADATA_KEY in doc:
         return json.loads(doc).get(METADATA_KEY)
     return None
+
+
+def held_positions(path: str, storage_options: dict | None = None) -> dict:
+    """What the table at ``path`` holds, from its newest sink commit: ``{"app_id", "batch_id",
+    "watermarks": {"<topic>/<partition>": [commit_lsn, order]}, "offsets": {"<topic>/<partition>":
+    last offset}}`` ({} for a table the sink never wrote). A source or a Connect runtime that lost
+    its checkpoint may start from here; the sink itself drops anything at or below the marks."""
+    return SinkTable(path, storage_options).metadata()

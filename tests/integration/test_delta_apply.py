@@ -16,7 +16,7 @@ import pytest
 from deltalake import DeltaTable
 
 from spark_sink.delta import (DeltaConfigError, PoisonRecordError, SchemaChangeError, StaleBatchError, delta_append,
-                              delta_apply, from_config, optimize, vacuum)
+                              delta_apply, from_config, held_positions, optimize, vacuum)
 from tests.delta_cdc import (PLACEHOLDER, Events, batch, decimal_bytes, random_history,
                              records_of, reference_history)
 
@@ -144,12 +144,15 @@ def test_commit_metadata_records_the_source_positions_it_holds(tmp_path):
     [commit] = DeltaTable(path).history(1)
     doc = json.loads(commit["riverlog.delta"])
     assert doc == {"app_id": "app", "batch_id": 9,
-                   "watermarks": {"shop.public.customers/0": [500, 2], "shop.public.customers/1": [450, 0]}}
+                   "watermarks": {"shop.public.customers/0": [500, 2], "shop.public.customers/1": [450, 0]},
+                   "offsets": {"shop.public.customers/0": 10, "shop.public.customers/1": 0}}
+    assert held_positions(path) == doc and held_positions(str(tmp_path / "none")) == {}
     assert DeltaTable(path).transaction_version("app") == 9
     optimize(path)   # a commit without the metadata in between
     fn(batch([b.change("u", after={"id": 2, "name": "z", "note": None}, lsn=600, order=0)]), 10)
     doc = json.loads(DeltaTable(path).history(1)[0]["riverlog.delta"])
     assert doc["watermarks"] == {"shop.public.customers/0": [500, 2], "shop.public.customers/1": [600, 0]}
+    assert doc["offsets"] == {"shop.public.customers/0": 10, "shop.public.customers/1": 1}
 
 
 def test_toast_placeholder_keeps_the_tables_value_in_scd1_and_scd2(tmp_path):
