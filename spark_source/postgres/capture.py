@@ -106,6 +106,9 @@ class Capture:
 
     def _new_snapshot(self, state) -> CdcOffset:
         o = self.options
+        if self.stream is not None:       # positions of the slot being replaced mean nothing now
+            self.stream.close()
+            self.stream = None
         if state is not None:
             slots.check_slot(state, o)
             log.warning("slot '%s' exists; a new query that snapshots starts it again", o.slot_name)
@@ -149,7 +152,7 @@ class Capture:
         if self.options.snapshot_mode == "when_needed":
             log.warning("slot '%s' cannot resume from %s; snapshot.mode=when_needed takes a new snapshot",
                         self.options.slot_name, lsn_to_str(start.lsn))
-            return self._new_snapshot(None if state is None or state.wal_status == "lost" else state)
+            return self._new_snapshot(state)
         raise SlotLostError(f"slot '{self.options.slot_name}' "
                             f"{'does not exist' if state is None else 'no longer holds WAL from ' + lsn_to_str(start.lsn)}"
                             ": changes after the query's offsets are gone; restart the query with a new checkpoint "
