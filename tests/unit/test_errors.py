@@ -227,20 +227,20 @@ def _all_error_classes() -> list[type]:
     import importlib
     import pkgutil
 
-    import broker
-    import spark_sink
-    import spark_source
-    for package in (broker, spark_sink, spark_source):
+    roots = ("broker", "spark_sink", "spark_source", "streams", "connect")
+    for package in map(importlib.import_module, roots):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             if info.name.rsplit(".", 1)[-1] not in ("__main__", "demo"):
                 importlib.import_module(info.name)
     found, todo = set(), [RiverlogError]
     while todo:
         for sub in todo.pop().__subclasses__():
-            if sub not in found and sub.__module__.split(".")[0] in ("broker", "spark_sink", "spark_source"):
+            if sub not in found and sub.__module__.split(".")[0] in roots:
                 found.add(sub)
                 todo.append(sub)
-    return sorted((c for c in found if c not in errors.CATEGORIES), key=lambda c: (c.__module__, c.__name__))
+    # A category (``_category = True`` on the class itself) is caught, never raised.
+    return sorted((c for c in found if c not in errors.CATEGORIES and not c.__dict__.get("_category")),
+                  key=lambda c: (c.__module__, c.__name__))
 
 
 ALL_ERROR_CLASSES = _all_error_classes()
