@@ -54,7 +54,7 @@ def kafka_habits(group: click.Group, path: str = "") -> None:
         full = f"{path} {name}".strip()
         tool = KAFKA_TOOLS.get(full)
         if tool:
-            summary = command.short_help or click.utils.make_default_short_help(command.help or "", 60)
+            summary = command.get_short_help_str(limit=60)
             command.short_help = f"[{tool}] {summary}".strip()
         if isinstance(command, click.Group):
             kafka_habits(command, full)
