@@ -9,14 +9,15 @@ column (a JSON value) arrives as a DataFrame and a struct result may be returned
 (DDL or ``DataType``): the new column's type, needed on Spark before any row exists.
 
 On Spark a vectorised step runs in the sub-topology's leading stateless line
-(:mod:`streams.spark_plan`), consecutive ones fused into one ``mapInArrow``: one call per Arrow
-batch, never one per record. The reference interpreter (and so ``TopologyTestDriver``) processes
+(:mod:`streams.spark_plan`) as an Arrow UDF (``arrow_udf``) of only the columns it takes: one call
+per Arrow batch, never one per record. The reference interpreter (and so ``TopologyTestDriver``) processes
 records one at a time and calls the function with one-row Series. Both build the Series with
 pyarrow's ``to_pandas`` and convert the result to ``returnType`` through Arrow, so an elementwise
 function gives the same values on both.
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 from broker.errors import InvalidConfigError
@@ -193,8 +194,7 @@ def evaluate(fn, keys, values, n: int):
     the pair (keys, values)."""
     import pandas as pd
     import pyarrow.compute as pc
-    args = (values,) if fn.arity == 1 else (keys, values)
-    out = fn.fn(*args)
+    out = fn.fn(values) if fn.arity == 1 else fn.fn(keys, values)
     what = fn.what
     if fn.op in _PREDICATES:
         return pc.fill_null(_column(out, n, None, what), False)
@@ -224,32 +224,59 @@ def call_record(fn, key: Any, value: Any):
 
 
 # ------------------------------------------------------------------------------ Spark
-def output_schema(schema, steps):
-    """The rows' Spark schema after ``steps`` ((op, Fn) pairs) change key and value types."""
+def result_type(fn):
+    """The Spark type of the column ``fn`` gives: boolean for a predicate, ``struct<key, value>``
+    for ``map``, else its ``returnType``."""
     from pyspark.sql import types as T
-    types = {f.name: f.dataType for f in schema.fields}
-    for op, fn in steps:
-        if op in ("mapValues", "flatMapValues"):
-            t = fn.return_type
-            types["value"] = t.elementType if op == "flatMapValues" else t
-        elif op == "selectKey":
-            types["key"] = fn.return_type
-        elif op == "map":
-            types["key"], types["value"] = fn.return_type["key"].dataType, fn.return_type["value"].dataType
-    return T.StructType([T.StructField(f.name, types[f.name], True) for f in schema.fields])
+    return T.BooleanType() if fn.op in _PREDICATES else fn.return_type
+
+
+def arrow_function(fn):
+    """What Spark's Arrow UDF runs for ``fn``: Arrow arrays in (the values, or the keys and the
+    values, by arity), one Arrow array out."""
+    def run(*arrays):
+        import pyarrow as pa
+        n = len(arrays[-1])
+        if n == 0:
+            return pa.array([], type=_arrow_type(result_type(fn)))
+        keys = series(arrays[0]) if len(arrays) == 2 else None
+        out = evaluate(fn, keys, series(arrays[-1]), n)
+        if isinstance(out, tuple):
+            return pa.StructArray.from_arrays(list(out), names=["key", "value"])
+        return out
+    return run
+
+
+def spark_column(fn):
+    """``fn`` as a Spark column: a scalar Arrow UDF of the key and value columns it takes (its
+    kind told by type hints, as ``arrow_udf`` prefers)."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+    run = arrow_function(fn)
+    names = ["values"] if fn.arity == 1 else ["keys", "values"]
+
+    def udf(*arrays):
+        return run(*arrays)
+    # Real classes, not the strings ``from __future__ import annotations`` would leave.
+    udf.__annotations__ = {**{n: pa.Array for n in names}, "return": pa.Array}
+    udf.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=pa.Array) for n in names],
+        return_annotation=pa.Array)
+    return F.arrow_udf(udf, result_type(fn))(*[F.col(n[:-1]) for n in names])
 
 
 def apply_batch(batch, steps):
-    """``steps`` on one Arrow record batch of a query's rows (columns key, value, ...); None when
-    no row is left (a function is never called with no rows)."""
+    """``steps`` ((op, Fn) pairs) on one Arrow record batch (columns key, value, ...), with the
+    function Spark's UDFs run and the same plan around it (filter, replace, explode): the Arrow
+    semantics of the fast path without Spark. None when no row is left."""
     import pyarrow as pa
     import pyarrow.compute as pc
     for op, fn in steps:
         names = batch.schema.names
-        n = batch.num_rows
-        if n == 0:
+        if batch.num_rows == 0:
             return None
-        out = evaluate(fn, series(batch.column("key")), series(batch.column("value")), n)
+        args = [batch.column("value")] if fn.arity == 1 else [batch.column("key"), batch.column("value")]
+        out = arrow_function(fn)(*args)
         if op in _PREDICATES:
             batch = batch.filter(pc.invert(out) if op == "filterNot" else out)
             continue
@@ -263,16 +290,6 @@ def apply_batch(batch, steps):
         elif op == "selectKey":
             columns["key"] = out
         else:
-            columns["key"], columns["value"] = out
+            columns["key"], columns["value"] = out.field("key"), out.field("value")
         batch = pa.RecordBatch.from_arrays([columns[name] for name in names], names=names)
     return batch
-
-
-def map_in_arrow(steps):
-    """``mapInArrow``'s function for a run of vectorised steps."""
-    def run(batches):
-        for batch in batches:
-            out = apply_batch(batch, steps)
-            if out is not None and out.num_rows:
-                yield out
-    return run

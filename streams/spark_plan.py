@@ -3,8 +3,8 @@
 The *prefix* is the longest line of stateless operations from a sub-topology's single source
 (filter, filterNot, mapValues, selectKey, map with two expressions, flatMapValues) whose arguments
 are SQL or vectorised callables (:mod:`streams.column_functions`). Spark decodes the source's bytes with
-its serdes and applies the SQL steps as column expressions and each run of vectorised steps as one
-``mapInArrow`` (one call per Arrow batch); the rest of the sub-topology (from the prefix's first
+its serdes and applies the SQL steps as column expressions and the vectorised ones as Arrow UDFs
+(one call per Arrow batch); the rest of the sub-topology (from the prefix's first
 child on) runs in the task processors. A sub-topology that is only a prefix ending at a
 fixed-topic sink runs no Python per record (none at all when it is all SQL). The reference
 interpreter evaluates the same SQL text and calls the same functions, so both agree
@@ -73,37 +73,35 @@ def apply(df, p: Plan, defaults: tuple):
     df = df.select((ks.decode(F.col("key")) if ks is not None else F.col("key")).alias("key"),
                    (vs.decode(F.col("value")) if vs is not None else F.col("value")).alias("value"),
                    "topic", "partition", "offset", "timestamp", "headers")
-    steps: list = []
     for n in p.prefix:
         a = n.args
         f = vectorized_fn(n)
         if f is not None:
-            steps.append((n.op, f))
-            continue
-        df, steps = _vectorized(df, steps), []
+            from streams.column_functions import spark_column
+            col = spark_column(f)
+            if n.op == "map":
+                df = df.withColumn("__kv", col).select(
+                    F.col("__kv.key").alias("key"), F.col("__kv.value").alias("value"),
+                    "topic", "partition", "offset", "timestamp", "headers")
+                continue
+            a = {"predicate": col, "mapper": col, "selector": col}
+        else:
+            a = {k: F.expr(v.sql) for k, v in a.items() if k in _ARGS}
         if n.op == "filter":
-            df = df.where(F.coalesce(F.expr(a["predicate"].sql), F.lit(False)))
+            df = df.where(F.coalesce(a["predicate"], F.lit(False)))
         elif n.op == "filterNot":
-            df = df.where(~F.coalesce(F.expr(a["predicate"].sql), F.lit(False)))
+            df = df.where(~F.coalesce(a["predicate"], F.lit(False)))
         elif n.op == "mapValues":
-            df = df.withColumn("value", F.expr(a["mapper"].sql))
+            df = df.withColumn("value", a["mapper"])
         elif n.op == "selectKey":
-            df = df.withColumn("key", F.expr(a["selector"].sql))
+            df = df.withColumn("key", a["selector"])
         elif n.op == "map":
-            df = df.select(F.expr(a["key"].sql).alias("__k"), F.expr(a["value"].sql).alias("__v"),
+            df = df.select(a["key"].alias("__k"), a["value"].alias("__v"),
                            "topic", "partition", "offset", "timestamp", "headers") \
                    .withColumnRenamed("__k", "key").withColumnRenamed("__v", "value")
         elif n.op == "flatMapValues":
-            df = df.withColumn("value", F.explode(F.expr(a["mapper"].sql)))
-    return _vectorized(df, steps)
-
-
-def _vectorized(df, steps: list):
-    """A run of vectorised steps as one ``mapInArrow``."""
-    if not steps:
-        return df
-    from streams.column_functions import map_in_arrow, output_schema
-    return df.mapInArrow(map_in_arrow(steps), output_schema(df.schema, steps))
+            df = df.withColumn("value", F.explode(a["mapper"]))
+    return df
 
 
 def sink_columns(df, p: Plan, defaults: tuple, application_id: str):

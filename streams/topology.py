@@ -178,7 +178,7 @@ class TopologyDescription:
             p = plan(sub)
             vectorized = any(getattr(v, "is_vectorized", False) for n in p.prefix for v in n.args.values())
             if p.sink is not None:
-                how = "one streaming query, all Spark SQL" + (" and vectorised Python (mapInArrow)" if vectorized else "")
+                how = "one streaming query, all Spark SQL" + (" and vectorised Python (Arrow UDFs)" if vectorized else "")
             else:
                 how = ("one streaming query: transformWithState, one task per input partition" if sub.stateful
                        else "one streaming query: mapInArrow, stateless")

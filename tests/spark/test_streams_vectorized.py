@@ -46,7 +46,7 @@ def test_vectorised_steps_on_spark_equal_the_test_driver(spark, spark_broker, tm
     suffix = uuid.uuid4().hex[:8]
     source, out = make_topic(spark_broker, f"vec-in-{suffix}", 1), make_topic(spark_broker, f"vec-out-{suffix}", 1)
     tp = topology(source, out)
-    assert "all Spark SQL and vectorised Python (mapInArrow)" in str(tp.describe())
+    assert "all Spark SQL and vectorised Python (Arrow UDFs)" in str(tp.describe())
     rs = records()
     d = TopologyTestDriver(tp, {"application.id": "oracle"})
     i = d.createInputTopic(source, S, Serdes.Json(ORDER))
