@@ -10,14 +10,15 @@ position seen twice is one change (a replay inside the batch).
 * **SCD type 2** (:func:`fold_scd2`): every change becomes a history row (:class:`Version`). A
   delete's row carries the key's last values (it ends the row's life, it changes no column) and is
   never current. :func:`history_rows` gives ``__valid_from`` (the change's source time),
-  ``__valid_to`` (the next change's time; null while current; a delete row is an instant: its own time),
-  ``__is_current``, ``__op``, ``__lsn`` and ``__order``.
+  ``__valid_to`` (the next change's time; null while current; a delete row is an instant, its own
+  time), ``__is_current``, ``__op``, ``__lsn`` and ``__order``.
 * A **truncate** (``op`` ``t``) empties an SCD-1 table; in SCD-2 it ends every current row at its
   time and writes no rows of its own.
 
 **Replays across batches** are decided by :class:`Watermarks`: per source stream (topic, partition)
-the highest position the table holds (the riverlog.cdc header position, else the offset), recorded in the Delta commit metadata with every commit. A
-stream delivers its changes in position order and batches commit in order, so a change at or below
+the highest position the table holds (the riverlog.cdc header position, else the offset), recorded
+in the Delta commit metadata with every commit. A stream delivers its changes in position order
+and batches commit in order, so a change at or below
 the mark is already in the table: it is dropped, whatever batch id carries it. This is what lets a
 restarted query whose checkpoint was deleted replay from the source's committed position without
 applying anything twice, and why an older change can never move a row backwards.
@@ -25,7 +26,7 @@ applying anything twice, and why an older change can never move a row backwards.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from spark_sink.delta.records import Change
 from spark_sink.delta.schema import UNAVAILABLE
@@ -207,10 +208,3 @@ class Watermarks:
             marks[(topic, int(partition))] = (int(pos[0]), int(pos[1]))
         return cls(marks)
 
-
-def group_by_table(changes: Iterable[Change], path_of: Callable[[str], str]) -> dict[str, list[Change]]:
-    """Changes per target path, in input order."""
-    out: dict[str, list[Change]] = {}
-    for c in changes:
-        out.setdefault(path_of(c.table), []).append(c)
-    return out
