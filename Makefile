@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(PY) bench/sink_bench.py
 	$(PY) bench/spark_latency_bench.py
 	$(PY) bench/streams_bench.py
+	$(PY) bench/cdc_bench.py
 
 proto: $(STAMP)
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --grpc_python_out=. broker/proto/riverlog.proto
