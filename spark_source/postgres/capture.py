@@ -112,7 +112,7 @@ class Capture:
         if state is not None:
             slots.check_slot(state, o)
             log.warning("slot '%s' exists; a new query that snapshots starts it again", o.slot_name)
-            slots.drop_slot(self.sql, o.slot_name)
+            slots.drop_slot(self.sql, o.slot_name, wait_s=10)
         repl = slots.connect(o, replication=True)
         try:
             lsn, name = slots.create_slot(repl, o.slot_name, temporary=o.snapshot_mode == "initial_only")
@@ -272,7 +272,7 @@ class Capture:
             self.stream = None
         if self.options.slot_drop_on_stop:
             try:
-                if not slots.drop_slot(self.sql, self.options.slot_name):
+                if not slots.drop_slot(self.sql, self.options.slot_name, wait_s=10):
                     log.warning("slot '%s' is in use and was not dropped (slot.drop.on.stop)", self.options.slot_name)
             except Exception as e:  # noqa: BLE001 — closing goes on
                 log.warning("could not drop slot '%s': %s", self.options.slot_name, e)

@@ -92,6 +92,13 @@ class EmbeddedPostgres:
 
     # ------------------------------------------------------------------------------ lifecycle
     def start(self) -> "EmbeddedPostgres":
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()   # a half-started server and its temporary directory are not left behind
+            raise
+
+    def _start(self) -> "EmbeddedPostgres":
         self._bin = _bin_dir()
         self._run_as = self._system_user()
         if not (self.pgdata / "PG_VERSION").exists():
@@ -111,7 +118,7 @@ class EmbeddedPostgres:
         return self
 
     def stop(self) -> None:
-        if self.running:
+        if self.running or (self.pgdata / "postmaster.pid").exists():
             try:
                 self._tool("pg_ctl", "-D", str(self.pgdata), "-w", "-t", "30", "-m", "fast", "stop")
             finally:

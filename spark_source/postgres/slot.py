@@ -220,10 +220,19 @@ def create_slot(repl_conn, name: str, temporary: bool = False) -> tuple[int, str
     return lsn_from_str(consistent_point), snapshot_name
 
 
-def drop_slot(conn, name: str) -> bool:
-    """Drop the slot if it exists and nobody streams from it; True when it is gone."""
-    with conn.cursor() as cur:
-        cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                    "WHERE slot_name = %s AND NOT active", (name,))
-        cur.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s", (name,))
-        return cur.fetchone()[0] == 0
+def drop_slot(conn, name: str, wait_s: float = 0.0) -> bool:
+    """Drop the slot if it exists and nobody streams from it; True when it is gone. ``wait_s``:
+    how long a reader that is going away (the server process of a connection just closed) may
+    still hold it."""
+    import time
+    deadline = time.monotonic() + wait_s
+    while True:
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                        "WHERE slot_name = %s AND NOT active", (name,))
+            cur.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s", (name,))
+            if cur.fetchone()[0] == 0:
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
