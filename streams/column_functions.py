@@ -5,15 +5,17 @@
 it stands for, by arity, but as columns: ``predicate(keys, values)``, ``mapper(values)`` or
 ``mapper(keys, values)``, and returns one result per row (a Series, an array or a list; ``map``: a
 DataFrame with columns ``key`` and ``value``, or a pair of Series). As in ``pandas_udf``, a struct
-column (a JSON value) arrives as a DataFrame and a struct result may be returned as one. ``returnType`` is a Spark type
-(DDL or ``DataType``): the new column's type, needed on Spark before any row exists.
+column (a JSON value) arrives as a DataFrame and a struct result may be returned as one.
+``returnType`` is a Spark type (DDL or ``DataType``): the new column's type, which Spark needs
+before any row exists.
 
-On Spark a vectorised step runs in the sub-topology's leading stateless line
-(:mod:`streams.spark_plan`) as an Arrow UDF (``arrow_udf``) of only the columns it takes: one call
-per Arrow batch, never one per record. The reference interpreter (and so ``TopologyTestDriver``) processes
-records one at a time and calls the function with one-row Series. Both build the Series with
-pyarrow's ``to_pandas`` and convert the result to ``returnType`` through Arrow, so an elementwise
-function gives the same values on both.
+On Spark a vectorised step in the sub-topology's leading stateless line
+(:mod:`streams.spark_plan`) is an Arrow UDF (``arrow_udf``) of only the columns it takes: one call
+per Arrow batch, never one per record. The reference interpreter (and so ``TopologyTestDriver``)
+processes records one at a time and calls the function with one-row Series, typed as Spark's
+columns would be where the stream's serdes say. Both build the Series from Arrow the same way and
+convert the result to ``returnType`` through Arrow, so an elementwise function gives the same
+values on both.
 """
 from __future__ import annotations
 

@@ -146,3 +146,18 @@ def test_one_arrow_batch_gives_what_the_driver_gives_one_record_at_a_time(record
                                                                    "gross": v["amount"] * 2}),
                                       "user STRING, gross BIGINT")))
     assert batch_run(pipeline, records) == run(pipeline, records)
+
+
+def test_a_vectorised_step_survives_the_trip_to_spark_workers():
+    """A task after a stateful step gets its processors pickled (``Fn.__getstate__``): the
+    operation, the result type and the column types must come along."""
+    import pickle
+
+    from pyspark import cloudpickle
+    b = StreamsBuilder()
+    s = b.stream("in", Consumed.with_(S, J)).mapValues(vectorized(lambda v: v["amount"] + 1, "bigint"))
+    f = pickle.loads(cloudpickle.dumps(s._node.args["mapper"]))
+    assert (f.op, f.return_type.simpleString(), f.types[1].simpleString()) == \
+        ("mapValues", "bigint", "struct<user:string,amount:bigint>")
+    from streams.column_functions import call_record
+    assert call_record(f, "k", {"user": "ann", "amount": 41}) == 42
