@@ -120,15 +120,23 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         if self.running or (self.pgdata / "postmaster.pid").exists():
             try:
-                self._tool("pg_ctl", "-D", str(self.pgdata), "-w", "-t", "30", "-m", "fast", "stop")
+                self._shutdown()
             finally:
                 self.running = False
         if self._own_dir:
             shutil.rmtree(self._root, ignore_errors=True)
 
+    def _shutdown(self) -> None:
+        """Fast shutdown; immediate when it hangs (a logical walsender waits for a client that
+        still holds its replication connection open but reads nothing)."""
+        try:
+            self._tool("pg_ctl", "-D", str(self.pgdata), "-w", "-t", "10", "-m", "fast", "stop")
+        except RuntimeError:
+            self._tool("pg_ctl", "-D", str(self.pgdata), "-w", "-t", "30", "-m", "immediate", "stop")
+
     def restart(self) -> None:
         """Stop and start again on the same directory and port (data kept)."""
-        self._tool("pg_ctl", "-D", str(self.pgdata), "-w", "-t", "30", "-m", "fast", "stop")
+        self._shutdown()
         self.running = False
         own, self._own_dir = self._own_dir, False
         try:
