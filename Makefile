@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-simulation test-integration test-spark soak bench proto lint clean check-python
+.PHONY: demo demo-cdc test test-unit test-simulation test-integration test-spark soak bench proto lint clean check-python
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Riverlog needs Python 3.10 or newer")'
@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml | check-python
 
 demo: $(STAMP)
 	$(PY) -m spark_source.demo
+
+demo-cdc: $(STAMP)
+	$(PY) -m spark_source.postgres.demo
 
 test: $(STAMP)
 	$(PY) -m pytest
