@@ -22,6 +22,10 @@ spread (min–max) beside it. Prints one JSON line per figure:
    the changelog) for changelogs of 1k, 10k and 100k keys: start until the first batch is done.
 5. ``latency``: produce → visible to a ``read_committed`` consumer, p50 and p95, 200 rec/s,
    exactly-once, ``commit.interval.ms`` 100: a stateless (pure SQL) and a stateful topology.
+6. ``mapvalues``: one stateless ``mapValues`` (upper-case the String value) → ``to``, written as SQL
+   (all in Spark), as a vectorised callable (``streams.vectorized``: one ``mapInArrow`` call per
+   Arrow batch, serdes in Spark) and as a per-record callable (the task: Python per record,
+   serdes included); one JSON line each, wall-clock rec/s with the batches' own rate beside it.
 
     python bench/streams_bench.py [--records 200000] [--rounds 2] [--only window,count] [--scale 0.25]
 
@@ -51,7 +55,7 @@ from spark_source_bench import local_spark  # noqa: E402
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor  # noqa: E402
 
 BASE = 1_700_000_000_000  # event time of the first record (ms)
-PARTS = ("window", "ktable", "count", "breakdown", "restore", "latency")
+PARTS = ("window", "ktable", "count", "breakdown", "restore", "latency", "mapvalues")
 
 
 # ------------------------------------------------------------------------------ input
@@ -533,6 +537,71 @@ def measure_latency(ctx, name: str, topology, seconds: float, rate: float) -> li
     return sorted(latencies)
 
 
+# ------------------------------------------------------------------------------ 6. mapValues: SQL, vectorised, per record
+def part_mapvalues(ctx, n: int, rounds: int) -> None:
+    from streams import vectorized
+    from streams.builder import StreamsBuilder
+    from streams.parameters import Consumed, Produced
+    from streams.serdes import Serdes
+    topic = "mapvalues-in"
+    create_topic(ctx.servers, topic, 2)
+    fill(ctx.servers, topic, n, keys=1000)
+    mappers = {"sql": "upper(value)", "vectorized": vectorized(lambda v: v.str.upper(), "string"),
+               "per_record": lambda v: v.upper()}
+
+    def topology(mapper):
+        def build(out):
+            b = StreamsBuilder()
+            (b.stream(topic, Consumed.with_(Serdes.String(), Serdes.String())).mapValues(mapper)
+             .to(out, Produced.with_(Serdes.String(), Serdes.String())))
+            return b.build()
+        return build
+
+    results = {k: [] for k in mappers}
+    for _ in range(rounds):
+        for k, mapper in mappers.items():
+            results[k].append(run_dsl(ctx, f"mv-{k}", topology(mapper)))
+    base = None
+    for k, rs in results.items():
+        rates = sorted(n / r["wall"] for r in rs)
+        rate = statistics.median(rates)
+        base = base or rate
+        emit(f"streams.mapvalues.{k}", rate, "rec/s", records=n, spread=[round(rates[0]), round(rates[-1])],
+             batches_rec_s=round(statistics.median(n / r["batches"] for r in rs)),
+             ratio_to_sql=round(rate / base, 3), output_offsets=rs[-1]["out"])
+    mapvalues_python_alone(topology, mappers)
+
+
+def mapvalues_python_alone(topology, mappers, rows: int = 10_000, repeat: int = 20) -> None:
+    """The Python each callable form runs per Arrow batch of ``rows`` (Spark's default
+    ``maxRecordsPerBatch``), no Spark, CPU time: the vectorised step's Arrow UDF function against
+    the per-record task's ``mapInArrow`` function (deserialize, call, serialize per record)."""
+    import pyarrow as pa
+    from streams.column_functions import arrow_function
+    from streams.interpreter import default_serdes
+    from streams.spark_plan import plan, vectorized_fn
+    from streams.spark_task import stateless_batches
+    values = pa.array([f"v{i}" for i in range(rows)], pa.string())
+    tp = topology(mappers["vectorized"])("py-out")
+    udf = arrow_function(vectorized_fn(plan(tp.subtopologies[0]).prefix[0]))
+    batch = pa.RecordBatch.from_pydict({
+        "key": pa.array([b"k%d" % (i % 1000) for i in range(rows)]), "value": pa.array([b"v%d" % i for i in range(rows)]),
+        "topic": pa.array(["mapvalues-in"] * rows), "partition": pa.array([0] * rows, pa.int32()),
+        "offset": pa.array(range(rows), pa.int64()),
+        "timestamp": pa.array([BASE * 1000 + i for i in range(rows)], pa.timestamp("us", tz="UTC")),
+        "headers": pa.nulls(rows, pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))})
+    task = stateless_batches(topology(mappers["per_record"])("py-out"), 0, "py", default_serdes({}))
+    for name, call in (("vectorized", lambda: udf(values)), ("per_record", lambda: list(task([batch])))):
+        rates = []
+        for _ in range(3):
+            start = time.process_time()
+            for _ in range(repeat):
+                call()
+            rates.append(rows * repeat / (time.process_time() - start))
+        emit(f"streams.mapvalues.{name}.python_alone", max(rates), "rec/s (CPU time)", batch_rows=rows,
+             spread=[round(min(rates)), round(max(rates))])
+
+
 # ------------------------------------------------------------------------------ main
 class Ctx:
     def __init__(self, spark, servers: str, tmp: str):
@@ -582,6 +651,8 @@ def main() -> None:
                 part_breakdown(ctx, n)
             if "restore" in parts:
                 part_restore(ctx, [max(100, int(k * args.scale)) for k in (1_000, 10_000, 100_000)])
+            if "mapvalues" in parts:
+                part_mapvalues(ctx, n, args.rounds)
             if "latency" in parts:
                 part_latency(ctx, args.latency_seconds * min(1.0, max(args.scale, 0.25)), args.rate)
         finally:
