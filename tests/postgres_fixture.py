@@ -44,6 +44,14 @@ class PgDatabase:
         active, restart, confirmed = rows[0]
         return {"active": active, "restart_lsn": lsn_from_str(restart), "confirmed_flush_lsn": lsn_from_str(confirmed)}
 
+    def drop_slot(self, name: str) -> None:
+        """Drop a slot once the reader that held it is gone (its server process exits a moment
+        after the client closed the connection)."""
+        from tests.conftest import wait_until
+        wait_until(lambda: not self.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s",
+                                            (name,))[0][0], timeout=10, message=f"slot {name} released")
+        self.execute("SELECT pg_drop_replication_slot(%s)", (name,))
+
     def drop(self) -> None:
         from tests.conftest import wait_until
 

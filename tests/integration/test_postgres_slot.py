@@ -10,6 +10,7 @@ from spark_source.postgres.errors import (MissingPrimaryKeyError, PublicationErr
                                           SlotInUseError, WalLevelError)
 from spark_source.postgres.options import CdcOptions
 from spark_source.postgres.replication import ReplicationStream
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -102,7 +103,8 @@ def test_snapshot_modes(pg_db):
     start = only.initial_offset()
     end = only.next_offset(start, None)
     assert (start.phase, end.phase, len(only.records(start, end))) == (SNAPSHOT, DONE, 5)
-    assert only.next_offset(end, None) == end and pg_db.slot("only") is None   # temporary slot, nothing streams
+    assert only.next_offset(end, None) == end                                   # nothing streams after it
+    wait_until(lambda: pg_db.slot("only") is None, timeout=10, message="the temporary slot gone")
     only.close()
 
     none = _capture(pg_db, slot_name="none", snapshot_mode="no_data")
@@ -113,11 +115,11 @@ def test_snapshot_modes(pg_db):
     resumed = _capture(pg_db, slot_name="none", snapshot_mode="when_needed")
     assert resumed.next_offset(start, None) == start                            # the slot is there: resume
     resumed.close()
-    pg_db.execute("SELECT pg_drop_replication_slot('none')")
+    pg_db.drop_slot("none")
     again = _capture(pg_db, slot_name="none", snapshot_mode="when_needed")
     fresh = again.next_offset(start, None)                                      # slot lost: a new snapshot
     assert fresh.phase == SNAPSHOT and fresh.lsn > start.lsn and pg_db.slot("none") is not None
     again.close()
-    pg_db.execute("SELECT pg_drop_replication_slot('none')")
+    pg_db.drop_slot("none")
     with pytest.raises(SlotLostError, match="slot 'none' does not exist.*snapshot.mode=when_needed"):
         _capture(pg_db, slot_name="none", snapshot_mode="initial").next_offset(start, None)
