@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from broker.client import AdminClient, Consumer, NewTopic, TopicPartition
-from broker.errors import TopicAlreadyExistsError
+from broker.errors import RiverlogError, TopicAlreadyExistsError
 
 from connect import converters, dead_letter, record_frame
 from connect.config import ConnectorConfig, WorkerConfig
@@ -51,25 +51,38 @@ def group_id(name: str) -> str:
 class ConnectorPaths:
     """Where a connector keeps its Spark checkpoint and the sinkId that goes with it."""
 
-    def __init__(self, state_dir: str, worker_group: str, name: str):
-        self.root = os.path.join(state_dir, re.sub(r"[^\w.-]", "_", worker_group), re.sub(r"[^\w.-]", "_", name))
+    def __init__(self, state_dir: str, worker_group: str, name: str, safe: bool = False):
+        self.root = os.path.join(state_dir, self.safe(worker_group), name if safe else self.safe(name))
         self.checkpoint = os.path.join(self.root, "checkpoint")
         self._sink_id_file = os.path.join(self.root, "sink-id")
+
+    @staticmethod
+    def safe(name: str) -> str:
+        return re.sub(r"[^\w.-]", "_", name)
 
     def fresh(self) -> bool:
         offsets = os.path.join(self.checkpoint, "offsets")
         return not (os.path.isdir(offsets) and os.listdir(offsets))
 
-    def sink_id(self, name: str) -> str:
-        """The current checkpoint's sinkId; a new one when the checkpoint is new or lost."""
-        if not self.fresh() and os.path.exists(self._sink_id_file):
+    def previous(self) -> tuple[str, str] | None:
+        """(sinkId, the cluster it wrote to) of the last query, if this worker ran one."""
+        try:
             with open(self._sink_id_file) as f:
-                return f.read().strip()
+                sink_id, _, servers = f.read().strip().partition("\n")
+        except FileNotFoundError:
+            return None
+        return sink_id, servers
+
+    def sink_id(self, name: str, servers: str) -> str:
+        """The current checkpoint's sinkId; a new one when the checkpoint is new or lost."""
+        previous = self.previous()
+        if not self.fresh() and previous is not None:
+            return previous[0]
         os.makedirs(self.root, exist_ok=True)
         sink_id = f"connect-{re.sub(r'[^A-Za-z0-9._-]', '_', name)}-{uuid.uuid4().hex[:12]}"
         tmp = self._sink_id_file + ".tmp"
         with open(tmp, "w") as f:
-            f.write(sink_id)
+            f.write(f"{sink_id}\n{servers}")
         os.replace(tmp, self._sink_id_file)
         return sink_id
 
@@ -77,6 +90,29 @@ class ConnectorPaths:
         """Forget the checkpoint (offsets were altered, or the connector deleted)."""
         import shutil
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def finish_pending(servers: str, owner: str) -> None:
+    """End what a killed query of ``owner`` left open: commit a batch it decided, abort every other
+    open attempt. Its open transactions would otherwise hold every ``read_committed`` reader of its
+    outputs and of connect-offsets (the worker's own start included) until
+    ``transaction.timeout.ms``. A replay with the checkpoint then skips the decided batch and
+    rewrites the aborted one; a new query without the checkpoint starts after the decided one."""
+    from broker.client.exactly_once import ONGOING, ExactlyOnce
+    pattern = re.compile(rf"{re.escape(owner)}-\d+-(\d+-\d+|offsets)")
+    with ExactlyOnce({"bootstrap.servers": servers}, owner) as eo:
+        decision = eo.log.latest(owner)
+        keep = set()
+        if decision is not None:
+            eo.commit(decision.batch_id, decision.attempts, record=False)
+            keep = decision.transactional_ids()
+        listing = eo.admin.list_transactions(eo.timeout, states=[ONGOING], prefix=owner + "-").result()
+        for t in listing:
+            if t.state == ONGOING and pattern.fullmatch(t.transactional_id) and t.transactional_id not in keep:
+                try:
+                    eo.admin.abort_transaction(t.transactional_id, eo.timeout).result()
+                except RiverlogError:
+                    pass  # ended meanwhile
 
 
 def batch_end_offset(checkpoint: str, batch_id: int) -> Any:
@@ -116,13 +152,20 @@ class Pipeline:
         default = BYTE_ARRAY if getattr(connector, "bytes_in_bytes_out", False) else None
         self.key_converter = _converter(config, worker, "key", default)
         self.value_converter = _converter(config, worker, "value", default)
+        self.tasks = len(connector.task_configs(config.tasks_max))
         self.sink_id = ""
         self.offsets_topic = storage.offset_log.topic
 
     # ------------------------------------------------------------------------------ starting
     def start(self):
         fresh = self.paths.fresh()
-        self.sink_id = self.paths.sink_id(self.config.name)
+        servers = self.connector.output_bootstrap_servers if isinstance(self.connector, SourceConnector) \
+            else self.worker.bootstrap_servers
+        previous = self.paths.previous()
+        if previous is not None:
+            for owner in (previous[0], previous[0] + "-dlq"):
+                finish_pending(previous[1] or servers, owner)
+        self.sink_id = self.paths.sink_id(self.config.name, servers)
         if isinstance(self.connector, SourceConnector):
             frame = self.connector.read_stream()
         else:
@@ -222,6 +265,8 @@ class Pipeline:
         frame = frame.persist()
         try:
             good, _ = self._check(frame)
+            if self.tasks > 1:
+                good = good.repartition(self.tasks)  # tasks.max: the write's parallelism
             out = record_frame.to_sink(good.withColumn("key", F.col("key").cast("binary"))
                                        .withColumn("value", F.col("value").cast("binary")), partition=True)
             pairs = c.source_offsets(batch_end_offset(self.paths.checkpoint, batch_id))
@@ -253,8 +298,8 @@ class Pipeline:
         try:
             good, bad = self._check(frame)
             good = good.drop(record_frame.ORIGINAL)
-            if self.config.tasks_max > 1:
-                good = good.repartition(self.config.tasks_max)
+            if self.tasks > 1:
+                good = good.repartition(self.tasks)  # tasks.max: the write's parallelism
             c.write_batch(good, batch_id)
             end = {t: ps for t, ps in batch_end_offset(self.paths.checkpoint, batch_id).items() if ps}
             dlq = self.config.errors_tolerance == "all" and bool(self.config.dlq_topic)
@@ -280,4 +325,4 @@ class Pipeline:
             consumer.close()
 
 
-__all__ = ["ConnectorPaths", "Pipeline", "batch_end_offset", "group_id"]
+__all__ = ["ConnectorPaths", "Pipeline", "batch_end_offset", "finish_pending", "group_id"]

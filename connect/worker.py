@@ -86,9 +86,11 @@ class Worker:
     def start(self, config: Mapping | None = None) -> "Worker":
         with self._lock:
             if not self._started:
+                self._stopping.clear()
                 import spark_source
                 spark_source.register(self.spark)
                 self.spark.streams.addListener(self.metrics)
+                self._finish_pending()
                 self.storage.start()
                 mine = [s.generation for s in self.storage.statuses.connectors.values()]
                 self._generation = max(mine, default=-1) + 1
@@ -106,6 +108,20 @@ class Worker:
                 if name not in self._connectors:
                     self.create_connector(name, props)
         return self
+
+    def _finish_pending(self) -> None:
+        """Before reading connect-offsets: end the transactions a killed worker left open (see
+        :func:`connect.pipeline.finish_pending`), or reading would wait for them to time out."""
+        from connect.pipeline import finish_pending
+        root = os.path.join(self.state_dir, ConnectorPaths.safe(self.config.group_id))
+        for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+            previous = ConnectorPaths(self.state_dir, self.config.group_id, name, safe=True).previous()
+            if previous is not None:
+                for owner in (previous[0], previous[0] + "-dlq"):
+                    try:
+                        finish_pending(previous[1] or self.config.bootstrap_servers, owner)
+                    except Exception:  # noqa: BLE001 - the connector's own start tries again and fails visibly
+                        log.warning("could not end the open transactions of %s", owner, exc_info=True)
 
     def close(self) -> None:
         """Stop every query (checkpoints kept) and close the clients; statuses stay as they were,

@@ -1,0 +1,67 @@
+"""The worker's pure parts: lag from Spark's offsets, the checkpoint's sinkId generations, the
+DirectorySink's batch names, and the plugin aliases."""
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.unit
+
+
+def test_lag_sums_what_both_offsets_name():
+    from connect.query_status import lag
+    assert lag({"orders": {"0": 5, "1": 7}}, {"orders": {"0": 9, "1": 7}}) == 4
+    assert lag('{"position": 10}', '{"position": 25}') == 15
+    assert lag({"position": 10}, None) is None
+    assert lag({"a": {"0": 3}}, {"b": {"0": 9}}) is None
+
+
+@given(st.dictionaries(st.sampled_from("abc"), st.dictionaries(st.sampled_from("0123"), st.integers(0, 10**6)),
+                       min_size=1))
+def test_lag_is_zero_at_the_latest_offset_and_never_negative(offsets):
+    from connect.query_status import lag
+    assert lag(offsets, offsets) in (0, None)
+    ahead = {t: {p: o + 1 for p, o in ps.items()} for t, ps in offsets.items()}
+    assert (lag(ahead, offsets) or 0) == 0
+
+
+def test_sink_id_is_kept_with_the_checkpoint_and_new_without_it(tmp_path):
+    from connect.pipeline import ConnectorPaths
+    paths = ConnectorPaths(str(tmp_path), "connect/group", "orders sink")
+    assert paths.previous() is None and paths.fresh()
+    first = paths.sink_id("orders sink", "b:9092")
+    assert paths.previous() == (first, "b:9092")
+    assert paths.sink_id("orders sink", "b:9092") != first  # still no checkpoint offsets: a new query
+    second = paths.previous()[0]
+    os.makedirs(os.path.join(paths.checkpoint, "offsets"))
+    with open(os.path.join(paths.checkpoint, "offsets", "0"), "w") as f:
+        f.write("v1\n{}\n{}\n")
+    assert paths.sink_id("orders sink", "b:9092") == second
+    assert "/" not in os.path.relpath(paths.root, tmp_path).split(os.sep)[0]
+    paths.discard()
+    assert not os.path.exists(paths.root)
+
+
+def test_directory_batch_names_sort_by_offset_and_hide_nothing():
+    from connect.directory_sink import DirectorySink
+    name = DirectorySink.batch_name("orders/eu", 3, 42)
+    assert name == "orders_eu+3+00000000000000000042"
+    assert not name.startswith(("_", "."))
+    assert DirectorySink.batch_name("t", 0, 9) < DirectorySink.batch_name("t", 0, 10)
+
+
+def test_plugins_known_by_class_and_short_name():
+    from connect import plugins
+    from connect.config import CONNECTORS, CONVERTERS, TRANSFORMATIONS
+    from connect.connector import connector_class
+    assert connector_class("FileStreamSource") is connector_class("org.apache.kafka.connect.file.FileStreamSourceConnector")
+    assert connector_class("DirectorySink").kind == "sink" and connector_class("TopicCopy").kind == "source"
+    assert plugins.canonical(CONVERTERS, "StringConverter") == "org.apache.kafka.connect.storage.StringConverter"
+    assert "org.apache.kafka.connect.transforms.MaskField$Value" in TRANSFORMATIONS
+    props = plugins.canonical_transform_config({"transforms.a.type": "RegexRouter", "predicates.p.type": "HasHeaderKey"})
+    assert props["transforms.a.type"] == "org.apache.kafka.connect.transforms.RegexRouter"
+    assert props["predicates.p.type"] == "org.apache.kafka.connect.transforms.predicates.HasHeaderKey"
+    assert "FileStreamSink" in CONNECTORS
