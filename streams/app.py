@@ -67,10 +67,13 @@ class StreamsApp:
         self.app = self.config["application.id"]
         self.defaults = default_serdes(self.config)
         check_serdes(topology, self.defaults)
+        from streams.global_table import check_global_on_spark
         from streams.joins import refuse_on_spark
         refuse_on_spark(topology)
+        check_global_on_spark(topology)
         self.queries = []
         self._partitions: dict[str, int] = {}
+        self._copartitioned: dict[str, int] = {}
 
     @property
     def client(self) -> dict:
@@ -86,6 +89,8 @@ class StreamsApp:
             self._partitions[name] = len(t.partitions)
 
     def partitions(self, topic: str) -> int:
+        if topic in self._copartitioned:
+            return self._copartitioned[topic]
         if topic in self._partitions:
             return self._partitions[topic]
         n = self.topology.repartition_partitions(self.app, topic, self.partitions)
@@ -94,11 +99,21 @@ class StreamsApp:
         raise StreamsError(f"source topic {topic!r} does not exist: create it before starting the application")
 
     def tasks(self, sub: SubTopology) -> int:
+        """Kafka's tasks: one per partition of the sub-topology's own topics (a global table's
+        topic, whatever its partitions, is read whole by every task)."""
         return max(self.partitions(t) for t in self.topology.source_topics(self.app, sub))
 
+    def runnable(self) -> list[SubTopology]:
+        """The sub-topologies that become queries, each with the global stores it joins; a global
+        sub-topology generates no tasks of its own."""
+        from streams.global_table import is_global, with_global_stores
+        return [with_global_stores(self.topology, s) for s in self.topology.subtopologies if not is_global(s)]
+
     def _create_internal_topics(self) -> None:
+        from streams.joins import copartition
         admin = AdminClient(self.client)
         self._topic_partitions(admin)
+        self._copartitioned = copartition(self.topology, self.app, self._partitions.get)
         existing = set(self._partitions)  # the loops below cache repartition topics' counts too
         wanted = []
         for sub in self.topology.subtopologies:
@@ -110,10 +125,10 @@ class StreamsApp:
                     wanted.append(NewTopic(t, self.partitions(t), self.config["replication.factor"],
                                            config={"retention.ms": "-1"}))
                     self._partitions[t] = self.partitions(t)
-        for sub in self.topology.subtopologies:
+        for sub in self.runnable():
             if not sub.stateful:
                 continue
-            n = self.tasks(sub)
+            n = self.tasks(self.topology.subtopologies[sub.id])
             for t, topic_config in ([(changelog_topic(self.app, s.name), s.changelog_config()) for s in sub.stores]
                                     + [(meta_changelog(self.app, sub.id), {"cleanup.policy": "compact"})]):
                 wanted.append(NewTopic(t, n, self.config["replication.factor"], config=topic_config))
@@ -212,21 +227,19 @@ class StreamsApp:
             c.close()
 
     def _initial_state(self, sub: SubTopology):
+        """Every store's latest entry per key and task, from all the changelogs in one read (one
+        scan and one shuffle, however many stores the sub-topology has)."""
+        from itertools import chain
         from pyspark.sql import Window, functions as F
-        frames = []
-        stores = [(s.name, changelog_topic(self.app, s.name)) for s in sub.stores]
-        stores.append((META_STORE, meta_changelog(self.app, sub.id)))
-        for store, topic in stores:
-            df = (self.spark.read.format("riverlog").option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
-                  .option("subscribe", topic).option("startingOffsets", "earliest").load())
-            w = Window.partitionBy("partition", "key").orderBy(F.col("offset").desc())
-            latest = (df.withColumn("_n", F.row_number().over(w)).where("_n = 1 AND value IS NOT NULL")
-                      .select("partition", F.lit(store).alias("store"), "key", "value"))
-            frames.append(latest)
-        out = frames[0]
-        for f in frames[1:]:
-            out = out.unionByName(f)
-        return out.groupBy("partition")
+        stores = {changelog_topic(self.app, s.name): s.name for s in sub.stores}
+        stores[meta_changelog(self.app, sub.id)] = META_STORE
+        df = (self.spark.read.format("riverlog").option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
+              .option("subscribe", ",".join(sorted(stores))).option("startingOffsets", "earliest").load())
+        names = F.create_map(*chain.from_iterable((F.lit(t), F.lit(n)) for t, n in sorted(stores.items())))
+        w = Window.partitionBy("topic", "partition", "key").orderBy(F.col("offset").desc())
+        latest = (df.withColumn("_n", F.row_number().over(w)).where("_n = 1 AND value IS NOT NULL")
+                  .select("partition", names[F.col("topic")].alias("store"), "key", "value"))
+        return latest.groupBy("partition")
 
     def _start(self, sub: SubTopology):
         topics = self.topology.source_topics(self.app, sub)
@@ -256,7 +269,7 @@ class StreamsApp:
             out = spark_plan.sink_columns(df, p, self.defaults, self.app)
         elif sub.stateful:
             init = self._initial_state(sub) if fresh else None
-            out = df.groupBy("partition").transformWithState(
+            out = self._to_tasks(df, sub).groupBy("partition").transformWithState(
                 TaskProcessor(self.topology, sub.id, self.app, self.defaults, p.entry), OUTPUT_DDL, "Append", "None",
                 initialState=init)
         else:
@@ -272,12 +285,27 @@ class StreamsApp:
                 f.write(owner)
         return query
 
+    def _to_tasks(self, df, sub: SubTopology):
+        """Rows grouped by task number: a task's own partition, and every row of a global table's
+        topic copied to each task (column ``partition`` becomes the task, ``source_partition``
+        keeps where the row came from)."""
+        from pyspark.sql import functions as F
+        from streams.global_table import global_topics
+        globals_ = sorted(global_topics(self.topology, sub))
+        if not globals_:
+            return df
+        n = self.tasks(self.topology.subtopologies[sub.id])
+        is_global = F.col("topic").isin(*globals_)
+        return (df.withColumn("source_partition", F.col("partition"))
+                .withColumn("partition", F.explode(F.when(is_global, F.sequence(F.lit(0), F.lit(n - 1)))
+                                                   .otherwise(F.array(F.col("partition"))))))
+
     def start(self) -> "StreamsApp":
         if self.queries:
             raise StreamsError("the application is already running")
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         self._create_internal_topics()
-        self.queries = [self._start(sub) for sub in self.topology.subtopologies]
+        self.queries = [self._start(sub) for sub in self.runnable()]
         return self
 
     def processAllAvailable(self, rounds: int = 50) -> None:
@@ -309,7 +337,9 @@ class StreamsApp:
         if spec is None:
             from streams.errors import InvalidStateStoreError
             raise InvalidStateStoreError(f"no store named {name!r}; the topology has {sorted(self.topology.stores())}")
-        return read_store(self.client, changelog_topic(self.app, name), spec)
+        from streams.global_table import global_stores
+        return read_store(self.client, changelog_topic(self.app, name), spec,
+                          only=0 if name in global_stores(self.topology) else None)
 
 
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"

@@ -69,3 +69,43 @@ def share_global_stores(interpreter, task) -> None:
             gtask, _ = interpreter.task(sub, 0)
             for s in sub.stores:
                 task.stores[s.name] = gtask.store(s.name)
+
+
+class GlobalTableSharedError(TopologyError):
+    """On Spark every task of the joining sub-topology holds a copy of the global store, logged to
+    the store's changelog partition of that task; two sub-topologies joining one GlobalKTable
+    would write two such sets of copies to one changelog."""
+    code, name, retriable, grpc_status = 1260, "GLOBAL_TABLE_SHARED", False, "UNIMPLEMENTED"
+
+
+def global_topics(topology, sub) -> set[str]:
+    """The global tables' topics a (merged) sub-topology reads."""
+    return {t for n in sub.sources if n.args.get("global") for t in n.topics}
+
+
+def with_global_stores(topology, sub):
+    """The sub-topology as Spark runs it: its nodes plus those of every global sub-topology whose
+    store it reads, so each task applies the global topic's records to its own copy of the store
+    (Kafka's one global thread per instance becomes one copy per task)."""
+    if is_global(sub):
+        return sub
+    from streams.topology import SubTopology
+    used = {n.args["global_store"] for n in sub.nodes if n.args.get("global_store")}
+    nodes = list(sub.nodes)
+    for g in topology.subtopologies:
+        if is_global(g) and used & {s.name for s in g.stores}:
+            nodes = list(g.nodes) + nodes
+    return sub if len(nodes) == len(sub.nodes) else SubTopology(sub.id, nodes)
+
+
+def check_global_on_spark(topology) -> None:
+    users: dict[str, list[int]] = {}
+    for sub in topology.subtopologies:
+        for n in sub.nodes:
+            if n.args.get("global_store") and not is_global(sub):
+                users.setdefault(n.args["global_store"], []).append(sub.id)
+    for store, subs in users.items():
+        if len(set(subs)) > 1:
+            raise GlobalTableSharedError(
+                f"GlobalKTable store {store!r} is joined from sub-topologies {sorted(set(subs))}; on Spark one "
+                f"sub-topology may join a given GlobalKTable: merge the streams before the join so one sub-topology joins it")

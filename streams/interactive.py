@@ -8,15 +8,16 @@ from streams.state_codec import decode_key, decode_value
 from streams.stores import DictBacking, StoreSpec
 
 
-def read_store(client: dict, topic: str, spec: StoreSpec, timeout: float = 30.0):
-    """The store as of the last committed batch: the changelog's latest entry per key."""
+def read_store(client: dict, topic: str, spec: StoreSpec, timeout: float = 30.0, only: int | None = None):
+    """The store as of the last committed batch: the changelog's latest entry per key (of the
+    partition ``only`` when given: a global store's changelog holds one full copy per task)."""
     from streams.testing import ReadOnlyStore
     c = Consumer({**client, "group.id": f"{topic}-query", "enable.auto.commit": False,
                   "isolation.level": "read_committed"})
     backings: list[DictBacking] = []
     try:
         md = c.list_topics(topic, timeout=timeout)
-        partitions = sorted(md.topics[topic].partitions)
+        partitions = sorted(md.topics[topic].partitions) if only is None else [only]
         for p in partitions:
             backing = DictBacking()
             low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)

@@ -27,21 +27,21 @@ class TopicsNotCopartitionedError(TopologyError):
 
 
 class JoinNotOnSparkError(TopologyError):
-    """The topology joins, cogroups or reads a GlobalKTable, which runs under TopologyTestDriver
-    (the reference interpreter) but not yet as Spark queries; raised by ``build(spark, config)``."""
+    """The topology uses an operation that runs under TopologyTestDriver (the reference
+    interpreter) but not as Spark queries; raised by ``build(spark, config)``."""
     code, name, retriable, grpc_status = 1241, "JOIN_NOT_ON_SPARK", False, "UNIMPLEMENTED"
 
 
 JOIN_OPS = {"join-windowed", "stream-join", "stream-table-join", "stream-global-join", "join-this", "join-other",
             "join-merge", "fk-subscription-send", "cogroup-aggregate", "globalTable"}
+NOT_ON_SPARK: set[str] = set()
 
 
 def refuse_on_spark(topology) -> None:
-    ops = sorted({n.name for n in topology.nodes if n.op in JOIN_OPS})
+    ops = sorted({n.name for n in topology.nodes if n.op in NOT_ON_SPARK})
     if ops:
-        raise JoinNotOnSparkError(f"{', '.join(ops[:3])}{' ...' if len(ops) > 3 else ''}: joins, cogroup and "
-                                  f"GlobalKTable run under TopologyTestDriver only; their Spark runtime is not "
-                                  f"built yet")
+        raise JoinNotOnSparkError(f"{', '.join(ops[:3])}{' ...' if len(ops) > 3 else ''}: this join kind runs "
+                                  f"under TopologyTestDriver only; its Spark runtime is not built yet")
 
 
 def joiner(arg, what: str = "joiner") -> Callable[[Any, Any, Any], Any]:

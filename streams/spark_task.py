@@ -12,6 +12,7 @@ import heapq
 from datetime import datetime, timedelta, timezone
 from typing import Iterator
 
+from streams.global_table import global_topics, with_global_stores
 from streams.interpreter import build_task
 from streams.record import Record
 from streams.state_codec import decode_key, decode_value, encode_key, encode_value
@@ -88,18 +89,22 @@ class CachedBacking:
         self.dirty.clear()
 
 
-def ordered(rows) -> list:
-    """A task's rows in processing order: offset order within each input topic, merged across topics
-    by timestamp (the lowest head first, ties by topic name), as Kafka's partition group picks."""
-    by_topic: dict[str, list] = {}
+def ordered(rows, first: set[str] = frozenset()) -> list:
+    """A task's rows in processing order: offset order within each input partition, merged across
+    inputs by timestamp (the lowest head first, ties by topic name), as Kafka's partition group
+    picks. Rows of the ``first`` topics (global tables) come before the rest, as Kafka's global
+    thread keeps its stores ahead of the stream threads."""
+    by_input: dict[tuple, list] = {}
     for r in rows:
-        by_topic.setdefault(r["topic"], []).append(r)
-    lists = [sorted(rs, key=lambda r: r["offset"]) for rs in by_topic.values()]
-    if len(lists) == 1:
-        return lists[0]
+        by_input.setdefault((r["topic"], r["partition"]), []).append(r)
+    head = [r for k in sorted(k for k in by_input if k[0] in first)
+            for r in sorted(by_input.pop(k), key=lambda r: r["offset"])]
+    lists = [sorted(rs, key=lambda r: r["offset"]) for _, rs in sorted(by_input.items())]
+    if len(lists) <= 1:
+        return head + (lists[0] if lists else [])
     heap = [(to_ms(l[0]["timestamp"]), l[0]["topic"], i, 0) for i, l in enumerate(lists)]
     heapq.heapify(heap)
-    out = []
+    out = head
     while heap:
         _, topic, i, j = heapq.heappop(heap)
         out.append(lists[i][j])
@@ -124,11 +129,11 @@ def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, de
              entry: str | None = None):
     """Apply ``rows`` (source rows of one task) and return the task's output rows. With ``entry``,
     Spark SQL already ran the steps before that node: the rows carry typed keys and values."""
-    sub = topology.subtopologies[sub_id]
+    sub = with_global_stores(topology, topology.subtopologies[sub_id])
     task, sources = build_task(topology, sub, app, partition, backing=backing, defaults=defaults)
     head = task.processors[entry] if entry is not None else None
     last_ts = None
-    for r in ordered(rows):
+    for r in ordered(rows, global_topics(topology, sub)):
         task.source = (r["topic"], r["partition"], r["offset"])
         headers = tuple((h["key"], h["value"]) for h in (r.get("headers") or ()))
         if head is None:
@@ -158,7 +163,8 @@ class TaskProcessor(StatefulProcessor):
 
     def init(self, handle) -> None:
         self.handle = handle
-        names = [s.name for s in self.topology.subtopologies[self.sub_id].stores] + [META_STORE]
+        sub = with_global_stores(self.topology, self.topology.subtopologies[self.sub_id])
+        names = [s.name for s in sub.stores] + [META_STORE]
         self.states = {n: handle.getMapState(_state_name(n), "k BINARY", "v BINARY") for n in names}
 
     def _backings(self):
@@ -173,6 +179,9 @@ class TaskProcessor(StatefulProcessor):
         partition = int(key[0])
         backings = self._backings()
         rows = [r.asDict(recursive=False) for r in rows]
+        if rows and "source_partition" in rows[0]:     # global tables' rows are copied to every task
+            for r in rows:
+                r["partition"] = r.pop("source_partition")
         task, out, last_ts = run_rows(self.topology, self.sub_id, self.app, partition, rows, self.defaults,
                                       backing=lambda name: backings[name], entry=self.entry)
         for t, p, k, v, ts, h in out:

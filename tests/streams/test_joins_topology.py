@@ -189,13 +189,20 @@ def test_session_windowed_cogroup_merges_sessions():
     assert [v for _, v in d.getSessionStore("sessions").all()] == [102]
 
 
-def test_building_a_join_for_spark_is_refused_until_its_runtime_exists():
-    from streams.joins import JoinNotOnSparkError
+def test_every_join_kind_builds_for_spark_and_one_global_table_per_sub_topology_is_enforced():
+    from streams.app import StreamsApp
+    from streams.global_table import GlobalTableSharedError
+    config = {"application.id": "x", "bootstrap.servers": "127.0.0.1:1"}
     b = StreamsBuilder()
     b.stream("a", Consumed.with_(S, S)).join(b.table("b", Consumed.with_(S, S)), show).to("o", Produced.with_(S, S))
-    with pytest.raises(JoinNotOnSparkError, match="KSTREAM-JOIN-0000000003") as e:
-        b.build(object(), {"application.id": "x", "bootstrap.servers": "127.0.0.1:1"})
-    assert e.value.code == 1241
+    assert isinstance(b.build(object(), config), StreamsApp)
+    b = StreamsBuilder()
+    g = b.globalTable("g", Consumed.with_(S, S))
+    for t in ("a", "b"):      # two unconnected streams: two sub-topologies, each with a copy of the store
+        b.stream(t, Consumed.with_(S, S)).join(g, lambda k, v: v, show).to(f"o{t}", Produced.with_(S, S))
+    with pytest.raises(GlobalTableSharedError, match="sub-topologies \\[1, 2\\]") as e:
+        b.build(object(), config)
+    assert e.value.code == 1260
 
 
 def test_a_join_result_joins_again_without_a_store_of_its_own():
