@@ -44,6 +44,7 @@ import json
 import logging
 import re
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 
 from broker.client.admin import AdminClient, NewTopic
@@ -51,8 +52,8 @@ from broker.client.consumer import Consumer, ConsumerGroupMetadata
 from broker.client.message import TopicPartition
 from broker.client.producer import Producer
 from broker.client.txn_admin import TransactionHandle
-from broker.errors import (ApplicationRecoverableError, InvalidConfigError, InvalidTxnStateError, RiverlogError,
-                           TopicAlreadyExistsError, TransactionalIdNotFoundError, UnknownTopicOrPartitionError)
+from broker.errors import (ApplicationRecoverableError, InvalidConfigError, InvalidTxnStateError, KafkaTimeoutError,
+                           RiverlogError, TopicAlreadyExistsError, TransactionalIdNotFoundError, UnknownTopicOrPartitionError)
 
 log = logging.getLogger(__name__)
 
@@ -257,13 +258,16 @@ class DecisionLog:
 
 
 def _last_with_key(consumer: Consumer, tp: TopicPartition, start: int, end: int, key: bytes, timeout: float):
-    """The value of the last record with ``key`` in offsets [start, end) (compaction leaves gaps)."""
+    """The value of the last record with ``key`` in offsets [start, end) (compaction leaves gaps).
+
+    Only reaching ``end`` ends the scan: a quiet fetch on a loaded machine is not the end of the
+    log, and stopping there could miss a recorded decision and write a decided batch twice. The
+    cleaner never removes a log's last record, so a record at or past ``end`` always arrives."""
     consumer.assign([TopicPartition(tp.topic, tp.partition, start)])
     found = None
+    deadline = time.monotonic() + timeout
     while True:
-        messages = consumer.consume(1000, min(timeout, 2.0))
-        if not messages:
-            return found
+        messages = consumer.consume(1000, max(0.05, min(deadline - time.monotonic(), 1.0)))
         for m in messages:
             if m.error() is not None:
                 raise RiverlogError(f"reading {tp.topic}: {m.error()}")
@@ -273,6 +277,13 @@ def _last_with_key(consumer: Consumer, tp: TopicPartition, start: int, end: int,
                 found = m.value()
             if m.offset() == end - 1:
                 return found
+        if not messages:
+            position = consumer.position([TopicPartition(tp.topic, tp.partition)])[0].offset
+            if position >= end:
+                return found
+            if time.monotonic() >= deadline:
+                raise KafkaTimeoutError(f"reading the decisions in {tp.topic}-{tp.partition}: offsets up to {end} "
+                                        f"did not arrive within {timeout}s (at {position}); retry the batch")
 
 
 # ------------------------------------------------------------------------------ carrying them out

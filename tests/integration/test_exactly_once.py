@@ -308,3 +308,33 @@ def test_offsets_go_only_to_a_group_without_active_members(shared_broker, topic)
 def _ongoing(servers: str, topic: str):
     with AdminClient({"bootstrap.servers": servers}) as admin:
         return admin.list_transactions(30, states=["Ongoing"], prefix=f"{topic}-").result(30)
+
+
+def test_the_decision_scan_waits_for_records_up_to_the_end_instead_of_stopping_at_a_quiet_fetch(shared_broker,
+                                                                                             topic):
+    """A fetch that returns nothing before ``end`` is a slow broker, not the end of the log: the scan
+    keeps reading (here the last two records arrive 4 s late, longer than any one quiet poll) and
+    finds the last value of the key; it gives up with a retriable error only at its deadline."""
+    import threading
+
+    from broker.client.exactly_once import _last_with_key
+    from broker.errors import KafkaTimeoutError
+    servers = shared_broker.bootstrap
+
+    def produce(pairs):
+        with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
+            for k, v in pairs:
+                p.produce(topic, key=k, value=v, partition=0)
+            p.flush(30)
+
+    produce([(b"owner", b"1"), (b"other", b"x"), (b"owner", b"2")])
+    late = threading.Timer(4.0, produce, [[(b"other", b"y"), (b"owner", b"3")]])
+    late.start()
+    c = Consumer({"bootstrap.servers": servers, "group.id": "", "enable.auto.commit": False})
+    try:
+        assert _last_with_key(c, TopicPartition(topic, 0), 0, 5, b"owner", 30.0) == b"3"
+        with pytest.raises(KafkaTimeoutError, match="retry"):
+            _last_with_key(c, TopicPartition(topic, 0), 0, 7, b"owner", 1.0)
+    finally:
+        late.join()
+        c.close()
