@@ -226,6 +226,20 @@ class StreamsApp:
         finally:
             c.close()
 
+    def _has_state(self, sub: SubTopology) -> bool:
+        """Whether any changelog of ``sub`` holds a record: a first start skips the restore query."""
+        topics = [changelog_topic(self.app, s.name) for s in sub.stores] + [meta_changelog(self.app, sub.id)]
+        c = Consumer({**self.client, "group.id": f"{self.app}-restore-check", "enable.auto.commit": False})
+        try:
+            for t in topics:
+                for p in range(self.partitions(t)):
+                    low, high = c.get_watermark_offsets(TopicPartition(t, p), timeout=30)
+                    if high > low:
+                        return True
+            return False
+        finally:
+            c.close()
+
     def _initial_state(self, sub: SubTopology):
         """Every store's latest entry per key and task, from all the changelogs in one read (one
         scan and one shuffle, however many stores the sub-topology has)."""
@@ -268,7 +282,7 @@ class StreamsApp:
         if p.sink is not None:
             out = spark_plan.sink_columns(df, p, self.defaults, self.app)
         elif sub.stateful:
-            init = self._initial_state(sub) if fresh else None
+            init = self._initial_state(sub) if fresh and self._has_state(sub) else None
             out = self._to_tasks(df, sub).groupBy("partition").transformWithState(
                 TaskProcessor(self.topology, sub.id, self.app, self.defaults, p.entry), OUTPUT_DDL, "Append", "None",
                 initialState=init)
