@@ -146,7 +146,7 @@ def cdc_to_delta(spark, pg, tmp: str, n: int, keys: int, batch: int) -> None:
         raise SystemExit("the Delta table differs from PostgreSQL")
     payloads = peek_wal(conn, "bench_decode")
     txns = decode(payloads, start_lsn, n)
-    merge_floor(txns, os.path.join(tmp, "lake", "merge"), batch, n, wall)
+    merge_floor(txns, os.path.join(tmp, "lake", "merge"), batch, n, wall, pg_rows(conn))
     conn.close()
 
 
@@ -191,7 +191,7 @@ def decode(payloads: list, start_lsn: int, n: int) -> list:
     return txns
 
 
-def merge_floor(txns: list, path: str, batch: int, n: int, pipeline_s: float) -> None:
+def merge_floor(txns: list, path: str, batch: int, n: int, pipeline_s: float, expected: dict) -> None:
     """One delta-rs MERGE per ``batch`` changes, folded beforehand (the clock sees only the MERGEs)."""
     import pyarrow as pa
     from deltalake import DeltaTable
@@ -222,7 +222,8 @@ def merge_floor(txns: list, path: str, batch: int, n: int, pipeline_s: float) ->
          .execute())
     merge_s = time.perf_counter() - t0
     emit("delta_rs_merge", len(changes) / merge_s, "changes/s", merges=len(batches), merge_s=round(merge_s, 2),
-         pipeline_share=round(merge_s / pipeline_s, 3))
+         source_rows=sum(b.num_rows for b in batches), pipeline_share=round(merge_s / pipeline_s, 3),
+         delta_equals_postgres=delta_rows(path) == expected)
 
 
 # ------------------------------------------------------------------------------ 4: snapshot
@@ -255,16 +256,24 @@ def snapshot(spark, pg, tmp: str, rows: int) -> None:
     assert read == rows, (read, rows)
     path = os.path.join(tmp, "lake", "snap")
     options.update({"slot.name": "snap_spark", "snapshot.mode": "initial_only"})
+    apply, apply_s = delta_apply(table_path=path, keys=["id"]), []
+
+    def timed_apply(df, batch_id):
+        t = time.perf_counter()
+        apply(df, batch_id)
+        apply_s.append(time.perf_counter() - t)
+
     t0 = time.perf_counter()
     q = (spark.readStream.format("postgres-cdc").options(**options).load().writeStream
-         .foreachBatch(delta_apply(table_path=path, keys=["id"])).option("checkpointLocation", os.path.join(tmp, "ck-snap"))
+         .foreachBatch(timed_apply).option("checkpointLocation", os.path.join(tmp, "ck-snap"))
          .trigger(availableNow=True).start())
     q.awaitTermination()
     spark_s = time.perf_counter() - t0
     from deltalake import DeltaTable
     held = DeltaTable(path).to_pyarrow_dataset().count_rows()
     emit("snapshot", rows / capture_s, "rows/s", rows=rows, copy_to_stdout=round(rows / copy_s, 1),
-         spark_to_delta=round(rows / spark_s, 1), delta_rows=held)
+         spark_to_delta=round(rows / spark_s, 1), delta_apply_s=round(sum(apply_s), 2), spark_s=round(spark_s, 2),
+         delta_rows=held)
     conn.close()
 
 
