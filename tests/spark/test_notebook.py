@@ -34,23 +34,25 @@ _STREAMS_RESULTS = """
 import json as _json
 from streams.testing import TopologyTestDriver as _Driver
 _d = _Driver(app.topology, {"application.id": "shop"})
+_p = _d.createInputTopic("prices", Serdes.String(), Serdes.Double())
+for _k, _v in prices.items():      # stamped before every order: the prices are known when orders join them
+    _p.pipeInput(_k, _v, start)
 _o = _d.createInputTopic("orders", Serdes.String(), Serdes.Json(ORDER))
 for _k, _v, _ts in orders:
     _o.pipeInput(_k, _v, _ts)
-_p = _d.createInputTopic("prices", Serdes.String(), Serdes.Double())
-for _k, _v in prices.items():
-    _p.pipeInput(_k, _v, start)
 def _windows(store):
     return sorted([w.key, w.start, v] for w, v in store.all())
 def _sessions(store):
     return sorted([w.key, w.start, w.end, n] for w, n in store.all())
 print("RESULTS " + _json.dumps({
     "orders": [[v["user"], v["qty"] * v["price"], ts] for _, v, ts in orders if v["qty"] > 0],
+    "all_orders": [k for k, _, _ in orders], "prices": prices,
     "app": {"totals": totals[["user", "start", "end", "orders", "amount"]].values.tolist(),
             "sessions": sessions[["user", "start", "end", "orders"]].values.tolist(),
             "window_store": _windows(app.store("totals-per-minute")),
             "session_store": _sessions(app.store("sessions")),
             "prices": sorted(app.store("prices").all()),
+            "priced": priced[["order_id", "product", "qty", "price", "amount"]].values.tolist(),
             "exceptions": [str(q.exception()) for q in app.queries]},
     "oracle": {"totals": [[v["user"], v["start"], v["end"], v["orders"], v["amount"]] for v in
                           _d.createOutputTopic("user-totals", Serdes.String(), Serdes.Json(TOTAL)).readValuesToList()],
@@ -58,7 +60,10 @@ print("RESULTS " + _json.dumps({
                             _d.createOutputTopic("user-sessions", Serdes.String(), Serdes.Json(SESSION)).readValuesToList()],
                "window_store": _windows(_d.getWindowStore("totals-per-minute")),
                "session_store": _sessions(_d.getSessionStore("sessions")),
-               "prices": sorted(_d.getKeyValueStore("prices").all())}}, default=float))
+               "prices": sorted(_d.getKeyValueStore("prices").all()),
+               "priced": [[v["order_id"], v["product"], v["qty"], v["price"], v["amount"]] for v in
+                          _d.createOutputTopic("orders-priced", Serdes.String(), Serdes.Json(PRICED)).readValuesToList()]}},
+                                default=float))
 """
 
 
@@ -131,6 +136,12 @@ def test_notebook_02_streams_equals_the_reference_interpreter():
     assert app["window_store"] == oracle["window_store"]
     assert app["session_store"] == oracle["session_store"]
     assert app["prices"] == oracle["prices"] == [["apple", 0.5], ["bread", 2.5], ["cheese", 7.0], ["wine", 12.0]]
+    # the enrichment join: every order (quantity 0 too) with its product's price, as the interpreter joins it
+    assert sorted(app["priced"]) == sorted(oracle["priced"])
+    assert len(app["priced"]) == len(got["all_orders"]) == 150
+    assert all(row[3] == got["prices"][row[1]] and row[4] == row[2] * row[3] for row in app["priced"])
+    printed = [ln for o in outputs if o.get("output_type") == "stream" for ln in o.get("text", "").splitlines()]
+    assert "wine: 12.0" in printed      # the store query app.store("prices").get("wine")
 
     # Independently of both engines: in-order orders, one partition, so a window is final once the
     # largest timestamp has passed its end + 10 s of grace, and then holds the plain sums.
