@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -75,7 +76,13 @@ def read_committed(servers, topic):
         low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
         if high > low:
             c.assign([TopicPartition(topic, 0, low)])
-            while msgs := c.consume(500, timeout=2):
+            last_progress = time.monotonic()   # a quiet poll under load is not the end: read up to ``high``
+            while c.position([TopicPartition(topic, 0)])[0].offset < high:
+                msgs = c.consume(500, timeout=1)
+                if msgs:
+                    last_progress = time.monotonic()
+                elif time.monotonic() - last_progress > 10:
+                    break   # the last stable offset stays below ``high``: an open transaction
                 out.extend((m.key(), m.value(), m.timestamp()[1], m.offset()) for m in msgs if not m.error())
     finally:
         c.close()
