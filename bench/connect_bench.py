@@ -4,8 +4,8 @@ Two broker processes and one SparkSession (start-up not counted), one Connect wo
 runs a connector (created through the worker, its query found by name and run until it has
 nothing left with ``processAllAvailable``) and the plain streaming query that does the same work
 by hand (same input, same column expressions, same exactly-once riverlog write or file output), a
-micro-batch every 100 ms for both, alternating ``--rounds`` times; every figure is the median
-with the spread (min–max) beside it. Prints one JSON line per figure:
+micro-batch every 100 ms for both, alternating ``--rounds`` times after one untimed warm-up query
+of each kind; every figure is the median with the spread (min–max) beside it. Prints one JSON line per figure:
 
 1. ``file_source``: a file of N lines -> a riverlog topic. FileStreamSource (StringConverter) vs
    ``readStream.format("connect-file")`` (the same reader) -> ``writeStream.format("riverlog")``
@@ -369,6 +369,22 @@ def part_jsonl_sink(ctx, n: int, rounds: int) -> None:
 
 
 # ------------------------------------------------------------------------------ main
+def warm_up(ctx) -> None:
+    """One untimed plain query and one connector, so the first figure does not pay for the JVM's
+    and the Python workers' first queries."""
+    topic, out = ctx.fresh("warm"), ctx.fresh("warm-out")
+    create_topic(ctx.servers, topic, 1)
+    create_topic(ctx.servers, out, 1)
+    fill(ctx.servers, topic, 1000, lambda i: b"%d" % i)
+    df = (ctx.spark.readStream.format("riverlog").option("riverlog.bootstrap.servers", ctx.servers)
+          .option("subscribe", topic).option("startingOffsets", "earliest").load().select("value"))
+    run_plain(ctx, ctx.fresh("warm"), riverlog_write(df, ctx.servers, out), lambda: True)
+    run_connector(ctx, ctx.fresh("warm"), {"connector.class": "TopicCopy", "topics": topic,
+                                           "transforms": "r", "transforms.r.type": "RegexRouter",
+                                           "transforms.r.regex": ".*", "transforms.r.replacement": out},
+                  lambda: True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--records", type=int, default=50_000)
@@ -390,6 +406,7 @@ def main() -> None:
         worker = Worker(spark, {"bootstrap.servers": servers, "group.id": "connect-bench",
                                 "state.dir": os.path.join(tmp, "state"), "connect.trigger.interval": TRIGGER}).start()
         ctx = Ctx(spark, servers, other, tmp, worker)
+        warm_up(ctx)
         for part in parts:
             globals()[f"part_{part}"](ctx, args.records, args.rounds)
     finally:
