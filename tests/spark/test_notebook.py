@@ -87,7 +87,8 @@ def run(path: str, extra: str | None = None):
 def test_the_notebook_runs_top_to_bottom(path):
     checked_by = {"01-quickstart.ipynb": "test_the_quickstart_counts_every_click_once",
                   "02-streams.ipynb": "test_notebook_02_streams_equals_the_reference_interpreter",
-                  "03-connect.ipynb": "test_notebook_connect.py"}
+                  "03-connect.ipynb": "test_notebook_connect.py",
+                  "04-cdc-to-delta.ipynb": "test_notebook_cdc.py"}
     if os.path.basename(path) in checked_by:
         pytest.skip(f"run, and its results checked, by {checked_by[os.path.basename(path)]}")
     run(path)
