@@ -21,10 +21,10 @@ import tempfile
 from broker.client import AdminClient, Consumer, ExactlyOnce, NewTopic, Producer, TopicPartition
 from broker.errors import InvalidConfigError, TopicAlreadyExistsError
 from spark_sink.crash_points import crash_at  # fault tests only: a no-op unless RIVERLOG_CRASH_AT is set
-from streams import spark_plan
+from streams import restore, spark_plan
 from streams.errors import StreamsError, TopologyError
 from streams.interpreter import check_serdes, default_serdes
-from streams.spark_task import META_STORE, OUTPUT_DDL, TaskProcessor, meta_changelog, stateless_batches
+from streams.spark_task import OUTPUT_DDL, TaskProcessor, meta_changelog, stateless_batches
 from streams.topology import SubTopology, Topology, changelog_topic
 
 log = logging.getLogger(__name__)
@@ -226,35 +226,6 @@ class StreamsApp:
         finally:
             c.close()
 
-    def _has_state(self, sub: SubTopology) -> bool:
-        """Whether any changelog of ``sub`` holds a record: a first start skips the restore query."""
-        topics = [changelog_topic(self.app, s.name) for s in sub.stores] + [meta_changelog(self.app, sub.id)]
-        c = Consumer({**self.client, "group.id": f"{self.app}-restore-check", "enable.auto.commit": False})
-        try:
-            for t in topics:
-                for p in range(self.partitions(t)):
-                    low, high = c.get_watermark_offsets(TopicPartition(t, p), timeout=30)
-                    if high > low:
-                        return True
-            return False
-        finally:
-            c.close()
-
-    def _initial_state(self, sub: SubTopology):
-        """Every store's latest entry per key and task, from all the changelogs in one read (one
-        scan and one shuffle, however many stores the sub-topology has)."""
-        from itertools import chain
-        from pyspark.sql import Window, functions as F
-        stores = {changelog_topic(self.app, s.name): s.name for s in sub.stores}
-        stores[meta_changelog(self.app, sub.id)] = META_STORE
-        df = (self.spark.read.format("riverlog").option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
-              .option("subscribe", ",".join(sorted(stores))).option("startingOffsets", "earliest").load())
-        names = F.create_map(*chain.from_iterable((F.lit(t), F.lit(n)) for t, n in sorted(stores.items())))
-        w = Window.partitionBy("topic", "partition", "key").orderBy(F.col("offset").desc())
-        latest = (df.withColumn("_n", F.row_number().over(w)).where("_n = 1 AND value IS NOT NULL")
-                  .select("partition", names[F.col("topic")].alias("store"), "key", "value"))
-        return latest.groupBy("partition")
-
     def _start(self, sub: SubTopology):
         topics = self.topology.source_topics(self.app, sub)
         ckpt = self._checkpoint(sub)
@@ -282,7 +253,8 @@ class StreamsApp:
         if p.sink is not None:
             out = spark_plan.sink_columns(df, p, self.defaults, self.app)
         elif sub.stateful:
-            init = self._initial_state(sub) if fresh and self._has_state(sub) else None
+            init = (restore.initial_state(self.spark, self.config["bootstrap.servers"], self.app, sub)
+                    if fresh and restore.has_state(self.client, self.app, sub, self.partitions) else None)
             out = self._to_tasks(df, sub).groupBy("partition").transformWithState(
                 TaskProcessor(self.topology, sub.id, self.app, self.defaults, p.entry), OUTPUT_DDL, "Append", "None",
                 initialState=init)

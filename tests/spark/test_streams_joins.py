@@ -143,3 +143,16 @@ def test_every_join_kind_on_spark_equals_the_interpreter_across_a_restart_from_t
     assert sorted(app.store("users-store").all()) == sorted((k, v) for k, v in users.items() if v is not None)
     assert app.store("regions-store").get("r1") == "region1"
     assert len(app.store("regions-store").all()) == 3
+
+
+def test_the_application_refuses_to_start_a_join_of_topics_not_co_partitioned(spark, spark_broker, tmp_path):
+    from streams.joins import TopicsNotCopartitionedError
+    suffix = uuid.uuid4().hex[:6]
+    a, b_ = make_topic(spark_broker, f"a-{suffix}", 2), make_topic(spark_broker, f"b-{suffix}", 3)
+    b = StreamsBuilder()
+    b.stream(a, Consumed.with_(S, S)).join(b.table(b_, Consumed.with_(S, S)), SHOW).to(f"o-{suffix}", Produced.with_(S, S))
+    app = StreamsApp(b.build(), spark, {"application.id": f"copart-{suffix}", "bootstrap.servers": spark_broker.bootstrap,
+                                        "state.dir": str(tmp_path)})
+    with pytest.raises(TopicsNotCopartitionedError, match=rf"{a} \(2 partitions\), {b_} \(3 partitions\)"):
+        app.start()
+    assert app.queries == []
