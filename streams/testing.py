@@ -148,6 +148,15 @@ class TestOutputTopic:
         return self.getQueueSize() == 0
 
 
+def _order(key):
+    """A total order over store keys: numbers, then strings, then bytes, then the rest by repr."""
+    if isinstance(key, bool) or not isinstance(key, (int, float, str, bytes)):
+        return (3, repr(key))
+    if isinstance(key, (int, float)):
+        return (0, key)
+    return (1, key) if isinstance(key, str) else (2, key)
+
+
 def _plain(v, timestamped: bool):
     """Stores keep Kafka's ValueAndTimestamp as (value, timestamp); a plain view shows the value."""
     if timestamped or not isinstance(v, tuple) or len(v) != 2:
@@ -174,6 +183,19 @@ class ReadOnlyStore:
             out.extend((k, _plain(v, self._ts)) for k, v in s.all())
         return out
 
+    def range(self, from_key=None, to_key=None) -> list:
+        """Key-value stores: entries with ``from_key <= key <= to_key`` by key (None: open bound).
+        Kafka orders by the serialized key; Riverlog by the key itself (the same for String keys)."""
+        return [(k, v) for k, v in sorted(self.all(), key=lambda e: _order(e[0]))
+                if (from_key is None or _order(k) >= _order(from_key))
+                and (to_key is None or _order(k) <= _order(to_key))]
+
+    def reverseRange(self, from_key=None, to_key=None) -> list:
+        return self.range(from_key, to_key)[::-1]
+
+    def reverseAll(self) -> list:
+        return self.range()[::-1]
+
     def approximateNumEntries(self) -> int:
         return len(self.all())
 
@@ -190,6 +212,19 @@ class ReadOnlyStore:
                     return _plain(v, self._ts)
             return None
         return [(t, _plain(v, self._ts)) for s in self._stores for t, v in s.fetch_range(key, _ms(time_from), _ms(time_to))]
+
+    def backwardFetch(self, key, time_from, time_to) -> list:
+        return self.fetch(key, time_from, time_to)[::-1]
+
+    def fetchAll(self, time_from, time_to) -> list:
+        """Window stores: every key's windows that start in [time_from, time_to] as
+        ``(Windowed, value)``, by start (Kafka's ``fetchAll``)."""
+        lo, hi = _ms(time_from), _ms(time_to)
+        return sorted(((w, _plain(v, self._ts)) for s in self._stores
+                       for w, v in s.all() if lo <= w.start <= hi), key=lambda e: (e[0].start, _order(e[0].key)))
+
+    def backwardFetchAll(self, time_from, time_to) -> list:
+        return self.fetchAll(time_from, time_to)[::-1]
 
     def findSessions(self, key, earliest_end, latest_start):
         return [e for s in self._stores for e in s.find_sessions(key, _ms(earliest_end), _ms(latest_start))]

@@ -1,0 +1,50 @@
+"""Interactive-query reads on the view both ``TopologyTestDriver`` and ``StreamsApp.store`` return:
+Kafka's ``ReadOnlyKeyValueStore.range/reverseRange/reverseAll`` (inclusive bounds, None open) and
+``ReadOnlyWindowStore.fetch/backwardFetch/fetchAll/backwardFetchAll``."""
+from __future__ import annotations
+
+import pytest
+
+from streams.builder import StreamsBuilder
+from streams.parameters import Consumed, Materialized
+from streams.record import Windowed
+from streams.serdes import Serdes
+from streams.testing import TopologyTestDriver
+from streams.windows import TimeWindows
+
+pytestmark = pytest.mark.unit
+
+S = Serdes.String()
+
+
+def _driver(build):
+    b = StreamsBuilder()
+    build(b.stream("in", Consumed.with_(S, S)))
+    d = TopologyTestDriver(b.build(), {"application.id": "iq"})
+    return d, d.createInputTopic("in", S, S)
+
+
+def test_key_value_range_is_inclusive_ordered_by_key_and_open_on_none():
+    d, t = _driver(lambda s: s.toTable(materialized=Materialized.as_("latest")))
+    for i, k in enumerate(["d", "a", "c", "e", "b"]):
+        t.pipeInput(k, k.upper(), i)
+    t.pipeInput("c", None, 9)   # a tombstone leaves the range
+    store = d.getKeyValueStore("latest")
+    assert store.range("b", "d") == [("b", "B"), ("d", "D")]
+    assert store.range(None, "b") == [("a", "A"), ("b", "B")]
+    assert store.range("d", None) == [("d", "D"), ("e", "E")]
+    assert store.range("x", "z") == []
+    assert store.reverseRange("a", "d") == [("d", "D"), ("b", "B"), ("a", "A")]
+    assert [k for k, _ in store.reverseAll()] == ["e", "d", "b", "a"]
+
+
+def test_window_fetch_backward_fetch_and_fetch_all_by_window_start():
+    d, t = _driver(lambda s: s.groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10, 1_000)).count(
+        materialized=Materialized.as_("counts")))
+    for k, ts in [("a", 1), ("a", 2), ("b", 5), ("a", 12), ("b", 25), ("a", 31)]:
+        t.pipeInput(k, "x", ts)
+    store = d.getWindowStore("counts")
+    assert store.fetch("a", 0, 20) == [(0, 2), (10, 1)]
+    assert store.backwardFetch("a", 0, 40) == [(30, 1), (10, 1), (0, 2)]
+    assert store.fetchAll(0, 19) == [(Windowed("a", 0, 10), 2), (Windowed("b", 0, 10), 1), (Windowed("a", 10, 20), 1)]
+    assert store.backwardFetchAll(20, 30) == [(Windowed("a", 30, 40), 1), (Windowed("b", 20, 30), 1)]
