@@ -12,8 +12,10 @@ read: a batch id at or below it was committed already (a replay after a crash) a
 delta-rs would accept an older version and move it backwards, so the check is ours. (2) The marks
 drop every change at or below what the table holds, so a query restarted from a new checkpoint
 (new query id, hence new default app id) replays from the source's committed position without
-duplicates, and an out-of-order or replayed change never moves a row backwards. An older batch id
-that carries changes beyond the marks raises :class:`StaleBatchError` rather than guess.
+duplicates, and an out-of-order or replayed change never moves a row backwards. The batch id the
+table holds is a replay and is skipped even if it carries other changes (a snapshot chunk re-read
+from a fresh snapshot does); an older batch id that carries changes beyond the marks raises
+:class:`StaleBatchError` rather than guess.
 
 The SCD-1 table mirrors the source: no extra columns (positions live in the commit metadata). The
 SCD-2 table adds ``__valid_from``, ``__valid_to`` (timestamps, UTC, the source commit time),
@@ -195,7 +197,10 @@ class DeltaApply:
         out.held = len(held)
         done = table.transaction_version(result.app_id)
         if done is not None and result.batch_id <= done:
-            if fresh:
+            # The same id is a replay of a committed batch, skipped whatever it carries: a source may
+            # re-read a replayed batch differently (a snapshot chunk from a fresh snapshot), and what
+            # differs arrives again later. Only an older id with changes beyond the marks is refused.
+            if fresh and result.batch_id < done:
                 first = fresh[0].record
                 raise StaleBatchError(
                     f"table {path!r} holds batch {done} of app id {result.app_id!r}, and batch {result.batch_id} "
