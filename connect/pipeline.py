@@ -158,7 +158,6 @@ class Pipeline:
 
     # ------------------------------------------------------------------------------ starting
     def start(self):
-        fresh = self.paths.fresh()
         servers = self.connector.output_bootstrap_servers if isinstance(self.connector, SourceConnector) \
             else self.worker.bootstrap_servers
         previous = self.paths.previous()
@@ -169,7 +168,7 @@ class Pipeline:
         if isinstance(self.connector, SourceConnector):
             frame = self.connector.read_stream()
         else:
-            frame = self._sink_input(fresh)
+            frame = self._sink_input()
         return (frame.writeStream.queryName(f"connect-{self.config.name}")
                 .option("checkpointLocation", self.paths.checkpoint)
                 .trigger(processingTime=self.worker.originals.get("connect.trigger.interval", "500 milliseconds"))
@@ -187,7 +186,7 @@ class Pipeline:
             topics = [t for t in consumer.list_topics(timeout=30).topics if re.fullmatch(pattern, t)]
         return topics
 
-    def _sink_input(self, fresh: bool) -> DataFrame:
+    def _sink_input(self) -> DataFrame:
         c = self.connector
         assert isinstance(c, SinkConnector)
         servers = c.input_bootstrap_servers
@@ -199,9 +198,10 @@ class Pipeline:
         reader = reader.option("subscribePattern", pattern) if pattern else \
             reader.option("subscribe", ",".join(self._listed()))
         self._create_missing(servers)
-        if fresh:
-            committed = self._committed(servers)
-            reader = reader.option("startingOffsets", committed if isinstance(committed, str) else json.dumps(committed))
+        # Always given, not only without a checkpoint: the riverlog source asks initialOffset()
+        # again when batch 0 is replayed, and its default (latest) would skip that batch's records.
+        committed = self._committed(servers)
+        reader = reader.option("startingOffsets", committed if isinstance(committed, str) else json.dumps(committed))
         return reader.load()
 
     def _create_missing(self, servers: str) -> None:

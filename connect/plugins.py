@@ -55,6 +55,76 @@ def canonical_transform_config(props: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def check_connector_config(name: str, config: Mapping[str, Any]) -> dict[str, str]:
+    """A connector config as ``POST /connectors`` accepts it (``name`` filled in, values as
+    strings), or :class:`~connect.errors.ConfigError` naming every bad field, the transforms' own
+    settings included, with Connect's validate response in ``details["infos"]``."""
+    from connect.config import validate
+    from connect.connector import connector_class
+    from connect.errors import BadRequestError, ConfigError
+    from connect.transforms import from_connector_config
+    props = {str(k): v for k, v in config.items()}
+    if props.get("name") not in (None, name):
+        raise BadRequestError(f"Connector name configuration ({props['name']}) doesn't match connector name "
+                              f"in the URL ({name})")
+    props["name"] = name
+    infos = validate(props)
+    errors = infos.errors()
+    cls = connector_class(str(props.get("connector.class", "")))
+    try:
+        from_connector_config(canonical_transform_config(props))
+    except ConfigError as e:  # the transforms' own settings, which validate() does not define
+        for field, problems in e.details.get("errors", {}).items():
+            errors.setdefault(field, list(problems))  # a field validate() named keeps its messages
+    if errors or cls is None:
+        count = sum(len(v) for v in errors.values())
+        e = ConfigError(f"Connector configuration is invalid and contains the following {count} error(s):\n"
+                        + "\n".join(m for ms in errors.values() for m in ms), errors=errors)
+        e.details["infos"] = infos.to_json()
+        raise e
+    return {k: ("" if v is None else v if isinstance(v, str) else str(v)) for k, v in props.items()}
+
+
+def plugin_list(connectors_only: bool = True) -> list[dict]:
+    """``GET /connector-plugins`` (``?connectorsOnly=false`` adds transforms, predicates, converters)."""
+    from connect.config import CONNECTORS
+    from connect.connector import Connector, connector_class
+    out = []
+    for name in CONNECTORS.class_names():
+        cls = connector_class(name)
+        out.append({"class": name, "type": cls.kind if cls else "unknown", "version": Connector.version})
+    if not connectors_only:
+        for registry, kind in ((TRANSFORMATIONS, "transformation"), (PREDICATES, "predicate"),
+                               (CONVERTERS, "converter"), (HEADER_CONVERTERS, "header_converter")):
+            out += [{"class": n, "type": kind, "version": Connector.version} for n in registry.class_names()]
+    return out
+
+
+def plugin_config_keys(plugin: str) -> list[dict]:
+    """``GET /connector-plugins/{plugin}/config``: the plugin's ConfigKeyInfo list (a connector's
+    with the common source or sink keys first, as Kafka lists them)."""
+    from connect.config import connector_config_def
+    from connect.connector import connector_class
+    from connect.errors import NotFoundError
+    cls = connector_class(plugin)
+    if cls is not None:
+        keys = list(connector_config_def(cls.kind).keys.values()) + list(cls.config_def.keys.values())
+        return [k.definition() for k in keys]
+    for registry in (TRANSFORMATIONS, PREDICATES, CONVERTERS, HEADER_CONVERTERS):
+        found = registry.get(plugin)
+        if found is None:
+            continue
+        if found.config_def is not None:
+            return [k.definition() for k in found.config_def.keys.values()]
+        return [{"name": s.name, "type": s.type.upper(), "required": s.default is not None and
+                 not isinstance(s.default, (str, int, bool, list)),
+                 "default_value": str(s.default) if isinstance(s.default, (str, int, bool)) else None,
+                 "importance": "MEDIUM", "documentation": s.doc, "group": None, "width": "NONE",
+                 "display_name": s.name, "dependents": [], "order": -1}
+                for s in getattr(found.target, "SETTINGS", [])]
+    raise NotFoundError(f"Unknown plugin {plugin}.")
+
+
 _register_all()
 
-__all__ = ["canonical", "canonical_transform_config"]
+__all__ = ["canonical", "canonical_transform_config", "check_connector_config", "plugin_config_keys", "plugin_list"]

@@ -43,7 +43,8 @@ def lag(end_offset: Any, latest_offset: Any) -> int | None:
 
 
 class QueryMetrics(StreamingQueryListener):
-    """Register once per session (``spark.streams.addListener``); keyed by query id."""
+    """Register once per session (``spark.streams.addListener``); keyed by the query's run id
+    (a restarted query keeps its id, and must not show its previous run's batches)."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -61,7 +62,7 @@ class QueryMetrics(StreamingQueryListener):
                 total = (total or 0) + one
         rate = p.processedRowsPerSecond
         with self._lock:
-            self._by_query[str(p.id)] = {
+            self._by_query[str(p.runId)] = {
                 "rows_per_second": None if rate is None or rate != rate else float(rate),
                 "last_batch_id": p.batchId, "last_batch_at": p.timestamp, "lag": total,
                 "num_input_rows": p.numInputRows}
@@ -72,12 +73,12 @@ class QueryMetrics(StreamingQueryListener):
     def onQueryTerminated(self, event) -> None:
         pass
 
-    def get(self, query_id: str | None) -> dict:
+    def get(self, run_id: str | None) -> dict:
         empty = {"rows_per_second": None, "last_batch_id": None, "last_batch_at": None, "lag": None}
-        if query_id is None:
+        if run_id is None:
             return empty
         with self._lock:
-            found = self._by_query.get(str(query_id))
+            found = self._by_query.get(str(run_id))
         return {k: found.get(k) for k in empty} if found else empty
 
 

@@ -30,9 +30,8 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from connect import plugins  # noqa: F401  (registers the built-in plugins)
-from connect.config import (CONNECTORS, CONVERTERS, HEADER_CONVERTERS, PREDICATES, TRANSFORMATIONS, ConnectorConfig,
-                            WorkerConfig, connector_config_def, parse_connector_config, validate)
+from connect.plugins import check_connector_config, plugin_config_keys, plugin_list
+from connect.config import ConnectorConfig, WorkerConfig, parse_connector_config, validate
 from connect.connector import Connector, ConnectorContext, SinkConnector, connector_class
 from connect.errors import AlreadyExistsError, BadRequestError, ConfigError, ConnectError, NotFoundError
 from connect.offsets_admin import OffsetsAdmin
@@ -187,7 +186,7 @@ class Worker:
                 connector["trace"] = c.trace
             if c.trace and c.task_state == S.FAILED:
                 task["trace"] = c.trace
-            query_id = str(c.query.id) if c.query is not None else None
+            query_id = str(c.query.runId) if c.query is not None else None
             return {"name": name, "connector": connector,
                     "tasks": [{"id": i, **task} for i in range(c.tasks)], "type": self._kind(name),
                     "metrics": self.metrics.get(query_id)}
@@ -205,36 +204,11 @@ class Worker:
             time.sleep(0.1)
 
     # ------------------------------------------------------------------------------ configs
-    def _parse(self, name: str, config: Mapping[str, Any]) -> tuple[dict, ConnectorConfig, type[Connector]]:
-        props = {str(k): v for k, v in config.items()}
-        if props.get("name") not in (None, name):
-            raise BadRequestError(f"Connector name configuration ({props['name']}) doesn't match connector name "
-                                  f"in the URL ({name})")
-        props["name"] = name
-        infos = validate(props)
-        errors = infos.errors()
-        cls = connector_class(str(props.get("connector.class", "")))
-        if not errors and cls is not None:
-            try:
-                from connect.plugins import canonical_transform_config
-                from connect.transforms import from_connector_config
-                from_connector_config(canonical_transform_config(props))
-            except ConfigError as e:
-                errors = dict(e.details.get("errors", {}))
-        if errors or cls is None:
-            count = sum(len(v) for v in errors.values())
-            e = ConfigError(f"Connector configuration is invalid and contains the following {count} error(s):\n"
-                            + "\n".join(m for ms in errors.values() for m in ms), errors=errors)
-            e.details["infos"] = infos.to_json()
-            raise e
-        props = {k: ("" if v is None else v if isinstance(v, str) else str(v)) for k, v in props.items()}
-        return props, parse_connector_config(props), cls
-
     def create_connector(self, name: str, config: Mapping[str, Any]) -> dict:
         with self._lock:
             if name in self.storage.configs.connector_configs:
                 raise AlreadyExistsError(f"Connector {name} already exists")
-            props, _, _ = self._parse(name, config)
+            props = check_connector_config(name, config)
             self.storage.put_connector_config(name, props, TargetState.STARTED)
             self._assign(name)
             return self.connector_info(name)
@@ -243,10 +217,13 @@ class Worker:
         with self._lock:
             if name not in self.storage.configs.connector_configs:
                 return True, self.create_connector(name, config)
-            props, _, _ = self._parse(name, config)
+            props = check_connector_config(name, config)
             c = self._connectors[name]
             self._stop_query(c)
             self.storage.put_connector_config(name, props)
+            if c.state == S.FAILED:  # a new config restarts a failed connector, as in Kafka
+                c.failures = Failures()
+                self._set(c, S.RESTARTING, S.RESTARTING)
             self._apply_target(c, self.storage.configs.target_state(name) or TargetState.STARTED)
             return False, self.connector_info(name)
 
@@ -356,33 +333,10 @@ class Worker:
 
     # ------------------------------------------------------------------------------ plugins
     def connector_plugins(self, connectors_only: bool = True) -> list[dict]:
-        out = []
-        for name in CONNECTORS.class_names():
-            cls = connector_class(name)
-            out.append({"class": name, "type": cls.kind if cls else "unknown", "version": Connector.version})
-        if not connectors_only:
-            for registry, kind in ((TRANSFORMATIONS, "transformation"), (PREDICATES, "predicate"),
-                                   (CONVERTERS, "converter"), (HEADER_CONVERTERS, "header_converter")):
-                out += [{"class": n, "type": kind, "version": Connector.version} for n in registry.class_names()]
-        return out
+        return plugin_list(connectors_only)
 
     def plugin_config(self, plugin: str) -> list[dict]:
-        cls = connector_class(plugin)
-        if cls is not None:
-            keys = list(connector_config_def(cls.kind).keys.values()) + list(cls.config_def.keys.values())
-            return [k.definition() for k in keys]
-        for registry in (TRANSFORMATIONS, PREDICATES, CONVERTERS, HEADER_CONVERTERS):
-            found = registry.get(plugin)
-            if found is not None:
-                if found.config_def is not None:
-                    return [k.definition() for k in found.config_def.keys.values()]
-                settings = getattr(found.target, "SETTINGS", [])
-                return [{"name": s.name, "type": s.type.upper(), "required": False,
-                         "default_value": None if s.default is None or not isinstance(s.default, (str, int, bool))
-                         else str(s.default), "importance": "MEDIUM", "documentation": s.doc, "group": None,
-                         "width": "NONE", "display_name": s.name, "dependents": [], "order": -1}
-                        for s in settings]
-        raise NotFoundError(f"Unknown plugin {plugin}.")
+        return plugin_config_keys(plugin)
 
     def validate(self, plugin: str, config: Mapping[str, Any]) -> dict:
         if connector_class(plugin) is None:
@@ -451,6 +405,10 @@ class Worker:
                 self.storage.put_task_configs(c.name, task_configs)
             if not c.tasks:
                 c.tasks, c.task_state = len(task_configs), S.UNASSIGNED
+            elif c.tasks > len(task_configs):  # tasks.max lowered: the extra tasks are gone
+                self._set(c, c.state, None, c.trace, tasks_after=len(task_configs))
+            else:
+                c.tasks = len(task_configs)
             if target == TargetState.PAUSED:
                 self._stop_query(c)
                 self._set(c, S.PAUSED, S.PAUSED)
@@ -501,6 +459,9 @@ class Worker:
             trace = f"{type(err).__name__}: {err}" if err is not None else "the query stopped"
             self._failed(c, trace)
             return
+        if c.failures.attempts and c.query is not None and \
+                self.metrics.get(str(c.query.runId))["last_batch_id"] is not None:
+            c.failures = c.failures.recovered()  # a batch went through: the run of failures is over
         if c.restart_at is not None and time.monotonic() >= c.restart_at and c.state == S.FAILED:
             c.restart_at = None
             target = self.storage.configs.target_state(c.name) or TargetState.STARTED

@@ -1,6 +1,7 @@
 """Connectors end to end: a poison record under ``errors.tolerance=all`` lands in the dead-letter
 queue with Kafka's context headers while every other record reaches the DirectorySink; under
-``none`` the connector is FAILED naming the record; TopicCopy copies (and renames) topics from one
+``none`` the connector is FAILED naming the record, and restarted with backoff while
+``errors.retry.timeout`` allows; TopicCopy copies (and renames) topics from one
 cluster to another with its source offsets in connect-offsets. The connectors run side by side in
 one worker, so the queries' start-up costs overlap."""
 from __future__ import annotations
@@ -46,7 +47,8 @@ def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_
                                         "errors.deadletterqueue.context.headers.enable": "true",
                                         "transforms": "mask", "transforms.mask.type": "MaskField$Value",
                                         "transforms.mask.fields": "name"})
-        w.create_connector("strict", {**common, "connector.class": "DirectorySink", "path": str(tmp_path / "strict")})
+        w.create_connector("strict", {**common, "connector.class": "DirectorySink", "path": str(tmp_path / "strict"),
+                                      "errors.retry.timeout": "20000", "errors.retry.delay.max.ms": "1000"})
         w.create_connector("copy", {"connector.class": "TopicCopy", "topics": "copied",
                                     "target.cluster.bootstrap.servers": target.bootstrap,
                                     "transforms": "rename", "transforms.rename.type": "RegexRouter",
@@ -69,8 +71,12 @@ def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_
             {"partition": {"kafka_topic": "orders", "kafka_partition": 0}, "offset": {"kafka_offset": 7}}],
             20, 0.3, "the sink's group offsets past every record")
 
-        failed = wait_until(lambda: (s := w.connector_status("strict"))["connector"]["state"] == "FAILED" and s,
-                            60, 0.3, "the strict connector FAILED")
+        # errors.retry.timeout: restarted with backoff, failing on the same record each time, then
+        # left FAILED once the timeout has passed.
+        wait_until(lambda: w._connectors["strict"].failures.attempts >= 2, 90, 0.3, "a restart after the failure")
+        failed = wait_until(lambda: (s := w.connector_status("strict"))["connector"]["state"] == "FAILED"
+                            and w._connectors["strict"].restart_at is None and s, 120, 0.3,
+                            "the strict connector FAILED for good")
         trace = failed["connector"]["trace"]
         assert "topic 'orders' partition 0 offset 3" in trace and "value.converter" in trace
         assert failed["tasks"][0]["state"] == "FAILED"
