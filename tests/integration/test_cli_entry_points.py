@@ -17,7 +17,7 @@ ENTRY_POINTS = {
     "python -m broker.cli": [sys.executable, "-m", "broker.cli"],
 }
 COMMANDS = {"broker", "cluster", "topics", "produce", "consume", "offsets", "delete-records", "groups",
-            "transactions", "connect"}
+            "transactions", "connect", "streams"}
 
 
 def _commands(argv: list[str]) -> set[str]:
