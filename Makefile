@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(PY) bench/sink_bench.py
 	$(PY) bench/spark_latency_bench.py
 	$(PY) bench/streams_bench.py
+	$(PY) bench/streams_join_bench.py
 	$(PY) bench/connect_bench.py
 	$(PY) bench/cdc_bench.py
 
