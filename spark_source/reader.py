@@ -29,6 +29,8 @@ from spark_source.options import EARLIEST, LATEST, SourceOptions
 from spark_source.planning import TP, Slice, available, from_json, rate_limit, slices, to_json
 
 log = logging.getLogger(__name__)
+# The group-commit metadata that marks batch 0's start (Spark does not keep it: see initialOffset).
+START_PIN = "riverlog.spark.initialOffset"
 
 _HEADER_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
 
@@ -156,18 +158,34 @@ class OffsetLookup:
         marks = self.watermarks(tps)
         return {tp: marks[tp][1] if found[tp] is None else found[tp] for tp in tps}
 
-    def commit_group(self, offsets: dict[TP, int]) -> None:
-        """The finished batch's end offsets, committed to ``groupId`` for lag tools."""
+    def commit_group(self, offsets: dict[TP, int], pin: bool = False) -> None:
+        """The finished batch's end offsets, committed to ``groupId`` for lag tools; ``pin`` marks
+        them as batch 0's start (see ``StreamReader.initialOffset``)."""
         from broker.client import TopicPartition
         if not offsets:
             return
+        mark = START_PIN if pin else None
         try:
-            self.consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
+            self.consumer.commit(offsets=[TopicPartition(t, p, o, metadata=mark)
+                                          for (t, p), o in sorted(offsets.items())])
         except NonEmptyGroupError:
             log.warning("group '%s' has active members: the query's offsets are not committed there",
                         self.options.group_id)
         except RiverlogError as e:
             log.warning("could not commit offsets to group '%s': %s", self.options.group_id, e)
+
+
+    def pinned_start(self, tps: list[TP]) -> dict[TP, int] | None:
+        """Batch 0's start as an earlier ``initialOffset`` pinned it, if every partition has it."""
+        from broker.client import TopicPartition
+        try:
+            found = self.consumer.committed([TopicPartition(t, p) for t, p in tps], timeout=30)
+        except RiverlogError as e:
+            log.warning("could not read group '%s' for a pinned start: %s", self.options.group_id, e)
+            return None
+        if not tps or any(f.metadata != START_PIN or f.offset < 0 for f in found):
+            return None
+        return {(f.topic, f.partition): f.offset for f in found}
 
 
 def check_start(options: SourceOptions, start: dict[TP, int], marks: dict[TP, tuple[int, int]]) -> dict[TP, int]:
@@ -276,6 +294,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._lookup: OffsetLookup | None = None
         self._target: dict[TP, int] | None = None  # Trigger.AvailableNow: nothing past this
         self._waiting_since: float | None = None    # minOffsetsPerTrigger: since when too little was there
+        self._initial: dict[TP, int] | None = None   # batch 0's start, as initialOffset answered it
 
     def __getstate__(self):  # executors get the options, not the driver's connections
         state = dict(self.__dict__)
@@ -289,8 +308,18 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._lookup
 
     def initialOffset(self) -> dict:
+        """Batch 0's start, the same on every call. Spark keeps only each batch's end in its offset
+        log and asks again for batch 0's start when it replays it after a crash; ``latest`` resolved
+        anew would then skip what arrived in between. So the first answer is committed to the query's
+        group with the :data:`START_PIN` mark, and answered again while the mark is there; the first
+        finished batch's commit replaces it (so a later query with a new checkpoint starts afresh)."""
         tps = self.lookup.partitions()
-        return to_json(self.lookup.starting(tps))
+        pinned = self.lookup.pinned_start(tps)
+        if pinned is None:
+            pinned = self.lookup.starting(tps)
+            self.lookup.commit_group(pinned, pin=True)
+        self._initial = pinned
+        return to_json(pinned)
 
     def getDefaultReadLimit(self):
         if self.options.max_offsets_per_trigger:
@@ -305,7 +334,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit) -> dict:
         begin = from_json(start)
-        self.lookup.commit_group(begin)  # the batch that ended at ``start`` is done
+        # The batch that ended at ``start`` is done; batch 0's start stays pinned until batch 0 is.
+        self.lookup.commit_group(begin, pin=begin == self._initial)
         latest = self._latest()
         gone = sorted(set(begin) - set(latest))
         if gone:
