@@ -93,8 +93,12 @@ class SinkConnector(Connector):
     def input_bootstrap_servers(self) -> str:
         return self.context.bootstrap_servers
 
-    def write_batch(self, frame: DataFrame, batch_id: int) -> None:
-        """Write one micro-batch's records; a replay of ``batch_id`` must overwrite, not add."""
+    def write_batch(self, frame: DataFrame, batch_id: int) -> DataFrame | None:
+        """Write one micro-batch's records; a replay of ``batch_id`` must overwrite, not add.
+        Return None, or the records the sink could not write as a frame of ``topic``, ``partition``,
+        ``offset``, ``message``: with ``errors.tolerance=all`` they go to the dead-letter queue (stage
+        TASK_PUT) in the transaction that moves the group's offsets; with ``none`` the connector
+        fails naming the first."""
         raise NotImplementedError
 
 

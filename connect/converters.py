@@ -384,8 +384,13 @@ class JsonConverter(Converter):
             return Converted(F.when(~bad_json, v), bad_json, msg_json)
         if self.schemas_enable:
             if self.data_type is None:
-                raise DataError("JsonConverter with schemas.enable=true needs a Spark type: pass schema= or "
-                                "call bind(frame) on a batch first")
+                # Unbound: the batch held no envelope with a schema (null keys, say). Null bytes are
+                # a null value, as Kafka's converter gives; anything else fails as a bad envelope.
+                bad = present & ~bad_json
+                return Converted(F.lit(None).cast("string"), bad_json | bad, F.when(bad_json, msg_json).otherwise(
+                    F.lit('JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
+                          'contain additional fields. If you are trying to deserialize plain JSON data, set '
+                          'schemas.enable=false in your converter configuration.')))
             keys = F.json_object_keys(text)
             envelope_ok = (F.size(keys) == 2) & F.array_contains(keys, "schema") & F.array_contains(keys, "payload")
             bad_env = present & ~bad_json & ~F.coalesce(envelope_ok, F.lit(False))

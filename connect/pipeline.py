@@ -28,6 +28,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import NullType
 
 from broker.client import AdminClient, Consumer, NewTopic, TopicPartition
 from broker.errors import RiverlogError, TopicAlreadyExistsError
@@ -133,12 +134,18 @@ def _converter(config: ConnectorConfig, worker: WorkerConfig, which: str, defaul
 def _bind(conv, frame: DataFrame, column: str):
     """A JSON converter given no type learns the batch's (the envelope's schema, or the type
     inferred from plain JSON), as Kafka's reads each record's schema as it comes."""
-    if isinstance(conv, converters.JsonConverter) and conv.data_type is None:
+    if _unbound(conv):
         try:
-            return conv.bind(frame, column)
+            bound = conv.bind(frame, column)
         except Exception:  # noqa: BLE001 - an empty or all-null batch keeps the converter unbound
             return conv
+        # Plain JSON of which no row parses infers VOID: no type learnt, so stay unbound.
+        return conv if isinstance(bound.data_type, NullType) else bound
     return conv
+
+
+def _unbound(conv) -> bool:
+    return isinstance(conv, converters.JsonConverter) and conv.data_type is None
 
 
 class Pipeline:
@@ -290,6 +297,13 @@ class Pipeline:
     def _sink_batch(self, df: DataFrame, batch_id: int) -> None:
         c = self.connector
         assert isinstance(c, SinkConnector)
+        if (_unbound(self.key_converter) or _unbound(self.value_converter)) and df.isEmpty():
+            # Nothing to learn a type from and nothing to write (e.g. only aborted records were
+            # read): the offsets move on, the transforms are not planned over a type-less column.
+            end = {t: ps for t, ps in batch_end_offset(self.paths.checkpoint, batch_id).items() if ps}
+            if end:
+                self._commit(c.input_bootstrap_servers, end)
+            return
         frame = record_frame.from_source(df)
         key_conv = _bind(self.key_converter, frame, "key")
         value_conv = _bind(self.value_converter, frame, "value")
@@ -300,7 +314,9 @@ class Pipeline:
             good = good.drop(record_frame.ORIGINAL)
             if self.tasks > 1:
                 good = good.repartition(self.tasks)  # tasks.max: the write's parallelism
-            c.write_batch(good, batch_id)
+            rejected = c.write_batch(good, batch_id)
+            if rejected is not None:
+                bad = bad.unionByName(self._write_failures(frame, rejected, c))
             end = {t: ps for t, ps in batch_end_offset(self.paths.checkpoint, batch_id).items() if ps}
             dlq = self.config.errors_tolerance == "all" and bool(self.config.dlq_topic)
             if dlq and not bad.isEmpty():
@@ -314,6 +330,22 @@ class Pipeline:
                 self._commit(c.input_bootstrap_servers, end)
         finally:
             frame.unpersist()
+
+    def _write_failures(self, frame: DataFrame, rejected: DataFrame, c) -> DataFrame:
+        """The records the sink could not write (``rejected``: topic, partition, offset, message), as
+        consumed and flagged at Kafka's TASK_PUT stage: dead letters with ``errors.tolerance=all``;
+        with ``none`` the connector fails naming the first of them."""
+        r = rejected.select("topic", "partition", "offset", F.col("message").cast("string").alias("__put_message"))
+        failed = (frame.drop(record_frame.ERROR).join(r, ["topic", "partition", "offset"])
+                  .withColumn(record_frame.ERROR, record_frame.error_struct("task_put", type(c).class_name,
+                                                                            F.col("__put_message"))
+                              .cast(record_frame.ERROR_TYPE))
+                  .drop("__put_message"))
+        if self.config.errors_tolerance == "none" or self.config.errors_log_enable:
+            rows = dead_letter.report(failed, self.config)
+            if rows and self.config.errors_tolerance == "none":
+                raise dead_letter.fail(rows, self.config)
+        return failed.select(*frame.columns)
 
     def _commit(self, servers: str, end: dict) -> None:
         consumer = Consumer({"bootstrap.servers": servers, "group.id": group_id(self.config.name),

@@ -19,6 +19,29 @@ pytestmark = [pytest.mark.spark, pytest.mark.integration]
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 
 
+WRITTEN: dict[int, list] = {}   # batch id -> the values RejectingSink wrote (the worker runs it in this process)
+
+
+def _rejecting_sink():
+    """A sink that cannot write records whose value says ``reject``: the write stage's dead letters."""
+    from pyspark.sql import functions as F
+
+    from connect.config_def import ConfigDef
+    from connect.connector import SinkConnector, connector_class, register_connector
+    if connector_class("RejectingSink") is not None:
+        return
+
+    @register_connector
+    class RejectingSink(SinkConnector):
+        class_name, aliases, config_def = "tests.RejectingSink", ("RejectingSink",), ConfigDef([])
+
+        def write_batch(self, frame, batch_id):
+            rejected = F.col("value").contains("reject")
+            WRITTEN[batch_id] = [r["value"] for r in frame.where(~rejected).collect()]
+            return frame.where(rejected).select("topic", "partition", "offset",
+                                                F.lit("the target refused the row").alias("message"))
+
+
 def _jsonl(path) -> list[dict]:
     rows = []
     for name in sorted(glob.glob(f"{path}/*/*.json")):
@@ -35,6 +58,8 @@ def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_
     records = good[:3] + [b"{not json"] + good[3:]
     produce(bootstrap, "orders", records, keys=[b"k%d" % i for i in range(len(records))])
     produce(bootstrap, "copied", [b"x", b"y", b"z"])
+    produce(bootstrap, "puts", [b"a", b"reject me", b"b"])
+    _rejecting_sink()
 
     w = Worker(spark, {"bootstrap.servers": bootstrap, "group.id": "connect-connectors",
                        "state.dir": str(tmp_path / "state")}).start()
@@ -53,6 +78,10 @@ def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_
                                     "target.cluster.bootstrap.servers": target.bootstrap,
                                     "transforms": "rename", "transforms.rename.type": "RegexRouter",
                                     "transforms.rename.regex": "(.*)", "transforms.rename.replacement": "east.$1"})
+        w.create_connector("puts", {"connector.class": "RejectingSink", "topics": "puts",
+                                    "key.converter": "StringConverter", "value.converter": "StringConverter",
+                                    "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "puts-dlq",
+                                    "errors.deadletterqueue.context.headers.enable": "true"})
 
         wait_until(lambda: len(_jsonl(tmp_path / "out")) == 6, 90, 0.3, "the six good records in the directory")
         assert sorted(r["id"] for r in _jsonl(tmp_path / "out")) == list(range(6))
@@ -87,6 +116,13 @@ def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_
         wait_until(lambda: w.offsets("copy")["offsets"] == [
             {"partition": {"cluster": "source", "topic": "copied", "partition": 0}, "offset": {"offset": 3}}],
             20, 0.3, "the copy's source offsets")
+        # A record the sink could not write (stage TASK_PUT) is a dead letter; the others were written.
+        put = wait_until(lambda: read_committed(bootstrap, "puts-dlq"), 60, 0.3, "the write stage's dead letter")
+        assert [m.value() for m in put] == [b"reject me"]
+        put_headers = {k: v.decode() for k, v in put[0].headers()}
+        assert (put_headers["__connect.errors.stage"], put_headers["__connect.errors.offset"]) == ("TASK_PUT", "1")
+        assert put_headers["__connect.errors.exception.message"] == "the target refused the row"
+        assert sorted(v for vs in WRITTEN.values() for v in vs) == ["a", "b"]
         metrics = w.connector_status("copy")["metrics"]
         assert metrics["last_batch_id"] is not None and metrics["lag"] == 0
     finally:

@@ -77,3 +77,18 @@ def test_string_and_bytes(spark):
     assert bytes(back[0]["value"]) == "héllo".encode()
     same = rows(encode(decode(f, ByteArrayConverter()), ByteArrayConverter()))
     assert [r["value"] and bytes(r["value"]) for r in same] == [b"h\xc3\xa9llo", b"\xc3\x28", None]
+
+
+def test_unbound_json_envelope_converter_reads_null_keys_as_null_and_flags_schemaless_ones(spark):
+    """Kafka's JsonConverter turns null bytes into a null value: a key column of null keys (no envelope
+    to learn a type from) decodes to null, never failing the batch; a key without the envelope is flagged."""
+    rows_ = [("t", 0, 0, None, None, ENVELOPE, []), ("t", 0, 1, None, b'{"id": 1}', ENVELOPE, [])]
+    f = record_frame.from_source(spark.createDataFrame(rows_, "topic string, partition int, offset long, "
+                                 "timestamp timestamp, key binary, value binary, "
+                                 "headers array<struct<key string, value binary>>"))
+    keys = JsonConverter({}, is_key=True)
+    out = rows(decode(f.where("offset = 0"), keys, "key"))
+    assert out[0]["key"] is None and out[0][record_frame.ERROR] is None
+    flagged = rows(decode(f, keys, "key"))
+    assert flagged[0][record_frame.ERROR] is None
+    assert "requires \"schema\" and \"payload\"" in flagged[1][record_frame.ERROR]["message"]
