@@ -29,11 +29,17 @@ def plugins():
         (PREDICATES, Plugin("org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
                             config_def=ConfigDef([ConfigKey("pattern", Type.STRING)])), []),
     ]
+    # Only these plugins while a test runs (the real ones register on import, in whatever order the
+    # suite's modules were collected), and the registries exactly as they were afterwards.
+    registries = (CONNECTORS, CONVERTERS, TRANSFORMATIONS, PREDICATES)
+    saved = {r: dict(r._by_name) for r in registries}
+    for r in registries:
+        r._by_name = {}
     for registry, plugin, aliases in added:
         registry.register(plugin, aliases)
     yield
-    for registry, plugin, _ in added:
-        registry.unregister(plugin.class_name)
+    for r in registries:
+        r._by_name = saved[r]
 
 
 def sink(**extra):

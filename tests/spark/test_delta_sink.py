@@ -3,8 +3,10 @@ rows (one file per micro-batch) into an SCD-2 Delta table, then the checkpoint d
 query run again over every file and one more: the table's commit metadata keeps it from applying anything twice."""
 from __future__ import annotations
 
+import os
 import random
 import shutil
+import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -22,7 +24,15 @@ def test_foreach_batch_applies_each_change_once_even_after_the_checkpoint_is_los
     source, lake, ck = tmp_path / "in", str(tmp_path / "lake"), str(tmp_path / "ck")
     source.mkdir()
     part = len(records) // 4 + 1
-    write = lambda i: pq.write_table(batch(records[i * part:(i + 1) * part]), str(source / f"part-{i}.parquet"))  # noqa: E731
+    start = time.time() - 1000
+
+    def write(i):
+        """One file per quarter of the history; Spark's file source takes files by modification time,
+        so each gets its own second (files written within one tick would come in any order, and an
+        older file after a newer one is, rightly, held by the table's marks)."""
+        path = str(source / f"part-{i}.parquet")
+        pq.write_table(batch(records[i * part:(i + 1) * part]), path)
+        os.utime(path, (start + 10 * i, start + 10 * i))
     for i in range(3):
         write(i)
     schema = spark.read.parquet(str(source)).schema
