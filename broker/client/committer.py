@@ -7,7 +7,10 @@ only positions that moved since the last commit, every ``auto.commit.interval.ms
 ``Clock`` passed in.
 
 Synchronous commits run on the caller's thread; asynchronous ones on one background thread, in the
-order they were made, each reported to ``on_commit(error, partitions)``.
+order they were made, each reported to ``on_commit(error, partitions)``. Commits reach the
+coordinator in the order they were made, as over Kafka's single coordinator connection: a
+synchronous commit first waits for the asynchronous ones made before it, so an automatic commit
+of an older position cannot land after the commit on revocation and move the group back.
 """
 from __future__ import annotations
 
@@ -38,11 +41,22 @@ class OffsetCommitter:
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._last_auto_commit = clock.monotonic()
         self._committed: dict[tuple[str, int], int] = {}
+        self._in_flight: list[concurrent.futures.Future] = []  # asynchronous commits not yet answered
+        self._on_commit_thread = threading.local()
 
     def commit_sync(self, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
-        """Commit ``tps``; retriable errors find the coordinator again until ``timeout``."""
+        """Commit ``tps`` after the asynchronous commits made before it; retriable errors find the
+        coordinator again until ``timeout``."""
         if not tps:
             return []
+        deadline = time.monotonic() + timeout
+        if not getattr(self._on_commit_thread, "active", False):  # an on_commit callback may commit too
+            with self._lock:
+                earlier = list(self._in_flight)
+            concurrent.futures.wait(earlier, timeout)
+        return self._send(tps, max(0.1, deadline - time.monotonic()))
+
+    def _send(self, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
         member_id, epoch = self._member()
         by_topic: dict[str, list] = {}
         for tp in tps:
@@ -72,16 +86,20 @@ class OffsetCommitter:
             self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="riverlog-commit")
 
         def run():
+            self._on_commit_thread.active = True
             error = None
             try:
-                self.commit_sync(tps, self.config["request.timeout.ms"] / 1000.0)
+                self._send(tps, self.config["request.timeout.ms"] / 1000.0)
             except RiverlogError as e:
                 error = e
                 log.debug("asynchronous commit failed: %r", e)
             callback = self.config["on_commit"]
             if callback is not None:
                 callback(error, tps)
-        self._executor.submit(run)
+
+        with self._lock:
+            self._in_flight = [f for f in self._in_flight if not f.done()]
+            self._in_flight.append(self._executor.submit(run))
 
     def auto_commit_due(self) -> bool:
         """Whether ``auto.commit.interval.ms`` has passed since the last automatic commit (and

@@ -23,7 +23,9 @@ consumer also pauses a partition it cannot go on with (it does not exist; it has
 ``auto.offset.reset=error``) after reporting it once, so ``resume()`` or ``seek()`` retries it.
 
 Each partition has a ``generation``, moved by ``seek`` and by an offset reset: data fetched for an
-older generation is dropped, never returned. A batch that cannot be decoded halts its partition:
+older generation is dropped, never returned. Generations are drawn from one counter for the whole
+state, never reused: a partition revoked and assigned again while a fetch for it is in flight gets
+a new one, so that fetch's records cannot be delivered as if they belonged to the new assignment. A batch that cannot be decoded halts its partition:
 the records before it are delivered, then one error event at its offset, and nothing past it is
 fetched until the application ``seek()``s (as Kafka's consumer keeps failing at a corrupt record
 rather than skipping it).
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import itertools
 import logging
 from collections.abc import Callable
 
@@ -71,10 +74,10 @@ class PartitionState:
     __slots__ = ("fetch_offset", "position", "generation", "phase", "paused", "high_watermark",
                  "log_start_offset", "eof_reported")
 
-    def __init__(self, offset: int):
+    def __init__(self, offset: int, generation: int = 0):
         self.fetch_offset = offset
         self.position = offset
-        self.generation = 0
+        self.generation = generation
         self.phase = FetchPhase.FETCHING if offset >= 0 else FetchPhase.AWAITING_RESET
         self.paused = False
         self.high_watermark = -1
@@ -103,6 +106,7 @@ class FetchState:
         self.events: collections.deque[Message] = collections.deque()
         self._next_refresh = 0.0
         self.room = False  # head() let chunks go since the owner last looked: wake the fetcher
+        self._generations = itertools.count()
 
     # ------------------------------------------------------------------------ the application's side
     def assign(self, partitions: list[TopicPartition]) -> None:
@@ -113,7 +117,7 @@ class FetchState:
 
     def add(self, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
-            self.partitions[(tp.topic, tp.partition)] = PartitionState(tp.offset)
+            self.partitions[(tp.topic, tp.partition)] = PartitionState(tp.offset, next(self._generations))
 
     def remove(self, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
@@ -125,7 +129,7 @@ class FetchState:
         state = self.partitions.get(key)
         if state is None:
             raise RiverlogError(f"{key[0]}[{key[1]}] is not assigned")
-        state.generation += 1
+        state.generation = next(self._generations)
         state.fetch_offset = state.position = offset
         state.eof_reported = False
         state.move(FetchPhase.FETCHING if offset >= 0 else FetchPhase.AWAITING_RESET)
@@ -298,7 +302,7 @@ class FetchState:
                 self.error_event(key, error)
                 return False
             state.fetch_offset = state.position = log_start_offset if self.reset == EARLIEST else log_end_offset
-            state.generation += 1
+            state.generation = next(self._generations)
             state.move(FetchPhase.FETCHING)
             return False
         if error.retriable:

@@ -83,9 +83,6 @@ class Member:
         self.consumer.close()
 
 
-@pytest.mark.xfail(strict=False, reason="known race, not yet fixed: in some runs one whole partition (91 records) is "
-                   "read again by its new owner after a rebalance, though the old owner's positions are committed "
-                   "before it acknowledges the revocation; seen in 3 of the last 4 full-suite runs, never alone")
 def test_three_members_share_six_partitions_and_process_every_record_once(broker, topic_name):
     make_topic(broker.bootstrap, topic_name)
     # A session long enough that a starved heartbeat thread (three members in one Python process on

@@ -86,9 +86,10 @@ def test_to_fetch_asks_the_leader_only_and_lists_resets_first():
                   TopicPartition("orders", 2, 3)])
     parts, resets = state.to_fetch(1, lambda t, p: 2 if p == 2 else 1)
     assert parts == [(TP0, 7, 0)]
-    assert resets == [(("orders", 1), 0, OFFSET_END)]
+    generation = state.partitions[("orders", 1)].generation
+    assert resets == [(("orders", 1), generation, OFFSET_END)]
     assert state.reset_target(("orders", 1), OFFSET_END) == LATEST
-    assert state.reset_resolved(("orders", 1), 0, 40)
+    assert state.reset_resolved(("orders", 1), generation, 40)
     assert state.partitions[("orders", 1)].phase is FetchPhase.FETCHING
     assert state.position(("orders", 1)) == 40
 
@@ -139,6 +140,27 @@ def test_a_stale_response_is_dropped():
     assert not state.on_fetched(TP0, 0, 100, 0, 10)
     assert drain(state) == []
     assert state.partitions[TP0].fetch_offset == 50
+
+
+def test_a_fetch_made_before_a_partition_was_revoked_and_assigned_again_is_dropped():
+    """An eager rebalance takes everything away and gives a partition back while a fetch for it
+    is in flight: that fetch's records must not be delivered under the new assignment (they were
+    read once the new assignment's offset reset then started the partition again from 0)."""
+    state = make()
+    state.assign([TopicPartition("orders", 0, OFFSET_INVALID)])
+    (_, old, _), = state.to_fetch(1, leader_1)[1]
+    assert state.reset_resolved(TP0, old, 0)
+    assert state.to_fetch(1, leader_1)[0] == [(TP0, 0, old)]
+    state.assign([])
+    state.assign([TopicPartition("orders", 0, OFFSET_INVALID)])   # no commit: the offset is reset again
+    assert not state.on_fetched(TP0, old, 100, 0, 91)
+    assert not state.on_decoded(TP0, old, 0, [decoded(0, 91)], None, 91, 100)
+    assert drain(state) == []
+    (_, new, _), = state.to_fetch(1, leader_1)[1]
+    assert new != old and not state.reset_resolved(TP0, old, 0)
+    assert state.reset_resolved(TP0, new, 0)
+    assert deliver(state, TP0, 0, 91, generation=new)
+    assert drain(state) == list(range(91))
 
 
 def test_seek_drops_what_was_prefetched():
