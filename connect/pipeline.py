@@ -159,6 +159,11 @@ class Pipeline:
         default = BYTE_ARRAY if getattr(connector, "bytes_in_bytes_out", False) else None
         self.key_converter = _converter(config, worker, "key", default)
         self.value_converter = _converter(config, worker, "value", default)
+        if getattr(connector, "pre_serialized", False):
+            # The connector wrote its records as the configured converters would (Debezium's JSON):
+            # its bytes pass through unchanged.
+            self.key_converter = converters.converter(BYTE_ARRAY, is_key=True)
+            self.value_converter = converters.converter(BYTE_ARRAY)
         self.tasks = len(connector.task_configs(config.tasks_max))
         self.sink_id = ""
         self.offsets_topic = storage.offset_log.topic
