@@ -31,7 +31,7 @@ def _register_all() -> None:
         TRANSFORMATIONS.register(Plugin(name, None, None, cls), [_simple(name)])
     for name, cls in predicates.PREDICATES.items():
         PREDICATES.register(Plugin(name, None, None, cls), [_simple(name)])
-    from connect import directory_sink, file_stream, topic_copy  # noqa: F401  (they register themselves)
+    from connect import delta_sink, directory_sink, file_stream, topic_copy  # noqa: F401  (they register themselves)
 
 
 def canonical(registry: PluginRegistry, name: str | None) -> str | None:
