@@ -3,9 +3,12 @@
 An offset says how far the query has read (JSON in Spark's checkpoint):
 
     {"phase": "snapshot", "lsn": C, "tables": [...], "table": i, "after": [key as text] | null, "rows": n}
-    {"phase": "stream", "lsn": L}      every transaction with commit end LSN <= L is read
+    {"phase": "stream", "lsn": L, ["txId": X, "ts_usec": T]}   every transaction with commit end
+                                       LSN <= L is read; X and T are the last one's xid and commit time
     {"phase": "done", "lsn": C}        initial_only: the snapshot is read, nothing follows
 
+A new query starts as ``snapshot.mode`` says, or, given ``startingOffsets`` (a Debezium source
+offset, e.g. the one a Connect worker kept), where that offset says (:meth:`Capture._resume`).
 C is the slot's consistent point: the snapshot holds what committed before it, the stream starts
 there. :meth:`Capture.next_offset` reads ahead (a chunk of the snapshot, or buffered transactions
 up to a change limit, whole transactions only) and returns the end of the next batch;
@@ -39,10 +42,13 @@ class CdcOffset:
     tables: tuple = ()
     position: Position | None = None
     rows: int = 0
+    xid: int | None = None
+    ts_us: int | None = None
 
     def to_json(self) -> dict:
         if self.phase != SNAPSHOT:
-            return {"phase": self.phase, "lsn": self.lsn}
+            last = {k: v for k, v in (("txId", self.xid), ("ts_usec", self.ts_us)) if v is not None}
+            return {"phase": self.phase, "lsn": self.lsn, **last}
         return {"phase": SNAPSHOT, "lsn": self.lsn, "tables": list(self.tables), **self.position.to_json(),
                 "rows": self.rows}
 
@@ -50,7 +56,9 @@ class CdcOffset:
     def from_json(cls, data) -> "CdcOffset":
         data = json.loads(data) if isinstance(data, str) else data
         if data["phase"] != SNAPSHOT:
-            return cls(data["phase"], int(data["lsn"]))
+            xid, ts = data.get("txId"), data.get("ts_usec")
+            return cls(data["phase"], int(data["lsn"]), xid=None if xid is None else int(xid),
+                       ts_us=None if ts is None else int(ts))
         return cls(SNAPSHOT, int(data["lsn"]), tuple(data["tables"]), Position.from_json(data), int(data["rows"]))
 
     @property
@@ -92,6 +100,10 @@ class Capture:
     def _make_initial_offset(self) -> CdcOffset:
         o, conn = self.options, self.sql
         state = slots.slot_state(conn, o.slot_name)
+        if o.starting_offset is not None:
+            resumed = self._resume(o.starting_offset, state)
+            if resumed is not None:
+                return resumed
         if o.snapshot_mode == "no_data":
             if state is not None:
                 slots.check_slot(state, o)
@@ -103,6 +115,42 @@ class Capture:
                 repl.close()
             return CdcOffset(STREAM, lsn)
         return self._new_snapshot(state)
+
+    def _resume(self, stored: dict, state) -> CdcOffset | None:
+        """Where a stored Debezium offset says to go on (None: start as ``snapshot.mode`` says).
+
+        An unfinished snapshot (``snapshot`` without ``last_snapshot_record``) is taken again, as
+        Debezium does. Otherwise the stream resumes after ``lsn``: PostgreSQL skips what committed
+        before it, and so does the stream (:meth:`ReplicationStream.take`), so a slot that was not
+        acknowledged as far as the offset (a crash between the broker's commit and the slot's
+        acknowledgement) replays nothing twice. A slot acknowledged past the offset (only ever by
+        keepalives over WAL with nothing for it, or by another reader) starts where it is: the slot
+        is the truth for what PostgreSQL can still send. A missing slot fails (SlotLostError), or
+        with ``when_needed`` takes a new snapshot."""
+        o = self.options
+        lsn = int(stored["lsn"])
+        snapshot = str(stored.get("snapshot", "false")).lower() in ("true", "last", "1")
+        last = str(stored.get("last_snapshot_record", "false")).lower() in ("true", "1")
+        if snapshot and not last:
+            log.info("slot '%s': the stored offset is inside an unfinished snapshot; taking it again", o.slot_name)
+            return None
+        if snapshot and o.snapshot_mode == "initial_only":
+            return CdcOffset(DONE, lsn)
+        if state is None or state.wal_status == "lost":
+            if o.snapshot_mode == "when_needed":
+                log.warning("slot '%s' cannot resume from the stored offset %s; snapshot.mode=when_needed takes a "
+                            "new snapshot", o.slot_name, lsn_to_str(lsn))
+                return None
+            raise SlotLostError(f"slot '{o.slot_name}' {'does not exist' if state is None else 'lost its WAL'}: the "
+                                f"stored offset {lsn_to_str(lsn)} cannot be resumed; reset the offsets (a new "
+                                "snapshot) or set snapshot.mode=when_needed")
+        import dataclasses
+        slots.check_slot(dataclasses.replace(state, active_pid=None), o)   # an active reader is waited for later
+        if state.confirmed_flush_lsn is not None and state.confirmed_flush_lsn > lsn:
+            log.warning("slot '%s' was acknowledged up to %s, past the stored offset %s: streaming from the slot's "
+                        "position", o.slot_name, lsn_to_str(state.confirmed_flush_lsn), lsn_to_str(lsn))
+        xid, ts = stored.get("txId"), stored.get("ts_usec")
+        return CdcOffset(STREAM, lsn, xid=None if xid is None else int(xid), ts_us=None if ts is None else int(ts))
 
     def _new_snapshot(self, state) -> CdcOffset:
         o = self.options
@@ -174,13 +222,15 @@ class Capture:
         stream.poll(0.1, max_buffered=cap)
         if until_lsn is not None:
             stream.wait_for(until_lsn)
-        taken, end = 0, start.lsn
+        taken, end, xid, ts = 0, start.lsn, start.xid, start.ts_us
         for txn in stream.take(start.lsn, until_lsn if until_lsn is not None else stream.high):
             if max_changes and taken and taken + len(txn.changes) > max_changes:
                 break
             taken += len(txn.changes)
             end = txn.end_lsn
-        return CdcOffset(STREAM, end) if end != start.lsn else start
+            if txn.xid is not None:
+                xid, ts = txn.xid, txn.commit_ts_us
+        return CdcOffset(STREAM, end, xid=xid, ts_us=ts) if end != start.lsn else start
 
     def _next_chunk(self, start: CdcOffset, limit: int) -> CdcOffset:
         tables = self._tables_named(start.tables)

@@ -16,6 +16,7 @@ database.password               (none)                    its password
 database.dbname                 postgres                  database to capture
 topic.prefix                    the database name         topics are <prefix>.<schema>.<table>
 table.include.list              (all user tables)         comma-separated regexes on schema.table
+table.exclude.list              (none)                    regexes of tables left out (not with include)
 publication.name                riverlog_publication      the pgoutput publication
 publication.autocreate.mode     all_tables                all_tables | filtered | disabled
 slot.name                       riverlog                  the logical replication slot
@@ -25,6 +26,9 @@ heartbeat.interval.ms           10000                     0 = off; WAL position 
 maxChangesPerTrigger            (unlimited)               changes per micro-batch (whole transactions)
 snapshot.fetch.size             10000                     snapshot rows per micro-batch when
                                                           maxChangesPerTrigger is not set
+startingOffsets                 earliest                  a new query (no checkpoint): earliest (as
+                                                          snapshot.mode says) or Debezium's source
+                                                          offset JSON {"lsn": ..., ...} to resume from
 =============================== ========================= ==========================================
 
 The envelope's options are Debezium's too and are checked by
@@ -50,9 +54,10 @@ ENVELOPE_OPTIONS = ("decimal.handling.mode", "time.precision.mode", "binary.hand
 SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed")
 AUTOCREATE_MODES = ("all_tables", "filtered", "disabled")
 _KNOWN = {"dsn", "database.hostname", "database.port", "database.user", "database.password", "database.dbname",
-          "topic.prefix", "table.include.list", "publication.name", "publication.autocreate.mode", "slot.name",
+          "topic.prefix", "table.include.list", "table.exclude.list", "publication.name",
+          "publication.autocreate.mode", "slot.name",
           "slot.drop.on.stop", "snapshot.mode", "heartbeat.interval.ms", "maxchangespertrigger",
-          "snapshot.fetch.size", "path"} | set(ENVELOPE_OPTIONS)
+          "snapshot.fetch.size", "startingoffsets", "path"} | set(ENVELOPE_OPTIONS)
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 
@@ -98,6 +103,40 @@ def _envelope(opts: dict, prefix: str, dbname: str) -> CdcConfig:
         raise _bad(option, str(e)) from None
 
 
+def _starting_offset(value) -> dict | None:
+    """``startingOffsets``: ``earliest`` (none), or a Debezium PostgreSQL source offset (a JSON
+    object with ``lsn`` as a number, a decimal string or PostgreSQL's ``X/Y`` text)."""
+    if value is None or str(value).strip().lower() in ("", "earliest"):
+        return None
+    import json
+    try:
+        offset = json.loads(value) if isinstance(value, str) else dict(value)
+    except (ValueError, TypeError):
+        offset = None
+    if not isinstance(offset, dict) or offset.get("lsn") in (None, ""):
+        raise _bad("startingOffsets", f"must be earliest or a JSON object with \"lsn\", got {value!r}")
+    lsn = str(offset["lsn"]).strip()
+    try:
+        if "/" in lsn:
+            from spark_source.postgres.pgoutput import lsn_from_str
+            offset["lsn"] = lsn_from_str(lsn)
+        else:
+            offset["lsn"] = int(lsn)
+    except ValueError:
+        raise _bad("startingOffsets", f"lsn {lsn!r} is not an LSN (a number or X/Y)") from None
+    return offset
+
+
+def _patterns(opts: dict, name: str) -> tuple[str, ...]:
+    patterns = tuple(p.strip() for p in str(opts.get(name, "")).split(",") if p.strip())
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise _bad(name, f"{pattern!r} is not a regular expression: {e}") from None
+    return patterns
+
+
 def _identifier(opts: dict, name: str, default: str) -> str:
     value = str(opts.get(name, default)).strip()
     if not _IDENTIFIER.fullmatch(value):
@@ -117,6 +156,7 @@ class CdcOptions:
     dbname: str = "postgres"
     topic_prefix: str = "postgres"
     table_include: tuple[str, ...] = ()
+    table_exclude: tuple[str, ...] = ()
     publication_name: str = "riverlog_publication"
     publication_autocreate: str = "all_tables"
     slot_name: str = "riverlog"
@@ -126,6 +166,7 @@ class CdcOptions:
     max_changes_per_trigger: int | None = None
     snapshot_fetch_size: int = 10_000
     envelope: CdcConfig | None = None
+    starting_offset: dict | None = None
 
     @classmethod
     def parse(cls, options) -> "CdcOptions":
@@ -134,7 +175,8 @@ class CdcOptions:
         if unknown:
             raise _bad(unknown[0], "unknown option for format(\"postgres-cdc\"); the options are "
                                    + ", ".join(sorted(_KNOWN - {"path"})).replace("maxchangespertrigger",
-                                                                                     "maxChangesPerTrigger"))
+                                                                                     "maxChangesPerTrigger")
+                                   .replace("startingoffsets", "startingOffsets"))
         dsn = opts.get("dsn") or None
         dbname = str(opts.get("database.dbname") or "").strip()
         if not dbname and dsn:
@@ -144,18 +186,15 @@ class CdcOptions:
             except psycopg2.ProgrammingError as e:
                 raise _bad("dsn", f"not a libpq connection string or URI: {e}") from None
         dbname = dbname or "postgres"
-        include = tuple(p.strip() for p in str(opts.get("table.include.list", "")).split(",") if p.strip())
-        for pattern in include:
-            try:
-                re.compile(pattern)
-            except re.error as e:
-                raise _bad("table.include.list", f"{pattern!r} is not a regular expression: {e}") from None
+        include, exclude = _patterns(opts, "table.include.list"), _patterns(opts, "table.exclude.list")
+        if include and exclude:
+            raise _bad("table.exclude.list", "table.include.list and table.exclude.list cannot both be set")
         mode = _choice(opts, "publication.autocreate.mode", "all_tables", AUTOCREATE_MODES)
         return cls(
             dsn=dsn, hostname=str(opts.get("database.hostname", "localhost")),
             port=_int(opts, "database.port", 5432, 1), user=str(opts.get("database.user", "postgres")),
             password=opts.get("database.password"), dbname=dbname,
-            topic_prefix=str(opts.get("topic.prefix") or dbname), table_include=include,
+            topic_prefix=str(opts.get("topic.prefix") or dbname), table_include=include, table_exclude=exclude,
             publication_name=_identifier(opts, "publication.name", "riverlog_publication"),
             publication_autocreate=mode, slot_name=_identifier(opts, "slot.name", "riverlog"),
             slot_drop_on_stop=_bool(opts, "slot.drop.on.stop", False),
@@ -163,6 +202,7 @@ class CdcOptions:
             heartbeat_interval_ms=_int(opts, "heartbeat.interval.ms", 10_000, 0),
             max_changes_per_trigger=_int(opts, "maxChangesPerTrigger", None, 1),
             snapshot_fetch_size=_int(opts, "snapshot.fetch.size", 10_000, 1),
+            starting_offset=_starting_offset(opts.get("startingoffsets")),
             envelope=_envelope(opts, str(opts.get("topic.prefix") or dbname), dbname))
 
     def connect_kwargs(self) -> dict:
@@ -175,8 +215,11 @@ class CdcOptions:
         return kwargs
 
     def includes(self, schema: str, table: str) -> bool:
-        """Debezium's rule: no list means every table; else a regex must match ``schema.table`` whole."""
+        """Debezium's rule: no list means every table; else a regex must match ``schema.table`` whole
+        (an include list), or none may (an exclude list)."""
+        name = f"{schema}.{table}"
+        if self.table_exclude:
+            return not any(re.fullmatch(p, name) for p in self.table_exclude)
         if not self.table_include:
             return True
-        name = f"{schema}.{table}"
         return any(re.fullmatch(p, name) for p in self.table_include)

@@ -1,0 +1,212 @@
+"""``PostgresCdcSource``: Debezium's PostgreSQL connector (``io.debezium.connector.postgresql.
+PostgresConnector``) as a Connect source over the ``postgres-cdc`` Spark source.
+
+A Debezium user's config carries over (``database.*``, ``topic.prefix``, ``table.include.list``,
+``slot.name``, ``publication.autocreate.mode``, ``snapshot.mode``, ``plugin.name=pgoutput``, …):
+each key is handed to ``format("postgres-cdc")`` under the same name and checked there
+(:class:`spark_source.postgres.options.CdcOptions`), so the connector and the plain Spark source
+accept exactly the same values.
+
+Records. The source already writes Debezium's JSON, so the worker passes key and value bytes
+through (``pre_serialized``: no converter runs in the pipeline); what a ``JsonConverter`` would
+decide is decided here instead: ``key.converter.schemas.enable`` / ``value.converter.schemas.enable``
+(true by default, as Kafka's) choose the envelope ``{"schema", "payload"}`` or the payload alone.
+A ``ByteArrayConverter`` or ``StringConverter`` gets the JSON with its schema. Transforms see
+bytes, so topic and header transforms apply; value transforms (``unwrap``) belong on the sink.
+
+Offsets, as Debezium writes them: partition ``{"server": <topic.prefix>}``, offset
+``{"lsn", "lsn_commit", "lsn_proc", "txId", "ts_usec"}`` once streaming (``lsn`` = the commit end
+LSN of the last transaction in the batch), ``{"lsn", "snapshot": true, "last_snapshot_record":
+false}`` while the snapshot runs, and ``last_snapshot_record: true`` once an ``initial_only``
+snapshot is done. They are written in the batch's broker transaction. A query without a
+checkpoint resumes from them (``startingOffsets``): an unfinished snapshot is taken again (as
+Debezium does), a streaming offset resumes after its LSN, a missing slot fails (or, with
+``snapshot.mode=when_needed``, snapshots again). The slot is acknowledged only after Spark
+committed a batch, so it is never ahead of the stored offset unless keepalives moved it over WAL
+with nothing for it; if it is, streaming goes on from the slot (nothing else can be sent).
+
+    {"name": "shop-cdc", "config": {"connector.class": "PostgresCdcSource", "database.hostname": "127.0.0.1",
+      "database.dbname": "shop", "topic.prefix": "shop", "table.include.list": "public.customers",
+      "slot.name": "shop", "publication.autocreate.mode": "filtered", "snapshot.mode": "initial"}}
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from broker.errors import InvalidConfigError
+from connect.config_def import ConfigDef, ConfigKey, Importance, Invalid, Type, Width
+from connect.connector import SourceConnector, register_connector
+from connect.errors import ConfigError
+
+JSON_CONVERTERS = ("org.apache.kafka.connect.json.JsonConverter", "JsonConverter")
+CONNECTION, CAPTURE, EVENTS = "Connection", "Capture", "Events"
+
+# (name, type, default shown by validate, group, doc). Every key is passed to format("postgres-cdc")
+# as given; the source's own parsing is the one check of its value.
+_KEYS: tuple[tuple[str, str, Any, str, str], ...] = (
+    ("database.hostname", Type.STRING, "localhost", CONNECTION, "Resolvable hostname or IP address of the server."),
+    ("database.port", Type.INT, 5432, CONNECTION, "Port of the server."),
+    ("database.user", Type.STRING, "postgres", CONNECTION, "Role to connect as (LOGIN and REPLICATION)."),
+    ("database.password", Type.PASSWORD, None, CONNECTION, "Password of the role."),
+    ("database.dbname", Type.STRING, "postgres", CONNECTION, "The database to capture."),
+    ("topic.prefix", Type.STRING, None, CONNECTION,
+     "Topics are <topic.prefix>.<schema>.<table>; also the source partition's server (default: the database)."),
+    ("table.include.list", Type.STRING, None, CAPTURE, "Regexes of schema.table to capture (default: all)."),
+    ("table.exclude.list", Type.STRING, None, CAPTURE, "Regexes of schema.table to leave out."),
+    ("plugin.name", Type.STRING, "pgoutput", CAPTURE, "Logical decoding plugin; only pgoutput is supported."),
+    ("slot.name", Type.STRING, "riverlog", CAPTURE, "The logical replication slot."),
+    ("slot.drop.on.stop", Type.BOOLEAN, False, CAPTURE, "Drop the slot when the connector stops."),
+    ("publication.name", Type.STRING, "riverlog_publication", CAPTURE, "The pgoutput publication."),
+    ("publication.autocreate.mode", Type.STRING, "all_tables", CAPTURE, "all_tables, filtered or disabled."),
+    ("snapshot.mode", Type.STRING, "initial", CAPTURE, "initial, initial_only, no_data or when_needed."),
+    ("snapshot.fetch.size", Type.INT, 10_000, CAPTURE, "Snapshot rows per batch."),
+    ("max.batch.size", Type.INT, None, CAPTURE, "Changes per batch, whole transactions (default: unlimited)."),
+    ("heartbeat.interval.ms", Type.INT, 10_000, CAPTURE, "Heartbeat messages keep an idle slot moving; 0 = off."),
+    ("decimal.handling.mode", Type.STRING, "precise", EVENTS, "precise, double or string."),
+    ("time.precision.mode", Type.STRING, "adaptive", EVENTS, "adaptive, adaptive_time_microseconds or connect."),
+    ("binary.handling.mode", Type.STRING, "bytes", EVENTS, "bytes, base64, base64-url-safe or hex."),
+    ("interval.handling.mode", Type.STRING, "numeric", EVENTS, "numeric or string."),
+    ("money.fraction.digits", Type.INT, 2, EVENTS, "Fraction digits of money values."),
+    ("unavailable.value.placeholder", Type.STRING, "__debezium_unavailable_value", EVENTS,
+     "Stands for an unchanged TOAST value."),
+    ("tombstones.on.delete", Type.BOOLEAN, True, EVENTS, "A tombstone follows each delete."),
+    ("provide.transaction.metadata", Type.BOOLEAN, False, EVENTS,
+     "A transaction block in each event, BEGIN/END on <topic.prefix>.<topic.transaction>."),
+    ("topic.transaction", Type.STRING, "transaction", EVENTS, "Suffix of the transaction metadata topic."),
+    ("skipped.operations", Type.STRING, "t", EVENTS, "Operations not emitted (c, u, d, t; none)."),
+)
+_RENAMED = {"max.batch.size": "maxChangesPerTrigger"}
+_NOT_FORWARDED = {"plugin.name"}
+
+
+def _checked_by_source(name: str, type_: str):
+    """A validator that asks :class:`CdcOptions` about this one key, so the POST is refused with the
+    source's own message."""
+    def check(key: str, value: Any) -> None:
+        if value is None:
+            return
+        if type_ == Type.PASSWORD or name in _NOT_FORWARDED:
+            return
+        from spark_source.postgres.options import CdcOptions
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        try:
+            CdcOptions.parse({_RENAMED.get(name, name): text})
+        except InvalidConfigError as e:
+            raise Invalid(str(e).removeprefix(f"option '{_RENAMED.get(name, name)}': ")) from None
+    return check
+
+
+def _plugin_name(key: str, value: Any) -> None:
+    if value is not None and str(value).strip().lower() != "pgoutput":
+        raise Invalid("only pgoutput, PostgreSQL's built-in plugin, is supported")
+
+
+def _config_def() -> ConfigDef:
+    keys = []
+    for order, (name, type_, default, group, doc) in enumerate(_KEYS, 1):
+        validator = _plugin_name if name == "plugin.name" else _checked_by_source(name, type_)
+        importance = Importance.HIGH if group == CONNECTION else Importance.MEDIUM
+        keys.append(ConfigKey(name, type_, default, validator, importance, doc, group, order, Width.MEDIUM, name))
+    return ConfigDef(keys)
+
+
+def debezium_offset(end_offset: Mapping[str, Any]) -> dict:
+    """Debezium's PostgreSQL source offset for the ``postgres-cdc`` offset a batch ended at."""
+    phase, lsn = end_offset["phase"], int(end_offset["lsn"])
+    if phase == "snapshot":
+        return {"lsn": lsn, "snapshot": True, "last_snapshot_record": False}
+    if phase == "done":
+        return {"lsn": lsn, "snapshot": True, "last_snapshot_record": True}
+    out: dict[str, Any] = {"lsn": lsn, "lsn_commit": lsn, "lsn_proc": lsn}
+    if end_offset.get("txId") is not None:
+        out["txId"] = int(end_offset["txId"])
+    if end_offset.get("ts_usec") is not None:
+        out["ts_usec"] = int(end_offset["ts_usec"])
+    return out
+
+
+def stored_offset(stored: list[tuple[dict, dict]], server: str) -> dict | None:
+    """The offset connect-offsets holds for ``{"server": server}`` (None when there is none)."""
+    found = [o for p, o in stored if isinstance(p, Mapping) and p.get("server") == server and o]
+    return dict(found[-1]) if found else None
+
+
+def _schemas_enable(originals: Mapping[str, Any], which: str) -> bool:
+    """What the configured converter would do: JsonConverter (Kafka's default) honours
+    ``<which>.converter.schemas.enable``; other converters get the JSON with its schema."""
+    name = str(originals.get(f"{which}.converter") or JSON_CONVERTERS[0]).strip()
+    if name not in JSON_CONVERTERS:
+        return True
+    return str(originals.get(f"{which}.converter.schemas.enable", "true")).strip().lower() != "false"
+
+
+def _payload_only(column: str) -> Column:
+    return F.get_json_object(F.col(column).cast("string"), "$.payload").cast("binary")
+
+
+@register_connector
+class PostgresCdcSource(SourceConnector):
+    """PostgreSQL changes as Debezium's change events; one slot, one reader (one task)."""
+    class_name = "io.debezium.connector.postgresql.PostgresConnector"
+    aliases = ("PostgresCdcSource", "PostgresConnector")
+    pre_serialized = True
+    config_def = _config_def()
+
+    def __init__(self, config, context):
+        super().__init__(config, context)
+        from spark_source.postgres.options import CdcOptions
+        try:
+            self.options = CdcOptions.parse(self.source_options())
+        except InvalidConfigError as e:
+            field = _RENAMED_BACK.get(e.details.get("config", ""), e.details.get("config", ""))
+            raise ConfigError(str(e), errors={field: [str(e)]}) from None
+
+    @property
+    def server(self) -> str:
+        """The source partition's ``server``: Debezium's ``topic.prefix``."""
+        return self.options.topic_prefix
+
+    def source_options(self) -> dict[str, str]:
+        """The ``postgres-cdc`` options this config stands for."""
+        known = {k for k, *_ in _KEYS} - _NOT_FORWARDED
+        out = {}
+        for key, value in self.config.originals.items():
+            if key in known and value is not None and str(value) != "":
+                out[_RENAMED.get(key, key)] = str(value).lower() if isinstance(value, bool) else str(value)
+        key_se, value_se = (_schemas_enable(self.config.originals, w) for w in ("key", "value"))
+        out["schemas.enable"] = "true" if key_se or value_se else "false"
+        return out
+
+    def read_stream(self) -> DataFrame:
+        from spark_source.postgres.cdc_source import PostgresCdcDataSource
+        spark = self.context.spark
+        spark.dataSource.register(PostgresCdcDataSource)
+        reader = spark.readStream.format("postgres-cdc").options(**self.source_options())
+        resume = stored_offset(self.context.stored_offsets, self.server)
+        if resume is not None:
+            reader = reader.option("startingOffsets", json.dumps(resume))
+        df = reader.load()
+        key_se, value_se = (_schemas_enable(self.config.originals, w) for w in ("key", "value"))
+        key = F.col("key") if key_se or not value_se else _payload_only("key")
+        value = F.col("value") if value_se or not key_se else _payload_only("value")
+        return df.select("topic", F.lit(None).cast("int").alias("partition"), F.lit(None).cast("long").alias("offset"),
+                         # Kafka timestamps are milliseconds; commit times come in microseconds.
+                         F.date_trunc("millisecond", "timestamp").alias("timestamp"), key.alias("key"),
+                         value.alias("value"), "headers")
+
+    def source_offsets(self, end_offset: Mapping[str, Any]) -> list[tuple[dict, dict]]:
+        return [({"server": self.server}, debezium_offset(end_offset))]
+
+    def task_configs(self, tasks_max: int) -> list[dict[str, str]]:
+        """One slot has one reader: one task, whatever ``tasks.max`` says (as Debezium's)."""
+        return [dict(self.config.originals)]
+
+
+_RENAMED_BACK = {v: k for k, v in _RENAMED.items()}
+
+__all__ = ["PostgresCdcSource", "debezium_offset", "stored_offset"]

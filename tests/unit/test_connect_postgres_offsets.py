@@ -1,0 +1,101 @@
+"""PostgresCdcSource's pure parts: the postgres-cdc offset of a batch as Debezium's source offset,
+the stored offset found again and handed back as ``startingOffsets``, and a Debezium config
+checked by the source's own option parsing (bad values refused per field at POST)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from connect.postgres_cdc_source import debezium_offset, stored_offset
+from spark_source.postgres.capture import STREAM, CdcOffset
+from spark_source.postgres.options import _starting_offset
+
+pytestmark = pytest.mark.unit
+
+
+def test_each_phase_maps_to_debeziums_offset_shape():
+    snap = {"phase": "snapshot", "lsn": 100, "tables": ["public.c"], "table": 0, "after": ["5"], "rows": 5}
+    assert debezium_offset(snap) == {"lsn": 100, "snapshot": True, "last_snapshot_record": False}
+    assert debezium_offset({"phase": "done", "lsn": 100}) == \
+        {"lsn": 100, "snapshot": True, "last_snapshot_record": True}
+    assert debezium_offset({"phase": "stream", "lsn": 900, "txId": 771, "ts_usec": 1_700_000_000_000_000}) == \
+        {"lsn": 900, "lsn_commit": 900, "lsn_proc": 900, "txId": 771, "ts_usec": 1_700_000_000_000_000}
+    assert debezium_offset({"phase": "stream", "lsn": 100}) == {"lsn": 100, "lsn_commit": 100, "lsn_proc": 100}
+
+
+@given(lsn=st.integers(0, 2**63 - 1), xid=st.none() | st.integers(1, 2**32 - 1),
+       ts=st.none() | st.integers(0, 2**62))
+def test_a_stream_offset_survives_spark_connect_offsets_and_startingOffsets(lsn, xid, ts):
+    spark_json = json.loads(json.dumps(CdcOffset(STREAM, lsn, xid=xid, ts_us=ts).to_json()))
+    assert CdcOffset.from_json(spark_json) == CdcOffset(STREAM, lsn, xid=xid, ts_us=ts)
+    stored = [({"server": "other"}, {"lsn": 1}), ({"server": "shop"}, debezium_offset(spark_json))]
+    back = _starting_offset(json.dumps(stored_offset(stored, "shop")))
+    assert back["lsn"] == lsn and back.get("txId") == xid and back.get("ts_usec") == ts
+
+
+def test_stored_offset_takes_the_servers_latest_and_ignores_tombstones():
+    assert stored_offset([], "shop") is None
+    assert stored_offset([({"server": "shop"}, None)], "shop") is None
+    assert stored_offset([({"server": "shop"}, {"lsn": 5}), ({"server": "x"}, {"lsn": 9})], "shop") == {"lsn": 5}
+
+
+def test_startingOffsets_accepts_debeziums_lsn_spellings_and_refuses_others():
+    from broker.errors import InvalidConfigError
+    from spark_source.postgres.options import CdcOptions
+    assert CdcOptions.parse({}).starting_offset is None
+    assert CdcOptions.parse({"startingOffsets": "earliest"}).starting_offset is None
+    assert CdcOptions.parse({"startingOffsets": '{"lsn": "24023128"}'}).starting_offset == {"lsn": 24023128}
+    assert CdcOptions.parse({"startingOffsets": '{"lsn": "0/16B3748"}'}).starting_offset == {"lsn": 0x16B3748}
+    for bad in ('{"txId": 1}', "latest", '{"lsn": "x"}'):
+        with pytest.raises(InvalidConfigError, match="startingOffsets"):
+            CdcOptions.parse({"startingOffsets": bad})
+
+
+def test_table_exclude_list_leaves_tables_out_and_not_together_with_include():
+    from broker.errors import InvalidConfigError
+    from spark_source.postgres.options import CdcOptions
+    o = CdcOptions.parse({"table.exclude.list": r"public\.audit.*"})
+    assert o.includes("public", "customers") and not o.includes("public", "audit_log")
+    with pytest.raises(InvalidConfigError, match="table.exclude.list"):
+        CdcOptions.parse({"table.include.list": "public.a", "table.exclude.list": "public.b"})
+
+
+def _shop(**extra) -> dict:
+    return {"connector.class": "PostgresCdcSource", "database.hostname": "127.0.0.1", "database.dbname": "shop",
+            "topic.prefix": "shop", "table.include.list": "public.customers", "slot.name": "shop",
+            "publication.autocreate.mode": "filtered", "snapshot.mode": "initial", **extra}
+
+
+def test_a_debezium_config_is_checked_per_field_by_the_sources_parser():
+    import connect.postgres_cdc_source  # noqa: F401  (registers the connector)
+    from connect.errors import ConfigError
+    from connect.plugins import check_connector_config
+    assert check_connector_config("shop-cdc", _shop())["connector.class"] == "PostgresCdcSource"
+    with pytest.raises(ConfigError) as bad:
+        check_connector_config("shop-cdc", _shop(**{"snapshot.mode": "always", "plugin.name": "wal2json",
+                                                    "slot.name": "Bad-Name", "database.port": "x",
+                                                    "decimal.handling.mode": "float"}))
+    errors = bad.value.details["errors"]
+    assert {"snapshot.mode", "plugin.name", "slot.name", "database.port", "decimal.handling.mode"} <= set(errors)
+    assert "initial" in errors["snapshot.mode"][0] and "pgoutput" in errors["plugin.name"][0]
+
+
+def test_converters_schemas_enable_decide_the_envelope():
+    from connect.config import parse_connector_config
+    from connect.connector import ConnectorContext
+    from connect.postgres_cdc_source import PostgresCdcSource
+
+    def options(**extra):
+        config = parse_connector_config({"name": "shop-cdc", **_shop(**extra)})
+        return PostgresCdcSource(config, ConnectorContext(None, "127.0.0.1:1")).source_options()
+
+    assert options()["schemas.enable"] == "true"
+    off = {"key.converter": "JsonConverter", "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+           "key.converter.schemas.enable": "false", "value.converter.schemas.enable": "false"}
+    got = options(**off)
+    assert got["schemas.enable"] == "false" and got["slot.name"] == "shop" and "plugin.name" not in got
+    assert options(**{"value.converter": "ByteArrayConverter", "max.batch.size": "50"})["maxChangesPerTrigger"] == "50"
+    assert PostgresCdcSource.class_name == "io.debezium.connector.postgresql.PostgresConnector"
