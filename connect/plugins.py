@@ -32,6 +32,7 @@ def _register_all() -> None:
     for name, cls in predicates.PREDICATES.items():
         PREDICATES.register(Plugin(name, None, None, cls), [_simple(name)])
     from connect import delta_sink, directory_sink, file_stream, topic_copy  # noqa: F401  (they register themselves)
+    from connect import postgres_cdc_source  # noqa: F401  (registers itself)
 
 
 def canonical(registry: PluginRegistry, name: str | None) -> str | None:
