@@ -69,8 +69,8 @@ class RecordsPartition(InputPartition):
 
 
 class PostgresCdcDataSource(DataSource):
-    """``spark.readStream.format("postgres-cdc")``; options in docs/cdc.md and
-    :mod:`spark_source.postgres.options`."""
+    """``spark.readStream.format("postgres-cdc")`` and ``spark.read.format("postgres-cdc")``; options in
+    docs/cdc.md and :mod:`spark_source.postgres.options`."""
 
     @classmethod
     def name(cls) -> str:
@@ -80,7 +80,17 @@ class PostgresCdcDataSource(DataSource):
         return output_schema(True)
 
     def streamReader(self, schema):
+        batch_only = sorted(k for k in self.options if str(k).lower() in ("endingoffsets", "snapshot.max.threads"))
+        if batch_only:
+            from broker.errors import InvalidConfigError
+            raise InvalidConfigError(f"option '{batch_only[0]}' is for a batch read (spark.read) only; a stream "
+                                     "has no end and reads its snapshot in one task", config=batch_only[0])
         return CdcStreamReader(CdcOptions.parse(self.options))
+
+    def reader(self, schema):
+        """``spark.read``: the snapshot, or the changes pending in a slot (:mod:`~spark_source.postgres.batch`)."""
+        from spark_source.postgres.batch import CdcBatchReader
+        return CdcBatchReader.from_options(self.options)
 
 
 class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

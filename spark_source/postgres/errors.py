@@ -54,3 +54,9 @@ class NoTablesError(RiverlogError):
 class SlotError(RiverlogError):
     """A slot exists under ``slot.name`` but cannot serve this source (another plugin or database)."""
     code, name, retriable, grpc_status = 1368, "CDC_SLOT", False, "FAILED_PRECONDITION"
+
+
+class SlotNotFoundError(RiverlogError):
+    """A batch read of pending changes names a slot that does not exist (a batch read never
+    creates one)."""
+    code, name, retriable, grpc_status = 1369, "CDC_SLOT_NOT_FOUND", False, "FAILED_PRECONDITION"
