@@ -50,7 +50,8 @@ from spark_source.postgres.types import CdcConfigError
 ENVELOPE_OPTIONS = ("decimal.handling.mode", "time.precision.mode", "binary.handling.mode",
                     "interval.handling.mode", "money.fraction.digits", "unavailable.value.placeholder",
                     "tombstones.on.delete", "provide.transaction.metadata", "topic.transaction",
-                    "skipped.operations", "schemas.enable")
+                    "skipped.operations", "schemas.enable", "message.prefix.include.list",
+                    "message.prefix.exclude.list")
 SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed")
 AUTOCREATE_MODES = ("all_tables", "filtered", "disabled")
 _KNOWN = {"dsn", "database.hostname", "database.port", "database.user", "database.password", "database.dbname",
