@@ -129,8 +129,9 @@ class Capture:
         with ``when_needed`` takes a new snapshot."""
         o = self.options
         lsn = int(stored["lsn"])
-        snapshot = str(stored.get("snapshot", "false")).lower() in ("true", "last", "1")
-        last = str(stored.get("last_snapshot_record", "false")).lower() in ("true", "1")
+        # Debezium writes "snapshot": true (newer versions: the snapshot kind, e.g. "INITIAL").
+        snapshot = str(stored.get("snapshot", "false")).strip().lower() not in ("false", "0", "", "none")
+        last = str(stored.get("last_snapshot_record", "false")).strip().lower() in ("true", "1")
         if snapshot and not last:
             log.info("slot '%s': the stored offset is inside an unfinished snapshot; taking it again", o.slot_name)
             return None
