@@ -10,7 +10,9 @@ The points, in the order a batch passes them:
   recorded (the sink's driver-side commit);
 - ``before_end``: the decision is recorded, no transaction has ended (ditto);
 - ``before_spark_commit``: the transactions have ended, Spark has not yet written the batch to its
-  checkpoint's commit log (Streams' ``foreachBatch``, after the write).
+  checkpoint's commit log (Streams' ``foreachBatch``, after the write);
+- ``before_group_commit``: a Connect sink's write is committed (the ``DeltaSink`` connector's Delta
+  commit), the consumer group ``connect-<name>`` has not moved (connect/delta_sink.py).
 
 The sink's commit runs in a Python worker of Spark's, not in the driver's process, so a crash kills
 more than the calling process: the application must run as a session leader (``Popen(...,
@@ -26,7 +28,7 @@ import signal
 from broker.client.exactly_once import Decision, DecisionLog
 
 ENV = "RIVERLOG_CRASH_AT"
-POINTS = ("before_write", "before_record", "before_end", "before_spark_commit")
+POINTS = ("before_write", "before_record", "before_end", "before_spark_commit", "before_group_commit")
 
 
 def crash_at(point: str, batch_id: int) -> None:
