@@ -53,6 +53,11 @@ def produce_records(bootstrap: str, records: list[dict]) -> None:
     p.close(1)
 
 
+def own_broker(broker_factory) -> str:
+    """A broker of the test's own: every test here uses Debezium's topic name."""
+    return broker_factory({"group.min.session.timeout.ms": 300}).bootstrap
+
+
 def committed(bootstrap: str, connector: str, topic: str = TOPIC) -> int:
     """The consumer group ``connect-<connector>``'s committed offset of partition 0 (-1: none)."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"connect-{connector}", "enable.auto.commit": False})
@@ -186,10 +191,10 @@ def _kill(proc) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_sigkill_between_the_delta_commit_and_the_group_commit(spark_broker, tmp_path):
+def test_sigkill_between_the_delta_commit_and_the_group_commit(broker_factory, tmp_path):
     """The worker kills itself (``RIVERLOG_CRASH_AT=before_group_commit:0``) after batch 0 is in
     Delta and before the consumer group moved; restarted, it replays batch 0 as a no-op."""
-    bootstrap, state, lake = spark_broker.bootstrap, tmp_path / "state", str(tmp_path / "lake")
+    bootstrap, state, lake = own_broker(broker_factory), tmp_path / "state", str(tmp_path / "lake")
     txns, final = random_history(random.Random(23), keys=6, steps=30)
     records = records_of(Events(), txns)
     half = len(records) // 2
@@ -224,12 +229,12 @@ def test_sigkill_between_the_delta_commit_and_the_group_commit(spark_broker, tmp
 
 
 # ------------------------------------------------------------------------------ end to end
-def test_postgres_to_delta_through_the_broker(spark, spark_broker, pg_db, tmp_path):
+def test_postgres_to_delta_through_the_broker(spark, broker_factory, pg_db, tmp_path):
     """The issue's two configs: PostgresCdcSource → shop.public.customers → DeltaSink (SCD 2, DLQ);
     the Delta table's current rows equal the PostgreSQL table after a snapshot and streamed
     inserts, updates, deletes and a primary-key change, and its history holds every version."""
     from connect import Worker
-    bootstrap, lake = spark_broker.bootstrap, str(tmp_path / "lake")
+    bootstrap, lake = own_broker(broker_factory), str(tmp_path / "lake")
     pg_db.execute("CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL, qty int)")
     pg_db.execute("INSERT INTO customers VALUES (1, 'ann', 1), (2, 'bob', 2), (3, 'cy', 3)")
     server = pg_db.server
