@@ -17,6 +17,11 @@ schema as it comes. So a :class:`JsonConverter` is *bound* to a Spark type:
   Spark's ``VARIANT`` (Spark's schemaless JSON, the counterpart of Connect's schemaless maps);
   :meth:`JsonConverter.bind` infers a struct from a batch with ``schema_of_variant_agg``.
 
+A type bound from a batch is kept for the batches after it (:meth:`JsonConverter.carried`): rows
+whose envelope schema, or whose JSON's shape (``schema_of_variant`` with decimals unsized), was not
+seen by ``bind`` are flagged with the ``rebind`` stage and the runtime binds again from their
+batch, so a schema change is learnt as per-batch inference would, without a job per batch.
+
 Connect ↔ Spark types: int8/16/32/64 ↔ tinyint/smallint/int/bigint, float32/64 ↔ float/double,
 boolean, string, bytes ↔ binary (base64 in JSON, as Jackson writes byte[]), array, map (string
 keys only: Connect writes other keys as ``[[k, v], …]``), struct; logical types Timestamp ↔
@@ -28,6 +33,7 @@ wrong JSON type (nested inside arrays and maps only when the whole element fails
 """
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass
@@ -52,6 +58,7 @@ class Converted:
     value: Column
     failed: Column
     message: Column
+    misfit: Column | None = None   # rows that do not fit a type carried from an earlier batch
 
 
 def _config_errors(config: dict, known: dict) -> dict:
@@ -318,6 +325,14 @@ def _mismatch(v: Column, typed: Column, t: DataType) -> Column:
     return here
 
 
+_MAX_SHAPES = 64
+
+
+def _shape(v: Column) -> Column:
+    """A JSON value's shape: its ``schema_of_variant`` with decimals unsized (0.25 and 12.5 alike)."""
+    return F.regexp_replace(F.call_function("schema_of_variant", v), r"DECIMAL\(\d+,\s*\d+\)", "DECIMAL")
+
+
 _VARIANT_TO_DDL = [(re.compile(r"\bOBJECT<"), "STRUCT<"), (re.compile(r"\bDECIMAL\(\d+,\s*\d+\)"), "DOUBLE"),
                    (re.compile(r"\bVOID\b"), "STRING")]
 
@@ -345,12 +360,25 @@ class JsonConverter(Converter):
                                                                          for k, v in errors.items()), errors=errors)
         self.data_type = _as_type(schema)
         self._accepted: frozenset[str] | None = None  # canonical envelope schemas seen by bind()
+        self._shapes: frozenset[str] | None = None    # plain JSON shapes seen by bind()
+        self.carried_over = False
+
+    def carriable(self) -> bool:
+        """Whether the type came from a batch with a test of what fits it (see :meth:`carried`)."""
+        return self._accepted is not None if self.schemas_enable else self._shapes is not None
+
+    def carried(self) -> "JsonConverter":
+        """This bound converter for a later batch: rows that do not fit get a ``misfit`` flag."""
+        out = copy.copy(self)
+        out.carried_over = True
+        return out
 
     # -- binding a type -------------------------------------------------------------------------
     def bind(self, frame: DataFrame, column: str = "value") -> "JsonConverter":
         """A converter bound to the Spark type of ``frame[column]``'s JSON (a driver-side job):
         with envelopes the first distinct schema's type; without, the merged inferred type."""
         v = F.try_parse_json(F.col(column).cast("string"))
+        frame = frame.coalesce(1)  # one partition: the aggregate needs no shuffle, so one job, not two
         bound = JsonConverter(self.config, self.is_key)
         if self.schemas_enable:
             rows = (frame.select(F.to_json(F.try_variant_get(v, "$.schema", "variant")).alias("s"))
@@ -364,7 +392,11 @@ class JsonConverter(Converter):
             bound._accepted = frozenset([s for s, t in types.items() if _same(t, bound.data_type)]
                                         + [_canonical(spark_to_connect(bound.data_type))])
         else:
-            ddl = frame.select(F.call_function("schema_of_variant_agg", v)).first()[0]
+            row = frame.select(F.call_function("schema_of_variant_agg", v).alias("t"),
+                               F.collect_set(_shape(v)).alias("shapes")).first()
+            ddl = row["t"]
+            if row["shapes"] is not None and len(row["shapes"]) <= _MAX_SHAPES:
+                bound._shapes = frozenset(row["shapes"])
             for pattern, repl in _VARIANT_TO_DDL:
                 ddl = pattern.sub(repl, ddl)
             bound.data_type = _as_type(ddl)
@@ -382,6 +414,7 @@ class JsonConverter(Converter):
         msg_json = F.lit("Converting byte[] to Kafka Connect data failed due to serialization error")
         if not self.schemas_enable and self.data_type is None:
             return Converted(F.when(~bad_json, v), bad_json, msg_json)
+        misfit = None
         if self.schemas_enable:
             if self.data_type is None:
                 # Unbound: the batch held no envelope with a schema (null keys, say). Null bytes are
@@ -399,11 +432,15 @@ class JsonConverter(Converter):
                 bad_schema = present & ~bad_json & ~bad_env & ~schema_json.isin(*sorted(self._accepted))
             else:
                 bad_schema = F.lit(False)
+            if self.carried_over:
+                misfit, bad_schema = bad_schema, F.lit(False)
             payload = F.try_variant_get(v, "$.payload", "variant")
         else:
             bad_env = bad_schema = F.lit(False)
             schema_json = F.lit(None).cast("string")
             payload = v
+            if self.carried_over and self._shapes is not None:
+                misfit = present & ~bad_json & ~F.coalesce(_shape(v).isin(*sorted(self._shapes)), F.lit(True))
         wire_t = _wire_type(self.data_type, self.numeric)
         wire = F.try_variant_get(payload, "$", wire_t.simpleString())
         typed = _from_wire(wire, self.data_type, self.numeric)
@@ -418,7 +455,7 @@ class JsonConverter(Converter):
                                               schema_json))
                    .when(bad_payload, F.concat(F.lit(f"JSON value does not match {self.data_type.simpleString()}: "),
                                                F.to_json(payload))))
-        return Converted(F.when(~failed, typed), failed, message)
+        return Converted(F.when(~failed, typed), failed, message, misfit)
 
     # -- typed -> bytes ---------------------------------------------------------------------------
     def from_column(self, typed, data_type):
@@ -478,7 +515,13 @@ def converter(class_name: str, config: dict | None = None, is_key: bool = False,
 def decode(frame: DataFrame, conv: Converter, column: str = "value") -> DataFrame:
     """``frame[column]`` bytes → typed (Kafka's ``toConnectData``), failing rows flagged."""
     r = conv.to_column(F.col(column))
-    return record_frame.flag(frame, r.failed, f"{column}.converter", conv.class_name, r.message, {column: r.value})
+    if r.misfit is None:
+        return record_frame.flag(frame, r.failed, f"{column}.converter", conv.class_name, r.message,
+                                 {column: r.value})
+    stage = F.when(r.misfit, F.lit(record_frame.REBIND)).otherwise(F.lit(f"{column}.converter"))
+    message = F.when(r.misfit, F.lit(f"{column} does not fit the type carried from an earlier batch")).otherwise(
+        r.message)
+    return record_frame.flag(frame, r.failed | r.misfit, stage, conv.class_name, message, {column: r.value})
 
 
 def encode(frame: DataFrame, conv: Converter, column: str = "value") -> DataFrame:

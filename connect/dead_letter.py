@@ -74,6 +74,19 @@ def describe(row) -> str:
     return f"{where}: stage {err['stage']} ({err['class']}) failed: {err['message']}"
 
 
+def describe_column() -> Column:
+    """:func:`describe` as a column of a flagged frame, for the message a failing write carries."""
+    err = F.col(ERROR)
+    text = lambda c: F.coalesce(c.cast("string"), F.lit("null"))  # noqa: E731
+    return F.concat(F.lit("topic '"), text(F.col("topic")), F.lit("'"),
+                    F.when(F.col("partition").isNotNull(), F.concat(F.lit(" partition "), text(F.col("partition"))))
+                    .otherwise(F.lit("")),
+                    F.when(F.col("offset").isNotNull(), F.concat(F.lit(" offset "), text(F.col("offset"))))
+                    .otherwise(F.lit("")),
+                    F.lit(": stage "), text(err.stage), F.lit(" ("), text(err["class"]), F.lit(") failed: "),
+                    text(err.message))
+
+
 def report(bad: DataFrame, config: ConnectorConfig, limit: int = 20) -> list:
     """Log the flagged rows when ``errors.log.enable`` (with the record when
     ``errors.log.include.messages``); returns the rows looked at (at most ``limit``)."""
@@ -89,8 +102,14 @@ def report(bad: DataFrame, config: ConnectorConfig, limit: int = 20) -> list:
 
 def fail(rows: list, config: ConnectorConfig) -> DataError:
     """``errors.tolerance=none``: the error that fails the connector, naming the first bad record."""
+    return tolerance_exceeded(describe(rows[0]), config)
+
+
+def tolerance_exceeded(described: str, config: ConnectorConfig) -> DataError:
+    """The error for a record :func:`describe` (or :func:`describe_column`) named."""
     return DataError(f"Tolerance exceeded in error handler (errors.tolerance=none) for connector "
-                     f"'{config.name}': {describe(rows[0])}")
+                     f"'{config.name}': {described}")
 
 
-__all__ = ["context_headers", "dead_letter_frame", "describe", "fail", "kafka_stage", "report"]
+__all__ = ["context_headers", "dead_letter_frame", "describe", "describe_column", "fail", "kafka_stage", "report",
+           "tolerance_exceeded"]

@@ -6,7 +6,8 @@ then renamed into place, so a reader sees a batch whole or not at all. The batch
 named after its first record, Confluent's ``<topic>+<partition>+<offset>`` (the smallest
 (topic, partition, offset) of the batch): a batch replayed from the same start, whether from
 Spark's checkpoint or, after the checkpoint was lost, from the consumer group's committed offsets,
-has the same first record and so replaces the directory instead of adding a copy. Read it back
+has the same first record and so replaces the directory instead of adding a copy. The first
+record is observed by the write job itself (``DataFrame.observe``), not by a query before it. Read it back
 with ``spark.read.option("recursiveFileLookup", "true").json(path)`` (or ``.parquet``).
 
 Columns: the fields of the value when the (converted, transformed) value is a struct, else one
@@ -22,7 +23,7 @@ import re
 import shutil
 import uuid
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -49,17 +50,24 @@ class DirectorySink(SinkConnector):
         return f"{re.sub(r'[^A-Za-z0-9._-]', '_', topic)}+{partition}+{offset:020d}"
 
     def write_batch(self, frame: DataFrame, batch_id: int) -> None:
-        first = frame.agg(F.min(F.struct("topic", "partition", "offset")).alias("first")).first()["first"]
-        if first is None:
-            return
         root = self.values["path"]
         os.makedirs(root, exist_ok=True)
-        final = os.path.join(root, self.batch_name(first["topic"], first["partition"], first["offset"]))
-        rows = frame.where(F.col("value").isNotNull())
+        observed = Observation(f"directory-sink-{uuid.uuid4().hex}")
+        rows = frame.observe(observed, F.min(F.struct("topic", "partition", "offset")).alias("first"))
+        rows = rows.where(F.col("value").isNotNull())
         rows = rows.select("value.*") if isinstance(frame.schema["value"].dataType, StructType) else rows.select("value")
         tmp = os.path.join(root, f"_tmp-{uuid.uuid4().hex}")
-        rows.coalesce(max(1, self.config.tasks_max)).write.mode("overwrite") \
-            .format(_SPARK_FORMAT[self.values["format"]]).save(tmp)
+        try:
+            rows.coalesce(max(1, self.config.tasks_max)).write.mode("overwrite") \
+                .format(_SPARK_FORMAT[self.values["format"]]).save(tmp)
+            first = observed.get["first"]
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if first is None:  # no record in the batch
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
+        final = os.path.join(root, self.batch_name(first["topic"], first["partition"], first["offset"]))
         for name in os.listdir(tmp):
             if name.startswith((".", "_")):
                 os.remove(os.path.join(tmp, name))

@@ -17,6 +17,12 @@ unfinished batch with the same id, which the exactly-once sink recognises. The b
 truth: a query without a checkpoint starts from connect-offsets (source) or the consumer group's
 committed offsets (sink), and writes under a new ``sinkId`` (written to ``sink-id`` next to the
 checkpoint) so its batch ids, which restart at 0, are not mistaken for the old query's.
+
+Jobs per batch. A batch runs the connector's write and nothing else it can do without: under
+``errors.tolerance=none`` a flagged record fails the write itself (a guard in the plan, see
+:mod:`connect.record_frame`) instead of a scan before it; a JSON converter's type is inferred once
+and carried to later batches until a record does not fit it; the frame is persisted only when it
+is read twice (dead-letter queue, ``errors.log.enable``).
 """
 from __future__ import annotations
 
@@ -148,6 +154,10 @@ def _unbound(conv) -> bool:
     return isinstance(conv, converters.JsonConverter) and conv.data_type is None
 
 
+class _Rebind(Exception):
+    """A record did not fit a converter's carried type: infer again from this batch and rerun it."""
+
+
 class Pipeline:
     """Builds a connector's streaming query; the ``foreachBatch`` function is this object."""
 
@@ -165,6 +175,7 @@ class Pipeline:
             self.key_converter = converters.converter(BYTE_ARRAY, is_key=True)
             self.value_converter = converters.converter(BYTE_ARRAY)
         self.tasks = len(connector.task_configs(config.tasks_max))
+        self._bound: dict[str, converters.JsonConverter] = {}  # types learnt from a batch, carried on
         self.sink_id = ""
         self.offsets_topic = storage.offset_log.topic
 
@@ -259,13 +270,28 @@ class Pipeline:
         else:
             self._sink_batch(df, batch_id)
 
-    def _check(self, frame: DataFrame) -> tuple[DataFrame, DataFrame]:
-        good, bad = record_frame.split_errors(frame)
-        rows = dead_letter.report(bad, self.config) if self.config.errors_log_enable or \
-            self.config.errors_tolerance == "none" else []
-        if rows and self.config.errors_tolerance == "none":
+    def _check(self, frame: DataFrame, rebind: bool = False) -> tuple[DataFrame, DataFrame]:
+        """(good, bad) records per ``errors.tolerance``. Only ``errors.log.enable`` scans the
+        flagged records here; otherwise under ``none`` reading ``good`` fails on the first one."""
+        none = self.config.errors_tolerance == "none"
+        if not self.config.errors_log_enable:
+            return record_frame.split_errors(frame, dead_letter.describe_column() if none else None, rebind)
+        good, bad = record_frame.split_errors(frame, rebind=rebind)
+        rows = dead_letter.report(bad, self.config)
+        if rows and none:
             raise dead_letter.fail(rows, self.config)
         return good, bad
+
+    def _failed(self, exc: Exception) -> None:
+        """Re-raise what failed a write: a guard's record as Kafka's tolerance error, a misfit as
+        :class:`_Rebind`, anything else as it was."""
+        marked = record_frame.raised(exc)
+        if marked is None:
+            raise exc
+        kind, message = marked
+        if kind == record_frame.REBIND:
+            raise _Rebind(message) from None
+        raise dead_letter.tolerance_exceeded(message, self.config) from None
 
     def _source_batch(self, df: DataFrame, batch_id: int) -> None:
         c = self.connector
@@ -274,7 +300,9 @@ class Pipeline:
                           F.lit(None).cast(record_frame.ERROR_TYPE).alias(record_frame.ERROR))
         frame = chain(frame, self.steps)
         frame = converters.encode(converters.encode(frame, self.key_converter, "key"), self.value_converter, "value")
-        frame = frame.persist()
+        twice = self.config.errors_log_enable  # the report's scan, then the write
+        if twice:
+            frame = frame.persist()
         try:
             good, _ = self._check(frame)
             if self.tasks > 1:
@@ -293,48 +321,80 @@ class Pipeline:
                  .option("sinkId", self.sink_id).option("batchId", str(batch_id)))
             for k, v in self.config.producer_overrides.items():
                 w = w.option(f"riverlog.{k}", str(v))
-            w.save()
+            try:
+                w.save()
+            except Exception as e:  # noqa: BLE001 - re-raised by _failed
+                self._failed(e)
             if not same_cluster and pairs:
                 self.storage.put_offsets(self.config.name, pairs)
         finally:
-            frame.unpersist()
+            if twice:
+                frame.unpersist()
 
     def _sink_batch(self, df: DataFrame, batch_id: int) -> None:
         c = self.connector
         assert isinstance(c, SinkConnector)
-        if (_unbound(self.key_converter) or _unbound(self.value_converter)) and df.isEmpty():
+        try:
+            self._sink_write(c, df, batch_id)
+        except _Rebind:
+            self._bound.clear()  # a schema change: learn the types from this batch, as Kafka would
+            self._sink_write(c, df, batch_id)
+
+    def _converters(self, frame: DataFrame) -> list:
+        """The key and value converters for a batch: a type learnt from an earlier batch is carried
+        over; an unbound JSON converter learns it from this one (a job, once)."""
+        out = []
+        for which, conv in (("key", self.key_converter), ("value", self.value_converter)):
+            if which in self._bound:
+                out.append(self._bound[which].carried())
+                continue
+            bound = _bind(conv, frame, which)
+            if bound is not conv and bound.carriable():
+                self._bound[which] = bound
+            out.append(bound)
+        return out
+
+    def _sink_write(self, c: SinkConnector, df: DataFrame, batch_id: int) -> None:
+        frame = record_frame.from_source(df)
+        key_conv, value_conv = self._converters(frame)
+        end = {t: ps for t, ps in batch_end_offset(self.paths.checkpoint, batch_id).items() if ps}
+        if (_unbound(key_conv) or _unbound(value_conv)) and df.isEmpty():
             # Nothing to learn a type from and nothing to write (e.g. only aborted records were
             # read): the offsets move on, the transforms are not planned over a type-less column.
-            end = {t: ps for t, ps in batch_end_offset(self.paths.checkpoint, batch_id).items() if ps}
             if end:
                 self._commit(c.input_bootstrap_servers, end)
             return
-        frame = record_frame.from_source(df)
-        key_conv = _bind(self.key_converter, frame, "key")
-        value_conv = _bind(self.value_converter, frame, "value")
+        rebind = any(getattr(conv, "carried_over", False) for conv in (key_conv, value_conv))
         frame = converters.decode(converters.decode(frame, key_conv, "key"), value_conv, "value")
-        frame = chain(frame, self.steps).persist()
+        frame = chain(frame, self.steps)
+        dlq = self.config.errors_tolerance == "all" and bool(self.config.dlq_topic)
+        twice = dlq or self.config.errors_log_enable  # read again for the DLQ or the error log
+        if twice:
+            frame = frame.persist()
         try:
-            good, bad = self._check(frame)
-            good = good.drop(record_frame.ORIGINAL)
-            if self.tasks > 1:
-                good = good.repartition(self.tasks)  # tasks.max: the write's parallelism
-            rejected = c.write_batch(good, batch_id)
-            if rejected is not None:
-                bad = bad.unionByName(self._write_failures(frame, rejected, c))
-            end = {t: ps for t, ps in batch_end_offset(self.paths.checkpoint, batch_id).items() if ps}
-            dlq = self.config.errors_tolerance == "all" and bool(self.config.dlq_topic)
-            if dlq and not bad.isEmpty():
-                w = (dead_letter.dead_letter_frame(bad, self.config).write.format("riverlog").mode("append")
-                     .option("riverlog.bootstrap.servers", self.worker.bootstrap_servers)
-                     .option("sinkId", self.sink_id + "-dlq").option("batchId", str(batch_id)))
-                if end:
-                    w = w.option("groupId", group_id(self.config.name)).option("groupOffsets", json.dumps(end))
-                w.save()
-            elif end:
+            try:
+                good, bad = self._check(frame, rebind)
+                good = good.drop(record_frame.ORIGINAL)
+                if self.tasks > 1:
+                    good = good.repartition(self.tasks)  # tasks.max: the write's parallelism
+                rejected = c.write_batch(good, batch_id)
+                if rejected is not None:
+                    bad = bad.unionByName(self._write_failures(frame, rejected, c))
+                if dlq and not bad.isEmpty():
+                    w = (dead_letter.dead_letter_frame(bad, self.config).write.format("riverlog").mode("append")
+                         .option("riverlog.bootstrap.servers", self.worker.bootstrap_servers)
+                         .option("sinkId", self.sink_id + "-dlq").option("batchId", str(batch_id)))
+                    if end:
+                        w = w.option("groupId", group_id(self.config.name)).option("groupOffsets", json.dumps(end))
+                    w.save()
+                    end = {}
+            except Exception as e:  # noqa: BLE001 - re-raised by _failed
+                self._failed(e)
+            if end:
                 self._commit(c.input_bootstrap_servers, end)
         finally:
-            frame.unpersist()
+            if twice:
+                frame.unpersist()
 
     def _write_failures(self, frame: DataFrame, rejected: DataFrame, c) -> DataFrame:
         """The records the sink could not write (``rejected``: topic, partition, offset, message), as

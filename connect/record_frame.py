@@ -28,8 +28,18 @@ Two optional columns travel with the rows and every converter and transform keep
   frame's old ``value`` would no longer mean the same once the step replaced ``value``.
 - :data:`ORIGINAL` (struct<key, value, headers> as consumed): what the dead-letter queue writes,
   as Kafka's ``errors.deadletterqueue`` writes the record as it was read.
+
+A stage may also flag a row with the :data:`REBIND` stage: its JSON does not fit the type a
+converter carried over from an earlier batch (a schema change). Such a row is no bad record: the
+runtime infers the type again from the batch and runs the batch once more.
+
+Failing without a separate scan. Under ``errors.tolerance=none`` the frames the sink reads carry a
+:func:`raising` guard, so the sink's own write job fails on the first flagged row with a message
+that names it; :func:`raised` finds that message again in the exception the write throws.
 """
 from __future__ import annotations
+
+import re
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -40,6 +50,9 @@ from connect.errors import DataError
 RECORD_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value", "headers")
 ERROR = "__connect_error"
 ORIGINAL = "__connect_original"
+REBIND = "rebind"
+FAIL = "fail"
+_RAISED = re.compile(r"<<connect:(\w+)>>(.*?)<</connect>>", re.S)
 
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 ERROR_TYPE = StructType([StructField("stage", StringType()), StructField("class", StringType()),
@@ -68,11 +81,13 @@ def to_sink(frame: DataFrame, partition: bool = False) -> DataFrame:
     return frame.select(*cols)
 
 
-def error_struct(stage: str, cls: str, message: Column) -> Column:
-    return F.struct(F.lit(stage).alias("stage"), F.lit(cls).alias("class"), message.alias("message"))
+def error_struct(stage: "str | Column", cls: str, message: Column) -> Column:
+    stage = F.lit(stage) if isinstance(stage, str) else stage
+    return F.struct(stage.alias("stage"), F.lit(cls).alias("class"), message.alias("message"))
 
 
-def flag(frame: DataFrame, failed: Column, stage: str, cls: str, message: Column, replace: dict) -> DataFrame:
+def flag(frame: DataFrame, failed: Column, stage: "str | Column", cls: str, message: Column,
+         replace: dict) -> DataFrame:
     """Replace columns and flag failing rows in one projection, so ``failed`` and ``message`` see the
     frame as it was before the step. The first error a row got is kept."""
     new = error_struct(stage, cls, message)
@@ -89,9 +104,42 @@ def error_column(frame: DataFrame) -> Column:
     return F.col(ERROR) if ERROR in frame.columns else F.lit(None).cast(ERROR_TYPE)
 
 
-def split_errors(frame: DataFrame) -> tuple[DataFrame, DataFrame]:
+def split_errors(frame: DataFrame, fail: Column | None = None, rebind: bool = False) -> tuple[DataFrame, DataFrame]:
     """(records that went through every stage, records some stage flagged) — the second for the
-    dead-letter queue or to fail the task, per ``errors.tolerance``."""
+    dead-letter queue or to fail the task, per ``errors.tolerance``.
+
+    ``fail`` (``errors.tolerance=none``): the message naming a flagged row; reading the first frame
+    then fails on such a row instead of leaving it out (the second frame is empty). ``rebind``:
+    reading either frame fails on a :data:`REBIND` row."""
     if ERROR not in frame.columns:
         return frame, frame.limit(0)
-    return frame.where(F.col(ERROR).isNull()).drop(ERROR), frame.where(F.col(ERROR).isNotNull())
+    err = F.col(ERROR)
+    again = raising(REBIND, F.lit("a record does not fit the type carried from an earlier batch"))
+    if fail is not None:
+        keep = F.when(err.isNull(), F.lit(True))
+        if rebind:
+            keep = keep.when(err.stage == REBIND, again)
+        return frame.where(keep.otherwise(raising(FAIL, fail))).drop(ERROR), frame.limit(0)
+    good, bad = err.isNull(), err.isNotNull()
+    if rebind:
+        good = F.when(err.stage == REBIND, again).otherwise(good)
+        bad = F.when(err.stage == REBIND, again).otherwise(bad)
+    return frame.where(good).drop(ERROR), frame.where(bad)
+
+
+def raising(kind: str, message: Column) -> Column:
+    """A boolean column that fails the Spark job reading it, with ``message`` marked as ``kind``
+    (:data:`FAIL` or :data:`REBIND`) so that :func:`raised` can tell it from other failures."""
+    return F.raise_error(F.concat(F.lit(f"<<connect:{kind}>>"), message, F.lit("<</connect>>"))).cast("boolean")
+
+
+def raised(exc: BaseException) -> tuple[str, str] | None:
+    """(kind, message) of the :func:`raising` guard that failed the job behind ``exc``, if one did
+    (looked for in the exception and its causes, as a sink may wrap Spark's error)."""
+    seen = 0
+    while exc is not None and seen < 10:
+        m = _RAISED.search(str(exc))
+        if m:
+            return m.group(1), m.group(2)
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
