@@ -63,6 +63,12 @@ class Connector:
         self.values = self.config_def.parse(config.originals, f"Connector {config.name}") if self.config_def.keys \
             else {}
 
+    @classmethod
+    def problems(cls, props: Mapping[str, Any]) -> dict[str, list[str]]:
+        """Kafka's ``Connector.validate`` beyond the per-key checks (rules that join several keys):
+        ``{field: [problems]}``, listed at ``POST`` with the config's other problems."""
+        return {}
+
     def task_configs(self, tasks_max: int) -> list[dict[str, str]]:
         """Kafka's ``taskConfigs``: one Spark query is all tasks, so task ``i`` is a slice of
         parallelism carrying the connector's config."""
