@@ -77,6 +77,9 @@ def check_connector_config(name: str, config: Mapping[str, Any]) -> dict[str, st
     except ConfigError as e:  # the transforms' own settings, which validate() does not define
         for field, problems in e.details.get("errors", {}).items():
             errors.setdefault(field, list(problems))  # a field validate() named keeps its messages
+    if cls is not None:
+        for field, problems in cls.problems(props).items():
+            errors.setdefault(field, []).extend(p for p in problems if p not in errors.get(field, []))
     if errors or cls is None:
         count = sum(len(v) for v in errors.values())
         e = ConfigError(f"Connector configuration is invalid and contains the following {count} error(s):\n"
