@@ -79,28 +79,43 @@ class DeltaSink(SinkConnector):
 
     def __init__(self, config, context):
         super().__init__(config, context)
+        errors = self.problems(config.originals)
+        if errors:
+            count = sum(len(v) for v in errors.values())
+            raise ConfigError(f"Connector configuration is invalid and contains the following {count} error(s):\n"
+                              + "\n".join(m for ms in errors.values() for m in ms), errors=errors)
+        self.settings = self._settings(self.values, config.originals)
+        self._appliers: dict[str, object] = {}
+
+    @staticmethod
+    def _settings(values, props) -> dict[str, str]:
+        """The Delta options as :func:`spark_sink.delta.from_config` takes them."""
+        return {**{k: ",".join(v) if isinstance(v, (list, tuple)) else str(v) for k, v in values.items()},
+                "errors.tolerance": str(props.get("errors.tolerance") or "none").strip()}
+
+    @classmethod
+    def problems(cls, props) -> dict[str, list[str]]:
+        """What the per-key checks cannot see: one of the two paths (``append`` needs the table
+        path), and converters that leave the record bytes alone."""
         from spark_sink.delta import DeltaConfigError, from_config
+        values = cls.config_def.validate_all(props)
+        if any(v.errors for v in values.values()):
+            return {}   # listed by the per-key checks
         errors: dict[str, list[str]] = {}
         for which in ("key", "value"):
-            name = config.values.get(f"{which}.converter")
+            name = props.get(f"{which}.converter")
             plugin = CONVERTERS.get(str(name).strip()) if name else None
             full = plugin.class_name if plugin is not None else name
             if full and full not in _RAW_CONVERTERS:
                 errors[f"{which}.converter"] = [
                     f"DeltaSink parses Debezium's JSON itself: use {BYTE_ARRAY_CONVERTER} (the default) or "
                     f"{STRING_CONVERTER}, not {name}"]
-        self.settings = {**{k: ",".join(v) if isinstance(v, (list, tuple)) else str(v)
-                            for k, v in self.values.items()}, "errors.tolerance": config.errors_tolerance}
         try:
-            from_config(self.settings)   # every problem of the Delta options, at start
+            from_config(cls._settings({n: v.value for n, v in values.items()}, props))
         except DeltaConfigError as e:
-            for field, problems in (e.details.get("errors") or {"delta.table.path": [e.message]}).items():
-                errors.setdefault(field, []).extend(problems)
-        if errors:
-            count = sum(len(v) for v in errors.values())
-            raise ConfigError(f"Connector configuration is invalid and contains the following {count} error(s):\n"
-                              + "\n".join(m for ms in errors.values() for m in ms), errors=errors)
-        self._appliers: dict[str, object] = {}
+            for field, found in (e.details.get("errors") or {"delta.table.path": [e.message]}).items():
+                errors.setdefault(field, []).extend(found)
+        return errors
 
     def app_id(self, query_id: str | None) -> str:
         explicit = self.values.get("delta.app.id")

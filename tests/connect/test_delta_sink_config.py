@@ -1,6 +1,6 @@
 """The DeltaSink connector's config, without Spark: the issue's config accepted under its alias and
-class name, a bad value refused at POST naming the field, the path and converter rules checked
-when the connector is built, and the default application transaction id."""
+class name, bad values refused at POST naming the field (the path and converter rules that join
+keys included), and the default application transaction id."""
 from __future__ import annotations
 
 import pytest
@@ -48,6 +48,15 @@ def test_bad_values_are_refused_naming_the_field():
     assert "delta.table.path" in problems({**ISSUE, "delta.mode": "append", "delta.table.path": "",
                                            "delta.root.path": "/lake"})
     build({**ISSUE, "key.converter": "StringConverter"})   # text is bytes to the sink
+
+
+def test_the_rules_that_join_keys_are_checked_at_post():
+    from connect.errors import ConfigError
+    from connect.plugins import check_connector_config
+    with pytest.raises(ConfigError) as e:
+        check_connector_config("c", {**ISSUE, "delta.root.path": "/lake", "value.converter": "JsonConverter"})
+    assert set(e.value.details["errors"]) == {"delta.table.path", "value.converter"}
+    assert "2 error(s)" in str(e.value)
 
 
 def test_listed_among_the_plugins_with_its_config_keys():
