@@ -273,7 +273,8 @@ def normalise_table(table, now_ms: int) -> pa.RecordBatch:
     if "timestamp" in names:
         ts = table.column("timestamp")
         if pa.types.is_timestamp(ts.type):
-            ts = ts.cast(pa.timestamp("ms", tz=ts.type.tz)).cast(pa.int64())
+            # Kafka's timestamps are milliseconds: finer precision is dropped, as Spark's Kafka sink does
+            ts = ts.cast(pa.timestamp("ms", tz=ts.type.tz), safe=False).cast(pa.int64())
         else:
             ts = ts.cast(pa.int64())
         ts = pc.fill_null(ts, now_ms)
