@@ -158,6 +158,32 @@ class _Rebind(Exception):
     """A record did not fit a converter's carried type: infer again from this batch and rerun it."""
 
 
+def apply_tolerance(frame: DataFrame, config: ConnectorConfig, rebind: bool = False) -> tuple[DataFrame, DataFrame]:
+    """(good, bad) records per ``errors.tolerance``, planned without running a job: only
+    ``errors.log.enable`` scans the flagged records here; otherwise under ``none`` the job that
+    reads ``good`` fails on the first one (see :func:`translated`)."""
+    none = config.errors_tolerance == "none"
+    if not config.errors_log_enable:
+        return record_frame.split_errors(frame, dead_letter.describe_column() if none else None, rebind)
+    good, bad = record_frame.split_errors(frame, rebind=rebind)
+    rows = dead_letter.report(bad, config)
+    if rows and none:
+        raise dead_letter.fail(rows, config)
+    return good, bad
+
+
+def translated(exc: BaseException, config: ConnectorConfig) -> BaseException:
+    """What a failed write means: a guard's flagged record as Kafka's tolerance error (naming it),
+    a misfit as :class:`_Rebind`, anything else itself."""
+    marked = record_frame.raised(exc)
+    if marked is None:
+        return exc
+    kind, message = marked
+    if kind == record_frame.REBIND:
+        return _Rebind(message)
+    return dead_letter.tolerance_exceeded(message, config)
+
+
 class Pipeline:
     """Builds a connector's streaming query; the ``foreachBatch`` function is this object."""
 
@@ -271,27 +297,13 @@ class Pipeline:
             self._sink_batch(df, batch_id)
 
     def _check(self, frame: DataFrame, rebind: bool = False) -> tuple[DataFrame, DataFrame]:
-        """(good, bad) records per ``errors.tolerance``. Only ``errors.log.enable`` scans the
-        flagged records here; otherwise under ``none`` reading ``good`` fails on the first one."""
-        none = self.config.errors_tolerance == "none"
-        if not self.config.errors_log_enable:
-            return record_frame.split_errors(frame, dead_letter.describe_column() if none else None, rebind)
-        good, bad = record_frame.split_errors(frame, rebind=rebind)
-        rows = dead_letter.report(bad, self.config)
-        if rows and none:
-            raise dead_letter.fail(rows, self.config)
-        return good, bad
+        return apply_tolerance(frame, self.config, rebind)
 
     def _failed(self, exc: Exception) -> None:
-        """Re-raise what failed a write: a guard's record as Kafka's tolerance error, a misfit as
-        :class:`_Rebind`, anything else as it was."""
-        marked = record_frame.raised(exc)
-        if marked is None:
+        failure = translated(exc, self.config)
+        if failure is exc:
             raise exc
-        kind, message = marked
-        if kind == record_frame.REBIND:
-            raise _Rebind(message) from None
-        raise dead_letter.tolerance_exceeded(message, self.config) from None
+        raise failure from None
 
     def _source_batch(self, df: DataFrame, batch_id: int) -> None:
         c = self.connector
@@ -422,4 +434,4 @@ class Pipeline:
             consumer.close()
 
 
-__all__ = ["ConnectorPaths", "Pipeline", "batch_end_offset", "finish_pending", "group_id"]
+__all__ = ["ConnectorPaths", "Pipeline", "apply_tolerance", "translated", "batch_end_offset", "finish_pending", "group_id"]
