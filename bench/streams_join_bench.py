@@ -12,13 +12,23 @@ one JSON line per figure:
    hand-written join re-reads the whole table every batch and does not order a batch's table
    updates against its orders by timestamp, which the DSL does. ``ratio_to_handwritten`` is the
    DSL's rate over the hand-written one (target: ≥ 0.9, i.e. ≤ 10% cost).
-2. ``store``: interactive queries on a key-value store of ``--store-keys`` keys (default 1M;
+2. ``fk``: a foreign-key join (KIP-213) through the DSL (``lines.join(products,
+   foreign_key=..., joiner=...)`` → ``toStream().to``; ``--records`` order lines, each its own key,
+   against ``records / 20`` products produced first) against the closest PySpark has:
+   ``foreachBatch`` over the lines stream, the foreign key extracted with ``split``, each batch
+   joined with the products' latest value per key (``max_by(value, offset)`` over a batch read of
+   the products topic), written exactly once. The hand-written join answers only the lines' side:
+   a product update does not reach the lines that reference it, a changed foreign key retracts
+   nothing, and no answer is checked against a newer line — which the DSL does, through its two
+   internal topics (a subscription and an answer per line, each a round trip through the broker).
+   ``streams.fk_join.python_task_alone``: the three hops through the tasks' Python without Spark.
+3. ``store``: interactive queries on a key-value store of ``--store-keys`` keys (default 1M;
    ``STREAMS_JOIN_BENCH_STORE_KEYS`` or ``--scale`` shrink it): its changelog is produced with
    Riverlog's state codec to a compacted 2-partition topic; ``read_store`` (what ``app.store()``
    runs) is timed (the client-side view's build, records/s), then ``get`` of random present keys,
    p50/p99 in microseconds.
 
-    python bench/streams_join_bench.py [--records 200000] [--rounds 2] [--only join,store] [--scale 0.1]
+    python bench/streams_join_bench.py [--records 200000] [--rounds 2] [--only join,fk,store] [--scale 0.1]
 """
 from __future__ import annotations
 
@@ -36,9 +46,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from broker_bench import create_topic, emit, start_broker  # noqa: E402 - beside this file
 from spark_source_bench import local_spark  # noqa: E402
-from streams_bench import Ctx, Run, compare, fill, read_stream, run_dsl, run_stream, topic_size, warm_up  # noqa: E402
+from streams_bench import (Ctx, Run, batch_seconds, compare, fill, read_stream, run_dsl,  # noqa: E402
+                           run_stream, topic_size, warm_up)
 
-PARTS = ("join", "store")
+PARTS = ("join", "fk", "store")
 
 
 def part_join(ctx, n: int, rounds: int) -> None:
@@ -75,6 +86,122 @@ def part_join(ctx, n: int, rounds: int) -> None:
     runners = {"handwritten": lambda: run_stream(ctx, "j-hand", by_hand),
                "dsl": lambda: run_dsl(ctx, "j-dsl", topology)}
     compare(ctx, "join", n, runners, rounds, table_keys=keys)
+
+
+def part_fk(ctx, n: int, rounds: int) -> None:
+    from pyspark.sql import functions as F
+    from streams.builder import StreamsBuilder
+    from streams.parameters import Consumed, Produced
+    from streams.serdes import Serdes
+    lines, products, keys = "fk-lines", "fk-products", max(10, n // 20)
+    create_topic(ctx.servers, lines, 2)
+    create_topic(ctx.servers, products, 2)
+    fill(ctx.servers, products, keys, keys=keys, values=lambda i: b"price%d" % i)
+    fill(ctx.servers, lines, n, keys=n + keys, start=keys, values=lambda i: b"k%d/%d" % (i % keys, i))
+
+    def topology(out):
+        b = StreamsBuilder()
+        S = Serdes.String()
+        right = b.table(products, Consumed.with_(S, S))
+        (b.table(lines, Consumed.with_(S, S))
+          .join(right, foreign_key=lambda v: v.split("/")[0], joiner=lambda line, price: f"{line}:{price}")
+          .toStream().to(out, Produced.with_(S, S)))
+        return b.build()
+
+    def by_hand(run):
+        def write(batch, batch_id):
+            table = (ctx.spark.read.format("riverlog").option("riverlog.bootstrap.servers", ctx.servers)
+                     .option("subscribe", products).load()
+                     .groupBy(F.col("key").alias("fk")).agg(F.max_by("value", "offset").alias("right")))
+            keyed = batch.withColumn("fk", F.split(F.col("value").cast("string"), "/").getItem(0).cast("binary"))
+            joined = keyed.join(table, "fk").select(
+                "key", F.concat(F.col("value").cast("string"), F.lit(":"),
+                                F.col("right").cast("string")).cast("binary").alias("value"))
+            (joined.write.format("riverlog").mode("append").option("riverlog.bootstrap.servers", ctx.servers)
+             .option("topic", run.out).option("sinkId", run.name).option("batchId", str(batch_id)).save())
+        return read_stream(ctx, lines).select("key", "value").writeStream.foreachBatch(write)
+
+    queries: list = []
+
+    def dsl():
+        """``run_dsl``, keeping each query's rows, batches and batch time: where the time goes."""
+        from streams.app import StreamsApp
+        run = Run(ctx, "fk-dsl")
+        app = StreamsApp(topology(run.out), ctx.spark, run.config())
+        start = time.perf_counter()
+        app.start()
+        try:
+            app.processAllAvailable()
+            wall = time.perf_counter() - start
+            busy = batch_seconds(app.queries)
+            queries[:] = [{"query": q.name, "batches": sum(1 for p in q.recentProgress if p["numInputRows"]),
+                           "rows": sum(p["numInputRows"] for p in q.recentProgress),
+                           "seconds": round(batch_seconds([q]), 1)} for q in app.queries]
+        finally:
+            app.close()
+        return {"wall": wall, "batches": busy, "out": topic_size(ctx.servers, run.out)}
+
+    runners = {"handwritten": lambda: run_stream(ctx, "fk-hand", by_hand), "dsl": dsl}
+    compare(ctx, "fk_join", n, runners, rounds, table_keys=keys)
+    emit("streams.fk_join.dsl.queries", len(queries), "queries", per_query=queries)
+    fk_python_alone(topology, products, lines, n, keys)
+
+
+def fk_python_alone(topology, products: str, lines: str, n: int, keys: int) -> None:
+    """The FK join's three hops through the tasks' Python alone (no Spark, state in dicts, one
+    partition): the lines (subscriptions out), the products and subscriptions (answers out), the
+    answers (results out); CPU seconds per hop, with the rows each hop writes (outputs, internal
+    records and changelog rows)."""
+    from datetime import datetime, timezone
+    from streams.interpreter import default_serdes
+    from streams.spark_task import TaskProcessor
+    from streams_bench import BASE, DictMapState
+    tp = topology("fk-py-out")
+    left = next(sub.id for sub in tp.subtopologies
+                if any(lines in node.topics for node in sub.nodes if node.kind == "source"))
+    right = next(sub.id for sub in tp.subtopologies if sub.id != left)
+
+    class Handle:
+        def getMapState(self, *a):
+            return DictMapState()
+
+    class R(dict):
+        def asDict(self, recursive=False):
+            return self
+
+    def task(sub_id):
+        proc = TaskProcessor(tp, sub_id, "fk-py", default_serdes({}), None)
+        proc.init(Handle())
+        return proc
+
+    def rows(records):
+        return [R(topic=t, partition=0, offset=i, key=k, value=v, timestamp=ts, headers=None)
+                for i, (t, k, v, ts) in enumerate(records)]
+
+    def hop(proc, records):
+        start = time.process_time()
+        out = list(proc.handleInputRows((0,), iter(rows(records)), None))
+        return time.process_time() - start, [(r.topic, r.key, r.value, r.timestamp) for r in out]
+
+    ts = lambda i: datetime.fromtimestamp((BASE + i) / 1000, tz=timezone.utc)  # noqa: E731
+    half = n // 2                                  # one partition's share, as python_alone takes
+    products_in = [(products, b"k%d" % i, b"price%d" % i, ts(i)) for i in range(keys // 2)]
+    lines_in = [(lines, b"k%d" % i, b"k%d/%d" % (i % (keys // 2), i), ts(keys + i)) for i in range(half)]
+    left_task, right_task = task(left), task(right)
+    hops = []
+    cpu, out = hop(left_task, lines_in)
+    hops.append({"hop": "lines", "rows_in": len(lines_in), "rows_out": len(out), "cpu_s": round(cpu, 2)})
+    registrations = [r for r in out if "REGISTRATION" in r[0]]
+    cpu, out = hop(right_task, products_in + registrations)
+    hops.append({"hop": "subscriptions", "rows_in": len(products_in) + len(registrations), "rows_out": len(out),
+                 "cpu_s": round(cpu, 2)})
+    answers = [r for r in out if "RESPONSE" in r[0]]
+    cpu, out = hop(left_task, answers)
+    hops.append({"hop": "answers", "rows_in": len(answers), "rows_out": len(out), "cpu_s": round(cpu, 2)})
+    results = sum(1 for r in out if r[0] == "fk-py-out")
+    total = sum(h["cpu_s"] for h in hops)
+    emit("streams.fk_join.python_task_alone", half / total, "rec/s (CPU time)", records=half, results=results,
+         hops=hops)
 
 
 def part_store(ctx, keys: int, gets: int = 20_000) -> None:
@@ -135,12 +262,15 @@ def main() -> None:
         try:
             if "store" in parts:
                 part_store(Ctx(None, servers, tmp), max(1_000, int(args.store_keys * args.scale)))
-            if "join" in parts:
+            if parts & {"join", "fk"}:
                 spark = local_spark()
                 spark.conf.set("spark.sql.session.timeZone", "UTC")
                 ctx = Ctx(spark, servers, tmp)
                 warm_up(ctx)
-                part_join(ctx, n, args.rounds)
+                if "join" in parts:
+                    part_join(ctx, n, args.rounds)
+                if "fk" in parts:
+                    part_fk(ctx, n, args.rounds)
         finally:
             if spark is not None:
                 spark.stop()
