@@ -3,9 +3,14 @@
     changes.writeStream.foreachBatch(delta_apply("/lake", keys={"public.customers": ["id"]}, scd_type=1))
 
 For each batch: parse the records (:mod:`records`), group them by table, drop the changes the
-table already holds (:class:`~spark_sink.delta.fold.Watermarks` from its commit metadata), fold
-per key (:mod:`fold`), apply the schema policy (:mod:`schema`), then **one MERGE per table**
-committed with the application transaction ``(app_id, batch_id)`` and the new high-water marks.
+table already holds (:class:`~spark_sink.delta.fold.Watermarks` from its commit metadata), plan the
+table schema under the policy (:mod:`schema`) and reject the changes it cannot hold (:mod:`fit`),
+fold the rest per key (:mod:`fold`), then **one MERGE per table** committed with the application
+transaction ``(app_id, batch_id)`` and the new high-water marks.
+
+Rejects (dead letters under ``errors.tolerance=all``) are found before anything is written, and a
+skipped replay recomputes them without writing, so every run of a batch id returns the same ones:
+the Connect worker writes them after the Delta commit, and a crash in between must not lose them.
 
 Idempotence has two layers. (1) Before every MERGE the table's ``transaction_version(app_id)`` is
 read: a batch id at or below it was committed already (a replay after a crash) and is skipped —
@@ -31,18 +36,16 @@ from typing import Any, Callable, Mapping, Sequence
 import pyarrow as pa
 
 from spark_sink.delta import merge as merges
-from spark_sink.delta.errors import DeltaConfigError, PoisonRecordError, SchemaChangeError, StaleBatchError
+from spark_sink.delta.errors import DeltaConfigError, PoisonRecordError, StaleBatchError
+from spark_sink.delta import fit
 from spark_sink.delta.fold import (METADATA_COLUMNS, Delete, after_last_truncate, close_time, fold_scd1,
                                    fold_scd2, history_rows, resolve, split_truncates)
 from spark_sink.delta.records import ChangeParser, SourceRecord, records_from_arrow
-from spark_sink.delta.schema import DEFAULT_PLACEHOLDER, UNAVAILABLE, evolve, infer_type, to_arrow, widens
+from spark_sink.delta.schema import DEFAULT_PLACEHOLDER, UNAVAILABLE, Evolution, to_arrow
 from spark_sink.delta.table import SinkTable
 
 log = logging.getLogger(__name__)
 
-_SCD2_TYPES = pa.schema([("__valid_from", pa.timestamp("us", tz="UTC")), ("__valid_to", pa.timestamp("us", tz="UTC")),
-                         ("__is_current", pa.bool_()), ("__op", pa.string()), ("__lsn", pa.int64()),
-                         ("__order", pa.int64())])
 DEFAULT_APP_ID = "riverlog.delta"
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -209,29 +212,51 @@ class DeltaApply:
                     app_id=result.app_id, batch_id=result.batch_id, table_batch_id=done)
             out.skipped = "replayed" if result.batch_id == done else "older"
             log.info("delta sink: %s batch %s skipped (%s; the table holds %s)", path, result.batch_id, out.skipped, done)
+            self._rejects_of_applied(table, changes, result)
             return out
-        while fresh:
-            try:
-                self._merge(table, fresh, out, result, marks, spark)
-                break
-            except PoisonRecordError as e:
-                bad = e.details.pop("change", None)   # the change its row came from (offsets need not be unique)
-                if bad is None:
-                    raise
-                self._dead(result, bad.record, e)
-                fresh = [c for c in fresh if c is not bad]
+        if fresh:
+            rows, _ = split_truncates(fresh)
+            evolution = fit.plan(fresh[0].table, rows, table.schema, self.scd_type)
+            rejected = self._reject(rows, evolution.schema, result)
+            self._merge(table, fresh, rejected, evolution, out, result, marks, spark)
         return out
 
-    def _merge(self, table: SinkTable, changes: list, out: TableResult, result: ApplyResult, marks, spark) -> None:
+    def _reject(self, rows: list, schema: pa.Schema, result: ApplyResult) -> set[int]:
+        """Dead-letters the changes ``schema`` cannot hold; their ids (offsets need not be unique)."""
+        if not rows:
+            return set()
+        key_columns = self.parser.key_columns(rows[0].table, rows[0].record)
+        bad = fit.misfits(rows[0].table, rows, schema, key_columns, self.scd_type)
+        for change, error in bad:
+            self._dead(result, change.record, error)
+        return {id(c) for c, _ in bad}
+
+    def _rejects_of_applied(self, table: SinkTable, changes: list, result: ApplyResult) -> None:
+        """A skipped batch's rejects, recomputed without writing: a crash after the Delta commit lost
+        the dead letters with the group commit, and the replay must return them again. The changes
+        the table did not hold before the batch, against the schema its commit left (which is the
+        planned one); without that commit in the log, every change against today's schema."""
+        rows, _ = split_truncates(changes)
+        if not rows:
+            return
+        planned = table.planned(result.app_id, result.batch_id)
+        if planned is not None:
+            schema, before = planned
+            rows, _ = before.split(rows)
+        else:
+            schema = table.schema
+        if rows:
+            self._reject(rows, fit.plan(rows[0].table, rows, schema, self.scd_type).schema, result)
+
+    def _merge(self, table: SinkTable, changes: list, rejected: set[int], evolution: Evolution, out: TableResult,
+               result: ApplyResult, marks, spark) -> None:
+        """One MERGE of the accepted changes under the planned ``evolution``; the marks and offsets
+        advance over every change, the rejected ones included (their dead letters hold them)."""
         name = changes[0].table
-        all_changes, (changes, truncates) = changes, split_truncates(changes)
-        if not changes and table.dt is None:
-            return   # a truncate of a table that was never written
+        all_changes, (changes, truncates) = changes, split_truncates(c for c in changes if id(c) not in rejected)
+        if not changes and (table.dt is None or not truncates):
+            return   # nothing accepted, or a truncate of a table that was never written
         key_columns = self.parser.key_columns(name, changes[0].record) if changes else ()
-        source_schema = _source_schema(name, changes, table.schema)
-        if self.scd_type == 2:
-            source_schema = pa.schema(list(source_schema) + [f for f in _SCD2_TYPES if f.name not in source_schema.names])
-        evolution = evolve(name, table.schema, source_schema)
         existed = table.dt is not None
         if not existed:
             table.create(evolution.schema)
@@ -267,11 +292,7 @@ class DeltaApply:
                     blamed.append(last_change[k])
                 out.history_rows += len(history)
         schema = evolution.schema.append(pa.field(merges.ACTION, pa.string()))
-        try:
-            source = to_arrow(name, [_timestamps(r) for r in rows], schema, [c.record.coordinates for c in blamed])
-        except PoisonRecordError as e:
-            e.details["change"] = blamed[e.details["row"]]
-            raise
+        source = to_arrow(name, [_timestamps(r) for r in rows], schema, [c.record.coordinates for c in blamed])
         columns = list(evolution.schema.names)
         if self.scd_type == 1:
             plan = merges.scd1_plan(source, key_columns, columns, bool(evolution.added) and existed, bool(truncates))
@@ -295,27 +316,6 @@ def _timestamps(row: dict) -> dict:
         if isinstance(row.get(c), int):
             row[c] = _EPOCH_UTC + dt.timedelta(microseconds=row[c])
     return row
-
-
-def _source_schema(table: str, changes: list, target: pa.Schema | None) -> pa.Schema:
-    """The batch's columns: Connect schemas merged in position order (a retype must widen), or for
-    schemaless records the table's types and else types inferred from the values."""
-    fields: dict[str, pa.DataType] = {}
-    for c in sorted(changes, key=lambda c: c.position):
-        if c.schema is not None:
-            for f in c.schema:
-                old = fields.get(f.name)
-                if old is None or widens(old, f.type):
-                    fields[f.name] = f.type
-                elif not widens(f.type, old):
-                    raise SchemaChangeError(f"table {table!r}: column {f.name!r} is {old} and {f.type} in one batch",
-                                            table=table, column=f.name, old=str(old), new=str(f.type))
-        else:
-            for name, v in c.row.items():
-                if fields.get(name) is None:
-                    known = target.field(name).type if target is not None and name in target.names else None
-                    fields[name] = known or infer_type(v)
-    return pa.schema([(n, t if t is not None else pa.string()) for n, t in fields.items()])
 
 
 __all__ = ["ApplyResult", "DeadLetter", "DeltaApply", "TableResult", "delta_apply", "METADATA_COLUMNS"]

@@ -59,6 +59,27 @@ class SinkTable:
                 return {}
         return {}
 
+    def planned(self, app_id: str, batch_id: int) -> tuple[pa.Schema, Watermarks] | None:
+        """For a batch the table holds: (the schema its commit left, the marks before it), which
+        is what the batch was planned against; None when no commit of the batch is in the log."""
+        if self.dt is None:
+            return None
+        schema = None
+        for doc, version in self._sink_commits():
+            if schema is not None:
+                return schema, Watermarks.from_json(doc.get("watermarks"))
+            if doc.get("app_id") == app_id and doc.get("batch_id") == batch_id:
+                at = DeltaTable(self.path, version=version, storage_options=self.storage_options)
+                schema = pa.schema(at.schema().to_arrow())
+        return (schema, Watermarks()) if schema is not None else None
+
+    def _sink_commits(self):
+        """(``riverlog.delta`` metadata, version) of the sink's commits, newest first."""
+        for commit in self.dt.history():
+            doc = commit.get(METADATA_KEY) or _user_metadata(commit)
+            if doc:
+                yield (json.loads(doc) if isinstance(doc, str) else doc), commit.get("version")
+
     def watermarks(self) -> Watermarks:
         doc = self.metadata()
         self._offsets = dict(doc.get("offsets") or {})

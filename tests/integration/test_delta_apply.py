@@ -17,7 +17,7 @@ from deltalake import DeltaTable
 
 from spark_sink.delta import (DeltaConfigError, PoisonRecordError, SchemaChangeError, StaleBatchError, delta_append,
                               delta_apply, from_config, held_positions, optimize, vacuum)
-from tests.delta_cdc import (PLACEHOLDER, Events, batch, decimal_bytes, random_history,
+from tests.delta_cdc import (CUSTOMER_FIELDS, PLACEHOLDER, Events, batch, decimal_bytes, random_history,
                              records_of, reference_history)
 
 pytestmark = pytest.mark.integration
@@ -243,6 +243,50 @@ def test_a_dead_letter_is_the_one_record_when_offsets_repeat(tmp_path):
     fn(batch(txn), 1)
     assert [(d.record.offset, dict(d.record.headers)["riverlog.cdc.order"]) for d in letters] == [(20, b"3")]
     assert sorted(by_id(path)) == [1, 2, 4]
+
+
+@pytest.mark.parametrize("scd_type", [1, 2])
+def test_a_batch_replayed_after_a_crash_before_its_dead_letters_returns_them_again(tmp_path, scd_type):
+    """The Connect worker writes the dead letters after the Delta commit: killed in between, the
+    replay is skipped (the table holds its batch id) and must still return the same rejects. A new
+    column and a widening inside the batch reject nothing."""
+    path = str(tmp_path / "t")
+    ev = Events(with_schema=False)
+    wider = [{"type": "int64", "optional": False, "field": "id"}] + CUSTOMER_FIELDS[1:]
+    typed = Events(fields=wider)
+    big = 2 ** 40
+    records = [ev.change("c", after={"id": 3, "name": {"not": "a string"}, "note": None}, lsn=20),
+               ev.change("c", after={"id": 4, "name": "d", "note": None}, lsn=21),
+               ev.change("c", after={"id": 5, "name": "e", "note": None, "score": 7}, lsn=22),
+               ev.change("c", after={"id": 6, "name": "f", "note": None, "score": "high"}, lsn=23),
+               ev.change("c", after={"id": big + 1, "name": "g", "note": None}, lsn=24),
+               typed.change("c", after={"id": big, "name": "h", "note": None}, lsn=25)]
+    records = [dict(r, offset=i + 1) for i, r in enumerate(records)]
+    delta_apply(table_path=path, scd_type=scd_type, app_id="q")(
+        batch([Events().change("c", after={"id": 1, "name": "a", "note": None}, lsn=10)]), 0)
+    first, written = [], []
+
+    def killed_before_the_dead_letters(letters):
+        first.extend(letters)
+        raise RuntimeError("killed between the Delta commit and the dead letters' transaction")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        delta_apply(table_path=path, scd_type=scd_type, app_id="q", errors_tolerance="all",
+                    dlq=killed_before_the_dead_letters)(batch(records), 1)
+    version = DeltaTable(path).version()
+    assert DeltaTable(path).transaction_version("q") == 1
+    assert sorted(by_id(path)) == [1, 4, 5, big, big + 1]
+    assert by_id(path)[5]["score"] == 7
+    assert pa.schema(DeltaTable(path).schema().to_arrow()).field("id").type == pa.int64()
+    assert [d.record.offset for d in first] == [1, 4]
+    for _ in range(2):   # restarted: Spark replays batch 1 (twice, as a second crash would)
+        result = delta_apply(table_path=path, scd_type=scd_type, app_id="q", errors_tolerance="all",
+                             dlq=written.extend)(batch(records), 1)
+        assert result.tables[path].skipped == "replayed" and DeltaTable(path).version() == version
+        assert [d.record.offset for d in result.dead_letters] == [1, 4]
+        assert [d.error.message for d in result.dead_letters] == [d.error.message for d in first]
+    assert [d.record.offset for d in written] == [1, 4, 1, 4]
+    assert "'score' is int64" in written[1].error.message and written[0].to_row()["value"] == records[0]["value"]
 
 
 def test_several_tables_under_a_root_and_pandas_input(tmp_path):
