@@ -193,16 +193,23 @@ def _kill(proc) -> None:
 @pytest.mark.timeout(600)
 def test_sigkill_between_the_delta_commit_and_the_group_commit(broker_factory, tmp_path):
     """The worker kills itself (``RIVERLOG_CRASH_AT=before_group_commit:0``) after batch 0 is in
-    Delta and before the consumer group moved; restarted, it replays batch 0 as a no-op."""
+    Delta and before the consumer group moved; restarted, it replays batch 0 as a no-op that still
+    returns its dead letter: a record without a Connect schema whose value does not fit its column,
+    which the lost group-commit transaction was to write to the DLQ."""
     bootstrap, state, lake = own_broker(broker_factory), tmp_path / "state", str(tmp_path / "lake")
     txns, final = random_history(random.Random(23), keys=6, steps=30)
     records = records_of(Events(), txns)
-    half = len(records) // 2
+    lsn = txns[len(txns) // 2][0]   # batch 0 ends with a whole transaction, then the record that does not fit
+    half = sum(1 for r in records if int(r["headers"][0]["value"]) <= lsn)
+    unfit = Events(with_schema=False).change("c", after={"id": 99, "name": {"not": "a string"}, "note": None},
+                                             lsn=lsn, order=99)
     create_topic(bootstrap, TOPIC)
-    produce_records(bootstrap, records[:half])
+    produce_records(bootstrap, records[:half] + [unfit])
     name = "customers-to-delta"
     connectors = [{"name": name, "config": {"connector.class": "DeltaSink", "topics": TOPIC,
-                                            "delta.table.path": lake, "primary.key.fields": "id", "scd.type": "2"}}]
+                                            "delta.table.path": lake, "primary.key.fields": "id", "scd.type": "2",
+                                            "errors.tolerance": "all",
+                                            "errors.deadletterqueue.topic.name": "dlq.customers"}}]
     proc = _start(bootstrap, state, connectors, {"RIVERLOG_CRASH_AT": "before_group_commit:0"})
     try:
         assert proc.wait(240) == -signal.SIGKILL, "the worker did not reach the crash point"
@@ -211,9 +218,11 @@ def test_sigkill_between_the_delta_commit_and_the_group_commit(broker_factory, t
         assert committed(bootstrap, name) <= 0                          # ... the group still at its start
 
         proc = _start(bootstrap, state, connectors)                     # checkpoint kept: batch 0 replayed
-        wait_until(lambda: committed(bootstrap, name) == half, 180, 0.3, "batch 0's group commit")
+        wait_until(lambda: committed(bootstrap, name) == half + 1, 180, 0.3, "batch 0's group commit")
+        assert [(m.key(), m.value()) for m in read_committed(bootstrap, "dlq.customers")] == [
+            (unfit["key"], unfit["value"])]                             # the replay's dead letter
         produce_records(bootstrap, records[half:])
-        wait_until(lambda: committed(bootstrap, name) == len(records), 180, 0.3, "every record applied")
+        wait_until(lambda: committed(bootstrap, name) == len(records) + 1, 180, 0.3, "every record applied")
         _kill(proc)
 
         assert history(lake) == reference_history(txns)
