@@ -214,6 +214,7 @@ class DeltaApply:
             log.info("delta sink: %s batch %s skipped (%s; the table holds %s)", path, result.batch_id, out.skipped, done)
             self._rejects_of_applied(table, changes, result)
             return out
+        self._reject_held(held, table.schema, result)
         if fresh:
             rows, _ = split_truncates(fresh)
             evolution = fit.plan(fresh[0].table, rows, table.schema, self.scd_type)
@@ -231,20 +232,29 @@ class DeltaApply:
             self._dead(result, change.record, error)
         return {id(c) for c, _ in bad}
 
+    def _reject_held(self, held: list, schema: pa.Schema | None, result: ApplyResult) -> None:
+        """Held changes write nothing, but the batch that applied them may have lost its dead letters
+        (a crash before the group commit, then a lost checkpoint: a new app id replays them as held):
+        those that do not fit the table's schema are returned again."""
+        rows, _ = split_truncates(held)
+        if self.tolerate and rows and schema is not None:
+            self._reject(rows, schema, result)
+
     def _rejects_of_applied(self, table: SinkTable, changes: list, result: ApplyResult) -> None:
-        """A skipped batch's rejects, recomputed without writing: a crash after the Delta commit lost
-        the dead letters with the group commit, and the replay must return them again. The changes
-        the table did not hold before the batch, against the schema its commit left (which is the
-        planned one); without that commit in the log, every change against today's schema."""
+        """A skipped batch's rejects, recomputed without writing, as its first run found them: the
+        changes the table held before it against the schema before it, the others planned against
+        the schema its commit left (the planned one). Without that commit in the log (a batch that
+        wrote nothing here, or a log cleaned up since), every change against today's schema."""
         rows, _ = split_truncates(changes)
-        if not rows:
+        if not self.tolerate or not rows:
             return
         planned = table.planned(result.app_id, result.batch_id)
-        if planned is not None:
-            schema, before = planned
-            rows, _ = before.split(rows)
-        else:
-            schema = table.schema
+        if planned is None:
+            self._reject(rows, fit.plan(rows[0].table, rows, table.schema, self.scd_type).schema, result)
+            return
+        schema, before, schema_before = planned
+        rows, held = before.split(rows)
+        self._reject_held(held, schema_before, result)
         if rows:
             self._reject(rows, fit.plan(rows[0].table, rows, schema, self.scd_type).schema, result)
 

@@ -59,19 +59,23 @@ class SinkTable:
                 return {}
         return {}
 
-    def planned(self, app_id: str, batch_id: int) -> tuple[pa.Schema, Watermarks] | None:
-        """For a batch the table holds: (the schema its commit left, the marks before it), which
-        is what the batch was planned against; None when no commit of the batch is in the log."""
+    def planned(self, app_id: str, batch_id: int) -> tuple[pa.Schema, Watermarks, pa.Schema | None] | None:
+        """For a batch the table holds: the schema its commit left, and the marks and schema of the
+        sink commit before it (what the batch was planned against); None when no commit of the
+        batch is in the log."""
         if self.dt is None:
             return None
         schema = None
         for doc, version in self._sink_commits():
             if schema is not None:
-                return schema, Watermarks.from_json(doc.get("watermarks"))
+                return schema, Watermarks.from_json(doc.get("watermarks")), self._schema_at(version)
             if doc.get("app_id") == app_id and doc.get("batch_id") == batch_id:
-                at = DeltaTable(self.path, version=version, storage_options=self.storage_options)
-                schema = pa.schema(at.schema().to_arrow())
-        return (schema, Watermarks()) if schema is not None else None
+                schema = self._schema_at(version)
+        return (schema, Watermarks(), None) if schema is not None else None
+
+    def _schema_at(self, version: int) -> pa.Schema:
+        return pa.schema(DeltaTable(self.path, version=version, storage_options=self.storage_options)
+                         .schema().to_arrow())
 
     def _sink_commits(self):
         """(``riverlog.delta`` metadata, version) of the sink's commits, newest first."""
