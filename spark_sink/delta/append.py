@@ -8,6 +8,8 @@ columns are added; a retype follows the CDC sink's policy (:mod:`schema`).
 
 Exactly once as in :mod:`apply`: the application transaction ``(app_id, batch_id)`` checked before
 the commit, and per-partition offset marks in the commit metadata that drop a replayed record.
+A replayed or held record writes nothing, but its dead letter is returned again: the Connect worker
+writes dead letters after the Delta commit, and a crash in between must not lose them.
 """
 from __future__ import annotations
 
@@ -63,9 +65,18 @@ class DeltaAppend:
                                       f"{result.batch_id} carries records it does not hold: give this query a new app_id",
                                       path=self.path, app_id=result.app_id, batch_id=result.batch_id)
             out.skipped = "replayed" if result.batch_id == done else "older"
-            return result
-        if not keep:
-            return result
+            self._rejects_of_applied(table, records, result)
+        else:
+            kept = set(keep)
+            self._rejects_again([r for i, r in enumerate(records) if i not in kept], table.schema, result)
+            if keep:
+                self._append(table, data, records, keep, marks, result, out)
+        if result.dead_letters and self.dlq is not None:
+            self.dlq(result.dead_letters)
+        return result
+
+    def _append(self, table: SinkTable, data: pa.Table, records: list, keep: list[int], marks, result: ApplyResult,
+                out: TableResult) -> None:
         if self.value_format == "raw":
             rows = data.take(pa.array(keep, pa.int64()))
         else:
@@ -82,9 +93,25 @@ class DeltaAppend:
                                                                       [records[i] for i in keep]))
             table.reload()
             out.upserts, out.version = rows.num_rows, table.dt.version()
-        if result.dead_letters and self.dlq is not None:
-            self.dlq(result.dead_letters)
-        return result
+
+    def _rejects_again(self, records: list, schema: pa.Schema | None, result: ApplyResult) -> None:
+        """Dead letters of records this run writes nothing for, parsed and checked against
+        ``schema`` as the run that wrote them did: a crash between that Delta commit and the dead
+        letters' transaction must not lose them (see :mod:`fit`). The DLQ is at least once."""
+        if self.tolerate and self.value_format == "json" and records:
+            self._json_rows(records, schema, result)
+
+    def _rejects_of_applied(self, table: SinkTable, records: list, result: ApplyResult) -> None:
+        """A skipped batch's dead letters: the records the table held before it against the schema
+        before it, the others against the schema its commit left."""
+        planned = table.planned(result.app_id, result.batch_id)
+        if planned is None:
+            self._rejects_again(records, table.schema, result)
+            return
+        schema, before, schema_before = planned
+        held = [before.holds((r.topic, r.partition), (r.offset, 0)) for r in records]
+        self._rejects_again([r for r, h in zip(records, held) if h], schema_before, result)
+        self._rejects_again([r for r, h in zip(records, held) if not h], schema, result)
 
     def _json_rows(self, records, target: pa.Schema | None, result: ApplyResult) -> pa.Table:
         rows, fields, coordinates, kept = [], {}, [], []

@@ -347,6 +347,27 @@ def test_delta_append_raw_and_json_exactly_once(tmp_path):
     assert [(r["n"], r["s"], r["__offset"]) for r in rows(js, order=("n",))] == [(i, f"v{i}", i) for i in range(6)]
 
 
+def test_delta_append_json_returns_the_same_dead_letters_when_a_committed_batch_is_replayed(tmp_path):
+    values = [b'{"n": 1, "s": "a"}', b"{oops", b'{"n": "two", "s": "b"}', b'{"n": 3, "s": "c", "x": 1.5}']
+    records = [{"key": None, "value": v, "topic": "clicks", "partition": 0, "offset": i, "timestamp": None,
+                "timestampType": 0, "headers": []} for i, v in enumerate(values)]
+    path, first = str(tmp_path / "json"), []
+
+    def killed_before_the_dead_letters(letters):
+        first.extend(letters)
+        raise RuntimeError("killed between the Delta commit and the dead letters' transaction")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        delta_append(path, value_format="json", app_id="q", errors_tolerance="all",
+                     dlq=killed_before_the_dead_letters)(batch(records), 0)
+    assert [(r["n"], r["x"]) for r in rows(path, order=("__offset",))] == [(1, None), (3, 1.5)]
+    for app_id in ("q", "q-new"):   # replayed; then with the checkpoint lost too (a new app id, records held)
+        result = delta_append(path, value_format="json", app_id=app_id, errors_tolerance="all")(batch(records), 0)
+        assert result.tables[path].version is None and len(rows(path, order=("__offset",))) == 2
+        assert [d.record.offset for d in result.dead_letters] == [1, 2] == [d.record.offset for d in first]
+        assert [d.error.message for d in result.dead_letters] == [d.error.message for d in first]
+
+
 def test_optimize_z_orders_and_vacuum_deletes_unreferenced_files(tmp_path):
     path = str(tmp_path / "t")
     ev = Events()
