@@ -10,7 +10,9 @@ data source). The pure core, bytes in and Debezium's records out, with no I/O, t
 - ``types`` (+ ``temporal``): text values as Debezium's JSON values and Connect schemas
   (``decimal.handling.mode``, ``time.precision.mode``, ``binary.handling.mode``, arrays);
 - ``envelope`` (+ ``logical_messages``): Debezium's key/value JSON, tombstones, primary-key
-  changes, snapshot reads, transaction metadata, and the ``riverlog.cdc.*`` headers.
+  changes, snapshot reads, transaction metadata, and the ``riverlog.cdc.*`` headers;
+- ``batch_plan``: what ``spark.read`` reads (batch-only options, tables spread over tasks, the
+  peeked slot's messages filtered to the transactions between two offsets).
 
 Importing this package imports neither psycopg2 nor pyspark.
 """

@@ -137,8 +137,12 @@ class CdcBatchReader(DataSourceReader):
         from spark_source.postgres.pgoutput import lsn_from_str
         from spark_source.postgres.snapshot import Position, SnapshotReader
         conn = slots.connect(self.options)
-        tables = [t for t in slots.captured_tables(conn, self.options) if t.name in partition.tables]
-        reader = SnapshotReader(conn, tables)   # the snapshot is taken here
+        try:
+            tables = [t for t in slots.captured_tables(conn, self.options) if t.name in partition.tables]
+            reader = SnapshotReader(conn, tables)   # the snapshot is taken here
+        except BaseException:
+            conn.close()
+            raise
         try:
             with conn.cursor() as cur:
                 cur.execute(_WAL_POSITION)

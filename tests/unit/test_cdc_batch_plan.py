@@ -73,3 +73,12 @@ def test_only_transactions_committed_between_the_offsets_are_pending():
     assert [t.xid for t in pending_transactions(wal, 200, 350)] == [2, None]
     assert [t.xid for t in pending_transactions(wal, 300, 399)] == [None]   # a commit past the end waits
     assert list(pending_transactions(wal, 400, 10**9)) == []
+
+
+def test_workers_run_the_drivers_interpreter_only_when_spark_would_guess():
+    from spark_source.postgres.cdc_source import worker_python
+    venv = "/venv/bin/python"
+    assert worker_python({}, None, "local[2]", venv) == venv
+    assert worker_python({"PYSPARK_PYTHON": "/opt/py"}, None, "local[2]", venv) is None
+    assert worker_python({}, "/opt/py", "local", venv) is None                  # spark.pyspark.python
+    assert worker_python({}, None, "spark://cluster:7077", venv) is None       # executors elsewhere
