@@ -215,7 +215,7 @@ class Pipeline:
                 finish_pending(previous[1] or servers, owner)
         self.sink_id = self.paths.sink_id(self.config.name, servers)
         if isinstance(self.connector, SourceConnector):
-            frame = self.connector.read_stream()
+            frame = self._source_records(self.connector.read_stream())
         else:
             frame = self._sink_input()
         return (frame.writeStream.queryName(f"connect-{self.config.name}")
@@ -305,22 +305,30 @@ class Pipeline:
             raise exc
         raise failure from None
 
-    def _source_batch(self, df: DataFrame, batch_id: int) -> None:
-        c = self.connector
-        assert isinstance(c, SourceConnector)
-        frame = df.select(*[F.col(x) for x in record_frame.RECORD_COLUMNS],
-                          F.lit(None).cast(record_frame.ERROR_TYPE).alias(record_frame.ERROR))
+    def _source_records(self, stream: DataFrame) -> DataFrame:
+        """Transforms, converters and ``errors.tolerance`` on the streaming frame, planned once at
+        start: built in each batch they cost more than the batch's write (every step is a
+        projection Spark analyses). With ``errors.log.enable`` the batch splits off the errors."""
+        frame = stream.select(*[F.col(x) for x in record_frame.RECORD_COLUMNS],
+                              F.lit(None).cast(record_frame.ERROR_TYPE).alias(record_frame.ERROR))
         frame = chain(frame, self.steps)
         frame = converters.encode(converters.encode(frame, self.key_converter, "key"), self.value_converter, "value")
+        return frame if self.config.errors_log_enable else self._source_output(self._check(frame)[0])
+
+    def _source_output(self, good: DataFrame) -> DataFrame:
+        if self.tasks > 1:
+            good = good.repartition(self.tasks)  # tasks.max: the write's parallelism
+        return record_frame.to_sink(good.withColumn("key", F.col("key").cast("binary"))
+                                    .withColumn("value", F.col("value").cast("binary")), partition=True)
+
+    def _source_batch(self, frame: DataFrame, batch_id: int) -> None:
+        c = self.connector
+        assert isinstance(c, SourceConnector)
         twice = self.config.errors_log_enable  # the report's scan, then the write
         if twice:
             frame = frame.persist()
         try:
-            good, _ = self._check(frame)
-            if self.tasks > 1:
-                good = good.repartition(self.tasks)  # tasks.max: the write's parallelism
-            out = record_frame.to_sink(good.withColumn("key", F.col("key").cast("binary"))
-                                       .withColumn("value", F.col("value").cast("binary")), partition=True)
+            out = self._source_output(self._check(frame)[0]) if twice else frame
             pairs = c.source_offsets(batch_end_offset(self.paths.checkpoint, batch_id))
             same_cluster = c.output_bootstrap_servers == self.worker.bootstrap_servers
             if same_cluster and pairs:
