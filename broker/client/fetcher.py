@@ -141,9 +141,9 @@ class Fetcher:
 
     def _decode(self, arrived: list) -> None:
         check = self.config["check.crcs"]
-        for key, generation, offset, r, following in arrived:
+        for key, generation, offset, r, records, following in arrived:
             aborted = [(a.producer_id, a.first_offset) for a in r.aborted_transactions]
-            decoded, failure = decode_available(r.records, offset, check, aborted) if r.records else ([], None)
+            decoded, failure = decode_available(records, offset, check, aborted) if records else ([], None)
             with self._cond:
                 if self.state.on_decoded(key, generation, offset, decoded, failure, following, r.high_watermark):
                     self._cond.notify_all()
@@ -221,11 +221,12 @@ class Fetcher:
                         refresh |= self.state.on_error(key, generation, error, r.log_start_offset, r.log_end_offset)
                         self._cond.notify_all()
                     continue
-                following = next_fetch_offset(r.records)
+                records = r.records  # each read of a bytes field copies it (upb): read it once
+                following = next_fetch_offset(records)
                 with self._cond:
                     if not self.state.on_fetched(key, generation, r.high_watermark, r.log_start_offset, following):
                         continue
-                arrived.append((key, generation, offset, r, following))
+                arrived.append((key, generation, offset, r, records, following))
         if refresh:
             refresh_quietly(self.cluster)
         return arrived
