@@ -90,11 +90,16 @@ def test_three_members_share_six_partitions_and_process_every_record_once(broker
     # revocation, and the re-read records are Kafka's at-least-once, not what this test is about.
     members = [Member(broker.bootstrap, "share", topic_name, session_timeout_ms=8000) for _ in range(3)]
     try:
-        wait_until(lambda: sum(len(m.records) for m in members) >= 600, 30, 0.05, "all 600 records")
-        seen = [r for m in members for r in m.records]
-        assert len(seen) == len(set(seen)) == 600
-        assert all(len(m.owned) == 2 for m in members), [m.owned for m in members]
+        # The first member to join may read all 600 before the others arrive; the partitions it
+        # gives up then move with their committed positions.
+        wait_until(lambda: all(len(m.owned) == 2 for m in members), 30, 0.05, "two partitions each")
         assert set().union(*(m.owned for m in members)) == set(range(6))
+        before = [len(m.records) for m in members]
+        produce(broker.bootstrap, topic_name, 600, start=600)
+        wait_until(lambda: sum(len(m.records) for m in members) >= 1200, 30, 0.05, "all 1,200 records")
+        seen = [r for m in members for r in m.records]
+        assert len(seen) == len(set(seen)) == 1200
+        assert all(len(m.records) > n for m, n in zip(members, before)), "every member processed new records"
     finally:
         for m in members:
             m.close()
@@ -118,7 +123,8 @@ def test_a_killed_member_s_partitions_move_and_resume_from_committed_offsets(bro
     proc = subprocess.Popen([sys.executable, "-c", _KILLABLE, broker.bootstrap, "failover", topic_name],
                             cwd=ROOT, stdout=subprocess.PIPE, text=True)
     lines: list[str] = []
-    threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True).start()
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    reader.start()
     try:
         wait_until(lambda: sum(1 for line in lines if line.startswith("processed")) >= 40, 30, 0.05,
                    "the member to process and commit some records")
@@ -132,6 +138,8 @@ def test_a_killed_member_s_partitions_move_and_resume_from_committed_offsets(bro
         moved_after = time.monotonic() - killed
         assert moved_after < SESSION_MS / 1000 + 5, moved_after
         ends = [survivor.consumer.get_watermark_offsets(TopicPartition(topic_name, p), 10)[1] for p in range(6)]
+        reader.join(10)   # every line the dead member wrote, including those still in the pipe at the kill
+        assert not reader.is_alive()
         processed = {tuple(int(x) for x in line.split()[1:]) for line in list(lines) if line.startswith("processed")}
         # Everything is processed, with no gap: the survivor started each moved partition at the
         # offset the dead member had committed (at most the one record it processed but had not
