@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -26,17 +27,38 @@ def wait_until(condition, timeout: float = 20.0, interval: float = 0.02, message
         time.sleep(interval)
 
 
+_HANDED_OUT: set[int] = set()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_ports(count: int) -> list[int]:
-    """Ports that were free a moment ago (bound then released), for processes that must know
-    each other's addresses before they start."""
-    socks = []
-    for _ in range(count):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
+    """Ports that were free a moment ago, for processes that must know each other's addresses
+    before they start. Taken below the kernel's ephemeral range and never twice in a run: a client
+    of a broker a test killed goes on dialling its port, and if the kernel handed that port to
+    another socket (Spark's Python-worker handshake listens on one) the client's bytes would reach
+    it (Spark reads gRPC's preface as a 1.3 GB length and dies of OutOfMemoryError)."""
+    low = min(_ephemeral_range()[0], 32768)
+    rng = random.Random()
+    ports: list[int] = []
+    while len(ports) < count:
+        port = rng.randrange(15000, low)
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        ports.append(port)
     return ports
 
 
@@ -58,6 +80,8 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> "BrokerProcess":
+        if not self.port:
+            self.port = free_ports(1)[0]
         cmd = [sys.executable, "-m", "broker", "broker", "start", "--data-dir", self.data_dir,
                "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "WARNING"]
         if self.node_id is not None:
