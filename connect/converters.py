@@ -394,8 +394,10 @@ class JsonConverter(Converter):
         else:
             row = frame.select(F.call_function("schema_of_variant_agg", v).alias("t"),
                                F.collect_set(_shape(v)).alias("shapes")).first()
+            if not set(row["shapes"] or ()) - {"VOID"}:   # no row, only nulls: nothing to learn a type from
+                raise DataError(f"no JSON value in column {column!r} to bind a type from")
             ddl = row["t"]
-            if row["shapes"] is not None and len(row["shapes"]) <= _MAX_SHAPES:
+            if len(row["shapes"]) <= _MAX_SHAPES:
                 bound._shapes = frozenset(row["shapes"])
             for pattern, repl in _VARIANT_TO_DDL:
                 ddl = pattern.sub(repl, ddl)

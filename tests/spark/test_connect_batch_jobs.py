@@ -72,3 +72,12 @@ def test_a_carried_json_type_flags_records_that_do_not_fit(spark):
     rebound = JsonConverter({"schemas.enable": "false"}).bind(later)
     fresh = decode(later, rebound, "value").orderBy("offset").collect()
     assert fresh[1]["value"]["note"] == "new" and fresh[1][record_frame.ERROR] is None
+
+
+@pytest.mark.parametrize("values", [[], [None, None], [b"null"]], ids=["empty", "nulls", "json-null"])
+def test_a_batch_with_no_json_value_binds_no_type(spark, values):
+    """A sink's first batch after a resume can hold only transaction markers (no rows): binding a
+    type from it gave ``string``, kept for the connector, and every later batch of objects failed
+    its struct transforms ("Only Struct objects supported for [mask fields], found: string")."""
+    with pytest.raises(DataError, match="nothing to learn|no JSON value"):
+        JsonConverter({"schemas.enable": "false"}).bind(source(spark, values))
