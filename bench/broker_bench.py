@@ -237,10 +237,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller runs, for a smoke check")
     parser.add_argument("--large-batch-rounds", type=int, default=0, metavar="N",
                         help="only the large-batch write against its baselines, alternating N rounds")
+    parser.add_argument("--per-record-only", action="store_true",
+                        help="only the per-record produce() figure, with the load average")
     args = parser.parse_args()
     if args.large_batch_rounds:
         return large_batch_rounds(args.large_batch_rounds, 20_000 if args.quick else 100_000)
     n = 200_000 if args.quick else args.records
+    if args.per_record_only:
+        return per_record_only(n)
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
     emit("machine", os.cpu_count(), "cpus", **machine)
     with tempfile.TemporaryDirectory(prefix="riverlog-bench-") as tmp:
@@ -265,6 +269,19 @@ def main() -> None:
             _, mb = bench_bulk_produce(servers, 20_000 if args.quick else 100_000, "large", value_size=10_000)
             emit("produce.large_batch_write", mb, "MB/s", baseline=round(disk, 1), ratio=round(mb / disk, 3),
                  target_ratio=0.5)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+def per_record_only(n: int) -> None:
+    """``produce()`` per record alone, against a fresh broker (for before/after rounds)."""
+    with tempfile.TemporaryDirectory(prefix="riverlog-bench-") as tmp:
+        proc, servers = start_broker(os.path.join(tmp, "data"))
+        try:
+            rate = bench_per_record_produce(servers, n)
+            emit("produce.per_record", rate, "rec/s", target=400_000, ratio_to_target=rate / 400_000,
+                 records=n, load=round(os.getloadavg()[0], 2))
         finally:
             proc.terminate()
             proc.wait(30)
