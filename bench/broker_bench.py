@@ -206,12 +206,12 @@ def _latency_consumer(servers, topic, count, ready, results):
     results.put(lat)
 
 
-def bench_latency(servers: str, rate: int, seconds: float) -> tuple[float, float]:
+def bench_latency(servers: str, rate: int, seconds: float, topic: str = "latency") -> tuple[float, float]:
     from broker.client import Producer
-    create_topic(servers, "latency")
+    create_topic(servers, topic)
     count = int(rate * seconds)
     ready, results = mp.Event(), mp.Queue()
-    consumer = mp.Process(target=_latency_consumer, args=(servers, "latency", count, ready, results))
+    consumer = mp.Process(target=_latency_consumer, args=(servers, topic, count, ready, results))
     consumer.start()
     ready.wait(30)
     p = Producer({"bootstrap.servers": servers, "acks": "1", "linger.ms": 0})
@@ -221,7 +221,7 @@ def bench_latency(servers: str, rate: int, seconds: float) -> tuple[float, float
         delay = start + i * interval - time.perf_counter()
         if delay > 0:
             time.sleep(delay)  # sleeping releases the GIL; a busy-wait would starve the sender thread
-        p.produce("latency", b"%019d" % time.time_ns() + VALUE[:81])
+        p.produce(topic, b"%019d" % time.time_ns() + VALUE[:81])
         if i % 100 == 0:
             p.poll(0)
     p.flush(30)
@@ -239,7 +239,12 @@ def main() -> None:
                         help="only the large-batch write against its baselines, alternating N rounds")
     parser.add_argument("--per-record-only", action="store_true",
                         help="only the per-record produce() figure, with the load average")
+    parser.add_argument("--latency-rounds", type=int, default=0, metavar="N",
+                        help="only the end-to-end latency, N rounds against one broker, with the load average")
+    parser.add_argument("--rate", type=int, default=10_000, help="records per second of --latency-rounds")
     args = parser.parse_args()
+    if args.latency_rounds:
+        return latency_rounds(args.latency_rounds, args.rate, 2 if args.quick else 5)
     if args.large_batch_rounds:
         return large_batch_rounds(args.large_batch_rounds, 20_000 if args.quick else 100_000)
     n = 200_000 if args.quick else args.records
@@ -285,6 +290,27 @@ def per_record_only(n: int) -> None:
         finally:
             proc.terminate()
             proc.wait(30)
+
+
+def latency_rounds(rounds: int, rate: int, seconds: float) -> None:
+    """Produce -> poll() latency alone: ``rounds`` runs of :func:`bench_latency` (a topic each) on
+    one fresh broker; the median and range of each round's p50 and p99, and the load average."""
+    import statistics
+    p50s, p99s, loads = [], [], []
+    with tempfile.TemporaryDirectory(prefix="riverlog-bench-") as tmp:
+        proc, servers = start_broker(os.path.join(tmp, "data"))
+        try:
+            for i in range(rounds):
+                p50, p99 = bench_latency(servers, rate, seconds, f"latency-{i}")
+                p50s.append(round(p50, 3))
+                p99s.append(round(p99, 3))
+                loads.append(round(os.getloadavg()[0], 2))
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    for name, values, target in (("p50", p50s, 2.0), ("p99", p99s, 5.0)):
+        emit(f"latency.end_to_end_{name}", statistics.median(values), "ms", rate=f"{rate} rec/s", target=target,
+             rounds=values, load=loads)
 
 
 REPEATS = 5  # the page-cache baseline's best of: a single run ranged 190-5,600 MiB/s under load
