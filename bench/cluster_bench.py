@@ -6,6 +6,13 @@ partition leader to the first successful ``acks=all`` produce, over several roun
 asserted; BENCHMARKS.md records the figures.
 
     python bench/cluster_bench.py [--records 300000] [--rounds 5] [--quick]
+    python bench/cluster_bench.py --bulk-only [--rounds 3] [--before /tmp/old-tree] [--profile DIR]
+
+``--bulk-only`` measures only the bulk ratio, ``--rounds`` times; with ``--before`` each round
+measures that tree's nodes (a ``git archive`` of an earlier commit) and then this tree's, so a
+change is judged against its baseline in the same time window. Every bulk figure carries the CPU
+seconds each node process spent (``/proc``) and the load average; ``--profile`` runs the cluster's
+nodes under ``profile_node.py`` and leaves one ``.prof`` per node.
 """
 from __future__ import annotations
 
@@ -42,8 +49,10 @@ def free_ports(n: int) -> list[int]:
 class Node:
     """One node process: a broker, and a controller when a quorum is given."""
 
-    def __init__(self, data_dir: str, port: int, node_id: int | None = None, quorum: str | None = None):
+    def __init__(self, data_dir: str, port: int, node_id: int | None = None, quorum: str | None = None,
+                 tree: str = ROOT, profile: str | None = None):
         self.data_dir, self.port, self.node_id, self.quorum = data_dir, port, node_id, quorum
+        self.tree, self.profile = tree, profile
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -53,15 +62,42 @@ class Node:
     def start(self) -> "Node":
         cmd = [sys.executable, "-m", "broker", "broker", "start", "--data-dir", self.data_dir,
                "--port", str(self.port), "--log-level", "ERROR"]
+        if self.profile:
+            cmd[1:3] = [os.path.join(ROOT, "bench", "profile_node.py"), self.profile]
         if self.node_id is not None:
             cmd += ["--node-id", str(self.node_id), "--controller-quorum", self.quorum]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(cmd, cwd=self.tree, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, start_new_session=True)
         line = self.proc.stdout.readline()
         if "listening on" not in line:
             raise RuntimeError(f"node did not start: {line!r}")
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
         return self
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU of the node process so far (all its threads), from /proc."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def thread_cpu(self) -> dict[str, float]:
+        """CPU seconds per thread, by name: Python's names when profiled (``profile_node.py``
+        writes them), the OS's (gRPC's C threads name themselves) otherwise."""
+        names = {}
+        if self.profile and os.path.exists(self.profile + ".threads"):
+            with open(self.profile + ".threads") as f:
+                names = dict(line.rstrip("\n").split(" ", 1) for line in f if " " in line)
+        found: dict[str, float] = {}
+        for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
+            try:
+                with open(f"/proc/{self.proc.pid}/task/{tid}/stat") as f:
+                    comm, rest = f.read().split(" (", 1)[1].rsplit(")", 1)
+            except OSError:
+                continue
+            fields = rest.split()
+            name = names.get(tid, comm)
+            found[name] = found.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return found
 
     def kill9(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -77,10 +113,11 @@ class Node:
                 self.kill9()
 
 
-def start_cluster(root: str, n: int) -> list[Node]:
+def start_cluster(root: str, n: int, tree: str = ROOT, profile: str | None = None) -> list[Node]:
     ports = free_ports(2 * n)
     quorum = ",".join(f"{i + 1}@127.0.0.1:{ports[n + i]}" for i in range(n))
-    nodes = [Node(os.path.join(root, f"node-{i + 1}"), ports[i], i + 1, quorum) for i in range(n)]
+    nodes = [Node(os.path.join(root, f"node-{i + 1}"), ports[i], i + 1, quorum, tree,
+                  profile and os.path.join(profile, f"node-{i + 1}.prof")) for i in range(n)]
     for node in nodes:
         node.start()
     wait(lambda: _active_brokers(nodes) >= n, 60, "all brokers registered")
@@ -187,15 +224,74 @@ def failover_seconds(nodes: list[Node], topic: str, partition: int) -> float:
     return elapsed
 
 
+# ------------------------------------------------------------------------------ bulk only, before/after
+def loadavg() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def bulk_round(tmp: str, n: int, tree: str, label: str, profile: str | None = None) -> float:
+    """One bulk ratio with ``tree``'s nodes: the single-node baseline, then the cluster."""
+    single = Node(os.path.join(tmp, "single"), free_ports(1)[0], tree=tree).start()
+    try:
+        create_topic(single.address, "bulk", 3, 1)
+        single_cpu0, base_producer_cpu = single.cpu_seconds(), []
+        base = bench_bulk_produce(single.address, n, "bulk", acks="all", create=False, cpu=base_producer_cpu)[0]
+        single_cpu = round(single.cpu_seconds() - single_cpu0, 2)
+    finally:
+        single.stop()
+    nodes = start_cluster(os.path.join(tmp, "cluster"), 3, tree, profile)
+    try:
+        servers = bootstrap(nodes)
+        create_topic(servers, "bulk", 3, 3)
+        leaders = sorted(p.leader for p in partitions(servers, "bulk").values())
+        cpu0, producer_cpu = [node.cpu_seconds() for node in nodes], []
+        threads0 = [node.thread_cpu() for node in nodes] if profile else []
+        rate = bench_bulk_produce(servers, n, "bulk", acks="all", create=False, cpu=producer_cpu)[0]
+        cpu = [round(node.cpu_seconds() - c, 2) for node, c in zip(nodes, cpu0)]
+        for node, before in zip(nodes, threads0):
+            spent = {k: round(v - before.get(k, 0.0), 2) for k, v in node.thread_cpu().items()}
+            emit("cluster.node_thread_cpu", sum(spent.values()), "s", node=node.node_id,
+                 threads={k: v for k, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v > 0})
+    finally:
+        for node in nodes:
+            node.stop()
+    emit("cluster.rf3_acks_all.bulk", rate, "rec/s", tree=label, baseline=round(base), ratio=round(rate / base, 3),
+         node_cpu_s=cpu, producer_cpu_s=round(producer_cpu[0], 2), seconds=round(n / rate, 2),
+         baseline_node_cpu_s=single_cpu, baseline_producer_cpu_s=round(base_producer_cpu[0], 2),
+         leaders=leaders, loadavg=loadavg())
+    return rate / base
+
+
+def bulk_only(args, n: int) -> None:
+    trees = ([("before", os.path.abspath(args.before))] if args.before else []) + [("after" if args.before else "this", ROOT)]
+    ratios: dict[str, list[float]] = {label: [] for label, _ in trees}
+    for r in range(args.rounds):
+        for label, tree in trees:
+            with tempfile.TemporaryDirectory(prefix="riverlog-cluster-bench-") as tmp:
+                profile = args.profile and os.path.join(args.profile, f"{label}-{r}")
+                if profile:
+                    os.makedirs(profile, exist_ok=True)
+                ratios[label].append(bulk_round(tmp, n, tree, label, profile))
+    for label, values in ratios.items():
+        emit("cluster.rf3_acks_all.bulk.ratio_median", statistics.median(values), "ratio", tree=label,
+             all=[round(v, 3) for v in values], loadavg=loadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="smaller runs, for a smoke check")
+    parser.add_argument("--bulk-only", action="store_true", help="only the bulk ratio, --rounds times")
+    parser.add_argument("--before", help="with --bulk-only: a tree whose nodes are measured before this one's")
+    parser.add_argument("--profile", help="with --bulk-only: write each cluster node's cProfile here")
     args = parser.parse_args()
     n = 50_000 if args.quick else args.records
     rounds = 2 if args.quick else args.rounds
     emit("machine", os.cpu_count(), "cpus", python=platform.python_version(), platform=platform.platform())
+    if args.bulk_only:
+        return bulk_only(args, n * 5)
     with tempfile.TemporaryDirectory(prefix="riverlog-cluster-bench-") as tmp:
         single = Node(os.path.join(tmp, "single"), free_ports(1)[0]).start()
         try:

@@ -70,6 +70,7 @@ class ReplicaFetcher:
         self._needs_truncation: set[int] = set()
         self._changed = threading.Event()
         self._stop = threading.Event()
+        self._stub = (None, None)  # (address, stub): a stub per fetch costs a method table each time
         self._thread = threading.Thread(target=self._run, name=f"riverlog-fetcher-{leader}", daemon=True)
 
     def start(self) -> None:
@@ -156,8 +157,10 @@ class ReplicaFetcher:
             topic.partitions.add(partition=p.index, fetch_offset=leo, max_bytes=cfg["replica.fetch.max.bytes"],
                                  current_leader_epoch=leader_epoch)
             index[(p.topic, p.index)] = p
+        if self._stub[0] != address:
+            self._stub = (address, self.m.peers.public(address))
         try:
-            response = self.m.peers.public(address).Fetch(request, timeout=cfg["replica.fetch.wait.max.ms"] / 1000 + 10)
+            response = self._stub[1].Fetch(request, timeout=cfg["replica.fetch.wait.max.ms"] / 1000 + 10)
         except Exception as e:  # noqa: BLE001 - grpc errors: the leader is away; back off
             raise NotLeaderOrFollowerError(f"fetch from leader {self.leader} at {address} failed: {e}") from None
         for tr in response.topics:
