@@ -210,10 +210,11 @@ def bench_latency(servers: str, rate: int, seconds: float, topic: str = "latency
     from broker.client import Producer
     create_topic(servers, topic)
     count = int(rate * seconds)
-    ready, results = mp.Event(), mp.Queue()
-    consumer = mp.Process(target=_latency_consumer, args=(servers, topic, count, ready, results))
+    spawn = mp.get_context("spawn")  # a fork after this process used gRPC can hang the child's channels
+    ready, results = spawn.Event(), spawn.Queue()
+    consumer = spawn.Process(target=_latency_consumer, args=(servers, topic, count, ready, results))
     consumer.start()
-    ready.wait(30)
+    ready.wait(60)
     p = Producer({"bootstrap.servers": servers, "acks": "1", "linger.ms": 0})
     interval = 1.0 / rate
     start = time.perf_counter()
