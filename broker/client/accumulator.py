@@ -1,7 +1,8 @@
 """The producer's record accumulator: records in produce order, turned into partition batches.
 
-``produce()`` only appends to per-topic column lists (no hashing, no Arrow), which keeps the
-per-record call cheap. The sender thread later drains a topic's records in one go, converts them
+``produce()`` only appends a record's fields to its topic's flat list (no tuple per record, no
+hashing, no Arrow) under one plain lock, which keeps the per-record call cheap; slicing that list
+per field gives the columns at drain. The sender thread later drains a topic's records in one go, converts them
 to one Arrow batch, places keyed records with Kafka's murmur2 (vectorised) and unkeyed ones
 stickily (one partition per batch, moving on after each), groups by partition preserving produce
 order, and cuts batches of at most ``batch.size`` bytes / ``batch.num.messages`` records.
@@ -26,21 +27,32 @@ from broker.errors import ClientClosedError, QueueFullError
 from broker.records.arrow_body import HEADER_TYPE, SCHEMA, encode_batch, record_batch
 
 RECORD_OVERHEAD = 32  # Arrow bytes per record besides key and value (offsets, timestamp, validity)
+FIELDS = 6  # items per record in a _ListChunk: key, value, timestamp, headers, partition, callback
 
 
 class _ListChunk:
-    """Records from ``produce()``: one (key, value, timestamp, headers, partition, callback) tuple each."""
+    """Records from ``produce()``, flat: ``FIELDS`` consecutive items per record. Appending the
+    items costs less than a tuple per record (which the garbage collector would also track), and
+    a stride slice gives each column in one C call."""
 
     __slots__ = ("rows",)
 
     def __init__(self):
-        self.rows: list[tuple] = []
+        self.rows: list = []
+
+    @property
+    def count(self) -> int:
+        return len(self.rows) // FIELDS
 
     def to_arrow(self) -> tuple[pa.RecordBatch, np.ndarray, list | None]:
-        keys, values, timestamps, headers, partitions, callbacks = zip(*self.rows)
-        batch = record_batch(keys, values, timestamps, headers if any(headers) else None)
-        return batch, np.asarray(partitions, dtype=np.int32), (
-            list(callbacks) if any(callbacks) else None)
+        rows = self.rows
+        n = len(rows) // FIELDS
+        headers, partitions, callbacks = rows[3::FIELDS], rows[4::FIELDS], rows[5::FIELDS]
+        batch = record_batch(rows[0::FIELDS], rows[1::FIELDS], rows[2::FIELDS],
+                             None if headers.count(None) == n else headers)
+        explicit = (np.full(n, -1, dtype=np.int32) if partitions.count(-1) == n
+                    else np.asarray(partitions, dtype=np.int32))
+        return batch, explicit, None if callbacks.count(None) == n else callbacks
 
 
 @dataclass
@@ -49,6 +61,10 @@ class _TableChunk:
     partition: int
     callback: object
 
+    @property
+    def count(self) -> int:
+        return self.batch.num_rows
+
     def to_arrow(self):
         n = self.batch.num_rows
         return self.batch, np.full(n, self.partition, dtype=np.int32), (
@@ -56,32 +72,41 @@ class _TableChunk:
 
 
 class TopicBuffer:
-    """Records of one topic not yet drained; ``since`` is when the oldest arrived (monotonic).
+    """Records of one topic not yet drained; ``since`` is when the oldest arrived (monotonic): a
+    buffer is made for its first record and leaves the accumulator whole when drained.
 
-    ``hold_until``: records put back while the topic's metadata is unknown wait until then (even
-    during a flush) before the sender looks the topic up again.
+    ``rows``: the open chunk's flat list ``produce()`` appends to (None after a table: the next
+    record opens a new chunk). ``hold_until``: records put back while the topic's metadata is
+    unknown wait until then (even during a flush) before the sender looks the topic up again.
     """
 
-    __slots__ = ("chunks", "_open", "bytes", "count", "since", "keyed", "hold_until")
+    __slots__ = ("chunks", "rows", "bytes", "since", "keyed", "hold_until")
 
-    def __init__(self):
+    def __init__(self, since: float = 0.0):
         self.chunks: list = []
-        self._open: _ListChunk | None = None
+        self.rows: list | None = None
         self.bytes = 0
-        self.count = 0
-        self.since = 0.0
+        self.since = since
         self.keyed = False
         self.hold_until = 0.0
 
-    def open_rows(self, now: float) -> list:
-        """The list ``produce()`` appends its row tuples to (a new chunk after a table)."""
-        chunk = self._open
-        if chunk is None:
-            chunk = self._open = _ListChunk()
+    @property
+    def count(self) -> int:
+        return sum(chunk.count for chunk in self.chunks)
+
+    def open_rows(self) -> list:
+        """The flat list ``produce()`` appends a record's ``FIELDS`` items to (a new chunk after a table)."""
+        if self.rows is None:
+            chunk = _ListChunk()
             self.chunks.append(chunk)
-        if not self.count:
-            self.since = now
-        return chunk.rows
+            self.rows = chunk.rows
+        return self.rows
+
+    def append_row(self, key, value, timestamp: int, headers=None, partition: int = -1, callback=None,
+                   size: int = 0) -> None:
+        """One record, outside the accumulator's accounting (the accumulator inlines this)."""
+        self.open_rows().extend((key, value, timestamp, headers, partition, callback))
+        self.bytes += size
 
     def absorb(self, newer: "TopicBuffer") -> None:
         """Put the records of ``newer`` (all produced after this buffer's) behind this buffer's.
@@ -89,34 +114,35 @@ class TopicBuffer:
         ``produce()`` goes on appending to the open chunk, which must therefore be the last one.
         """
         self.chunks.extend(newer.chunks)
-        self._open = newer._open if newer.chunks else self._open
+        self.rows = newer.rows if newer.chunks else self.rows
         self.bytes += newer.bytes
-        self.count += newer.count
         self.keyed = self.keyed or newer.keyed
 
-    def add_table(self, batch: pa.RecordBatch, partition: int, callback, size: int, now) -> None:
-        self._open = None
-        if not self.count:
-            self.since = now
+    def add_table(self, batch: pa.RecordBatch, partition: int, callback, size: int) -> None:
+        self.rows = None
         self.chunks.append(_TableChunk(batch, partition, callback))
         self.keyed = True
         self.bytes += size
-        self.count += batch.num_rows
 
 
 class RecordAccumulator:
     """Records produced and not yet drained, per topic, and what is owed to the application.
 
     ``outstanding`` counts records whose delivery report the application has not been served yet
-    (``len(producer)``); ``buffered_bytes`` the ``buffer.memory`` they hold until reported. Every
-    field is guarded by ``cond``; the sender thread waits on it too (answers and new records wake it).
+    (``len(producer)``, at most ``max_records``: queue.buffering.max.messages); ``buffered_bytes``
+    the ``buffer.memory`` they hold until reported. Every field is guarded by ``lock``, the plain
+    lock under ``cond`` (``with lock`` is a C call, ``with cond`` two Python ones: ``append`` takes
+    the lock); the sender thread waits on ``cond`` (answers and new records wake it).
     """
 
-    def __init__(self, linger_s: float, batch_size: int, buffer_memory: int, clock: Clock = SYSTEM_CLOCK):
-        self.cond = threading.Condition(threading.Lock())
+    def __init__(self, linger_s: float, batch_size: int, buffer_memory: int, clock: Clock = SYSTEM_CLOCK,
+                 max_records: int = 1 << 62):
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
         self.linger = linger_s
         self.batch_size = batch_size
         self.buffer_memory = buffer_memory
+        self.max_records = max_records
         self.clock = clock
         self._monotonic = clock.monotonic
         self.buffers: dict[str, TopicBuffer] = {}
@@ -129,27 +155,41 @@ class RecordAccumulator:
         if self.closed:
             raise ClientClosedError("the producer is closed")
 
-    def append(self, topic: str, row: tuple, size: int, keyed: bool) -> None:
-        """One ``produce()`` record: (key, value, timestamp, headers, partition, callback)."""
-        with self.cond:
-            if self.buffered_bytes + size > self.buffer_memory:
-                self.check_open()
-                raise QueueFullError(f"buffer.memory={self.buffer_memory} is used up; call poll() and retry")
+    def append(self, topic: str, key, value, timestamp: int, headers, partition: int, callback, size: int) -> None:
+        """One ``produce()`` record of ``size`` bytes (buffer.memory); its fields already checked.
+
+        The hot path of per-record producing: a few C-level operations under ``lock``.
+        """
+        with self.lock:
+            if self.buffered_bytes + size > self.buffer_memory or self.outstanding >= self.max_records:
+                self._refuse(size)
             buf = self.buffers.get(topic)
-            if buf is None:
-                self.check_open()
-                buf = self.buffers[topic] = TopicBuffer()
-            if not buf.count:
-                self.cond.notify()
-            buf.open_rows(0.0 if buf.count else self._monotonic()).append(row)
-            if keyed:
+            if buf is None or buf.rows is None:
+                buf = self._open(topic, buf)
+            buf.rows += (key, value, timestamp, headers, partition, callback)
+            if key is not None or partition >= 0:
                 buf.keyed = True
             buf.bytes += size
-            buf.count += 1
             self.buffered_bytes += size
             self.outstanding += 1
             if buf.bytes >= self.batch_size:
                 self.cond.notify()
+
+    def _refuse(self, size: int) -> None:
+        self.check_open()
+        if self.outstanding >= self.max_records:
+            raise QueueFullError(f"{self.max_records} records are waiting for delivery (queue.buffering.max.messages):"
+                                 " serve delivery reports with poll() and retry")
+        raise QueueFullError(f"buffer.memory={self.buffer_memory} is used up; call poll() and retry")
+
+    def _open(self, topic: str, buf: TopicBuffer | None) -> TopicBuffer:
+        """The topic's buffer with an open chunk; a new buffer wakes the sender (its linger starts now)."""
+        if buf is None:
+            self.check_open()
+            buf = self.buffers[topic] = TopicBuffer(self._monotonic())
+            self.cond.notify()
+        buf.open_rows()
+        return buf
 
     def add_table(self, topic: str, piece: pa.RecordBatch, partition: int, callback, size: int,
                   max_block_ms: int) -> None:
@@ -165,8 +205,8 @@ class RecordAccumulator:
             self.check_open()
             buf = self.buffers.get(topic)
             if buf is None:
-                buf = self.buffers[topic] = TopicBuffer()
-            buf.add_table(piece, partition, callback, size, self._monotonic())
+                buf = self.buffers[topic] = TopicBuffer(self._monotonic())
+            buf.add_table(piece, partition, callback, size)
             self.buffered_bytes += size
             self.outstanding += piece.num_rows
             self.cond.notify()
@@ -289,9 +329,9 @@ def normalise_table(table, now_ms: int) -> pa.RecordBatch:
 
 def assign_partitions(batch: pa.RecordBatch, explicit: np.ndarray, num_partitions: int,
                       topic: str, sticky: StickyPartitioner, batch_size: int,
-                      partitioner: str = "murmur2_random") -> np.ndarray:
+                      partitioner: str = "murmur2_random", sizes: np.ndarray | None = None) -> np.ndarray:
     """Partition of every record: explicit ones kept, the others by ``partitioner`` (murmur2 of the
-    key by default), those it leaves to chance sticky by batch."""
+    key by default), those it leaves to chance sticky by batch (``sizes``: ``record_sizes(batch)``)."""
     parts = explicit.copy()
     todo = parts < 0
     if not todo.any():
@@ -304,7 +344,7 @@ def assign_partitions(batch: pa.RecordBatch, explicit: np.ndarray, num_partition
     parts[use_key] = keyed[use_key]
     unkeyed = todo & (keyed < 0)
     if unkeyed.any():
-        sizes = record_sizes(batch)[unkeyed]
+        sizes = (record_sizes(batch) if sizes is None else sizes)[unkeyed]
         run_of = (np.cumsum(sizes) - sizes) // max(1, batch_size)
         runs = sticky.runs(topic, num_partitions, int(run_of[-1]) + 1)
         parts[unkeyed] = runs[run_of]
@@ -312,17 +352,26 @@ def assign_partitions(batch: pa.RecordBatch, explicit: np.ndarray, num_partition
 
 
 def record_sizes(batch: pa.RecordBatch) -> np.ndarray:
-    sizes = np.zeros(batch.num_rows, dtype=np.int64)
+    """Each record's key and value bytes plus ``RECORD_OVERHEAD`` (what buffer.memory is charged)."""
+    sizes = np.full(batch.num_rows, RECORD_OVERHEAD, dtype=np.int64)
     for i in (0, 1):
-        lengths = pc.fill_null(pc.binary_length(batch.column(i)), 0)
-        sizes += lengths.to_numpy(zero_copy_only=False)
-    return sizes + RECORD_OVERHEAD
+        column = batch.column(i)
+        if column.null_count == len(column):
+            continue
+        if column.null_count:
+            sizes += pc.fill_null(pc.binary_length(column), 0).to_numpy(zero_copy_only=False)
+        else:  # from the offsets: no kernel call, no copy
+            offsets = np.frombuffer(column.buffers()[1], dtype=np.int64 if pa.types.is_large_binary(column.type)
+                                    else np.int32)[column.offset: column.offset + len(column) + 1]
+            sizes += np.diff(offsets)
+    return sizes
 
 
 def build_batches(topic: str, batch: pa.RecordBatch, parts: np.ndarray, callbacks: list | None,
                   created: float, batch_size: int, batch_records: int, compression: str,
-                  max_bytes: int) -> list[ProducerBatch]:
-    """Group ``batch`` by partition (stable) and frame batches within the size limits.
+                  max_bytes: int, sizes: np.ndarray | None = None) -> list[ProducerBatch]:
+    """Group ``batch`` by partition (stable) and frame batches within the size limits
+    (``sizes``: ``record_sizes(batch)``, if the caller has it).
 
     Sizes are estimated from keys and values to cut batches near ``batch_size``; a framed batch
     that still exceeds ``max_bytes`` (message.max.bytes) is split in two until it fits.
@@ -333,6 +382,7 @@ def build_batches(topic: str, batch: pa.RecordBatch, parts: np.ndarray, callback
     if (parts == parts[0]).all():
         groups = [(int(parts[0]), np.arange(batch.num_rows))]
         ordered, order = batch, None
+        sizes = record_sizes(batch) if sizes is None else sizes
     else:
         order = np.argsort(parts, kind="stable")
         ordered = batch.take(pa.array(order))
@@ -341,7 +391,7 @@ def build_batches(topic: str, batch: pa.RecordBatch, parts: np.ndarray, callback
         starts = np.concatenate(([0], bounds))
         ends = np.concatenate((bounds, [len(order)]))
         groups = [(int(sorted_parts[s]), np.arange(s, e)) for s, e in zip(starts, ends)]
-    sizes = record_sizes(ordered)
+        sizes = record_sizes(ordered) if sizes is None else sizes[order]
     for partition, rows in groups:
         start, stop = int(rows[0]), int(rows[-1]) + 1
         cum = np.cumsum(sizes[start:stop])

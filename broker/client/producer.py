@@ -40,12 +40,13 @@ from broker.client.txn_admin import TransactionHandle
 from broker.client.txn_requests import TransactionRequests
 from broker.clock import SYSTEM_CLOCK
 from broker.errors import (ApplicationRecoverableError, InvalidConfigError, KafkaTimeoutError, MessageTooLargeError,
-                           QueueFullError, RiverlogError)
+                           RiverlogError)
 from broker.errors.kafka_error import KafkaError
 
 log = logging.getLogger(__name__)
 
 _ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
+_time_ns = time.time_ns
 
 
 class Producer:
@@ -76,7 +77,8 @@ class Producer:
         self._max_record = self._max_message + RECORD_OVERHEAD
         self._default_cb = cfg["on_delivery"]
         self.cluster = ClusterClient.from_config(cfg)
-        self._acc = RecordAccumulator(cfg["linger.ms"] / 1000.0, self._batch_size, cfg["buffer.memory"])
+        self._acc = RecordAccumulator(cfg["linger.ms"] / 1000.0, self._batch_size, cfg["buffer.memory"],
+                                      max_records=self._max_messages)
         self._append = self._acc.append
         self._reports: collections.deque = collections.deque()
         self._report_cond = threading.Condition()
@@ -130,24 +132,28 @@ class Producer:
     def produce(self, topic, value=None, key=None, partition=-1, on_delivery=None, timestamp=0,
                 headers=None, callback=None):
         """Queue one record; raises BufferError (QueueFullError) when buffer.memory is used up."""
-        # The hot path of per-record producing: keep it to a few C-level operations.
-        if value is not None and type(value) is not bytes:
+        # The hot path of per-record producing: keep it to a few C-level operations (bytes and
+        # None take no call; queue.buffering.max.messages is checked by the append, under its lock).
+        if type(value) is bytes:
+            size = len(value) + RECORD_OVERHEAD
+        elif value is None:
+            size = RECORD_OVERHEAD
+        else:
             value = _as_bytes(value)
-        if key is not None and type(key) is not bytes:
-            key = _as_bytes(key)
-        size = (0 if value is None else len(value)) + (0 if key is None else len(key)) + RECORD_OVERHEAD
+            size = len(value) + RECORD_OVERHEAD
+        if key is not None:
+            if type(key) is not bytes:
+                key = _as_bytes(key)
+            size += len(key)
         if size > self._max_record:
             raise MessageTooLargeError(
                 f"record of {size - RECORD_OVERHEAD} bytes exceeds message.max.bytes={self._max_message}")
         if headers is not None:
             headers = _as_header_list(headers)
-        if self._acc.outstanding >= self._max_messages:
-            raise QueueFullError(f"{self._max_messages} records are waiting for delivery "
-                                 "(queue.buffering.max.messages): serve delivery reports with poll() and retry")
         if self._txn is not None and not self._manager.in_transaction:
             self._manager.check_can_produce()
-        self._append(topic, (key, value, timestamp or time.time_ns() // 1_000_000, headers, partition,
-                             on_delivery or callback or self._default_cb), size, key is not None or partition >= 0)
+        self._append(topic, key, value, timestamp or _time_ns() // 1_000_000, headers, partition,
+                     on_delivery or callback or self._default_cb, size)
 
     def produce_batch(self, topic: str, table, partition: int = -1, on_delivery=None, timestamp: int = 0,
                       callback=None) -> int:

@@ -115,17 +115,19 @@ class Sender:
         n, cfg, batch_size = len(info.partitions), self.config, self.accumulator.batch_size
         for chunk in buf.chunks:
             records, explicit, callbacks = chunk.to_arrow()
-            charged = _charge(chunk, records)
-            parts = assign_partitions(records, explicit, n, topic, self.sticky, batch_size, cfg["partitioner"])
+            sizes = record_sizes(records)
+            charged = _charge(chunk, records, sizes)
+            parts = assign_partitions(records, explicit, n, topic, self.sticky, batch_size, cfg["partitioner"], sizes)
             bad = parts >= n
             if bad.any():
                 self._fail_rows(topic, records, parts, callbacks, bad, n, buf.since)
                 keep = ~bad
                 records = records.filter(keep)
                 callbacks = None if callbacks is None else [c for c, k in zip(callbacks, keep) if k]
-                parts = parts[keep]
+                parts, sizes = parts[keep], sizes[keep]
             batches = build_batches(topic, records, parts, callbacks, buf.since, batch_size,
-                                    cfg["batch.num.messages"], cfg["compression.type"], cfg["message.max.bytes"])
+                                    cfg["batch.num.messages"], cfg["compression.type"], cfg["message.max.bytes"],
+                                    sizes)
             if batches:
                 _spread_charge(batches, charged)
             else:
@@ -315,11 +317,11 @@ class Sender:
             return set()
 
 
-def _charge(chunk, records) -> int:
+def _charge(chunk, records, sizes=None) -> int:
     """The buffer.memory bytes a chunk was charged when produced."""
     if isinstance(chunk, _TableChunk):
         return records.get_total_buffer_size()
-    return int(record_sizes(records).sum())
+    return int((record_sizes(records) if sizes is None else sizes).sum())
 
 
 def _spread_charge(batches: list[ProducerBatch], charged: int) -> None:

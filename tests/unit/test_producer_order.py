@@ -7,7 +7,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from broker.client.accumulator import ProducerBatch, RecordAccumulator, TopicBuffer
+from broker.client.accumulator import FIELDS, ProducerBatch, RecordAccumulator, TopicBuffer
 from broker.client.config import PRODUCER_CONFIG
 from broker.client.send_policy import SendLimits
 from broker.client.sender import Sender
@@ -206,10 +206,9 @@ def test_a_partition_failed_alone_sends_one_request_at_a_time_until_it_settles(s
 
 
 def buffer(values):
-    buf = TopicBuffer()
+    buf = TopicBuffer(time.monotonic())
     for v in values:
-        buf.open_rows(time.monotonic()).append((None, v, 0, None, -1, None))
-        buf.count += 1
+        buf.append_row(None, v, 0)
     return buf
 
 
@@ -221,8 +220,8 @@ def test_records_held_while_metadata_is_unavailable_stay_before_newer_ones():
     held = buffer([0, 1])
     buffers["t"] = buffer([2, 3])  # produced while the sender was looking the topic up
     sender._hold_unknown("t", held, NetworkError("Metadata: no broker answered"))
-    buffers["t"].open_rows(time.monotonic()).append((None, 4, 0, None, -1, None))
-    assert [row[1] for chunk in buffers["t"].chunks for row in chunk.rows] == [0, 1, 2, 3, 4]
+    buffers["t"].append_row(None, 4, 0)
+    assert [value for chunk in buffers["t"].chunks for value in chunk.rows[1::FIELDS]] == [0, 1, 2, 3, 4]
 
 
 def test_held_records_make_the_sender_wait_for_the_retry_backoff_even_while_flushing():
