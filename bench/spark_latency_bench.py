@@ -3,9 +3,12 @@ another with ``Trigger.ProcessingTime("0 seconds")``, a ``read_committed`` consu
 
 One broker process, local[2], the exactly-once sink (and, for comparison, at-least-once). A
 producer sends one record every 50 ms carrying its send time; the figure is the p50 (and p90) of
-"seen by the consumer" minus "sent". Prints one JSON line per figure.
+"seen by the consumer" minus "sent". Prints one JSON line per figure, with the load average and
+the medians of Spark's own split of the micro-batches that carried records (``durationMs`` of the
+query's progress: ``latestOffset``, ``walCommit`` (the offset log), ``queryPlanning``, ``addBatch``
+(the tasks and the sink's commit), ``commitOffsets`` (the commit log), ``triggerExecution``, in ms).
 
-    python bench/spark_latency_bench.py [--seconds 20]
+    python bench/spark_latency_bench.py [--seconds 20] [--guarantees exactly-once,at-least-once]
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from broker_bench import create_topic, emit, start_broker  # noqa: E402 - beside
 from spark_source_bench import local_spark  # noqa: E402
 
 
-def measure(spark, servers: str, guarantee: str, seconds: float, tmp: str) -> list[float]:
+def measure(spark, servers: str, guarantee: str, seconds: float, tmp: str) -> tuple[list[float], dict]:
     from broker.client import Consumer, Producer, TopicPartition
     src, dst = f"in-{guarantee}", f"out-{guarantee}"
     create_topic(servers, src, 1)
@@ -61,26 +64,34 @@ def measure(spark, servers: str, guarantee: str, seconds: float, tmp: str) -> li
                 latencies.append(time.time() - float(m.value()))
     stop.set()
     feeder.join(5)
+    batches = [p.durationMs for p in query.recentProgress if p.numInputRows and p.batchId >= 3]
     query.stop()
     consumer.close()
-    return latencies
+    split = {k: statistics.median(b.get(k, 0) for b in batches) for k in _SPLIT} if batches else {}
+    return latencies, split
+
+
+_SPLIT = ("latestOffset", "walCommit", "queryPlanning", "addBatch", "commitOffsets", "triggerExecution")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--guarantees", default="exactly-once,at-least-once")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="riverlog-latency-bench-") as tmp:
         proc, servers = start_broker(os.path.join(tmp, "broker"))
         spark = local_spark()
         try:
-            for guarantee in ("exactly-once", "at-least-once"):
-                lat = sorted(measure(spark, servers, guarantee, args.seconds, tmp))
+            for guarantee in args.guarantees.split(","):
+                lat, split = measure(spark, servers, guarantee, args.seconds, tmp)
+                lat.sort()
                 if not lat:
                     emit(f"spark.end_to_end_latency_p50.{guarantee}", -1, "s", error="nothing arrived")
                     continue
                 emit(f"spark.end_to_end_latency_p50.{guarantee}", statistics.median(lat), "s",
-                     p90=round(lat[int(len(lat) * 0.9)], 3), records=len(lat), target=0.3)
+                     p90=round(lat[int(len(lat) * 0.9)], 3), records=len(lat), target=0.3,
+                     load=round(os.getloadavg()[0], 2), spark_ms=split)
         finally:
             spark.stop()
             proc.terminate()

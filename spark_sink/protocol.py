@@ -8,6 +8,7 @@ partitions. What is the sink's own: an attempt is a :class:`TransactionHandle`, 
 """
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 
 from broker.client import TransactionHandle
@@ -37,6 +38,33 @@ def sink_errors():
             config="sinkId", owner=d["owner"], batch_id=d["batch_id"], decided_batch_id=d["decided_batch_id"]) from e
 
 
+class RunMemo:
+    """The batch each sink last found undecided, per query run, in this Python worker.
+
+    Spark replays at most the first batch of a run (a restart resumes at the offset log's last
+    batch), and no earlier run can have decided a batch past that one. So once a task of a run
+    found a batch undecided in the decision log, every later batch of the same run is undecided
+    too, and its tasks need not read the log (five round trips). The run is Spark's ``runId``, new
+    at every start of the query; without one, nothing is known."""
+
+    def __init__(self):
+        self._runs: dict[str, tuple[str, int]] = {}  # sink id -> (run id, batch found undecided)
+        self._lock = threading.Lock()
+
+    def known_undecided(self, sink_id: str, run_id: str | None, batch_id: int) -> bool:
+        with self._lock:
+            seen = self._runs.get(sink_id)
+        return bool(run_id) and seen is not None and seen[0] == run_id and seen[1] < batch_id
+
+    def found_undecided(self, sink_id: str, run_id: str | None, batch_id: int) -> None:
+        if not run_id:
+            return
+        with self._lock:
+            seen = self._runs.get(sink_id)
+            if seen is None or seen[0] != run_id or seen[1] > batch_id:
+                self._runs[sink_id] = (run_id, batch_id)
+
+
 def write_action(decision: Decision | None, batch_id: int) -> str:
     """WRITE, or SKIP when the batch is already decided (:func:`broker.client.exactly_once.write_action`)."""
     with sink_errors():
@@ -49,5 +77,5 @@ def decide(recorded: Decision | None, sink_id: str, batch_id: int, attempts: lis
         return exactly_once.decide(recorded, sink_id, batch_id, attempts)
 
 
-__all__ = ["SKIP", "WRITE", "Attempt", "Decision", "SinkReusedError", "batch_prefix", "decide", "decision_key",
-           "sink_errors", "to_abort", "transactional_id", "write_action"]
+__all__ = ["SKIP", "WRITE", "Attempt", "Decision", "RunMemo", "SinkReusedError", "batch_prefix", "decide",
+           "decision_key", "sink_errors", "to_abort", "transactional_id", "write_action"]

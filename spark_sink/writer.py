@@ -21,9 +21,10 @@ from broker.client.exactly_once import SKIP, DecisionLog
 from broker.errors import InvalidConfigError, RiverlogError
 from spark_sink import crash_points
 from spark_sink.options import SinkOptions, check_schema
-from spark_sink.protocol import Attempt, sink_errors
+from spark_sink.protocol import Attempt, RunMemo, sink_errors
 
 _FLUSH_TIMEOUT_S = 300.0
+_RUNS = RunMemo()  # per Python worker: lets a run's later batches skip the replay check
 
 
 @dataclass
@@ -34,6 +35,7 @@ class SinkCommitMessage(WriterCommitMessage):
     rows: int
     attempt: Attempt | None = None   # None: nothing was written (no rows, at-least-once, or skipped)
     skipped: bool = False            # the batch was already decided by an earlier driver
+    checked: bool = False            # the task found the batch undecided: the driver need not look again
 
 
 class _RiverlogWriter:
@@ -43,14 +45,17 @@ class _RiverlogWriter:
 
     # ------------------------------------------------------------------------------ executors
     def write_partition(self, batches, sink_id: str, batch_id: int, partition_id: int, attempt: int,
-                        check_replay: bool) -> SinkCommitMessage:
-        """Produce one task's rows; in exactly-once mode leave its transaction open for the driver."""
+                        check_replay: bool, run_id: str | None = None) -> SinkCommitMessage:
+        """Produce one task's rows; in exactly-once mode leave its transaction open for the driver.
+        ``run_id``: the streaming query's run, whose later batches need no replay check (:class:`RunMemo`)."""
         opts = self.options
         eo = ExactlyOnce(opts.client_config(), sink_id) if opts.exactly_once else None
-        if eo is not None and check_replay:
+        checked = eo is not None and check_replay
+        if checked and not _RUNS.known_undecided(sink_id, run_id, batch_id):
             with sink_errors():
                 if eo.write_action(batch_id) == SKIP:
                     return SinkCommitMessage(sink_id, batch_id, partition_id, 0, skipped=True)
+            _RUNS.found_undecided(sink_id, run_id, batch_id)
         txn_id = eo.transactional_id(batch_id, partition_id, attempt) if eo is not None else None
         producer = None
         errors: list = []
@@ -66,7 +71,7 @@ class _RiverlogWriter:
                         producer.begin_transaction()
                 rows += _produce(producer, batch, opts.topic, errors, opts.writes_headers(batch.schema.names))
             if producer is None:
-                return SinkCommitMessage(sink_id, batch_id, partition_id, 0)
+                return SinkCommitMessage(sink_id, batch_id, partition_id, 0, checked=checked)
             left = producer.flush(_FLUSH_TIMEOUT_S)
             if errors:
                 raise errors[0].exception()
@@ -74,7 +79,8 @@ class _RiverlogWriter:
                 raise RiverlogError(f"{left} record(s) were not delivered within {_FLUSH_TIMEOUT_S}s")
             if txn_id is None:
                 return SinkCommitMessage(sink_id, batch_id, partition_id, rows)
-            return SinkCommitMessage(sink_id, batch_id, partition_id, rows, producer.transaction_handle())
+            return SinkCommitMessage(sink_id, batch_id, partition_id, rows, producer.transaction_handle(),
+                                     checked=checked)
         except BaseException:
             if producer is not None and txn_id is not None:
                 try:
@@ -99,10 +105,12 @@ class _RiverlogWriter:
         if sink_id is None:
             return
         opts = self.options
+        # Every task found the batch undecided: reading the log again would tell nothing new.
+        undecided = bool(done) and len(done) == len(messages) and all(m.checked for m in done)
         with ExactlyOnce(opts.client_config(), sink_id, transaction_timeout_ms=opts.transaction_timeout_ms,
                          log=crash_points.decision_log(opts.client_config())) as eo, sink_errors():
             eo.commit(batch_id, [m.attempt for m in done if m.attempt is not None], record=record,
-                      offsets=opts.offsets(), group_id=opts.group_id)
+                      offsets=opts.offsets(), group_id=opts.group_id, undecided=undecided)
 
     def _abort(self, messages, batch_id: int, record: bool) -> None:
         if not self.options.exactly_once:
@@ -166,8 +174,9 @@ class StreamWriter(_RiverlogWriter, DataSourceStreamArrowWriter):
         ctx = TaskContext.get()
         batch_id = int(ctx.getLocalProperty("streaming.sql.batchId"))
         sink_id = self.options.sink_id or ctx.getLocalProperty("sql.streaming.queryId")
+        # Spark runs a streaming query's jobs in the job group of its runId (StreamExecution.runStream).
         return self.write_partition(iterator, sink_id, batch_id, ctx.partitionId(), ctx.attemptNumber(),
-                                    check_replay=True)
+                                    check_replay=True, run_id=ctx.getLocalProperty("spark.jobGroup.id"))
 
     def commit(self, messages, batchId: int) -> None:
         self._commit(messages, batchId, record=True)

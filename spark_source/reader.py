@@ -62,6 +62,7 @@ class OffsetLookup:
     def __init__(self, options: SourceOptions):
         from broker.client import Consumer
         self.options = options
+        self._committed: tuple[dict[TP, int], bool] | None = None  # the group's offsets as last committed here
         try:
             self.consumer = Consumer({**options.client_config(), "group.id": options.group_id,
                                       "enable.auto.commit": False})
@@ -162,12 +163,13 @@ class OffsetLookup:
         """The finished batch's end offsets, committed to ``groupId`` for lag tools; ``pin`` marks
         them as batch 0's start (see ``StreamReader.initialOffset``)."""
         from broker.client import TopicPartition
-        if not offsets:
-            return
+        if not offsets or self._committed == (offsets, pin):
+            return  # Spark's commit() of a batch repeats what the next latestOffset() committed
         mark = START_PIN if pin else None
         try:
             self.consumer.commit(offsets=[TopicPartition(t, p, o, metadata=mark)
                                           for (t, p), o in sorted(offsets.items())])
+            self._committed = (dict(offsets), pin)
         except NonEmptyGroupError:
             log.warning("group '%s' has active members: the query's offsets are not committed there",
                         self.options.group_id)
@@ -296,6 +298,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[TP, int] | None = None  # Trigger.AvailableNow: nothing past this
         self._waiting_since: float | None = None    # minOffsetsPerTrigger: since when too little was there
         self._initial: dict[TP, int] | None = None   # batch 0's start, as initialOffset answered it
+        self._reported: dict[TP, int] | None = None  # the latest offsets latestOffset() saw
 
     def __getstate__(self):  # executors get the options, not the driver's connections
         state = dict(self.__dict__)
@@ -337,7 +340,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin = from_json(start)
         # The batch that ended at ``start`` is done; batch 0's start stays pinned until batch 0 is.
         self.lookup.commit_group(begin, pin=begin == self._initial)
-        latest = self._latest()
+        latest = self._reported = self._latest()
         gone = sorted(set(begin) - set(latest))
         if gone:
             message = f"partitions {', '.join(f'{t}-{p}' for t, p in gone)} disappeared (topic deleted?)"
@@ -375,7 +378,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return False
 
     def reportLatestOffset(self):
-        return to_json(self._latest())
+        # Spark asks right after latestOffset() for its progress report: answer what that call saw
+        # (as Spark's Kafka source does) rather than ask the brokers again.
+        return to_json(self._reported if self._reported is not None else self._latest())
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = self._latest()

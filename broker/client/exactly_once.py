@@ -331,7 +331,8 @@ class ExactlyOnce:
         return write_action(self.log.latest(self.owner), batch_id)
 
     def commit(self, batch_id: int, attempts: list[TransactionHandle], record: bool = True, *,
-               offsets: list[TopicPartition] | None = None, group_id: str | None = None) -> Decision:
+               offsets: list[TopicPartition] | None = None, group_id: str | None = None,
+               undecided: bool = False) -> Decision:
         """Decide ``batch_id`` from the attempts its tasks reported (or finish the decision already
         recorded for it), record the decision, commit its transactions and abort every other open
         attempt of the batch. ``record=False``: commit the attempts together without recording
@@ -343,13 +344,19 @@ class ExactlyOnce:
         not decided yet sends them; the replay of a decided batch commits the recorded ones, and an
         older batch than the decided one is refused (:class:`OwnerReusedError`) before anything is
         sent, so the group's offsets never move back. The group must have no active members (a
-        "simple" group, as Kafka's ``sendOffsetsToTransaction`` without a generation)."""
+        "simple" group, as Kafka's ``sendOffsetsToTransaction`` without a generation).
+
+        ``undecided``: the caller knows that neither this batch nor a later one is decided (its
+        tasks asked :meth:`write_action` and were told WRITE), so the log is not read again. The
+        listing of the batch's open attempts runs on the admin client's thread while the decision
+        is recorded: one round trip less on the batch's path."""
         offsets = group_offsets(group_id, offsets)
         if offsets is not None and not record:
             raise InvalidConfigError("committing offsets needs record=True: only a recorded decision keeps a replay "
                                      "from committing them again", config="offsets")
+        listing = self._list_open(batch_id)
         if record:
-            recorded = self.log.latest(self.owner)
+            recorded = None if undecided else self.log.latest(self.owner)
             if offsets and write_action(recorded, batch_id) == WRITE:
                 attempts = [*attempts, self._offsets_attempt(batch_id, group_id, offsets)]
             decision, new = decide(recorded, self.owner, batch_id, attempts)
@@ -366,7 +373,7 @@ class ExactlyOnce:
                     f"no longer commit ({e.name}: {e}); its records are lost. Raise the producers' "
                     "transaction.timeout.ms if the committer was down longer than it",
                     transactional_id=txn_id) from e
-        self.abort_strays(batch_id, decision)
+        self.abort_strays(batch_id, decision, listing)
         return decision
 
     def _offsets_attempt(self, batch_id: int, group_id: str, offsets: list[TopicPartition]) -> TransactionHandle:
@@ -401,11 +408,15 @@ class ExactlyOnce:
                 log.debug("not aborting %s: %r", txn_id, e)  # ended or fenced already
         self.abort_strays(batch_id, decision)
 
-    def abort_strays(self, batch_id: int, decision: Decision | None) -> list[str]:
+    def _list_open(self, batch_id: int):
+        """A future of the batch's open transactions (every attempt has started by now)."""
+        return self.admin.list_transactions(self.timeout, states=[ONGOING], prefix=batch_prefix(self.owner, batch_id))
+
+    def abort_strays(self, batch_id: int, decision: Decision | None, listing=None) -> list[str]:
         """Abort every open transaction of the batch outside ``decision``, found by its id prefix
-        (attempts nobody reported: killed tasks, an earlier run's); returns their ids."""
-        listing = self.admin.list_transactions(self.timeout, states=[ONGOING],
-                                               prefix=batch_prefix(self.owner, batch_id)).result()
+        (attempts nobody reported: killed tasks, an earlier run's); returns their ids. ``listing``:
+        a :meth:`_list_open` future already under way."""
+        listing = (listing or self._list_open(batch_id)).result()
         stray = to_abort([t.transactional_id for t in listing if t.state == ONGOING], self.owner, batch_id, decision)
         futures = [self.admin.abort_transaction(txn_id, self.timeout) for txn_id in stray]
         for future in futures:

@@ -241,3 +241,26 @@ def test_replayed_decided_batch_is_finished_not_rewritten(spark_broker):
     assert nxt.attempt is not None
     writer.commit([nxt], 6)
     assert values(read_all(spark_broker, topic)) == list(range(25))
+
+
+def test_a_runs_later_batch_skips_the_replay_check_its_first_does_not(spark_broker):
+    """Only a run's first batch can be a replay: a later one of the same run (Spark's runId) is
+    written without reading the decision log, and its commit does not read it either; a new run
+    reads it, and finds what is decided."""
+    topic = make_topic(spark_broker, "sink-run-memo", partitions=1)
+    schema = StructType([StructField("value", BinaryType())])
+    writer = StreamWriter({"riverlog.bootstrap.servers": spark_broker.bootstrap, "topic": topic}, schema)
+
+    def rows(lo, hi):
+        return [pa.record_batch({"value": [str(i).encode() for i in range(lo, hi)]})]
+
+    first = writer.write_partition(rows(0, 5), "memo", 1, 0, 0, True, run_id="run-a")
+    assert first.checked and first.attempt is not None
+    writer.commit([first], 1)
+    # Batch 2 decided behind the run's back: only a new run's first batch would look.
+    CommitLog({"bootstrap.servers": spark_broker.bootstrap}).record(Decision("memo", 2, [first.attempt]))
+    assert writer.write_partition(rows(5, 10), "memo", 2, 0, 0, True, run_id="run-b").skipped
+    later = writer.write_partition(rows(5, 10), "memo", 2, 0, 1, True, run_id="run-a")
+    assert later.checked and not later.skipped and later.attempt is not None
+    writer.commit([later], 2)  # decided anew from the attempts: the log was not read again
+    assert values(read_all(spark_broker, topic, partitions=1)) == list(range(10))
