@@ -64,6 +64,7 @@ class Log:
         self.recovery_point = recovery_point
         self.log_start_offset = log_start_offset
         self._unflushed_records = 0
+        self._unsynced = False  # bytes written or cut since the last fsync of the segments
         self._last_flush = clock.monotonic()
         self.cleaner_checkpoint = _read_cleaner_checkpoint(directory)
 
@@ -123,6 +124,7 @@ class Log:
             data = stamp_log_append_time(data, headers, now)
         parts = with_offsets(data, headers, first, leader_epoch)
         self.active.append(parts, headers, first, log_append_time)
+        self._unsynced = True
         self._unflushed_records += sum(h.record_count for h in headers)
         self._maybe_flush_after_append()
         return AppendInfo(first, first + count - 1, -1 if log_append_time is None else now,
@@ -147,6 +149,7 @@ class Log:
         if self._should_roll(total, expected - 1, now, max(h.max_timestamp for h in headers)):
             self.roll(now)
         self.active.append([data], headers, None, None)
+        self._unsynced = True
         count = sum(h.record_count for h in headers)
         self._unflushed_records += count
         self._maybe_flush_after_append()
@@ -184,9 +187,14 @@ class Log:
             self.flush()
 
     def flush(self) -> None:
-        """Fsync every segment past the recovery point and advance it to the log end."""
+        """Fsync every segment past the recovery point and advance it to the log end.
+
+        A log with nothing written or cut since its last fsync only writes index entries still
+        in memory: a broker closing thousands of idle partitions would otherwise spend an fsync on
+        each for nothing."""
         for segment in self.segments[self._segment_index(self.recovery_point):]:
-            segment.flush(fsync=True)
+            segment.flush(fsync=True, data=self._unsynced or self.recovery_point < self.log_end_offset)
+        self._unsynced = False
         self._unflushed_records = 0
         self._last_flush = self.clock.monotonic()
         self._set_recovery_point(self.log_end_offset)
@@ -200,6 +208,7 @@ class Log:
         """Remove every record at or after ``offset`` (a follower cutting a divergent tail)."""
         if offset >= self.log_end_offset:
             return
+        self._unsynced = True
         while len(self.segments) > 1 and self.active.base_offset >= offset:
             self.segments.pop().delete()
             self._bases.pop()

@@ -76,6 +76,7 @@ class ProducerStateManager:
         self.directory = directory
         self.producers: dict[int, ProducerEntry] = {}
         self.aborted: list[AbortedTxn] = []  # in marker order
+        self._on_disk: bytes | None = None  # the snapshot file's content, when this object wrote or read it
 
     # ------------------------------------------------------------------------------ checks
     def check(self, header: BatchHeader) -> BatchMetadata | None:
@@ -195,19 +196,26 @@ class ProducerStateManager:
                                    for b in e.batches]}
             for pid, e in self.producers.items()},
             "aborted": [[a.producer_id, a.first_offset, a.last_offset] for a in self.aborted]}
-        write_atomically(os.path.join(self.directory, SNAPSHOT_FILE), json.dumps(doc).encode())
+        data = json.dumps(doc).encode()
+        path = os.path.join(self.directory, SNAPSHOT_FILE)
+        if data == self._on_disk and os.path.exists(path):
+            return  # e.g. an idle partition at shutdown: the file already says this
+        write_atomically(path, data)
+        self._on_disk = data
 
     def load(self) -> int:
         """Load the snapshot; returns the offset it is valid up to (0 when there is none)."""
-        self.producers, self.aborted = {}, []
+        self.producers, self.aborted, self._on_disk = {}, [], None
         path = None if self.directory is None else os.path.join(self.directory, SNAPSHOT_FILE)
         if path is None or not os.path.exists(path):
             return 0
         try:
             with open(path, "rb") as f:
-                doc = json.loads(f.read())
+                raw = f.read()
+            doc = json.loads(raw)
         except (OSError, ValueError):
             return 0  # unreadable: rebuilt from the log
+        self._on_disk = raw
         for pid, e in doc["producers"].items():
             entry = self.producers[int(pid)] = ProducerEntry(e["epoch"])
             entry.batches.extend(BatchMetadata(*b) for b in e["batches"])

@@ -202,8 +202,10 @@ class LogSegment:
             self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
         return removed
 
-    def flush(self, fsync: bool = True) -> None:
-        if fsync:
+    def flush(self, fsync: bool = True, data: bool = True) -> None:
+        """Write index entries still in memory; with ``fsync``, make them durable, and the
+        ``.log`` too unless ``data`` is False (the owner knows nothing changed since its last fsync)."""
+        if fsync and data:
             os.fsync(self.fd)
         self.offset_index.flush(fsync)
         self.time_index.flush(fsync)
