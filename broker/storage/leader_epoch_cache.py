@@ -65,6 +65,12 @@ class LeaderEpochCache:
         self.directory = directory
         self._entries: list[EpochEntry] = [EpochEntry(int(e), int(o)) for e, o in entries]
         _check_monotonic(self._entries, "entries")
+        # Right after load, the owner's truncate_from_end(log end) is kept in memory: every open
+        # repeats it, so the file may keep naming epochs at or past the log end until the next
+        # change or assign writes the list (before any batch lands there). A restart then costs
+        # one checkpoint write per partition, not two.
+        self._just_loaded = False
+        self._unwritten = False
 
     # ------------------------------------------------------------------------------- loading
     @classmethod
@@ -76,7 +82,9 @@ class LeaderEpochCache:
                 text = f.read()
         except FileNotFoundError:
             return cls(directory)
-        return cls(directory, _parse(text, path))
+        cache = cls(directory, _parse(text, path))
+        cache._just_loaded = True
+        return cache
 
     @property
     def path(self) -> str | None:
@@ -145,13 +153,13 @@ class LeaderEpochCache:
             raise ValueError(f"leader epoch {epoch} and start offset {start_offset} must be >= 0")
         latest = self.latest_entry()
         if latest is not None and epoch == latest.epoch and start_offset >= latest.start_offset:
-            return False
+            return self._write_deferred()
         kept = [e for e in self._entries if e.start_offset < start_offset and e.epoch <= epoch]
         dropped = self._entries[len(kept):]
         if not kept or kept[-1].epoch != epoch:
             kept.append(EpochEntry(epoch, start_offset))
         if kept == self._entries:
-            return False
+            return self._write_deferred()
         if len(dropped) > 1 or (dropped and dropped[0].start_offset != start_offset):
             log.warning("leader epoch %d at offset %d contradicts entries %s; dropping them",
                         epoch, start_offset, dropped)
@@ -162,7 +170,11 @@ class LeaderEpochCache:
         """After the log was cut at ``end_offset``: drop the epochs that start at or after it."""
         kept = [e for e in self._entries if e.start_offset < end_offset]
         if len(kept) == len(self._entries):
-            return False
+            return self._write_deferred()
+        if self._just_loaded:
+            self._just_loaded, self._unwritten = False, True
+            self._entries = kept
+            return True
         self._replace(kept)
         return True
 
@@ -174,24 +186,33 @@ class LeaderEpochCache:
         """
         i = bisect.bisect_right([e.start_offset for e in self._entries], start_offset)
         if i == 0:
-            return False
+            return self._write_deferred()
         holder = self._entries[i - 1]
         kept = [EpochEntry(holder.epoch, start_offset)] + self._entries[i:]
         if kept == self._entries:
-            return False
+            return self._write_deferred()
         self._replace(kept)
         return True
 
     def clear(self) -> None:
         """Forget every epoch (the log was deleted or fully truncated)."""
-        if self._entries:
+        if self._entries or self._unwritten:
             self._replace([])
+
+    def _write_deferred(self) -> bool:
+        """Write the truncation kept in memory since load, if any; False (no change now)."""
+        self._just_loaded = False
+        if self._unwritten:
+            self._replace(self._entries)
+        return False
 
     def _replace(self, entries: list[EpochEntry]) -> None:
         _check_monotonic(entries, "new entries")
+        self._just_loaded = False
         if self.directory is not None:
             write_atomically(self.path, _format(entries))
         self._entries = entries
+        self._unwritten = False
 
 
 def _format(entries: list[EpochEntry]) -> bytes:
