@@ -14,8 +14,10 @@ from spark_source.data_source import RiverlogDataSource
 
 
 def register(spark) -> None:
-    """Make ``format("riverlog")`` available in this SparkSession (reading and writing)."""
-    spark.dataSource.register(RiverlogDataSource)
+    """Make ``format("riverlog")`` available in this SparkSession (reading and writing); a local
+    session whose ``PYSPARK_PYTHON`` is not set runs its workers with the driver's interpreter."""
+    from spark_source.registration import register_data_source
+    register_data_source(spark, RiverlogDataSource)
 
 
 __all__ = ["RiverlogDataSource", "register"]

@@ -6,6 +6,13 @@ An offset says how far the query has read (JSON in Spark's checkpoint):
     {"phase": "stream", "lsn": L, ["txId": X, "ts_usec": T]}   every transaction with commit end
                                        LSN <= L is read; X and T are the last one's xid and commit time
     {"phase": "done", "lsn": C}        initial_only: the snapshot is read, nothing follows
+    {"phase": "new", "lsn": 0}         a query's initial offset, before its slot exists
+
+A query's first batch runs from ``new`` to where the new query starts and holds no records:
+Spark asks for the initial offset again when that batch is replayed after a crash, and an answer
+that created a slot and exported a snapshot would differ each time (the old slot dropped, the
+batch's recorded end pointing into it). ``new`` is the same every time; the slot and snapshot
+are made once, when the first batch is planned, and the batch's end records them.
 
 A new query starts as ``snapshot.mode`` says, or, given ``startingOffsets`` (a Debezium source
 offset, e.g. the one a Connect worker kept), where that offset says (:meth:`Capture._resume`).
@@ -32,7 +39,7 @@ from spark_source.postgres.replication import ReplicationStream
 from spark_source.postgres.snapshot import Position, SnapshotReader
 
 log = logging.getLogger(__name__)
-SNAPSHOT, STREAM, DONE = "snapshot", "stream", "done"
+SNAPSHOT, STREAM, DONE, NEW = "snapshot", "stream", "done", "new"
 
 
 @dataclass(frozen=True)
@@ -91,8 +98,8 @@ class Capture:
         return self._sql
 
     def initial_offset(self) -> CdcOffset:
-        """A new query: create the slot (exporting a snapshot unless ``no_data``). Spark may ask
-        more than once (Trigger.AvailableNow does): the answer is made once."""
+        """Where a new query starts: creates the slot (exporting a snapshot unless ``no_data``).
+        Made once per capture; the end of the query's first batch (see ``NEW``)."""
         if self._initial is None:
             self._initial = self._make_initial_offset()
         return self._initial
@@ -210,6 +217,8 @@ class Capture:
     # ------------------------------------------------------------------------------ reading ahead
     def next_offset(self, start: CdcOffset, max_changes: int | None, until_lsn: int | None = None) -> CdcOffset:
         """The end of the next batch after ``start`` (``start`` itself when nothing is new)."""
+        if start.phase == NEW:
+            return self.initial_offset()
         fresh = self._check_resumable(start)
         if fresh is not None:
             return fresh
@@ -262,6 +271,8 @@ class Capture:
     # ------------------------------------------------------------------------------ one batch
     def records(self, start: CdcOffset, end: CdcOffset, now_us=None) -> list[tuple[CdcRecord, int]]:
         """The batch (start, end] as (record, timestamp in microseconds)."""
+        if start.phase == NEW:
+            return []   # the first batch only records where the query starts
         import time
         now = now_us() if now_us else time.time_ns() // 1000
         builder = EnvelopeBuilder(self.options.envelope, last_commit_lsn=start.lsn if start.phase == STREAM else None)

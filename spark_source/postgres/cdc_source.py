@@ -110,7 +110,10 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._capture
 
     def initialOffset(self) -> dict:
-        return self.capture.initial_offset().to_json()
+        """The same answer every time (Spark asks again when it replays the first batch): the
+        slot is made when that batch is planned (``capture.NEW``)."""
+        from spark_source.postgres.capture import NEW, CdcOffset
+        return CdcOffset(NEW, 0).to_json()
 
     def getDefaultReadLimit(self):
         if self.options.max_changes_per_trigger:
@@ -148,35 +151,11 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._capture = None
 
 
-def worker_python(env: dict, conf_python: str | None, master: str, executable: str) -> str | None:
-    """The interpreter this source's Spark Python workers should run, when Spark's own choice would
-    be a guess: with neither ``PYSPARK_PYTHON`` nor ``spark.pyspark.python`` set, Spark runs
-    ``python3`` from PATH, often an interpreter without Riverlog and psycopg2 (the planning worker
-    then fails with ``No module named 'spark_source'``). On a local master the driver's own
-    interpreter is right; elsewhere (None) Spark's setting stands."""
-    if env.get("PYSPARK_PYTHON") or conf_python or not master.startswith("local"):
-        return None
-    return executable
-
-
 def register(spark) -> None:
     """Make ``format("postgres-cdc")`` available in this SparkSession (it is found without this
     call when Riverlog is installed: ``pyspark_postgres_cdc``, but then only if Spark's workers run
     an interpreter with Riverlog). Registered here, a local session whose ``PYSPARK_PYTHON`` is not
-    set runs this source's workers with the driver's interpreter (:func:`worker_python`)."""
-    import os
-    import sys
-    try:
-        sc = spark.sparkContext
-    except Exception:  # noqa: BLE001 — Spark Connect has no SparkContext; the server's setting stands
-        sc = None
-    chosen = None if sc is None else worker_python(dict(os.environ), sc.getConf().get("spark.pyspark.python"),
-                                                   sc.master, sys.executable)
-    if chosen is None:
-        spark.dataSource.register(PostgresCdcDataSource)
-        return
-    default, sc.pythonExec = sc.pythonExec, chosen   # read by PySpark when it wraps the class
-    try:
-        spark.dataSource.register(PostgresCdcDataSource)
-    finally:
-        sc.pythonExec = default
+    set runs this source's workers with the driver's interpreter
+    (:func:`spark_source.registration.worker_python`)."""
+    from spark_source.registration import register_data_source
+    register_data_source(spark, PostgresCdcDataSource)

@@ -130,25 +130,26 @@ def _trace(lake: str) -> list[dict]:
 def test_sigkill_mid_snapshot_before_and_after_the_delta_commit_loses_and_repeats_nothing(pg_db, tmp_path):
     _seed(pg_db, 100)
     lake, checkpoint = str(tmp_path / "lake"), str(tmp_path / "ck")
-    # 1. Killed mid-snapshot (chunks of 30: batches 0-3), before batch 1 reached Delta.
-    _run(pg_db, lake, checkpoint, crash_at="before_write:1")
-    assert _batch_held(lake) == 0
-    # 2. Restarted: the snapshot's rest (batch 1 re-read in a fresh snapshot: the writes touch only
-    #    keys of the committed chunk 0 and new negative keys, so it reads the same rows), then the
-    #    changes; killed after batch 5's Delta commit, before Spark committed it (so before the slot
+    # 1. Killed mid-snapshot (batch 0 makes the slot and holds nothing; chunks of 30: batches
+    #    1-4), before batch 2 reached Delta.
+    _run(pg_db, lake, checkpoint, crash_at="before_write:2")
+    assert _batch_held(lake) == 1
+    # 2. Restarted: the snapshot's rest (batch 2 re-read in a fresh snapshot: the writes touch only
+    #    keys of the committed chunk 1 and new negative keys, so it reads the same rows), then the
+    #    changes; killed after batch 6's Delta commit, before Spark committed it (so before the slot
     #    was acknowledged past it).
     cdc.write(pg_db.dsn, seed=1, transactions=60, below=30)
-    _run(pg_db, lake, checkpoint, crash_at="before_spark_commit:5")
-    assert _batch_held(lake) == 5
-    snapshot_lsn = _trace(lake)[0]["records"][0][0]
-    assert all(r[0] > snapshot_lsn for t in _trace(lake) if t["batch"] == 5 for r in t["records"])  # streamed
-    # 3. Restarted: batch 5 is replayed (and skipped by Delta); killed before batch 7 reaches Delta.
+    _run(pg_db, lake, checkpoint, crash_at="before_spark_commit:6")
+    assert _batch_held(lake) == 6
+    snapshot_lsn = next(t for t in _trace(lake) if t["records"])["records"][0][0]
+    assert all(r[0] > snapshot_lsn for t in _trace(lake) if t["batch"] == 6 for r in t["records"])  # streamed
+    # 3. Restarted: batch 6 is replayed (and skipped by Delta); killed before batch 8 reaches Delta.
     writer = threading.Thread(target=cdc.write, args=(pg_db.dsn, 2, 40))
     writer.start()
-    _run(pg_db, lake, checkpoint, crash_at="before_write:7")
+    _run(pg_db, lake, checkpoint, crash_at="before_write:8")
     writer.join()
-    assert _batch_held(lake) == 6
-    attempts = [t["records"] for t in _trace(lake) if t["batch"] == 5]
+    assert _batch_held(lake) == 7
+    attempts = [t["records"] for t in _trace(lake) if t["batch"] == 6]
     assert len(attempts) == 2 and attempts[0] == attempts[1]
     # 4. Restarted without a crash: everything arrives, once.
     _run(pg_db, lake, checkpoint)

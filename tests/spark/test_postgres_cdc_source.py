@@ -1,6 +1,7 @@
 """``format("postgres-cdc")`` in Spark against a real embedded PostgreSQL: snapshot plus changes
 fold to exactly what PostgreSQL holds, and a query that dies after its sink wrote a batch but
-before Spark committed it is restarted over the same checkpoint and replays that batch whole."""
+before Spark committed it — its first batch, or one of the stream — is restarted over the same
+checkpoint and replays that batch whole."""
 from __future__ import annotations
 
 import json
@@ -63,7 +64,12 @@ def test_snapshot_and_changes_fold_to_the_table_and_a_killed_query_replays_its_b
         finally:
             query.stop()
 
-    # 1. snapshot (40 rows in chunks of 15: batches 0-2), nothing streamed yet
+    # 1. a query that dies in its first batch, a change, then the restart: Spark asks for the
+    # initial offset again and replays batch 0 with the end it recorded (that end must still mean
+    # something: before, a second slot and snapshot were made and the query failed SLOT_LOST);
+    # then the snapshot (40 rows in chunks of 15), nothing streamed yet
+    run(fail_batch=0)
+    pg_db.execute("UPDATE customers SET qty = -1 WHERE id = 2")
     run()
     assert fold_changes(_written(spark, out)) == _pg_rows(pg_db)
     # 2. changes of every kind, then a query that dies in its first batch after writing it

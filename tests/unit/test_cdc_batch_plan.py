@@ -76,7 +76,7 @@ def test_only_transactions_committed_between_the_offsets_are_pending():
 
 
 def test_workers_run_the_drivers_interpreter_only_when_spark_would_guess():
-    from spark_source.postgres.cdc_source import worker_python
+    from spark_source.registration import worker_python
     venv = "/venv/bin/python"
     assert worker_python({}, None, "local[2]", venv) == venv
     assert worker_python({"PYSPARK_PYTHON": "/opt/py"}, None, "local[2]", venv) is None
