@@ -25,6 +25,7 @@ import time
 from typing import Callable, NamedTuple
 
 from broker.clock import Clock
+from broker.config import LONG_MAX
 from broker.errors import (FencedLeaderEpochError, InvalidProducerEpochError, InvalidRecordError,
                            NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderOrFollowerError,
                            InvalidTimestampError, OutOfOrderSequenceError, RequestTimedOutError,
@@ -49,6 +50,9 @@ class Leadership(StrEnum):
 
 
 LEADER, FOLLOWER, CLOSED = Leadership.LEADER, Leadership.FOLLOWER, Leadership.CLOSED
+
+_ROLL_MARGIN_MS = 60_000  # append_is_quick: a time-based roll this close is left to a pool thread
+_RELATIVE_OFFSETS_QUICK = 2**31 - 2**20  # ... and so is a roll for relative offsets running out
 
 #: Staying leader is a new ISR or partition epoch; staying follower a new leader or epoch. A
 #: closed partition is final: hosting the partition again opens a new ``Partition`` on a new log.
@@ -220,6 +224,32 @@ class Partition:
             self._advance_hw()
         self.notifier.bump()
         return info
+
+    def append_is_quick(self, incoming: int) -> bool:
+        """Whether appending ``incoming`` bytes here is a copy into the page cache: no fsync due
+        (``flush.messages``/``flush.ms`` unset), no segment roll near (its fsync of the old segment
+        can take long), no recompression. A hint read without the lock, for where to run an append."""
+        config = self.log.config
+        if (config["flush.messages"] < LONG_MAX or config["flush.ms"] < LONG_MAX
+                or config["compression.type"] != "producer"):
+            return False
+        active = self.log.active
+        now = self.clock.time_ms()
+        return (active.size + incoming < config["segment.bytes"]
+                and active.time_waited_for_roll(now, now) < config["segment.ms"] - _ROLL_MARGIN_MS
+                and active.next_offset - active.base_offset < _RELATIVE_OFFSETS_QUICK)
+
+    def read_size_hint(self, offset: int) -> int:
+        """About how many bytes a read from ``offset`` up to the high watermark returns, from the
+        active segment's mean batch bytes per offset; a large number below the active segment. A
+        hint read without the lock, for where to run a read."""
+        active = self.log.active
+        hw, base = self.high_watermark, active.base_offset
+        if offset >= hw:
+            return 0
+        if offset < base:
+            return 1 << 62
+        return -(-(hw - offset) * active.size // max(1, active.next_offset - base))
 
     def _check_timestamps(self, headers) -> None:
         """With CreateTime, refuse a batch whose timestamps are further in the past or future than

@@ -3,8 +3,11 @@
 Each broker leading an assigned partition gets a thread that keeps one blocking long-poll Fetch in
 flight (as librdkafka has a thread per broker): a quiet broker never delays another, and a broker's
 next fetch goes out while the decode thread decodes the last. Responses are decoded into Arrow (no
-per-record Python) on one decode thread, in arrival order, and queued until
-``queued.max.messages.kbytes``. Every decision — what to fetch, what a response or an error does
+per-record Python) and queued until ``queued.max.messages.kbytes``, in arrival order: each gets a
+ticket when it arrives and is applied in ticket order. A small response with nothing before it
+still to apply is decoded on its broker thread at once (a hand-off to the decode thread costs a
+wake-up and a GIL hand-over, more than decoding a few records); large ones go to the decode
+thread, so a bulk reader's next fetch is in flight while it decodes. Every decision — what to fetch, what a response or an error does
 to a partition — is the fetch state's; this module only moves bytes and threads, under the
 consumer's lock (``cond``, notified when the application has something new).
 """
@@ -24,6 +27,8 @@ from broker.proto import riverlog_pb2 as pb
 from broker.records.reader import decode_available, next_fetch_offset
 
 log = logging.getLogger(__name__)
+
+INLINE_DECODE_BYTES = 64 << 10  # a response this small is decoded on its broker thread (see above)
 
 
 def list_offset(cluster: ClusterClient, config, topic: str, partition: int, timestamp: int,
@@ -71,6 +76,9 @@ class Fetcher:
         self._closed = False
         self._wake = threading.Event()
         self._arrivals: queue.SimpleQueue = queue.SimpleQueue()
+        self._tickets = 0  # handed out to responses as they arrive (under cond) ...
+        self._applied = 0  # ... and applied in order: the next ticket to apply
+        self._ordering = 0  # decoders waiting for an earlier ticket
         self._thread = threading.Thread(target=self._run, name="riverlog-fetcher", daemon=True)
         self._thread.start()
 
@@ -102,7 +110,8 @@ class Fetcher:
                     arrived = self._arrivals.get(timeout=0.1)
                 except queue.Empty:
                     continue
-                self._decode(arrived)
+                if arrived:
+                    self._decode(*arrived)
             except ClientClosedError:
                 return
             except Exception:  # noqa: BLE001 - keep serving; corrupt batches are events (halts), this is a bug
@@ -139,14 +148,42 @@ class Fetcher:
             if self.state.stop_unknown(key, error):
                 self._cond.notify_all()
 
-    def _decode(self, arrived: list) -> None:
+    def _hand_over(self, arrived: list) -> None:
+        """Give a response's data its ticket; decode it here when small and next in line."""
+        small = sum(len(a[4]) for a in arrived) <= INLINE_DECODE_BYTES
+        with self._cond:
+            ticket = self._tickets
+            self._tickets += 1
+            here = small and self._applied == ticket
+            if not here:  # queued under the lock: the decode thread takes tickets in order
+                self._arrivals.put((arrived, ticket))
+        if here:
+            self._decode(arrived, ticket)
+
+    def _decode(self, arrived: list, ticket: int) -> None:
+        """Decode outside the lock, then apply under it once every earlier ticket is applied."""
         check = self.config["check.crcs"]
-        for key, generation, offset, r, records, following in arrived:
-            aborted = [(a.producer_id, a.first_offset) for a in r.aborted_transactions]
-            decoded, failure = decode_available(records, offset, check, aborted) if records else ([], None)
+        done = []
+        try:
+            for key, generation, offset, r, records, following in arrived:
+                aborted = [(a.producer_id, a.first_offset) for a in r.aborted_transactions]
+                decoded, failure = decode_available(records, offset, check, aborted) if records else ([], None)
+                done.append((key, generation, offset, decoded, failure, following, r.high_watermark))
+        finally:
             with self._cond:
-                if self.state.on_decoded(key, generation, offset, decoded, failure, following, r.high_watermark):
-                    self._cond.notify_all()
+                if self._applied < ticket:
+                    self._ordering += 1
+                    while self._applied < ticket and not self._closed:
+                        self._cond.wait(0.1)
+                    self._ordering -= 1
+                new = False
+                try:
+                    for args in done:
+                        new |= self.state.on_decoded(*args)
+                finally:
+                    self._applied = max(self._applied, ticket + 1)
+                    if new or self._ordering:
+                        self._cond.notify_all()
 
     # ------------------------------------------------------------------------ one thread per broker
     def _run_broker(self, node: int) -> None:
@@ -162,7 +199,9 @@ class Fetcher:
                     response = self._fetch(node, parts)
                 except grpc.RpcError as e:
                     raise translate_rpc_error(e, "Fetch") from None
-                self._arrivals.put(self._advance(response, parts))
+                arrived = self._advance(response, parts)
+                if arrived:
+                    self._hand_over(arrived)
             except ClientClosedError:
                 return
             except RiverlogError:

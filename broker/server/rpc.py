@@ -30,11 +30,23 @@ log = logging.getLogger(__name__)
 class ErrorInterceptor(grpc.aio.ServerInterceptor):
     """Turn exceptions escaping a handler into a gRPC status with the error's stable code."""
 
+    def __init__(self):
+        self._wrapped: dict[str, tuple] = {}  # method -> (its handler, the wrapped one): built once
+
     async def intercept_service(self, continuation, handler_call_details):
         handler = await continuation(handler_call_details)
         if handler is None:
             return None
         method = handler_call_details.method
+        cached = self._wrapped.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = self._wrap(handler, method)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+    @staticmethod
+    def _wrap(handler, method: str):
         if handler.unary_unary is not None:
             inner = handler.unary_unary
 
@@ -77,7 +89,8 @@ class AsyncWaiter:
     """Await "has anything moved since ``sequence``?" on a thread-side notifier without a thread.
 
     ``notifier`` needs ``sequence`` and ``call_when_past(sequence, callback) -> cancel``; the
-    callback runs on whichever thread bumped the notifier, so it only schedules a wake-up here.
+    callback runs on whichever thread bumped the notifier: on the loop's own thread (an append
+    done on the loop) it wakes the waiter at once, from any other it schedules the wake-up.
     """
 
     def __init__(self, notifier):
@@ -86,18 +99,40 @@ class AsyncWaiter:
     async def wait_past(self, sequence: int, timeout: float) -> None:
         loop = asyncio.get_running_loop()
         woken = loop.create_future()
+        here = threading.get_ident()
 
-        def wake(_=None):
+        def wake():
             if not woken.done():
                 woken.set_result(None)
 
-        cancel = self.notifier.call_when_past(sequence, lambda: loop.call_soon_threadsafe(wake))
+        def bumped():
+            if threading.get_ident() == here:
+                wake()
+            else:
+                loop.call_soon_threadsafe(wake)
+
+        cancel = self.notifier.call_when_past(sequence, bumped)
+        timer = loop.call_later(max(0.0, timeout), wake)
         try:
-            await asyncio.wait_for(woken, max(0.0, timeout))
-        except asyncio.TimeoutError:
-            pass
+            await woken
         finally:
+            timer.cancel()
             cancel()
+
+
+def hold_if_free(locks) -> list | None:
+    """Acquire every lock of ``locks`` that is free now, or none: the caller then runs short work
+    on the event loop itself, saving the two thread hand-offs of the pool (each a wake-up and a
+    GIL hand-over), and never blocks the loop on a lock another thread holds. The caller releases
+    the returned locks."""
+    held = []
+    for lock in locks:
+        if not lock.acquire(blocking=False):
+            for h in held:
+                h.release()
+            return None
+        held.append(lock)
+    return held
 
 
 class RpcLoop:
