@@ -264,7 +264,9 @@ def bulk_round(tmp: str, n: int, tree: str, label: str, profile: str | None = No
 
 
 def bulk_only(args, n: int) -> None:
-    trees = ([("before", os.path.abspath(args.before))] if args.before else []) + [("after" if args.before else "this", ROOT)]
+    before = [os.path.abspath(t) for t in args.before.split(",")] if args.before else []
+    trees = [(("before" if len(before) == 1 else os.path.basename(t)), t) for t in before]
+    trees.append(("after" if before else "this", ROOT))
     ratios: dict[str, list[float]] = {label: [] for label, _ in trees}
     for r in range(args.rounds):
         for label, tree in trees:
@@ -284,7 +286,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="smaller runs, for a smoke check")
     parser.add_argument("--bulk-only", action="store_true", help="only the bulk ratio, --rounds times")
-    parser.add_argument("--before", help="with --bulk-only: a tree whose nodes are measured before this one's")
+    parser.add_argument("--before", help="with --bulk-only: a tree (or several, comma-separated) whose nodes are measured before this one's")
     parser.add_argument("--profile", help="with --bulk-only: write each cluster node's cProfile here")
     args = parser.parse_args()
     n = 50_000 if args.quick else args.records

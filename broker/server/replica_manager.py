@@ -65,6 +65,24 @@ class ReplicaManager:
         raise NotLeaderOrFollowerError(
             f"broker {self.node_id} does not host {topic}-{index} (leader: {leader}); refresh metadata")
 
+    def follower_fetch_waits(self, request) -> bool:
+        """Whether a follower fetch that found nothing still has nothing to answer: every partition
+        it asks for is led here in the epoch it names and ends at its fetch offset. Read without
+        locks, after the caller took the notifier's sequence: an append or a change of leadership
+        after the read bumps it, so a stale answer costs a wake-up, never a missed one."""
+        try:
+            for topic in request.topics:
+                for p in topic.partitions:
+                    partition = self.partitions.get((topic.name, p.partition))
+                    if partition is None or partition.role != LEADER \
+                            or partition.log.log_end_offset != p.fetch_offset:
+                        return False
+                    if p.HasField("current_leader_epoch") and 0 <= p.current_leader_epoch != partition.leader_epoch:
+                        return False
+        except Exception:  # noqa: BLE001 - anything odd: let the read find out and answer
+            return False
+        return True
+
     def topic_config(self, topic: TopicImage) -> Config:
         return TOPIC_CONFIG.parse(topic.configs, defaults=self.topic_defaults)
 
@@ -153,6 +171,7 @@ class ReplicaManager:
                 self.fetchers.remove(partition)
                 if state.leader >= 0:
                     self.fetchers.add(partition, state.leader)
+                self.notifier.bump()  # requests waiting on it as leader answer NotLeaderOrFollower now
 
     def _remove(self, key) -> None:
         with self.lock:
@@ -161,6 +180,7 @@ class ReplicaManager:
             return
         self.fetchers.remove(partition)
         partition.close_for_removal()
+        self.notifier.bump()
         self.logs.remove_dir(partition.topic, partition.index, partition.topic_id)
 
     # ------------------------------------------------------------------------------ upkeep
