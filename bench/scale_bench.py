@@ -16,10 +16,13 @@ records the curves). Parts:
   long-polling) in ``--consumer-processes`` client processes: broker idle CPU and RSS, then
   per-record produce latency and bulk throughput while they stay connected, against the same
   with none connected.
+* ``restarts`` (not in the default run): clean restarts with ``--restart-partitions``, alternating
+  with ``--compare-tree`` (the code before a change) for ``--rounds`` rounds.
 
     python bench/scale_bench.py                                   # everything (~15 min, 10 GB disk)
     python bench/scale_bench.py --parts partitions --partitions 1,100 --idle-seconds 3
     python bench/scale_bench.py --parts retained --retained-gb 1
+    python bench/scale_bench.py --parts restarts --compare-tree /tmp/before --rounds 3   # A/B of clean restarts
 """
 from __future__ import annotations
 
@@ -50,15 +53,15 @@ def emit(name, value, unit, **extra):
 
 # ------------------------------------------------------------------------------ broker process
 class Broker:
-    """A broker process on ``data_dir``; ``started`` is the seconds from spawn to its ready line."""
+    """A broker process on ``data_dir`` running the code in ``root`` (this checkout by default)."""
 
-    def __init__(self, data_dir: str, *configs: str):
+    def __init__(self, data_dir: str, *configs: str, root: str = ROOT):
         cmd = [sys.executable, "-m", "broker", "broker", "start", "--data-dir", data_dir, "--port", "0",
                "--log-level", "WARNING"]
         for c in configs:
             cmd += ["--config", c]
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if "listening on" not in line:
             raise RuntimeError(f"broker did not start: {line}")
@@ -217,6 +220,42 @@ def bench_partitions(counts: list[int], records: int, idle_seconds: float) -> No
                 broker.stop()
 
 
+# ------------------------------------------------------------------------------ restarts, A/B
+def bench_restarts(count: int, rounds: int, records: int, trees: dict[str, str]) -> None:
+    """Clean restarts of a broker holding ``count`` partitions with data, each tree's code taking
+    turns (``--compare-tree``: the code before a change, e.g. from ``git archive``) on a data
+    directory of its own: start-up with data written since the last start (one leader-epoch write
+    per partition), the clean stop after it (nothing written), a second start-up (the epoch left
+    empty by the first start is cut) and its stop. Medians and ranges over the rounds."""
+    import statistics
+    topics = layout(count)
+    figures: dict[tuple[str, str], list[float]] = {}
+    loads = []
+    with tempfile.TemporaryDirectory(prefix="riverlog-scale-") as tmp:
+        for name, root in trees.items():
+            data = os.path.join(tmp, name)
+            broker = Broker(data, root=root)
+            try:
+                create_topics(broker.servers, topics)
+                broker.serving(topics)
+                produce_spread(broker.servers, topics, records)
+            finally:
+                broker.stop()
+        for _ in range(rounds):
+            for name, root in trees.items():
+                data = os.path.join(tmp, name)
+                for step in ("first", "second"):
+                    broker = Broker(data, root=root)
+                    try:
+                        figures.setdefault((name, f"startup_{step}"), []).append(broker.serving(topics))
+                    finally:
+                        figures.setdefault((name, f"idle_shutdown_{step}"), []).append(broker.stop())
+                loads.append(round(os.getloadavg()[0], 1))
+    for (name, what), values in figures.items():
+        emit(f"restarts.{what}", statistics.median(values), "s", tree=name, partitions=count, rounds=rounds,
+             min=round(min(values), 2), max=round(max(values), 2), loads=loads)
+
+
 # ------------------------------------------------------------------------------ retained log
 def _writer(servers: str, topic: str, value_size: int, rows: int) -> None:
     import pyarrow as pa
@@ -365,6 +404,9 @@ def main() -> None:
     parser.add_argument("--workdir", default=None, help="where the retained log goes (default: the temp dir)")
     parser.add_argument("--consumers", type=int, default=200)
     parser.add_argument("--consumer-processes", type=int, default=4)
+    parser.add_argument("--restart-partitions", type=int, default=1000, help="part restarts: partitions")
+    parser.add_argument("--rounds", type=int, default=3, help="part restarts: alternating rounds")
+    parser.add_argument("--compare-tree", default=None, help="part restarts: another checkout to alternate with")
     args = parser.parse_args()
     parts = args.parts.split(",")
     emit("machine", os.cpu_count(), "cpus", loadavg=open("/proc/loadavg").read().split()[:3])
@@ -372,6 +414,9 @@ def main() -> None:
         bench_partitions([int(x) for x in args.partitions.split(",")], args.records, args.idle_seconds)
     if "retained" in parts:
         bench_retained(args.retained_gb, args.workdir)
+    if "restarts" in parts:
+        trees = {"this": ROOT, **({"compare": args.compare_tree} if args.compare_tree else {})}
+        bench_restarts(args.restart_partitions, args.rounds, args.records, trees)
     if "consumers" in parts:
         bench_consumers(args.consumers, args.consumer_processes, args.records, args.idle_seconds)
 
