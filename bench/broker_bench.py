@@ -206,7 +206,10 @@ def _latency_consumer(servers, topic, count, ready, results):
     results.put(lat)
 
 
-def bench_latency(servers: str, rate: int, seconds: float, topic: str = "latency") -> tuple[float, float]:
+def bench_latency(servers: str, rate: int, seconds: float, topic: str = "latency",
+                  cpu: dict | None = None) -> tuple[float, float]:
+    """(p50, p99) in ms; ``cpu`` maps process names to pids and gets back each one's CPU seconds
+    per second of the produce loop (``"producer"``: this process)."""
     from broker.client import Producer
     create_topic(servers, topic)
     count = int(rate * seconds)
@@ -217,6 +220,9 @@ def bench_latency(servers: str, rate: int, seconds: float, topic: str = "latency
     ready.wait(60)
     p = Producer({"bootstrap.servers": servers, "acks": "1", "linger.ms": 0})
     interval = 1.0 / rate
+    pids = dict(cpu or {}, consumer=consumer.pid)
+    started = {name: process_cpu_s(pid) for name, pid in pids.items()}
+    started_here = time.process_time()
     start = time.perf_counter()
     for i in range(count):
         delay = start + i * interval - time.perf_counter()
@@ -226,6 +232,10 @@ def bench_latency(servers: str, rate: int, seconds: float, topic: str = "latency
         if i % 100 == 0:
             p.poll(0)
     p.flush(30)
+    if cpu is not None:
+        elapsed = time.perf_counter() - start
+        cpu.update({name: (process_cpu_s(pid) - started[name]) / elapsed for name, pid in pids.items()})
+        cpu["producer"] = (time.process_time() - started_here) / elapsed
     lat = sorted(results.get(timeout=60))
     consumer.join(10)
     p.close()
@@ -297,21 +307,26 @@ def latency_rounds(rounds: int, rate: int, seconds: float) -> None:
     """Produce -> poll() latency alone: ``rounds`` runs of :func:`bench_latency` (a topic each) on
     one fresh broker; the median and range of each round's p50 and p99, and the load average."""
     import statistics
-    p50s, p99s, loads = [], [], []
+    p50s, p99s, loads, shares = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="riverlog-bench-") as tmp:
         proc, servers = start_broker(os.path.join(tmp, "data"))
         try:
             for i in range(rounds):
-                p50, p99 = bench_latency(servers, rate, seconds, f"latency-{i}")
+                cpu = {"broker": proc.pid}
+                p50, p99 = bench_latency(servers, rate, seconds, f"latency-{i}", cpu)
                 p50s.append(round(p50, 3))
                 p99s.append(round(p99, 3))
                 loads.append(round(os.getloadavg()[0], 2))
+                shares.append({name: round(v, 3) for name, v in cpu.items()})
         finally:
             proc.terminate()
             proc.wait(30)
     for name, values, target in (("p50", p50s, 2.0), ("p99", p99s, 5.0)):
         emit(f"latency.end_to_end_{name}", statistics.median(values), "ms", rate=f"{rate} rec/s", target=target,
              rounds=values, load=loads)
+    for name in ("broker", "consumer", "producer"):  # CPU moves less with the machine's load than time does
+        values = [s[name] for s in shares]
+        emit(f"latency.cpu_{name}", statistics.median(values), "CPU-s per s", rate=f"{rate} rec/s", rounds=values)
 
 
 REPEATS = 5  # the page-cache baseline's best of: a single run ranged 190-5,600 MiB/s under load
