@@ -139,9 +139,13 @@ def bootstrap(nodes: list[Node]) -> str:
 
 
 def wait(condition, timeout: float, what: str):
+    from broker.errors import RiverlogError
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = condition()
+        try:
+            value = condition()
+        except RiverlogError:  # a metadata call that timed out on a loaded machine: ask again
+            value = None
         if value:
             return value
         time.sleep(0.05)
