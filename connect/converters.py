@@ -22,7 +22,7 @@ whose envelope schema, or whose JSON's shape (``schema_of_variant`` with decimal
 seen by ``bind`` are flagged with the ``rebind`` stage and the runtime binds again from their
 batch, so a schema change is learnt as per-batch inference would, without a job per batch.
 
-Connect ↔ Spark types: int8/16/32/64 ↔ tinyint/smallint/int/bigint, float32/64 ↔ float/double,
+Connect ↔ Spark types (:mod:`connect.connect_types`): int8/16/32/64 ↔ tinyint/smallint/int/bigint, float32/64 ↔ float/double,
 boolean, string, bytes ↔ binary (base64 in JSON, as Jackson writes byte[]), array, map (string
 keys only: Connect writes other keys as ``[[k, v], …]``), struct; logical types Timestamp ↔
 timestamp (int64 epoch ms), Date ↔ date (int32 epoch days), Time → int (ms of day: Spark has no
@@ -40,11 +40,11 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType,
-                               DoubleType, FloatType, IntegerType, LongType, MapType, ShortType, StringType,
-                               StructField, StructType, TimestampNTZType, TimestampType, VariantType)
+from pyspark.sql.types import BinaryType, DataType, MapType, StringType, StructType, VariantType
 
 from connect import record_frame
+from connect.connect_types import (as_type, canonical, connect_to_spark, from_wire, same_type, spark_to_connect,
+                                   to_wire, wire_type)
 from connect.errors import ConfigError, DataError
 
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
@@ -148,160 +148,6 @@ class StringConverter(Converter):
         return StringType()
 
 
-# ---------------------------------------------------------------- Connect schema <-> Spark type
-_PRIMITIVES = {"int8": ByteType(), "int16": ShortType(), "int32": IntegerType(), "int64": LongType(),
-               "float32": FloatType(), "float64": DoubleType(), "boolean": BooleanType(),
-               "string": StringType(), "bytes": BinaryType()}
-_TIMESTAMP, _DATE, _TIME, _DECIMAL = ("org.apache.kafka.connect.data." + n for n in ("Timestamp", "Date", "Time", "Decimal"))
-
-
-def connect_to_spark(schema: dict) -> DataType:
-    """The Spark type for a Connect schema as JsonConverter writes it in an envelope."""
-    if not isinstance(schema, dict) or "type" not in schema:
-        raise DataError(f"not a Connect schema: {schema!r}")
-    kind, name = schema["type"], schema.get("name")
-    if name == _TIMESTAMP:
-        return TimestampType()
-    if name == _DATE:
-        return DateType()
-    if name == _DECIMAL:
-        return DecimalType(38, int((schema.get("parameters") or {}).get("scale", 0)))
-    if kind in _PRIMITIVES:
-        return _PRIMITIVES[kind]
-    if kind == "array":
-        return ArrayType(connect_to_spark(schema["items"]))
-    if kind == "map":
-        keys = connect_to_spark(schema["keys"])
-        if not isinstance(keys, StringType):
-            raise DataError("maps with non-string keys (written as [[key, value], …]) are not supported")
-        return MapType(keys, connect_to_spark(schema["values"]))
-    if kind == "struct":
-        return StructType([StructField(f["field"], connect_to_spark(f)) for f in schema.get("fields", [])])
-    raise DataError(f"unknown Connect schema type {kind!r}")
-
-
-def spark_to_connect(data_type: DataType, optional: bool = True) -> dict:
-    """The Connect schema JsonConverter writes for a Spark type (every field optional: Spark's
-    nullability is not a contract the way Connect's is)."""
-    t = data_type
-    if isinstance(t, (TimestampType, TimestampNTZType)):
-        out = {"type": "int64", "name": _TIMESTAMP, "version": 1}
-    elif isinstance(t, DateType):
-        out = {"type": "int32", "name": _DATE, "version": 1}
-    elif isinstance(t, DecimalType):
-        out = {"type": "bytes", "name": _DECIMAL, "version": 1, "parameters": {"scale": str(t.scale)}}
-    elif isinstance(t, ArrayType):
-        out = {"type": "array", "items": spark_to_connect(t.elementType)}
-    elif isinstance(t, MapType):
-        if not isinstance(t.keyType, StringType):
-            raise DataError(f"cannot write {t.simpleString()} as JSON: only string map keys are supported")
-        out = {"type": "map", "keys": spark_to_connect(t.keyType), "values": spark_to_connect(t.valueType)}
-    elif isinstance(t, StructType):
-        out = {"type": "struct", "fields": [{**spark_to_connect(f.dataType), "field": f.name} for f in t.fields]}
-    else:
-        kind = next((k for k, v in _PRIMITIVES.items() if v == t), None)
-        if kind is None:
-            raise DataError(f"JsonConverter cannot write Spark type {t.simpleString()}")
-        out = {"type": kind}
-    out["optional"] = optional
-    return out
-
-
-def _canonical(schema) -> str:
-    """The schema JSON as Spark's ``to_json`` of a VARIANT writes it (keys sorted, no spaces)."""
-    return json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def _needs(t: DataType, pred) -> bool:
-    if pred(t):
-        return True
-    if isinstance(t, StructType):
-        return any(_needs(f.dataType, pred) for f in t.fields)
-    if isinstance(t, ArrayType):
-        return _needs(t.elementType, pred)
-    if isinstance(t, MapType):
-        return _needs(t.valueType, pred)
-    return False
-
-
-def _is_logical(t):
-    return isinstance(t, (TimestampType, TimestampNTZType, DateType, DecimalType))
-
-
-def _wire_type(t: DataType, numeric: bool) -> DataType:
-    """How a Spark type travels in Connect's JSON: timestamps as epoch ms, dates as epoch days,
-    decimals as numbers or base64 strings."""
-    if isinstance(t, (TimestampType, TimestampNTZType)):
-        return LongType()
-    if isinstance(t, DateType):
-        return IntegerType()
-    if isinstance(t, DecimalType):
-        return t if numeric else StringType()
-    if isinstance(t, StructType):
-        return StructType([StructField(f.name, _wire_type(f.dataType, numeric)) for f in t.fields])
-    if isinstance(t, ArrayType):
-        return ArrayType(_wire_type(t.elementType, numeric))
-    if isinstance(t, MapType):
-        return MapType(t.keyType, _wire_type(t.valueType, numeric))
-    return t
-
-
-def _map_type(c: Column, t: DataType, leaf) -> Column:
-    """Rebuild ``c`` of type ``t`` with ``leaf(col, type)`` applied where ``leaf`` returns a column."""
-    if not _needs(t, _is_logical):
-        return c
-    if isinstance(t, StructType):
-        return F.when(c.isNotNull(), F.struct(*[_map_type(c.getField(f.name), f.dataType, leaf).alias(f.name)
-                                                for f in t.fields]))
-    if isinstance(t, ArrayType):
-        return F.transform(c, lambda x: _map_type(x, t.elementType, leaf))
-    if isinstance(t, MapType):
-        return F.transform_values(c, lambda _, v: _map_type(v, t.valueType, leaf))
-    return leaf(c, t)
-
-
-def _decimal_from_base64(s: Column, t: DecimalType) -> Column:
-    raw = F.unbase64(s)
-    n = F.length(raw)
-    unsigned = F.conv(F.hex(raw), 16, 10).cast("decimal(38,0)")
-    negative = F.conv(F.substring(F.hex(raw), 1, 1), 16, 10).cast("int") >= 8
-    unscaled = F.when(negative, unsigned - F.pow(F.lit(2), n * 8).cast("decimal(38,0)")).otherwise(unsigned)
-    return F.when(n <= 8, (unscaled / F.lit(10 ** t.scale).cast("decimal(38,0)")).cast(t))
-
-
-def _decimal_to_base64(d: Column, t: DecimalType) -> Column:
-    """Java's ``BigInteger.toByteArray`` of the unscaled value (minimal two's complement), base64."""
-    unscaled = (d * F.lit(10 ** t.scale).cast("decimal(38,0)")).cast("long")
-    padded = F.lpad(F.hex(unscaled), 16, "0")
-    trimmed = F.when(unscaled >= 0, F.regexp_replace(padded, "^(00)+(?=[0-7])", "")).otherwise(
-        F.regexp_replace(padded, "^(FF)+(?=[89A-F])", ""))
-    return F.base64(F.unhex(trimmed))
-
-
-def _from_wire(c: Column, t: DataType, numeric: bool) -> Column:
-    def leaf(x, lt):
-        if isinstance(lt, (TimestampType, TimestampNTZType)):
-            return F.timestamp_millis(x).cast(lt)
-        if isinstance(lt, DateType):
-            return F.date_add(F.lit("1970-01-01").cast("date"), x)
-        if isinstance(lt, DecimalType):
-            return x if numeric else _decimal_from_base64(x, lt)
-        return x
-    return _map_type(c, t, leaf)
-
-
-def _to_wire(c: Column, t: DataType, numeric: bool) -> Column:
-    def leaf(x, lt):
-        if isinstance(lt, (TimestampType, TimestampNTZType)):
-            return F.unix_millis(x.cast("timestamp"))
-        if isinstance(lt, DateType):
-            return F.unix_date(x)
-        if isinstance(lt, DecimalType):
-            return x if numeric else _decimal_to_base64(x, lt)
-        return x
-    return _map_type(c, t, leaf)
-
-
 def _json_literal(c: Column) -> Column:
     """Any column as JSON text (``to_json`` takes only structs, maps and arrays at the top)."""
     wrapped = F.to_json(F.struct(c.alias("p")), {"ignoreNullFields": "false"})
@@ -358,7 +204,7 @@ class JsonConverter(Converter):
         if errors:
             raise ConfigError("invalid JsonConverter config: " + "; ".join(f"{k}: {', '.join(v)}"
                                                                          for k, v in errors.items()), errors=errors)
-        self.data_type = _as_type(schema)
+        self.data_type = as_type(schema)
         self._accepted: frozenset[str] | None = None  # canonical envelope schemas seen by bind()
         self._shapes: frozenset[str] | None = None    # plain JSON shapes seen by bind()
         self.carried_over = False
@@ -389,8 +235,8 @@ class JsonConverter(Converter):
             types = {s: connect_to_spark(json.loads(s)) for s in schemas}
             bound.data_type = types[schemas[0]]
             # What this converter writes for the type is accepted too, so it reads its own output.
-            bound._accepted = frozenset([s for s, t in types.items() if _same(t, bound.data_type)]
-                                        + [_canonical(spark_to_connect(bound.data_type))])
+            bound._accepted = frozenset([s for s, t in types.items() if same_type(t, bound.data_type)]
+                                        + [canonical(spark_to_connect(bound.data_type))])
         else:
             row = frame.select(F.call_function("schema_of_variant_agg", v).alias("t"),
                                F.collect_set(_shape(v)).alias("shapes")).first()
@@ -401,7 +247,7 @@ class JsonConverter(Converter):
                 bound._shapes = frozenset(row["shapes"])
             for pattern, repl in _VARIANT_TO_DDL:
                 ddl = pattern.sub(repl, ddl)
-            bound.data_type = _as_type(ddl)
+            bound.data_type = as_type(ddl)
         return bound
 
     def output_type(self):
@@ -443,9 +289,9 @@ class JsonConverter(Converter):
             payload = v
             if self.carried_over and self._shapes is not None:
                 misfit = present & ~bad_json & ~F.coalesce(_shape(v).isin(*sorted(self._shapes)), F.lit(True))
-        wire_t = _wire_type(self.data_type, self.numeric)
+        wire_t = wire_type(self.data_type, self.numeric)
         wire = F.try_variant_get(payload, "$", wire_t.simpleString())
-        typed = _from_wire(wire, self.data_type, self.numeric)
+        typed = from_wire(wire, self.data_type, self.numeric)
         bad_payload = present & ~bad_json & ~bad_env & ~bad_schema & (
             _mismatch(payload, wire, wire_t) | (wire.isNotNull() & _mismatch(payload, typed, self.data_type)))
         failed = bad_json | bad_env | bad_schema | bad_payload
@@ -469,35 +315,14 @@ class JsonConverter(Converter):
         else:
             if isinstance(data_type, MapType) and not isinstance(data_type.keyType, StringType):
                 raise DataError(f"cannot write {data_type.simpleString()} as JSON: only string map keys")
-            payload = _json_literal(_to_wire(typed, data_type, self.numeric))
+            payload = _json_literal(to_wire(typed, data_type, self.numeric))
         if self.schemas_enable:
-            schema = _canonical(spark_to_connect(data_type))
+            schema = canonical(spark_to_connect(data_type))
             text = F.concat(F.lit('{"schema":' + schema + ',"payload":'), payload, F.lit("}"))
         else:
             text = payload
         return Converted(F.when(typed.isNotNull(), F.encode(text, "UTF-8")), F.lit(False),
                          F.lit(None).cast("string"))
-
-
-def _same(a: DataType, b: DataType) -> bool:
-    """Equal ignoring nullability (Connect's ``optional`` does not change the Spark type)."""
-    return a.simpleString() == b.simpleString()
-
-
-def _as_type(schema) -> DataType | None:
-    if schema is None or isinstance(schema, DataType):
-        return schema
-    if isinstance(schema, dict):
-        return connect_to_spark(schema)
-    from pyspark.sql.types import _parse_datatype_string
-    try:
-        return _parse_datatype_string(schema)
-    except Exception:
-        from pyspark.sql import SparkSession
-        spark = SparkSession.getActiveSession()
-        if spark is None:
-            raise
-        return spark.createDataFrame([], schema).schema  # DDL with backquoted names needs the parser
 
 
 CONVERTERS = {c.class_name: c for c in (JsonConverter, StringConverter, ByteArrayConverter)}

@@ -27,107 +27,25 @@ is read twice (dead-letter queue, ``errors.log.enable``).
 from __future__ import annotations
 
 import json
-import os
 import re
-import uuid
-from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import NullType
 
 from broker.client import AdminClient, Consumer, NewTopic, TopicPartition
-from broker.errors import RiverlogError, TopicAlreadyExistsError
+from broker.errors import TopicAlreadyExistsError
 
 from connect import converters, dead_letter, record_frame
 from connect.config import ConnectorConfig, WorkerConfig
 from connect.connector import Connector, SinkConnector, SourceConnector
+from connect.connector_state import ConnectorPaths, batch_end_offset, finish_pending, group_id
 from connect.plugins import canonical, canonical_transform_config
 from connect.config import CONVERTERS
 from connect.storage import ConnectStorage
 from connect.transforms import chain, from_connector_config
 
 BYTE_ARRAY = converters.BYTE_ARRAY_CONVERTER
-
-
-def group_id(name: str) -> str:
-    """Kafka's ``SinkUtils.consumerGroupId``."""
-    return f"connect-{name}"
-
-
-class ConnectorPaths:
-    """Where a connector keeps its Spark checkpoint and the sinkId that goes with it."""
-
-    def __init__(self, state_dir: str, worker_group: str, name: str, safe: bool = False):
-        self.root = os.path.join(state_dir, self.safe(worker_group), name if safe else self.safe(name))
-        self.checkpoint = os.path.join(self.root, "checkpoint")
-        self._sink_id_file = os.path.join(self.root, "sink-id")
-
-    @staticmethod
-    def safe(name: str) -> str:
-        return re.sub(r"[^\w.-]", "_", name)
-
-    def fresh(self) -> bool:
-        offsets = os.path.join(self.checkpoint, "offsets")
-        return not (os.path.isdir(offsets) and os.listdir(offsets))
-
-    def previous(self) -> tuple[str, str] | None:
-        """(sinkId, the cluster it wrote to) of the last query, if this worker ran one."""
-        try:
-            with open(self._sink_id_file) as f:
-                sink_id, _, servers = f.read().strip().partition("\n")
-        except FileNotFoundError:
-            return None
-        return sink_id, servers
-
-    def sink_id(self, name: str, servers: str) -> str:
-        """The current checkpoint's sinkId; a new one when the checkpoint is new or lost."""
-        previous = self.previous()
-        if not self.fresh() and previous is not None:
-            return previous[0]
-        os.makedirs(self.root, exist_ok=True)
-        sink_id = f"connect-{re.sub(r'[^A-Za-z0-9._-]', '_', name)}-{uuid.uuid4().hex[:12]}"
-        tmp = self._sink_id_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(f"{sink_id}\n{servers}")
-        os.replace(tmp, self._sink_id_file)
-        return sink_id
-
-    def discard(self) -> None:
-        """Forget the checkpoint (offsets were altered, or the connector deleted)."""
-        import shutil
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
-def finish_pending(servers: str, owner: str) -> None:
-    """End what a killed query of ``owner`` left open: commit a batch it decided, abort every other
-    open attempt. Its open transactions would otherwise hold every ``read_committed`` reader of its
-    outputs and of connect-offsets (the worker's own start included) until
-    ``transaction.timeout.ms``. A replay with the checkpoint then skips the decided batch and
-    rewrites the aborted one; a new query without the checkpoint starts after the decided one."""
-    from broker.client.exactly_once import ONGOING, ExactlyOnce
-    pattern = re.compile(rf"{re.escape(owner)}-\d+-(\d+-\d+|offsets)")
-    with ExactlyOnce({"bootstrap.servers": servers}, owner) as eo:
-        decision = eo.log.latest(owner)
-        keep = set()
-        if decision is not None:
-            eo.commit(decision.batch_id, decision.attempts, record=False)
-            keep = decision.transactional_ids()
-        listing = eo.admin.list_transactions(eo.timeout, states=[ONGOING], prefix=owner + "-").result()
-        for t in listing:
-            if t.state == ONGOING and pattern.fullmatch(t.transactional_id) and t.transactional_id not in keep:
-                try:
-                    eo.admin.abort_transaction(t.transactional_id, eo.timeout).result()
-                except RiverlogError:
-                    pass  # ended meanwhile
-
-
-def batch_end_offset(checkpoint: str, batch_id: int) -> Any:
-    """The first source's end offset of ``batch_id`` from Spark's offset log (written before the
-    batch runs, so it is there inside ``foreachBatch``)."""
-    with open(os.path.join(checkpoint, "offsets", str(batch_id))) as f:
-        lines = f.read().splitlines()
-    return json.loads(lines[2])
 
 
 def _converter(config: ConnectorConfig, worker: WorkerConfig, which: str, default: str | None = None):
@@ -442,4 +360,4 @@ class Pipeline:
             consumer.close()
 
 
-__all__ = ["ConnectorPaths", "Pipeline", "apply_tolerance", "translated", "batch_end_offset", "finish_pending", "group_id"]
+__all__ = ["Pipeline", "apply_tolerance", "translated"]

@@ -35,7 +35,8 @@ from connect.config import ConnectorConfig, WorkerConfig, parse_connector_config
 from connect.connector import Connector, ConnectorContext, SinkConnector, connector_class
 from connect.errors import AlreadyExistsError, BadRequestError, ConfigError, ConnectError, NotFoundError
 from connect.offsets_admin import OffsetsAdmin
-from connect.pipeline import ConnectorPaths, Pipeline
+from connect.connector_state import ConnectorPaths
+from connect.pipeline import Pipeline
 from connect.query_status import QueryMetrics
 from connect.states import CONNECTOR, TASK, ConnectorState, Failures, TargetState, running_state
 from connect.storage import ConnectStorage
@@ -110,8 +111,8 @@ class Worker:
 
     def _finish_pending(self) -> None:
         """Before reading connect-offsets: end the transactions a killed worker left open (see
-        :func:`connect.pipeline.finish_pending`), or reading would wait for them to time out."""
-        from connect.pipeline import finish_pending
+        `connect.connector_state.finish_pending`), or reading would wait for them to time out."""
+        from connect.connector_state import finish_pending
         root = os.path.join(self.state_dir, ConnectorPaths.safe(self.config.group_id))
         for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
             previous = ConnectorPaths(self.state_dir, self.config.group_id, name, safe=True).previous()
@@ -325,7 +326,7 @@ class Worker:
             return "The offsets for this connector have been reset successfully"
 
     def _group(self, name: str) -> str:
-        from connect.pipeline import group_id
+        from connect.connector_state import group_id
         return group_id(name)
 
     def _input_servers(self, c: _Connector) -> str:

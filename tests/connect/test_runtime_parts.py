@@ -29,7 +29,7 @@ def test_lag_is_zero_at_the_latest_offset_and_never_negative(offsets):
 
 
 def test_sink_id_is_kept_with_the_checkpoint_and_new_without_it(tmp_path):
-    from connect.pipeline import ConnectorPaths
+    from connect.connector_state import ConnectorPaths
     paths = ConnectorPaths(str(tmp_path), "connect/group", "orders sink")
     assert paths.previous() is None and paths.fresh()
     first = paths.sink_id("orders sink", "b:9092")

@@ -177,13 +177,8 @@ def history_problems(db, lake: str) -> list[str]:
 
 # ------------------------------------------------------------------------------ the process
 def main(dsn: str, lake: str, checkpoint: str, snapshot_mode: str) -> None:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
-    from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[2]").appName("riverlog-cdc-pipeline")
-             .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false").config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.memory", "1g").getOrCreate())
+    from tests.spark.child_process import child_spark
+    spark = child_spark("riverlog-cdc-pipeline")
     query = (spark.readStream.format("postgres-cdc").options(**options(dsn, **{"snapshot.mode": snapshot_mode}))
              .load().writeStream.foreachBatch(pipeline(lake)).option("checkpointLocation", checkpoint)
              .trigger(availableNow=True).start())

@@ -17,17 +17,9 @@ GROUP = "connect-restart"
 
 
 def main(bootstrap: str, state_dir: str, connectors: str) -> None:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
     sys.path.insert(0, ROOT)
-    from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[2]").appName("riverlog-connect-worker")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.memory", "1g")
-             .config("spark.sql.warehouse.dir", os.path.join(state_dir, "..", "warehouse"))
-             .getOrCreate())
+    from tests.spark.child_process import child_spark
+    spark = child_spark("riverlog-connect-worker", 2, os.path.join(state_dir, "..", "warehouse"))
     from connect import Worker
     worker = Worker(spark, {"bootstrap.servers": bootstrap, "group.id": GROUP, "state.dir": state_dir}).start()
     for body in json.loads(connectors):

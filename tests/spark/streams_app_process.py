@@ -43,28 +43,9 @@ def config(bootstrap: str, state_dir: str) -> dict:
 
 
 def main(bootstrap: str, state_dir: str, source: str, out: str, windowed_out: str) -> None:
-    # As tests/spark/conftest.py's session: Python workers run this interpreter and find this checkout.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
-    from pyspark.sql import SparkSession
-
-    import spark_source
-    from streams.app import StreamsApp
-    spark = (SparkSession.builder.master("local[2]").appName("riverlog-streams-faults")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.memory", "1g")
-             .config("spark.sql.warehouse.dir", os.path.join(state_dir, "..", "warehouse"))
-             .getOrCreate())
-    spark_source.register(spark)
-    app = StreamsApp(topology(source, out, windowed_out), spark, config(bootstrap, state_dir)).start()
-    try:
-        app.processAllAvailable()
-    finally:
-        app.close()
-    print("processed", flush=True)
-    spark.stop()
+    from tests.spark.child_process import run_streams_app
+    run_streams_app("riverlog-streams-faults", 2, lambda: topology(source, out, windowed_out),
+                    config(bootstrap, state_dir))
 
 
 if __name__ == "__main__":

@@ -46,27 +46,9 @@ def config(bootstrap: str, state_dir: str, suffix: str) -> dict:
 
 
 def main(bootstrap: str, state_dir: str, suffix: str) -> None:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
-    from pyspark.sql import SparkSession
-
-    import spark_source
-    from streams.app import StreamsApp
-    spark = (SparkSession.builder.master("local[2]").appName("riverlog-streams-join-faults")
-             .config("spark.sql.shuffle.partitions", "1")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.memory", "1g")
-             .config("spark.sql.warehouse.dir", os.path.join(state_dir, "..", "warehouse"))
-             .getOrCreate())
-    spark_source.register(spark)
-    app = StreamsApp(topology(suffix), spark, config(bootstrap, state_dir, suffix)).start()
-    try:
-        app.processAllAvailable()
-    finally:
-        app.close()
-    print("processed", flush=True)
-    spark.stop()
+    from tests.spark.child_process import run_streams_app
+    run_streams_app("riverlog-streams-join-faults", 1, lambda: topology(suffix),
+                    config(bootstrap, state_dir, suffix))
 
 
 if __name__ == "__main__":

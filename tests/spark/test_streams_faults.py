@@ -8,17 +8,12 @@ crash is :mod:`spark_sink.crash_points` (``RIVERLOG_CRASH_AT=<point>:<batch>``),
 whole application (driver, JVM, Python workers) at that point of that batch."""
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
 from broker.client import AdminClient, Consumer, NewTopic, Producer, TopicPartition
-from spark_sink.crash_points import ENV as CRASH_ENV
 from streams.serdes import Serdes
 from streams.spark_task import meta_changelog
 from streams.testing import TopologyTestDriver
@@ -26,13 +21,13 @@ from streams.topology import changelog_topic
 from tests.conftest import BrokerProcess, wait_until
 from tests.integration.test_retention_compaction import active_base, cleaned_up_to_the_active_segment
 from tests.spark import streams_app_process as app_process
+from tests.spark.child_process import run_life
 from tests.spark.streams_app_process import APP, ORDER, topology
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
 
 BASE = 1_700_000_000_000  # a timestamp of 0 means "now" to a producer
 SCRIPT = app_process.__file__
-LIFE_TIMEOUT_S = 420  # a life is a JVM, a SparkSession and two queries: minutes on a loaded 2-core machine
 STORES = ("per-user", "per-key-window")
 
 
@@ -127,29 +122,9 @@ class App:
 
     def run(self, crash: str | None = None) -> None:
         """One life: process everything available and exit, or die with SIGKILL at ``crash``."""
-        env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
-        if crash is not None:
-            env[CRASH_ENV] = crash
         self.lives += 1
-        log_path = self.log_dir / f"life-{self.lives}.log"
-        with open(log_path, "w") as log:
-            args = [sys.executable, SCRIPT, self.servers, self.state, self.source, self.out, self.wout]
-            proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            code = proc.wait(LIFE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            code = None
-        finally:
-            if proc.poll() is None or crash is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)  # the life's own group: a JVM left behind
-                except ProcessLookupError:
-                    pass
-                proc.wait(10)
-        want = -signal.SIGKILL if crash is not None else 0
-        if code != want:
-            tail = "".join(open(log_path).readlines()[-60:])
-            raise AssertionError(f"life {self.lives} (crash at {crash}) ended with {code}, expected {want}:\n{tail}")
+        run_life([SCRIPT, self.servers, self.state, self.source, self.out, self.wout],
+                 self.log_dir / f"life-{self.lives}.log", crash, f"life {self.lives}")
 
     def lose_checkpoint(self) -> None:
         shutil.rmtree(self.state)

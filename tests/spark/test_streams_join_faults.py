@@ -10,22 +10,18 @@ Input arrives in three phases, one before each life, each in timestamp order; wi
 interpreter is given them (a rate limit would let the orders run ahead of the customers)."""
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
 import shutil
-import sys
 from collections import Counter
 
 import pytest
 
 from broker.client import Producer
-from spark_sink.crash_points import ENV as CRASH_ENV
 from streams.serdes import Serdes
 from streams.testing import TopologyTestDriver
 from tests.spark import streams_join_app_process as app_process
-from tests.spark.test_streams_faults import LIFE_TIMEOUT_S, broker, make_topics, read_committed  # noqa: F401
+from tests.spark.child_process import run_life
+from tests.spark.test_streams_faults import broker, make_topics, read_committed  # noqa: F401
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
 
@@ -70,27 +66,7 @@ def by_key(rows) -> dict:
 
 
 def life(servers: str, state: str, suffix: str, log_path, crash: str | None) -> None:
-    env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
-    if crash is not None:
-        env[CRASH_ENV] = crash
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, app_process.__file__, servers, state, suffix], env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        code = proc.wait(LIFE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        code = None
-    finally:
-        if proc.poll() is None or crash is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)  # the life's own group: a JVM left behind
-            except ProcessLookupError:
-                pass
-            proc.wait(10)
-    want = -signal.SIGKILL if crash is not None else 0
-    if code != want:
-        tail = "".join(open(log_path).readlines()[-60:])
-        raise AssertionError(f"{log_path.name} (crash at {crash}) ended with {code}, expected {want}:\n{tail}")
+    run_life([app_process.__file__, servers, state, suffix], log_path, crash, log_path.name)
 
 
 @pytest.mark.timeout(1500)

@@ -1,0 +1,79 @@
+"""What the fault tests' child processes share: a SparkSession built inside the child, and one
+life of a child run until it exits or is killed at a crash point.
+
+A test that SIGKILLs a Spark application needs it in its own process (a JVM of its own); each
+child builds its session as ``tests/spark/conftest.py`` builds the suite's, and runs in its own
+process group so that killing it takes its JVM along.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+from spark_sink.crash_points import ENV as CRASH_ENV
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LIFE_TIMEOUT_S = 420  # a life is a JVM, a SparkSession and its queries: minutes on a loaded 2-core machine
+
+
+def child_spark(app_name: str, shuffle_partitions: int = 2, warehouse: str | None = None):
+    """The child's SparkSession: local[2], its Python workers on this interpreter and checkout."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    from pyspark.sql import SparkSession
+    builder = (SparkSession.builder.master("local[2]").appName(app_name)
+               .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.driver.memory", "1g"))
+    if warehouse is not None:
+        builder = builder.config("spark.sql.warehouse.dir", warehouse)
+    return builder.getOrCreate()
+
+
+def run_life(args: list[str], log_path, crash: str | None, what: str, timeout_s: float = LIFE_TIMEOUT_S) -> None:
+    """Run ``python args...`` to its end, or until it dies with SIGKILL at ``crash`` (a crash
+    point, see ``spark_sink.crash_points``); any other ending fails with the log's tail."""
+    env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
+    if crash is not None:
+        env[CRASH_ENV] = crash
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        code = proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:
+        if proc.poll() is None or crash is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the life's own group: a JVM left behind
+            except ProcessLookupError:
+                pass
+            proc.wait(10)
+    want = -signal.SIGKILL if crash is not None else 0
+    if code != want:
+        with open(log_path) as f:
+            tail = "".join(f.readlines()[-60:])
+        raise AssertionError(f"{what} (crash at {crash}) ended with {code}, expected {want}:\n{tail}")
+
+
+def run_streams_app(app_name: str, shuffle_partitions: int, make_topology, config: dict) -> None:
+    """A child's whole life as a streams application: process what is available, close, exit.
+    ``make_topology()`` is called once the session exists (a topology may build Spark columns)."""
+    spark = child_spark(app_name, shuffle_partitions, os.path.join(config["state.dir"], "..", "warehouse"))
+    import spark_source
+    from streams.app import StreamsApp
+    spark_source.register(spark)
+    app = StreamsApp(make_topology(), spark, config).start()
+    try:
+        app.processAllAvailable()
+    finally:
+        app.close()
+    print("processed", flush=True)
+    spark.stop()
