@@ -438,8 +438,7 @@ class Partition:
                 retention.delete_records_before(self.log, start, self.high_watermark)
                 self.epochs.truncate_from_start(start)
             leo = self.log.log_end_offset
-        self.notifier.bump()
-        return leo
+        return leo  # no bump: nothing waits on a follower's appends (reads and acks=all are the leader's)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """The leader's log starts past everything this follower holds: restart empty there."""

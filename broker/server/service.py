@@ -197,6 +197,21 @@ class _ClientServicer(pb_grpc.RiverlogServicer):
             if satisfied or remaining <= 0:
                 return response
             await self.waiter.wait_past(sequence, remaining)
+            if request.replica_id >= 0:  # a follower at the log end: read again once there is more
+                await self._await_follower_data(request, deadline)
+
+    async def _await_follower_data(self, request, deadline: float) -> None:
+        """Wait, checking on the loop without a pool hop, while no partition of a follower fetch
+        has anything new: every bump on this broker wakes the fetch (an append to another
+        partition, a high-watermark move), and most have nothing for it. The read at the deadline
+        refreshes the high watermark the empty answer carries."""
+        nothing_new = self.h.broker.replicas.follower_fetch_waits
+        while True:
+            sequence = self.waiter.notifier.sequence
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not nothing_new(request):
+                return
+            await self.waiter.wait_past(sequence, remaining)
 
     async def WriteTxnMarkers(self, request, context):
         if not self.inter_broker:
