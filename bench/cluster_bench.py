@@ -7,6 +7,7 @@ asserted; BENCHMARKS.md records the figures.
 
     python bench/cluster_bench.py [--records 300000] [--rounds 5] [--quick]
     python bench/cluster_bench.py --bulk-only [--rounds 3] [--before /tmp/old-tree] [--profile DIR]
+    python bench/cluster_bench.py --failover-only [--rounds 3] [--before /tmp/old-tree]
 
 ``--bulk-only`` measures only the bulk ratio, ``--rounds`` times; with ``--before`` each round
 measures that tree's nodes (a ``git archive`` of an earlier commit) and then this tree's, so a
@@ -284,13 +285,35 @@ def bulk_only(args, n: int) -> None:
              all=[round(v, 3) for v in values], loadavg=loadavg())
 
 
+def failover_only(args, rounds: int) -> None:
+    """The failover figures of each tree in turn (``--before`` first), each on a fresh cluster."""
+    before = [os.path.abspath(t) for t in args.before.split(",")] if args.before else []
+    trees = [(("before" if len(before) == 1 else os.path.basename(t)), t) for t in before]
+    trees.append(("after" if before else "this", ROOT))
+    for label, tree in trees:
+        with tempfile.TemporaryDirectory(prefix="riverlog-cluster-bench-") as tmp:
+            nodes = start_cluster(os.path.join(tmp, "cluster"), 3, tree)
+            try:
+                create_topic(bootstrap(nodes), "failover", 3, 3)
+                for kind, with_controller in (("leader", False), ("leader_and_active_controller", True)):
+                    times = [failover_seconds(nodes, "failover", pick_partition(nodes, "failover", with_controller))
+                             for _ in range(rounds)]
+                    emit(f"cluster.failover_to_first_produce_p50.{kind}", statistics.median(times), "s", target=2.0,
+                         tree=label, rounds=rounds, all=[round(t, 3) for t in times], loadavg=loadavg())
+            finally:
+                for node in nodes:
+                    node.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="smaller runs, for a smoke check")
     parser.add_argument("--bulk-only", action="store_true", help="only the bulk ratio, --rounds times")
-    parser.add_argument("--before", help="with --bulk-only: a tree (or several, comma-separated) whose nodes are measured before this one's")
+    parser.add_argument("--before", help="with --bulk-only or --failover-only: a tree (or several, comma-separated) "
+                        "whose nodes are measured before this one's")
+    parser.add_argument("--failover-only", action="store_true", help="only the failover figures, --rounds each")
     parser.add_argument("--profile", help="with --bulk-only: write each cluster node's cProfile here")
     args = parser.parse_args()
     n = 50_000 if args.quick else args.records
@@ -298,6 +321,8 @@ def main() -> None:
     emit("machine", os.cpu_count(), "cpus", python=platform.python_version(), platform=platform.platform())
     if args.bulk_only:
         return bulk_only(args, n * 5)
+    if args.failover_only:
+        return failover_only(args, rounds)
     with tempfile.TemporaryDirectory(prefix="riverlog-cluster-bench-") as tmp:
         single = Node(os.path.join(tmp, "single"), free_ports(1)[0]).start()
         try:
