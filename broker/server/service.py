@@ -43,6 +43,9 @@ INTERNAL_THREADS = 16  # per internal pool: peers are few, and Raft must never q
 #: partitions' locks are free (a page-cache copy of ~0.1 ms); larger ones and any that would wait
 #: for a lock, an fsync or a segment roll go to the pool, so the loop never stalls on them.
 INLINE_BYTES = 256 << 10
+#: Work on the loop that took longer than this (a page-cache write stalled by writeback, a
+#: descheduled process) sends the next :data:`POOL_AFTER_SLOW_S` of work to the pool instead.
+SLOW_ON_LOOP_S, POOL_AFTER_SLOW_S = 0.02, 1.0
 
 
 def _delegate(target):
@@ -68,6 +71,7 @@ class _ClientServicer(pb_grpc.RiverlogServicer):
         self.rpc, self.pool = rpc, pool
         self.h, self.g, self.t = handlers, groups, transactions
         self.waiter = AsyncWaiter(handlers.broker.replicas.notifier)
+        self._pool_until = 0.0  # see SLOW_ON_LOOP_S
 
     async def run(self, fn, *args):
         self._check_serving()
@@ -85,17 +89,23 @@ class _ClientServicer(pb_grpc.RiverlogServicer):
         held = hold_if_free(locks)
         if held is None:
             return None
+        started = time.monotonic()
         try:
             return fn(request)
         finally:
             for lock in held:
                 lock.release()
+            now = time.monotonic()
+            if now - started > SLOW_ON_LOOP_S:
+                self._pool_until = now + POOL_AFTER_SLOW_S
 
     def _partition_locks(self, request, hint) -> list | None:
         """The locks of the partitions ``request`` names when ``hint(partition, p) -> bytes`` adds
         up to less than :data:`INLINE_BYTES` (None otherwise, or when one is not hosted here: the
         pool path reports that per partition)."""
         self._check_serving()
+        if self._pool_until and time.monotonic() < self._pool_until:
+            return None
         partition_of, locks, total = self.h.broker.partition, [], 0
         try:
             for topic in request.topics:
