@@ -210,14 +210,18 @@ class Producer:
             keys = batch.records.column(0).to_pylist()
             values = batch.records.column(1).to_pylist()
             stamps = batch.records.column(2).to_pylist()
+            column = batch.records.column(3)
+            headers = column.to_pylist() if column.null_count < len(column) else None
             kind = TIMESTAMP_LOG_APPEND_TIME if log_append_time >= 0 else TIMESTAMP_CREATE_TIME
             err = _delivery_error(error)
             for i, cb in enumerate(batch.callbacks):
                 if cb is not None:
                     offset = base_offset + i if base_offset >= 0 else -1
                     ts = log_append_time if log_append_time >= 0 else stamps[i]
-                    reports.append((cb, err, Message(batch.topic, batch.partition, offset, keys[i],
-                                                     values[i], None, ts, kind, err)))
+                    h = headers[i] if headers is not None else None   # as the consumer gives them
+                    reports.append((cb, err, Message(batch.topic, batch.partition, offset, keys[i], values[i],
+                                                     None if h is None else [(e["key"], e["value"]) for e in h],
+                                                     ts, kind, err)))
         self._acc.release(batch.size_charged, batch.count - len(reports))
         if reports:
             with self._report_cond:

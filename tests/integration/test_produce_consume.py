@@ -127,6 +127,7 @@ def test_acks_and_compression(shared_broker, topic_name, acks, compression):
     assert len(reports) == 500 and all(err is None for err, _ in reports)
     offsets = [msg.offset() for _, msg in reports]
     assert offsets == ([-1] * 500 if acks == "0" else list(range(500)))
+    assert reports[0][1].headers() == [("h", b"x")], "a delivery report carries the record's headers"
     messages = read_all(servers, topic_name, 1, 500)
     assert [m.value() for m in messages] == [b"v%d" % i for i in range(500)]
     assert messages[0].headers() == [("h", b"x")]
