@@ -85,7 +85,7 @@ def _in_loop(coro):
     return asyncio.run(coro)
 
 
-def test_a_waiter_wakes_at_once_when_the_loop_itself_appends():
+def test_a_waiter_wakes_when_the_loop_itself_appends():
     notifier = AppendNotifier()
     waiter = AsyncWaiter(notifier)
 
@@ -97,6 +97,7 @@ def test_a_waiter_wakes_at_once_when_the_loop_itself_appends():
         return time.monotonic() - start
 
     assert _in_loop(scenario()) < 1.0
+    assert not notifier._callbacks
 
 
 def test_a_waiter_wakes_when_another_thread_appends_and_times_out_otherwise():
