@@ -199,8 +199,10 @@ class _ClientServicer(pb_grpc.RiverlogServicer):
         deadline = time.monotonic() + self.h.fetch_wait_s(request)
         while True:
             sequence = self.waiter.notifier.sequence
-            locks = None if request.replica_id >= 0 else self._partition_locks(
-                request, lambda partition, p: partition.read_size_hint(p.fetch_offset))
+            if request.replica_id >= 0:
+                locks = self._follower_at_end_locks(request)
+            else:
+                locks = self._partition_locks(request, lambda partition, p: partition.read_size_hint(p.fetch_offset))
             done = self._on_loop_or_pool(self.h.fetch_once, request, locks) if locks else None
             response, satisfied = done if done is not None else await self.run(self.h.fetch_once, request)
             remaining = deadline - time.monotonic()
@@ -209,6 +211,14 @@ class _ClientServicer(pb_grpc.RiverlogServicer):
             await self.waiter.wait_past(sequence, remaining)
             if request.replica_id >= 0:  # a follower at the log end: read again once there is more
                 await self._await_follower_data(request, deadline)
+
+    def _follower_at_end_locks(self, request) -> list | None:
+        """A follower fetch at the leader's log end reads nothing: it records the follower's offset
+        (which may move the HW and answer acks=all) and waits, so it runs on the loop when its
+        locks are free. One with data to read goes to the pool."""
+        if not self.h.broker.replicas.follower_fetch_waits(request):
+            return None
+        return self._partition_locks(request, lambda partition, p: 0)
 
     async def _await_follower_data(self, request, deadline: float) -> None:
         """Wait, checking on the loop without a pool hop, while no partition of a follower fetch
