@@ -53,12 +53,14 @@ class QuorumController:
         self.last_heartbeat: dict[int, int] = {}
         self.next_rebalance_ms = 0
         self.active_since_ms: int | None = None
+        self._settled: tuple | None = None   # (image, its offset, live brokers) the walk found nothing to do in
 
     def activate(self, image: MetadataImage, now_ms: int) -> None:
         """Becoming the active controller: every registered broker gets a full session from now."""
         self.last_heartbeat = {b: now_ms for b in image.brokers}
         self.active_since_ms = now_ms
         self.next_rebalance_ms = now_ms + self.config["leader.imbalance.check.interval.seconds"] * 1000
+        self._settled = None
 
     # ---------------------------------------------------------------------------- brokers
     def register_broker(self, image: MetadataImage, node_id: int, host: str, port: int,
@@ -98,7 +100,12 @@ class QuorumController:
     # ---------------------------------------------------------------------------- upkeep
     def reconcile(self, image: MetadataImage, now_ms: int) -> list[dict]:
         """Fence silent brokers, give leaderless partitions a leader, drop unavailable replicas
-        from ISRs, and (periodically) restore preferred leaders."""
+        from ISRs, and (periodically) restore preferred leaders.
+
+        Called on every step of the controller's loop. What a partition needs depends only on the
+        image, the live brokers and whether this is a rebalance, so a walk that found nothing is
+        not repeated until one of them changes (a walk over every partition, dozens of times a
+        second, was most of an idle broker's CPU with thousands of partitions)."""
         records: list[dict] = []
         if "cluster.id" not in image.broker_configs:
             records.append({"type": "config", "resource": "broker", "name": "", "key": "cluster.id",
@@ -110,14 +117,19 @@ class QuorumController:
         rebalance = self.config["auto.leader.rebalance.enable"] and now_ms >= self.next_rebalance_ms
         if rebalance:
             self.next_rebalance_ms = now_ms + self.config["leader.imbalance.check.interval.seconds"] * 1000
+        state = (id(image), image.offset, frozenset(live))
+        if not rebalance and state == self._settled:
+            return records
+        changes = []
         for topic in image.topics.values():
             unclean = self._unclean(topic)
             for index, p in enumerate(topic.partitions):
                 change = _partition_upkeep(p, live, unclean, rebalance)
                 if change:
-                    records.append({"type": "partition_change", "topic_id": topic.topic_id,
+                    changes.append({"type": "partition_change", "topic_id": topic.topic_id,
                                     "partition": index, **change})
-        return records
+        self._settled = None if changes else state
+        return records + changes
 
     def _unclean(self, topic: TopicImage) -> bool:
         value = topic.configs.get("unclean.leader.election.enable")

@@ -201,3 +201,24 @@ def test_replaying_the_snapshot_records_rebuilds_the_same_image():
         copy.apply(r, h.image.offset)
     assert copy.topics == h.image.topics and copy.brokers == h.image.brokers
     assert copy.broker_configs == h.image.broker_configs
+
+
+def test_a_settled_walk_is_not_repeated_but_any_change_of_image_or_liveness_is_seen():
+    """The partition walk is skipped while image and live brokers are as when it found nothing;
+    a proposal that was never applied is proposed again, and a broker going silent is acted on."""
+    h = Harness()
+    h.create("orders", partitions=3, rf=3)
+    assert h.tick(0, alive=[1, 2, 3]) == [] and h.tick(0) == []
+    h.now += SESSION + 1
+    for b in (2, 3):
+        h.heartbeat(b)
+    lost = h.c.reconcile(h.image, h.now)               # broker 1 silent: fenced, leaderships moved
+    assert any(r["type"] == "partition_change" for r in lost)
+    again = h.c.reconcile(h.image, h.now)              # not applied (say leadership was lost): again
+    assert [r for r in again if r["type"] == "partition_change"] == \
+        [r for r in lost if r["type"] == "partition_change"]
+    h.commit(again)
+    assert all(p.leader in (2, 3) and 1 not in p.isr for p in h.partitions("orders"))
+    assert h.tick(0, alive=[2, 3]) == []
+    h.create("more", partitions=2, rf=2)                # a new image: walked again, nothing to do
+    assert h.tick(0, alive=[2, 3]) == []
