@@ -38,7 +38,7 @@ class PgDatabase:
     def slot(self, name: str) -> dict | None:
         rows = self.execute("SELECT active, restart_lsn, confirmed_flush_lsn FROM pg_replication_slots "
                             "WHERE slot_name = %s", (name,))
-        if not rows:
+        if not rows or rows[0][2] is None:   # none, or still being created (no consistent point yet)
             return None
         from spark_source.postgres.pgoutput import lsn_from_str
         active, restart, confirmed = rows[0]
