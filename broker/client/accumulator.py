@@ -2,10 +2,10 @@
 
 ``produce()`` only appends a record's fields to its topic's flat list (no tuple per record, no
 hashing, no Arrow) under one plain lock, which keeps the per-record call cheap; slicing that list
-per field gives the columns at drain. The sender thread later drains a topic's records in one go, converts them
-to one Arrow batch, places keyed records with Kafka's murmur2 (vectorised) and unkeyed ones
-stickily (one partition per batch, moving on after each), groups by partition preserving produce
-order, and cuts batches of at most ``batch.size`` bytes / ``batch.num.messages`` records.
+per field gives the columns at drain. The sender thread later drains a topic's records in one go,
+converts them to one Arrow batch, places keyed records with Kafka's murmur2 (vectorised) and unkeyed
+ones stickily (one partition per batch, moving on after each), groups by partition preserving
+produce order, and cuts batches of at most ``batch.size`` bytes / ``batch.num.messages`` records.
 ``RecordAccumulator`` is the one object the application's thread and the sender thread share:
 the buffers, the ``buffer.memory`` and outstanding-record accounting, and the condition both wait
 on (the sender is woken through it). Everything else here is pure: ``build_batches`` and friends

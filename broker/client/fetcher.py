@@ -4,12 +4,12 @@ Each broker leading an assigned partition gets a thread that keeps one blocking 
 flight (as librdkafka has a thread per broker): a quiet broker never delays another, and a broker's
 next fetch goes out while the decode thread decodes the last. Responses are decoded into Arrow (no
 per-record Python) and queued until ``queued.max.messages.kbytes``, in arrival order: each gets a
-ticket when it arrives and is applied in ticket order. A small response with nothing before it
-still to apply is decoded on its broker thread at once (a hand-off to the decode thread costs a
-wake-up and a GIL hand-over, more than decoding a few records); large ones go to the decode
-thread, so a bulk reader's next fetch is in flight while it decodes. Every decision — what to fetch, what a response or an error does
-to a partition — is the fetch state's; this module only moves bytes and threads, under the
-consumer's lock (``cond``, notified when the application has something new).
+ticket when it arrives and is applied in ticket order. A small response with nothing before it still
+to apply is decoded on its broker thread at once (a hand-off to the decode thread costs a wake-up
+and a GIL hand-over, more than decoding a few records); large ones go to the decode thread, so a
+bulk reader's next fetch is in flight while it decodes. Every decision — what to fetch, what a
+response or an error does to a partition — is the fetch state's; this module only moves bytes and
+threads, under the consumer's lock (``cond``, notified when the application has something new).
 """
 from __future__ import annotations
 

@@ -5,8 +5,9 @@ handler threads; a fetch that must wait parks in a purgatory, not on a thread. T
 same with grpc.aio: one ``riverlog-rpc`` thread runs the event loop that owns every listener of a
 node; a request's work (an append, a read, a coordinator call) runs on a pool of ``num.io.threads``,
 except a short append or read whose partition locks are free (:func:`hold_if_free`), done on the
-loop itself because the two hand-offs to and from the pool cost more than the work; waiting — an idle ``ProduceStream``, a long-polling fetch, an ``acks=all`` produce — is a coroutine
-awaiting, so the number of connected clients does not bound the broker's availability.
+loop itself because the two hand-offs to and from the pool cost more than the work; waiting — an
+idle ``ProduceStream``, a long-polling fetch, an ``acks=all`` produce — is a coroutine awaiting, so
+the number of connected clients does not bound the broker's availability.
 
 :class:`ErrorInterceptor` is the one place where a typed error becomes a gRPC status, for unary and
 streaming calls alike: the status code is the error's, and the ``riverlog-error-code`` trailer
