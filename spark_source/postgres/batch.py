@@ -21,6 +21,9 @@ headers); what is read is planned in :mod:`spark_source.postgres.batch_plan`.
   ``pg_logical_slot_peek_binary_changes`` (pgoutput, ``proto_version`` 1, the publication) and
   decoded by the project's decoder: the slot does not move, is never created or dropped, and
   ``readStream`` later delivers the same changes. One task: a slot is one sequential stream.
+  PostgreSQL decodes only WAL flushed to disk, and with ``synchronous_commit=off`` a commit
+  returns before its WAL is flushed; planning waits (up to ``FLUSH_WAIT_S``) for the flush to
+  reach the read's end, so a change committed before the read is in it.
 
 The planning (``partitions``) runs in a Spark Python worker on the driver, ``read`` in the
 executors' workers: both connect to PostgreSQL, so every worker needs psycopg2 and Riverlog.
@@ -41,6 +44,10 @@ RECORDS_PER_BATCH = 10_000
 PEEK_FETCH = 2_000
 _WAL_POSITION = ("SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
                  "ELSE pg_current_wal_insert_lsn() END)::text")
+_FLUSHED = ("SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+            "ELSE pg_current_wal_flush_lsn() END)::text")
+# The WAL writer flushes asynchronously committed WAL within three wal_writer_delay (at most 10 s).
+FLUSH_WAIT_S = 30.0
 
 
 class SnapshotPartition(InputPartition):
@@ -115,7 +122,7 @@ class CdcBatchReader(DataSourceReader):
                         "were consumed and are not in the slot any more", lsn_to_str(after), o.slot_name,
                         lsn_to_str(confirmed))
         until = latest if self.batch.ending_lsn is None else self.batch.ending_lsn
-        return ChangesPartition(after, until)
+        return ChangesPartition(after, min(until, _wait_for_flush(conn, min(until, latest))))
 
     # ------------------------------------------------------------------------------ reading
     def read(self, partition):
@@ -201,3 +208,23 @@ class CdcBatchReader(DataSourceReader):
                 raise SlotNotFoundError(f"slot '{o.slot_name}' is gone: {text}") from None
         finally:
             conn.close()   # the peek's transaction goes with it
+
+
+def _wait_for_flush(conn, target: int, timeout_s: float = FLUSH_WAIT_S) -> int:
+    """The flushed WAL position once it reaches ``target``; past ``timeout_s``, the position
+    reached (the read then ends there, with a warning naming what it leaves out)."""
+    from spark_source.postgres.pgoutput import lsn_from_str, lsn_to_str
+    deadline, pause = time.monotonic() + timeout_s, 0.005
+    with conn.cursor() as cur:
+        while True:
+            cur.execute(_FLUSHED)
+            flushed = lsn_from_str(cur.fetchone()[0])
+            if flushed >= target:
+                return target
+            if time.monotonic() >= deadline:
+                log.warning("the WAL is flushed to %s only, short of %s after %.0f s: the read ends at %s; "
+                            "changes committed after it are read next time", lsn_to_str(flushed),
+                            lsn_to_str(target), timeout_s, lsn_to_str(flushed))
+                return flushed
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)

@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+from tests.conftest import wait_until
+
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 EPOCH = dt.datetime(1970, 1, 1)
 
@@ -98,8 +100,23 @@ def test_the_peek_read_gives_the_pending_changes_and_leaves_the_slot_alone(spark
     first = records[0][4]
     assert [r[4] for r in _records(_read(spark, pg_db, slot_name="pending", snapshot_mode="no_data",
                                          endingOffsets=str(first)))] == [first, first]
-    pg_db.execute("UPDATE items SET qty = 99 WHERE id = 1")
-    later = _records(_read(spark, pg_db, slot_name="pending", snapshot_mode="no_data",
-                           startingOffsets=str(records[-1][4])))
-    assert [json.loads(r[1])["payload"]["after"] for r in later] == [{"id": 1, "qty": 99}]
+    # committed but not yet flushed (synchronous_commit=off, the WAL writer slowed to 1 s): PostgreSQL
+    # decodes only flushed WAL, so the read waits for the flush instead of leaving the change out
+    pg_db.execute("ALTER SYSTEM SET wal_writer_delay = '1s'")
+    pg_db.execute("SELECT pg_reload_conf()")
+    try:
+        wait_until(lambda: pg_db.execute("SHOW wal_writer_delay") == [("1s",)], timeout=10, message="the reload")
+        # a first write wakes a hibernating WAL writer (which flushes at once); its next flush is ~1 s on
+        pg_db.execute("UPDATE items SET qty = 40 WHERE id = 4")
+        wait_until(lambda: pg_db.execute("SELECT pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn()")[0][0],
+                   timeout=10, message="the first write flushed")
+        pg_db.execute("UPDATE items SET qty = 99 WHERE id = 1")
+        unflushed = pg_db.execute("SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()")[0][0]
+        later = _records(_read(spark, pg_db, slot_name="pending", snapshot_mode="no_data",
+                               startingOffsets=str(records[-1][4])))
+    finally:
+        pg_db.execute("ALTER SYSTEM RESET wal_writer_delay")
+        pg_db.execute("SELECT pg_reload_conf()")
+    assert [json.loads(r[1])["payload"]["after"] for r in later] == [{"id": 4, "qty": 40}, {"id": 1, "qty": 99}]
+    assert unflushed        # the case the read waited for did happen
     assert pg_db.slot("pending") == before
