@@ -327,6 +327,9 @@ class DictMapState:
     def iterator(self):
         return iter([((k,), (v,)) for k, v in self.d.items()])
 
+    def exists(self):
+        return bool(self.d)
+
 
 def python_alone(name: str, topology, topic: str, n: int, keys: int, step_ms: int = 1) -> None:
     """A DSL task's Python for one partition's share of a bench's input, no Spark: processors, the

@@ -31,9 +31,12 @@ def has_state(client: dict, app: str, sub: SubTopology, partitions) -> bool:
 
 def initial_state(spark, bootstrap: str, app: str, sub: SubTopology):
     """Every store's latest entry per key and task, from all the changelogs in one read (one
-    scan and one shuffle, however many stores the sub-topology has), grouped by task."""
+    scan and one shuffle, however many stores the sub-topology has), gathered into the state's
+    buckets (:mod:`streams.state_buckets`: a row per bucket, so a restore writes each bucket once),
+    grouped by task."""
     from itertools import chain
     from pyspark.sql import Window, functions as F
+    from streams.state_buckets import MIN_LEVEL, TARGET, bucket_column
     stores = changelogs(app, sub)
     df = (spark.read.format("riverlog").option("riverlog.bootstrap.servers", bootstrap)
           .option("subscribe", ",".join(sorted(stores))).option("startingOffsets", "earliest").load())
@@ -41,4 +44,10 @@ def initial_state(spark, bootstrap: str, app: str, sub: SubTopology):
     w = Window.partitionBy("topic", "partition", "key").orderBy(F.col("offset").desc())
     latest = (df.withColumn("_n", F.row_number().over(w)).where("_n = 1 AND value IS NOT NULL")
               .select("partition", names[F.col("topic")].alias("store"), "key", "value"))
-    return latest.groupBy("partition")
+    # any level is right as long as the header says which; this one is about level_for(count)
+    sized = (latest.withColumn("count", F.count(F.lit(1)).over(Window.partitionBy("partition", "store")))
+             .withColumn("level", F.greatest(F.lit(MIN_LEVEL), F.ceil(F.log2(F.col("count") / TARGET))).cast("int")))
+    buckets = (sized.withColumn("bucket", F.expr(bucket_column()))
+               .groupBy("partition", "store", "level", "count", "bucket")
+               .agg(F.collect_list(F.struct("key", "value")).alias("entries")))
+    return buckets.groupBy("partition")

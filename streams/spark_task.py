@@ -1,10 +1,11 @@
 """What runs on Spark's executors: a sub-topology's tasks inside ``transformWithState`` (stateful)
 or ``mapInArrow`` (stateless), applying rows through the same processors as the interpreter.
 
-Stores live in one ``MapState`` per store (keys and values as bytes, :mod:`streams.state_codec`)
-behind a write-back cache: a batch reads each entry from Spark once and writes it once, and every
-entry it changed is also emitted as a changelog row (latest value per key, as compaction keeps),
-in the same output — and so the same exactly-once write — as the records the batch produced.
+Stores live in one ``MapState`` per store, their entries grouped in buckets behind a write-back
+cache (:mod:`streams.state_buckets`): a batch reads each bucket it touches from Spark once and
+writes it once, and every entry it changed is also emitted as a changelog row (latest value per
+key, as compaction keeps), in the same output — and so the same exactly-once write — as the
+records the batch produced.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Iterator
 from streams.global_table import global_topics, with_global_stores
 from streams.interpreter import build_task
 from streams.record import Record
-from streams.state_codec import decode_key, decode_value, encode_key, encode_value
+from streams.state_buckets import HEADER, BucketedBacking, bucket_key, encode_blob, encode_header
 from streams.topology import Topology, changelog_topic
 
 OUTPUT_DDL = ("topic STRING, partition INT, key BINARY, value BINARY, timestamp TIMESTAMP, "
@@ -36,58 +37,6 @@ def to_ms(ts) -> int:
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=timezone.utc)
     return (ts - _EPOCH) // _MS
-
-
-
-
-
-class CachedBacking:
-    """A store's backing over a ``MapState``: reads once, writes back once at the end of a batch."""
-    def __init__(self, state, topic: str | None):
-        self.state, self.topic = state, topic
-        self.cache: dict = {}
-        self.dirty: set = set()
-
-    def get(self, key):
-        if key in self.cache:
-            return self.cache[key]
-        kb = encode_key(key)
-        row = self.state.getValue((kb,))   # None when absent: one round trip to the JVM, not two
-        value = decode_value(row[0]) if row is not None else None
-        self.cache[key] = value
-        return value
-
-    def put(self, key, value):
-        self.cache[key] = value
-        self.dirty.add(key)
-
-    def delete(self, key):
-        self.cache[key] = None
-        self.dirty.add(key)
-
-    def items(self):
-        seen = {}
-        for (kb,), (vb,) in self.state.iterator():
-            k = decode_key(kb)
-            seen[k] = decode_value(vb)
-        for k in self.dirty:
-            seen[k] = self.cache[k]
-        return iter([(k, v) for k, v in seen.items() if v is not None])
-
-    def flush(self, partition: int, timestamp) -> Iterator[tuple]:
-        for key in sorted(self.dirty, key=encode_key):
-            kb = encode_key(key)
-            value = self.cache[key]
-            if value is None:
-                self.state.removeKey((kb,))
-                vb = None
-            else:
-                vb = encode_value(value)
-                self.state.updateValue((kb,), (vb,))
-            if self.topic is not None:
-                yield (self.topic, partition, kb, vb, timestamp, [])
-        self.dirty.clear()
-
 
 def ordered(rows, first: set[str] = frozenset()) -> list:
     """A task's rows in processing order: offset order within each input partition, merged across
@@ -171,7 +120,7 @@ class TaskProcessor(StatefulProcessor):
         out = {}
         for name, state in self.states.items():
             topic = meta_changelog(self.app, self.sub_id) if name == META_STORE else changelog_topic(self.app, name)
-            out[name] = CachedBacking(state, topic)
+            out[name] = BucketedBacking(state, topic)
         return out
 
     def handleInputRows(self, key, rows, timerValues):
@@ -191,10 +140,13 @@ class TaskProcessor(StatefulProcessor):
                 yield Row(topic=t, partition=p, key=k, value=v, timestamp=ts, headers=h)
 
     def handleInitialState(self, key, initialState, timerValues) -> None:
-        """A changelog entry, restoring a checkpoint that is gone (the application restarts from the broker)."""
+        """One bucket of a store's changelog entries (:func:`streams.restore.initial_state`),
+        restoring a checkpoint that is gone (the application restarts from the broker)."""
         state = self.states.get(initialState["store"])
-        if state is not None and initialState["value"] is not None:
-            state.updateValue((initialState["key"],), (initialState["value"],))
+        if state is not None:
+            entries = {e["key"]: e["value"] for e in initialState["entries"]}
+            state.updateValue((bucket_key(initialState["bucket"]),), (encode_blob(entries),))
+            state.updateValue((HEADER,), (encode_header(initialState["level"], initialState["count"]),))
 
     def close(self) -> None:
         pass
