@@ -24,7 +24,7 @@ from spark_sink.crash_points import crash_at  # fault tests only: a no-op unless
 from streams import restore, spark_plan
 from streams.errors import StreamsError, TopologyError
 from streams.interpreter import check_serdes, default_serdes
-from streams.spark_task import OUTPUT_DDL, TaskProcessor, meta_changelog, stateless_batches
+from streams.spark_task import OUTPUT_DDL, TaskProcessor, meta_changelog, stateless_batches, task_input
 from streams.topology import SubTopology, Topology, changelog_topic
 
 log = logging.getLogger(__name__)
@@ -255,7 +255,7 @@ class StreamsApp:
         elif sub.stateful:
             init = (restore.initial_state(self.spark, self.config["bootstrap.servers"], self.app, sub)
                     if fresh and restore.has_state(self.client, self.app, sub, self.partitions) else None)
-            out = self._to_tasks(df, sub).groupBy("partition").transformWithState(
+            out = task_input(self._to_tasks(df, sub)).groupBy("partition").transformWithState(
                 TaskProcessor(self.topology, sub.id, self.app, self.defaults, p.entry), OUTPUT_DDL, "Append", "None",
                 initialState=init)
         else:

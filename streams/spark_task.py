@@ -21,6 +21,7 @@ from streams.topology import Topology, changelog_topic
 
 OUTPUT_DDL = ("topic STRING, partition INT, key BINARY, value BINARY, timestamp TIMESTAMP, "
               "headers ARRAY<STRUCT<key: STRING, value: BINARY>>")
+TASK_COLUMNS = ("topic", "partition", "offset", "key", "value", "timestamp", "headers", "source_partition")
 META_STORE = "__meta"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MS = timedelta(milliseconds=1)
@@ -34,9 +35,21 @@ def meta_changelog(app: str, sub_id: int) -> str:
 def to_ms(ts) -> int:
     if ts is None:
         return 0
+    if isinstance(ts, int):
+        return ts
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=timezone.utc)
     return (ts - _EPOCH) // _MS
+
+
+def task_input(df):
+    """``df`` narrowed to the columns a task reads, the timestamp as epoch milliseconds: Spark turns
+    every cell it is given into a Python value before the processor is called, so
+    ``timestampType`` is left out, and a datetime would only be turned back into milliseconds."""
+    from pyspark.sql import functions as F
+    return df.select(*[F.unix_millis("timestamp").alias("timestamp") if c == "timestamp" else F.col(c)
+                       for c in df.columns if c in TASK_COLUMNS])
+
 
 def ordered(rows, first: set[str] = frozenset()) -> list:
     """A task's rows in processing order: offset order within each input partition, merged across
@@ -90,6 +103,8 @@ def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, de
         else:
             head.process(Record(python_value(r["key"]), python_value(r["value"]), to_ms(r["timestamp"]), headers))
         last_ts = r["timestamp"]
+    if isinstance(last_ts, int):
+        last_ts = datetime.fromtimestamp(last_ts / 1000, tz=timezone.utc)
     out = []
     for (t, k, v, ts, hdrs, p) in task.outputs:
         out.append((t, p, k, v, datetime.fromtimestamp(ts / 1000, tz=timezone.utc),
