@@ -1,13 +1,13 @@
 """A store's entries in Spark's ``MapState``, many entries to a map entry (a *bucket*).
 
 Each ``MapState`` call is a round trip to the JVM (~100 µs), so one map entry per store entry
-made a batch that touched 10,000 keys pay 20,000 round trips, most of its time. Entries are
-instead grouped by ``crc32(key) mod 2**level`` into buckets (a pickled ``{key bytes: value
-bytes}`` behind a format byte), and a batch reads and writes each bucket it touches once. The
-level grows with the store, one bit at a time, so a bucket holds about ``TARGET`` entries at most:
-few enough that touching one key of a large store reads little, many enough that touching every
-key of a small one is a few hundred calls. Growing is linear hashing's split: bucket ``i``'s
-entries go to ``i`` or ``i + 2**level``.
+made a batch that touched 10,000 keys pay 20,000 round trips. Entries are instead grouped by
+``crc32(key) mod 2**level`` into buckets (a pickled ``{key bytes: value bytes}`` behind a format
+byte), and a batch reads and writes each bucket it touches once. The level grows with the store,
+one bit at a time, so a bucket holds about ``TARGET`` entries on average: few enough that touching
+one key of a large store reads little, many enough that touching every key of a small one is a
+few hundred calls. Growing is linear hashing's split: bucket ``i``'s entries go to ``i`` or
+``i + 2**level``.
 
 A header entry holds the level and the entry count. The changelog still gets one row per store
 entry (the bytes the bucket holds), so restoring and interactive queries do not see buckets; a
