@@ -198,11 +198,15 @@ def test_delete_records_on_a_replicated_topic_moves_every_replicas_log_start(clu
     with cluster.admin() as admin:
         assert admin.delete_records({tp: 150})[tp].result(30).low_watermark == 150
     dirs = [node.data_dir for node in cluster.nodes.values()]
+
+    def bases(d):
+        return sorted(int(os.path.basename(p)[:20]) for p in glob.glob(os.path.join(d, f"{topic_name}-0", "*.log")))
+
+    # the log start moves first; the segments wholly below it go at the next retention pass
     wait_until(lambda: all(log_start_on_disk(d, topic_name) == 150 for d in dirs), 30, 0.1,
                "every replica's log start offset to reach 150")
-    for d in dirs:  # followers dropped the segments wholly below, too
-        bases = sorted(int(os.path.basename(p)[:20]) for p in glob.glob(os.path.join(d, f"{topic_name}-0", "*.log")))
-        assert bases[0] <= 150 and (len(bases) == 1 or bases[1] > 150), (d, bases)
+    wait_until(lambda: all(b[0] <= 150 and (len(b) == 1 or b[1] > 150) for b in map(bases, dirs)), 30, 0.1,
+               "every replica (followers too) to drop the segments wholly below 150")
     read = consume_from(cluster.bootstrap, topic_name, OFFSET_BEGINNING, 300)
     assert [m.offset() for m in read] == list(range(150, 300))
 
