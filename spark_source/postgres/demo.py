@@ -70,6 +70,23 @@ def wait_equal(conn, lake: str, query, deadline: float) -> bool:
     return False
 
 
+def current_keys(path: str) -> set:
+    """The keys of an SCD-2 history table's current rows."""
+    from deltalake import DeltaTable
+    return {r["id"] for r in DeltaTable(path).to_pyarrow_table(columns=["id", "__is_current"]).to_pylist()
+            if r["__is_current"]}
+
+
+def wait_history(conn, path: str, query, deadline: float) -> bool:
+    while time.monotonic() < deadline:
+        if query.exception() is not None:
+            raise RuntimeError(f"the query failed: {query.exception()}")
+        if current_keys(path) == set(pg_table(conn, "customers")):
+            return True
+        time.sleep(0.5)
+    return False
+
+
 def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     started = time.monotonic()
@@ -116,6 +133,9 @@ def main() -> int:
                 cur.execute("DELETE FROM orders WHERE status = 'cancelled'")
             print(f"changes made: {counts} on customers; orders shipped and cancelled ones deleted")
             ok = ok and wait_equal(conn, lake, query, deadline)
+            # the history is written after the mirror in each batch: stopping as soon as the mirror
+            # is equal could interrupt the batch's history write
+            ok = ok and wait_history(conn, f"{tmp}/history/customers", query, deadline)
         finally:
             query.stop()
         columns = ["id", "name", "tier", "balance"]
