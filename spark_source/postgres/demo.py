@@ -60,14 +60,19 @@ def side_by_side(title: str, pg: dict, delta: dict, columns: list[str], limit: i
         print(f"  … {len(set(pg) | set(delta)) - limit} more")
 
 
-def wait_equal(conn, lake: str, query, deadline: float) -> bool:
+def wait_for(condition, query, deadline: float) -> bool:
+    """Poll ``condition`` until it holds or ``deadline`` passes; a failed query raises at once."""
     while time.monotonic() < deadline:
         if query.exception() is not None:
             raise RuntimeError(f"the query failed: {query.exception()}")
-        if all(pg_table(conn, t.split(".")[1]) == delta_table(f"{lake}/{t}") for t in TABLES):
+        if condition():
             return True
         time.sleep(0.5)
     return False
+
+
+def mirror_equal(conn, lake: str) -> bool:
+    return all(pg_table(conn, t.split(".")[1]) == delta_table(f"{lake}/{t}") for t in TABLES)
 
 
 def current_keys(path: str) -> set:
@@ -75,16 +80,6 @@ def current_keys(path: str) -> set:
     from deltalake import DeltaTable
     return {r["id"] for r in DeltaTable(path).to_pyarrow_table(columns=["id", "__is_current"]).to_pylist()
             if r["__is_current"]}
-
-
-def wait_history(conn, path: str, query, deadline: float) -> bool:
-    while time.monotonic() < deadline:
-        if query.exception() is not None:
-            raise RuntimeError(f"the query failed: {query.exception()}")
-        if current_keys(path) == set(pg_table(conn, "customers")):
-            return True
-        time.sleep(0.5)
-    return False
 
 
 def main() -> int:
@@ -124,7 +119,7 @@ def main() -> int:
                  .trigger(processingTime="500 milliseconds").start())
         try:
             deadline = time.monotonic() + DEADLINE_S
-            ok = wait_equal(conn, lake, query, deadline)
+            ok = wait_for(lambda: mirror_equal(conn, lake), query, deadline)
             print(f"snapshot in Delta after {time.monotonic() - started:.0f} s: "
                   f"{'equal' if ok else 'NOT equal'} to PostgreSQL")
             counts = random_changes(conn, 60, seed=7, per_transaction=3)
@@ -132,10 +127,11 @@ def main() -> int:
                 cur.execute("UPDATE orders SET status = 'shipped' WHERE status = 'paid'")
                 cur.execute("DELETE FROM orders WHERE status = 'cancelled'")
             print(f"changes made: {counts} on customers; orders shipped and cancelled ones deleted")
-            ok = ok and wait_equal(conn, lake, query, deadline)
+            ok = ok and wait_for(lambda: mirror_equal(conn, lake), query, deadline)
             # the history is written after the mirror in each batch: stopping as soon as the mirror
             # is equal could interrupt the batch's history write
-            ok = ok and wait_history(conn, f"{tmp}/history/customers", query, deadline)
+            history_path = f"{tmp}/history/customers"
+            ok = ok and wait_for(lambda: current_keys(history_path) == set(pg_table(conn, "customers")), query, deadline)
         finally:
             query.stop()
         columns = ["id", "name", "tier", "balance"]
