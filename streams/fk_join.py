@@ -4,7 +4,7 @@ from each left row, through two internal topics, as Kafka Streams runs them.
 - Left side, ``SubscriptionSend``: each left change becomes a *subscription* ``(hash of the new
   left value, instruction, primary key, partition)`` keyed by the foreign key and written to
   ``<app>-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-<n>-topic`` (partitioned like the right table).
-  A changed foreign key first unsubscribes from the old one.
+  A changed foreign key first unsubscribes from the old one, which does not answer.
 - Right side: ``SubscriptionReceive`` keeps subscriptions per ``(foreign key, primary key)``;
   ``SubscriptionJoin`` answers each with the right row; ``ForeignTableJoin`` answers every
   subscriber of a right key when that row changes (the fan-out). Answers go to
@@ -14,7 +14,8 @@ from each left row, through two internal topics, as Kafka Streams runs them.
   value is stale (the row changed since) and is dropped; otherwise the joiner runs (a missing right
   row gives a tombstone in an inner join).
 
-Instructions are Kafka's ``SubscriptionWrapper.Instruction``. The hash is a 128-bit BLAKE2 of the
+Instructions are Kafka's ``SubscriptionWrapper.Instruction``: the sender uses two, the receiver
+understands all four. The hash is a 128-bit BLAKE2 of the
 canonical encoding of the value (Kafka: Murmur3 of the serialized value): equal values, equal hash.
 """
 from __future__ import annotations
@@ -54,7 +55,19 @@ class WrapperSerde:
 
 
 class SubscriptionSend(Processor):
-    """``KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-``: left changes to subscriptions."""
+    """``KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-``: left changes to subscriptions.
+
+    Every change of a left row is answered exactly once, by the task of its new foreign key
+    (``PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE``; a null key for a delete or a null foreign key,
+    whose answer is null); a changed foreign key unsubscribes from the old one without an answer
+    (``DELETE_KEY_NO_PROPAGATE``). Answers from different tasks arrive in any order, and the
+    resolver drops those whose hash is not the current value's, so the row's last answer is always
+    the one for its current value: the result is right whatever the order (Kafka's left join since
+    KAFKA-16394, which had the old key answer too). Kafka's inner join answers only when a right
+    row matches in some cases (an insert, an unchanged key) and not at all in others (a delete of
+    a row with a null key): a null answered to an earlier value of the row is then dropped as
+    stale, and an old result stays. Here the inner join answers every change too, so a row that
+    does not join gets a tombstone where Kafka emits nothing."""
 
     def __init__(self, extractor: Callable[[Any, Any], Any], left_join: bool):
         self.extract, self.left_join = extractor, left_join
@@ -64,35 +77,18 @@ class SubscriptionSend(Processor):
         if not change.is_latest:
             return
         key, new, old = record.key, change.new, change.old
+        if old is None and new is None:
+            return
         h = value_hash(new)
         send = lambda fk, instruction: self.forward(
             record.with_(key=fk, value=(h, instruction, key, self.context.task)))
+        old_fk = None if old is None else self.extract(key, old)
         new_fk = None if new is None else self.extract(key, new)
-        if self.left_join:
-            if old is not None:
-                old_fk = self.extract(key, old)
-                if old_fk is not None and new_fk != old_fk:
-                    send(old_fk, DELETE_KEY_AND_PROPAGATE)
-                send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-            elif new is not None:
-                send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-            return
-        if old is not None:
-            old_fk = self.extract(key, old)
-            if old_fk is None:
-                return _skip(self)
-            if new is not None:
-                if new_fk is None:
-                    return _skip(self)
-                if new_fk != old_fk:
-                    send(old_fk, DELETE_KEY_NO_PROPAGATE)
-                send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-            else:
-                send(old_fk, DELETE_KEY_AND_PROPAGATE)
-        elif new is not None:
-            if new_fk is None:
-                return _skip(self)
-            send(new_fk, PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+        if new is not None and new_fk is None and not self.left_join:
+            _skip(self)        # joins nothing; the answer (a null) unsets an earlier result
+        if old_fk is not None and new_fk != old_fk:
+            send(old_fk, DELETE_KEY_NO_PROPAGATE)
+        send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
 
 
 def _skip(p: Processor) -> None:

@@ -31,6 +31,10 @@ def spark(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def spark_broker(tmp_path_factory):
-    b = BrokerProcess(str(tmp_path_factory.mktemp("spark-broker")), {"group.min.session.timeout.ms": 300}).start()
+    # log.retention.ms -1: the streams tests write records stamped 2023; a transaction marker
+    # (stamped now) rolls the segment under them, and the retention pass every 5 minutes would
+    # then delete them as Kafka does, between a test's write and its read
+    b = BrokerProcess(str(tmp_path_factory.mktemp("spark-broker")),
+                      {"group.min.session.timeout.ms": 300, "log.retention.ms": -1}).start()
     yield b
     b.kill9()
