@@ -132,11 +132,11 @@ def run_dsl(ctx, label: str, topology, **config) -> dict:
 def run_stream(ctx, label: str, build, update: bool = False, rocksdb: bool = False) -> dict:
     """A hand-written streaming query: ``build(run)`` gives the DataStreamWriter (trigger and
     checkpoint are set here)."""
-    from streams.app import _start_with_rocksdb
+    from streams.app import _PROVIDER, _ROCKSDB, _start_with
     run = Run(ctx, label)
     writer = build(run).option("checkpointLocation", run.ckpt).trigger(processingTime="100 milliseconds")
     start = time.perf_counter()
-    q = _start_with_rocksdb(ctx.spark, writer) if rocksdb else writer.start()
+    q = _start_with(ctx.spark, writer, {_PROVIDER: _ROCKSDB}) if rocksdb else writer.start()
     try:
         q.processAllAvailable()
         wall = time.perf_counter() - start

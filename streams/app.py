@@ -25,6 +25,7 @@ from streams import restore, spark_plan
 from streams.errors import StreamsError, TopologyError
 from streams.interpreter import check_serdes, default_serdes
 from streams.spark_task import OUTPUT_DDL, TaskProcessor, meta_changelog, stateless_batches, task_input
+from streams.task_placement import state_partitions
 from streams.topology import SubTopology, Topology, changelog_topic
 
 log = logging.getLogger(__name__)
@@ -265,7 +266,13 @@ class StreamsApp:
                   .option("checkpointLocation", ckpt)
                   .foreachBatch(_BatchWriter(self.config, owner, ckpt))
                   .trigger(processingTime=f"{self.config['commit.interval.ms']} milliseconds"))
-        query = _start_with_rocksdb(self.spark, writer) if sub.stateful else writer.start()
+        if sub.stateful:
+            conf = {_PROVIDER: _ROCKSDB}
+            if fresh:   # a checkpoint keeps the count of its first start
+                conf[_SHUFFLE_PARTITIONS] = str(state_partitions(self.tasks(self.topology.subtopologies[sub.id])))
+            query = _start_with(self.spark, writer, conf)
+        else:
+            query = writer.start()
         if fresh:
             with open(owner_file, "w") as f:
                 f.write(owner)
@@ -330,20 +337,24 @@ class StreamsApp:
 
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+_SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 
-def _start_with_rocksdb(spark, writer):
-    """transformWithState needs the RocksDB state store; a query keeps the conf it started with
-    (Spark clones the session for it), so the user's session setting is restored at once."""
-    before = spark.conf.get(_PROVIDER, None)
-    spark.conf.set(_PROVIDER, _ROCKSDB)
+def _start_with(spark, writer, conf: dict):
+    """Start a query with ``conf`` (transformWithState needs the RocksDB state store; the state
+    partitions give each task its own, :mod:`streams.task_placement`). A query keeps the conf it
+    started with (Spark clones the session for it), so the user's settings are restored at once."""
+    before = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
     try:
         return writer.start()
     finally:
-        if before is None:
-            spark.conf.unset(_PROVIDER)
-        else:
-            spark.conf.set(_PROVIDER, before)
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 class _BatchWriter:

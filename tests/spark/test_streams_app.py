@@ -11,6 +11,7 @@ from broker.client import AdminClient, ConfigResource, Consumer, Producer, Topic
 from streams.builder import StreamsBuilder
 from streams.parameters import Consumed, Grouped, Materialized, Produced
 from streams.serdes import Serdes
+from streams.task_placement import state_partitions
 from streams.testing import TopologyTestDriver
 from streams.windows import TimeWindows
 from tests.spark.test_sink import make_topic
@@ -124,6 +125,9 @@ def test_application_output_equals_the_interpreter_and_survives_a_lost_checkpoin
     app = StreamsApp(tp, spark, config).start()
     try:
         app.processAllAvailable()
+        # one state partition per task (the session's spark.sql.shuffle.partitions is 2)
+        operators = [op for q in app.queries if q.lastProgress for op in q.lastProgress["stateOperators"]]
+        assert operators and {op["numShufflePartitions"] for op in operators} == {state_partitions(1)} == {1}
         store = app.store("per-user")
         expected = oracle(tp, records, [out, wout])
         assert by_key(decoded(servers, out)) == by_key(expected[out])
