@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Callable
 
 import sqlglot
 from sqlglot import exp
 
 from streams.sql_compiler import compile_node
-from streams.sql_values import ExpressionEvaluationError, UnsupportedExpressionError
+from streams.sql_values import ExpressionEvaluationError, TypedDecimal, UnsupportedExpressionError
 
 __all__ = ["Expression", "expression", "UnsupportedExpressionError", "ExpressionEvaluationError"]
 
@@ -43,7 +44,8 @@ class Expression:
     def evaluate(self, row: dict) -> Any:
         """The expression's value for one record (``row`` as :meth:`streams.record.Record.row`)."""
         try:
-            return self._evaluate(row)
+            v = self._evaluate(row)
+            return Decimal(v) if type(v) is TypedDecimal else v
         except ExpressionEvaluationError as e:
             raise ExpressionEvaluationError(f"{e.message} in expression {self.text!r}", **e.details) from None
         except (TypeError, AttributeError) as e:

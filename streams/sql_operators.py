@@ -134,7 +134,11 @@ def _arithmetic(self, node):
             if b is None:
                 return None
         ta, tb = lt or type_of(a), rt_ or type_of(b)
-        return arith(op, a, ta, b, tb, static or arith_type(op, ta, tb, la, lb))
+        if static is not None:
+            return arith(op, a, ta, b, tb, static)
+        t = arith_type(op, ta, tb, la, lb)
+        r = arith(op, a, ta, b, tb, t)
+        return sv.TypedDecimal.of(r, t) if sv.is_decimal(t) else r
     if left.const and right.const:
         return _folded(self, f, static)
     return Compiled(f, static)

@@ -67,6 +67,20 @@ def is_numeric(t) -> bool:
     return t in INTEGRAL_BITS or t == "double" or type(t) is tuple
 
 
+class TypedDecimal(Decimal):
+    """A DECIMAL result whose type was worked out per row (its operands' types were not known
+    when the expression was compiled): the type goes with the value, so an enclosing operation
+    types it as Spark does (``(a - 2.5)`` with ``a`` BIGINT is DECIMAL(22,1), not the DECIMAL(4,1)
+    its digits alone would suggest)."""
+    spark_type: tuple
+
+    @classmethod
+    def of(cls, value: Decimal, spark_type: tuple) -> "TypedDecimal":
+        d = cls(value)
+        d.spark_type = spark_type
+        return d
+
+
 def decimal_type_of(d: Decimal) -> tuple:
     sign, digits, exp = d.as_tuple()
     scale = max(0, -exp)
@@ -84,7 +98,7 @@ def type_of(v):
     if isinstance(v, float):
         return "double"
     if isinstance(v, Decimal):
-        return decimal_type_of(v)
+        return getattr(v, "spark_type", None) or decimal_type_of(v)
     if isinstance(v, str):
         return "string"
     if isinstance(v, (bytes, bytearray)):

@@ -97,3 +97,12 @@ def test_a_column_like_object_is_read_through_its_text():
                                      (-0.0, "-0.0"), (1 / 3, "0.3333333333333333"), (float("nan"), "NaN")])
 def test_doubles_print_as_java_prints_them(d, text):
     assert double_str(d) == text
+
+
+def test_decimal_arithmetic_on_untyped_fields_takes_spark_result_types():
+    """Without a schema a field's type comes from its value; a decimal intermediate keeps the type
+    Spark gives it (``a - 2.5`` with ``a`` BIGINT is DECIMAL(22,1), so the division's scale is 17),
+    not the DECIMAL(4,1) its digits suggest (scale 6: 2.301496)."""
+    row = {"value": {"a": -432, "b": -1000}}
+    got = expression("value.b / (value.a - 2.5)").evaluate(row)
+    assert got == Decimal("2.30149597238204833") and type(got) is Decimal
