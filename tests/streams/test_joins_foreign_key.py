@@ -5,13 +5,13 @@ random histories."""
 from __future__ import annotations
 
 import random
-from collections import deque
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from streams import Consumed, Produced, Serdes, StreamsBuilder, TableJoined
 from streams.interpreter import Interpreter
+from tests.streams.any_order import run_in_any_order
 from tests.streams.join_kit import show
 
 pytestmark = pytest.mark.unit
@@ -151,18 +151,6 @@ def test_fk_join_result_converges_to_the_join_of_the_current_tables(events, kind
     want = {pk: show(lv, right.get(fk_of(lv))) for pk, lv in left.items()
             if kind == "left" or fk_of(lv) in right}
     assert result == want
-
-
-def run_in_any_order(interp: Interpreter, rnd: random.Random) -> None:
-    """Process the interpreter's pending records in a random order that keeps each partition's
-    own order: the orders Kafka's tasks, each on its own thread or machine, may take."""
-    queues: dict[tuple, deque] = {}
-    while interp.pending or any(queues.values()):
-        while interp.pending:
-            topic, partition, offset = interp.pending.popleft()
-            queues.setdefault((topic, partition), deque()).append(offset)
-        topic, partition = rnd.choice(sorted(k for k, q in queues.items() if q))
-        interp.process(topic, partition, queues[(topic, partition)].popleft())
 
 
 @settings(max_examples=300, deadline=None)

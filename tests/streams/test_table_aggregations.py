@@ -2,7 +2,10 @@
 KGroupedTableImplTest (inputs and expected (key, value, timestamp) outputs copied from there)."""
 from __future__ import annotations
 
+import random
+
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from streams.aggregate import KTableAggregate, KTableReduce, table_count
 from streams.errors import StreamsError
@@ -185,3 +188,43 @@ def test_aggregate_keeps_the_input_headers():
     p = Pipeline(["agg"], table_count("agg"))
     p.head.process(Record("g", Change("x", None), 1, headers=(("h", b"v"),)))
     assert p.out.records[0].headers == (("h", b"v"),)
+
+
+@settings(max_examples=150, deadline=None)
+@given(events=st.lists(st.tuples(st.sampled_from(["u1", "u2", "u3", "u4"]),
+                                 st.one_of(st.none(), st.tuples(st.sampled_from("ABC"), st.integers(0, 9)))),
+                       max_size=25),
+       seed=st.integers(0, 2**32 - 1))
+def test_grouped_table_sum_and_count_converge_in_any_processing_order(events, seed):
+    """A row moving between groups is subtracted from the old group's task and added in the new
+    one's, two tasks that run at once: in whatever order the partitions are processed, the last
+    result per group is the sum and count of the current table's rows in it."""
+    from streams import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder
+    from streams.interpreter import Interpreter
+    from tests.streams.any_order import run_in_any_order
+    S, L = Serdes.String(), Serdes.Long()
+    b = StreamsBuilder()
+    g = b.table("t", Consumed.with_(S, S)).groupBy(lambda k, v: (v.split(":")[0], int(v.split(":")[1])),
+                                                   Grouped.with_(S, L))
+    g.reduce(lambda agg, v: agg + v, lambda agg, v: agg - v).toStream().to("sums", Produced.with_(S, L))
+    g.count(materialized=Materialized.as_("counts")).toStream().to("counts", Produced.with_(S, L))
+    interp = Interpreter(b.build(), {"application.id": "any"}, {"t": 2})
+    table: dict = {}
+    for i, (key, row) in enumerate(events):
+        value = None if row is None else f"{row[0]}:{row[1]}"
+        (table.__setitem__(key, row) if row is not None else table.pop(key, None))
+        interp.append("t", S.serialize(key), S.serialize(value), i)
+    run_in_any_order(interp, random.Random(seed))
+
+    def last(topic):
+        out: dict = {}
+        for part in interp.topics.get(topic, []):
+            for k, v, _, _ in part:
+                out[S.deserialize(k)] = L.deserialize(v)
+        return out
+    groups = {grp for grp, _ in table.values()}
+    sums, counts = last("sums"), last("counts")
+    assert {k: v for k, v in counts.items() if v} == {grp: sum(1 for g_, _ in table.values() if g_ == grp)
+                                                      for grp in groups}
+    assert {k: v for k, v in sums.items() if k in groups} == {
+        grp: sum(n for g_, n in table.values() if g_ == grp) for grp in groups}

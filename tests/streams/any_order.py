@@ -1,0 +1,20 @@
+"""Running the reference interpreter in any order its tasks could take."""
+from __future__ import annotations
+
+import random
+from collections import deque
+
+from streams.interpreter import Interpreter
+
+
+def run_in_any_order(interp: Interpreter, rnd: random.Random) -> None:
+    """Process the interpreter's pending records in a random order that keeps each partition's
+    own order: the orders Kafka's tasks, each on its own thread or machine (or a stateful query's
+    Spark tasks, running at once), may take."""
+    queues: dict[tuple, deque] = {}
+    while interp.pending or any(queues.values()):
+        while interp.pending:
+            topic, partition, offset = interp.pending.popleft()
+            queues.setdefault((topic, partition), deque()).append(offset)
+        topic, partition = rnd.choice(sorted(k for k, q in queues.items() if q))
+        interp.process(topic, partition, queues[(topic, partition)].popleft())
