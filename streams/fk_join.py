@@ -15,8 +15,8 @@ from each left row, through two internal topics, as Kafka Streams runs them.
   row gives a tombstone in an inner join).
 
 Instructions are Kafka's ``SubscriptionWrapper.Instruction``: the sender uses two, the receiver
-understands all four. The hash is a 128-bit BLAKE2 of the
-canonical encoding of the value (Kafka: Murmur3 of the serialized value): equal values, equal hash.
+understands all four. The hash is a 128-bit BLAKE2 of the canonical encoding of the value (Kafka:
+Murmur3 of the serialized value): equal values, equal hash.
 """
 from __future__ import annotations
 

@@ -120,6 +120,32 @@ def test_subscription_and_response_topics_are_copartitioned_with_their_tables():
     assert j.interp.partitions("fk-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000012-topic") == 2
 
 
+def put(table: dict, key, value) -> None:
+    """A table's row set, or deleted by a null value."""
+    (table.__setitem__(key, value) if value is not None else table.pop(key, None))
+
+
+class Tables:
+    """Random events turned into left and right rows, appended to a join and kept as the current
+    tables: the oracle is the join of what they hold at the end."""
+
+    def __init__(self, join: FkJoin):
+        self.j, self.left, self.right = join, {}, {}
+
+    def append(self, i: int, side: str, key: str, fk: str | None, payload: str) -> None:
+        if side == "L":
+            key, value = key.replace("k", "l"), None if fk is None and payload == "y" else f"{fk or ''}:{payload}"
+            put(self.left, key, value)
+        else:
+            key, value = fk or "A", None if payload == "y" and i % 2 else f"{(fk or 'A').lower()}{payload}"
+            put(self.right, key, value)
+        self.j.append(side, key, value, i)
+
+    def joined(self, kind: str) -> dict:
+        return {pk: show(lv, self.right.get(fk_of(lv))) for pk, lv in self.left.items()
+                if kind == "left" or fk_of(lv) in self.right}
+
+
 @settings(max_examples=60, deadline=None)
 @given(events=st.lists(st.tuples(st.sampled_from("LR"), st.sampled_from(["k1", "k2", "k3"]),
                                  st.one_of(st.none(), st.sampled_from(["A", "B", "C"])),
@@ -128,29 +154,17 @@ def test_subscription_and_response_topics_are_copartitioned_with_their_tables():
 def test_fk_join_result_converges_to_the_join_of_the_current_tables(events, kind, batch):
     """Appended ``batch`` at a time before processing, so answers race later updates."""
     j = FkJoin(kind, partitions={"left": 2, "right": 3})
-    left: dict = {}
-    right: dict = {}
-    result: dict = {}
-    for i, (side, key, fk, payload) in enumerate(events):
-        if side == "L":
-            value = None if fk is None and payload == "y" else f"{fk or ''}:{payload}"
-            key = key.replace("k", "l")
-            (left.__setitem__(key, value) if value is not None else left.pop(key, None))
-        else:
-            key = fk or "A"
-            value = None if payload == "y" and i % 2 else f"{key.lower()}{payload}"
-            (right.__setitem__(key, value) if value is not None else right.pop(key, None))
-        j.append(side, key, value, i)
+    tables, result = Tables(j), {}
+    for i, event in enumerate(events):
+        tables.append(i, *event)
         if i % batch == 0:
             j.interp.run()
             for k, v, _ in j.out():
-                (result.__setitem__(k, v) if v is not None else result.pop(k, None))
+                put(result, k, v)
     j.interp.run()
     for k, v, _ in j.out():
-        (result.__setitem__(k, v) if v is not None else result.pop(k, None))
-    want = {pk: show(lv, right.get(fk_of(lv))) for pk, lv in left.items()
-            if kind == "left" or fk_of(lv) in right}
-    assert result == want
+        put(result, k, v)
+    assert result == tables.joined(kind)
 
 
 @settings(max_examples=300, deadline=None)
@@ -164,19 +178,10 @@ def test_fk_join_result_converges_in_any_processing_order(events, kind, seed):
     key is the join of the current tables. A changed foreign key used to be answered by the old key
     too (with a null), which could arrive last."""
     j = FkJoin(kind, partitions={"left": 2, "right": 3})
-    left: dict = {}
-    right: dict = {}
-    for i, (side, key, fk, payload) in enumerate(events):
-        if side == "L":
-            key, value = key.replace("k", "l"), None if fk is None and payload == "y" else f"{fk or ''}:{payload}"
-            (left.__setitem__(key, value) if value is not None else left.pop(key, None))
-        else:
-            key, value = fk or "A", None if payload == "y" and i % 2 else f"{(fk or 'A').lower()}{payload}"
-            (right.__setitem__(key, value) if value is not None else right.pop(key, None))
-        j.append(side, key, value, i)
+    tables, result = Tables(j), {}
+    for i, event in enumerate(events):
+        tables.append(i, *event)
     run_in_any_order(j.interp, random.Random(seed))
-    result: dict = {}
     for k, v, _ in j.out():
-        (result.__setitem__(k, v) if v is not None else result.pop(k, None))
-    assert result == {pk: show(lv, right.get(fk_of(lv))) for pk, lv in left.items()
-                      if kind == "left" or fk_of(lv) in right}
+        put(result, k, v)
+    assert result == tables.joined(kind)

@@ -7,10 +7,13 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from streams import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder
 from streams.aggregate import KTableAggregate, KTableReduce, table_count
 from streams.errors import StreamsError
+from streams.interpreter import Interpreter
 from streams.record import Change, Record
 from streams.table import KTableRepartitionMap, KTableSource, KTableToStream
+from tests.streams.any_order import run_in_any_order
 from tests.streams.table_kit import Pipeline
 
 pytestmark = pytest.mark.unit
@@ -199,9 +202,6 @@ def test_grouped_table_sum_and_count_converge_in_any_processing_order(events, se
     """A row moving between groups is subtracted from the old group's task and added in the new
     one's, two tasks that run at once: in whatever order the partitions are processed, the last
     result per group is the sum and count of the current table's rows in it."""
-    from streams import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder
-    from streams.interpreter import Interpreter
-    from tests.streams.any_order import run_in_any_order
     S, L = Serdes.String(), Serdes.Long()
     b = StreamsBuilder()
     g = b.table("t", Consumed.with_(S, S)).groupBy(lambda k, v: (v.split(":")[0], int(v.split(":")[1])),
