@@ -11,9 +11,11 @@ spread (min–max) beside it. Prints one JSON line per figure:
    key).count()`` with a 0 s watermark in append mode to the exactly-once sink (emits each window
    once, when the watermark passes its end) and the same in update mode through ``foreachBatch``.
 2. ``ktable``: ``table() → groupBy(value) → count()`` vs a batch recompute (latest value per key
-   with ``max_by``, then ``groupBy(value).count()``) written exactly once.
+   with ``max_by``, then ``groupBy(value).count()``) written exactly once; the DSL with and
+   without its record cache.
 3. ``count``: a grouped count through ``transformWithState`` vs Spark's ``groupBy(key).count()``
-   in update mode, both on the RocksDB state store, both written exactly once; plus
+   in update mode, both on the RocksDB state store, both written exactly once; the DSL with its
+   default record cache (one output per key per batch, as update mode) and without it; plus
    ``transformWithState`` with a processor that only counts its rows (Spark's cost of handing
    rows to Python) and the task's Python alone (no Spark, CPU time, cProfile's top entries).
    ``breakdown``: one more DSL count whose processor times itself on the executor (its
@@ -55,6 +57,7 @@ from spark_source_bench import local_spark  # noqa: E402
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor  # noqa: E402
 
 BASE = 1_700_000_000_000  # event time of the first record (ms)
+EVERY_UPDATE = {"statestore.cache.max.bytes": 0}   # Kafka's record cache off: one output per input record
 PARTS = ("window", "ktable", "count", "breakdown", "restore", "latency", "mapvalues")
 
 
@@ -250,7 +253,8 @@ def part_ktable(ctx, n: int, rounds: int) -> None:
         wall = time.perf_counter() - start
         return {"wall": wall, "batches": wall, "out": topic_size(ctx.servers, run.out)}
 
-    runners = {"handwritten_batch": recompute, "dsl": lambda: run_dsl(ctx, "t-dsl", topology)}
+    runners = {"handwritten_batch": recompute, "dsl": lambda: run_dsl(ctx, "t-dsl", topology),
+               "dsl_every_update": lambda: run_dsl(ctx, "t-dsl0", topology, **EVERY_UPDATE)}
     compare(ctx, "ktable", n, runners, rounds, keys=keys, groups=100)
 
 
@@ -301,6 +305,7 @@ def part_count(ctx, n: int, rounds: int) -> None:
     runners = {
         "native_update": lambda: run_stream(ctx, "c-native", native, rocksdb=True),
         "dsl": lambda: run_dsl(ctx, "c-dsl", count_topology(topic)),
+        "dsl_every_update": lambda: run_dsl(ctx, "c-dsl0", count_topology(topic), **EVERY_UPDATE),
         "tws_count_rows_only": lambda: run_stream(ctx, "c-floor", floor, rocksdb=True),
     }
     compare(ctx, "count", n, runners, rounds, keys=keys)

@@ -34,8 +34,9 @@ EXACTLY_ONCE_V2, AT_LEAST_ONCE = "exactly_once_v2", "at_least_once"
 _KNOWN = {
     "application.id", "bootstrap.servers", "processing.guarantee", "state.dir", "commit.interval.ms",
     "default.key.serde", "default.value.serde", "auto.offset.reset", "replication.factor",
-    "maxOffsetsPerTrigger",
+    "maxOffsetsPerTrigger", "statestore.cache.max.bytes", "cache.max.bytes.buffering",
 }
+CACHE_MAX_BYTES_DEFAULT = 10 * 1024 * 1024
 
 
 def _config(config: dict) -> dict:
@@ -58,6 +59,16 @@ def _config(config: dict) -> dict:
     if reset not in ("earliest", "latest"):
         raise InvalidConfigError(f"auto.offset.reset {reset!r}: expected earliest or latest", config="auto.offset.reset")
     c["replication.factor"] = int(c.get("replication.factor", 1))
+    # Kafka reads the deprecated cache.max.bytes.buffering only when the new name is not set.
+    cache = c.get("statestore.cache.max.bytes", c.get("cache.max.bytes.buffering", CACHE_MAX_BYTES_DEFAULT))
+    try:
+        cache = int(cache)
+    except (TypeError, ValueError):
+        cache = -1
+    if cache < 0:
+        raise InvalidConfigError(f"statestore.cache.max.bytes {c.get('statestore.cache.max.bytes')!r}: expected a "
+                                 "number of bytes >= 0 (0: forward every update)", config="statestore.cache.max.bytes")
+    c["statestore.cache.max.bytes"] = cache
     return c
 
 
@@ -257,7 +268,8 @@ class StreamsApp:
             init = (restore.initial_state(self.spark, self.config["bootstrap.servers"], self.app, sub)
                     if fresh and restore.has_state(self.client, self.app, sub, self.partitions) else None)
             out = task_input(self._to_tasks(df, sub)).groupBy("partition").transformWithState(
-                TaskProcessor(self.topology, sub.id, self.app, self.defaults, p.entry), OUTPUT_DDL, "Append", "None",
+                TaskProcessor(self.topology, sub.id, self.app, self.defaults, p.entry,
+                              self.config["statestore.cache.max.bytes"]), OUTPUT_DDL, "Append", "None",
                 initialState=init)
         else:
             out = df.mapInArrow(stateless_batches(self.topology, sub.id, self.app, self.defaults, p.entry),

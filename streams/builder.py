@@ -51,7 +51,8 @@ class StreamsBuilder:
                                 f"tables and aggregations keep timestamped stores")
         name = m.store_name or self.next_name(prefix)
         return StoreSpec(name, kind, m.retention if m.retention is not None else retention,
-                         m.key_serde or key_serde, m.value_serde or value_serde, log_config=dict(m.log_config))
+                         m.key_serde or key_serde, m.value_serde or value_serde, log_config=dict(m.log_config),
+                         caching=m.caching)
 
     # ------------------------------------------------------------------ sources
     def stream(self, topics: str | list[str], consumed: Consumed | None = None):
@@ -83,7 +84,8 @@ class StreamsBuilder:
         materialized = materialized or Materialized()
         spec = StoreSpec(materialized.store_name or f"{topic}-STATE-STORE-{self._counter:010d}", "keyValue",
                          key_serde=materialized.key_serde or consumed.key_serde,
-                         value_serde=materialized.value_serde or consumed.value_serde)
+                         value_serde=materialized.value_serde or consumed.value_serde,
+                         log_config=dict(materialized.log_config), caching=materialized.caching)
         name = self.next_name("KTABLE-SOURCE-")
         opts: dict = {}
         make = lambda s=spec.name, o=opts: KTableSource(s, o.get("send_old_values", False))

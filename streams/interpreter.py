@@ -51,7 +51,12 @@ def murmur2_partition(key: bytes | None, partitions: int) -> int:
 
 
 class Interpreter:
-    def __init__(self, topology: Topology, config: dict, partitions: dict[str, int] | None = None):
+    """``cache_bytes``: tasks hold Kafka's record cache of that size and forward it only at
+    :meth:`commit` or eviction (the default 0 forwards every update, as the test driver, which
+    commits after every record)."""
+
+    def __init__(self, topology: Topology, config: dict, partitions: dict[str, int] | None = None,
+                 cache_bytes: int = 0):
         if "application.id" not in config:
             raise TopologyError("config 'application.id' is required")
         self.topology, self.config = topology, dict(config)
@@ -69,6 +74,7 @@ class Interpreter:
         self.tasks: dict[tuple[int, int], tuple[Task, dict]] = {}
         self.pending: deque[tuple[str, int, int]] = deque()
         self.changelogs: dict[str, list[tuple]] = {}
+        self.cache_bytes = cache_bytes
 
     # ------------------------------------------------------------------ topics
     def partitions(self, topic: str) -> int:
@@ -105,9 +111,19 @@ class Interpreter:
         key, value, ts, headers = self.topics[topic][partition][offset]
         task.source = (topic, partition, offset)
         sources[topic].process(Record(key, value, ts, headers))
+        self._publish(task)
+
+    def _publish(self, task: Task) -> None:
         outputs, task.outputs = task.outputs, []
         for (t, k, v, timestamp, hdrs, p) in outputs:
             self.append(t, k, v, timestamp, hdrs, p)
+
+    def commit(self) -> None:
+        """Every task commits: what its record cache holds is forwarded (and what that writes is
+        appended; :meth:`run` processes it)."""
+        for task, _ in list(self.tasks.values()):
+            task.commit()
+            self._publish(task)
 
     # ------------------------------------------------------------------ tasks
     def task(self, sub: SubTopology, partition: int) -> tuple[Task, dict]:
@@ -117,6 +133,7 @@ class Interpreter:
         if entry is None:
             entry = self.tasks[(sub.id, partition)] = build_task(self.topology, sub, self.app, partition,
                                                                  defaults=self.defaults)
+            entry[0].use_cache(self.cache_bytes)
             share_global_stores(self, entry[0])
         return entry
 

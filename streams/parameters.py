@@ -168,6 +168,7 @@ class Materialized:
     logging: bool = True
     log_config: tuple = ()
     history_retention: int | None = None    # a versioned table's history (KIP-914), else None
+    caching: bool = True
 
     @staticmethod
     def as_(store_name) -> "Materialized":
@@ -193,6 +194,13 @@ class Materialized:
     def withRetention(self, retention) -> "Materialized":
         from streams.windows import duration_ms
         return replace(self, retention=duration_ms(retention, "Materialized retention"))
+
+    def withCachingEnabled(self) -> "Materialized":
+        return replace(self, caching=True)
+
+    def withCachingDisabled(self) -> "Materialized":
+        """Forward every update of this store at once, as Kafka does without its record cache."""
+        return replace(self, caching=False)
 
     def withLoggingDisabled(self) -> "Materialized":
         raise TopologyError("withLoggingDisabled: Riverlog stores are always logged, because the changelog "

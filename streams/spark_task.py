@@ -88,11 +88,14 @@ def python_value(v):
 
 
 def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, defaults, backing=None,
-             entry: str | None = None):
+             entry: str | None = None, cache_bytes: int = 0):
     """Apply ``rows`` (source rows of one task) and return the task's output rows. With ``entry``,
-    Spark SQL already ran the steps before that node: the rows carry typed keys and values."""
+    Spark SQL already ran the steps before that node: the rows carry typed keys and values. The
+    batch is one commit: with ``cache_bytes`` (``statestore.cache.max.bytes``) a cached table
+    store forwards each key's latest change once, at the end or when its cache is full."""
     sub = with_global_stores(topology, topology.subtopologies[sub_id])
     task, sources = build_task(topology, sub, app, partition, backing=backing, defaults=defaults)
+    task.use_cache(cache_bytes)
     head = task.processors[entry] if entry is not None else None
     last_ts = None
     for r in ordered(rows, global_topics(topology, sub)):
@@ -103,6 +106,7 @@ def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, de
         else:
             head.process(Record(python_value(r["key"]), python_value(r["value"]), to_ms(r["timestamp"]), headers))
         last_ts = r["timestamp"]
+    task.commit()
     if isinstance(last_ts, int):
         last_ts = datetime.fromtimestamp(last_ts / 1000, tz=timezone.utc)
     out = []
@@ -121,9 +125,10 @@ except ImportError:  # pragma: no cover - pyspark is a dependency
 class TaskProcessor(StatefulProcessor):
     """One sub-topology's tasks; Spark groups the input by partition, so each call is one task."""
 
-    def __init__(self, topology: Topology, sub_id: int, app: str, defaults: tuple, entry: str | None = None):
+    def __init__(self, topology: Topology, sub_id: int, app: str, defaults: tuple, entry: str | None = None,
+                 cache_bytes: int = 0):
         self.topology, self.sub_id, self.app, self.defaults = topology, sub_id, app, defaults
-        self.entry = entry
+        self.entry, self.cache_bytes = entry, cache_bytes
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -147,7 +152,8 @@ class TaskProcessor(StatefulProcessor):
             for r in rows:
                 r["partition"] = r.pop("source_partition")
         task, out, last_ts = run_rows(self.topology, self.sub_id, self.app, partition, rows, self.defaults,
-                                      backing=lambda name: backings[name], entry=self.entry)
+                                      backing=lambda name: backings[name], entry=self.entry,
+                                      cache_bytes=self.cache_bytes)
         for t, p, k, v, ts, h in out:
             yield Row(topic=t, partition=p, key=k, value=v, timestamp=ts, headers=h)
         for name in sorted(backings):

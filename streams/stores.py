@@ -285,16 +285,18 @@ class StoreSpec:
     """What a stateful operation needs: a named store of one kind. ``retention`` (ms) applies to
     window and session stores, ``window_size`` (ms) to window stores; the serdes encode the changelog
     (None: Riverlog's state codec)."""
-    __slots__ = ("name", "kind", "retention", "key_serde", "value_serde", "logging", "window_size", "log_config")
+    __slots__ = ("name", "kind", "retention", "key_serde", "value_serde", "logging", "window_size", "log_config",
+                 "caching")
 
     def __init__(self, name: str, kind: str, retention: int | None = None, key_serde=None, value_serde=None,
-                 logging: bool = True, window_size: int = 0, log_config: dict | None = None):
+                 logging: bool = True, window_size: int = 0, log_config: dict | None = None, caching: bool = True):
         if kind not in ("keyValue", "window", "session"):
             raise ValueError(f"store kind {kind!r}")
         self.name, self.kind, self.retention = name, kind, retention
         self.key_serde, self.value_serde, self.logging = key_serde, value_serde, logging
         self.window_size = window_size
         self.log_config = dict(log_config or {})
+        self.caching = caching    # Materialized.withCachingEnabled/Disabled: a table store's changes go through the record cache
 
     def changelog_config(self) -> dict[str, str]:
         """The changelog topic's configs: compacted (expired windows leave as tombstones), then the

@@ -7,10 +7,12 @@ forwards through :func:`put_and_forward`, so they agree on one rule:
 
 - ``send_old_values`` off: the forwarded change carries no old value (Kafka's
   ``TimestampedTupleForwarder.maybeForward``), even though the processor knew it.
-- ``caching`` on (Kafka's default, ``Materialized.withCachingEnabled``): the cache is flushed
-  after every record, and ``CachingKeyValueStore.putAndMaybeForward`` neither writes nor forwards a
-  delete of a key the store does not hold; a delete is forwarded at the record's timestamp
-  (``TimestampedCacheFlushListener``: ``ValueAndTimestamp.make(null, ts)`` is null).
+- ``caching`` on (Kafka's default, ``Materialized.withCachingEnabled``): with a task record cache
+  (:mod:`streams.record_cache`, on Spark) the change waits there and only a key's latest one is
+  forwarded at commit; without one (the test driver, ``statestore.cache.max.bytes=0``) it is
+  flushed after every record. Either way ``CachingKeyValueStore.putAndMaybeForward`` neither writes
+  nor forwards a delete of a key the store does not hold; a delete is forwarded at the record's
+  timestamp (``TimestampedCacheFlushListener``: ``ValueAndTimestamp.make(null, ts)`` is null).
 - ``caching`` off (``statestore.cache.max.bytes=0`` or ``withCachingDisabled``): every put is
   forwarded, deletes of absent keys included, at the timestamp the processor chose.
 
@@ -65,7 +67,11 @@ def put_and_forward(processor, store: TimestampedKeyValueStore, record: Record, 
     """Write ``new`` under the record's key at ``timestamp`` and forward ``Change(new, old)`` by
     the module's rule; ``old`` is what the processor computed (sent only with ``send_old_values``)."""
     key = record.key
-    if caching:
+    if caching and processor.context.caching(store.name):
+        cache = processor.context.record_cache(store.name)
+        if cache is not None:
+            _put_cached(cache, processor, store, record, new, timestamp, send_old_values)
+            return
         stored = store.get(key)
         if new is None and stored is None:
             return
@@ -75,3 +81,21 @@ def put_and_forward(processor, store: TimestampedKeyValueStore, record: Record, 
         return
     store.put(key, new, timestamp)
     processor.forward(record.with_(value=Change(new, old if send_old_values else None), timestamp=timestamp))
+
+
+def _put_cached(cache, processor, store: TimestampedKeyValueStore, record: Record, new, timestamp: int,
+                send_old_values: bool) -> None:
+    """The store is written now (reads see it); the change waits in the task's record cache and is
+    forwarded at commit or eviction as ``Change(latest, value at the last flush)``."""
+    key = record.key
+    entry = cache.dirty(store.name, key)
+    old = None if entry is not None else value_or_none(store.get(key))   # a dirty key keeps its first old
+
+    def forward(e, processor=processor, send_old=send_old_values):
+        if e.new is None and e.old is None:
+            return
+        processor.forward(e.record.with_(value=Change(e.new, e.old if send_old else None),
+                                         timestamp=e.timestamp if e.new is not None else e.record.timestamp))
+
+    cache.put(store.name, key, new, old, timestamp, record, processor.context.source(), forward)
+    store.put(key, new, timestamp)

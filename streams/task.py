@@ -26,6 +26,20 @@ class Task:
         self.source: tuple[str | None, int | None, int | None] = (None, task, None)
         # (topic, key bytes, value bytes, timestamp ms, headers, partition or None) per record written
         self.outputs: list[tuple] = []
+        self.cache = None   # a RecordCache when changes wait for the commit; None: forwarded per record
+
+    def use_cache(self, max_bytes: int) -> None:
+        """Give the task Kafka's record cache of ``max_bytes`` (0: none), flushed by :meth:`commit`."""
+        from streams.record_cache import RecordCache
+        self.cache = RecordCache(max_bytes, self._restore_source) if max_bytes > 0 else None
+
+    def _restore_source(self, source) -> None:
+        self.source = source
+
+    def commit(self) -> None:
+        """Forward what the record cache holds, as Kafka's commit flushes it."""
+        if self.cache is not None:
+            self.cache.flush()
 
     def store(self, name: str):
         st = self.stores.get(name)
@@ -55,6 +69,14 @@ class NodeContext:
 
     def store(self, name: str):
         return self._task.store(name)
+
+    def caching(self, store: str) -> bool:
+        """Whether ``store`` forwards through Kafka's caching rules (``Materialized.withCachingDisabled``: not)."""
+        return self._task.specs[store].caching
+
+    def record_cache(self, store: str):
+        """The task's record cache for a cached ``store``; None when changes are forwarded per record."""
+        return self._task.cache
 
     def meta(self, name: str):
         return self._task.meta(f"{self.name}.{name}")

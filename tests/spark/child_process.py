@@ -16,6 +16,9 @@ from spark_sink.crash_points import ENV as CRASH_ENV
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIFE_TIMEOUT_S = 420  # a life is a JVM, a SparkSession and its queries: minutes on a loaded 2-core machine
+# Kafka's record cache off, for streams tests that compare every update with the test driver
+# (which commits per record); tests/spark/test_streams_oracle.py checks the cache against it.
+EVERY_UPDATE = {"statestore.cache.max.bytes": 0}
 
 
 def child_spark(app_name: str, shuffle_partitions: int = 2, warehouse: str | None = None):

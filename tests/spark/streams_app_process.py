@@ -38,8 +38,9 @@ def topology(source: str, out: str, windowed_out: str):
 
 
 def config(bootstrap: str, state_dir: str) -> dict:
+    from tests.spark.child_process import EVERY_UPDATE
     return {"application.id": APP, "bootstrap.servers": bootstrap, "state.dir": state_dir,
-            "maxOffsetsPerTrigger": MAX_OFFSETS_PER_TRIGGER}
+            "maxOffsetsPerTrigger": MAX_OFFSETS_PER_TRIGGER, **EVERY_UPDATE}
 
 
 def main(bootstrap: str, state_dir: str, source: str, out: str, windowed_out: str) -> None:

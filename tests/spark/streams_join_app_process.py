@@ -42,7 +42,8 @@ def topology(suffix: str):
 
 
 def config(bootstrap: str, state_dir: str, suffix: str) -> dict:
-    return {"application.id": app_id(suffix), "bootstrap.servers": bootstrap, "state.dir": state_dir}
+    from tests.spark.child_process import EVERY_UPDATE
+    return {"application.id": app_id(suffix), "bootstrap.servers": bootstrap, "state.dir": state_dir, **EVERY_UPDATE}
 
 
 def main(bootstrap: str, state_dir: str, suffix: str) -> None:

@@ -14,6 +14,7 @@ from streams.serdes import Serdes
 from streams.task_placement import state_partitions
 from streams.testing import TopologyTestDriver
 from streams.windows import TimeWindows
+from tests.spark.child_process import EVERY_UPDATE
 from tests.spark.test_sink import make_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -110,7 +111,7 @@ def test_application_output_equals_the_interpreter_and_survives_a_lost_checkpoin
     records = history(40)
     produce(servers, source, records[:25])
     config = {"application.id": "orders-app", "bootstrap.servers": servers, "state.dir": str(tmp_path / "state"),
-              "maxOffsetsPerTrigger": 7}
+              "maxOffsetsPerTrigger": 7, **EVERY_UPDATE}
     app = StreamsBuilder  # noqa: F841 - the builder's build() gives the app
     app = tp_app = None
     from streams.app import StreamsApp
@@ -175,7 +176,7 @@ def test_sql_steps_run_in_spark_and_agree_with_the_interpreter(spark, spark_brok
     produce(servers, b_in, records, trace)
     from streams.app import StreamsApp
     app = StreamsApp(tp, spark, {"application.id": "sql-app", "bootstrap.servers": servers,
-                                 "state.dir": str(tmp_path / "state")}).start()
+                                 "state.dir": str(tmp_path / "state"), **EVERY_UPDATE}).start()
     try:
         app.processAllAvailable()
     finally:
@@ -213,7 +214,8 @@ def test_at_least_once_delivers_everything_and_commits_the_group(spark, spark_br
     produce(servers, b_in, records)
     from streams.app import StreamsApp
     app = StreamsApp(tp, spark, {"application.id": "alo-app", "bootstrap.servers": servers,
-                                 "processing.guarantee": "at_least_once", "state.dir": str(tmp_path / "state")})
+                                 "processing.guarantee": "at_least_once", "state.dir": str(tmp_path / "state"),
+                                 **EVERY_UPDATE})
     app.start()
     try:
         app.processAllAvailable()

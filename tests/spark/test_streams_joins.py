@@ -19,6 +19,7 @@ from streams.parameters import Consumed, Materialized, Produced
 from streams.serdes import Serdes
 from streams.testing import TopologyTestDriver
 from streams.windows import JoinWindows
+from tests.spark.child_process import EVERY_UPDATE
 from tests.spark.test_sink import make_topic
 from tests.spark.test_streams_app import read_committed
 
@@ -114,7 +115,8 @@ def test_every_join_kind_on_spark_equals_the_interpreter_across_a_restart_from_t
     outs = {name: make_topic(spark_broker, t, 1) for name, t in outputs(suffix).items()}
     tp = joins(topics, outs)
     records = history(16, 40)
-    config = {"application.id": f"joins-{suffix}", "bootstrap.servers": servers, "state.dir": str(tmp_path / "state")}
+    config = {"application.id": f"joins-{suffix}", "bootstrap.servers": servers, "state.dir": str(tmp_path / "state"),
+              **EVERY_UPDATE}
     half = len(records) // 2
     for part in (records[:half], records[half:]):
         produce(servers, topics, part)

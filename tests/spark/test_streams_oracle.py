@@ -2,7 +2,8 @@
 JSON values, timestamps out of order by up to a few seconds) go through ``TopologyTestDriver`` and
 through the application on Spark, batched one record at a time, seven at a time and all at once;
 every output topic, read with read_committed, must hold the same records per key, in the same
-order, with the same values and timestamps.
+order, with the same values and timestamps — except where Kafka's record cache keeps only each
+key's latest update of a commit: there, a subsequence of the driver's ending on the same update.
 
 Each case's history comes from ``random.Random(seed)``; the seed is in the test id, so a failure
 is replayed with ``pytest 'tests/spark/test_streams_oracle.py::test_...[<id>]'``.
@@ -132,4 +133,19 @@ def test_application_output_equals_the_interpreter(spark, spark_broker, tmp_path
     got = on_spark(spark, spark_broker, tp, records, list(outs.values()), source, split, tmp_path / "state")
     assert any(expected.values()), "the history produced no output: the case checks nothing"
     for o, topic in outs.items():
-        assert got[topic] == expected[topic], f"{o} (seed {seed}, maxOffsetsPerTrigger {split})"
+        where = f"{o} (seed {seed}, maxOffsetsPerTrigger {split})"
+        if name == "aggregations" and split != 1:
+            # Kafka's record cache: per key, the latest update of each commit (a batch), so a
+            # subsequence of the driver's updates (it commits per record) ending on the same one.
+            assert got[topic].keys() == expected[topic].keys(), where
+            for key, updates in expected[topic].items():
+                assert is_subsequence(got[topic][key], updates) and got[topic][key][-1] == updates[-1], (where, key)
+            if split is None:   # one transaction in, one batch out: one update per key
+                assert all(len(v) == 1 for v in got[topic].values()), where
+        else:
+            assert got[topic] == expected[topic], where
+
+
+def is_subsequence(part: list, whole: list) -> bool:
+    rest = iter(whole)
+    return all(any(x == y for y in rest) for x in part)
