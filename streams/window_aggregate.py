@@ -1,10 +1,12 @@
 """Windowed aggregations: Kafka's ``KStreamWindowAggregate``, ``KStreamSlidingWindowAggregate`` and
 ``KStreamSessionWindowAggregate`` as push processors over the task's stores.
 
-Each forwards ``Record(Windowed(key, start, end), Change(new, old), ts)`` as Kafka does with caching
-off and old values on: ``old`` is the aggregate the update started from (the initializer's value
-for a new time or sliding window, ``None`` for a new session). A result's timestamp is the largest
-record timestamp in the window (time, sliding) or the session's end.
+Each forwards ``Record(Windowed(key, start, end), Change(new, old), ts)`` as Kafka does with old
+values on: ``old`` is the aggregate the update started from (the initializer's value for a new time
+or sliding window, ``None`` for a new session). A result's timestamp is the largest record
+timestamp in the window (time, sliding) or the session's end. With the task's record cache, a
+window's updates wait there and its latest is forwarded at commit, ``old`` being what the store
+held for it at the last commit (None for a new window, as Kafka's caching stores forward).
 
 Rules mirrored from Kafka (``close`` = stream time − grace; stream time = largest timestamp seen):
 
@@ -95,6 +97,9 @@ def aggregate_functions(initializer, aggregator, merger=None) -> Aggregation:
     return Aggregation(initializer, aggregator, merger)
 
 
+_SAME = object()
+
+
 def _vt(agg, ts):
     """Kafka's ``ValueAndTimestamp.make``: no aggregate, no entry."""
     return None if agg is None else (agg, ts)
@@ -139,9 +144,24 @@ class _WindowedAggregate(Processor):
             self.context.set_meta("storeTime", t)
             self.store.expire_all(t - self.retention + (0 if self.emit == ON_WINDOW_CLOSE else 1))
 
-    def _forward_update(self, window: Windowed, old, new, ts: int, headers=()) -> None:
-        if self.emit == ON_WINDOW_UPDATE:
-            self.forward(Record(window, Change(new, old), ts, headers))
+    def _forward_update(self, window: Windowed, old, new, ts: int, headers=(), before=_SAME) -> None:
+        """Forward an update at once, or through the task's record cache (Kafka's caching window
+        and session stores): the window's latest update at commit. ``before`` is what the store
+        held for the window (if not ``old``): the cached change's old value, as Kafka's flush
+        reads it from the store, so a window nothing downstream saw is never retracted."""
+        if self.emit != ON_WINDOW_UPDATE:
+            return
+        record = Record(window, Change(new, old), ts, headers)
+        cache = self.context.record_cache(self.store_name) if self.context.caching(self.store_name) else None
+        if cache is None:
+            self.forward(record)
+        else:
+            cache.put(self.store_name, window, new, old if before is _SAME else before, ts, record,
+                      self.context.source(), self._flush)
+
+    def _flush(self, entry) -> None:
+        if entry.new is not None or entry.old is not None:   # a session created and merged away unseen: nothing
+            self.forward(entry.record.with_(value=Change(entry.new, entry.old)))
 
     def _should_emit_final(self, close: int) -> bool:
         last = self.context.meta("lastEmitCloseTime")
@@ -172,7 +192,8 @@ class TimeWindowAggregate(_WindowedAggregate):
                 new = self.aggregator(key, record.value, old)
                 self.store.put(key, _vt(new, new_ts), start)
                 self._observe_store_time(start)
-                self._forward_update(Windowed(key, start, end), old, new, new_ts, record.headers)
+                self._forward_update(Windowed(key, start, end), old, new, new_ts, record.headers,
+                                     before=None if stored is None else old)
             else:
                 self._drop()
         self._maybe_emit_final(record, close)
@@ -361,7 +382,8 @@ class SessionWindowAggregate(_WindowedAggregate):
             session = Windowed(key, start, end)
             self.store.put(session, agg)
             self._observe_store_time(end)
-            self._forward_update(session, None, agg, end, record.headers)
+            same = next((value for window, value in merged if window == session), None)
+            self._forward_update(session, None, agg, end, record.headers, before=same)
         self._maybe_emit_final(record, close)
 
     def _observe_store_time(self, t: int) -> None:

@@ -689,7 +689,11 @@ def test_window_store_all_reports_each_window_with_its_end():
 def test_with_logging_enabled_config_reaches_the_changelog_spec_and_refuses_delete_only():
     b = StreamsBuilder()
     stream(b).groupByKey().count(materialized=Materialized.as_("c").withLoggingEnabled({"segment.ms": 60000}))
-    (spec,) = [s for n in b.build().nodes for s in n.stores if s.name == "c"]
-    assert spec.changelog_config() == {"cleanup.policy": "compact", "segment.ms": "60000"}
+    b.table("prices", Consumed.with_(S, S), Materialized.as_("p").withLoggingEnabled({"segment.ms": 1000})
+            .withCachingDisabled())
+    stores = {s.name: s for n in b.build().nodes for s in n.stores}
+    assert stores["c"].changelog_config() == {"cleanup.policy": "compact", "segment.ms": "60000"}
+    assert stores["p"].changelog_config() == {"cleanup.policy": "compact", "segment.ms": "1000"}   # a source table's too
+    assert (stores["c"].caching, stores["p"].caching) == (True, False)
     with pytest.raises(TopologyError, match="cleanup.policy"):
         Materialized.as_("d").withLoggingEnabled({"cleanup.policy": "delete"})
