@@ -1,9 +1,10 @@
 """Kafka Streams' record cache (``statestore.cache.max.bytes``) for one task: the latest update
-per key of each cached table store, forwarded when the task commits or when the cache is full.
+per key of each cached store, forwarded when the task commits or when the cache is full.
 
-Kafka puts a caching layer in front of every materialized table and aggregation store so that
-downstream (and the output topics) see one update per key per commit instead of one per record.
-The rules kept here are ``CachingKeyValueStore``'s and ``TimestampedCacheFlushListener``'s:
+Kafka puts a caching layer in front of every materialized table and aggregation store (windowed
+and session ones too) so that downstream (and the output topics) see one update per key per commit
+instead of one per record. The rules kept here are those of Kafka's caching stores and
+``TimestampedCacheFlushListener``:
 
 - a key's entry holds its latest value, timestamp and record context (the record that wrote it,
   and the input position it came from), and the value the store held when the key became dirty

@@ -296,7 +296,7 @@ class StoreSpec:
         self.key_serde, self.value_serde, self.logging = key_serde, value_serde, logging
         self.window_size = window_size
         self.log_config = dict(log_config or {})
-        self.caching = caching    # Materialized.withCachingEnabled/Disabled: a table store's changes go through the record cache
+        self.caching = caching    # Materialized.withCachingEnabled/Disabled: whether its changes go through the record cache
 
     def changelog_config(self) -> dict[str, str]:
         """The changelog topic's configs: compacted (expired windows leave as tombstones), then the

@@ -97,5 +97,5 @@ def _put_cached(cache, processor, store: TimestampedKeyValueStore, record: Recor
         processor.forward(e.record.with_(value=Change(e.new, e.old if send_old else None),
                                          timestamp=e.timestamp if e.new is not None else e.record.timestamp))
 
+    store.put(key, new, timestamp)   # first: an entry evicted at once is forwarded over the store's new state
     cache.put(store.name, key, new, old, timestamp, record, processor.context.source(), forward)
-    store.put(key, new, timestamp)
