@@ -203,3 +203,36 @@ def test_windowed_and_session_counts_through_the_cache_keep_the_same_windows_at_
                 assert all(is_subsequence(got[k], want.get(k, [])) for k in got), topic
                 latest = lambda u: {k: v[-1][0] for k, v in u.items() if v[-1][0] is not None}  # noqa: E731
                 assert latest(got) == latest(want), topic
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from("ab"), st.integers(0, 60), st.booleans()), max_size=40),
+       max_bytes=st.sampled_from([300, BIG]))
+def test_final_window_results_through_suppress_are_the_same_with_the_cache(rows, max_bytes):
+    """``suppress(untilWindowCloses)`` after a cached windowed count emits each window once, with
+    the value it emits without a cache: the cache only thins the updates it buffers."""
+    from streams import Consumed, Produced, Serdes, StreamsBuilder
+    from streams.interpreter import Interpreter
+    from streams.suppress import BufferConfig, Suppressed
+    from streams.windows import TimeWindows
+    S, L = Serdes.String(), Serdes.Long()
+
+    def topology():
+        b = StreamsBuilder()
+        (b.stream("in", Consumed.with_(S, S)).groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10, 5)).count()
+         .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded())).toStream()
+         .map(lambda w, n: (f"{w.key}@{w.start}", n)).to("final", Produced.with_(S, L)))
+        return b.build()
+
+    plain = Interpreter(topology(), {"application.id": "s"})
+    with_cache = Interpreter(topology(), {"application.id": "s"}, cache_bytes=max_bytes)
+    for key, ts, commits in rows + [("a", 0, True)]:
+        for interp in (plain, with_cache):
+            interp.pipe("in", S.serialize(key), S.serialize("x"), ts)
+        if commits:
+            while True:
+                with_cache.commit()
+                if not with_cache.pending:
+                    break
+                with_cache.run()
+    assert updates(with_cache, "final") == updates(plain, "final")
