@@ -24,7 +24,7 @@ from tests.integration.test_retention_compaction import active_base, cleaned_up_
 from tests.spark import streams_app_process as app_process
 from tests.spark.child_process import run_life
 from tests.spark.streams_app_process import APP, ORDER, topology
-from tests.spark.test_streams_oracle import is_subsequence
+from tests.streams.test_record_cache import is_subsequence
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
 

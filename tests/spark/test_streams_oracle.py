@@ -25,6 +25,7 @@ from streams.testing import TopologyTestDriver
 from streams.windows import SessionWindows, TimeWindows
 from tests.spark.test_sink import make_topic
 from tests.spark.test_streams_app import read_committed
+from tests.streams.test_record_cache import is_subsequence
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -146,11 +147,6 @@ def test_application_output_equals_the_interpreter(spark, spark_broker, tmp_path
         assert latest(got[topic]) == latest(expected[topic]), where
         if split is None and name == "aggregations":   # one transaction in, one batch out
             assert all(len(v) == 1 for v in got[topic].values()), where
-
-
-def is_subsequence(part: list, whole: list) -> bool:
-    rest = iter(whole)
-    return all(any(x == y for y in rest) for x in part)
 
 
 def latest(updates: dict) -> dict:

@@ -5,21 +5,26 @@ at every commit."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
+from streams import Consumed, Produced, Serdes, StreamsBuilder
 from streams.aggregate import stream_count
 from streams.app import _config
 from streams.errors import InvalidConfigError
+from streams.interpreter import Interpreter
 from streams.parameters import Materialized
 from streams.record import Change, Record
 from streams.stores import StoreSpec
+from streams.suppress import BufferConfig, Suppressed
 from streams.table import KTableFilter, KTableSource
 from streams.task import Collect, Task, chain
+from streams.windows import SessionWindows, SlidingWindows, TimeWindows
 from tests.streams.table_kit import Pipeline
 
 pytestmark = pytest.mark.unit
 
 BIG = 10 * 1024 * 1024
+S, L = Serdes.String(), Serdes.Long()
 
 
 def cached(stores, *processors, max_bytes=BIG) -> Pipeline:
@@ -151,9 +156,6 @@ def test_at_every_commit_the_downstream_table_is_the_one_without_a_cache(rows, m
 
 def windowed_topology():
     """A tumbling, a sliding and a session count of one stream, each written with its window in the key."""
-    from streams import Consumed, Produced, Serdes, StreamsBuilder
-    from streams.windows import SessionWindows, SlidingWindows, TimeWindows
-    S, L = Serdes.String(), Serdes.Long()
     b = StreamsBuilder()
     s = b.stream("in", Consumed.with_(S, S)).groupByKey()
     for topic, windows in (("tumbling", TimeWindows.ofSizeAndGrace(10, 5)),
@@ -165,12 +167,35 @@ def windowed_topology():
 
 
 def updates(interp, topic: str) -> dict:
-    from streams import Serdes
     out: dict = {}
     for part in interp.topics.get(topic, []):
         for k, v, ts, _ in part:
-            out.setdefault(Serdes.String().deserialize(k), []).append((Serdes.Long().deserialize(v), ts))
+            out.setdefault(S.deserialize(k), []).append((L.deserialize(v), ts))
     return out
+
+
+def commit_all(interp) -> None:
+    """Commit every task until what the commits forwarded has been processed and committed too."""
+    while True:
+        interp.commit()
+        if not interp.pending:
+            return
+        interp.run()
+
+
+def run_both(topology, rows, max_bytes: int, at_commit=lambda plain, with_cache: None):
+    """``rows`` (key, timestamp, commit after it) into "in" of the topology without a cache and
+    with one of ``max_bytes`` (committed where a row says so, and at the end); ``at_commit`` checks
+    the two after each commit. Returns both interpreters."""
+    plain = Interpreter(topology(), {"application.id": "w"})
+    with_cache = Interpreter(topology(), {"application.id": "w"}, cache_bytes=max_bytes)
+    for key, ts, commits in rows + [("a", 0, True)]:
+        for interp in (plain, with_cache):
+            interp.pipe("in", S.serialize(key), S.serialize("x"), ts)
+        if commits:
+            commit_all(with_cache)
+            at_commit(plain, with_cache)
+    return plain, with_cache
 
 
 def is_subsequence(part: list, whole: list) -> bool:
@@ -181,28 +206,18 @@ def is_subsequence(part: list, whole: list) -> bool:
 @settings(max_examples=100, deadline=None)
 @given(rows=st.lists(st.tuples(st.sampled_from("ab"), st.integers(0, 40), st.booleans()), max_size=40),
        max_bytes=st.sampled_from([300, BIG]))
+@example(rows=[("b", 1, True), ("b", 1, False), ("b", 0, False)], max_bytes=BIG)   # a flushed session grown, then merged
 def test_windowed_and_session_counts_through_the_cache_keep_the_same_windows_at_every_commit(rows, max_bytes):
     """Per window, the cached run forwards a subsequence of the uncached run's updates, and at every
     commit the windows downstream (a merged-away session deleted) are the same."""
-    from streams import Serdes
-    from streams.interpreter import Interpreter
-    plain = Interpreter(windowed_topology(), {"application.id": "w"})
-    with_cache = Interpreter(windowed_topology(), {"application.id": "w"}, cache_bytes=max_bytes)
-    S = Serdes.String()
-    for key, ts, commits in rows + [("a", 0, True)]:
-        for interp in (plain, with_cache):
-            interp.pipe("in", S.serialize(key), S.serialize("x"), ts)
-        if commits:
-            while True:
-                with_cache.commit()
-                if not with_cache.pending:
-                    break
-                with_cache.run()
-            for topic in ("tumbling", "sliding", "session"):
-                want, got = updates(plain, topic), updates(with_cache, topic)
-                assert all(is_subsequence(got[k], want.get(k, [])) for k in got), topic
-                latest = lambda u: {k: v[-1][0] for k, v in u.items() if v[-1][0] is not None}  # noqa: E731
-                assert latest(got) == latest(want), topic
+    def same_windows(plain, with_cache):
+        for topic in ("tumbling", "sliding", "session"):
+            want, got = updates(plain, topic), updates(with_cache, topic)
+            assert all(is_subsequence(got[k], want.get(k, [])) for k in got), topic
+            latest = lambda u: {k: v[-1][0] for k, v in u.items() if v[-1][0] is not None}  # noqa: E731
+            assert latest(got) == latest(want), topic
+
+    run_both(windowed_topology, rows, max_bytes, same_windows)
 
 
 @settings(max_examples=100, deadline=None)
@@ -211,12 +226,6 @@ def test_windowed_and_session_counts_through_the_cache_keep_the_same_windows_at_
 def test_final_window_results_through_suppress_are_the_same_with_the_cache(rows, max_bytes):
     """``suppress(untilWindowCloses)`` after a cached windowed count emits each window once, with
     the value it emits without a cache: the cache only thins the updates it buffers."""
-    from streams import Consumed, Produced, Serdes, StreamsBuilder
-    from streams.interpreter import Interpreter
-    from streams.suppress import BufferConfig, Suppressed
-    from streams.windows import TimeWindows
-    S, L = Serdes.String(), Serdes.Long()
-
     def topology():
         b = StreamsBuilder()
         (b.stream("in", Consumed.with_(S, S)).groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10, 5)).count()
@@ -224,15 +233,5 @@ def test_final_window_results_through_suppress_are_the_same_with_the_cache(rows,
          .map(lambda w, n: (f"{w.key}@{w.start}", n)).to("final", Produced.with_(S, L)))
         return b.build()
 
-    plain = Interpreter(topology(), {"application.id": "s"})
-    with_cache = Interpreter(topology(), {"application.id": "s"}, cache_bytes=max_bytes)
-    for key, ts, commits in rows + [("a", 0, True)]:
-        for interp in (plain, with_cache):
-            interp.pipe("in", S.serialize(key), S.serialize("x"), ts)
-        if commits:
-            while True:
-                with_cache.commit()
-                if not with_cache.pending:
-                    break
-                with_cache.run()
+    plain, with_cache = run_both(topology, rows, max_bytes)
     assert updates(with_cache, "final") == updates(plain, "final")
