@@ -262,7 +262,7 @@ class JsonConverter(Converter):
         msg_json = F.lit("Converting byte[] to Kafka Connect data failed due to serialization error")
         if not self.schemas_enable and self.data_type is None:
             return Converted(F.when(~bad_json, v), bad_json, msg_json)
-        misfit = None
+        misfit = seen = None
         if self.schemas_enable:
             if self.data_type is None:
                 # Unbound: the batch held no envelope with a schema (null keys, say). Null bytes are
@@ -287,13 +287,19 @@ class JsonConverter(Converter):
             bad_env = bad_schema = F.lit(False)
             schema_json = F.lit(None).cast("string")
             payload = v
-            if self.carried_over and self._shapes is not None:
-                misfit = present & ~bad_json & ~F.coalesce(_shape(v).isin(*sorted(self._shapes)), F.lit(True))
+            if self._shapes is not None:
+                # The type was merged from these shapes, so a value of one of them fits it: only the
+                # rest need the field-by-field check (CASE evaluates it for those rows alone).
+                seen = F.coalesce(_shape(v).isin(*sorted(self._shapes)), F.lit(True))
+                if self.carried_over:
+                    misfit = present & ~bad_json & ~seen
         wire_t = wire_type(self.data_type, self.numeric)
         wire = F.try_variant_get(payload, "$", wire_t.simpleString())
         typed = from_wire(wire, self.data_type, self.numeric)
-        bad_payload = present & ~bad_json & ~bad_env & ~bad_schema & (
-            _mismatch(payload, wire, wire_t) | (wire.isNotNull() & _mismatch(payload, typed, self.data_type)))
+        mismatch = _mismatch(payload, wire, wire_t) | (wire.isNotNull() & _mismatch(payload, typed, self.data_type))
+        if seen is not None:
+            mismatch = F.when(seen, F.lit(False)).otherwise(mismatch)
+        bad_payload = present & ~bad_json & ~bad_env & ~bad_schema & mismatch
         failed = bad_json | bad_env | bad_schema | bad_payload
         message = (F.when(bad_json, msg_json)
                    .when(bad_env, F.lit('JsonConverter with schemas.enable requires "schema" and "payload" fields '

@@ -60,14 +60,16 @@ def _config(config: dict) -> dict:
         raise InvalidConfigError(f"auto.offset.reset {reset!r}: expected earliest or latest", config="auto.offset.reset")
     c["replication.factor"] = int(c.get("replication.factor", 1))
     # Kafka reads the deprecated cache.max.bytes.buffering only when the new name is not set.
-    cache = c.get("statestore.cache.max.bytes", c.get("cache.max.bytes.buffering", CACHE_MAX_BYTES_DEFAULT))
+    name = "statestore.cache.max.bytes" if "statestore.cache.max.bytes" in c or \
+        "cache.max.bytes.buffering" not in c else "cache.max.bytes.buffering"
+    given = c.get(name, CACHE_MAX_BYTES_DEFAULT)
     try:
-        cache = int(cache)
+        cache = int(given)
     except (TypeError, ValueError):
         cache = -1
     if cache < 0:
-        raise InvalidConfigError(f"statestore.cache.max.bytes {c.get('statestore.cache.max.bytes')!r}: expected a "
-                                 "number of bytes >= 0 (0: forward every update)", config="statestore.cache.max.bytes")
+        raise InvalidConfigError(f"{name} {given!r}: expected a number of bytes >= 0 (0: forward every update)",
+                                 config=name)
     c["statestore.cache.max.bytes"] = cache
     return c
 

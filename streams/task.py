@@ -75,8 +75,8 @@ class NodeContext:
         return self._task.specs[store].caching
 
     def record_cache(self, store: str):
-        """The task's record cache for a cached ``store``; None when changes are forwarded per record."""
-        return self._task.cache
+        """The task's record cache when ``store`` is cached; None when its changes are forwarded per record."""
+        return self._task.cache if self._task.specs[store].caching else None
 
     def meta(self, name: str):
         return self._task.meta(f"{self.name}.{name}")

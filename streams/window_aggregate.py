@@ -152,7 +152,7 @@ class _WindowedAggregate(Processor):
         if self.emit != ON_WINDOW_UPDATE:
             return
         record = Record(window, Change(new, old), ts, headers)
-        cache = self.context.record_cache(self.store_name) if self.context.caching(self.store_name) else None
+        cache = self.context.record_cache(self.store_name)
         if cache is None:
             self.forward(record)
         else:

@@ -4,6 +4,8 @@ old one; the oracle is the same topology without a cache, whose downstream table
 at every commit."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
@@ -104,9 +106,11 @@ def test_the_cache_size_config_takes_kafkas_deprecated_name_and_refuses_a_negati
     assert _config({**base, "cache.max.bytes.buffering": 0})["statestore.cache.max.bytes"] == 0
     assert _config({**base, "cache.max.bytes.buffering": 0, "statestore.cache.max.bytes": 7})[
         "statestore.cache.max.bytes"] == 7
-    for bad in (-1, "lots"):
-        with pytest.raises(InvalidConfigError, match="statestore.cache.max.bytes"):
-            _config({**base, "statestore.cache.max.bytes": bad})
+    for name in ("statestore.cache.max.bytes", "cache.max.bytes.buffering"):
+        for bad in (-1, "lots"):
+            with pytest.raises(InvalidConfigError, match=f"{re.escape(name)} {re.escape(repr(bad))}") as e:
+                _config({**base, name: bad})
+            assert e.value.details["config"] == name
 
 
 def even(key, value):
