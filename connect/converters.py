@@ -59,6 +59,9 @@ class Converted:
     failed: Column
     message: Column
     misfit: Column | None = None   # rows that do not fit a type carried from an earlier batch
+    # Hidden columns to compute first, stage by stage, that the columns above read by name: Spark
+    # keeps a projection whose column is read several times, so a JSON text is parsed once per row.
+    stages: tuple[dict[str, Column], ...] = ()
 
 
 def _config_errors(config: dict, known: dict) -> dict:
@@ -172,6 +175,7 @@ def _mismatch(v: Column, typed: Column, t: DataType) -> Column:
 
 
 _MAX_SHAPES = 64
+_PARSED, _WIRE = "__connect_json", "__connect_json_typed"   # decode's hidden stages (see Converted)
 
 
 def _shape(v: Column) -> Column:
@@ -256,12 +260,13 @@ class JsonConverter(Converter):
     # -- bytes -> typed ---------------------------------------------------------------------------
     def to_column(self, binary):
         text = binary.cast("string")
-        v = F.try_parse_json(text)
+        stages = ({_PARSED: F.try_parse_json(text)},)
+        v = F.col(_PARSED)
         present = binary.isNotNull()
         bad_json = present & (~F.call_function("is_valid_utf8", binary) | v.isNull())
         msg_json = F.lit("Converting byte[] to Kafka Connect data failed due to serialization error")
         if not self.schemas_enable and self.data_type is None:
-            return Converted(F.when(~bad_json, v), bad_json, msg_json)
+            return Converted(F.when(~bad_json, v), bad_json, msg_json, stages=stages)
         misfit = seen = None
         if self.schemas_enable:
             if self.data_type is None:
@@ -271,7 +276,7 @@ class JsonConverter(Converter):
                 return Converted(F.lit(None).cast("string"), bad_json | bad, F.when(bad_json, msg_json).otherwise(
                     F.lit('JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
                           'contain additional fields. If you are trying to deserialize plain JSON data, set '
-                          'schemas.enable=false in your converter configuration.')))
+                          'schemas.enable=false in your converter configuration.')), stages=stages)
             keys = F.json_object_keys(text)
             envelope_ok = (F.size(keys) == 2) & F.array_contains(keys, "schema") & F.array_contains(keys, "payload")
             bad_env = present & ~bad_json & ~F.coalesce(envelope_ok, F.lit(False))
@@ -294,7 +299,8 @@ class JsonConverter(Converter):
                 if self.carried_over:
                     misfit = present & ~bad_json & ~seen
         wire_t = wire_type(self.data_type, self.numeric)
-        wire = F.try_variant_get(payload, "$", wire_t.simpleString())
+        stages += ({_WIRE: F.try_variant_get(payload, "$", wire_t.simpleString())},)
+        wire = F.col(_WIRE)
         typed = from_wire(wire, self.data_type, self.numeric)
         mismatch = _mismatch(payload, wire, wire_t) | (wire.isNotNull() & _mismatch(payload, typed, self.data_type))
         if seen is not None:
@@ -309,7 +315,7 @@ class JsonConverter(Converter):
                                               schema_json))
                    .when(bad_payload, F.concat(F.lit(f"JSON value does not match {self.data_type.simpleString()}: "),
                                                F.to_json(payload))))
-        return Converted(F.when(~failed, typed), failed, message, misfit)
+        return Converted(F.when(~failed, typed), failed, message, misfit, stages)
 
     # -- typed -> bytes ---------------------------------------------------------------------------
     def from_column(self, typed, data_type):
@@ -348,13 +354,19 @@ def converter(class_name: str, config: dict | None = None, is_key: bool = False,
 def decode(frame: DataFrame, conv: Converter, column: str = "value") -> DataFrame:
     """``frame[column]`` bytes → typed (Kafka's ``toConnectData``), failing rows flagged."""
     r = conv.to_column(F.col(column))
+    hidden = []
+    for stage in r.stages:
+        frame = frame.select("*", *[c.alias(name) for name, c in stage.items()])
+        hidden += stage
     if r.misfit is None:
-        return record_frame.flag(frame, r.failed, f"{column}.converter", conv.class_name, r.message,
-                                 {column: r.value})
-    stage = F.when(r.misfit, F.lit(record_frame.REBIND)).otherwise(F.lit(f"{column}.converter"))
-    message = F.when(r.misfit, F.lit(f"{column} does not fit the type carried from an earlier batch")).otherwise(
-        r.message)
-    return record_frame.flag(frame, r.failed | r.misfit, stage, conv.class_name, message, {column: r.value})
+        out = record_frame.flag(frame, r.failed, f"{column}.converter", conv.class_name, r.message,
+                                {column: r.value})
+    else:
+        stage = F.when(r.misfit, F.lit(record_frame.REBIND)).otherwise(F.lit(f"{column}.converter"))
+        message = F.when(r.misfit, F.lit(f"{column} does not fit the type carried from an earlier batch")).otherwise(
+            r.message)
+        out = record_frame.flag(frame, r.failed | r.misfit, stage, conv.class_name, message, {column: r.value})
+    return out.drop(*hidden).withColumn(column, record_frame.fence(F.col(column))) if hidden else out
 
 
 def encode(frame: DataFrame, conv: Converter, column: str = "value") -> DataFrame:

@@ -104,14 +104,25 @@ def error_column(frame: DataFrame) -> Column:
     return F.col(ERROR) if ERROR in frame.columns else F.lit(None).cast(ERROR_TYPE)
 
 
+def fence(c: Column) -> Column:
+    """``c`` unchanged, but nondeterministic to Spark's optimizer (``spark_partition_id`` is never
+    negative), so a filter above it — a sink's own, or a ``Filter`` transform's — stays above instead
+    of being pushed down through the projections beneath, which would compute them a second time
+    for the filter (a JSON parse, every converter check) with no sharing."""
+    return F.when(F.spark_partition_id() >= 0, c)
+
+
 def split_errors(frame: DataFrame, fail: Column | None = None, rebind: bool = False) -> tuple[DataFrame, DataFrame]:
     """(records that went through every stage, records some stage flagged) — the second for the
     dead-letter queue or to fail the task, per ``errors.tolerance``.
 
-    ``fail`` (``errors.tolerance=none``): the message naming a flagged row; reading the first frame
-    then fails on such a row instead of leaving it out (the second frame is empty). ``rebind``:
+    ``fail`` (``errors.tolerance=none``): the message naming a flagged row; reading the first
+    frame's key or value then fails on such a row instead of leaving it out (the second frame is
+    empty): the guard sits in those columns, behind a :func:`fence`, rather than in a filter that
+    Spark would push down through every stage below and compute them again for. ``rebind``:
     reading either frame fails on a :data:`REBIND` row."""
-    if ERROR not in frame.columns:
+    columns = frame.columns
+    if ERROR not in columns:
         return frame, frame.limit(0)
     err = F.col(ERROR)
     again = raising(REBIND, F.lit("a record does not fit the type carried from an earlier batch"))
@@ -119,7 +130,10 @@ def split_errors(frame: DataFrame, fail: Column | None = None, rebind: bool = Fa
         keep = F.when(err.isNull(), F.lit(True))
         if rebind:
             keep = keep.when(err.stage == REBIND, again)
-        return frame.where(keep.otherwise(raising(FAIL, fail))).drop(ERROR), frame.limit(0)
+        keep = keep.otherwise(raising(FAIL, fail))
+        return frame.select(*[fence(F.when(keep, F.col(c))).alias(c) if c in ("key", "value") else F.col(c)
+                              for c in columns if c != ERROR]), frame.limit(0)
+    frame = frame.withColumn(ERROR, fence(err))
     good, bad = err.isNull(), err.isNotNull()
     if rebind:
         good = F.when(err.stage == REBIND, again).otherwise(good)
