@@ -302,9 +302,14 @@ class JsonConverter(Converter):
         stages += ({_WIRE: F.try_variant_get(payload, "$", wire_t.simpleString())},)
         wire = F.col(_WIRE)
         typed = from_wire(wire, self.data_type, self.numeric)
-        mismatch = _mismatch(payload, wire, wire_t) | (wire.isNotNull() & _mismatch(payload, typed, self.data_type))
-        if seen is not None:
-            mismatch = F.when(seen, F.lit(False)).otherwise(mismatch)
+        if self.carried_over and seen is not None:
+            mismatch = F.lit(False)   # a row of an unseen shape is a misfit: bound again before it is read
+        else:
+            mismatch = _mismatch(payload, wire, wire_t)
+            if typed is not wire:   # a logical type (timestamp, date, decimal) rebuilt from its wire form
+                mismatch = mismatch | (wire.isNotNull() & _mismatch(payload, typed, self.data_type))
+            if seen is not None:
+                mismatch = F.when(seen, F.lit(False)).otherwise(mismatch)
         bad_payload = present & ~bad_json & ~bad_env & ~bad_schema & mismatch
         failed = bad_json | bad_env | bad_schema | bad_payload
         message = (F.when(bad_json, msg_json)
