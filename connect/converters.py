@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, DataType, MapType, StringType, StructType, VariantType
+from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructType, VariantType
 
 from connect import record_frame
 from connect.connect_types import (as_type, canonical, connect_to_spark, from_wire, same_type, spark_to_connect,
@@ -151,8 +151,11 @@ class StringConverter(Converter):
         return StringType()
 
 
-def _json_literal(c: Column) -> Column:
-    """Any column as JSON text (``to_json`` takes only structs, maps and arrays at the top)."""
+def _json_literal(c: Column, t: DataType) -> Column:
+    """Any column of type ``t`` as JSON text (``to_json`` takes only structs, maps and arrays at
+    the top: anything else is wrapped in a struct and cut out of its text)."""
+    if isinstance(t, (StructType, MapType, ArrayType)):
+        return F.to_json(c, {"ignoreNullFields": "false"})
     wrapped = F.to_json(F.struct(c.alias("p")), {"ignoreNullFields": "false"})
     return F.substring(wrapped, F.lit(6), F.length(wrapped) - 6)
 
@@ -332,7 +335,7 @@ class JsonConverter(Converter):
         else:
             if isinstance(data_type, MapType) and not isinstance(data_type.keyType, StringType):
                 raise DataError(f"cannot write {data_type.simpleString()} as JSON: only string map keys")
-            payload = _json_literal(to_wire(typed, data_type, self.numeric))
+            payload = _json_literal(to_wire(typed, data_type, self.numeric), wire_type(data_type, self.numeric))
         if self.schemas_enable:
             schema = canonical(spark_to_connect(data_type))
             text = F.concat(F.lit('{"schema":' + schema + ',"payload":'), payload, F.lit("}"))
