@@ -20,7 +20,9 @@ schema as it comes. So a :class:`JsonConverter` is *bound* to a Spark type:
 A type bound from a batch is kept for the batches after it (:meth:`JsonConverter.carried`): rows
 whose envelope schema, or whose JSON's shape (``schema_of_variant`` with decimals unsized), was not
 seen by ``bind`` are flagged with the ``rebind`` stage and the runtime binds again from their
-batch, so a schema change is learnt as per-batch inference would, without a job per batch.
+batch, so a schema change is learnt as per-batch inference would, without a job per batch. An
+inferred type was merged from the shapes ``bind`` saw, so a value of one of them fits it: only
+other values are checked field by field.
 
 Connect ↔ Spark types (:mod:`connect.connect_types`): int8/16/32/64 ↔ tinyint/smallint/int/bigint, float32/64 ↔ float/double,
 boolean, string, bytes ↔ binary (base64 in JSON, as Jackson writes byte[]), array, map (string

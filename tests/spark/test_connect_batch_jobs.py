@@ -13,9 +13,9 @@ from pyspark.sql import functions as F
 from connect import converters, record_frame
 from connect.config import parse_connector_config
 from connect.converters import JSON_CONVERTER, JsonConverter, decode
-from connect.transforms import chain, from_connector_config
 from connect.errors import DataError
 from connect.pipeline import apply_tolerance, translated
+from connect.transforms import chain, from_connector_config
 
 pytestmark = pytest.mark.spark
 GROUP = "connect-batch-jobs-test"
