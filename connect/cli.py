@@ -157,13 +157,24 @@ def run_standalone(worker_config: dict, connectors: list[tuple[str, dict]], mast
         spark.stop()
 
 
+# A sink connector plans its converters and transforms in every batch; PySpark's DataFrame debugging
+# records the call site of each column function with about five py4j calls, two thirds of that
+# planning's calls. The worker's own session turns it off unless a --conf sets it.
+_SPARK_DEFAULTS = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
+
+
+def session_conf(conf: dict) -> dict:
+    """The standalone worker's Spark configs: its defaults under the ones given with ``--conf``."""
+    return {**_SPARK_DEFAULTS, **conf}
+
+
 def _spark(master: str | None, conf: dict):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     builder = SparkSession.builder.appName("riverlog-connect")
     if master:
         builder = builder.master(master)
-    for key, value in conf.items():
+    for key, value in session_conf(conf).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     import spark_source

@@ -364,19 +364,17 @@ def converter(class_name: str, config: dict | None = None, is_key: bool = False,
 def decode(frame: DataFrame, conv: Converter, column: str = "value") -> DataFrame:
     """``frame[column]`` bytes → typed (Kafka's ``toConnectData``), failing rows flagged."""
     r = conv.to_column(F.col(column))
-    hidden = []
+    hidden: list[str] = []
     for stage in r.stages:
         frame = frame.select("*", *[c.alias(name) for name, c in stage.items()])
         hidden += stage
+    replace = {column: record_frame.fence(r.value) if hidden else r.value}
     if r.misfit is None:
-        out = record_frame.flag(frame, r.failed, f"{column}.converter", conv.class_name, r.message,
-                                {column: r.value})
-    else:
-        stage = F.when(r.misfit, F.lit(record_frame.REBIND)).otherwise(F.lit(f"{column}.converter"))
-        message = F.when(r.misfit, F.lit(f"{column} does not fit the type carried from an earlier batch")).otherwise(
-            r.message)
-        out = record_frame.flag(frame, r.failed | r.misfit, stage, conv.class_name, message, {column: r.value})
-    return out.drop(*hidden).withColumn(column, record_frame.fence(F.col(column))) if hidden else out
+        return record_frame.flag(frame, r.failed, f"{column}.converter", conv.class_name, r.message, replace, hidden)
+    stage = F.when(r.misfit, F.lit(record_frame.REBIND)).otherwise(F.lit(f"{column}.converter"))
+    message = F.when(r.misfit, F.lit(f"{column} does not fit the type carried from an earlier batch")).otherwise(
+        r.message)
+    return record_frame.flag(frame, r.failed | r.misfit, stage, conv.class_name, message, replace, hidden)
 
 
 def encode(frame: DataFrame, conv: Converter, column: str = "value") -> DataFrame:

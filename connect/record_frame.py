@@ -87,15 +87,17 @@ def error_struct(stage: "str | Column", cls: str, message: Column) -> Column:
 
 
 def flag(frame: DataFrame, failed: Column, stage: "str | Column", cls: str, message: Column,
-         replace: dict) -> DataFrame:
+         replace: dict, drop: "tuple[str, ...] | list[str]" = ()) -> DataFrame:
     """Replace columns and flag failing rows in one projection, so ``failed`` and ``message`` see the
-    frame as it was before the step. The first error a row got is kept."""
+    frame as it was before the step; ``drop`` leaves columns out of it (a step's hidden stages).
+    The first error a row got is kept."""
     new = error_struct(stage, cls, message)
     err = F.when(failed, new)
-    if ERROR in frame.columns:
+    columns = frame.columns
+    if ERROR in columns:
         err = F.coalesce(F.col(ERROR), err)
-    out = [replace[c].alias(c) if c in replace else F.col(c) for c in frame.columns if c != ERROR]
-    out += [replace[c].alias(c) for c in replace if c not in frame.columns]
+    out = [replace[c].alias(c) if c in replace else F.col(c) for c in columns if c != ERROR and c not in drop]
+    out += [replace[c].alias(c) for c in replace if c not in columns]
     return frame.select(*out, err.cast(ERROR_TYPE).alias(ERROR))
 
 

@@ -1,5 +1,5 @@
 """The worker's pure parts: lag from Spark's offsets, the checkpoint's sinkId generations, the
-DirectorySink's batch names, and the plugin aliases."""
+DirectorySink's batch names, the plugin aliases, and the standalone session's Spark defaults."""
 from __future__ import annotations
 
 import os
@@ -65,3 +65,10 @@ def test_plugins_known_by_class_and_short_name():
     assert props["transforms.a.type"] == "org.apache.kafka.connect.transforms.RegexRouter"
     assert props["predicates.p.type"] == "org.apache.kafka.connect.transforms.predicates.HasHeaderKey"
     assert "FileStreamSink" in CONNECTORS
+
+
+def test_the_standalone_session_turns_dataframe_debugging_off_unless_a_conf_sets_it():
+    from connect.cli import session_conf
+    key = "spark.python.sql.dataFrameDebugging.enabled"
+    assert session_conf({"spark.ui.enabled": "false"}) == {key: "false", "spark.ui.enabled": "false"}
+    assert session_conf({key: "true"})[key] == "true"
