@@ -36,6 +36,7 @@ SOURCE, SINK = "source", "sink"
 COMMON_GROUP, TRANSFORMS_GROUP, PREDICATES_GROUP, ERROR_GROUP = "Common", "Transforms", "Predicates", "Error Handling"
 EXACTLY_ONCE_GROUP = "Exactly Once Support"
 PRODUCER_OVERRIDE, CONSUMER_OVERRIDE = "producer.override.", "consumer.override."
+MAX_POLL_RECORDS = "max.poll.records"
 DLQ_TOPIC = "errors.deadletterqueue.topic.name"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 SIMPLE_HEADER_CONVERTER = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
@@ -367,6 +368,16 @@ def _producer_check(name: str, raw: Any) -> str | None:
     return None
 
 
+def _consumer_check(name: str, raw: Any) -> str | None:
+    if name != MAX_POLL_RECORDS:
+        return None
+    try:
+        ok = int(str(raw).strip()) >= 1
+    except ValueError:
+        ok = False
+    return None if ok else f"Invalid value {raw} for configuration {MAX_POLL_RECORDS}: Value must be at least 1"
+
+
 def _as_strings(config: Mapping[str, Any]) -> dict[str, Any]:
     """REST bodies may carry JSON numbers and booleans; Connect's config map is strings."""
     out = {}
@@ -413,7 +424,7 @@ def validate(config: Mapping[str, Any], connector_defs: Plugin | None = None) ->
         name,
         _result(name, keys, all_values, groups),
         _override_infos(props, PRODUCER_OVERRIDE, _producer_check) if uses_producer else None,
-        _override_infos(props, CONSUMER_OVERRIDE, None) if kind == SINK else None,
+        _override_infos(props, CONSUMER_OVERRIDE, _consumer_check) if kind == SINK else None,
         _converter_infos(props, values, "header.converter", HEADER_CONVERTERS, "header"),
         _converter_infos(props, values, "key.converter", CONVERTERS, "key"),
         _converter_infos(props, values, "value.converter", CONVERTERS, "value"),
@@ -492,6 +503,16 @@ class ConnectorConfig:
     consumer_overrides: Mapping[str, Any]
     values: Mapping[str, Any]
     originals: Mapping[str, Any]
+
+    def reader_options(self) -> dict[str, str]:
+        """``consumer.override.*`` as ``format("riverlog")`` reader options: client settings under
+        ``riverlog.``, and Kafka's ``max.poll.records`` — the records a sink task gets per ``put()``
+        — as the micro-batch's bound, ``maxOffsetsPerTrigger`` (offsets: a transaction's commit
+        marker counts, so a batch holds at most that many records)."""
+        out = {f"riverlog.{k}": str(v) for k, v in self.consumer_overrides.items() if k != MAX_POLL_RECORDS}
+        if self.consumer_overrides.get(MAX_POLL_RECORDS) is not None:
+            out["maxOffsetsPerTrigger"] = str(self.consumer_overrides[MAX_POLL_RECORDS]).strip()
+        return out
 
     def converter_config(self, which: str) -> dict[str, Any]:
         """``<which>.converter.*`` without the prefix (e.g. ``{"schemas.enable": "false"}``)."""

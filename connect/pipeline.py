@@ -159,8 +159,8 @@ class Pipeline:
         servers = c.input_bootstrap_servers
         reader = (self.spark.readStream.format("riverlog").option("riverlog.bootstrap.servers", servers)
                   .option("includeHeaders", "true").option("groupId", group_id(self.config.name)))
-        for k, v in self.config.consumer_overrides.items():
-            reader = reader.option(f"riverlog.{k}", str(v))
+        for k, v in self.config.reader_options().items():
+            reader = reader.option(k, v)
         pattern = str(self.config.values.get("topics.regex") or "").strip()
         reader = reader.option("subscribePattern", pattern) if pattern else \
             reader.option("subscribe", ",".join(self._listed()))

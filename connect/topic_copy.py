@@ -104,8 +104,8 @@ class TopicCopy(SourceConnector):
         reader = (self.context.spark.readStream.format("riverlog")
                   .option("riverlog.bootstrap.servers", self.source_servers).option("includeHeaders", "true")
                   .option("startingOffsets", self._starting()))
-        for k, v in self.config.consumer_overrides.items():
-            reader = reader.option(f"riverlog.{k}", str(v))
+        for k, v in self.config.reader_options().items():
+            reader = reader.option(k, v)
         pattern = (self.values.get("topics.regex") or "").strip()
         reader = reader.option("subscribePattern", pattern) if pattern else \
             reader.option("subscribe", ",".join(self._listed()))

@@ -104,6 +104,16 @@ def test_parse_refuses_with_every_problem_and_types_a_good_config():
     assert config.producer_overrides == {"linger.ms": "5"}
 
 
+def test_a_sinks_max_poll_records_bounds_its_batch_and_other_consumer_overrides_reach_the_client():
+    config = parse_connector_config(sink(**{"consumer.override.max.poll.records": "100",
+                                            "consumer.override.fetch.max.bytes": "1048576"}))
+    assert config.reader_options() == {"maxOffsetsPerTrigger": "100", "riverlog.fetch.max.bytes": "1048576"}
+    for bad in ("0", "many"):
+        assert validate(sink(**{"consumer.override.max.poll.records": bad})).errors() == {
+            "consumer.override.max.poll.records": [f"Invalid value {bad} for configuration max.poll.records: "
+                                                   "Value must be at least 1"]}
+
+
 def test_null_values_are_refused_as_connect_refuses_them():
     assert validate(sink(**{"tasks.max": None})).errors() == {
         "tasks.max": ["Null value can not be supplied as the configuration value."]}

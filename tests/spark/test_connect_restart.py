@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow, pyte
 SCRIPT = os.path.join(ROOT, "tests", "spark", "connect_worker_process.py")
 LINES = 500
 BATCH = 50
+SINK_BATCH = 120
 
 
 def _start(bootstrap, state, connectors):
@@ -44,6 +45,18 @@ def _directory_lines(path) -> list[str]:
     return out
 
 
+def _batch_sizes(path) -> list[int]:
+    """Lines in each batch directory of a DirectorySink."""
+    sizes = []
+    for batch in glob.glob(os.path.join(path, "[!_]*")):
+        lines = 0
+        for name in glob.glob(os.path.join(batch, "*.json")):
+            with open(name) as f:
+                lines += sum(1 for line in f if line.strip())
+        sizes.append(lines)
+    return sizes
+
+
 def test_sigkill_and_restart_writes_nothing_twice(spark_broker, tmp_path):
     bootstrap, state = spark_broker.bootstrap, tmp_path / "state"
     source, out = tmp_path / "in.txt", tmp_path / "out"
@@ -55,7 +68,8 @@ def test_sigkill_and_restart_writes_nothing_twice(spark_broker, tmp_path):
                                            "topic": "restart-lines", "batch.size": str(BATCH),
                                            "key.converter": string, "value.converter": string}},
         {"name": "restart-dir", "config": {"connector.class": "DirectorySink", "topics": "restart-lines",
-                                           "path": str(out), "key.converter": string, "value.converter": string}},
+                                           "path": str(out), "key.converter": string, "value.converter": string,
+                                           "consumer.override.max.poll.records": str(SINK_BATCH)}},
     ]
     topic_count = lambda: len(values(bootstrap, "restart-lines"))  # noqa: E731
     proc = _start(bootstrap, state, connectors)
@@ -77,6 +91,8 @@ def test_sigkill_and_restart_writes_nothing_twice(spark_broker, tmp_path):
         wait_until(lambda: len(_directory_lines(out)) >= LINES, 180, 0.3, "every line in the directory")
         assert [v.decode() for v in values(bootstrap, "restart-lines")] == lines
         assert sorted(_directory_lines(out)) == lines
+        sizes = _batch_sizes(out)
+        assert len(sizes) > 1 and max(sizes) <= SINK_BATCH, sizes   # max.poll.records bounds a batch
     finally:
         if proc.poll() is None:
             _kill(proc)
