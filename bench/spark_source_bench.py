@@ -38,15 +38,15 @@ def fill(servers: str, topic: str, n: int) -> None:
     p.close()
 
 
-def local_spark():
+def local_spark(**conf):
     """A local[2] SparkSession whose Python workers run this interpreter and see this checkout,
-    with ``riverlog`` registered."""
+    with ``riverlog`` registered (and ``conf`` set on the builder)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.path.join(ROOT, "bench"), os.environ.get("PYTHONPATH")]))
     from pyspark.sql import SparkSession
     import spark_source
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+             .config("spark.sql.shuffle.partitions", "2").config(map=conf).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     spark_source.register(spark)
     return spark

@@ -22,7 +22,9 @@ Jobs per batch. A batch runs the connector's write and nothing else it can do wi
 ``errors.tolerance=none`` a flagged record fails the write itself (a guard in the plan, see
 :mod:`connect.record_frame`) instead of a scan before it; a JSON converter's type is inferred once
 and carried to later batches until a record does not fit it; the frame is persisted only when it
-is read twice (dead-letter queue, ``errors.log.enable``).
+is read twice (dead-letter queue, ``errors.log.enable``). A sink's converters, transforms and error
+split are planned in Python once per converter type and moved onto each later batch
+(:mod:`connect.plan_template`).
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ from connect import converters, dead_letter, record_frame
 from connect.config import ConnectorConfig, WorkerConfig
 from connect.connector import Connector, SinkConnector, SourceConnector
 from connect.connector_state import ConnectorPaths, batch_end_offset, finish_pending, group_id
+from connect.plan_template import PlanTemplate
 from connect.plugins import canonical, canonical_transform_config
 from connect.config import CONVERTERS
 from connect.storage import ConnectStorage
@@ -120,6 +123,7 @@ class Pipeline:
             self.value_converter = converters.converter(BYTE_ARRAY)
         self.tasks = len(connector.task_configs(config.tasks_max))
         self._bound: dict[str, converters.JsonConverter] = {}  # types learnt from a batch, carried on
+        self.template = PlanTemplate()  # a sink batch's plan, moved onto the next batch
         self.sink_id = ""
         self.offsets_topic = storage.offset_log.topic
 
@@ -278,23 +282,26 @@ class Pipeline:
             self._bound.clear()  # a schema change: learn the types from this batch, as Kafka would
             self._sink_write(c, df, batch_id)
 
-    def _converters(self, frame: DataFrame) -> list:
-        """The key and value converters for a batch: a type learnt from an earlier batch is carried
-        over; an unbound JSON converter learns it from this one (a job, once)."""
-        out = []
+    def _converters(self, df: DataFrame) -> tuple[list, bool]:
+        """The key and value converters for a batch, and whether they are the last batch's: a type
+        learnt from an earlier batch is carried over; an unbound JSON converter learns it from this
+        one (a job, once)."""
+        out, frame, same = [], None, True
         for which, conv in (("key", self.key_converter), ("value", self.value_converter)):
             if which in self._bound:
                 out.append(self._bound[which].carried())
                 continue
-            bound = _bind(conv, frame, which)
-            if bound is not conv and bound.carriable():
-                self._bound[which] = bound
-            out.append(bound)
-        return out
+            if _unbound(conv):
+                frame = record_frame.from_source(df) if frame is None else frame
+                bound, same = _bind(conv, frame, which), False
+                if bound is not conv and bound.carriable():
+                    self._bound[which] = bound
+                conv = bound
+            out.append(conv)
+        return out, same
 
     def _sink_write(self, c: SinkConnector, df: DataFrame, batch_id: int) -> None:
-        frame = record_frame.from_source(df)
-        key_conv, value_conv = self._converters(frame)
+        (key_conv, value_conv), same = self._converters(df)
         end = {t: ps for t, ps in batch_end_offset(self.paths.checkpoint, batch_id).items() if ps}
         if (_unbound(key_conv) or _unbound(value_conv)) and df.isEmpty():
             # Nothing to learn a type from and nothing to write (e.g. only aborted records were
@@ -303,21 +310,28 @@ class Pipeline:
                 self._commit(c.input_bootstrap_servers, end)
             return
         rebind = any(getattr(conv, "carried_over", False) for conv in (key_conv, value_conv))
-        frame = converters.decode(converters.decode(frame, key_conv, "key"), value_conv, "value")
-        frame = chain(frame, self.steps)
         dlq = self.config.errors_tolerance == "all" and bool(self.config.dlq_topic)
         twice = dlq or self.config.errors_log_enable  # read again for the DLQ or the error log
-        if twice:
-            frame = frame.persist()
+        # The plan is the same as the last batch's while the converters are (see PlanTemplate).
+        key = (self._bound.get("key"), self._bound.get("value"), rebind, twice) if same else None
+
+        def converted(batch: DataFrame) -> DataFrame:
+            frame = record_frame.from_source(batch)
+            frame = converters.decode(converters.decode(frame, key_conv, "key"), value_conv, "value")
+            return chain(frame, self.steps)
+
+        frame = good = bad = None
         try:
             try:
-                good, bad = self._check(frame, rebind)
-                good = good.drop(record_frame.ORIGINAL)
-                if self.tasks > 1:
-                    good = good.repartition(self.tasks)  # tasks.max: the write's parallelism
+                if twice:
+                    frame = self.template.frame(key, df, converted).persist()
+                    good, bad = self._good(frame, rebind)
+                else:
+                    good = self.template.frame(key, df, lambda batch: self._good(converted(batch), rebind)[0])
                 rejected = c.write_batch(good, batch_id)
-                if rejected is not None:
-                    bad = bad.unionByName(self._write_failures(frame, rejected, c))
+                if rejected is not None:  # fails the batch under errors.tolerance=none
+                    failed = self._write_failures(converted(df) if frame is None else frame, rejected, c)
+                    bad = None if bad is None else bad.unionByName(failed)
                 if dlq and not bad.isEmpty():
                     w = (dead_letter.dead_letter_frame(bad, self.config).write.format("riverlog").mode("append")
                          .option("riverlog.bootstrap.servers", self.worker.bootstrap_servers)
@@ -331,8 +345,16 @@ class Pipeline:
             if end:
                 self._commit(c.input_bootstrap_servers, end)
         finally:
-            if twice:
+            if frame is not None:
                 frame.unpersist()
+
+    def _good(self, frame: DataFrame, rebind: bool) -> tuple[DataFrame, DataFrame]:
+        """(the rows the connector writes, the flagged rows) of a converted frame."""
+        good, bad = self._check(frame, rebind)
+        good = good.drop(record_frame.ORIGINAL)
+        if self.tasks > 1:
+            good = good.repartition(self.tasks)  # tasks.max: the write's parallelism
+        return good, bad
 
     def _write_failures(self, frame: DataFrame, rejected: DataFrame, c) -> DataFrame:
         """The records the sink could not write (``rejected``: topic, partition, offset, message), as

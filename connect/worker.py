@@ -54,6 +54,7 @@ class _Connector:
         self.config: ConnectorConfig | None = None
         self.plugin: Connector | None = None
         self.query = None
+        self.pipeline: Pipeline | None = None  # the query's foreachBatch function
         self.state = S.UNASSIGNED
         self.task_state = S.UNASSIGNED
         self.trace: str | None = None
@@ -415,8 +416,8 @@ class Worker:
                 self._set(c, S.PAUSED, S.PAUSED)
                 return
             if c.query is None or not c.query.isActive:
-                c.query = Pipeline(self.spark, self.config, c.config, c.plugin, self.storage,
-                                   self._paths(c.name)).start()
+                c.pipeline = Pipeline(self.spark, self.config, c.config, c.plugin, self.storage, self._paths(c.name))
+                c.query = c.pipeline.start()
             self._set(c, running_state(target), S.RUNNING)
         except Exception as e:  # noqa: BLE001 - any start failure is the connector's FAILED status
             self._failed(c, traceback.format_exc() if not isinstance(e, ConnectError) else f"{type(e).__name__}: {e}")

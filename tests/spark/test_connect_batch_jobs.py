@@ -129,3 +129,31 @@ def test_a_value_of_a_shape_seen_when_binding_fits_the_bound_type(spark, batch):
     flagged = decoded.where(F.col(record_frame.ERROR).isNotNull()).count()
     mismatched = f.where(converters._mismatch(v, wire, bound.data_type)).count()
     assert (flagged, mismatched) == (0, 0)
+
+
+def test_a_plan_template_moves_only_onto_a_leaf_with_the_same_attributes(spark):
+    """The template's refusals (see connect.plan_template): a leaf whose attributes differ (another
+    frame), a plan of two leaves, a new key — each builds afresh; the same attributes move."""
+    from connect.plan_template import PlanTemplate
+    built = []
+
+    def build(batch):
+        built.append(batch)
+        return batch.select((F.col("id") * 2).alias("twice")).where("twice > 2")
+
+    first = spark.createDataFrame([(1,), (2,), (3,)], "id long")
+    template = PlanTemplate()
+    assert sorted(r.twice for r in template.frame("k", first, build).collect()) == [4, 6]
+    # The same leaf again (as foreachBatch's leaves share the query's attributes): moved, not built.
+    moved = template.frame("k", first, build)
+    assert (len(built), template.moves) == (1, 1)
+    assert sorted(r.twice for r in moved.collect()) == [4, 6]
+    other = spark.createDataFrame([(5,), (1,)], "id long")  # same names, other attributes
+    assert [r.twice for r in template.frame("k", other, build).collect()] == [10]
+    assert (len(built), template.moves) == (2, 1)
+    template.frame("new key", other, build)
+    assert len(built) == 3
+    joined = lambda batch: batch.join(other, "id")  # noqa: E731 - two leaves: not a template
+    template.frame("j", first, lambda b: built.append(b) or joined(b))
+    assert [r.id for r in template.frame("j", first, lambda b: built.append(b) or joined(b)).collect()] == [1]
+    assert (len(built), template.moves) == (5, 1)

@@ -2,8 +2,10 @@
 queue with Kafka's context headers while every other record reaches the DirectorySink; under
 ``none`` the connector is FAILED naming the record, and restarted with backoff while
 ``errors.retry.timeout`` allows; TopicCopy copies (and renames) topics from one
-cluster to another with its source offsets in connect-offsets. The connectors run side by side in
-one worker, so the queries' start-up costs overlap."""
+cluster to another with its source offsets in connect-offsets; a sink read in many small batches
+whose JSON changes shape midway writes what each record says, its plan built once per type and
+moved onto the batches after (with and without a dead-letter queue). The connectors run side by
+side in one worker, so the queries' start-up costs overlap."""
 from __future__ import annotations
 
 import glob
@@ -50,6 +52,20 @@ def _jsonl(path) -> list[dict]:
     return rows
 
 
+def _shapes(bad: tuple[int, ...]) -> tuple[list[bytes], list[dict]]:
+    """320 records whose JSON gains a field at record 150 (a schema change mid-batch), ``bad`` ones
+    not JSON; and what the sink below writes for the others (card masked, a static field added)."""
+    values, expected = [], []
+    for i in range(320):
+        if i in bad:
+            values.append(b"{not json")
+            continue
+        v = {"id": i, "name": f"n{i}", "card": f"4111-{i:04d}", **({"note": f"v2-{i}"} if i >= 150 else {})}
+        values.append(json.dumps(v).encode())
+        expected.append({**v, "card": "", "pipeline": "t"})
+    return values, expected
+
+
 def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_factory, tmp_path):
     from connect import Worker
     bootstrap = spark_broker.bootstrap
@@ -59,6 +75,10 @@ def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_
     produce(bootstrap, "orders", records, keys=[b"k%d" % i for i in range(len(records))])
     produce(bootstrap, "copied", [b"x", b"y", b"z"])
     produce(bootstrap, "puts", [b"a", b"reject me", b"b"])
+    shapes, shapes_out = _shapes(bad=(70, 250))
+    produce(bootstrap, "shapes", shapes)
+    clean, clean_out = _shapes(bad=())
+    produce(bootstrap, "shapes-clean", clean)
     _rejecting_sink()
 
     w = Worker(spark, {"bootstrap.servers": bootstrap, "group.id": "connect-connectors",
@@ -82,6 +102,16 @@ def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_
                                     "key.converter": "StringConverter", "value.converter": "StringConverter",
                                     "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "puts-dlq",
                                     "errors.deadletterqueue.context.headers.enable": "true"})
+
+        batched = {"connector.class": "DirectorySink", "key.converter": "StringConverter", "value.converter": JSON,
+                   "value.converter.schemas.enable": "false", "consumer.override.max.poll.records": "40",
+                   "transforms": "mask,tag", "transforms.mask.type": "MaskField$Value",
+                   "transforms.mask.fields": "card", "transforms.tag.type": "InsertField$Value",
+                   "transforms.tag.static.field": "pipeline", "transforms.tag.static.value": "t"}
+        w.create_connector("shapes", {**batched, "topics": "shapes", "path": str(tmp_path / "shapes"),
+                                      "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "shapes-dlq",
+                                      "errors.deadletterqueue.context.headers.enable": "true"})
+        w.create_connector("shapes-clean", {**batched, "topics": "shapes-clean", "path": str(tmp_path / "clean")})
 
         wait_until(lambda: len(_jsonl(tmp_path / "out")) == 6, 90, 0.3, "the six good records in the directory")
         assert sorted(r["id"] for r in _jsonl(tmp_path / "out")) == list(range(6))
@@ -125,5 +155,15 @@ def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_
         assert sorted(v for vs in WRITTEN.values() for v in vs) == ["a", "b"]
         metrics = w.connector_status("copy")["metrics"]
         assert metrics["last_batch_id"] is not None and metrics["lag"] == 0
+
+        # Eight batches of 40: the type learnt in the first, learnt again in the fourth (the new
+        # field), the plan moved onto the batches between (see connect.plan_template).
+        for name, path, expected in (("shapes", "shapes", shapes_out), ("shapes-clean", "clean", clean_out)):
+            wait_until(lambda: len(_jsonl(tmp_path / path)) >= len(expected), 90, 0.3, f"every record of {name}")
+            assert sorted(_jsonl(tmp_path / path), key=lambda r: r["id"]) == expected, name
+            assert w._connectors[name].pipeline.template.moves >= 3, name
+        dead = wait_until(lambda: read_committed(bootstrap, "shapes-dlq"), 30, 0.3, "the batched sink's dead letters")
+        assert [(dict(m.headers())["__connect.errors.offset"], m.value()) for m in dead] == \
+            [(b"70", b"{not json"), (b"250", b"{not json")]
     finally:
         w.close()
