@@ -420,11 +420,12 @@ def validate(config: Mapping[str, Any], connector_defs: Plugin | None = None) ->
         all_values += list(plugin.config_def.validate_all(props).values())
     name = props.get("connector.class") or ""
     uses_producer = kind == SOURCE or (kind == SINK and bool(str(props.get(DLQ_TOPIC) or "").strip()))
+    reads_topics = getattr(getattr(plugin, "target", None), "reads_topics", kind == SINK)
     return _merge(
         name,
         _result(name, keys, all_values, groups),
         _override_infos(props, PRODUCER_OVERRIDE, _producer_check) if uses_producer else None,
-        _override_infos(props, CONSUMER_OVERRIDE, _consumer_check) if kind == SINK else None,
+        _override_infos(props, CONSUMER_OVERRIDE, _consumer_check) if reads_topics else None,
         _converter_infos(props, values, "header.converter", HEADER_CONVERTERS, "header"),
         _converter_infos(props, values, "key.converter", CONVERTERS, "key"),
         _converter_infos(props, values, "value.converter", CONVERTERS, "value"),

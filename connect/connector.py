@@ -55,6 +55,7 @@ class Connector:
     class_name: str = ""
     aliases: tuple[str, ...] = ()
     kind: str = ""
+    reads_topics: bool = False  # consumes riverlog topics, so ``consumer.override.*`` apply (checked at POST)
     config_def: ConfigDef = ConfigDef()
     version: str = _version()
 
@@ -94,6 +95,7 @@ class SourceConnector(Connector):
 
 class SinkConnector(Connector):
     kind = SINK
+    reads_topics = True
 
     @property
     def input_bootstrap_servers(self) -> str:

@@ -51,6 +51,7 @@ class TopicCopy(SourceConnector):
     class_name = "io.riverlog.connect.mirror.TopicCopySourceConnector"
     aliases = ("TopicCopy", "TopicCopySource", "TopicCopySourceConnector", "RiverlogSource")
     bytes_in_bytes_out = True
+    reads_topics = True
     config_def = ConfigDef([
         _key("source.cluster.bootstrap.servers", Type.STRING, None,
              "The cluster to read from (default: the worker's bootstrap.servers).", 1),

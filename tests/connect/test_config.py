@@ -112,6 +112,15 @@ def test_a_sinks_max_poll_records_bounds_its_batch_and_other_consumer_overrides_
         assert validate(sink(**{"consumer.override.max.poll.records": bad})).errors() == {
             "consumer.override.max.poll.records": [f"Invalid value {bad} for configuration max.poll.records: "
                                                    "Value must be at least 1"]}
+    # TopicCopy reads topics as a sink does; a source reading none ignores consumer settings, as Kafka's.
+    import connect.file_stream  # noqa: F401 - registers FileStreamSource
+    import connect.topic_copy  # noqa: F401 - registers TopicCopy
+    copy = {"name": "c", "connector.class": "TopicCopy", "topics": "orders", "consumer.override.max.poll.records": "0"}
+    assert list(validate(copy).errors()) == ["consumer.override.max.poll.records"]
+    assert parse_connector_config({**copy, "consumer.override.max.poll.records": "7"}).reader_options() == \
+        {"maxOffsetsPerTrigger": "7"}
+    assert validate({"name": "f", "connector.class": "FileStreamSource", "file": "/tmp/in.txt", "topic": "t",
+                     "consumer.override.max.poll.records": "0"}).errors() == {}
 
 
 def test_null_values_are_refused_as_connect_refuses_them():
