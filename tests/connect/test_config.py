@@ -7,7 +7,10 @@ import pytest
 from connect.config import (CONNECTORS, CONVERTERS, JSON_CONVERTER_CONFIG, PREDICATES, TRANSFORMATIONS,
                             WorkerConfig, parse_connector_config, validate)
 from connect.config_def import ConfigDef, ConfigKey, Plugin, Type
+from connect.connector import register_connector
 from connect.errors import ConfigError
+from connect.file_stream import FileStreamSource
+from connect.topic_copy import TopicCopy
 
 pytestmark = pytest.mark.unit
 
@@ -113,8 +116,8 @@ def test_a_sinks_max_poll_records_bounds_its_batch_and_other_consumer_overrides_
             "consumer.override.max.poll.records": [f"Invalid value {bad} for configuration max.poll.records: "
                                                    "Value must be at least 1"]}
     # TopicCopy reads topics as a sink does; a source reading none ignores consumer settings, as Kafka's.
-    import connect.file_stream  # noqa: F401 - registers FileStreamSource
-    import connect.topic_copy  # noqa: F401 - registers TopicCopy
+    register_connector(TopicCopy)
+    register_connector(FileStreamSource)
     copy = {"name": "c", "connector.class": "TopicCopy", "topics": "orders", "consumer.override.max.poll.records": "0"}
     assert list(validate(copy).errors()) == ["consumer.override.max.poll.records"]
     assert parse_connector_config({**copy, "consumer.override.max.poll.records": "7"}).reader_options() == \
