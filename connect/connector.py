@@ -96,6 +96,10 @@ class SourceConnector(Connector):
 class SinkConnector(Connector):
     kind = SINK
     reads_topics = True
+    # Set by the runtime before each write_batch: where the batch starts in each (topic, partition)
+    # it may hold — the same for every attempt at the batch, so output named after it is replaced,
+    # not added to, when the batch is written again (connect.directory_sink).
+    batch_start: dict = {}
 
     @property
     def input_bootstrap_servers(self) -> str:

@@ -24,6 +24,7 @@ class ConnectorPaths:
         self.root = os.path.join(state_dir, self.safe(worker_group), name if safe else self.safe(name))
         self.checkpoint = os.path.join(self.root, "checkpoint")
         self._sink_id_file = os.path.join(self.root, "sink-id")
+        self._start_file = os.path.join(self.root, "query-start")
 
     @staticmethod
     def safe(name: str) -> str:
@@ -54,6 +55,25 @@ class ConnectorPaths:
             f.write(f"{sink_id}\n{servers}")
         os.replace(tmp, self._sink_id_file)
         return sink_id
+
+    def query_start(self, compute) -> Any:
+        """Where the current checkpoint's query started (``compute()``, Spark's ``startingOffsets``
+        for it), kept beside the checkpoint: Spark's offset log holds each batch's end, so the
+        start of batch 0 — asked for again when batch 0 is replayed, after the group may have
+        moved — is read back from here while the checkpoint lives."""
+        if not self.fresh():
+            try:
+                with open(self._start_file) as f:
+                    return json.load(f)
+            except (FileNotFoundError, ValueError):
+                pass  # a checkpoint from before this file: the group's offsets are the best guess
+        start = compute()
+        os.makedirs(self.root, exist_ok=True)
+        tmp = self._start_file + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(start, f)
+        os.replace(tmp, self._start_file)
+        return start
 
     def discard(self) -> None:
         """Forget the checkpoint (offsets were altered, or the connector deleted)."""
@@ -90,3 +110,18 @@ def batch_end_offset(checkpoint: str, batch_id: int) -> Any:
     with open(os.path.join(checkpoint, "offsets", str(batch_id))) as f:
         lines = f.read().splitlines()
     return json.loads(lines[2])
+
+
+def batch_start_offset(checkpoint: str, batch_id: int, query_start: Any) -> dict[tuple[str, int], int]:
+    """Where ``batch_id`` starts, per (topic, partition): the previous batch's end from Spark's
+    offset log, or where the query started for its first batch. Offsets below zero (earliest) are
+    left to the caller."""
+    start = query_start
+    if batch_id > 0:
+        try:
+            start = batch_end_offset(checkpoint, batch_id - 1)
+        except FileNotFoundError:
+            pass  # the query's first batch after a restart at a later id: the group's offsets
+    if not isinstance(start, dict):
+        return {}
+    return {(t, int(p)): int(o) for t, ps in start.items() if isinstance(ps, dict) for p, o in ps.items()}

@@ -1,14 +1,16 @@
 """``DirectorySink``: each micro-batch's records as JSON lines or Parquet under a directory, exactly
 once per batch.
 
-A batch is written by Spark (``tasks.max`` part files) into a hidden ``_tmp-…`` directory, which is
-then renamed into place, so a reader sees a batch whole or not at all. The batch's directory is
-named after its first record, Confluent's ``<topic>+<partition>+<offset>`` (the smallest
-(topic, partition, offset) of the batch's records that have a value): a batch replayed from the
-same start, whether from Spark's checkpoint or, after the checkpoint was lost, from the consumer
-group's committed offsets, has the same first record and so replaces the directory instead of
-adding a copy. The write job itself observes the first record (``DataFrame.observe``). Read it back
-with ``spark.read.option("recursiveFileLookup", "true").json(path)`` (or ``.parquet``).
+A batch is written by Spark (``tasks.max`` part files per topic-partition) into a hidden ``_tmp-…``
+directory, one subdirectory per topic-partition, each then renamed into place as
+``<topic>+<partition>+<offset>`` — Confluent's naming, the offset being where the batch starts in
+that partition (the runtime's ``batch_start``: the previous batch's end in Spark's offset log, or
+where the query started). Every attempt at a batch starts each partition at the same offset, whether
+it is replayed from Spark's checkpoint or, after the checkpoint was lost, read again from the
+consumer group's committed offsets — even when the second attempt holds more or fewer partitions
+than the first — so a partition's directory is replaced, not added to. A reader sees each
+topic-partition's part of a batch whole or not at all. Read it back with
+``spark.read.option("recursiveFileLookup", "true").json(path)`` (or ``.parquet``).
 
 Columns: the fields of the value when the (converted, transformed) value is a struct, else one
 ``value`` column; tombstones are skipped.
@@ -22,21 +24,23 @@ import os
 import re
 import shutil
 import uuid
+from urllib.parse import unquote
 
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from connect.config_def import NO_DEFAULT, ConfigDef, ConfigKey, Importance, Type, Width, non_empty_string, one_of
 from connect.connector import SinkConnector, register_connector
 
-_FIRST = "__connect_first"
+_TOPIC, _PARTITION = "__connect_topic", "__connect_partition"
 _SPARK_FORMAT = {"jsonl": "json", "parquet": "parquet"}
 
 
 @register_connector
 class DirectorySink(SinkConnector):
-    """JSON lines or Parquet files under ``path``, one directory per batch (see the module docstring)."""
+    """JSON lines or Parquet files under ``path``, one directory per batch and topic-partition (see
+    the module docstring)."""
     class_name = "io.riverlog.connect.file.DirectorySinkConnector"
     aliases = ("DirectorySink", "DirectorySinkConnector")
     config_def = ConfigDef([
@@ -53,37 +57,49 @@ class DirectorySink(SinkConnector):
     def write_batch(self, frame: DataFrame, batch_id: int) -> None:
         root = self.values["path"]
         os.makedirs(root, exist_ok=True)
-        observed = Observation(f"directory-sink-{uuid.uuid4().hex}")
         value = frame.schema["value"].dataType
-        columns = [f.name for f in value.fields] if isinstance(value, StructType) else ["value"]
-        # Observed after the projection: observing the converted frame itself costs the write
-        # twice its time (Spark evaluates the conversion below the observation without sharing it).
         rows = frame.where(F.col("value").isNotNull()).select(
-            F.struct("topic", "partition", "offset").alias(_FIRST),
+            F.col("topic").alias(_TOPIC), F.col("partition").alias(_PARTITION),
             *(["value.*"] if isinstance(value, StructType) else ["value"]))
-        rows = rows.observe(observed, F.min(_FIRST).alias("first")).select(*[F.col(f"`{c}`") for c in columns])
         tmp = os.path.join(root, f"_tmp-{uuid.uuid4().hex}")
         try:
-            rows.coalesce(max(1, self.config.tasks_max)).write.mode("overwrite") \
+            rows.coalesce(max(1, self.config.tasks_max)).write.mode("overwrite").partitionBy(_TOPIC, _PARTITION) \
                 .format(_SPARK_FORMAT[self.values["format"]]).save(tmp)
-            first = observed.get["first"]
+            written = self._written(tmp)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        if first is None:  # no record with a value in the batch
-            shutil.rmtree(tmp, ignore_errors=True)
-            return
-        final = os.path.join(root, self.batch_name(first["topic"], first["partition"], first["offset"]))
-        for name in os.listdir(tmp):
-            if name.startswith((".", "_")):
-                os.remove(os.path.join(tmp, name))
-        if os.path.exists(final):
-            trash = os.path.join(root, f"_old-{uuid.uuid4().hex}")
-            os.replace(final, trash)
-            os.replace(tmp, final)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
+        for (topic, partition), directory in sorted(written.items()):
+            for name in os.listdir(directory):
+                if name.startswith((".", "_")):
+                    os.remove(os.path.join(directory, name))
+            start = self.batch_start.get((topic, partition), 0)
+            _replace(directory, os.path.join(root, self.batch_name(topic, partition, start)), root)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    @staticmethod
+    def _written(tmp: str) -> dict[tuple[str, int], str]:
+        """The (topic, partition) directories Spark wrote under ``tmp`` (``partitionBy`` names them
+        ``<column>=<escaped value>``)."""
+        out = {}
+        for t in os.listdir(tmp):
+            if not t.startswith(_TOPIC + "="):
+                continue
+            for p in os.listdir(os.path.join(tmp, t)):
+                if p.startswith(_PARTITION + "="):
+                    out[(unquote(t.split("=", 1)[1]), int(p.split("=", 1)[1]))] = os.path.join(tmp, t, p)
+        return out
+
+
+def _replace(src: str, final: str, root: str) -> None:
+    """Rename ``src`` to ``final``, replacing what a previous attempt at the batch left there."""
+    if os.path.exists(final):
+        trash = os.path.join(root, f"_old-{uuid.uuid4().hex}")
+        os.replace(final, trash)
+        os.replace(src, final)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        os.replace(src, final)
 
 
 __all__ = ["DirectorySink"]

@@ -41,7 +41,7 @@ from broker.errors import TopicAlreadyExistsError
 from connect import converters, dead_letter, record_frame
 from connect.config import ConnectorConfig, WorkerConfig
 from connect.connector import Connector, SinkConnector, SourceConnector
-from connect.connector_state import ConnectorPaths, batch_end_offset, finish_pending, group_id
+from connect.connector_state import ConnectorPaths, batch_end_offset, batch_start_offset, finish_pending, group_id
 from connect.plan_template import PlanTemplate
 from connect.plugins import canonical, canonical_transform_config
 from connect.config import CONVERTERS
@@ -126,6 +126,7 @@ class Pipeline:
         self.template = PlanTemplate()  # a sink batch's plan, moved onto the next batch
         self.sink_id = ""
         self.offsets_topic = storage.offset_log.topic
+        self._query_start = None  # a sink query's startingOffsets, as kept beside its checkpoint
 
     # ------------------------------------------------------------------------------ starting
     def start(self):
@@ -173,6 +174,7 @@ class Pipeline:
         # again when batch 0 is replayed, and its default (latest) would skip that batch's records.
         committed = self._committed(servers)
         reader = reader.option("startingOffsets", committed if isinstance(committed, str) else json.dumps(committed))
+        self._query_start = self.paths.query_start(lambda: committed)
         return reader.load()
 
     def _create_missing(self, servers: str) -> None:
@@ -328,6 +330,7 @@ class Pipeline:
                     good, bad = self._good(frame, rebind)
                 else:
                     good = self.template.frame(key, df, lambda batch: self._good(converted(batch), rebind)[0])
+                c.batch_start = self._batch_start(c, batch_id, end)
                 rejected = c.write_batch(good, batch_id)
                 if rejected is not None:  # fails the batch under errors.tolerance=none
                     failed = self._write_failures(converted(df) if frame is None else frame, rejected, c)
@@ -347,6 +350,23 @@ class Pipeline:
         finally:
             if frame is not None:
                 frame.unpersist()
+
+    def _batch_start(self, c: SinkConnector, batch_id: int, end: dict) -> dict[tuple[str, int], int]:
+        """Where the batch starts in each partition it may hold (those of its end offsets): the same
+        for every attempt at the batch, a replay with the checkpoint or, without it, the new query's
+        first batch from the group's offsets. Where the query started at earliest (or the partition
+        is new), the partition's first offset now."""
+        start = batch_start_offset(self.paths.checkpoint, batch_id, self._query_start)
+        unknown = [(t, int(p)) for t, ps in end.items() for p in ps if start.get((t, int(p)), -1) < 0]
+        if unknown:
+            consumer = Consumer({"bootstrap.servers": c.input_bootstrap_servers, "group.id": group_id(self.config.name),
+                                 "enable.auto.commit": False})
+            try:
+                for t, p in unknown:
+                    start[(t, p)] = consumer.get_watermark_offsets(TopicPartition(t, p), timeout=30)[0]
+            finally:
+                consumer.close()
+        return start
 
     def _good(self, frame: DataFrame, rebind: bool) -> tuple[DataFrame, DataFrame]:
         """(the rows the connector writes, the flagged rows) of a converted frame."""

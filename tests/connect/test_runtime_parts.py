@@ -1,5 +1,6 @@
-"""The worker's pure parts: lag from Spark's offsets, the checkpoint's sinkId generations, the
-DirectorySink's batch names, the plugin aliases, and the standalone session's Spark defaults."""
+"""The worker's pure parts: lag from Spark's offsets, the checkpoint's sinkId generations, a batch's
+start (kept for batch 0 while the checkpoint lives), the DirectorySink's batch names, the plugin
+aliases, and the standalone session's Spark defaults."""
 from __future__ import annotations
 
 import os
@@ -43,6 +44,22 @@ def test_sink_id_is_kept_with_the_checkpoint_and_new_without_it(tmp_path):
     assert "/" not in os.path.relpath(paths.root, tmp_path).split(os.sep)[0]
     paths.discard()
     assert not os.path.exists(paths.root)
+
+
+def test_a_batch_starts_where_the_last_ended_and_batch_0_where_its_query_started(tmp_path):
+    from connect.connector_state import ConnectorPaths, batch_start_offset
+    paths = ConnectorPaths(str(tmp_path), "g", "sink")
+    assert paths.query_start(lambda: {"orders": {"0": 5, "1": -2}}) == {"orders": {"0": 5, "1": -2}}
+    os.makedirs(os.path.join(paths.checkpoint, "offsets"))
+    with open(os.path.join(paths.checkpoint, "offsets", "0"), "w") as f:
+        f.write('v1\n{}\n{"orders": {"0": 9, "1": 3}}\n')
+    # Batch 0 replayed after the group moved on: the start kept with the checkpoint, not the group's.
+    start = paths.query_start(lambda: {"orders": {"0": 9, "1": 3}})
+    assert batch_start_offset(paths.checkpoint, 0, start) == {("orders", 0): 5, ("orders", 1): -2}
+    assert batch_start_offset(paths.checkpoint, 1, start) == {("orders", 0): 9, ("orders", 1): 3}
+    assert batch_start_offset(paths.checkpoint, 0, "earliest") == {}
+    paths.discard()  # the checkpoint lost: the new query's start is the group's offsets
+    assert paths.query_start(lambda: {"orders": {"0": 9}}) == {"orders": {"0": 9}}
 
 
 def test_directory_batch_names_sort_by_offset_and_hide_nothing():
