@@ -140,6 +140,10 @@ class ClusterClient:
         # auto.create.topics.enable: producers and consumers yes (see from_config), admin clients no.
         self.allow_auto_create = False
         self._closed = False
+        # Addresses whose last call_any failed, and when: tried after the others (Kafka's
+        # leastLoadedNode passes over a node in reconnect backoff), so a broker that accepts
+        # connections and never answers is not asked first every time.
+        self._failed_at: dict[str, float] = {}
 
     # ----------------------------------------------------------------------------- transport
     def stub_for_address(self, address: str) -> pb_grpc.RiverlogStub:
@@ -186,11 +190,13 @@ class ClusterClient:
             raise translate_rpc_error(e, method) from None
 
     def call_any(self, method: str, request, timeout: float | None = None):
-        """Call ``method`` on the first bootstrap or known broker that answers."""
+        """Call ``method`` on the first bootstrap or known broker that answers, those that failed
+        last time after the others."""
         deadline = time.monotonic() + (timeout or self.timeout)
         last: RiverlogError | None = None
         while True:
-            addresses = list(dict.fromkeys(list(self.brokers.values()) + self.bootstrap))
+            addresses = sorted(dict.fromkeys(list(self.brokers.values()) + self.bootstrap),
+                               key=lambda a: self._failed_at.get(a, 0.0))
             for i, address in enumerate(addresses):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -199,11 +205,15 @@ class ClusterClient:
                 # candidate a share of the time so one such broker cannot use all of it.
                 share = remaining if i == len(addresses) - 1 else max(remaining / (len(addresses) - i), 1.0)
                 try:
-                    return getattr(self.stub_for_address(address), method)(request, timeout=min(share, remaining))
+                    reply = getattr(self.stub_for_address(address), method)(request, timeout=min(share, remaining))
                 except grpc.RpcError as e:
                     last = translate_rpc_error(e, method)
                     if not last.retriable and not isinstance(last, NetworkError):
-                        raise last from None
+                        raise last from None   # an answer: the broker is fine
+                    self._failed_at[address] = time.monotonic()
+                else:
+                    self._failed_at.pop(address, None)
+                    return reply
             if time.monotonic() + self.backoff >= deadline:
                 raise last or KafkaTimeoutError(f"{method}: no broker answered") from None
             time.sleep(self.backoff)

@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 from broker.clock import SYSTEM_CLOCK, Clock
 from broker.config import TOPIC_CONFIG, Config, topic_defaults
@@ -67,14 +68,23 @@ class ControllerClient:
                     continue
                 host, port = self.voters[node]
                 try:
-                    reply = self.peers.call(f"{host}:{port}", "controller", {"method": method, "body": body},
-                                            timeout=max(0.1, deadline - time.monotonic()))
+                    reply = self.peers.call_while(f"{host}:{port}", "controller", {"method": method, "body": body},
+                                                  max(0.1, deadline - time.monotonic()), self._leading(node))
                     self.leader_hint = node
                     return reply
                 except (NotControllerError, NetworkError, KafkaTimeoutError) as e:
                     last = e
+                    if self.runtime is not None and self.runtime.leader_id not in (None, node):
+                        break  # a new leader: ask it (or this node's runtime) first
             time.sleep(0.05)
         raise last if last.retriable else KafkaTimeoutError(str(last))
+
+    def _leading(self, node: int) -> Callable[[], bool]:
+        """Whether ``node`` may still be the active controller, as far as this node's Raft knows: a
+        controller node stops waiting on a paused leader once the quorum has elected another."""
+        if self.runtime is None:
+            return lambda: True
+        return lambda: self.runtime.leader_id in (None, node)
 
     def _candidates(self) -> list[int]:
         hint = self.runtime.leader_id if self.runtime is not None else self.leader_hint

@@ -10,11 +10,12 @@ import json
 import logging
 import queue
 import threading
+from collections.abc import Callable
 
 import grpc
 
 from broker.client.cluster import channel_options, translate_rpc_error
-from broker.errors import NetworkError
+from broker.errors import NetworkError, NotControllerError
 from broker.proto import riverlog_pb2 as pb
 from broker.proto import riverlog_pb2_grpc as pb_grpc
 
@@ -46,6 +47,25 @@ class Peers:
         stub = pb_grpc.RiverlogInternalStub(self.channel(address))
         try:
             reply = stub.Call(pb.InternalRequest(method=method, body=json.dumps(body).encode()), timeout=timeout)
+        except grpc.RpcError as e:
+            raise translate_rpc_error(e, f"internal {method} to {address}") from None
+        return json.loads(reply.body) if reply.body else {}
+
+    def call_while(self, address: str, method: str, body: dict, timeout: float,
+                   still_wanted: Callable[[], bool]) -> dict:
+        """:meth:`call`, given up with ``NotControllerError`` once ``still_wanted()`` turns False
+        (asked every 50 ms): a call to a controller that stopped answering (paused, partitioned)
+        ends when the quorum elects another, not when its deadline passes."""
+        stub = pb_grpc.RiverlogInternalStub(self.channel(address))
+        future = stub.Call.future(pb.InternalRequest(method=method, body=json.dumps(body).encode()), timeout=timeout)
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        while not done.wait(0.05):
+            if not still_wanted():
+                future.cancel()
+                raise NotControllerError(f"internal {method} to {address}: leadership moved while waiting")
+        try:
+            reply = future.result()
         except grpc.RpcError as e:
             raise translate_rpc_error(e, f"internal {method} to {address}") from None
         return json.loads(reply.body) if reply.body else {}

@@ -193,6 +193,48 @@ def test_losing_the_active_controller_elects_another_and_topics_can_still_be_cre
     assert {topic_name, *(f"{topic_name}-{extra}" for extra in range(3))} <= known
 
 
+def test_a_paused_active_controller_holds_a_forwarded_operation_only_until_another_is_elected(cluster_factory):
+    """A broker forwards an operation (here a block of producer ids for InitProducerId) to the
+    active controller; paused, it accepts the call and never answers, and the broker asks the new
+    one once its own Raft sees the election — within a deadline shorter than the 30 s it gives a
+    controller that is still leading."""
+    from broker.client.cluster import ClusterClient
+    from broker.proto import riverlog_pb2 as pb
+    cluster = cluster_factory(3, FAST)
+    cluster.wait_for_brokers(3)
+    old = cluster.describe().controller.id
+    asked = next(node for i, node in cluster.nodes.items() if i != old)
+    cluster.nodes[old].pause()
+    client = ClusterClient(asked.bootstrap, request_timeout_ms=20_000)
+    try:
+        reply = client.call("InitProducerId", pb.InitProducerIdRequest(), timeout=20)
+        assert reply.producer_id >= 0 and reply.producer_epoch == 0
+    finally:
+        client.close()
+        cluster.nodes[old].resume()
+
+
+def test_a_client_asks_a_broker_that_did_not_answer_after_the_others(broker_factory):
+    """A bootstrap broker that accepts connections and never answers (paused) is tried after the
+    others once it has failed: with a request timeout shorter than one try per address, every
+    call would otherwise be spent on it."""
+    from broker.client.cluster import ClusterClient
+    from broker.errors import RiverlogError
+    from broker.proto import riverlog_pb2 as pb
+    paused, node = broker_factory(name="paused"), broker_factory()
+    client = ClusterClient(f"{paused.bootstrap},{node.bootstrap}", request_timeout_ms=500)
+    try:
+        assert client.call_any("Metadata", pb.MetadataRequest(all_topics=True)).brokers   # connected to it
+        paused.pause()
+        with pytest.raises(RiverlogError):
+            client.call_any("Metadata", pb.MetadataRequest(all_topics=True))   # spent on the paused one
+        for _ in range(3):
+            assert client.call_any("Metadata", pb.MetadataRequest(all_topics=True)).brokers
+    finally:
+        client.close()
+        paused.resume()
+
+
 def test_a_whole_cluster_restart_keeps_data_and_metadata(cluster_factory, topic_name):
     # Snapshot the metadata every few records, so that the restart loads snapshots, not only the log.
     cluster = cluster_factory(3, {**FAST, "metadata.max.snapshot.records": 5})
