@@ -33,6 +33,7 @@ test-simulation: $(STAMP)
 
 soak: $(STAMP)
 	RIVERLOG_SIM_SEEDS=$${RIVERLOG_SIM_SEEDS:-50000} $(PY) -m pytest tests/simulation -p no:cacheprovider
+	RIVERLOG_READINESS_RUNS=$${RIVERLOG_READINESS_RUNS:-50} $(PY) -m pytest tests/integration/test_readiness.py -p no:cacheprovider
 
 test-integration: $(STAMP)
 	$(PY) -m pytest tests/integration
