@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib.metadata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -96,10 +97,12 @@ class SourceConnector(Connector):
 class SinkConnector(Connector):
     kind = SINK
     reads_topics = True
-    # Set by the runtime before each write_batch: where the batch starts in each (topic, partition)
-    # it may hold — the same for every attempt at the batch, so output named after it is replaced,
-    # not added to, when the batch is written again (connect.directory_sink).
-    batch_start: dict = {}
+    # A sink that names its output after where the batch starts asks for it (``wants_batch_start``);
+    # the runtime then sets ``batch_start`` before each write_batch: where the batch starts in each
+    # (topic, partition) it may hold, the same for every attempt at the batch, so output named after
+    # it is replaced, not added to, when the batch is written again (connect.directory_sink).
+    wants_batch_start = False
+    batch_start: Mapping[tuple[str, int], int] = MappingProxyType({})
 
     @property
     def input_bootstrap_servers(self) -> str:

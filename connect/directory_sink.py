@@ -43,6 +43,7 @@ class DirectorySink(SinkConnector):
     the module docstring)."""
     class_name = "io.riverlog.connect.file.DirectorySinkConnector"
     aliases = ("DirectorySink", "DirectorySinkConnector")
+    wants_batch_start = True
     config_def = ConfigDef([
         ConfigKey("path", Type.STRING, NO_DEFAULT, non_empty_string, Importance.HIGH,
                   "Directory the batches are written under (created if missing).", None, -1, Width.LONG, "Path"),

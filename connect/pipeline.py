@@ -330,7 +330,8 @@ class Pipeline:
                     good, bad = self._good(frame, rebind)
                 else:
                     good = self.template.frame(key, df, lambda batch: self._good(converted(batch), rebind)[0])
-                c.batch_start = self._batch_start(c, batch_id, end)
+                if c.wants_batch_start:
+                    c.batch_start = self._batch_start(c, batch_id, end)
                 rejected = c.write_batch(good, batch_id)
                 if rejected is not None:  # fails the batch under errors.tolerance=none
                     failed = self._write_failures(converted(df) if frame is None else frame, rejected, c)
