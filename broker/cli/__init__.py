@@ -15,8 +15,9 @@
 
 One module per command group (``broker_cmd``, ``cluster``, ``topics``, ``produce_consume``,
 ``groups``, ``transactions``), their shared helpers in ``common`` and option types in ``params``.
-Every command is registered here, when the package is imported, so ``riverlog``, ``python -m broker``
-and ``python -m broker.cli`` offer the same commands.
+Every command is registered here, when the package is imported (those of packages above the broker
+by name, imported when used), so ``riverlog``, ``python -m broker`` and ``python -m broker.cli``
+offer the same commands.
 
 Every command but ``broker start`` talks to ``--bootstrap-server`` (default: $RIVERLOG_BOOTSTRAP_SERVERS
 or 127.0.0.1:9092), given before the command or after it, as Kafka's tools take it
@@ -34,7 +35,35 @@ from broker.cli.common import BOOTSTRAP_ENV, ReportErrors, kafka_habits
 __all__ = ["main"]
 
 
-@click.group(cls=ReportErrors)
+class _Root(ReportErrors):
+    """The root group. Command groups that packages above the broker add (entry point group
+    ``riverlog.cli``, e.g. ``connect``, ``streams``) are found by name and imported only when
+    named, or listed by ``--help``: the broker imports nothing above it, and a broker command does
+    not pay for importing Spark-side packages. A plugin that does not import (its package missing)
+    leaves the other commands working."""
+
+    def _plugins(self) -> dict:
+        from importlib.metadata import entry_points
+        return {ep.name: ep for ep in entry_points(group="riverlog.cli") if ep.name not in self.commands}
+
+    def list_commands(self, ctx):
+        return sorted({*self.commands, *self._plugins()})
+
+    def get_command(self, ctx, name):
+        command = self.commands.get(name)
+        if command is None:
+            ep = self._plugins().get(name)
+            if ep is None:
+                return None
+            try:
+                command = ep.load()
+            except ImportError:
+                return None
+            self.add_command(command, name)
+        return command
+
+
+@click.group(cls=_Root)
 @click.option("--bootstrap-server", "-b", default="127.0.0.1:9092", show_default=True, envvar=BOOTSTRAP_ENV,
               help=f"host:port of any broker (${BOOTSTRAP_ENV}); also accepted after the command")
 @click.pass_context
@@ -52,20 +81,3 @@ for _command in (broker_cmd.broker, cluster.cluster, topics.topics, produce_cons
     main.add_command(_command)
 del _command
 kafka_habits(main)
-
-
-def _add_plugins(group: click.Group) -> None:
-    """Command groups that packages above the broker add (entry point group ``riverlog.cli``, e.g.
-    ``connect``), found by name so the broker imports nothing above it. A plugin that does not
-    import (its package missing) leaves the other commands working."""
-    from importlib.metadata import entry_points
-    for ep in entry_points(group="riverlog.cli"):
-        if ep.name in group.commands:
-            continue
-        try:
-            group.add_command(ep.load(), ep.name)
-        except ImportError:
-            continue
-
-
-_add_plugins(main)

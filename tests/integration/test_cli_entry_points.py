@@ -31,3 +31,15 @@ def test_every_way_of_starting_the_cli_lists_the_same_commands():
     listed = {name: _commands(argv) for name, argv in ENTRY_POINTS.items()}
     assert listed["riverlog"] == COMMANDS, listed
     assert listed["python -m broker"] == listed["riverlog"] == listed["python -m broker.cli"]
+
+
+def test_a_broker_command_imports_nothing_above_the_broker():
+    """The command groups of packages above the broker load only when named (or listed by
+    ``--help``): a broker command, and a broker process, start without Spark or pandas."""
+    probe = ("import sys; from broker.cli import main; main.get_command(None, 'topics'); "
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'streams', 'connect', 'pyspark', 'pandas'}))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", (out.stdout, out.stderr)
+    probe = "from broker.cli import main; print(main.get_command(None, 'streams').name)"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "streams", out.stderr
