@@ -199,15 +199,27 @@ def test_a_paused_active_controller_holds_a_forwarded_operation_only_until_anoth
     one once its own Raft sees the election — within a deadline shorter than the 30 s it gives a
     controller that is still leading."""
     from broker.client.cluster import ClusterClient
+    from broker.errors import RiverlogError
     from broker.proto import riverlog_pb2 as pb
     cluster = cluster_factory(3, FAST)
     cluster.wait_for_brokers(3)
     old = cluster.describe().controller.id
     asked = next(node for i, node in cluster.nodes.items() if i != old)
+    client = ClusterClient(asked.bootstrap, request_timeout_ms=5_000)
+
+    def answered(method, request):
+        try:
+            return client.call(method, request)
+        except RiverlogError as e:
+            assert e.retriable, e
+            return None   # a broker still starting, or the call timed out: asked again
+
+    # A producer id block once before the pause would leave nothing to forward: none is taken yet.
+    wait_until(lambda: answered("Metadata", pb.MetadataRequest()), 30, 0.1, "the asked broker to serve")
     cluster.nodes[old].pause()
-    client = ClusterClient(asked.bootstrap, request_timeout_ms=20_000)
     try:
-        reply = client.call("InitProducerId", pb.InitProducerIdRequest(), timeout=20)
+        reply = wait_until(lambda: answered("InitProducerId", pb.InitProducerIdRequest()), 20, 0.1,
+                           "a producer id while the old controller is paused")
         assert reply.producer_id >= 0 and reply.producer_epoch == 0
     finally:
         client.close()
