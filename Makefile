@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(PY) bench/streams_join_bench.py
 	$(PY) bench/connect_bench.py
 	$(PY) bench/cdc_bench.py
+	$(PY) bench/cli_bench.py
 
 proto: $(STAMP)
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --grpc_python_out=. broker/proto/riverlog.proto
