@@ -7,10 +7,12 @@ import sys
 from pyspark.sql import SparkSession
 
 import spark_sink
+from tests.spark.child_process import SHORT_LIVED_JVM
 
 bootstrap, topic, input_dir, checkpoint = sys.argv[1:5]
 spark = (SparkSession.builder.master("local[2]").appName("riverlog-sink-kill")
-         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.driver.extraJavaOptions", SHORT_LIVED_JVM).getOrCreate())
 spark_sink.register(spark)
 (spark.readStream.schema("id long").option("maxFilesPerTrigger", 1).json(input_dir)
  .selectExpr("CAST(id AS STRING) AS key", "CAST(id AS STRING) AS value")
