@@ -42,9 +42,14 @@ class _Root(ReportErrors):
     not pay for importing Spark-side packages. A plugin that does not import (its package missing)
     leaves the other commands working."""
 
+    _entry_points: dict | None = None
+
     def _plugins(self) -> dict:
-        from importlib.metadata import entry_points
-        return {ep.name: ep for ep in entry_points(group="riverlog.cli") if ep.name not in self.commands}
+        """The plugin entry points not yet loaded, read from the installed metadata once."""
+        if self._entry_points is None:
+            from importlib.metadata import entry_points
+            self._entry_points = {ep.name: ep for ep in entry_points(group="riverlog.cli")}
+        return {name: ep for name, ep in self._entry_points.items() if name not in self.commands}
 
     def list_commands(self, ctx):
         return sorted({*self.commands, *self._plugins()})

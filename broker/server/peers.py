@@ -24,6 +24,19 @@ log = logging.getLogger(__name__)
 RAFT_QUEUE = 1024
 
 
+def _request(method: str, body: dict) -> pb.InternalRequest:
+    return pb.InternalRequest(method=method, body=json.dumps(body).encode())
+
+
+def _decoded(address: str, method: str, reply: Callable[[], pb.InternalResponse]) -> dict:
+    """The JSON body of ``reply()``; a gRPC failure as the client's typed error."""
+    try:
+        answer = reply()
+    except grpc.RpcError as e:
+        raise translate_rpc_error(e, f"internal {method} to {address}") from None
+    return json.loads(answer.body) if answer.body else {}
+
+
 class Peers:
     def __init__(self, node_id: int):
         self.node_id = node_id
@@ -45,11 +58,7 @@ class Peers:
     def call(self, address: str, method: str, body: dict, timeout: float) -> dict:
         """One internal call; typed errors on failure."""
         stub = pb_grpc.RiverlogInternalStub(self.channel(address))
-        try:
-            reply = stub.Call(pb.InternalRequest(method=method, body=json.dumps(body).encode()), timeout=timeout)
-        except grpc.RpcError as e:
-            raise translate_rpc_error(e, f"internal {method} to {address}") from None
-        return json.loads(reply.body) if reply.body else {}
+        return _decoded(address, method, lambda: stub.Call(_request(method, body), timeout=timeout))
 
     def call_while(self, address: str, method: str, body: dict, timeout: float,
                    still_wanted: Callable[[], bool]) -> dict:
@@ -57,18 +66,14 @@ class Peers:
         (asked every 50 ms): a call to a controller that stopped answering (paused, partitioned)
         ends when the quorum elects another, not when its deadline passes."""
         stub = pb_grpc.RiverlogInternalStub(self.channel(address))
-        future = stub.Call.future(pb.InternalRequest(method=method, body=json.dumps(body).encode()), timeout=timeout)
+        future = stub.Call.future(_request(method, body), timeout=timeout)
         done = threading.Event()
         future.add_done_callback(lambda _f: done.set())
         while not done.wait(0.05):
             if not still_wanted():
                 future.cancel()
                 raise NotControllerError(f"internal {method} to {address}: leadership moved while waiting")
-        try:
-            reply = future.result()
-        except grpc.RpcError as e:
-            raise translate_rpc_error(e, f"internal {method} to {address}") from None
-        return json.loads(reply.body) if reply.body else {}
+        return _decoded(address, method, future.result)
 
     def send_raft(self, address: str, message: dict) -> None:
         with self._lock:
