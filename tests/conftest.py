@@ -156,12 +156,14 @@ def broker_factory(tmp_path):
 
 
 class Cluster:
-    """``n`` broker+controller nodes on 127.0.0.1, each in its own process and data directory."""
+    """``n`` broker+controller nodes on 127.0.0.1, each in its own process and data directory;
+    ``roles`` gives some nodes one role (the quorum's voters are the nodes with the controller's)."""
 
     def __init__(self, root: str, n: int, configs: dict | None = None, roles: dict[int, str] | None = None):
         ports = free_ports(2 * n)
-        quorum = ",".join(f"{i + 1}@127.0.0.1:{ports[n + i]}" for i in range(n))
         roles = roles or {}
+        quorum = ",".join(f"{i + 1}@127.0.0.1:{ports[n + i]}" for i in range(n)
+                          if "controller" in roles.get(i + 1, "controller"))
         self.nodes = {i + 1: BrokerProcess(os.path.join(root, f"node-{i + 1}"),
                                            {**(configs or {}), "process.roles": roles.get(i + 1, "broker,controller")},
                                            ports[i], i + 1, quorum)

@@ -50,6 +50,7 @@ class ControllerClient:
         self.runtime = runtime
         self.peers = peers
         self.leader_hint: int | None = None
+        self._view: tuple[int, int | None] = (-1, None)   # (term, leader) newest heard, without a runtime
 
     def call(self, method: str, body: dict, timeout: float = 10.0) -> dict:
         deadline = time.monotonic() + timeout
@@ -74,16 +75,25 @@ class ControllerClient:
                     return reply
                 except (NotControllerError, NetworkError, KafkaTimeoutError) as e:
                     last = e
-                    if self.runtime is not None and self.runtime.leader_id not in (None, node):
+                    if not self._leading(node)():
                         break  # a new leader: ask it (or this node's runtime) first
             time.sleep(0.05)
         raise last if last.retriable else KafkaTimeoutError(str(last))
 
+    def observe(self, term: int, leader: int | None) -> None:
+        """A controller's view of the quorum, heard with a metadata fetch: how a broker without a
+        Raft of its own learns of an election. The newest term wins, as in Raft."""
+        if term > self._view[0] or (term == self._view[0] and leader is not None):
+            self._view = (term, leader)
+            if leader is not None:
+                self.leader_hint = leader
+
     def _leading(self, node: int) -> Callable[[], bool]:
-        """Whether ``node`` may still be the active controller, as far as this node's Raft knows: a
-        controller node stops waiting on a paused leader once the quorum has elected another."""
+        """Whether ``node`` may still be the active controller, as far as this node knows (its own
+        Raft, or the newest view heard from the quorum): a forwarded call stops waiting on a paused
+        leader once another is elected."""
         if self.runtime is None:
-            return lambda: True
+            return lambda: self._view[1] in (None, node)
         return lambda: self.runtime.leader_id in (None, node)
 
     def _candidates(self) -> list[int]:
@@ -185,6 +195,8 @@ class Broker:
             try:
                 reply = self.peers.call(f"{host}:{port}", "fetch_metadata",
                                         {"offset": offset, "max_wait_ms": int(wait * 1000)}, timeout=wait + 5)
+                if "term" in reply:
+                    self.controller.observe(reply["term"], reply["leader"])
                 return reply["applied"], reply["entries"], reply.get("snapshot")
             except RiverlogError as e:
                 last = e

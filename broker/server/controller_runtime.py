@@ -124,6 +124,12 @@ class ControllerRuntime:
         return None if leader is None or leader < 0 else leader
 
     @property
+    def leader_view(self) -> tuple[int, int | None]:
+        """This node's Raft term and the leader it knows in it, for a broker without a Raft of its
+        own (sent with each metadata fetch it serves)."""
+        return self.raft.term, self.leader_id
+
+    @property
     def is_active(self) -> bool:
         return self._active
 

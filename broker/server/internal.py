@@ -95,7 +95,8 @@ class InternalHandlers:
         offset = body["offset"]
         runtime.wait_past(offset, min(max(0, body.get("max_wait_ms", 0)), 30_000) / 1000.0)
         applied, entries, snapshot = runtime.records_since(offset)
-        return {"applied": applied, "entries": entries, "snapshot": snapshot}
+        term, leader = runtime.leader_view
+        return {"applied": applied, "entries": entries, "snapshot": snapshot, "term": term, "leader": leader}
 
     def _offset_for_leader_epoch(self, body: dict) -> dict:
         out = []

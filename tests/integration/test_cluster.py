@@ -226,6 +226,37 @@ def test_a_paused_active_controller_holds_a_forwarded_operation_only_until_anoth
         cluster.nodes[old].resume()
 
 
+def test_a_broker_without_a_controller_role_learns_of_the_election_from_its_metadata_fetches(cluster_factory):
+    """A broker-only node has no Raft of its own: it hears the quorum's term and leader with each
+    metadata fetch, and gives up a call forwarded to a paused controller once another is elected
+    instead of waiting out the 30 s it gives a controller that is still leading."""
+    from broker.client.cluster import ClusterClient
+    from broker.errors import RiverlogError
+    from broker.proto import riverlog_pb2 as pb
+    cluster = cluster_factory(4, FAST, roles={4: "broker"})
+    cluster.wait_for_brokers(4)
+    old = cluster.describe().controller.id
+    assert old != 4
+    client = ClusterClient(cluster.nodes[4].bootstrap, request_timeout_ms=5_000)
+
+    def answered(method, request):
+        try:
+            return client.call(method, request)
+        except RiverlogError as e:
+            assert e.retriable, e
+            return None
+
+    wait_until(lambda: answered("Metadata", pb.MetadataRequest()), 30, 0.1, "the broker-only node to serve")
+    cluster.nodes[old].pause()
+    try:
+        reply = wait_until(lambda: answered("InitProducerId", pb.InitProducerIdRequest()), 20, 0.1,
+                           "a producer id from the broker-only node while the old controller is paused")
+        assert reply.producer_id >= 0 and reply.producer_epoch == 0
+    finally:
+        client.close()
+        cluster.nodes[old].resume()
+
+
 def test_a_client_asks_a_broker_that_did_not_answer_after_the_others(broker_factory):
     """A bootstrap broker that accepts connections and never answers (paused) is tried after the
     others once it has failed: with a request timeout shorter than one try per address, every
