@@ -100,9 +100,12 @@ class SinkConnector(Connector):
     # A sink that names its output after where the batch starts asks for it (``wants_batch_start``);
     # the runtime then sets ``batch_start`` before each write_batch: where the batch starts in each
     # (topic, partition) it may hold, the same for every attempt at the batch, so output named after
-    # it is replaced, not added to, when the batch is written again (connect.directory_sink).
+    # it is replaced, not added to, when the batch is written again (connect.directory_sink); and
+    # ``batch_partitions``: the (topic, partition)s the batch may hold records of (its range there is
+    # not empty, or where it starts had to be looked up), sorted.
     wants_batch_start = False
     batch_start: Mapping[tuple[str, int], int] = MappingProxyType({})
+    batch_partitions: tuple[tuple[str, int], ...] = ()
 
     @property
     def input_bootstrap_servers(self) -> str:

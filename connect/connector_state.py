@@ -112,6 +112,14 @@ def batch_end_offset(checkpoint: str, batch_id: int) -> Any:
     return json.loads(lines[2])
 
 
+def held_partitions(start: dict[tuple[str, int], int], end: dict) -> tuple[tuple[str, int], ...]:
+    """The (topic, partition)s a batch may hold records of, sorted: those whose range from ``start``
+    to ``end`` (Spark's offset-log shape) is not empty, and those whose start is not known (below
+    zero or missing: looked up later, and retention may have moved it since Spark read from it)."""
+    return tuple(sorted((t, int(p)) for t, ps in end.items() for p, o in ps.items()
+                        if start.get((t, int(p)), -1) < 0 or start[(t, int(p))] < int(o)))
+
+
 def batch_start_offset(checkpoint: str, batch_id: int, query_start: Any) -> dict[tuple[str, int], int]:
     """Where ``batch_id`` starts, per (topic, partition): the previous batch's end from Spark's
     offset log, or where the query started for its first batch. Offsets below zero (earliest) are

@@ -64,9 +64,13 @@ class DirectorySink(SinkConnector):
             *(["value.*"] if isinstance(value, StructType) else ["value"]))
         tmp = os.path.join(root, f"_tmp-{uuid.uuid4().hex}")
         try:
-            rows.coalesce(max(1, self.config.tasks_max)).write.mode("overwrite").partitionBy(_TOPIC, _PARTITION) \
-                .format(_SPARK_FORMAT[self.values["format"]]).save(tmp)
-            written = self._written(tmp)
+            if len(self.batch_partitions) == 1:
+                # One topic-partition (the common case): no partitionBy, whose sort and directory
+                # per value cost a small batch about a sixth of its write.
+                written = self._write_one(rows.drop(_TOPIC, _PARTITION), tmp)
+            else:
+                self._writer(rows).partitionBy(_TOPIC, _PARTITION).save(tmp)
+                written = self._written(tmp)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -77,6 +81,23 @@ class DirectorySink(SinkConnector):
             start = self.batch_start.get((topic, partition), 0)
             _replace(directory, os.path.join(root, self.batch_name(topic, partition, start)), root)
         shutil.rmtree(tmp, ignore_errors=True)
+
+    def _writer(self, rows: DataFrame):
+        return rows.coalesce(max(1, self.config.tasks_max)).write.mode("overwrite") \
+            .format(_SPARK_FORMAT[self.values["format"]])
+
+    def _write_one(self, rows: DataFrame, tmp: str) -> dict[tuple[str, int], str]:
+        """The batch's one topic-partition written straight into ``tmp``; as with ``partitionBy``,
+        no directory when no record was written (tombstones, an aborted transaction's records)."""
+        directory = os.path.join(tmp, "one")
+        self._writer(rows).save(directory)
+        parts = [os.path.join(directory, n) for n in os.listdir(directory) if not n.startswith((".", "_"))]
+        if self.values["format"] == "parquet":
+            import pyarrow.parquet as pq
+            empty = all(pq.read_metadata(p).num_rows == 0 for p in parts)
+        else:
+            empty = all(os.path.getsize(p) == 0 for p in parts)
+        return {} if empty else {self.batch_partitions[0]: directory}
 
     @staticmethod
     def _written(tmp: str) -> dict[tuple[str, int], str]:

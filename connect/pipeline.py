@@ -41,7 +41,8 @@ from broker.errors import TopicAlreadyExistsError
 from connect import converters, dead_letter, record_frame
 from connect.config import ConnectorConfig, WorkerConfig
 from connect.connector import Connector, SinkConnector, SourceConnector
-from connect.connector_state import ConnectorPaths, batch_end_offset, batch_start_offset, finish_pending, group_id
+from connect.connector_state import (ConnectorPaths, batch_end_offset, batch_start_offset, finish_pending, group_id,
+                                     held_partitions)
 from connect.plan_template import PlanTemplate
 from connect.plugins import canonical, canonical_transform_config
 from connect.config import CONVERTERS
@@ -331,7 +332,7 @@ class Pipeline:
                 else:
                     good = self.template.frame(key, df, lambda batch: self._good(converted(batch), rebind)[0])
                 if c.wants_batch_start:
-                    c.batch_start = self._batch_start(c, batch_id, end)
+                    c.batch_start, c.batch_partitions = self._batch_range(c, batch_id, end)
                 rejected = c.write_batch(good, batch_id)
                 if rejected is not None:  # fails the batch under errors.tolerance=none
                     failed = self._write_failures(converted(df) if frame is None else frame, rejected, c)
@@ -352,12 +353,16 @@ class Pipeline:
             if frame is not None:
                 frame.unpersist()
 
-    def _batch_start(self, c: SinkConnector, batch_id: int, end: dict) -> dict[tuple[str, int], int]:
+    def _batch_range(self, c: SinkConnector, batch_id: int,
+                     end: dict) -> tuple[dict[tuple[str, int], int], tuple[tuple[str, int], ...]]:
         """Where the batch starts in each partition it may hold (those of its end offsets): the same
         for every attempt at the batch, a replay with the checkpoint or, without it, the new query's
         first batch from the group's offsets. Where the query started at earliest (or the partition
-        is new), the partition's first offset now."""
+        is new), the partition's first offset now. And the partitions it may hold records of: a
+        range that is not empty, or one whose start had to be looked up (retention may have moved
+        the first offset since Spark read from it)."""
         start = batch_start_offset(self.paths.checkpoint, batch_id, self._query_start)
+        held = held_partitions(start, end)
         unknown = [(t, int(p)) for t, ps in end.items() for p in ps if start.get((t, int(p)), -1) < 0]
         if unknown:
             consumer = Consumer({"bootstrap.servers": c.input_bootstrap_servers, "group.id": group_id(self.config.name),
@@ -367,7 +372,7 @@ class Pipeline:
                     start[(t, p)] = consumer.get_watermark_offsets(TopicPartition(t, p), timeout=30)[0]
             finally:
                 consumer.close()
-        return start
+        return start, held
 
     def _good(self, frame: DataFrame, rebind: bool) -> tuple[DataFrame, DataFrame]:
         """(the rows the connector writes, the flagged rows) of a converted frame."""

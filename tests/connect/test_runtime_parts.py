@@ -62,6 +62,15 @@ def test_a_batch_starts_where_the_last_ended_and_batch_0_where_its_query_started
     assert paths.query_start(lambda: {"orders": {"0": 9}}) == {"orders": {"0": 9}}
 
 
+def test_a_batch_holds_the_partitions_whose_range_is_not_empty_or_whose_start_is_unknown():
+    from connect.connector_state import held_partitions
+    end = {"b": {"0": 5}, "a": {"1": 7, "0": 3, "2": 0}}
+    start = {("a", 0): 3, ("a", 1): 2, ("b", 0): -2}     # a/2 missing (new), b/0 earliest
+    assert held_partitions(start, end) == (("a", 1), ("a", 2), ("b", 0))
+    assert held_partitions({("a", 0): 3, ("a", 1): 7, ("a", 2): 0, ("b", 0): 5}, end) == ()
+    assert held_partitions({}, {}) == ()
+
+
 def test_directory_batch_names_sort_by_offset_and_hide_nothing():
     from connect.directory_sink import DirectorySink
     name = DirectorySink.batch_name("orders/eu", 3, 42)
