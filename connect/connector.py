@@ -111,6 +111,13 @@ class SinkConnector(Connector):
     def input_bootstrap_servers(self) -> str:
         return self.context.bootstrap_servers
 
+    def prepare(self, frame: DataFrame) -> DataFrame:
+        """The sink's own projection of a batch's converted, transformed records (a filter, a
+        select), given to :meth:`write_batch`. The runtime plans it once with the converters and
+        moves it onto each later batch with them (connect.plan_template), so it must read nothing
+        but ``frame``'s columns and the sink's config."""
+        return frame
+
     def write_batch(self, frame: DataFrame, batch_id: int) -> DataFrame | None:
         """Write one micro-batch's records; a replay of ``batch_id`` must overwrite, not add.
         Return None, or the records the sink could not write as a frame of ``topic``, ``partition``,

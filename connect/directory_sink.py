@@ -55,13 +55,16 @@ class DirectorySink(SinkConnector):
     def batch_name(topic: str, partition: int, offset: int) -> str:
         return f"{re.sub(r'[^A-Za-z0-9._-]', '_', topic)}+{partition}+{offset:020d}"
 
-    def write_batch(self, frame: DataFrame, batch_id: int) -> None:
-        root = self.values["path"]
-        os.makedirs(root, exist_ok=True)
+    def prepare(self, frame: DataFrame) -> DataFrame:
+        """Tombstones out; the topic-partition and the value's fields (or the value) kept."""
         value = frame.schema["value"].dataType
-        rows = frame.where(F.col("value").isNotNull()).select(
+        return frame.where(F.col("value").isNotNull()).select(
             F.col("topic").alias(_TOPIC), F.col("partition").alias(_PARTITION),
             *(["value.*"] if isinstance(value, StructType) else ["value"]))
+
+    def write_batch(self, rows: DataFrame, batch_id: int) -> None:
+        root = self.values["path"]
+        os.makedirs(root, exist_ok=True)
         tmp = os.path.join(root, f"_tmp-{uuid.uuid4().hex}")
         try:
             if len(self.batch_partitions) == 1:

@@ -45,12 +45,13 @@ def test_a_second_attempt_with_more_partitions_replaces_the_first(spark, tmp_pat
     sink = _sink(spark, tmp_path)
     sink.batch_start = {("orders", 0): 100, ("orders", 1): 10}
     sink.batch_partitions = (("orders", 1),) if told else ()
-    sink.write_batch(_records(spark, [(1, o) for o in range(10, 15)]), 4)         # partition 1 only
+    sink.write_batch(sink.prepare(_records(spark, [(1, o) for o in range(10, 15)])), 4)  # partition 1 only
     first = _written(tmp_path)
     assert first == [("orders+1+00000000000000000010", o) for o in (10, 11, 12, 14)]  # 13: a tombstone
     # The same batch again (same starts), now holding partition 0 too and more of partition 1.
     sink.batch_partitions = (("orders", 0), ("orders", 1)) if told else ()
-    sink.write_batch(_records(spark, [(0, o) for o in range(100, 106)] + [(1, o) for o in range(10, 18)]), 0)
+    both = [(0, o) for o in range(100, 106)] + [(1, o) for o in range(10, 18)]
+    sink.write_batch(sink.prepare(_records(spark, both)), 0)
     again = _written(tmp_path)
     assert again == sorted([("orders+0+00000000000000000100", o) for o in range(100, 106) if o % 7 != 6]
                            + [("orders+1+00000000000000000010", o) for o in range(10, 18) if o % 7 != 6])
@@ -58,7 +59,7 @@ def test_a_second_attempt_with_more_partitions_replaces_the_first(spark, tmp_pat
     # A later batch starts where this one ended: a directory of its own.
     sink.batch_start = {("orders", 0): 106, ("orders", 1): 18}
     sink.batch_partitions = (("orders", 1),) if told else ()
-    sink.write_batch(_records(spark, [(1, 18)]), 1)
+    sink.write_batch(sink.prepare(_records(spark, [(1, 18)])), 1)
     assert _written(tmp_path)[-1] == ("orders+1+00000000000000000018", 18)
     assert len(_written(tmp_path)) == len(again) + 1
 
@@ -69,10 +70,10 @@ def test_a_batch_of_one_partition_with_nothing_to_write_leaves_no_directory(spar
     writes none for a value it never saw — and a later batch with records is written as usual."""
     sink = _sink(spark, tmp_path, fmt)
     sink.batch_start, sink.batch_partitions = {("orders", 0): 6}, (("orders", 0),)
-    sink.write_batch(_records(spark, [(0, 6), (0, 13)]), 0)                       # both tombstones
+    sink.write_batch(sink.prepare(_records(spark, [(0, 6), (0, 13)])), 0)  # both tombstones
     assert os.listdir(tmp_path) == []
     sink.batch_start = {("orders", 0): 14}
-    sink.write_batch(_records(spark, [(0, 14), (0, 15)]), 1)
+    sink.write_batch(sink.prepare(_records(spark, [(0, 14), (0, 15)])), 1)
     assert os.listdir(tmp_path) == ["orders+0+00000000000000000014"]
     ids = sorted(r.id for r in spark.read.format("json" if fmt == "jsonl" else "parquet")
                  .load(str(tmp_path / "orders+0+00000000000000000014")).collect())
