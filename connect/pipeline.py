@@ -331,7 +331,8 @@ class Pipeline:
                     good, bad = self._good(frame, rebind)
                     good = c.prepare(good)
                 else:
-                    good = self.template.frame(key, df, lambda batch: c.prepare(self._good(converted(batch), rebind)[0]))
+                    good = self.template.frame(key, df,
+                                               lambda batch: c.prepare(self._good(converted(batch), rebind)[0]))
                 if c.wants_batch_start:
                     c.batch_start, c.batch_partitions = self._batch_range(c, batch_id, end)
                 rejected = c.write_batch(good, batch_id)
