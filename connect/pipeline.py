@@ -365,7 +365,7 @@ class Pipeline:
         the first offset since Spark read from it)."""
         start = batch_start_offset(self.paths.checkpoint, batch_id, self._query_start)
         held = held_partitions(start, end)
-        unknown = [(t, int(p)) for t, ps in end.items() for p in ps if start.get((t, int(p)), -1) < 0]
+        unknown = [tp for tp in held if start.get(tp, -1) < 0]   # held includes every unknown start
         if unknown:
             consumer = Consumer({"bootstrap.servers": c.input_bootstrap_servers, "group.id": group_id(self.config.name),
                                  "enable.auto.commit": False})
