@@ -65,6 +65,27 @@ class RunMemo:
                 self._runs[sink_id] = (run_id, batch_id)
 
 
+def stream_run(properties, batch_id: int | None) -> str | None:
+    """The run of the streaming query whose micro-batch ``batch_id`` is running this task, or None.
+
+    A batch write inside ``foreachBatch`` (``sinkId`` and ``batchId`` given) runs its jobs on the
+    stream's thread, whose local properties Spark set for the micro-batch: the job group is the
+    run's id, the job description names the query, the run and the batch. Only when all of them
+    agree with the write's own ``batchId`` is the write that micro-batch of that run, and the
+    :class:`RunMemo` reasoning holds for it as for a streaming write. A job group or description
+    the user set (``setJobGroup`` inside ``foreachBatch``) breaks the agreement: nothing is known.
+    ``properties``: a name -> value lookup (``TaskContext.getLocalProperty``)."""
+    if batch_id is None:
+        return None
+    run, query = properties("spark.jobGroup.id"), properties("sql.streaming.queryId")
+    description = properties("spark.job.description") or ""
+    if not run or not query or properties("streaming.sql.batchId") != str(batch_id):
+        return None
+    lines = set(description.splitlines())
+    wanted = {f"id = {query}", f"runId = {run}", f"batch = {batch_id}"}
+    return run if wanted <= lines else None
+
+
 def write_action(decision: Decision | None, batch_id: int) -> str:
     """WRITE, or SKIP when the batch is already decided (:func:`broker.client.exactly_once.write_action`)."""
     with sink_errors():
@@ -78,4 +99,4 @@ def decide(recorded: Decision | None, sink_id: str, batch_id: int, attempts: lis
 
 
 __all__ = ["SKIP", "WRITE", "Attempt", "Decision", "RunMemo", "SinkReusedError", "batch_prefix", "decide",
-           "decision_key", "sink_errors", "to_abort", "transactional_id", "write_action"]
+           "decision_key", "sink_errors", "stream_run", "to_abort", "transactional_id", "write_action"]

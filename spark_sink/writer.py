@@ -21,7 +21,7 @@ from broker.client.exactly_once import SKIP, DecisionLog
 from broker.errors import InvalidConfigError, RiverlogError
 from spark_sink import crash_points
 from spark_sink.options import SinkOptions, check_schema
-from spark_sink.protocol import Attempt, RunMemo, sink_errors
+from spark_sink.protocol import Attempt, RunMemo, sink_errors, stream_run
 
 _FLUSH_TIMEOUT_S = 300.0
 _RUNS = RunMemo()  # per Python worker: lets a run's later batches skip the replay check
@@ -130,7 +130,9 @@ class BatchWriter(_RiverlogWriter, DataSourceArrowWriter):
     recorded like a streaming one: a replayed batch id is recognised and not written twice. With
     ``groupId`` and ``groupOffsets`` too, the driver's commit also commits those offsets for that
     group in the same batch (the client's offsets attempt): a consume-transform-produce query's
-    input progress becomes visible exactly when its output does."""
+    input progress becomes visible exactly when its output does. When ``batchId`` is the id of the
+    micro-batch running the write, the tasks of its query run's later batches skip the replay check
+    as a streaming write's do (:func:`spark_sink.protocol.stream_run`)."""
 
     def __init__(self, options, schema):
         super().__init__(options, schema)
@@ -143,8 +145,10 @@ class BatchWriter(_RiverlogWriter, DataSourceArrowWriter):
     def write(self, iterator) -> SinkCommitMessage:
         from pyspark import TaskContext
         ctx = TaskContext.get()
+        # Inside foreachBatch, the micro-batch's run: its later batches skip the replay check.
+        run_id = stream_run(ctx.getLocalProperty, self.batch_id) if self.recorded else None
         return self.write_partition(iterator, self.sink_id, self.batch_id or 0, ctx.partitionId(),
-                                    ctx.attemptNumber(), check_replay=self.recorded)
+                                    ctx.attemptNumber(), check_replay=self.recorded, run_id=run_id)
 
     def commit(self, messages) -> None:
         self._commit(messages, self.batch_id or 0, record=self.recorded)

@@ -144,6 +144,64 @@ def test_stream_writes_every_row_once(spark, spark_broker, tmp_path):
     assert values(read_all(spark_broker, topic)) == ids
 
 
+def test_a_batch_write_inside_foreach_batch_knows_its_run(spark, spark_broker, tmp_path):
+    """Spark's micro-batch properties reach the tasks of a batch write made inside foreachBatch, so
+    their run is known there (:func:`spark_sink.protocol.stream_run`); a job group the user sets
+    there hides it. Every row is written once either way."""
+    from pyspark import TaskContext
+    from spark_sink.protocol import stream_run
+    topic = make_topic(spark_broker, "sink-foreach-run")
+    ids = write_json_files(tmp_path / "in", 3, 50)
+    runs: dict[int, set] = {}
+
+    def write(df, batch_id):
+        if batch_id == 2:
+            df.sparkSession.sparkContext.setJobGroup("users-own-group", "set inside foreachBatch")
+        seen = df.rdd.mapPartitions(lambda _: [stream_run(TaskContext.get().getLocalProperty, batch_id)]).collect()
+        runs[batch_id] = set(seen)
+        (df.write.format("riverlog").mode("append").option("riverlog.bootstrap.servers", spark_broker.bootstrap)
+         .option("topic", topic).option("sinkId", "foreach-run").option("batchId", str(batch_id)).save())
+
+    df = (spark.readStream.schema("id long").option("maxFilesPerTrigger", 1).json(str(tmp_path / "in"))
+          .selectExpr("CAST(id AS STRING) AS key", "CAST(id AS STRING) AS value"))
+    q = (df.writeStream.foreachBatch(write).option("checkpointLocation", str(tmp_path / "ck"))
+         .trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None
+    assert runs == {0: {str(q.runId)}, 1: {str(q.runId)}, 2: {None}}
+    assert values(read_all(spark_broker, topic)) == ids
+
+
+def test_a_batch_write_of_a_runs_later_micro_batch_skips_the_replay_check(spark_broker, monkeypatch):
+    """A batch write (``sinkId``, ``batchId``) in a task of a run's later micro-batch does not read
+    the decision log, as a streaming write's task does not: a decision recorded behind the run's
+    back is not seen and the batch is written. Outside the run (the user's job group) it is read,
+    and the batch is skipped."""
+    from spark_sink import writer as sink_writer
+    topic = make_topic(spark_broker, "sink-batch-run-memo", partitions=1)
+    schema = StructType([StructField("value", BinaryType())])
+    log = CommitLog({"bootstrap.servers": spark_broker.bootstrap})
+
+    def task(batch_id: int, group: str):
+        props = {"spark.jobGroup.id": group, "sql.streaming.queryId": "q", "streaming.sql.batchId": str(batch_id),
+                 "spark.job.description": f"\nid = q\nrunId = run-a\nbatch = {batch_id}"}
+        ctx = type("Ctx", (), {"getLocalProperty": staticmethod(props.get), "partitionId": lambda self: 0,
+                               "attemptNumber": lambda self: 0})()
+        monkeypatch.setattr("pyspark.TaskContext.get", staticmethod(lambda: ctx))
+        w = sink_writer.BatchWriter({"riverlog.bootstrap.servers": spark_broker.bootstrap, "topic": topic,
+                                     "sinkId": "batch-memo", "batchId": str(batch_id)}, schema)
+        message = w.write(iter([pa.record_batch({"value": [b"%d" % batch_id]})]))
+        w.commit([message])
+        return message
+
+    assert not task(0, "run-a").skipped                    # the run's first batch: the log is read
+    log.record(Decision("batch-memo", 1, []))               # batch 1 decided behind the run's back
+    assert not task(1, "run-a").skipped                    # not read: written
+    log.record(Decision("batch-memo", 3, []))
+    assert task(3, "users-own-group").skipped              # not the run's micro-batch: read, skipped
+    assert values(read_all(spark_broker, topic, partitions=1)) == [0, 1]
+
+
 def test_failed_task_then_restart_writes_once(spark, spark_broker, tmp_path):
     """A task fails (its batch and the query fail, its partner's transaction stays open), and
     the query restarts from its checkpoint: the batch is written again, visibly only once."""

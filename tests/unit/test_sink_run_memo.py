@@ -1,12 +1,13 @@
 """The sink's run memo: a task skips the decision log only for a batch later than one its run
-already found undecided, never for a run's first batch (the one a restart may replay)."""
+already found undecided, never for a run's first batch (the one a restart may replay); and a
+batch write inside ``foreachBatch`` belongs to a run only when Spark's micro-batch properties agree."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spark_sink.protocol import RunMemo
+from spark_sink.protocol import RunMemo, stream_run
 
 pytestmark = pytest.mark.unit
 
@@ -39,3 +40,24 @@ def test_known_undecided_needs_an_earlier_batch_found_in_that_run(found, sink, r
         memo.found_undecided(s, r, b)
     if memo.known_undecided(sink, run, batch):
         assert any(s == sink and r == run and b < batch for s, r, b in found)
+
+
+def _micro_batch(run="run-1", query="query-1", batch="7", **changed):
+    """The local properties Spark gives a job started inside foreachBatch for micro-batch ``batch``."""
+    props = {"spark.jobGroup.id": run, "sql.streaming.queryId": query, "streaming.sql.batchId": batch,
+             "spark.job.description": f"orders\nid = {query}\nrunId = {run}\nbatch = {batch}"}
+    props.update(changed)
+    return props.get
+
+
+def test_a_write_is_a_runs_micro_batch_only_when_every_property_agrees():
+    assert stream_run(_micro_batch(), 7) == "run-1"
+    assert stream_run(_micro_batch(), 8) is None                      # its batchId is not the micro-batch's
+    assert stream_run(_micro_batch(), None) is None                   # no batchId: a plain batch write
+    assert stream_run({}.get, 7) is None                              # outside any streaming query
+    # A job group the user set inside foreachBatch: the description still names Spark's run.
+    assert stream_run(_micro_batch(**{"spark.jobGroup.id": "nightly"}), 7) is None
+    # A description the user set (setJobDescription): the run is no longer named.
+    assert stream_run(_micro_batch(**{"spark.job.description": "my job"}), 7) is None
+    assert stream_run(_micro_batch(**{"sql.streaming.queryId": None}), 7) is None
+    assert stream_run(_micro_batch(**{"spark.job.description": None}), 7) is None
