@@ -25,7 +25,7 @@ from streams import restore, spark_plan
 from streams.errors import StreamsError, TopologyError
 from streams.interpreter import check_serdes, default_serdes
 from streams.spark_task import OUTPUT_DDL, TaskProcessor, meta_changelog, stateless_batches, task_input
-from streams.task_placement import state_partitions
+from streams.task_placement import identity, is_identity, key_column, placement_keys
 from streams.topology import SubTopology, Topology, changelog_topic
 
 log = logging.getLogger(__name__)
@@ -267,11 +267,12 @@ class StreamsApp:
         if p.sink is not None:
             out = spark_plan.sink_columns(df, p, self.defaults, self.app)
         elif sub.stateful:
-            init = (restore.initial_state(self.spark, self.config["bootstrap.servers"], self.app, sub)
+            partitions, keys = _placement(ckpt, self.tasks(self.topology.subtopologies[sub.id]), fresh)
+            init = (restore.initial_state(self.spark, self.config["bootstrap.servers"], self.app, sub, keys)
                     if fresh and restore.has_state(self.client, self.app, sub, self.partitions) else None)
-            out = task_input(self._to_tasks(df, sub)).groupBy("partition").transformWithState(
+            out = task_input(self._to_tasks(df, sub, keys)).groupBy("partition").transformWithState(
                 TaskProcessor(self.topology, sub.id, self.app, self.defaults, p.entry,
-                              self.config["statestore.cache.max.bytes"]), OUTPUT_DDL, "Append", "None",
+                              self.config["statestore.cache.max.bytes"], keys), OUTPUT_DDL, "Append", "None",
                 initialState=init)
         else:
             out = df.mapInArrow(stateless_batches(self.topology, sub.id, self.app, self.defaults, p.entry),
@@ -282,8 +283,10 @@ class StreamsApp:
                   .trigger(processingTime=f"{self.config['commit.interval.ms']} milliseconds"))
         if sub.stateful:
             conf = {_PROVIDER: _ROCKSDB}
-            if fresh:   # a checkpoint keeps the count of its first start
-                conf[_SHUFFLE_PARTITIONS] = str(state_partitions(self.tasks(self.topology.subtopologies[sub.id])))
+            if fresh:   # a checkpoint keeps the count of its first start, and its keys
+                conf[_SHUFFLE_PARTITIONS] = str(partitions)
+                with open(os.path.join(ckpt, _PLACEMENT), "w") as f:
+                    json.dump({"partitions": partitions, "keys": list(keys)}, f)
             query = _start_with(self.spark, writer, conf)
         else:
             query = writer.start()
@@ -292,20 +295,22 @@ class StreamsApp:
                 f.write(owner)
         return query
 
-    def _to_tasks(self, df, sub: SubTopology):
-        """Rows grouped by task number: a task's own partition, and every row of a global table's
-        topic copied to each task (column ``partition`` becomes the task, ``source_partition``
-        keeps where the row came from)."""
+    def _to_tasks(self, df, sub: SubTopology, keys: tuple[int, ...]):
+        """Rows grouped by task: a task's own partition, and every row of a global table's topic
+        copied to each task; column ``partition`` becomes the task's placement key
+        (:mod:`streams.task_placement`), ``source_partition`` keeps where the row came from."""
         from pyspark.sql import functions as F
         from streams.global_table import global_topics
         globals_ = sorted(global_topics(self.topology, sub))
-        if not globals_:
+        if not globals_ and is_identity(keys):
             return df
-        n = self.tasks(self.topology.subtopologies[sub.id])
-        is_global = F.col("topic").isin(*globals_)
-        return (df.withColumn("source_partition", F.col("partition"))
-                .withColumn("partition", F.explode(F.when(is_global, F.sequence(F.lit(0), F.lit(n - 1)))
-                                                   .otherwise(F.array(F.col("partition"))))))
+        df = df.withColumn("source_partition", F.col("partition"))
+        if globals_:
+            n = self.tasks(self.topology.subtopologies[sub.id])
+            is_global = F.col("topic").isin(*globals_)
+            df = df.withColumn("partition", F.explode(F.when(is_global, F.sequence(F.lit(0), F.lit(n - 1)))
+                                                      .otherwise(F.array(F.col("partition")))))
+        return df if is_identity(keys) else df.withColumn("partition", F.expr(key_column(keys)))
 
     def start(self) -> "StreamsApp":
         if self.queries:
@@ -347,6 +352,24 @@ class StreamsApp:
         from streams.global_table import global_stores
         return read_store(self.client, changelog_topic(self.app, name), spec,
                           only=0 if name in global_stores(self.topology) else None)
+
+
+_PLACEMENT = "riverlog-streams-placement"   # beside a stateful query's checkpoint: its state partitions and keys
+
+
+def _placement(checkpoint: str, tasks: int, fresh: bool) -> tuple[int | None, tuple[int, ...]]:
+    """(state partitions, a grouping key per task) of a stateful query: for a fresh checkpoint one
+    partition per task, each task's key placed in its own (:mod:`streams.task_placement`); else the
+    keys kept beside the checkpoint, or, for a checkpoint made before them, the task numbers. The
+    partitions of an existing checkpoint are Spark's to keep (None)."""
+    if fresh:
+        return max(1, tasks), placement_keys(tasks)
+    path = os.path.join(checkpoint, _PLACEMENT)
+    if not os.path.exists(path):
+        return None, identity(tasks)
+    with open(path) as f:
+        kept = json.load(f)
+    return None, placement_keys(tasks, kept["partitions"], kept["keys"])
 
 
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"

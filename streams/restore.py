@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from broker.client import Consumer, TopicPartition
 from streams.spark_task import META_STORE, meta_changelog
+from streams.task_placement import is_identity, key_column
 from streams.topology import SubTopology, changelog_topic
 
 
@@ -29,11 +30,11 @@ def has_state(client: dict, app: str, sub: SubTopology, partitions) -> bool:
         c.close()
 
 
-def initial_state(spark, bootstrap: str, app: str, sub: SubTopology):
+def initial_state(spark, bootstrap: str, app: str, sub: SubTopology, keys: tuple[int, ...] | None = None):
     """Every store's latest entry per key and task, from all the changelogs in one read (one
     scan and one shuffle, however many stores the sub-topology has), gathered into the state's
     buckets (:mod:`streams.state_buckets`: a row per bucket, so a restore writes each bucket once),
-    grouped by task."""
+    grouped by task (under its placement key ``keys[task]``, :mod:`streams.task_placement`)."""
     from itertools import chain
     from pyspark.sql import Window, functions as F
     from streams.state_buckets import MIN_LEVEL, TARGET, bucket_column
@@ -50,4 +51,6 @@ def initial_state(spark, bootstrap: str, app: str, sub: SubTopology):
     buckets = (sized.withColumn("bucket", F.expr(bucket_column()))
                .groupBy("partition", "store", "level", "count", "bucket")
                .agg(F.collect_list(F.struct("key", "value")).alias("entries")))
+    if keys is not None and not is_identity(keys):
+        buckets = buckets.withColumn("partition", F.expr(key_column(keys)))
     return buckets.groupBy("partition")

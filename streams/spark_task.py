@@ -17,6 +17,7 @@ from streams.global_table import global_topics, with_global_stores
 from streams.interpreter import build_task
 from streams.record import Record
 from streams.state_buckets import HEADER, BucketedBacking, bucket_key, encode_blob, encode_header
+from streams.task_placement import task_of
 from streams.topology import Topology, changelog_topic
 
 OUTPUT_DDL = ("topic STRING, partition INT, key BINARY, value BINARY, timestamp TIMESTAMP, "
@@ -123,12 +124,13 @@ except ImportError:  # pragma: no cover - pyspark is a dependency
 
 
 class TaskProcessor(StatefulProcessor):
-    """One sub-topology's tasks; Spark groups the input by partition, so each call is one task."""
+    """One sub-topology's tasks; Spark groups the input by task (under its placement key,
+    :mod:`streams.task_placement`), so each call is one task."""
 
     def __init__(self, topology: Topology, sub_id: int, app: str, defaults: tuple, entry: str | None = None,
-                 cache_bytes: int = 0):
+                 cache_bytes: int = 0, keys: tuple[int, ...] = ()):
         self.topology, self.sub_id, self.app, self.defaults = topology, sub_id, app, defaults
-        self.entry, self.cache_bytes = entry, cache_bytes
+        self.entry, self.cache_bytes, self.keys = entry, cache_bytes, keys   # keys: the tasks' placement keys
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -145,7 +147,7 @@ class TaskProcessor(StatefulProcessor):
 
     def handleInputRows(self, key, rows, timerValues):
         from pyspark.sql import Row
-        partition = int(key[0])
+        partition = task_of(int(key[0]), self.keys)
         backings = self._backings()
         rows = [r.asDict(recursive=False) for r in rows]
         if rows and "source_partition" in rows[0]:     # global tables' rows are copied to every task

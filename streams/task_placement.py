@@ -1,15 +1,22 @@
-"""How many state partitions a stateful query gets, so that each Kafka task has one to itself.
+"""Where a stateful query's tasks run: one state partition per Kafka task, none left empty.
 
-A stateful sub-topology groups its rows by task number (the input partition), and Spark places
-group ``p`` in state partition ``pmod(murmur3(p, 42), spark.sql.shuffle.partitions)``. With
-Spark's default of 200 a two-task application ran 200 state-store tasks a batch, 198 of them
-empty; set to the number of tasks, tasks 0 and 1 both hash to partition 1 of 2, so one core did
-all the work. :func:`state_partitions` is the smallest count from the number of tasks up in which
-no two tasks share a partition (up to four times the tasks; past that, the count that separates
-the most). Spark keeps a query's count in its checkpoint, so this applies to a query's first start
-only. Pure: Spark's ``Murmur3_x86_32.hashInt``, written out.
+A stateful sub-topology groups its rows by a key per task, and Spark places the group of key ``k``
+in state partition ``pmod(murmur3(k, 42), spark.sql.shuffle.partitions)``. Grouped by the task
+number itself, tasks collide (tasks 0 and 1 both land in partition 1 of 2, so one core does all
+the work), and a count that separates them leaves partitions empty (3 for 2 tasks, 7 for 4, 22
+for 8): every batch then runs an empty state-store task each, which still loads and commits its
+store and starts the processor (on two cores a third task is a second wave). So the query runs
+with as many state partitions as tasks, and task ``t`` is grouped under a *placement key*: the
+smallest integer that Spark places in partition ``t`` (:func:`placement_keys`).
+
+A checkpoint keeps its partition count and its keys (the keys are the state's keys), so the
+application keeps the keys chosen at a query's first start beside its checkpoint and reads them
+back at every restart; a checkpoint made before placement keys groups by the task number
+(:func:`identity`). Pure: Spark's ``Murmur3_x86_32.hashInt``, written out.
 """
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 SEED = 42      # Spark's HashPartitioning seed
 _MASK = 0xFFFFFFFF
@@ -34,21 +41,47 @@ def murmur3_int(value: int, seed: int = SEED) -> int:
     return h1 - (1 << 32) if h1 & 0x80000000 else h1
 
 
-def spark_partition(task: int, partitions: int) -> int:
-    """The state partition Spark puts task ``task`` in (``pmod`` of the hash)."""
-    return murmur3_int(task) % partitions
+def spark_partition(key: int, partitions: int) -> int:
+    """The state partition Spark puts the group of INT key ``key`` in (``pmod`` of the hash)."""
+    return murmur3_int(key) % partitions
 
 
-def state_partitions(tasks: int, spread: int = 4) -> int:
-    """The smallest partition count, from ``tasks`` up, that gives every task its own partition;
-    none below ``spread`` times the tasks (many tasks: every count collides somewhere), the count
-    in that range that separates the most tasks (the smallest of those)."""
-    tasks = max(1, tasks)
-    best, best_distinct = tasks, 0
-    for n in range(tasks, spread * tasks + 1):
-        distinct = len({spark_partition(t, n) for t in range(tasks)})
-        if distinct == tasks:
-            return n
-        if distinct > best_distinct:
-            best, best_distinct = n, distinct
-    return best
+def placement_keys(tasks: int, partitions: int | None = None, known: Sequence[int] = ()) -> tuple[int, ...]:
+    """A distinct grouping key per task: ``known`` first (a checkpoint's), then for each further
+    task ``t`` the smallest unused non-negative integer that Spark places in partition ``t`` of
+    ``partitions`` (default: one per task), or, past the partitions (a topic that grew after the
+    checkpoint was made), the smallest unused one. Distinct keys keep tasks' state apart."""
+    partitions = partitions or max(1, tasks)
+    keys = list(known[:tasks])
+    used = set(keys)
+    for t in range(len(keys), tasks):
+        x = 0
+        while x in used or (t < partitions and spark_partition(x, partitions) != t):
+            x += 1
+        keys.append(x)
+        used.add(x)
+    return tuple(keys)
+
+
+def identity(tasks: int) -> tuple[int, ...]:
+    """The keys of a checkpoint made before placement keys: each task grouped by its number."""
+    return tuple(range(tasks))
+
+
+def is_identity(keys: Sequence[int]) -> bool:
+    return tuple(keys) == identity(len(keys))
+
+
+def key_column(keys: Sequence[int], column: str = "partition") -> str:
+    """SQL for the placement key of the task in ``column``; a task past ``keys`` (a partition added
+    since the query started) gets a key no task has, ``-1 - task``."""
+    cases = " ".join(f"WHEN {t} THEN {k}" for t, k in enumerate(keys))
+    return f"CASE {column} {cases} ELSE -1 - {column} END" if cases else f"-1 - {column}"
+
+
+def task_of(key: int, keys: Sequence[int]) -> int:
+    """The task grouped under ``key`` (:func:`key_column`'s inverse)."""
+    for t, k in enumerate(keys):
+        if k == key:
+            return t
+    return -1 - key if key < 0 else key

@@ -11,7 +11,7 @@ from broker.client import AdminClient, ConfigResource, Consumer, Producer, Topic
 from streams.builder import StreamsBuilder
 from streams.parameters import Consumed, Grouped, Materialized, Produced
 from streams.serdes import Serdes
-from streams.task_placement import state_partitions
+from streams.task_placement import placement_keys, spark_partition
 from streams.testing import TopologyTestDriver
 from streams.windows import TimeWindows
 from tests.spark.child_process import EVERY_UPDATE
@@ -128,7 +128,7 @@ def test_application_output_equals_the_interpreter_and_survives_a_lost_checkpoin
         app.processAllAvailable()
         # one state partition per task (the session's spark.sql.shuffle.partitions is 2)
         operators = [op for q in app.queries if q.lastProgress for op in q.lastProgress["stateOperators"]]
-        assert operators and {op["numShufflePartitions"] for op in operators} == {state_partitions(1)} == {1}
+        assert operators and {op["numShufflePartitions"] for op in operators} == {1}
         store = app.store("per-user")
         expected = oracle(tp, records, [out, wout])
         assert by_key(decoded(servers, out)) == by_key(expected[out])
@@ -142,6 +142,52 @@ def test_application_output_equals_the_interpreter_and_survives_a_lost_checkpoin
         assert (changelog["min.cleanable.dirty.ratio"].value, changelog["cleanup.policy"].value) == ("0.1", "compact")
     finally:
         app.close()
+
+
+@pytest.mark.timeout(600)
+def test_two_tasks_run_in_two_state_partitions_through_restarts(spark, spark_broker, tmp_path):
+    """A two-task count runs in two state partitions, each task under its placement key (none
+    empty, none shared): the keys are kept beside the checkpoint for a restart, and a restart from
+    the broker alone rebuilds each task's state under them. Per key, the output is the
+    interpreter's."""
+    import json
+    import os
+    from streams.app import StreamsApp
+    servers = spark_broker.bootstrap
+    source, out = make_topic(spark_broker, "two-tasks-in", 2), make_topic(spark_broker, "two-tasks-out", 1)
+    b = StreamsBuilder()
+    (b.stream(source, Consumed.with_(Serdes.String(), Serdes.Json(ORDER))).groupByKey().count()
+      .toStream().to(out, Produced.with_(Serdes.String(), Serdes.Long())))
+    tp = b.build()
+    records = history(36)
+    key, value = Serdes.String(), Serdes.Json(ORDER)
+
+    def produce_split(batch):
+        with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
+            for k, v, ts in batch:
+                p.produce(source, key=key.serialize(k), value=value.serialize(v), timestamp=ts, partition=int(k[1:]) % 2)
+            p.flush(30)
+
+    config = {"application.id": "two-tasks", "bootstrap.servers": servers, "state.dir": str(tmp_path / "state"),
+              "maxOffsetsPerTrigger": 5, **EVERY_UPDATE}
+    placement = tmp_path / "state" / "two-tasks" / "subtopology-0" / "riverlog-streams-placement"
+    keys = placement_keys(2)
+    assert [spark_partition(k, 2) for k in keys] == [0, 1] and keys != (0, 1)
+    for life, (lo, hi, lose_checkpoint) in enumerate([(0, 12, False), (12, 24, False), (24, 36, True)]):
+        if lose_checkpoint:
+            shutil.rmtree(tmp_path / "state")
+        produce_split(records[lo:hi])
+        app = StreamsApp(tp, spark, config).start()
+        try:
+            app.processAllAvailable()
+            operators = [op for q in app.queries if q.lastProgress for op in q.lastProgress["stateOperators"]]
+            assert operators and {op["numShufflePartitions"] for op in operators} == {2}, life
+            assert json.loads(placement.read_text()) == {"partitions": 2, "keys": list(keys)}
+        finally:
+            app.close()
+    assert os.path.exists(placement)
+    expected = oracle(tp, records, [out])[out]
+    assert by_key(decoded(servers, out)) == by_key(expected)
 
 
 def sql_topologies(a_in, a_out, b_in, b_out):
