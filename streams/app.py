@@ -262,12 +262,13 @@ class StreamsApp:
                 owner = f.read().strip()
         df = reader.load()
         p = spark_plan.plan(sub)
+        partitions, keys = (_placement(ckpt, self.tasks(self.topology.subtopologies[sub.id]), fresh)
+                            if sub.stateful else (None, ()))
         if p.source is not None:
             df = spark_plan.apply(df, p, self.defaults)
         if p.sink is not None:
             out = spark_plan.sink_columns(df, p, self.defaults, self.app)
         elif sub.stateful:
-            partitions, keys = _placement(ckpt, self.tasks(self.topology.subtopologies[sub.id]), fresh)
             init = (restore.initial_state(self.spark, self.config["bootstrap.servers"], self.app, sub, keys)
                     if fresh and restore.has_state(self.client, self.app, sub, self.partitions) else None)
             out = task_input(self._to_tasks(df, sub, keys)).groupBy("partition").transformWithState(
