@@ -29,6 +29,9 @@ spread (min–max) beside it. Prints one JSON line per figure:
    (all in Spark), as a vectorised callable (``streams.vectorized``: one ``mapInArrow`` call per
    Arrow batch, serdes in Spark) and as a per-record callable (the task: Python per record,
    serdes included); one JSON line each, wall-clock rec/s with the batches' own rate beside it.
+7. ``smallbatch``: two stateful sub-topologies in small micro-batches (6 offsets), 2-partition
+   input: each query's median ``addBatch`` and ``triggerExecution``, where a batch's fixed costs
+   (the state-store tasks, the processor's start, the exactly-once write) show.
 
     python bench/streams_bench.py [--records 200000] [--rounds 2] [--only window,count] [--scale 0.25]
 
@@ -59,7 +62,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor  # noqa: 
 
 BASE = 1_700_000_000_000  # event time of the first record (ms)
 EVERY_UPDATE = {"statestore.cache.max.bytes": 0}   # Kafka's record cache off: one output per input record
-PARTS = ("window", "ktable", "count", "breakdown", "restore", "latency", "mapvalues")
+PARTS = ("window", "ktable", "count", "breakdown", "restore", "latency", "mapvalues", "smallbatch")
 
 
 # ------------------------------------------------------------------------------ input
@@ -612,6 +615,50 @@ def mapvalues_python_alone(topology, mappers, rows: int = 10_000, repeat: int = 
              spread=[round(min(rates)), round(max(rates))])
 
 
+# ------------------------------------------------------------------------------ 7. small stateful batches
+def part_small_batches(ctx, n: int = 120) -> None:
+    """Small micro-batches, where a batch's fixed costs show: two stateful sub-topologies (a count
+    behind a repartition, a windowed count), 2-partition input, ``maxOffsetsPerTrigger`` 6. Emits
+    each query's median ``addBatch`` and ``triggerExecution`` over its batches with input (Spark's
+    progress events) and the time to process everything."""
+    import json
+    from broker.client import Producer
+    from streams.builder import StreamsBuilder
+    from streams.parameters import Consumed, Grouped, Produced
+    from streams.serdes import Serdes
+    from streams.windows import TimeWindows
+    topic, order = "small-in", "user STRING, amount DOUBLE"
+    create_topic(ctx.servers, topic, 2)
+    with Producer({"bootstrap.servers": ctx.servers}) as p:
+        for i in range(n):
+            p.produce(topic, key=f"k{i % 5}".encode(), timestamp=BASE + i * 500,
+                      value=json.dumps({"user": f"u{i % 3}", "amount": 50 + i * 3}).encode())
+        p.flush(30)
+    run = Run(ctx, "small")
+    b = StreamsBuilder()
+    orders = b.stream(topic, Consumed.with_(Serdes.String(), Serdes.Json(order)))
+    (orders.groupBy("value.user", Grouped.with_(Serdes.String(), Serdes.Json(order))).count()
+           .toStream().to(run.out, Produced.with_(Serdes.String(), Serdes.Long())))
+    (orders.groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10_000, 1_000)).count()
+           .toStream().map(lambda k, v: (f"{k.key}@{k.start}", v)).to(run.out, Produced.with_(Serdes.String(), Serdes.Long())))
+    from streams.app import StreamsApp
+    app = StreamsApp(b.build(), ctx.spark, run.config(maxOffsetsPerTrigger=6))
+    start = time.perf_counter()
+    app.start()
+    try:
+        app.processAllAvailable()
+        wall = time.perf_counter() - start
+        for i, q in enumerate(app.queries):
+            rows = [r for r in q.recentProgress if r["numInputRows"] > 0]
+            for step in ("addBatch", "triggerExecution"):
+                emit(f"streams.small_batches.subtopology{i}.{step}",
+                     statistics.median(r["durationMs"][step] for r in rows), "ms", batches=len(rows),
+                     state_partitions=sorted({op["numShufflePartitions"] for r in rows for op in r["stateOperators"]}))
+        emit("streams.small_batches.all_processed", wall, "s", records=n)
+    finally:
+        app.close()
+
+
 # ------------------------------------------------------------------------------ main
 class Ctx:
     def __init__(self, spark, servers: str, tmp: str):
@@ -663,6 +710,8 @@ def main() -> None:
                 part_restore(ctx, [max(100, int(k * args.scale)) for k in (1_000, 10_000, 100_000)])
             if "mapvalues" in parts:
                 part_mapvalues(ctx, n, args.rounds)
+            if "smallbatch" in parts:
+                part_small_batches(ctx)
             if "latency" in parts:
                 part_latency(ctx, args.latency_seconds * min(1.0, max(args.scale, 0.25)), args.rate)
         finally:
