@@ -38,7 +38,7 @@ from pyspark.sql.types import NullType
 from broker.client import AdminClient, Consumer, NewTopic, TopicPartition
 from broker.errors import TopicAlreadyExistsError
 
-from connect import converters, dead_letter, record_frame
+from connect import converters, dead_letter, offset_commit, record_frame
 from connect.config import ConnectorConfig, WorkerConfig
 from connect.connector import Connector, SinkConnector, SourceConnector
 from connect.connector_state import (ConnectorPaths, batch_end_offset, batch_start_offset, finish_pending, group_id,
@@ -138,14 +138,37 @@ class Pipeline:
             for owner in (previous[0], previous[0] + "-dlq"):
                 finish_pending(previous[1] or servers, owner)
         self.sink_id = self.paths.sink_id(self.config.name, servers)
+        committer = None
         if isinstance(self.connector, SourceConnector):
             frame = self._source_records(self.connector.read_stream())
+            committer = self._committer_options()
         else:
             frame = self._sink_input()
-        return (frame.writeStream.queryName(f"connect-{self.config.name}")
-                .option("checkpointLocation", self.paths.checkpoint)
-                .trigger(processingTime=self.worker.originals.get("connect.trigger.interval", "500 milliseconds"))
-                .foreachBatch(self).start())
+        w = (frame.writeStream.queryName(f"connect-{self.config.name}")
+             .option("checkpointLocation", self.paths.checkpoint)
+             .trigger(processingTime=self.worker.originals.get("connect.trigger.interval", "500 milliseconds")))
+        if committer is None:
+            return w.foreachBatch(self).start()
+        # A source connector's records and its offsets in the riverlog sink's streaming write: the
+        # committer writes the offsets in the batch's transaction (connect.offset_commit).
+        w = w.format("riverlog").option("riverlog.bootstrap.servers", servers).option("sinkId", self.sink_id)
+        for k, v in {**committer, **{f"riverlog.{k}": str(v) for k, v in self.config.producer_overrides.items()}}.items():
+            w = w.option(k, v)
+        # Spark finds a Python data source named in writeStream through the thread's active
+        # session, which a thread of the worker's (REST, supervisor) does not have yet.
+        spark = frame.sparkSession
+        spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        return w.start()
+
+    def _committer_options(self) -> dict[str, str] | None:
+        """The streaming write's options for a source connector whose offsets its committer can
+        write (None: ``foreachBatch`` writes each batch): the offsets go to the worker's cluster,
+        and no batch is scanned twice for ``errors.log.enable``."""
+        c = self.connector
+        if c.output_bootstrap_servers != self.worker.bootstrap_servers or self.config.errors_log_enable:
+            return None
+        log = self.storage.offset_log
+        return offset_commit.committer_options(c, self.config.name, self.paths.checkpoint, log.topic, log.partitions)
 
     def _listed(self) -> list[str]:
         raw = self.config.values.get("topics") or []

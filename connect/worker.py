@@ -36,7 +36,7 @@ from connect.connector import Connector, ConnectorContext, SinkConnector, connec
 from connect.errors import AlreadyExistsError, BadRequestError, ConfigError, ConnectError, NotFoundError
 from connect.offsets_admin import OffsetsAdmin
 from connect.connector_state import ConnectorPaths
-from connect.pipeline import Pipeline
+from connect.pipeline import Pipeline, translated
 from connect.query_status import QueryMetrics
 from connect.states import CONNECTOR, TASK, ConnectorState, Failures, TargetState, running_state
 from connect.storage import ConnectStorage
@@ -458,6 +458,8 @@ class Worker:
     def _check(self, c: _Connector) -> None:
         if c.query is not None and not c.query.isActive:
             err = c.query.exception()
+            if err is not None and c.config is not None:
+                err = translated(err, c.config)  # a streaming write's flagged record, named as Kafka does
             trace = f"{type(err).__name__}: {err}" if err is not None else "the query stopped"
             self._failed(c, trace)
             return

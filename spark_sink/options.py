@@ -19,7 +19,10 @@ EXACTLY_ONCE, AT_LEAST_ONCE = "exactly-once", "at-least-once"
 DEFAULT_TXN_TIMEOUT_MS = 900_000
 # Options Spark itself adds or that other writers of the same query may carry.
 _SPARK_OWN = {"checkpointlocation", "path", "queryname"}
-_OWN = {"topic", "deliveryguarantee", "sinkid", "batchid", "includeheaders", "groupid", "groupoffsets"}
+_OWN = {"topic", "deliveryguarantee", "sinkid", "batchid", "includeheaders", "groupid", "groupoffsets",
+        "transactionrecords"}
+# ``transactionRecords.<name>`` options go to the transactionRecords function.
+RECORDS_PREFIX = "transactionrecords."
 # The sink sets these itself: a user's value would break the delivery guarantee.
 _RESERVED = {"transactional.id", "enable.idempotence", "acks", "bootstrap.servers"}
 
@@ -39,6 +42,10 @@ class SinkOptions:
     # the consumer group and its next offsets to read, as (topic, partition, offset), sorted.
     group_id: str | None = None
     group_offsets: tuple[tuple[str, int, int], ...] | None = None
+    # ``transactionRecords``: "module:function" giving records the driver's commit writes in the
+    # batch's transaction (``function(batch_id, options)``), and its ``transactionRecords.*`` options.
+    transaction_records: str | None = None
+    records_options: dict = field(default_factory=dict)
 
     @classmethod
     def parse(cls, options) -> "SinkOptions":
@@ -48,12 +55,13 @@ class SinkOptions:
             raise InvalidConfigError(f"option '{BOOTSTRAP}' is required", config=BOOTSTRAP)
         producer = {}
         for key, value in opts.items():
-            if key == BOOTSTRAP or key in _SPARK_OWN or key in _OWN:
+            if key == BOOTSTRAP or key in _SPARK_OWN or key in _OWN or key.startswith(RECORDS_PREFIX):
                 continue
             if not key.startswith(PREFIX):
                 raise InvalidConfigError(
                     f"unknown option '{key}' for the riverlog sink; expected {BOOTSTRAP}, topic, includeHeaders, "
-                    f"deliveryGuarantee, sinkId, batchId, groupId, groupOffsets or {PREFIX}<producer config>",
+                    f"deliveryGuarantee, sinkId, batchId, groupId, groupOffsets, transactionRecords(.*) or "
+                    f"{PREFIX}<producer config>",
                     config=key)
             name = key[len(PREFIX):]
             if name in _RESERVED:
@@ -89,8 +97,24 @@ class SinkOptions:
                                          config="includeHeaders")
             include_headers = str(include_headers).lower() == "true"
         group_id, group_offsets = _group_progress(opts, guarantee, batch_id)
+        records = opts.get("transactionrecords") or None
+        if records is not None:
+            transaction_records_function(records)
+            if guarantee != EXACTLY_ONCE:
+                raise InvalidConfigError(f"option 'transactionRecords' writes records in each batch's transaction: it "
+                                         f"needs deliveryGuarantee {EXACTLY_ONCE} (the default)",
+                                         config="transactionRecords")
+        records_options = {k[len(RECORDS_PREFIX):]: v for k, v in opts.items() if k.startswith(RECORDS_PREFIX)}
         return cls(bootstrap, opts.get("topic") or None, guarantee, sink_id, producer, batch_id, include_headers,
-                   group_id, group_offsets)
+                   group_id, group_offsets, records, records_options)
+
+    def batch_records(self, batch_id: int):
+        """The ``transactionRecords`` of ``batch_id``, as a function for the committer (None without
+        the option): called only when the batch is written for the first time."""
+        if self.transaction_records is None:
+            return None
+        fn, options = transaction_records_function(self.transaction_records), dict(self.records_options)
+        return lambda: fn(batch_id, options)
 
     def offsets(self) -> list[TopicPartition] | None:
         """``groupOffsets`` as the client's offsets (None without them)."""
@@ -121,6 +145,26 @@ class SinkOptions:
         """For the driver's admin calls and the commit log: the connection settings only."""
         keep = ("request.timeout.ms", "retry.backoff.ms", "client.id")
         return {"bootstrap.servers": self.bootstrap, **{k: v for k, v in self.producer.items() if k in keep}}
+
+
+def transaction_records_function(name: str):
+    """``"package.module:function"`` imported: a function ``(batch_id, options) -> [(topic,
+    partition, key, value), ...]`` whose records the driver's commit writes in the batch's
+    transaction (partition -1: the producer's partitioner). For records only the committer can
+    know, such as progress read from the query's checkpoint: Connect's source offsets."""
+    import importlib
+    module, _, attr = str(name).partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), attr) if module and attr else None
+    except ImportError as e:
+        raise InvalidConfigError(f"option 'transactionRecords' names module '{module}', which does not import ({e})",
+                                 config="transactionRecords") from None
+    except AttributeError:
+        fn = None
+    if not callable(fn):
+        raise InvalidConfigError(f"option 'transactionRecords' must name a function as 'package.module:function', "
+                                 f"got {name!r}", config="transactionRecords")
+    return fn
 
 
 def _group_progress(opts: dict, guarantee: str, batch_id: int | None):

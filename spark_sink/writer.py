@@ -103,14 +103,19 @@ class _RiverlogWriter:
             return
         sink_id, done = self._owner(messages)
         if sink_id is None:
-            return
+            if self.options.transaction_records is None:
+                return
+            sink_id = self.options.sink_id  # no task reported: the batch still writes its records
+            if sink_id is None:
+                return
         opts = self.options
         # Every task found the batch undecided: reading the log again would tell nothing new.
         undecided = bool(done) and len(done) == len(messages) and all(m.checked for m in done)
         with ExactlyOnce(opts.client_config(), sink_id, transaction_timeout_ms=opts.transaction_timeout_ms,
                          log=crash_points.decision_log(opts.client_config())) as eo, sink_errors():
             eo.commit(batch_id, [m.attempt for m in done if m.attempt is not None], record=record,
-                      offsets=opts.offsets(), group_id=opts.group_id, undecided=undecided)
+                      offsets=opts.offsets(), group_id=opts.group_id, undecided=undecided,
+                      records=opts.batch_records(batch_id))
 
     def _abort(self, messages, batch_id: int, record: bool) -> None:
         if not self.options.exactly_once:
@@ -139,6 +144,9 @@ class BatchWriter(_RiverlogWriter, DataSourceArrowWriter):
         self.sink_id = self.options.sink_id or f"batch-{uuid.uuid4().hex}"
         self.batch_id = self.options.batch_id
         self.recorded = self.batch_id is not None and self.options.exactly_once
+        if self.options.transaction_records is not None and self.batch_id is None:
+            raise InvalidConfigError("option 'transactionRecords' on a batch write needs 'sinkId' and 'batchId' (one "
+                                     "micro-batch, whose records are written once)", config="transactionRecords")
         if self.recorded:
             DecisionLog(self.options.client_config()).ensure_topic()
 

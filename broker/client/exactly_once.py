@@ -14,7 +14,10 @@ A batch may also carry its owner's input progress (Kafka's ``sendOffsetsToTransa
 committer opens one more transaction of its own in the batch, the **offsets attempt**
 (:func:`offsets_transactional_id`), sends the consumer group's offsets in it and adds its handle to
 the decision *before* recording it, so those offsets commit with the output, exactly once, and a
-replay of a decided batch finishes the recorded offsets instead of sending new ones.
+replay of a decided batch finishes the recorded offsets instead of sending new ones. The same
+attempt carries the batch's **committer records** when the owner has some (records only the
+committer can write, such as Connect's source offsets, which Spark's offset log names only once
+the batch is planned): produced in it, decided with the output, never sent twice.
 
 Because the decision is recorded before any transaction ends, a committer that dies midway leaves
 enough behind: the replay of the same batch finds the decision, its tasks write nothing
@@ -332,7 +335,7 @@ class ExactlyOnce:
 
     def commit(self, batch_id: int, attempts: list[TransactionHandle], record: bool = True, *,
                offsets: list[TopicPartition] | None = None, group_id: str | None = None,
-               undecided: bool = False) -> Decision:
+               undecided: bool = False, records=None) -> Decision:
         """Decide ``batch_id`` from the attempts its tasks reported (or finish the decision already
         recorded for it), record the decision, commit its transactions and abort every other open
         attempt of the batch. ``record=False``: commit the attempts together without recording
@@ -346,19 +349,26 @@ class ExactlyOnce:
         sent, so the group's offsets never move back. The group must have no active members (a
         "simple" group, as Kafka's ``sendOffsetsToTransaction`` without a generation).
 
+        ``records``: a function giving the batch's committer records, ``(topic, partition, key,
+        value)`` tuples (partition -1: the producer's partitioner). Called only for a batch not
+        decided yet; they are produced in the offsets attempt, with the offsets if there are any.
+
         ``undecided``: the caller knows that neither this batch nor a later one is decided (its
         tasks asked :meth:`write_action` and were told WRITE), so the log is not read again. The
         listing of the batch's open attempts runs on the admin client's thread while the decision
         is recorded: one round trip less on the batch's path."""
         offsets = group_offsets(group_id, offsets)
-        if offsets is not None and not record:
-            raise InvalidConfigError("committing offsets needs record=True: only a recorded decision keeps a replay "
-                                     "from committing them again", config="offsets")
+        if (offsets is not None or records is not None) and not record:
+            raise InvalidConfigError("committing offsets or committer records needs record=True: only a recorded "
+                                     "decision keeps a replay from committing them again",
+                                     config="offsets" if offsets is not None else "records")
         listing = self._list_open(batch_id)
         if record:
             recorded = None if undecided else self.log.latest(self.owner)
-            if offsets and write_action(recorded, batch_id) == WRITE:
-                attempts = [*attempts, self._offsets_attempt(batch_id, group_id, offsets)]
+            if (offsets or records is not None) and write_action(recorded, batch_id) == WRITE:
+                extra = list(records()) if records is not None else []
+                if offsets or extra:
+                    attempts = [*attempts, self._offsets_attempt(batch_id, group_id, offsets, extra)]
             decision, new = decide(recorded, self.owner, batch_id, attempts)
             if new and decision.attempts:
                 self.log.record(decision)
@@ -376,9 +386,11 @@ class ExactlyOnce:
         self.abort_strays(batch_id, decision, listing)
         return decision
 
-    def _offsets_attempt(self, batch_id: int, group_id: str, offsets: list[TopicPartition]) -> TransactionHandle:
-        """Open the batch's offsets attempt, send ``offsets`` in it as an outsider of the group (no
-        member id, as a simple consumer's commit), and leave it open for the decision."""
+    def _offsets_attempt(self, batch_id: int, group_id: str | None, offsets: list[TopicPartition] | None,
+                         records: list = ()) -> TransactionHandle:
+        """Open the batch's offsets attempt, produce ``records`` and send ``offsets`` in it as an
+        outsider of the group (no member id, as a simple consumer's commit), and leave it open for
+        the decision."""
         config = {**self.config, "transactional.id": offsets_transactional_id(self.owner, batch_id), "linger.ms": 0}
         if self.transaction_timeout_ms is not None:
             config["transaction.timeout.ms"] = self.transaction_timeout_ms
@@ -386,7 +398,20 @@ class ExactlyOnce:
         try:
             producer.init_transactions(self.timeout)
             producer.begin_transaction()
-            producer.send_offsets_to_transaction(offsets, ConsumerGroupMetadata(group_id, "", -1, ""), self.timeout)
+            if records:
+                errors: list = []
+                for topic, partition, key, value in records:
+                    producer.produce(topic, value=value, key=key, partition=partition,
+                                     on_delivery=lambda err, msg: err is not None and errors.append(err))
+                left = producer.flush(self.timeout)
+                if errors:
+                    raise errors[0].exception()
+                if left:
+                    raise KafkaTimeoutError(f"{left} committer record(s) of batch {batch_id} of '{self.owner}' were not "
+                                            f"delivered within {self.timeout}s; check that the brokers are reachable")
+            if offsets:
+                producer.send_offsets_to_transaction(offsets, ConsumerGroupMetadata(group_id, "", -1, ""),
+                                                     self.timeout)
             return producer.transaction_handle()
         except BaseException:
             try:

@@ -242,6 +242,48 @@ def test_a_committer_killed_after_recording_is_finished_by_its_replay_and_offset
     assert values(servers, topic, "read_uncommitted") == list(range(20))
 
 
+def test_a_batch_writes_its_committer_records_once_with_its_output(shared_broker, topic, monkeypatch):
+    """Records only the committer knows (Connect's source offsets) commit with the batch's output;
+    a replay of a recorded decision commits them without asking for them again."""
+    servers = shared_broker.bootstrap
+    calls: list[int] = []
+
+    def records(value):
+        def make():
+            calls.append(value)
+            return [(topic, 0, b"k", str(value).encode())]
+        return make
+
+    eo = ExactlyOnce({"bootstrap.servers": servers}, owner=topic, transaction_timeout_ms=120_000)
+    try:
+        out = write_open(servers, topic, eo.transactional_id(0, 0, 0), range(3))
+        decision = eo.commit(0, [out], records=records(100))
+        assert [a.transactional_id for a in decision.attempts] == [out.transactional_id, f"{topic}-0-offsets"]
+        visible(servers, topic, [0, 1, 2, 100])
+        # A batch with no output still writes its records; an empty list adds no attempt.
+        assert [a.transactional_id for a in eo.commit(1, [], records=records(101)).attempts] == [
+            offsets_transactional_id(topic, 1)]
+        assert eo.commit(2, [], records=lambda: []).attempts == []
+        visible(servers, topic, [0, 1, 2, 100, 101])
+
+        def killed(*args, **kwargs):
+            raise CommitterKilled()
+
+        attempt = write_open(servers, topic, eo.transactional_id(3, 0, 0), range(5, 7))
+        monkeypatch.setattr(eo.admin, "commit_transactions", killed)
+        with pytest.raises(CommitterKilled):
+            eo.commit(3, [attempt], records=records(103))
+        monkeypatch.undo()
+    finally:
+        eo.close()
+    with ExactlyOnce({"bootstrap.servers": servers}, owner=topic) as again:
+        again.commit(3, [], records=records(999))  # the replay finishes the recorded attempt
+        visible(servers, topic, [0, 1, 2, 5, 6, 100, 101, 103])
+    assert calls == [100, 101, 103]
+    with pytest.raises(InvalidConfigError, match="record=True"):
+        ExactlyOnce({"bootstrap.servers": servers}, owner=topic).commit(9, [], record=False, records=records(1))
+
+
 def test_a_committer_killed_before_recording_leaves_nothing_its_replay_does_not_replace(
         shared_broker, topic, monkeypatch):
     """Not recorded, not decided: the replay re-runs the batch, its offsets attempt takes the id over

@@ -68,3 +68,35 @@ def test_they_need_a_batch_id():
     with pytest.raises(InvalidConfigError, match="'sinkId' and 'batchId'") as caught:
         SinkOptions.parse({**no_batch, "groupId": "g", "groupOffsets": '{"a": {"0": 1}}'})
     assert caught.value.details["config"] == "groupId"
+
+
+# ------------------------------------------------------------------------------ transactionRecords
+def committer_records(batch_id, options):
+    """A transactionRecords function for the tests below."""
+    return [("offsets", -1, b"batch", f"{batch_id}:{options['tag']}".encode())]
+
+
+def test_transaction_records_name_a_function_given_the_batch_and_its_own_options():
+    opts = parse(transactionRecords=f"{__name__}:committer_records", **{"transactionRecords.tag": "x"})
+    assert opts.records_options == {"tag": "x"}
+    assert opts.batch_records(7)() == [("offsets", -1, b"batch", b"7:x")]
+    assert pickle.loads(pickle.dumps(opts)) == opts
+    assert parse().batch_records(7) is None
+
+
+@pytest.mark.parametrize("name, says", [
+    ("no_module_here:f", "does not import"),
+    (f"{__name__}", "'package.module:function'"),
+    (f"{__name__}:missing", "'package.module:function'"),
+    (f"{__name__}:BASE", "'package.module:function'"),
+])
+def test_a_transaction_records_option_that_names_no_function_fails_at_parse(name, says):
+    with pytest.raises(InvalidConfigError, match=says) as caught:
+        parse(transactionRecords=name)
+    assert caught.value.details["config"] == "transactionRecords"
+
+
+def test_transaction_records_need_exactly_once():
+    with pytest.raises(InvalidConfigError, match="exactly-once") as caught:
+        parse(transactionRecords=f"{__name__}:committer_records", deliveryGuarantee="at-least-once")
+    assert caught.value.details["config"] == "transactionRecords"
