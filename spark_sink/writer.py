@@ -103,11 +103,7 @@ class _RiverlogWriter:
             return
         sink_id, done = self._owner(messages)
         if sink_id is None:
-            if self.options.transaction_records is None:
-                return
-            sink_id = self.options.sink_id  # no task reported: the batch still writes its records
-            if sink_id is None:
-                return
+            return
         opts = self.options
         # Every task found the batch undecided: reading the log again would tell nothing new.
         undecided = bool(done) and len(done) == len(messages) and all(m.checked for m in done)

@@ -48,6 +48,7 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
 from broker.client.admin import AdminClient, NewTopic
@@ -335,7 +336,7 @@ class ExactlyOnce:
 
     def commit(self, batch_id: int, attempts: list[TransactionHandle], record: bool = True, *,
                offsets: list[TopicPartition] | None = None, group_id: str | None = None,
-               undecided: bool = False, records=None) -> Decision:
+               undecided: bool = False, records: Callable[[], Iterable[tuple]] | None = None) -> Decision:
         """Decide ``batch_id`` from the attempts its tasks reported (or finish the decision already
         recorded for it), record the decision, commit its transactions and abort every other open
         attempt of the batch. ``record=False``: commit the attempts together without recording
