@@ -28,6 +28,7 @@ class Compiled:
     int_literal: Any = None   # an integer literal's value (Spark narrows it in decimal arithmetic)
     name: str | None = None   # a column reference's field name (a struct field's default name)
     const: bool = False       # no column feeds it: Spark folds it once, at planning
+    chain: tuple = ()         # a ``+`` / ``*``: (operator, left, right), for Spark's reordering of a chain
 
 
 def constant(value, t) -> Compiled:

@@ -141,7 +141,81 @@ def _arithmetic(self, node):
         return sv.TypedDecimal.of(r, t) if sv.is_decimal(t) else r
     if left.const and right.const:
         return _folded(self, f, static)
-    return Compiled(f, static)
+    if op not in "+*":
+        return Compiled(f, static)
+    here = Compiled(f, static, chain=(op, left, right))
+    leaves = _leaves(op, here)
+    if len(leaves) > 2 and any(c.const for c in leaves):   # Spark reorders this chain (below)
+        return Compiled(_reordering(op, here, leaves, f), static, chain=(op, left, right))
+    return here
+
+
+def _leaves(op, c: Compiled) -> list:
+    """The operands of the ``op`` tree rooted at ``c``, left to right."""
+    if c.chain and c.chain[0] == op:
+        return _leaves(op, c.chain[1]) + _leaves(op, c.chain[2])
+    return [c]
+
+
+def _reordering(op, root: Compiled, leaves: list, plain):
+    """Spark's ReorderAssociativeOperator: an integral ``+`` or ``*`` chain (operands of its own
+    type, flattened through nested ``op`` of that type; a cast ends it) that holds constants is
+    computed as its other operands left to right, then the constants folded into one. The value
+    is the same; an overflow is not: ``a + (a + -3)`` runs as ``(a + a) + -3``, which overflows
+    for ``a = 2^62``, and Spark raises what its reordered plan raises. Types come from the values
+    where the schema does not give them, so the chain is typed per row; a chain that is not all
+    integral is computed as written."""
+    def f(row):
+        values = []
+        for c in leaves:
+            v = c.fn(row)
+            if v is None:
+                return None
+            t = c.type or type_of(v)
+            if not sv.is_integral(t):
+                return plain(row)
+            values.append((v, t, c.const))
+        it = iter(values)
+
+        def typed(c):
+            if c.chain and c.chain[0] == op:
+                left, right = typed(c.chain[1]), typed(c.chain[2])
+                return ("node", left, right, arith_type(op, left[2] if left[0] == "leaf" else left[3],
+                                                        right[2] if right[0] == "leaf" else right[3]))
+            v, t, const = next(it)
+            return ("leaf", v, t, const)
+        return _solve(op, typed(root))[0]
+    return f
+
+
+def _solve(op, n):
+    """(value, type) of a typed chain (``("leaf", v, t, const)`` / ``("node", l, r, t)``) as Spark runs it."""
+    if n[0] == "leaf":
+        return n[1], n[2]
+    _, left, right, t = n
+    operands: list = []
+
+    def flat(m):
+        if m[0] == "node" and m[3] == t:
+            flat(m[1])
+            flat(m[2])
+        else:
+            operands.append(m)
+    flat(n)
+    constants = [m for m in operands if m[0] == "leaf" and m[3]]
+    others = [m for m in operands if not (m[0] == "leaf" and m[3])]
+    if not constants or not others:
+        lv, lt = _solve(op, left)
+        rv, rt = _solve(op, right)
+        return arith(op, lv, lt, rv, rt, t), t
+    acc = None
+    for m in others:
+        v, vt = _solve(op, m)
+        acc = (v, vt) if acc is None else (arith(op, acc[0], acc[1], v, vt, t), t)
+    k, kt = constants[0][1], constants[0][2]
+    for m in constants[1:]:
+        k, kt = arith(op, k, kt, m[1], m[2], t), t
+    return arith(op, acc[0], acc[1], k, kt, t), t
 
 
 def _folded(self, f, t) -> Compiled:

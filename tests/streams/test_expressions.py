@@ -65,6 +65,31 @@ def test_ansi_errors_are_typed(text, error_class):
     assert text in str(e.value) and e.value.code == 1202 and not e.value.retriable
 
 
+BIG = {"value": {"a": 2**62, "b": -(2**62), "n": 3}}
+
+
+@pytest.mark.parametrize("text, overflows", [
+    # Spark's ReorderAssociativeOperator runs an integral + or * chain with constants in it as its
+    # other operands first, then the constants: (a + a) + -3, which overflows where a + (a - 3) does not.
+    ("value.a + (value.a + -3)", True), ("(value.a + -3) + value.a", True), ("3 + value.a + value.a + -7", True),
+    ("value.a * (2 * value.n)", True), ("value.a + (value.a + (value.b + -3))", True),
+    # Subtraction is not reordered; a chain without constants runs as written.
+    ("(value.a - 3) + value.a", False), ("value.a + (value.a + value.b)", False), ("value.a + -3", False),
+])
+def test_an_integral_chain_overflows_where_sparks_reordered_plan_does(text, overflows):
+    if overflows:
+        with pytest.raises(ExpressionEvaluationError) as e:
+            expression(text).evaluate(BIG)
+        assert e.value.details["error_class"] == "ARITHMETIC_OVERFLOW"
+    else:
+        a, b = 2**62, -(2**62)
+        assert expression(text).evaluate(BIG) == {"(value.a - 3) + value.a": 2 * a - 3,
+                                                  "value.a + (value.a + value.b)": a, "value.a + -3": a - 3}[text]
+    # The value does not change where nothing overflows.
+    assert expression(text).evaluate({"value": {"a": 10, "b": -4, "n": 3}}) == \
+        expression(text.replace("value.a", "10").replace("value.b", "(-4)").replace("value.n", "3")).evaluate({})
+
+
 def test_try_cast_gives_null_instead():
     assert ev("try_cast(value.user as int)") is None
 
