@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 from broker.errors import RiverlogError
+from spark_sink import offset_log
 
 
 def group_id(name: str) -> str:
@@ -107,9 +108,7 @@ def finish_pending(servers: str, owner: str) -> None:
 def batch_end_offset(checkpoint: str, batch_id: int) -> Any:
     """The first source's end offset of ``batch_id`` from Spark's offset log (written before the
     batch runs, so it is there inside ``foreachBatch``)."""
-    with open(os.path.join(checkpoint, "offsets", str(batch_id))) as f:
-        lines = f.read().splitlines()
-    return json.loads(lines[2])
+    return offset_log.source_offsets(checkpoint, batch_id)[0]
 
 
 def held_partitions(start: dict[tuple[str, int], int], end: dict) -> tuple[tuple[str, int], ...]:

@@ -5,12 +5,14 @@ Unset (always, outside fault tests), every call is a no-op that reads one enviro
 
 The points, in the order a batch passes them:
 
-- ``before_write``: nothing of the batch is written (Streams' ``foreachBatch``, before the write);
+- ``before_write``: nothing of the batch is written (a streaming write's task, before it produces;
+  Streams' at-least-once ``foreachBatch``, before the write);
 - ``before_record``: the tasks' transactions and the offsets attempt are open, the decision is not
   recorded (the sink's driver-side commit);
 - ``before_end``: the decision is recorded, no transaction has ended (ditto);
 - ``before_spark_commit``: the transactions have ended, Spark has not yet written the batch to its
-  checkpoint's commit log (Streams' ``foreachBatch``, after the write);
+  checkpoint's commit log (the end of a streaming write's commit; Streams' ``foreachBatch``, after
+  the write);
 - ``before_group_commit``: a Connect sink's write is committed (the ``DeltaSink`` connector's Delta
   commit), the consumer group ``connect-<name>`` has not moved (connect/delta_sink.py).
 

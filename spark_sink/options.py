@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from broker.client import PRODUCER_CONFIG, TopicPartition
 from broker.errors import InvalidConfigError
+from spark_sink import offset_log
 
 PREFIX = "riverlog."
 BOOTSTRAP = "riverlog.bootstrap.servers"
@@ -38,14 +39,17 @@ class SinkOptions:
     # Spark's includeHeaders: None (unset) writes a ``headers`` column when there is one (as Spark's
     # Kafka sink does); true requires that column; false writes no headers even if it is there.
     include_headers: bool | None = None
-    # A foreachBatch write's input progress, committed in the same exactly-once batch as its rows:
-    # the consumer group and its next offsets to read, as (topic, partition, offset), sorted.
+    # A micro-batch's input progress, committed in the same exactly-once batch as its rows: the
+    # consumer group and, on a foreachBatch write, its next offsets to read as (topic, partition,
+    # offset), sorted (a streaming write reads them from its offset log at each commit).
     group_id: str | None = None
     group_offsets: tuple[tuple[str, int, int], ...] | None = None
     # ``transactionRecords``: "module:function" giving records the driver's commit writes in the
     # batch's transaction (``function(batch_id, options)``), and its ``transactionRecords.*`` options.
     transaction_records: str | None = None
     records_options: dict = field(default_factory=dict)
+    # Spark's own ``checkpointLocation`` of a streaming write (where its offset log is).
+    checkpoint: str | None = None
 
     @classmethod
     def parse(cls, options) -> "SinkOptions":
@@ -106,7 +110,7 @@ class SinkOptions:
                                          config="transactionRecords")
         records_options = {k[len(RECORDS_PREFIX):]: v for k, v in opts.items() if k.startswith(RECORDS_PREFIX)}
         return cls(bootstrap, opts.get("topic") or None, guarantee, sink_id, producer, batch_id, include_headers,
-                   group_id, group_offsets, records, records_options)
+                   group_id, group_offsets, records, records_options, opts.get("checkpointlocation") or None)
 
     def batch_records(self, batch_id: int):
         """The ``transactionRecords`` of ``batch_id``, as a function for the committer (None without
@@ -116,11 +120,22 @@ class SinkOptions:
         fn, options = transaction_records_function(self.transaction_records), dict(self.records_options)
         return lambda: fn(batch_id, options)
 
-    def offsets(self) -> list[TopicPartition] | None:
-        """``groupOffsets`` as the client's offsets (None without them)."""
-        if self.group_offsets is None:
+    def offsets(self, batch_id: int) -> list[TopicPartition] | None:
+        """The group's offsets for ``batch_id`` as the client's offsets (None without ``groupId`` or
+        when the batch has none): ``groupOffsets``, or on a streaming write its offset log's."""
+        if self.group_id is None:
             return None
-        return [TopicPartition(t, p, o) for t, p, o in self.group_offsets]
+        triples = self.group_offsets
+        if triples is None:
+            self.require_offset_log()
+            triples = offset_log.topic_offsets(self.checkpoint, batch_id)
+        return [TopicPartition(t, p, o) for t, p, o in triples] or None
+
+    def require_offset_log(self) -> None:
+        """``groupId`` without ``groupOffsets`` (a streaming write) needs the query's checkpoint."""
+        if self.checkpoint is None:
+            raise InvalidConfigError("option 'groupId' on a streaming write reads each batch's input offsets from its "
+                                     "offset log: set checkpointLocation on the writer", config="checkpointLocation")
 
     @property
     def transaction_timeout_ms(self) -> int:
@@ -168,20 +183,30 @@ def transaction_records_function(name: str):
 
 
 def _group_progress(opts: dict, guarantee: str, batch_id: int | None):
-    """``groupId`` and ``groupOffsets``: both or neither, on an exactly-once write with a batchId."""
+    """``groupId`` (with ``groupOffsets`` on a foreachBatch write; a streaming write reads its
+    offsets from its offset log) on an exactly-once write."""
     group_id, raw = opts.get("groupid"), opts.get("groupoffsets")
     if group_id is None and raw is None:
         return None, None
-    if group_id is None or raw is None:
-        missing, given = ("groupId", "groupOffsets") if group_id is None else ("groupOffsets", "groupId")
-        raise InvalidConfigError(f"option '{given}' needs '{missing}' too: the offsets of which group / which offsets "
-                                 "of the group", config=missing)
+    if group_id is None:
+        raise InvalidConfigError("option 'groupOffsets' needs 'groupId' too: the offsets of which group",
+                                 config="groupId")
     if not str(group_id).strip():
         raise InvalidConfigError("option 'groupId' must be a non-empty consumer group id", config="groupId")
-    if guarantee != EXACTLY_ONCE or batch_id is None:
+    if guarantee != EXACTLY_ONCE:
         raise InvalidConfigError(
-            "option 'groupId' commits a foreachBatch micro-batch's input offsets with its output: it needs "
-            f"deliveryGuarantee {EXACTLY_ONCE} (the default) and 'sinkId' and 'batchId'", config="groupId")
+            "option 'groupId' commits a micro-batch's input offsets in the transaction of its output: it needs "
+            f"deliveryGuarantee {EXACTLY_ONCE} (the default)", config="groupId")
+    if batch_id is None:
+        if raw is not None:
+            raise InvalidConfigError(
+                "option 'groupOffsets' names one foreachBatch micro-batch's offsets: it needs 'sinkId' and "
+                "'batchId'; a streaming write with 'groupId' takes each batch's offsets from its offset log",
+                config="groupOffsets")
+        return str(group_id), None
+    if raw is None:
+        raise InvalidConfigError("option 'groupId' on a foreachBatch write (with 'batchId') needs 'groupOffsets' "
+                                 "too: the micro-batch's input offsets", config="groupOffsets")
     return str(group_id), _parse_offsets(raw)
 
 

@@ -110,7 +110,7 @@ class _RiverlogWriter:
         with ExactlyOnce(opts.client_config(), sink_id, transaction_timeout_ms=opts.transaction_timeout_ms,
                          log=crash_points.decision_log(opts.client_config())) as eo, sink_errors():
             eo.commit(batch_id, [m.attempt for m in done if m.attempt is not None], record=record,
-                      offsets=opts.offsets(), group_id=opts.group_id, undecided=undecided,
+                      offsets=opts.offsets(batch_id), group_id=opts.group_id, undecided=undecided,
                       records=opts.batch_records(batch_id))
 
     def _abort(self, messages, batch_id: int, record: bool) -> None:
@@ -140,6 +140,10 @@ class BatchWriter(_RiverlogWriter, DataSourceArrowWriter):
         self.sink_id = self.options.sink_id or f"batch-{uuid.uuid4().hex}"
         self.batch_id = self.options.batch_id
         self.recorded = self.batch_id is not None and self.options.exactly_once
+        if self.options.group_id is not None and self.batch_id is None:
+            raise InvalidConfigError("option 'groupId' on a batch write commits one micro-batch's input offsets: it "
+                                     "needs 'sinkId', 'batchId' and 'groupOffsets' (inside foreachBatch)",
+                                     config="groupId")
         if self.options.transaction_records is not None and self.batch_id is None:
             raise InvalidConfigError("option 'transactionRecords' on a batch write needs 'sinkId' and 'batchId' (one "
                                      "micro-batch, whose records are written once)", config="transactionRecords")
@@ -165,15 +169,19 @@ class StreamWriter(_RiverlogWriter, DataSourceStreamArrowWriter):
     """``writeStream.format("riverlog")``: one transaction per task attempt per micro-batch.
 
     The sink id is the ``sinkId`` option or else the query's id, which Spark keeps in the
-    checkpoint: stable across restarts, new for a new checkpoint.
+    checkpoint: stable across restarts, new for a new checkpoint. With ``groupId``, the driver's
+    commit also commits the batch's input offsets (its end offsets in the query's offset log) for
+    that group in the batch's transaction: a consume-transform-produce query's progress becomes
+    visible to the group exactly when its output does (Kafka Streams' exactly-once).
     """
 
     def __init__(self, options, schema):
         super().__init__(options, schema)
+        if self.options.group_offsets is not None:
+            raise InvalidConfigError("option 'groupOffsets' names one foreachBatch micro-batch's offsets; a streaming "
+                                     "write with 'groupId' reads each batch's from its offset log", config="groupOffsets")
         if self.options.group_id is not None:
-            raise InvalidConfigError("options 'groupId' and 'groupOffsets' are for a batch write inside foreachBatch "
-                                     "(one micro-batch, one set of offsets); a streaming write's own source commits "
-                                     "its group (the source's 'groupId' option)", config="groupId")
+            self.options.require_offset_log()
         if self.options.exactly_once:
             DecisionLog(self.options.client_config()).ensure_topic()
 
@@ -181,6 +189,7 @@ class StreamWriter(_RiverlogWriter, DataSourceStreamArrowWriter):
         from pyspark import TaskContext
         ctx = TaskContext.get()
         batch_id = int(ctx.getLocalProperty("streaming.sql.batchId"))
+        crash_points.crash_at("before_write", batch_id)
         sink_id = self.options.sink_id or ctx.getLocalProperty("sql.streaming.queryId")
         # Spark runs a streaming query's jobs in the job group of its runId (StreamExecution.runStream).
         return self.write_partition(iterator, sink_id, batch_id, ctx.partitionId(), ctx.attemptNumber(),
@@ -188,6 +197,7 @@ class StreamWriter(_RiverlogWriter, DataSourceStreamArrowWriter):
 
     def commit(self, messages, batchId: int) -> None:
         self._commit(messages, batchId, record=True)
+        crash_points.crash_at("before_spark_commit", batchId)
 
     def abort(self, messages, batchId: int) -> None:
         self._abort(messages, batchId, record=True)

@@ -1,17 +1,17 @@
 """``StreamsApp``: a topology running as Structured Streaming queries, one per sub-topology — Kafka
 Streams' ``KafkaStreams``.
 
-Each query reads its sub-topology's topics with ``format("riverlog")`` and writes in
-``foreachBatch``: the batch's output records, its changelog entries and its input offsets
-(committed to the consumer group ``application.id``) go in **one exactly-once write**, so the
-broker holds exactly the state behind the committed output. Spark's checkpoint
-(``state.dir``) is the fast path; without it the application **restarts from the broker alone**:
+Each query reads its sub-topology's topics with ``format("riverlog")`` and writes with
+``writeStream.format("riverlog")``: the batch's output records, its changelog entries and its input
+offsets (the sink's ``groupId``: committed to the consumer group ``application.id`` from Spark's
+offset log) go in **one exactly-once write**, so the broker holds exactly the state behind the
+committed output (``at_least_once``: a ``foreachBatch`` write, the offsets committed after it). Spark's
+checkpoint (``state.dir``) is the fast path; without it the application **restarts from the broker alone**:
 pending batches finished, state rebuilt from the changelogs, inputs resumed at the committed
 offsets, under a new *generation* of exactly-once owner ids (batch ids restart with a new checkpoint).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -20,7 +20,7 @@ import tempfile
 
 from broker.client import AdminClient, Consumer, ExactlyOnce, NewTopic, Producer, TopicPartition
 from broker.errors import InvalidConfigError, TopicAlreadyExistsError
-from spark_sink.crash_points import crash_at  # fault tests only: a no-op unless RIVERLOG_CRASH_AT is set
+from spark_sink.offset_log import topic_offsets
 from streams import restore, spark_plan
 from streams.errors import StreamsError, TopologyError
 from streams.interpreter import check_serdes, default_serdes
@@ -280,8 +280,14 @@ class StreamsApp:
                                 OUTPUT_DDL)
         writer = (out.writeStream.queryName(f"{self.app}-subtopology-{sub.id}")
                   .option("checkpointLocation", ckpt)
-                  .foreachBatch(_BatchWriter(self.config, owner, ckpt))
                   .trigger(processingTime=f"{self.config['commit.interval.ms']} milliseconds"))
+        if self.config["processing.guarantee"] == EXACTLY_ONCE_V2:
+            writer = (writer.format("riverlog").option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
+                      .option("sinkId", owner).option("groupId", self.config["application.id"]))
+            # PySpark finds a Python data source through the calling thread's active session.
+            self.spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(self.spark._jsparkSession)
+        else:
+            writer = writer.foreachBatch(_AtLeastOnceWriter(self.config, ckpt))
         if sub.stateful:
             conf = {_PROVIDER: _ROCKSDB}
             if fresh:   # a checkpoint keeps the count of its first start, and its keys
@@ -395,37 +401,20 @@ def _start_with(spark, writer, conf: dict):
                 spark.conf.set(k, v)
 
 
-class _BatchWriter:
-    """``foreachBatch``: the batch's rows and its input offsets, in one exactly-once write."""
-    def __init__(self, config: dict, owner: str, checkpoint: str):
-        self.config, self.owner, self.checkpoint = config, owner, checkpoint
-
-    def offsets(self, batch_id: int) -> dict:
-        """The batch's end offsets, from Spark's offset log (written before the batch runs)."""
-        path = os.path.join(self.checkpoint, "offsets", str(batch_id))
-        with open(path) as f:
-            lines = f.read().splitlines()
-        return json.loads(lines[2])
+class _AtLeastOnceWriter:
+    """``foreachBatch`` of ``at_least_once``: the batch's rows, then its input offsets committed."""
+    def __init__(self, config: dict, checkpoint: str):
+        self.config, self.checkpoint = config, checkpoint
 
     def __call__(self, df, batch_id: int) -> None:
-        offsets = {t: ps for t, ps in self.offsets(batch_id).items() if ps}
-        w = (df.write.format("riverlog").mode("append")
-             .option("riverlog.bootstrap.servers", self.config["bootstrap.servers"]))
-        if self.config["processing.guarantee"] == EXACTLY_ONCE_V2:
-            crash_at("before_write", batch_id)
-            w = w.option("sinkId", self.owner).option("batchId", str(batch_id))
-            if offsets:
-                w = w.option("groupId", self.config["application.id"]).option("groupOffsets", json.dumps(offsets))
-            w.save()
-            crash_at("before_spark_commit", batch_id)
-        else:
-            w.option("deliveryGuarantee", "at-least-once").save()
-            if not offsets:
-                return
-            c = Consumer({"bootstrap.servers": self.config["bootstrap.servers"],
-                          "group.id": self.config["application.id"], "enable.auto.commit": False})
-            try:
-                c.commit(offsets=[TopicPartition(t, int(p), o) for t, ps in offsets.items() for p, o in ps.items()],
-                         asynchronous=False)
-            finally:
-                c.close()
+        (df.write.format("riverlog").mode("append").option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
+         .option("deliveryGuarantee", "at-least-once").save())
+        offsets = topic_offsets(self.checkpoint, batch_id)
+        if not offsets:
+            return
+        c = Consumer({"bootstrap.servers": self.config["bootstrap.servers"],
+                      "group.id": self.config["application.id"], "enable.auto.commit": False})
+        try:
+            c.commit(offsets=[TopicPartition(t, p, o) for t, p, o in offsets], asynchronous=False)
+        finally:
+            c.close()

@@ -1,6 +1,7 @@
-"""A consume-transform-produce query: foreachBatch writes each micro-batch of topic A to topic B
-with sinkId/batchId and commits the batch's input offsets (groupId/groupOffsets, read from
-Spark's offset log) in the same exactly-once batch."""
+"""A consume-transform-produce query: each micro-batch of topic A written to topic B with the
+batch's input offsets committed for a group in the same exactly-once batch — from foreachBatch
+(sinkId/batchId, groupId/groupOffsets read from Spark's offset log), or by a streaming write with
+groupId, whose commit reads the offset log itself."""
 from __future__ import annotations
 
 import json
@@ -71,9 +72,47 @@ def test_foreach_batch_commits_its_input_offsets_with_its_output(spark, spark_br
     assert committed(spark_broker, group, source, 2) == {source: {"0": 30, "1": 30}}
 
 
-def test_a_streaming_write_refuses_group_offsets():
+def test_a_streaming_write_commits_its_input_offsets_with_its_output(spark, spark_broker, tmp_path):
+    source, out = make_topic(spark_broker, "stream-offsets-in", 2), make_topic(spark_broker, "stream-offsets-out", 2)
+    servers, group, checkpoint = spark_broker.bootstrap, "stream-offsets-app", tmp_path / "ck"
+    with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
+        for i in range(60):
+            p.produce(source, value=str(i).encode(), key=str(i).encode(), partition=i % 2)
+        assert p.flush(30) == 0
+
+    def run():
+        q = (spark.readStream.format("riverlog").option("riverlog.bootstrap.servers", servers)
+             .option("subscribe", source).option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", 20)
+             .load().selectExpr("key", "CAST(CAST(CAST(value AS STRING) AS INT) * 10 AS STRING) AS value")
+             .writeStream.format("riverlog").option("riverlog.bootstrap.servers", servers).option("topic", out)
+             .option("groupId", group).option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+        q.awaitTermination(180)
+        assert q.exception() is None, q.exception()
+
+    run()
+    batches = sorted(int(f.name) for f in (checkpoint / "offsets").iterdir() if f.name.isdigit())
+    assert len(batches) >= 3
+    assert json.loads(end_offsets(checkpoint, batches[-1])) == {source: {"0": 30, "1": 30}}
+    assert committed(spark_broker, group, source, 2) == {source: {"0": 30, "1": 30}}
+    assert sorted(int(v) for _, v, _, _ in read_all(spark_broker, out)) == [i * 10 for i in range(60)]
+
+    # Ten more, the query run again from its checkpoint: the group follows, nothing is written twice.
+    with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
+        for i in range(60, 70):
+            p.produce(source, value=str(i).encode(), key=str(i).encode(), partition=i % 2)
+        assert p.flush(30) == 0
+    run()
+    assert committed(spark_broker, group, source, 2) == {source: {"0": 35, "1": 35}}
+    assert sorted(int(v) for _, v, _, _ in read_all(spark_broker, out)) == [i * 10 for i in range(70)]
+
+
+def test_a_streaming_write_refuses_given_group_offsets():
     schema = StructType([StructField("value", BinaryType())])
-    with pytest.raises(InvalidConfigError, match="inside foreachBatch") as caught:
+    with pytest.raises(InvalidConfigError, match="offset log") as caught:
         StreamWriter({"riverlog.bootstrap.servers": "127.0.0.1:1", "topic": "t", "sinkId": "s", "batchId": "1",
-                      "groupId": "g", "groupOffsets": '{"a": {"0": 1}}'}, schema)
-    assert caught.value.details["config"] == "groupId"
+                      "groupId": "g", "groupOffsets": '{"a": {"0": 1}}', "checkpointLocation": "/tmp/x"}, schema)
+    assert caught.value.details["config"] == "groupOffsets"
+    with pytest.raises(InvalidConfigError, match="set checkpointLocation") as caught:
+        StreamWriter({"riverlog.bootstrap.servers": "127.0.0.1:1", "topic": "t", "groupId": "g"}, schema)
+    assert caught.value.details["config"] == "checkpointLocation"

@@ -1,13 +1,16 @@
-"""The sink's groupId / groupOffsets options (a foreachBatch write's input offsets, committed in
-its exactly-once batch): parsed once, both or neither, refused where they cannot be exactly-once."""
+"""The sink's groupId / groupOffsets options (a micro-batch's input offsets, committed in its
+exactly-once batch: given on a foreachBatch write, read from the offset log on a streaming one):
+parsed once, refused where they cannot be exactly-once."""
 from __future__ import annotations
 
+import json
 import pickle
 
 import pytest
 
 from broker.client import TopicPartition
 from broker.errors import InvalidConfigError
+from spark_sink import offset_log
 from spark_sink.options import SinkOptions
 
 pytestmark = pytest.mark.unit
@@ -23,7 +26,7 @@ def test_group_offsets_in_the_sources_offset_format_become_the_clients_offsets()
     opts = parse(groupId="app-in", groupOffsets='{"orders": {"1": 5, "0": 42}, "clicks": {"0": 0}}')
     assert opts.group_id == "app-in"
     assert opts.group_offsets == (("clicks", 0, 0), ("orders", 0, 42), ("orders", 1, 5))
-    assert opts.offsets() == [TopicPartition("clicks", 0, 0), TopicPartition("orders", 0, 42),
+    assert opts.offsets(7) == [TopicPartition("clicks", 0, 0), TopicPartition("orders", 0, 42),
                               TopicPartition("orders", 1, 5)]
     assert pickle.loads(pickle.dumps(opts)) == opts                  # the writer travels to executors
     # Option names are case-insensitive, as Spark's.
@@ -32,7 +35,7 @@ def test_group_offsets_in_the_sources_offset_format_become_the_clients_offsets()
 
 def test_without_them_nothing_changes():
     opts = parse()
-    assert opts.group_id is None and opts.group_offsets is None and opts.offsets() is None
+    assert opts.group_id is None and opts.group_offsets is None and opts.offsets(7) is None
 
 
 def test_the_offsets_transaction_lives_as_long_as_the_tasks():
@@ -41,7 +44,7 @@ def test_the_offsets_transaction_lives_as_long_as_the_tasks():
 
 
 @pytest.mark.parametrize("options, named, says", [
-    ({"groupId": "g"}, "groupOffsets", "needs 'groupOffsets'"),
+    ({"groupId": "g"}, "groupOffsets", "needs 'groupOffsets'"),     # a foreachBatch write names its offsets
     ({"groupOffsets": '{"a": {"0": 1}}'}, "groupId", "needs 'groupId'"),
     ({"groupId": " ", "groupOffsets": '{"a": {"0": 1}}'}, "groupId", "non-empty"),
     ({"groupId": "g", "groupOffsets": '{"a": {"0": 1}}', "deliveryGuarantee": "at-least-once"}, "groupId",
@@ -63,11 +66,52 @@ def test_bad_group_options_fail_at_parse_naming_the_option(options, named, says)
     assert caught.value.details["config"] == named
 
 
-def test_they_need_a_batch_id():
+def test_given_offsets_need_a_batch_id():
     no_batch = {k: v for k, v in BASE.items() if k != "batchId"}
     with pytest.raises(InvalidConfigError, match="'sinkId' and 'batchId'") as caught:
         SinkOptions.parse({**no_batch, "groupId": "g", "groupOffsets": '{"a": {"0": 1}}'})
-    assert caught.value.details["config"] == "groupId"
+    assert caught.value.details["config"] == "groupOffsets"
+
+
+# ------------------------------------------------------------------------------ a streaming write's groupId
+STREAM = {k: v for k, v in BASE.items() if k != "batchId"}
+
+
+def offset_log_of(tmp_path, batch: int, *sources: str) -> str:
+    """A checkpoint whose offset log holds ``batch`` with these source lines, as Spark writes it."""
+    (tmp_path / "offsets").mkdir(exist_ok=True)
+    meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {}}
+    (tmp_path / "offsets" / str(batch)).write_text("\n".join(["v1", json.dumps(meta), *sources]))
+    return str(tmp_path)
+
+
+def test_a_streaming_write_reads_each_batchs_offsets_from_its_offset_log(tmp_path):
+    ckpt = offset_log_of(tmp_path, 3, '{"orders":{"1":5,"0":42},"empty":{}}')
+    offset_log_of(tmp_path, 4, '{"orders":{"1":9,"0":42}}')
+    opts = SinkOptions.parse({**STREAM, "groupId": "app", "checkpointLocation": ckpt})
+    assert opts.group_id == "app" and opts.group_offsets is None
+    assert opts.offsets(3) == [TopicPartition("orders", 0, 42), TopicPartition("orders", 1, 5)]
+    assert opts.offsets(4) == [TopicPartition("orders", 0, 42), TopicPartition("orders", 1, 9)]
+    assert SinkOptions.parse({**STREAM, "groupId": "app", "checkpointLocation": "file://" + ckpt}).offsets(3) == \
+        opts.offsets(3)
+
+
+def test_every_topic_shaped_source_of_the_batch_counts_and_others_are_left_out(tmp_path):
+    ckpt = offset_log_of(tmp_path, 0, '{"a":{"0":1}}', "-", "17", '{"b":{"2":3},"a":{"1":4}}')
+    assert offset_log.source_offsets(ckpt, 0) == [{"a": {"0": 1}}, None, 17, {"b": {"2": 3}, "a": {"1": 4}}]
+    assert offset_log.topic_offsets(ckpt, 0) == (("a", 0, 1), ("a", 1, 4), ("b", 2, 3))
+    # A batch that read nothing yet commits nothing.
+    assert SinkOptions.parse({**STREAM, "groupId": "g", "checkpointLocation": offset_log_of(tmp_path, 1, "-")}
+                             ).offsets(1) is None
+
+
+def test_a_streaming_write_without_a_checkpoint_location_is_told_to_set_one():
+    opts = SinkOptions.parse({**STREAM, "groupId": "app"})
+    with pytest.raises(InvalidConfigError, match="set checkpointLocation") as caught:
+        opts.offsets(0)
+    assert caught.value.details["config"] == "checkpointLocation"
+    with pytest.raises(InvalidConfigError, match="not a local path"):
+        SinkOptions.parse({**STREAM, "groupId": "app", "checkpointLocation": "s3a://b/ck"}).offsets(0)
 
 
 # ------------------------------------------------------------------------------ transactionRecords
