@@ -33,13 +33,18 @@ def committed(broker, group: str, topic: str, partitions: int) -> dict[str, dict
     return {topic: {str(tp.partition): tp.offset for tp in got}}
 
 
+def produce_numbers(servers: str, topic: str, numbers) -> None:
+    """Each number as key and value, even ones to partition 0 and odd ones to 1."""
+    with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
+        for i in numbers:
+            p.produce(topic, value=str(i).encode(), key=str(i).encode(), partition=i % 2)
+        assert p.flush(30) == 0
+
+
 def test_foreach_batch_commits_its_input_offsets_with_its_output(spark, spark_broker, tmp_path):
     source, out = make_topic(spark_broker, "offsets-in", 2), make_topic(spark_broker, "offsets-out", 2)
     servers, group, checkpoint = spark_broker.bootstrap, "offsets-app", tmp_path / "ck"
-    with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
-        for i in range(60):
-            p.produce(source, value=str(i).encode(), key=str(i).encode(), partition=i % 2)
-        assert p.flush(30) == 0
+    produce_numbers(servers, source, range(60))
     batches: list[int] = []
 
     def transform(df, batch_id):
@@ -75,10 +80,7 @@ def test_foreach_batch_commits_its_input_offsets_with_its_output(spark, spark_br
 def test_a_streaming_write_commits_its_input_offsets_with_its_output(spark, spark_broker, tmp_path):
     source, out = make_topic(spark_broker, "stream-offsets-in", 2), make_topic(spark_broker, "stream-offsets-out", 2)
     servers, group, checkpoint = spark_broker.bootstrap, "stream-offsets-app", tmp_path / "ck"
-    with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
-        for i in range(60):
-            p.produce(source, value=str(i).encode(), key=str(i).encode(), partition=i % 2)
-        assert p.flush(30) == 0
+    produce_numbers(servers, source, range(60))
 
     def run():
         q = (spark.readStream.format("riverlog").option("riverlog.bootstrap.servers", servers)
@@ -98,10 +100,7 @@ def test_a_streaming_write_commits_its_input_offsets_with_its_output(spark, spar
     assert sorted(int(v) for _, v, _, _ in read_all(spark_broker, out)) == [i * 10 for i in range(60)]
 
     # Ten more, the query run again from its checkpoint: the group follows, nothing is written twice.
-    with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
-        for i in range(60, 70):
-            p.produce(source, value=str(i).encode(), key=str(i).encode(), partition=i % 2)
-        assert p.flush(30) == 0
+    produce_numbers(servers, source, range(60, 70))
     run()
     assert committed(spark_broker, group, source, 2) == {source: {"0": 35, "1": 35}}
     assert sorted(int(v) for _, v, _, _ in read_all(spark_broker, out)) == [i * 10 for i in range(70)]
