@@ -37,6 +37,7 @@ from pyspark.sql.types import NullType
 
 from broker.client import AdminClient, Consumer, NewTopic, TopicPartition
 from broker.errors import TopicAlreadyExistsError
+from spark_sink import activate_in_thread
 
 from connect import converters, dead_letter, offset_commit, record_frame
 from connect.config import ConnectorConfig, WorkerConfig
@@ -154,10 +155,7 @@ class Pipeline:
         w = w.format("riverlog").option("riverlog.bootstrap.servers", servers).option("sinkId", self.sink_id)
         for k, v in {**committer, **{f"riverlog.{k}": str(v) for k, v in self.config.producer_overrides.items()}}.items():
             w = w.option(k, v)
-        # Spark finds a Python data source named in writeStream through the thread's active
-        # session, which a thread of the worker's (REST, supervisor) does not have yet.
-        spark = frame.sparkSession
-        spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        activate_in_thread(frame.sparkSession)   # the worker starts queries from its REST and supervisor threads
         return w.start()
 
     def _committer_options(self) -> dict[str, str] | None:

@@ -25,4 +25,12 @@ def register(spark) -> None:
     spark.dataSource.register(RiverlogSinkDataSource)
 
 
-__all__ = ["RiverlogSinkDataSource", "SinkReusedError", "TransactionLostError", "register"]
+def activate_in_thread(spark) -> None:
+    """Make ``spark`` the calling thread's active session. PySpark 4.2 finds a Python data source
+    named in ``writeStream.format`` through that session, which a thread started by the
+    application (a REST handler, a supervisor) does not have: ``start()`` would fail with
+    ``DATA_SOURCE_NOT_FOUND``."""
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+
+
+__all__ = ["RiverlogSinkDataSource", "SinkReusedError", "TransactionLostError", "activate_in_thread", "register"]

@@ -20,6 +20,7 @@ import tempfile
 
 from broker.client import AdminClient, Consumer, ExactlyOnce, NewTopic, Producer, TopicPartition
 from broker.errors import InvalidConfigError, TopicAlreadyExistsError
+from spark_sink import activate_in_thread
 from spark_sink.offset_log import topic_offsets
 from streams import restore, spark_plan
 from streams.errors import StreamsError, TopologyError
@@ -284,8 +285,7 @@ class StreamsApp:
         if self.config["processing.guarantee"] == EXACTLY_ONCE_V2:
             writer = (writer.format("riverlog").option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
                       .option("sinkId", owner).option("groupId", self.config["application.id"]))
-            # PySpark finds a Python data source through the calling thread's active session.
-            self.spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(self.spark._jsparkSession)
+            activate_in_thread(self.spark)
         else:
             writer = writer.foreachBatch(_AtLeastOnceWriter(self.config, ckpt))
         if sub.stateful:

@@ -145,7 +145,8 @@ def _arithmetic(self, node):
         return Compiled(f, static)
     here = Compiled(f, static, chain=(op, left, right))
     leaves = _leaves(op, here)
-    if len(leaves) > 2 and any(c.const for c in leaves):   # Spark reorders this chain (below)
+    reorderable = static is None or sv.is_integral(static)   # a typed DOUBLE or DECIMAL chain never is
+    if reorderable and len(leaves) > 2 and any(c.const for c in leaves):   # Spark reorders this chain (below)
         return Compiled(_reordering(op, here, leaves, f), static, chain=(op, left, right))
     return here
 
