@@ -32,6 +32,9 @@ spread (min–max) beside it. Prints one JSON line per figure:
 7. ``smallbatch``: two stateful sub-topologies in small micro-batches (6 offsets), 2-partition
    input: each query's median ``addBatch`` and ``triggerExecution``, where a batch's fixed costs
    (the state-store tasks, the processor's start, the exactly-once write) show.
+8. ``steady``: the windowed count of 1. (DSL and hand-written append) in batches of 20,000
+   (``maxOffsetsPerTrigger``): the median ``addBatch`` and ``triggerExecution`` of the batches
+   after the first, where a running application spends its time (the first starts the query).
 
     python bench/streams_bench.py [--records 200000] [--rounds 2] [--only window,count] [--scale 0.25]
 
@@ -62,7 +65,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor  # noqa: 
 
 BASE = 1_700_000_000_000  # event time of the first record (ms)
 EVERY_UPDATE = {"statestore.cache.max.bytes": 0}   # Kafka's record cache off: one output per input record
-PARTS = ("window", "ktable", "count", "breakdown", "restore", "latency", "mapvalues", "smallbatch")
+PARTS = ("window", "ktable", "count", "breakdown", "restore", "latency", "mapvalues", "smallbatch", "steady")
 
 
 # ------------------------------------------------------------------------------ input
@@ -153,9 +156,12 @@ def run_stream(ctx, label: str, build, update: bool = False, rocksdb: bool = Fal
     return {"wall": wall, "batches": busy, "out": topic_size(ctx.servers, run.out)}
 
 
-def read_stream(ctx, topic: str):
-    return (ctx.spark.readStream.format("riverlog").option("riverlog.bootstrap.servers", ctx.servers)
-            .option("subscribe", topic).option("startingOffsets", "earliest").load())
+def read_stream(ctx, topic: str, max_offsets: int | None = None):
+    reader = (ctx.spark.readStream.format("riverlog").option("riverlog.bootstrap.servers", ctx.servers)
+              .option("subscribe", topic).option("startingOffsets", "earliest"))
+    if max_offsets is not None:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_offsets))
+    return reader.load()
 
 
 def sink(ctx, run, df):
@@ -615,6 +621,56 @@ def mapvalues_python_alone(topology, mappers, rows: int = 10_000, repeat: int = 
              spread=[round(min(rates)), round(max(rates))])
 
 
+# ------------------------------------------------------------------------------ 8. steady batches
+def steady_medians(query) -> dict:
+    """Median ``addBatch`` and ``triggerExecution`` (ms) of the batches with input after the first."""
+    ps = [p for p in query.recentProgress if p["numInputRows"]][1:]
+    return {k: statistics.median(p["durationMs"].get(k, 0) for p in ps) for k in ("addBatch", "triggerExecution")}
+
+
+def part_steady(ctx, rounds: int, per_batch: int = 20_000) -> None:
+    from pyspark.sql import functions as F
+    from streams.app import StreamsApp
+    from streams.builder import StreamsBuilder
+    from streams.parameters import Consumed, Produced
+    from streams.serdes import Serdes
+    from streams.windows import TimeWindows
+    topic, n = "steady-in", 6 * per_batch
+    create_topic(ctx.servers, topic, 2)
+    fill(ctx.servers, topic, n, keys=1000)
+    results: dict[str, list] = {"dsl": [], "handwritten_append": []}
+    for _ in range(rounds):
+        run = Run(ctx, "steady-dsl")
+        b = StreamsBuilder()
+        (b.stream(topic, Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
+          .windowedBy(TimeWindows.ofSizeWithNoGrace(60_000)).count()
+          .toStream().map(lambda k, v: (f"{k.key}@{k.start}", v))
+          .to(run.out, Produced.with_(Serdes.String(), Serdes.Long())))
+        app = StreamsApp(b.build(), ctx.spark, run.config(maxOffsetsPerTrigger=per_batch)).start()
+        try:
+            app.processAllAvailable()
+            results["dsl"].append(steady_medians(app.queries[0]))
+        finally:
+            app.close()
+        run = Run(ctx, "steady-hand")
+        df = read_stream(ctx, topic, per_batch)
+        c = df.withWatermark("timestamp", "0 seconds").groupBy(F.window("timestamp", "1 minute"), "key").count()
+        out = c.select(F.concat(F.col("key").cast("string"), F.lit("@"),
+                                F.unix_millis(F.col("window.start")).cast("string")).cast("binary").alias("key"),
+                       Serdes.Long().encode(F.col("count")).alias("value"))
+        q = sink(ctx, run, out).option("checkpointLocation", run.ckpt).trigger(processingTime="100 milliseconds").start()
+        try:
+            q.processAllAvailable()
+            results["handwritten_append"].append(steady_medians(q))
+        finally:
+            q.stop()
+    for who, rs in results.items():
+        for k in ("addBatch", "triggerExecution"):
+            values = sorted(r[k] for r in rs)
+            emit(f"streams.steady.{who}.{k}", statistics.median(values), "ms per batch", spread=[values[0], values[-1]],
+                 records_per_batch=per_batch, batches=n // per_batch - 1)
+
+
 # ------------------------------------------------------------------------------ 7. small stateful batches
 def part_small_batches(ctx, n: int = 120) -> None:
     """Small micro-batches, where a batch's fixed costs show: two stateful sub-topologies (a count
@@ -712,6 +768,8 @@ def main() -> None:
                 part_mapvalues(ctx, n, args.rounds)
             if "smallbatch" in parts:
                 part_small_batches(ctx)
+            if "steady" in parts:
+                part_steady(ctx, args.rounds)
             if "latency" in parts:
                 part_latency(ctx, args.latency_seconds * min(1.0, max(args.scale, 0.25)), args.rate)
         finally:

@@ -3,8 +3,10 @@ Streaming queries over Riverlog topics (``builder.build(spark, config).start()``
 Python under :class:`streams.testing.TopologyTestDriver`.
 
     from streams import StreamsBuilder, Serdes, Consumed, Produced, Grouped, TimeWindows
+
+``StreamsApp`` is imported when first named: Spark's Python workers import this package to run a
+task, and the application's module brings the broker client (gRPC, pandas) a task never uses.
 """
-from streams.app import StreamsApp
 from streams.builder import StreamsBuilder
 from streams.errors import InvalidStateStoreError, StreamsError, TopologyError
 from streams.cogroup import CogroupedKStream
@@ -31,3 +33,10 @@ __all__ = [
     "TopologyError", "StreamsError", "InvalidStateStoreError", "GlobalKTable", "CogroupedKStream", "Joined",
     "StreamJoined", "TableJoined", "TopicsNotCopartitionedError", "Stores",
 ]
+
+
+def __getattr__(name: str):
+    if name == "StreamsApp":
+        from streams.app import StreamsApp
+        return StreamsApp
+    raise AttributeError(f"module 'streams' has no attribute {name!r}")

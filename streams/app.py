@@ -22,8 +22,9 @@ from broker.client import AdminClient, Consumer, ExactlyOnce, NewTopic, Producer
 from broker.errors import InvalidConfigError, TopicAlreadyExistsError
 from spark_sink import activate_in_thread
 from spark_sink.offset_log import topic_offsets
-from streams import restore, spark_plan
+from streams import restore, spark_plan, window_combine
 from streams.errors import StreamsError, TopologyError
+from streams.global_table import global_topics
 from streams.interpreter import check_serdes, default_serdes
 from streams.spark_task import OUTPUT_DDL, TaskProcessor, meta_changelog, stateless_batches, task_input
 from streams.task_placement import identity, is_identity, key_column, placement_keys
@@ -95,7 +96,15 @@ class StreamsApp:
         return {"bootstrap.servers": self.config["bootstrap.servers"]}
 
     def describe(self):
-        return self.topology.describe(self.app)
+        from streams.topology import TopologyDescription
+        return TopologyDescription(self.topology, self.app,
+                                   frozenset(s.id for s in self.topology.subtopologies if self._combine(s)))
+
+    def _combine(self, sub: SubTopology):
+        """The sub-topology's windowed count combined per window before its task, or None."""
+        if spark_plan.plan(sub).source is not None or global_topics(self.topology, sub):
+            return None
+        return window_combine.combinable(sub, self.defaults, self.config["statestore.cache.max.bytes"])
 
     # ------------------------------------------------------------------ topics
     def _topic_partitions(self, admin: AdminClient) -> None:
@@ -272,10 +281,13 @@ class StreamsApp:
         elif sub.stateful:
             init = (restore.initial_state(self.spark, self.config["bootstrap.servers"], self.app, sub, keys)
                     if fresh and restore.has_state(self.client, self.app, sub, self.partitions) else None)
+            combine = self._combine(sub)
+            if combine is not None:
+                df = window_combine.combined(df, combine)
             out = task_input(self._to_tasks(df, sub, keys)).groupBy("partition").transformWithState(
                 TaskProcessor(self.topology, sub.id, self.app, self.defaults, p.entry,
-                              self.config["statestore.cache.max.bytes"], keys), OUTPUT_DDL, "Append", "None",
-                initialState=init)
+                              self.config["statestore.cache.max.bytes"], keys, combine),
+                OUTPUT_DDL, "Append", "None", initialState=init)
         else:
             out = df.mapInArrow(stateless_batches(self.topology, sub.id, self.app, self.defaults, p.entry),
                                 OUTPUT_DDL)
@@ -307,7 +319,6 @@ class StreamsApp:
         copied to each task; column ``partition`` becomes the task's placement key
         (:mod:`streams.task_placement`), ``source_partition`` keeps where the row came from."""
         from pyspark.sql import functions as F
-        from streams.global_table import global_topics
         globals_ = sorted(global_topics(self.topology, sub))
         if not globals_ and is_identity(keys):
             return df

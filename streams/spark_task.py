@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import heapq
 from datetime import datetime, timedelta, timezone
-from typing import Iterator
 
 from streams.global_table import global_topics, with_global_stores
 from streams.interpreter import build_task
 from streams.record import Record
+from streams.stores import _hashable
 from streams.state_buckets import HEADER, BucketedBacking, bucket_key, encode_blob, encode_header
 from streams.task_placement import task_of
 from streams.topology import Topology, changelog_topic
+from streams.window_combine import COMBINED_COLUMNS, Combine
 
 OUTPUT_DDL = ("topic STRING, partition INT, key BINARY, value BINARY, timestamp TIMESTAMP, "
               "headers ARRAY<STRUCT<key: STRING, value: BINARY>>")
@@ -49,7 +50,7 @@ def task_input(df):
     ``timestampType`` is left out, and a datetime would only be turned back into milliseconds."""
     from pyspark.sql import functions as F
     return df.select(*[F.unix_millis("timestamp").alias("timestamp") if c == "timestamp" else F.col(c)
-                       for c in df.columns if c in TASK_COLUMNS])
+                       for c in df.columns if c in TASK_COLUMNS or c in COMBINED_COLUMNS])
 
 
 def ordered(rows, first: set[str] = frozenset()) -> list:
@@ -108,13 +109,52 @@ def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, de
             head.process(Record(python_value(r["key"]), python_value(r["value"]), to_ms(r["timestamp"]), headers))
         last_ts = r["timestamp"]
     task.commit()
-    if isinstance(last_ts, int):
-        last_ts = datetime.fromtimestamp(last_ts / 1000, tz=timezone.utc)
-    out = []
-    for (t, k, v, ts, hdrs, p) in task.outputs:
-        out.append((t, p, k, v, datetime.fromtimestamp(ts / 1000, tz=timezone.utc),
-                    [{"key": hk, "value": hv} for hk, hv in hdrs]))
-    return task, out, last_ts
+    return task, _outputs(task), _as_datetime(last_ts)
+
+
+def run_combined(topology: Topology, sub_id: int, app: str, partition: int, rows, defaults, combine: Combine,
+                 backing=None, cache_bytes: int = 0):
+    """:func:`run_rows` for rows combined per window (:mod:`streams.window_combine`): each window's
+    count added in order of window start and first record, then each input partition's summary
+    (records dropped before the task, stream time)."""
+    task, _ = build_task(topology, topology.subtopologies[sub_id], app, partition, backing=backing,
+                         defaults=defaults)
+    task.use_cache(cache_bytes)
+    agg = task.processors[combine.aggregate]
+    ks = combine.key_serde
+    windows: dict[tuple, dict] = {}      # one per (start, decoded key): a key may have several byte forms
+    for r in rows:
+        if r["window_start"] is None:
+            continue
+        key = ks.deserialize(r["key"]) if ks is not None else r["key"]
+        w = windows.setdefault((r["window_start"], _hashable(key)),
+                               {"key": key, "count": 0, "ts": None, "last": r, "first": r["first_offset"]})
+        w["count"] += r["window_count"]
+        ts = to_ms(r["timestamp"])
+        w["ts"] = ts if w["ts"] is None else max(w["ts"], ts)
+        w["last"] = max(w["last"], r, key=lambda x: x["offset"])
+        w["first"] = min(w["first"], r["first_offset"])
+    for (start, _), w in sorted(windows.items(), key=lambda kv: (kv[0][0], kv[1]["first"])):
+        last = w["last"]
+        task.source = (last["topic"], last["partition"], last["offset"])
+        headers = tuple((h["key"], h["value"]) for h in (last["headers"] or ()))
+        agg.add_counted(w["key"], start, w["count"], w["ts"], headers)
+    last_ts = None
+    for r in sorted((r for r in rows if r["window_start"] is None), key=lambda r: (r["topic"], r["offset"])):
+        task.source = (r["topic"], r["partition"], r["offset"])
+        agg.observe_counted(r["stream_time"], r["window_count"])
+        last_ts = r["timestamp"]
+    task.commit()
+    return task, _outputs(task), _as_datetime(last_ts)
+
+
+def _as_datetime(ts):
+    return datetime.fromtimestamp(ts / 1000, tz=timezone.utc) if isinstance(ts, int) else ts
+
+
+def _outputs(task) -> list:
+    return [(t, p, k, v, datetime.fromtimestamp(ts / 1000, tz=timezone.utc),
+             [{"key": hk, "value": hv} for hk, hv in hdrs]) for (t, k, v, ts, hdrs, p) in task.outputs]
 
 
 try:
@@ -128,9 +168,10 @@ class TaskProcessor(StatefulProcessor):
     :mod:`streams.task_placement`), so each call is one task."""
 
     def __init__(self, topology: Topology, sub_id: int, app: str, defaults: tuple, entry: str | None = None,
-                 cache_bytes: int = 0, keys: tuple[int, ...] = ()):
+                 cache_bytes: int = 0, keys: tuple[int, ...] = (), combine: Combine | None = None):
         self.topology, self.sub_id, self.app, self.defaults = topology, sub_id, app, defaults
         self.entry, self.cache_bytes, self.keys = entry, cache_bytes, keys   # keys: the tasks' placement keys
+        self.combine = combine      # the rows are combined per window (streams.window_combine)
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -153,9 +194,14 @@ class TaskProcessor(StatefulProcessor):
         if rows and "source_partition" in rows[0]:     # global tables' rows are copied to every task
             for r in rows:
                 r["partition"] = r.pop("source_partition")
-        task, out, last_ts = run_rows(self.topology, self.sub_id, self.app, partition, rows, self.defaults,
-                                      backing=lambda name: backings[name], entry=self.entry,
-                                      cache_bytes=self.cache_bytes)
+        if self.combine is not None:
+            task, out, last_ts = run_combined(self.topology, self.sub_id, self.app, partition, rows, self.defaults,
+                                              self.combine, backing=lambda name: backings[name],
+                                              cache_bytes=self.cache_bytes)
+        else:
+            task, out, last_ts = run_rows(self.topology, self.sub_id, self.app, partition, rows, self.defaults,
+                                          backing=lambda name: backings[name], entry=self.entry,
+                                          cache_bytes=self.cache_bytes)
         for t, p, k, v, ts, h in out:
             yield Row(topic=t, partition=p, key=k, value=v, timestamp=ts, headers=h)
         for name in sorted(backings):

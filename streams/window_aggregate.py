@@ -198,6 +198,31 @@ class TimeWindowAggregate(_WindowedAggregate):
                 self._drop()
         self._maybe_emit_final(record, close)
 
+    def add_counted(self, key, start: int, count: int, ts: int, headers=()) -> None:
+        """``count`` records of one window at once (:mod:`streams.window_combine`), ``ts`` the
+        largest of their timestamps. The batch's own stream time already dropped those it closes;
+        the stream time before the batch decides for the rest, so it is advanced only after every
+        window (:meth:`observe_counted`)."""
+        seen = self.context.meta("streamTime")
+        end = start + self.windows.size()
+        if seen is not None and end <= seen - self.windows.gracePeriodMs():
+            self.context.set_meta("dropped", (self.context.meta("dropped") or 0) + count)
+            return
+        stored = self.store.fetch(key, start)
+        old, new_ts = (self.initializer(), ts) if stored is None else (stored[0], max(ts, stored[1]))
+        new = old + count
+        self.store.put(key, _vt(new, new_ts), start)
+        self._observe_store_time(start)
+        self._forward_update(Windowed(key, start, end), old, new, new_ts, headers,
+                             before=None if stored is None else old)
+
+    def observe_counted(self, stream_time: int | None, dropped: int) -> None:
+        """The end of a combined batch: the records it dropped before the task, its stream time."""
+        if dropped:
+            self.context.set_meta("dropped", (self.context.meta("dropped") or 0) + dropped)
+        if stream_time is not None:
+            self.observe_stream_time("streamTime", stream_time)
+
     def _maybe_emit_final(self, record: Record, close: int) -> None:
         if not self._should_emit_final(close):
             return

@@ -4,7 +4,8 @@ through the application on Spark, batched one record at a time, seven at a time 
 every output topic, read with read_committed, must hold the same records per key, in the same
 order, with the same values and timestamps when each record is its own batch; with larger
 batches, Kafka's record cache keeps each key's latest update of a commit: a subsequence of the
-driver's updates per key, leaving the same table.
+driver's updates per key, leaving the same table. The hopping count alone on its source is
+counted per window with Arrow before its task (:mod:`streams.window_combine`): the same rules.
 
 Each case's history comes from ``random.Random(seed)``; the seed is in the test id, so a failure
 is replayed with ``pytest 'tests/spark/test_streams_oracle.py::test_...[<id>]'``.
@@ -76,7 +77,19 @@ def windows(source: str, outs: dict[str, str]):
     return b.build()
 
 
-TOPOLOGIES = {"aggregations": (aggregations, ["count", "sum"]), "windows": (windows, ["window", "session"])}
+def combined(source: str, outs: dict[str, str]):
+    """(c) a hopping windowed count alone on its source: counted per window with Arrow before its
+    task (:mod:`streams.window_combine`), where (b) runs record by record."""
+    b = StreamsBuilder()
+    (b.stream(source, Consumed.with_(S, Serdes.Json(ORDER))).groupByKey()
+     .windowedBy(TimeWindows.ofSizeAndGrace(6_000, 2_000).advanceBy(2_000))
+     .count(materialized=Materialized.as_("per-hop")).toStream()
+     .map(lambda k, v: (f"{k.key}@{k.start - BASE}", v)).to(outs["hop"], Produced.with_(S, L)))
+    return b.build()
+
+
+TOPOLOGIES = {"aggregations": (aggregations, ["count", "sum"]), "windows": (windows, ["window", "session"]),
+              "combined": (combined, ["hop"])}
 
 
 def produce(servers: str, topic: str, records) -> None:
@@ -103,13 +116,16 @@ def oracle(tp, source: str, records, topics: list[str]) -> dict[str, dict]:
             for t in topics}
 
 
-def on_spark(spark, broker, tp, records, topics: list[str], source: str, split, state_dir) -> dict[str, dict]:
+def on_spark(spark, broker, tp, records, topics: list[str], source: str, split, state_dir,
+             combined: bool) -> dict[str, dict]:
     produce(broker.bootstrap, source, records)
     config = {"application.id": f"oracle-{uuid.uuid4().hex[:8]}", "bootstrap.servers": broker.bootstrap,
               "state.dir": str(state_dir)}
     if split is not None:
         config["maxOffsetsPerTrigger"] = split
-    app = StreamsApp(tp, spark, config).start()
+    app = StreamsApp(tp, spark, config)
+    assert ("counted per window with Arrow" in str(app.describe())) == combined
+    app.start()
     try:
         app.processAllAvailable()
     finally:
@@ -132,7 +148,8 @@ def test_application_output_equals_the_interpreter(spark, spark_broker, tmp_path
     tp = make(source, outs)
     records = history(seed, 6 if split == 1 else 20)   # one batch per record: a stateful batch takes seconds
     expected = oracle(tp, source, records, list(outs.values()))
-    got = on_spark(spark, spark_broker, tp, records, list(outs.values()), source, split, tmp_path / "state")
+    got = on_spark(spark, spark_broker, tp, records, list(outs.values()), source, split, tmp_path / "state",
+                   combined=name == "combined")
     assert any(expected.values()), "the history produced no output: the case checks nothing"
     for o, topic in outs.items():
         where = f"{o} (seed {seed}, maxOffsetsPerTrigger {split})"
