@@ -199,30 +199,42 @@ def compare(ctx, name: str, records: int, runners: dict, rounds: int, **extra) -
 
 
 # ------------------------------------------------------------------------------ 1. windowed count
-def part_window(ctx, n: int, rounds: int) -> None:
-    from pyspark.sql import functions as F
+def window_topology(topic: str):
+    """``build(out)``: the DSL's 1-minute tumbling count of ``topic`` per key, written to ``out``."""
     from streams.builder import StreamsBuilder
     from streams.parameters import Consumed, Produced
     from streams.serdes import Serdes
     from streams.windows import TimeWindows
-    topic = "window-in"
-    create_topic(ctx.servers, topic, 2)
-    fill(ctx.servers, topic, n, keys=1000)
 
-    def topology(out):
+    def build(out):
         b = StreamsBuilder()
         (b.stream(topic, Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
           .windowedBy(TimeWindows.ofSizeWithNoGrace(60_000)).count()
           .toStream().map(lambda k, v: (f"{k.key}@{k.start}", v))
           .to(out, Produced.with_(Serdes.String(), Serdes.Long())))
         return b.build()
+    return build
+
+
+def window_counted(ctx, topic: str, max_offsets: int | None = None):
+    """The same count written by hand: ``groupBy(window(), key).count()`` with a 0 s watermark."""
+    from pyspark.sql import functions as F
+    from streams.serdes import Serdes
+    df = read_stream(ctx, topic, max_offsets).withWatermark("timestamp", "0 seconds")
+    c = df.groupBy(F.window("timestamp", "1 minute"), "key").count()
+    return c.select(F.concat(F.col("key").cast("string"), F.lit("@"),
+                             F.unix_millis(F.col("window.start")).cast("string")).cast("binary").alias("key"),
+                    Serdes.Long().encode(F.col("count")).alias("value"))
+
+
+def part_window(ctx, n: int, rounds: int) -> None:
+    topic = "window-in"
+    create_topic(ctx.servers, topic, 2)
+    fill(ctx.servers, topic, n, keys=1000)
+    topology = window_topology(topic)
 
     def counted(run):
-        df = read_stream(ctx, topic).withWatermark("timestamp", "0 seconds")
-        c = df.groupBy(F.window("timestamp", "1 minute"), "key").count()
-        return c.select(F.concat(F.col("key").cast("string"), F.lit("@"),
-                                 F.unix_millis(F.col("window.start")).cast("string")).cast("binary").alias("key"),
-                        Serdes.Long().encode(F.col("count")).alias("value"))
+        return window_counted(ctx, topic)
 
     runners = {
         "handwritten_append": lambda: run_stream(ctx, "w-hand", lambda r: sink(ctx, r, counted(r))),
@@ -629,36 +641,23 @@ def steady_medians(query) -> dict:
 
 
 def part_steady(ctx, rounds: int, per_batch: int = 20_000) -> None:
-    from pyspark.sql import functions as F
     from streams.app import StreamsApp
-    from streams.builder import StreamsBuilder
-    from streams.parameters import Consumed, Produced
-    from streams.serdes import Serdes
-    from streams.windows import TimeWindows
     topic, n = "steady-in", 6 * per_batch
     create_topic(ctx.servers, topic, 2)
     fill(ctx.servers, topic, n, keys=1000)
+    topology = window_topology(topic)
     results: dict[str, list] = {"dsl": [], "handwritten_append": []}
     for _ in range(rounds):
         run = Run(ctx, "steady-dsl")
-        b = StreamsBuilder()
-        (b.stream(topic, Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
-          .windowedBy(TimeWindows.ofSizeWithNoGrace(60_000)).count()
-          .toStream().map(lambda k, v: (f"{k.key}@{k.start}", v))
-          .to(run.out, Produced.with_(Serdes.String(), Serdes.Long())))
-        app = StreamsApp(b.build(), ctx.spark, run.config(maxOffsetsPerTrigger=per_batch)).start()
+        app = StreamsApp(topology(run.out), ctx.spark, run.config(maxOffsetsPerTrigger=per_batch)).start()
         try:
             app.processAllAvailable()
             results["dsl"].append(steady_medians(app.queries[0]))
         finally:
             app.close()
         run = Run(ctx, "steady-hand")
-        df = read_stream(ctx, topic, per_batch)
-        c = df.withWatermark("timestamp", "0 seconds").groupBy(F.window("timestamp", "1 minute"), "key").count()
-        out = c.select(F.concat(F.col("key").cast("string"), F.lit("@"),
-                                F.unix_millis(F.col("window.start")).cast("string")).cast("binary").alias("key"),
-                       Serdes.Long().encode(F.col("count")).alias("value"))
-        q = sink(ctx, run, out).option("checkpointLocation", run.ckpt).trigger(processingTime="100 milliseconds").start()
+        q = (sink(ctx, run, window_counted(ctx, topic, per_batch)).option("checkpointLocation", run.ckpt)
+             .trigger(processingTime="100 milliseconds").start())
         try:
             q.processAllAvailable()
             results["handwritten_append"].append(steady_medians(q))

@@ -45,8 +45,7 @@ _CANNOT_FAIL = (StringSerde, BytesSerde)
 
 @dataclass(frozen=True)
 class Combine:
-    """Where a sub-topology's windowed count is combined: its source, its aggregate, the windows."""
-    source: str
+    """Where a sub-topology's windowed count is combined: its aggregate, the windows, the source's serdes."""
     aggregate: str
     size: int
     advance: int
@@ -77,7 +76,7 @@ def combinable(sub: SubTopology, defaults: tuple, cache_bytes: int) -> Combine |
     if src.internal or vs is None or isinstance(vs, _CANNOT_FAIL):
         vs = None        # written by this application's serdes, or bytes any serde reads
     w = proc.windows
-    return Combine(src.name, agg.name, w.size(), w.advanceMs, w.gracePeriodMs(), ks, vs)
+    return Combine(agg.name, w.size(), w.advanceMs, w.gracePeriodMs(), ks, vs)
 
 
 def combined(df, c: Combine):
