@@ -22,7 +22,7 @@ from broker.client import AdminClient, Consumer, ExactlyOnce, NewTopic, Producer
 from broker.errors import InvalidConfigError, TopicAlreadyExistsError
 from spark_sink import activate_in_thread
 from spark_sink.offset_log import topic_offsets
-from streams import restore, spark_plan, window_combine
+from streams import restore, spark_plan, table_combine, window_combine
 from streams.errors import StreamsError, TopologyError
 from streams.global_table import global_topics
 from streams.interpreter import check_serdes, default_serdes
@@ -97,14 +97,18 @@ class StreamsApp:
 
     def describe(self):
         from streams.topology import TopologyDescription
+        combines = {s.id: self._combine(s) for s in self.topology.subtopologies}
         return TopologyDescription(self.topology, self.app,
-                                   frozenset(s.id for s in self.topology.subtopologies if self._combine(s)))
+                                   {i: c.DESCRIPTION for i, c in combines.items() if c is not None})
 
     def _combine(self, sub: SubTopology):
-        """The sub-topology's windowed count combined per window before its task, or None."""
+        """How the sub-topology's rows are combined before its task (a windowed count per window,
+        a cached source table per key), or None."""
         if spark_plan.plan(sub).source is not None or global_topics(self.topology, sub):
             return None
-        return window_combine.combinable(sub, self.defaults, self.config["statestore.cache.max.bytes"])
+        cache = self.config["statestore.cache.max.bytes"]
+        return (window_combine.combinable(sub, self.defaults, cache)
+                or table_combine.combinable(sub, self.defaults, cache))
 
     # ------------------------------------------------------------------ topics
     def _topic_partitions(self, admin: AdminClient) -> None:
@@ -282,8 +286,11 @@ class StreamsApp:
             init = (restore.initial_state(self.spark, self.config["bootstrap.servers"], self.app, sub, keys)
                     if fresh and restore.has_state(self.client, self.app, sub, self.partitions) else None)
             combine = self._combine(sub)
-            if combine is not None:
+            if isinstance(combine, window_combine.Combine):
                 df = window_combine.combined(df, combine)
+            elif combine is not None:
+                df = table_combine.combined(df, combine)
+                combine = None      # the task applies the rows kept as any others
             out = task_input(self._to_tasks(df, sub, keys)).groupBy("partition").transformWithState(
                 TaskProcessor(self.topology, sub.id, self.app, self.defaults, p.entry,
                               self.config["statestore.cache.max.bytes"], keys, combine),

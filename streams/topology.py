@@ -163,9 +163,9 @@ def changelog_topic(application_id: str, store: str) -> str:
 class TopologyDescription:
     """Kafka's ``TopologyDescription`` text, plus what each sub-topology becomes in Spark and the
     internal topics it reads and writes."""
-    def __init__(self, topology: Topology, application_id: str | None, combined: frozenset[int] = frozenset()):
+    def __init__(self, topology: Topology, application_id: str | None, combined: dict[int, str] | None = None):
         self.topology, self.application_id = topology, application_id
-        self.combined = combined    # sub-topologies whose windowed count is combined per window first
+        self.combined = combined or {}    # sub-topology id: how its rows are combined before its task
 
     @property
     def subtopologies(self) -> list[SubTopology]:
@@ -186,7 +186,7 @@ class TopologyDescription:
                 if p.prefix:
                     how += f"; Spark SQL{' and vectorised Python' if vectorized else ''} up to {p.prefix[-1].name}"
                 if sub.id in self.combined:
-                    how += "; records counted per window with Arrow (mapInArrow) before the task"
+                    how += "; " + self.combined[sub.id]
             if any(n.args.get("global") for n in sub.nodes):
                 how = "for global store (will not generate tasks)"
                 lines.append(f"   Sub-topology: {sub.id} {how}")

@@ -30,17 +30,15 @@ the task. Windows are counted per key's bytes and merged per decoded key in the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from streams.serdes import BytesSerde, StringSerde
 from streams.topology import SubTopology
+from streams.arrow_step import check_column, checked_serde, headers_as_json, headers_back, lone_source
 
 COMBINED_COLUMNS = ("window_start", "window_count", "first_offset", "stream_time")
 COMBINED_DDL = ("topic STRING, partition INT, offset BIGINT, key BINARY, value BINARY, timestamp TIMESTAMP, "
-                "headers ARRAY<STRUCT<key: STRING, value: BINARY>>, window_start BIGINT, window_count BIGINT, "
-                "first_offset BIGINT, stream_time BIGINT")
+                "headers STRING, window_start BIGINT, window_count BIGINT, first_offset BIGINT, stream_time BIGINT")
 _INPUT = ("topic", "partition", "offset", "key", "timestamp", "headers")
-_CANNOT_FAIL = (StringSerde, BytesSerde)
 
 
 @dataclass(frozen=True)
@@ -52,17 +50,14 @@ class Combine:
     grace: int
     key_serde: Any = None
     value_serde: Any = None       # decoded in Spark only to fail on a malformed value; None: not checked
+    DESCRIPTION: ClassVar[str] = "records counted per window with Arrow (mapInArrow) before the task"
 
 
 def combinable(sub: SubTopology, defaults: tuple, cache_bytes: int) -> Combine | None:
     """The sub-topology's :class:`Combine`, or None when it must run record by record."""
     from streams.window_aggregate import ON_WINDOW_UPDATE, TimeWindowAggregate, _plus_one
-    if cache_bytes <= 0 or len(sub.sources) != 1 or len(sub.stores) != 1 or not sub.stores[0].caching:
-        return None
-    src = sub.sources[0]
-    consumed = src.args.get("consumed")
-    if src.op not in ("stream", "repartition") or len(src.topics) != 1 or len(src.children) != 1 \
-            or (consumed is not None and consumed.timestamp_extractor is not None):
+    src = lone_source(sub, cache_bytes, ("stream", "repartition"))
+    if src is None:
         return None
     agg = src.children[0]
     if agg.op != "count" or len(agg.parents) != 1:
@@ -72,21 +67,20 @@ def combinable(sub: SubTopology, defaults: tuple, cache_bytes: int) -> Combine |
         return None
     if any(n.stores for n in sub.nodes if n is not agg) or getattr(src.factory(), "changes", False):
         return None
-    ks, vs = src.key_serde or defaults[0], src.value_serde or defaults[1]
-    if src.internal or vs is None or isinstance(vs, _CANNOT_FAIL):
-        vs = None        # written by this application's serdes, or bytes any serde reads
     w = proc.windows
-    return Combine(agg.name, w.size(), w.advanceMs, w.gracePeriodMs(), ks, vs)
+    return Combine(agg.name, w.size(), w.advanceMs, w.gracePeriodMs(), src.key_serde or defaults[0],
+                   checked_serde(src, defaults))
 
 
 def combined(df, c: Combine):
     """``df`` (the source's rows) as combined rows, per input partition (:data:`COMBINED_DDL`)."""
     from pyspark.sql import functions as F
     key = F.col("key")
-    cols = [*_INPUT, (key if c.key_serde is None else c.key_serde.decode(key)).isNotNull().alias("key_valid")]
-    if c.value_serde is not None:     # an input column of mapInArrow: evaluated, so a bad value fails here
-        cols.append(c.value_serde.decode(F.col("value")).isNull().alias("value_null"))
-    return df.select(*cols).mapInArrow(combine_batches(c), COMBINED_DDL)
+    cols = [headers_as_json() if x == "headers" else x for x in _INPUT]
+    cols.append((key if c.key_serde is None else c.key_serde.decode(key)).isNotNull().alias("key_valid"))
+    if c.value_serde is not None:
+        cols.append(check_column(c.value_serde))
+    return headers_back(df.select(*cols).mapInArrow(combine_batches(c), COMBINED_DDL))
 
 
 def combine_batches(c: Combine):

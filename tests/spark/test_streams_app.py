@@ -283,12 +283,81 @@ def test_at_least_once_delivers_everything_and_commits_the_group(spark, spark_br
     assert committed == {a_in: len(records), b_in: len(records)}
 
 
+def fails_on_json_and_commits_nothing(app, servers: str, out: str) -> None:
+    from pyspark.errors import StreamingQueryException
+    app.start()
+    try:
+        with pytest.raises(StreamingQueryException, match="(?i)json"):
+            app.processAllAvailable()
+    finally:
+        app.close()
+    assert read_committed(servers, out) == []
+
+
+@pytest.mark.timeout(300)
+def test_headers_cross_the_arrow_steps_before_a_task_as_the_records_carried_them(spark, spark_broker, tmp_path):
+    """A cached source table forwards each key's last record and a combined windowed count each
+    window's last record, with those records' headers (binary, not UTF-8, or null values), after
+    they crossed ``mapInArrow`` as JSON."""
+    from streams.app import StreamsApp
+    servers = spark_broker.bootstrap
+    t_in, t_out = make_topic(spark_broker, "hdr-table-in", 1), make_topic(spark_broker, "hdr-table-out", 1)
+    w_in, w_out = make_topic(spark_broker, "hdr-window-in", 1), make_topic(spark_broker, "hdr-window-out", 1)
+    b = StreamsBuilder()
+    b.table(t_in, Consumed.with_(Serdes.String(), Serdes.String())).toStream().to(t_out)
+    (b.stream(w_in, Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
+     .windowedBy(TimeWindows.ofSizeWithNoGrace(60_000)).count().toStream()
+     .map(lambda k, v: (k.key, v)).to(w_out, Produced.with_(Serdes.String(), Serdes.Long())))
+
+    def headers(i):
+        return [("trace", b"\xff%d" % i), ("empty", None)] if i % 3 else None
+    with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
+        for topic in (t_in, w_in):
+            for i in range(8):
+                p.produce(topic, key=b"k%d" % (i % 2), value=b"v%d" % i, timestamp=BASE + i, partition=0,
+                          headers=headers(i))
+        p.flush(30)
+    app = StreamsApp(b.build(), spark, {"application.id": "hdr-app", "bootstrap.servers": servers,
+                                        "state.dir": str(tmp_path / "state")})
+    described = str(app.describe())
+    assert "counted per window with Arrow" in described and "last record of a batch kept" in described
+    app.start()
+    try:
+        app.processAllAvailable()
+    finally:
+        app.close()
+    want = {b"k0": tuple(headers(6) or ()), b"k1": tuple(headers(7) or ())}
+    for topic in (t_out, w_out):
+        got = {k: h for k, _, _, h in read_committed(servers, topic, with_headers=True)}
+        assert got == want, topic
+
+
+@pytest.mark.timeout(300)
+def test_a_malformed_value_a_later_record_overwrites_still_fails_a_cached_table(spark, spark_broker, tmp_path):
+    """A cached source table's task reads only each key's last record of a batch, but Spark still
+    decodes every value, so a malformed one fails the query even when a later record of its key
+    would have overwritten it, and nothing of that batch is committed."""
+    from streams.app import StreamsApp
+    servers = spark_broker.bootstrap
+    source, out = make_topic(spark_broker, "latest-in", 1), make_topic(spark_broker, "latest-out", 1)
+    b = StreamsBuilder()
+    (b.table(source, Consumed.with_(Serdes.String(), Serdes.Json(ORDER))).toStream()
+     .to(out, Produced.with_(Serdes.String(), Serdes.Json(ORDER))))
+    with Producer({"bootstrap.servers": servers}) as p:
+        p.produce(source, key=b"k0", value=b"{not json", timestamp=BASE, partition=0)
+        p.flush(30)
+    produce(servers, source, history(4))        # k0 again, then k1..k3
+    app = StreamsApp(b.build(), spark, {"application.id": "latest-app", "bootstrap.servers": servers,
+                                        "state.dir": str(tmp_path / "state")})
+    assert "each key's last record of a batch kept with Arrow" in str(app.describe())
+    fails_on_json_and_commits_nothing(app, servers, out)
+
+
 @pytest.mark.timeout(300)
 def test_a_malformed_value_fails_a_combined_windowed_count_where_it_stands(spark, spark_broker, tmp_path):
     """A windowed count counted per window before its task never reads the values, but Spark still
     decodes each one, so a value its serde cannot read fails the query as record by record, and
     nothing of that batch is committed."""
-    from pyspark.errors import StreamingQueryException
     from streams.app import StreamsApp
     servers = spark_broker.bootstrap
     source, out = make_topic(spark_broker, "combined-in", 1), make_topic(spark_broker, "combined-out", 1)
@@ -303,10 +372,4 @@ def test_a_malformed_value_fails_a_combined_windowed_count_where_it_stands(spark
     app = StreamsApp(b.build(), spark, {"application.id": "combined-app", "bootstrap.servers": servers,
                                         "state.dir": str(tmp_path / "state")})
     assert "counted per window with Arrow" in str(app.describe())
-    app.start()
-    try:
-        with pytest.raises(StreamingQueryException, match="(?i)json"):
-            app.processAllAvailable()
-    finally:
-        app.close()
-    assert read_committed(servers, out) == []
+    fails_on_json_and_commits_nothing(app, servers, out)
