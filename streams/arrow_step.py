@@ -46,6 +46,7 @@ def check_column(serde):
 
 
 def headers_as_json():
+    """The ``headers`` column as one JSON string per row (null stays null)."""
     from pyspark.sql import functions as F
     return F.to_json("headers").alias("headers")
 

@@ -32,8 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from streams.topology import SubTopology
 from streams.arrow_step import check_column, checked_serde, headers_as_json, headers_back, lone_source
+from streams.topology import SubTopology
 
 COMBINED_COLUMNS = ("window_start", "window_count", "first_offset", "stream_time")
 COMBINED_DDL = ("topic STRING, partition INT, offset BIGINT, key BINARY, value BINARY, timestamp TIMESTAMP, "
