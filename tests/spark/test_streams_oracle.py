@@ -175,12 +175,12 @@ def test_application_output_equals_the_interpreter(spark, spark_broker, tmp_path
         # update carries the timestamp of its row's latest record, which the driver may have
         # applied to another group: there, values only; and a row that moved between groups within
         # one batch never reaches the group it left, which the driver leaves at 0.
-        table = name == "table"
-        strip = (lambda us: [v for v, _ in us]) if table else (lambda us: us)
+        values_only = name == "table"
+        strip = (lambda us: [v for v, _ in us]) if values_only else (lambda us: us)
         for key, updates in got[topic].items():
             assert is_subsequence(strip(updates), strip(expected[topic].get(key, []))), (where, key)
         final, ended = latest(expected[topic]), latest(got[topic])
-        if table:
+        if values_only:
             final = {k: v for k, (v, _) in final.items() if k in ended or v != 0}
             ended = {k: v for k, (v, _) in ended.items()}
         assert ended == final, where
