@@ -22,8 +22,12 @@ demo: $(STAMP)
 demo-cdc: $(STAMP)
 	$(PY) -m spark_source.postgres.demo
 
+# Workers for the whole suite (pytest-xdist): one runs Spark's modules while the other runs the rest,
+# which mostly wait on processes and sockets; tests/conftest.py schedules them.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-unit: $(STAMP)
 	$(PY) -m pytest tests/unit

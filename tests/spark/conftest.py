@@ -1,5 +1,6 @@
-"""One local SparkSession for the whole test run (it takes seconds to start), with ``riverlog``
-registered, and a broker process for the Spark tests."""
+"""One local SparkSession for the whole test run (it takes seconds to start) — under ``make
+test``, one per pytest-xdist worker that runs Spark's modules, two at a time at most
+(tests/conftest.py) — with ``riverlog`` registered, and a broker process for the Spark tests."""
 from __future__ import annotations
 
 import os
