@@ -1,10 +1,10 @@
 """A Streams application in its own process (its own SparkSession), so a test can crash it with
 SIGKILL at a commit point (``RIVERLOG_CRASH_AT``, :mod:`spark_sink.crash_points`) and start it
-again: ``python streams_app_process.py BOOTSTRAP STATE_DIR SOURCE OUT WINDOWED_OUT``.
+again: ``python streams_app_process.py BOOTSTRAP STATE_DIR SOURCE OUT WINDOWED_OUT [TABLE_SOURCE]``.
 
 It processes everything available, stops, and exits 0; run it with ``start_new_session=True`` (a
-crash kills its session leader's process group). :func:`topology` is the application, which the
-tests also give the reference interpreter.
+crash kills its session leader's process group). :func:`topology` is the application (with a
+``TABLE_SOURCE``, :func:`combined_topology`), which the tests also give the reference interpreter.
 """
 from __future__ import annotations
 
@@ -37,18 +37,41 @@ def topology(source: str, out: str, windowed_out: str):
     return b.build()
 
 
+def combined_topology(source: str, out: str, windowed_out: str, table_source: str):
+    """The same two outputs from the steps that combine rows with Arrow before a task: the
+    windowed count alone on its source (counted per window), and a table of each key's latest
+    order (each key's last record of a batch kept) whose rows are counted per user, moving
+    between users as a key's order changes."""
+    from streams.builder import StreamsBuilder
+    from streams.parameters import Consumed, Grouped, Materialized, Produced
+    from streams.serdes import Serdes
+    from streams.windows import TimeWindows
+    b = StreamsBuilder()
+    (b.stream(source, Consumed.with_(Serdes.String(), Serdes.Json(ORDER)))
+        .groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10_000, 1_000))
+        .count(materialized=Materialized.as_("per-key-window"))
+        .toStream().map(lambda k, v: (f"{k.key}@{k.start}", v))
+        .to(windowed_out, Produced.with_(Serdes.String(), Serdes.Long())))
+    (b.table(table_source, Consumed.with_(Serdes.String(), Serdes.Json(ORDER)), Materialized.as_("latest-order"))
+        .groupBy("value.user", Grouped.with_(Serdes.String(), Serdes.Json(ORDER)))
+        .count(materialized=Materialized.as_("per-user"))
+        .toStream().to(out, Produced.with_(Serdes.String(), Serdes.Long())))
+    return b.build()
+
+
 def config(bootstrap: str, state_dir: str) -> dict:
     """Kafka's record cache on (the default): each batch forwards a key's latest update."""
     return {"application.id": APP, "bootstrap.servers": bootstrap, "state.dir": state_dir,
             "maxOffsetsPerTrigger": MAX_OFFSETS_PER_TRIGGER}
 
 
-def main(bootstrap: str, state_dir: str, source: str, out: str, windowed_out: str) -> None:
+def main(bootstrap: str, state_dir: str, source: str, out: str, windowed_out: str, table_source: str = "") -> None:
     from tests.spark.child_process import run_streams_app
-    run_streams_app("riverlog-streams-faults", 2, lambda: topology(source, out, windowed_out),
-                    config(bootstrap, state_dir))
+    make = ((lambda: combined_topology(source, out, windowed_out, table_source)) if table_source
+            else (lambda: topology(source, out, windowed_out)))
+    run_streams_app("riverlog-streams-faults", 2, make, config(bootstrap, state_dir))
 
 
 if __name__ == "__main__":
     sys.path.insert(0, ROOT)
-    main(*sys.argv[1:6])
+    main(*sys.argv[1:7])

@@ -2,7 +2,8 @@
 restarted with its checkpoint or without it (from the broker alone), and restarted from changelogs
 the cleaner has compacted: its committed output and changelogs always equal the reference
 interpreter's output (through Kafka's record cache: each batch's latest update per key) and
-stores for the whole input — nothing twice, nothing missing.
+stores for the whole input — nothing twice, nothing missing. The same holds where rows are
+combined with Arrow before a task (a windowed count per window, a table per key).
 
 The application runs in its own process (``streams_app_process.py``, its own SparkSession); the
 crash is :mod:`spark_sink.crash_points` (``RIVERLOG_CRASH_AT=<point>:<batch>``), which kills the
@@ -23,7 +24,7 @@ from tests.conftest import BrokerProcess, wait_until
 from tests.integration.test_retention_compaction import active_base, cleaned_up_to_the_active_segment
 from tests.spark import streams_app_process as app_process
 from tests.spark.child_process import run_life
-from tests.spark.streams_app_process import APP, ORDER, topology
+from tests.spark.streams_app_process import APP, ORDER, combined_topology, topology
 from tests.streams.test_record_cache import is_subsequence
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
@@ -98,11 +99,13 @@ def by_key(rows):
     return out
 
 
-def oracle(tp, source, records):
+def oracle(tp, sources, records):
+    """The driver after ``records`` piped into each of ``sources`` (one source, then the next)."""
     d = TopologyTestDriver(tp, {"application.id": "oracle"})
-    i = d.createInputTopic(source, Serdes.String(), Serdes.Json(ORDER))
-    for k, v, ts in records:
-        i.pipeInput(k, v, ts)
+    for source in sources:
+        i = d.createInputTopic(source, Serdes.String(), Serdes.Json(ORDER))
+        for k, v, ts in records:
+            i.pipeInput(k, v, ts)
     return d
 
 
@@ -110,12 +113,19 @@ def oracle(tp, source, records):
 class App:
     """The application's topics and state directory, and its lives: each one process."""
 
-    def __init__(self, servers: str, tmp_path, name: str):
+    def __init__(self, servers: str, tmp_path, name: str, combined: bool = False):
+        """``combined``: :func:`combined_topology`, its per-user count fed by a table of its own topic."""
         self.servers, self.state = servers, str(tmp_path / "state")
         self.source, self.out, self.wout = f"{name}-orders", f"{name}-per-user", f"{name}-windows"
-        self.tp = topology(self.source, self.out, self.wout)
+        self.table_source = f"{name}-latest-orders" if combined else ""
+        self.tp = (combined_topology(self.source, self.out, self.wout, self.table_source) if combined
+                   else topology(self.source, self.out, self.wout))
         self.log_dir = tmp_path
         self.lives = 0
+
+    @property
+    def sources(self) -> list[str]:
+        return [t for t in (self.source, self.table_source) if t]
 
     def changelogs(self) -> list[str]:
         subs = [s for s in self.tp.subtopologies if s.stateful]
@@ -125,7 +135,7 @@ class App:
     def run(self, crash: str | None = None) -> None:
         """One life: process everything available and exit, or die with SIGKILL at ``crash``."""
         self.lives += 1
-        run_life([SCRIPT, self.servers, self.state, self.source, self.out, self.wout],
+        run_life([SCRIPT, self.servers, self.state, self.source, self.out, self.wout, self.table_source],
                  self.log_dir / f"life-{self.lives}.log", crash, f"life {self.lives}")
 
     def lose_checkpoint(self) -> None:
@@ -135,18 +145,33 @@ class App:
         """Committed output that the interpreter's for ``records`` allows, exactly once: through
         the record cache, per key a subsequence of the driver's updates (which commits per record)
         ending on its last — a record written twice or a final update lost breaks it — and each
-        store's committed changelog (latest value per key) equal to the interpreter's store."""
+        store's committed changelog (latest value per key) equal to the interpreter's store.
+
+        The per-user count of the combined topology counts a table's rows, and its cached table
+        forwards a batch's changes in order of each key's last write (Kafka's record cache), so a
+        user's count may pass through values the driver, in record order, never shows (a user a key
+        left before another key joined it at 0): there its last value per user only, which a
+        change applied twice or lost would break, as it would the stores."""
         from streams.app import StreamsApp
-        d = oracle(self.tp, self.source, records)
+        d = oracle(self.tp, self.sources, records)
         for topic in (self.out, self.wout):
             want = by_key((r.key, r.value, r.timestamp) for r in
                           d.createOutputTopic(topic, Serdes.String(), Serdes.Long()).readRecordsToList())
             got = by_key(decoded(self.servers, topic))
+            if self.table_source and topic == self.out:
+                ended = {k: us[-1][0] for k, us in got.items()}
+                assert ended == {k: us[-1][0] for k, us in want.items() if us[-1][0] or k in ended} and ended, topic
+                continue
             assert got.keys() == want.keys(), topic
             for key, updates in got.items():
                 assert is_subsequence(updates, want[key]) and updates[-1] == want[key][-1], (topic, key)
         app = StreamsApp(self.tp, None, app_process.config(self.servers, self.state))
-        assert sorted(app.store("per-user").all()) == sorted(d.getKeyValueStore("per-user").all())
+        per_user = sorted(app.store("per-user").all())
+        assert per_user == sorted((k, v) for k, v in d.getKeyValueStore("per-user").all()
+                                  if v or k in dict(per_user)) and per_user
+        if self.table_source:
+            assert sorted(app.store("latest-order").all(), key=repr) == \
+                sorted(d.getKeyValueStore("latest-order").all(), key=repr)
         windows = sorted(app.store("per-key-window").all(), key=repr)
         assert windows == sorted(d.getWindowStore("per-key-window").all(), key=repr) and windows
 
@@ -200,5 +225,26 @@ def test_a_lost_checkpoint_is_rebuilt_from_changelogs_the_cleaner_compacted(brok
 
     app.lose_checkpoint()
     produce(broker.bootstrap, app.source, records[30:])
+    app.run()
+    app.assert_equals_the_interpreter(records)
+
+
+@pytest.mark.timeout(1800)
+def test_the_steps_that_combine_rows_before_a_task_restart_exactly_once_after_sigkill(broker, tmp_path):
+    """The windowed count counted per window with Arrow, and the table that keeps each key's last
+    record of a batch before its task: killed after a batch's transactions are written (restarted
+    from the broker alone) and before they end (restarted from the checkpoint), their output and
+    stores equal the interpreter's, exactly once."""
+    from streams.app import StreamsApp
+    app = App(broker.bootstrap, tmp_path, "combined", combined=True)
+    described = str(StreamsApp(app.tp, None, app_process.config(broker.bootstrap, app.state)).describe())
+    assert "counted per window with Arrow" in described and "each key's last record of a batch kept" in described
+    make_topics(broker.bootstrap, [*app.sources, app.out, app.wout], **{"retention.ms": "-1"})  # records from 2023
+    records = history(8 * app_process.MAX_OFFSETS_PER_TRIGGER)
+    for source in app.sources:
+        produce(broker.bootstrap, source, records)
+    app.run(crash="before_record:2")
+    app.lose_checkpoint()
+    app.run(crash="before_end:2")
     app.run()
     app.assert_equals_the_interpreter(records)
