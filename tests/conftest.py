@@ -33,8 +33,8 @@ def wait_until(condition, timeout: float = 20.0, interval: float = 0.02, message
 # so its module fixtures (a broker, a cluster) start once. Spark's modules come first, the longest
 # first (a fault scenario or a notebook takes minutes), and no more than SPARK_LANES workers run them
 # at a time: each is a SparkSession, a JVM running local[2] that keeps both cores busy, and a second
-# one only takes turns with it (measured: a fault scenario 2.6 times as long, and Python workers
-# timing out connecting back to their JVM).
+# one only takes turns with it (measured with two Spark workers beside a third: a fault scenario
+# 2.6 times as long, and Python workers timing out connecting back to their JVM).
 SPARK_LANES = 1
 
 

@@ -22,7 +22,6 @@ def topology(source: str, out: str, windowed_out: str):
     from streams.builder import StreamsBuilder
     from streams.parameters import Consumed, Grouped, Materialized, Produced
     from streams.serdes import Serdes
-    from streams.windows import TimeWindows
     b = StreamsBuilder()
     orders = b.stream(source, Consumed.with_(Serdes.String(), Serdes.Json(ORDER)))
     big = orders.filter("value.amount > 100").mapValues("named_struct('user', value.user, 'gross', value.amount * 2)")
@@ -30,11 +29,19 @@ def topology(source: str, out: str, windowed_out: str):
                  .withValueSerde(Serdes.Json("user STRING, gross DOUBLE")))
         .count(materialized=Materialized.as_("per-user"))
         .toStream().to(out, Produced.with_(Serdes.String(), Serdes.Long())))
+    windowed_count(orders, windowed_out)
+    return b.build()
+
+
+def windowed_count(orders, windowed_out: str) -> None:
+    """Both applications' windowed per-key count (store ``per-key-window``) to ``windowed_out``."""
+    from streams.parameters import Materialized, Produced
+    from streams.serdes import Serdes
+    from streams.windows import TimeWindows
     (orders.groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10_000, 1_000))
         .count(materialized=Materialized.as_("per-key-window"))
         .toStream().map(lambda k, v: (f"{k.key}@{k.start}", v))
         .to(windowed_out, Produced.with_(Serdes.String(), Serdes.Long())))
-    return b.build()
 
 
 def combined_topology(source: str, out: str, windowed_out: str, table_source: str):
@@ -45,13 +52,8 @@ def combined_topology(source: str, out: str, windowed_out: str, table_source: st
     from streams.builder import StreamsBuilder
     from streams.parameters import Consumed, Grouped, Materialized, Produced
     from streams.serdes import Serdes
-    from streams.windows import TimeWindows
     b = StreamsBuilder()
-    (b.stream(source, Consumed.with_(Serdes.String(), Serdes.Json(ORDER)))
-        .groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10_000, 1_000))
-        .count(materialized=Materialized.as_("per-key-window"))
-        .toStream().map(lambda k, v: (f"{k.key}@{k.start}", v))
-        .to(windowed_out, Produced.with_(Serdes.String(), Serdes.Long())))
+    windowed_count(b.stream(source, Consumed.with_(Serdes.String(), Serdes.Json(ORDER))), windowed_out)
     (b.table(table_source, Consumed.with_(Serdes.String(), Serdes.Json(ORDER)), Materialized.as_("latest-order"))
         .groupBy("value.user", Grouped.with_(Serdes.String(), Serdes.Json(ORDER)))
         .count(materialized=Materialized.as_("per-user"))
