@@ -103,6 +103,13 @@ class Fetcher:
     # ------------------------------------------------------------------------ the decode thread
     def _run(self) -> None:
         fetchers: dict[int, threading.Thread] = {}
+        try:
+            self._serve(fetchers)
+        finally:  # a fetch still live at process exit leaves gRPC working during shutdown: wait for them
+            for thread in fetchers.values():
+                thread.join(5)
+
+    def _serve(self, fetchers: dict) -> None:
         while not self._closed:
             try:
                 self._start_fetchers(fetchers)

@@ -54,7 +54,10 @@ class MetadataRefresher:
         return response
 
     def close(self) -> None:
+        """Stop, and wait for a refresh under way: nothing of a closed client may still be calling."""
         self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(5)
 
 
 def start_refresher(cluster, cfg) -> MetadataRefresher:

@@ -34,7 +34,8 @@ class ProduceStream:
         self._lock = threading.Lock()
         self._next_id = 0
         self._call = stub.ProduceStream(iter(self._requests.get, None))
-        threading.Thread(target=self._read, name=f"riverlog-produce-{node}", daemon=True).start()
+        self._reader = threading.Thread(target=self._read, name=f"riverlog-produce-{node}", daemon=True)
+        self._reader.start()
 
     def send(self, request, batches) -> None:
         with self._lock:
@@ -60,8 +61,9 @@ class ProduceStream:
                     self._pending.popleft()
                 self.on_event(self.node, [(batches, response)], None)
             error: RiverlogError = NetworkError("the broker closed the produce stream")
-        except grpc.RpcError as e:
+        except grpc.RpcError as e:  # the call itself: its traceback holds it in a cycle, broken here
             error = translate_rpc_error(e, "ProduceStream")
+            e.__traceback__ = None
         except RiverlogError as e:
             error = e
         with self._lock:
@@ -77,6 +79,18 @@ class ProduceStream:
         with self._lock:
             return [batch for _, batches in self._pending for _, taken in batches for batch in taken]
 
-    def close(self) -> None:
+    def close(self, timeout: float = 5.0) -> None:
+        """End the call and wait (up to ``timeout``) until its reader has seen it end.
+
+        A call object collected during interpreter shutdown takes its lock in ``__del__``, and a
+        gRPC thread frozen by the shutdown may hold that lock: the exit hangs. So the call ends, its
+        reader with it, and the call is released here, while every thread still runs.
+        """
         self._requests.put(None)
+        if self._call is None:
+            return
         self._call.cancel()
+        if threading.current_thread() is not self._reader:
+            self._reader.join(timeout)
+            if not self._reader.is_alive():
+                self._call = None

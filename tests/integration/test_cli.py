@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import signal
 import subprocess
 import sys
 import time
@@ -33,8 +34,18 @@ def run_cli(bootstrap: str, *args, input: bytes | str | None = None, check: bool
     """
     if isinstance(input, str):
         input = input.encode()
-    proc = subprocess.run([sys.executable, "-m", "broker", "--bootstrap-server", bootstrap, *map(str, args)],
-                          cwd=ROOT, input=input, capture_output=True, timeout=timeout)
+    # -X faulthandler: a run that hangs is ended with SIGABRT, so its threads' stacks are in the failure.
+    child = subprocess.Popen([sys.executable, "-X", "faulthandler", "-m", "broker", "--bootstrap-server",
+                              bootstrap, *map(str, args)], cwd=ROOT, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = child.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.send_signal(signal.SIGABRT)
+        out, err = child.communicate()
+        raise AssertionError(f"riverlog {' '.join(map(str, args))} did not exit within {timeout} s; "
+                             f"its threads:\n{err.decode(errors='backslashreplace')}") from None
+    proc = subprocess.CompletedProcess(child.args, child.returncode, out, err)
     proc.stdout = proc.stdout.decode("utf-8", errors="backslashreplace")
     proc.stderr = proc.stderr.decode("utf-8", errors="backslashreplace")
     if check and proc.returncode != 0:

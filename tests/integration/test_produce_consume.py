@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import collections
+import gc
 import threading
 import time
+import weakref
 
 import pyarrow as pa
 import pytest
@@ -180,6 +182,34 @@ def test_long_poll_returns_as_soon_as_data_arrives(shared_broker, topic_name):
     reader.join(15)
     assert got and got[0] is not None and got[0].value() == b"wake up"
     consumer.close()
+
+
+def test_close_leaves_no_call_or_client_thread_running(shared_broker, topic_name):
+    """After ``close`` nothing of a client runs: a gRPC call collected during interpreter shutdown
+    takes its lock in ``__del__``, and a thread the shutdown froze may hold it, so a call or thread
+    left behind can hang the process's exit (a console producer that printed its count and never
+    ended). The consumer is closed while a fetch is parked at the log end."""
+    servers = shared_broker.bootstrap
+    create(servers, topic_name, partitions=2)
+    before = set(threading.enumerate())
+    producer = Producer({"bootstrap.servers": servers, "linger.ms": 0})
+    for p in range(2):
+        producer.produce(topic_name, value=b"x", partition=p)
+    assert producer.flush(30) == 0
+    calls = [weakref.ref(s._call) for s in producer._sender.streams.values()]
+    gc.disable()   # a call kept only by a reference cycle would wait for the collector: at exit, maybe
+    try:
+        assert producer.close(30) == 0
+        assert calls and all(c() is None for c in calls), "a produce call outlived close"
+    finally:
+        gc.enable()
+    consumer = Consumer({"bootstrap.servers": servers, "fetch.max.wait.ms": 30_000})
+    consumer.assign([TopicPartition(topic_name, p, OFFSET_END) for p in range(2)])
+    wait_until(lambda: any(t.name.startswith("riverlog-fetch") and t not in before for t in threading.enumerate()),
+               message="a fetch parked at the log end")
+    consumer.close()
+    left = [t.name for t in threading.enumerate() if t not in before and t.name.startswith("riverlog")]
+    assert left == [], f"client threads still running after close: {left}"
 
 
 def test_seek_and_position(shared_broker, topic_name):
