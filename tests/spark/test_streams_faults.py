@@ -189,11 +189,17 @@ LIVES = [("before_write", 1, "kept"), ("before_record", 2, "lost"), ("before_end
 def test_sigkill_at_each_commit_point_then_restart(broker, tmp_path):
     """One life per commit point, each killed there and the next one its restart; a last life
     finishes. A crash is at the given batch or the first later one that reaches its point; ten
-    batches of input leave each crash ahead of the last."""
-    app = App(broker.bootstrap, tmp_path, "crash")
-    make_topics(broker.bootstrap, [app.source, app.out, app.wout], **{"retention.ms": "-1"})  # records from 2023
+    batches of input leave each crash ahead of the last. The application is the combined one: its
+    windowed count is counted per window with Arrow and its table keeps each key's last record of a
+    batch before its task, so the steps that combine rows are killed at every point too."""
+    from streams.app import StreamsApp
+    app = App(broker.bootstrap, tmp_path, "crash", combined=True)
+    described = str(StreamsApp(app.tp, None, app_process.config(broker.bootstrap, app.state)).describe())
+    assert "counted per window with Arrow" in described and "each key's last record of a batch kept" in described
+    make_topics(broker.bootstrap, [*app.sources, app.out, app.wout], **{"retention.ms": "-1"})  # records from 2023
     records = history(10 * app_process.MAX_OFFSETS_PER_TRIGGER)
-    produce(broker.bootstrap, app.source, records)
+    for source in app.sources:
+        produce(broker.bootstrap, source, records)
     for point, batch, checkpoint in LIVES:
         app.run(crash=f"{point}:{batch}")
         if checkpoint == "lost":
@@ -225,26 +231,5 @@ def test_a_lost_checkpoint_is_rebuilt_from_changelogs_the_cleaner_compacted(brok
 
     app.lose_checkpoint()
     produce(broker.bootstrap, app.source, records[30:])
-    app.run()
-    app.assert_equals_the_interpreter(records)
-
-
-@pytest.mark.timeout(1800)
-def test_the_steps_that_combine_rows_before_a_task_restart_exactly_once_after_sigkill(broker, tmp_path):
-    """The windowed count counted per window with Arrow, and the table that keeps each key's last
-    record of a batch before its task: killed after a batch's transactions are written (restarted
-    from the broker alone) and before they end (restarted from the checkpoint), their output and
-    stores equal the interpreter's, exactly once."""
-    from streams.app import StreamsApp
-    app = App(broker.bootstrap, tmp_path, "combined", combined=True)
-    described = str(StreamsApp(app.tp, None, app_process.config(broker.bootstrap, app.state)).describe())
-    assert "counted per window with Arrow" in described and "each key's last record of a batch kept" in described
-    make_topics(broker.bootstrap, [*app.sources, app.out, app.wout], **{"retention.ms": "-1"})  # records from 2023
-    records = history(8 * app_process.MAX_OFFSETS_PER_TRIGGER)
-    for source in app.sources:
-        produce(broker.bootstrap, source, records)
-    app.run(crash="before_record:2")
-    app.lose_checkpoint()
-    app.run(crash="before_end:2")
     app.run()
     app.assert_equals_the_interpreter(records)
