@@ -36,6 +36,9 @@ def wait_until(condition, timeout: float = 20.0, interval: float = 0.02, message
 # one only takes turns with it (measured with two Spark workers beside a third: a fault scenario
 # 2.6 times as long, and Python workers timing out connecting back to their JVM).
 SPARK_LANES = 1
+# Once only Spark's modules are left (the shorter ones: the longest went first) a worker would
+# otherwise sit idle for the rest of the run; then this many may run them.
+SPARK_LANES_AT_THE_END = int(os.environ.get("RIVERLOG_TEST_SPARK_LANES_AT_THE_END", "2"))
 
 
 def _spark_module(path: str) -> bool:
@@ -71,10 +74,17 @@ def pytest_xdist_make_scheduler(config, log):
             return any(_spark_module(scope) and not all(done.values())
                        for scope, done in self.assigned_work.get(node, {}).items())
 
+        def _others_pending(self) -> bool:
+            """A module outside Spark's is queued or still running somewhere."""
+            return (any(not _spark_module(scope) for scope in self.workqueue)
+                    or any(not _spark_module(scope) and not all(done.values())
+                           for work in self.assigned_work.values() for scope, done in work.items()))
+
         def _assign_work_unit(self, node) -> None:
             lanes = sum(self._spark_pending(n) for n in self.nodes if n is not node)
+            limit = SPARK_LANES if self._others_pending() else max(SPARK_LANES, SPARK_LANES_AT_THE_END)
             for scope in self.workqueue:
-                if not _spark_module(scope) or lanes < SPARK_LANES or self._spark_pending(node):
+                if not _spark_module(scope) or lanes < limit or self._spark_pending(node):
                     self.workqueue.move_to_end(scope, last=False)
                     super()._assign_work_unit(node)
                     return
