@@ -74,15 +74,18 @@ def pytest_xdist_make_scheduler(config, log):
             return any(_spark_module(scope) and not all(done.values())
                        for scope, done in self.assigned_work.get(node, {}).items())
 
-        def _others_pending(self) -> bool:
-            """A module outside Spark's is queued or still running somewhere."""
+        def _others_pending(self, node) -> bool:
+            """A module outside Spark's is queued, or unfinished on another worker. The asking
+            worker's own is not counted: a worker holds its last test back (it runs a test once it
+            knows the next one, for teardown) until it gets more work."""
             return (any(not _spark_module(scope) for scope in self.workqueue)
                     or any(not _spark_module(scope) and not all(done.values())
-                           for work in self.assigned_work.values() for scope, done in work.items()))
+                           for other, work in self.assigned_work.items() if other is not node
+                           for scope, done in work.items()))
 
         def _assign_work_unit(self, node) -> None:
             lanes = sum(self._spark_pending(n) for n in self.nodes if n is not node)
-            limit = SPARK_LANES if self._others_pending() else max(SPARK_LANES, SPARK_LANES_AT_THE_END)
+            limit = SPARK_LANES if self._others_pending(node) else max(SPARK_LANES, SPARK_LANES_AT_THE_END)
             for scope in self.workqueue:
                 if not _spark_module(scope) or lanes < limit or self._spark_pending(node):
                     self.workqueue.move_to_end(scope, last=False)

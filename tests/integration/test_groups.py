@@ -74,6 +74,11 @@ class Member:
                     self.consumer.commit(m)
 
     @property
+    def alive(self) -> bool:
+        """Its polling thread still runs (an error record ends it)."""
+        return self._thread.is_alive()
+
+    @property
     def owned(self) -> set[int]:
         return {tp.partition for tp in self.consumer.assignment()}
 
@@ -92,7 +97,10 @@ def test_three_members_share_six_partitions_and_process_every_record_once(broker
     try:
         # The first member to join may read all 600 before the others arrive; the partitions it
         # gives up then move with their committed positions.
-        wait_until(lambda: all(len(m.owned) == 2 for m in members), 30, 0.05, "two partitions each")
+        try:
+            wait_until(lambda: all(len(m.owned) == 2 for m in members), 60, 0.05, "two partitions each")
+        except AssertionError as e:  # say where the group stopped: each member's callbacks and thread
+            raise AssertionError(f"{e}; members: {[(m.events, m.owned, m.alive) for m in members]}") from None
         assert set().union(*(m.owned for m in members)) == set(range(6))
         before = [len(m.records) for m in members]
         produce(broker.bootstrap, topic_name, 600, start=600)
