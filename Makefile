@@ -23,7 +23,8 @@ demo-cdc: $(STAMP)
 	$(PY) -m spark_source.postgres.demo
 
 # Workers for the whole suite (pytest-xdist): one runs Spark's modules while the other runs the rest,
-# which mostly wait on processes and sockets; tests/conftest.py schedules them.
+# which mostly wait on processes and sockets, then both run Spark's last ones; tests/conftest.py
+# schedules them.
 TEST_WORKERS ?= 2
 
 test: $(STAMP)
