@@ -38,7 +38,8 @@ def wait_until(condition, timeout: float = 20.0, interval: float = 0.02, message
 SPARK_LANES = 1
 # Once only Spark's modules are left (the shorter ones: the longest went first) a worker would
 # otherwise sit idle for the rest of the run (17 of 34 minutes, measured); then this many may run
-# them. Measured on 2 cores: 34 min 24 s with one lane throughout, 29 min 55 s with this.
+# them. Measured on 2 cores: 34 min 24 s with one lane throughout, 29 min 55 s and 34 min 9 s with this
+# (the machine varies by ~15% between runs).
 SPARK_LANES_AT_THE_END = 2
 
 
