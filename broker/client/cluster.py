@@ -33,7 +33,13 @@ def channel_options(reconnect_backoff_ms: int, reconnect_backoff_max_ms: int) ->
 
 
 def translate_rpc_error(error: grpc.RpcError, what: str) -> RiverlogError:
-    """The typed error a failed RPC stands for."""
+    """The typed error a failed RPC stands for; ``error`` is spent.
+
+    A failed streaming call or future raises itself, and its traceback holds it in a reference
+    cycle that only the collector frees, perhaps at interpreter shutdown, where its ``__del__``
+    waits on a lock a frozen gRPC thread may hold: the exit hangs. The traceback is dropped here.
+    """
+    error.__traceback__ = None
     code = None
     for key, value in (error.trailing_metadata() or ()):
         if key == ERROR_CODE_KEY:

@@ -61,9 +61,8 @@ class ProduceStream:
                     self._pending.popleft()
                 self.on_event(self.node, [(batches, response)], None)
             error: RiverlogError = NetworkError("the broker closed the produce stream")
-        except grpc.RpcError as e:  # the call itself: its traceback holds it in a cycle, broken here
+        except grpc.RpcError as e:
             error = translate_rpc_error(e, "ProduceStream")
-            e.__traceback__ = None
         except RiverlogError as e:
             error = e
         with self._lock:

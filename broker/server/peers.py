@@ -33,7 +33,6 @@ def _decoded(address: str, method: str, reply: Callable[[], pb.InternalResponse]
     try:
         answer = reply()
     except grpc.RpcError as e:
-        e.__traceback__ = None  # a failed future is the exception: unbroken, the cycle waits for shutdown's GC
         raise translate_rpc_error(e, f"internal {method} to {address}") from None
     return json.loads(answer.body) if answer.body else {}
 
