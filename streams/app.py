@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import sys
 import tempfile
 
@@ -258,6 +259,9 @@ class StreamsApp:
         topics = self.topology.source_topics(self.app, sub)
         ckpt = self._checkpoint(sub)
         owner_file = os.path.join(ckpt, "riverlog-streams-owner")
+        if os.path.exists(owner_file) and not _committed_a_batch(ckpt):
+            log.info("sub-topology %s: its checkpoint %s holds no finished batch; starting from the broker", sub.id, ckpt)
+            shutil.rmtree(ckpt)
         fresh = not os.path.exists(owner_file)
         reader = (self.spark.readStream.format("riverlog")
                   .option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
@@ -380,6 +384,17 @@ class StreamsApp:
 
 
 _PLACEMENT = "riverlog-streams-placement"   # beside a stateful query's checkpoint: its state partitions and keys
+
+
+def _committed_a_batch(checkpoint: str) -> bool:
+    """Whether Spark's commit log in ``checkpoint`` holds a batch. A query killed before its first
+    batch finished is started again from the broker, not from this checkpoint: Spark would replay
+    batch 0 from the source's initial offsets asked anew (this start's ``startingOffsets`` are not
+    given again) and without the state restored from the changelogs (``initialState`` is only for a
+    fresh start), so the replay would read the wrong records into an empty store. From the broker,
+    the batch is finished if it was decided and aborted if not, and state and offsets are read back."""
+    commits = os.path.join(checkpoint, "commits")
+    return os.path.isdir(commits) and any(name.isdigit() for name in os.listdir(commits))
 
 
 def _placement(checkpoint: str, tasks: int, fresh: bool) -> tuple[int | None, tuple[int, ...]]:

@@ -14,6 +14,12 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# A Python process Spark starts (a worker, a streaming source's runner) gives its JVM 15 s to
+# answer the handshake (SPARK_AUTH_SOCKET_TIMEOUT); on a loaded 2-core CI machine a JVM missed
+# that and a connector failed with CANNOT_OPEN_SOCKET. The suite's JVMs, and those of the
+# children and notebook kernels it starts (they inherit this environment), get 120 s.
+os.environ.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", "120")
+
 
 def wait_until(condition, timeout: float = 20.0, interval: float = 0.02, message: str = "condition"):
     """Poll ``condition`` until it returns something truthy; fail the test at the deadline."""
