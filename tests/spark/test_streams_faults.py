@@ -5,7 +5,8 @@ interpreter's output (through Kafka's record cache: each batch's latest update p
 stores for the whole input — nothing twice, nothing missing. The same holds where rows are
 combined with Arrow before a task (a windowed count per window, a table per key).
 
-The application runs in its own process (``streams_app_process.py``, its own SparkSession); the
+A life that is killed runs in its own process (``streams_app_process.py``, its own SparkSession);
+one that is not runs in the test's session (a cold JVM's start is most of a short life). The
 crash is :mod:`spark_sink.crash_points` (``RIVERLOG_CRASH_AT=<point>:<batch>``), which kills the
 whole application (driver, JVM, Python workers) at that point of that batch."""
 from __future__ import annotations
@@ -23,7 +24,7 @@ from streams.topology import changelog_topic
 from tests.conftest import BrokerProcess, wait_until
 from tests.integration.test_retention_compaction import active_base, cleaned_up_to_the_active_segment
 from tests.spark import streams_app_process as app_process
-from tests.spark.child_process import run_life
+from tests.spark.child_process import process_available, run_life
 from tests.spark.streams_app_process import APP, ORDER, combined_topology, topology
 from tests.streams.test_record_cache import is_subsequence
 
@@ -132,9 +133,14 @@ class App:
         return ([changelog_topic(APP, s.name) for sub in subs for s in sub.stores]
                 + [meta_changelog(APP, s.id) for s in subs])
 
-    def run(self, crash: str | None = None) -> None:
-        """One life: process everything available and exit, or die with SIGKILL at ``crash``."""
+    def run(self, crash: str | None = None, spark=None) -> None:
+        """One life: process everything available and exit, or die with SIGKILL at ``crash``; with
+        ``spark`` (no crash), in that session instead of a process of its own."""
         self.lives += 1
+        if spark is not None:
+            assert crash is None, "a life that is killed needs a process of its own"
+            process_available(spark, self.tp, app_process.config(self.servers, self.state))
+            return
         run_life([SCRIPT, self.servers, self.state, self.source, self.out, self.wout, self.table_source],
                  self.log_dir / f"life-{self.lives}.log", crash, f"life {self.lives}")
 
@@ -190,7 +196,7 @@ LIVES = [("before_write", 1, "kept"), ("before_record", 2, "lost"), ("before_spa
 
 
 @pytest.mark.timeout(2400)
-def test_sigkill_at_each_commit_point_then_restart(broker, tmp_path):
+def test_sigkill_at_each_commit_point_then_restart(spark, broker, tmp_path):
     """One life per commit point, each killed there and the next one its restart; a last life
     finishes. A crash is at the given batch or the first later one that reaches its point; ten
     batches of input leave each crash ahead of the last. The application is the combined one: its
@@ -208,12 +214,12 @@ def test_sigkill_at_each_commit_point_then_restart(broker, tmp_path):
         app.run(crash=f"{point}:{batch}")
         if checkpoint == "lost":
             app.lose_checkpoint()
-    app.run()
+    app.run(spark=spark)
     app.assert_equals_the_interpreter(records)
 
 
 @pytest.mark.timeout(1200)
-def test_a_lost_checkpoint_is_rebuilt_from_changelogs_the_cleaner_compacted(broker, tmp_path):
+def test_a_lost_checkpoint_is_rebuilt_from_changelogs_the_cleaner_compacted(spark, broker, tmp_path):
     """The changelogs made beforehand to roll a segment per batch and clean at once; after a first
     life the cleaner has compacted every sealed segment (each key once); the checkpoint is lost and
     a second life rebuilds its state from what compaction left, then processes more input."""
@@ -223,7 +229,7 @@ def test_a_lost_checkpoint_is_rebuilt_from_changelogs_the_cleaner_compacted(brok
                                                       "min.cleanable.dirty.ratio": "0.01"})
     records = history(8 * app_process.MAX_OFFSETS_PER_TRIGGER)
     produce(broker.bootstrap, app.source, records[:30])
-    app.run()
+    app.run(spark=spark)
 
     per_user = changelog_topic(APP, "per-user")
     for topic in (changelog_topic(APP, s) for s in STORES):
@@ -235,5 +241,5 @@ def test_a_lost_checkpoint_is_rebuilt_from_changelogs_the_cleaner_compacted(brok
 
     app.lose_checkpoint()
     produce(broker.bootstrap, app.source, records[30:])
-    app.run()
+    app.run(spark=spark)
     app.assert_equals_the_interpreter(records)

@@ -3,7 +3,8 @@ stream–table join and a foreign-key join (``streams_join_app_process.py``, its
 SparkSession) dies mid-batch (its transactions open, the decision not recorded), restarts from its
 checkpoint, dies between the output write and Spark's checkpoint commit, and restarts with the
 checkpoint deleted (from the broker alone: state from the changelogs, inputs from the group's
-offsets). Its committed output must equal the reference interpreter's for the whole input.
+offsets), in the test's own session. Its committed output must equal the reference interpreter's
+for the whole input.
 
 Input arrives in three phases, one before each life, each in timestamp order; without
 ``maxOffsetsPerTrigger`` a life reads a phase whole, so Spark applies the records in the order the
@@ -20,7 +21,7 @@ from broker.client import Producer
 from streams.serdes import Serdes
 from streams.testing import TopologyTestDriver
 from tests.spark import streams_join_app_process as app_process
-from tests.spark.child_process import run_life
+from tests.spark.child_process import process_available, run_life
 from tests.spark.test_streams_faults import broker, make_topics, read_committed  # noqa: F401
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
@@ -65,12 +66,17 @@ def by_key(rows) -> dict:
     return out
 
 
-def life(servers: str, state: str, suffix: str, log_path, crash: str | None) -> None:
-    run_life([app_process.__file__, servers, state, suffix], log_path, crash, log_path.name)
+def life(servers: str, state: str, suffix: str, log_path, crash: str | None, spark) -> None:
+    """A life killed at ``crash`` in a process of its own; the last one (no crash) in ``spark``,
+    the test's session (a cold JVM's start is most of a short life)."""
+    if crash is None:
+        process_available(spark, app_process.topology(suffix), app_process.config(servers, state, suffix))
+    else:
+        run_life([app_process.__file__, servers, state, suffix], log_path, crash, log_path.name)
 
 
 @pytest.mark.timeout(1500)
-def test_joins_killed_at_commit_points_restart_exactly_once(broker, tmp_path):  # noqa: F811
+def test_joins_killed_at_commit_points_restart_exactly_once(spark, broker, tmp_path):  # noqa: F811
     servers, suffix, state = broker.bootstrap, "jf", str(tmp_path / "state")
     names = app_process.topics(suffix)
     make_topics(servers, names.values(), **{"retention.ms": "-1"})   # records from 2023
@@ -82,7 +88,7 @@ def test_joins_killed_at_commit_points_restart_exactly_once(broker, tmp_path):  
                 p.produce(names[t], key=S.serialize(k), value=S.serialize(v), timestamp=ts, partition=0)
             assert p.flush(30) == 0
             records += phase
-            life(servers, state, suffix, tmp_path / f"life-{n}.log", crash)
+            life(servers, state, suffix, tmp_path / f"life-{n}.log", crash, spark)
             if lose_checkpoint:
                 shutil.rmtree(state)
 
