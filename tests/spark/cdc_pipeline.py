@@ -176,13 +176,18 @@ def history_problems(db, lake: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------ the process
-def main(dsn: str, lake: str, checkpoint: str, snapshot_mode: str) -> None:
-    from tests.spark.child_process import child_spark
-    spark = child_spark("riverlog-cdc-pipeline")
+def run(spark, dsn: str, lake: str, checkpoint: str, snapshot_mode: str = "initial") -> None:
+    """The pipeline over everything available now (``availableNow``), in ``spark``."""
     query = (spark.readStream.format("postgres-cdc").options(**options(dsn, **{"snapshot.mode": snapshot_mode}))
              .load().writeStream.foreachBatch(pipeline(lake)).option("checkpointLocation", checkpoint)
              .trigger(availableNow=True).start())
     query.awaitTermination()
+
+
+def main(dsn: str, lake: str, checkpoint: str, snapshot_mode: str) -> None:
+    from tests.spark.child_process import child_spark
+    spark = child_spark("riverlog-cdc-pipeline")
+    run(spark, dsn, lake, checkpoint, snapshot_mode)
     print("processed", flush=True)
     spark.stop()
 

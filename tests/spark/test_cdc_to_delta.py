@@ -127,7 +127,7 @@ def _trace(lake: str) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_sigkill_mid_snapshot_before_and_after_the_delta_commit_loses_and_repeats_nothing(pg_db, tmp_path):
+def test_sigkill_mid_snapshot_before_and_after_the_delta_commit_loses_and_repeats_nothing(spark, pg_db, tmp_path):
     _seed(pg_db, 100)
     lake, checkpoint = str(tmp_path / "lake"), str(tmp_path / "ck")
     # 1. Killed mid-snapshot (batch 0 makes the slot and holds nothing; chunks of 30: batches
@@ -151,7 +151,7 @@ def test_sigkill_mid_snapshot_before_and_after_the_delta_commit_loses_and_repeat
     assert _batch_held(lake) == 7
     attempts = [t["records"] for t in _trace(lake) if t["batch"] == 6]
     assert len(attempts) == 2 and attempts[0] == attempts[1]
-    # 4. Restarted without a crash: everything arrives, once.
-    _run(pg_db, lake, checkpoint)
+    # 4. Restarted without a crash, in the test's own session: everything arrives, once.
+    cdc.run(spark, pg_db.dsn, lake, checkpoint)
     assert _equal(pg_db, lake)
     assert cdc.history_problems(pg_db, lake) == []
