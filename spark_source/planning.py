@@ -34,15 +34,18 @@ def available(start: dict[TP, int], end: dict[TP, int]) -> int:
     return sum(max(0, end[tp] - start.get(tp, end[tp])) for tp in end)
 
 
-def rate_limit(start: dict[TP, int], latest: dict[TP, int], max_rows: int) -> dict[TP, int]:
+def rate_limit(start: dict[TP, int], latest: dict[TP, int], max_rows: int,
+               unlimited: frozenset[str] = frozenset()) -> dict[TP, int]:
     """At most ``max_rows`` offsets past ``start``, shared in proportion to each partition's backlog
-    (as Spark's Kafka source does); every partition with a backlog moves by at least one."""
-    backlog = {tp: max(0, latest[tp] - start.get(tp, latest[tp])) for tp in latest}
+    (as Spark's Kafka source does); every partition with a backlog moves by at least one. Partitions
+    of the ``unlimited`` topics (``unlimitedTopics``) are read to ``latest`` outside the budget."""
+    limited = {tp: off for tp, off in latest.items() if tp[0] not in unlimited}
+    backlog = {tp: max(0, limited[tp] - start.get(tp, limited[tp])) for tp in limited}
     total = sum(backlog.values())
     if total <= max_rows:
         return dict(latest)
-    end = {}
-    for tp, off in latest.items():
+    end = {tp: off for tp, off in latest.items() if tp[0] in unlimited}
+    for tp, off in limited.items():
         begin = start.get(tp, off)
         share = math.floor(max_rows * backlog[tp] / total) if backlog[tp] else 0
         end[tp] = begin + min(backlog[tp], max(share, 1 if backlog[tp] else 0))

@@ -358,7 +358,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = latest
         else:
             max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.options.max_offsets_per_trigger
-            end = rate_limit(begin, latest, max_rows) if max_rows else latest
+            end = rate_limit(begin, latest, max_rows, self.options.unlimited_topics) if max_rows else latest
             if not self._enough(begin, end, limit):
                 return start
         return to_json(end)

@@ -268,6 +268,8 @@ class StreamsApp:
                   .option("subscribe", ",".join(topics)).option("includeHeaders", "true"))
         if "maxOffsetsPerTrigger" in self.config:
             reader = reader.option("maxOffsetsPerTrigger", str(self.config["maxOffsetsPerTrigger"]))
+            # Kafka's global thread keeps a global store caught up, unsynchronised with the stream tasks
+            reader = reader.option("unlimitedTopics", ",".join(sorted(global_topics(self.topology, sub))))
         if fresh:
             generation = self._next_generation(sub)
             reader = reader.option("startingOffsets", json.dumps(self._committed(topics)))

@@ -110,6 +110,23 @@ def test_max_offsets_per_trigger_bounds_every_micro_batch(spark, spark_broker, t
     assert sum(sizes) == 100 and max(sizes) <= 30 and len([s for s in sizes if s]) >= 4, sizes
 
 
+def test_unlimited_topics_are_read_to_their_end_in_every_batch(spark, spark_broker, topic_name):
+    facts, dims = f"{topic_name}-facts", f"{topic_name}-dims"
+    make_topic(spark_broker.bootstrap, facts, n=100)
+    make_topic(spark_broker.bootstrap, dims, partitions=1, n=40)
+    batches = []
+    q = (source(spark, spark_broker.bootstrap, f"{facts},{dims}", streaming=True, startingOffsets="earliest",
+                maxOffsetsPerTrigger=30, unlimitedTopics=dims)
+         .writeStream.foreachBatch(lambda df, batch_id: batches.append(
+             {t: n for t, n in df.groupBy("topic").count().collect()}))
+         .trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None, q.exception()
+    # the whole reference topic in the first batch; the budget for the other one alone
+    assert batches[0] == {facts: 30, dims: 40}, batches
+    assert sum(b.get(facts, 0) for b in batches) == 100 and max(b.get(facts, 0) for b in batches) <= 30, batches
+
+
 def test_records_removed_by_retention_fail_the_query_or_are_skipped(spark, spark_broker, topic_name):
     make_topic(spark_broker.bootstrap, topic_name, partitions=1, n=40)
     with AdminClient({"bootstrap.servers": spark_broker.bootstrap}) as admin:

@@ -147,6 +147,45 @@ def test_every_join_kind_on_spark_equals_the_interpreter_across_a_restart_from_t
     assert len(app.store("regions-store").all()) == 3
 
 
+@pytest.mark.timeout(300)
+def test_a_global_table_is_caught_up_before_each_batch_whatever_max_offsets_per_trigger(spark, spark_broker, tmp_path):
+    """Kafka bootstraps a GlobalKTable before its stream tasks run: with a rate limit, the global
+    topic is still read to its end in every batch, so no click misses a region already written."""
+    servers, suffix = spark_broker.bootstrap, uuid.uuid4().hex[:6]
+    topics = {"clicks": make_topic(spark_broker, f"clicks-{suffix}", 2),
+              "regions": make_topic(spark_broker, f"regions-{suffix}", 1)}
+    out = make_topic(spark_broker, f"geo-{suffix}", 1)
+    b = StreamsBuilder()
+    regions = b.globalTable(topics["regions"], Consumed.with_(S, S))
+    b.stream(topics["clicks"], Consumed.with_(S, S)).leftJoin(regions, key_selector=lambda k, v: v, joiner=SHOW) \
+        .to(out, Produced.with_(S, S))
+    tp = b.build()
+    records = [("regions", f"r{i}", f"region{i}", BASE + i) for i in range(6)] + \
+              [("clicks", KEYS[i % 5], f"r{(i * 5) % 6}", BASE + 1_000 + i) for i in range(6)]
+    with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
+        for topic, k, v, ts in records:
+            kb = S.serialize(k)
+            p.produce(topics[topic], key=kb, value=S.serialize(v), timestamp=ts,
+                      partition=murmur2_partition(kb, 2) if topic == "clicks" else 0)
+        p.flush(30)
+    app = StreamsApp(tp, spark, {"application.id": f"geo-{suffix}", "bootstrap.servers": servers,
+                                 "state.dir": str(tmp_path / "state"), "maxOffsetsPerTrigger": 2,
+                                 **EVERY_UPDATE}).start()
+    try:
+        app.processAllAvailable()
+        batches = sum(1 for q in app.queries for p in q.recentProgress if p["numInputRows"])
+    finally:
+        app.close()
+    got = by_key(committed(servers, out))
+    assert sum(len(v) for v in got.values()) == 6 and batches >= 3, (got, batches)
+    assert all(v.split("|")[1] != "None" for vs in got.values() for v, _ in vs), got
+    d = TopologyTestDriver(tp, {"application.id": "oracle"}, partitions={topics["clicks"]: 2, topics["regions"]: 1})
+    inputs = {t: d.createInputTopic(topics[t], S, S) for t in topics}
+    for topic, k, v, ts in records:
+        inputs[topic].pipeInput(k, v, ts)
+    assert got == by_key((r.key, r.value, r.timestamp) for r in d.createOutputTopic(out, S, S).readRecordsToList())
+
+
 def test_the_application_refuses_to_start_a_join_of_topics_not_co_partitioned(spark, spark_broker, tmp_path):
     from streams.joins import TopicsNotCopartitionedError
     suffix = uuid.uuid4().hex[:6]

@@ -31,6 +31,17 @@ def test_every_partition_with_a_backlog_moves():
     assert end == {("t", 0): 2, **{("t", p): 1 for p in range(1, 5)}}
 
 
+def test_unlimited_topics_are_read_to_their_end_outside_the_budget():
+    start = {("facts", 0): 0, ("facts", 1): 0, ("dims", 0): 0}
+    latest = {("facts", 0): 500, ("facts", 1): 500, ("dims", 0): 300}
+    end = rate_limit(start, latest, 100, frozenset({"dims"}))
+    assert end == {("facts", 0): 50, ("facts", 1): 50, ("dims", 0): 300}
+    # without the exemption the small topic takes its share of the same budget
+    assert rate_limit(start, latest, 100)[("dims", 0)] == 23
+    # a budget the limited topics' backlog fits in reads everything
+    assert rate_limit(start, latest, 1_000, frozenset({"dims"})) == latest
+
+
 def test_slices_cover_the_ranges_and_honour_min_partitions():
     start, end = {("t", 0): 0, ("t", 1): 10}, {("t", 0): 100, ("t", 1): 10, ("t", 2): 5}
     plain = slices(start, end)
