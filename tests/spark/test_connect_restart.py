@@ -1,8 +1,8 @@
 """A worker killed with SIGKILL mid-stream and started again picks every connector up from the
 connect topics and writes nothing twice: once with its Spark checkpoints, once after they were
 deleted (the broker's connect-offsets and consumer group are the truth; that last worker runs in
-the test's session). The source's output is
-read back with ``read_committed``; the DirectorySink's files are read back whole."""
+the test's session). The source's output is read back with ``read_committed``; the
+DirectorySink's files are read back whole."""
 from __future__ import annotations
 
 import glob
