@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spark_source.options import SourceOptions
 from spark_source.planning import Slice, available, from_json, rate_limit, slices, to_json
@@ -40,6 +42,26 @@ def test_unlimited_topics_are_read_to_their_end_outside_the_budget():
     assert rate_limit(start, latest, 100)[("dims", 0)] == 23
     # a budget the limited topics' backlog fits in reads everything
     assert rate_limit(start, latest, 1_000, frozenset({"dims"})) == latest
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.tuples(st.sampled_from("abc"), st.integers(0, 3)),
+                       st.tuples(st.integers(0, 50), st.integers(0, 500)), min_size=1),
+       st.integers(1, 400), st.sets(st.sampled_from("abc")))
+def test_a_rate_limit_keeps_its_budget_and_moves_every_backlog(parts, budget, unlimited):
+    start = {tp: s for tp, (s, _) in parts.items()}
+    latest = {tp: s + n for tp, (s, n) in parts.items()}
+    end = rate_limit(start, latest, budget, frozenset(unlimited))
+    assert set(end) == set(latest) and all(start[tp] <= end[tp] <= latest[tp] for tp in end)
+    assert all(end[tp] == latest[tp] for tp in end if tp[0] in unlimited)
+    limited = [tp for tp in end if tp[0] not in unlimited]
+    backlog = [tp for tp in limited if latest[tp] > start[tp]]
+    assert all(end[tp] > start[tp] for tp in backlog)
+    # the shares, floored, stay within the budget; a backlog whose share rounds to 0 still moves by one
+    moved = [end[tp] - start[tp] for tp in limited]
+    assert sum(n for n in moved if n > 1) <= budget and sum(moved) <= budget + len(backlog), (moved, budget)
+    if sum(latest[tp] - start[tp] for tp in limited) <= budget:
+        assert end == latest
 
 
 def test_slices_cover_the_ranges_and_honour_min_partitions():
