@@ -35,10 +35,10 @@ HEADERS = "headers array<struct<key: string, value: binary>>"
 
 _KNOWN = {"subscribe", "subscribepattern", "assign", "startingoffsets", "endingoffsets", "startingtimestamp",
           "startingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy", "endingtimestamp",
-          "endingoffsetsbytimestamp", "maxoffsetspertrigger", "unlimitedtopics", "minoffsetspertrigger",
-          "maxtriggerdelay", "minpartitions", "maxrecordsperpartition", "failondataloss", "includeheaders", "groupid",
-          "groupidprefix", "kafkaconsumer.polltimeoutms", "fetchoffset.numretries", "fetchoffset.retryintervalms",
-          "path"}
+          "endingoffsetsbytimestamp", "maxoffsetspertrigger", "unlimitedtopics", "alignbytimestamp",
+          "minoffsetspertrigger", "maxtriggerdelay", "minpartitions", "maxrecordsperpartition", "failondataloss",
+          "includeheaders", "groupid", "groupidprefix", "kafkaconsumer.polltimeoutms", "fetchoffset.numretries",
+          "fetchoffset.retryintervalms", "path"}
 
 
 def output_schema(include_headers: bool) -> str:
@@ -160,6 +160,7 @@ class SourceOptions:
     fetch_offset_retry_interval_ms: int = 10
     max_offsets_per_trigger: int | None = None
     unlimited_topics: frozenset[str] = frozenset()   # read to their end in every batch, outside the rate limit
+    align_by_timestamp: bool = False                 # a rate-limited cut moved back to one timestamp
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60_000
     min_partitions: int | None = None
@@ -229,6 +230,7 @@ class SourceOptions:
         out.timestamp_strategy = strategy
         out.max_offsets_per_trigger = _positive(opts, "maxOffsetsPerTrigger")
         out.unlimited_topics = frozenset(t.strip() for t in opts.get("unlimitedtopics", "").split(",") if t.strip())
+        out.align_by_timestamp = _bool(opts, "alignByTimestamp", False)
         out.min_offsets_per_trigger = _positive(opts, "minOffsetsPerTrigger")
         delay = _duration_ms(opts, "maxTriggerDelay")
         if delay is not None:

@@ -52,6 +52,21 @@ def rate_limit(start: dict[TP, int], latest: dict[TP, int], max_rows: int,
     return end
 
 
+def align_to_time(start: dict[TP, int], end: dict[TP, int], first_at_or_after: dict[TP, int | None],
+                  pivot: TP) -> dict[TP, int]:
+    """A rate-limited cut moved back to one timestamp ``T`` (``alignByTimestamp``): ``pivot`` is the
+    partition whose first unread record is the oldest of those the budget cut (``T`` is its
+    timestamp) and keeps its cut; every other partition of ``first_at_or_after`` (the first offset
+    with a timestamp at or after ``T``, None if none) stops before that offset. For partitions in
+    timestamp order the batch is then a prefix of their records merged by timestamp, the order a
+    Kafka Streams task applies its partitions in; the pivot always moves, so nothing stalls."""
+    out = dict(end)
+    for tp, first in first_at_or_after.items():
+        if tp != pivot and first is not None:
+            out[tp] = max(start.get(tp, end[tp]), min(end[tp], first))
+    return out
+
+
 def slices(start: dict[TP, int], end: dict[TP, int], min_partitions: int | None = None,
            max_records: int | None = None) -> list[Slice]:
     """One slice per partition with something to read, as Spark's Kafka source plans: with

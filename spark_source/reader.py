@@ -26,7 +26,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, Rea
 from broker.errors import (InvalidConfigError, NonEmptyGroupError, OffsetOutOfRangeError, RiverlogError,
                            UnknownTopicOrPartitionError)
 from spark_source.options import EARLIEST, LATEST, SourceOptions
-from spark_source.planning import TP, Slice, available, from_json, rate_limit, slices, to_json
+from spark_source.planning import TP, Slice, align_to_time, available, from_json, rate_limit, slices, to_json
 
 log = logging.getLogger(__name__)
 # The group-commit metadata that marks batch 0's start (Spark does not keep it: see initialOffset).
@@ -63,6 +63,7 @@ class OffsetLookup:
         from broker.client import Consumer
         self.options = options
         self._committed: tuple[dict[TP, int], bool] | None = None  # the group's offsets as last committed here
+        self._reader = None   # a consumer for timestamps_at(), made when first needed
         try:
             self.consumer = Consumer({**options.client_config(), "group.id": options.group_id,
                                       "enable.auto.commit": False})
@@ -72,6 +73,8 @@ class OffsetLookup:
 
     def close(self) -> None:
         self.consumer.close()
+        if self._reader is not None:
+            self._reader.close()
 
     def _retrying(self, call, what: str):
         return retrying(call, self.options.fetch_offset_attempts, self.options.fetch_offset_retry_interval_ms, what)
@@ -154,6 +157,31 @@ class OffsetLookup:
         found = self._retrying(lambda: {(r.topic, r.partition): r.offset for r in self.consumer.offsets_for_times(
             [TopicPartition(t, p, ts) for (t, p), ts in sorted(stamps.items())], 30)}, "offsets for timestamps")
         return {tp: found[tp] if found.get(tp, -1) >= 0 else None for tp in stamps}
+
+    def timestamps_at(self, offsets: dict[TP, int], latest: dict[TP, int],
+                      timeout_s: float = 10.0) -> dict[TP, int | None]:
+        """The timestamp of the first record each partition holds at or after its offset and before
+        ``latest``; None where there is none (aborted records, transaction markers) or it did not
+        arrive within ``timeout_s``. Read by a second consumer, assigned for this question only."""
+        from broker.client import Consumer, TopicPartition
+        if self._reader is None:
+            self._reader = Consumer({**self.options.client_config(), "enable.auto.commit": False,
+                                     "max.partition.fetch.bytes": 65_536, "queued.max.messages.kbytes": 1_024})
+        c, out = self._reader, {}
+        c.assign([TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
+        try:
+            deadline = time.monotonic() + timeout_s
+            while len(out) < len(offsets) and time.monotonic() < deadline:
+                for m in c.consume(500, 0.05):
+                    tp = (m.topic(), m.partition())
+                    if m.error() is None and tp in offsets and tp not in out and m.offset() >= offsets[tp]:
+                        out[tp] = m.timestamp()[1] if m.offset() < latest[tp] else None
+                for pos in c.position([TopicPartition(*tp) for tp in offsets if tp not in out]):
+                    if pos.offset >= latest[(pos.topic, pos.partition)]:
+                        out[(pos.topic, pos.partition)] = None   # read to the end: nothing visible there
+        finally:
+            c.unassign()
+        return {tp: out.get(tp) for tp in offsets}
 
     def _or_latest(self, found: dict[TP, int | None], tps: list[TP]) -> dict[TP, int]:
         marks = self.watermarks(tps)
@@ -359,9 +387,23 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.options.max_offsets_per_trigger
             end = rate_limit(begin, latest, max_rows, self.options.unlimited_topics) if max_rows else latest
+            if self.options.align_by_timestamp and end != latest:
+                end = self._aligned(begin, end, latest)
             if not self._enough(begin, end, limit):
                 return start
         return to_json(end)
+
+    def _aligned(self, begin: dict[TP, int], end: dict[TP, int], latest: dict[TP, int]) -> dict[TP, int]:
+        """``alignByTimestamp``: the budget's cut moved back to the oldest first-unread record of the
+        partitions it cut (:func:`align_to_time`)."""
+        limited = [tp for tp in end if tp[0] not in self.options.unlimited_topics]
+        cut = {tp: end[tp] for tp in limited if end[tp] < latest[tp]}
+        stamps = {tp: ts for tp, ts in self.lookup.timestamps_at(cut, latest).items() if ts is not None}
+        if not stamps:
+            return end
+        pivot = min(stamps, key=lambda tp: (stamps[tp], tp))
+        firsts = self.lookup.offsets_for_times({tp: stamps[pivot] for tp in limited})
+        return align_to_time(begin, end, firsts, pivot)
 
     def _enough(self, begin: dict[TP, int], end: dict[TP, int], limit) -> bool:
         """minOffsetsPerTrigger: wait for that many new offsets, but not past maxTriggerDelay."""

@@ -269,7 +269,11 @@ class StreamsApp:
         if "maxOffsetsPerTrigger" in self.config:
             reader = reader.option("maxOffsetsPerTrigger", str(self.config["maxOffsetsPerTrigger"]))
             # Kafka's global thread keeps a global store caught up, unsynchronised with the stream tasks
-            reader = reader.option("unlimitedTopics", ",".join(sorted(global_topics(self.topology, sub))))
+            globals_ = global_topics(self.topology, sub)
+            reader = reader.option("unlimitedTopics", ",".join(sorted(globals_)))
+            # a task's partitions are applied in timestamp order (Kafka merges them by timestamp), so
+            # a batch cut by the limit is cut at one timestamp across the task's topics
+            reader = reader.option("alignByTimestamp", str(len(set(topics) - globals_) > 1).lower())
         if fresh:
             generation = self._next_generation(sub)
             reader = reader.option("startingOffsets", json.dumps(self._committed(topics)))

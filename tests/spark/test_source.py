@@ -127,6 +127,31 @@ def test_unlimited_topics_are_read_to_their_end_in_every_batch(spark, spark_brok
     assert sum(b.get(facts, 0) for b in batches) == 100 and max(b.get(facts, 0) for b in batches) <= 30, batches
 
 
+def test_align_by_timestamp_cuts_every_topic_at_one_timestamp(spark, spark_broker, topic_name):
+    """Two topics with a third of the records each, one of them over three times the time span: by
+    backlog alone a batch would read the dense one's 0..11 ms beside the sparse one's 0..30 ms;
+    aligned, no batch reads a record later than one a following batch reads."""
+    dense, sparse = f"{topic_name}-dense", f"{topic_name}-sparse"
+    for name, n, step in ((dense, 60, 1), (sparse, 20, 10)):
+        with AdminClient({"bootstrap.servers": spark_broker.bootstrap}) as admin:
+            admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
+        with Producer({"bootstrap.servers": spark_broker.bootstrap}) as p:
+            for i in range(n):
+                p.produce(name, value=b"x", partition=0, timestamp=1_700_000_000_000 + i * step)
+            assert p.flush(30) == 0
+    batches = []
+    q = (source(spark, spark_broker.bootstrap, f"{dense},{sparse}", streaming=True, startingOffsets="earliest",
+                maxOffsetsPerTrigger=16, alignByTimestamp="true")
+         .writeStream.foreachBatch(lambda df, _: batches.append(
+             sorted(r.t for r in df.selectExpr("unix_millis(timestamp) - 1700000000000 AS t").collect())))
+         .trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None, q.exception()
+    batches = [b for b in batches if b]
+    assert sum(len(b) for b in batches) == 80 and max(len(b) for b in batches) <= 16, batches
+    assert all(a[-1] <= b[0] for a, b in zip(batches, batches[1:])), batches
+
+
 def test_records_removed_by_retention_fail_the_query_or_are_skipped(spark, spark_broker, topic_name):
     make_topic(spark_broker.bootstrap, topic_name, partitions=1, n=40)
     with AdminClient({"bootstrap.servers": spark_broker.bootstrap}) as admin:

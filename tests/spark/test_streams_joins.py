@@ -186,6 +186,38 @@ def test_a_global_table_is_caught_up_before_each_batch_whatever_max_offsets_per_
     assert got == by_key((r.key, r.value, r.timestamp) for r in d.createOutputTopic(out, S, S).readRecordsToList())
 
 
+@pytest.mark.timeout(600)
+def test_a_stream_table_join_under_max_offsets_per_trigger_equals_the_interpreter(spark, spark_broker, tmp_path):
+    """Batches cut by ``maxOffsetsPerTrigger`` are cut at one timestamp across a task's topics, as
+    Kafka merges a task's partitions by timestamp: no click runs ahead of its table's updates."""
+    servers, suffix = spark_broker.bootstrap, uuid.uuid4().hex[:6]
+    topics = {t: make_topic(spark_broker, f"{t}-{suffix}", 2) for t in ("clicks", "users")}
+    outs = {name: make_topic(spark_broker, f"{name}-{suffix}", 1) for name in ("st-inner", "st-left")}
+    b = StreamsBuilder()
+    clicks, users = b.stream(topics["clicks"], Consumed.with_(S, S)), b.table(topics["users"], Consumed.with_(S, S))
+    clicks.join(users, SHOW).to(outs["st-inner"], Produced.with_(S, S))
+    clicks.leftJoin(users, SHOW).to(outs["st-left"], Produced.with_(S, S))
+    tp = b.build()
+    records = [r for r in history(300, 60) if r[0] in topics]
+    produce(servers, topics, records)
+    app = StreamsApp(tp, spark, {"application.id": f"st-{suffix}", "bootstrap.servers": servers,
+                                 "state.dir": str(tmp_path / "state"), "maxOffsetsPerTrigger": 5,
+                                 **EVERY_UPDATE}).start()
+    try:
+        app.processAllAvailable()
+        batches = sum(1 for q in app.queries for p in q.recentProgress if p["numInputRows"])
+    finally:
+        app.close()
+    d = TopologyTestDriver(tp, {"application.id": "oracle"}, partitions={t: 2 for t in topics.values()})
+    inputs = {t: d.createInputTopic(topics[t], S, S) for t in topics}
+    for topic, k, v, ts in records:
+        inputs[topic].pipeInput(k, v, ts)
+    for name, t in outs.items():
+        expected = by_key((r.key, r.value, r.timestamp) for r in d.createOutputTopic(t, S, S).readRecordsToList())
+        assert by_key(committed(servers, t)) == expected, name
+    assert batches >= 5 and expected, batches
+
+
 def test_the_application_refuses_to_start_a_join_of_topics_not_co_partitioned(spark, spark_broker, tmp_path):
     from streams.joins import TopicsNotCopartitionedError
     suffix = uuid.uuid4().hex[:6]

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_source.options import SourceOptions
-from spark_source.planning import Slice, available, from_json, rate_limit, slices, to_json
+from spark_source.planning import Slice, align_to_time, available, from_json, rate_limit, slices, to_json
 
 
 def test_json_round_trip_uses_the_kafka_sources_shape():
@@ -62,6 +62,16 @@ def test_a_rate_limit_keeps_its_budget_and_moves_every_backlog(parts, budget, un
     assert sum(n for n in moved if n > 1) <= budget and sum(moved) <= budget + len(backlog), (moved, budget)
     if sum(latest[tp] - start[tp] for tp in limited) <= budget:
         assert end == latest
+
+
+def test_a_cut_aligned_to_time_stops_every_partition_before_the_pivots_first_unread_timestamp():
+    start = {("clicks", 0): 0, ("users", 0): 0, ("users", 1): 5}
+    end = {("clicks", 0): 8, ("users", 0): 2, ("users", 1): 6}       # the budget's cut
+    # users-0's first unread record (offset 2) is the oldest cut one: the pivot keeps its cut
+    firsts = {("clicks", 0): 3, ("users", 0): 1, ("users", 1): None}
+    assert align_to_time(start, end, firsts, ("users", 0)) == {("clicks", 0): 3, ("users", 0): 2, ("users", 1): 6}
+    # a first offset before the batch's start reads nothing there; never past the budget's cut
+    assert align_to_time(start, end, {("clicks", 0): 20, ("users", 1): 0}, ("users", 0)) == end | {("users", 1): 5}
 
 
 def test_slices_cover_the_ranges_and_honour_min_partitions():
