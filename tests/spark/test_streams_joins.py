@@ -147,6 +147,25 @@ def test_every_join_kind_on_spark_equals_the_interpreter_across_a_restart_from_t
     assert len(app.store("regions-store").all()) == 3
 
 
+def run_limited(spark, servers: str, tp, state, app_id: str, limit: int) -> int:
+    """The application until it has nothing left, at most ``limit`` offsets a batch; its batches with input."""
+    app = StreamsApp(tp, spark, {"application.id": app_id, "bootstrap.servers": servers, "state.dir": str(state),
+                                 "maxOffsetsPerTrigger": limit, **EVERY_UPDATE}).start()
+    try:
+        app.processAllAvailable()
+        return sum(1 for q in app.queries for p in q.recentProgress if p["numInputRows"])
+    finally:
+        app.close()
+
+
+def interpreted(tp, topics: dict, partitions: dict, records, out: str) -> dict:
+    d = TopologyTestDriver(tp, {"application.id": "oracle"}, partitions=partitions)
+    inputs = {t: d.createInputTopic(topics[t], S, S) for t in topics}
+    for topic, k, v, ts in records:
+        inputs[topic].pipeInput(k, v, ts)
+    return by_key((r.key, r.value, r.timestamp) for r in d.createOutputTopic(out, S, S).readRecordsToList())
+
+
 @pytest.mark.timeout(300)
 def test_a_global_table_is_caught_up_before_each_batch_whatever_max_offsets_per_trigger(spark, spark_broker, tmp_path):
     """Kafka bootstraps a GlobalKTable before its stream tasks run: with a rate limit, the global
@@ -168,22 +187,11 @@ def test_a_global_table_is_caught_up_before_each_batch_whatever_max_offsets_per_
             p.produce(topics[topic], key=kb, value=S.serialize(v), timestamp=ts,
                       partition=murmur2_partition(kb, 2) if topic == "clicks" else 0)
         p.flush(30)
-    app = StreamsApp(tp, spark, {"application.id": f"geo-{suffix}", "bootstrap.servers": servers,
-                                 "state.dir": str(tmp_path / "state"), "maxOffsetsPerTrigger": 2,
-                                 **EVERY_UPDATE}).start()
-    try:
-        app.processAllAvailable()
-        batches = sum(1 for q in app.queries for p in q.recentProgress if p["numInputRows"])
-    finally:
-        app.close()
+    batches = run_limited(spark, servers, tp, tmp_path / "state", f"geo-{suffix}", 2)
     got = by_key(committed(servers, out))
     assert sum(len(v) for v in got.values()) == 6 and batches >= 3, (got, batches)
     assert all(v.split("|")[1] != "None" for vs in got.values() for v, _ in vs), got
-    d = TopologyTestDriver(tp, {"application.id": "oracle"}, partitions={topics["clicks"]: 2, topics["regions"]: 1})
-    inputs = {t: d.createInputTopic(topics[t], S, S) for t in topics}
-    for topic, k, v, ts in records:
-        inputs[topic].pipeInput(k, v, ts)
-    assert got == by_key((r.key, r.value, r.timestamp) for r in d.createOutputTopic(out, S, S).readRecordsToList())
+    assert got == interpreted(tp, topics, {topics["clicks"]: 2, topics["regions"]: 1}, records, out)
 
 
 @pytest.mark.timeout(600)
@@ -200,21 +208,10 @@ def test_a_stream_table_join_under_max_offsets_per_trigger_equals_the_interprete
     tp = b.build()
     records = [r for r in history(300, 60) if r[0] in topics]
     produce(servers, topics, records)
-    app = StreamsApp(tp, spark, {"application.id": f"st-{suffix}", "bootstrap.servers": servers,
-                                 "state.dir": str(tmp_path / "state"), "maxOffsetsPerTrigger": 5,
-                                 **EVERY_UPDATE}).start()
-    try:
-        app.processAllAvailable()
-        batches = sum(1 for q in app.queries for p in q.recentProgress if p["numInputRows"])
-    finally:
-        app.close()
-    d = TopologyTestDriver(tp, {"application.id": "oracle"}, partitions={t: 2 for t in topics.values()})
-    inputs = {t: d.createInputTopic(topics[t], S, S) for t in topics}
-    for topic, k, v, ts in records:
-        inputs[topic].pipeInput(k, v, ts)
-    for name, t in outs.items():
-        expected = by_key((r.key, r.value, r.timestamp) for r in d.createOutputTopic(t, S, S).readRecordsToList())
-        assert by_key(committed(servers, t)) == expected, name
+    batches = run_limited(spark, servers, tp, tmp_path / "state", f"st-{suffix}", 5)
+    for name, topic in outs.items():
+        expected = interpreted(tp, topics, {t: 2 for t in topics.values()}, records, topic)
+        assert by_key(committed(servers, topic)) == expected, name
     assert batches >= 5 and expected, batches
 
 
