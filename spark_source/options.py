@@ -231,6 +231,12 @@ class SourceOptions:
         out.max_offsets_per_trigger = _positive(opts, "maxOffsetsPerTrigger")
         out.unlimited_topics = frozenset(t.strip() for t in opts.get("unlimitedtopics", "").split(",") if t.strip())
         out.align_by_timestamp = _bool(opts, "alignByTimestamp", False)
+        for name, given in (("unlimitedTopics", out.unlimited_topics), ("alignByTimestamp", out.align_by_timestamp)):
+            if given and not (streaming and out.max_offsets_per_trigger):
+                raise _bad(name, "acts on a streaming query's maxOffsetsPerTrigger: set that too, or drop it")
+        strays = sorted(out.unlimited_topics - set(out.subscribe)) if out.subscribe else []
+        if strays:
+            raise _bad("unlimitedTopics", f"names {', '.join(strays)}, which 'subscribe' does not")
         out.min_offsets_per_trigger = _positive(opts, "minOffsetsPerTrigger")
         delay = _duration_ms(opts, "maxTriggerDelay")
         if delay is not None:

@@ -91,6 +91,10 @@ def test_slices_cover_the_ranges_and_honour_min_partitions():
     ({"riverlog.bootstrap.servers": "h:1", "subscribe": "a", "maxOffsetsPerTrigger": "0"}, "maxOffsetsPerTrigger"),
     ({"riverlog.bootstrap.servers": "h:1", "subscribePattern": "(", }, "subscribePattern"),
     ({"riverlog.bootstrap.servers": "h:1", "subscribe": "a", "maxTriggerDelay": "soon"}, "maxTriggerDelay"),
+    ({"riverlog.bootstrap.servers": "h:1", "subscribe": "a", "unlimitedTopics": "a"}, "unlimitedTopics"),
+    ({"riverlog.bootstrap.servers": "h:1", "subscribe": "a", "alignByTimestamp": "true"}, "alignByTimestamp"),
+    ({"riverlog.bootstrap.servers": "h:1", "subscribe": "a", "maxOffsetsPerTrigger": "5", "unlimitedTopics": "b"},
+     "unlimitedTopics"),
 ])
 def test_bad_options_name_the_option(options, name):
     with pytest.raises(Exception, match=name):
