@@ -21,6 +21,7 @@ from connect.errors import DataError
 _PRIMITIVES = {"int8": ByteType(), "int16": ShortType(), "int32": IntegerType(), "int64": LongType(),
                "float32": FloatType(), "float64": DoubleType(), "boolean": BooleanType(),
                "string": StringType(), "bytes": BinaryType()}
+_UNSCALED = DecimalType(38, 0)
 _TIMESTAMP, _DATE, _TIME, _DECIMAL = ("org.apache.kafka.connect.data." + n for n in ("Timestamp", "Date", "Time", "Decimal"))
 
 
@@ -130,21 +131,56 @@ def _map_type(c: Column, t: DataType, leaf) -> Column:
 
 
 def _decimal_from_base64(s: Column, t: DecimalType) -> Column:
+    """Java's ``new BigDecimal(new BigInteger(bytes), scale)``: big-endian two's complement of any
+    length (leading sign bytes allowed). Null, which the converter reports as a mismatch, for no
+    bytes or a value ``t`` cannot hold."""
     raw = F.unbase64(s)
-    n = F.length(raw)
-    unsigned = F.conv(F.hex(raw), 16, 10).cast("decimal(38,0)")
-    negative = F.conv(F.substring(F.hex(raw), 1, 1), 16, 10).cast("int") >= 8
-    unscaled = F.when(negative, unsigned - F.pow(F.lit(2), n * 8).cast("decimal(38,0)")).otherwise(unsigned)
-    return F.when(n <= 8, (unscaled / F.lit(10 ** t.scale).cast("decimal(38,0)")).cast(t))
+    n, hexs = F.length(raw), F.hex(raw)
+    negative = F.conv(hexs.substr(F.lit(1), F.lit(1)), 16, 10).cast("int") >= 8
+    octets = F.transform(F.sequence(F.lit(1), n), lambda i: F.conv(hexs.substr(i * 2 - 1, F.lit(2)), 16, 10).cast("int"))
+    # Horner in decimal(38,0) over the bytes, each inverted when negative: ~v = -v - 1 is the magnitude less one.
+    zero = F.lit(0).cast(_UNSCALED)
+    folded = F.aggregate(octets, zero, lambda acc, b: F.try_add(
+        F.try_multiply(acc, F.lit(256)), F.when(negative, 255 - b).otherwise(b)).cast(_UNSCALED))
+    magnitude = F.when(negative, F.try_add(folded, F.lit(1)).cast(_UNSCALED)).otherwise(folded)
+    digits = magnitude.cast("string")
+    sign = F.when(negative, F.lit("-")).otherwise(F.lit(""))
+    if t.scale == 0:
+        text = F.concat(sign, digits)
+    else:   # the unscaled digits with the point put back: exact at any scale, unlike a decimal division
+        padded = F.when(F.length(digits) > t.scale, digits).otherwise(F.lpad(digits, t.scale + 1, "0"))
+        whole = F.length(padded) - t.scale
+        text = F.concat(sign, padded.substr(F.lit(1), whole), F.lit("."), padded.substr(whole + 1, F.lit(t.scale)))
+    return F.when(n > 0, text.try_cast(t))
 
 
 def _decimal_to_base64(d: Column, t: DecimalType) -> Column:
-    """Java's ``BigInteger.toByteArray`` of the unscaled value (minimal two's complement), base64."""
-    unscaled = (d * F.lit(10 ** t.scale).cast("decimal(38,0)")).cast("long")
-    padded = F.lpad(F.hex(unscaled), 16, "0")
-    trimmed = F.when(unscaled >= 0, F.regexp_replace(padded, "^(00)+(?=[0-7])", "")).otherwise(
-        F.regexp_replace(padded, "^(FF)+(?=[89A-F])", ""))
-    return F.base64(F.unhex(trimmed))
+    """Java's ``BigInteger.toByteArray`` of the unscaled value (minimal two's complement), base64,
+    for the whole decimal(38) range: the unscaled digits are folded into four 32-bit limbs, nine
+    digits at a time, in 64-bit arithmetic (a decimal division would round at scale 6)."""
+    negative = d < 0
+    magnitude = F.regexp_replace(d.cast("string"), "[-.]", "").cast(_UNSCALED)
+    # two's complement of -m is the bits of m - 1 inverted
+    w = F.when(negative, magnitude - F.lit(1)).otherwise(magnitude).cast(_UNSCALED)
+    padded = F.lpad(w.cast("string"), 45, "0")
+    chunks = F.transform(F.sequence(F.lit(0), F.lit(4)), lambda i: padded.substr(i * 9 + 1, F.lit(9)).cast("long"))
+    limbs = ("l0", "l1", "l2", "l3")   # least significant first
+
+    def times_1e9_plus(acc, chunk):
+        out, carry = [], chunk
+        for name in limbs:
+            v = acc.getField(name) * F.lit(10 ** 9) + carry   # < 2^32 · 10^9 + 2^32: fits a long
+            out.append(v.bitwiseAND(F.lit(0xFFFFFFFF)).alias(name))
+            carry = F.shiftright(v, 32)
+        return F.struct(*out)
+
+    zero = F.struct(*[F.lit(0).cast("long").alias(name) for name in limbs])
+    acc = F.aggregate(chunks, zero, times_1e9_plus)
+    hexs = F.concat(*[F.lpad(F.hex(acc.getField(name)), 8, "0") for name in reversed(limbs)])
+    hexs = F.when(negative, F.translate(hexs, "0123456789ABCDEF", "FEDCBA9876543210")).otherwise(hexs)
+    trimmed = F.when(~negative, F.regexp_replace(hexs, "^(00)+(?=[0-7])", "")).otherwise(
+        F.regexp_replace(hexs, "^(FF)+(?=[89A-F])", ""))
+    return F.when(d.isNotNull(), F.base64(F.unhex(trimmed)))
 
 
 def from_wire(c: Column, t: DataType, numeric: bool) -> Column:

@@ -78,7 +78,8 @@ def b64(data: bytes) -> str:
 
 
 def decimal_bytes(unscaled: int) -> str:
-    return b64(unscaled.to_bytes((unscaled.bit_length() + 8) // 8 or 1, "big", signed=True))
+    """Java's BigInteger.toByteArray: minimal two's complement."""
+    return b64(unscaled.to_bytes((unscaled if unscaled >= 0 else ~unscaled).bit_length() // 8 + 1, "big", signed=True))
 
 
 # ------------------------------------------------------------------------------ random histories

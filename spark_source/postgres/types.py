@@ -230,8 +230,12 @@ def _unscaled(value: Decimal, scale: int) -> bytes:
     shift = exponent + scale
     magnitude = magnitude * 10 ** shift if shift >= 0 else (magnitude + 10 ** -shift // 2) // 10 ** -shift
     unscaled = -magnitude if sign else magnitude
-    length = max(1, (unscaled.bit_length() + 8) // 8)
-    return unscaled.to_bytes(length, "big", signed=True)
+    return java_bytes(unscaled)
+
+
+def java_bytes(n: int) -> bytes:
+    """Java's ``BigInteger.toByteArray``: the minimal big-endian two's complement (-128 is one byte)."""
+    return n.to_bytes((n if n >= 0 else ~n).bit_length() // 8 + 1, "big", signed=True)
 
 
 def _variable_scale(value: Decimal) -> dict:

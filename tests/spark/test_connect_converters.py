@@ -1,7 +1,14 @@
 """Kafka's converters as column expressions: round trips, the JSON envelope with and without
 schemas (examples from Kafka's JsonConverter docs and tests), bad rows flagged, never failing."""
+import base64
+import json
+from decimal import Context, Decimal
+
 import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from pyspark.sql import functions as F
+from pyspark.sql.types import DecimalType
 
 from connect import record_frame
 from connect.converters import JsonConverter, StringConverter, ByteArrayConverter, converter, decode, encode
@@ -92,3 +99,42 @@ def test_unbound_json_envelope_converter_reads_null_keys_as_null_and_flags_schem
     flagged = rows(decode(f, keys, "key"))
     assert flagged[0][record_frame.ERROR] is None
     assert "requires \"schema\" and \"payload\"" in flagged[1][record_frame.ERROR]["message"]
+
+
+def java_bytes(n: int) -> bytes:
+    """Java's BigInteger.toByteArray, what Kafka's JsonConverter writes for a Decimal: minimal two's complement."""
+    return n.to_bytes((n if n >= 0 else ~n).bit_length() // 8 + 1, "big", signed=True)
+
+
+def decimal_envelope(scale: int, payload: bytes) -> bytes:
+    schema = {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
+              "parameters": {"scale": str(scale)}, "optional": True}
+    return json.dumps({"schema": schema, "payload": base64.b64encode(payload).decode()}).encode()
+
+
+LIMIT = 10 ** 38 - 1     # decimal(38)'s largest unscaled value
+EDGES = [0, 1, -1, 127, -128, 128, -129, 2 ** 63 - 1, -(2 ** 63), 2 ** 63, -(2 ** 63) - 1, 2 ** 64, LIMIT, -LIMIT]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+@given(st.integers(0, 38), st.lists(st.integers(-LIMIT, LIMIT), min_size=1, max_size=12))
+def test_decimals_are_kafkas_bytes_over_the_whole_decimal_38_range(spark, scale, drawn):
+    """Against Java's BigInteger (Python's int as the oracle): every unscaled value decimal(38, s)
+    holds is written as Kafka writes it and read back exactly, beyond 64 bits too; a value read
+    with extra sign bytes is the same value; one too large for decimal(38) is a typed error."""
+    values = EDGES + drawn
+    t = DecimalType(38, scale)
+    exact = [Decimal(n).scaleb(-scale, Context(prec=80)) for n in values]
+    df = spark.createDataFrame([(i, d) for i, d in enumerate(exact)], f"offset long, d decimal(38,{scale})")
+    conv = JsonConverter({})
+    written = df.select("offset", conv.from_column(F.col("d"), t).value.cast("string").alias("j")).orderBy("offset")
+    assert [base64.b64decode(json.loads(r["j"])["payload"]) for r in written.collect()] == \
+        [java_bytes(n) for n in values]
+    padded = [b"\xff" + java_bytes(n) if n < 0 else b"\x00" + java_bytes(n) for n in values]
+    f = source(spark, [decimal_envelope(scale, b) for b in [java_bytes(n) for n in values] + padded]
+               + [decimal_envelope(scale, java_bytes(10 ** 38)), decimal_envelope(scale, b"")])
+    out = rows(decode(f, conv.bind(f)))
+    assert [r["value"] for r in out[:-2]] == exact + exact
+    assert all(r[record_frame.ERROR] is None for r in out[:-2])
+    for r in out[-2:]:
+        assert r["value"] is None and "does not match decimal(38," in r[record_frame.ERROR]["message"]
