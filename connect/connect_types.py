@@ -1,7 +1,7 @@
 """Kafka Connect's schemas as Spark types, and the form each type takes in Connect's JSON.
 
-int8/16/32/64 ↔ tinyint/smallint/int/bigint, float32/64 ↔ float/double, boolean, string, bytes ↔
-binary, array, map (string keys only), struct; logical types Timestamp ↔ timestamp (int64 epoch
+int8/16/32/64 ↔ tinyint/smallint/int/bigint, float32/64 ↔ float/double (``"float"``/``"double"``
+in JsonConverter's schemas), boolean, string, bytes ↔ binary (base64 in the JSON), array, map (string keys only), struct; logical types Timestamp ↔ timestamp (int64 epoch
 ms), Date ↔ date (int32 epoch days), Decimal ↔ decimal(38, scale) as a number or base64 of the
 unscaled value (Java's ``BigInteger.toByteArray``). The wire conversions are column expressions,
 so a record is converted inside Spark's plan.
@@ -18,9 +18,11 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, Dat
 
 from connect.errors import DataError
 
+# JsonConverter's names (JsonSchema: Connect's FLOAT32/FLOAT64 are "float"/"double" in its JSON)
 _PRIMITIVES = {"int8": ByteType(), "int16": ShortType(), "int32": IntegerType(), "int64": LongType(),
-               "float32": FloatType(), "float64": DoubleType(), "boolean": BooleanType(),
+               "float": FloatType(), "double": DoubleType(), "boolean": BooleanType(),
                "string": StringType(), "bytes": BinaryType()}
+_READ_ALSO = {"float32": FloatType(), "float64": DoubleType()}   # the Connect type names, read too
 _UNSCALED = DecimalType(38, 0)
 _TIMESTAMP, _DATE, _TIME, _DECIMAL = ("org.apache.kafka.connect.data." + n for n in ("Timestamp", "Date", "Time", "Decimal"))
 
@@ -36,8 +38,8 @@ def connect_to_spark(schema: dict) -> DataType:
         return DateType()
     if name == _DECIMAL:
         return DecimalType(38, int((schema.get("parameters") or {}).get("scale", 0)))
-    if kind in _PRIMITIVES:
-        return _PRIMITIVES[kind]
+    if kind in _PRIMITIVES or kind in _READ_ALSO:
+        return _PRIMITIVES.get(kind) or _READ_ALSO[kind]
     if kind == "array":
         return ArrayType(connect_to_spark(schema["items"]))
     if kind == "map":
@@ -95,7 +97,8 @@ def needs(t: DataType, pred) -> bool:
 
 
 def is_logical(t):
-    return isinstance(t, (TimestampType, TimestampNTZType, DateType, DecimalType))
+    """Types whose JSON form is another type: epoch numbers, base64 strings."""
+    return isinstance(t, (TimestampType, TimestampNTZType, DateType, DecimalType, BinaryType))
 
 
 def wire_type(t: DataType, numeric: bool) -> DataType:
@@ -107,6 +110,8 @@ def wire_type(t: DataType, numeric: bool) -> DataType:
         return IntegerType()
     if isinstance(t, DecimalType):
         return t if numeric else StringType()
+    if isinstance(t, BinaryType):
+        return StringType()
     if isinstance(t, StructType):
         return StructType([StructField(f.name, wire_type(f.dataType, numeric)) for f in t.fields])
     if isinstance(t, ArrayType):
@@ -183,14 +188,25 @@ def _decimal_to_base64(d: Column, t: DecimalType) -> Column:
     return F.when(d.isNotNull(), F.base64(F.unhex(trimmed)))
 
 
+MAX_TIMESTAMP_MILLIS = (1 << 63) // 1000 - 1   # Spark keeps microseconds in a long (about year 294247)
+
+
+def timestamp_from_millis(ms: Column) -> Column:
+    """Spark's timestamp of epoch ``ms``; null past Spark's range, where ``timestamp_millis`` would
+    fail the whole job (Java's ``Date`` holds any long)."""
+    return F.when(ms.between(-MAX_TIMESTAMP_MILLIS, MAX_TIMESTAMP_MILLIS), F.timestamp_millis(ms))
+
+
 def from_wire(c: Column, t: DataType, numeric: bool) -> Column:
     def leaf(x, lt):
         if isinstance(lt, (TimestampType, TimestampNTZType)):
-            return F.timestamp_millis(x).cast(lt)
+            return timestamp_from_millis(x).cast(lt)
         if isinstance(lt, DateType):
             return F.date_add(F.lit("1970-01-01").cast("date"), x)
         if isinstance(lt, DecimalType):
             return x if numeric else _decimal_from_base64(x, lt)
+        if isinstance(lt, BinaryType):   # Jackson's binaryValue(): base64, null (a mismatch) if it is not
+            return F.try_to_binary(x, F.lit("base64"))
         return x
     return _map_type(c, t, leaf)
 
@@ -203,8 +219,23 @@ def to_wire(c: Column, t: DataType, numeric: bool) -> Column:
             return F.unix_date(x)
         if isinstance(lt, DecimalType):
             return x if numeric else _decimal_to_base64(x, lt)
+        if isinstance(lt, BinaryType):
+            return F.base64(x)
         return x
     return _map_type(c, t, leaf)
+
+
+def ddl(t: DataType) -> str:
+    """``t`` as Spark's DDL parser reads it: field names back-quoted (``simpleString`` leaves
+    ``user-id`` or ``a b`` bare, which the parser refuses)."""
+    if isinstance(t, StructType):
+        return "STRUCT<" + ", ".join("`" + f.name.replace("`", "``") + "`: " + ddl(f.dataType)
+                                     for f in t.fields) + ">"
+    if isinstance(t, ArrayType):
+        return f"ARRAY<{ddl(t.elementType)}>"
+    if isinstance(t, MapType):
+        return f"MAP<{ddl(t.keyType)}, {ddl(t.valueType)}>"
+    return t.simpleString()
 
 
 def same_type(a: DataType, b: DataType) -> bool:

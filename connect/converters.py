@@ -45,7 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructType, VariantType
 
 from connect import record_frame
-from connect.connect_types import (as_type, canonical, connect_to_spark, from_wire, same_type, spark_to_connect,
+from connect.connect_types import (as_type, canonical, connect_to_spark, ddl, from_wire, same_type, spark_to_connect,
                                    to_wire, wire_type)
 from connect.errors import ConfigError, DataError
 
@@ -304,7 +304,7 @@ class JsonConverter(Converter):
                 if self.carried_over:
                     misfit = present & ~bad_json & ~seen
         wire_t = wire_type(self.data_type, self.numeric)
-        stages += ({_WIRE: F.try_variant_get(payload, "$", wire_t.simpleString())},)
+        stages += ({_WIRE: F.try_variant_get(payload, "$", ddl(wire_t))},)
         wire = F.col(_WIRE)
         typed = from_wire(wire, self.data_type, self.numeric)
         if self.carried_over and seen is not None:

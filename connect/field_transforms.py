@@ -10,6 +10,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, Dat
                                TimestampNTZType, TimestampType)
 
 from connect import timestamp_formats
+from connect.connect_types import MAX_TIMESTAMP_MILLIS, timestamp_from_millis
 from connect.errors import DataError
 from connect.transform_base import (REQUIRED, Plan, Setting, Transformation, non_empty_list, non_empty_string,
                                     one_of, rebuild, require_struct, require_struct_or_map)
@@ -99,11 +100,7 @@ class MaskField(Transformation):
             if isinstance(t, StringType):
                 return F.lit(r)
             if isinstance(t, _NUMERIC):
-                try:
-                    float(r)
-                except ValueError:
-                    raise DataError(f"MaskField: unable to convert {r} to number for field {name!r}") from None
-                return F.lit(r).cast(t)
+                return F.lit(_replacement_number(r, t, name)).cast(t)
             raise DataError(f"MaskField: cannot mask field {name!r} of type {t.simpleString()} with custom replacement")
         if isinstance(t, _NUMERIC):
             return F.lit(0).cast(t)
@@ -131,7 +128,29 @@ class MaskField(Transformation):
             if f.name in self.values["fields"]:
                 c = F.when(c.isNotNull(), self._mask(c, f.dataType, f.name))
             fields.append((f.name, c))
-        return Plan({self.target: rebuild(col, fields)})
+        # Kafka requires a struct (or map) here: a tombstone fails, as its requireStruct does
+        return Plan({self.target: rebuild(col, fields)}, failed=col.isNull(), message=F.lit(
+            f"Only Struct objects supported for [mask fields], found: null ({self.target} is a tombstone)"))
+
+
+def _replacement_number(r: str, t, name: str):
+    """Kafka's ``Values.convertTo<Type>`` of the replacement text: ``new BigDecimal(r)``, then
+    ``longValue()`` narrowed with wrap-around for an integer field (``1e3`` → 1000, ``1.5`` → 1,
+    ``300`` on an int8 → 44)."""
+    from decimal import Decimal, InvalidOperation
+    try:
+        d = Decimal(r)
+    except InvalidOperation:
+        d = None
+    if d is None or not d.is_finite():
+        raise DataError(f"MaskField: unable to convert {r} to number for field {name!r}")
+    if isinstance(t, (FloatType, DoubleType)):
+        return float(d)
+    if isinstance(t, DecimalType):
+        return str(d)
+    bits = {ByteType: 8, ShortType: 16, IntegerType: 32, LongType: 64}[type(t)]
+    low = int(d) % (1 << bits)
+    return low - (1 << bits) if low >= 1 << (bits - 1) else low
 
 
 _CAST_TYPES = {"int8": ByteType(), "int16": ShortType(), "int32": IntegerType(), "int64": LongType(),
@@ -156,6 +175,35 @@ def _java_long(c, bits):
     return (F.when(F.isnan(d), F.lit(0)).when(d >= float(limit - 1), F.lit(limit - 1))
             .when(d <= float(-limit), F.lit(-limit))
             .otherwise((F.signum(d) * F.floor(F.abs(d))).cast("long"))).cast("long")
+
+
+def _saturating_times(c, k: int):
+    """``c * k`` as Java's ``TimeUnit`` conversions: saturated at the long's range, never overflowing."""
+    top = ((1 << 63) - 1) // k
+    return F.when(c > top, F.lit((1 << 63) - 1)).when(c < -top, F.lit(-(1 << 63))).otherwise(c * k)
+
+
+def _decimal_long(c):
+    """Java's ``BigDecimal.longValue()``: the integer part's low 64 bits (it wraps; a double saturates)."""
+    big = lambda n: F.lit(str(n)).cast("decimal(38,0)")  # noqa: E731 - past a long: py4j would refuse the int
+    whole = F.when(c < 0, F.ceil(c)).otherwise(F.floor(c)).cast("decimal(38,0)")
+    low = F.pmod(whole, big(1 << 64))
+    return F.when(low >= big(1 << 63), low - big(1 << 64)).otherwise(low).cast("long")
+
+
+def _decimal_string(c, t: DecimalType):
+    """Java's ``BigDecimal.toString()``: plain unless the adjusted exponent is below -6, then
+    scientific (``1.000E-7``, ``0E-10``), as Kafka's Cast writes a Decimal as a string."""
+    plain = c.cast("string")
+    if t.scale == 0:
+        return plain
+    digits = F.regexp_replace(F.regexp_replace(plain, "[-.]", ""), "^0+(?=.)", "")   # the unscaled magnitude
+    adjusted = F.length(digits) - 1 - t.scale
+    mantissa = F.concat(digits.substr(F.lit(1), F.lit(1)),
+                        F.when(F.length(digits) > 1, F.concat(F.lit("."), digits.substr(F.lit(2), F.length(digits))))
+                        .otherwise(F.lit("")))
+    scientific = F.concat(F.when(c < 0, F.lit("-")).otherwise(F.lit("")), mantissa, F.lit("E"), adjusted.cast("string"))
+    return F.when(adjusted < -6, scientific).otherwise(plain)
 
 
 def cast_column(c, from_t, to: str, where: str):
@@ -187,14 +235,16 @@ def cast_column(c, from_t, to: str, where: str):
         if to == "string":
             return F.date_format(c, "yyyy-MM-dd"), no
         c, from_t = F.unix_date(c), IntegerType()
-    if isinstance(from_t, BooleanType):
-        return (c if to in ("boolean", "string") else F.when(c, 1).otherwise(0)).cast(target), no
+    if isinstance(from_t, BooleanType):   # null stays null, as Kafka casts no null
+        return (c if to in ("boolean", "string") else F.when(c, 1).when(~c, 0)).cast(target), no
     if to == "string":
-        return c.cast("string"), no
+        return (_decimal_string(c, from_t) if isinstance(from_t, DecimalType) else c.cast("string")), no
     if to in ("float32", "float64"):
         return c.cast(target), no
     if isinstance(from_t, _INTEGRAL):
         as_long = c.cast("long")
+    elif isinstance(from_t, DecimalType):
+        as_long = _decimal_long(c)
     else:
         as_long = _java_long(c, _BITS.get(to, 64))
     if to == "boolean":
@@ -285,29 +335,34 @@ class TimestampConverter(Transformation):
             return F.unix_date(c).cast("long") * 86400000, F.lit(False)
         if isinstance(t, _INTEGRAL):
             k = _UNIX[self.values["unix.precision"]]
-            return (c.cast("long") * k if k > 0 else (c.cast("decimal(38,0)") / -k).cast("long")), F.lit(False)
+            return (_saturating_times(c.cast("long"), k) if k > 0 else (c.cast("decimal(38,0)") / -k).cast("long")), \
+                F.lit(False)
         raise DataError(f"TimestampConverter: cannot convert {t.simpleString()}; expected a string, "
                         "integer, date or timestamp")
 
     def _from_millis(self, ms):
         kind = self.values["target.type"]
-        ts = F.timestamp_millis(ms)
+        ts = timestamp_from_millis(ms)
         if kind == "string":
             return timestamp_formats.format_utc(ts, self.values["format"])
         if kind == "unix":
             k = _UNIX[self.values["unix.precision"]]
-            return (ms.cast("decimal(38,0)") / k).cast("long") if k > 0 else ms * -k
+            return (ms.cast("decimal(38,0)") / k).cast("long") if k > 0 else _saturating_times(ms, -k)
         if kind == "Date":
-            return F.date_from_unix_date(F.floor(ms / 86400000).cast("int"))
+            return F.when(ts.isNotNull(), F.date_from_unix_date(F.floor(ms / 86400000).cast("int")))
         if kind == "Time":
             return F.timestamp_millis(F.pmod(ms, F.lit(86400000)))
         return ts
 
     def _convert(self, c, t, where):
-        ms, failed = self._to_millis(c, t)
-        message = F.concat(F.lit(f"TimestampConverter: could not parse {where} '"), c.cast("string"),
-                           F.lit(f"' with format '{self.values['format']}'"))
-        return self._from_millis(ms), failed, message
+        ms, unparsed = self._to_millis(c, t)
+        beyond = F.lit(False) if self.values["target.type"] in ("unix", "Time") else \
+            ms.isNotNull() & ~ms.between(-MAX_TIMESTAMP_MILLIS, MAX_TIMESTAMP_MILLIS)
+        message = F.when(beyond, F.concat(F.lit(f"TimestampConverter: {where} ("), ms.cast("string"), F.lit(
+            " ms since the epoch) is past Spark's timestamp range"))).otherwise(F.concat(
+                F.lit(f"TimestampConverter: could not parse {where} '"), c.cast("string"),
+                F.lit(f"' with format '{self.values['format']}'")))
+        return self._from_millis(ms), unparsed | beyond, message
 
     def plan(self, frame):
         col, name = F.col(self.target), self.values["field"]

@@ -6,7 +6,12 @@ same. They differ on week-based fields: SimpleDateFormat's ``Y`` (week year), ``
 year/month), ``u`` (day number of week) and ``F`` (day of week in month) have no Spark counterpart
 since Spark 3's datetime patterns, so a pattern using them is refused when the transform is
 configured. ``S`` is milliseconds in SimpleDateFormat and a fraction of a second in Spark: equal for
-``SSS``, the form Kafka's examples use. Times are UTC, as Kafka's transforms set.
+``SSS``, the form Kafka's examples use; ``SSSS`` and longer are the milliseconds zero-padded, as in
+SimpleDateFormat, and ``S``/``SS`` (the milliseconds unpadded) are refused. Letter counts Spark
+refuses are written as SimpleDateFormat reads them: a numeric field past Spark's width is padded with
+zeros (``ddd`` → ``014``), a text field past four letters is the full form (``EEEEE`` → ``Friday``),
+``aa`` is ``a``. Spark cannot parse a day of week (``E``): such a pattern formats, and is refused
+for parsing. Times are UTC, as Kafka's transforms set.
 """
 from __future__ import annotations
 
@@ -36,12 +41,55 @@ def check(pattern: str | None) -> str | None:
                     "use y/M/d/E instead")
         if ch not in _SAME:
             return f"Illegal pattern character '{ch}' (not a SimpleDateFormat-compatible pattern)"
+    for ch, n in _runs(pattern):
+        if ch == "S" and n < 3:
+            return (f"pattern '{'S' * n}' is the milliseconds unpadded in SimpleDateFormat, which Spark cannot "
+                    "write (its 'S' is a fraction of a second); use 'SSS'")
     return None
 
 
+_WIDTH = {**dict.fromkeys("dHhkKms", 2), "D": 3, "y": 6}   # Spark's widest numeric field
+_TEXT = {**dict.fromkeys("EMLz", 4), "G": 1, "a": 1}     # Spark's longest text field
+
+
+def _runs(pattern: str):
+    """(letter, count) for each run of one unquoted pattern letter."""
+    quoted, prev, n = False, None, 0
+    for ch in pattern + "'":
+        if ch == "'" or quoted or not (ch.isascii() and ch.isalpha()) or ch != prev:
+            if prev is not None:
+                yield prev, n
+            prev, n = None, 0
+        if ch == "'":
+            quoted = not quoted
+        elif not quoted and ch.isascii() and ch.isalpha():
+            prev, n = ch, n + 1
+
+
 def to_spark(pattern: str) -> str:
-    """The Spark datetime pattern for a checked SimpleDateFormat pattern."""
-    return pattern
+    """The Spark datetime pattern for a checked SimpleDateFormat pattern (the module docstring)."""
+    out, quoted, i = [], False, 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "'":
+            quoted = not quoted
+        if quoted or ch == "'" or not (ch.isascii() and ch.isalpha()):
+            out.append(ch)
+            i += 1
+            continue
+        n = 1
+        while i + n < len(pattern) and pattern[i + n] == ch:
+            n += 1
+        i += n
+        if ch in _WIDTH and n > _WIDTH[ch]:
+            out.append("'" + "0" * (n - _WIDTH[ch]) + "'" + ch * _WIDTH[ch])
+        elif ch in _TEXT and n > _TEXT[ch]:
+            out.append(ch * _TEXT[ch])
+        elif ch == "S" and n > 3:
+            out.append("'" + "0" * (n - 3) + "'SSS")
+        else:
+            out.append(ch * n)
+    return "".join(out)
 
 
 def _has_zone(pattern: str) -> bool:
@@ -58,5 +106,10 @@ def format_utc(ts, pattern: str):
 def parse_utc(text, pattern: str):
     """``text`` parsed with ``pattern`` as UTC (null where it does not parse)."""
     from pyspark.sql import functions as F
+
+    from connect.errors import DataError
+    if "E" in set(_letters(pattern)):
+        raise DataError(f"cannot parse with pattern '{pattern}': Spark parses no day of week ('E'); "
+                        "leave it out of the pattern")
     parsed = F.try_to_timestamp(text, F.lit(to_spark(pattern)))
     return parsed if _has_zone(pattern) else F.from_utc_timestamp(parsed, F.current_timezone())

@@ -51,8 +51,13 @@ def non_empty_string(v):
 
 
 def valid_regex(v):
+    """A problem with ``v`` as a Java regex (Spark runs it with Java's engine), or None. Checked
+    with Python's engine after Java's named groups are spelt Python's way; Python's own ``(?P``
+    syntax is refused, as Java refuses it."""
+    if isinstance(v, str) and "(?P" in v:
+        return "Invalid regex: (?P...) is Python's syntax; Java names a group (?<name>...)"
     try:
-        re.compile(v)
+        re.compile(re.sub(r"\(\?<(?=[A-Za-z])", "(?P<", re.sub(r"\\k<([A-Za-z][A-Za-z0-9]*)>", r"(?P=\1)", v)))
     except (re.error, TypeError) as e:
         return f"Invalid regex: {e}"
     return None

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DateType, DecimalType, DoubleType, FloatType,
-                               IntegerType, LongType, MapType, ShortType, StringType, StructType, TimestampType)
+                               IntegerType, LongType, MapType, ShortType, StringType, StructType, TimestampNTZType,
+                               TimestampType)
 
 from connect import record_frame
 from connect.errors import ConfigError, DataError
@@ -99,16 +100,17 @@ class DropHeaders(Transformation):
 
 
 def header_bytes(c, t):
-    """A field as header bytes, as SimpleHeaderConverter writes it: strings UTF-8, bytes as they
-    are, structs/arrays/maps as JSON, other values as their string form."""
+    """A field as header bytes, as SimpleHeaderConverter writes it (``Values.convertToString``):
+    strings UTF-8, bytes base64, structs/arrays/maps as JSON with their null fields, timestamps
+    ISO-8601 in UTC, other values as their string form."""
     if isinstance(t, BinaryType):
-        return c
+        return F.encode(F.base64(c), "UTF-8")
     if isinstance(t, StringType):
         return F.encode(c, "UTF-8")
     if isinstance(t, (StructType, MapType)) or t.typeName() == "array":
-        return F.encode(F.to_json(c), "UTF-8")
-    if isinstance(t, TimestampType):
-        return F.encode(F.date_format(c, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"), "UTF-8")
+        return F.encode(F.to_json(c, {"ignoreNullFields": "false"}), "UTF-8")
+    if isinstance(t, (TimestampType, TimestampNTZType)):
+        return F.encode(timestamp_formats.format_utc(c.cast("timestamp"), "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"), "UTF-8")
     return F.encode(c.cast("string"), "UTF-8")
 
 
@@ -138,7 +140,10 @@ class HeaderFrom(Transformation):
         if self.values["operation"] == "move":
             kept = [f for f in t.fields if f.name not in self.values["fields"]]
             out[self.target] = F.when(col.isNotNull(), F.struct(*[col.getField(f.name).alias(f.name) for f in kept]))
-        return Plan(out)
+        # Kafka requires a struct (or map) here: a tombstone fails, as its requireStruct does
+        return Plan(out, failed=col.isNull(), message=F.lit(
+            f"Only Struct objects supported for [header {self.values['operation']}], found: null "
+            f"({self.target} is a tombstone)"))
 
 
 # ------------------------------------------------------------------ registry, chain

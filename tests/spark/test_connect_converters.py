@@ -138,3 +138,30 @@ def test_decimals_are_kafkas_bytes_over_the_whole_decimal_38_range(spark, scale,
     assert all(r[record_frame.ERROR] is None for r in out[:-2])
     for r in out[-2:]:
         assert r["value"] is None and "does not match decimal(38," in r[record_frame.ERROR]["message"]
+
+
+def test_kafkas_envelopes_of_every_name_bytes_floats_and_far_timestamps(spark):
+    """Cases from Kafka's JsonConverterTest: field names any string may be (quoted in Spark's DDL),
+    "float"/"double" schemas, bytes as base64; a Timestamp past Spark's range fails its record only."""
+    struct = {"type": "struct", "optional": False, "fields": [
+        {"field": "user-id", "type": "int32", "optional": True}, {"field": "a b", "type": "double", "optional": True},
+        {"field": "raw", "type": "bytes", "optional": True}, {"field": "f", "type": "float", "optional": True}]}
+    good = json.dumps({"schema": struct, "payload": {"user-id": 1, "a b": 2.5, "raw": "AQI=", "f": 1.5}}).encode()
+    bad64 = json.dumps({"schema": struct, "payload": {"user-id": 2, "raw": "not base64!"}}).encode()
+    far = json.dumps({"schema": {"type": "int64", "name": "org.apache.kafka.connect.data.Timestamp"},
+                      "payload": 10 ** 17}).encode()
+    f = source(spark, [good, bad64])
+    conv = JsonConverter({}).bind(f)
+    out = rows(decode(f, conv))
+    assert out[0]["value"].asDict() == {"user-id": 1, "a b": 2.5, "raw": b"\x01\x02", "f": 1.5}
+    assert out[0][record_frame.ERROR] is None and "does not match" in out[1][record_frame.ERROR]["message"]
+    back = json.loads(bytes(rows(encode(decode(f, conv).where("offset = 0"), conv))[0]["value"]))
+    assert back["payload"]["raw"] == "AQI=" and [x["type"] for x in back["schema"]["fields"]] == \
+        ["int32", "double", "bytes", "float"]
+    plain = source(spark, [b'{"user-id": 1, "$oid": "5f1", "a b": {"c.d": [1]}}'])
+    assert rows(decode(plain, JsonConverter({"schemas.enable": "false"}).bind(plain)))[0]["value"].asDict(
+        recursive=True) == {"$oid": "5f1", "a b": {"c.d": [1]}, "user-id": 1}
+    times = source(spark, [far, far.replace(b"100000000000000000", b"1500000000000")])
+    out = rows(decode(times, JsonConverter({}).bind(times)))
+    assert out[0]["value"] is None and "does not match timestamp" in out[0][record_frame.ERROR]["message"]
+    assert out[1]["value"].timestamp() == 1_500_000_000.0 and out[1][record_frame.ERROR] is None

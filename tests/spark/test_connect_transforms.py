@@ -174,3 +174,50 @@ def test_debezium_unwrap(spark):
         assert [as_dict(v) for v in values(transform(U, cfg).apply(f))] == expected, cfg
     h = transform(U, {"add.headers": "op"}).apply(f)
     assert [[(x["key"], bytes(x["value"])) for x in hs] for hs in values(h, "headers")] == [[("__op", b"c")], [("__op", b"u")]]
+
+
+def errors(df):
+    return [r[record_frame.ERROR] and r[record_frame.ERROR]["message"] for r in df.orderBy("offset").collect()]
+
+
+def test_edge_values_are_kafkas_or_fail_one_record_never_the_batch(spark):
+    """Values at the edges, against what Kafka's SMTs do with them (their sources and CastTest):
+    Java's narrowing and saturation, BigDecimal's conversions, null kept null, and a value Spark
+    cannot hold failing its record (the dead-letter queue's) rather than the whole batch."""
+    from decimal import Decimal
+    wide = frame(spark, "struct<d decimal(38,0), b boolean>", [(Decimal(2 ** 31), None), (Decimal(2 ** 64), True)])
+    cast = lambda spec: [as_dict(v) for v in values(transform(T + "Cast$Value", {"spec": spec}).apply(wide))]  # noqa: E731
+    assert cast("d:int32,b:int8") == [{"d": -(2 ** 31), "b": None}, {"d": 0, "b": 1}]     # BigDecimal.intValue()
+    assert [v["d"] for v in cast("d:boolean")] == [True, False]                           # longValue() != 0
+    small = frame(spark, "struct<d decimal(38,10)>", [(Decimal("0.0000001"),), (Decimal("0"),), (Decimal("-12.5"),)])
+    assert [v["d"] for v in values(transform(T + "Cast$Value", {"spec": "d:string"}).apply(small))] == \
+        ["1.000E-7", "0E-10", "-12.5000000000"]                                           # BigDecimal.toString()
+    # TimestampConverter: TimeUnit saturates; a millisecond count past Spark's timestamps fails its record
+    longs = frame(spark, "bigint", [2 ** 62, 1_500_000_000_000_000_000, 1_500_000_000_000])
+    secs = transform(T + "TimestampConverter$Value", {"target.type": "unix", "unix.precision": "seconds"})
+    assert values(secs.apply(longs.where("offset = 0"))) == [(2 ** 63 - 1) // 1000]
+    out = transform(T + "TimestampConverter$Value", {"target.type": "string", "format": "yyyy-MM-ddd EEEEE"}).apply(longs)
+    assert values(out)[2] == "2017-07-014 Friday"                                         # SimpleDateFormat's widths
+    assert errors(out)[2] is None and all("past Spark's timestamp range" in e for e in errors(out)[:2])
+    nanos = transform(T + "TimestampConverter$Value", {"target.type": "unix", "unix.precision": "nanoseconds"})
+    assert values(nanos.apply(frame(spark, "timestamp", [dt.datetime(9999, 12, 31, tzinfo=dt.timezone.utc)]))) == \
+        [2 ** 63 - 1]
+    # MaskField: the replacement is BigDecimal's, narrowed; a tombstone fails as requireStruct fails
+    masked = frame(spark, "struct<i int, b tinyint>", [(7, 7), None])
+    out = transform(T + "MaskField$Value", {"fields": "i,b", "replacement": "1e3"}).apply(masked)
+    assert as_dict(values(out)[0]) == {"i": 1000, "b": -24} and "tombstone" in errors(out)[1]
+    # HeaderFrom writes as SimpleHeaderConverter: bytes base64, a struct's null fields kept
+    hf = frame(spark, "struct<raw binary, s struct<a string, n int>>", [(b"\x01\x02", (None, 1)), None])
+    out = transform(T + "HeaderFrom$Value", {"fields": "raw,s", "headers": "r,s", "operation": "copy"}).apply(hf)
+    assert [bytes(h["value"]) for h in out.orderBy("offset").first()["headers"]] == [b"AQI=", b'{"a":null,"n":1}']
+    assert "tombstone" in errors(out)[1]
+    # RegexRouter takes Java's named groups and refuses Python's
+    router = transform(T + "RegexRouter", {"regex": "(?<t>ord)ers", "replacement": "${t}-x"})
+    assert values(router.apply(frame(spark, "string", ["v"])), "topic") == ["ord-x"]
+    with pytest.raises(Exception, match=r"\(\?P"):
+        transform(T + "RegexRouter", {"regex": "(?P<t>.*)", "replacement": "x"})
+    with pytest.raises(Exception, match="milliseconds unpadded"):
+        transform(T + "TimestampConverter$Value", {"target.type": "string", "format": "ss.S"})
+    with pytest.raises(DataError, match="day of week"):
+        transform(T + "TimestampConverter$Value", {"target.type": "Timestamp", "format": "EEE yyyy"}).apply(
+            frame(spark, "string", ["Fri 2017"]))
