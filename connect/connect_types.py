@@ -238,9 +238,32 @@ def ddl(t: DataType) -> str:
     return t.simpleString()
 
 
-def same_type(a: DataType, b: DataType) -> bool:
+def merge_types(a: DataType, b: DataType) -> DataType | None:
+    """``a`` with the fields of ``b`` it lacks added at the end (in nested structs, arrays and maps
+    too), or None where a field of both has two types."""
+    if isinstance(a, StructType) and isinstance(b, StructType):
+        fields = {f.name: f.dataType for f in a.fields}
+        for f in b.fields:
+            if f.name in fields:
+                t = merge_types(fields[f.name], f.dataType)
+                if t is None:
+                    return None
+                fields[f.name] = t
+            else:
+                fields[f.name] = f.dataType
+        return StructType([StructField(n, t) for n, t in fields.items()])
+    if isinstance(a, ArrayType) and isinstance(b, ArrayType):
+        t = merge_types(a.elementType, b.elementType)
+        return None if t is None else ArrayType(t)
+    if isinstance(a, MapType) and isinstance(b, MapType) and same_type(a.keyType, b.keyType):
+        t = merge_types(a.valueType, b.valueType)
+        return None if t is None else MapType(a.keyType, t)
+    return a if same_type(a, b) else None
+
+
+def same_type(a: DataType | None, b: DataType | None) -> bool:
     """Equal ignoring nullability (Connect's ``optional`` does not change the Spark type)."""
-    return a.simpleString() == b.simpleString()
+    return a is not None and b is not None and a.simpleString() == b.simpleString()
 
 
 def as_type(schema) -> DataType | None:

@@ -12,7 +12,8 @@ schema as it comes. So a :class:`JsonConverter` is *bound* to a Spark type:
 - ``schemas.enable=true`` (Kafka's default; the ``{"schema": …, "payload": …}`` envelope): give the
   type (a Spark type, a DDL string or a Connect schema dict), or call :meth:`JsonConverter.bind` on
   a batch: it reads the batch's distinct envelope schemas (one small Spark job on the driver) and
-  binds the first one's Spark type. Rows whose envelope schema maps to another type are flagged.
+  binds the first one's Spark type, merged with the later ones' fields where they agree (a schema
+  that gained a field mid-batch). Rows whose envelope schema conflicts with it are flagged.
 - ``schemas.enable=false``: with a type, plain JSON is read into it; without one the value is
   Spark's ``VARIANT`` (Spark's schemaless JSON, the counterpart of Connect's schemaless maps);
   :meth:`JsonConverter.bind` infers a struct from a batch with ``schema_of_variant_agg``.
@@ -29,8 +30,7 @@ boolean, string, bytes ↔ binary (base64 in JSON, as Jackson writes byte[]), ar
 keys only: Connect writes other keys as ``[[k, v], …]``), struct; logical types Timestamp ↔
 timestamp (int64 epoch ms), Date ↔ date (int32 epoch days), Time → int (ms of day: Spark has no
 time-of-day type by default), Decimal ↔ decimal(38, scale) with ``decimal.format`` NUMERIC, or
-BASE64 (Kafka's default) for unscaled values of up to 8 bytes (precision 18) — longer ones are
-flagged per row. Per-row checks: invalid UTF-8 or JSON, a missing envelope, a payload field of the
+BASE64 (Kafka's default), over the whole decimal(38) range. Per-row checks: invalid UTF-8 or JSON, a missing envelope, a payload field of the
 wrong JSON type (nested inside arrays and maps only when the whole element fails).
 """
 from __future__ import annotations
@@ -45,8 +45,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructType, VariantType
 
 from connect import record_frame
-from connect.connect_types import (as_type, canonical, connect_to_spark, ddl, from_wire, same_type, spark_to_connect,
-                                   to_wire, wire_type)
+from connect.connect_types import (as_type, canonical, connect_to_spark, ddl, from_wire, merge_types, same_type,
+                                   spark_to_connect, to_wire, wire_type)
 from connect.errors import ConfigError, DataError
 
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
@@ -236,15 +236,27 @@ class JsonConverter(Converter):
         frame = frame.coalesce(1)  # one partition: the aggregate needs no shuffle, so one job, not two
         bound = JsonConverter(self.config, self.is_key)
         if self.schemas_enable:
-            rows = (frame.select(F.to_json(F.try_variant_get(v, "$.schema", "variant")).alias("s"))
-                    .where(F.col("s").isNotNull() & (F.col("s") != "null")).distinct().limit(64).collect())
-            schemas = sorted(r["s"] for r in rows)
-            if not schemas:
+            rows = (frame.select(F.to_json(F.try_variant_get(v, "$.schema", "variant")).alias("s"), "offset")
+                    .where(F.col("s").isNotNull() & (F.col("s") != "null"))
+                    .groupBy("s").agg(F.min("offset").alias("o")).orderBy("o", "s").limit(64).collect())
+            if not rows:
                 raise DataError(f"no JSON envelope with a schema in column {column!r} to bind a type from")
-            types = {s: connect_to_spark(json.loads(s)) for s in schemas}
-            bound.data_type = types[schemas[0]]
+            types, problem = {}, None
+            for r in rows:   # in order of first appearance
+                try:
+                    types[r["s"]] = connect_to_spark(json.loads(r["s"]))
+                except DataError as e:   # its records are flagged; the others still convert
+                    problem = problem or e
+            if not types:
+                raise problem
+            # A schema that evolved within the batch (a field added) is read as one struct holding
+            # every field: each record's fields, the others null. A conflicting one is flagged.
+            merged = None
+            for t in types.values():
+                merged = t if merged is None else (merge_types(merged, t) or merged)
+            bound.data_type = merged
             # What this converter writes for the type is accepted too, so it reads its own output.
-            bound._accepted = frozenset([s for s, t in types.items() if same_type(t, bound.data_type)]
+            bound._accepted = frozenset([s for s, t in types.items() if same_type(merge_types(merged, t), merged)]
                                         + [canonical(spark_to_connect(bound.data_type))])
         else:
             row = frame.select(F.call_function("schema_of_variant_agg", v).alias("t"),

@@ -165,3 +165,26 @@ def test_kafkas_envelopes_of_every_name_bytes_floats_and_far_timestamps(spark):
     out = rows(decode(times, JsonConverter({}).bind(times)))
     assert out[0]["value"] is None and "does not match timestamp" in out[0][record_frame.ERROR]["message"]
     assert out[1]["value"].timestamp() == 1_500_000_000.0 and out[1][record_frame.ERROR] is None
+
+
+def test_a_schema_that_gains_a_field_mid_batch_reads_every_record_and_a_conflicting_one_is_flagged(spark):
+    """Kafka reads each record under its own schema; one Spark column holds them all when the later
+    schema only adds fields (the earlier records' new fields null), in the order records came."""
+    def env(fields, payload):
+        return json.dumps({"schema": {"type": "struct", "optional": False, "fields": [
+            {"field": n, "type": t, "optional": True} for n, t in fields]}, "payload": payload}).encode()
+    v1 = [("id", "int32")]
+    v2 = v1 + [("name", "string")]
+    clash = [("id", "string")]
+    keys = {"schema": {"type": "map", "keys": {"type": "int32"}, "values": {"type": "int32"}}, "payload": [[1, 2]]}
+    f = source(spark, [env(v2, {"id": 1, "name": "a"}), env(v1, {"id": 2}), env(clash, {"id": "x"}),
+                       json.dumps(keys).encode(), env(v2, {"id": 3, "name": "c"})])
+    conv = JsonConverter({}).bind(f)
+    assert conv.data_type.simpleString() == "struct<id:int,name:string>"
+    out = rows(decode(f, conv))
+    assert [r["value"] and r["value"].asDict() for r in out] == \
+        [{"id": 1, "name": "a"}, {"id": 2, "name": None}, None, None, {"id": 3, "name": "c"}]
+    assert [r[record_frame.ERROR] is None for r in out] == [True, True, False, False, True]
+    # the first record's schema leads: with the earlier schema first the type is the same
+    g = source(spark, [env(v1, {"id": 2}), env(v2, {"id": 1, "name": "a"})])
+    assert JsonConverter({}).bind(g).data_type.simpleString() == "struct<id:int,name:string>"
