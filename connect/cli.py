@@ -159,8 +159,10 @@ def run_standalone(worker_config: dict, connectors: list[tuple[str, dict]], mast
 
 # A sink connector plans its converters and transforms in every batch; PySpark's DataFrame debugging
 # records the call site of each column function with about five py4j calls, two thirds of that
-# planning's calls. The worker's own session turns it off unless a --conf sets it.
-_SPARK_DEFAULTS = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
+# planning's calls. The worker's own session turns it off unless a --conf sets it. Connect's field
+# names are case-sensitive (a struct may hold "id" and "ID"), and its transforms work in UTC.
+_SPARK_DEFAULTS = {"spark.python.sql.dataFrameDebugging.enabled": "false", "spark.sql.caseSensitive": "true",
+                   "spark.sql.session.timeZone": "UTC"}
 
 
 def session_conf(conf: dict) -> dict:

@@ -48,8 +48,29 @@ def connect_to_spark(schema: dict) -> DataType:
             raise DataError("maps with non-string keys (written as [[key, value], …]) are not supported")
         return MapType(keys, connect_to_spark(schema["values"]))
     if kind == "struct":
-        return StructType([StructField(f["field"], connect_to_spark(f)) for f in schema.get("fields", [])])
+        out = StructType([StructField(f["field"], connect_to_spark(f)) for f in schema.get("fields", [])])
+        check_names(out)
+        return out
     raise DataError(f"unknown Connect schema type {kind!r}")
+
+
+def check_names(t: DataType) -> None:
+    """Refuse fields that differ only in case where the session cannot tell them apart (Spark's
+    ``spark.sql.caseSensitive`` is false by default; ``riverlog connect standalone`` sets it)."""
+    from pyspark.sql import SparkSession
+    if isinstance(t, (ArrayType, MapType)):
+        return check_names(t.elementType if isinstance(t, ArrayType) else t.valueType)
+    if not isinstance(t, StructType):
+        return None
+    seen: dict[str, str] = {}
+    for f in t.fields:
+        check_names(f.dataType)
+        other = seen.setdefault(f.name.lower(), f.name)
+        if other != f.name:
+            spark = SparkSession.getActiveSession()
+            if spark is None or spark.conf.get("spark.sql.caseSensitive", "false").lower() != "true":
+                raise DataError(f"fields {other!r} and {f.name!r} differ only in case, which Spark tells apart only "
+                                "with spark.sql.caseSensitive=true: set it in the worker's session")
 
 
 def spark_to_connect(data_type: DataType, optional: bool = True) -> dict:

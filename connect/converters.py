@@ -45,7 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructType, VariantType
 
 from connect import record_frame
-from connect.connect_types import (as_type, canonical, connect_to_spark, ddl, from_wire, merge_types, same_type,
+from connect.connect_types import (as_type, canonical, check_names, connect_to_spark, ddl, from_wire, merge_types, same_type,
                                    spark_to_connect, to_wire, wire_type)
 from connect.errors import ConfigError, DataError
 
@@ -192,6 +192,10 @@ _VARIANT_TO_DDL = [(re.compile(r"\bOBJECT<"), "STRUCT<"), (re.compile(r"\bDECIMA
                    (re.compile(r"\bVOID\b"), "STRING")]
 
 
+class NothingToBind(DataError):
+    """A batch with no JSON value (empty, or only nulls) to learn a type from."""
+
+
 class JsonConverter(Converter):
     """Kafka's JsonConverter. Configs (Kafka's names and defaults): ``schemas.enable`` (true),
     ``decimal.format`` (BASE64 | NUMERIC), ``schemas.cache.size`` and ``replace.null.with.default``
@@ -240,7 +244,7 @@ class JsonConverter(Converter):
                     .where(F.col("s").isNotNull() & (F.col("s") != "null"))
                     .groupBy("s").agg(F.min("offset").alias("o")).orderBy("o", "s").limit(64).collect())
             if not rows:
-                raise DataError(f"no JSON envelope with a schema in column {column!r} to bind a type from")
+                raise NothingToBind(f"no JSON envelope with a schema in column {column!r} to bind a type from")
             types, problem = {}, None
             for r in rows:   # in order of first appearance
                 try:
@@ -262,13 +266,14 @@ class JsonConverter(Converter):
             row = frame.select(F.call_function("schema_of_variant_agg", v).alias("t"),
                                F.collect_set(_shape(v)).alias("shapes")).first()
             if not set(row["shapes"] or ()) - {"VOID"}:   # no row, only nulls: nothing to learn a type from
-                raise DataError(f"no JSON value in column {column!r} to bind a type from")
+                raise NothingToBind(f"no JSON value in column {column!r} to bind a type from")
             ddl = row["t"]
             if len(row["shapes"]) <= _MAX_SHAPES:
                 bound._shapes = frozenset(row["shapes"])
             for pattern, repl in _VARIANT_TO_DDL:
                 ddl = pattern.sub(repl, ddl)
             bound.data_type = as_type(ddl)
+            check_names(bound.data_type)
         return bound
 
     def output_type(self):

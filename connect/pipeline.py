@@ -66,7 +66,7 @@ def _bind(conv, frame: DataFrame, column: str):
     if _unbound(conv):
         try:
             bound = conv.bind(frame, column)
-        except Exception:  # noqa: BLE001 - an empty or all-null batch keeps the converter unbound
+        except converters.NothingToBind:   # an empty or all-null batch keeps the converter unbound
             return conv
         # Plain JSON of which no row parses infers VOID: no type learnt, so stay unbound.
         return conv if isinstance(bound.data_type, NullType) else bound

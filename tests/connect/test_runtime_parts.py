@@ -96,5 +96,8 @@ def test_plugins_known_by_class_and_short_name():
 def test_the_standalone_session_turns_dataframe_debugging_off_unless_a_conf_sets_it():
     from connect.cli import session_conf
     key = "spark.python.sql.dataFrameDebugging.enabled"
-    assert session_conf({"spark.ui.enabled": "false"}) == {key: "false", "spark.ui.enabled": "false"}
-    assert session_conf({key: "true"})[key] == "true"
+    assert session_conf({"spark.ui.enabled": "false"}) == {key: "false", "spark.ui.enabled": "false",
+                                                           "spark.sql.caseSensitive": "true",
+                                                           "spark.sql.session.timeZone": "UTC"}
+    assert session_conf({key: "true", "spark.sql.session.timeZone": "Europe/Paris"})[key] == "true"
+    assert session_conf({"spark.sql.session.timeZone": "Europe/Paris"})["spark.sql.session.timeZone"] == "Europe/Paris"

@@ -12,6 +12,7 @@ from pyspark.sql.types import DecimalType
 
 from connect import record_frame
 from connect.converters import JsonConverter, StringConverter, ByteArrayConverter, converter, decode, encode
+from connect.errors import DataError
 
 pytestmark = pytest.mark.spark
 ENVELOPE = (b'{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"},'
@@ -188,3 +189,23 @@ def test_a_schema_that_gains_a_field_mid_batch_reads_every_record_and_a_conflict
     # the first record's schema leads: with the earlier schema first the type is the same
     g = source(spark, [env(v1, {"id": 2}), env(v2, {"id": 1, "name": "a"})])
     assert JsonConverter({}).bind(g).data_type.simpleString() == "struct<id:int,name:string>"
+
+
+def test_fields_that_differ_only_in_case_need_a_case_sensitive_session(spark):
+    """Connect's "id" and "ID" are two fields; Spark tells them apart only with
+    spark.sql.caseSensitive=true (the standalone worker's setting). Otherwise that schema's records
+    fail on their own, saying what to set, and the batch's other records convert."""
+    both = {"type": "struct", "fields": [{"field": "id", "type": "int32"}, {"field": "ID", "type": "string"}]}
+    one = {"type": "struct", "fields": [{"field": "id", "type": "int32"}]}
+    f = source(spark, [json.dumps({"schema": one, "payload": {"id": 1}}).encode(),
+                       json.dumps({"schema": both, "payload": {"id": 2, "ID": "x"}}).encode()])
+    out = rows(decode(f, JsonConverter({}).bind(f)))
+    assert out[0]["value"].asDict() == {"id": 1} and out[1][record_frame.ERROR] is not None
+    with pytest.raises(DataError, match="spark.sql.caseSensitive=true"):
+        JsonConverter({}).bind(f.where("offset = 1"))
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        g = f.where("offset = 1")
+        assert rows(decode(g, JsonConverter({}).bind(g)))[0]["value"].asDict() == {"id": 2, "ID": "x"}
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")
