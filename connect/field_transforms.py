@@ -81,7 +81,12 @@ class ReplaceField(Transformation):
         renames = dict(m.split(":") for m in self.values["renames"])
         inc, exc = self.values["include"], self.values["exclude"]
         kept = [f.name for f in t.fields if f.name not in exc and (not inc or f.name in inc)]
-        return Plan({self.target: rebuild(col, [(renames.get(n, n), col.getField(n)) for n in kept])})
+        names = [renames.get(n, n) for n in kept]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:   # Kafka's SchemaBuilder refuses a struct with a field twice
+            raise DataError(f"ReplaceField: {self.target} would have field(s) {twice} twice: "
+                            "rename or exclude the field that is already there")
+        return Plan({self.target: rebuild(col, list(zip(names, (col.getField(n) for n in kept))))})
 
 
 _NUMERIC = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType)

@@ -221,3 +221,11 @@ def test_edge_values_are_kafkas_or_fail_one_record_never_the_batch(spark):
     with pytest.raises(DataError, match="day of week"):
         transform(T + "TimestampConverter$Value", {"target.type": "Timestamp", "format": "EEE yyyy"}).apply(
             frame(spark, "string", ["Fri 2017"]))
+
+
+def test_a_rename_onto_a_kept_field_is_refused_naming_it(spark):
+    f = frame(spark, "struct<a int, b int>", [(1, 2)])
+    with pytest.raises(DataError, match=r"\['b'\] twice"):
+        transform(T + "ReplaceField$Value", {"renames": "a:b"}).apply(f)
+    assert as_dict(values(transform(T + "ReplaceField$Value", {"renames": "a:b", "exclude": "b"}).apply(f))[0]) == \
+        {"b": 1}
