@@ -182,6 +182,16 @@ def _java_long(c, bits):
             .otherwise((F.signum(d) * F.floor(F.abs(d))).cast("long"))).cast("long")
 
 
+def _kafka_date_string(ts):
+    """Kafka's ``Values.dateFormatFor`` (how Cast writes a Timestamp or Date as a string), in UTC:
+    a time of day below one day after the epoch (so before 1970 too), a date at an exact
+    midnight, else the ISO-8601 timestamp."""
+    ms, day = F.unix_millis(ts), 86_400_000
+    return (F.when(ms < day, timestamp_formats.format_utc(ts, "HH:mm:ss.SSS'Z'"))
+            .when(F.pmod(ms, F.lit(day)) == 0, timestamp_formats.format_utc(ts, "yyyy-MM-dd"))
+            .otherwise(timestamp_formats.format_utc(ts, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")))
+
+
 def _saturating_times(c, k: int):
     """``c * k`` as Java's ``TimeUnit`` conversions: saturated at the long's range, never overflowing."""
     top = ((1 << 63) - 1) // k
@@ -232,13 +242,11 @@ def cast_column(c, from_t, to: str, where: str):
         else:
             return c, no
         return out, c.isNotNull() & out.isNull()
+    if isinstance(from_t, (TimestampType, TimestampNTZType, DateType)) and to == "string":
+        return _kafka_date_string(c.cast("timestamp")), no
     if isinstance(from_t, (TimestampType, TimestampNTZType)):
-        if to == "string":
-            return timestamp_formats.format_utc(c, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"), no
         c, from_t = F.unix_millis(c.cast("timestamp")), LongType()
     if isinstance(from_t, DateType):
-        if to == "string":
-            return F.date_format(c, "yyyy-MM-dd"), no
         c, from_t = F.unix_date(c), IntegerType()
     if isinstance(from_t, BooleanType):   # null stays null, as Kafka casts no null
         return (c if to in ("boolean", "string") else F.when(c, 1).when(~c, 0)).cast(target), no

@@ -92,6 +92,16 @@ def test_cast(spark):
     assert values(whole) == ["42", None]
     bools = transform(T + "Cast$Value", {"spec": "boolean"}).apply(frame(spark, "string", ["true", "TRUE", "yes"]))
     assert values(bools) == [True, True, False]
+    # a Timestamp or Date as a string is Values.dateFormatFor's: a time below one day after the
+    # epoch, a date at midnight, else the timestamp (Kafka's Cast, in UTC)
+    utc = dt.timezone.utc
+    times = frame(spark, "struct<ts timestamp, d date>", [
+        (dt.datetime(2017, 7, 14, tzinfo=utc), dt.date(1970, 1, 1)),
+        (dt.datetime(1969, 12, 31, 23, tzinfo=utc), dt.date(1969, 7, 20)),
+        (dt.datetime(2017, 7, 14, 2, 40, 0, 5000, tzinfo=utc), dt.date(2017, 7, 14))])
+    assert [as_dict(v) for v in values(transform(T + "Cast$Value", {"spec": "ts:string,d:string"}).apply(times))] == [
+        {"ts": "2017-07-14", "d": "00:00:00.000Z"}, {"ts": "23:00:00.000Z", "d": "00:00:00.000Z"},
+        {"ts": "2017-07-14T02:40:00.005Z", "d": "2017-07-14"}]
 
 
 def test_timestamp_converter(spark):
