@@ -391,20 +391,42 @@ class TimestampConverter(Transformation):
 
 
 def field_path(path: str, version: str) -> list[str]:
-    """KIP-821: V1 is one top-level name; V2 splits on dots, with backticks around names holding dots."""
+    """KIP-821: V1 is one top-level name. V2 splits on dots; a step that starts with a backtick
+    runs to the next backtick followed by a dot (or ending the path), so it may hold dots and other
+    backticks; ``\\``` before such a closing backtick keeps it in the name. A trailing dot adds an
+    empty step. An unclosed backtick raises :class:`ValueError`, as Kafka refuses the config."""
     if version == "V1":
         return [path]
-    parts, cur, quoted = [], "", False
-    for i, ch in enumerate(path):
-        if ch == "`" and (quoted or not cur):
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur)
-    return parts
+    steps, i, n = [], 0, len(path)
+    while i < n:
+        if path[i] != "`":
+            dot = path.find(".", i)
+            steps.append(path[i:] if dot < 0 else path[i:dot])
+            i = n if dot < 0 else dot + 1
+            continue
+        opened, i, name, start = i, i + 1, "", i + 1
+        while True:
+            close = path.find("`", i)
+            if close < 0 or (close == n - 1 and path[close - 1] == "\\" and close - 1 >= start):
+                raise ValueError(f"Incomplete backtick pair in path: [{path}], consider adding a backslash "
+                                 f"before backtick at position {opened} to escape it")
+            if close == n - 1:                       # the last character closes the step
+                steps.append(name + path[start:close])
+                i = n
+                break
+            if path[close + 1] != ".":               # a backtick inside the name
+                i = close + 1
+                continue
+            if path[close - 1] == "\\" and close - 1 >= start:   # escaped: the name goes on
+                name += path[start:close - 1] + "`"
+                i = start = close + 1
+                continue
+            steps.append(name + path[start:close])
+            i = close + 2
+            break
+    if path.endswith("."):
+        steps.append("")
+    return steps
 
 
 class ExtractField(Transformation):
@@ -413,6 +435,13 @@ class ExtractField(Transformation):
     class_name = P + "ExtractField"
     SETTINGS = [Setting("field", default=REQUIRED), Setting("field.syntax.version", default="V1",
                                                             validator=one_of("V1", "V2", case=False)), RNWD]
+
+    def validate(self, v):
+        try:
+            field_path(v["field"] or "", str(v["field.syntax.version"]).upper())
+        except ValueError as e:
+            return {"field": [str(e)]}
+        return {}
 
     def plan(self, frame):
         t = require_struct_or_map(frame, self.target, "field extraction")

@@ -76,3 +76,18 @@ def test_predicates_and_connector_config():
                                    "transforms.f.predicate": "t", "transforms.f.negate": "true",
                                    "predicates": "t", "predicates.t.type": T + "predicates.RecordIsTombstone"})
     assert steps[0].negate and steps[0].predicate is not None
+
+
+@pytest.mark.parametrize("path, steps", [
+    ("a.b", ["a", "b"]), ("`a.b`.c", ["a.b", "c"]), ("`a`b`.c", ["a`b", "c"]), ("`a\\`.b`", ["a`.b"]),
+    ("a.b.", ["a", "b", ""]), ("a", ["a"]), ("`a.b`", ["a.b"]), ("x.`y.z`", ["x", "y.z"])])
+def test_v2_field_paths_split_as_kafkas_single_field_path(path, steps):
+    """KIP-821's rules: a quoted step ends at a backtick followed by a dot or ending the path."""
+    from connect.field_transforms import field_path
+    assert field_path(path, "V2") == steps and field_path(path, "V1") == [path]
+
+
+@pytest.mark.parametrize("path", ["`a.b", "`a\\`"])
+def test_an_unclosed_backtick_is_refused_at_config(path):
+    with pytest.raises(ConfigError, match="Incomplete backtick pair"):
+        transform(T + "ExtractField$Value", {"field": path, "field.syntax.version": "V2"})
