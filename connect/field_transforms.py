@@ -235,8 +235,10 @@ def cast_column(c, from_t, to: str, where: str):
         if to in _BITS:
             ok = c.rlike(r"^[+-]?[0-9]+$")
             out = F.when(ok, c.try_cast(target))
-        elif to in ("float32", "float64"):
-            out = F.trim(c).try_cast(target)
+        elif to in ("float32", "float64"):   # Java's Float.parseFloat: NaN and Infinity spelt so, no "inf"
+            text = F.regexp_replace(c, r"^[\x00-\x20]+|[\x00-\x20]+$", "")
+            ok = text.rlike(r"^[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)$")
+            out = F.when(ok, F.regexp_replace(text, "[fFdD]$", "").try_cast(target))
         elif to == "boolean":
             return F.lower(c) == "true", no
         else:

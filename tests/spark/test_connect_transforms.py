@@ -92,6 +92,8 @@ def test_cast(spark):
     assert values(whole) == ["42", None]
     bools = transform(T + "Cast$Value", {"spec": "boolean"}).apply(frame(spark, "string", ["true", "TRUE", "yes"]))
     assert values(bools) == [True, True, False]
+    floats = transform(T + "Cast$Value", {"spec": "float64"}).apply(frame(spark, "string", ["Infinity", "inf", "1.5f"]))
+    assert values(floats) == [float("inf"), None, 1.5] and errors(floats)[1] is not None   # Double.parseDouble
     # a Timestamp or Date as a string is Values.dateFormatFor's: a time below one day after the
     # epoch, a date at midnight, else the timestamp (Kafka's Cast, in UTC)
     utc = dt.timezone.utc
