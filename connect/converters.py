@@ -284,27 +284,32 @@ class JsonConverter(Converter):
         text = binary.cast("string")
         stages = ({_PARSED: F.try_parse_json(text)},)
         v = F.col(_PARSED)
-        present = binary.isNotNull()
+        # Kafka's JSON deserializer reads empty bytes as null: without envelopes that is a null value
+        present = binary.isNotNull() if self.schemas_enable else binary.isNotNull() & (F.length(binary) > 0)
         bad_json = present & (~F.call_function("is_valid_utf8", binary) | v.isNull())
         msg_json = F.lit("Converting byte[] to Kafka Connect data failed due to serialization error")
         if not self.schemas_enable and self.data_type is None:
             return Converted(F.when(~bad_json, v), bad_json, msg_json, stages=stages)
         misfit = seen = None
         if self.schemas_enable:
+            keys = F.json_object_keys(text)
+            envelope_ok = (F.size(keys) == 2) & F.array_contains(keys, "schema") & F.array_contains(keys, "payload")
+            schema_json = F.to_json(F.try_variant_get(v, "$.schema", "variant"))
+            # {"schema": null, "payload": null} is a null value (Kafka's SchemaAndValue.NULL)
+            null_envelope = F.coalesce(envelope_ok & (schema_json == "null") & (
+                F.to_json(F.try_variant_get(v, "$.payload", "variant")) == "null"), F.lit(False))
             if self.data_type is None:
                 # Unbound: the batch held no envelope with a schema (null keys, say). Null bytes are
                 # a null value, as Kafka's converter gives; anything else fails as a bad envelope.
-                bad = present & ~bad_json
+                bad = present & ~bad_json & ~null_envelope
                 return Converted(F.lit(None).cast("string"), bad_json | bad, F.when(bad_json, msg_json).otherwise(
                     F.lit('JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
                           'contain additional fields. If you are trying to deserialize plain JSON data, set '
                           'schemas.enable=false in your converter configuration.')), stages=stages)
-            keys = F.json_object_keys(text)
-            envelope_ok = (F.size(keys) == 2) & F.array_contains(keys, "schema") & F.array_contains(keys, "payload")
             bad_env = present & ~bad_json & ~F.coalesce(envelope_ok, F.lit(False))
-            schema_json = F.to_json(F.try_variant_get(v, "$.schema", "variant"))
             if self._accepted is not None:
-                bad_schema = present & ~bad_json & ~bad_env & ~schema_json.isin(*sorted(self._accepted))
+                bad_schema = present & ~bad_json & ~bad_env & ~null_envelope & \
+                    ~schema_json.isin(*sorted(self._accepted))
             else:
                 bad_schema = F.lit(False)
             if self.carried_over:

@@ -209,3 +209,16 @@ def test_fields_that_differ_only_in_case_need_a_case_sensitive_session(spark):
         assert rows(decode(g, JsonConverter({}).bind(g)))[0]["value"].asDict() == {"id": 2, "ID": "x"}
     finally:
         spark.conf.unset("spark.sql.caseSensitive")
+
+
+def test_a_null_envelope_and_empty_plain_bytes_are_null_values(spark):
+    """Kafka's JsonConverterTest: nullSchemaPrimitiveToConnect and emptyBytesToConnect."""
+    f = source(spark, [ENVELOPE, b'{"schema": null, "payload": null}'])
+    out = rows(decode(f, JsonConverter({}).bind(f)))
+    assert out[1]["value"] is None and out[1][record_frame.ERROR] is None and out[0]["value"] is not None
+    unbound = rows(decode(source(spark, [b'{"schema": null, "payload": null}']), JsonConverter({})))
+    assert unbound[0]["value"] is None and unbound[0][record_frame.ERROR] is None
+    plain = source(spark, [b"", b'{"id": 1}'])
+    for conv in (JsonConverter({"schemas.enable": "false"}), JsonConverter({"schemas.enable": "false"}).bind(plain)):
+        got = rows(decode(plain, conv))
+        assert got[0]["value"] is None and got[0][record_frame.ERROR] is None and got[1][record_frame.ERROR] is None
