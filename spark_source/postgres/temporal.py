@@ -26,7 +26,7 @@ def _bc(text: str) -> tuple:
 def days_from_civil(y: int, m: int, d: int) -> int:
     """Days since 1970-01-01 of a proleptic Gregorian date (year 0 = 1 BC), for BC dates too."""
     y -= m <= 2
-    era = (y if y >= 0 else y - 399) // 400
+    era = y // 400   # Python's // floors: negative years need no C-style adjustment
     yoe = y - era * 400
     doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy

@@ -131,6 +131,24 @@ def test_temporal_types_by_time_precision_mode():
     assert conv(T.DATE, "1970-01-02") == 1 and conv(T.DATE, "0001-01-01 BC") == -719528   # year 0, a leap year
 
 
+@FAST
+@given(st.integers(1, 4713), st.dates(date(1, 1, 1), date(400, 12, 31)))
+@example(4713, date(1, 12, 31))
+@example(2, date(1, 1, 1))
+def test_bc_dates_are_proleptic_gregorian_epoch_days(bc_year, day):
+    """An independent oracle: the same month and day 400·k years later (a 400-year cycle is
+    146,097 days) by Python's date; as java.time, which Debezium uses, counts them."""
+    year = 1 - bc_year                     # astronomical: 1 BC is year 0
+    if day.month == 2 and day.day == 29 and not (year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)):
+        day = day.replace(day=28)
+    cycles = (1 - year + 399) // 400
+    shifted = date(year + 400 * cycles, day.month, day.day)
+    expected = (shifted - date(1970, 1, 1)).days - 146_097 * cycles
+    assert conv(T.DATE, f"{bc_year:04d}-{day.month:02d}-{day.day:02d} BC") == expected
+    # Debezium's own test value (ts_min): the last microsecond of 4713 BC
+    assert conv(T.TIMESTAMP, "4713-12-31 23:59:59.999999 BC") == -210831897600000001
+
+
 def test_infinities():
     assert conv(T.TIMESTAMP, "infinity") == 9223372036825200000
     assert conv(T.TIMESTAMP, "-infinity") == -9223372036832400000
