@@ -77,7 +77,27 @@ def _iso_fraction(micros: int) -> str:
     return "" if micros == 0 else "." + f"{micros:06d}".rstrip("0")
 
 
-def zoned_timestamp(text: str) -> str:
+def civil_from_days(days: int) -> tuple[int, int, int]:
+    """(year, month, day) of a day count since 1970-01-01, proleptic Gregorian, year 0 = 1 BC:
+    the inverse of :func:`days_from_civil`, for years Python's ``date`` cannot hold."""
+    z = days + 719_468
+    era = z // 146_097
+    doe = z - era * 146_097
+    yoe = (doe - doe // 1_460 + doe // 36_524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    month = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (month <= 2), month, doy - (153 * mp + 2) // 5 + 1
+
+
+def _iso_year(y: int) -> str:
+    """java.time's ISO year: four digits, a sign beyond 9999 or before year 0 (``+21016``, ``-4713``)."""
+    return f"{y:04d}" if 0 <= y <= 9999 else (f"+{y}" if y > 0 else f"-{-y:04d}")
+
+
+def zoned_timestamp(text: str, scale: int = 6) -> str:
+    """Debezium's ZonedTimestamp: UTC, the fraction as wide as the column's precision (6 when it
+    has none), the year as java.time writes it."""
     if text in ("infinity", "-infinity"):
         return text
     body, bc = _bc(text)
@@ -85,12 +105,9 @@ def zoned_timestamp(text: str) -> str:
     micros = timestamp_micros(local + (" BC" if bc else "")) - offset * 1_000_000
     days, rem = divmod(micros, 86_400_000_000)
     seconds, frac = divmod(rem, 1_000_000)
-    try:
-        day = (_EPOCH_DATE + timedelta(days=days)).isoformat()
-    except OverflowError:
-        return text
-    clock = time(seconds // 3600, seconds // 60 % 60, seconds % 60)
-    return f"{day}T{clock.isoformat()}{_iso_fraction(frac)}Z"
+    y, m, d = civil_from_days(days)
+    fraction = "." + f"{frac:06d}"[:scale] if scale > 0 else ""
+    return f"{_iso_year(y)}-{m:02d}-{d:02d}T{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}{fraction}Z"
 
 
 def zoned_time(text: str) -> str:

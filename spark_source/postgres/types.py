@@ -14,8 +14,9 @@ PostgreSQL connector gives them:
 - ``binary.handling.mode``: ``bytes`` (base64 in JSON, as JsonConverter writes BYTES), ``base64``,
   ``base64-url-safe``, ``hex`` (strings); ``interval.handling.mode``: ``numeric`` (MicroDuration,
   365.25/12 days a month) or ``string`` (ISO-8601 ``P1Y2M3DT4H5M6.78S``).
-- timestamptz/timetz become UTC ISO-8601 strings (ZonedTimestamp/ZonedTime), fractional digits
-  as many as needed. Arrays become JSON arrays of their element's value. Types this module does
+- timestamptz/timetz become UTC ISO-8601 strings (ZonedTimestamp/ZonedTime): a timestamptz's
+  fraction as wide as the column's precision (6 without one: ``…T11:51:02.000000Z``, as Debezium
+  since 2.2), a timetz's as many digits as needed. Arrays become JSON arrays of their element's value. Types this module does
   not know (enums, ranges, geometric, user types) are strings, as Debezium maps most of them.
 
 The text format depends on the walsender session: the values are parsed for ``DateStyle=ISO``,
@@ -166,7 +167,8 @@ def _scalar(oid: int, typmod: int, modes: TypeModes) -> tuple:
     if oid == TIMESTAMP:
         return _timestamp(typmod, modes)
     if oid == TIMESTAMPTZ:
-        return _named("string", "io.debezium.time.ZonedTimestamp"), temporal.zoned_timestamp
+        scale = min(typmod, 6) if typmod >= 0 else 6
+        return _named("string", "io.debezium.time.ZonedTimestamp"), lambda t: temporal.zoned_timestamp(t, scale)
     if oid == TIMETZ:
         return _named("string", "io.debezium.time.ZonedTime"), temporal.zoned_time
     if oid == INTERVAL:
