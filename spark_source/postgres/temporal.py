@@ -149,10 +149,11 @@ def interval_parts(text: str) -> tuple:
 
 
 def micro_duration(text: str) -> int:
-    """Debezium's MicroDuration: months of 365.25/12 days."""
+    """Debezium's MicroDuration: months of 365.25/12 days, saturated at the int64 range as Java's
+    double-to-long cast saturates."""
     years, months, days, micros = interval_parts(text)
     total_days = days + (months + years * 12) * DAYS_PER_MONTH_AVG
-    return int(total_days * 86_400_000_000 + micros)
+    return max(-(1 << 63), min((1 << 63) - 1, int(total_days * 86_400_000_000 + micros)))
 
 
 def iso_interval(text: str) -> str:
@@ -163,5 +164,5 @@ def iso_interval(text: str) -> str:
     minutes, rem = divmod(rem, 60_000_000)
     seconds = Decimal(rem) / Decimal(1_000_000)
     sec = format(seconds.normalize(), "f") if rem else "0"
-    s = "-" if sign < 0 else ""
-    return f"P{years}Y{months}M{days}DT{s}{hours}H{s}{minutes}M{s if rem else ''}{sec}S"
+    s = "-" if sign < 0 else ""   # per field, as pgjdbc's PGInterval negates each: -0 is 0
+    return f"P{years}Y{months}M{days}DT{s if hours else ''}{hours}H{s if minutes else ''}{minutes}M{s if rem else ''}{sec}S"

@@ -6,8 +6,11 @@ schema as JsonConverter writes it, ``ColumnType.convert(text)`` the JSON value, 
 PostgreSQL connector gives them:
 
 - ``decimal.handling.mode``: ``precise`` (Connect ``Decimal``, base64 of the unscaled two's
-  complement; ``io.debezium.data.VariableScaleDecimal`` when the column has no scale), ``double``,
-  ``string``. NaN is null under ``precise`` (not representable), ``NaN``/"NAN" otherwise.
+  complement; ``io.debezium.data.VariableScaleDecimal``, trailing zeros stripped, when the column
+  has no scale), ``double``, ``string``. NaN and ±Infinity are null under ``precise`` (Debezium
+  fails the event, advising ``string``), ``NaN``/``Infinity``/``-Infinity`` under ``double``,
+  ``NAN``/``POSITIVE_INFINITY``/``NEGATIVE_INFINITY`` under ``string``. Bit strings are Debezium's
+  ``Bits`` bytes whatever ``binary.handling.mode`` says (``bit(1)``/``varbit(1)``: boolean).
 - ``time.precision.mode``: ``adaptive`` (Time/MicroTime and Timestamp/MicroTimestamp by the
   column's precision), ``adaptive_time_microseconds`` (every time as MicroTime), ``connect``
   (Connect's Date/Time/Timestamp, milliseconds).
@@ -175,12 +178,12 @@ def _scalar(oid: int, typmod: int, modes: TypeModes) -> tuple:
         if modes.interval_handling_mode == "string":
             return _named("string", "io.debezium.time.Interval"), temporal.iso_interval
         return _named("int64", "io.debezium.time.MicroDuration"), temporal.micro_duration
-    if oid == BIT and typmod in (1, -1):
+    if (oid == BIT and typmod in (1, -1)) or (oid == VARBIT and typmod == 1):
         return _plain("boolean"), lambda t: t == "1"
-    if oid in (BIT, VARBIT):
+    if oid in (BIT, VARBIT):   # BYTES whatever binary.handling.mode says, as Debezium's convertBits
         length = typmod if typmod > 0 else 2 ** 31 - 1
         return (_named("bytes", "io.debezium.data.Bits", parameters={"length": str(length)}),
-                lambda t: bytes_json(_bits(t), modes))
+                lambda t: _b64(_bits(t)))
     return _plain("string"), str
 
 
@@ -200,9 +203,10 @@ def _decimal(oid: int, typmod: int, modes: TypeModes) -> tuple:
         parse = Decimal
     mode = modes.decimal_handling_mode
     if mode == "double":
-        return _plain("float64"), lambda t: _nan_or(parse(t), lambda d: float(d), "NaN")
+        return _plain("float64"), lambda t: _nan_or(parse(t), lambda d: float(d), "NaN", "Infinity", "-Infinity")
     if mode == "string":
-        return _plain("string"), lambda t: _nan_or(parse(t), lambda d: str(d) if oid == MONEY else t, "NAN")
+        return _plain("string"), lambda t: _nan_or(parse(t), lambda d: str(d) if oid == MONEY else t, "NAN",
+                                                   "POSITIVE_INFINITY", "NEGATIVE_INFINITY")
     if scale is None:
         body = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "scale"},
                                              {"type": "bytes", "optional": False, "field": "value"}],
@@ -215,8 +219,13 @@ def _decimal(oid: int, typmod: int, modes: TypeModes) -> tuple:
     return body, lambda t: _nan_or(parse(t), lambda d: _b64(_unscaled(d, scale)), None)
 
 
-def _nan_or(value: Decimal, convert: Callable, nan: Any) -> Any:
-    return nan if value.is_nan() or value.is_infinite() else convert(value)
+def _nan_or(value: Decimal, convert: Callable, nan: Any, pos: Any = None, neg: Any = None) -> Any:
+    """NaN and ±Infinity (PostgreSQL 14's numeric) as Debezium's SpecialValueDecimal writes them."""
+    if value.is_nan():
+        return nan
+    if value.is_infinite():
+        return neg if value < 0 else pos
+    return convert(value)
 
 
 def _money(text: str) -> Decimal:
@@ -241,7 +250,12 @@ def java_bytes(n: int) -> bytes:
 
 
 def _variable_scale(value: Decimal) -> dict:
-    scale = max(0, -value.as_tuple().exponent)
+    """Debezium's VariableScaleDecimal: trailing zeros stripped (``stripTrailingZeros``), a
+    negative scale made 0, so ``123.4500`` is scale 2 and ``0.000`` scale 0."""
+    _, digits, exponent = value.as_tuple()
+    digits = "".join(map(str, digits)).lstrip("0")
+    zeros = len(digits) - len(digits.rstrip("0")) if digits else -exponent
+    scale = max(0, -exponent - zeros) if digits else 0
     return {"scale": scale, "value": _b64(_unscaled(value, scale))}
 
 
@@ -265,8 +279,10 @@ def _unhex(text: str) -> bytes:
 
 
 def _bits(text: str) -> bytes:
-    """Debezium's Bits: the bit string as an integer, little-endian, ceil(n/8) bytes."""
-    return int(text or "0", 2).to_bytes(max(1, (len(text) + 7) // 8), "little")
+    """Debezium's Bits (``BitSet.toByteArray``): the bit string as an integer, little-endian, as
+    many bytes as its highest set bit needs (none for all zeros)."""
+    n = int(text or "0", 2)
+    return n.to_bytes((n.bit_length() + 7) // 8, "little")
 
 
 def _time(typmod: int, modes: TypeModes) -> tuple:

@@ -78,8 +78,24 @@ def test_numeric_without_scale_is_variable_scale_decimal():
     body = schema(T.NUMERIC)
     assert body["type"] == "struct" and body["name"] == "io.debezium.data.VariableScaleDecimal"
     assert [f["field"] for f in body["fields"]] == ["scale", "value"]
-    value = conv(T.NUMERIC, "123.4500")
-    assert value["scale"] == 4 and unscaled(value["value"]) == 1234500
+    value = conv(T.NUMERIC, "123.4500")      # Debezium strips trailing zeros, and a negative scale is 0
+    assert value["scale"] == 2 and unscaled(value["value"]) == 12345
+    assert [(v["scale"], unscaled(v["value"])) for v in (conv(T.NUMERIC, t) for t in ("0.000", "1200", "-0.0100"))] == \
+        [(0, 0), (0, 1200), (2, -1)]
+
+
+def test_special_numerics_bits_and_intervals_are_debeziums():
+    """SpecialValueDecimal, convertBits (BitSet.toByteArray, always BYTES), PGInterval's fields."""
+    assert [conv(T.NUMERIC, t, decimal_handling_mode="string") for t in ("NaN", "Infinity", "-Infinity")] == \
+        ["NAN", "POSITIVE_INFINITY", "NEGATIVE_INFINITY"]
+    assert [conv(T.NUMERIC, t, decimal_handling_mode="double") for t in ("NaN", "Infinity", "-Infinity")] == \
+        ["NaN", "Infinity", "-Infinity"]
+    assert conv(T.VARBIT, "00", 2) == "" and conv(T.BIT, "0000000000000001", 16) == "AQ=="
+    assert conv(T.BIT, "1111111100000011", 16, binary_handling_mode="hex") == "A/8="
+    assert schema(T.VARBIT, 1) == {"type": "boolean"} and conv(T.VARBIT, "1", 1) is True
+    assert conv(T.INTERVAL, "-00:30:00", interval_handling_mode="string") == "P0Y0M0DT0H-30M0S"
+    assert conv(T.INTERVAL, "-00:00:01.5", interval_handling_mode="string") == "P0Y0M0DT0H0M-1.5S"
+    assert conv(T.INTERVAL, "178000000 years") == (1 << 63) - 1
 
 
 def test_numeric_double_and_string_modes_and_money():
