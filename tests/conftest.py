@@ -69,6 +69,22 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: order.get(item.nodeid.split("::", 1)[0], len(order)))
 
 
+def pytest_collection_finish(session):
+    """A process that will run Spark's modules starts its SparkSession now, before a test starts
+    gRPC's threads in it: PySpark launches its JVM with fork and exec, and a fork beside gRPC's
+    threads can lose the launcher (JAVA_GATEWAY_EXITED), failing every Spark test after it. The
+    spark fixture then gets this session."""
+    config = session.config
+    if config.option.collectonly or (config.pluginmanager.hasplugin("dsession")
+                                     and "PYTEST_XDIST_WORKER" not in os.environ):
+        return   # listing tests, or pytest-xdist's controller (its workers run the tests)
+    if any(_spark_module(item.nodeid.split("::", 1)[0]) for item in session.items):
+        import tempfile
+
+        from tests.spark.conftest import start_spark
+        start_spark(tempfile.mkdtemp(prefix="riverlog-warehouse-"))
+
+
 def pytest_xdist_make_scheduler(config, log):
     if config.getoption("dist") != "loadfile":
         return None

@@ -11,19 +11,24 @@ import pytest
 from tests.conftest import ROOT, BrokerProcess
 
 
-@pytest.fixture(scope="session")
-def spark(tmp_path_factory):
+def start_spark(warehouse: str):
+    """The run's SparkSession (``getOrCreate``: the one already started, if any)."""
     # Python workers are started by the JVM: they must run this interpreter and find this checkout.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
     from pyspark.sql import SparkSession
-    session = (SparkSession.builder.master("local[2]").appName("riverlog-tests")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.driver.memory", "1g")
-               .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
-               .getOrCreate())
+    return (SparkSession.builder.master("local[2]").appName("riverlog-tests")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.driver.memory", "1g")
+            .config("spark.sql.warehouse.dir", warehouse)
+            .getOrCreate())
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    session = start_spark(str(tmp_path_factory.mktemp("warehouse")))
     import spark_source
     spark_source.register(session)
     yield session
