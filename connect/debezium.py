@@ -2,14 +2,19 @@
 a change event's envelope (``before``, ``after``, ``source``, ``op``, ``ts_ms``) becomes the row state.
 
 Deletes and tombstones: ``delete.tombstone.handling.mode`` (Debezium 2.5+) wins when set —
-``drop`` (drop both), ``tombstone`` (a delete becomes a tombstone, tombstones kept), ``rewrite``
-(a delete becomes ``before`` plus ``__deleted="true"``, tombstones dropped),
-``rewrite-with-tombstone`` (rewrite, tombstones kept), ``delete-to-tombstone`` (a delete becomes a
-tombstone, the connector's own tombstones dropped). Otherwise the older pair applies:
-``drop.tombstones`` (true) and ``delete.handling.mode`` (``drop`` | ``rewrite`` | ``none``).
-``add.fields`` / ``add.headers`` copy envelope fields (``op``, ``ts_ms``, ``source.<f>`` or a bare
-source field such as ``table``) under ``add.fields.prefix`` / ``add.headers.prefix`` (``__``), dots
-becoming underscores; ``route.by.field`` sets the topic from a field of the row state.
+``drop`` (drop both), ``tombstone`` and ``delete-to-tombstone`` (a delete becomes a tombstone, the
+connector's own tombstones dropped), ``rewrite`` (a delete becomes ``before`` plus
+``__deleted="true"``, tombstones dropped), ``rewrite-with-tombstone`` (rewrite, tombstones kept).
+Otherwise the older pair applies: ``drop.tombstones`` (true) and ``delete.handling.mode``
+(``drop`` | ``rewrite`` | ``none``). An event with neither ``before`` nor ``after`` (a truncate, or a
+delete of a table with ``REPLICA IDENTITY NOTHING``) is dropped; a value that is not a change event
+(a heartbeat) passes as it is. ``add.fields`` / ``add.headers`` copy event fields as Debezium's
+``FieldReference`` names them: ``op``, ``ts_ms`` from the envelope, ``id``/``total_order``/
+``data_collection_order`` from ``transaction``, any other bare name from ``source``, or
+``struct.field``; under ``add.fields.prefix`` / ``add.headers.prefix`` (``__``) with the dot an
+underscore, or ``field:name`` for ``<prefix>name``; a field the event lacks is skipped. The added
+fields follow ``__deleted``. A kept tombstone gets the ``op`` header ``d``. ``route.by.field`` sets
+the topic from a field of the row state (a blank one keeps the topic).
 """
 from __future__ import annotations
 
@@ -33,59 +38,83 @@ class ExtractNewRecordState(Transformation):
                 Setting("replace.null.with.default", "boolean", True)]
 
     def _modes(self):
-        """(what a delete becomes: drop | tombstone | rewrite, keep tombstones?)"""
+        """(what a delete becomes: drop | tombstone | rewrite, keep the connector's tombstones?)"""
         mode = self.values.get("delete.tombstone.handling.mode")
         if mode:
-            return {"drop": ("drop", False), "tombstone": ("tombstone", True), "rewrite": ("rewrite", False),
+            return {"drop": ("drop", False), "tombstone": ("tombstone", False), "rewrite": ("rewrite", False),
                     "rewrite-with-tombstone": ("rewrite", True), "delete-to-tombstone": ("tombstone", False)}[mode]
         legacy = self.values["delete.handling.mode"]
         return {"none": "tombstone"}.get(legacy, legacy), not self.values["drop.tombstones"]
 
-    def _envelope_field(self, env, t: StructType, spec: str):
-        path = spec.split(".")
-        if len(path) == 1 and spec not in t.names:
-            path = ["source", spec]
-        c, ct = env, t
-        for p in path:
-            if not isinstance(ct, StructType) or p not in ct.names:
-                raise DataError(f"ExtractNewRecordState: no field {spec!r} in the change event")
-            c, ct = c.getField(p), ct[p].dataType
-        return "_".join(path if path[0] != "source" or len(spec.split(".")) > 1 else path[1:]), c, ct
+    @staticmethod
+    def _reference(spec: str, prefix: str, t: StructType):
+        """Debezium's ``FieldReference``: (outgoing name, column, type) for ``field``,
+        ``struct.field`` or either with ``:new_name``; None where the event has no such field
+        (Debezium skips it). A bare name is the envelope's (``op``, ``ts_ms``, ``ts_us``,
+        ``ts_ns``), the transaction's (``id``, ``total_order``, ``data_collection_order``) or
+        the source's (``lsn``, ``table``, …)."""
+        field, _, rename = spec.partition(":")
+        parts = field.split(".")
+        name = parts[0] if len(parts) == 1 else parts[1]
+        struct = parts[0] if len(parts) > 1 else _HOSTS.get(name, "source")
+        out = prefix + (rename or (name if len(parts) == 1 else f"{struct}_{name}"))
+        c, ct = F.col("value"), t
+        for step in ([name] if struct is None else [struct, name]):
+            if not isinstance(ct, StructType) or step not in ct.names:
+                return None
+            c, ct = c.getField(step), ct[step].dataType
+        return out, c, ct
 
     def plan(self, frame):
         t = require_struct(frame, "value", "record state extraction")
-        missing = [f for f in ("before", "after", "op") if f not in t.names]
-        if missing:
-            raise DataError(f"ExtractNewRecordState: value is not a Debezium change event (no {missing})")
+        if any(f not in t.names for f in ("before", "after", "op")):
+            return Plan({})   # not a change event (a heartbeat, a schema change): passed on as it is, as Debezium
         if t["before"].dataType.simpleString() != t["after"].dataType.simpleString():
             raise DataError("ExtractNewRecordState: 'before' and 'after' differ in type")
         row_t: StructType = t["after"].dataType
         env = F.col("value")
         delete_as, keep_tombstones = self._modes()
-        is_delete = env.getField("op") == "d"
-        state = F.when(is_delete, env.getField("before")).otherwise(env.getField("after"))
+        before, after = env.getField("before"), env.getField("after")
+        is_delete = after.isNull() & before.isNotNull()
+        state = F.when(is_delete, before).otherwise(after)
         fields = [(f.name, state.getField(f.name)) for f in row_t.fields]
-        for spec in self.values["add.fields"]:
-            name, c, _ = self._envelope_field(env, t, spec)
-            fields.append((self.values["add.fields.prefix"] + name, c))
-        if delete_as == "rewrite":
+        if delete_as == "rewrite":   # before the added fields, as Debezium adds it first
             fields.append(("__deleted", F.when(is_delete, "true").otherwise("false")))
+        for spec in self.values["add.fields"]:
+            found = self._reference(spec, self.values["add.fields.prefix"], t)
+            if found is not None:
+                fields.append(found[:2])
         value = F.when(is_delete & F.lit(delete_as == "tombstone"), F.lit(None)).otherwise(
-            F.when(state.isNotNull() | is_delete, F.struct(*[c.alias(n) for n, c in fields])))
+            F.struct(*[c.alias(n) for n, c in fields]))
         value = F.when(env.isNotNull(), value)
-        keep = F.when(env.isNull(), F.lit(keep_tombstones)).when(is_delete, F.lit(delete_as != "drop")).otherwise(True)
+        # a truncate (or a delete without its row: REPLICA IDENTITY NOTHING) has neither, and is dropped
+        keep = (F.when(env.isNull(), F.lit(keep_tombstones)).when(after.isNull() & before.isNull(), F.lit(False))
+                .when(is_delete, F.lit(delete_as != "drop")).otherwise(True))
         columns = {"value": value}
         if self.values["add.headers"]:
+            from connect import record_frame
             from connect.transforms import header_bytes
-            new = []
+            none = F.array().cast(record_frame.HEADERS_TYPE)
+            new, on_tombstone = [], []
             for spec in self.values["add.headers"]:
-                name, c, ct = self._envelope_field(env, t, spec)
-                new.append(F.struct(F.lit(self.values["add.headers.prefix"] + name).alias("key"),
-                                    header_bytes(c, ct).alias("value")))
-            columns["headers"] = F.when(env.isNotNull(), F.concat(F.col("headers"), F.array(*new))).otherwise(F.col("headers"))
+                found = self._reference(spec, self.values["add.headers.prefix"], t)
+                if found is None:
+                    continue
+                name, c, ct = found
+                new.append(F.struct(F.lit(name).alias("key"), header_bytes(c, ct).alias("value")))
+                if spec.partition(":")[0] == "op":   # a tombstone follows a delete: Debezium marks it "d"
+                    on_tombstone.append(F.struct(F.lit(name).alias("key"), F.encode(F.lit("d"), "UTF-8").alias("value")))
+            columns["headers"] = F.concat(F.coalesce(F.col("headers"), none),
+                                          F.when(env.isNotNull(), F.array(*new) if new else none)
+                                          .otherwise(F.array(*on_tombstone) if on_tombstone else none))
         route = self.values["route.by.field"]
         if route:
             if route not in row_t.names:
                 raise DataError(f"ExtractNewRecordState: route.by.field {route!r} is not a field of the row")
-            columns["topic"] = F.coalesce(state.getField(route), F.col("topic"))
+            target = state.getField(route)
+            columns["topic"] = F.when(F.trim(target.cast("string")) != "", target.cast("string")).otherwise(F.col("topic"))
         return Plan(columns, keep=keep)
+
+
+_HOSTS = {"op": None, "ts_ms": None, "ts_us": None, "ts_ns": None, "id": "transaction", "total_order": "transaction",
+          "data_collection_order": "transaction", "updateDescription": "updateDescription"}

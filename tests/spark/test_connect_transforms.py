@@ -176,7 +176,8 @@ def test_debezium_unwrap(spark):
               [{"id": 1, "name": "a", "__op": "c", "__table": "customers", "__source_lsn": 10, "__deleted": "false"},
                {"id": 1, "name": "b", "__op": "u", "__table": "customers", "__source_lsn": 11, "__deleted": "false"},
                {"id": 1, "name": "b", "__op": "d", "__table": "customers", "__source_lsn": 12, "__deleted": "true"}]),
-             ({"delete.tombstone.handling.mode": "tombstone"}, [{"id": 1, "name": "a"}, {"id": 1, "name": "b"}, None, None]),
+             # a delete becomes a tombstone and the connector's own is dropped (handleTombstoneRecord)
+             ({"delete.tombstone.handling.mode": "tombstone"}, [{"id": 1, "name": "a"}, {"id": 1, "name": "b"}, None]),
              ({"delete.tombstone.handling.mode": "delete-to-tombstone"},
               [{"id": 1, "name": "a"}, {"id": 1, "name": "b"}, None]),
              ({"delete.tombstone.handling.mode": "rewrite-with-tombstone"},
@@ -186,6 +187,32 @@ def test_debezium_unwrap(spark):
         assert [as_dict(v) for v in values(transform(U, cfg).apply(f))] == expected, cfg
     h = transform(U, {"add.headers": "op"}).apply(f)
     assert [[(x["key"], bytes(x["value"])) for x in hs] for hs in values(h, "headers")] == [[("__op", b"c")], [("__op", b"u")]]
+
+
+def test_debezium_unwrap_follows_extract_new_record_states_source(spark):
+    """Cases of Debezium's ExtractNewRecordStateTest: a truncate, or a delete without its row, is
+    dropped; __deleted comes before the added fields; a bare id is the transaction's; a field may be
+    renamed (field:name) and one the event lacks is skipped; a kept tombstone gets op "d"; a record
+    that is not a change event passes as it is."""
+    row = "struct<id int, name string>"
+    f = frame(spark, f"struct<before {row}, after {row}, source struct<table string, lsn long>, op string, "
+                     "ts_ms long, transaction struct<id string, total_order long>>",
+              [(None, (1, "a"), ("customers", 10), "c", 100, ("571", 1)),
+               (None, None, ("customers", 11), "t", 101, None),      # a truncate
+               (None, None, ("customers", 12), "d", 102, None),      # REPLICA IDENTITY NOTHING
+               ((1, "a"), None, ("customers", 13), "d", 103, None), None])
+    U = "io.debezium.transforms.ExtractNewRecordState"
+    out = transform(U, {"delete.tombstone.handling.mode": "rewrite-with-tombstone",
+                        "add.fields": "op:OP,id,source.lsn,nothere", "add.headers": "op,xmin"}).apply(f)
+    got = values(out)
+    assert [list(v.asDict()) if v else None for v in got] == [["id", "name", "__deleted", "__OP", "__id", "__source_lsn"]] * 2 + [None]
+    assert [as_dict(v) for v in got[:2]] == [
+        {"id": 1, "name": "a", "__deleted": "false", "__OP": "c", "__id": "571", "__source_lsn": 10},
+        {"id": 1, "name": "a", "__deleted": "true", "__OP": "d", "__id": None, "__source_lsn": 13}]
+    assert [[(x["key"], bytes(x["value"])) for x in hs] for hs in values(out, "headers")] == \
+        [[("__op", b"c")], [("__op", b"d")], [("__op", b"d")]]
+    beat = frame(spark, "struct<ts_ms long>", [(5,)])
+    assert as_dict(values(transform(U, {}).apply(beat))[0]) == {"ts_ms": 5}
 
 
 def errors(df):
