@@ -30,8 +30,10 @@ MODES = ("drop", "tombstone", "rewrite", "rewrite-with-tombstone", "delete-to-to
 class ExtractNewRecordState(Transformation):
     class_name = "io.debezium.transforms.ExtractNewRecordState"
     SETTINGS = [Setting("drop.tombstones", "boolean", True),
-                Setting("delete.handling.mode", default="drop", validator=one_of("drop", "rewrite", "none")),
-                Setting("delete.tombstone.handling.mode", default=None, validator=one_of(*MODES)),
+                Setting("delete.handling.mode", default="drop",
+                        validator=lambda v: one_of("drop", "rewrite", "none", case=False)(_mode(v))),
+                Setting("delete.tombstone.handling.mode", default=None,
+                        validator=lambda v: one_of(*MODES, case=False)(_mode(v))),
                 Setting("add.fields", "list", ""), Setting("add.fields.prefix", default="__"),
                 Setting("add.headers", "list", ""), Setting("add.headers.prefix", default="__"),
                 Setting("route.by.field", default=""),
@@ -39,11 +41,11 @@ class ExtractNewRecordState(Transformation):
 
     def _modes(self):
         """(what a delete becomes: drop | tombstone | rewrite, keep the connector's tombstones?)"""
-        mode = self.values.get("delete.tombstone.handling.mode")
+        mode = _mode(self.values.get("delete.tombstone.handling.mode"))
         if mode:
             return {"drop": ("drop", False), "tombstone": ("tombstone", False), "rewrite": ("rewrite", False),
                     "rewrite-with-tombstone": ("rewrite", True), "delete-to-tombstone": ("tombstone", False)}[mode]
-        legacy = self.values["delete.handling.mode"]
+        legacy = _mode(self.values["delete.handling.mode"])
         return {"none": "tombstone"}.get(legacy, legacy), not self.values["drop.tombstones"]
 
     @staticmethod
@@ -114,6 +116,11 @@ class ExtractNewRecordState(Transformation):
             target = state.getField(route)
             columns["topic"] = F.when(F.trim(target.cast("string")) != "", target.cast("string")).otherwise(F.col("topic"))
         return Plan(columns, keep=keep)
+
+
+def _mode(v):
+    """A mode as Debezium reads it: trimmed, any case."""
+    return v.strip().lower() if isinstance(v, str) else v
 
 
 _HOSTS = {"op": None, "ts_ms": None, "ts_us": None, "ts_ns": None, "id": "transaction", "total_order": "transaction",

@@ -8,10 +8,9 @@ UTC offset for timestamptz/timetz (``+02``, ``+05:30``), and intervals in ``Inte
 from __future__ import annotations
 
 import re
-from datetime import date, time, timedelta
+from datetime import time
 from decimal import Decimal
 
-_EPOCH_DATE = date(1970, 1, 1)
 TIMESTAMP_POS_INFINITY_MICROS = 9223372036825200000
 """Debezium's (and pgjdbc's) value for TIMESTAMP 'infinity'."""
 TIMESTAMP_NEG_INFINITY_MICROS = -9223372036832400000

@@ -37,7 +37,6 @@ from typing import Any, Callable
 
 from broker.errors import RiverlogError
 from spark_source.postgres import temporal
-from spark_source.postgres.temporal import TIMESTAMP_NEG_INFINITY_MICROS, TIMESTAMP_POS_INFINITY_MICROS
 
 PLACEHOLDER = "__debezium_unavailable_value"
 
@@ -305,7 +304,8 @@ def _timestamp(typmod: int, modes: TypeModes) -> tuple:
 
 
 def _floor_ms(micros: int) -> int:
-    return micros if micros in (TIMESTAMP_POS_INFINITY_MICROS, TIMESTAMP_NEG_INFINITY_MICROS) else micros // 1000
+    """Milliseconds, ±infinity too: Debezium's infinity instants in a millisecond schema."""
+    return micros // 1000
 
 
 def _parse_array(text: str, convert: Callable[[str], Any]) -> list:

@@ -91,3 +91,12 @@ def test_v2_field_paths_split_as_kafkas_single_field_path(path, steps):
 def test_an_unclosed_backtick_is_refused_at_config(path):
     with pytest.raises(ConfigError, match="Incomplete backtick pair"):
         transform(T + "ExtractField$Value", {"field": path, "field.syntax.version": "V2"})
+
+
+def test_debezium_modes_are_read_trimmed_in_any_case():
+    """Debezium's EnumRecommender trims and its parsing ignores case."""
+    unwrap = "io.debezium.transforms.ExtractNewRecordState"
+    assert transform(unwrap, {"delete.tombstone.handling.mode": " REWRITE-with-tombstone "})._modes() == ("rewrite", True)
+    assert transform(unwrap, {"delete.handling.mode": "None", "drop.tombstones": "false"})._modes() == ("tombstone", True)
+    with pytest.raises(ConfigError, match="delete.handling.mode"):
+        transform(unwrap, {"delete.handling.mode": "bogus"})

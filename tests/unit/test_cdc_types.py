@@ -168,6 +168,9 @@ def test_bc_dates_are_proleptic_gregorian_epoch_days(bc_year, day):
 def test_infinities():
     assert conv(T.TIMESTAMP, "infinity") == 9223372036825200000
     assert conv(T.TIMESTAMP, "-infinity") == -9223372036832400000
+    # in a millisecond schema, the same instants in milliseconds (Timestamp.toEpochMillis)
+    assert conv(T.TIMESTAMP, "infinity", 3) == 9223372036825200
+    assert conv(T.TIMESTAMP, "-infinity", time_precision_mode="connect") == -9223372036832400
     assert conv(T.TIMESTAMPTZ, "infinity") == "infinity"
 
 
