@@ -218,9 +218,17 @@ class JsonConverter(Converter):
             raise ConfigError("invalid JsonConverter config: " + "; ".join(f"{k}: {', '.join(v)}"
                                                                          for k, v in errors.items()), errors=errors)
         self.data_type = as_type(schema)
+        self.unbound_reason: str | None = None   # why bind() found no type, for the records' message
         self._accepted: frozenset[str] | None = None  # canonical envelope schemas seen by bind()
         self._shapes: frozenset[str] | None = None    # plain JSON shapes seen by bind()
         self.carried_over = False
+
+    def unbound_because(self, reason: str) -> "JsonConverter":
+        """This converter, unbound, with its records failing for ``reason`` (with envelopes;
+        without, they are read as VARIANT)."""
+        out = copy.copy(self)
+        out.unbound_reason = reason
+        return out
 
     def carriable(self) -> bool:
         """Whether the type came from a batch with a test of what fits it (see :meth:`carried`)."""
@@ -303,9 +311,9 @@ class JsonConverter(Converter):
                 # a null value, as Kafka's converter gives; anything else fails as a bad envelope.
                 bad = present & ~bad_json & ~null_envelope
                 return Converted(F.lit(None).cast("string"), bad_json | bad, F.when(bad_json, msg_json).otherwise(
-                    F.lit('JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
-                          'contain additional fields. If you are trying to deserialize plain JSON data, set '
-                          'schemas.enable=false in your converter configuration.')), stages=stages)
+                    F.lit(self.unbound_reason or 'JsonConverter with schemas.enable requires "schema" and "payload" '
+                          'fields and may not contain additional fields. If you are trying to deserialize plain '
+                          'JSON data, set schemas.enable=false in your converter configuration.')), stages=stages)
             bad_env = present & ~bad_json & ~F.coalesce(envelope_ok, F.lit(False))
             if self._accepted is not None:
                 bad_schema = present & ~bad_json & ~bad_env & ~null_envelope & \

@@ -44,6 +44,7 @@ from connect.config import ConnectorConfig, WorkerConfig
 from connect.connector import Connector, SinkConnector, SourceConnector
 from connect.connector_state import (ConnectorPaths, batch_end_offset, batch_start_offset, finish_pending, group_id,
                                      held_partitions)
+from connect.errors import DataError
 from connect.plan_template import PlanTemplate
 from connect.plugins import canonical, canonical_transform_config
 from connect.config import CONVERTERS
@@ -68,6 +69,8 @@ def _bind(conv, frame: DataFrame, column: str):
             bound = conv.bind(frame, column)
         except converters.NothingToBind:   # an empty or all-null batch keeps the converter unbound
             return conv
+        except DataError as e:   # no type Spark can hold: unbound, its records fail saying why
+            return conv.unbound_because(str(e))
         # Plain JSON of which no row parses infers VOID: no type learnt, so stay unbound.
         return conv if isinstance(bound.data_type, NullType) else bound
     return conv

@@ -203,6 +203,11 @@ def test_fields_that_differ_only_in_case_need_a_case_sensitive_session(spark):
     assert out[0]["value"].asDict() == {"id": 1} and out[1][record_frame.ERROR] is not None
     with pytest.raises(DataError, match="spark.sql.caseSensitive=true"):
         JsonConverter({}).bind(f.where("offset = 1"))
+    # the runtime keeps such a batch's converter unbound: its records fail saying why (the DLQ's)
+    from connect.pipeline import _bind
+    alone = f.where("offset = 1")
+    flagged = rows(decode(alone, _bind(JsonConverter({}), alone, "value")))
+    assert "spark.sql.caseSensitive=true" in flagged[0][record_frame.ERROR]["message"]
     spark.conf.set("spark.sql.caseSensitive", "true")
     try:
         g = f.where("offset = 1")
