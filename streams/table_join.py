@@ -122,6 +122,9 @@ def value_getter(table) -> ValueGetter:
             steps.append((node.op, _predicate(f) if node.op != "mapValues" else _mapper(f)))
             node = node.parents[0]
             continue
+        if node.op == "suppress":   # Kafka reads through its buffer; suppress takes no Materialized here
+            raise TopologyError(f"cannot read table {node.name} (suppress) for a join: join the table before "
+                                "suppress, or suppress the join's result")
         raise TopologyError(f"cannot read table {node.name} ({node.op}) for a join: materialize it with "
                             f"Materialized.as_(...) at that step")
 
