@@ -82,7 +82,20 @@ def pytest_collection_finish(session):
         import tempfile
 
         from tests.spark.conftest import start_spark
-        start_spark(tempfile.mkdtemp(prefix="riverlog-warehouse-"))
+        # The JVM (and the Python workers it starts) write their logs to a file, not to the run's
+        # output: started outside a test, no capture would take them.
+        log = os.path.join(tempfile.gettempdir(), f"riverlog-tests-spark-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.log")
+        saved = os.dup(1), os.dup(2)
+        with open(log, "ab") as f:
+            os.dup2(f.fileno(), 1)
+            os.dup2(f.fileno(), 2)
+            try:
+                start_spark(tempfile.mkdtemp(prefix="riverlog-warehouse-"))
+            finally:
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+                os.close(saved[0])
+                os.close(saved[1])
 
 
 def pytest_xdist_make_scheduler(config, log):
