@@ -24,6 +24,10 @@ class OffsetsAdmin:
             self._admins[servers] = AdminClient({"bootstrap.servers": servers})
         return self._admins[servers]
 
+    def cluster_id(self) -> str:
+        """The worker's Kafka cluster's id (``GET /``'s ``kafka_cluster_id``)."""
+        return self._admin(None).describe_cluster(request_timeout=30).result(30).cluster_id
+
     def sink_offsets(self, group: str, servers: str | None = None) -> list[tuple[dict, dict]]:
         found = self._admin(servers).list_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(group)])[group].result(TIMEOUT)

@@ -106,13 +106,15 @@ def plugin_list(connectors_only: bool = True) -> list[dict]:
 
 def plugin_config_keys(plugin: str) -> list[dict]:
     """``GET /connector-plugins/{plugin}/config``: the plugin's ConfigKeyInfo list (a connector's
-    with the common source or sink keys first, as Kafka lists them)."""
+    own keys first, then the common source or sink keys it does not define, as Kafka 3.5+ lists
+    them)."""
     from connect.config import connector_config_def
     from connect.connector import connector_class
     from connect.errors import NotFoundError
     cls = connector_class(plugin)
     if cls is not None:
-        keys = list(connector_config_def(cls.kind).keys.values()) + list(cls.config_def.keys.values())
+        own = dict(cls.config_def.keys)
+        keys = list(own.values()) + [k for n, k in connector_config_def(cls.kind).keys.items() if n not in own]
         return [k.definition() for k in keys]
     for registry in (TRANSFORMATIONS, PREDICATES, CONVERTERS, HEADER_CONVERTERS):
         found = registry.get(plugin)

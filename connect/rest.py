@@ -74,6 +74,12 @@ def _string_map(value: Any, what: str) -> dict[str, str | None]:
     return out
 
 
+def _location(http: Request, name: str) -> str:
+    """The created connector's absolute URL, the name percent-encoded, as JAX-RS resolves Kafka's."""
+    from urllib.parse import quote
+    return str(http.base_url).rstrip("/") + "/connectors/" + quote(name, safe="")
+
+
 def _with_name(name: str, config: dict[str, str | None]) -> dict[str, str | None]:
     """Kafka's ``checkAndPutConnectorConfigName``: a ``name`` in the config must be the URL's."""
     included = config.get("name")
@@ -141,8 +147,17 @@ def rest_app(worker) -> FastAPI:
     # ------------------------------------------------------------------------------- the worker
     @app.get("/")
     def server_info():
+        try:
+            cluster = getattr(worker, "kafka_cluster_id", None)
+        except RiverlogError:   # the broker unreachable just now: the worker still answers
+            cluster = None
         return {"version": _version(), "commit": getattr(worker, "commit", None) or "unknown",
-                "kafka_cluster_id": getattr(worker, "kafka_cluster_id", None)}
+                "kafka_cluster_id": cluster}
+
+    @app.get("/health")
+    def health():
+        """Kafka 4.0's (KIP-1017): the worker answers once it has started."""
+        return {"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}
 
     # ---------------------------------------------------------------------------- connectors
     @app.get("/connectors")
@@ -164,7 +179,7 @@ def rest_app(worker) -> FastAPI:
         return out
 
     @app.post("/connectors")
-    def create_connector(request: Any = body):
+    def create_connector(http: Request, request: Any = body):
         if not isinstance(request, dict):
             raise _BodyError("Cannot deserialize the request: expected {\"name\": ..., \"config\": {...}}")
         name = request.get("name")
@@ -173,7 +188,7 @@ def rest_app(worker) -> FastAPI:
             raise BadRequestError("Connector config is missing: send {\"name\": ..., \"config\": {...}}")
         config = _with_name(name, _string_map(request["config"], "config"))
         info = _create(worker, name, config, request.get("initial_state"))
-        return JSONResponse(info, status_code=201, headers={"Location": f"/connectors/{name}"})
+        return JSONResponse(info, status_code=201, headers={"Location": _location(http, name)})
 
     @app.get("/connectors/{connector}")
     def connector_info(connector: str):
@@ -184,10 +199,10 @@ def rest_app(worker) -> FastAPI:
         return worker.connector_config(connector)
 
     @app.put("/connectors/{connector}/config")
-    def put_connector_config(connector: str, config: Any = body):
+    def put_connector_config(http: Request, connector: str, config: Any = body):
         created, info = worker.put_connector_config(connector, _with_name(connector, _string_map(config, "config")))
         if created:
-            return JSONResponse(info, status_code=201, headers={"Location": f"/connectors/{connector}"})
+            return JSONResponse(info, status_code=201, headers={"Location": _location(http, connector)})
         return info
 
     @app.patch("/connectors/{connector}/config")
@@ -218,8 +233,8 @@ def rest_app(worker) -> FastAPI:
 
     @app.put("/connectors/{connector}/stop")
     def stop_connector(connector: str):
-        worker.stop(connector)
-        return Response(status_code=202)
+        worker.stop(connector)          # done when it returns: 204, as Kafka's (pause/resume are 202)
+        return Response(status_code=204)
 
     @app.delete("/connectors/{connector}")
     def delete_connector(connector: str):

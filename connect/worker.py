@@ -19,6 +19,7 @@ allows (:func:`connect.states.restart_decision`). A worker started again with th
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -82,6 +83,11 @@ class Worker:
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
         self._started = False
+
+    @functools.cached_property
+    def kafka_cluster_id(self) -> str:
+        """The id of the cluster holding the worker's topics, asked once."""
+        return self.offsets_admin.cluster_id()
 
     # ------------------------------------------------------------------------------ lifecycle
     def start(self, config: Mapping | None = None) -> "Worker":
@@ -302,7 +308,10 @@ class Worker:
         with self._lock:
             c = self._get(name)
             self._require_stopped(c)
-            if not isinstance(offsets, list) or not all(isinstance(o, Mapping) and "partition" in o for o in offsets):
+            if not isinstance(offsets, list) or not all(
+                    isinstance(o, Mapping) and set(o) <= {"partition", "offset"} and isinstance(o.get("partition"), Mapping)
+                    and o["partition"] and (o.get("offset") is None or isinstance(o["offset"], Mapping)) for o in offsets):
+                # Kafka's JSON reader refuses these (an unknown field, a partition that is not an object)
                 raise BadRequestError("offsets must be a list of {\"partition\": {...}, \"offset\": {...} | null}")
             pairs = [(dict(o["partition"]), None if o.get("offset") is None else dict(o["offset"])) for o in offsets]
             if self._kind(name) == "sink":
