@@ -1,10 +1,11 @@
 """Kafka Connect's schemas as Spark types, and the form each type takes in Connect's JSON.
 
 int8/16/32/64 ↔ tinyint/smallint/int/bigint, float32/64 ↔ float/double (``"float"``/``"double"``
-in JsonConverter's schemas), boolean, string, bytes ↔ binary (base64 in the JSON), array, map (string keys only), struct; logical types Timestamp ↔ timestamp (int64 epoch
-ms), Date ↔ date (int32 epoch days), Decimal ↔ decimal(38, scale) as a number or base64 of the
-unscaled value (Java's ``BigInteger.toByteArray``). The wire conversions are column expressions,
-so a record is converted inside Spark's plan.
+in JsonConverter's schemas), boolean, string, bytes ↔ binary (base64 in the JSON), array, map
+(string keys only), struct; logical types Timestamp ↔ timestamp (int64 epoch ms), Date ↔ date
+(int32 epoch days), Decimal ↔ decimal(38, scale) as a number or base64 of the unscaled value
+(Java's ``BigInteger.toByteArray``). The wire conversions are column expressions, so a record is
+converted inside Spark's plan.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from connect.errors import DataError
 _PRIMITIVES = {"int8": ByteType(), "int16": ShortType(), "int32": IntegerType(), "int64": LongType(),
                "float": FloatType(), "double": DoubleType(), "boolean": BooleanType(),
                "string": StringType(), "bytes": BinaryType()}
-_READ_ALSO = {"float32": FloatType(), "float64": DoubleType()}   # the Connect type names, read too
+_READ = {**_PRIMITIVES, "float32": FloatType(), "float64": DoubleType()}   # Connect's type names read too
 _UNSCALED = DecimalType(38, 0)
 _TIMESTAMP, _DATE, _TIME, _DECIMAL = ("org.apache.kafka.connect.data." + n for n in ("Timestamp", "Date", "Time", "Decimal"))
 
@@ -38,8 +39,8 @@ def connect_to_spark(schema: dict) -> DataType:
         return DateType()
     if name == _DECIMAL:
         return DecimalType(38, int((schema.get("parameters") or {}).get("scale", 0)))
-    if kind in _PRIMITIVES or kind in _READ_ALSO:
-        return _PRIMITIVES.get(kind) or _READ_ALSO[kind]
+    if kind in _READ:
+        return _READ[kind]
     if kind == "array":
         return ArrayType(connect_to_spark(schema["items"]))
     if kind == "map":
@@ -48,9 +49,7 @@ def connect_to_spark(schema: dict) -> DataType:
             raise DataError("maps with non-string keys (written as [[key, value], …]) are not supported")
         return MapType(keys, connect_to_spark(schema["values"]))
     if kind == "struct":
-        out = StructType([StructField(f["field"], connect_to_spark(f)) for f in schema.get("fields", [])])
-        check_names(out)
-        return out
+        return StructType([StructField(f["field"], connect_to_spark(f)) for f in schema.get("fields", [])])
     raise DataError(f"unknown Connect schema type {kind!r}")
 
 

@@ -25,12 +25,13 @@ batch, so a schema change is learnt as per-batch inference would, without a job 
 inferred type was merged from the shapes ``bind`` saw, so a value of one of them fits it: only
 other values are checked field by field.
 
-Connect ↔ Spark types (:mod:`connect.connect_types`): int8/16/32/64 ↔ tinyint/smallint/int/bigint, float32/64 ↔ float/double,
-boolean, string, bytes ↔ binary (base64 in JSON, as Jackson writes byte[]), array, map (string
+Connect ↔ Spark types (:mod:`connect.connect_types`): int8/16/32/64 ↔ tinyint/smallint/int/bigint,
+float32/64 ↔ float/double, boolean, string, bytes ↔ binary (base64 in JSON, as Jackson writes byte[]), array, map (string
 keys only: Connect writes other keys as ``[[k, v], …]``), struct; logical types Timestamp ↔
 timestamp (int64 epoch ms), Date ↔ date (int32 epoch days), Time → int (ms of day: Spark has no
 time-of-day type by default), Decimal ↔ decimal(38, scale) with ``decimal.format`` NUMERIC, or
-BASE64 (Kafka's default), over the whole decimal(38) range. Per-row checks: invalid UTF-8 or JSON, a missing envelope, a payload field of the
+BASE64 (Kafka's default), over the whole decimal(38) range. Per-row checks: invalid UTF-8 or
+JSON, a missing envelope, a payload field of the
 wrong JSON type (nested inside arrays and maps only when the whole element fails).
 """
 from __future__ import annotations
@@ -45,8 +46,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructType, VariantType
 
 from connect import record_frame
-from connect.connect_types import (as_type, canonical, check_names, connect_to_spark, ddl, from_wire, merge_types, same_type,
-                                   spark_to_connect, to_wire, wire_type)
+from connect.connect_types import (as_type, canonical, check_names, connect_to_spark, ddl, from_wire, merge_types,
+                                   same_type, spark_to_connect, to_wire, wire_type)
 from connect.errors import ConfigError, DataError
 
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
@@ -256,7 +257,9 @@ class JsonConverter(Converter):
             types, problem = {}, None
             for r in rows:   # in order of first appearance
                 try:
-                    types[r["s"]] = connect_to_spark(json.loads(r["s"]))
+                    t = connect_to_spark(json.loads(r["s"]))
+                    check_names(t)
+                    types[r["s"]] = t
                 except DataError as e:   # its records are flagged; the others still convert
                     problem = problem or e
             if not types:

@@ -13,7 +13,7 @@ from connect import timestamp_formats
 from connect.connect_types import MAX_TIMESTAMP_MILLIS, timestamp_from_millis
 from connect.errors import DataError
 from connect.transform_base import (REQUIRED, Plan, Setting, Transformation, non_empty_list, non_empty_string,
-                                    one_of, rebuild, require_struct, require_struct_or_map)
+                                    one_of, rebuild, require_struct, require_struct_or_map, tombstones_fail)
 
 P = "org.apache.kafka.connect.transforms."
 RNWD = Setting("replace.null.with.default", "boolean", True, doc="accepted; Spark types have no defaults")
@@ -133,9 +133,7 @@ class MaskField(Transformation):
             if f.name in self.values["fields"]:
                 c = F.when(c.isNotNull(), self._mask(c, f.dataType, f.name))
             fields.append((f.name, c))
-        # Kafka requires a struct (or map) here: a tombstone fails, as its requireStruct does
-        return Plan({self.target: rebuild(col, fields)}, failed=col.isNull(), message=F.lit(
-            f"Only Struct objects supported for [mask fields], found: null ({self.target} is a tombstone)"))
+        return Plan({self.target: rebuild(col, fields)}, **tombstones_fail(self.target, "mask fields"))
 
 
 def _replacement_number(r: str, t, name: str):

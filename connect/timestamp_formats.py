@@ -21,12 +21,10 @@ _UNSUPPORTED = {"Y": "week year", "w": "week in year", "W": "week in month", "u"
 
 
 def _letters(pattern: str):
-    quoted = False
-    for ch in pattern:
-        if ch == "'":
-            quoted = not quoted
-        elif not quoted and ch.isascii() and ch.isalpha():
-            yield ch
+    """Each unquoted pattern letter."""
+    for _, ch, n in _tokens(pattern):
+        if ch is not None:
+            yield from ch * n
 
 
 def check(pattern: str | None) -> str | None:
@@ -41,7 +39,7 @@ def check(pattern: str | None) -> str | None:
                     "use y/M/d/E instead")
         if ch not in _SAME:
             return f"Illegal pattern character '{ch}' (not a SimpleDateFormat-compatible pattern)"
-    for ch, n in _runs(pattern):
+    for _, ch, n in _tokens(pattern):
         if ch == "S" and n < 3:
             return (f"pattern '{'S' * n}' is the milliseconds unpadded in SimpleDateFormat, which Spark cannot "
                     "write (its 'S' is a fraction of a second); use 'SSS'")
@@ -52,36 +50,31 @@ _WIDTH = {**dict.fromkeys("dHhkKms", 2), "D": 3, "y": 6}   # Spark's widest nume
 _TEXT = {**dict.fromkeys("EMLz", 4), "G": 1, "a": 1}     # Spark's longest text field
 
 
-def _runs(pattern: str):
-    """(letter, count) for each run of one unquoted pattern letter."""
-    quoted, prev, n = False, None, 0
-    for ch in pattern + "'":
-        if ch == "'" or quoted or not (ch.isascii() and ch.isalpha()) or ch != prev:
-            if prev is not None:
-                yield prev, n
-            prev, n = None, 0
-        if ch == "'":
-            quoted = not quoted
-        elif not quoted and ch.isascii() and ch.isalpha():
-            prev, n = ch, n + 1
-
-
-def to_spark(pattern: str) -> str:
-    """The Spark datetime pattern for a checked SimpleDateFormat pattern (the module docstring)."""
-    out, quoted, i = [], False, 0
+def _tokens(pattern: str):
+    """The pattern as (text, letter, count): a run of one unquoted letter (text empty), or any
+    other text (quotes included, letter None)."""
+    i, quoted = 0, False
     while i < len(pattern):
         ch = pattern[i]
-        if ch == "'":
-            quoted = not quoted
         if quoted or ch == "'" or not (ch.isascii() and ch.isalpha()):
-            out.append(ch)
+            quoted ^= ch == "'"
+            yield ch, None, 0
             i += 1
             continue
         n = 1
         while i + n < len(pattern) and pattern[i + n] == ch:
             n += 1
+        yield "", ch, n
         i += n
-        if ch in _WIDTH and n > _WIDTH[ch]:
+
+
+def to_spark(pattern: str) -> str:
+    """The Spark datetime pattern for a checked SimpleDateFormat pattern (the module docstring)."""
+    out = []
+    for text, ch, n in _tokens(pattern):
+        if ch is None:
+            out.append(text)
+        elif ch in _WIDTH and n > _WIDTH[ch]:
             out.append("'" + "0" * (n - _WIDTH[ch]) + "'" + ch * _WIDTH[ch])
         elif ch in _TEXT and n > _TEXT[ch]:
             out.append(ch * _TEXT[ch])

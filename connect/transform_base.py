@@ -208,6 +208,13 @@ def require_struct(frame: DataFrame, name: str, purpose: str) -> StructType:
     return t
 
 
+def tombstones_fail(name: str, purpose: str) -> dict:
+    """``Plan`` arguments failing a record whose ``name`` is null, as Kafka's ``requireStruct``
+    fails a tombstone (MaskField, HeaderFrom: transforms with no null guard)."""
+    return {"failed": F.col(name).isNull(),
+            "message": F.lit(f"Only Struct objects supported for [{purpose}], found: null ({name} is a tombstone)")}
+
+
 def require_struct_or_map(frame: DataFrame, name: str, purpose: str) -> DataType:
     t = frame.schema[name].dataType
     if not isinstance(t, (StructType, MapType)):

@@ -26,7 +26,7 @@ from connect.errors import ConfigError, DataError
 from connect.field_transforms import (Cast, ExtractField, Flatten, HoistField, InsertField, MaskField, ReplaceField,
                                       TimestampConverter, ValueToKey)
 from connect.transform_base import (REQUIRED, Plan, Setting, Transformation, execute, non_empty_list, one_of,
-                                    parse_list, require_struct, valid_regex, with_target)
+                                    parse_list, require_struct, tombstones_fail, valid_regex, with_target)
 from connect import timestamp_formats
 
 P = "org.apache.kafka.connect.transforms."
@@ -140,10 +140,7 @@ class HeaderFrom(Transformation):
         if self.values["operation"] == "move":
             kept = [f for f in t.fields if f.name not in self.values["fields"]]
             out[self.target] = F.when(col.isNotNull(), F.struct(*[col.getField(f.name).alias(f.name) for f in kept]))
-        # Kafka requires a struct (or map) here: a tombstone fails, as its requireStruct does
-        return Plan(out, failed=col.isNull(), message=F.lit(
-            f"Only Struct objects supported for [header {self.values['operation']}], found: null "
-            f"({self.target} is a tombstone)"))
+        return Plan(out, **tombstones_fail(self.target, "header " + self.values["operation"]))
 
 
 # ------------------------------------------------------------------ registry, chain
