@@ -127,7 +127,7 @@ def standalone(worker_file, master, confs, connector_files):
     run_standalone(worker_config, connectors, master, spark_conf)
 
 
-def run_standalone(worker_config: dict, connectors: list[tuple[str, dict]], master: str | None = None,
+def run_standalone(worker_config: dict, connectors: list[tuple[str, dict, str]], master: str | None = None,
                    spark_conf: dict | None = None, stop: threading.Event | None = None) -> None:
     """Spark, then the worker, the REST API and the connectors; blocks until ``stop`` is set
     (by SIGTERM/SIGINT when called from the main thread), then closes them in reverse order."""
@@ -142,9 +142,13 @@ def run_standalone(worker_config: dict, connectors: list[tuple[str, dict]], mast
     try:
         worker = Worker(spark, worker_config).start()
         rest = RestServer(worker).start()
-        for name, config in connectors:
-            created, _ = worker.put_connector_config(name, config)
-            click.echo(f"connector {name} {'created' if created else 'config replaced'}")
+        for name, config, initial_state in connectors:
+            if name in worker.connectors():      # configs live in the broker: a file read again replaces
+                worker.put_connector_config(name, config)
+                click.echo(f"connector {name} config replaced")
+            else:
+                worker.create_connector(name, config, initial_state)
+                click.echo(f"connector {name} created")
         click.echo(f"Connect worker {worker.worker_id}: REST API at {rest.url}; "
                    f"{len(worker.connectors())} connector(s); SIGTERM or Ctrl-C stops it", err=True)
         sys.stderr.flush()
@@ -206,8 +210,8 @@ def list_(expand, url):
 def create(config_file, url):
     """POST /connectors: create the connector in a JSON or .properties file."""
     from connect.properties import connector_file
-    name, config = connector_file(config_file)
-    _, info = call(url, "POST", "/connectors", {"name": name, "config": config})
+    name, config, initial_state = connector_file(config_file)
+    _, info = call(url, "POST", "/connectors", {"name": name, "config": config, "initial_state": initial_state})
     _print(info)
 
 

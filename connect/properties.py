@@ -86,9 +86,11 @@ def read_properties(path: str) -> dict[str, str]:
         return parse_properties(f.read())
 
 
-def connector_file(path: str) -> tuple[str, dict[str, Any]]:
-    """A connector config file: JSON (``{"name", "config"}`` as ``POST /connectors`` takes it, or a
-    flat config with ``name``) or ``.properties``, as ``connect-standalone`` accepts both."""
+def connector_file(path: str) -> tuple[str, dict[str, Any], str]:
+    """A connector config file: JSON (``{"name", "config", "initial_state"}`` as ``POST /connectors``
+    takes it, or a flat config with ``name``) or ``.properties``, as ``connect-standalone`` accepts
+    both; with the connector's name, config and initial state (RUNNING unless the JSON says)."""
+    initial_state = "RUNNING"
     with open(path, encoding="utf-8") as f:
         text = f.read()
     if path.endswith(".json") or text.lstrip().startswith("{"):
@@ -100,6 +102,10 @@ def connector_file(path: str) -> tuple[str, dict[str, Any]]:
             raise ConfigError(f"{path}: expected a JSON object, {{\"name\": ..., \"config\": {{...}}}}")
         config = dict(doc["config"]) if isinstance(doc.get("config"), dict) else dict(doc)
         name = doc.get("name") or config.get("name")
+        if isinstance(doc.get("config"), dict) and doc.get("initial_state") is not None:
+            initial_state = str(doc["initial_state"]).strip().upper()
+            if initial_state not in ("RUNNING", "PAUSED", "STOPPED"):
+                raise ConfigError(f"{path}: initial_state {doc['initial_state']!r} is not RUNNING, PAUSED or STOPPED")
     else:
         config = parse_properties(text)
         name = config.get("name")
@@ -109,4 +115,4 @@ def connector_file(path: str) -> tuple[str, dict[str, Any]]:
     if config["name"] != name:
         raise ConfigError(f"{path}: connector name configuration ({config['name']}) doesn't match "
                           f"the connector's name ({name})")
-    return str(name), config
+    return str(name), config, initial_state

@@ -93,20 +93,6 @@ def _normalized_plugin(name: str) -> str:
         else name
 
 
-def _create(worker, name: str, config: dict, initial_state: Any) -> dict:
-    """KIP-980's ``initial_state`` (RUNNING, PAUSED or STOPPED), passed on if the worker takes it."""
-    import inspect
-    state = str(initial_state or "RUNNING").strip().upper()
-    if state not in ("RUNNING", "PAUSED", "STOPPED"):
-        raise BadRequestError(f"Invalid initial_state {initial_state!r}: use RUNNING, PAUSED or STOPPED")
-    if state == "RUNNING":
-        return worker.create_connector(name, config)
-    if "initial_state" not in inspect.signature(worker.create_connector).parameters:
-        raise BadRequestError(f"initial_state {state} is not supported by this worker; create the connector, "
-                              f"then PUT /connectors/{name}/{'pause' if state == 'PAUSED' else 'stop'}")
-    return worker.create_connector(name, config, initial_state=state)
-
-
 def _flag(value: str | None) -> bool:
     return value is not None and value.strip().lower() == "true"
 
@@ -187,7 +173,7 @@ def rest_app(worker) -> FastAPI:
         if request.get("config") is None:
             raise BadRequestError("Connector config is missing: send {\"name\": ..., \"config\": {...}}")
         config = _with_name(name, _string_map(request["config"], "config"))
-        info = _create(worker, name, config, request.get("initial_state"))
+        info = worker.create_connector(name, config, request.get("initial_state") or "RUNNING")
         return JSONResponse(info, status_code=201, headers={"Location": _location(http, name)})
 
     @app.get("/connectors/{connector}")

@@ -45,6 +45,7 @@ from connect.storage_format import Status
 
 log = logging.getLogger(__name__)
 S = ConnectorState
+_INITIAL_STATES = {"RUNNING": TargetState.STARTED, "PAUSED": TargetState.PAUSED, "STOPPED": TargetState.STOPPED}
 
 
 class _Connector:
@@ -113,7 +114,7 @@ class Worker:
                 if not name:
                     raise BadRequestError("the connector config has no 'name'")
                 if name not in self._connectors:
-                    self.create_connector(name, props)
+                    self.create_connector(name, props, body.get("initial_state") or "RUNNING")
         return self
 
     def _finish_pending(self) -> None:
@@ -212,12 +213,17 @@ class Worker:
             time.sleep(0.1)
 
     # ------------------------------------------------------------------------------ configs
-    def create_connector(self, name: str, config: Mapping[str, Any]) -> dict:
+    def create_connector(self, name: str, config: Mapping[str, Any], initial_state: str = "RUNNING") -> dict:
+        """``initial_state`` is KIP-980's: RUNNING, PAUSED (tasks made, no query) or STOPPED (no tasks,
+        so its offsets can be set before it first runs)."""
+        target = _INITIAL_STATES.get(str(initial_state).strip().upper())
+        if target is None:
+            raise BadRequestError(f"Invalid initial_state {initial_state!r}: use RUNNING, PAUSED or STOPPED")
         with self._lock:
             if name in self.storage.configs.connector_configs:
                 raise AlreadyExistsError(f"Connector {name} already exists")
             props = check_connector_config(name, config)
-            self.storage.put_connector_config(name, props, TargetState.STARTED)
+            self.storage.put_connector_config(name, props, target)
             self._assign(name)
             return self.connector_info(name)
 

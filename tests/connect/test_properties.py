@@ -32,13 +32,19 @@ def test_properties_as_java_reads_them(text, expected):
 def test_connector_files_in_both_formats(tmp_path):
     j = tmp_path / "source.json"
     j.write_text(json.dumps({"name": "src", "config": {"connector.class": "FileStreamSource", "tasks.max": "1"}}))
-    assert connector_file(str(j)) == ("src", {"connector.class": "FileStreamSource", "tasks.max": "1", "name": "src"})
+    assert connector_file(str(j)) == ("src", {"connector.class": "FileStreamSource", "tasks.max": "1", "name": "src"},
+                                      "RUNNING")
+    stopped = tmp_path / "stopped.json"                 # KIP-980: created STOPPED, to set its offsets first
+    stopped.write_text(json.dumps({"name": "s", "config": {"connector.class": "FileStreamSource"},
+                                   "initial_state": "stopped"}))
+    assert connector_file(str(stopped)) == ("s", {"connector.class": "FileStreamSource", "name": "s"}, "STOPPED")
     flat = tmp_path / "flat.json"
     flat.write_text(json.dumps({"name": "f", "connector.class": "FileStreamSink"}))
-    assert connector_file(str(flat)) == ("f", {"name": "f", "connector.class": "FileStreamSink"})
+    assert connector_file(str(flat)) == ("f", {"name": "f", "connector.class": "FileStreamSink"}, "RUNNING")
     p = tmp_path / "sink.properties"
     p.write_text("name=sink\nconnector.class=FileStreamSink\ntopics=a,b\n")
-    assert connector_file(str(p)) == ("sink", {"name": "sink", "connector.class": "FileStreamSink", "topics": "a,b"})
+    assert connector_file(str(p)) == ("sink", {"name": "sink", "connector.class": "FileStreamSink", "topics": "a,b"},
+                                      "RUNNING")
 
 
 @pytest.mark.parametrize("content, problem", [
@@ -46,6 +52,7 @@ def test_connector_files_in_both_formats(tmp_path):
     ('{"name": "a", "config": {"name": "b"}}', "doesn't match"),
     ("{not json", "not valid JSON"),
     ("[1, 2]", "expected a JSON object"),
+    ('{"name": "a", "config": {}, "initial_state": "DESTROYED"}', "initial_state"),
     ("connector.class=X\n", "names no connector"),
 ])
 def test_a_bad_connector_file_is_refused_naming_the_problem(tmp_path, content, problem):

@@ -283,6 +283,43 @@ def test_offsets_are_read_any_time_and_changed_only_while_stopped(env):
     assert http.get(f"/connectors/{SINK}/offsets").json()["offsets"] == []
 
 
+def test_initial_state_creates_a_connector_stopped_or_paused(env):
+    """KIP-980: created STOPPED (no tasks), its offsets set before it first runs, then resumed, it
+    reads from those offsets; created PAUSED, it has its tasks but moves nothing."""
+    from broker.client import AdminClient, Consumer, NewTopic, TopicPartition
+    http, path = env["http"], env["root"] / "kip980.txt"
+    with AdminClient({"bootstrap.servers": env["servers"]}) as admin:
+        admin.create_topics([NewTopic("kip980", 1)])["kip980"].result()
+    _append(path, ["skipped", "read"])
+    config = _source_config(env, file=str(path), topic="kip980")
+    assert "initial_state" in _error(http.post("/connectors", json={"name": "k", "config": config,
+                                                                    "initial_state": "DESTROYED"}), 400)
+    created = http.post("/connectors", json={"name": "k", "config": config, "initial_state": "stopped"})
+    assert created.status_code == 201, created.text
+    assert _state(env, "k") == "STOPPED" and http.get("/connectors/k/tasks").json() == []
+    offsets = {"offsets": [{"partition": {"filename": str(path)}, "offset": {"position": len("skipped\n")}}]}
+    assert http.patch("/connectors/k/offsets", json=offsets).status_code == 200
+    assert http.put("/connectors/k/resume").status_code == 202
+    _wait_state(env, "k", "RUNNING")
+    c = Consumer({"bootstrap.servers": env["servers"], "group.id": "kip980-read", "isolation.level": "read_committed"})
+    values = []
+    try:
+        c.assign([TopicPartition("kip980", 0, 0)])
+        wait_until(lambda: values.extend(m.value() for m in c.consume(10, timeout=0.5) if m.error() is None) or values,
+                   120, 0.1, "the resumed connector's write")
+    finally:
+        c.close()
+    assert values == [b"read"], values
+    assert http.delete("/connectors/k").status_code == 204
+    paused = http.post("/connectors", json={"name": "p", "config": _sink_config(env, file=str(env["root"] / "p.txt")),
+                                            "initial_state": "PAUSED"})
+    assert paused.status_code == 201, paused.text
+    status = http.get("/connectors/p/status").json()
+    assert status["connector"]["state"] == "PAUSED" and [t["state"] for t in status["tasks"]] == ["PAUSED"], status
+    assert not (env["root"] / "p.txt").exists()
+    assert http.delete("/connectors/p").status_code == 204
+
+
 # -------------------------------------------------------------------------------------- the CLI
 def test_the_cli_client_commands(env, tmp_path):
     listed = _cli(env, "list")
