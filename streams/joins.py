@@ -172,29 +172,53 @@ def _source_topics(node, app: str) -> list[tuple[str, bool]]:
 
 
 def copartition(topology, app: str, partitions: Callable[[str], int | None]) -> dict[str, int]:
-    """Kafka's ``CopartitionedTopicsEnforcer``: for every key-based join (``args['copartition']``
-    names the nodes of both sides), the external topics must have one partition count, and the
-    repartition topics of the group take it (the most of them when all are internal). Returns the
-    counts set for repartition topics; raises naming both topics when external ones differ."""
+    """Kafka's ``CopartitionedTopicsEnforcer``, per key-based join (``args['copartition']`` names
+    the nodes of both sides): external topics must share one partition count and the group's
+    repartition topics take it; a group of repartition topics only takes the count fixed with
+    ``Repartitioned`` (all alike) or else the most of them. A fixed count that differs is refused,
+    as Kafka refuses it. ``partitions`` gives an external topic's count; returns the counts set."""
     fixed: dict[str, int] = {}
+
+    def count(topic: str) -> int:
+        if topic in fixed:
+            return fixed[topic]
+        n = topology.repartition_partitions(app, topic, count)
+        return n if n is not None else (partitions(topic) or 1)
+
     for n in topology.nodes:
         sides = n.args.get("copartition")
         if not sides:
             continue
-        topics: list[tuple[str, bool]] = []
+        topics: dict[str, bool] = {}
         for side in sides:
-            topics.extend(_source_topics(side, app))
-        external = [(t, partitions(t)) for t, internal in topics if not internal]
+            topics.update(_source_topics(side, app))
+        internal = [t for t, is_internal in topics.items() if is_internal]
+        external = [(t, partitions(t)) for t, is_internal in topics.items() if not is_internal]
         external = [(t, p) for t, p in external if p is not None]
-        counts = {p for _, p in external}
-        if len(counts) > 1:
-            names = ", ".join(f"{t} ({p} partitions)" for t, p in external)
-            raise TopicsNotCopartitionedError(
-                f"Topics not co-partitioned: [{names}] are joined by {n.name}; give them the same number "
-                f"of partitions, or repartition one side (selectKey/repartition) before the join")
-        if counts:
-            count = counts.pop()
-            for t, internal in topics:
-                if internal:
-                    fixed[t] = count
+        enforced = {t: e for t in internal if (e := topology.enforced_partitions(app, t)) is not None}
+        if external:
+            if len({p for _, p in external}) > 1:
+                names = ", ".join(f"{t} ({p} partitions)" for t, p in external)
+                raise TopicsNotCopartitionedError(
+                    f"Topics not co-partitioned: [{names}] are joined by {n.name}; give them the same number "
+                    f"of partitions, or repartition one side (selectKey/repartition) before the join")
+            wanted = external[0][1]
+        elif enforced:
+            if len(set(enforced.values())) > 1:
+                names = ", ".join(f"{t} ({p} partitions)" for t, p in sorted(enforced.items()))
+                raise TopicsNotCopartitionedError(
+                    f"Following topics do not have the same number of partitions: [{names}], joined by "
+                    f"{n.name}: give both Repartitioned the same numberOfPartitions")
+            wanted = next(iter(enforced.values()))
+        elif internal:
+            wanted = max(count(t) for t in internal)
+        else:
+            continue
+        for t in internal:
+            if enforced.get(t, wanted) != wanted:
+                raise TopicsNotCopartitionedError(
+                    f"Number of partitions [{enforced[t]}] of repartition topic [{t}] doesn't match number of "
+                    f"partitions [{wanted}] of the source topic, joined by {n.name}: give Repartitioned "
+                    f"numberOfPartitions({wanted}) or leave the count to the join")
+            fixed[t] = wanted
     return fixed

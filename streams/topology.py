@@ -148,6 +148,13 @@ class Topology:
                 return max(partitions(t) for t in self.source_topics(application_id, sub))
         return None
 
+    def enforced_partitions(self, application_id: str, topic: str) -> int | None:
+        """The partition count ``Repartitioned.numberOfPartitions`` fixed for repartition ``topic``."""
+        for n in self.nodes:
+            if n.kind == "sink" and n.internal and f"{application_id}-{n.topics[0]}" == topic:
+                return n.args.get("partitions") or None
+        return None
+
     def stores(self) -> dict[str, StoreSpec]:
         return {s.name: s for sub in self.subtopologies for s in sub.stores}
 

@@ -70,6 +70,48 @@ def test_joined_topics_with_different_partition_counts_fail_naming_both(left, ri
     assert e.value.code == 1240
 
 
+def _rekeyed_join(left_parts=None, right_parts=None, rekey_right=True):
+    """Both sides (or the left only) re-keyed before a windowed join; ``*_parts`` fixes a side's
+    repartition count."""
+    from streams import Repartitioned
+    b = StreamsBuilder()
+    sides = []
+    for topic, parts in (("left", left_parts), ("right", right_parts)):
+        s = b.stream(topic, Consumed.with_(S, S))
+        if topic == "left" or rekey_right:
+            s = s.selectKey(lambda k, v: v)
+        if parts is not None:
+            s = s.repartition(Repartitioned.numberOfPartitions(parts).withKeySerde(S).withValueSerde(S))
+        sides.append(s)
+    sides[0].join(sides[1], show, JoinWindows.ofTimeDifferenceWithNoGrace(1000),
+                  StreamJoined.with_(S, S, S)).to("out", Produced.with_(S, S))
+    return b.build()
+
+
+def test_repartition_topics_alone_in_a_join_take_the_most_partitions_so_every_key_meets():
+    """CopartitionedTopicsEnforcer: with only repartition topics in the group, all take the largest
+    count; with 2 and 4 (their writers' inputs) one key in ten used to land in different tasks."""
+    d = TopologyTestDriver(_rekeyed_join(), {"application.id": "app"}, partitions={"left": 2, "right": 4})
+    repartition = [t for t in _rekeyed_join().internal_topics("app") if t.endswith("-repartition")]
+    assert len(repartition) == 2 and {d._interp.partitions(t) for t in repartition} == {4}
+    left, right = d.createInputTopic("left", S, S), d.createInputTopic("right", S, S)
+    for i in range(10):
+        left.pipeInput(f"x{i}", f"k{i}", 1000 + i)
+    for i in range(10):
+        right.pipeInput(f"y{i}", f"k{i}", 1000 + i)
+    assert sorted(k for k, _ in d.createOutputTopic("out", S, S).readKeyValuesToList()) == [f"k{i}" for i in range(10)]
+
+
+def test_a_fixed_repartition_count_that_breaks_co_partitioning_is_refused():
+    with pytest.raises(TopicsNotCopartitionedError, match=r"Number of partitions \[3\] of repartition topic"):
+        TopologyTestDriver(_rekeyed_join(left_parts=3, rekey_right=False), {"application.id": "app"},
+                           partitions={"left": 2, "right": 2})
+    with pytest.raises(TopicsNotCopartitionedError, match=r"do not have the same number of partitions"):
+        TopologyTestDriver(_rekeyed_join(left_parts=3, right_parts=5), {"application.id": "app"})
+    d = TopologyTestDriver(_rekeyed_join(left_parts=3), {"application.id": "app"}, partitions={"left": 2, "right": 4})
+    assert {d._interp.partitions(t) for t in _rekeyed_join(3).internal_topics("app") if "repartition" in t} == {3}
+
+
 def test_join_argument_errors_say_what_to_do():
     with pytest.raises(TopologyError, match="no outer join"):
         TwoInputs(lambda b, s, t: s.outerJoin(t, show), "stream", "table")
