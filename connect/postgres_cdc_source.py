@@ -5,7 +5,12 @@ A Debezium user's config carries over (``database.*``, ``topic.prefix``, ``table
 ``slot.name``, ``publication.autocreate.mode``, ``snapshot.mode``, ``plugin.name=pgoutput``, …):
 each key is handed to ``format("postgres-cdc")`` under the same name and checked there
 (:class:`spark_source.postgres.options.CdcOptions`), so the connector and the plain Spark source
-accept exactly the same values.
+accept exactly the same values. A Debezium key this connector does not implement
+(``column.exclude.list``, ``schema.include.list``, ``message.key.columns``, ``database.sslmode``,
+…) is refused per field at POST/validate, as the Spark source refuses an unknown option: ignored,
+it would change what reaches the topics (a column meant to be left out published) without a word.
+Connect's own keys (converters, transforms, predicates, ``errors.*``, client overrides, topic
+creation) stay the worker's.
 
 Records. The source already writes Debezium's JSON, so the worker passes key and value bytes
 through (``pre_serialized``: no converter runs in the pipeline); what a ``JsonConverter`` would
@@ -32,6 +37,7 @@ with nothing for it; if it is, streaming goes on from the slot (nothing else can
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,7 +45,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from broker.errors import InvalidConfigError
-from connect.config_def import ConfigDef, ConfigKey, Importance, Invalid, Type, Width
+from connect.config_def import ConfigDef, ConfigKey, ConfigValue, Importance, Invalid, Type, Width
 from connect.connector import SourceConnector, register_connector
 from connect.errors import ConfigError
 
@@ -86,6 +92,70 @@ _KEYS: tuple[tuple[str, str, Any, str, str], ...] = (
 _RENAMED = {"max.batch.size": "maxChangesPerTrigger"}
 _NOT_FORWARDED = {"plugin.name"}
 
+# Debezium's PostgreSQL connector keys (2.7: PostgresConnectorConfig, RelationalDatabaseConnectorConfig,
+# CommonConnectorConfig, the topic naming strategy, heartbeats) that this connector does not implement.
+_UNSUPPORTED = frozenset({
+    "schema.include.list", "schema.exclude.list", "database.include.list", "database.exclude.list",
+    "column.include.list", "column.exclude.list", "column.propagate.source.type", "datatype.propagate.source.type",
+    "message.key.columns", "table.ignore.builtin", "include.schema.changes", "include.schema.comments",
+    "include.unknown.datatypes", "hstore.handling.mode", "schema.name.adjustment.mode",
+    "field.name.adjustment.mode", "schema.refresh.mode", "replica.identity.autoset.values",
+    "slot.stream.params", "slot.max.retries", "slot.retry.delay.ms", "status.update.interval.ms",
+    "xmin.fetch.interval.ms", "flush.lsn.source", "read.only", "snapshot.select.statement.overrides",
+    "snapshot.include.collection.list", "snapshot.lock.timeout.ms", "snapshot.locking.mode",
+    "snapshot.locking.mode.custom.name", "snapshot.query.mode", "snapshot.query.mode.custom.name",
+    "snapshot.delay.ms", "snapshot.max.threads", "snapshot.tables.order.by.row.count", "streaming.delay.ms",
+    "heartbeat.action.query", "heartbeat.topics.prefix", "topic.heartbeat.prefix", "topic.delimiter",
+    "topic.naming.strategy", "topic.cache.size", "converters", "post.processors", "sourceinfo.struct.maker",
+    "transaction.metadata.factory", "event.processing.failure.handling.mode",
+    "event.converting.failure.handling.mode", "custom.metric.tags", "max.queue.size", "max.queue.size.in.bytes",
+    "poll.interval.ms", "query.fetch.size", "retriable.restart.connector.wait.ms", "skip.messages.without.change",
+    "provide.transaction.metadata.factory", "database.sslmode", "database.sslcert", "database.sslkey",
+    "database.sslpassword", "database.sslrootcert", "database.sslfactory", "database.tcpKeepAlive",
+    "database.initial.statements", "database.query.timeout.ms", "database.connection.timeout.ms",
+    "database.connection.factory.class", "database.server.name",
+})
+# Families of Debezium keys with a name inside (column.mask.with.12.chars, …).
+_UNSUPPORTED_FAMILIES = re.compile(
+    r"column\.(mask|truncate)\..+|snapshot\.select\.statement\.overrides\..+|snapshot\.mode\..+|signal\..+"
+    r"|notification\..+|incremental\.snapshot\..+|driver\..+")
+# Namespaces this connector owns: a key there that is not one of its own is a typo or unsupported.
+_OWNED = re.compile(r"(database|table|schema|column|slot|publication|snapshot|message|heartbeat|plugin|decimal|time"
+                    r"|binary|interval|money|unavailable|tombstones|provide|skipped|topic)\.")
+# postgres-cdc options that a Connect config spells otherwise.
+_SPARK_ONLY = {
+    "dsn": "use database.hostname, database.port, database.user, database.password and database.dbname",
+    "maxChangesPerTrigger": "use max.batch.size", "startingOffsets": "alter the connector's offsets "
+    "(PATCH /connectors/<name>/offsets) while it is STOPPED", "schemas.enable":
+    "use key.converter.schemas.enable / value.converter.schemas.enable", "endingOffsets": "a connector streams"}
+_CONNECT_OWN = re.compile(r"topic\.creation\..*")
+
+
+def unsupported(key: str) -> str | None:
+    """Why a config key is refused (None: the connector or the worker takes it)."""
+    if key in _SUPPORTED or _CONNECT_OWN.fullmatch(key):
+        return None
+    if key in _SPARK_ONLY:
+        return f"{key} is an option of format(\"postgres-cdc\"), not of this connector: {_SPARK_ONLY[key]}"
+    if key in _UNSUPPORTED or _UNSUPPORTED_FAMILIES.fullmatch(key):
+        return (f"Debezium's {key} is not supported by this connector: remove it (ignored, the connector "
+                "would not do what it asks; docs/cdc.md lists the keys it takes)")
+    if _OWNED.match(key):
+        return f"{key} is not a key of this connector; its keys are {', '.join(sorted(_SUPPORTED))}"
+    return None
+
+
+class _PostgresConfigDef(ConfigDef):
+    """The connector's keys, plus a per-field error for every key :func:`unsupported` refuses."""
+
+    def validate_all(self, props: Mapping[str, Any]) -> dict[str, ConfigValue]:
+        values = super().validate_all(props)
+        for name, raw in props.items():
+            why = unsupported(name)
+            if why is not None:
+                values[name] = ConfigValue(name, raw, [], [why])
+        return values
+
 
 def _checked_by_source(name: str, type_: str):
     """A validator that asks :class:`CdcOptions` about this one key, so the POST is refused with the
@@ -115,7 +185,10 @@ def _config_def() -> ConfigDef:
         validator = _plugin_name if name == "plugin.name" else _checked_by_source(name, type_)
         importance = Importance.HIGH if group == CONNECTION else Importance.MEDIUM
         keys.append(ConfigKey(name, type_, default, validator, importance, doc, group, order, Width.MEDIUM, name))
-    return ConfigDef(keys)
+    return _PostgresConfigDef(keys)
+
+
+_SUPPORTED = frozenset(name for name, *_ in _KEYS)
 
 
 def debezium_offset(end_offset: Mapping[str, Any]) -> dict:

@@ -32,6 +32,9 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import hashlib
+import json
+import uuid
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -101,14 +104,34 @@ def infer_type(value: Any) -> pa.DataType | None:
 def converter(schema: dict | None, placeholder: str = DEFAULT_PLACEHOLDER) -> Callable[[Any], Any]:
     """JSON value -> the Python value Arrow takes for :func:`arrow_type`; the TOAST placeholder
     becomes :data:`UNAVAILABLE`. ``schema`` None (payload only) keeps JSON values as they are."""
-    placeholders = {placeholder, base64.b64encode(placeholder.encode()).decode()}
+    return _converter_with(toast_test(placeholder), _converter(schema) if schema is not None else (lambda v: v))
+
+
+def toast_test(placeholder: str = DEFAULT_PLACEHOLDER) -> Callable[[Any], bool]:
+    """Whether a JSON value is one of Debezium's unchanged-TOAST placeholders
+    (``UnchangedToastedPlaceholder``): the string, its bytes in base64, ``[string]``, ``[base64]``,
+    ``[UUID.nameUUIDFromBytes(bytes)]`` (``uuid[]``), the bytes as numbers (``int[]``, ``bigint[]``,
+    ``date[]``; as floats for float arrays) and the hstore ``{placeholder: placeholder}`` (a map,
+    or its JSON string)."""
+    raw = placeholder.encode()
+    numbers = [b - 256 if b > 127 else b for b in raw]
+    strings = {placeholder, base64.b64encode(raw).decode(), json.dumps({placeholder: placeholder},
+                                                                        separators=(",", ":"))}
+    singles = strings | {str(uuid.UUID(bytes=hashlib.md5(raw).digest(), version=3))}
 
     def toast(v):
-        return isinstance(v, str) and v in placeholders or (
-            isinstance(v, list) and len(v) == 1 and isinstance(v[0], str) and v[0] in placeholders)
+        if isinstance(v, str):
+            return v in strings
+        if isinstance(v, list):
+            if len(v) == 1 and isinstance(v[0], str):
+                return v[0] in singles
+            return len(v) == len(numbers) and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                   for x in v) and v == numbers
+        return isinstance(v, dict) and v == {placeholder: placeholder}
+    return toast
 
-    inner = _converter(schema) if schema is not None else (lambda v: v)
 
+def _converter_with(toast: Callable[[Any], bool], inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def convert(v):
         if v is None:
             return None

@@ -6,10 +6,13 @@ Each record is what Debezium's PostgreSQL connector writes through Kafka's JsonC
 the payload alone. A delete is followed by a tombstone (``tombstones.on.delete``); an update that
 changes the primary key is a delete of the old key (header ``__debezium.newkey``), its tombstone
 and a create of the new key (header ``__debezium.oldkey``). A TOASTed column the change did not
-touch carries ``unavailable.value.placeholder``. ``before`` is what pgoutput sent: null for an
-update under REPLICA IDENTITY DEFAULT that kept its key, the key alone (other NOT NULL columns at
-their type's zero, as Debezium's converters fill a required field) for a delete, the whole row
-under FULL.
+touch carries ``unavailable.value.placeholder`` (a typed one for arrays, see types.py), except
+under REPLICA IDENTITY FULL, where the old tuple has the value and ``after`` takes it from there,
+as Debezium does. ``before`` is what pgoutput sent: null for an update under REPLICA IDENTITY
+DEFAULT that kept its key, the key alone (other NOT NULL columns at their type's zero, as
+Debezium's converters fill a required field) for a delete, the whole row under FULL. A table
+without a primary key (captured under REPLICA IDENTITY FULL) has no key: its records' key is null
+and its columns keep their own optionality, as Debezium's ``TableSchemaBuilder`` gives them.
 
 Every record carries ``riverlog.cdc.commit_lsn`` (the transaction's commit end LSN; for snapshot
 rows the slot's consistent point) and ``riverlog.cdc.order`` (its 0-based position among the
@@ -61,12 +64,13 @@ class CdcRecord:
 
 @dataclass
 class TableSchema:
-    """A captured table's key and value schemas, derived from its Relation message."""
+    """A captured table's key and value schemas, derived from its Relation message;
+    ``key_columns`` empty and ``key_schema`` None for a table without a primary key."""
     relation: Relation
     topic: str
     key_columns: tuple
     types: tuple
-    key_schema: dict
+    key_schema: Optional[dict]
     row_schema: dict
     value_schema: dict
     fallbacks: tuple = ()
@@ -124,7 +128,7 @@ class EnvelopeBuilder:
         if primary_key:
             key_columns = tuple(primary_key)
         elif identity == "f":
-            key_columns = tuple(names)
+            key_columns = ()   # no primary key: no record key, as Debezium (TableSchemaBuilder.create)
         else:
             raise ReplicaIdentityError(
                 f"table {qualified} has no primary key and its REPLICA IDENTITY is not FULL, so its updates "
@@ -136,7 +140,7 @@ class EnvelopeBuilder:
         by_name = dict(zip(names, types))
         base = (cfg.topic_prefix, relation.namespace, relation.name)
         key_schema = {"type": "struct", "fields": [by_name[k].schema(k, False) for k in key_columns],
-                      "optional": False, "name": D.schema_name(*base, "Key")}
+                      "optional": False, "name": D.schema_name(*base, "Key")} if key_columns else None
         fields = [t.schema(n, n not in not_null and n not in key_columns) for n, t in zip(names, types)]
         row = {"type": "struct", "fields": fields, "optional": True, "name": D.schema_name(*base, "Value")}
         value_schema = {"type": "struct", "fields": [
@@ -164,8 +168,9 @@ class EnvelopeBuilder:
                 row[column.name] = convert_value(ctype, raw, column.name, column.type_oid)
         return row
 
-    def _key_payload(self, table: TableSchema, row: dict) -> dict:
-        return {k: row[k] for k in table.key_columns}
+    def _key_payload(self, table: TableSchema, row: dict) -> Optional[dict]:
+        """The record key's payload; None (a null key) for a table without a primary key."""
+        return {k: row[k] for k in table.key_columns} if table.key_columns else None
 
     def _json(self, schema: Optional[dict], payload: Any) -> bytes:
         """JsonConverter's bytes; a schema is serialized once and spliced in (it is most of the bytes)."""
@@ -202,7 +207,8 @@ class EnvelopeBuilder:
         table = self.table(relation)
         after = self._row(table, row)
         source = self._source(table, self.now_us() if ts_us is None else ts_us, snapshot, xid, consistent_lsn)
-        key = self._json(table.key_schema, self._key_payload(table, after))
+        key_payload = self._key_payload(table, after)
+        key = None if key_payload is None else self._json(table.key_schema, key_payload)
         return CdcRecord(table.topic, key, self._envelope(table, "r", None, after, source, None),
                          _headers(consistent_lsn, order), consistent_lsn, order)
 
@@ -240,8 +246,10 @@ class EnvelopeBuilder:
         old = self._row(table, change.old)
         if old is not None and new is not None:
             for i, column in enumerate(table.relation.columns):
-                if change.new[i] is UNCHANGED_TOAST and column.name in table.key_columns:
-                    new[column.name] = old[column.name]   # an unchanged TOASTed key column is still the key
+                if change.new[i] is UNCHANGED_TOAST and change.old[i] is not None:
+                    # The old tuple has the value (a key column, or any column under FULL): Debezium's
+                    # PostgresChangeRecordEmitter.columnValues takes it from there.
+                    new[column.name] = old[column.name]
         if kind == "insert":
             if "c" not in skipped:
                 emit.value(table, self._key_payload(table, new), "c", None, new, change)
@@ -319,8 +327,8 @@ class _Emitter:
         self._append(topic, b._json(logical_messages.KEY_SCHEMA, {"prefix": m.prefix}),
                      b._json(b.message_schema, value))
 
-    def tombstone(self, table: TableSchema, key: dict) -> None:
-        self._append(table.topic, self.builder._json(table.key_schema, key), None)
+    def tombstone(self, table: TableSchema, key: Optional[dict]) -> None:
+        self._append(table.topic, None if key is None else self.builder._json(table.key_schema, key), None)
 
     def framed(self) -> list:
         """BEGIN + records + END on the transaction topic, renumbered in that order."""

@@ -7,7 +7,8 @@ The key is ``{"prefix"}`` (``io.debezium.connector.postgresql.MessageKey``); the
 A transactional message carries its transaction's ``txId`` and commit time; a non-transactional
 one has ``txId`` null and the connector's clock in ``source.ts_ms``, as Debezium documents. Schema
 and table are "". Prefixes are chosen with ``message.prefix.include.list`` /
-``message.prefix.exclude.list`` (comma-separated regular expressions matching the whole prefix);
+``message.prefix.exclude.list`` (comma-separated regular expressions matching the whole prefix,
+case ignored);
 Riverlog's own heartbeats (prefix ``riverlog.heartbeat``) are never events.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from spark_source.postgres import regex_lists
 from spark_source.postgres.types import CdcConfigError
 
 HEARTBEAT_PREFIX = "riverlog.heartbeat"
@@ -25,15 +27,14 @@ KEY_SCHEMA = {"type": "struct", "fields": [{"type": "string", "optional": True, 
 
 
 def patterns(option: str, text: Optional[str]) -> tuple:
-    """A Debezium list option: comma-separated regular expressions, each matched against the whole name."""
+    """A Debezium list option: comma-separated regular expressions, each matched against the whole
+    name, ignoring case (:mod:`regex_lists`)."""
     out = []
-    for part in (text or "").split(","):
-        if part.strip():
-            try:
-                out.append(re.compile(part.strip()))
-            except re.error as e:
-                raise CdcConfigError(f"{option}: {part.strip()!r} is not a regular expression ({e})",
-                                     option=option) from None
+    for part in regex_lists.split(text):
+        try:
+            out.extend(regex_lists.compile_all([part]))
+        except re.error as e:
+            raise CdcConfigError(f"{option}: {part!r} is not a regular expression ({e})", option=option) from None
     return tuple(out)
 
 

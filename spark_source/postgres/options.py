@@ -16,6 +16,7 @@ database.password               (none)                    its password
 database.dbname                 postgres                  database to capture
 topic.prefix                    the database name         topics are <prefix>.<schema>.<table>
 table.include.list              (all user tables)         comma-separated regexes on schema.table
+                                                          (case ignored; ``\\,`` is a comma in one)
 table.exclude.list              (none)                    regexes of tables left out (not with include)
 publication.name                riverlog_publication      the pgoutput publication
 publication.autocreate.mode     all_tables                all_tables | filtered | disabled
@@ -44,6 +45,7 @@ import re
 from dataclasses import dataclass
 
 from broker.errors import InvalidConfigError
+from spark_source.postgres import regex_lists
 from spark_source.postgres.envelope import CdcConfig
 from spark_source.postgres.types import CdcConfigError
 
@@ -129,10 +131,11 @@ def _starting_offset(value) -> dict | None:
 
 
 def _patterns(opts: dict, name: str) -> tuple[str, ...]:
-    patterns = tuple(p.strip() for p in str(opts.get(name, "")).split(",") if p.strip())
+    """A Debezium regex list (:mod:`regex_lists`: ``\\,`` escapes a comma, case ignored)."""
+    patterns = regex_lists.split(str(opts.get(name, "")))
     for pattern in patterns:
         try:
-            re.compile(pattern)
+            regex_lists.compile_all([pattern])
         except re.error as e:
             raise _bad(name, f"{pattern!r} is not a regular expression: {e}") from None
     return patterns
@@ -216,11 +219,11 @@ class CdcOptions:
         return kwargs
 
     def includes(self, schema: str, table: str) -> bool:
-        """Debezium's rule: no list means every table; else a regex must match ``schema.table`` whole
-        (an include list), or none may (an exclude list)."""
+        """Debezium's rule: no list means every table; else a regex must match ``schema.table`` whole,
+        ignoring case (an include list), or none may (an exclude list)."""
         name = f"{schema}.{table}"
         if self.table_exclude:
-            return not any(re.fullmatch(p, name) for p in self.table_exclude)
+            return not regex_lists.matches(self.table_exclude, name)
         if not self.table_include:
             return True
-        return any(re.fullmatch(p, name) for p in self.table_include)
+        return regex_lists.matches(self.table_include, name)

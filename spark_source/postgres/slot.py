@@ -78,7 +78,7 @@ def check_server(conn, options: CdcOptions) -> None:
 class Table:
     """A captured table: its Relation (as pgoutput would describe it) and the columns that key it."""
     relation: Relation
-    key: tuple[str, ...]        # primary key columns; empty under REPLICA IDENTITY FULL without one
+    key: tuple[str, ...]        # primary key columns in the key's order; empty under REPLICA IDENTITY FULL without one
 
     @property
     def name(self) -> str:
@@ -109,12 +109,13 @@ def captured_tables(conn, options: CdcOptions) -> list[Table]:
                                 f"table of database '{options.dbname}'; names are schema.table regexes, e.g. public.orders")
         tables = []
         for oid, schema, name, identity in candidates:
+            # The key in the primary key's own column order (pg_index.indkey), as Debezium's KEY_SEQ.
             cur.execute("""
-                SELECT a.attname, a.atttypid, a.atttypmod, coalesce(a.attnum = ANY(i.indkey), false)
+                SELECT a.attname, a.atttypid, a.atttypmod, array_position(i.indkey::int2[], a.attnum)
                 FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
                 WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum""", (oid,))
             columns = cur.fetchall()
-            key = tuple(c[0] for c in columns if c[3])
+            key = tuple(c[0] for c in sorted((c for c in columns if c[3] is not None), key=lambda c: c[3]))
             if not key and identity != "f":
                 raise MissingPrimaryKeyError(
                     f"table {schema}.{name} has no primary key and REPLICA IDENTITY is not FULL, so its updates and "
@@ -122,7 +123,7 @@ def captured_tables(conn, options: CdcOptions) -> list[Table]:
                     f"KEY (...);) or run ALTER TABLE {quote(schema)}.{quote(name)} REPLICA IDENTITY FULL;, or leave "
                     "it out of table.include.list", table=f"{schema}.{name}")
             relation = Relation(oid, schema, name, identity,
-                                tuple(Column(bool(c[3]) or identity == "f", c[0], c[1], c[2]) for c in columns))
+                                tuple(Column(c[3] is not None or identity == "f", c[0], c[1], c[2]) for c in columns))
             tables.append(Table(relation, key))
         return tables
 

@@ -130,11 +130,38 @@ def column_type(type_oid: int, type_modifier: int, modes: TypeModes = TypeModes(
         inner = column_type(element, type_modifier, modes, placeholder)
         item_schema = _ordered({**inner.schema_body, "optional": True})
         return ColumnType({"type": "array", "items": item_schema}, lambda text: _parse_array(text, inner.convert),
-                          [inner.placeholder] if inner.placeholder is not None else None)
+                          array_placeholder(element, inner, placeholder))
     body, convert = _scalar(type_oid, type_modifier, modes)
     kind = body["type"]
-    fill = placeholder if kind == "string" else bytes_json(placeholder.encode(), modes) if kind == "bytes" else None
+    # BYTES is base64 in JSON whatever binary.handling.mode says (Bits are BYTES in every mode)
+    fill = placeholder if kind == "string" else _b64(placeholder.encode()) if kind == "bytes" else None
     return ColumnType(body, convert, fill)
+
+
+def array_placeholder(element_oid: int, inner: ColumnType, placeholder: str = PLACEHOLDER) -> Any:
+    """An unchanged TOASTed array's value, as Debezium's ``UnchangedToastedPlaceholder`` makes it, so
+    it fits the array's schema and a sink can tell it from data: ``uuid[]`` ->
+    ``[UUID.nameUUIDFromBytes(placeholder)]``; integer elements (``int2``/``int4``/``int8``/``date``
+    arrays and the other integer-typed ones) -> the placeholder's bytes as (signed) numbers; float
+    elements -> the same numbers as floats (Debezium fails such an event; a null would erase the
+    value downstream); string and bytes elements -> ``[placeholder]``. None where no value of the
+    element's type can stand for it (booleans, structs)."""
+    raw = placeholder.encode()
+    kind = inner.schema_body["type"]
+    if element_oid == UUID:
+        return [toast_uuid(placeholder)]
+    if kind in ("int8", "int16", "int32", "int64"):
+        return [b - 256 if b > 127 else b for b in raw]   # Java's (int) of a byte
+    if kind in ("float32", "float64"):
+        return [float(b - 256 if b > 127 else b) for b in raw]
+    return [inner.placeholder] if inner.placeholder is not None else None
+
+
+def toast_uuid(placeholder: str = PLACEHOLDER) -> str:
+    """Java's ``UUID.nameUUIDFromBytes(placeholder bytes)``: an MD5 name-based (version 3) UUID."""
+    import hashlib
+    import uuid
+    return str(uuid.UUID(bytes=hashlib.md5(placeholder.encode()).digest(), version=3))
 
 
 def _scalar(oid: int, typmod: int, modes: TypeModes) -> tuple:

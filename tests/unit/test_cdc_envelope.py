@@ -225,12 +225,36 @@ def test_a_table_without_a_key_is_refused_with_the_fix():
         builder().table(nothing)
 
 
-def test_replica_identity_full_without_a_primary_key_keys_on_every_column():
+def test_replica_identity_full_without_a_primary_key_has_a_null_key_and_keeps_nulls():
+    # Debezium (TableSchemaBuilder.create, TablesWithoutPrimaryKeyIT): no primary key, no key
+    # schema and a null key; nullable columns stay optional, so (NULL, 'y') is not (0, 'y').
     full = Relation(16502, "shop", "events", "f", (Column(True, "a", 23, -1), Column(True, "b", 25, -1)))
-    (record,) = builder().transaction_records(txn(Insert(full.oid, (b"1", b"x")), relations=(full,)))
-    assert key(record)["payload"] == {"a": 1, "b": "x"}
+    b = builder()
+    b.table(full, primary_key=())
+    records = b.transaction_records(txn(Insert(full.oid, (None, b"y")), Update(full.oid, (None, b"y"), "O", (b"0", b"y")),
+                                        Delete(full.oid, (b"0", b"y"), "O"), relations=(full,)))
+    assert ops(records) == ["c", "u", "d", None]
+    assert all(r.key is None for r in records)
+    created, updated, deleted, _ = (value(r) for r in records)
+    assert created["payload"]["after"] == {"a": None, "b": "y"}
+    assert updated["payload"]["before"] == {"a": None, "b": "y"} and updated["payload"]["after"] == {"a": 0, "b": "y"}
+    assert deleted["payload"]["before"] == {"a": 0, "b": "y"}
+    assert [(f["field"], f["optional"]) for f in created["schema"]["fields"][1]["fields"]] == [("a", True), ("b", True)]
     index = Relation(16503, "shop", "events3", "i", (Column(True, "a", 23, -1), Column(False, "b", 25, -1)))
     assert builder().table(index).key_columns == ("a",)
+
+
+def test_replica_identity_full_fills_unchanged_toast_from_the_old_tuple():
+    # Debezium's PostgresChangeRecordEmitter.columnValues (DBZ-7193): under FULL the old tuple has
+    # the value pgoutput did not resend, and `after` carries it; a null old value leaves the placeholder.
+    doc = Relation(16801, "public", "docs", "f", (Column(True, "id", 23, -1), Column(True, "n", 23, -1),
+                                                  Column(True, "body", 25, -1), Column(True, "tags", 1009, -1)))
+    b = builder()
+    b.table(doc, primary_key=["id"])
+    change = Update(doc.oid, (b"1", b"10", b"big", None), "O", (b"1", b"20", UNCHANGED_TOAST, UNCHANGED_TOAST))
+    (record,) = b.transaction_records(txn(change, relations=(doc,)))
+    after = value(record)["payload"]["after"]
+    assert after == {"id": 1, "n": 20, "body": "big", "tags": ["__debezium_unavailable_value"]}
 
 
 def test_schemas_disabled_gives_the_payload_alone():

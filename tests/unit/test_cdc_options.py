@@ -61,6 +61,21 @@ def test_table_include_list_is_a_list_of_whole_match_regexes():
     assert CdcOptions.parse({}).includes("any", "table")
 
 
+def test_regex_lists_ignore_case_and_take_escaped_commas_as_debezium_does():
+    # Debezium compiles them with CASE_INSENSITIVE and splits with RegExSplitter (\\, is a comma)
+    o = CdcOptions.parse({"table.include.list": "Public.Customers"})
+    assert o.includes("public", "customers") and o.includes("PUBLIC", "CUSTOMERS")
+    o = CdcOptions.parse({"table.include.list": r"public\.t_\d{1\,2}, public\.x"})
+    assert o.table_include == (r"public\.t_\d{1,2}", r"public\.x")
+    assert o.includes("public", "t_12") and not o.includes("public", "t_123") and o.includes("public", "x")
+    assert not CdcOptions.parse({"table.exclude.list": "PUBLIC.AUDIT"}).includes("public", "audit")
+    from spark_source.postgres.cdc_config import CdcConfig
+    from spark_source.postgres.logical_messages import wanted
+    config = CdcConfig.from_options({"topic.prefix": "p", "message.prefix.include.list": r"App\.a{1\,3}"})
+    assert wanted("app.aa", config.message_prefix_include_list, config.message_prefix_exclude_list)
+    assert not wanted("app.aaaa", config.message_prefix_include_list, config.message_prefix_exclude_list)
+
+
 _keys = st.none() | st.lists(st.text(max_size=5), min_size=1, max_size=3).map(tuple)
 
 

@@ -83,6 +83,34 @@ def test_a_debezium_config_is_checked_per_field_by_the_sources_parser():
     assert "initial" in errors["snapshot.mode"][0] and "pgoutput" in errors["plugin.name"][0]
 
 
+def test_debezium_keys_the_connector_does_not_implement_are_refused_per_field():
+    import connect.postgres_cdc_source  # noqa: F401  (registers the connector)
+    from connect.config import validate
+    from connect.errors import ConfigError
+    from connect.plugins import check_connector_config
+    refused = {"column.exclude.list": "public.customers.ssn", "schema.include.list": "inventory",
+               "message.key.columns": "public.nopk:email", "snapshot.select.statement.overrides": "public.c",
+               "snapshot.select.statement.overrides.public.c": "SELECT * FROM public.c WHERE id > 100",
+               "schema.name.adjustment.mode": "avro", "column.mask.with.12.chars": "public.c.card",
+               "database.sslmode": "require", "table.includ.list": "public.c", "dsn": "postgresql://x/shop",
+               "maxChangesPerTrigger": "5"}
+    with pytest.raises(ConfigError) as bad:
+        check_connector_config("shop-cdc", _shop(**refused))
+    errors = bad.value.details["errors"]
+    assert set(refused) <= set(errors)
+    assert "not supported" in errors["column.exclude.list"][0] and "max.batch.size" in errors["maxChangesPerTrigger"][0]
+    infos = validate({"name": "shop-cdc", **_shop(**{"column.exclude.list": "public.customers.ssn"})})
+    (column,) = [c for c in infos.configs if c.value.name == "column.exclude.list"]
+    assert column.value.errors and infos.error_count == 1
+    # Connect's own keys stay the worker's
+    own = {"key.converter": "JsonConverter", "key.converter.schemas.enable": "false", "transforms": "route",
+           "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+           "transforms.route.regex": "(.*)", "transforms.route.replacement": "$1", "errors.tolerance": "none",
+           "errors.log.enable": "true", "topic.creation.default.partitions": "1",
+           "topic.creation.default.replication.factor": "-1", "producer.override.linger.ms": "5", "tasks.max": "1"}
+    assert check_connector_config("shop-cdc", _shop(**own))["connector.class"] == "PostgresCdcSource"
+
+
 def test_converters_schemas_enable_decide_the_envelope():
     from connect.config import parse_connector_config
     from connect.connector import ConnectorContext

@@ -234,6 +234,36 @@ def test_the_toast_placeholder_is_unavailable_in_text_bytes_and_arrays():
     assert converter({"type": "string"}, placeholder="??")("??") is UNAVAILABLE
 
 
+def test_debeziums_typed_toast_placeholders_are_unavailable_and_data_is_not():
+    # UnchangedToastedPlaceholder: int[]/date[] the placeholder's bytes as ints, bigint[] as longs,
+    # uuid[] [UUID.nameUUIDFromBytes(bytes)], hstore {placeholder: placeholder} (map or JSON string)
+    ints = list(PLACEHOLDER.encode())
+    date_array = {"type": "array", "items": {"type": "int32", "name": "io.debezium.time.Date"}}
+    assert converter({"type": "array", "items": {"type": "int32"}})(ints) is UNAVAILABLE
+    assert converter({"type": "array", "items": {"type": "int64"}})(ints) is UNAVAILABLE
+    assert converter(date_array)(ints) is UNAVAILABLE
+    assert converter({"type": "array", "items": {"type": "float64"}})([float(b) for b in ints]) is UNAVAILABLE
+    uuid_array = {"type": "array", "items": {"type": "string", "name": "io.debezium.data.Uuid"}}
+    assert converter(uuid_array)(["b68a35a7-17ad-35b3-af2a-ae46edb4545a"]) is UNAVAILABLE
+    assert converter({"type": "map", "keys": {"type": "string"}, "values": {"type": "string"}})(
+        {PLACEHOLDER: PLACEHOLDER}) is UNAVAILABLE
+    assert converter({"type": "string"})(json.dumps({PLACEHOLDER: PLACEHOLDER}, separators=(",", ":"))) is UNAVAILABLE
+    assert converter({"type": "array", "items": {"type": "int32"}})(ints[:-1]) == ints[:-1]
+    assert converter({"type": "array", "items": {"type": "int32"}})([1, 2, 3]) == [1, 2, 3]
+    assert converter(None)(ints) is UNAVAILABLE
+
+
+def test_the_source_fills_every_array_with_a_placeholder_the_sink_recognises():
+    from spark_source.postgres.types import ARRAY_ELEMENT, TypeModes, column_type
+    for array_oid in ARRAY_ELEMENT:
+        for modes in (TypeModes(), TypeModes(decimal_handling_mode="double", binary_handling_mode="hex")):
+            ctype = column_type(array_oid, -1, modes)
+            if ctype.placeholder is None:   # booleans and structs: no value of theirs can stand for it
+                assert ctype.schema_body["items"]["type"] in ("boolean", "struct"), array_oid
+                continue
+            assert converter(ctype.schema("a"))(ctype.placeholder) is UNAVAILABLE, array_oid
+
+
 def test_variable_scale_decimal_that_does_not_fit_is_refused():
     schema = {"type": "struct", "name": "io.debezium.data.VariableScaleDecimal"}
     with pytest.raises(ValueError, match="does not fit"):
