@@ -28,9 +28,9 @@ from broker.clock import Clock
 from broker.config import LONG_MAX
 from broker.errors import (FencedLeaderEpochError, InvalidProducerEpochError, InvalidRecordError,
                            NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderOrFollowerError,
-                           InvalidTimestampError, OutOfOrderSequenceError, RequestTimedOutError,
-                           UnknownLeaderEpochError)
-from broker.records.batch import HEADER_SIZE, iter_headers, validate_batches
+                           InvalidTimestampError, OutOfOrderSequenceError, PolicyViolationError,
+                           RequestTimedOutError, UnknownLeaderEpochError)
+from broker.records.batch import HEADER_SIZE, increment_sequence, iter_headers, validate_batches
 from broker.records.control import marker_batch
 from broker.replication.leader_state import LeaderState
 from broker.state_machine import StrEnum, Transitions
@@ -279,7 +279,7 @@ class Partition:
             if h.producer_id < 0:
                 continue
             if h.producer_id in following:
-                if h.base_sequence != following[h.producer_id] + 1:
+                if h.base_sequence != increment_sequence(following[h.producer_id], 1):
                     raise OutOfOrderSequenceError(
                         f"producer {h.producer_id} sent sequence {h.base_sequence} after "
                         f"{following[h.producer_id]} in one request")
@@ -291,7 +291,7 @@ class Partition:
                             f"producer {h.producer_id} resent sequence {h.base_sequence} together with "
                             "other batches; a resent batch must come alone")
                     return resent
-            following[h.producer_id] = h.base_sequence + h.last_offset_delta
+            following[h.producer_id] = h.last_sequence
         return None
 
     def _check_keys(self, data, headers) -> None:
@@ -488,8 +488,12 @@ class Partition:
             return self._last_stable_offset(), self.high_watermark
 
     def _last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, but never below the log start (an open
+        transaction's first records may have been deleted) nor past the high watermark."""
         first_open = self.producers.first_unstable_offset()
-        return self.high_watermark if first_open is None else min(first_open, self.high_watermark)
+        if first_open is None:
+            return self.high_watermark
+        return min(max(first_open, self.log.log_start_offset), self.high_watermark)
 
     # ------------------------------------------------------------------------------ transactions
     def write_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> AppendInfo:
@@ -522,16 +526,24 @@ class Partition:
         with self.lock:
             return self.log.log_start_offset, self.high_watermark, self.log.log_end_offset
 
-    def offset_for_timestamp(self, timestamp: int):
+    def offset_for_timestamp(self, timestamp: int, read_committed: bool = False) -> tuple[int, int] | None:
+        """ListOffsets by time: (offset, timestamp) of the first record at or after ``timestamp``,
+        or None when there is none below the last fetchable offset (see :meth:`_fetchable`)."""
         with self.lock:
-            found = self.log.offset_for_timestamp(timestamp)
-        if found is not None and found[0] >= self.high_watermark:
-            return None
-        return found
+            return self._fetchable(self.log.offset_for_timestamp(timestamp), read_committed)
 
-    def max_timestamp(self):
+    def max_timestamp(self, read_committed: bool = False) -> tuple[int, int] | None:
+        """ListOffsets MAX_TIMESTAMP: (offset, timestamp) of the first record holding the largest
+        timestamp, or None when it is not below the last fetchable offset."""
         with self.lock:
-            return self.log.max_timestamp()
+            return self._fetchable(self.log.max_timestamp(), read_committed)
+
+    def _fetchable(self, found: tuple[int, int] | None, read_committed: bool) -> tuple[int, int] | None:
+        """As Kafka: an answer at or past what a consumer could fetch (the last stable offset for
+        read_committed, else the high watermark) is no answer, so a consumer never seeks to a
+        record it may not read yet."""
+        limit = self._last_stable_offset() if read_committed else self.high_watermark
+        return found if found is not None and found[0] < limit else None
 
     def set_config(self, config) -> None:
         with self.lock:
@@ -540,9 +552,16 @@ class Partition:
     # ------------------------------------------------------------------------------ retention, compaction
     def delete_records(self, offset: int) -> int:
         """DeleteRecords, as leader: records below ``offset`` (-1: the high watermark) become
-        unreadable and whole segments below go; returns the new log start offset."""
+        unreadable and whole segments below go; returns the new log start offset. Refused, as in
+        Kafka, when ``cleanup.policy`` lacks ``delete``: a compacted topic's readers rebuild state
+        from the whole log, and cutting its head would drop keys silently."""
         with self.lock:
             self._check_leader()
+            if "delete" not in self.log.config["cleanup.policy"]:
+                raise PolicyViolationError(
+                    f"records of partition {self.topic}-{self.index} cannot be deleted: the topic's "
+                    f"cleanup.policy is '{self.log.config['cleanup.policy']}'; add 'delete' "
+                    "to it (e.g. compact,delete) to allow DeleteRecords")
             before = self.log.log_start_offset
             start = retention.delete_records_before(
                 self.log, self.high_watermark if offset == -1 else offset, self.high_watermark)

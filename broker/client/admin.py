@@ -328,8 +328,9 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin):
     def list_offsets(self, topic_partition_offsets: dict[TopicPartition, OffsetSpec],
                      isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
                      request_timeout: float | None = None) -> dict[TopicPartition, Future]:
-        """Future per partition resolving to ListOffsetsResultInfo(offset, timestamp); with
-        ``IsolationLevel.READ_COMMITTED`` the latest offset stops at the last stable offset."""
+        """Future per partition resolving to ListOffsetsResultInfo(offset, timestamp). Answers stop
+        at the high watermark, or with ``IsolationLevel.READ_COMMITTED`` at the last stable offset:
+        the latest offset is that bound, and a lookup by time finding nothing below it gives -1."""
         level = IsolationLevel(isolation_level).value
 
         def call():

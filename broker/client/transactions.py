@@ -47,6 +47,7 @@ import threading
 from dataclasses import dataclass
 
 from broker.errors import InvalidProducerEpochError, InvalidTxnStateError, ProducerFencedError, RiverlogError
+from broker.records.batch import increment_sequence
 from broker.state_machine import Transitions
 
 
@@ -216,7 +217,7 @@ class TransactionManager:
             s = self._sequences.get(key)
             if s is None or s.identity != (self.producer_id, self.producer_epoch):
                 s = self._sequences[key] = _Sequences((self.producer_id, self.producer_epoch))
-            seq, s.next = s.next, s.next + count
+            seq, s.next = s.next, increment_sequence(s.next, count)  # wraps to 0 as Kafka's
             return self.producer_id, self.producer_epoch, seq
 
     def gave_up(self, key: tuple[str, int], base_sequence: int | None, producer_epoch: int) -> None:

@@ -247,8 +247,10 @@ class ConsumerGroup:
 
     # ------------------------------------------------------------------------------ offsets
     def check_commit(self, member_id: str, member_epoch: int) -> None:
-        """May this caller commit? A member with its current (or previous) epoch; an outsider
-        (no member id) only while the group has no active members."""
+        """May this caller commit? A member with exactly its current epoch (as Kafka's
+        ``validateOffsetCommit``: with an older one it may commit positions of partitions already
+        handed to another member); an outsider (no member id) only while the group has no active
+        members."""
         if not member_id:
             if self.active_members:
                 raise NonEmptyGroupError(
@@ -256,9 +258,10 @@ class ConsumerGroup:
                     "only they may commit its offsets")
             return
         member = self._member(member_id)
-        if member_epoch not in (member.epoch, member.previous_epoch):
+        if member_epoch != member.epoch:
             raise StaleMemberEpochError(
-                f"member {member_id} committed with epoch {member_epoch}; its epoch is {member.epoch}")
+                f"member {member_id} of group '{self.group_id}' committed with epoch {member_epoch}; "
+                f"its epoch is {member.epoch}: commit again with the current epoch")
 
     def commit(self, offsets: Mapping[TP, Committed]) -> None:
         self.offsets.update(offsets)

@@ -141,15 +141,16 @@ def encode_batch(batch: pa.RecordBatch, compression: str = "none", **header_fiel
                        **header_fields)
 
 
-def first_index_at_or_after(batch: bytes, timestamp: int) -> tuple[int | None, int]:
-    """Index and timestamp of the first record in a framed batch with a timestamp >= ``timestamp``."""
+def first_index_at_or_after(batch: bytes, timestamp: int, start: int = 0) -> tuple[int | None, int]:
+    """Index and timestamp of the first record in a framed batch, at index ``start`` or later, with
+    a timestamp >= ``timestamp``."""
     from broker.records.batch import HEADER_SIZE
-    timestamps = decode_body(memoryview(batch)[HEADER_SIZE:]).column(2)
+    timestamps = decode_body(memoryview(batch)[HEADER_SIZE:]).column(2).slice(start)
     mask = pc.greater_equal(timestamps, timestamp)
     index = pc.index(mask, True).as_py()
     if index < 0:
         return None, -1
-    return index, timestamps[index].as_py()
+    return start + index, timestamps[index].as_py()
 
 
 CODEC_NAMES = {"uncompressed": "none", "zstd": "zstd", "lz4": "lz4"}

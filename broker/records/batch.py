@@ -53,7 +53,14 @@ CONTROL = 0x20
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
+MAX_SEQUENCE = 2**31 - 1
 NO_PARTITION_LEADER_EPOCH = -1
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """``sequence + increment`` in the int32 sequence space, which wraps from ``MAX_SEQUENCE`` to 0
+    (Kafka's ``DefaultRecordBatch.incrementSequence``): a long-lived producer never runs out."""
+    return (sequence + increment) % (MAX_SEQUENCE + 1)
 
 
 class BatchHeader(NamedTuple):
@@ -91,6 +98,11 @@ class BatchHeader(NamedTuple):
     @property
     def is_log_append_time(self) -> bool:
         return bool(self.attributes & TIMESTAMP_TYPE_LOG_APPEND)
+
+    @property
+    def last_sequence(self) -> int:
+        """The sequence of the batch's last record (it wraps past ``MAX_SEQUENCE``)."""
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
 
     @property
     def is_transactional(self) -> bool:

@@ -274,13 +274,13 @@ class Handlers:
                     elif p.timestamp == LATEST:  # read_committed: the last stable offset, as Kafka
                         pr.offset = partition.stable_offsets()[0] if request.isolation_level == 1 else hw
                     elif p.timestamp == MAX_TIMESTAMP:
-                        found = partition.max_timestamp()
+                        found = partition.max_timestamp(request.isolation_level == 1)
                         if found:
                             pr.offset, pr.timestamp = found
                     elif p.timestamp < 0:
                         raise InvalidRequestError(f"timestamp {p.timestamp} is not a time nor -1/-2/-3")
                     else:
-                        found = partition.offset_for_timestamp(p.timestamp)
+                        found = partition.offset_for_timestamp(p.timestamp, request.isolation_level == 1)
                         if found:
                             pr.offset, pr.timestamp = found
                 except Exception as e:  # noqa: BLE001

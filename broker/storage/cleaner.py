@@ -69,7 +69,7 @@ import pyarrow.compute as pc
 from broker.config import LONG_MAX
 from broker.records.arrow_body import HEADER_TYPE, decode_body, encode_body
 from broker.records.batch import (COMPRESSION_LZ4, COMPRESSION_ZSTD, HEADER_SIZE,
-                                  BatchHeader, build_batch, iter_headers, parse_header)
+                                  BatchHeader, build_batch, increment_sequence, iter_headers, parse_header)
 from broker.storage.cleaner_transactions import Transactions, aborted_after_clean  # noqa: F401 (re-exported)
 from broker.storage.log import CleanerCheckpoint, Log
 from broker.storage.segment import LogSegment
@@ -328,7 +328,8 @@ def _rebatch(source: BatchHeader, records: pa.RecordBatch, start: int) -> bytes:
         attributes=source.attributes, base_offset=source.base_offset + start,
         base_timestamp=bounds["min"].as_py(), max_timestamp=max_timestamp,
         producer_id=source.producer_id, producer_epoch=source.producer_epoch,
-        base_sequence=source.base_sequence + start if source.base_sequence >= 0 else source.base_sequence,
+        base_sequence=increment_sequence(source.base_sequence, start) if source.base_sequence >= 0
+        else source.base_sequence,
         partition_leader_epoch=source.partition_leader_epoch)
 
 

@@ -251,11 +251,14 @@ class Log:
         return True
 
     def delete_oldest_segments(self, count: int) -> list[LogSegment]:
-        """Remove the ``count`` oldest segments (never the active one); the log start moves to the
-        first one left. Returns the removed segments (already closed and unlinked)."""
-        count = min(count, len(self.segments) - 1)
+        """Remove the ``count`` oldest segments; the log start moves to the first one left. Removing
+        them all rolls an empty segment at the log end first (a log always has one, and offsets
+        go on from there). Returns the removed segments (already closed and unlinked)."""
+        count = min(count, len(self.segments) - (self.active.size == 0))
         if count <= 0:
             return []
+        if count == len(self.segments):
+            self.roll()
         removed = self.segments[:count]
         self.advance_log_start_offset(self.segments[count].base_offset)
         del self.segments[:count]
@@ -315,30 +318,32 @@ class Log:
         return None
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record whose timestamp is >= ``timestamp``, or None."""
-        from broker.records.arrow_body import first_index_at_or_after
-        for segment in self.segments:
-            found = segment.first_batch_at_or_after(timestamp)
-            if found is None:
-                continue
-            header = found.header
-            if header.is_log_append_time:
-                return max(header.base_offset, self.log_start_offset), header.max_timestamp
-            index, ts = first_index_at_or_after(segment.read_batch(found), timestamp)
-            if index is not None and header.base_offset + index >= self.log_start_offset:
-                return header.base_offset + index, ts
+        """(offset, timestamp) of the first record at or after the log start whose timestamp is
+        >= ``timestamp``, or None.
+
+        Records below the log start (DeleteRecords may move it inside a batch) are skipped one by
+        one, so a record just past the start is never passed over; a segment that holds no such
+        record hands the search on to the next one."""
+        start = self.log_start_offset
+        for segment in self.segments[self._segment_index(start):]:
+            for found in segment.batches_at_or_after(timestamp, start):
+                hit = _first_record_at_or_after(segment, found, timestamp, start)
+                if hit is not None:
+                    return hit
         return None
 
     def max_timestamp(self) -> tuple[int, int] | None:
-        """(offset of the last batch, its largest timestamp) for ListOffsets' MAX_TIMESTAMP."""
+        """(offset, timestamp) of the first record holding the log's largest timestamp, for
+        ListOffsets' MAX_TIMESTAMP (Kafka's ``offsetOfMaxTimestamp`` of the batch holding it)."""
         best = None
         for segment in self.segments:
-            if segment.max_timestamp >= 0 and (best is None or segment.max_timestamp > best[1]):
-                best = segment, segment.max_timestamp
+            if segment.max_timestamp >= 0 and (best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
         if best is None:
             return None
-        found = best[0].first_batch_at_or_after(best[1])
-        return (found.header.last_offset, best[1]) if found else None
+        for found in best.batches_at_or_after(best.max_timestamp, best.base_offset):
+            return _first_record_at_or_after(best, found, best.max_timestamp, found.header.base_offset)
+        return None
 
     def batches(self, from_offset: int = 0):
         """``(header, load)`` of each batch holding offsets at or after ``from_offset``, oldest first;
@@ -370,6 +375,18 @@ class Log:
         for segment in self.segments:
             segment.close()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _first_record_at_or_after(segment: LogSegment, found, timestamp: int, start: int) -> tuple[int, int] | None:
+    """(offset, timestamp) of the first record of batch ``found`` at or past offset ``start`` whose
+    timestamp is >= ``timestamp``; every record of a LogAppendTime batch carries its append time."""
+    from broker.records.arrow_body import first_index_at_or_after
+    header = found.header
+    skip = max(0, start - header.base_offset)
+    if header.is_log_append_time:
+        return header.base_offset + skip, header.max_timestamp
+    index, ts = first_index_at_or_after(segment.read_batch(found), timestamp, skip)
+    return None if index is None else (header.base_offset + index, ts)
 
 
 def _delete_bases(directory: str, bases: list[int], interval: int, now: int) -> None:

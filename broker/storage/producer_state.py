@@ -32,7 +32,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from broker.errors import InvalidProducerEpochError, OutOfOrderSequenceError, UnknownProducerIdError
-from broker.records.batch import IDEMPOTENCE_WINDOW, BatchHeader
+from broker.records.batch import IDEMPOTENCE_WINDOW, BatchHeader, increment_sequence
 from broker.storage.checkpoint import write_atomically
 
 SNAPSHOT_FILE = "producer-state.json"
@@ -68,7 +68,7 @@ class AbortedTxn:
 
 
 def _sequences(header: BatchHeader) -> tuple[int, int]:
-    return header.base_sequence, header.base_sequence + header.last_offset_delta
+    return header.base_sequence, increment_sequence(header.base_sequence, header.last_offset_delta)
 
 
 class ProducerStateManager:
@@ -104,7 +104,7 @@ class ProducerStateManager:
         for cached in entry.batches:
             if cached.first_sequence == first and cached.last_sequence == last:
                 return cached
-        expected = entry.last_sequence + 1
+        expected = increment_sequence(entry.last_sequence, 1)  # after MAX_SEQUENCE comes 0
         if first != expected:
             raise OutOfOrderSequenceError(
                 f"producer {pid} sent sequence {first} to a partition that expects {expected}")

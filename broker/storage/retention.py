@@ -9,9 +9,11 @@ Kafka:
   ``retention.ms`` (-1 keeps forever), and the oldest segments while the partition is larger than
   ``retention.bytes`` (-1 unbounded) by at least their size.
 
-Never the active segment, and never a segment holding an offset at or past the high watermark
-(the caller passes it in): a consumer must not lose records that are not yet committed. The log
-start offset moves to the first segment left and is persisted before any file goes, so a crash
+Never a segment holding an offset at or past the high watermark (the caller passes it in): a
+consumer must not lose records that are not yet committed. The active segment may go by
+``retention.ms`` or ``retention.bytes`` once the high watermark reached the log end, as in Kafka,
+so an idle topic's expired records do not stay forever; an empty active segment never does. The
+log start offset moves to the first segment left and is persisted before any file goes, so a crash
 in between leaves segments that the next pass removes.
 
 Plain and synchronous: the caller holds the partition lock and supplies the time.
@@ -43,11 +45,12 @@ def deletable_segments(log: Log, now_ms: int, high_watermark: int, *,
     excess = log.size_bytes - retention_bytes if retention_bytes >= 0 else -1
     reasons: list[str] = []
     segments = log.segments
-    for i, segment in enumerate(segments[:-1]):
-        upper = segments[i + 1].base_offset
-        if upper > high_watermark:
+    for i, segment in enumerate(segments):
+        active = i == len(segments) - 1
+        upper = log.log_end_offset if active else segments[i + 1].base_offset
+        if upper > high_watermark or (active and segment.size == 0):
             break
-        if upper <= log.log_start_offset:
+        if not active and upper <= log.log_start_offset:
             reasons.append(BELOW_LOG_START)
         elif retention_ms >= 0 and now_ms - segment.max_timestamp > retention_ms:
             reasons.append(RETENTION_MS)

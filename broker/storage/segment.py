@@ -256,18 +256,19 @@ class LogSegment:
             cut = relative + header.size
         return memoryview(buf)[:cut] if cut else None
 
-    def first_batch_at_or_after(self, timestamp: int) -> BatchPosition | None:
-        """The first batch whose largest timestamp is >= ``timestamp``."""
+    def batches_at_or_after(self, timestamp: int, starting_offset: int):
+        """Each batch whose largest timestamp is >= ``timestamp``, from the one holding
+        ``starting_offset`` (or the time index's hint, if later) on. As Kafka's
+        ``findOffsetByTimestamp(timestamp, startingOffset)``, the caller still skips records below
+        ``starting_offset`` inside the first batch yielded."""
         if self.max_timestamp < timestamp:
-            return None
-        start = self.time_index.scan_start(timestamp)
-        found = self.find(start)
+            return
+        found = self.find(max(self.time_index.scan_start(timestamp), starting_offset))
         if found is None:
-            return None
+            return
         for position, header in self._scan_headers(found.position):
             if header.max_timestamp >= timestamp:
-                return BatchPosition(position, header)
-        return None
+                yield BatchPosition(position, header)
 
     def read_batch(self, found: BatchPosition) -> bytes:
         return os.pread(self.fd, found.header.size, found.position)

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from broker.client import OFFSET_BEGINNING, AdminClient, Consumer, NewTopic, Producer, TopicPartition
-from broker.errors import InvalidRecordError, OffsetOutOfRangeError, RiverlogError
+from broker.errors import InvalidRecordError, OffsetOutOfRangeError, PolicyViolationError, RiverlogError
 from broker.records.reader import decode_records
 from tests.conftest import wait_until
 from tests.integration.test_cli import run_cli
@@ -148,21 +148,23 @@ def test_compaction_keeps_committed_values_that_an_aborted_transaction_overwrote
 
 
 # ----------------------------------------------------------------------------------- retention
-def test_retention_removes_old_segments_and_a_consumer_below_the_start_resets(broker_factory, topic_name):
+def test_retention_removes_every_expired_segment_and_a_consumer_below_the_start_resets(broker_factory, topic_name):
+    """The active segment goes too once all its records expired (as Kafka), so an idle topic keeps
+    nothing past ``retention.ms``; the log goes on at the same end offset."""
     broker = broker_factory(QUICK)
     create_topic(broker.bootstrap, topic_name, retention_ms=60_000, segment_bytes=2000)
     old = int(time.time() * 1000) - 3_600_000
     produce(broker.bootstrap, topic_name, [(None, b"old-%d" % i, old) for i in range(300)])
 
-    def only_the_active_segment_left():
-        start = watermarks(broker.bootstrap, topic_name)[0]
-        return start if 0 < start == active_base(broker.data_dir, topic_name) else None
+    def segments() -> list[str]:
+        return glob.glob(os.path.join(broker.data_dir, f"{topic_name}-0", "*.log"))
 
-    start = wait_until(only_the_active_segment_left, 30, 0.1, "retention to remove every sealed segment")
-    assert log_start_on_disk(broker.data_dir, topic_name) == start
-    read = consume_from(broker.bootstrap, topic_name, 0, 300)  # offset 0 is gone: auto.offset.reset=earliest
-    assert read[0].offset() == start
-    assert [m.value() for m in read] == [b"old-%d" % i for i in range(start, 300)]
+    wait_until(lambda: watermarks(broker.bootstrap, topic_name) == (300, 300) and len(segments()) == 1
+               and os.path.getsize(segments()[0]) == 0, 30, 0.1, "retention to remove every expired segment")
+    assert log_start_on_disk(broker.data_dir, topic_name) == 300 == active_base(broker.data_dir, topic_name)
+    produce(broker.bootstrap, topic_name, [(None, b"new", 0)])
+    read = consume_from(broker.bootstrap, topic_name, 0, 301)  # offset 0 is gone: auto.offset.reset=earliest
+    assert [(m.offset(), m.value()) for m in read] == [(300, b"new")]
 
 
 # ----------------------------------------------------------------------------------- DeleteRecords
@@ -188,6 +190,42 @@ def test_delete_records_with_the_admin_client_and_the_cli(broker_factory, topic_
     assert failed.returncode == 1 and "OFFSET_OUT_OF_RANGE" in failed.stderr
     segments = glob.glob(os.path.join(broker.data_dir, f"{topic_name}-0", "*.log"))
     assert len(segments) == 1, "segments wholly below the log start were left on disk"
+
+
+def test_delete_records_is_refused_unless_the_cleanup_policy_has_delete(broker_factory, topic_name):
+    broker = broker_factory()
+    for policy, allowed in (("compact", False), ("compact,delete", True)):
+        name = f"{topic_name}-{policy.replace(',', '-')}"
+        create_topic(broker.bootstrap, name, cleanup_policy=policy)
+        produce(broker.bootstrap, name, [(b"k%d" % i, b"v", 0) for i in range(5)])
+        tp = TopicPartition(name, 0)
+        with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+            if allowed:
+                assert admin.delete_records({tp: 2})[tp].result(10).low_watermark == 2
+            else:
+                with pytest.raises(PolicyViolationError, match="cleanup.policy"):
+                    admin.delete_records({tp: 2})[tp].result(10)
+        assert watermarks(broker.bootstrap, name) == (2 if allowed else 0, 5), policy
+
+
+def test_a_timestamp_lookup_after_delete_records_inside_a_batch_finds_the_next_record(broker_factory, topic_name):
+    broker = broker_factory()
+    create_topic(broker.bootstrap, topic_name)
+    base = int(time.time() * 1000) - 60_000
+    with Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 100}) as p:  # one batch
+        for i in range(6):
+            p.produce(topic_name, value=b"r%d" % i, partition=0, timestamp=base + i * 1000)
+        assert p.flush(30) == 0
+    tp = TopicPartition(topic_name, 0)
+    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+        assert admin.delete_records({tp: 3})[tp].result(10).low_watermark == 3
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap})
+    try:
+        for ts, expected in ((base, 3), (base + 3000, 3), (base + 4000, 4), (base + 6000, -1)):
+            found = consumer.offsets_for_times([TopicPartition(topic_name, 0, ts)], 10)[0]
+            assert found.offset == expected, ts
+    finally:
+        consumer.close()
 
 
 def test_delete_records_on_a_replicated_topic_moves_every_replicas_log_start(cluster_factory, topic_name):

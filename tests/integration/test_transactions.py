@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from broker.client import OFFSET_BEGINNING, AdminClient, Consumer, NewTopic, Producer, TopicPartition
+from broker.client import OFFSET_BEGINNING, AdminClient, Consumer, NewTopic, OffsetSpec, Producer, TopicPartition
+from broker.client.model import IsolationLevel
 from broker.errors import ProducerFencedError
 from tests.conftest import ROOT, wait_until
 
@@ -234,6 +235,56 @@ def test_the_latest_offset_of_a_read_committed_consumer_is_the_last_stable_offse
         c = Consumer({"bootstrap.servers": broker.bootstrap, "isolation.level": level})
         assert c.get_watermark_offsets(tp, 10) == (0, latest), level
         c.close()
+    p.abort_transaction(30)
+    p.close()
+
+
+def test_timestamp_lookups_stop_at_what_the_isolation_level_may_read(broker, topic_name):
+    """An open transaction's record is no answer for read_committed (nor for MAX_TIMESTAMP): a
+    consumer seeking there would wait on records it may not read yet."""
+    make_topics(broker.bootstrap, topic_name, partitions=1)
+    now = int(time.time() * 1000)
+    with Producer({"bootstrap.servers": broker.bootstrap}) as plain:
+        plain.produce(topic_name, value=b"plain", timestamp=now - 5000)
+        assert plain.flush(30) == 0
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-open"})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic_name, value=b"open", timestamp=now - 1000)
+    assert p.flush(30) == 0
+    tp = TopicPartition(topic_name, 0)
+
+    def lookup(spec: int, level: IsolationLevel) -> tuple[int, int]:
+        with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+            found = admin.list_offsets({tp: OffsetSpec(spec)}, isolation_level=level)[tp].result(30)
+        return found.offset, found.timestamp
+
+    for spec in (now - 2000, OffsetSpec.max_timestamp().value):
+        assert lookup(spec, IsolationLevel.READ_UNCOMMITTED) == (1, now - 1000), spec
+        assert lookup(spec, IsolationLevel.READ_COMMITTED) == (-1, -1), spec
+    p.commit_transaction(30)
+    p.close()
+    assert lookup(now - 2000, IsolationLevel.READ_COMMITTED) == (1, now - 1000)
+
+
+def test_the_last_stable_offset_never_falls_below_the_log_start(broker, topic_name):
+    """DeleteRecords past an open transaction's first record: read_committed readers start at
+    the log start, not at a deleted offset they would be reset from again and again."""
+    make_topics(broker.bootstrap, topic_name, partitions=1)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-open"})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic_name, value=b"open")
+    assert p.flush(30) == 0
+    with Producer({"bootstrap.servers": broker.bootstrap}) as plain:
+        plain.produce(topic_name, value=b"plain")
+        assert plain.flush(30) == 0
+    tp = TopicPartition(topic_name, 0)
+    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+        assert admin.delete_records({tp: -1})[tp].result(30).low_watermark == 2
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "isolation.level": "read_committed"})
+    assert c.get_watermark_offsets(tp, 10) == (2, 2)
+    c.close()
     p.abort_transaction(30)
     p.close()
 

@@ -77,19 +77,20 @@ class LogOracle:
     def rows(self, start: int = 0) -> list[tuple]:
         return [row for b in self.batches if b.last >= start for row in b.rows(start)]
 
-    def first_at_or_after(self, timestamp: int):
-        """Brute force: (offset, timestamp) of the first record whose timestamp is >= ``timestamp``."""
-        for offset, _, _, ts in self.rows():
+    def first_at_or_after(self, timestamp: int, start: int = 0):
+        """Brute force: (offset, timestamp) of the first record at or after offset ``start`` whose
+        timestamp is >= ``timestamp``."""
+        for offset, _, _, ts in self.rows(start):
             if ts >= timestamp:
                 return offset, ts
         return None
 
     def max_timestamp(self):
-        """(last offset of the first batch holding the largest timestamp, that timestamp), or None."""
+        """(offset of the first record holding the largest timestamp, that timestamp), or None."""
         if not self.batches:
             return None
         best = max(max(b.timestamps) for b in self.batches)
-        return next(b.last for b in self.batches if max(b.timestamps) == best), best
+        return next(offset for offset, _, _, ts in self.rows() if ts == best), best
 
     def truncate(self, offset: int) -> None:
         """Keep the batches that end before ``offset`` (a batch boundary)."""

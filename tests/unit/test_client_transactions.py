@@ -7,6 +7,7 @@ import pytest
 
 from broker.client.transactions import TRANSITIONS, TransactionManager, TxnState
 from broker.errors import InvalidProducerEpochError, InvalidTxnStateError, KafkaTimeoutError, ProducerFencedError
+from broker.records.batch import MAX_SEQUENCE
 from broker.state_machine import IllegalStateTransition
 
 pytestmark = pytest.mark.unit
@@ -86,6 +87,15 @@ def test_the_manager_owns_sequence_numbers_and_a_new_epoch_restarts_them():
     assert not m.needs_producer_id() and m.stale(("t", 0)) and m.stale(("t", 1))
     assert m.next_sequence(("t", 0), 1) == (5, 1, 0) and m.next_sequence(("t", 1), 1) == (5, 1, 0)
     assert not m.stale(("t", 0))
+
+
+def test_sequence_numbers_wrap_to_zero_after_the_largest_int32():
+    """As Kafka's producer: a partition's numbering goes on at 0 after 2**31 - 1."""
+    m = TransactionManager()
+    m.new_epoch(5, 0)
+    assert m.next_sequence(("t", 0), MAX_SEQUENCE - 1) == (5, 0, 0)
+    assert m.next_sequence(("t", 0), 3) == (5, 0, MAX_SEQUENCE - 1)  # MAX - 1, MAX, 0
+    assert m.next_sequence(("t", 0), 1) == (5, 0, 1)
 
 
 def test_a_batch_given_up_before_it_was_sent_leaves_the_numbering_alone():

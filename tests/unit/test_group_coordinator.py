@@ -484,10 +484,12 @@ def test_commit_rules():
             hb(shard, mid, g.members[mid].epoch, owned=g.members[mid].assigned, now=2)
     m = g.members[a]
     assert m.previous_epoch >= 1 and m.epoch > m.previous_epoch
-    shard.commit(G, a, m.epoch, {("t", 0): Committed(5)})
-    shard.commit(G, a, m.previous_epoch, {("t", 0): Committed(6)})
-    with pytest.raises(StaleMemberEpochError):
-        shard.commit(G, a, m.previous_epoch - 1, {("t", 0): Committed(7)})
+    shard.commit(G, a, m.epoch, {("t", 0): Committed(6)})
+    for stale in (m.previous_epoch, m.previous_epoch - 1, m.epoch + 1):  # as Kafka: only the current epoch
+        with pytest.raises(StaleMemberEpochError):
+            shard.commit(G, a, stale, {("t", 0): Committed(7)})
+        with pytest.raises(StaleMemberEpochError):
+            shard.commit_in_transaction(G, a, stale, 1000, 0, {("t", 0): Committed(7)})
     with pytest.raises(NonEmptyGroupError):
         shard.commit(G, "", -1, {("t", 0): Committed(8)})
     with pytest.raises(UnknownMemberIdError):

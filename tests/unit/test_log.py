@@ -451,3 +451,42 @@ def test_truncate_to_zero_empties_the_log(tmp_path):
     assert log.read(0, 100) is None
     assert log.offset_for_timestamp(0) is None
     assert LogOracle().append(log, [None], [b"again"], [1]).first_offset == 0
+
+
+# ------------------------------------------------------------------------------- log start offset
+@settings(max_examples=20, deadline=None, database=None)
+@given(seed=st.integers(0, 2**32 - 1), interval=st.integers(0, 600), segment_bytes=st.integers(1500, 6000))
+def test_offset_for_timestamp_skips_only_the_records_below_the_log_start(seed, interval, segment_bytes):
+    """DeleteRecords moves the log start inside a batch: the first record at or past it with a
+    late enough timestamp is the answer, even when earlier records of its batch or segment match."""
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory() as d:
+        log = open_log(d, {"segment.bytes": segment_bytes, "index.interval.bytes": interval})
+        oracle = LogOracle()
+        for _ in range(30):
+            n = rng.randint(1, 6)
+            oracle.append(log, [None] * n, [b"v" * rng.randint(0, 300)] * n,
+                          [rng.randint(0, 1000) for _ in range(n)])
+        for start in sorted(rng.sample(range(oracle.end), 4)):
+            log.advance_log_start_offset(start)
+            for ts in list(range(-1, 1003, 37)) + [0, 1000, 1001]:
+                assert log.offset_for_timestamp(ts) == oracle.first_at_or_after(ts, start), (start, ts)
+        log.close()
+
+
+def test_a_log_start_inside_the_only_batch_still_finds_the_records_after_it(tmp_path):
+    log = open_log(tmp_path)
+    oracle = LogOracle()
+    oracle.append(log, [None] * 6, [b"v"] * 6, [10, 20, 30, 40, 50, 60])
+    log.advance_log_start_offset(3)
+    assert [log.offset_for_timestamp(ts) for ts in (0, 10, 40, 41, 60, 61)] == \
+        [(3, 40), (3, 40), (3, 40), (4, 50), (5, 60), None]
+
+
+def test_max_timestamp_names_the_first_record_holding_it(tmp_path):
+    """As Kafka's ``offsetOfMaxTimestamp``: not the batch's last offset."""
+    log = open_log(tmp_path)
+    oracle = LogOracle()
+    oracle.append(log, [None] * 3, [b"v"] * 3, [10, 30, 20])
+    oracle.append(log, [None] * 3, [b"v"] * 3, [15, 30, 30])
+    assert log.max_timestamp() == (1, 30) == oracle.max_timestamp()

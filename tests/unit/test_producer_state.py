@@ -11,7 +11,7 @@ from broker.config import TOPIC_CONFIG
 from broker.errors import InvalidProducerEpochError, OutOfOrderSequenceError, UnknownProducerIdError
 from broker.partition import AppendNotifier, Partition
 from broker.records.arrow_body import encode_batch, record_batch
-from broker.records.batch import IDEMPOTENCE_WINDOW, stamp_producer, validate_batches
+from broker.records.batch import IDEMPOTENCE_WINDOW, MAX_SEQUENCE, stamp_producer, validate_batches
 from broker.storage.log import Log
 from broker.storage.producer_state import SNAPSHOT_FILE, ProducerStateManager
 
@@ -56,6 +56,25 @@ def test_an_older_epoch_is_fenced_and_a_new_epoch_starts_at_zero():
     with pytest.raises(OutOfOrderSequenceError):
         state.check(header(batch(7, 2, 3)))
     assert state.check(header(batch(7, 2, 0))) is None
+
+
+def test_sequences_wrap_to_zero_after_the_largest_int32():
+    """As Kafka: after sequence 2**31 - 1 comes 0, also inside one batch."""
+    state = ProducerStateManager()
+    state.update(header(batch(7, 0, MAX_SEQUENCE - 3)), 0, 1)
+    with pytest.raises(OutOfOrderSequenceError):
+        state.check(header(batch(7, 0, MAX_SEQUENCE)))
+    across = header(batch(7, 0, MAX_SEQUENCE - 1, n=4))  # sequences MAX - 1, MAX, 0, 1
+    assert state.check(across) is None and across.last_sequence == 1
+    state.update(across, 2, 5)
+    assert state.producers[7].last_sequence == 1
+    assert state.check(across).first_offset == 2  # a resend of the batch that wrapped
+    with pytest.raises(OutOfOrderSequenceError):
+        state.check(header(batch(7, 0, 1)))  # 1 again: the next is 2
+    assert state.check(header(batch(7, 0, 2))) is None
+    ended = ProducerStateManager()
+    ended.update(header(batch(7, 0, MAX_SEQUENCE - 1)), 0, 1)
+    assert ended.check(header(batch(7, 0, 0))) is None
 
 
 def test_an_unknown_producer_must_start_at_zero():
@@ -142,6 +161,14 @@ def test_a_follower_learns_producers_from_replicated_batches(tmp_path):
     assert follower.append_records(batch(7, 0, 4)).first_offset == 4   # a resend after failover
     with pytest.raises(OutOfOrderSequenceError):
         follower.append_records(batch(7, 0, 8))
+
+
+def test_batches_of_one_request_may_wrap_the_sequence(tmp_path):
+    p = _partition(str(tmp_path))
+    p.producers.update(header(batch(7, 0, MAX_SEQUENCE - 3)), 0, 1)  # a long-lived producer
+    info = p.append_records(batch(7, 0, MAX_SEQUENCE - 1) + batch(7, 0, 0))
+    assert (info.first_offset, info.last_offset) == (0, 3)
+    assert p.append_records(batch(7, 0, 2)).first_offset == 4
 
 
 def test_a_resent_batch_must_come_alone(tmp_path):

@@ -48,12 +48,25 @@ def test_segments_older_than_retention_ms_go_and_the_log_start_follows(tmp_path)
     assert open_log(tmp_path, {"segment.bytes": 1500}).log_start_offset == result.log_start_offset
 
 
-def test_the_active_segment_is_never_removed(tmp_path):
-    clock, log, _ = build(tmp_path, {"retention.ms": 0, "retention.bytes": 0})
+@pytest.mark.parametrize("config", [{"retention.ms": HOUR}, {"retention.bytes": 0}])
+def test_an_expired_active_segment_goes_once_the_high_watermark_reached_the_log_end(tmp_path, config):
+    """As Kafka: an idle partition's last records expire too; an empty segment is rolled at the
+    log end first, and appends go on from there."""
+    clock, log, oracle = build(tmp_path, config)
     clock.advance(10 * HOUR)
-    retention.apply_retention(log, clock.time_ms(), log.log_end_offset)
-    assert len(log.segments) == 1 and log.active.size > 0
-    assert log.log_start_offset == log.active.base_offset
+    end = log.log_end_offset
+    retention.apply_retention(log, clock.time_ms(), end - 1)
+    assert log.active.size > 0 and log.log_start_offset == log.active.base_offset < end
+    result = retention.apply_retention(log, clock.time_ms(), end)
+    assert result.segments == 1 and result.log_start_offset == end == persisted_start(tmp_path)
+    assert [(s.base_offset, s.size) for s in log.segments] == [(end, 0)]
+    assert retention.apply_retention(log, clock.time_ms(), end).segments == 0  # an empty one stays
+    assert read_all(log) == [] and log.offset_for_timestamp(0) is None and log.max_timestamp() is None
+    oracle.append(log, [b"k"], [b"new"], [clock.time_ms()])
+    assert read_all(log) == oracle.rows(end)
+    log.close()
+    reopened = open_log(tmp_path, {"segment.bytes": 1500})
+    assert (reopened.log_start_offset, reopened.log_end_offset) == (end, end + 1)
 
 
 def test_retention_bytes_removes_the_oldest_segments_while_the_partition_is_bigger(tmp_path):
