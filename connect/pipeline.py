@@ -192,7 +192,8 @@ class Pipeline:
         for k, v in self.config.reader_options().items():
             reader = reader.option(k, v)
         pattern = str(self.config.values.get("topics.regex") or "").strip()
-        reader = reader.option("subscribePattern", pattern) if pattern else \
+        # Connect matches topics.regex against the whole name; Spark's subscribePattern finds it anywhere
+        reader = reader.option("subscribePattern", f"^(?:{pattern})$") if pattern else \
             reader.option("subscribe", ",".join(self._listed()))
         self._create_missing(servers)
         # Always given, not only without a checkpoint: the riverlog source asks initialOffset()

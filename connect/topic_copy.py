@@ -108,7 +108,8 @@ class TopicCopy(SourceConnector):
         for k, v in self.config.reader_options().items():
             reader = reader.option(k, v)
         pattern = (self.values.get("topics.regex") or "").strip()
-        reader = reader.option("subscribePattern", pattern) if pattern else \
+        # Connect matches topics.regex against the whole name; Spark's subscribePattern finds it anywhere
+        reader = reader.option("subscribePattern", f"^(?:{pattern})$") if pattern else \
             reader.option("subscribe", ",".join(self._listed()))
         df = reader.load()
         return df.select("topic", F.lit(None).cast("int").alias("partition"), "offset", "timestamp", "key", "value",

@@ -109,7 +109,7 @@ class SinkOptions:
                                          f"needs deliveryGuarantee {EXACTLY_ONCE} (the default)",
                                          config="transactionRecords")
         records_options = {k[len(RECORDS_PREFIX):]: v for k, v in opts.items() if k.startswith(RECORDS_PREFIX)}
-        return cls(bootstrap, opts.get("topic") or None, guarantee, sink_id, producer, batch_id, include_headers,
+        return cls(bootstrap, _topic(opts), guarantee, sink_id, producer, batch_id, include_headers,
                    group_id, group_offsets, records, records_options, opts.get("checkpointlocation") or None)
 
     def batch_records(self, batch_id: int):
@@ -160,6 +160,11 @@ class SinkOptions:
         """For the driver's admin calls and the commit log: the connection settings only."""
         keep = ("request.timeout.ms", "retry.backoff.ms", "client.id")
         return {"bootstrap.servers": self.bootstrap, **{k: v for k, v in self.producer.items() if k in keep}}
+
+
+def _topic(opts: dict) -> str | None:
+    """The ``topic`` option, trimmed as Spark's Kafka sink trims it; unset or empty: the ``topic`` column."""
+    return str(opts.get("topic") or "").strip() or None
 
 
 def transaction_records_function(name: str):
@@ -252,8 +257,8 @@ def check_schema(schema, options: SinkOptions) -> None:
     for column in ("value", "key"):
         if column in fields and not isinstance(fields[column], (BinaryType, StringType)):
             fail(column, "binary or string")
-    if "topic" in fields and not isinstance(fields["topic"], StringType):
-        fail("topic", "string")
+    if options.topic is None and "topic" in fields and not isinstance(fields["topic"], StringType):
+        fail("topic", "string")   # with the option set, Spark's Kafka sink ignores the column
     if "timestamp" in fields and not isinstance(fields["timestamp"], TimestampType):
         fail("timestamp", "timestamp")
     if "partition" in fields and not isinstance(fields["partition"], IntegerType):

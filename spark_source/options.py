@@ -8,7 +8,8 @@ a ``riverlog.*`` setting the source would have to replace (``auto.offset.reset``
 
 Precedence is Spark's: ``startingTimestamp`` over ``startingOffsetsByTimestamp`` over
 ``startingOffsets``, and ``endingTimestamp`` over ``endingOffsetsByTimestamp`` over
-``endingOffsets``; the one that loses is named in a warning.
+``endingOffsets``; the one that loses is named in a warning, and only the winner is checked against
+the query (a batch cannot start at ``latest`` nor end at ``earliest``), as Spark checks it.
 """
 from __future__ import annotations
 
@@ -127,19 +128,48 @@ def _offsets_spec(options: dict, name: str, default: str, allowed: tuple[str, ..
                          f"got {raw!r}") from None
 
 
-_UNITS = {"ms": 1, "millisecond": 1, "milliseconds": 1, "s": 1000, "sec": 1000, "second": 1000,
-          "seconds": 1000, "m": 60_000, "min": 60_000, "minute": 60_000, "minutes": 60_000,
-          "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000}
+def _refuse_bound(spec, name: str, word: str, sentinel: int, why: str) -> None:
+    """Spark's ``validateBatchOptions``, applied to the option that won the precedence only: a batch
+    read cannot start at ``latest`` (-1) nor end at ``earliest`` (-2)."""
+    if spec == word:
+        raise _bad(name, f"can't be {word} ({why})")
+    for topic, parts in spec.items() if isinstance(spec, dict) else ():
+        for partition, offset in parts.items():
+            if offset == sentinel:
+                raise _bad(name, f"{sentinel} ({word}) for {topic}-{partition}: {why}")
+
+
+def _pattern(raw: str) -> str:
+    """``subscribePattern`` as Spark takes it: trimmed, and matching a topic if found anywhere in its
+    name (``findFirstIn``); anchor it (``^orders-.*$``) to match whole names. Python's ``re`` reads it:
+    Java-only syntax (``\\p{L}``, ``(?<name>...)``) is refused here rather than matching differently."""
+    pattern = raw.strip()
+    if not pattern:
+        raise _bad("subscribePattern", "is empty: give a regular expression over topic names")
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        raise _bad("subscribePattern", f"is not a regular expression: {e}") from None
+    return pattern
+
+
+# Spark's time strings (JavaUtils.timeStringAs): a whole number and an optional unit, no space.
+_UNITS_US = {"us": 1, "ms": 1000, "s": 10**6, "m": 60 * 10**6, "min": 60 * 10**6, "h": 3600 * 10**6,
+             "d": 86_400 * 10**6}
 
 
 def _duration_ms(options: dict, name: str) -> int | None:
+    """Spark's grammar, ``-?[0-9]+(us|ms|s|m|min|h|d)?`` (no unit: milliseconds), truncated to whole
+    milliseconds as Spark's ``timeStringAsMs`` does."""
     raw = options.get(name.lower())
     if raw is None:
         return None
-    m = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", raw.lower())
-    if not m or (m.group(2) or "ms") not in _UNITS:
-        raise _bad(name, f"must be a duration like '30s' or '5m', got {raw!r}")
-    return int(m.group(1)) * _UNITS[m.group(2) or "ms"]
+    m = re.fullmatch(r"(-?[0-9]+)([a-z]+)?", str(raw).strip().lower())
+    if not m or (m.group(2) or "ms") not in _UNITS_US:
+        raise _bad(name, f"must be a duration like '30s', '5m' or '1h' (units us, ms, s, m, min, h, d), "
+                         f"got {raw!r}")
+    us = int(m.group(1)) * _UNITS_US[m.group(2) or "ms"]
+    return -(-us // 1000) if us < 0 else us // 1000
 
 
 @dataclass
@@ -193,11 +223,7 @@ class SourceOptions:
             if not out.subscribe:
                 raise _bad("subscribe", "names no topic")
         elif "subscribepattern" in chosen:
-            try:
-                re.compile(opts["subscribepattern"])
-            except re.error as e:
-                raise _bad("subscribePattern", f"is not a regular expression: {e}") from None
-            out.subscribe_pattern = opts["subscribepattern"]
+            out.subscribe_pattern = _pattern(opts["subscribepattern"])
         else:
             try:
                 doc = json.loads(opts["assign"])
@@ -206,24 +232,27 @@ class SourceOptions:
                 raise _bad("assign", "must be JSON like {\"topic\": [0, 1]}") from None
         out.starting = _offsets_spec(opts, "startingOffsets", "latest" if streaming else "earliest",
                                      ("earliest", "latest"))
-        if isinstance(out.starting, dict) and not streaming and any(
-                o == LATEST for parts in out.starting.values() for o in parts.values()):
-            raise _bad("startingOffsets", "-1 (latest) is not allowed for a batch query")
         for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
             if name.lower() in opts and streaming:
                 raise _bad(name, "applies to batch queries only")
-        out.ending = _offsets_spec(opts, "endingOffsets", "latest", ("latest",))
-        if out.ending == "earliest" or (isinstance(out.ending, dict) and any(
-                o == EARLIEST for parts in out.ending.values() for o in parts.values())):
-            raise _bad("endingOffsets", "-2 (earliest) is not allowed")
+        out.ending = _offsets_spec(opts, "endingOffsets", "latest", ("earliest", "latest"))
         out.starting_timestamp = _timestamp(opts, "startingTimestamp")
         out.starting_by_timestamp = _timestamps(opts, "startingOffsetsByTimestamp")
-        if _winner(opts, ("startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets")) == "startingTimestamp":
+        start_by = _winner(opts, ("startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets"))
+        if start_by == "startingTimestamp":
             out.starting_by_timestamp = None
         out.ending_timestamp = _timestamp(opts, "endingTimestamp")
         out.ending_by_timestamp = _timestamps(opts, "endingOffsetsByTimestamp")
-        if _winner(opts, ("endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets")) == "endingTimestamp":
+        end_by = _winner(opts, ("endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets"))
+        if end_by == "endingTimestamp":
             out.ending_by_timestamp = None
+        if not streaming and start_by in (None, "startingOffsets"):
+            _refuse_bound(out.starting, "startingOffsets", "latest", LATEST,
+                          "a batch query would start at the end and read nothing; give earliest, offsets "
+                          "or a timestamp")
+        if end_by in (None, "endingOffsets"):
+            _refuse_bound(out.ending, "endingOffsets", "earliest", EARLIEST,
+                          "a batch query would end before it starts; give latest, offsets or a timestamp")
         strategy = opts.get("startingoffsetsbytimestampstrategy", "error").lower()
         if strategy not in ("error", "latest"):
             raise _bad("startingOffsetsByTimestampStrategy", "must be error or latest")

@@ -69,19 +69,42 @@ def align_to_time(start: dict[TP, int], end: dict[TP, int], first_at_or_after: d
 
 def slices(start: dict[TP, int], end: dict[TP, int], min_partitions: int | None = None,
            max_records: int | None = None) -> list[Slice]:
-    """One slice per partition with something to read, as Spark's Kafka source plans: with
-    ``max_records`` (``maxRecordsPerPartition``) ranges are cut so none holds more; then, with
-    ``min_partitions``, big ranges are cut again until there are at least that many."""
+    """One slice per partition with something to read, as Spark's Kafka source plans
+    (``KafkaOffsetRangeCalculator``): with ``max_records`` (``maxRecordsPerPartition``) ranges are
+    cut so none holds more; then, if there are fewer than ``min_partitions``, big ranges are cut
+    again as :func:`_spread` says."""
     ranges = [(tp, start.get(tp, end[tp]), end[tp]) for tp in sorted(end) if end[tp] > start.get(tp, end[tp])]
     if max_records:
-        ranges = [piece for tp, s, u in ranges for piece in _cut(tp, s, u, math.ceil((u - s) / max_records))]
-    total = sum(u - s for _, s, u in ranges)
-    if min_partitions and len(ranges) < min_partitions and total:
-        ranges = [piece for tp, s, u in ranges
-                  for piece in _cut(tp, s, u, max(1, round(min_partitions * (u - s) / total)))]
+        ranges = [piece for tp, s, u in ranges for piece in _divide(tp, s, u, -(-(u - s) // max_records))]
+    if min_partitions and len(ranges) < min_partitions:
+        ranges = _spread(ranges, min_partitions)
     return [Slice(tp[0], tp[1], s, u) for tp, s, u in ranges]
 
 
-def _cut(tp: TP, start: int, until: int, parts: int) -> list[tuple[TP, int, int]]:
-    step = math.ceil((until - start) / parts)
-    return [(tp, a, min(until, a + step)) for a in range(start, until, step)]
+def _spread(ranges: list[tuple[TP, int, int]], min_partitions: int) -> list[tuple[TP, int, int]]:
+    """Spark's ``getRanges``: a range whose share of ``min_partitions`` (by size) rounds to one or
+    less stays whole; the others share what is left of ``min_partitions`` by size. So a skewed
+    batch gets about ``min_partitions`` tasks, not that many plus one per small partition."""
+    total = sum(u - s for _, s, u in ranges)
+    whole = [_part_count(u - s, total, min_partitions) == 1 for _, s, u in ranges]
+    split_total = total - sum(u - s for (_, s, u), w in zip(ranges, whole) if w)
+    split_parts = max(min_partitions - sum(whole), 1)
+    return [piece for (tp, s, u), w in zip(ranges, whole)
+            for piece in _divide(tp, s, u, 1 if w else _part_count(u - s, split_total, split_parts))]
+
+
+def _part_count(size: int, total: int, parts: int) -> int:
+    return max(math.floor(size / total * parts + 0.5), 1)   # Java's Math.round: halves round up
+
+
+def _divide(tp: TP, start: int, until: int, parts: int) -> list[tuple[TP, int, int]]:
+    """[start, until) in ``parts`` pieces differing by at most one record, the larger ones last
+    (Spark's ``getDividedPartition``)."""
+    out, remaining = [], until - start
+    for part in range(parts):
+        size = remaining // (parts - part)
+        remaining -= size
+        if size:
+            out.append((tp, start, start + size))
+        start += size
+    return out

@@ -83,13 +83,25 @@ class OffsetLookup:
         o = self.options
         if o.assign is not None:
             return [(t, p) for t, ps in o.assign.items() for p in ps]
-        topics = self._retrying(lambda: self.consumer.list_topics(timeout=30).topics, "topics")
+        topics = self._retrying(self._topics, "topics")
         if o.subscribe:
-            names = [t for t in o.subscribe if t in topics and topics[t].error is None]
+            names = o.subscribe
         else:
             pattern = re.compile(o.subscribe_pattern)
-            names = [t for t in topics if not t.startswith("__") and pattern.fullmatch(t)]
+            names = [t for t in topics if not t.startswith("__") and pattern.search(t)]
         return sorted((t, p) for t in names for p in topics[t].partitions)
+
+    def _topics(self) -> dict:
+        """The cluster's topics; every ``subscribe`` topic must be there (Spark's query fails too),
+        retried as the other questions are in case one is being created."""
+        topics = self.consumer.list_topics(timeout=30).topics
+        missing = [t for t in self.options.subscribe if t not in topics or topics[t].error is not None]
+        if missing:
+            raise UnknownTopicOrPartitionError(
+                f"option 'subscribe' names {', '.join(repr(t) for t in missing)}, which the cluster does not have: "
+                f"create {'them' if len(missing) > 1 else 'it'} (riverlog topics create) or drop "
+                f"{'them' if len(missing) > 1 else 'it'} from 'subscribe'")
+        return topics
 
     def watermarks(self, tps) -> dict[TP, tuple[int, int]]:
         from broker.client import TopicPartition
@@ -98,14 +110,11 @@ class OffsetLookup:
 
     def resolve(self, spec, tps: list[TP], what: str) -> dict[TP, int]:
         """``earliest``/``latest``/{tp: offset or -2/-1} as offsets of ``tps``."""
-        marks = self.watermarks(tps)
         if spec in ("earliest", "latest"):
+            marks = self.watermarks(tps)
             return {tp: marks[tp][0 if spec == "earliest" else 1] for tp in tps}
-        given = {(t, p): o for t, parts in spec.items() for p, o in parts.items()}
-        missing = sorted(set(tps) - set(given))
-        if missing:
-            raise DataLossError(f"{what} names offsets for some partitions but not "
-                                f"{', '.join(f'{t}-{p}' for t, p in missing)}: give every partition")
+        given = per_partition(spec, tps, what)
+        marks = self.watermarks(tps)
         return {tp: marks[tp][0] if given[tp] == EARLIEST else marks[tp][1] if given[tp] == LATEST else given[tp]
                 for tp in tps}
 
@@ -117,7 +126,7 @@ class OffsetLookup:
         if o.starting_timestamp is not None:
             stamps = {tp: o.starting_timestamp for tp in tps}
         elif o.starting_by_timestamp is not None:
-            stamps = self._per_partition(o.starting_by_timestamp, tps, "startingOffsetsByTimestamp")
+            stamps = per_partition(o.starting_by_timestamp, tps, "startingOffsetsByTimestamp")
         else:
             return self.resolve(o.starting, tps, "startingOffsets")
         found = self.offsets_for_times(stamps)
@@ -136,20 +145,10 @@ class OffsetLookup:
         if o.ending_timestamp is not None:
             stamps = {tp: o.ending_timestamp for tp in tps}
         elif o.ending_by_timestamp is not None:
-            stamps = self._per_partition(o.ending_by_timestamp, tps, "endingOffsetsByTimestamp")
+            stamps = per_partition(o.ending_by_timestamp, tps, "endingOffsetsByTimestamp")
         else:
             return self.resolve(o.ending, tps, "endingOffsets")
         return self._or_latest(self.offsets_for_times(stamps), tps)
-
-    @staticmethod
-    def _per_partition(spec: dict, tps: list[TP], what: str) -> dict[TP, int]:
-        given = {(t, p): ts for t, parts in spec.items() for p, ts in parts.items()}
-        missing = sorted(set(tps) - set(given))
-        if missing:
-            raise InvalidConfigError(f"option '{what}' names no timestamp for "
-                                     f"{', '.join(f'{t}-{p}' for t, p in missing)}: give every partition",
-                                     config=what)
-        return {tp: given[tp] for tp in tps}
 
     def offsets_for_times(self, stamps: dict[TP, int]) -> dict[TP, int | None]:
         """The first offset at or after each timestamp; None where no record is that recent."""
@@ -216,6 +215,24 @@ class OffsetLookup:
         if not tps or any(f.metadata != START_PIN or f.offset < 0 for f in found):
             return None
         return {(f.topic, f.partition): f.offset for f in found}
+
+
+def per_partition(spec: dict, tps: list[TP], option: str) -> dict[TP, int]:
+    """A per-partition option (``startingOffsets`` JSON, ``...ByTimestamp``) as ``{tp: value}``. As in
+    Spark (``KAFKA_START_OFFSET_DOES_NOT_MATCH_ASSIGNED``) it must name exactly the query's
+    partitions: a partition left out or one the query does not read is refused."""
+    def names(parts) -> str:
+        return ", ".join(f"{t}-{p}" for t, p in sorted(parts))
+
+    given = {(t, p): value for t, parts in spec.items() for p, value in parts.items()}
+    missing, unknown = set(tps) - set(given), set(given) - set(tps)
+    if missing or unknown:
+        wrong = "; ".join(filter(None, [missing and f"leaves out {names(missing)}",
+                                        unknown and f"names {names(unknown)}, which the query does not read"]))
+        hint = " (-2 earliest, -1 latest)" if option.endswith("Offsets") else ""
+        raise InvalidConfigError(f"option '{option}' {wrong}: name every partition the query reads and only "
+                                 f"those, {names(tps)}{hint}", config=option)
+    return given
 
 
 def check_start(options: SourceOptions, start: dict[TP, int], marks: dict[TP, tuple[int, int]]) -> dict[TP, int]:
@@ -320,11 +337,13 @@ class BatchReader(DataSourceReader):
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    clock = staticmethod(time.monotonic)   # seconds; minOffsetsPerTrigger's maxTriggerDelay is measured with it
+
     def __init__(self, options: SourceOptions):
         self.options = options
         self._lookup: OffsetLookup | None = None
         self._target: dict[TP, int] | None = None  # Trigger.AvailableNow: nothing past this
-        self._waiting_since: float | None = None    # minOffsetsPerTrigger: since when too little was there
+        self._last_trigger: float | None = None     # minOffsetsPerTrigger: when a batch last ran (None: not yet)
         self._initial: dict[TP, int] | None = None   # batch 0's start, as initialOffset answered it
         self._reported: dict[TP, int] | None = None  # the latest offsets latestOffset() saw
 
@@ -383,14 +402,13 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             begin.update({tp: marks[0] for tp, marks in self.lookup.watermarks(new).items()})
         latest = {tp: max(off, begin.get(tp, off)) for tp, off in latest.items()}
         if isinstance(limit, ReadAllAvailable):
-            end = latest
-        else:
-            max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.options.max_offsets_per_trigger
-            end = rate_limit(begin, latest, max_rows, self.options.unlimited_topics) if max_rows else latest
-            if self.options.align_by_timestamp and end != latest:
-                end = self._aligned(begin, end, latest)
-            if not self._enough(begin, end, limit):
-                return start
+            return to_json(latest)
+        if not self._enough(begin, latest, limit):
+            return start
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.options.max_offsets_per_trigger
+        end = rate_limit(begin, latest, max_rows, self.options.unlimited_topics) if max_rows else latest
+        if self.options.align_by_timestamp and end != latest:
+            end = self._aligned(begin, end, latest)
         return to_json(end)
 
     def _aligned(self, begin: dict[TP, int], end: dict[TP, int], latest: dict[TP, int]) -> dict[TP, int]:
@@ -405,18 +423,18 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         firsts = self.lookup.offsets_for_times({tp: stamps[pivot] for tp in limited})
         return align_to_time(begin, end, firsts, pivot)
 
-    def _enough(self, begin: dict[TP, int], end: dict[TP, int], limit) -> bool:
-        """minOffsetsPerTrigger: wait for that many new offsets, but not past maxTriggerDelay."""
+    def _enough(self, begin: dict[TP, int], latest: dict[TP, int], limit) -> bool:
+        """minOffsetsPerTrigger, as Spark's Kafka source (``delayBatch``): a batch runs when that many
+        offsets are new or maxTriggerDelay has passed since the last batch that ran. Spark's clock
+        for that starts at 0, so the first trigger after every start runs with what there is."""
         wanted = limit.min_rows if isinstance(limit, ReadMinRows) else self.options.min_offsets_per_trigger
-        if not wanted or available(begin, end) >= wanted:
-            self._waiting_since = None
+        if not wanted:
             return True
-        now = time.monotonic()
-        if self._waiting_since is None:
-            self._waiting_since = now
-        if (now - self._waiting_since) * 1000 >= self.options.max_trigger_delay_ms:
-            self._waiting_since = None
-            return available(begin, end) > 0
+        now = self.clock()
+        if (self._last_trigger is None or (now - self._last_trigger) * 1000 >= self.options.max_trigger_delay_ms
+                or available(begin, latest) >= wanted):
+            self._last_trigger = now
+            return True
         return False
 
     def reportLatestOffset(self):

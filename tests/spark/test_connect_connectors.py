@@ -2,7 +2,8 @@
 queue with Kafka's context headers while every other record reaches the DirectorySink; under
 ``none`` the connector is FAILED naming the record, and restarted with backoff while
 ``errors.retry.timeout`` allows; TopicCopy copies (and renames) topics from one
-cluster to another with its source offsets in connect-offsets; a sink read in many small batches
+cluster to another with its source offsets in connect-offsets (``topics.regex`` matching whole
+names, as Kafka's); a sink read in many small batches
 whose JSON changes shape midway writes what each record says, its plan built once per type and
 moved onto the batches after (with and without a dead-letter queue). The connectors run side by
 side in one worker, so the queries' start-up costs overlap."""
@@ -74,6 +75,7 @@ def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_
     records = good[:3] + [b"{not json"] + good[3:]
     produce(bootstrap, "orders", records, keys=[b"k%d" % i for i in range(len(records))])
     produce(bootstrap, "copied", [b"x", b"y", b"z"])
+    produce(bootstrap, "copied-not", [b"no"])     # topics.regex "copied" matches whole names only, as Kafka
     produce(bootstrap, "puts", [b"a", b"reject me", b"b"])
     shapes, shapes_out = _shapes(bad=(70, 250))
     produce(bootstrap, "shapes", shapes)
@@ -94,7 +96,7 @@ def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_
                                         "transforms.mask.fields": "name"})
         w.create_connector("strict", {**common, "connector.class": "DirectorySink", "path": str(tmp_path / "strict"),
                                       "errors.retry.timeout": "20000", "errors.retry.delay.max.ms": "1000"})
-        w.create_connector("copy", {"connector.class": "TopicCopy", "topics": "copied",
+        w.create_connector("copy", {"connector.class": "TopicCopy", "topics.regex": "copied",
                                     "target.cluster.bootstrap.servers": target.bootstrap,
                                     "transforms": "rename", "transforms.rename.type": "RegexRouter",
                                     "transforms.rename.regex": "(.*)", "transforms.rename.replacement": "east.$1"})
@@ -146,6 +148,9 @@ def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_
         wait_until(lambda: w.offsets("copy")["offsets"] == [
             {"partition": {"cluster": "source", "topic": "copied", "partition": 0}, "offset": {"offset": 3}}],
             20, 0.3, "the copy's source offsets")
+        from broker.client import AdminClient
+        with AdminClient({"bootstrap.servers": target.bootstrap}) as admin:
+            assert "east.copied-not" not in admin.list_topics(timeout=30).topics
         # A record the sink could not write (stage TASK_PUT) is a dead letter; the others were written.
         put = wait_until(lambda: read_committed(bootstrap, "puts-dlq"), 60, 0.3, "the write stage's dead letter")
         assert [m.value() for m in put] == [b"reject me"]

@@ -3,15 +3,16 @@ precedence, or is refused naming it: parsing on the driver, no SparkSession need
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 
 import pytest
 
 from broker.client import AdminClient, NewTopic, Producer
-from broker.errors import InvalidConfigError, NotLeaderOrFollowerError
-from spark_sink.options import SinkOptions
+from broker.errors import InvalidConfigError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
+from spark_sink.options import SinkOptions, check_schema
 from spark_source.options import SourceOptions
 from spark_source.planning import Slice
-from spark_source.reader import OffsetLookup, read_slice, retrying
+from spark_source.reader import OffsetLookup, StreamReader, per_partition, read_slice, retrying
 
 BASE = {"riverlog.bootstrap.servers": "127.0.0.1:1", "subscribe": "t"}
 
@@ -159,3 +160,139 @@ def test_max_records_per_partition_then_min_partitions_cut_ranges_as_spark_does(
     assert parse(maxRecordsPerPartition="30").max_records_per_partition == 30
     with pytest.raises(InvalidConfigError, match="'maxRecordsPerPartition'"):
         parse(maxRecordsPerPartition="0")
+
+
+def lookup_over(topics: dict[str, int], **options) -> tuple[OffsetLookup, list]:
+    """An OffsetLookup whose consumer is a stand-in for a cluster of ``{topic: partitions}``, and the
+    list of its ``list_topics`` calls."""
+    lookup, calls = OffsetLookup(parse(**options)), []
+    lookup.consumer.close()
+    metadata = SimpleNamespace(topics={t: SimpleNamespace(partitions=dict.fromkeys(range(n)), error=None)
+                                       for t, n in topics.items()})
+    lookup.consumer = SimpleNamespace(list_topics=lambda timeout: calls.append(timeout) or metadata,
+                                      close=lambda: None)
+    return lookup, calls
+
+
+CLUSTER = {"orders": 2, "orders-dlq": 1, "old-orders": 1, "payments": 1, "__consumer_offsets": 3}
+
+
+@pytest.mark.unit
+def test_subscribe_pattern_is_trimmed_and_keeps_a_topic_it_is_found_anywhere_in():
+    lookup, _ = lookup_over(CLUSTER, subscribe=None, subscribePattern="  orders ")
+    assert lookup.options.subscribe_pattern == "orders"
+    assert lookup.partitions() == [("old-orders", 0), ("orders", 0), ("orders", 1), ("orders-dlq", 0)]
+    lookup, _ = lookup_over(CLUSTER, subscribe=None, subscribePattern="^orders$")
+    assert lookup.partitions() == [("orders", 0), ("orders", 1)]
+    lookup, _ = lookup_over(CLUSTER, subscribe=None, subscribePattern="offsets")   # internal topics never match
+    assert lookup.partitions() == []
+    for pattern, why in (("   ", "is empty"), (r"\p{L}+", "is not a regular expression")):
+        with pytest.raises(InvalidConfigError, match=f"'subscribePattern': {why}"):
+            parse(subscribe=None, subscribePattern=pattern)
+
+
+@pytest.mark.unit
+def test_a_subscribed_topic_the_cluster_does_not_have_fails_the_query_naming_it():
+    lookup, calls = lookup_over(CLUSTER, subscribe="orders,nosuch,gone", **{"fetchOffset.numRetries": "2",
+                                                                           "fetchOffset.retryIntervalMs": "0"})
+    with pytest.raises(UnknownTopicOrPartitionError, match="'nosuch', 'gone', which the cluster does not have: "
+                                                           "create them"):
+        lookup.partitions()
+    assert len(calls) == 2          # retried as fetchOffset.numRetries says: it may be being created
+    lookup, _ = lookup_over(CLUSTER, subscribe="orders,payments")
+    assert lookup.partitions() == [("orders", 0), ("orders", 1), ("payments", 0)]
+
+
+@pytest.mark.unit
+def test_per_partition_offsets_and_timestamps_must_name_exactly_the_querys_partitions():
+    tps = [("t", 0), ("t", 1)]
+    assert per_partition({"t": {0: 5, 1: -2}}, tps, "startingOffsets") == {("t", 0): 5, ("t", 1): -2}
+    with pytest.raises(InvalidConfigError, match=r"'startingOffsets' names t-5, u-0, which the query does not "
+                                                 r"read: .* t-0, t-1 \(-2 earliest, -1 latest\)"):
+        per_partition({"t": {0: 5, 1: 0, 5: 0}, "u": {0: 0}}, tps, "startingOffsets")
+    with pytest.raises(InvalidConfigError, match=r"'endingOffsetsByTimestamp' leaves out t-1; names t-2, .* t-0, "
+                                                 r"t-1$"):
+        per_partition({"t": {0: 5, 2: 9}}, tps, "endingOffsetsByTimestamp")
+
+
+@pytest.mark.unit
+def test_a_batch_read_cannot_start_at_latest_but_only_the_winning_option_is_checked(caplog):
+    for latest in ("latest", " LATEST ", '{"t": {"0": 0, "1": -1}}'):
+        with pytest.raises(InvalidConfigError, match="'startingOffsets'.*latest.*read nothing"):
+            parse(startingOffsets=latest)
+        assert parse(streaming=True, startingOffsets=latest).starting is not None   # a stream may
+        # startingTimestamp and startingOffsetsByTimestamp win over startingOffsets, which is then not used
+        assert parse(startingTimestamp="5", startingOffsets=latest).starting_timestamp == 5
+        assert parse(startingOffsetsByTimestamp='{"t": {"0": 5}}', startingOffsets=latest).starting_by_timestamp
+    for earliest in ("earliest", '{"t": {"0": -2}}'):
+        with pytest.raises(InvalidConfigError, match="'endingOffsets'.*earliest"):
+            parse(endingOffsets=earliest)
+        assert parse(endingTimestamp="5", endingOffsets=earliest).ending_timestamp == 5
+        assert parse(endingOffsetsByTimestamp='{"t": {"0": 5}}', endingOffsets=earliest).ending_by_timestamp
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("given, ms", [("250", 250), ("30s", 30_000), (" 5M ", 300_000), ("2min", 120_000),
+                                       ("1h", 3_600_000), ("1d", 86_400_000), ("100us", 0), ("2500us", 2),
+                                       ("-1s", -1000)])
+def test_max_trigger_delay_takes_sparks_time_strings(given, ms):
+    assert parse(streaming=True, maxTriggerDelay=given).max_trigger_delay_ms == ms
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("given", ["1 minute", "5 m", "1.5s", "2 hours", "10 seconds", "1w", ""])
+def test_max_trigger_delay_refuses_what_spark_refuses(given):
+    with pytest.raises(InvalidConfigError, match="'maxTriggerDelay'.*units us, ms, s, m, min, h, d"):
+        parse(streaming=True, maxTriggerDelay=given)
+
+
+class _Lookup:
+    """The driver's view of one partition ``t-0`` whose latest offset a test moves."""
+    def __init__(self, latest: int):
+        self.latest = latest
+
+    def commit_group(self, offsets, pin=False):
+        pass
+
+    def partitions(self):
+        return [("t", 0)]
+
+    def watermarks(self, tps):
+        return {tp: (0, self.latest) for tp in tps}
+
+
+def stream(clock: list, latest: int, **options) -> StreamReader:
+    reader = StreamReader(parse(streaming=True, **options))
+    reader.clock, reader._lookup = (lambda: clock[0]), _Lookup(latest)
+    return reader
+
+
+@pytest.mark.unit
+def test_min_offsets_per_trigger_runs_the_first_trigger_then_waits_from_the_last_batch_that_ran():
+    now = [1000.0]
+    reader = stream(now, 30, minOffsetsPerTrigger="50", maxTriggerDelay="10s")
+    limit = reader.getDefaultReadLimit()
+
+    def trigger(start: int, latest: int, seconds_later: float) -> int:
+        reader._lookup.latest = latest
+        now[0] += seconds_later
+        return reader.latestOffset({"t": {"0": start}}, limit)["t"]["0"]
+
+    assert trigger(0, 30, 0) == 30            # the first trigger after a start runs with what there is
+    assert trigger(30, 60, 9) == 30           # 30 new < 50, 9 s after the last batch: wait
+    assert trigger(30, 60, 1) == 60           # 10 s (maxTriggerDelay) after the last batch: run
+    assert trigger(60, 80, 1) == 60           # the delay counts from that batch again
+    assert trigger(60, 110, 1) == 110         # 50 new: run at once
+    restarted = stream(now, 120, minOffsetsPerTrigger="50", maxTriggerDelay="10s")
+    assert restarted.latestOffset({"t": {"0": 110}}, limit) == {"t": {"0": 120}}   # every start runs at once
+
+
+@pytest.mark.unit
+def test_sink_topic_option_is_trimmed_and_makes_the_topic_column_irrelevant():
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+    base = {"riverlog.bootstrap.servers": "x:1"}
+    assert SinkOptions.parse({**base, "topic": "  clicks "}).topic == "clicks"
+    schema = StructType([StructField("value", StringType()), StructField("topic", IntegerType())])
+    check_schema(schema, SinkOptions.parse({**base, "topic": "clicks"}))   # Spark's sink ignores the column then
+    with pytest.raises(InvalidConfigError, match="column 'topic' .* must be string"):
+        check_schema(schema, SinkOptions.parse(base))

@@ -37,6 +37,13 @@ def test_save_modes_as_sparks_kafka_sink(spark, spark_broker):
     assert values(read_all(spark_broker, topic, partitions=1)) == list(range(5))
 
 
+def test_the_topic_option_is_trimmed_and_a_topic_column_of_any_type_is_then_ignored(spark, spark_broker):
+    topic = make_topic(spark_broker, "sink-topic-option", 1)
+    df = spark.createDataFrame([(str(i), i) for i in range(3)], "value string, topic int")
+    writer(df, spark_broker, f"  {topic} ").mode("append").save()     # as Spark's Kafka sink
+    assert values(read_all(spark_broker, topic, partitions=1)) == list(range(3))
+
+
 def test_include_headers(spark, spark_broker):
     schema = "value string, headers array<struct<key:string,value:binary>>"
     df = spark.createDataFrame([(str(i), [("h", str(i).encode())]) for i in range(4)], schema)

@@ -64,6 +64,8 @@ def test_bad_options_fail_at_start_naming_the_option(spark, spark_broker, topic_
     make_topic(spark_broker.bootstrap, topic_name, n=1)
     for options, name in (({"maxOffsetPerTrigger": 5}, "maxoffsetpertrigger"),
                           ({"startingOffsets": "yesterday"}, "startingOffsets"),
+                          ({"startingOffsets": "latest"}, "'startingOffsets': can't be latest"),
+                          ({"subscribe": f"{topic_name},{topic_name}-none"}, f"'subscribe' names '{topic_name}-none'"),
                           ({"failOnDataLoss": "maybe"}, "failOnDataLoss")):
         with pytest.raises(Exception, match=name):
             source(spark, spark_broker.bootstrap, topic_name, **options).collect()

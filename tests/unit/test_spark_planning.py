@@ -84,6 +84,17 @@ def test_slices_cover_the_ranges_and_honour_min_partitions():
     assert covered == list(range(100))
 
 
+def test_min_partitions_splits_only_big_ranges_into_what_small_ones_leave_as_spark_does():
+    start = {("s", p): 0 for p in range(4)}
+    end = {("s", 0): 100, ("s", 1): 1, ("s", 2): 1, ("s", 3): 1}
+    cut = slices(start, end, min_partitions=10)
+    # the three small ranges stay whole; the big one takes the other 7 tasks, in even pieces
+    assert [(s.partition, s.until - s.start) for s in cut] == [(0, 14)] * 5 + [(0, 15)] * 2 + [(1, 1), (2, 1), (3, 1)]
+    assert sorted(o for s in cut if s.partition == 0 for o in range(s.start, s.until)) == list(range(100))
+    # maxRecordsPerPartition cuts into ceil(size / max) pieces, even ones (Spark's getDividedPartition)
+    assert [s.until - s.start for s in slices({("t", 0): 0}, {("t", 0): 10}, max_records=3)] == [2, 2, 3, 3]
+
+
 @pytest.mark.parametrize("options, name", [
     ({}, "riverlog.bootstrap.servers"),
     ({"riverlog.bootstrap.servers": "h:1"}, "subscribe"),
