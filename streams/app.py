@@ -26,6 +26,7 @@ from spark_sink.offset_log import topic_offsets
 from streams import restore, spark_plan, table_combine, window_combine
 from streams.errors import StreamsError, TopologyError
 from streams.global_table import global_topics
+from streams.repartition_purge import PURGE_INTERVAL_MS_DEFAULT, RepartitionPurger
 from streams.interpreter import check_serdes, default_serdes
 from streams.spark_task import OUTPUT_DDL, TaskProcessor, meta_changelog, stateless_batches, task_input
 from streams.task_placement import identity, is_identity, key_column, placement_keys
@@ -38,6 +39,7 @@ _KNOWN = {
     "application.id", "bootstrap.servers", "processing.guarantee", "state.dir", "commit.interval.ms",
     "default.key.serde", "default.value.serde", "auto.offset.reset", "replication.factor",
     "maxOffsetsPerTrigger", "statestore.cache.max.bytes", "cache.max.bytes.buffering",
+    "repartition.purge.interval.ms",
 }
 CACHE_MAX_BYTES_DEFAULT = 10 * 1024 * 1024
 
@@ -57,7 +59,14 @@ def _config(config: dict) -> dict:
         raise InvalidConfigError(f"processing.guarantee {guarantee!r}: expected exactly_once_v2 or at_least_once",
                                  config="processing.guarantee")
     c.setdefault("state.dir", os.path.join(tempfile.gettempdir(), "riverlog-streams"))
-    c["commit.interval.ms"] = int(c.get("commit.interval.ms", 100))
+    given = c.get("commit.interval.ms", 100)
+    try:
+        c["commit.interval.ms"] = int(given)
+    except (TypeError, ValueError):
+        c["commit.interval.ms"] = -1
+    if c["commit.interval.ms"] < 0:
+        raise InvalidConfigError(f"commit.interval.ms {given!r}: expected milliseconds >= 0",
+                                 config="commit.interval.ms")
     reset = c.setdefault("auto.offset.reset", "earliest")
     if reset not in ("earliest", "latest"):
         raise InvalidConfigError(f"auto.offset.reset {reset!r}: expected earliest or latest", config="auto.offset.reset")
@@ -74,6 +83,15 @@ def _config(config: dict) -> dict:
         raise InvalidConfigError(f"{name} {given!r}: expected a number of bytes >= 0 (0: forward every update)",
                                  config=name)
     c["statestore.cache.max.bytes"] = cache
+    given = c.get("repartition.purge.interval.ms", PURGE_INTERVAL_MS_DEFAULT)
+    try:
+        interval = int(given)
+    except (TypeError, ValueError):
+        interval = -1
+    if interval < 0:
+        raise InvalidConfigError(f"repartition.purge.interval.ms {given!r}: expected milliseconds >= 0",
+                                 config="repartition.purge.interval.ms")
+    c["repartition.purge.interval.ms"] = interval
     return c
 
 
@@ -89,6 +107,7 @@ class StreamsApp:
         refuse_on_spark(topology)
         check_global_on_spark(topology)
         self.queries = []
+        self.purger: RepartitionPurger | None = None
         self._partitions: dict[str, int] = {}
         self._copartitioned: dict[str, int] = {}
 
@@ -150,9 +169,11 @@ class StreamsApp:
                 if n.internal:
                     t = f"{self.app}-{n.topics[0]}"
                     # Records keep their event time, which may be older than any retention.ms: a
-                    # repartition topic keeps them until read, as Kafka Streams' (retention.ms=-1).
+                    # repartition topic keeps them until read and purged, as Kafka Streams' does
+                    # (its RepartitionTopicConfig: delete policy, 50 MiB segments, no retention.ms).
                     wanted.append(NewTopic(t, self.partitions(t), self.config["replication.factor"],
-                                           config={"retention.ms": "-1"}))
+                                           config={"cleanup.policy": "delete", "segment.bytes": "52428800",
+                                                   "retention.ms": "-1"}))
                     self._partitions[t] = self.partitions(t)
         for sub in self.runnable():
             if not sub.stateful:
@@ -353,6 +374,10 @@ class StreamsApp:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         self._create_internal_topics()
         self.queries = [self._start(sub) for sub in self.runnable()]
+        readers = [(self._checkpoint(sub), {self.topology.topic(self.app, n, t) for n in sub.sources if n.internal
+                                            for t in n.topics}) for sub in self.runnable()]
+        self.purger = RepartitionPurger(AdminClient(self.client), [r for r in readers if r[1]],
+                                        self.config["repartition.purge.interval.ms"]).start()
         return self
 
     def processAllAvailable(self, rounds: int = 50) -> None:
@@ -366,6 +391,10 @@ class StreamsApp:
                 return
 
     def close(self) -> None:
+        if self.purger is not None:
+            self.purger.close()
+            self.purger.admin.close()
+            self.purger = None
         for q in self.queries:
             q.stop()
         self.queries = []

@@ -30,6 +30,12 @@ class StreamsBuilder:
         self._counter += 1   # Kafka advances the index for named operations too, keeping generated names stable
         return given
 
+    def suffixed(self, given: str | None, suffix: str, prefix: str) -> str:
+        """Kafka's ``NamedInternal.suffixWithOrElseGet``: the user's name with ``suffix``, else a
+        generated one; the index advances either way."""
+        generated = self.next_name(prefix)
+        return generated if given is None else check_name(given + suffix, "name")
+
     def add(self, name: str, kind: str, op: str, factory: Callable[[], Processor], parents: list[Node] = (),
             stores: tuple[StoreSpec, ...] = (), topics: tuple[str, ...] = (), internal: bool = False,
             args: dict | None = None, key_serde=None, value_serde=None) -> Node:
@@ -76,17 +82,20 @@ class StreamsBuilder:
         consumed = consumed or Consumed()
         if not isinstance(topic, str) or not topic:
             raise TopologyError(f"table(): expected a topic name, got {topic!r}")
-        src_name = self.name(consumed.name, "KSTREAM-SOURCE-")
+        materialized = materialized or Materialized()
+        # StreamsBuilder.table: the store's name comes first (when not given), then the source's
+        # (``<Consumed name>-source``), then the table source's (the Consumed name)
+        store_name = materialized.store_name or self.next_name(f"{topic}-STATE-STORE-")
+        src_name = self.suffixed(consumed.name, "-source", "KSTREAM-SOURCE-")
+        name = self.name(consumed.name, "KTABLE-SOURCE-")
         src = self.add(src_name, "source", "table", lambda c=consumed: Source(c.key_serde, c.value_serde,
                                                                                c.timestamp_extractor),
                        topics=(topic,), args={"consumed": consumed},
                        key_serde=consumed.key_serde, value_serde=consumed.value_serde)
-        materialized = materialized or Materialized()
-        spec = StoreSpec(materialized.store_name or f"{topic}-STATE-STORE-{self._counter:010d}", "keyValue",
+        spec = StoreSpec(store_name, "keyValue",
                          key_serde=materialized.key_serde or consumed.key_serde,
                          value_serde=materialized.value_serde or consumed.value_serde,
                          log_config=dict(materialized.log_config), caching=materialized.caching)
-        name = self.next_name("KTABLE-SOURCE-")
         opts: dict = {}
         make = lambda s=spec.name, o=opts: KTableSource(s, o.get("send_old_values", False))
         if materialized.history_retention is not None:

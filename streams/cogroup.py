@@ -37,16 +37,25 @@ class CogroupedKStream:
 
     _windows = None
 
-    def aggregate(self, initializer_, named=None, materialized: Materialized | None = None, merger_=None):
-        """``aggregate(initializer[, named][, materialized])``; session windows also take a
-        ``merger_`` (Kafka: ``aggregate(initializer, merger)``)."""
+    def aggregate(self, initializer_, *args, named=None, materialized: Materialized | None = None, merger_=None):
+        """Kafka's ``aggregate(initializer[, named][, materialized])``; session windows take the
+        merger second, ``aggregate(initializer, sessionMerger[, named][, materialized])`` (or
+        ``merger_=``)."""
         from streams.grouped import initializer, merger
         from streams.kstream import _named
         from streams.ktable import KTable
+        from streams.parameters import Named
         from streams.stateless import PassThrough
         from streams.windows import SessionWindows, SlidingWindows
-        if isinstance(named, Materialized):
-            named, materialized = None, named
+        rest = list(args)
+        if isinstance(self._windows, SessionWindows) and merger_ is None and rest and \
+                not isinstance(rest[0], (Named, Materialized)):
+            merger_ = rest.pop(0)
+        for arg in rest:
+            if isinstance(arg, Materialized):
+                materialized = arg
+            elif arg is not None:
+                named = arg
         init = initializer(Fn(initializer_, "cogroup initializer", (0,)))
         w = self._windows
         kind = "keyValue" if w is None else ("session" if isinstance(w, SessionWindows) else "window")

@@ -35,15 +35,16 @@ def global_table(builder, topic: str, consumed: Consumed | None = None, material
     if not isinstance(topic, str) or not topic:
         raise TopologyError(f"globalTable(): expected a topic name, got {topic!r}")
     m = materialized or Materialized()
-    store = m.store_name or f"{topic}-STATE-STORE-{builder._counter:010d}"
-    builder._counter += 1
+    store = m.store_name or builder.next_name(f"{topic}-STATE-STORE-")   # as table(): store, source, processor
     spec = StoreSpec(store, "keyValue", key_serde=m.key_serde or consumed.key_serde,
                      value_serde=m.value_serde or consumed.value_serde)
-    src = builder.add(builder.name(consumed.name, "KSTREAM-SOURCE-"), "source", "globalTable",
+    src_name = builder.suffixed(consumed.name, "-source", "KSTREAM-SOURCE-")
+    name = builder.name(consumed.name, "KTABLE-SOURCE-")
+    src = builder.add(src_name, "source", "globalTable",
                       lambda c=consumed: Source(c.key_serde, c.value_serde, c.timestamp_extractor),
                       topics=(topic,), args={"consumed": consumed, "global": True},
                       key_serde=consumed.key_serde, value_serde=consumed.value_serde)
-    node = builder.add(builder.next_name("KTABLE-SOURCE-"), "processor", "table-source",
+    node = builder.add(name, "processor", "table-source",
                        lambda: KTableSource(spec.name, False), [src], (spec,), args={"global": True},
                        key_serde=consumed.key_serde, value_serde=consumed.value_serde)
     return GlobalKTable(builder, node, spec.name, consumed.key_serde, consumed.value_serde)

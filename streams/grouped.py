@@ -52,6 +52,14 @@ def _named(named) -> str | None:
     return n(named)
 
 
+def _burn_count_name(builder, materialized: Materialized | None) -> None:
+    """Kafka's ``count(Materialized)`` on a grouped, time- or session-windowed stream draws one
+    store name it does not use when the Materialized names no store (kept for topology
+    compatibility); drawing it too keeps the later generated names equal to Kafka's."""
+    if materialized is not None and materialized.store_name is None:
+        builder.next_name("KSTREAM-AGGREGATE-STATE-STORE-")
+
+
 def _long_serde():
     from streams.serdes import Serdes
     return Serdes.Long()
@@ -78,6 +86,8 @@ class KGroupedStream:
         s = self._stream
         if self._repartition_required:
             if self._grouped.name is not None and getattr(self, "_shared", None) is not None:
+                from streams.kstream import repartition_names
+                repartition_names(self._b)
                 return self._shared
             name = self._grouped.name or store_name
             s = s._through_repartition(name, self.key_serde, self.value_serde, drop_null_keys=True)
@@ -92,14 +102,15 @@ class KGroupedStream:
                              key_serde=self.key_serde, value_serde=value_serde)
         if store_kind == "window":
             spec.window_size = windowed.size()
+        name = self._b.name(_named(named), prefix)     # Kafka names the aggregation before its repartition
         src = self._input(spec.name)
-        name = self._b.name(_named(named), prefix)
         node = self._b.add(name, "processor", op, lambda s=spec.name: make(s), [src._node], (spec,),
                            args={"store": spec.name}, key_serde=spec.key_serde, value_serde=spec.value_serde)
         return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name, windowed=windowed)
 
     def count(self, named=None, materialized: Materialized | None = None):
         from streams.aggregate import stream_count
+        _burn_count_name(self._b, materialized)
         return self._aggregate("count", "KSTREAM-AGGREGATE-", stream_count,
                                materialized, named, _long_serde())
 
@@ -167,6 +178,9 @@ class TimeWindowedKStream(_Windowed):
 
     def count(self, named=None, materialized: Materialized | None = None):
         from streams.window_aggregate import count_functions
+        from streams.windows import SlidingWindows
+        if not isinstance(self._windows, SlidingWindows):
+            _burn_count_name(self._g._b, materialized)
         f = count_functions()
         return self._agg("count", f.initializer, f.aggregator, materialized, named, _long_serde())
 
@@ -192,6 +206,7 @@ class SessionWindowedKStream(_Windowed):
 
     def count(self, named=None, materialized: Materialized | None = None):
         from streams.window_aggregate import count_functions
+        _burn_count_name(self._g._b, materialized)
         f = count_functions()
         return self._agg("count", f.initializer, f.aggregator, f.merger, materialized, named, _long_serde())
 
@@ -214,6 +229,7 @@ class KGroupedTable:
     def __init__(self, table, selected, grouped: Grouped):
         self._table, self._selected, self._grouped = table, selected, grouped
         self._b = table._b
+        self._shared = None     # the repartition source, when Grouped.as_ names the topic
 
     def _aggregate(self, op, prefix, make, materialized, named, value_serde):
         from streams.ktable import KTable
@@ -221,16 +237,23 @@ class KGroupedTable:
         spec = self._b.store(materialized, "keyValue", f"{prefix}STATE-STORE-",
                              key_serde=self._grouped.key_serde, value_serde=value_serde)
         ks, vs = self._grouped.key_serde, self._grouped.value_serde
-        base = self._grouped.name or spec.name
-        topic = f"{base}-repartition"
-        sink = self._b.add(f"{base}-repartition-sink", "sink", "repartition",
-                           lambda: Sink(topic, None, ks, vs, changes=True, internal=True), [self._selected], topics=(topic,),
-                           internal=True, key_serde=ks, value_serde=vs)
-        src = self._b.add(f"{base}-repartition-source", "source", "repartition",
-                          lambda: Source(ks, vs, changes=True), [], topics=(topic,), internal=True,
-                          key_serde=ks, value_serde=vs)
-        sink.args["pair"] = src.name
-        name = self._b.name(_named(named), prefix)
+        topic = f"{self._grouped.name or spec.name}-repartition"
+        given = _named(named)
+        # KGroupedTableImpl.doAggregate: the sink's, source's and aggregation's names, in that
+        # order; a grouping named with Grouped.as_ keeps one repartition topic for all of them
+        sink_name = self._b.suffixed(given, "-sink", "KSTREAM-SINK-")
+        source_name = self._b.suffixed(given, "-source", "KSTREAM-SOURCE-")
+        name = self._b.name(given, prefix)
+        src = self._shared if self._grouped.name is not None else None
+        if src is None:
+            sink = self._b.add(sink_name, "sink", "repartition",
+                               lambda: Sink(topic, None, ks, vs, changes=True, internal=True), [self._selected],
+                               topics=(topic,), internal=True, key_serde=ks, value_serde=vs)
+            src = self._b.add(source_name, "source", "repartition",
+                              lambda: Source(ks, vs, changes=True), [], topics=(topic,), internal=True,
+                              key_serde=ks, value_serde=vs)
+            sink.args["pair"] = src.name
+            self._shared = src
         node = self._b.add(name, "processor", op, lambda s=spec.name: make(s), [src], (spec,),
                            args={"store": spec.name}, key_serde=spec.key_serde, value_serde=spec.value_serde)
         return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name)

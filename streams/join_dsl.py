@@ -70,28 +70,32 @@ def stream_stream(this, other, kind: str, joiner_arg, windows: JoinWindows, para
     other = _repartitioned(other, f"{p.name}-right" if p.name else other._node.name, p.key_serde,
                            p.other_value_serde)
 
-    def name(suffix, prefix):
-        return f"{p.name}{suffix}" if p.name else b.next_name(prefix)
+    def name(suffix, prefix):       # Kafka draws the generated name even when the join is named
+        return b.suffixed(p.name, suffix, prefix)
 
+    # KStreamImplJoin's names: the generated join names are drawn even for a named join, and
+    # stores follow the generated names unless StreamJoined names a base store name
     this_windowed = name("-this-windowed", "KSTREAM-WINDOWED-")
     other_windowed = name("-other-windowed", "KSTREAM-WINDOWED-")
-    join_this = name("-this-join", "KSTREAM-OUTERTHIS-" if right_outer else "KSTREAM-JOINTHIS-")
-    join_other = name("-other-join", "KSTREAM-OUTEROTHER-" if left_outer else "KSTREAM-JOINOTHER-")
+    this_suffix = "-outer-this-join" if right_outer else "-this-join"
+    other_suffix = "-outer-other-join" if left_outer else "-other-join"
+    this_generated = b.next_name("KSTREAM-OUTERTHIS-" if right_outer else "KSTREAM-JOINTHIS-")
+    other_generated = b.next_name("KSTREAM-OUTEROTHER-" if left_outer else "KSTREAM-JOINOTHER-")
+    join_this = f"{p.name}{this_suffix}" if p.name else this_generated
+    join_other = f"{p.name}{other_suffix}" if p.name else other_generated
     merge = name("-merge", "KSTREAM-MERGE-")
     retention = windows.retentionMs()
-    if p.store_name:
-        this_store, other_store = f"{p.store_name}-this-join-store", f"{p.store_name}-other-join-store"
-    else:
-        this_store, other_store = f"{join_this}-store", f"{join_other}-store"
+    base = p.store_name
+    this_store = f"{base}{this_suffix}-store" if base else f"{this_generated}-store"
+    other_store = f"{base}{other_suffix}-store" if base else f"{other_generated}-store"
     this_spec = StoreSpec(this_store, "window", retention)
     other_spec = StoreSpec(other_store, "window", retention)
     shared = ()
     if left_outer:
-        if p.store_name:
-            outer_name = f"{p.store_name}-{'outer' if right_outer else 'left'}-shared-join-store"
+        if base:
+            outer_name = f"{base}{'-outer-shared-join' if right_outer else '-left-shared-join'}-store"
         else:
-            outer_name = join_this.replace("KSTREAM-OUTERTHIS-", "KSTREAM-OUTERSHARED-").replace(
-                "KSTREAM-JOINTHIS-", "KSTREAM-OUTERSHARED-") + ("-store" if not p.name else "-outer-shared-store")
+            outer_name = "KSTREAM-OUTERSHARED-" + this_generated.rsplit("-", 1)[1] + "-store"
         shared = (StoreSpec(outer_name, "window", retention),)
     outer_store = shared[0].name if shared else None
     args = {"windows": windows, "joiner": joiner_arg, "kind": kind}
@@ -121,7 +125,7 @@ def stream_table(stream, table, kind: str, joiner_arg, joined: Joined | None):
         raise TopologyError(f"a stream–table join takes Joined, got {type(p).__name__}")
     j = make_joiner(joiner_arg, f"{kind} joiner")
     b = stream._b
-    stream = _repartitioned(stream, f"{p.name}-left" if p.name else stream._node.name, p.key_serde, p.value_serde)
+    stream = _repartitioned(stream, p.name or stream._node.name, p.key_serde, p.value_serde)   # Kafka: no "-left"
     getter = value_getter(table)
     if p.grace_ms is not None and not getter.versioned:
         raise TopologyError("Joined.withGracePeriod needs a versioned table (Materialized.as_(Stores."
@@ -191,6 +195,10 @@ def table_table(this, other, kind: str, joiner_arg, named=None, materialized=Non
     j = make_joiner(joiner_arg, f"{kind} joiner")
     b = this._b
     given = _named(named)
+    spec = None
+    if materialized is not None:       # Kafka names the store before the join's processors
+        spec = b.store(materialized, "keyValue", "KTABLE-MERGE-STATE-STORE-", key_serde=this.key_serde,
+                       value_serde=materialized.value_serde)
     merge = b.name(given, "KTABLE-MERGE-")
     left_outer, right_outer = kind in ("left", "outer"), kind == "outer"
     if left_outer:
@@ -198,8 +206,8 @@ def table_table(this, other, kind: str, joiner_arg, named=None, materialized=Non
     if right_outer:
         other._enable_old_values()
     this_get, other_get = value_getter(this), value_getter(other)
-    join_this = f"{given}-join-this" if given else b.next_name("KTABLE-JOINTHIS-")
-    join_other = f"{given}-join-other" if given else b.next_name("KTABLE-JOINOTHER-")
+    join_this = b.suffixed(given, "-join-this", "KTABLE-JOINTHIS-")
+    join_other = b.suffixed(given, "-join-other", "KTABLE-JOINOTHER-")
     opts = _MergeOpts((this, other))
     send_old = lambda: opts.get("send_old_values", False)
     this_kind, other_kind = {"inner": ("inner", "inner"), "left": ("left", "right"), "outer": ("outer", "outer")}[kind]
@@ -209,10 +217,6 @@ def table_table(this, other, kind: str, joiner_arg, named=None, materialized=Non
     jo = b.add(join_other, "processor", "join-other",
                lambda: TableTableJoin(other_kind, this_get, reverse(j), send_old), [other._node],
                tuple(_specs(b, this_get.names)), args={"joiner": joiner_arg, "kind": kind})
-    spec = None
-    if materialized is not None:
-        spec = b.store(materialized, "keyValue", "KTABLE-MERGE-STATE-STORE-", key_serde=this.key_serde,
-                       value_serde=materialized.value_serde)
     m = b.add(merge, "processor", "join-merge",
               lambda: TableJoinMerger(spec.name if spec else None, send_old), [jt, jo],
               (spec,) if spec else (), args={"opts": opts, "copartition": (this._node, other._node),
@@ -246,7 +250,7 @@ def foreign_key(this, other, kind: str, extractor_arg, joiner_arg, table_joined=
     this_get, other_get = value_getter(this), value_getter(other)
 
     def name(suffix, prefix):
-        return f"{given}{suffix}" if given else b.next_name(prefix)
+        return b.suffixed(given, suffix, prefix)
 
     registration = name("-subscription-registration", "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-") + "-topic"
     wrappers = WrapperSerde()
@@ -289,6 +293,8 @@ def foreign_key(this, other, kind: str, extractor_arg, joiner_arg, table_joined=
     if materialized is not None:
         spec = b.store(materialized, "keyValue", "KTABLE-FK-JOIN-OUTPUT-STATE-STORE-", key_serde=pk_serde,
                        value_serde=materialized.value_serde)
+    else:
+        b.next_name("KTABLE-FK-JOIN-OUTPUT-STATE-STORE-")   # Kafka names a store it does not materialize
     opts: dict = {}
     out = b.add(result, "processor", "fk-output",
                 lambda: KTableSource(spec.name if spec else None, opts.get("send_old_values", False) and spec is not None),

@@ -2,11 +2,20 @@
 (strings or Columns) or callables (:mod:`streams.functions`); each returns a new stream."""
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from streams.errors import TopologyError
 from streams.functions import Fn
 from streams.parameters import Branched, Grouped, Materialized, Named, Produced, Repartitioned
+
+
+_GENERATED_NAME = re.compile(r"KSTREAM.*-[0-9]{10}")
+
+
+def repartition_names(builder) -> list[str]:
+    """The sink, filter and source names Kafka draws for every repartition, used or not."""
+    return [builder.next_name(prefix) for prefix in ("KSTREAM-SINK-", "KSTREAM-FILTER-", "KSTREAM-SOURCE-")]
 
 
 def _named(named) -> str | None:
@@ -141,24 +150,37 @@ class KStream:
     def _through_repartition(self, name: str, key_serde=None, value_serde=None, partitions: int | None = None,
                              drop_null_keys: bool = False) -> "KStream":
         """Write to ``<application.id>-<name>-repartition`` and read it back: a new sub-topology
-        starts here, with the records partitioned by their new key."""
-        from streams.stateless import Filter, PassThrough, Sink, Source
+        starts here, with the records partitioned by their new key. Named as Kafka's
+        ``createRepartitionedSource``: a sink, filter and source name are drawn every time (so later
+        generated names match Kafka's), kept when ``name`` is generated (``KSTREAM-…-0000000003``),
+        else ``<topic>-sink``/``-filter``/``-source``. The same stream repartitioned again under
+        its own name reuses the topic, as Kafka's ``repartitionForJoin``."""
+        from streams.stateless import Filter, Sink, Source
         ks, vs = key_serde or self.key_serde, value_serde or self.value_serde
-        topic = f"{name}-repartition"
-        upstream = self
-        if drop_null_keys:
-            f = Fn("key IS NOT NULL", "repartition filter", (2,))
-            upstream = self._then("KSTREAM-FILTER-", "filter", lambda: Filter(f), None,
-                                  {"predicate": f, "drop_null_keys": True})
-        sink = self._b.add(f"{name}-repartition-sink", "sink", "repartition",
-                           lambda: Sink(topic, None, ks, vs, internal=True), [upstream._node], topics=(topic,), internal=True,
+        topic = name if name.endswith("-repartition") else f"{name}-repartition"
+        names = repartition_names(self._b)
+        reused = self.__dict__.setdefault("_repartitioned", {})
+        if name == self._node.name and name in reused:
+            return reused[name]
+        if not _GENERATED_NAME.fullmatch(name):
+            names = [f"{topic}-{part}" for part in ("sink", "filter", "source")]
+        sink_name, filter_name, source_name = names
+        f = Fn("key IS NOT NULL" if drop_null_keys else "TRUE", "repartition filter", (2,))
+        upstream = self._b.add(filter_name, "processor", "filter", lambda: Filter(f), [self._node],
+                               args={"predicate": f, "drop_null_keys": drop_null_keys},
+                               key_serde=self.key_serde, value_serde=self.value_serde)
+        sink = self._b.add(sink_name, "sink", "repartition",
+                           lambda: Sink(topic, None, ks, vs, internal=True), [upstream], topics=(topic,), internal=True,
                            args={"partitions": partitions}, key_serde=ks, value_serde=vs)
-        src = self._b.add(f"{name}-repartition-source", "source", "repartition",
+        src = self._b.add(source_name, "source", "repartition",
                           lambda: Source(ks, vs), [], topics=(topic,), internal=True,
                           args={"partitions": partitions},
                           key_serde=ks, value_serde=vs)
         sink.args["pair"] = src.name
-        return KStream(self._b, src, ks, vs, False)
+        out = KStream(self._b, src, ks, vs, False)
+        if name == self._node.name:
+            reused[name] = out
+        return out
 
     def to(self, topic, produced: Produced | None = None) -> None:
         from streams.stateless import Sink
@@ -180,12 +202,12 @@ class KStream:
     def toTable(self, named=None, materialized: Materialized | None = None):
         from streams.ktable import KTable
         from streams.table import KTableSource
+        name = self._b.name(_named(named), "KSTREAM-TOTABLE-")      # Kafka: the name, the store, the topic
         spec = self._b.store(materialized, "keyValue", "KSTREAM-TOTABLE-STATE-STORE-",
                              key_serde=self.key_serde, value_serde=self.value_serde)
         source = self
         if self._repartition_required:
-            source = self._through_repartition(self._b.next_name("KSTREAM-TOTABLE-"), drop_null_keys=True)
-        name = self._b.name(_named(named), "KSTREAM-TOTABLE-")
+            source = self._through_repartition(name, drop_null_keys=True)
         opts: dict = {}
         node = self._b.add(name, "processor", "toTable",
                            lambda s=spec.name, o=opts: KTableSource(s, o.get("send_old_values", False)),
@@ -218,9 +240,9 @@ class KStream:
         from streams.grouped import KGroupedStream
         from streams.stateless import SelectKey
         f = Fn(selector, "groupBy selector", (2,))
-        keyed = self._then("KSTREAM-KEY-SELECT-", "selectKey", lambda: SelectKey(f), None, {"selector": f},
-                           key_serde=None, repartition_required=True)
         g = grouped or Grouped()
+        keyed = self._then("KSTREAM-KEY-SELECT-", "selectKey", lambda: SelectKey(f), g.name, {"selector": f},
+                           key_serde=None, repartition_required=True)
         return KGroupedStream(keyed, g, True)
 
 

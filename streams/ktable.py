@@ -25,7 +25,11 @@ class KTable:
 
     def _then(self, prefix, op, factory, named, materialized, value_serde=..., args=None) -> "KTable":
         spec = None
-        if materialized is not None:
+        if materialized is not None and materialized.store_name is None:
+            # Kafka draws a store name for an anonymous Materialized but keeps no store: the
+            # result is read through its parent's, as a table that was never materialized
+            self._b.next_name(f"{prefix}STATE-STORE-")
+        elif materialized is not None:
             spec = self._b.store(materialized, "keyValue", f"{prefix}STATE-STORE-", key_serde=self.key_serde,
                                  value_serde=self.value_serde if value_serde is ... else value_serde)
         name = self._b.name(_named(named), prefix)
@@ -78,10 +82,10 @@ class KTable:
         else:
             sel = f.fn
         self._enable_old_values()
-        name = self._b.next_name("KTABLE-SELECT-")
+        g = grouped or Grouped()
+        name = self._b.name(g.name, "KTABLE-SELECT-")        # Kafka names the select step after the Grouped
         node = self._b.add(name, "processor", "groupBy", lambda: KTableRepartitionMap(sel), [self._node],
                            args={"selector": f})
-        g = grouped or Grouped()
         return KGroupedTable(self, node, g)
 
     def _enable_old_values(self) -> None:
@@ -100,8 +104,9 @@ class KTable:
     def suppress(self, suppressed) -> "KTable":
         from streams.suppress import SuppressProcessor
         from streams.stores import StoreSpec
-        name = getattr(suppressed, "name", None) or self._b.next_name("KTABLE-SUPPRESS-")
-        spec = StoreSpec(f"{name}-store", "keyValue")
+        given = getattr(suppressed, "name", None)
+        name = given or self._b.next_name("KTABLE-SUPPRESS-")
+        spec = StoreSpec(f"{given}-store" if given else self._b.next_name("KTABLE-SUPPRESS-STATE-STORE-"), "keyValue")
         node = self._b.add(name, "processor", "suppress",
                            lambda: SuppressProcessor(spec.name, suppressed, self._windowed), [self._node], (spec,),
                            key_serde=self.key_serde, value_serde=self.value_serde)

@@ -16,6 +16,8 @@ def check_name(name: str | None, what: str) -> str | None:
     """Kafka's rule for processor, store and topic names (they become topic names)."""
     if name is not None and not _LEGAL_NAME.fullmatch(name):
         raise TopologyError(f"{what} {name!r} is not a legal name: use 1-249 of [a-zA-Z0-9._-]")
+    if name in (".", ".."):
+        raise TopologyError(f'{what} {name!r} is not a legal name: a name cannot be "." or ".." (Kafka\'s Named)')
     return name
 
 

@@ -38,6 +38,11 @@ class TestRecord:
     timestamp: int | None = None
     headers: tuple = field(default=())
 
+    def __post_init__(self):
+        if self.timestamp is not None and _ms(self.timestamp) < 0:
+            raise ValueError(f"Invalid timestamp: {_ms(self.timestamp)}. Timestamp should always be non-negative "
+                             f"or null.")    # Kafka's TestRecord
+
     def getKey(self):
         return self.key
 
@@ -63,6 +68,7 @@ class TestInputTopic:
             key, value, timestamp, headers = key.key, key.value, key.timestamp, key.headers
         if timestamp is None:
             timestamp, self._next = self._next, self._next + self._advance
+        TestRecord(key, value, timestamp)      # Kafka's TestRecord refuses a negative timestamp
         kb = self._ks.serialize(key) if self._ks is not None else key
         vb = self._vs.serialize(value) if self._vs is not None else value
         self._d._pipe(self.topic, kb, vb, _ms(timestamp), headers)

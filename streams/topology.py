@@ -163,6 +163,152 @@ class Topology:
         return TopologyDescription(self, application_id)
 
 
+def _java_hash(text: str) -> int:
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h
+
+
+def describe_order(names: list[str]) -> list[str]:
+    """The order a ``java.util.HashMap`` of these names (put in this order) iterates them: by
+    bucket, ``(hash ^ hash >>> 16) & (capacity - 1)``, the capacity doubling from 16 past 3/4 full."""
+    capacity = 16
+    while len(names) > capacity * 3 // 4:
+        capacity *= 2
+    buckets: dict[int, list[str]] = {}
+    for name in names:
+        h = _java_hash(name)
+        buckets.setdefault((h ^ (h >> 16)) & (capacity - 1), []).append(name)
+    return [name for b in sorted(buckets) for name in buckets[b]]
+
+
+class _SizeOrderedSet:
+    """Java's ``TreeSet`` (a red-black tree, as ``TreeMap`` balances it) ordered by subtree size
+    descending, then name, with the sizes read when a node is added: Kafka keeps a node's
+    neighbours in one while the sizes still grow, so the order depends on when each was added."""
+    __slots__ = ("root", "sizes")
+
+    class _Entry:
+        __slots__ = ("node", "left", "right", "parent", "red")
+
+        def __init__(self, node, parent):
+            self.node, self.parent, self.left, self.right, self.red = node, parent, None, None, False
+
+    def __init__(self, sizes: dict[int, int]):
+        self.root, self.sizes = None, sizes
+
+    def _cmp(self, a: Node, b: Node) -> int:
+        if a is b:
+            return 0
+        sa, sb = self.sizes[id(a)], self.sizes[id(b)]
+        if sa != sb:
+            return sb - sa
+        return (a.name > b.name) - (a.name < b.name)
+
+    def add(self, node: Node) -> None:
+        t = self.root
+        if t is None:
+            self.root = self._Entry(node, None)
+            return
+        while True:
+            parent, cmp = t, self._cmp(node, t.node)
+            if cmp == 0:
+                return
+            t = t.left if cmp < 0 else t.right
+            if t is None:
+                break
+        e = self._Entry(node, parent)
+        if cmp < 0:
+            parent.left = e
+        else:
+            parent.right = e
+        self._fix(e)
+
+    @staticmethod
+    def _red(e) -> bool:
+        return e is not None and e.red
+
+    def _rotate(self, p, left: bool) -> None:
+        child = p.right if left else p.left
+        inner = child.left if left else child.right
+        if left:
+            p.right = inner
+        else:
+            p.left = inner
+        if inner is not None:
+            inner.parent = p
+        child.parent = p.parent
+        if p.parent is None:
+            self.root = child
+        elif p.parent.left is p:
+            p.parent.left = child
+        else:
+            p.parent.right = child
+        if left:
+            child.left = p
+        else:
+            child.right = p
+        p.parent = child
+
+    def _fix(self, x) -> None:
+        x.red = True
+        while x is not None and x is not self.root and x.parent.red:
+            parent, grand = x.parent, x.parent.parent
+            on_left = parent is (grand.left if grand else None)
+            uncle = (grand.right if on_left else grand.left) if grand else None
+            if self._red(uncle):
+                parent.red, uncle.red, grand.red = False, False, True
+                x = grand
+            else:
+                if x is (parent.right if on_left else parent.left):
+                    x = parent
+                    self._rotate(x, left=on_left)
+                x.parent.red = False
+                if x.parent.parent is not None:
+                    x.parent.parent.red = True
+                    self._rotate(x.parent.parent, left=not on_left)
+        self.root.red = False
+
+    def __iter__(self):
+        stack, e = [], self.root
+        while stack or e is not None:
+            while e is not None:
+                stack.append(e)
+                e = e.left
+            e = stack.pop()
+            yield e.node
+            e = e.right
+
+
+def _kafka_neighbours(topology: "Topology"):
+    """Replays Kafka's ``describeSubtopology``: each node, in ``describe_order``, is joined to its
+    parents (added to the node's and the parent's neighbour sets), and the parent's size and its
+    ancestors' grow by the node's. Returns the final sizes and each node's ordered neighbours."""
+    sizes: dict[int, int] = {}
+    preds: dict[int, _SizeOrderedSet] = {}
+    succs: dict[int, _SizeOrderedSet] = {}
+
+    def grow(node: Node, delta: int) -> None:
+        sizes[id(node)] += delta
+        for p in preds[id(node)]:
+            grow(p, delta)
+
+    for sub in topology.subtopologies:
+        by_name = {n.name: n for n in sub.nodes}
+        for n in sub.nodes:
+            sizes[id(n)], preds[id(n)], succs[id(n)] = 1, _SizeOrderedSet(sizes), _SizeOrderedSet(sizes)
+        for name in describe_order(list(by_name)):
+            node = by_name[name]
+            for parent in node.parents:
+                if parent.name not in by_name:
+                    continue
+                preds[id(node)].add(parent)
+                succs[id(parent)].add(node)
+                grow(parent, sizes[id(node)])
+    return sizes, {k: list(v) for k, v in preds.items()}, {k: list(v) for k, v in succs.items()}
+
+
 def changelog_topic(application_id: str, store: str) -> str:
     return f"{application_id}-{store}-changelog"
 
@@ -178,11 +324,48 @@ class TopologyDescription:
     def subtopologies(self) -> list[SubTopology]:
         return self.topology.subtopologies
 
-    def __str__(self) -> str:
+    def kafka_text(self) -> str:
+        """Exactly Kafka's ``TopologyDescription.toString()``. Kafka orders a sub-topology's nodes
+        by the size of their subtree, then name; a node's neighbours sit in sets sorted by the
+        sizes they had when the edge was made, in the order Kafka's ``HashMap`` of names visits
+        the nodes (``describe_order``): replayed here so the text is the same, character for
+        character. Internal topics print bare; a blank line follows each sub-topology."""
+        sizes, preds, succs = _kafka_neighbours(self.topology)
+
+        def names(nodes) -> str:
+            return ", ".join(n.name for n in nodes) or "none"
+
+        def node_text(n: Node) -> str:
+            if n.kind == "source":
+                return f"Source: {n.name} (topics: [{', '.join(n.topics)}])\n      --> {names(succs[id(n)])}"
+            if n.kind == "sink":
+                chooser = getattr(n.args.get("extractor"), "fn", None)
+                target = f"topic: {n.topics[0]}" if n.topics else \
+                    f"extractor class: {getattr(chooser, '__qualname__', type(chooser).__name__)}"
+                return f"Sink: {n.name} ({target})\n      <-- {names(preds[id(n)])}"
+            return (f"Processor: {n.name} (stores: [{', '.join(s.name for s in n.stores)}])\n"
+                    f"      --> {names(succs[id(n)])}\n      <-- {names(preds[id(n)])}")
+
+        out = "Topologies:\n "
+        for sub in self.topology.subtopologies:
+            if any(n.args.get("global") for n in sub.nodes):
+                out += f"  Sub-topology: {sub.id} for global store (will not generate tasks)\n"
+                out += "".join(f"    {node_text(n)}\n" for n in sub.nodes)
+            else:
+                ordered = sorted(sub.nodes, key=lambda n: (-sizes[id(n)], n.name))
+                out += f"  Sub-topology: {sub.id}\n" + "".join(f"    {node_text(n)}\n" for n in ordered)
+                out += "\n"
+        return out
+
+    def spark_text(self) -> str:
+        """How each sub-topology runs on Spark, and the internal topics and stores it uses."""
         t, app = self.topology, self.application_id or "<application.id>"
-        lines = ["Topologies:"]
+        lines = [f"Spark (application.id {app}):"]
         for sub in t.subtopologies:
             from streams.spark_plan import plan
+            if any(n.args.get("global") for n in sub.nodes):
+                lines.append(f"  Sub-topology {sub.id}: read into the global store by every task")
+                continue
             p = plan(sub)
             vectorized = any(getattr(v, "is_vectorized", False) for n in p.prefix for v in n.args.values())
             if p.sink is not None:
@@ -194,30 +377,17 @@ class TopologyDescription:
                     how += f"; Spark SQL{' and vectorised Python' if vectorized else ''} up to {p.prefix[-1].name}"
                 if sub.id in self.combined:
                     how += "; " + self.combined[sub.id]
-            if any(n.args.get("global") for n in sub.nodes):
-                how = "for global store (will not generate tasks)"
-                lines.append(f"   Sub-topology: {sub.id} {how}")
-            else:
-                lines.append(f"   Sub-topology: {sub.id}  ({how})")
-            for n in sub.nodes:
-                if n.kind == "source":
-                    topics = ", ".join(t.topic(app, n, x) for x in n.topics)
-                    lines.append(f"    Source: {n.name} (topics: [{topics}])")
-                elif n.kind == "sink":
-                    target = t.topic(app, n, n.topics[0]) if n.topics else "<chosen per record>"
-                    lines.append(f"    Sink: {n.name} (topic: {target})")
-                else:
-                    stores = ", ".join(s.name for s in n.stores)
-                    lines.append(f"    Processor: {n.name} (stores: [{stores}])")
-                if n.children:
-                    lines.append(f"      --> {', '.join(c.name for c in n.children)}")
-                else:
-                    lines.append("      --> none")
-                if n.parents:
-                    lines.append(f"      <-- {', '.join(p.name for p in n.parents)}")
-            for s in sub.stores:
-                lines.append(f"    Store: {s.name} ({s.kind}) changelog: {changelog_topic(app, s.name)}")
+            lines.append(f"  Sub-topology {sub.id}: {how}")
+            reads = [t.topic(app, n, x) for n in sub.nodes if n.kind == "source" for x in n.topics]
+            writes = [t.topic(app, n, n.topics[0]) for n in sub.nodes if n.kind == "sink" and n.topics]
+            lines.append(f"    reads [{', '.join(reads)}]; writes [{', '.join(writes)}]")
+            for st in sub.stores:
+                lines.append(f"    Store: {st.name} ({st.kind}) changelog: {changelog_topic(app, st.name)}")
         return "\n".join(lines)
+
+    def __str__(self) -> str:
+        """Kafka's text, then how Spark runs it."""
+        return self.kafka_text() + "\n" + self.spark_text()
 
     def __repr__(self) -> str:
         return str(self)

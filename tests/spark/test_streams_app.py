@@ -225,8 +225,20 @@ def test_sql_steps_run_in_spark_and_agree_with_the_interpreter(spark, spark_brok
                                  "state.dir": str(tmp_path / "state"), **EVERY_UPDATE}).start()
     try:
         app.processAllAvailable()
+        # Kafka purges what the reading sub-topology has consumed from a repartition topic
+        purged = app.purger.purge()
     finally:
         app.close()
+    repartition = [t for t in tp.internal_topics("sql-app") if t.endswith("-repartition")]
+    assert len(repartition) == 1 and {t for t, _ in purged} == set(repartition), purged
+    from broker.client import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": servers, "group.id": "sql-app-watermarks"})
+    try:
+        for (t, p), offset in purged.items():
+            low, high = c.get_watermark_offsets(TopicPartition(t, p), timeout=10)
+            assert 0 < low == offset <= high, (t, p, low, offset, high)
+    finally:
+        c.close()
     d = TopologyTestDriver(tp, {"application.id": "oracle"})
     for t in (a_in, b_in):
         i = d.createInputTopic(t, Serdes.String(), Serdes.Json(ORDER))

@@ -343,6 +343,25 @@ def test_a_named_grouping_shares_one_repartition_topic_between_its_aggregations(
     assert len(read(d, f"{APP}-by-user-repartition", value_serde=J)) == 4
 
 
+def test_a_named_table_grouping_shares_one_repartition_topic_between_its_aggregations():
+    """KGroupedTableImpl re-uses the repartition node when Grouped names it
+    (RepartitionTopicNamingTest.shouldNotFailWithSameRepartitionTopicNameUsingSameKGroupedTable):
+    counting and summing the same grouping used to fail, naming its sink twice."""
+    b = StreamsBuilder()
+    g = b.table("users", Consumed.with_(S, S)).groupBy(lambda k, v: (v, 1), Grouped.as_("by-city").withKeySerde(S)
+                                                      .withValueSerde(L))
+    g.count().toStream().to("counts", Produced.with_(S, L))
+    g.reduce(lambda agg, v: agg + v, lambda agg, v: agg - v).toStream().to("sums", Produced.with_(S, L))
+    topology = b.build()
+    assert [t for t in topology.internal_topics(APP) if t.endswith("-repartition")] == [f"{APP}-by-city-repartition"]
+    d = TopologyTestDriver(topology, {"application.id": APP})
+    users = d.createInputTopic("users", S, S)
+    for user, city in [("u1", "paris"), ("u2", "paris"), ("u1", "rome")]:
+        users.pipeInput(user, city)
+    assert d.createOutputTopic("counts", S, L).readKeyValuesToMap() == {"paris": 1, "rome": 1}
+    assert d.createOutputTopic("sums", S, L).readKeyValuesToMap() == {"paris": 1, "rome": 1}
+
+
 @pytest.mark.parametrize("reducer", ["agg + value", lambda agg, v: agg + v], ids=["sql", "callable"])
 def test_group_by_key_reduce(reducer):
     b = StreamsBuilder()
@@ -373,7 +392,7 @@ def test_group_by_key_aggregate_with_callables():
 def test_grouping_after_a_key_change_without_serdes_fails_at_build_naming_the_node():
     b = StreamsBuilder()
     stream(b).map(lambda k, v: (v["user"], v)).groupByKey().count()
-    with pytest.raises(TopologyError, match=r"repartition-sink.*has no key serde.*Grouped"):
+    with pytest.raises(TopologyError, match=r"\(repartition .*-repartition\) has no key serde.*Grouped"):
         TopologyTestDriver(b.build(), {"application.id": APP})
 
 
@@ -563,12 +582,13 @@ def test_describe_shows_sub_topologies_repartition_and_changelog_topics():
     assert "Sub-topology: 0" in text and "Sub-topology: 1" in text and "Sub-topology: 2" not in text
     assert "Source: KSTREAM-SOURCE-0000000000 (topics: [orders])" in text
     assert "Processor: KSTREAM-FILTER-0000000001 (stores: [])" in text
-    assert "Sink: by-user-repartition-sink (topic: shop-by-user-repartition)" in text
-    assert "Source: by-user-repartition-source (topics: [shop-by-user-repartition])" in text
+    assert "Sink: by-user-repartition-sink (topic: by-user-repartition)" in text      # bare, as Kafka prints
+    assert "Source: by-user-repartition-source (topics: [by-user-repartition])" in text
+    assert "reads [orders]; writes [shop-by-user-repartition]" in text                  # the Spark part: real names
     assert "(stores: [per-user])" in text
     assert "Store: per-user (keyValue) changelog: shop-per-user-changelog" in text
     assert "Sink: KSTREAM-SINK-" in text and "(topic: out)" in text
-    sub0, sub1 = text.split("Sub-topology: 1")
+    sub0, sub1 = text.split("Spark (")[0].split("Sub-topology: 1")
     assert "per-user" not in sub0 and "orders" not in sub1
 
 
@@ -583,8 +603,10 @@ def test_describe_names_generated_stores_and_their_changelogs():
 
 def test_describe_of_a_topic_chosen_per_record():
     b = StreamsBuilder()
-    stream(b).to(lambda k, v: "x", Produced.with_(S, J))
-    assert "(topic: <chosen per record>)" in str(b.build().describe())
+    def choose(k, v):
+        return "x"
+    stream(b).to(choose, Produced.with_(S, J))
+    assert "(extractor class: test_describe_of_a_topic_chosen_per_record.<locals>.choose)" in str(b.build().describe())
 
 
 # ---------------------------------------------------------------------- validation
@@ -662,6 +684,9 @@ def test_bad_sql_fails_when_defined(define):
 def test_an_illegal_name_fails_when_defined():
     with pytest.raises(TopologyError, match="not a legal name"):
         Named.as_("bad name!")
+    for dots in (".", ".."):                 # Kafka's Named.validate refuses them too
+        with pytest.raises(TopologyError, match="cannot be"):
+            Named.as_(dots)
     with pytest.raises(TopologyError, match="used twice"):
         b = StreamsBuilder()
         stream(b).filter("true", Named.as_("f")).filter("true", Named.as_("f"))
@@ -697,3 +722,15 @@ def test_with_logging_enabled_config_reaches_the_changelog_spec_and_refuses_dele
     assert (stores["c"].caching, stores["p"].caching) == (True, False)
     with pytest.raises(TopologyError, match="cleanup.policy"):
         Materialized.as_("d").withLoggingEnabled({"cleanup.policy": "delete"})
+
+
+def test_a_negative_timestamp_is_refused_as_kafkas_test_record_refuses_it():
+    from streams.testing import TestRecord
+    b = StreamsBuilder()
+    stream(b).to("out", Produced.with_(S, J))
+    d = TopologyTestDriver(b.build(), {"application.id": APP})
+    with pytest.raises(ValueError, match="Invalid timestamp: -5. Timestamp should always be non-negative"):
+        d.createInputTopic("in", S, J).pipeInput("k", o("ann", 1.0), -5)
+    with pytest.raises(ValueError, match="Invalid timestamp"):
+        TestRecord("k", "v", -1)
+    assert d.createOutputTopic("out", S, J).readKeyValuesToList() == []

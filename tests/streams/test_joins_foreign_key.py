@@ -106,8 +106,8 @@ def test_internal_topics_are_named_as_kafka_names_them():
     j.step("R", "A", "apple", 0)
     j.step("L", "l1", "A:1", 1)
     topics = set(j.interp.topics)
-    assert "fk-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000004-topic" in topics
-    assert "fk-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000012-topic" in topics
+    assert "fk-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic" in topics
+    assert "fk-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic" in topics
     named = FkJoin(named="lines")
     named.step("L", "l1", "A:1", 1)
     assert "fk-lines-subscription-registration-topic" in named.interp.topics
@@ -116,8 +116,8 @@ def test_internal_topics_are_named_as_kafka_names_them():
 
 def test_subscription_and_response_topics_are_copartitioned_with_their_tables():
     j = FkJoin(partitions={"left": 2, "right": 5})
-    assert j.interp.partitions("fk-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000004-topic") == 5
-    assert j.interp.partitions("fk-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000012-topic") == 2
+    assert j.interp.partitions("fk-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic") == 5
+    assert j.interp.partitions("fk-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic") == 2
 
 
 def put(table: dict, key, value) -> None:

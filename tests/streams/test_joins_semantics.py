@@ -115,9 +115,11 @@ def test_null_keys_are_dropped_in_inner_joins_and_emitted_at_once_in_left_joins(
 def test_stream_joined_names_the_stores():
     t = _stream_stream("left", joined=StreamJoined.as_("clicks").withName("pair"))
     names = set(t.topology.stores())
-    assert names == {"clicks-this-join-store", "clicks-other-join-store", "clicks-left-shared-join-store"}
+    # Kafka's names: a left join's other side is its outer side ("-outer-other-join")
+    assert names == {"clicks-this-join-store", "clicks-outer-other-join-store", "clicks-left-shared-join-store"}
     text = str(t.topology.describe())
-    assert "pair-this-windowed" in text and "pair-this-join" in text and "pair-merge" in text
+    assert "pair-this-windowed" in text and "pair-this-join" in text and "pair-outer-other-join" in text
+    assert "pair-merge" in text
 
 
 def test_joins_need_join_windows():

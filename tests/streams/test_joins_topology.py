@@ -40,11 +40,12 @@ def test_left_and_outer_stream_joins_name_their_sides_and_the_shared_store(kind,
 def test_table_joins_describe_as_kafka_does():
     t = TwoInputs(lambda b, l, r: l.join(r, show).toStream(), "table", "table")
     text = "\n".join(_lines(t.topology))
-    assert "Processor: KTABLE-JOINTHIS-0000000005 (stores: [right-STATE-STORE-0000000003])" in text
-    assert "Processor: KTABLE-JOINOTHER-0000000006 (stores: [left-STATE-STORE-0000000001])" in text
-    assert "<-- KTABLE-JOINTHIS-0000000005, KTABLE-JOINOTHER-0000000006" in text   # KTABLE-MERGE-0000000004
+    # each table draws its store's name, then its source's and table source's (Kafka's order)
+    assert "Processor: KTABLE-JOINTHIS-0000000007 (stores: [right-STATE-STORE-0000000003])" in text
+    assert "Processor: KTABLE-JOINOTHER-0000000008 (stores: [left-STATE-STORE-0000000000])" in text
+    assert "<-- KTABLE-JOINTHIS-0000000007, KTABLE-JOINOTHER-0000000008" in text   # KTABLE-MERGE-0000000006
     s = TwoInputs(lambda b, l, r: l.leftJoin(r, show), "stream", "table")
-    assert "Processor: KSTREAM-LEFTJOIN-0000000003 (stores: [right-STATE-STORE-0000000002])" in _lines(s.topology)
+    assert "Processor: KSTREAM-LEFTJOIN-0000000004 (stores: [right-STATE-STORE-0000000001])" in _lines(s.topology)
 
 
 def test_a_key_change_before_a_join_goes_through_a_repartition_topic():

@@ -113,6 +113,17 @@ def test_the_cache_size_config_takes_kafkas_deprecated_name_and_refuses_a_negati
             assert e.value.details["config"] == name
 
 
+def test_interval_configs_are_milliseconds_at_least_zero():
+    base = {"application.id": "a", "bootstrap.servers": "x:1"}
+    assert _config(base)["repartition.purge.interval.ms"] == 30_000 and _config(base)["commit.interval.ms"] == 100
+    for name in ("commit.interval.ms", "repartition.purge.interval.ms"):
+        assert _config({**base, name: "0"})[name] == 0
+        for bad in (-5, "abc"):
+            with pytest.raises(InvalidConfigError, match=f"{re.escape(name)} {re.escape(repr(bad))}") as e:
+                _config({**base, name: bad})
+            assert e.value.details["config"] == name
+
+
 def even(key, value):
     return value % 2 == 0
 
