@@ -135,7 +135,7 @@ class CdcBatchReader(DataSourceReader):
         from spark_source.postgres.envelope import EnvelopeBuilder
         builder = EnvelopeBuilder(self.options.envelope, last_commit_lsn=last_commit_lsn)
         for table in tables:
-            builder.table(table.relation, primary_key=table.key)
+            builder.table(table.relation, primary_key=table.key, not_null=table.not_null)
         return builder
 
     def _read_snapshot(self, partition: SnapshotPartition):

@@ -277,7 +277,7 @@ class Capture:
         now = now_us() if now_us else time.time_ns() // 1000
         builder = EnvelopeBuilder(self.options.envelope, last_commit_lsn=start.lsn if start.phase == STREAM else None)
         for table in self.tables:
-            builder.table(table.relation, primary_key=table.key)
+            builder.table(table.relation, primary_key=table.key, not_null=table.not_null)
         out: list[tuple[CdcRecord, int]] = []
         if start.phase == SNAPSHOT:
             rows = self._chunks.pop((start.key, end.key), None)
@@ -290,7 +290,7 @@ class Capture:
                     reader.close()
             for i, (table, values) in enumerate(rows):
                 last = end.phase != SNAPSHOT and i == len(rows) - 1
-                builder.table(table.relation, primary_key=table.key)
+                builder.table(table.relation, primary_key=table.key, not_null=table.not_null)
                 record = builder.snapshot_record(table.relation, values, start.lsn, start.rows + i,
                                                  "last" if last else "true", ts_us=now)
                 out.append((record, now))

@@ -79,6 +79,7 @@ class Table:
     """A captured table: its Relation (as pgoutput would describe it) and the columns that key it."""
     relation: Relation
     key: tuple[str, ...]        # primary key columns in the key's order; empty under REPLICA IDENTITY FULL without one
+    not_null: tuple[str, ...] = ()   # NOT NULL columns: required fields in the schemas, as Debezium's
 
     @property
     def name(self) -> str:
@@ -111,7 +112,7 @@ def captured_tables(conn, options: CdcOptions) -> list[Table]:
         for oid, schema, name, identity in candidates:
             # The key in the primary key's own column order (pg_index.indkey), as Debezium's KEY_SEQ.
             cur.execute("""
-                SELECT a.attname, a.atttypid, a.atttypmod, array_position(i.indkey::int2[], a.attnum)
+                SELECT a.attname, a.atttypid, a.atttypmod, array_position(i.indkey::int2[], a.attnum), a.attnotnull
                 FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
                 WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum""", (oid,))
             columns = cur.fetchall()
@@ -124,7 +125,7 @@ def captured_tables(conn, options: CdcOptions) -> list[Table]:
                     "it out of table.include.list", table=f"{schema}.{name}")
             relation = Relation(oid, schema, name, identity,
                                 tuple(Column(c[3] is not None or identity == "f", c[0], c[1], c[2]) for c in columns))
-            tables.append(Table(relation, key))
+            tables.append(Table(relation, key, tuple(c[0] for c in columns if c[4])))
         return tables
 
 
