@@ -59,14 +59,7 @@ def _config(config: dict) -> dict:
         raise InvalidConfigError(f"processing.guarantee {guarantee!r}: expected exactly_once_v2 or at_least_once",
                                  config="processing.guarantee")
     c.setdefault("state.dir", os.path.join(tempfile.gettempdir(), "riverlog-streams"))
-    given = c.get("commit.interval.ms", 100)
-    try:
-        c["commit.interval.ms"] = int(given)
-    except (TypeError, ValueError):
-        c["commit.interval.ms"] = -1
-    if c["commit.interval.ms"] < 0:
-        raise InvalidConfigError(f"commit.interval.ms {given!r}: expected milliseconds >= 0",
-                                 config="commit.interval.ms")
+    c["commit.interval.ms"] = _at_least_zero(c, "commit.interval.ms", 100, "milliseconds >= 0")
     reset = c.setdefault("auto.offset.reset", "earliest")
     if reset not in ("earliest", "latest"):
         raise InvalidConfigError(f"auto.offset.reset {reset!r}: expected earliest or latest", config="auto.offset.reset")
@@ -74,25 +67,23 @@ def _config(config: dict) -> dict:
     # Kafka reads the deprecated cache.max.bytes.buffering only when the new name is not set.
     name = "statestore.cache.max.bytes" if "statestore.cache.max.bytes" in c or \
         "cache.max.bytes.buffering" not in c else "cache.max.bytes.buffering"
-    given = c.get(name, CACHE_MAX_BYTES_DEFAULT)
-    try:
-        cache = int(given)
-    except (TypeError, ValueError):
-        cache = -1
-    if cache < 0:
-        raise InvalidConfigError(f"{name} {given!r}: expected a number of bytes >= 0 (0: forward every update)",
-                                 config=name)
-    c["statestore.cache.max.bytes"] = cache
-    given = c.get("repartition.purge.interval.ms", PURGE_INTERVAL_MS_DEFAULT)
-    try:
-        interval = int(given)
-    except (TypeError, ValueError):
-        interval = -1
-    if interval < 0:
-        raise InvalidConfigError(f"repartition.purge.interval.ms {given!r}: expected milliseconds >= 0",
-                                 config="repartition.purge.interval.ms")
-    c["repartition.purge.interval.ms"] = interval
+    c["statestore.cache.max.bytes"] = _at_least_zero(c, name, CACHE_MAX_BYTES_DEFAULT,
+                                                     "a number of bytes >= 0 (0: forward every update)")
+    c["repartition.purge.interval.ms"] = _at_least_zero(c, "repartition.purge.interval.ms",
+                                                        PURGE_INTERVAL_MS_DEFAULT, "milliseconds >= 0")
     return c
+
+
+def _at_least_zero(c: dict, name: str, default: int, expected: str) -> int:
+    """``c[name]`` (else ``default``) as an int >= 0; an InvalidConfigError naming it otherwise."""
+    given = c.get(name, default)
+    try:
+        value = int(given)
+    except (TypeError, ValueError):
+        value = -1
+    if value < 0:
+        raise InvalidConfigError(f"{name} {given!r}: expected {expected}", config=name)
+    return value
 
 
 class StreamsApp:
