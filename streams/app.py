@@ -405,8 +405,13 @@ class StreamsApp:
             from streams.errors import InvalidStateStoreError
             raise InvalidStateStoreError(f"no store named {name!r}; the topology has {sorted(self.topology.stores())}")
         from streams.global_table import global_stores
-        return read_store(self.client, changelog_topic(self.app, name), spec,
-                          only=0 if name in global_stores(self.topology) else None)
+        try:
+            return read_store(self.client, changelog_topic(self.app, name), spec,
+                              only=0 if name in global_stores(self.topology) else None)
+        except KeyError:
+            from streams.errors import InvalidStateStoreError   # Kafka's StreamsNotStartedException is one
+            raise InvalidStateStoreError(f"store {name!r} has no changelog topic {changelog_topic(self.app, name)!r} "
+                                         f"yet: start the application first") from None
 
 
 _PLACEMENT = "riverlog-streams-placement"   # beside a stateful query's checkpoint: its state partitions and keys

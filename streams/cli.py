@@ -62,7 +62,9 @@ def _key_candidates(text: str) -> list:
     except ValueError:
         return out
     if parsed != text:
-        out.append(tuple(parsed) if isinstance(parsed, list) else parsed)
+        out.append(parsed)       # a Json-serde key is stored as the list it decodes to
+        if isinstance(parsed, list):
+            out.append(tuple(parsed))
     return out
 
 
@@ -91,7 +93,7 @@ def query(ctx, app, store, key, bootstrap_server, key_range, every, timeout):
         raise click.ClickException(f"no changelog topic {topic!r}: is {store!r} a logged store of {app!r}?")
     kind = store_kind(backings) or "keyValue"
     spec = StoreSpec(store, kind, retention=2 ** 62)
-    view = ReadOnlyStore(store, [spec.open(b) for b in backings])
+    view = ReadOnlyStore(store, [spec.open(b) for b in backings], kind=kind)
     if kind != "keyValue" and key_range is not None:
         raise click.UsageError(f"--range reads key-value stores; {store!r} is a {kind} store")
     if every or key_range is not None:

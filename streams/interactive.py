@@ -12,7 +12,8 @@ def read_store(client: dict, topic: str, spec: StoreSpec, timeout: float = 30.0,
     """The store as of the last committed batch: the changelog's latest entry per key (of the
     partition ``only`` when given: a global store's changelog holds one full copy per task)."""
     from streams.testing import ReadOnlyStore
-    return ReadOnlyStore(spec.name, [spec.open(b) for b in read_changelog(client, topic, timeout, only)])
+    return ReadOnlyStore(spec.name, [spec.open(b) for b in read_changelog(client, topic, timeout, only)],
+                         kind=spec.kind)
 
 
 def store_kind(backings: list[DictBacking]) -> str | None:

@@ -163,30 +163,37 @@ def _order(key):
     return (1, key) if isinstance(key, str) else (2, key)
 
 
-def _plain(v, timestamped: bool):
-    """Stores keep Kafka's ValueAndTimestamp as (value, timestamp); a plain view shows the value."""
-    if timestamped or not isinstance(v, tuple) or len(v) != 2:
-        return v
-    return v[0]
-
-
 class ReadOnlyStore:
     """A store read across the tasks that hold its partitions (an interactive query's view).
-    ``timestamped`` views return (value, timestamp) as Kafka's ``ValueAndTimestamp``."""
-    def __init__(self, name: str, stores: list, timestamped: bool = False):
-        self.name, self._stores, self._ts = name, stores, timestamped
+    Key-value and window stores keep each value with its timestamp: a plain view shows the value,
+    a ``timestamped`` one Kafka's ``ValueAndTimestamp``. Session stores keep the aggregate alone."""
+    def __init__(self, name: str, stores: list, timestamped: bool = False, kind: str = "keyValue"):
+        self.name, self._stores, self._ts, self._kind = name, stores, timestamped, kind
+
+    def _plain(self, v):
+        if self._kind == "session" or v is None:
+            return v
+        from streams.table_store import ValueAndTimestamp
+        return ValueAndTimestamp(*v) if self._ts else v[0]
+
+    @staticmethod
+    def _key(key):
+        if key is None:      # Kafka's Metered stores: NullPointerException("key cannot be null")
+            raise ValueError("key cannot be null")
+        return key
 
     def get(self, key):
+        key = self._key(key)
         for s in self._stores:
             v = s.get(key)
             if v is not None:
-                return _plain(v, self._ts)
+                return self._plain(v)
         return None
 
     def all(self) -> list:
         out = []
         for s in self._stores:
-            out.extend((k, _plain(v, self._ts)) for k, v in s.all())
+            out.extend((k, self._plain(v)) for k, v in s.all())
         return out
 
     def range(self, from_key=None, to_key=None) -> list:
@@ -208,16 +215,17 @@ class ReadOnlyStore:
     def fetch(self, key, time_from=None, time_to=None):
         """Window stores: ``fetch(key, start)`` one window, ``fetch(key, from, to)`` a range;
         session stores: ``fetch(key)`` every session of the key."""
+        key = self._key(key)
         if time_from is None:
-            return [(w, _plain(v, self._ts)) for s in self._stores
+            return [(w, self._plain(v)) for s in self._stores
                     for w, v in s.find_sessions(key, -(2 ** 63), 2 ** 63 - 1)]
         if time_to is None:
             for s in self._stores:
                 v = s.fetch(key, _ms(time_from))
                 if v is not None:
-                    return _plain(v, self._ts)
+                    return self._plain(v)
             return None
-        return [(t, _plain(v, self._ts)) for s in self._stores for t, v in s.fetch_range(key, _ms(time_from), _ms(time_to))]
+        return [(t, self._plain(v)) for s in self._stores for t, v in s.fetch_range(key, _ms(time_from), _ms(time_to))]
 
     def backwardFetch(self, key, time_from, time_to) -> list:
         return self.fetch(key, time_from, time_to)[::-1]
@@ -226,14 +234,14 @@ class ReadOnlyStore:
         """Window stores: every key's windows that start in [time_from, time_to] as
         ``(Windowed, value)``, by start (Kafka's ``fetchAll``)."""
         lo, hi = _ms(time_from), _ms(time_to)
-        return sorted(((w, _plain(v, self._ts)) for s in self._stores
+        return sorted(((w, self._plain(v)) for s in self._stores
                        for w, v in s.all() if lo <= w.start <= hi), key=lambda e: (e[0].start, _order(e[0].key)))
 
     def backwardFetchAll(self, time_from, time_to) -> list:
         return self.fetchAll(time_from, time_to)[::-1]
 
     def findSessions(self, key, earliest_end, latest_start):
-        return [e for s in self._stores for e in s.find_sessions(key, _ms(earliest_end), _ms(latest_start))]
+        return [e for s in self._stores for e in s.find_sessions(self._key(key), _ms(earliest_end), _ms(latest_start))]
 
 
 class TopologyTestDriver:
@@ -281,7 +289,7 @@ class TopologyTestDriver:
                                          f"{sorted(self._interp.topology.stores())}")
         if kind is not None and spec.kind != kind:
             raise InvalidStateStoreError(f"store {name!r} is a {spec.kind} store, not a {kind} store")
-        return ReadOnlyStore(name, self._interp.stores(name), timestamped)
+        return ReadOnlyStore(name, self._interp.stores(name), timestamped, spec.kind)
 
     def getKeyValueStore(self, name: str) -> ReadOnlyStore:
         return self._store(name, "keyValue")

@@ -92,8 +92,9 @@ class VersionedKeyValueStore:
 
     def get(self, key, as_of: int | None = None) -> ValueAndTimestamp | None:
         hk = _hashable(key)
-        if as_of is None:
-            entry = self.backing.get(("k", hk))
+        entry = self.backing.get(("k", hk))
+        if as_of is None or (entry is not None and entry[1] <= as_of):
+            # the latest version never expires (Kafka's RocksDBVersionedStore.get reads it first)
             return None if entry is None else ValueAndTimestamp(entry[0], entry[1])
         if as_of < self._observed() - self.history:
             return None

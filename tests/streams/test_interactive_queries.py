@@ -24,6 +24,30 @@ def _driver(build):
     return d, d.createInputTopic("in", S, S)
 
 
+def test_a_session_aggregate_that_is_a_pair_is_read_whole_and_timestamped_views_give_value_and_timestamp():
+    """Session stores keep the aggregate alone: a pair was read as its first element, taken for
+    a (value, timestamp); a timestamped view gives Kafka's ValueAndTimestamp; null keys refused."""
+    from streams.windows import SessionWindows
+
+    def build(s):
+        s.toTable(materialized=Materialized.as_("kv"))
+        s.groupByKey().windowedBy(SessionWindows.ofInactivityGapAndGrace(5, 1000)).aggregate(
+            lambda: (0, ""), lambda k, v, agg: (agg[0] + 1, agg[1] + v), lambda k, a, c: (a[0] + c[0], a[1] + c[1]),
+            materialized=Materialized.as_("sessions"))
+    d, t = _driver(build)
+    t.pipeInput("a", "y", 2)
+    t.pipeInput("a", "w", 4)
+    sessions = d.getSessionStore("sessions")
+    assert sessions.fetch("a") == [(Windowed("a", 2, 4), (2, "yw"))]
+    assert sessions.findSessions("a", 0, 100) == [(Windowed("a", 2, 4), (2, "yw"))]
+    stamped = d.getTimestampedKeyValueStore("kv").get("a")
+    assert (stamped.value, stamped.timestamp) == ("w", 4)
+    assert d.getKeyValueStore("kv").get("a") == "w"
+    for read in (lambda: d.getKeyValueStore("kv").get(None), lambda: sessions.fetch(None)):
+        with pytest.raises(ValueError, match="key cannot be null"):
+            read()
+
+
 def test_key_value_range_is_inclusive_ordered_by_key_and_open_on_none():
     d, t = _driver(lambda s: s.toTable(materialized=Materialized.as_("latest")))
     for i, k in enumerate(["d", "a", "c", "e", "b"]):

@@ -166,6 +166,18 @@ def test_a_late_table_update_goes_into_history_and_older_than_history_is_dropped
     assert d.getKeyValueStore("prices").get("EUR") == "3.0"
 
 
+def test_a_keys_latest_version_never_expires_however_far_stream_time_moved():
+    """RocksDBVersionedStore.get reads the latest version first: a key not updated for longer than
+    the history is still found by a record older than the history (it was dropped before)."""
+    d, orders, prices, out = _versioned(history="10 milliseconds")
+    prices.pipeInput("EUR", "1.08", 5)
+    prices.pipeInput("USD", "1.00", 100)              # stream time 100: history reaches back to 90
+    orders.pipeInput("EUR", "o95", 95)
+    orders.pipeInput("EUR", "o50", 50)                # older than the history, newer than EUR's latest
+    orders.pipeInput("USD", "o60", 60)                # older than USD's only version: nothing
+    assert out.readValuesToList() == ["o95 - 1.08", "o50 - 1.08"]
+
+
 def test_join_grace_holds_stream_records_so_late_table_updates_count():
     d, orders, prices, out = _versioned(grace=20)
     prices.pipeInput("EUR", "1.0", 100)
