@@ -195,7 +195,7 @@ class OffsetLookup:
         mark = START_PIN if pin else None
         try:
             self.consumer.commit(offsets=[TopicPartition(t, p, o, metadata=mark)
-                                          for (t, p), o in sorted(offsets.items())])
+                                          for (t, p), o in sorted(offsets.items())], asynchronous=False)
             self._committed = (dict(offsets), pin)
         except NonEmptyGroupError:
             log.warning("group '%s' has active members: the query's offsets are not committed there",

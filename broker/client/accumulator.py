@@ -54,6 +54,26 @@ class _ListChunk:
                     else np.asarray(partitions, dtype=np.int32))
         return batch, explicit, None if callbacks.count(None) == n else callbacks
 
+    def split_unencodable(self) -> tuple["_ListChunk", list[tuple[pa.RecordBatch, object, Exception]]]:
+        """The records Arrow can hold, as a chunk, and each one it cannot, as (a one-record batch
+        with its key, value and an int timestamp, its callback, why), so a bad record fails alone
+        instead of taking the chunk's other records with it. The failure path only: one Arrow call
+        per record."""
+        good, bad = _ListChunk(), []
+        rows = self.rows
+        for i in range(0, len(rows), FIELDS):
+            key, value, timestamp, headers, _, callback = rows[i:i + FIELDS]
+            try:
+                record_batch([key], [value], [timestamp], [headers])
+            except Exception as e:  # noqa: BLE001 - whatever Arrow refuses: ArrowInvalid, TypeError...
+                shown = record_batch([key if isinstance(key, bytes) else None],
+                                     [value if isinstance(value, bytes) else None],
+                                     [timestamp if type(timestamp) is int and -2**63 <= timestamp < 2**63 else 0])
+                bad.append((shown, callback, e))
+            else:
+                good.rows.extend(rows[i:i + FIELDS])
+        return good, bad
+
 
 @dataclass
 class _TableChunk:

@@ -7,13 +7,18 @@ only positions that moved since the last commit, every ``auto.commit.interval.ms
 ``Clock`` passed in.
 
 Synchronous commits run on the caller's thread; asynchronous ones on one background thread, in the
-order they were made, each reported to ``on_commit(error, partitions)``. Commits reach the
-coordinator in the order they were made, as over Kafka's single coordinator connection: a
-synchronous commit first waits for the asynchronous ones made before it, so an automatic commit
-of an older position cannot land after the commit on revocation and move the group back.
+order they were made. Their outcomes are queued for ``on_commit(err, partitions)``, which
+:meth:`OffsetCommitter.serve` runs on the application's thread (the consumer calls it from
+``poll()``, ``consume()`` and ``close()``), as confluent-kafka serves it: ``err`` a
+:class:`~broker.errors.KafkaError` or None, ``partitions`` the committed TopicPartitions, each with
+its own ``error``. Commits reach the coordinator in the order they were made, as over Kafka's single
+coordinator connection: a synchronous commit first waits for the asynchronous ones made before it,
+so an automatic commit of an older position cannot land after the commit on revocation and move the
+group back.
 """
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import logging
 import threading
@@ -21,9 +26,9 @@ import time
 from collections.abc import Callable
 
 from broker.client.coordinator import CoordinatorClient
-from broker.client.message import TopicPartition
+from broker.client.message import TopicPartition, _rebuild_topic_partition
 from broker.clock import Clock
-from broker.errors import RiverlogError, error_for_code
+from broker.errors import KafkaError, RiverlogError, error_for_code
 from broker.proto import riverlog_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -31,7 +36,7 @@ log = logging.getLogger(__name__)
 
 class OffsetCommitter:
     def __init__(self, coordinator: CoordinatorClient, config, group_id: str,
-                 member: Callable[[], tuple[str, int]], clock: Clock):
+                 member: Callable[[], tuple[str, int]], clock: Clock, wake: Callable[[], None] = lambda: None):
         self.coordinator = coordinator
         self.config = config
         self.group_id = group_id
@@ -42,7 +47,8 @@ class OffsetCommitter:
         self._last_auto_commit = clock.monotonic()
         self._committed: dict[tuple[str, int], int] = {}
         self._in_flight: list[concurrent.futures.Future] = []  # asynchronous commits not yet answered
-        self._on_commit_thread = threading.local()
+        self._outcomes: collections.deque = collections.deque()  # (err, partitions) waiting for on_commit
+        self._wake = wake  # an outcome was queued: poll() may serve it now
 
     def commit_sync(self, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
         """Commit ``tps`` after the asynchronous commits made before it; retriable errors find the
@@ -50,13 +56,17 @@ class OffsetCommitter:
         if not tps:
             return []
         deadline = time.monotonic() + timeout
-        if not getattr(self._on_commit_thread, "active", False):  # an on_commit callback may commit too
-            with self._lock:
-                earlier = list(self._in_flight)
-            concurrent.futures.wait(earlier, timeout)
-        return self._send(tps, max(0.1, deadline - time.monotonic()))
+        with self._lock:
+            earlier = list(self._in_flight)
+        concurrent.futures.wait(earlier, timeout)
+        error, _ = self._send(tps, max(0.1, deadline - time.monotonic()))
+        if error is not None:
+            raise error
+        return tps
 
-    def _send(self, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
+    def _send(self, tps: list[TopicPartition], timeout: float) -> tuple[RiverlogError | None, dict]:
+        """Commit until done or a non-retriable error: (the first partition's error or None,
+        {(topic, partition): error} of the partitions that failed)."""
         member_id, epoch = self._member()
         by_topic: dict[str, list] = {}
         for tp in tps:
@@ -68,15 +78,16 @@ class OffsetCommitter:
         deadline = time.monotonic() + timeout
         while True:
             response = self.coordinator.call("OffsetCommit", request, max(0.1, deadline - time.monotonic()))
-            failed = next((r for r in response.results if r.error_code), None)
-            if failed is None:
+            errors = {(r.topic, r.partition): error_for_code(r.error_code)(r.error_message)
+                      for r in response.results if r.error_code}
+            if not errors:
                 with self._lock:
                     for tp in tps:
                         self._committed[(tp.topic, tp.partition)] = tp.offset
-                return tps
-            error = error_for_code(failed.error_code)(failed.error_message)
+                return None, {}
+            error = next(iter(errors.values()))
             if not error.retriable or time.monotonic() >= deadline:
-                raise error
+                return error, errors
             self.coordinator.forget()
             time.sleep(self.config["retry.backoff.ms"] / 1000.0)
             request.member_id, request.member_epoch = self._member()
@@ -86,20 +97,33 @@ class OffsetCommitter:
             self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="riverlog-commit")
 
         def run():
-            self._on_commit_thread.active = True
-            error = None
             try:
-                self._send(tps, self.config["request.timeout.ms"] / 1000.0)
-            except RiverlogError as e:
-                error = e
-                log.debug("asynchronous commit failed: %r", e)
-            callback = self.config["on_commit"]
-            if callback is not None:
-                callback(error, tps)
+                error, errors = self._send(tps, self.config["request.timeout.ms"] / 1000.0)
+            except RiverlogError as e:  # the coordinator did not answer: every partition failed
+                error, errors = e, {(tp.topic, tp.partition): e for tp in tps}
+            if error is not None:
+                log.debug("asynchronous commit failed: %r", error)
+            if self.config["on_commit"] is not None:
+                with self._lock:
+                    self._outcomes.append((KafkaError.of(error), [_with_error(tp, errors.get((tp.topic, tp.partition)))
+                                                                  for tp in tps]))
+                self._wake()
 
         with self._lock:
             self._in_flight = [f for f in self._in_flight if not f.done()]
             self._in_flight.append(self._executor.submit(run))
+
+    def serve(self) -> int:
+        """Run ``on_commit(err, partitions)`` for each asynchronous commit answered since the last
+        call, on the caller's (the application's) thread; returns how many ran."""
+        served = 0
+        while True:
+            with self._lock:
+                if not self._outcomes:
+                    return served
+                error, partitions = self._outcomes.popleft()
+            self.config["on_commit"](error, partitions)
+            served += 1
 
     def auto_commit_due(self) -> bool:
         """Whether ``auto.commit.interval.ms`` has passed since the last automatic commit (and
@@ -135,3 +159,9 @@ class OffsetCommitter:
         """Wait for asynchronous commits already made."""
         if self._executor is not None:
             self._executor.shutdown(wait=True)
+
+
+def _with_error(tp: TopicPartition, error: RiverlogError | None) -> TopicPartition:
+    """A copy of ``tp`` whose ``error`` is ``error`` as a KafkaError (TopicPartition.error is read-only)."""
+    return _rebuild_topic_partition(tp.topic, tp.partition, tp.offset, tp.metadata, tp.leader_epoch,
+                                    KafkaError.of(error))

@@ -1,9 +1,13 @@
 """Client configuration under Kafka's (and librdkafka's) names, parsed once per client.
 
 Every key is typed and validated once, when the client is made; an unknown key is refused with
-a message naming it, so a typo never passes silently.
+a message naming it, so a typo never passes silently. As librdkafka does, a client accepts the
+other client type's keys (one dict configures a Producer and a Consumer) and librdkafka's generic
+keys whose work Riverlog's transport does itself, ignoring both with a one-time warning.
 """
 from __future__ import annotations
+
+import logging
 
 from broker.client.partitioner import PARTITIONERS
 from broker.config import INT_MAX, ConfigDef, ConfigKey, at_least, between, one_of
@@ -60,7 +64,25 @@ _ALIASES = [
     ("socket.timeout.ms", "request.timeout.ms", None),
     ("topic.metadata.refresh.interval.ms", "metadata.max.age.ms", None),
     ("fetch.wait.max.ms", "fetch.max.wait.ms", None),
+    ("request.required.acks", "acks", None),
+    ("max.in.flight", "max.in.flight.requests.per.connection", None),
+    ("message.send.max.retries", "retries", None),
+    ("fetch.message.max.bytes", "max.partition.fetch.bytes", None),
 ]
+
+# librdkafka's properties (its CONFIGURATION.md) for work Riverlog's gRPC transport and protocol do
+# themselves (sockets, DNS, API versions, its log levels, metrics push, the group protocol:
+# always KIP-848's): accepted so a confluent-kafka configuration works unchanged, and ignored.
+_LIBRDKAFKA_IGNORED = frozenset({
+    "api.version.request", "api.version.fallback.ms", "broker.version.fallback", "broker.address.family",
+    "client.dns.lookup", "client.rack", "connections.max.idle.ms", "enable.metrics.push",
+    "enable.ssl.certificate.verification", "group.protocol", "log_level", "log.connection.close",
+    "retry.backoff.max.ms", "socket.keepalive.enable", "socket.nagle.disable", "socket.receive.buffer.bytes",
+    "socket.send.buffer.bytes", "sticky.partitioning.linger.ms",
+})
+
+log = logging.getLogger(__name__)
+_warned: set[tuple[str, str]] = set()
 
 _REFUSED_PREFIXES = {
     "ssl.": "Riverlog's listeners speak plaintext gRPC; put TLS in front of them (a proxy or a service mesh)",
@@ -82,6 +104,7 @@ def client_config(kind: "ConfigDef", config: dict | None, kwargs: dict):
             raise InvalidConfigError(f"{_SECURITY}={values[_SECURITY]!r} is not supported: "
                                      f"{_REFUSED_PREFIXES['ssl.']}", config=_SECURITY)
         del values[_SECURITY]
+    _drop_ignored(kind, values)
     for alias, name, convert in _ALIASES:
         if alias in values and name in kind.keys:
             value = values.pop(alias)
@@ -91,6 +114,43 @@ def client_config(kind: "ConfigDef", config: dict | None, kwargs: dict):
                                          f"not both with different values", config=alias)
             values[name] = value
     return kind.parse(values)
+
+
+def _drop_ignored(kind: "ConfigDef", values: dict) -> None:
+    """Take out the keys this client type accepts and ignores, as librdkafka does: the other
+    client type's (not its Python callbacks, which confluent-kafka refuses) and ``_LIBRDKAFKA_IGNORED``."""
+    for name in list(values):
+        if name in kind.keys or any(alias == name and target in kind.keys for alias, target, _ in _ALIASES):
+            continue
+        if name in _LIBRDKAFKA_IGNORED:
+            _warn_once(kind, name, f"{kind.what} configuration '{name}' is librdkafka's and has no effect on "
+                                   "Riverlog's client: ignored")
+        else:
+            owner = _owner(kind, name)
+            if owner is None:
+                continue  # a typo: parse() refuses it by name
+            _warn_once(kind, name, f"Configuration property {name} is a {owner} property and will be ignored "
+                                   f"by this {kind.what} instance")
+        del values[name]
+
+
+def _owner(kind: "ConfigDef", name: str) -> str | None:
+    """The client type (producer, consumer) whose key ``name`` is (or whose key it is librdkafka's
+    name for), when it is not ``kind``'s; None for a name no client type has."""
+    for other in (PRODUCER_CONFIG, CONSUMER_CONFIG):
+        if other is kind:
+            continue
+        target = next((t for alias, t, _ in _ALIASES if alias == name), name)
+        key = other.keys.get(target)
+        if key is not None and key.type is not object and target not in kind.keys:
+            return other.what
+    return None
+
+
+def _warn_once(kind: "ConfigDef", name: str, message: str) -> None:
+    if (kind.what, name) not in _warned:
+        _warned.add((kind.what, name))
+        log.warning("%s", message)
 
 PRODUCER_CONFIG = ConfigDef("producer", _COMMON + [
     ConfigKey("acks", str, "all", "0: no wait, 1: leader wrote it, all/-1: every in-sync replica has it",
@@ -126,6 +186,7 @@ PRODUCER_CONFIG = ConfigDef("producer", _COMMON + [
     ConfigKey("transaction.timeout.ms", int, 60_000, "the coordinator aborts a transaction open longer than this",
               between(1, INT_MAX)),
     ConfigKey("on_delivery", object, None, "default delivery callback(err, msg)"),
+    ConfigKey("delivery.report.only.error", bool, False, "delivery callbacks only for records that failed"),
 ])
 
 CONSUMER_CONFIG = ConfigDef("consumer", _COMMON + [

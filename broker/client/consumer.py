@@ -81,7 +81,7 @@ class Consumer:
         self._coordinator = CoordinatorClient(self.cluster, self._group_id) if self._group_id else None
         self._membership: GroupMembership | None = None
         self._committer = OffsetCommitter(self._coordinator, cfg, self._group_id, self._member,
-                                          self._clock) if self._coordinator else None
+                                          self._clock, self._group_wake) if self._coordinator else None
         self._callbacks: dict = {}
         self._subscription: Subscription | None = None  # set for a regex subscription
         self._owned: set[tuple[str, int]] = set()  # what the group gave this member
@@ -193,6 +193,8 @@ class Consumer:
     def _group_step(self) -> None:
         """Apply what the coordinator decided, on the application's thread (callbacks run here)."""
         self._events.serve()
+        if self._committer is not None:
+            self._committer.serve()
         membership = self._membership
         if membership is None:
             return
@@ -293,14 +295,20 @@ class Consumer:
 
     # --------------------------------------------------------------------------- commits
     def commit(self, message: Message | None = None, offsets: list[TopicPartition] | None = None,
-               asynchronous: bool = False):
+               asynchronous: bool = True):
         """Commit ``message.offset() + 1``, the given ``offsets``, or every assigned partition's
-        position. Synchronous by default (returns the committed partitions, raises on failure);
-        ``asynchronous=True`` returns at once and reports to the ``on_commit`` callback."""
+        position. Asynchronous by default, as in confluent-kafka: returns None at once, and
+        ``on_commit(err, partitions)`` reports from a later ``poll()``/``consume()``/``close()``;
+        ``asynchronous=False`` waits, returns the committed partitions and raises on failure.
+        A message with an error (a ``_PARTITION_EOF`` event...) is refused with ``_INVALID_ARG``:
+        its offset is not a record's, and committing past it would skip the next record."""
         self._check_open()
         if self._coordinator is None:
             raise InvalidConfigError("commit() needs group.id", config="group.id")
+        if message is not None and offsets is not None:
+            raise ValueError("message and offsets are mutually exclusive")
         if message is not None:
+            _check_no_error(message, "commit")
             tps = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
         elif offsets is not None:
             tps = list(offsets)
@@ -329,9 +337,12 @@ class Consumer:
         if self._auto_store:
             raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
                                             "store_offsets() needs enable.auto.offset.store=false"))
-        if (message is None) == (offsets is None):
-            raise TypeError("store_offsets() takes a message or offsets, exactly one")
+        if message is not None and offsets is not None:
+            raise ValueError("message and offsets are mutually exclusive")
+        if message is None and offsets is None:
+            raise ValueError("expected either message or offsets")
         if message is not None:
+            _check_no_error(message, "store")
             offsets = [TopicPartition(message.topic(), message.partition(), message.offset() + 1,
                                       leader_epoch=message.leader_epoch())]
         for tp in offsets:
@@ -503,7 +514,8 @@ class Consumer:
 
     # --------------------------------------------------------------------------- lifecycle
     def close(self) -> None:
-        """Leave the group (committing positions first when ``enable.auto.commit``), then stop."""
+        """Leave the group (committing positions first when ``enable.auto.commit``), then stop;
+        ``on_commit`` runs for the asynchronous commits that were still outstanding."""
         if not self._closed and self._membership is not None:
             try:
                 self.unsubscribe()
@@ -520,9 +532,19 @@ class Consumer:
         self.cluster.close()
         self._fetcher.join(5)
         self._events.close()
+        if self._committer is not None:
+            self._committer.serve()  # on_commit for the commits close() waited for
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _check_no_error(message: Message, action: str) -> None:
+    """confluent-kafka's refusal to commit or store the offset of an error event."""
+    error = message.error()
+    if error is not None:
+        raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
+                                        f"Cannot {action} offsets for message with error: '{error.str()}'"))

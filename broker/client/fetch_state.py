@@ -44,7 +44,7 @@ from broker.client.fetch_buffer import NO_RECORDS, Chunk, FetchBuffer
 from broker.client.message import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME,
                                    TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition)
 from broker.clock import Clock
-from broker.errors import OffsetOutOfRangeError, PartitionEOF, RiverlogError
+from broker.errors import KafkaError, OffsetOutOfRangeError, PartitionEOF, RiverlogError
 from broker.state_machine import Transitions
 
 log = logging.getLogger(__name__)
@@ -228,8 +228,9 @@ class FetchState:
                 state = self.partitions.get(key)
                 if state is not None:
                     state.paused = True
-                self.error_event(key, OffsetOutOfRangeError(
-                    f"{key[0]}[{key[1]}] has no position and auto.offset.reset=error"))
+                self.error_event(key, _auto_offset_reset(OffsetOutOfRangeError(
+                    f"{key[0]}[{key[1]}] has no position and auto.offset.reset=error; seek() to an offset "
+                    "or set auto.offset.reset to earliest or latest")))
                 return None
             return self.reset
         return {OFFSET_BEGINNING: EARLIEST, OFFSET_END: LATEST}.get(offset, offset)
@@ -299,7 +300,7 @@ class FetchState:
                 return False
             if self.reset is None:
                 state.paused = True
-                self.error_event(key, error)
+                self.error_event(key, _auto_offset_reset(error))
                 return False
             state.fetch_offset = state.position = log_start_offset if self.reset == EARLIEST else log_end_offset
             state.generation = next(self._generations)
@@ -319,7 +320,7 @@ class FetchState:
         self.error_event(key, error)
         return True
 
-    def error_event(self, key: TP, error: RiverlogError) -> None:
+    def error_event(self, key: TP, error: RiverlogError | KafkaError) -> None:
         self.events.append(Message(key[0], key[1], -1, error=error))
 
     # ------------------------------------------------------------------------ internals
@@ -346,3 +347,9 @@ class FetchState:
             last.end_offset = max(last.end_offset, following)
         elif following > state.position >= 0:
             state.position = following
+
+
+def _auto_offset_reset(error: OffsetOutOfRangeError) -> KafkaError:
+    """As librdkafka reports a position ``auto.offset.reset=error`` forbids guessing: ``_AUTO_OFFSET_RESET``
+    (``exception()`` is still the OffsetOutOfRangeError)."""
+    return KafkaError._of(error, KafkaError._AUTO_OFFSET_RESET)

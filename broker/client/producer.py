@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import operator
 import threading
 import time
 
@@ -76,6 +77,7 @@ class Producer:
         self._max_message = cfg["message.max.bytes"]
         self._max_record = self._max_message + RECORD_OVERHEAD
         self._default_cb = cfg["on_delivery"]
+        self._only_errors = cfg["delivery.report.only.error"]
         self.cluster = ClusterClient.from_config(cfg)
         self._acc = RecordAccumulator(cfg["linger.ms"] / 1000.0, self._batch_size, cfg["buffer.memory"],
                                       max_records=self._max_messages)
@@ -131,9 +133,18 @@ class Producer:
     # ------------------------------------------------------------------------------ producing
     def produce(self, topic, value=None, key=None, partition=-1, on_delivery=None, timestamp=0,
                 headers=None, callback=None):
-        """Queue one record; raises BufferError (QueueFullError) when buffer.memory is used up."""
+        """Queue one record; raises BufferError (QueueFullError) when buffer.memory is used up.
+
+        Arguments of the wrong type raise TypeError here, with confluent-kafka's messages, so a bad
+        record never reaches the sender (where it could only fail in the background)."""
         # The hot path of per-record producing: keep it to a few C-level operations (bytes and
         # None take no call; queue.buffering.max.messages is checked by the append, under its lock).
+        if type(topic) is not str:
+            raise TypeError(f"argument 1 must be str, not {_type_name(topic)}")
+        if type(partition) is not int:
+            partition = operator.index(partition)  # TypeError: "'str' object cannot be interpreted as an integer"
+        if type(timestamp) is not int:
+            timestamp = 0 if timestamp is None else _as_timestamp(timestamp)
         if type(value) is bytes:
             size = len(value) + RECORD_OVERHEAD
         elif value is None:
@@ -174,6 +185,8 @@ class Producer:
             n = p.produce_batch("orders", [{"key": b"k1", "value": b"v1"}, {"value": b"v2", "partition": 2}],
                                 on_delivery=report)
         """
+        if type(topic) is not str:
+            raise TypeError(f"argument 1 must be str, not {_type_name(topic)}")
         if isinstance(table, list):
             return self._produce_dicts(topic, table, partition, on_delivery or callback, timestamp)
         on_delivery = on_delivery or callback
@@ -195,7 +208,7 @@ class Producer:
                 self.produce(topic, m.get("value"), m.get("key"), m.get("partition", partition),
                              m.get("callback") or m.get("on_delivery") or on_delivery,
                              m.get("timestamp", timestamp), m.get("headers"))
-            except (RiverlogError, BufferError, TypeError) as e:
+            except (RiverlogError, BufferError, TypeError, OverflowError) as e:
                 m["_error"] = KafkaError.of(e) if isinstance(e, RiverlogError) \
                     else KafkaError(KafkaError._INVALID_ARG, str(e))
                 continue
@@ -206,7 +219,7 @@ class Producer:
     def _report(self, batch: ProducerBatch, error, base_offset: int = -1, log_append_time: int = -1) -> None:
         """The sender's verdict on a batch: queue its callbacks for poll(), release its memory."""
         reports = []
-        if batch.callbacks is not None:
+        if batch.callbacks is not None and (error is not None or not self._only_errors):
             keys = batch.records.column(0).to_pylist()
             values = batch.records.column(1).to_pylist()
             stamps = batch.records.column(2).to_pylist()
@@ -338,15 +351,57 @@ def _delivery_error(error) -> KafkaError | None:
     return KafkaError.of(error)
 
 
+def _type_name(value) -> str:
+    return "None" if value is None else type(value).__name__
+
+
 def _as_bytes(data) -> bytes:
     if isinstance(data, str):
         return data.encode()
     if isinstance(data, (bytearray, memoryview)):
         return bytes(data)
-    raise TypeError(f"expected bytes or str, got {type(data).__name__}")
+    raise TypeError(f"a bytes-like object is required, not '{type(data).__name__}'")
 
 
-def _as_header_list(headers):
+def _as_timestamp(timestamp) -> int:
+    """An int64 of milliseconds, as confluent-kafka's ``produce`` parses it (a float is refused)."""
+    timestamp = operator.index(timestamp)
+    if not -2**63 <= timestamp < 2**63:
+        raise OverflowError("timestamp does not fit in a 64-bit integer")
+    return timestamp
+
+
+def _as_header_list(headers) -> list:
+    """``headers`` checked and normalised to [(str, bytes | None)], with confluent-kafka's
+    TypeErrors: a dict or a list (or tuple) of (key, value) tuples; keys str (bytes are decoded,
+    anything else is made a str, as librdkafka's binding does); values None, bytes or str."""
     if isinstance(headers, dict):
-        return list(headers.items())
-    return headers if isinstance(headers, list) else list(headers)
+        items = headers.items()
+    elif isinstance(headers, (list, tuple)):
+        items = headers
+        if not all(type(h) is tuple and len(h) == 2 for h in headers):
+            raise TypeError("Headers are expected to be a list of (key, value) tuples")
+    else:
+        raise TypeError(f"expected headers to be dict or list of (key, value) tuples, not {type(headers).__name__}")
+    return [(_header_key(k), _header_value(v)) for k, v in items]
+
+
+def _header_key(key) -> str:
+    if type(key) is str:
+        return key
+    if isinstance(key, (bytes, bytearray)):
+        try:
+            return bytes(key).decode()
+        except UnicodeDecodeError:
+            raise TypeError("expected header key to be unicode string") from None
+    return str(key)
+
+
+def _header_value(value):
+    if value is None or type(value) is bytes:
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"expected header value to be None, binary, or unicode string, not {type(value).__name__}")

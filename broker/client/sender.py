@@ -19,13 +19,13 @@ import time
 from collections.abc import Callable
 
 from broker.client.accumulator import (ProducerBatch, RecordAccumulator, StickyPartitioner, TopicBuffer,
-                                       _TableChunk, assign_partitions, build_batches, record_sizes)
+                                       _ListChunk, _TableChunk, assign_partitions, build_batches, record_sizes)
 from broker.client.produce_stream import ProduceStream
 from broker.client.send_policy import SendLimits, SendPolicy
 from broker.client.transactions import TransactionManager
 from broker.clock import SYSTEM_CLOCK, Clock
-from broker.errors import (InFlightPurgedError, NetworkError, QueuePurgedError, RiverlogError, UnknownPartitionError,
-                           error_for_code)
+from broker.errors import (BadMessageError, InFlightPurgedError, InvalidTopicError, NetworkError, QueuePurgedError,
+                           RiverlogError, UnknownPartitionError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
 from broker.records.batch import stamp_producer
 
@@ -112,9 +112,16 @@ class Sender:
         except RiverlogError as e:
             self._hold_unknown(topic, buf, e)
             return
+        except Exception as e:  # noqa: BLE001 - a name the request cannot carry: fail its records, not the step
+            self._hold_unknown(topic, buf, InvalidTopicError(f"topic {topic!r} cannot be looked up ({e}); "
+                                                             "topic names are str"))
+            return
         n, cfg, batch_size = len(info.partitions), self.config, self.accumulator.batch_size
         for chunk in buf.chunks:
-            records, explicit, callbacks = chunk.to_arrow()
+            encoded = self._encode(topic, chunk, buf.since)
+            if encoded is None:
+                continue
+            chunk, (records, explicit, callbacks) = encoded
             sizes = record_sizes(records)
             charged = _charge(chunk, records, sizes)
             parts = assign_partitions(records, explicit, n, topic, self.sticky, batch_size, cfg["partitioner"], sizes)
@@ -144,10 +151,31 @@ class Sender:
             return
         self.unknown_since.pop(topic, None)
         for chunk in buf.chunks:
-            records, explicit, callbacks = chunk.to_arrow()
-            batch = ProducerBatch(topic, -1, b"", records, callbacks, buf.since)
+            encoded = self._encode(topic, chunk, buf.since)
+            if encoded is not None:
+                chunk, (records, _, callbacks) = encoded
+                batch = ProducerBatch(topic, -1, b"", records, callbacks, buf.since)
+                batch.size_charged = _charge(chunk, records)
+                self.report(batch, error)
+
+    def _encode(self, topic: str, chunk, since: float):
+        """``(chunk, chunk.to_arrow())``; records Arrow cannot hold are reported failed
+        (``BadMessageError``) and left out, so the others still go. None if none is left."""
+        try:
+            return chunk, chunk.to_arrow()
+        except Exception as e:  # noqa: BLE001 - a field produce() let through that Arrow refuses
+            if not isinstance(chunk, _ListChunk):
+                raise
+            log.warning("records for %s could not be encoded (%s): failing those, sending the rest", topic, e)
+        good, bad = chunk.split_unencodable()
+        for records, callback, error in bad:
+            batch = ProducerBatch(topic, -1, b"", records, None if callback is None else [callback], since)
             batch.size_charged = _charge(chunk, records)
-            self.report(batch, error)
+            self.report(batch, BadMessageError(
+                f"record for topic '{topic}' could not be encoded ({type(error).__name__}: {error}); produce() "
+                "takes bytes or str keys and values, an int timestamp and headers as a dict or a list of "
+                "(str, bytes) tuples"))
+        return (good, good.to_arrow()) if good.count else None
 
     def _fail_rows(self, topic, records, parts, callbacks, mask, n, since) -> None:
         idx = [i for i, m in enumerate(mask) if m]
@@ -167,7 +195,10 @@ class Sender:
                     buffers, self.accumulator.buffers = self.accumulator.buffers, {}
                 for topic, buf in buffers.items():
                     for chunk in buf.chunks:
-                        records, _, callbacks = chunk.to_arrow()
+                        encoded = self._encode(topic, chunk, buf.since)
+                        if encoded is None:
+                            continue
+                        chunk, (records, _, callbacks) = encoded
                         batch = ProducerBatch(topic, -1, b"", records, callbacks, buf.since)
                         batch.size_charged = _charge(chunk, records)
                         self.report(batch, QueuePurgedError("purged from the queue before it was sent"))

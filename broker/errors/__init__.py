@@ -472,6 +472,12 @@ class InFlightPurgedError(RiverlogError):
     code, kafka_code, grpc_status = 1008, -151, S.CANCELLED  # _PURGE_INFLIGHT
 
 
+class BadMessageError(RiverlogError):
+    """The producer could not encode a record it had accepted (a field of a type it cannot hold);
+    the record is reported failed and the others buffered with it are sent."""
+    code, kafka_code, grpc_status = 1009, -199, S.INVALID_ARGUMENT  # _BAD_MSG
+
+
 del S
 
 # librdkafka's local codes that other typed errors stand for (KafkaException(KafkaError(code)) raises these).

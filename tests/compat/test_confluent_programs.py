@@ -2,7 +2,10 @@
 changed, run against a real broker."""
 from __future__ import annotations
 
+import threading
+
 from broker.client import AdminClient, Consumer, KafkaError, KafkaException, NewTopic, Producer, TopicPartition
+from tests.conftest import wait_until
 
 
 def _create(servers: str, name: str, partitions: int = 1) -> None:
@@ -91,3 +94,70 @@ def test_metadata_has_confluents_attribute_names(shared_broker, topic_name):
     assert all(p.isrs == p.isr and p.leader in md.brokers for p in t.partitions.values())
     broker = next(iter(md.brokers.values()))
     assert broker.id in md.brokers and broker.host and broker.port > 0
+
+
+def _produce(servers: str, topic: str, n: int) -> None:
+    with Producer({"bootstrap.servers": servers}) as p:
+        for i in range(n):
+            p.produce(topic, value=str(i))
+        assert p.flush(30) == 0
+
+
+def test_committing_or_storing_an_error_event_is_refused_and_skips_nothing(shared_broker, topic_name):
+    """A _PARTITION_EOF event's offset is the end of the partition: committing offset + 1 of it
+    skipped the next record produced. confluent-kafka refuses it with _INVALID_ARG."""
+    _create(shared_broker.bootstrap, topic_name)
+    _produce(shared_broker.bootstrap, topic_name, 2)
+    conf = {"bootstrap.servers": shared_broker.bootstrap, "group.id": topic_name, "auto.offset.reset": "earliest",
+            "enable.partition.eof": True, "enable.auto.commit": False, "enable.auto.offset.store": False}
+    with Consumer(conf) as c:
+        c.assign([TopicPartition(topic_name, 0)])
+        msgs = [c.poll(10) for _ in range(3)]
+        eof = msgs[2]
+        assert eof.error().code() == KafkaError._PARTITION_EOF
+        for call, verb in ((c.commit, "commit"), (c.store_offsets, "store")):
+            try:
+                call(eof)
+            except KafkaException as e:
+                assert e.args[0].code() == KafkaError._INVALID_ARG
+                assert e.args[0].str() == f"Cannot {verb} offsets for message with error: '{eof.error().str()}'"
+            else:
+                raise AssertionError(f"{verb} of an error event must fail")
+        c.commit(msgs[1], asynchronous=False)
+        assert c.committed([TopicPartition(topic_name, 0)], timeout=10)[0].offset == 2
+
+
+def test_commit_is_asynchronous_by_default_and_on_commit_is_served_by_poll(shared_broker, topic_name):
+    """As confluent-kafka: commit() returns None at once; on_commit(err, partitions) runs on the
+    application's thread from poll() with err a KafkaError (err.code() a method) or None."""
+    _create(shared_broker.bootstrap, topic_name)
+    _produce(shared_broker.bootstrap, topic_name, 1)
+    seen = []
+
+    def on_commit(err, partitions):
+        seen.append((err, [(tp.topic, tp.partition, tp.offset, tp.error) for tp in partitions],
+                     threading.current_thread()))
+
+    base = {"bootstrap.servers": shared_broker.bootstrap, "auto.offset.reset": "earliest",
+            "enable.auto.commit": False, "on_commit": on_commit}
+    with Consumer({**base, "group.id": topic_name}) as c:
+        c.assign([TopicPartition(topic_name, 0)])
+        msg = c.poll(10)
+        assert msg.error() is None
+        assert c.commit(msg) is None
+        wait_until(lambda: c.poll(0.1) is None and seen, 20, 0, "on_commit from poll()")
+        assert seen == [(None, [(topic_name, 0, 1, None)], threading.current_thread())]
+    # A member holds the group: a commit from outside it is refused, reported through on_commit.
+    member = Consumer({**base, "group.id": topic_name + "-busy", "on_commit": None})
+    member.subscribe([topic_name])
+    try:
+        wait_until(lambda: member.poll(0.1) is None and member.assignment(), 30, 0, "the member's assignment")
+        seen.clear()
+        outsider = Consumer({**base, "group.id": topic_name + "-busy"})
+        assert outsider.commit(offsets=[TopicPartition(topic_name, 0, 1)]) is None
+        outsider.close()                                    # serves the outstanding commit's on_commit
+        [(err, partitions, thread)] = seen
+        assert err.code() == KafkaError.NON_EMPTY_GROUP and thread is threading.current_thread()
+        assert partitions[0][3].code() == KafkaError.NON_EMPTY_GROUP
+    finally:
+        member.close()

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from broker.client import (OFFSET_BEGINNING, OFFSET_END, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
-                           AdminClient, Consumer, NewTopic, Producer, TopicPartition)
+                           AdminClient, Consumer, KafkaError, NewTopic, Producer, TopicPartition)
 from broker.client.partitioner import partition_for_key
 from tests.conftest import wait_until
 
@@ -148,6 +148,49 @@ def test_log_append_time_and_create_time(shared_broker, topic_name):
     (ct,) = read_all(servers, topic_name + "-ct", 1, 1)
     assert lat.timestamp()[0] == TIMESTAMP_LOG_APPEND_TIME and lat.timestamp()[1] >= before
     assert ct.timestamp() == (TIMESTAMP_CREATE_TIME, 1000)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"topic": b"t"}, "argument 1 must be str, not bytes"),
+    ({"timestamp": "1"}, "'str' object cannot be interpreted as an integer"),
+    ({"timestamp": 1.5}, "'float' object cannot be interpreted as an integer"),
+    ({"partition": "0"}, "'str' object cannot be interpreted as an integer"),
+    ({"headers": "abc"}, "expected headers to be dict or list of (key, value) tuples, not str"),
+    ({"headers": [("a", 5)]}, "expected header value to be None, binary, or unicode string, not int"),
+    ({"headers": [["a", b"x"]]}, "Headers are expected to be a list of (key, value) tuples"),
+    ({"value": 5}, "a bytes-like object is required, not 'int'"),
+])
+def test_a_bad_argument_to_produce_raises_there_and_the_records_around_it_are_delivered(
+        shared_broker, topic_name, bad, message):
+    """As confluent-kafka: a TypeError from produce() itself. Accepted, such a record used to fail
+    the sender on the whole buffer: no delivery report for any record of the topic, none written."""
+    servers = shared_broker.bootstrap
+    create(servers, topic_name)
+    reports = []
+    report = lambda err, msg: reports.append((err, msg.value()))  # noqa: E731
+    with Producer({"bootstrap.servers": servers, "linger.ms": 50}) as producer:
+        producer.produce(topic_name, b"before", on_delivery=report)
+        with pytest.raises(TypeError) as raised:
+            producer.produce(**{"topic": topic_name, "value": b"bad", "on_delivery": report, **bad})
+        assert str(raised.value) == message
+        producer.produce(topic_name, b"after", headers={"h": "x", "n": None}, on_delivery=report)
+        assert producer.flush(30) == 0 and len(producer) == 0
+    assert reports == [(None, b"before"), (None, b"after")]
+    assert [(m.value(), m.headers()) for m in read_all(servers, topic_name, 1, 2)] == \
+        [(b"before", None), (b"after", [("h", b"x"), ("n", None)])]
+
+
+def test_delivery_report_only_error_reports_failures_only(shared_broker, topic_name):
+    """librdkafka's delivery.report.only.error: accepted and ignored, every success would call a
+    callback written to handle failures only."""
+    servers = shared_broker.bootstrap
+    create(servers, topic_name)
+    reports = []
+    with Producer({"bootstrap.servers": servers, "delivery.report.only.error": True}) as producer:
+        producer.produce(topic_name, b"ok", on_delivery=lambda err, msg: reports.append(err))
+        producer.produce(topic_name, b"ok", partition=5, on_delivery=lambda err, msg: reports.append(err))
+        assert producer.flush(30) == 0 and len(producer) == 0
+    assert [err.code() for err in reports] == [KafkaError._UNKNOWN_PARTITION]
 
 
 def test_timestamp_lookup(shared_broker, topic_name):

@@ -49,8 +49,46 @@ def test_debug_contexts_are_checked():
 
 def test_enable_auto_offset_store_is_a_consumer_key():
     assert client_config(CONSUMER_CONFIG, {"enable.auto.offset.store": "false"}, {})["enable.auto.offset.store"] is False
-    with pytest.raises(InvalidConfigError):
-        client_config(PRODUCER_CONFIG, {"enable.auto.offset.store": False}, {})
+    assert "enable.auto.offset.store" not in client_config(PRODUCER_CONFIG, {"enable.auto.offset.store": False}, {})
+
+
+def test_one_dict_configures_a_producer_and_a_consumer_as_with_librdkafka(caplog, monkeypatch):
+    """librdkafka accepts the other client type's properties (ignoring them, with a warning) and
+    its generic ones; a shared confluent-kafka configuration used to be refused."""
+    monkeypatch.setattr("broker.client.config._warned", set())  # warnings are once per process
+    shared = {"bootstrap.servers": "a:1", "group.id": "g", "auto.offset.reset": "earliest", "acks": "all",
+              "linger.ms": 20, "queue.buffering.max.ms": 20, "socket.keepalive.enable": True,
+              "api.version.request": True, "broker.address.family": "v4", "client.rack": "r1",
+              "retry.backoff.max.ms": 1000, "group.protocol": "consumer", "enable.metrics.push": False}
+    with caplog.at_level(logging.WARNING, "broker.client.config"):
+        producer = client_config(PRODUCER_CONFIG, shared, {})
+        consumer = client_config(CONSUMER_CONFIG, shared, {})
+        client_config(CONSUMER_CONFIG, shared, {})
+    assert producer["acks"] == "all" and producer["linger.ms"] == 20 and "group.id" not in producer
+    assert consumer["group.id"] == "g" and "acks" not in consumer and "linger.ms" not in consumer
+    warnings = [r.getMessage() for r in caplog.records]
+    assert "Configuration property group.id is a consumer property and will be ignored by this producer " \
+           "instance" in warnings
+    assert "Configuration property acks is a producer property and will be ignored by this consumer instance" \
+           in warnings
+    assert len(warnings) == len(set(warnings)), "each ignored key is warned about once"
+
+
+@pytest.mark.parametrize("kind, alias, key, value, expected", [
+    (PRODUCER_CONFIG, "request.required.acks", "acks", -1, "-1"),
+    (PRODUCER_CONFIG, "max.in.flight", "max.in.flight.requests.per.connection", 3, 3),
+    (PRODUCER_CONFIG, "message.send.max.retries", "retries", 7, 7),
+    (CONSUMER_CONFIG, "fetch.message.max.bytes", "max.partition.fetch.bytes", 4096, 4096),
+])
+def test_librdkafka_aliases_of_kafka_keys(kind, alias, key, value, expected):
+    assert client_config(kind, {alias: value}, {})[key] == expected
+
+
+@pytest.mark.parametrize("kind, name", [(PRODUCER_CONFIG, "lingr.ms"), (CONSUMER_CONFIG, "group.idd"),
+                                        (CONSUMER_CONFIG, "on_delivery"), (PRODUCER_CONFIG, "on_commit")])
+def test_typos_and_the_other_clients_python_callbacks_are_still_refused(kind, name):
+    with pytest.raises(InvalidConfigError, match=f"unknown {kind.what} configuration '{name}'"):
+        client_config(kind, {name: 1}, {})
 
 
 def test_error_cb_stats_cb_logger_and_debug_are_served_on_poll():

@@ -10,7 +10,7 @@ from broker.client.fetch_state import EARLIEST, FETCH_PHASES, LATEST, FetchPhase
 from broker.client.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, TopicPartition
 from broker.clock import ManualClock
 from broker.errors import (CorruptRecordError, NotLeaderOrFollowerError, OffsetOutOfRangeError, PartitionEOF,
-                           RiverlogError, InvalidRequestError, UnknownTopicOrPartitionError)
+                           RiverlogError, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError)
 from broker.records.arrow_body import record_batch
 from broker.records.reader import DecodedBatch, DecodeFailure
 from broker.state_machine import IllegalStateTransition
@@ -106,7 +106,9 @@ def test_no_position_with_reset_error_reports_once_and_pauses():
     state = make(reset=None)
     state.assign([TopicPartition("orders", 0, OFFSET_STORED)])
     assert state.reset_target(TP0, OFFSET_STORED) is None
-    assert isinstance(state.events.popleft().error().exception(), OffsetOutOfRangeError)
+    error = state.events.popleft().error()
+    assert error.code() == KafkaError._AUTO_OFFSET_RESET == -140, "librdkafka's code for auto.offset.reset=error"
+    assert isinstance(error.exception(), OffsetOutOfRangeError)
     assert state.to_fetch(1, leader_1) == ([], [])
     state.set_paused([TP0], False)
     assert state.to_fetch(1, leader_1)[1] == [(TP0, 0, OFFSET_STORED)]
@@ -299,7 +301,8 @@ def test_offset_out_of_range_without_reset_is_reported_and_pauses():
     state = make(reset=None)
     state.assign([TopicPartition("orders", 0, 500)])
     state.on_error(TP0, 0, OffsetOutOfRangeError("500 is past the end"), 10, 90)
-    assert isinstance(state.events.popleft().error().exception(), OffsetOutOfRangeError)
+    error = state.events.popleft().error()
+    assert error.code() == KafkaError._AUTO_OFFSET_RESET and isinstance(error.exception(), OffsetOutOfRangeError)
     assert state.position(TP0) == 500
     assert state.to_fetch(1, leader_1) == ([], [])
 

@@ -8,6 +8,7 @@ import pytest
 from broker.client.committer import OffsetCommitter
 from broker.client.message import TopicPartition
 from broker.clock import ManualClock
+from broker.errors import KafkaError, NonEmptyGroupError
 from broker.proto import riverlog_pb2 as pb
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(30)]
@@ -57,17 +58,48 @@ def test_a_synchronous_commit_waits_for_the_asynchronous_commits_made_before_it(
     c.close()
 
 
-def test_an_on_commit_callback_may_commit_synchronously_without_waiting_for_itself():
+def test_an_on_commit_callback_may_commit_synchronously():
     coordinator = HeldCoordinator()
     coordinator.first_started.set()    # nothing held
-    committed = threading.Event()
+    committed = []
 
     def on_commit(error, partitions):
         if partitions[0].offset == 1:
-            c.commit_sync([TopicPartition("orders", 0, 2)], 10)
-            committed.set()
+            committed.append(c.commit_sync([TopicPartition("orders", 0, 2)], 10))
     c = committer(coordinator, on_commit)
     c.commit_async([TopicPartition("orders", 0, 1)])
-    assert committed.wait(5)
+    c.close()                          # waits for the asynchronous commit
+    assert c.serve() == 1 and committed == [[TopicPartition("orders", 0, 2)]]
     assert coordinator.arrived == [1, 2]
+
+
+class RefusingCoordinator:
+    """Refuses partition 1 of each OffsetCommit (the group has members), commits the others."""
+
+    def call(self, method, request, timeout=None):
+        response = pb.OffsetCommitResponse()
+        response.results.add(topic="orders", partition=1, error_code=NonEmptyGroupError.code,
+                             error_message="the group has members")
+        return response
+
+    def forget(self):
+        pass
+
+
+def test_on_commit_is_served_on_the_callers_thread_with_a_kafka_error_and_each_partitions_error():
+    """As confluent-kafka: ``err`` is a KafkaError (``err.code()`` is a method) and the callback runs
+    where the application serves its consumer (poll/consume/close), not on a background thread."""
+    seen, woken = [], threading.Event()
+    c = OffsetCommitter(RefusingCoordinator(), {"retry.backoff.ms": 10, "request.timeout.ms": 10_000,
+                                                "on_commit": lambda err, tps: seen.append(
+                                                    (err, tps, threading.current_thread()))},
+                        "g", lambda: ("m", 1), ManualClock(), woken.set)
+    c.commit_async([TopicPartition("orders", 0, 5), TopicPartition("orders", 1, 7)])
+    assert woken.wait(10) and seen == []
+    assert c.serve() == 1
+    [(err, tps, thread)] = seen
+    assert thread is threading.current_thread()
+    assert isinstance(err, KafkaError) and err.code() == KafkaError.NON_EMPTY_GROUP
+    assert [(tp.partition, tp.offset, tp.error) for tp in tps] == [(0, 5, None), (1, 7, KafkaError.NON_EMPTY_GROUP)]
+    assert isinstance(tps[1].error, KafkaError) and c.serve() == 0
     c.close()

@@ -3,6 +3,7 @@ restarts and retries; run offline: no threads, no broker."""
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
@@ -11,17 +12,20 @@ from broker.client.accumulator import FIELDS, ProducerBatch, RecordAccumulator, 
 from broker.client.config import PRODUCER_CONFIG
 from broker.client.send_policy import SendLimits
 from broker.client.sender import Sender
-from broker.errors import NetworkError, NotLeaderOrFollowerError
+from broker.errors import BadMessageError, KafkaError, NetworkError, NotLeaderOrFollowerError
 from broker.proto import riverlog_pb2 as pb
 
 pytestmark = pytest.mark.unit
 
 
 class _OfflineCluster:
-    """Partition 0's leader is broker 0, whose stub is never used (streams are faked)."""
+    """Every topic has one partition; its leader is broker 0, whose stub is never used (streams are faked)."""
 
     def leader(self, topic, partition):
         return 0
+
+    def topic(self, name):
+        return SimpleNamespace(partitions=[0])
 
     def stub(self, node):
         return None
@@ -236,3 +240,21 @@ def test_held_records_make_the_sender_wait_for_the_retry_backoff_even_while_flus
     assert sender.accumulator.take_ready(now) == {} and "t" in sender.accumulator.buffers
     assert sender.wait_time(now + 0.1) == 0
     assert list(sender.accumulator.take_ready(now + 0.1)) == ["t"]
+
+
+def test_a_record_the_sender_cannot_encode_fails_alone_and_the_others_are_sent():
+    """A field Arrow refuses (here a str timestamp that reached the buffer) used to fail the whole
+    drained buffer in the background: no delivery report, nothing written, flush() never 0."""
+    sender = offline_sender()
+    buf = TopicBuffer(time.monotonic())
+    seen = []
+    for value, timestamp in ((b"before", 1), (b"bad", "1"), (b"after", 2)):
+        buf.append_row(None, value, timestamp, callback=lambda err, msg: seen.append(msg))
+    sender._enqueue("t", buf)
+    [(failed, error)] = sender.reported
+    assert isinstance(error, BadMessageError) and KafkaError.of(error).code() == KafkaError._BAD_MSG
+    assert "could not be encoded" in str(error) and failed.records.column(1).to_pylist() == [b"bad"]
+    assert len(failed.callbacks) == 1
+    [batch] = queued(sender)
+    assert batch.records.column(1).to_pylist() == [b"before", b"after"]
+    assert batch.records.column(2).to_pylist() == [1, 2]
