@@ -17,7 +17,7 @@ import time
 import click
 
 from broker.cli.common import ReportErrors, open_admin, partitions_of, table
-from broker.cli.params import OFFSET, TIMESTAMP
+from broker.cli.params import DATETIME, OFFSET
 from broker.errors import InvalidRequestError, NonEmptyGroupError
 
 _DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
@@ -70,7 +70,7 @@ def groups_describe(ctx, group_ids, show_members):
                 topic, partition, end = tp.topic, tp.partition, future.result().offset
                 current = offsets.get((topic, partition))
                 rows.append([group_id, topic, str(partition), "-" if current is None else str(current), str(end),
-                             "-" if current is None else str(max(0, end - current)),
+                             "-" if current is None else str(end - current),   # Kafka's getLag: negative shows a bad commit
                              owner.get((topic, partition), "-")])
             click.echo(f"Group {group_id} is {desc.state} with {len(desc.members)} member(s).")
             if len(rows) > 1:
@@ -90,15 +90,24 @@ def groups_delete(ctx, group_ids):
 
 
 def _selected(admin, topics: tuple[str, ...]) -> list:
-    """``orders`` (every partition) or ``orders:0,2`` as TopicPartitions."""
+    """``orders`` (every partition) or ``orders:0,2`` as TopicPartitions. As Kafka's
+    ``parseTopicsWithPartitions``, ``orders:`` (a colon and no partition) is refused: it used to
+    select every partition, so an empty variable in a script reset them all."""
     from broker.client import TopicPartition
     out = []
     for spec in topics:
-        name, _, parts = spec.partition(":")
-        if parts:
-            out += [TopicPartition(name, int(p)) for p in parts.split(",")]
+        name, colon, parts = spec.partition(":")
+        if not colon:
+            out += [TopicPartition(name, p) for p in partitions_of(admin, name)]
             continue
-        out += [TopicPartition(name, p) for p in partitions_of(admin, name)]
+        numbers = [p.strip() for p in parts.split(",") if p.strip()]
+        if not name or not numbers:
+            raise click.BadParameter(f"invalid topic arg {spec!r}: expected TOPIC or TOPIC:P1,P2", param_hint="--topic")
+        for p in numbers:
+            if not p.isdigit():
+                raise click.BadParameter(f"invalid partition {p!r} in {spec!r}: partitions are numbers",
+                                         param_hint="--topic")
+        out += [TopicPartition(name, int(p)) for p in numbers]
     return out
 
 
@@ -131,7 +140,8 @@ def parse_duration(value: str) -> int:
 @click.option("--to-latest", "how", flag_value="latest")
 @click.option("--to-current", "how", flag_value="current")
 @click.option("--to-offset", type=OFFSET, default=None)
-@click.option("--to-datetime", type=TIMESTAMP, default=None, help="ISO-8601, UTC unless a zone is given")
+@click.option("--to-datetime", type=DATETIME, default=None,
+              help="YYYY-MM-DDTHH:mm:SS[.sss][zone], UTC unless a zone is given")
 @click.option("--by-duration", default=None, help="ISO-8601 duration back from now, e.g. PT1H")
 @click.option("--shift-by", type=OFFSET, default=None, help="move each committed offset by N (may be negative)")
 @click.option("--execute", is_flag=True, help="apply (default: only show the new offsets)")

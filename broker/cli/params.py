@@ -80,6 +80,24 @@ class _Timestamp(click.ParamType):
 TIMESTAMP = _Timestamp()
 
 
+class _DateTime(click.ParamType):
+    """Kafka's ``--to-datetime``: a date and a time with a 'T' (``2026-11-01T00:00:00[.000][zone]``,
+    UTC unless a zone is given); no bare dates, milliseconds or named times, so a typo such as
+    ``2024`` cannot reset offsets to the epoch."""
+
+    name = "datetime"
+
+    def convert(self, value, param, ctx):
+        text = str(value).strip()
+        if "T" not in text:
+            self.fail(f"{text!r} is not a date-time (it has no 'T'); use e.g. 2026-11-01T00:00:00 or "
+                      "2026-11-01T00:00:00.000+01:00", param, ctx)
+        return TIMESTAMP.convert(text, param, ctx)
+
+
+DATETIME = _DateTime()
+
+
 class _DataDir(click.ParamType):
     """A directory the broker can create or write: an existing file or an unwritable place is
     refused up front, naming the path."""

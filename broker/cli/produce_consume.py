@@ -16,7 +16,7 @@ import sys
 import click
 
 from broker.cli.common import open_admin, pairs, partitions_of
-from broker.cli.params import COUNT, OFFSET, OFFSET_OR_HIGH_WATERMARK, PARTITION, TIMESTAMP
+from broker.cli.params import COUNT, INT64_MAX, OFFSET_OR_HIGH_WATERMARK, PARTITION, TIMESTAMP
 from broker.errors import RiverlogError
 
 
@@ -25,13 +25,16 @@ from broker.errors import RiverlogError
 @click.option("--file", "-f", "path", type=click.Path(exists=True, dir_okay=False),
               help="read lines from this file (default: standard input)")
 @click.option("--key-separator", "-k", default=None, help="split each line into key and value at this")
+@click.option("--ignore-error", is_flag=True,
+              help="with --key-separator: send a line without the separator as a value with a null key "
+                   "(else the line stops the producer, as Kafka's console producer)")
 @click.option("--partition", type=PARTITION, default=None, help="default: chosen by the partitioner")
 @click.option("--header", "-H", "headers", multiple=True, help="key=value header on every record")
 @click.option("--acks", default="all", show_default=True, type=click.Choice(["0", "1", "all", "-1"]))
 @click.option("--compression", default="none", show_default=True, type=click.Choice(["none", "lz4", "zstd"]))
 @click.option("--config", "-c", "configs", multiple=True, help="key=value producer config")
 @click.pass_context
-def produce(ctx, topic, path, key_separator, partition, headers, acks, compression, configs):
+def produce(ctx, topic, path, key_separator, ignore_error, partition, headers, acks, compression, configs):
     """Send each input line as one record (a console producer)."""
     from tqdm import tqdm
 
@@ -50,14 +53,18 @@ def produce(ctx, topic, path, key_separator, partition, headers, acks, compressi
     progress = tqdm(total=os.path.getsize(path), unit="B", unit_scale=True, desc=topic) if path else None
     sep = key_separator.encode() if key_separator else None
     count = 0
+    missing_separator = None
     try:
-        for line in stream:
+        for number, line in enumerate(stream, 1):
             if progress is not None:
                 progress.update(len(line))
             line = line.rstrip(b"\r\n")
             key = None
             if sep is not None:
                 key, found, value = line.partition(sep)
+                if not found and not ignore_error:
+                    missing_separator = number
+                    break
                 if not found:
                     key, value = None, line
             else:
@@ -75,6 +82,9 @@ def produce(ctx, topic, path, key_separator, partition, headers, acks, compressi
     if failures or left:
         raise failures[0].exception() if failures else RiverlogError(f"{left} record(s) were not acknowledged in time")
     click.echo(f"Produced {count} record(s) to {topic}.", err=True)
+    if missing_separator is not None:
+        raise click.ClickException(f"no key separator {key_separator!r} found on line {missing_separator}; the lines "
+                                   "before it were sent. Add --ignore-error to send such lines with a null key")
 
 
 def _produce_retrying(producer, topic, value, key, partition, headers, on_delivery):
@@ -88,11 +98,31 @@ def _produce_retrying(producer, topic, value, key, partition, headers, on_delive
 
 
 # ----------------------------------------------------------------------------------- consume
+class _ConsoleOffset(click.ParamType):
+    """Kafka's console consumer ``--offset``: ``earliest``, ``latest`` or an offset >= 0."""
+
+    name = "offset"
+
+    def convert(self, value, param, ctx):
+        from broker.client import OFFSET_BEGINNING, OFFSET_END
+        text = str(value).strip().lower()
+        if text in ("earliest", "latest"):
+            return OFFSET_BEGINNING if text == "earliest" else OFFSET_END
+        if not text.isdigit() or int(text) > INT64_MAX:
+            self.fail(f"{value!r} is not an offset: use earliest, latest or a number from 0 to {INT64_MAX}",
+                      param, ctx)
+        return int(text)
+
+
+CONSOLE_OFFSET = _ConsoleOffset()
+
+
 @click.command()
 @click.argument("topic")
 @click.option("--from-beginning", is_flag=True, help="start at the earliest offset (default: the end)")
 @click.option("--partition", "-p", type=PARTITION, default=None, help="only this partition")
-@click.option("--offset", "-o", type=OFFSET, default=None, help="start at this offset (needs --partition)")
+@click.option("--offset", "-o", type=CONSOLE_OFFSET, default=None,
+              help="earliest, latest or an offset >= 0 to start at (needs --partition); past the end: the end")
 @click.option("--max-messages", "-n", type=COUNT, default=None, help="stop after this many records")
 @click.option("--timeout-ms", type=COUNT, default=None, help="stop when nothing arrives for this long")
 @click.option("--print-key", is_flag=True)
@@ -107,11 +137,15 @@ def consume(ctx, topic, from_beginning, partition, offset, max_messages, timeout
     from broker.client import OFFSET_BEGINNING, OFFSET_END, Consumer, TopicPartition
     if offset is not None and partition is None:
         raise click.UsageError("--offset needs --partition")
+    if offset is not None and from_beginning:
+        raise click.UsageError("--offset and --from-beginning cannot be given together: pick one start")
     with open_admin(ctx) as admin:
         every = partitions_of(admin, topic)
     partitions = every if partition is None else [partition]
     start = offset if offset is not None else (OFFSET_BEGINNING if from_beginning else OFFSET_END)
-    consumer = Consumer({"bootstrap.servers": ctx.obj["bootstrap"], "auto.offset.reset": "earliest"})
+    # Kafka's console consumer: an offset out of range moves to the end unless --from-beginning
+    consumer = Consumer({"bootstrap.servers": ctx.obj["bootstrap"],
+                         "auto.offset.reset": "earliest" if from_beginning else "latest"})
     consumer.assign([TopicPartition(topic, p, start) for p in partitions])
     seen = 0
     try:

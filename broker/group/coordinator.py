@@ -225,6 +225,22 @@ class GroupShard:
                                      "stop them (or wait for their sessions to expire) first")
         return self._changes(group, removed=True)
 
+    def delete_topics(self, topics: set[str]) -> list[Record]:
+        """Kafka's ``onPartitionsDeleted``: a deleted topic's offsets (committed and pending in a
+        transaction) go from every group, so a topic created again under the name is read from
+        its start, not from offsets of the old one."""
+        records: list[Record] = []
+        for group in list(self.groups.values()):
+            gone = [tp for tp in group.offsets if tp[0] in topics]
+            pending = [(p, tp) for p, offsets in group.pending.items() for tp in offsets if tp[0] in topics]
+            for tp in gone:
+                del group.offsets[tp]
+            for producer, tp in pending:
+                del group.pending[producer][tp]
+            if gone or pending:
+                records += self._changes(group)
+        return records
+
     def delete_offsets(self, group_id: str, partitions: Iterable[TP]) -> list[Record]:
         group = self._group(group_id, create=False)
         partitions = list(partitions)

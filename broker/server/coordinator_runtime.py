@@ -136,6 +136,10 @@ class CoordinatorRuntime:
         with self._lock:
             return [loaded.shard for loaded in self._shards.values()]
 
+    def loaded_shards(self) -> list:
+        with self._lock:
+            return list(self._shards.values())
+
     def topic_sizes(self) -> dict[str, int]:
         return {name: t.num_partitions for name, t in self.broker.image.topics.items()}
 

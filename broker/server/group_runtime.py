@@ -16,6 +16,8 @@ class GroupRuntime(CoordinatorRuntime):
     what = "group"
     thread_name = "riverlog-groups"
 
+    _topic_ids: dict[str, str] | None = None
+
     def new_shard(self, partition: int) -> GroupShard:
         return GroupShard(partition)
 
@@ -24,6 +26,24 @@ class GroupRuntime(CoordinatorRuntime):
                 "replication_factor": self.config["offsets.topic.replication.factor"],
                 "configs": {"cleanup.policy": "compact",
                             "segment.bytes": str(self.config["offsets.topic.segment.bytes"])}}
+
+    def _tick(self) -> None:
+        """Before the timers: the offsets of topics deleted (or deleted and created again) since
+        the last look are dropped from every group this broker coordinates."""
+        ids = {name: t.topic_id for name, t in self.broker.image.topics.items()}
+        gone = {name for name, topic_id in (self._topic_ids or {}).items() if ids.get(name) != topic_id}
+        if gone:
+            for loaded in self.loaded_shards():
+                with loaded.lock:
+                    records = loaded.shard.delete_topics(gone) if loaded.live else []
+                    if records:
+                        try:
+                            self.write(loaded, records)
+                        except RiverlogError as e:
+                            log.warning("could not drop the offsets of deleted topics %s: %r", sorted(gone), e)
+                            return      # looked at again next time
+        self._topic_ids = ids
+        super()._tick()
 
     def tick(self, loaded, now_ms: int) -> None:
         records = loaded.shard.expire(self.topic_sizes(), now_ms)

@@ -188,21 +188,25 @@ def test_delete_unknown_topic_fails(cli, topic_name):
 # ----------------------------------------------------------------------------------- produce / consume
 def test_produce_stdin_with_keys_and_headers_then_consume(cli, shared_broker, topic_name):
     cli("topics", "create", topic_name, "--partitions", 1)
-    res = cli("produce", topic_name, "--key-separator", ":", "--header", "source=cli",
+    # as Kafka's console producer, a line without the separator stops it (the lines before are sent)
+    stopped = cli("produce", topic_name, "--key-separator", ":", input=b"k0:v0\nnokey\n", check=False)
+    assert stopped.returncode == 1 and "no key separator ':' found on line 2" in stopped.stderr, stopped.stderr
+    res = cli("produce", topic_name, "--key-separator", ":", "--ignore-error", "--header", "source=cli",
               input=b"k1:v1\nk2:v2\nnokey\nk4:v:4\n")
     assert "Produced 4 record(s)" in res.stderr
 
-    out = cli("consume", topic_name, "--from-beginning", "--max-messages", 4, "--print-key", "--print-headers")
+    out = cli("consume", topic_name, "--from-beginning", "--max-messages", 5, "--print-key", "--print-headers")
     assert lines(out.stdout) == [
+        "NO_HEADERS\tk0\tv0",
         "source:cli\tk1\tv1",
         "source:cli\tk2\tv2",
         "source:cli\tnull\tnokey",
         "source:cli\tk4\tv:4",
     ]
-    assert "Processed a total of 4 messages" in out.stderr
+    assert "Processed a total of 5 messages" in out.stderr
 
     # the records really are on the broker with these keys, values and headers
-    msgs = read_all(shared_broker.bootstrap, topic_name, 1, 4)
+    msgs = read_all(shared_broker.bootstrap, topic_name, 1, 5)[1:]
     assert [(m.key(), m.value()) for m in msgs] == [(b"k1", b"v1"), (b"k2", b"v2"), (None, b"nokey"),
                                                    (b"k4", b"v:4")]
     assert all(list(m.headers()) == [("source", b"cli")] for m in msgs)
@@ -226,6 +230,14 @@ def test_consume_partition_and_offset(cli, topic_name):
 
     p0 = cli("consume", topic_name, "--partition", 0, "--offset", 1, "--max-messages", 2, "--print-offset")
     assert lines(p0.stdout) == ["Partition:0\tOffset:1\ta1", "Partition:0\tOffset:2\ta2"]
+
+    # Kafka's console consumer: earliest/latest/offset >= 0; past the end waits at the end (it read
+    # from the start before); --offset with --from-beginning is refused
+    assert lines(cli("consume", topic_name, "-p", 0, "-o", "earliest", "-n", 1).stdout) == ["a0"]
+    assert lines(cli("consume", topic_name, "-p", 0, "-o", 100, "--timeout-ms", 1500).stdout) == []
+    both = cli("consume", topic_name, "-p", 0, "-o", 1, "--from-beginning", check=False)
+    assert both.returncode == 2 and "cannot be given together" in both.stderr
+    assert cli("consume", topic_name, "-p", 0, "-o", -2, check=False).returncode == 2
 
     needs_partition = cli("consume", topic_name, "--offset", 1, "--max-messages", 1, check=False)
     assert needs_partition.returncode != 0

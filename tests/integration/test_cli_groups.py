@@ -35,7 +35,7 @@ def _rows(text: str) -> list[list[str]]:
 
 def _commit(bootstrap, group, topic, offsets):
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()])
+    c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
     c.close()
 
 
@@ -83,10 +83,20 @@ def test_reset_offsets_dry_run_then_execute(cli, shared_broker, topic_name):
     half_hour_ago = dt.datetime.fromtimestamp(time.time() - 1800, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
     assert plan("--to-datetime", half_hour_ago) == {0: 5, 1: 5}
     assert plan("--by-duration", "PT2H") == {0: 0, 1: 0}
+    # As Kafka's tool: "t:" (an empty partition list) and a date-time without its 'T' are refused;
+    # they reset every partition, or to the epoch ("2024" read as 2024 ms).
+    for bad in (("--topic", f"{topic_name}:", "--to-earliest"), ("--topic", f"{topic_name}:x", "--to-earliest"),
+                ("--topic", topic_name, "--to-datetime", "2024"), ("--topic", topic_name, "--to-datetime", "latest")):
+        refused = cli("groups", "reset-offsets", "resetting", *bad, "--execute", check=False)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, (bad, refused.stderr)
+    trailing = cli("groups", "reset-offsets", "resetting", "--topic", f"{topic_name}:0,", "--to-offset", "3").stdout
+    assert {int(r[2]): int(r[3]) for r in _rows(trailing)} == {0: 3}            # a trailing comma is ignored
     # Nothing changed yet: those were dry runs.
     assert [r[3] for r in _rows(cli("groups", "describe", "resetting").stdout)] == ["6", "6"]
     cli("groups", "reset-offsets", "resetting", "--topic", f"{topic_name}:1", "--to-earliest", "--execute")
     assert [r[3] for r in _rows(cli("groups", "describe", "resetting").stdout)] == ["6", "0"]
+    _commit(shared_broker.bootstrap, "resetting", topic_name, {0: 100, 1: 0})
+    assert [r[5] for r in _rows(cli("groups", "describe", "resetting").stdout)] == ["-93", "7"]   # Kafka's lag
 
 
 def test_delete_offsets_and_delete_group(cli, shared_broker, topic_name):

@@ -632,6 +632,22 @@ def test_delete_group_tombstones_exactly_its_own_keys():
     assert back.committed("g", None) == {}
 
 
+def test_a_deleted_topic_s_offsets_are_tombstoned_in_every_group_pending_ones_too():
+    shard, log = GroupShard(0), []
+    for gid in ("g", "h"):
+        log += shard.commit(gid, "", -1, {("gone", 0): Committed(5), ("kept", 0): Committed(6)})
+    log += shard.commit_in_transaction("g", "", -1, 1000, 0, {("gone", 1): Committed(7)})
+    records = shard.delete_topics({"gone"})
+    assert records and all(v is None for _, v in records)
+    assert {json.loads(k)["topic"] for k, _ in records} == {"gone"}
+    back = replay(log + records)
+    for gid in ("g", "h"):
+        assert back.committed(gid, None) == {("kept", 0): Committed(6)}
+    shard.end_transaction("g", 1000, 0, commit=True)          # the pending offset is gone too
+    assert shard.committed("g", None) == {("kept", 0): Committed(6)}
+    assert shard.delete_topics({"gone"}) == []                # nothing left to drop
+
+
 def test_delete_group_refuses_while_a_static_member_is_away():
     g_shard = GroupShard(0)
     a = hb(g_shard, instance_id="ia").member_id
