@@ -41,19 +41,56 @@ __all__ = [  # confluent_kafka.admin's names that Riverlog has
 ]
 
 
-@dataclass
 class NewTopic:
-    topic: str
-    num_partitions: int = -1
-    replication_factor: int = -1
-    config: dict = field(default_factory=dict)
+    """A topic to create, in confluent-kafka's argument order (``topic, num_partitions,
+    replication_factor, replica_assignment, config``); a dict in the fourth place is read as
+    ``config``. The controller places replicas: a ``replica_assignment`` is refused at
+    ``create_topics``."""
+
+    def __init__(self, topic: str, num_partitions: int = -1, replication_factor: int = -1,
+                 replica_assignment=None, config: dict | None = None):
+        if isinstance(replica_assignment, dict) and config is None:
+            replica_assignment, config = None, replica_assignment
+        self.topic, self.num_partitions, self.replication_factor = topic, num_partitions, replication_factor
+        self.replica_assignment = replica_assignment
+        self.config = dict(config or {})
+
+    def __eq__(self, other):
+        return isinstance(other, NewTopic) and (self.topic, self.num_partitions, self.replication_factor,
+                                                self.replica_assignment, self.config) == \
+            (other.topic, other.num_partitions, other.replication_factor, other.replica_assignment, other.config)
+
+    def __hash__(self):
+        return hash(self.topic)
+
+    def __repr__(self):
+        return f"NewTopic(topic={self.topic},num_partitions={self.num_partitions})"
 
 
-@dataclass
 class NewPartitions:
-    """Grow ``topic`` to ``new_total_count`` partitions (confluent-kafka's name)."""
-    topic: str
-    new_total_count: int
+    """Grow ``topic`` to ``new_total_count`` partitions (confluent-kafka's names); a
+    ``replica_assignment`` is refused at ``create_partitions``, as for NewTopic."""
+
+    def __init__(self, topic: str, new_total_count: int, replica_assignment=None):
+        self.topic, self.new_total_count, self.replica_assignment = topic, new_total_count, replica_assignment
+
+    def __eq__(self, other):
+        return isinstance(other, NewPartitions) and \
+            (self.topic, self.new_total_count, self.replica_assignment) == \
+            (other.topic, other.new_total_count, other.replica_assignment)
+
+    def __hash__(self):
+        return hash(self.topic)
+
+    def __repr__(self):
+        return f"NewPartitions(topic={self.topic},new_total_count={self.new_total_count})"
+
+
+def _no_replica_assignment(items, what: str) -> None:
+    placed = [i.topic for i in items if i.replica_assignment]
+    if placed:
+        raise ValueError(f"{what} {placed}: replica_assignment is not supported (the controller places "
+                         f"replicas); give num_partitions and replication_factor instead")
 
 
 @dataclass
@@ -123,16 +160,31 @@ class ConfigEntry:
         self.source = ConfigSource.of(self.source) if self.source != "" else ConfigSource.UNKNOWN_CONFIG
 
 
-@dataclass
 class ConfigResource:
-    restype: ResourceType
-    name: str
-    set_config: dict = field(default_factory=dict)
-    incremental_configs: list[ConfigEntry] = field(default_factory=list)
+    """A resource whose configs are described or altered (confluent-kafka's shape):
+    ``set_config(name, value)`` fills ``set_config_dict`` for ``alter_configs``;
+    ``add_incremental_config`` the entries of ``incremental_alter_configs``."""
 
-    def __post_init__(self):
-        if isinstance(self.restype, str):
-            self.restype = ResourceType[self.restype.upper()]
+    def __init__(self, restype, name: str, set_config: dict | None = None, described_configs=None, error=None,
+                 incremental_configs: list | None = None):
+        if isinstance(restype, str):
+            try:
+                restype = ResourceType[restype.upper()]
+            except KeyError:
+                raise ValueError(f'Unknown resource type "{restype}": should be a ResourceType value') from None
+        elif isinstance(restype, int):
+            restype = ResourceType(restype)
+        self.restype, self.name = restype, name
+        self.set_config_dict = dict(set_config or {})
+        self.configs, self.error = described_configs, error
+        self.incremental_configs = list(incremental_configs or [])
+
+    def set_config(self, name: str, value, overwrite: bool = True) -> None:
+        if overwrite or name not in self.set_config_dict:
+            self.set_config_dict[name] = value
+
+    def add_incremental_config(self, entry: ConfigEntry) -> None:
+        self.incremental_configs.append(entry)
 
     def __hash__(self):
         return hash((int(self.restype), self.name))
@@ -140,8 +192,11 @@ class ConfigResource:
     def __eq__(self, other):
         return isinstance(other, ConfigResource) and (self.restype, self.name) == (other.restype, other.name)
 
-    def add_incremental_config(self, entry: ConfigEntry) -> None:
-        self.incremental_configs.append(entry)
+    def __lt__(self, other):
+        return (int(self.restype), self.name) < (int(other.restype), other.name)
+
+    def __repr__(self):
+        return f"ConfigResource({self.restype.name},{self.name})"
 
 
 class OffsetSpec:
@@ -231,6 +286,7 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin):
 
     def create_topics(self, new_topics: list[NewTopic], validate_only: bool = False,
                       operation_timeout: float = 30, request_timeout: float | None = None) -> dict[str, Future]:
+        _no_replica_assignment(new_topics, "create_topics")
         request = pb.CreateTopicsRequest(validate_only=validate_only, topics=[
             pb.CreatableTopic(name=t.topic, num_partitions=t.num_partitions, replication_factor=t.replication_factor,
                               configs={k: str(v) for k, v in t.config.items()}) for t in new_topics])
@@ -248,6 +304,7 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin):
 
     def create_partitions(self, new_partitions: list[NewPartitions], validate_only: bool = False,
                           operation_timeout: float = 30, request_timeout: float | None = None) -> dict[str, Future]:
+        _no_replica_assignment(new_partitions, "create_partitions")
         request = pb.CreatePartitionsRequest(validate_only=validate_only, topics=[
             pb.CreatePartitionsTopic(name=p.topic, count=p.new_total_count) for p in new_partitions])
         return self._fan_out([p.topic for p in new_partitions],
@@ -294,7 +351,7 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin):
 
     def alter_configs(self, resources: list[ConfigResource], validate_only: bool = False,
                       request_timeout: float | None = None):
-        """Replace each resource's overrides with ``set_config`` (unlisted keys return to defaults)."""
+        """Replace each resource's overrides with its ``set_config_dict`` (unlisted keys return to defaults)."""
         return self._alter(resources, validate_only, False, request_timeout)
 
     def incremental_alter_configs(self, resources: list[ConfigResource], validate_only: bool = False,
@@ -314,7 +371,7 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin):
                     op = c.incremental_operation or AlterConfigOpType.SET
                     entry.configs.add(name=c.name, value="" if c.value is None else str(c.value), op=int(op))
             else:
-                for k, v in r.set_config.items():
+                for k, v in r.set_config_dict.items():
                     entry.configs.add(name=k, value=str(v), op=0)
 
         def split(response):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import zlib
 
+import pytest
+
 from broker.client import (AdminClient, ConfigResource, ConfigSource, ConsumeError, Consumer, ConsumerGroupState,
                            DeserializingConsumer, IsolationLevel, KafkaError, KafkaException, NewPartitions,
                            NewTopic, OffsetSpec, Producer, SerializingProducer, TopicCollection, TopicPartition)
@@ -94,6 +96,19 @@ def test_admin_api_walk_through(shared_broker, topic_name):
                                                                incremental_operation=AlterConfigOpType.SET)])
     a.incremental_alter_configs([resource])[resource].result()
     assert a.describe_configs([resource])[resource].result()["retention.ms"].value == "7200000"
+    whole = ConfigResource(ResourceType.TOPIC, topic_name)       # confluent's set_config(name, value[, overwrite])
+    whole.set_config("retention.ms", "1800000")
+    whole.set_config("retention.ms", "5", overwrite=False)
+    a.alter_configs([whole])[whole].result()
+    assert a.describe_configs([whole])[whole].result()["retention.ms"].value == "1800000"
+    with pytest.raises(ValueError, match="Unknown resource type"):
+        ConfigResource("tpoic", topic_name)
+    # NewTopic in confluent's argument order: replica_assignment fourth (refused: the controller
+    # places replicas), config by keyword; NewTopic and NewPartitions are hashable
+    assert NewTopic("x", 1, 1, config={"retention.ms": "1"}).config == {"retention.ms": "1"}
+    assert len({NewTopic("x", 1, 1), NewTopic("x", 1, 1)}) == 1 and len({NewPartitions("x", 2)}) == 1
+    with pytest.raises(ValueError, match="replica_assignment is not supported"):
+        a.create_topics([NewTopic(topic_name + "-placed", 1, 1, [[0]])])
     # produce, then list offsets and delete records
     with Producer({"bootstrap.servers": servers}) as p:
         for i in range(10):
