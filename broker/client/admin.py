@@ -99,6 +99,7 @@ class DescribeClusterResult:
     controller: Node | None
     nodes: list[Node]
     metadata_offset: int = -1
+    authorized_operations: list | None = None
 
 
 class ResourceType(enum.IntEnum):
@@ -312,15 +313,53 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin):
                              lambda r: ((x.name, _error(x.error_code, x.error_message) if x.error_code else None)
                                         for x in r.results))
 
-    def elect_leaders(self, topic: str, partitions: list[int] | None = None,
-                      request_timeout: float | None = None) -> Future:
-        """Move leadership back to each partition's preferred (first) replica where it is in sync."""
+    def elect_leaders(self, topic, partitions=None, request_timeout: float | None = None) -> Future:
+        """Move leadership back to each partition's preferred (first) replica where it is in sync.
+        confluent-kafka's form ``elect_leaders(ElectionType.PREFERRED, [TopicPartition, ...] | None)``
+        gives a future of ``{TopicPartition: KafkaException | None}`` (None partitions: every
+        partition of every topic); ``elect_leaders(topic, [partition, ...])`` is Riverlog's own."""
+        if isinstance(topic, ElectionType):
+            return self._elect_preferred(topic, partitions, request_timeout)
         request = pb.ElectLeadersRequest(topic=topic, partitions=partitions or [])
         return self._fan_out([topic], lambda: self.cluster.call_any("ElectLeaders", request, request_timeout),
                              lambda r: [(topic, _error(r.error_code, r.error_message) if r.error_code else None)])[topic]
 
-    def describe_cluster(self, request_timeout: float | None = None) -> Future:
-        """A future of :class:`DescribeClusterResult`: nodes, the active controller, the cluster id."""
+    def _elect_preferred(self, election_type: ElectionType, partitions, request_timeout) -> Future:
+        if election_type != ElectionType.PREFERRED:
+            raise ValueError("only ElectionType.PREFERRED is supported: an unclean election is the controller's, "
+                             "when unclean.leader.election.enable is set on the topic")
+        result: Future = Future()
+
+        def run():
+            try:
+                if partitions is None:
+                    md = self.list_topics(timeout=request_timeout or 30)
+                    wanted = [TopicPartition(t, p) for t, m in md.topics.items() if not t.startswith("__")
+                              for p in m.partitions]
+                else:
+                    wanted = list(partitions)
+                by_topic: dict[str, list[int]] = {}
+                for tp in wanted:
+                    by_topic.setdefault(tp.topic, []).append(tp.partition)
+                out = {}
+                for t, ps in sorted(by_topic.items()):
+                    try:      # called here, not through elect_leaders: this runs on the pool already
+                        r = self.cluster.call_any("ElectLeaders", pb.ElectLeadersRequest(topic=t, partitions=ps),
+                                                  request_timeout)
+                        error = _error(r.error_code, r.error_message) if r.error_code else None
+                    except KafkaException as e:    # reported per partition, as confluent's result
+                        error = e
+                    out.update({TopicPartition(t, p): error for p in ps})
+                result.set_result(out)
+            except Exception as e:  # noqa: BLE001 - the future carries it
+                result.set_exception(e)
+
+        self._pool.submit(run)
+        return result
+
+    def describe_cluster(self, request_timeout: float | None = None, include_authorized_operations: bool = False) -> Future:
+        """A future of :class:`DescribeClusterResult`: nodes, the active controller, the cluster id.
+        ``include_authorized_operations`` is accepted; ``authorized_operations`` stays None (no ACLs)."""
         def split(r):
             nodes = [Node(n.node_id, n.host, n.port, fenced=n.fenced, voter=n.voter, broker=n.broker) for n in r.nodes]
             controller = next((n for n in nodes if n.id == r.controller_id), None)

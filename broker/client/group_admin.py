@@ -178,7 +178,8 @@ class ConsumerGroupAdmin:
                                      [GroupMember(m.member_id, m.client_id, m.host) for m in d.members]))
         return out
 
-    def describe_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None) -> dict[str, Future]:
+    def describe_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None,
+                                 include_authorized_operations: bool = False) -> dict[str, Future]:
         def describe(group_id, coordinator, timeout):
             response = coordinator.call("DescribeGroups", pb.DescribeGroupsRequest(group_ids=[group_id]), timeout)
             d = response.groups[0]
@@ -199,8 +200,11 @@ class ConsumerGroupAdmin:
         return self._per_group(group_ids, delete, request_timeout)
 
     def list_consumer_group_offsets(self, requests: list[ConsumerGroupTopicPartitions],
-                                    request_timeout: float | None = None) -> dict[str, Future]:
-        """Committed offsets (all of the group's, or the listed partitions') per group."""
+                                    request_timeout: float | None = None, require_stable: bool = False
+                                    ) -> dict[str, Future]:
+        """Committed offsets (all of the group's, or the listed partitions') per group. Offsets
+        committed in a transaction show once it commits, so ``require_stable`` (accepted, as
+        confluent-kafka's ``include_authorized_operations`` on the describe calls) changes nothing."""
         wanted = {r.group_id: r.topic_partitions for r in requests}
 
         def fetch(group_id, coordinator, timeout):

@@ -125,6 +125,8 @@ class Broker:
             self.runtime = ControllerRuntime(config, clock, sorted(self.voters), self._send_raft)
         self.controller = ControllerClient(self.node_id, self.voters, self.runtime, self.peers)
         self.image = MetadataImage()
+        # called with the names of topics a new image no longer has (or has under a new id)
+        self.topic_deletion_listeners: list[Callable[[set[str]], None]] = []
         self.metadata_changed = threading.Condition()
         self.fetchers = ReplicaFetcherManager(self.node_id, config, self.peers, self._address_of,
                                               lambda: self.broker_epoch)
@@ -211,8 +213,12 @@ class Broker:
         # The published image is never mutated, so request handlers can share it while the
         # metadata thread keeps applying to the loader's working copy.
         with self.metadata_changed:
-            self.image = image
+            before, self.image = self.image, image
             self.metadata_changed.notify_all()
+        gone = {name for name, t in before.topics.items()
+                if name not in image.topics or image.topics[name].topic_id != t.topic_id}
+        for listener in self.topic_deletion_listeners if gone else ():
+            listener(gone)
 
     def metadata_errors(self) -> dict:
         """Kafka's broker metadata metrics: records that failed to replay, and failures applying

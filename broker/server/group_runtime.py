@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 from broker.errors import RiverlogError
 from broker.group.coordinator import OFFSETS_TOPIC, GroupShard
@@ -16,7 +17,16 @@ class GroupRuntime(CoordinatorRuntime):
     what = "group"
     thread_name = "riverlog-groups"
 
-    _topic_ids: dict[str, str] | None = None
+    def __init__(self, broker):
+        super().__init__(broker)
+        self._deleted: set[str] = set()
+        self._deleted_lock = threading.Lock()
+        broker.topic_deletion_listeners.append(self._topics_deleted)
+
+    def _topics_deleted(self, names: set[str]) -> None:
+        """From the metadata thread: topics a new image no longer has (or has under a new id)."""
+        with self._deleted_lock:
+            self._deleted |= names
 
     def new_shard(self, partition: int) -> GroupShard:
         return GroupShard(partition)
@@ -29,9 +39,9 @@ class GroupRuntime(CoordinatorRuntime):
 
     def _tick(self) -> None:
         """Before the timers: the offsets of topics deleted (or deleted and created again) since
-        the last look are dropped from every group this broker coordinates."""
-        ids = {name: t.topic_id for name, t in self.broker.image.topics.items()}
-        gone = {name for name, topic_id in (self._topic_ids or {}).items() if ids.get(name) != topic_id}
+        the last tick go from every group this broker coordinates (Kafka's onPartitionsDeleted)."""
+        with self._deleted_lock:
+            gone, self._deleted = self._deleted, set()
         if gone:
             for loaded in self.loaded_shards():
                 with loaded.lock:
@@ -41,8 +51,8 @@ class GroupRuntime(CoordinatorRuntime):
                             self.write(loaded, records)
                         except RiverlogError as e:
                             log.warning("could not drop the offsets of deleted topics %s: %r", sorted(gone), e)
-                            return      # looked at again next time
-        self._topic_ids = ids
+                            with self._deleted_lock:
+                                self._deleted |= gone       # tried again at the next tick
         super()._tick()
 
     def tick(self, loaded, now_ms: int) -> None:

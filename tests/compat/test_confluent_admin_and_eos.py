@@ -11,7 +11,7 @@ import pytest
 from broker.client import (AdminClient, ConfigResource, ConfigSource, ConsumeError, Consumer, ConsumerGroupState,
                            DeserializingConsumer, IsolationLevel, KafkaError, KafkaException, NewPartitions,
                            NewTopic, OffsetSpec, Producer, SerializingProducer, TopicCollection, TopicPartition)
-from broker.client.admin import AlterConfigOpType, ConfigEntry, ResourceType
+from broker.client.admin import AlterConfigOpType, ConfigEntry, ConsumerGroupTopicPartitions, ElectionType, ResourceType
 from broker.client.serialization import (IntegerDeserializer, IntegerSerializer, JSONDeserializer, JSONSerializer,
                                          StringDeserializer, StringSerializer)
 
@@ -109,6 +109,12 @@ def test_admin_api_walk_through(shared_broker, topic_name):
     assert len({NewTopic("x", 1, 1), NewTopic("x", 1, 1)}) == 1 and len({NewPartitions("x", 2)}) == 1
     with pytest.raises(ValueError, match="replica_assignment is not supported"):
         a.create_topics([NewTopic(topic_name + "-placed", 1, 1, [[0]])])
+    # confluent's elect_leaders(ElectionType, [TopicPartition]) and the ACL-less describe_cluster
+    elected = a.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic_name, 0)]).result(30)
+    assert elected == {TopicPartition(topic_name, 0): None}
+    with pytest.raises(ValueError, match="PREFERRED"):
+        a.elect_leaders(ElectionType.UNCLEAN, None)
+    assert a.describe_cluster(include_authorized_operations=True).result(30).authorized_operations is None
     # produce, then list offsets and delete records
     with Producer({"bootstrap.servers": servers}) as p:
         for i in range(10):
@@ -129,8 +135,11 @@ def test_admin_api_walk_through(shared_broker, topic_name):
         listing = [g for g in a.list_consumer_groups().result().valid if g.group_id == topic_name]
         assert listing and listing[0].state in (ConsumerGroupState.STABLE, ConsumerGroupState.COMPLETING_REBALANCING,
                                                 ConsumerGroupState.PREPARING_REBALANCING)
-        described = a.describe_consumer_groups([topic_name])[topic_name].result()
+        described = a.describe_consumer_groups([topic_name], include_authorized_operations=True)[topic_name].result()
         assert len(described.members) == 1
+        offsets = a.list_consumer_group_offsets([ConsumerGroupTopicPartitions(topic_name)],
+                                                require_stable=True)[topic_name].result()
+        assert {p.partition: p.offset for p in offsets.topic_partitions}[0] == 10
         group = a.list_groups(topic_name, timeout=10)[0]  # the older, blocking call
         assert (group.id, group.error, group.protocol_type, len(group.members)) == (topic_name, None, "consumer", 1)
         assert group.broker.id == described.coordinator and group.members[0].id == described.members[0].member_id
