@@ -18,7 +18,7 @@ import click
 
 from broker.cli.common import ReportErrors, open_admin, partitions_of, table
 from broker.cli.params import DATETIME, OFFSET
-from broker.errors import InvalidRequestError, NonEmptyGroupError
+from broker.errors import InvalidRequestError, NonEmptyGroupError, RiverlogError
 
 _DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
 
@@ -84,9 +84,16 @@ def groups_delete(ctx, group_ids):
     """Delete empty groups and their committed offsets."""
     with open_admin(ctx) as admin:
         futures = admin.delete_consumer_groups(list(group_ids))
-        for group_id in group_ids:
-            futures[group_id].result()
-            click.echo(f"Deleted group {group_id}.")
+        failed = []
+        for group_id in group_ids:        # every outcome reported, as Kafka's tool lists both kinds
+            try:
+                futures[group_id].result()
+                click.echo(f"Deleted group {group_id}.")
+            except RiverlogError as e:
+                failed.append(e)
+                click.echo(f"Error: group {group_id} was not deleted: {e}", err=True)
+        if failed:
+            raise failed[0]
 
 
 def _selected(admin, topics: tuple[str, ...]) -> list:

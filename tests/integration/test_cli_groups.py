@@ -108,3 +108,8 @@ def test_delete_offsets_and_delete_group(cli, shared_broker, topic_name):
     assert "deleting" not in lines(cli("groups", "list").stdout)
     missing = cli("groups", "describe", "deleting", check=False)
     assert missing.returncode == 1 and "GROUP_ID_NOT_FOUND" in missing.stderr, missing.stderr
+    # several groups: each outcome is reported (the second was deleted unreported after the first failed)
+    _commit(shared_broker.bootstrap, "deleting-2", topic_name, {0: 0})
+    both = cli("groups", "delete", "deleting", "deleting-2", check=False)
+    assert both.returncode == 1 and "Deleted group deleting-2." in both.stdout, (both.stdout, both.stderr)
+    assert "group deleting was not deleted" in both.stderr
