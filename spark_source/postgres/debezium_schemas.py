@@ -25,11 +25,18 @@ def topic_name(prefix: str, schema: str, table: str) -> str:
     return re.sub(r"[^A-Za-z0-9._\-]", "_", f"{prefix}.{schema}.{table}")
 
 
+# JdbcValueConverters' fallbacks for the string-encoded temporals: the epoch (UTC), midnight, zero.
+_FALLBACKS = {"io.debezium.time.ZonedTimestamp": "1970-01-01T00:00:00Z", "io.debezium.time.ZonedTime": "00:00:00Z",
+              "io.debezium.time.Interval": "P0Y0M0DT0H0M0S"}
+
+
 def fallback(field_schema: dict) -> Any:
     """What Debezium's converters give a required (NOT NULL) field whose value was not sent (the
     non-key columns of a delete's or key change's old tuple under REPLICA IDENTITY DEFAULT):
     the type's zero, never null, so the struct stays valid under its schema."""
     kind, name = field_schema["type"], field_schema.get("name")
+    if name in _FALLBACKS:
+        return _FALLBACKS[name]
     if name == "io.debezium.data.VariableScaleDecimal":
         return {"scale": 0, "value": "AA=="}
     if name == "org.apache.kafka.connect.data.Decimal":

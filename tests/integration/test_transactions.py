@@ -131,17 +131,25 @@ def test_a_zombie_is_fenced_and_its_open_transaction_aborted(broker, topic_name)
     zombie.close()
 
 
-def test_an_abandoned_transaction_times_out_and_unblocks_read_committed_readers(broker, topic_name):
-    make_topics(broker.bootstrap, topic_name, partitions=1)
-    stuck = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-stuck",
-                      "transaction.timeout.ms": 1500})
+def _open_transaction_then_a_plain_record(bootstrap: str, topic: str, pending: bytes, plain_value: bytes,
+                                          **config) -> Producer:
+    """A one-partition topic holding a transaction left open (its producer returned) and, after
+    it, a record outside any transaction."""
+    make_topics(bootstrap, topic, partitions=1)
+    stuck = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-open", **config})
     stuck.init_transactions(30)
     stuck.begin_transaction()
-    stuck.produce(topic_name, value=b"never committed")
+    stuck.produce(topic, value=pending)
     assert stuck.flush(30) == 0
-    with Producer({"bootstrap.servers": broker.bootstrap}) as plain:
-        plain.produce(topic_name, value=b"after the open transaction")
+    with Producer({"bootstrap.servers": bootstrap}) as plain:
+        plain.produce(topic, value=plain_value)
         assert plain.flush(30) == 0
+    return stuck
+
+
+def test_an_abandoned_transaction_times_out_and_unblocks_read_committed_readers(broker, topic_name):
+    stuck = _open_transaction_then_a_plain_record(broker.bootstrap, topic_name, b"never committed",
+                                                  b"after the open transaction", **{"transaction.timeout.ms": 1500})
     reader = Consumer({"bootstrap.servers": broker.bootstrap, "isolation.level": "read_committed"})
     reader.assign([TopicPartition(topic_name, 0, OFFSET_BEGINNING)])
     started = time.monotonic()
@@ -270,15 +278,7 @@ def test_timestamp_lookups_stop_at_what_the_isolation_level_may_read(broker, top
 def test_the_last_stable_offset_never_falls_below_the_log_start(broker, topic_name):
     """DeleteRecords past an open transaction's first record: read_committed readers start at
     the log start, not at a deleted offset they would be reset from again and again."""
-    make_topics(broker.bootstrap, topic_name, partitions=1)
-    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-open"})
-    p.init_transactions(30)
-    p.begin_transaction()
-    p.produce(topic_name, value=b"open")
-    assert p.flush(30) == 0
-    with Producer({"bootstrap.servers": broker.bootstrap}) as plain:
-        plain.produce(topic_name, value=b"plain")
-        assert plain.flush(30) == 0
+    p = _open_transaction_then_a_plain_record(broker.bootstrap, topic_name, b"open", b"plain")
     tp = TopicPartition(topic_name, 0)
     with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
         assert admin.delete_records({tp: -1})[tp].result(30).low_watermark == 2
