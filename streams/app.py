@@ -367,7 +367,7 @@ class StreamsApp:
         self.queries = [self._start(sub) for sub in self.runnable()]
         readers = [(self._checkpoint(sub), {self.topology.topic(self.app, n, t) for n in sub.sources if n.internal
                                             for t in n.topics}) for sub in self.runnable()]
-        self.purger = RepartitionPurger(AdminClient(self.client), [r for r in readers if r[1]],
+        self.purger = RepartitionPurger(self.client, [r for r in readers if r[1]],
                                         self.config["repartition.purge.interval.ms"]).start()
         return self
 
@@ -384,7 +384,6 @@ class StreamsApp:
     def close(self) -> None:
         if self.purger is not None:
             self.purger.close()
-            self.purger.admin.close()
             self.purger = None
         for q in self.queries:
             q.stop()

@@ -69,6 +69,7 @@ class KGroupedStream:
     def __init__(self, stream, grouped: Grouped, repartition_required: bool):
         self._stream, self._grouped, self._repartition_required = stream, grouped, repartition_required
         self._b = stream._b
+        self._shared = None     # the repartitioned stream, when Grouped.as_ names the topic
 
     @property
     def key_serde(self):
@@ -85,7 +86,7 @@ class KGroupedStream:
         gets its own, named after its store."""
         s = self._stream
         if self._repartition_required:
-            if self._grouped.name is not None and getattr(self, "_shared", None) is not None:
+            if self._grouped.name is not None and self._shared is not None:
                 from streams.kstream import repartition_names
                 repartition_names(self._b)
                 return self._shared
@@ -253,7 +254,8 @@ class KGroupedTable:
                               lambda: Source(ks, vs, changes=True), [], topics=(topic,), internal=True,
                               key_serde=ks, value_serde=vs)
             sink.args["pair"] = src.name
-            self._shared = src
+            if self._grouped.name is not None:
+                self._shared = src
         node = self._b.add(name, "processor", op, lambda s=spec.name: make(s), [src], (spec,),
                            args={"store": spec.name}, key_serde=spec.key_serde, value_serde=spec.value_serde)
         return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name)

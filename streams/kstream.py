@@ -33,6 +33,7 @@ class KStream:
         self._b, self._node = builder, node
         self.key_serde, self.value_serde = key_serde, value_serde
         self._repartition_required = repartition_required
+        self._repartitioned: dict[str, "KStream"] = {}   # repartitions under the stream's own name, reused
 
     def _then(self, prefix: str, op: str, factory, named=None, args=None, key_serde=..., value_serde=...,
               repartition_required=None, parents=None) -> "KStream":
@@ -159,9 +160,8 @@ class KStream:
         ks, vs = key_serde or self.key_serde, value_serde or self.value_serde
         topic = name if name.endswith("-repartition") else f"{name}-repartition"
         names = repartition_names(self._b)
-        reused = self.__dict__.setdefault("_repartitioned", {})
-        if name == self._node.name and name in reused:
-            return reused[name]
+        if name == self._node.name and name in self._repartitioned:
+            return self._repartitioned[name]
         if not _GENERATED_NAME.fullmatch(name):
             names = [f"{topic}-{part}" for part in ("sink", "filter", "source")]
         sink_name, filter_name, source_name = names
@@ -179,7 +179,7 @@ class KStream:
         sink.args["pair"] = src.name
         out = KStream(self._b, src, ks, vs, False)
         if name == self._node.name:
-            reused[name] = out
+            self._repartitioned[name] = out
         return out
 
     def to(self, topic, produced: Produced | None = None) -> None:

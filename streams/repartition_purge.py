@@ -37,10 +37,12 @@ def purge_points(checkpoint: str, topics: set[str]) -> dict[tuple[str, int], int
 
 
 class RepartitionPurger:
-    """A thread deleting consumed repartition records for the queries ``(checkpoint, topics)``."""
+    """A thread deleting consumed repartition records for the queries ``(checkpoint, topics)``,
+    through its own admin client of ``client`` (the config's bootstrap servers)."""
 
-    def __init__(self, admin, readers: list[tuple[str, set[str]]], interval_ms: int):
-        self.admin, self.readers, self.interval = admin, readers, interval_ms / 1000
+    def __init__(self, client: dict, readers: list[tuple[str, set[str]]], interval_ms: int):
+        from broker.client import AdminClient
+        self.admin, self.readers, self.interval = AdminClient(client), readers, interval_ms / 1000
         self.purged: dict[tuple[str, int], int] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -83,3 +85,4 @@ class RepartitionPurger:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        self.admin.close()

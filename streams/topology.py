@@ -164,9 +164,10 @@ class Topology:
 
 
 def _java_hash(text: str) -> int:
-    h = 0
-    for unit in text.encode("utf-16-be").hex(" ", 2).split():
-        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    """Java's ``String.hashCode`` (over UTF-16 code units), as an unsigned 32-bit int."""
+    data, h = text.encode("utf-16-be"), 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
     return h
 
 
