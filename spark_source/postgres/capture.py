@@ -86,6 +86,7 @@ class Capture:
         self.stream: ReplicationStream | None = None
         self._chunks: dict[tuple[str, str], list] = {}  # snapshot rows read ahead, by (start, end)
         self._initial: CdcOffset | None = None
+        self._catalog: dict[int, tuple[tuple, slots.Table | None]] = {}   # oid -> (shape read, table)
 
     # ------------------------------------------------------------------------------ setup
     @property
@@ -300,9 +301,32 @@ class Capture:
                 stream.wait_for(end.lsn)
             include = lambda r: self.options.includes(r.namespace, r.name)  # noqa: E731
             for txn in stream.take(start.lsn, end.lsn):
+                self._describe_new_relations(builder, txn, include)
                 ts = txn.commit_ts_us if txn.commit_ts_us is not None else now
                 out.extend((r, ts) for r in builder.transaction_records(txn, include))
         return out
+
+    def _describe_new_relations(self, builder: EnvelopeBuilder, txn, include) -> None:
+        """Give ``builder`` the catalog's key and NOT NULL columns for every relation of ``txn`` the
+        capture's startup catalog does not describe: a table created, or whose columns changed, after
+        it started. Without them such a table was read with every column optional and, under REPLICA
+        IDENTITY FULL, keyless. Each shape is read from the catalog once."""
+        if not self._catalog:
+            self._catalog = {t.relation.oid: (_shape(t.relation), t) for t in self.tables}
+        for change in txn.changes:
+            relation = change.relation
+            if relation is None or not include(relation):
+                continue
+            shape = _shape(relation)
+            known = self._catalog.get(relation.oid)
+            if known is None or known[0] != shape:
+                known = self._catalog[relation.oid] = (shape, slots.table_by_oid(self.sql, relation.oid))
+            table = known[1]
+            if table is None:
+                continue   # dropped since: the Relation's own flags are all there is
+            names = {c.name for c in relation.columns}
+            key = table.key if table.key and set(table.key) <= names else None
+            builder.table(relation, primary_key=key, not_null=[c for c in table.not_null if c in names])
 
     def mark(self) -> int:
         """An LSN past every transaction committed so far (Trigger.AvailableNow reads up to it)."""
@@ -341,3 +365,8 @@ class Capture:
         if self._sql is not None:
             self._sql.close()
             self._sql = None
+
+
+def _shape(relation) -> tuple:
+    """What of a Relation the catalog's description depends on: identity, column names and types."""
+    return relation.replica_identity, tuple((c.name, c.type_oid) for c in relation.columns)

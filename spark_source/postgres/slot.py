@@ -14,6 +14,7 @@ stream that starts there neither overlap nor leave a gap.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from spark_source.postgres.errors import (MissingPrimaryKeyError, NoTablesError, PostgresConnectionError,
                                           PublicationError, ReplicationPrivilegeError, SlotError,
@@ -110,23 +111,41 @@ def captured_tables(conn, options: CdcOptions) -> list[Table]:
                                 f"table of database '{options.dbname}'; names are schema.table regexes, e.g. public.orders")
         tables = []
         for oid, schema, name, identity in candidates:
-            # The key in the primary key's own column order (pg_index.indkey), as Debezium's KEY_SEQ.
-            cur.execute("""
-                SELECT a.attname, a.atttypid, a.atttypmod, array_position(i.indkey::int2[], a.attnum), a.attnotnull
-                FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
-                WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum""", (oid,))
-            columns = cur.fetchall()
-            key = tuple(c[0] for c in sorted((c for c in columns if c[3] is not None), key=lambda c: c[3]))
-            if not key and identity != "f":
+            table = _described(cur, oid, schema, name, identity)
+            if not table.key and identity != "f":
                 raise MissingPrimaryKeyError(
                     f"table {schema}.{name} has no primary key and REPLICA IDENTITY is not FULL, so its updates and "
                     f"deletes cannot name their row: add one (ALTER TABLE {quote(schema)}.{quote(name)} ADD PRIMARY "
                     f"KEY (...);) or run ALTER TABLE {quote(schema)}.{quote(name)} REPLICA IDENTITY FULL;, or leave "
                     "it out of table.include.list", table=f"{schema}.{name}")
-            relation = Relation(oid, schema, name, identity,
-                                tuple(Column(c[3] is not None or identity == "f", c[0], c[1], c[2]) for c in columns))
-            tables.append(Table(relation, key, tuple(c[0] for c in columns if c[4])))
+            tables.append(table)
         return tables
+
+
+def table_by_oid(conn, oid: int) -> Optional[Table]:
+    """The catalog's description of one table as it is now, or None once it is dropped. The stream
+    reads it for a table it meets that was created, or whose columns changed, after the capture
+    started, as Debezium refreshes its schema from the catalog on such a Relation: the Relation
+    message carries neither the primary key under REPLICA IDENTITY FULL nor NOT NULL."""
+    with conn.cursor() as cur:
+        cur.execute("""
+            SELECT c.oid, n.nspname, c.relname, c.relreplident
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = %s""", (oid,))
+        row = cur.fetchone()
+        return None if row is None else _described(cur, *row)
+
+
+def _described(cur, oid: int, schema: str, name: str, identity: str) -> Table:
+    # The key in the primary key's own column order (pg_index.indkey), as Debezium's KEY_SEQ.
+    cur.execute("""
+        SELECT a.attname, a.atttypid, a.atttypmod, array_position(i.indkey::int2[], a.attnum), a.attnotnull
+        FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
+        WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum""", (oid,))
+    columns = cur.fetchall()
+    key = tuple(c[0] for c in sorted((c for c in columns if c[3] is not None), key=lambda c: c[3]))
+    relation = Relation(oid, schema, name, identity,
+                        tuple(Column(c[3] is not None or identity == "f", c[0], c[1], c[2]) for c in columns))
+    return Table(relation, key, tuple(c[0] for c in columns if c[4]))
 
 
 def ensure_publication(conn, options: CdcOptions, tables: list[Table]) -> None:

@@ -178,6 +178,25 @@ def test_not_null_columns_are_required_fields_and_a_deletes_before_fills_them(pg
     assert _payload(delete)["before"] == {"id": 1, "v": "", "n": 0, "o": None, "at": "1970-01-01T00:00:00Z"}
 
 
+def test_a_table_created_after_the_capture_started_is_described_by_the_catalog(pg_db):
+    # Debezium refreshes a table's schema from the catalog when the stream meets it: the Relation
+    # message does not say NOT NULL, and under REPLICA IDENTITY FULL it flags every column, so a
+    # table created later was read with every column optional and, under FULL, without its key.
+    pg_db.execute("CREATE TABLE first (id int PRIMARY KEY)")
+    records = _stream(pg_db, "CREATE TABLE later (id int PRIMARY KEY, v text NOT NULL, o int)",
+                      "ALTER TABLE later REPLICA IDENTITY FULL",
+                      "INSERT INTO later VALUES (7, 'x', NULL)",
+                      "ALTER TABLE later ADD COLUMN n int NOT NULL DEFAULT 3",
+                      "INSERT INTO later VALUES (8, 'y', 1)", count=2)
+    created, added = records
+    assert json.loads(created.key)["payload"] == {"id": 7}
+    assert json.loads(added.key)["payload"] == {"id": 8}
+    row = next(f for f in json.loads(created.value)["schema"]["fields"] if f["field"] == "after")
+    assert {f["field"]: f["optional"] for f in row["fields"]} == {"id": False, "v": False, "o": True}
+    row = next(f for f in json.loads(added.value)["schema"]["fields"] if f["field"] == "after")
+    assert {f["field"]: f["optional"] for f in row["fields"]} == {"id": False, "v": False, "o": True, "n": False}
+
+
 def _kafka_rows(records):
     import pyarrow as pa
     return pa.table({"topic": [r.topic for r in records], "partition": [0] * len(records),
