@@ -254,7 +254,7 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin):
         cfg = client_config(ADMIN_CONFIG, config, kwargs)
         self.config = cfg
         self._events = ClientEvents(cfg, "admin")
-        self.cluster = ClusterClient.from_config(cfg)
+        self.cluster = ClusterClient.from_config(cfg, self._events.error)
         # One worker: calls reach the brokers in the order they were made (delete_records then
         # list_offsets sees the new low watermark), as with confluent-kafka's AdminClient. A call
         # that waits (retrying while leadership moves) delays the ones made after it.

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import grpc
 
 from broker.client.metadata_refresh import start_refresher, stop_refresher
-from broker.errors import (ERROR_CODE_KEY, BrokerNotAvailableError, InvalidRequestError, KafkaTimeoutError,
+from broker.errors import (ERROR_CODE_KEY, BrokerNotAvailableError, InvalidRequestError, KafkaError, KafkaTimeoutError,
                            LeaderNotAvailableError, NetworkError,
                            RecordListTooLargeError, RiverlogError, UnknownServerError,
                            UnknownTopicOrPartitionError, UnsupportedVersionError, error_for_code)
@@ -150,6 +150,10 @@ class ClusterClient:
         # leastLoadedNode passes over a node in reconnect backoff), so a broker that accepts
         # connections and never answers is not asked first every time.
         self._failed_at: dict[str, float] = {}
+        # ``callback(KafkaError)`` when a call finds no broker answering (librdkafka's
+        # _ALL_BROKERS_DOWN for ``error_cb``): once per outage, again after a broker has answered.
+        self.on_all_brokers_down = None
+        self._all_down = False
 
     # ----------------------------------------------------------------------------- transport
     def stub_for_address(self, address: str) -> pb_grpc.RiverlogStub:
@@ -176,9 +180,10 @@ class ClusterClient:
         return self.stub_for_address(address)
 
     @classmethod
-    def from_config(cls, cfg) -> "ClusterClient":
+    def from_config(cls, cfg, on_all_brokers_down=None) -> "ClusterClient":
         client = cls(cfg["bootstrap.servers"], cfg["request.timeout.ms"], cfg["retry.backoff.ms"],
                      cfg["reconnect.backoff.ms"], cfg["reconnect.backoff.max.ms"])
+        client.on_all_brokers_down = on_all_brokers_down
         # Producers ask for auto-creation always (as Kafka's); consumers per allow.auto.create.topics.
         client.allow_auto_create = cfg.get("allow.auto.create.topics", getattr(
             getattr(cfg, "_definition", None), "what", "") == "producer")
@@ -219,10 +224,19 @@ class ClusterClient:
                     self._failed_at[address] = time.monotonic()
                 else:
                     self._failed_at.pop(address, None)
+                    self._all_down = False
                     return reply
             if time.monotonic() + self.backoff >= deadline:
+                self._report_all_down(len(addresses))
                 raise last or KafkaTimeoutError(f"{method}: no broker answered") from None
             time.sleep(self.backoff)
+
+    def _report_all_down(self, brokers: int) -> None:
+        if self._all_down or self.on_all_brokers_down is None or self._closed:
+            return
+        self._all_down = True
+        self.on_all_brokers_down(KafkaError(KafkaError._ALL_BROKERS_DOWN, f"{brokers}/{brokers} brokers are down",
+                                            retriable=True))
 
     # ----------------------------------------------------------------------------- metadata
     def refresh(self, topics: list[str] | None = None, all_topics: bool = False,
@@ -245,10 +259,10 @@ class ClusterClient:
                 self.topics[tm.name] = info
         return response
 
-    def topic(self, name: str, refresh_if_missing: bool = True) -> TopicInfo:
+    def topic(self, name: str, refresh_if_missing: bool = True, timeout: float | None = None) -> TopicInfo:
         info = self.topics.get(name)
         if info is None and refresh_if_missing:
-            self.refresh([name])
+            self.refresh([name], timeout=timeout)
             info = self.topics.get(name)
         if info is None:
             raise UnknownTopicOrPartitionError(f"topic '{name}' does not exist")

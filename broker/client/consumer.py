@@ -70,7 +70,7 @@ class Consumer:
         self._events = ClientEvents(cfg, "consumer")
         self._auto_store = cfg["enable.auto.offset.store"]
         self._stored: dict[tuple[str, int], TopicPartition] = {}
-        self.cluster = ClusterClient.from_config(cfg)
+        self.cluster = ClusterClient.from_config(cfg, self._events.error)
         self._clock = SYSTEM_CLOCK
         self._cond = threading.Condition()
         self._fetch_state = FetchState(AUTO_OFFSET_RESET[cfg["auto.offset.reset"]], cfg["enable.partition.eof"],

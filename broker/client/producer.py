@@ -78,7 +78,7 @@ class Producer:
         self._max_record = self._max_message + RECORD_OVERHEAD
         self._default_cb = cfg["on_delivery"]
         self._only_errors = cfg["delivery.report.only.error"]
-        self.cluster = ClusterClient.from_config(cfg)
+        self.cluster = ClusterClient.from_config(cfg, self._events.error)
         self._acc = RecordAccumulator(cfg["linger.ms"] / 1000.0, self._batch_size, cfg["buffer.memory"],
                                       max_records=self._max_messages)
         self._append = self._acc.append

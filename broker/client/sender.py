@@ -24,8 +24,8 @@ from broker.client.produce_stream import ProduceStream
 from broker.client.send_policy import SendLimits, SendPolicy
 from broker.client.transactions import TransactionManager
 from broker.clock import SYSTEM_CLOCK, Clock
-from broker.errors import (BadMessageError, InFlightPurgedError, InvalidTopicError, NetworkError, QueuePurgedError,
-                           RiverlogError, UnknownPartitionError, error_for_code)
+from broker.errors import (BadMessageError, InFlightPurgedError, InvalidTopicError, KafkaTimeoutError, NetworkError,
+                           QueuePurgedError, RiverlogError, UnknownPartitionError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
 from broker.records.batch import stamp_producer
 
@@ -106,8 +106,10 @@ class Sender:
 
     # -------------------------------------------------------------------------------- batching
     def _enqueue(self, topic: str, buf: TopicBuffer) -> None:
+        # A look-up with no broker answering blocks this thread: no longer than the records may wait.
+        left = self.policy.limits.delivery_timeout - (self.clock.monotonic() - buf.since)
         try:
-            info = self.cluster.topic(topic)
+            info = self.cluster.topic(topic, timeout=min(max(left, 0.05), self.cluster.timeout))
             self.unknown_since.pop(topic, None)
         except RiverlogError as e:
             self._hold_unknown(topic, buf, e)
@@ -143,12 +145,23 @@ class Sender:
                 self.policy.enqueue(batch)
 
     def _hold_unknown(self, topic: str, buf: TopicBuffer, error: RiverlogError) -> None:
-        """Keep records for a topic not (yet) in metadata; fail them after the propagation time."""
+        """Keep records for a topic not (yet) in metadata. A topic the brokers say does not exist
+        fails them after topic.metadata.propagation.max.ms; no broker answering fails them at
+        delivery.timeout.ms with _MSG_TIMED_OUT, as librdkafka's message.timeout.ms does."""
         now = self.clock.monotonic()
-        first = self.unknown_since.setdefault(topic, now)
-        if now - first < self.propagation and error.retriable:
+        timeout = self.policy.limits.delivery_timeout
+        unanswered = isinstance(error, (NetworkError, KafkaTimeoutError))
+        if now - buf.since >= timeout:
+            error = KafkaTimeoutError(f"record(s) for topic '{topic}' expired after delivery.timeout.ms="
+                                      f"{int(timeout * 1000)} waiting for its metadata: {error.message}")
+        elif unanswered:
             self.accumulator.hold(topic, buf, now + self.policy.limits.backoff)
             return
+        else:
+            first = self.unknown_since.setdefault(topic, now)
+            if now - first < self.propagation and error.retriable:
+                self.accumulator.hold(topic, buf, now + self.policy.limits.backoff)
+                return
         self.unknown_since.pop(topic, None)
         for chunk in buf.chunks:
             encoded = self._encode(topic, chunk, buf.since)

@@ -91,6 +91,21 @@ def test_no_auto_creation_when_disabled(broker_factory):
         assert listed.partitions == {} and "absent" not in admin.list_topics().topics
 
 
+def test_no_broker_answering_times_records_out_at_delivery_timeout_and_tells_error_cb():
+    # librdkafka: a record waiting for metadata no broker gives fails at message.timeout.ms with
+    # _MSG_TIMED_OUT (not after the propagation time, not as a network error), and error_cb hears
+    # _ALL_BROKERS_DOWN once.
+    from tests.conftest import free_ports
+    errors, reports = [], []
+    port = free_ports(1)[0]
+    with Producer({"bootstrap.servers": f"127.0.0.1:{port}", "delivery.timeout.ms": 1500,
+                   "topic.metadata.propagation.max.ms": 60_000, "error_cb": errors.append}) as producer:
+        producer.produce("t", b"v", on_delivery=lambda err, msg: reports.append(err))
+        assert producer.flush(20) == 0
+    assert [e.code() for e in reports] == [KafkaError._MSG_TIMED_OUT], reports
+    assert [e.code() for e in errors] == [KafkaError._ALL_BROKERS_DOWN], errors
+
+
 def test_admin_listing_does_not_create(broker_factory):
     b = broker_factory()
     with AdminClient({"bootstrap.servers": b.bootstrap}) as admin:
