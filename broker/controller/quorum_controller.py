@@ -13,6 +13,18 @@ ISR, register a broker) validate against the image and return records.
 
 Heartbeat times are volatile: a new active controller gives every broker a full session from
 its own start, as KRaft does.
+
+A replica leaves an ISR only when it is known to be gone, as in Kafka: its session expired
+(``handleBrokerFenced``), it is in controlled shutdown, or it restarted (registered a new
+incarnation) while another ISR member is alive and heard from by this controller, so the partition
+does not need it (Kafka refuses the new registration until the old session expires, which removes
+it). Being fenced is not leaving: a restarted broker is fenced until it has caught up with the
+metadata, and a fenced ISR member cannot lead, but it still holds everything the ISR acknowledged.
+After a whole-cluster crash every broker is fenced or silent at once; shrinking ISRs to the
+brokers that merely *look* alive (unfenced in the image, with the full session :meth:`activate`
+gave them) would leave each partition waiting for a node that may never return. Instead the
+restarted replicas stay in the ISR, the silent ones leave it when their sessions expire, and a
+leaderless partition gets a leader as soon as an ISR member is unfenced.
 """
 from __future__ import annotations
 
@@ -51,6 +63,7 @@ class QuorumController:
         self.session_ms = config["broker.session.timeout.ms"]
         self.voters = list(voters) if voters is not None else [config["node.id"]]
         self.last_heartbeat: dict[int, int] = {}
+        self.heard_from: set[int] = set()  # brokers that registered or heartbeated since activation
         self.next_rebalance_ms = 0
         self.active_since_ms: int | None = None
         self._settled: tuple | None = None   # (image, its offset, live brokers) the walk found nothing to do in
@@ -58,6 +71,7 @@ class QuorumController:
     def activate(self, image: MetadataImage, now_ms: int) -> None:
         """Becoming the active controller: every registered broker gets a full session from now."""
         self.last_heartbeat = {b: now_ms for b in image.brokers}
+        self.heard_from = set()
         self.active_since_ms = now_ms
         self.next_rebalance_ms = now_ms + self.config["leader.imbalance.check.interval.seconds"] * 1000
         self._settled = None
@@ -65,7 +79,10 @@ class QuorumController:
     # ---------------------------------------------------------------------------- brokers
     def register_broker(self, image: MetadataImage, node_id: int, host: str, port: int,
                         incarnation: str, now_ms: int, inter_broker: tuple[str, int] | None = None) -> list[dict]:
+        """A registration: a new incarnation (a restarted process) gets a new broker epoch and
+        starts fenced; the same incarnation only updates its addresses."""
         self.last_heartbeat[node_id] = now_ms
+        self.heard_from.add(node_id)
         known = image.brokers.get(node_id)
         if known is not None and known.incarnation == incarnation and (known.host, known.port) == (host, port) \
                 and known.inter_broker == inter_broker:
@@ -74,7 +91,24 @@ class QuorumController:
                   "incarnation": incarnation}
         if inter_broker is not None:
             record["inter_broker"] = list(inter_broker)
-        return [record]
+        restarted = known is not None and known.incarnation != incarnation
+        return [record] + (self._restart_changes(image, node_id) if restarted else [])
+
+    def _restart_changes(self, image: MetadataImage, node_id: int) -> list[dict]:
+        """A restarted broker leaves the ISRs that have another member alive and heard from by
+        this controller (the partition can go on without it, and it rejoins once caught up, with
+        its new broker epoch); it stays in the others, which may need it to come back online."""
+        live = set(image.live_brokers()) - {node_id}
+        confirmed = live & self.heard_from
+        changes = []
+        for topic in image.topics.values():
+            for index, p in enumerate(topic.partitions):
+                if node_id in p.isr and confirmed & set(p.isr):
+                    change = _partition_upkeep(p, live, {node_id}, unclean=False, rebalance=False)
+                    if change:
+                        changes.append({"type": "partition_change", "topic_id": topic.topic_id,
+                                        "partition": index, **change})
+        return changes
 
     def heartbeat(self, image: MetadataImage, node_id: int, broker_epoch: int, metadata_offset: int,
                   want_shut_down: bool, now_ms: int) -> tuple[list[dict], HeartbeatReply]:
@@ -84,6 +118,7 @@ class QuorumController:
                 f"broker {node_id} heartbeat with epoch {broker_epoch}; the registered epoch is "
                 f"{None if broker is None else broker.broker_epoch}: register again")
         self.last_heartbeat[node_id] = now_ms
+        self.heard_from.add(node_id)
         records: list[dict] = []
         if want_shut_down and not broker.shutting_down:
             records.append({"type": "broker_state", "node_id": node_id, "shutting_down": True})
@@ -99,8 +134,9 @@ class QuorumController:
 
     # ---------------------------------------------------------------------------- upkeep
     def reconcile(self, image: MetadataImage, now_ms: int) -> list[dict]:
-        """Fence silent brokers, give leaderless partitions a leader, drop unavailable replicas
-        from ISRs, and (periodically) restore preferred leaders.
+        """Fence silent brokers and drop them (and brokers in controlled shutdown) from ISRs, give
+        partitions whose leader is unavailable a leader from the ISR, and (periodically) restore
+        preferred leaders. A fenced broker that did not leave (one restarting) keeps its ISR places.
 
         Called on every step of the controller's loop. What a partition needs depends only on the
         image, the live brokers and whether this is a rebalance, so a walk that found nothing is
@@ -114,6 +150,7 @@ class QuorumController:
                    if not b.fenced and now_ms - self.last_heartbeat.get(b.node_id, now_ms) > self.session_ms]
         records += [{"type": "broker_state", "node_id": b, "fenced": True} for b in expired]
         live = set(image.live_brokers()) - set(expired)
+        leaving = set(expired) | {b.node_id for b in image.brokers.values() if b.shutting_down}
         rebalance = self.config["auto.leader.rebalance.enable"] and now_ms >= self.next_rebalance_ms
         if rebalance:
             self.next_rebalance_ms = now_ms + self.config["leader.imbalance.check.interval.seconds"] * 1000
@@ -124,7 +161,7 @@ class QuorumController:
         for topic in image.topics.values():
             unclean = self._unclean(topic)
             for index, p in enumerate(topic.partitions):
-                change = _partition_upkeep(p, live, unclean, rebalance)
+                change = _partition_upkeep(p, live, leaving, unclean, rebalance)
                 if change:
                     changes.append({"type": "partition_change", "topic_id": topic.topic_id,
                                     "partition": index, **change})
@@ -294,9 +331,12 @@ def _topic(image: MetadataImage, name: str) -> TopicImage:
     return t
 
 
-def _partition_upkeep(p: PartitionState, live: set[int], unclean: bool, rebalance: bool) -> dict:
-    """The change one partition needs so its leader and ISR only name available brokers."""
-    isr = [r for r in p.isr if r in live]
+def _partition_upkeep(p: PartitionState, live: set[int], leaving: set[int], unclean: bool,
+                      rebalance: bool) -> dict:
+    """The change one partition needs so that ``leaving`` brokers leave its ISR and its leader is
+    a ``live`` one. Other ISR members stay, live or not: a fenced member that is restarting still
+    holds every acknowledged record and may be the only one left to lead."""
+    isr = [r for r in p.isr if r not in leaving]
     if not isr:  # Kafka keeps the last ISR member so the partition waits for it (no data loss)
         isr = [r for r in p.isr if r == p.leader] or p.isr[:1]
     leader = p.leader

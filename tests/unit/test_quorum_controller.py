@@ -123,6 +123,48 @@ def test_the_last_isr_member_is_kept_so_the_partition_waits_instead_of_losing_da
     assert h.partitions("solo")[0].leader == owner
 
 
+
+def test_a_whole_cluster_crash_comes_back_with_the_in_sync_replicas_that_return():
+    """Every node killed, a new active controller, only 1 and 2 back: the restarted replicas are
+    fenced until caught up but stay in the ISRs; the silent 3 (a full session from the new
+    controller) leaves them when its session expires, and 1 or 2 lead."""
+    h = Harness()
+    h.create("t", partitions=3, rf=3)
+    assert all(sorted(p.isr) == [1, 2, 3] for p in h.partitions("t"))
+    h.now += 10 * SESSION
+    h.c.activate(h.image, h.now)                     # the quorum's new leader, before any broker
+    h.register(1)
+    h.register(2)
+    assert h.image.brokers[1].fenced and h.image.brokers[2].fenced
+    h.tick(1)
+    for p in h.partitions("t"):
+        assert sorted(p.isr) == [1, 2, 3], "being fenced while re-registering is not leaving the ISR"
+        assert p.leader in (3, -1)
+    h.tick(SESSION // 2, alive=[1, 2])               # caught up: unfenced
+    h.tick(SESSION, alive=[1, 2])                    # 3's session expires
+    assert h.image.brokers[3].fenced
+    for p in h.partitions("t"):
+        assert p.isr == [r for r in p.replicas if r in (1, 2)] and p.leader == p.isr[0]
+
+
+def test_a_restarted_broker_leaves_the_isrs_that_have_a_live_member_and_keeps_the_others():
+    h = Harness()
+    h.create("t", partitions=3, rf=3)
+    h.create("solo", partitions=1, rf=1)
+    owner = h.partitions("solo")[0].leader
+    h.tick(SESSION // 2, alive=[1, 2, 3])
+    led = [i for i, p in enumerate(h.partitions("t")) if p.leader == owner]
+    h.register(owner)                                # restarted at once: a new incarnation
+    for i, p in enumerate(h.partitions("t")):
+        assert owner not in p.isr and p.leader != owner and p.leader in p.isr
+        assert (p.leader_epoch == 1) == (i in led)
+    p = h.partitions("solo")[0]
+    assert p.isr == [owner] and p.leader == owner    # its only replica: it stays, and leads again
+    h.tick(1, alive=[b for b in (1, 2, 3) if b != owner])
+    assert h.partitions("solo")[0].leader == -1
+    h.tick(1, alive=[1, 2, 3])
+    assert h.partitions("solo")[0].leader == owner and h.partitions("solo")[0].isr == [owner]
+
 def test_unclean_election_only_when_the_topic_allows_it():
     h = Harness()
     h.create("t", partitions=1, rf=3)
