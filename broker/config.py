@@ -105,12 +105,15 @@ class Config(Mapping):
 
 
 class ConfigDef:
-    def __init__(self, what: str, keys: Iterable[ConfigKey], refused: Mapping[str, str] | None = None):
+    def __init__(self, what: str, keys: Iterable[ConfigKey], refused: Mapping[str, str] | None = None,
+                 check: Callable[[Mapping], "InvalidConfigError | None"] | None = None):
         """``refused``: names Kafka has that are not supported here, each with the reason and what
-        to do instead; setting one fails with that reason rather than being accepted and ignored."""
+        to do instead; setting one fails with that reason rather than being accepted and ignored.
+        ``check``: a rule across keys, given the parsed values (Kafka's ``validateValues``)."""
         self.what = what
         self.keys = {k.name: k for k in keys}
         self.refused = dict(refused or {})
+        self.check = check
 
     def parse(self, values: Mapping | None = None, *, defaults: Mapping | None = None,
               ignore: Iterable[str] = ()) -> Config:
@@ -133,6 +136,9 @@ class ConfigDef:
                 out[name] = defaults[name]
             else:
                 out[name] = key.default
+        problem = self.check(out) if self.check is not None else None
+        if problem is not None:
+            raise problem
         return Config(self, out, overrides)
 
     def _check(self, key: ConfigKey, raw: Any) -> Any:
@@ -161,6 +167,27 @@ def _cleanup_policy(value: str) -> str | None:
     return None
 
 
+# Topic configs Kafka types LIST: the ones incremental APPEND and SUBTRACT may change.
+LIST_TOPIC_KEYS = frozenset({"cleanup.policy"})
+APPEND, SUBTRACT = 2, 3   # AlterConfigOp.OpType ids after SET (0) and DELETE (1)
+
+
+def altered_list(name: str, current: str | None, op: int, value: str) -> str:
+    """``current`` (a comma-separated LIST value) after an incremental APPEND or SUBTRACT of the
+    comma-separated ``value``, as Kafka's ConfigurationControlManager: APPEND adds the parts not
+    there yet, at the end; SUBTRACT removes them. Refused for a key that is not a LIST."""
+    if name not in LIST_TOPIC_KEYS:
+        raise InvalidConfigError(f"Can't {'APPEND' if op == APPEND else 'SUBTRACT'} to key {name} because its "
+                                 "type is not LIST.", config=name)
+    parts = [p.strip() for p in (current or "").split(",") if p.strip()]
+    for part in (p.strip() for p in value.split(",")):
+        if op == APPEND and part and part not in parts:
+            parts.append(part)
+        elif op == SUBTRACT and part in parts:
+            parts.remove(part)
+    return ",".join(parts)
+
+
 TOPIC_KEYS = [
     ConfigKey("compression.type", str, "producer",
               "codec of stored batches: producer keeps the producer's; zstd, lz4 or uncompressed recompress "
@@ -178,8 +205,8 @@ TOPIC_KEYS = [
               "with cleanup.policy delete: remove a segment once its newest record is this old; -1 forever",
               at_least(-1), "log.retention.ms"),
     ConfigKey("retention.bytes", int, -1,
-              "with cleanup.policy delete: remove old segments while the partition is larger; -1 unbounded",
-              at_least(-1), "log.retention.bytes"),
+              "with cleanup.policy delete: remove old segments while the partition is larger; negative unbounded",
+              None, "log.retention.bytes"),
     ConfigKey("segment.bytes", int, 1_073_741_824, "roll to a new segment file at this size",
               between(100, INT_MAX), "log.segment.bytes"),
     ConfigKey("segment.ms", int, 604_800_000, "roll to a new segment after this long even if not full",
@@ -243,7 +270,15 @@ REFUSED_TOPIC_KEYS = {
                            "their size follows index.interval.bytes",
     "segment.jitter.ms": "segments roll exactly at segment.ms or segment.bytes; there is no jitter",
 }
-TOPIC_CONFIG = ConfigDef("topic", TOPIC_KEYS, REFUSED_TOPIC_KEYS)
+def _compaction_lags(values: Mapping) -> InvalidConfigError | None:
+    low, high = values["min.compaction.lag.ms"], values["max.compaction.lag.ms"]
+    if low > high:   # LogConfig.validateValues
+        return InvalidConfigError(f"conflict topic config setting min.compaction.lag.ms ({low}) > "
+                                  f"max.compaction.lag.ms ({high})", config="min.compaction.lag.ms")
+    return None
+
+
+TOPIC_CONFIG = ConfigDef("topic", TOPIC_KEYS, REFUSED_TOPIC_KEYS, _compaction_lags)
 
 BROKER_KEYS = [
     ConfigKey("node.id", int, 0, "this node's id in the cluster", between(0, INT_MAX)),

@@ -27,9 +27,10 @@ from typing import Callable, NamedTuple
 from broker.clock import Clock
 from broker.config import LONG_MAX
 from broker.errors import (FencedLeaderEpochError, InvalidProducerEpochError, InvalidRecordError,
-                           NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderOrFollowerError,
-                           InvalidTimestampError, OutOfOrderSequenceError, PolicyViolationError,
-                           RequestTimedOutError, UnknownLeaderEpochError)
+                           MessageTooLargeError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
+                           NotLeaderOrFollowerError, InvalidTimestampError, OutOfOrderSequenceError,
+                           PolicyViolationError, RequestTimedOutError,
+                           UnknownLeaderEpochError)
 from broker.records.batch import HEADER_SIZE, increment_sequence, iter_headers, validate_batches
 from broker.records.control import marker_batch
 from broker.replication.leader_state import LeaderState
@@ -199,6 +200,13 @@ class Partition:
         if self.log.config["compression.type"] != "producer":
             from broker.records.arrow_body import recompress
             data, headers = recompress(data, headers, self.log.config["compression.type"])
+            limit = self.log.config["max.message.bytes"]
+            for h in headers:   # the stored batch is what fetchers sized to max.message.bytes read
+                if h.size > limit:
+                    raise MessageTooLargeError(
+                        f"batch of {h.size} bytes once recompressed with compression.type="
+                        f"{self.log.config['compression.type']} exceeds max.message.bytes={limit}",
+                        batch_bytes=h.size, max_message_bytes=limit)
         with self.lock:
             self._check_leader()
             if acks == -1:

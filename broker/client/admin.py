@@ -142,6 +142,8 @@ RESOURCE_UNKNOWN, RESOURCE_ANY, RESOURCE_TOPIC, RESOURCE_GROUP, RESOURCE_BROKER,
 class AlterConfigOpType(enum.IntEnum):
     SET = 0
     DELETE = 1
+    APPEND = 2     # add parts to a LIST config (cleanup.policy) that are not there yet
+    SUBTRACT = 3   # remove parts from a LIST config
 
 
 @dataclass
@@ -395,7 +397,8 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin):
 
     def incremental_alter_configs(self, resources: list[ConfigResource], validate_only: bool = False,
                                   request_timeout: float | None = None):
-        """Apply each resource's ``incremental_configs`` (SET or DELETE) and keep other overrides."""
+        """Apply each resource's ``incremental_configs`` (SET, DELETE, or APPEND/SUBTRACT on a LIST
+        config such as cleanup.policy) and keep other overrides."""
         return self._alter(resources, validate_only, True, request_timeout)
 
     def _alter(self, resources, validate_only, incremental, request_timeout):

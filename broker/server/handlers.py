@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 
-from broker.config import TOPIC_CONFIG
+from broker.config import APPEND, SUBTRACT, TOPIC_CONFIG, altered_list
 from broker.errors import (BrokerNotAvailableError, InvalidRequestError, InvalidRequiredAcksError,
                            LeaderNotAvailableError, NotLeaderOrFollowerError, RiverlogError,
                            TopicAlreadyExistsError, UnknownServerError, UnknownTopicOrPartitionError)
@@ -347,10 +347,20 @@ class Handlers:
                 topic = self.broker.topic(resource.resource.name)
                 overrides = dict(topic.configs) if resource.incremental else {}
                 for entry in resource.configs:
-                    if entry.op == 1:
-                        overrides.pop(entry.name, None)
-                    else:
+                    if entry.op == 0:
                         overrides[entry.name] = entry.value
+                    elif entry.op == 1:
+                        overrides.pop(entry.name, None)
+                    elif entry.op in (APPEND, SUBTRACT) and resource.incremental:
+                        current = overrides.get(entry.name)
+                        if current is None and entry.name in self.broker.topic_defaults:
+                            current = _text(self.broker.topic_defaults[entry.name])
+                        overrides[entry.name] = altered_list(entry.name, current, entry.op, entry.value)
+                    else:
+                        raise InvalidRequestError(
+                            f"config operation {entry.op} for '{entry.name}' is not one of SET (0), DELETE (1), "
+                            "APPEND (2), SUBTRACT (3)" + ("" if resource.incremental else
+                                                          "; alter_configs replaces; use incremental_alter_configs"))
                 self.broker.alter_topic_config(topic.name, overrides, request.validate_only)
             except Exception as e:  # noqa: BLE001
                 _fill_error(result, e)

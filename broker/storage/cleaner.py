@@ -152,15 +152,17 @@ def plan_cleaning(log: Log, high_watermark: int, now_ms: int, last_stable_offset
     bound = min(log.active.base_offset, high_watermark,
                 high_watermark if last_stable_offset is None else last_stable_offset)
     lag = config["min.compaction.lag.ms"]
+    first_dirty = max(log.cleaner_checkpoint.first_dirty_offset, log.log_start_offset)
     chosen: list[LogSegment] = []
     for i, segment in enumerate(segments[:-1]):
-        if segments[i + 1].base_offset > bound or (lag > 0 and segment.max_timestamp > now_ms - lag):
+        upper = segments[i + 1].base_offset
+        # min.compaction.lag.ms holds back dirty segments only (Kafka's firstUncleanableDirtyOffset).
+        if upper > bound or (lag > 0 and upper > first_dirty and segment.max_timestamp > now_ms - lag):
             break
         chosen.append(segment)
     if not chosen:
         return None
     end = segments[len(chosen)].base_offset
-    first_dirty = max(log.cleaner_checkpoint.first_dirty_offset, log.log_start_offset)
     uppers = [s.base_offset for s in segments[1:len(chosen) + 1]]
     dirty = [s for s, upper in zip(chosen, uppers) if upper > first_dirty]
     total = sum(s.size for s in chosen)
@@ -176,10 +178,13 @@ def plan_cleaning(log: Log, high_watermark: int, now_ms: int, last_stable_offset
 
 def _due(log: Log, dirty: list[LogSegment], dirty_bytes: int, ratio: float, now_ms: int) -> str | None:
     config = log.config
-    if dirty_bytes and ratio >= config["min.cleanable.dirty.ratio"]:
-        return "min.cleanable.dirty.ratio"
+    if dirty_bytes and ratio > config["min.cleanable.dirty.ratio"]:   # strictly, as LogCleanerManager:
+        return "min.cleanable.dirty.ratio"                               # 1.0 leaves it to the lag
     max_lag = config["max.compaction.lag.ms"]
-    if dirty and max_lag < LONG_MAX and 0 <= dirty[0].first_timestamp < now_ms - max_lag:
+    # The oldest first batch of any dirty segment (Kafka's maxCompactionDelay), not only the first
+    # segment's: timestamps need not grow with offsets.
+    firsts = [s.first_timestamp for s in dirty if s.first_timestamp > 0]
+    if firsts and max_lag < LONG_MAX and min(firsts) < now_ms - max_lag:
         return "max.compaction.lag.ms"
     tombstone = log.cleaner_checkpoint.oldest_tombstone_ms
     if tombstone >= 0 and now_ms - tombstone > config["delete.retention.ms"]:

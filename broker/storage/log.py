@@ -160,7 +160,7 @@ class Log:
         if active.size == 0:
             return False
         return (active.size + incoming > self.config["segment.bytes"]
-                or active.time_waited_for_roll(now, incoming_ts) >= self.config["segment.ms"]
+                or active.time_waited_for_roll(now, incoming_ts) > self.config["segment.ms"]
                 or last_offset - active.base_offset > _MAX_RELATIVE_OFFSET)
 
     def roll(self, now: int | None = None) -> LogSegment:

@@ -96,6 +96,22 @@ def test_admin_api_walk_through(shared_broker, topic_name):
                                                                incremental_operation=AlterConfigOpType.SET)])
     a.incremental_alter_configs([resource])[resource].result()
     assert a.describe_configs([resource])[resource].result()["retention.ms"].value == "7200000"
+    # APPEND and SUBTRACT change a LIST config part by part (Kafka's ConfigurationControlManager);
+    # appending delete to a compacted topic keeps compaction
+    def incremental(*entries):
+        r = ConfigResource("topic", topic_name, incremental_configs=[
+            ConfigEntry(n, v, incremental_operation=op) for n, v, op in entries])
+        a.incremental_alter_configs([r])[r].result()
+        return a.describe_configs([r])[r].result()
+    assert incremental(("cleanup.policy", "compact", AlterConfigOpType.SET))["cleanup.policy"].value == "compact"
+    assert incremental(("cleanup.policy", "delete", AlterConfigOpType.APPEND))["cleanup.policy"].value \
+        == "compact,delete"
+    assert incremental(("cleanup.policy", "compact", AlterConfigOpType.SUBTRACT))["cleanup.policy"].value == "delete"
+    with pytest.raises(KafkaException, match="because its type is not LIST"):
+        incremental(("retention.ms", "1000", AlterConfigOpType.APPEND))
+    with pytest.raises(KafkaException, match=r"min.compaction.lag.ms \(1000\) > max.compaction.lag.ms \(500\)"):
+        incremental(("min.compaction.lag.ms", "1000", AlterConfigOpType.SET),
+                    ("max.compaction.lag.ms", "500", AlterConfigOpType.SET))
     whole = ConfigResource(ResourceType.TOPIC, topic_name)       # confluent's set_config(name, value[, overwrite])
     whole.set_config("retention.ms", "1800000")
     whole.set_config("retention.ms", "5", overwrite=False)

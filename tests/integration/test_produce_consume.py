@@ -135,6 +135,20 @@ def test_acks_and_compression(shared_broker, topic_name, acks, compression):
     assert messages[0].headers() == [("h", b"x")]
 
 
+def test_a_batch_larger_than_max_message_bytes_once_recompressed_is_refused(shared_broker, topic_name):
+    # Kafka (UnifiedLog.append) checks max.message.bytes again after the broker recompresses.
+    servers = shared_broker.bootstrap
+    create(servers, topic_name, compression_type="uncompressed", max_message_bytes=100_000)
+    reports = []
+    with Producer({"bootstrap.servers": servers, "compression.type": "zstd"}) as producer:
+        producer.produce(topic_name, value=b"\0" * 500_000, on_delivery=lambda err, msg: reports.append(err))
+        producer.produce(topic_name, value=b"small", on_delivery=lambda err, msg: reports.append(err))
+        producer.flush(30)
+    assert [None if e is None else e.code() for e in reports] in (
+        [KafkaError.MSG_SIZE_TOO_LARGE, None], [KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.MSG_SIZE_TOO_LARGE]), reports
+    assert "once recompressed" in reports[0].str()
+
+
 def test_log_append_time_and_create_time(shared_broker, topic_name):
     servers = shared_broker.bootstrap
     create(servers, topic_name + "-lat", message_timestamp_type="LogAppendTime")

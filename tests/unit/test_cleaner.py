@@ -193,6 +193,38 @@ def test_max_compaction_lag_forces_a_clean_below_the_dirty_ratio(tmp_path):
     plan.close()
 
 
+def test_a_dirty_ratio_of_one_leaves_compaction_to_the_maximum_lag(tmp_path):
+    # LogCleanerManager takes a log whose ratio is strictly above min.cleanable.dirty.ratio, so
+    # 1.0 means "only by max.compaction.lag.ms", even for a log that is all dirty.
+    clock, rng = ManualClock(), random.Random(11)
+    log = open_log(tmp_path, {**COMPACT, "min.cleanable.dirty.ratio": 1.0, "max.compaction.lag.ms": 60_000}, clock)
+    fill(log, clock, rng, 100, tombstone_share=0)
+    log.roll()
+    assert cleaner.plan_cleaning(log, log.log_end_offset, clock.time_ms()) is None
+    clock.advance(60_001)
+    plan = cleaner.plan_cleaning(log, log.log_end_offset, clock.time_ms())
+    assert plan is not None and plan.reason == "max.compaction.lag.ms"
+    plan.close()
+
+
+def test_the_maximum_lag_counts_from_the_oldest_dirty_segment_not_the_first(tmp_path):
+    # Kafka's maxCompactionDelay: the earliest first-batch timestamp of any dirty segment.
+    for age, due in ((30_000, False), (3_600_000, True)):
+        clock = ManualClock(10_000_000)
+        log = open_log(tmp_path / str(age), {**COMPACT, "min.cleanable.dirty.ratio": 1.0,
+                                             "max.compaction.lag.ms": 60_000}, clock)
+        now = clock.time_ms()
+        append(log, [b"k"], [b"young"], [now])
+        log.roll()
+        append(log, [b"k"], [b"older"], [now - age])
+        log.roll()
+        append(log, [b"k"], [b"active"], [now])
+        plan = cleaner.plan_cleaning(log, log.log_end_offset, now)
+        assert (plan is not None and plan.reason == "max.compaction.lag.ms") == due, (age, plan)
+        if plan is not None:
+            plan.close()
+
+
 def test_a_second_clean_merges_small_cleaned_segments(tmp_path):
     clock, rng = ManualClock(), random.Random(11)
     log = open_log(tmp_path, COMPACT, clock)

@@ -188,3 +188,22 @@ def test_read_properties_feeds_broker_config(tmp_path):
     cfg = BROKER_CONFIG.parse(read_properties(str(path)))
     assert (cfg["node.id"], cfg["log.segment.bytes"], cfg["auto.create.topics.enable"]) == (7, 4096, True)
     assert topic_defaults(cfg)["segment.bytes"] == 4096
+
+
+def test_kafka_rules_across_and_within_topic_keys():
+    # LogConfig.validateValues: the minimum compaction lag may not pass the maximum.
+    with pytest.raises(InvalidConfigError, match=r"min.compaction.lag.ms \(10\) > max.compaction.lag.ms \(5\)"):
+        TOPIC_CONFIG.parse({"min.compaction.lag.ms": 10, "max.compaction.lag.ms": 5})
+    assert TOPIC_CONFIG.parse({"min.compaction.lag.ms": 5, "max.compaction.lag.ms": 5})["min.compaction.lag.ms"] == 5
+    # retention.bytes has no validator in Kafka: any negative value is unbounded.
+    assert TOPIC_CONFIG.parse({"retention.bytes": -2})["retention.bytes"] == -2
+
+
+def test_incremental_append_and_subtract_change_a_list_part_by_part():
+    from broker.config import APPEND, SUBTRACT, altered_list
+    assert altered_list("cleanup.policy", "compact", APPEND, "delete") == "compact,delete"
+    assert altered_list("cleanup.policy", "compact,delete", APPEND, "delete,compact") == "compact,delete"
+    assert altered_list("cleanup.policy", "compact,delete", SUBTRACT, "compact") == "delete"
+    assert altered_list("cleanup.policy", None, APPEND, "compact") == "compact"
+    with pytest.raises(InvalidConfigError, match="Can't APPEND to key retention.ms because its type is not LIST"):
+        altered_list("retention.ms", "1", APPEND, "2")

@@ -167,7 +167,7 @@ def test_segments_roll_after_segment_ms(tmp_path):
     log = open_log(tmp_path, {"segment.ms": 1000}, clock)
     oracle = LogOracle()
     oracle.append(log, [None], [b"a"], [clock.time_ms()])
-    clock.advance(999)
+    clock.advance(1000)   # exactly segment.ms: no roll yet (LogSegment.shouldRoll compares with >)
     oracle.append(log, [None], [b"b"], [clock.time_ms()])
     assert len(log.segments) == 1
     clock.advance(1)
@@ -176,7 +176,7 @@ def test_segments_roll_after_segment_ms(tmp_path):
     clock.advance(500)
     oracle.append(log, [None], [b"d"], [clock.time_ms()])
     assert [s.base_offset for s in log.segments] == [0, 2]
-    clock.advance(500)
+    clock.advance(501)
     oracle.append(log, [None], [b"e"], [clock.time_ms()])
     assert [s.base_offset for s in log.segments] == [0, 2, 4]
     assert read_all(log) == oracle.rows()
@@ -190,7 +190,7 @@ def test_segment_ms_counts_from_the_first_batch_across_a_restart(tmp_path):
     log.close()
     clock.advance(600)
     log = open_log(tmp_path, {"segment.ms": 1000}, clock)
-    clock.advance(400)  # 1000 ms after the first batch, only 400 after the reopen
+    clock.advance(401)  # past 1000 ms after the first batch, only 401 after the reopen
     oracle.append(log, [None], [b"b"], [clock.time_ms()])
     assert [s.base_offset for s in log.segments] == [0, 1]
     assert read_all(log) == oracle.rows()
@@ -203,7 +203,7 @@ def test_old_record_timestamps_do_not_force_a_roll(tmp_path):
     for ts in (1, 2, 500):
         oracle.append(log, [None], [b"old"], [ts])
     assert [s.base_offset for s in log.segments] == [0]
-    oracle.append(log, [None], [b"later"], [1001])
+    oracle.append(log, [None], [b"later"], [1002])
     assert [s.base_offset for s in log.segments] == [0, 3]
 
 
