@@ -167,7 +167,8 @@ class Partition:
             if self.role != LEADER or leader_epoch != self.leader_epoch:
                 self.epochs.assign(leader_epoch, leo)
                 self.leader_state = LeaderState(self.node_id, list(replicas), list(isr), leader_epoch,
-                                                leo, self.high_watermark, self.clock.time_ms())
+                                                leo, self.high_watermark, self.clock.time_ms(),
+                                                lambda: self.log.config["min.insync.replicas"])
             else:
                 self.leader_state.set_isr(list(isr))
             self._move_to(LEADER)
@@ -211,6 +212,7 @@ class Partition:
             self._check_leader()
             if acks == -1:
                 required = self.log.config["min.insync.replicas"] if min_insync_replicas is None else min_insync_replicas
+                required = min(required, len(self.replicas))   # Kafka's effectiveMinIsr
                 if len(self.isr) < required:
                     raise NotEnoughReplicasError(
                         f"{self.topic}-{self.index} has {len(self.isr)} in-sync replica(s) {self.isr}; "
@@ -335,7 +337,7 @@ class Partition:
                     raise NotLeaderOrFollowerError(
                         f"{self.topic}-{self.index}: leadership moved before the batch was replicated")
                 return False
-            required = self.log.config["min.insync.replicas"]
+            required = min(self.log.config["min.insync.replicas"], len(self.replicas))
             if len(self.isr) < required:
                 raise NotEnoughReplicasAfterAppendError(
                     f"{self.topic}-{self.index}: written, but the ISR shrank to {self.isr} "

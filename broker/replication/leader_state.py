@@ -8,7 +8,9 @@ Kafka's rules, kept here:
   or past the leader's LEO of now, or the time of its previous fetch when it fetched at or past the
   leader's LEO as of that previous fetch. A follower whose LEO equals the leader's is never lagging.
 - The HW is the smallest LEO over the *maximal* ISR (the committed ISR plus a replica being added,
-  see below); it never decreases. The leader is always in the ISR.
+  see below); it never decreases, and it does not move while the committed ISR is smaller than
+  ``min.insync.replicas`` capped at the replication factor (KAFKA-15583: a record held by too few
+  replicas is not shown to consumers, whatever its acks). The leader is always in the ISR.
 - Shrink: an ISR follower lags when it is not at the leader's LEO and has not been caught up for
   ``replica.lag.time.max.ms``. Expand: an out-of-ISR follower may join once its LEO is at least the
   HW *and* at least the start offset of the current leader epoch (so it holds everything a previous
@@ -35,7 +37,7 @@ Threading: not thread-safe; the partition holds its lock around every call. Time
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from broker.errors import (NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
                            NotLeaderOrFollowerError, OffsetOutOfRangeError)
@@ -70,8 +72,10 @@ class LeaderState:
     """
 
     def __init__(self, leader_id: int, replicas: list[int], isr: list[int], leader_epoch: int,
-                 log_end_offset: int, high_watermark: int, now_ms: int):
+                 log_end_offset: int, high_watermark: int, now_ms: int,
+                 min_insync_replicas: Callable[[], int] = lambda: 1):
         _check_isr(leader_id, replicas, isr)
+        self.min_insync_replicas = min_insync_replicas   # the topic's, read when the HW may move
         if not 0 <= high_watermark <= log_end_offset:
             raise ValueError(f"high watermark {high_watermark} must lie in [0, log end {log_end_offset}]")
         self.leader_id = leader_id
@@ -232,7 +236,14 @@ class LeaderState:
                 f"broker {follower_id} is not a follower of this partition (replicas "
                 f"{list(self.replicas)}, leader {self.leader_id})") from None
 
+    @property
+    def effective_min_isr(self) -> int:
+        """``min.insync.replicas`` capped at the replication factor (Kafka's effectiveMinIsr)."""
+        return min(self.min_insync_replicas(), len(self.replicas))
+
     def _update_hw(self) -> bool:
+        if len(self._isr) < self.effective_min_isr:
+            return False   # KAFKA-15583: under min ISR nothing more becomes visible (acks=1 included)
         candidate = self._leo
         for r in self.maximal_isr:
             if r != self.leader_id:

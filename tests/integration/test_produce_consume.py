@@ -149,6 +149,18 @@ def test_a_batch_larger_than_max_message_bytes_once_recompressed_is_refused(shar
     assert "once recompressed" in reports[0].str()
 
 
+def test_min_insync_replicas_above_the_replication_factor_counts_as_the_replication_factor(shared_broker, topic_name):
+    # Kafka's effectiveMinIsr: an RF=1 topic with min.insync.replicas=2 takes acks=all writes.
+    servers = shared_broker.bootstrap
+    create(servers, topic_name, min_insync_replicas=2)
+    reports = []
+    with Producer({"bootstrap.servers": servers, "acks": "all"}) as producer:
+        producer.produce(topic_name, value=b"v", on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+        assert producer.flush(30) == 0
+    assert reports == [(None, 0)]
+    assert [m.value() for m in read_all(servers, topic_name, 1, 1)] == [b"v"]
+
+
 def test_log_append_time_and_create_time(shared_broker, topic_name):
     servers = shared_broker.bootstrap
     create(servers, topic_name + "-lat", message_timestamp_type="LogAppendTime")

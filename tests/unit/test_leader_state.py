@@ -300,3 +300,17 @@ def _caught_up(history: list[tuple[int, int, int]], initial: int) -> int:
         elif i and offset >= history[i - 1][2]:
             caught = max(caught, history[i - 1][1])
     return caught
+
+
+def test_the_high_watermark_waits_while_the_isr_is_under_min_insync_replicas():
+    # KAFKA-15583 (PartitionTest.testHighWatermarkAdvanceShouldNotAdvanceWhenUnderMinISR): records
+    # held by fewer than min.insync.replicas replicas (acks=1) are not shown to consumers.
+    min_isr = [2]
+    s = LeaderState(1, [1, 2, 3], [1], 3, 10, 10, 0, lambda: min_isr[0])
+    assert not s.on_leader_append(15) and s.high_watermark == 10
+    assert not s.on_follower_fetch(2, 15, now_ms=1)   # caught up, but not yet in the ISR
+    s.propose_isr([1, 2])
+    assert s.set_isr([1, 2]) and s.high_watermark == 15
+    # min.insync.replicas above the replication factor counts as the replication factor
+    single = LeaderState(1, [1], [1], 0, 0, 0, 0, lambda: 3)
+    assert single.on_leader_append(4) and single.high_watermark == 4 and single.effective_min_isr == 1
