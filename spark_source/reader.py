@@ -23,7 +23,7 @@ from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, Inp
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, ReadMinRows,
                                               SupportsTriggerAvailableNow)
 
-from broker.errors import (InvalidConfigError, NonEmptyGroupError, OffsetOutOfRangeError, RiverlogError,
+from broker.errors import (InvalidConfigError, OffsetOutOfRangeError, RiverlogError, UnknownMemberIdError,
                            UnknownTopicOrPartitionError)
 from spark_source.options import EARLIEST, LATEST, SourceOptions
 from spark_source.planning import TP, Slice, align_to_time, available, from_json, rate_limit, slices, to_json
@@ -197,8 +197,8 @@ class OffsetLookup:
             self.consumer.commit(offsets=[TopicPartition(t, p, o, metadata=mark)
                                           for (t, p), o in sorted(offsets.items())], asynchronous=False)
             self._committed = (dict(offsets), pin)
-        except NonEmptyGroupError:
-            log.warning("group '%s' has active members: the query's offsets are not committed there",
+        except UnknownMemberIdError:   # Kafka's answer to a commit from outside a group with members
+            log.warning("group '%s' has members: the query's offsets are not committed there",
                         self.options.group_id)
         except RiverlogError as e:
             log.warning("could not commit offsets to group '%s': %s", self.options.group_id, e)

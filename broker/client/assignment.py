@@ -29,7 +29,9 @@ _TAIL_BASE = -2000  # librdkafka's OFFSET_TAIL(n) is _TAIL_BASE - n
 
 
 def rebalance_protocol(strategy: str) -> str:
-    """The protocol of a ``partition.assignment.strategy`` (its first entry is the group's assignor)."""
+    """The protocol of a ``partition.assignment.strategy``: its first entry's. The group may use
+    another entry of the list (the one every member supports), but the coordinator refuses a list
+    that mixes eager and cooperative assignors, so every entry has the first one's protocol."""
     first = strategy.split(",")[0].strip().lower()
     return COOPERATIVE if first in _COOPERATIVE_ASSIGNORS else EAGER
 

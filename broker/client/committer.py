@@ -1,8 +1,13 @@
 """A consumer's offset commits and reads of committed offsets, through its group's coordinator.
 
 Kept apart from fetching and from membership: a commit carries the member's id and epoch as
-membership knows them at the moment it is sent (``member`` is asked again on every retry, so a
-commit that races a rebalance goes out with the new epoch), and ``enable.auto.commit`` commits
+membership knows them at the moment it is sent (``member`` is asked again on every retry of a
+retriable error, such as a coordinator that moved). A commit refused with
+``StaleMemberEpochError`` fails, as in Kafka's ``CommitRequestManager`` (``CommitFailedException``):
+the member's epoch moved, so some of the partitions may be another member's by now, and committing
+them again under the new epoch could move that member's position. Only the automatic commit before
+revocation (``retry_stale_epoch=True``) sends it again with the epoch the next heartbeat brought,
+since it commits only partitions the member still owns. ``enable.auto.commit`` commits
 only positions that moved since the last commit, every ``auto.commit.interval.ms`` by the
 ``Clock`` passed in.
 
@@ -28,7 +33,7 @@ from collections.abc import Callable
 from broker.client.coordinator import CoordinatorClient
 from broker.client.message import TopicPartition, _rebuild_topic_partition
 from broker.clock import Clock
-from broker.errors import KafkaError, RiverlogError, error_for_code
+from broker.errors import KafkaError, RiverlogError, StaleMemberEpochError, error_for_code
 from broker.proto import riverlog_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -50,23 +55,27 @@ class OffsetCommitter:
         self._outcomes: collections.deque = collections.deque()  # (err, partitions) waiting for on_commit
         self._wake = wake  # an outcome was queued: poll() may serve it now
 
-    def commit_sync(self, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
+    def commit_sync(self, tps: list[TopicPartition], timeout: float,
+                    retry_stale_epoch: bool = False) -> list[TopicPartition]:
         """Commit ``tps`` after the asynchronous commits made before it; retriable errors find the
-        coordinator again until ``timeout``."""
+        coordinator again until ``timeout``. A stale member epoch fails the commit unless
+        ``retry_stale_epoch`` (the automatic commit before revocation)."""
         if not tps:
             return []
         deadline = time.monotonic() + timeout
         with self._lock:
             earlier = list(self._in_flight)
         concurrent.futures.wait(earlier, timeout)
-        error, _ = self._send(tps, max(0.1, deadline - time.monotonic()))
+        error, _ = self._send(tps, max(0.1, deadline - time.monotonic()), retry_stale_epoch)
         if error is not None:
             raise error
         return tps
 
-    def _send(self, tps: list[TopicPartition], timeout: float) -> tuple[RiverlogError | None, dict]:
+    def _send(self, tps: list[TopicPartition], timeout: float,
+              retry_stale_epoch: bool = False) -> tuple[RiverlogError | None, dict]:
         """Commit until done or a non-retriable error: (the first partition's error or None,
-        {(topic, partition): error} of the partitions that failed)."""
+        {(topic, partition): error} of the partitions that failed). ``StaleMemberEpochError`` counts
+        as non-retriable here unless ``retry_stale_epoch`` (see the module's docstring)."""
         member_id, epoch = self._member()
         by_topic: dict[str, list] = {}
         for tp in tps:
@@ -86,6 +95,10 @@ class OffsetCommitter:
                         self._committed[(tp.topic, tp.partition)] = tp.offset
                 return None, {}
             error = next(iter(errors.values()))
+            stale = any(isinstance(e, StaleMemberEpochError) for e in errors.values())
+            if stale and not retry_stale_epoch:
+                error = next(e for e in errors.values() if isinstance(e, StaleMemberEpochError))
+                return error, errors
             if not error.retriable or time.monotonic() >= deadline:
                 return error, errors
             self.coordinator.forget()

@@ -263,7 +263,9 @@ class Consumer:
         tps = [TopicPartition(t, p) for t, p in sorted(partitions)]
         if not lost and self.config["enable.auto.commit"]:
             try:
-                self._committer.commit_sync(self._to_commit(partitions), 5.0)
+                # The one commit Kafka sends again with the epoch a heartbeat brought: the member
+                # still owns these partitions until the revocation is acknowledged.
+                self._committer.commit_sync(self._to_commit(partitions), 5.0, retry_stale_epoch=True)
             except RiverlogError as e:
                 log.warning("auto-commit before revocation failed: %r", e)
         callback = (self._callbacks.get("lost") or self._callbacks.get("revoke")) if lost \

@@ -6,8 +6,8 @@
     admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions("billing", [TopicPartition("orders", 0, 42)])])
     admin.delete_consumer_groups(["billing"])
 
-Each group's requests go to its coordinator. Altering offsets is refused (``NonEmptyGroupError``)
-while the group has active members, as Kafka refuses to reset a running group.
+Each group's requests go to its coordinator. Altering offsets is refused (``UnknownMemberIdError``,
+Kafka's answer) while the group has members, as Kafka refuses to reset a running group.
 """
 from __future__ import annotations
 

@@ -10,7 +10,10 @@ been given but not yet taken up, so the coordinator never hands a partition to a
 while this one might still be reading it.
 
 If ``poll()`` is not called within ``max.poll.interval.ms`` the member leaves the group (its
-partitions go to others) and joins again at the next poll, as Kafka's consumer does.
+partitions go to others) and joins again at the next poll, as Kafka's consumer does. A static
+member (``group.instance.id``) leaves with epoch -2, as Kafka's does: the coordinator keeps its
+partitions for ``session.timeout.ms``, and when it joins again within that time it gets them back
+with no rebalance.
 """
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ import threading
 import time
 
 from broker.client.coordinator import CoordinatorClient
-from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, RiverlogError, UnknownMemberIdError)
+from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, InvalidSessionTimeoutError, RiverlogError,
+                           UnknownMemberIdError, UnsupportedAssignorError)
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import grouped
 
@@ -95,7 +99,10 @@ class GroupMembership:
                     return
                 leaving = self._leaving
                 if leaving is None and self._poll_overdue():
-                    leaving = -1
+                    # Kafka's leaveGroupEpoch: a static member leaves "for now" (-2), so the
+                    # coordinator keeps its partitions for its session and no rebalance happens
+                    # unless it stays away longer.
+                    leaving = -2 if self.config["group.instance.id"] else -1
             if leaving is not None:
                 self._leave(leaving)
                 if self._leaving is not None:
@@ -159,7 +166,11 @@ class GroupMembership:
             log.info("group '%s': %s; rejoining", self.coordinator.group_id, e)
             self._reset(lost=True)
             return 0
-        except FencedInstanceIdError as e:
+        except (FencedInstanceIdError, UnsupportedAssignorError, InvalidSessionTimeoutError) as e:
+            # Fatal to the membership: raised from the next poll() (and given to error_cb), as Kafka's
+            # consumer raises InconsistentGroupProtocol and InvalidSessionTimeout from poll(); joining
+            # again would only be refused again.
+            log.warning("group '%s': %s", self.coordinator.group_id, e)
             with self._cond:
                 self._fatal = e
                 self._reset(lost=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, NonEmptyGroupError,
                            StaleMemberEpochError, UnknownMemberIdError, UnsupportedAssignorError)
-from broker.group.assignors import COOPERATIVE, TP, assignor
+from broker.group.assignors import COOPERATIVE, TP, assignor, elect, strategies
 
 JOIN, LEAVE, LEAVE_STATIC = 0, -1, -2
 
@@ -47,6 +47,7 @@ class Member:
     eager_cleared: int = -1                         # assignment epoch it gave everything up for
     revoking_since_ms: int | None = None
     left_ms: int | None = None                      # a static member that left for now
+    assignors: list[str] = field(default_factory=lambda: ["range"])  # its strategy list, preferred first
 
     @property
     def active(self) -> bool:
@@ -147,30 +148,41 @@ class ConsumerGroup:
 
     def _join(self, instance_id: str, client_id: str, topics: list[str], assignor_name: str,
               session_timeout_ms: int, rebalance_timeout_ms: int, now_ms: int) -> Member:
-        name, _ = assignor(assignor_name or "range")
-        if self.assignor and name != self.assignor and self.active_members:
-            raise UnsupportedAssignorError(
-                f"group '{self.group_id}' uses {self.assignor}; this member asked for {name}")
-        self.assignor = name
-        member_id = uuid.uuid4().hex
+        preferences = strategies(assignor_name)
         previous = next((m for m in self.members.values() if instance_id and m.instance_id == instance_id), None)
+        others = [m.assignors for m in self.members.values() if m is not previous]
+        if elect(others + [preferences]) is None:
+            # Kafka's classic protocol: INCONSISTENT_GROUP_PROTOCOL (Riverlog's closest typed error)
+            supported = sorted(set(others[0]).intersection(*others[1:]))
+            raise UnsupportedAssignorError(
+                f"group '{self.group_id}' has no partition.assignment.strategy in common with this member: "
+                f"it asked for {','.join(preferences)}; every member of the group supports "
+                f"{', '.join(supported) or 'nothing in common'} (inconsistent group protocol)")
+        member_id = uuid.uuid4().hex
+        before = self.assignor
         if previous is not None:
             # A static member coming back: it takes over its predecessor's partitions, no rebalance.
             del self.members[previous.member_id]
             self.fenced_members.add(previous.member_id)
             member = Member(member_id, instance_id, client_id, sorted(topics), session_timeout_ms,
                             rebalance_timeout_ms, now_ms, previous.epoch, previous.previous_epoch,
-                            set(previous.assigned), set(), previous.eager_cleared)
+                            set(previous.assigned), set(), previous.eager_cleared, assignors=preferences)
             if previous.member_id in self.target:
                 self.target[member_id] = self.target.pop(previous.member_id)
-            if sorted(topics) != previous.topics:
-                self.group_epoch += 1
+            moved = sorted(topics) != previous.topics
         else:
             member = Member(member_id, instance_id, client_id, sorted(topics), session_timeout_ms,
-                            rebalance_timeout_ms, now_ms)
-            self.group_epoch += 1
+                            rebalance_timeout_ms, now_ms, assignors=preferences)
+            moved = True
         self.members[member_id] = member
+        self._elect()
+        if moved or self.assignor != before:
+            self.group_epoch += 1
         return member
+
+    def _elect(self) -> None:
+        """Choose the group's assignor from its members' lists (``assignors.elect``)."""
+        self.assignor = elect([m.assignors for m in self.members.values()], self.assignor) or self.assignor
 
     def _leave(self, member_id: str, member_epoch: int, now_ms: int) -> HeartbeatResult:
         member = self.members.get(member_id)
@@ -186,6 +198,7 @@ class ConsumerGroup:
         del self.members[member.member_id]
         self.target.pop(member.member_id, None)
         self.group_epoch += 1
+        self._elect()
 
     # ------------------------------------------------------------------------------ assignment
     def refresh(self, partitions: Mapping[str, int]) -> None:
@@ -198,7 +211,8 @@ class ConsumerGroup:
         if self.group_epoch > self.assignment_epoch:
             _, assign = assignor(self.assignor or "range")
             subscriptions = {m.member_id: m.topics for m in self.members.values()}
-            self.target = assign(subscriptions, self.topic_sizes, self.target)
+            instance_ids = {m.member_id: m.instance_id for m in self.members.values() if m.instance_id}
+            self.target = assign(subscriptions, self.topic_sizes, self.target, instance_ids=instance_ids)
             self.assignment_epoch = self.group_epoch
 
     def _held_by_others(self, member: Member) -> set[TP]:
@@ -246,16 +260,26 @@ class ConsumerGroup:
         return gone
 
     # ------------------------------------------------------------------------------ offsets
-    def check_commit(self, member_id: str, member_epoch: int) -> None:
+    def check_commit(self, member_id: str, member_epoch: int, *, transactional: bool = True) -> None:
         """May this caller commit? A member with exactly its current epoch (as Kafka's
         ``validateOffsetCommit``: with an older one it may commit positions of partitions already
-        handed to another member); an outsider (no member id) only while the group has no active
-        members."""
+        handed to another member); an outsider (no member id: an ``assign()`` consumer, the admin
+        tools) only while the group has no members at all, a static member away for now included
+        (Kafka counts it: it comes back to its partitions and their offsets).
+
+        An outsider's plain OffsetCommit (``transactional=False``) to a group with members gets
+        ``UnknownMemberIdError``, as from Kafka's ``ConsumerGroup.validateOffsetCommit`` (and its
+        admin ``alterConsumerGroupOffsets``); a TxnOffsetCommit keeps ``NonEmptyGroupError``."""
         if not member_id:
-            if self.active_members:
-                raise NonEmptyGroupError(
-                    f"group '{self.group_id}' has {len(self.active_members)} active member(s); "
-                    "only they may commit its offsets")
+            if self.members:
+                away = sum(1 for m in self.members.values() if not m.active)
+                what = f"{len(self.members)} member(s)" + (f", {away} of them static and away for now" if away else "")
+                if transactional:
+                    raise NonEmptyGroupError(f"group '{self.group_id}' has {what}; only they may commit its offsets")
+                raise UnknownMemberIdError(
+                    f"group '{self.group_id}' has {what}: a commit from outside the group (no member id, as "
+                    "from assign() or the admin tools) is accepted only while it has none; stop its consumers "
+                    "(and wait for away static members' sessions to expire) first")
             return
         member = self._member(member_id)
         if member_epoch != member.epoch:

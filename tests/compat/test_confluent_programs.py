@@ -157,7 +157,7 @@ def test_commit_is_asynchronous_by_default_and_on_commit_is_served_by_poll(share
         assert outsider.commit(offsets=[TopicPartition(topic_name, 0, 1)]) is None
         outsider.close()                                    # serves the outstanding commit's on_commit
         [(err, partitions, thread)] = seen
-        assert err.code() == KafkaError.NON_EMPTY_GROUP and thread is threading.current_thread()
-        assert partitions[0][3].code() == KafkaError.NON_EMPTY_GROUP
+        assert err.code() == KafkaError.UNKNOWN_MEMBER_ID and thread is threading.current_thread()
+        assert partitions[0][3].code() == KafkaError.UNKNOWN_MEMBER_ID
     finally:
         member.close()

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from broker.client import OFFSET_INVALID, AdminClient, Consumer, NewTopic, Producer, TopicPartition
-from broker.errors import NonEmptyGroupError
+from broker.client.group_admin import ConsumerGroupTopicPartitions
+from broker.errors import KafkaError, NonEmptyGroupError, UnknownMemberIdError, UnsupportedAssignorError
 from tests.conftest import ROOT, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -269,15 +270,41 @@ def test_commits_sync_async_and_auto_are_visible_in_committed_and_survive_a_rest
     c.close()
 
 
+def test_members_with_different_strategy_lists_share_a_common_assignor_and_one_with_none_hears_why(
+        broker, topic_name):
+    """As Kafka's classic protocol chooses an assignor every member supports; with none in common the
+    joining member's poll() raises (and error_cb hears it), instead of it retrying unseen forever."""
+    make_topic(broker.bootstrap, topic_name, records=10)
+    a = Member(broker.bootstrap, "lists", topic_name, partition_assignment_strategy="range,roundrobin")
+    b = Member(broker.bootstrap, "lists", topic_name, partition_assignment_strategy="roundrobin")
+    errors = []
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "lists", "partition.assignment.strategy": "range",
+                  "error_cb": errors.append})
+    try:
+        wait_until(lambda: len(a.owned) == len(b.owned) == 3, 30, 0.05, "three partitions each")
+        assert _describe(broker.bootstrap, "lists").partition_assignor == "roundrobin"
+        c.subscribe([topic_name])
+        with pytest.raises(UnsupportedAssignorError, match="in common"):
+            wait_until(lambda: c.poll(0.1) and False, 30, 0, "the refusal")
+        c.poll(0.1)                                            # serves error_cb
+        assert [e.code() for e in errors] == [KafkaError.UNSUPPORTED_ASSIGNOR]
+        assert len(a.owned) == len(b.owned) == 3 and a.alive and b.alive
+    finally:
+        c.close(), a.close(), b.close()
+
+
 def test_a_commit_from_outside_a_group_with_members_is_refused(broker, topic_name):
     make_topic(broker.bootstrap, topic_name, partitions=1, records=1)
     a = Member(broker.bootstrap, "busy", topic_name)
     try:
         wait_until(lambda: a.owned == {0}, 30, 0.05, "the member's assignment")
         outsider = consumer(broker.bootstrap, "busy")
-        with pytest.raises(NonEmptyGroupError):
+        with pytest.raises(UnknownMemberIdError):  # Kafka's answer to a commit with no member id
             outsider.commit(offsets=[TopicPartition(topic_name, 0, 1)], asynchronous=False)
         outsider.close()
+        with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin, pytest.raises(UnknownMemberIdError):
+            admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+                "busy", [TopicPartition(topic_name, 0, 1)])])["busy"].result(10)
     finally:
         a.close()
 
@@ -291,6 +318,36 @@ def test_a_member_that_stops_polling_leaves_and_its_partitions_move(broker, topi
     try:
         # ``slow`` is never polled again: after max.poll.interval.ms it leaves and ``other`` owns all.
         wait_until(lambda: other.owned == {0, 1}, 30, 0.05, "the silent member's partitions to move")
+    finally:
+        other.close()
+        slow.close()
+
+
+def test_a_static_member_that_stops_polling_keeps_its_partitions_for_its_session_without_a_rebalance(
+        broker, topic_name):
+    """Kafka's consumer leaves with epoch -2 when a static member's poll timer expires: the coordinator
+    keeps its partitions for session.timeout.ms, so nobody rebalances; it used to leave for good (-1),
+    and its return moved everything back in a second rebalance."""
+    make_topic(broker.bootstrap, topic_name, partitions=2, records=10)
+    slow = consumer(broker.bootstrap, "slow-static", max_poll_interval_ms=1000, session_timeout_ms=20_000,
+                    group_instance_id="pod-slow")
+    lost = []
+    slow.subscribe([topic_name], on_lost=lambda c, ps: lost.extend(tp.partition for tp in ps))
+    other = Member(broker.bootstrap, "slow-static", topic_name, group_instance_id="pod-other",
+                   session_timeout_ms=20_000)
+    try:
+        wait_until(lambda: (slow.poll(0.05), len(slow.assignment()) == 1 and len(other.owned) == 1)[1],
+                   30, 0, "one partition each")
+        mine, epoch = {tp.partition for tp in slow.assignment()}, _describe(broker.bootstrap, "slow-static").group_epoch
+        other.events.clear()
+        time.sleep(3)                            # past max.poll.interval.ms: slow leaves "for now"
+        d = _describe(broker.bootstrap, "slow-static")
+        assert other.events == [] and d.group_epoch == epoch
+        assert sorted(m.group_instance_id for m in d.members) == ["pod-other", "pod-slow"]
+        wait_until(lambda: (slow.poll(0.05), {tp.partition for tp in slow.assignment()} == mine and lost)[1],
+                   30, 0, "the slow member's partitions back")
+        assert lost == sorted(mine) and other.events == []
+        assert _describe(broker.bootstrap, "slow-static").group_epoch == epoch
     finally:
         other.close()
         slow.close()

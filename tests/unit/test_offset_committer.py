@@ -8,7 +8,7 @@ import pytest
 from broker.client.committer import OffsetCommitter
 from broker.client.message import TopicPartition
 from broker.clock import ManualClock
-from broker.errors import KafkaError, NonEmptyGroupError
+from broker.errors import KafkaError, NonEmptyGroupError, StaleMemberEpochError
 from broker.proto import riverlog_pb2 as pb
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(30)]
@@ -103,3 +103,56 @@ def test_on_commit_is_served_on_the_callers_thread_with_a_kafka_error_and_each_p
     assert [(tp.partition, tp.offset, tp.error) for tp in tps] == [(0, 5, None), (1, 7, KafkaError.NON_EMPTY_GROUP)]
     assert isinstance(tps[1].error, KafkaError) and c.serve() == 0
     c.close()
+
+
+class EpochCoordinator:
+    """A member whose epoch moved to 4 while its commits still carry 3: refuses any other epoch
+    with ``StaleMemberEpochError``; records the epochs that arrived."""
+
+    def __init__(self):
+        self.epochs: list[int] = []
+
+    def call(self, method, request, timeout=None):
+        self.epochs.append(request.member_epoch)
+        response = pb.OffsetCommitResponse()
+        if request.member_epoch != 4:
+            for t in request.topics:
+                for p in t.partitions:
+                    response.results.add(topic=t.name, partition=p.partition, error_code=StaleMemberEpochError.code,
+                                         error_message="stale member epoch")
+        return response
+
+    def forget(self):
+        pass
+
+
+def test_a_commit_with_a_stale_member_epoch_fails_and_is_not_sent_again_with_the_new_epoch():
+    """Kafka's CommitRequestManager fails it (CommitFailedException): the member's epoch moved, so
+    the partition may be another member's now, and a retry under the new epoch would commit it."""
+    coordinator, view = EpochCoordinator(), ["m", 3]
+    seen = []
+    config = {"retry.backoff.ms": 10, "request.timeout.ms": 10_000, "on_commit": lambda err, tps: seen.append(err),
+              "enable.auto.commit": False, "auto.commit.interval.ms": 5000}
+    c = OffsetCommitter(coordinator, config, "g", lambda: tuple(view), ManualClock())
+    view_moves = threading.Timer(0.05, lambda: view.__setitem__(1, 4))  # the next heartbeat brings epoch 4
+    view_moves.start()
+    with pytest.raises(StaleMemberEpochError):
+        c.commit_sync([TopicPartition("orders", 1, 42)], 5)
+    view_moves.join()
+    assert coordinator.epochs == [3]
+    view[1] = 3
+    c.commit_async([TopicPartition("orders", 1, 43)])
+    view[1] = 4
+    c.close()
+    assert c.serve() == 1 and seen[0].code() == KafkaError.STALE_MEMBER_EPOCH and coordinator.epochs == [3, 3]
+
+
+def test_the_commit_before_revocation_is_sent_again_with_the_epoch_the_next_heartbeat_brought():
+    """As Kafka's maybeAutoCommitSyncBeforeRevocation: it commits partitions the member still owns."""
+    coordinator, view = EpochCoordinator(), ["m", 3]
+    c = OffsetCommitter(coordinator, {"retry.backoff.ms": 10, "request.timeout.ms": 10_000, "on_commit": None,
+                                      "enable.auto.commit": True, "auto.commit.interval.ms": 5000},
+                        "g", lambda: tuple(view), ManualClock())
+    threading.Timer(0.05, lambda: view.__setitem__(1, 4)).start()
+    assert c.commit_sync([TopicPartition("orders", 1, 42)], 5, retry_stale_epoch=True)
+    assert coordinator.epochs[0] == 3 and coordinator.epochs[-1] == 4
