@@ -265,10 +265,11 @@ class FetchState:
         return True
 
     def on_decoded(self, key: TP, generation: int, offset: int, decoded: list, failure, following: int | None,
-                   high_watermark: int) -> bool:
+                   end_offset: int) -> bool:
         """Queue what was decoded (``broker.records.reader.decode_available``'s answer for a fetch
-        from ``offset``); ``following`` is the offset after the response's last batch. True when
-        there is something new for the application."""
+        from ``offset``); ``following`` is the offset after the response's last batch; ``end_offset``
+        is where ``_PARTITION_EOF`` is reported (the high watermark, or under read_committed the
+        last stable offset, as librdkafka). True when there is something new for the application."""
         state = self._current(key, generation)
         if state is None or state.halted:
             return False
@@ -283,9 +284,9 @@ class FetchState:
             state.eof_reported = False
             return True
         if (self.enable_eof and not state.eof_reported
-                and state.fetch_offset >= high_watermark and state.position >= high_watermark):
+                and state.fetch_offset >= end_offset and state.position >= end_offset):
             state.eof_reported = True
-            self.events.append(Message(key[0], key[1], high_watermark,
+            self.events.append(Message(key[0], key[1], end_offset,
                                        error=PartitionEOF(f"reached end of {key[0]}[{key[1]}]")))
             return True
         return False

@@ -170,12 +170,16 @@ class Fetcher:
     def _decode(self, arrived: list, ticket: int) -> None:
         """Decode outside the lock, then apply under it once every earlier ticket is applied."""
         check = self.config["check.crcs"]
+        committed = self.config["isolation.level"] == "read_committed"
         done = []
         try:
             for key, generation, offset, r, records, following in arrived:
                 aborted = [(a.producer_id, a.first_offset) for a in r.aborted_transactions]
                 decoded, failure = decode_available(records, offset, check, aborted) if records else ([], None)
-                done.append((key, generation, offset, decoded, failure, following, r.high_watermark))
+                # The end a reader can reach (librdkafka's end_offset, for _PARTITION_EOF): the last
+                # stable offset under read_committed, which an open transaction holds back.
+                end = r.last_stable_offset if committed and r.last_stable_offset >= 0 else r.high_watermark
+                done.append((key, generation, offset, decoded, failure, following, end))
         finally:
             with self._cond:
                 if self._applied < ticket:

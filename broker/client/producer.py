@@ -86,7 +86,8 @@ class Producer:
         self._report_cond = threading.Condition()
         # The manager exists for every idempotent producer: it owns the producer id, epoch and sequences.
         self._manager = TransactionManager(cfg["transactional.id"] or None) if self._idempotent else None
-        self._txn = (TransactionRequests(self._manager, self.cluster, cfg, self.flush)
+        self._txn = (TransactionRequests(self._manager, self.cluster, cfg, self.flush,
+                                         lambda: self.purge(in_queue=True, in_flight=False))
                      if cfg["transactional.id"] else None)
         self._sender = Sender(cfg, SendLimits.from_config(cfg, self._idempotent), self._acks, self.cluster,
                               self._acc, self._report, self._manager, self._txn, SYSTEM_CLOCK)
@@ -111,7 +112,9 @@ class Producer:
         self._transactional().end(True, timeout)
 
     def abort_transaction(self, timeout: float | None = None) -> None:
-        """Flush, then abort: ``read_committed`` consumers never see this transaction's records."""
+        """Abort: records not sent yet are purged (their delivery reports say ``_PURGE_QUEUE``, as
+        confluent-kafka's), those in flight are waited for; ``read_committed`` consumers never see
+        this transaction's records."""
         self._transactional().end(False, timeout)
 
     def transaction_handle(self) -> TransactionHandle:

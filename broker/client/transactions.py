@@ -16,15 +16,21 @@ States (:data:`TRANSITIONS` is the table; every change goes through it and an il
                               |            ABORTABLE_ERROR --abort--/
     any --fenced--> FATAL_ERROR (final)
 
-- **abortable**: a record of the transaction was not delivered (timed out, refused). The
-  transaction can only be aborted; queued records of it fail at once (:meth:`doomed`). If a failed
+- **abortable**: a record of the transaction was not delivered (timed out, refused), or its
+  offsets were refused (``send_offsets_to_transaction`` after a rebalance: ``IllegalGeneration``,
+  ``UnknownMemberId``). The transaction can only be aborted: ``commit``, ``send_offsets`` and
+  ``begin`` raise the error that put it there, reported with confluent-kafka's
+  ``txn_requires_abort()`` true (:func:`~broker.errors.requiring_abort`), and ``produce`` refuses
+  records (``_STATE``, as librdkafka); queued records of it fail at once (:meth:`doomed`). If a failed
   batch had been sent, its partition's sequence numbers have a gap, so after the abort the producer
   asks the coordinator for its next epoch with its current producer id and epoch (KIP-360). The
   producer never picks an epoch itself.
 - **fatal**: the producer was fenced (``ProducerFenced``, or a partition's ``InvalidProducerEpoch``:
   a newer instance with this transactional.id called ``init_transactions``, or the coordinator
   aborted the transaction and bumped the epoch). Every later call raises the same
-  :class:`ProducerFencedError`; the producer can only be closed. Only its successor may write.
+  :class:`ProducerFencedError`, reported as librdkafka's ``_FENCED`` with ``fatal()`` true; the
+  producer can only be closed. Only its successor may write. ``init_transactions`` refused for
+  good (``InvalidTxnTimeout``: transaction.timeout.ms above the broker's maximum) is fatal too.
 
 Sequence numbers are kept per partition with the producer id and epoch they were numbered under
 (Kafka's ``TxnPartitionEntry``): a new epoch does not renumber anything by itself. A partition
@@ -46,7 +52,9 @@ import enum
 import threading
 from dataclasses import dataclass
 
-from broker.errors import InvalidProducerEpochError, InvalidTxnStateError, ProducerFencedError, RiverlogError
+from broker.errors import (InvalidProducerEpochError, ProducerFencedError, RiverlogError, StateError,
+                           TransactionAbortableError, requiring_abort)
+from broker.errors.kafka_error import KafkaError
 from broker.records.batch import increment_sequence
 from broker.state_machine import Transitions
 
@@ -87,8 +95,11 @@ class TransactionManager:
         self.producer_epoch = 0
         self._sequences: dict[tuple[str, int], _Sequences] = {}
         self.partitions: set[tuple[str, int]] = set()  # registered with the coordinator (AddPartitionsToTxn)
-        self.error: RiverlogError | None = None  # the first failed delivery of this transaction
-        self.fatal_error: ProducerFencedError | None = None
+        # Anything (partitions, a group's offsets) was sent to the coordinator in this transaction
+        # (Kafka's transactionStarted): if not, ending it needs no EndTxn.
+        self.started = False
+        self.error: RiverlogError | None = None  # why the transaction can only abort (the first failure)
+        self.fatal_error: RiverlogError | None = None  # why the producer can only be closed
 
     @property
     def transactional(self) -> bool:
@@ -103,29 +114,42 @@ class TransactionManager:
             self.state = TRANSITIONS.move(self.state, target)
 
     def require(self, *states: TxnState) -> None:
-        """Refuse an application call the current state does not allow, saying what it needs."""
+        """Refuse an application call the current state does not allow, saying what it needs: a
+        fatal producer raises its fatal error, an abortable transaction the error that made it so
+        (``txn_requires_abort()``), any other state :class:`StateError` (librdkafka's ``_STATE``)."""
         if self.state is TxnState.FATAL_ERROR:
             raise self.fatal_error
         if self.state not in states:
-            raise InvalidTxnStateError(f"transactional producer is {self.state.value}; this needs it to be "
-                                       f"{' or '.join(s.value for s in states)}")
+            if self.state is TxnState.ABORTABLE_ERROR:
+                raise self.abort_reason()
+            raise StateError(f"transactional producer is {self.state.value}; this needs it to be "
+                             f"{' or '.join(s.value for s in states)}")
+
+    def abort_reason(self) -> RiverlogError:
+        """The error that made the transaction abortable, as every refused call reports it."""
+        return requiring_abort(self.error or TransactionAbortableError(
+            f"transactional.id '{self.transactional_id}': the transaction can only be aborted"))
 
     @property
     def in_transaction(self) -> bool:
         return self.state is TxnState.IN_TRANSACTION
 
     def check_can_produce(self) -> None:
-        """Records join a transaction only inside it; after an abortable error they are still
-        accepted and fail at once, so the application sees the error in its delivery reports."""
-        if self.state is TxnState.FATAL_ERROR:
+        """Records join a transaction only inside it, and not once it can only abort (librdkafka's
+        ``rd_kafka_txn_may_enq_msg``: ``_STATE``)."""
+        state = self.state
+        if state is TxnState.FATAL_ERROR:
             raise self.fatal_error
-        if self.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
-            raise InvalidTxnStateError("a transactional producer produces only inside begin_transaction()")
+        if state is TxnState.ABORTABLE_ERROR:
+            raise StateError(f"the transaction can only be aborted ({self.error}): call abort_transaction(), "
+                             "then begin_transaction() and produce again")
+        if state is not TxnState.IN_TRANSACTION:
+            raise StateError("a transactional producer produces only inside begin_transaction()")
 
     def begin(self) -> None:
         with self.lock:
             self.require(TxnState.READY)
-            self.partitions, self.error = set(), None
+            self.partitions, self.error, self.started = set(), None, False
             self.move(TxnState.IN_TRANSACTION)
 
     def doomed(self) -> RiverlogError | None:
@@ -144,11 +168,28 @@ class TransactionManager:
             return None
         if isinstance(error, FENCING):
             return self.fenced(error)
+        self.abortable(error)
+        return None
+
+    def abortable(self, error: RiverlogError) -> RiverlogError:
+        """The open transaction cannot commit because of ``error`` (kept if it is the first):
+        returns the error to raise, with ``txn_requires_abort()``."""
         with self.lock:
             if self.state is TxnState.IN_TRANSACTION:
                 self.error = error
                 self.move(TxnState.ABORTABLE_ERROR)
-        return None
+            if self.state is TxnState.FATAL_ERROR:
+                return self.fatal_error
+            return requiring_abort(self.error or error)
+
+    def fatal(self, error: RiverlogError) -> RiverlogError:
+        """Enter the final state for a reason other than fencing (``init_transactions`` refused for
+        good): every later call raises ``error``, reported ``fatal()``."""
+        with self.lock:
+            if self.fatal_error is None:
+                self.fatal_error = error.reported_as(fatal=True)
+                self.state = TRANSITIONS.move(self.state, TxnState.FATAL_ERROR)
+            return self.fatal_error
 
     def fenced(self, cause: RiverlogError) -> ProducerFencedError:
         """Enter the final state: this producer's epoch belongs to another instance now."""
@@ -160,7 +201,8 @@ class TransactionManager:
                     "called init_transactions(), or the coordinator aborted its transaction "
                     f"(transaction.timeout.ms, or an operator). It can only be closed: close() it and let the "
                     f"newer instance carry on (or create a new Producer and call init_transactions()). "
-                    f"Cause: {cause.message if isinstance(cause, RiverlogError) else cause}")
+                    f"Cause: {cause.message if isinstance(cause, RiverlogError) else cause}"
+                ).reported_as(kafka_code=KafkaError._FENCED)  # librdkafka's fatal error for fencing
                 self.state = TRANSITIONS.move(self.state, TxnState.FATAL_ERROR)
             return self.fatal_error
 

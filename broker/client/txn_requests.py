@@ -22,22 +22,29 @@ from collections.abc import Callable
 
 from broker.client.coordinator import CoordinatorClient
 from broker.client.transactions import FENCING, TransactionManager, TxnState
-from broker.errors import InvalidTxnStateError, error_for_code
+from broker.errors import (InvalidProducerIdMappingError, InvalidTxnTimeoutError, RiverlogError, StateError,
+                           TransactionalIdNotFoundError, error_for_code)
 from broker.protocol import CoordinatorType
 from broker.proto import riverlog_pb2 as pb
 
 S = TxnState
+# The coordinator no longer knows this producer for its transactional.id (it expired after
+# transactional.id.expiration.ms): Kafka's INVALID_PRODUCER_ID_MAPPING. Aborting re-initialises.
+FORGOTTEN = (TransactionalIdNotFoundError, InvalidProducerIdMappingError)
 
 
 class TransactionRequests:
-    """``flush(timeout) -> records left`` is the producer's: ending a transaction flushes it first."""
+    """``flush(timeout) -> records left`` and ``purge()`` are the producer's: committing flushes
+    first, aborting purges what was not delivered."""
 
-    def __init__(self, manager: TransactionManager, cluster, config, flush: Callable[[float], int]):
+    def __init__(self, manager: TransactionManager, cluster, config, flush: Callable[[float], int],
+                 purge: Callable[[], None] = lambda: None):
         self.manager = manager
         self.transactional_id = manager.transactional_id
         self.cluster = cluster
         self.config = config
         self.flush = flush
+        self.purge = purge
         self.coordinator = CoordinatorClient(cluster, manager.transactional_id, key_type=CoordinatorType.TRANSACTION)
 
     def _timeout(self, timeout: float | None) -> float:
@@ -58,9 +65,12 @@ class TransactionRequests:
     # ------------------------------------------------------------------------------ application
     def init(self, timeout: float | None) -> None:
         self.manager.require(S.UNINITIALIZED, S.READY)
-        reply = self._call("InitProducerId", pb.InitProducerIdRequest(
-            transactional_id=self.transactional_id,
-            transaction_timeout_ms=self.config["transaction.timeout.ms"]), self._timeout(timeout))
+        try:
+            reply = self._call("InitProducerId", pb.InitProducerIdRequest(
+                transactional_id=self.transactional_id,
+                transaction_timeout_ms=self.config["transaction.timeout.ms"]), self._timeout(timeout))
+        except InvalidTxnTimeoutError as e:  # the configuration can never work: fatal, as Kafka's clients
+            raise self.manager.fatal(e) from None
         self.manager.new_epoch(reply.producer_id, reply.producer_epoch)
         self.manager.move(S.READY)
 
@@ -74,9 +84,26 @@ class TransactionRequests:
         self.manager.begin()
 
     def send_offsets(self, offsets, group_metadata, timeout: float | None) -> None:
+        """AddOffsetsToTxn, then TxnOffsetCommit to the group's coordinator. A refusal that is
+        neither fencing nor transient (``IllegalGeneration`` after a rebalance, ``UnknownMemberId``,
+        the transactional.id forgotten...) makes the transaction abortable, as Kafka's
+        ``TxnOffsetCommitHandler`` and librdkafka do: committing it without its offsets would let
+        the records be processed again (duplicates). A transient error (``retriable()``) leaves the
+        transaction as it was: the call may be repeated."""
         self.manager.require(S.IN_TRANSACTION)
-        deadline = self._timeout(timeout)
+        try:
+            self._send_offsets(offsets, group_metadata, self._timeout(timeout))
+        except RiverlogError as e:
+            m = self.manager
+            if m.state is S.FATAL_ERROR:
+                raise m.fatal_error from None
+            if e.retriable:
+                raise
+            raise m.abortable(e) from None
+
+    def _send_offsets(self, offsets, group_metadata, deadline: float) -> None:
         group_id = group_metadata.group_id
+        self.manager.started = True
         self._call("AddOffsetsToTxn", pb.AddOffsetsToTxnRequest(group_id=group_id, **self._ids()), deadline)
         by_topic: dict[str, list] = {}
         for tp in offsets:
@@ -93,26 +120,54 @@ class TransactionRequests:
             raise self.manager.fenced(error) if isinstance(error, FENCING) else error
 
     def end(self, commit: bool, timeout: float | None) -> None:
+        """Commit: flush, then EndTxn; an abortable transaction raises its error
+        (``txn_requires_abort()``). Abort: queued records are purged (their reports say
+        ``_PURGE_QUEUE``, as confluent-kafka's), those in flight waited for, then EndTxn. A
+        transaction that registered nothing with the coordinator needs no EndTxn. If the coordinator
+        forgot this producer (transactional.id expired), the abort asks for a new producer id
+        instead of sending EndTxn, as Kafka's Java client does, and the producer carries on."""
         m = self.manager
-        m.require(S.IN_TRANSACTION, S.ABORTABLE_ERROR)
-        # Records of a healthy transaction are sent even when it aborts (read_uncommitted readers see
-        # them); once a record failed, the rest fail unsent (the manager's doomed()).
-        left = self.flush(self._timeout(timeout))
-        m.require(S.IN_TRANSACTION, S.ABORTABLE_ERROR)  # fenced while flushing: fatal
-        if commit and (left or m.error is not None):
-            raise m.error or InvalidTxnStateError(
-                f"{left} record(s) of the transaction are not delivered yet; abort_transaction() or retry")
+        if commit:
+            m.require(S.IN_TRANSACTION)
+            left = self.flush(self._timeout(timeout))
+            m.require(S.IN_TRANSACTION)  # fenced, or a record failed, while flushing
+            if left:
+                raise StateError(f"{left} record(s) of the transaction are not delivered yet; "
+                                 "abort_transaction() or retry")
+        else:
+            m.require(S.IN_TRANSACTION, S.ABORTABLE_ERROR)
+            # Queued records fail (_PURGE_QUEUE); those in flight are waited for, so that none is
+            # appended after the abort marker (it would open a transaction nobody ends).
+            self.purge()
+            self.flush(self._timeout(timeout))
+            m.require(S.IN_TRANSACTION, S.ABORTABLE_ERROR)  # fenced meanwhile: fatal
         before = m.state
-        m.move(S.COMMITTING if commit else S.ABORTING)
+        ending = S.COMMITTING if commit else S.ABORTING
+        m.move(ending)
         try:
-            self._call("EndTxn", pb.EndTxnRequest(commit=commit, **self._ids()), self._timeout(timeout))
-            if m.epoch_bump_needed:
-                self._bump_epoch(self._timeout(timeout))
+            if not commit and isinstance(m.error, FORGOTTEN):
+                self._bump_epoch(self._timeout(timeout))  # a new producer id: nothing to abort there
+            elif m.started:
+                self._end_txn(commit, timeout)
+            # else nothing reached the coordinator: the transaction ends here (as Kafka's clients)
         except BaseException:
-            if m.state is not S.FATAL_ERROR:
+            if m.state is ending:
                 m.move(before)  # unanswered: the application may end it again
             raise
         m.move(S.READY)
+
+    def _end_txn(self, commit: bool, timeout: float | None) -> None:
+        m = self.manager
+        try:
+            self._call("EndTxn", pb.EndTxnRequest(commit=commit, **self._ids()), self._timeout(timeout))
+        except FORGOTTEN as e:
+            if commit:  # nothing of it can commit: abort (which re-initialises)
+                m.move(S.IN_TRANSACTION)
+                raise m.abortable(e) from None
+            self._bump_epoch(self._timeout(timeout))
+            return
+        if m.epoch_bump_needed:
+            self._bump_epoch(self._timeout(timeout))
 
     # ------------------------------------------------------------------------------ sender thread
     def add_partitions(self, keys) -> set:
@@ -125,6 +180,7 @@ class TransactionRequests:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in new:
             by_topic.setdefault(topic, []).append(partition)
+        m.started = True  # before the call: an unanswered one may still have opened the transaction
         self._call("AddPartitionsToTxn", pb.AddPartitionsToTxnRequest(
             partitions=[pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()], **self._ids()),
             self._timeout(None))

@@ -41,6 +41,7 @@ class RiverlogError(Exception):
     retriable: bool = False
     grpc_status: str = "INTERNAL"  # a grpc.StatusCode name; the server's interceptor maps it
     kafka_code: int = -1  # the code confluent-kafka's KafkaError.code() gives (librdkafka's, <0, for local errors)
+    txn_requires_abort: bool = False  # confluent's KafkaError.txn_requires_abort(): abort the transaction
     _category: bool = False  # set on category bases: caught, never raised
 
     def __init_subclass__(cls, **kwargs):
@@ -84,6 +85,23 @@ class RiverlogError(Exception):
     def __str__(self):
         return self.message
 
+    def reported_as(self, **flags) -> "RiverlogError":
+        """Override, on this instance, how confluent-kafka's KafkaError reports it (``kafka_code``,
+        ``retriable``, ``fatal``, ``txn_requires_abort``), as librdkafka reports a broker error
+        differently by where it arose (a fenced producer's ``_FENCED``, an abortable transaction's
+        error). The class stays, so ``except`` clauses catch it as before; returns ``self``."""
+        unknown = set(flags) - _REPORT_FLAGS
+        if unknown:
+            raise TypeError(f"reported_as() takes {sorted(_REPORT_FLAGS)}, not {sorted(unknown)}")
+        self.__dict__.update(flags)
+        self.args = (KafkaError._of(self),)
+        return self
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if _REPORT_FLAGS & set(state):  # reported_as() overrides: args[0] carries them again
+            self.args = (KafkaError._of(self),)
+
     def __reduce__(self):
         # By class, not by code: a subclass without a code of its own (e.g. spark_sink's
         # TransactionLostError) must come back as itself, not as its parent.
@@ -92,6 +110,21 @@ class RiverlogError(Exception):
 
     def __repr__(self):
         return f"{type(self).__name__}({self.message!r})"
+
+
+_REPORT_FLAGS = {"kafka_code", "retriable", "fatal", "txn_requires_abort"}
+
+
+def requiring_abort(error: "RiverlogError") -> "RiverlogError":
+    """A copy of ``error`` as the reason the open transaction can only be aborted: confluent-kafka's
+    ``txn_requires_abort()`` true and ``retriable()`` false (retrying the call cannot help;
+    ``abort_transaction()`` then a new transaction can), as librdkafka reports every call made
+    in its ABORTABLE_ERROR state. A copy, so the error a delivery report carried is not changed."""
+    cls, message, details = type(error), error.message, error.details
+    copy = _rebuild(cls, message, details)
+    state = {k: v for k, v in error.__dict__.items() if k not in ("message", "details")}
+    copy.__dict__.update(state)
+    return copy.reported_as(retriable=False, txn_requires_abort=True, fatal=False)
 
 
 def _rebuild(kind, message: str, details: dict) -> RiverlogError:
@@ -339,6 +372,14 @@ class InvalidProducerIdMappingError(ApplicationRecoverableError):
     code, grpc_status = 49, S.FAILED_PRECONDITION
 
 
+class StateError(InvalidTxnStateError):
+    """The client's own state does not allow the call: a transactional producer's (begin twice,
+    commit or abort without begin, produce outside a transaction) or a consumer's assignment
+    protocol. librdkafka's local ``_STATE``, not the broker's ``INVALID_TXN_STATE``; an
+    :class:`InvalidTxnStateError`, so ``except`` clauses for that still catch it."""
+    code, name, kafka_code, grpc_status = 1010, "_STATE", -172, S.FAILED_PRECONDITION
+
+
 class InvalidTxnTimeoutError(RiverlogError):
     code, grpc_status = 50, S.INVALID_ARGUMENT
 
@@ -362,6 +403,7 @@ class TransactionAbortableError(RiverlogError):
     and run it again (Kafka's TRANSACTION_ABORTABLE, KIP-890; the abortable category of KIP-1050,
     which Kafka's Java client keeps to this one class)."""
     code, grpc_status = 120, S.FAILED_PRECONDITION
+    txn_requires_abort = True
 
 
 # ----------------------------------------------------------------------------------- consumer groups
@@ -378,6 +420,12 @@ class CoordinatorNotAvailableError(RetriableError):
 class NotCoordinatorError(RetriableError):
     """This broker is not the group's coordinator: find it again."""
     code, grpc_status = 16, S.FAILED_PRECONDITION
+
+
+class IllegalGenerationError(RiverlogError):
+    """A member's generation (epoch) is not the group's current one: a TxnOffsetCommit from before
+    a rebalance (Kafka answers a stale member epoch in a transaction so). The transaction must abort."""
+    code, grpc_status = 22, S.FAILED_PRECONDITION
 
 
 class InvalidGroupIdError(RiverlogError):
@@ -487,7 +535,6 @@ _LOCAL_ALIASES: dict[int, type[RiverlogError]] = {
     -187: NetworkError,  # _ALL_BROKERS_DOWN
     -188: UnknownTopicOrPartitionError,  # _UNKNOWN_TOPIC
     -186: InvalidConfigError,  # _INVALID_ARG
-    -172: InvalidTxnStateError,  # _STATE
     -144: ProducerFencedError,  # _FENCED
     -165: NotSupportedError,  # _UNSUPPORTED_FEATURE
 }

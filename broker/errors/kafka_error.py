@@ -107,12 +107,15 @@ class KafkaError:
         """The value object standing for a typed error (``code`` overrides its ``kafka_code``)."""
         from broker import errors
         err = cls.__new__(cls)
-        err._code = type(exception).kafka_code if code is None else code
+        # Instance attributes (RiverlogError.reported_as) override the class's.
+        err._code = exception.kafka_code if code is None else code
         err._reason = exception.message if hasattr(exception, "message") else None
         err._retriable = bool(exception.retriable)
-        err._fatal = (isinstance(exception, errors.ApplicationRecoverableError)
-                      and not isinstance(exception, errors.UnknownMemberIdError))
-        err._txn_requires_abort = isinstance(exception, errors.TransactionAbortableError)
+        fatal = exception.__dict__.get("fatal")
+        err._fatal = bool(fatal) if fatal is not None else (
+            isinstance(exception, errors.ApplicationRecoverableError)
+            and not isinstance(exception, errors.UnknownMemberIdError))
+        err._txn_requires_abort = bool(getattr(exception, "txn_requires_abort", False))
         err._exception = exception
         return err
 

@@ -23,8 +23,8 @@ import json
 import zlib
 from collections.abc import Iterable, Mapping
 
-from broker.errors import (GroupIdNotFoundError, GroupSubscribedToTopicError, InvalidGroupIdError,
-                           NonEmptyGroupError, ProducerFencedError)
+from broker.errors import (GroupIdNotFoundError, GroupSubscribedToTopicError, IllegalGenerationError,
+                           InvalidGroupIdError, NonEmptyGroupError, ProducerFencedError, StaleMemberEpochError)
 from broker.group.assignors import TP
 from broker.group.group import Committed, ConsumerGroup, HeartbeatResult, Member
 from broker.records.compacted import latest_values
@@ -89,7 +89,8 @@ class GroupShard:
             member = Member(member_id, v.get("instance_id", ""), v.get("client_id", ""), v["topics"],
                             v["session_timeout_ms"], v["rebalance_timeout_ms"], now_ms, v["epoch"],
                             v.get("previous_epoch", -1), {tuple(x) for x in v["assigned"]},
-                            {tuple(x) for x in v["assigned"]}, v.get("eager_cleared", -1))
+                            {tuple(x) for x in v["assigned"]}, v.get("eager_cleared", -1),
+                            assignors=v.get("assignors") or [group.assignor or "range"])
             if v.get("left"):
                 member.left_ms = now_ms
             group.members[member_id] = member
@@ -129,7 +130,7 @@ class GroupShard:
                 {"instance_id": m.instance_id, "client_id": m.client_id, "topics": m.topics,
                  "session_timeout_ms": m.session_timeout_ms, "rebalance_timeout_ms": m.rebalance_timeout_ms,
                  "epoch": m.epoch, "previous_epoch": m.previous_epoch, "assigned": _tps(m.assigned),
-                 "eager_cleared": m.eager_cleared, "left": m.left_ms is not None,
+                 "eager_cleared": m.eager_cleared, "left": m.left_ms is not None, "assignors": m.assignors,
                  "target": _tps(group.target.get(m.member_id, ()))})
         return out
 
@@ -172,15 +173,24 @@ class GroupShard:
     def commit(self, group_id: str, member_id: str, member_epoch: int,
                offsets: Mapping[TP, Committed]) -> list[Record]:
         group = self._group(group_id)
-        group.check_commit(member_id, member_epoch)
+        group.check_commit(member_id, member_epoch, transactional=False)
         group.commit(offsets)
         return self._changes(group)
 
     def commit_in_transaction(self, group_id: str, member_id: str, member_epoch: int, producer_id: int,
                               producer_epoch: int, offsets: Mapping[TP, Committed]) -> list[Record]:
-        """Offsets that take effect only if the producer's transaction commits (TxnOffsetCommit)."""
+        """Offsets that take effect only if the producer's transaction commits (TxnOffsetCommit).
+        A stale member epoch is ``IllegalGeneration``, not the retriable ``StaleMemberEpoch`` of a
+        plain commit (Kafka's ``validateTransactionalOffsetCommit``): the member's partitions may
+        have moved, so the producer must abort the transaction rather than commit it again."""
         group = self._group(group_id)
-        group.check_commit(member_id, member_epoch)
+        try:
+            group.check_commit(member_id, member_epoch)
+        except StaleMemberEpochError:
+            raise IllegalGenerationError(
+                f"member {member_id} of group '{group_id}' sent offsets to a transaction with epoch "
+                f"{member_epoch}, not its current one: its partitions may belong to another member now; "
+                "abort the transaction and process them again from the committed offsets") from None
         known = group.producer_epochs.get(producer_id, -1)
         if producer_epoch < known:
             raise ProducerFencedError(

@@ -11,7 +11,15 @@ without checks, so a new leader knows every producer its predecessor did.
 A producer that has written nothing here for ``producer.id.expiration.ms`` and has no open
 transaction is forgotten (:meth:`ProducerStateManager.expire`), as in Kafka: otherwise every
 producer id ever seen (the exactly-once Spark sink uses new ones all the time) would stay in memory
-and in every snapshot. Its next batch gets ``UnknownProducerId`` unless it starts a new epoch.
+and in every snapshot. A *transactional* batch of a producer unknown here is accepted whatever its
+sequence number, as Kafka's ``ProducerAppendInfo.checkSequence`` accepts any producer it holds no
+state for: a transactional producer cannot renumber inside a transaction (its epoch is fixed until
+the transaction ends), so refusing it would fail every transaction after a partition went idle
+longer than ``producer.id.expiration.ms``; zombies are still fenced by epoch and markers. A plain
+idempotent producer's batch must start at sequence 0 (else ``UnknownProducerId``): Riverlog keeps
+this stricter rule there because such a producer recovers by taking a new epoch (KIP-360), and the
+rule keeps its pipelined batches in order when a partition's very first batch is refused (a
+later batch cannot be written ahead of it).
 
 Transactions: the first offset of each producer's open transaction in this partition (the
 smallest of them holds the last stable offset back), and the aborted transactions' offset ranges
@@ -86,8 +94,8 @@ class ProducerStateManager:
             return None
         first, last = _sequences(header)
         entry = self.producers.get(pid)
-        if entry is None:
-            if first != 0:
+        if entry is None:  # new here, expired, or removed by retention
+            if first != 0 and not header.is_transactional:
                 raise UnknownProducerIdError(
                     f"producer {pid} is unknown to this partition and sent sequence {first}: its state "
                     "expired (producer.id.expiration.ms) or its records were removed by retention")

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from broker.client import OFFSET_BEGINNING, AdminClient, Consumer, Producer, TopicPartition
-from broker.errors import ProducerFencedError, RiverlogError
+from broker.errors import KafkaError, ProducerFencedError, RiverlogError
 from tests.conftest import wait_until
 from tests.integration.test_transactions import make_topics, read
 
@@ -77,6 +77,8 @@ def test_a_fenced_producer_stays_fenced_and_never_commits(broker, topic_name):
     # Fenced is fatal: every later call fails with the same typed error, which says what to do.
     assert reports and all(isinstance(e.exception(), ProducerFencedError) for e in reports), reports
     assert all(isinstance(e, ProducerFencedError) for e in errors), errors
+    # As confluent-kafka reports a fenced producer: librdkafka's _FENCED, fatal.
+    assert all(e.args[0].code() == KafkaError._FENCED and e.args[0].fatal() for e in errors), errors
     assert "init_transactions" in str(errors[0]) and "close" in str(errors[0])
     zombie.close(5)
     successor.close()

@@ -10,8 +10,10 @@ import time
 import pytest
 
 from broker.client import OFFSET_BEGINNING, AdminClient, Consumer, NewTopic, OffsetSpec, Producer, TopicPartition
+from broker.client.consumer import ConsumerGroupMetadata
 from broker.client.model import IsolationLevel
-from broker.errors import ProducerFencedError
+from broker.errors import (IllegalGenerationError, InvalidTxnStateError, InvalidTxnTimeoutError, KafkaError,
+                           ProducerFencedError, StateError, TransactionalIdNotFoundError, UnknownMemberIdError)
 from tests.conftest import ROOT, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -179,6 +181,7 @@ def test_aborted_records_are_seen_only_by_read_uncommitted_readers(broker, topic
         for i, v in enumerate(batch):
             p.produce(topic_name, value=v, partition=i % 2)
         if n % 2:
+            assert p.flush(30) == 0  # sent: abort_transaction() purges what is not
             p.abort_transaction(30)
         else:
             p.commit_transaction(30)
@@ -215,6 +218,7 @@ def test_a_consumer_s_position_moves_past_markers_and_aborted_records(broker, to
     for commit in (True, False):
         p.begin_transaction()
         p.produce(topic_name, value=b"committed" if commit else b"aborted")
+        assert p.flush(30) == 0  # sent, so the aborted record is in the log (abort purges unsent ones)
         (p.commit_transaction if commit else p.abort_transaction)(30)
     p.close()
     c = Consumer({"bootstrap.servers": broker.bootstrap, "isolation.level": level, "enable.partition.eof": True})
@@ -359,6 +363,199 @@ def test_an_idempotent_producer_forgotten_by_a_partition_starts_a_new_epoch(brok
     assert (after.producer_id, after.producer_epoch, after.last_sequence) == (before.producer_id, 1, 2)
     assert read(node.bootstrap, topic_name, "read_uncommitted", partitions=1, settle=0.5) == \
         [b"%d" % i for i in range(6)]
+
+
+def test_a_transaction_after_the_partition_forgot_the_producer_commits(broker_factory, topic_name):
+    # A transactional producer idle past producer.id.expiration.ms between transactions: its next
+    # transaction's first batch (sequence 1) is accepted, not refused with UnknownProducerId.
+    node = broker_factory({"producer.id.expiration.ms": 1500, "producer.id.expiration.check.interval.ms": 100})
+    make_topics(node.bootstrap, topic_name, partitions=1)
+    tp = TopicPartition(topic_name, 0)
+    failed = []
+    producer = Producer({"bootstrap.servers": node.bootstrap, "transactional.id": "idle-" + topic_name,
+                         "on_delivery": lambda err, msg: err and failed.append(err)})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic_name, value=b"one")
+    producer.commit_transaction(30)
+    with AdminClient({"bootstrap.servers": node.bootstrap}) as admin:
+        wait_until(lambda: not admin.describe_producers([tp])[tp].result(30).active_producers, 30, 0.1,
+                   "the idle producer forgotten")
+    producer.begin_transaction()
+    producer.produce(topic_name, value=b"two")
+    producer.commit_transaction(30)
+    producer.close()
+    assert failed == []
+    assert read(node.bootstrap, topic_name, "read_committed", partitions=1, settle=0.5) == [b"one", b"two"]
+
+
+def _raised(action):
+    """The exception ``action()`` raised (the test fails if it raised none)."""
+    with pytest.raises(Exception) as caught:  # noqa: PT011 - the caller inspects it
+        action()
+    return caught.value
+
+
+def _requires_abort(error) -> bool:
+    """confluent-kafka's error-handling loop: retriable -> retry, txn_requires_abort -> abort, else fatal."""
+    err = error.args[0]
+    return err.txn_requires_abort() and not err.retriable() and not err.fatal()
+
+
+def test_offsets_refused_after_a_rebalance_or_for_an_unknown_member_make_the_transaction_abort(broker, topic_name):
+    # A transaction whose offsets were refused must not commit its output without them: the input
+    # would be processed again (duplicates). As Kafka: a stale member epoch is ILLEGAL_GENERATION,
+    # and it or UNKNOWN_MEMBER_ID makes the transaction abortable (txn_requires_abort()).
+    src, dst, group = f"{topic_name}-in", f"{topic_name}-out", f"{topic_name}-g"
+    make_topics(broker.bootstrap, src, dst)
+    config = {"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False,
+              "isolation.level": "read_committed"}
+    first = Consumer(config)
+    first.subscribe([src])
+    wait_until(lambda: first.poll(0.1) is None and len(first.assignment()) == 2, 30, 0, "first consumer assigned")
+    before = first.consumer_group_metadata()
+    second = Consumer(config)
+    second.subscribe([src])
+    wait_until(lambda: (first.poll(0.05), second.poll(0.05)) and len(first.assignment()) == 1
+               and len(second.assignment()) == 1, 30, 0, "the partitions shared after the rebalance")
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-eos"})
+    p.init_transactions(30)
+    stale = before
+    unknown = ConsumerGroupMetadata(group, "no-such-member", before.member_epoch, None)
+    for metadata, kind in ((stale, IllegalGenerationError), (unknown, UnknownMemberIdError)):
+        p.begin_transaction()
+        p.produce(dst, value=b"output", partition=0)
+        refused = _raised(lambda: p.send_offsets_to_transaction([TopicPartition(src, 0, 5)], metadata, 10))
+        assert isinstance(refused, kind) and _requires_abort(refused), refused
+        committing = _raised(lambda: p.commit_transaction(10))
+        assert isinstance(committing, kind) and _requires_abort(committing), committing
+        producing = _raised(lambda: p.produce(dst, value=b"more"))
+        assert isinstance(producing, StateError) and producing.args[0].code() == KafkaError._STATE
+        p.abort_transaction(30)
+    assert first.committed([TopicPartition(src, 0)], 30)[0].offset < 0
+    assert read(broker.bootstrap, dst, "read_committed") == []
+    # After the abort the producer goes on: with the current metadata the offsets commit.
+    owner = first if TopicPartition(src, 0) in first.assignment() else second
+    p.begin_transaction()
+    p.produce(dst, value=b"output", partition=0)
+    p.send_offsets_to_transaction([TopicPartition(src, 0, 5)], owner.consumer_group_metadata(), 30)
+    p.commit_transaction(30)
+    assert first.committed([TopicPartition(src, 0)], 30)[0].offset == 5
+    assert read(broker.bootstrap, dst, "read_committed") == [b"output"]
+    for client in (p, first, second):
+        client.close()
+
+
+def test_client_side_state_errors_are_local_state(broker, topic_name):
+    # librdkafka's _STATE for the producer's own state; still InvalidTxnStateError for except clauses.
+    make_topics(broker.bootstrap, topic_name, partitions=1)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-state"})
+    p.init_transactions(30)
+    outside = [lambda: p.commit_transaction(5), lambda: p.abort_transaction(5),
+               lambda: p.produce(topic_name, value=b"outside")]
+    errors = [_raised(call) for call in outside]
+    p.begin_transaction()
+    errors.append(_raised(p.begin_transaction))
+    for error in errors:
+        assert isinstance(error, InvalidTxnStateError) and error.args[0].code() == KafkaError._STATE, error
+    p.abort_transaction(30)
+    p.close()
+
+
+def test_a_transaction_timeout_the_broker_refuses_makes_init_fatal(broker, topic_name):
+    # Kafka's clients treat INVALID_TRANSACTION_TIMEOUT from InitProducerId as fatal.
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-timeout",
+                  "transaction.timeout.ms": 3_600_000})    # above transaction.max.timeout.ms
+    for _ in range(2):
+        error = _raised(lambda: p.init_transactions(30))
+        assert isinstance(error, InvalidTxnTimeoutError) and error.args[0].fatal(), error
+    assert isinstance(_raised(p.begin_transaction), InvalidTxnTimeoutError)
+    p.close()
+
+
+def test_abort_purges_records_not_sent_yet(broker, topic_name):
+    # confluent-kafka: records still queued when the transaction aborts fail with _PURGE_QUEUE
+    # (they were delivered before: read_uncommitted readers saw them, with offsets in the reports).
+    make_topics(broker.bootstrap, topic_name, partitions=1)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-purge",
+                  "linger.ms": 5000})
+    p.init_transactions(30)
+    p.begin_transaction()
+    reports = []
+    for i in range(3):
+        p.produce(topic_name, value=b"q%d" % i, on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+    started = time.monotonic()
+    p.abort_transaction(30)
+    p.poll(0)
+    assert time.monotonic() - started < 4        # not held for linger.ms
+    assert [(err.code() if err else None, offset) for err, offset in reports] == [(KafkaError._PURGE_QUEUE, -1)] * 3
+    p.begin_transaction()
+    p.produce(topic_name, value=b"next")
+    p.commit_transaction(30)
+    p.close()
+    assert read(broker.bootstrap, topic_name, "read_uncommitted", partitions=1, settle=0.5) == [b"next"]
+
+
+def test_a_read_committed_consumer_reports_partition_eof_at_the_last_stable_offset(broker, topic_name):
+    # librdkafka's end offset for _PARTITION_EOF is the last stable offset under read_committed:
+    # an open transaction holds it back, and the reader is at the end when it reaches it.
+    make_topics(broker.bootstrap, topic_name, partitions=1)
+    plain = Producer({"bootstrap.servers": broker.bootstrap})
+    plain.produce(topic_name, value=b"c0")
+    plain.produce(topic_name, value=b"c1")
+    plain.flush(30)
+    txn = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-open"})
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    txn.produce(topic_name, value=b"open")
+    txn.flush(30)
+    seen = {}
+    for level in ("read_committed", "read_uncommitted"):
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "isolation.level": level, "enable.partition.eof": True})
+        c.assign([TopicPartition(topic_name, 0, OFFSET_BEGINNING)])
+        events, deadline = [], time.monotonic() + 15
+        while time.monotonic() < deadline and not (events and events[-1][0] == "EOF"):
+            m = c.poll(0.2)
+            if m is not None:
+                events.append(("EOF", m.offset()) if m.error() else (m.value(), m.offset()))
+        seen[level] = events
+        c.close()
+    txn.abort_transaction(30)
+    txn.close()
+    plain.close()
+    assert seen["read_committed"] == [(b"c0", 0), (b"c1", 1), ("EOF", 2)]
+    assert seen["read_uncommitted"] == [(b"c0", 0), (b"c1", 1), (b"open", 2), ("EOF", 3)]
+
+
+def test_a_producer_whose_transactional_id_expired_recovers_by_aborting(broker_factory, topic_name):
+    # Kafka's coordinator forgets an idle transactional.id; its producer's next transaction fails,
+    # and (as Kafka's Java client) abort_transaction() takes a new producer id instead of EndTxn,
+    # so the producer carries on instead of being stuck.
+    node = broker_factory({**CONFIG, "transactional.id.expiration.ms": 1500,
+                           "transaction.remove.expired.transaction.cleanup.interval.ms": 100})
+    make_topics(node.bootstrap, topic_name, partitions=1)
+    txn_id = f"{topic_name}-expiring"
+    p = Producer({"bootstrap.servers": node.bootstrap, "transactional.id": txn_id})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic_name, value=b"one")
+    p.commit_transaction(30)
+    with AdminClient({"bootstrap.servers": node.bootstrap}) as admin:
+        wait_until(lambda: txn_id not in {t.transactional_id for t in admin.list_transactions().result(30)},
+                   30, 0.1, "the idle transactional.id forgotten")
+    p.begin_transaction()
+    reports = []
+    p.produce(topic_name, value=b"two", on_delivery=lambda err, msg: reports.append(err))
+    p.flush(30)
+    assert [isinstance(e.exception(), TransactionalIdNotFoundError) for e in reports] == [True]
+    committing = _raised(lambda: p.commit_transaction(10))
+    assert isinstance(committing, TransactionalIdNotFoundError) and _requires_abort(committing)
+    p.abort_transaction(30)                 # recovers in place
+    p.begin_transaction()
+    p.produce(topic_name, value=b"three")
+    p.commit_transaction(30)
+    p.close()
+    assert read(node.bootstrap, topic_name, "read_committed", partitions=1, settle=0.5) == [b"one", b"three"]
 
 
 def _quietly(fn):

@@ -173,6 +173,7 @@ def test_read_committed_hides_aborted_records_and_read_uncommitted_shows_them(sp
     for commit in (False, True):
         p.begin_transaction()
         p.produce(topic_name, value=b"committed" if commit else b"aborted")
+        assert p.flush(30) == 0  # sent, so read_uncommitted sees it (abort_transaction purges unsent records)
         (p.commit_transaction if commit else p.abort_transaction)(30)
     p.close()
 

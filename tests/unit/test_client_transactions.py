@@ -6,7 +6,8 @@ import itertools
 import pytest
 
 from broker.client.transactions import TRANSITIONS, TransactionManager, TxnState
-from broker.errors import InvalidProducerEpochError, InvalidTxnStateError, KafkaTimeoutError, ProducerFencedError
+from broker.errors import (IllegalGenerationError, InvalidProducerEpochError, InvalidTxnStateError,
+                           InvalidTxnTimeoutError, KafkaError, KafkaTimeoutError, ProducerFencedError, StateError)
 from broker.records.batch import MAX_SEQUENCE
 from broker.state_machine import IllegalStateTransition
 
@@ -53,8 +54,9 @@ def test_a_failed_record_makes_the_transaction_abortable_and_dooms_the_rest():
     m.begin()
     m.failed(KafkaTimeoutError("expired"))
     assert m.state is S.ABORTABLE_ERROR and isinstance(m.doomed(), KafkaTimeoutError)
-    m.check_can_produce()  # accepted, and failed at once by the sender
-    with pytest.raises(InvalidTxnStateError):
+    with pytest.raises(StateError):
+        m.check_can_produce()  # refused, as librdkafka's rd_kafka_txn_may_enq_msg (_STATE)
+    with pytest.raises(KafkaTimeoutError):
         m.begin()
     m.move(S.ABORTING)
     m.move(S.READY)
@@ -73,6 +75,47 @@ def test_fenced_is_final_and_every_later_call_raises_the_same_error():
             call()
         assert raised.value is error
     assert m.doomed() is error
+
+
+def test_calls_in_the_abortable_state_raise_its_error_flagged_txn_requires_abort():
+    # librdkafka's rd_kafka_txn_require_state: in ABORTABLE_ERROR the transaction's error, with
+    # txn_requires_abort() set and retriable() clear (confluent's loop: retriable -> retry,
+    # txn_requires_abort -> abort, else fatal).
+    m = ready()
+    m.begin()
+    m.failed(KafkaTimeoutError("expired"))
+    for call in (m.begin, lambda: m.require(S.IN_TRANSACTION)):
+        with pytest.raises(KafkaTimeoutError) as raised:
+            call()
+        err = raised.value.args[0]
+        assert err.txn_requires_abort() and not err.retriable() and not err.fatal()
+        assert err.code() == KafkaError._TIMED_OUT and "expired" in str(raised.value)
+    assert not m.error.args[0].txn_requires_abort()  # the delivery report's error is left alone
+    refused = m.abortable(IllegalGenerationError("rebalanced"))  # a later error keeps the first
+    assert isinstance(refused, KafkaTimeoutError) and refused.args[0].txn_requires_abort()
+
+
+def test_client_side_state_errors_are_local_state_and_fencing_is_local_fenced():
+    m = ready()
+    for call in (lambda: m.require(S.IN_TRANSACTION), m.check_can_produce):
+        with pytest.raises(InvalidTxnStateError) as raised:  # existing except clauses still catch it
+            call()
+        assert isinstance(raised.value, StateError) and raised.value.args[0].code() == KafkaError._STATE
+    m.begin()
+    with pytest.raises(StateError):
+        m.begin()
+    fenced = m.failed(InvalidProducerEpochError("epoch 4 took over"))
+    err = fenced.args[0]
+    assert isinstance(fenced, ProducerFencedError) and err.code() == KafkaError._FENCED and err.fatal()
+    assert fenced.code == 90  # the wire code stays Kafka's PRODUCER_FENCED
+
+
+def test_an_error_that_ends_init_for_good_is_fatal():
+    m = TransactionManager("app-1")
+    error = m.fatal(InvalidTxnTimeoutError("transaction.timeout.ms above the maximum"))
+    assert m.state is S.FATAL_ERROR and error.args[0].fatal()
+    with pytest.raises(InvalidTxnTimeoutError):
+        m.require(S.UNINITIALIZED, S.READY)
 
 
 def test_the_manager_owns_sequence_numbers_and_a_new_epoch_restarts_them():

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, GroupIdNotFoundError,
-                           GroupSubscribedToTopicError, NonEmptyGroupError, StaleMemberEpochError,
+                           GroupSubscribedToTopicError, IllegalGenerationError, NonEmptyGroupError,
+                           StaleMemberEpochError,
                            UnknownMemberIdError, UnsupportedAssignorError)
 from broker.group import group as group_module
 from broker.group.coordinator import GroupShard, partition_for
@@ -340,7 +341,7 @@ def snapshot(g: ConsumerGroup):
         "topic_sizes": g.topic_sizes, "target": {m: set(v) for m, v in g.target.items()},
         "offsets": dict(g.offsets),
         "members": {mid: (m.instance_id, sorted(m.topics), m.epoch, m.previous_epoch, set(m.assigned),
-                          m.left_ms is not None) for mid, m in g.members.items()},
+                          m.left_ms is not None, m.assignors) for mid, m in g.members.items()},
     }
 
 
@@ -472,6 +473,35 @@ def test_member_of_a_different_assignor_refused_while_members_are_active():
         hb(g, assignor_name="bogus")
 
 
+def test_members_with_different_strategy_lists_share_the_assignor_they_all_support():
+    """Kafka's ClassicGroup.selectProtocol: of the assignors every member lists, each member votes
+    for its most preferred; the most votes win. Only with none in common is a member refused."""
+    g = ConsumerGroup(G)
+    a = hb(g, assignor_name="roundrobin,range").member_id
+    assert g.assignor == "roundrobin"
+    b = hb(g, now=1, assignor_name="range").member_id          # only range is common
+    assert g.assignor == "range" and set(g.members) == {a, b}
+    c = hb(g, now=2, assignor_name="range,roundrobin").member_id
+    assert g.assignor == "range"
+    hb(g, b, -1, now=3)                                        # a votes roundrobin, c range: a tie keeps range
+    assert g.assignor == "range"
+    hb(g, now=4, assignor_name="roundrobin")                   # roundrobin: 2 votes to 1
+    assert g.assignor == "roundrobin" and c in g.members
+    with pytest.raises(UnsupportedAssignorError, match="in common"):
+        hb(g, now=5, assignor_name="range")                    # the roundrobin-only member does not list it
+    with pytest.raises(UnsupportedAssignorError, match="mixes eager and cooperative"):
+        hb(ConsumerGroup(G), assignor_name="cooperative-sticky,range")
+
+
+def test_a_static_member_away_still_counts_when_the_assignor_is_chosen():
+    g, (a, _) = stable_pair("range", instance_ids=("ia", ""))
+    hb(g, a, -2, now=5)
+    with pytest.raises(UnsupportedAssignorError):
+        hb(g, now=6, assignor_name="roundrobin")
+    r = hb(g, now=7, instance_id="ia", assignor_name="roundrobin,range")  # it may come back with a list
+    assert r.assignment and g.assignor == "range"
+
+
 # ----------------------------------------------------------------------------------- commits
 def test_commit_rules():
     shard = GroupShard(0)
@@ -488,10 +518,13 @@ def test_commit_rules():
     for stale in (m.previous_epoch, m.previous_epoch - 1, m.epoch + 1):  # as Kafka: only the current epoch
         with pytest.raises(StaleMemberEpochError):
             shard.commit(G, a, stale, {("t", 0): Committed(7)})
-        with pytest.raises(StaleMemberEpochError):
+        with pytest.raises(IllegalGenerationError):  # in a transaction: Kafka's ILLEGAL_GENERATION
             shard.commit_in_transaction(G, a, stale, 1000, 0, {("t", 0): Committed(7)})
-    with pytest.raises(NonEmptyGroupError):
+    # an outsider (assign(), admin tools): UNKNOWN_MEMBER_ID, as Kafka's ConsumerGroup.validateOffsetCommit
+    with pytest.raises(UnknownMemberIdError, match="outside the group"):
         shard.commit(G, "", -1, {("t", 0): Committed(8)})
+    with pytest.raises(NonEmptyGroupError):     # a transactional outsider is still refused as before
+        shard.commit_in_transaction(G, "", -1, 1000, 0, {("t", 0): Committed(8)})
     with pytest.raises(UnknownMemberIdError):
         shard.commit(G, "ghost", m.epoch, {("t", 0): Committed(9)})
     assert shard.committed(G, None)[("t", 0)].offset == 6
@@ -501,18 +534,27 @@ def test_commit_rules():
     assert shard.committed(G, [("t", 0), ("t", 1)]) == {("t", 0): Committed(10)}
 
 
-def test_outsider_commit_allowed_when_only_a_departed_static_member_remains():
+def test_outsider_commit_refused_while_a_departed_static_member_remains():
+    """Kafka counts a static member that left for now: it comes back to its partitions, and to the
+    offsets they had, so an outsider must not move them meanwhile; once its session expires it may."""
     shard = GroupShard(0)
-    ids = [hb(shard, instance_id=i).member_id for i in ("ia", "ib")]
+    ids = [hb(shard, instance_id=i, session_timeout_ms=SESSION).member_id for i in ("ia", "ib")]
     g = shard.groups[G]
     for _ in range(4):
         for mid in ids:
             hb(shard, mid, g.members[mid].epoch, owned=g.members[mid].assigned)
-    with pytest.raises(NonEmptyGroupError):  # refused while the static members are active
+    with pytest.raises(UnknownMemberIdError):  # refused while the static members are active
         shard.commit(G, "", -1, {("t", 0): Committed(3)})
     for mid in ids:
-        hb(shard, mid, -2)  # a static member's temporary leave: it stays a member
+        hb(shard, mid, -2, now=10)  # a static member's temporary leave: it stays a member
     assert g.members and not g.active_members
+    with pytest.raises(UnknownMemberIdError, match="away"):
+        shard.commit(G, "", -1, {("t", 0): Committed(4)})
+    with pytest.raises(NonEmptyGroupError):
+        shard.commit_in_transaction(G, "", -1, 1000, 0, {("t", 0): Committed(4)})
+    assert shard.committed(G, None) == {}
+    shard.expire({"t": 4}, 10 + SESSION + 1)
+    assert not g.members
     shard.commit(G, "", -1, {("t", 0): Committed(4), ("t", 1): Committed(9)})
     assert shard.committed(G, [("t", 0), ("t", 1)]) == {("t", 0): Committed(4), ("t", 1): Committed(9)}
 
@@ -535,7 +577,7 @@ def test_records_replay_to_the_same_groups():
 
     a = beat("g", instance_id="ia", assignor_name="cooperative-sticky").member_id
     b = beat("g", now=1, assignor_name="cooperative-sticky").member_id
-    c = beat("g2", now=2, assignor_name="range", topics=["t"]).member_id
+    c = beat("g2", now=2, assignor_name="roundrobin,range", topics=["t"]).member_id
     for now in range(3, 8):
         for gid, mid in (("g", a), ("g", b), ("g2", c)):
             m = shard.groups[gid].members[mid]

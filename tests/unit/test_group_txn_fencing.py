@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.errors import ProducerFencedError
+from broker.errors import IllegalGenerationError, ProducerFencedError
 from broker.group.coordinator import GroupShard
 from broker.group.group import Committed
 
@@ -46,6 +46,21 @@ def test_older_epoch_offsets_are_dropped_when_a_newer_epoch_commits_first():
         shard.commit_in_transaction(G, "", -1, PID, 3, _offsets(11))
     shard.end_transaction(G, PID, 5, commit=True)
     assert shard.committed(G, [TP])[TP].offset == 30
+
+
+def test_offsets_from_before_a_rebalance_are_illegal_generation_not_retriable():
+    # Kafka's validateTransactionalOffsetCommit: a stale member epoch is ILLEGAL_GENERATION, which
+    # makes the producer's transaction abortable (a retriable StaleMemberEpoch let it commit
+    # without the offsets: the records were processed again, duplicates downstream).
+    shard = GroupShard(0)
+    result, _ = shard.heartbeat(G, "", 0, partitions={"in": 2}, now_ms=0, topics=["in"])
+    member, epoch = result.member_id, result.member_epoch
+    with pytest.raises(IllegalGenerationError) as caught:
+        shard.commit_in_transaction(G, member, epoch - 1, PID, 0, _offsets(10))
+    assert not caught.value.retriable and shard.groups[G].pending == {}
+    shard.commit_in_transaction(G, member, epoch, PID, 0, _offsets(10))  # the current epoch is fine
+    shard.end_transaction(G, PID, 0, commit=True)
+    assert shard.committed(G, [TP])[TP].offset == 10
 
 
 def test_a_commit_marker_of_another_epoch_commits_nothing():

@@ -21,10 +21,12 @@ pytestmark = pytest.mark.unit
 class _OfflineCluster:
     """Every topic has one partition; its leader is broker 0, whose stub is never used (streams are faked)."""
 
+    timeout = 30.0   # request.timeout.ms, in seconds
+
     def leader(self, topic, partition):
         return 0
 
-    def topic(self, name):
+    def topic(self, name, refresh_if_missing=True, timeout=None):
         return SimpleNamespace(partitions=[0])
 
     def stub(self, node):

@@ -84,6 +84,20 @@ def test_an_unknown_producer_must_start_at_zero():
     assert state.check(header(batch(-1, -1, -1))) is None  # not idempotent: never checked
 
 
+def test_an_unknown_transactional_producer_is_accepted_at_any_sequence():
+    # Kafka's checkSequence accepts a producer it holds no state for: a transactional producer
+    # whose state here expired between two transactions goes on at its next sequence (it cannot
+    # take a new epoch inside a transaction). Once known, the sequence rules apply again.
+    state = ProducerStateManager()
+    first = header(stamp_producer(encode_batch(record_batch([b"k"], [b"v"], [1000])), 8, 0, 4, transactional=True))
+    assert state.check(first) is None
+    state.update(first, 0, 0)
+    assert state.producers[8].last_sequence == 4
+    gap = header(stamp_producer(encode_batch(record_batch([b"k"], [b"v"], [1000])), 8, 0, 7, transactional=True))
+    with pytest.raises(OutOfOrderSequenceError):
+        state.check(gap)
+
+
 def test_idle_producers_expire_unless_a_transaction_is_open(tmp_path):
     state = ProducerStateManager(str(tmp_path))
     state.update(header(batch(7, 0, 0)), 0, 1, now_ms=1_000)
