@@ -127,7 +127,7 @@ def standalone(worker_file, master, confs, connector_files):
     run_standalone(worker_config, connectors, master, spark_conf)
 
 
-def run_standalone(worker_config: dict, connectors: list[tuple[str, dict, str]], master: str | None = None,
+def run_standalone(worker_config: dict, connectors: list[tuple[str, dict, str | None]], master: str | None = None,
                    spark_conf: dict | None = None, stop: threading.Event | None = None) -> None:
     """Spark, then the worker, the REST API and the connectors; blocks until ``stop`` is set
     (by SIGTERM/SIGINT when called from the main thread), then closes them in reverse order."""

@@ -13,6 +13,9 @@ A connector is deliberately small. It says its ``kind`` (source or sink), its ow
   ``foreachBatch`` (:meth:`SinkConnector.write_batch`); the worker reads the topics, converts,
   transforms, routes bad records and commits the consumer group ``connect-<name>``.
 
+Either kind may check a change of its offsets (``PATCH``/``DELETE /connectors/{name}/offsets``)
+in ``alter_offsets``, Kafka's ``alterOffsets``, and says there whether those offsets are all it keeps.
+
     class MySink(SinkConnector):
         class_name, aliases = "com.example.MySink", ("MySink",)
         config_def = ConfigDef([...])
@@ -80,6 +83,17 @@ class Connector:
 class SourceConnector(Connector):
     kind = SOURCE
 
+    @classmethod
+    def alter_offsets(cls, config: Mapping[str, str], offsets: list[tuple[dict, dict | None]]) -> bool:
+        """Kafka's ``SourceConnector.alterOffsets``: called by ``PATCH`` and ``DELETE
+        /connectors/{name}/offsets`` (a reset passes every stored partition with offset None)
+        before anything is written, with the connector's config (the connector is STOPPED, so
+        no instance runs). Raise :class:`~connect.errors.ConnectError` to refuse the change (HTTP
+        500 with its message, as Kafka's ``ConnectException``). Return True when the offsets in
+        connect-offsets are all the connector keeps; False (the default, as Kafka's) when it may
+        also track its position elsewhere, so the answer tells the user to change that too."""
+        return False
+
     def read_stream(self) -> DataFrame:
         """A streaming record frame (key and value as Connect data)."""
         raise NotImplementedError
@@ -110,6 +124,12 @@ class SinkConnector(Connector):
     @property
     def input_bootstrap_servers(self) -> str:
         return self.context.bootstrap_servers
+
+    @classmethod
+    def alter_offsets(cls, config: Mapping[str, str], offsets: Mapping[tuple[str, int], int | None]) -> bool:
+        """Kafka's ``SinkConnector.alterOffsets``: as :meth:`SourceConnector.alter_offsets`, with
+        the parsed ``{(topic, partition): offset or None}`` the consumer group is about to get."""
+        return False
 
     def prepare(self, frame: DataFrame) -> DataFrame:
         """The sink's own projection of a batch's converted, transformed records (a filter, a

@@ -51,6 +51,11 @@ class DirectorySink(SinkConnector):
                   "File format: jsonl (one JSON object per line) or parquet.", None, -1, Width.SHORT, "Format"),
     ])
 
+    @classmethod
+    def alter_offsets(cls, config, offsets) -> bool:
+        """The group's offsets are all it keeps (a batch's files are named after them)."""
+        return True
+
     @staticmethod
     def batch_name(topic: str, partition: int, offset: int) -> str:
         return f"{re.sub(r'[^A-Za-z0-9._-]', '_', topic)}+{partition}+{offset:020d}"

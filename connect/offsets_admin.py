@@ -1,7 +1,15 @@
 """A sink connector's offsets are its consumer group's (``connect-<name>``), as in Kafka: read,
 altered and reset with the admin client in Kafka's REST shape
-``{"partition": {"kafka_topic", "kafka_partition"}, "offset": {"kafka_offset"}}``."""
+``{"partition": {"kafka_topic", "kafka_partition"}, "offset": {"kafka_offset"}}``, parsed and
+answered with Kafka's messages (``SinkUtils.parseSinkConnectorOffsets``,
+``Worker.completeModifyOffsetsCallback``)."""
 from __future__ import annotations
+
+import decimal
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
 
 from broker.client import AdminClient, ConsumerGroupTopicPartitions, TopicPartition
 from broker.errors import RiverlogError
@@ -9,6 +17,107 @@ from broker.errors import RiverlogError
 from connect.errors import BadRequestError
 
 TIMEOUT = 30.0
+KAFKA_TOPIC, KAFKA_PARTITION, KAFKA_OFFSET = "kafka_topic", "kafka_partition", "kafka_offset"
+_INT, _LONG = 2 ** 31, 2 ** 63
+_DIGITS = re.compile(r"[+-]?\d+")
+
+
+def java_string(value: Any) -> str:
+    """Java's ``String.valueOf`` of a JSON value as Jackson reads it (Kafka's messages quote it so)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _java_double(value)
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{java_string(k)}={java_string(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(java_string(v) for v in value) + "]"
+    return str(value)
+
+
+def _java_double(x: float) -> str:
+    """``Double.toString``: the shortest digits (as ``repr``), plain between 1e-3 and 1e7, else
+    ``d.dddE<n>``."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "-0.0" if math.copysign(1, x) < 0 else "0.0"
+    sign, digits, exponent = decimal.Decimal(repr(x)).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    point = len(text) + exponent           # where the decimal point falls in ``text``
+    if 1e-3 <= abs(x) < 1e7:
+        whole = (text + "0" * (point - len(text)))[:point] if point > 0 else "0"
+        fraction = ("0" * -point + text if point < 0 else text[point:]) or "0"
+        out = f"{whole}.{fraction}"
+    else:
+        out = f"{text[0]}.{text[1:] or '0'}E{point - 1}"
+    return ("-" if sign else "") + out
+
+
+def _parse_integer(value: Any, bound: int) -> int:
+    """Java's ``parseInt``/``parseLong`` of ``String.valueOf(value)``: ValueError unless it is an
+    optionally signed run of digits within (-bound, bound - 1)."""
+    text = java_string(value)
+    if not _DIGITS.fullmatch(text):
+        raise ValueError(text)
+    number = int(text)
+    if not -bound <= number < bound:
+        raise ValueError(text)
+    return number
+
+
+def modified_message(managed: bool, reset: bool) -> str:
+    """Kafka's ``completeModifyOffsetsCallback`` answer: ``managed`` is the connector's
+    ``alter_offsets`` result (False: it may keep offsets elsewhere that the user must change too)."""
+    change = "reset" if reset else "altered"
+    if managed:
+        return f"The offsets for this connector have been {change} successfully"
+    return (f"The Connect framework-managed offsets for this connector have been {change} successfully. However, "
+            f"if this connector manages offsets externally, they will need to be manually {change} in the system "
+            f"that the connector uses.")
+
+
+def parse_sink_offsets(pairs: list[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]]
+                       ) -> dict[tuple[str, int], int | None]:
+    """Kafka's ``SinkUtils.parseSinkConnectorOffsets``, with its messages (400): REST's
+    ``{"kafka_topic", "kafka_partition"} -> {"kafka_offset"}`` pairs as ``{(topic, partition):
+    offset}``, None removing the group's offset. Values are read as Kafka reads them, through
+    their string form: ``3`` and ``"3"`` are both 3, while ``0.9``, ``2.0`` and ``true`` are refused."""
+    parsed: dict[tuple[str, int], int | None] = {}
+    for partition, offset in pairs:
+        if partition is None:
+            raise BadRequestError("The partition for a sink connector offset cannot be null or missing")
+        if KAFKA_TOPIC not in partition or KAFKA_PARTITION not in partition:
+            raise BadRequestError(f"The partition for a sink connector offset must contain the keys "
+                                  f"'{KAFKA_TOPIC}' and '{KAFKA_PARTITION}'")
+        if partition[KAFKA_TOPIC] is None:
+            raise BadRequestError("Kafka topic names must be valid strings and may not be null")
+        if partition[KAFKA_PARTITION] is None:
+            raise BadRequestError("Kafka partitions must be valid numbers and may not be null")
+        try:
+            number = _parse_integer(partition[KAFKA_PARTITION], _INT)
+        except ValueError:
+            raise BadRequestError(f"Failed to parse the following Kafka partition value in the provided offsets: "
+                                  f"'{java_string(partition[KAFKA_PARTITION])}'. Partition values for sink "
+                                  f"connectors need to be integers.") from None
+        tp = (java_string(partition[KAFKA_TOPIC]), number)
+        if offset is None:
+            parsed[tp] = None
+            continue
+        if KAFKA_OFFSET not in offset:
+            raise BadRequestError(f"The offset for a sink connector should either be null or contain the key "
+                                  f"'{KAFKA_OFFSET}'")
+        try:
+            parsed[tp] = _parse_integer(offset[KAFKA_OFFSET], _LONG)
+        except ValueError:
+            raise BadRequestError(f"Failed to parse the following Kafka offset value in the provided offsets: "
+                                  f"'{java_string(offset[KAFKA_OFFSET])}'. Offset values for sink connectors "
+                                  f"need to be integers.") from None
+    return parsed
 
 
 class OffsetsAdmin:
@@ -34,18 +143,15 @@ class OffsetsAdmin:
         return [({"kafka_topic": tp.topic, "kafka_partition": tp.partition}, {"kafka_offset": tp.offset})
                 for tp in found.topic_partitions or [] if tp.offset >= 0]
 
-    def alter_sink_offsets(self, group: str, servers: str | None, pairs: list[tuple[dict, dict | None]]) -> None:
+    def alter_sink_offsets(self, group: str, servers: str | None,
+                           offsets: Mapping[tuple[str, int], int | None]) -> None:
+        """Write :func:`parse_sink_offsets`' result: commit the offsets, delete those given None."""
         moved, removed = [], []
-        for partition, offset in pairs:
-            try:
-                number = -1001 if offset is None else int(offset["kafka_offset"])
-                if offset is not None and number < 0:
-                    raise ValueError("negative")
-                tp = TopicPartition(str(partition["kafka_topic"]), int(partition["kafka_partition"]), number)
-            except (KeyError, TypeError, ValueError) as e:
-                raise BadRequestError(f"a sink connector's offset needs partition {{\"kafka_topic\": str, "
-                                      f"\"kafka_partition\": int}} and offset {{\"kafka_offset\": int >= 0}} or "
-                                      f"null; got {partition!r} -> {offset!r} ({e})") from None
+        for (topic, partition), offset in offsets.items():
+            if offset is not None and offset < 0:
+                raise BadRequestError(f"the offset for {topic}-{partition} is {offset}; a sink connector's "
+                                      f"offset needs to be zero or more (or null to remove it)")
+            tp = TopicPartition(topic, partition, -1001 if offset is None else offset)
             (moved if offset is not None else removed).append(tp)
         admin = self._admin(servers)
         if moved:
@@ -68,4 +174,4 @@ class OffsetsAdmin:
         self._admins = {}
 
 
-__all__ = ["OffsetsAdmin"]
+__all__ = ["OffsetsAdmin", "java_string", "modified_message", "parse_sink_offsets"]

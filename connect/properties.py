@@ -86,11 +86,12 @@ def read_properties(path: str) -> dict[str, str]:
         return parse_properties(f.read())
 
 
-def connector_file(path: str) -> tuple[str, dict[str, Any], str]:
+def connector_file(path: str) -> tuple[str, dict[str, Any], str | None]:
     """A connector config file: JSON (``{"name", "config", "initial_state"}`` as ``POST /connectors``
     takes it, or a flat config with ``name``) or ``.properties``, as ``connect-standalone`` accepts
-    both; with the connector's name, config and initial state (RUNNING unless the JSON says)."""
-    initial_state = "RUNNING"
+    both; with the connector's name, config and initial state (None unless the JSON says: as
+    Kafka's, the connector then starts without a target-state record, i.e. RUNNING)."""
+    initial_state = None
     with open(path, encoding="utf-8") as f:
         text = f.read()
     if path.endswith(".json") or text.lstrip().startswith("{"):

@@ -173,7 +173,7 @@ def rest_app(worker) -> FastAPI:
         if request.get("config") is None:
             raise BadRequestError("Connector config is missing: send {\"name\": ..., \"config\": {...}}")
         config = _with_name(name, _string_map(request["config"], "config"))
-        info = worker.create_connector(name, config, request.get("initial_state") or "RUNNING")
+        info = worker.create_connector(name, config, request.get("initial_state"))
         return JSONResponse(info, status_code=201, headers={"Location": _location(http, name)})
 
     @app.get("/connectors/{connector}")
@@ -244,12 +244,7 @@ def rest_app(worker) -> FastAPI:
 
     @app.post("/connectors/{connector}/tasks/{task}/restart")
     def restart_task(connector: str, task: int):
-        restart = getattr(worker, "restart_task", None)
-        if restart is not None:
-            restart(connector, task)
-        else:
-            _task_status(connector, task)         # 404 for a task the connector does not have
-            worker.restart(connector, include_tasks=True, only_failed=False)
+        worker.restart_task(connector, task)
         return Response(status_code=204)
 
     # ------------------------------------------------------------------------------- offsets

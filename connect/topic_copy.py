@@ -72,6 +72,11 @@ class TopicCopy(SourceConnector):
             msg = "Must configure one of topics or topics.regex, not both"
             raise ConfigError(msg, errors={"topics": [msg], "topics.regex": [msg]})
 
+    @classmethod
+    def alter_offsets(cls, config, offsets) -> bool:
+        """connect-offsets is all it keeps (the checkpoint is dropped when they change)."""
+        return True
+
     def _listed(self) -> list[str]:
         return [t.strip() for t in self.values.get("topics") or [] if t.strip()]
 

@@ -35,7 +35,7 @@ from connect.plugins import check_connector_config, plugin_config_keys, plugin_l
 from connect.config import ConnectorConfig, WorkerConfig, parse_connector_config, validate
 from connect.connector import Connector, ConnectorContext, SinkConnector, connector_class
 from connect.errors import AlreadyExistsError, BadRequestError, ConfigError, ConnectError, NotFoundError
-from connect.offsets_admin import OffsetsAdmin
+from connect.offsets_admin import OffsetsAdmin, modified_message, parse_sink_offsets
 from connect.connector_state import ConnectorPaths
 from connect.pipeline import Pipeline, translated
 from connect.query_status import QueryMetrics
@@ -114,7 +114,7 @@ class Worker:
                 if not name:
                     raise BadRequestError("the connector config has no 'name'")
                 if name not in self._connectors:
-                    self.create_connector(name, props, body.get("initial_state") or "RUNNING")
+                    self.create_connector(name, props, body.get("initial_state"))
         return self
 
     def _finish_pending(self) -> None:
@@ -160,9 +160,12 @@ class Worker:
             return sorted(self.storage.configs.connectors())
 
     def _get(self, name: str) -> _Connector:
+        return self._known(name, "Connector {} not found")
+
+    def _known(self, name: str, missing: str) -> _Connector:
         c = self._connectors.get(name)
         if c is None or name not in self.storage.configs.connector_configs:
-            raise NotFoundError(f"Connector {name} not found")
+            raise NotFoundError(missing.format(name))
         return c
 
     def connector_config(self, name: str) -> dict:
@@ -213,12 +216,15 @@ class Worker:
             time.sleep(0.1)
 
     # ------------------------------------------------------------------------------ configs
-    def create_connector(self, name: str, config: Mapping[str, Any], initial_state: str = "RUNNING") -> dict:
-        """``initial_state`` is KIP-980's: RUNNING, PAUSED (tasks made, no query) or STOPPED (no tasks,
-        so its offsets can be set before it first runs)."""
-        target = _INITIAL_STATES.get(str(initial_state).strip().upper())
-        if target is None:
-            raise BadRequestError(f"Invalid initial_state {initial_state!r}: use RUNNING, PAUSED or STOPPED")
+    def create_connector(self, name: str, config: Mapping[str, Any], initial_state: str | None = None) -> dict:
+        """``initial_state`` is KIP-980's: RUNNING, PAUSED (no tasks until it is resumed, no query)
+        or STOPPED (no tasks, so its offsets can be set before it first runs). Without one, as
+        Kafka, no target-state record is written: a connector without one is STARTED."""
+        target = None
+        if initial_state:
+            target = _INITIAL_STATES.get(str(initial_state).strip().upper())
+            if target is None:
+                raise BadRequestError(f"Invalid initial_state {initial_state!r}: use RUNNING, PAUSED or STOPPED")
         with self._lock:
             if name in self.storage.configs.connector_configs:
                 raise AlreadyExistsError(f"Connector {name} already exists")
@@ -270,24 +276,60 @@ class Worker:
             self._apply_target(c, target)
 
     def restart(self, name: str, include_tasks: bool = False, only_failed: bool = False) -> dict | None:
-        """Kafka's restart: the connector (and with ``include_tasks`` its tasks; with
-        ``only_failed`` only if failed) starts again in its target state."""
+        """Kafka's restart. Alone (204, None returned) it is ``StandaloneHerder.restartConnector``:
+        the connector is shut down (UNASSIGNED, as Kafka's shutdown writes) and started again in
+        its target state. With either flag (202) it is ``restartConnectorAndTasks``: the answer is
+        Kafka's restart plan (``AbstractHerder.buildRestartPlan``), the status before the restart
+        with RESTARTING on the connector unless ``only_failed`` and it is not FAILED, and on each
+        task when ``include_tasks`` unless ``only_failed`` and it is not FAILED; those statuses are
+        written, then the query starts again. One query runs the connector and all its tasks, so
+        restarting any of them restarts it (a part not in the plan keeps its status, or goes
+        UNASSIGNED when it was FAILED)."""
+        with self._lock:
+            c = self._known(name, "Connector {} not found" if not (include_tasks or only_failed)
+                            else "Unknown connector: {}")
+            if not (include_tasks or only_failed):
+                self._restart_query(c, S.UNASSIGNED, None)
+                return None
+            plan = self.connector_status(name)
+            connector = not only_failed or c.state == S.FAILED
+            tasks = bool(c.tasks) and include_tasks and (not only_failed or c.task_state == S.FAILED)
+            if connector:
+                plan["connector"]["state"] = S.RESTARTING.value
+            if tasks:
+                for task in plan["tasks"]:
+                    task["state"] = S.RESTARTING.value
+            if connector or tasks:
+                self._restart_query(c, S.RESTARTING if connector else None, S.RESTARTING if tasks else None)
+            return plan
+
+    def restart_task(self, name: str, task: int) -> None:
+        """Kafka's ``restartTask`` (204): the task shut down and started again in the target
+        state; here that is the connector's query."""
         with self._lock:
             c = self._get(name)
-            failed = c.state == S.FAILED or c.task_state == S.FAILED
-            target = self.storage.configs.target_state(name) or TargetState.STARTED
-            if not only_failed or failed:
-                self._stop_query(c)
-                c.failures, c.restart_at = Failures(), None
-                self._set(c, S.RESTARTING, S.RESTARTING if c.tasks and target != TargetState.STOPPED else None)
-                self._apply_target(c, target)
-            return self.connector_status(name) if include_tasks or only_failed else None
+            if not 0 <= task < c.tasks:
+                raise NotFoundError(f"Task {name}-{task} not found")
+            self._restart_query(c, None, S.UNASSIGNED)
+
+    def _restart_query(self, c: _Connector, connector: ConnectorState | None, tasks: ConnectorState | None) -> None:
+        """Stop the query, write ``connector``'s and ``tasks``' statuses (None: left as they are,
+        or UNASSIGNED if FAILED, as Kafka's shutdown writes), start it again in its target state."""
+        self._stop_query(c)
+        c.failures, c.restart_at = Failures(), None
+        if connector is None and c.state == S.FAILED:
+            connector = S.UNASSIGNED
+        if tasks is None and c.task_state == S.FAILED:
+            tasks = S.UNASSIGNED
+        if connector is not None or (tasks is not None and c.tasks):
+            self._set(c, connector, tasks)
+        self._apply_target(c, self.storage.configs.target_state(c.name) or TargetState.STARTED)
 
     def delete_connector(self, name: str) -> None:
         with self._lock:
             c = self._get(name)
             self._stop_query(c)
-            self.storage.put_task_configs(name, [])
+            # Kafka's removeConnectorConfig: the config's and target state's tombstones, nothing else
             self._set(c, S.DESTROYED, S.DESTROYED if c.tasks else None, tasks_after=0)
             self.storage.remove_connector_config(name)
             self._paths(name).discard()
@@ -305,12 +347,23 @@ class Worker:
             return {"offsets": [{"partition": p, "offset": o} for p, o in pairs]}
 
     def _require_stopped(self, c: _Connector) -> None:
+        """``StandaloneHerder.modifyConnectorOffsetsChecks``, with its message."""
         if c.state != S.STOPPED:
             raise BadRequestError(f"Connectors must be in the STOPPED state before their offsets can be modified. "
                                   f"This can be done for the specified connector by issuing a 'PUT' request to the "
-                                  f"'/connectors/{c.name}/stop' endpoint (it is {c.state.value})")
+                                  f"'/connectors/{c.name}/stop' endpoint")
+
+    def _plugin_class(self, name: str) -> type[Connector]:
+        props = self.storage.configs.connector_configs[name]
+        cls = connector_class(props.get("connector.class", ""))
+        if cls is None:
+            raise ConfigError(f"connector.class {props.get('connector.class')} could not be found")
+        return cls
 
     def alter_offsets(self, name: str, offsets: list[dict]) -> str:
+        """Kafka's ``Worker.modifyConnectorOffsets``: the offsets parsed (a sink's as
+        ``SinkUtils`` parses them), checked by the connector's ``alter_offsets`` hook, then
+        written; the message says whether the connector keeps offsets elsewhere too."""
         with self._lock:
             c = self._get(name)
             self._require_stopped(c)
@@ -320,26 +373,39 @@ class Worker:
                 # Kafka's JSON reader refuses these (an unknown field, a partition that is not an object)
                 raise BadRequestError("offsets must be a list of {\"partition\": {...}, \"offset\": {...} | null}")
             pairs = [(dict(o["partition"]), None if o.get("offset") is None else dict(o["offset"])) for o in offsets]
-            if self._kind(name) == "sink":
-                self.offsets_admin.alter_sink_offsets(self._group(name), self._input_servers(c), pairs)
-            else:
-                self.storage.put_offsets(name, pairs)
-            self._paths(name).discard()
-            return "The offsets for this connector have been altered successfully"
+            return self._modify_offsets(c, pairs)
 
     def reset_offsets(self, name: str) -> str:
+        """Kafka's reset: every offset the connector has, removed (after its hook saw them)."""
         with self._lock:
             c = self._get(name)
             self._require_stopped(c)
-            if self._kind(name) == "sink":
-                self.offsets_admin.reset_sink_offsets(self._group(name), self._input_servers(c))
+            return self._modify_offsets(c, None)
+
+    def _modify_offsets(self, c: _Connector, pairs: list[tuple[dict, dict | None]] | None) -> str:
+        """Alter (``pairs``) or reset (None) the offsets; Kafka's answer (``completeModifyOffsetsCallback``)."""
+        name, cls, reset = c.name, self._plugin_class(c.name), pairs is None
+        props = dict(self.storage.configs.connector_configs[name])
+        if self._kind(name) == "sink":
+            group, servers = self._group(name), self._input_servers(c)
+            parsed = {(p["kafka_topic"], p["kafka_partition"]): None
+                      for p, _ in self.offsets_admin.sink_offsets(group, servers)} if reset else parse_sink_offsets(pairs)
+            managed = cls.alter_offsets(props, parsed)
+            if reset:
+                self.offsets_admin.reset_sink_offsets(group, servers)
             else:
+                self.offsets_admin.alter_sink_offsets(group, servers, parsed)
+        else:
+            if reset:
                 self.storage.offset_log.read_to_end(self.storage.offsets)
                 pairs = [(p, None) for p, _ in self.storage.offsets.connector_offsets(name)]
-                if pairs:
-                    self.storage.put_offsets(name, pairs)
-            self._paths(name).discard()
-            return "The offsets for this connector have been reset successfully"
+            for p, o in pairs:
+                self.storage.offset_record(name, p, o)  # Kafka's validateFormat, before the connector's checks
+            managed = cls.alter_offsets(props, pairs)
+            if pairs:
+                self.storage.put_offsets(name, pairs)
+        self._paths(name).discard()
+        return modified_message(managed, reset)
 
     def _group(self, name: str) -> str:
         from connect.connector_state import group_id
@@ -366,16 +432,18 @@ class Worker:
     def _paths(self, name: str) -> ConnectorPaths:
         return ConnectorPaths(self.state_dir, self.config.group_id, name)
 
-    def _set(self, c: _Connector, state: ConnectorState, task_state: ConnectorState | None,
+    def _set(self, c: _Connector, state: ConnectorState | None, task_state: ConnectorState | None,
              trace: str | None = None, tasks_after: int | None = None) -> None:
-        """Move the connector (and its tasks) through the tables, then write the statuses."""
-        new = CONNECTOR.move(c.state, state) if state != c.state else state
+        """Move the connector (and its tasks) through the tables, then write the statuses; None
+        leaves that part's status as it is, unwritten."""
+        new = state if state is None or state == c.state else CONNECTOR.move(c.state, state)
         old_tasks = c.tasks
         new_task = c.task_state
         if task_state is not None and old_tasks:
             new_task = TASK.move(c.task_state, task_state) if task_state != c.task_state else task_state
-        c.state, c.trace = new, trace
-        self.storage.put_status(Status(c.name, new, self.worker_id, self._generation, trace))
+        if new is not None:
+            c.state, c.trace = new, trace
+            self.storage.put_status(Status(c.name, new, self.worker_id, self._generation, trace))
         if task_state is not None and old_tasks:
             c.task_state = new_task
             for i in range(old_tasks):
@@ -406,8 +474,10 @@ class Worker:
         c.config, c.plugin = config, cls(config, context)
 
     def _apply_target(self, c: _Connector, target: TargetState) -> None:
-        """Bring the connector to ``target``: stopped -> no tasks; paused -> tasks, no query;
-        started -> the query running."""
+        """Bring the connector to ``target``: stopped -> no tasks; paused -> no query, and the
+        tasks it has (none when it was stopped or is new: as Kafka, only a started connector
+        computes its task configs, so a changed config reaches the tasks when it is resumed);
+        started -> its task configs, and the query running."""
         if target == TargetState.STOPPED:
             self._stop_query(c)
             if c.tasks:
@@ -416,6 +486,12 @@ class Worker:
             return
         try:
             self._instantiate(c)
+            if target == TargetState.PAUSED:
+                self._stop_query(c)
+                if not c.tasks:
+                    c.tasks, c.task_state = len(self.storage.configs.tasks(c.name)), S.UNASSIGNED
+                self._set(c, S.PAUSED, S.PAUSED)
+                return
             task_configs = c.plugin.task_configs(c.config.tasks_max)
             if len(self.storage.configs.tasks(c.name)) != len(task_configs) or \
                     self.storage.configs.tasks(c.name) != task_configs:
@@ -426,10 +502,6 @@ class Worker:
                 self._set(c, c.state, None, c.trace, tasks_after=len(task_configs))
             else:
                 c.tasks = len(task_configs)
-            if target == TargetState.PAUSED:
-                self._stop_query(c)
-                self._set(c, S.PAUSED, S.PAUSED)
-                return
             if c.query is None or not c.query.isActive:
                 c.pipeline = Pipeline(self.spark, self.config, c.config, c.plugin, self.storage, self._paths(c.name))
                 c.query = c.pipeline.start()

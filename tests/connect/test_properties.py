@@ -33,18 +33,18 @@ def test_connector_files_in_both_formats(tmp_path):
     j = tmp_path / "source.json"
     j.write_text(json.dumps({"name": "src", "config": {"connector.class": "FileStreamSource", "tasks.max": "1"}}))
     assert connector_file(str(j)) == ("src", {"connector.class": "FileStreamSource", "tasks.max": "1", "name": "src"},
-                                      "RUNNING")
+                                      None)          # no initial_state: Kafka writes no target state
     stopped = tmp_path / "stopped.json"                 # KIP-980: created STOPPED, to set its offsets first
     stopped.write_text(json.dumps({"name": "s", "config": {"connector.class": "FileStreamSource"},
                                    "initial_state": "stopped"}))
     assert connector_file(str(stopped)) == ("s", {"connector.class": "FileStreamSource", "name": "s"}, "STOPPED")
     flat = tmp_path / "flat.json"
     flat.write_text(json.dumps({"name": "f", "connector.class": "FileStreamSink"}))
-    assert connector_file(str(flat)) == ("f", {"name": "f", "connector.class": "FileStreamSink"}, "RUNNING")
+    assert connector_file(str(flat)) == ("f", {"name": "f", "connector.class": "FileStreamSink"}, None)
     p = tmp_path / "sink.properties"
     p.write_text("name=sink\nconnector.class=FileStreamSink\ntopics=a,b\n")
     assert connector_file(str(p)) == ("sink", {"name": "sink", "connector.class": "FileStreamSink", "topics": "a,b"},
-                                      "RUNNING")
+                                      None)
 
 
 @pytest.mark.parametrize("content, problem", [

@@ -1,6 +1,7 @@
 """The worker's pure parts: lag from Spark's offsets, the checkpoint's sinkId generations, a batch's
 start (kept for batch 0 while the checkpoint lives), the DirectorySink's batch names, the plugin
-aliases, and the standalone session's Spark defaults."""
+aliases, the standalone session's Spark defaults, and offset changes (a sink's parsed as Kafka's
+SinkUtils, FileStreamSource's checks and its offset key, the answer the connector's hook picks)."""
 from __future__ import annotations
 
 import os
@@ -101,3 +102,104 @@ def test_the_standalone_session_turns_dataframe_debugging_off_unless_a_conf_sets
                                                            "spark.sql.session.timeZone": "UTC"}
     assert session_conf({key: "true", "spark.sql.session.timeZone": "Europe/Paris"})[key] == "true"
     assert session_conf({"spark.sql.session.timeZone": "Europe/Paris"})["spark.sql.session.timeZone"] == "Europe/Paris"
+
+
+# ---------------------------------------------------------------------------------- offset changes
+@pytest.mark.parametrize("partition, offset, message", [
+    ({"kafka_topic": "t", "kafka_partition": 0.9}, {"kafka_offset": 1},
+     "Failed to parse the following Kafka partition value in the provided offsets: '0.9'. "
+     "Partition values for sink connectors need to be integers."),
+    ({"kafka_topic": "t", "kafka_partition": True}, {"kafka_offset": 1},
+     "Failed to parse the following Kafka partition value in the provided offsets: 'true'. "
+     "Partition values for sink connectors need to be integers."),
+    ({"kafka_topic": "t", "kafka_partition": 2 ** 31}, None,
+     "Failed to parse the following Kafka partition value in the provided offsets: '2147483648'. "
+     "Partition values for sink connectors need to be integers."),
+    ({"kafka_topic": "t", "kafka_partition": 0}, {"kafka_offset": 2.7},
+     "Failed to parse the following Kafka offset value in the provided offsets: '2.7'. "
+     "Offset values for sink connectors need to be integers."),
+    ({"kafka_topic": "t", "kafka_partition": 0}, {"kafka_offset": 2.0},
+     "Failed to parse the following Kafka offset value in the provided offsets: '2.0'. "
+     "Offset values for sink connectors need to be integers."),
+    ({"kafka_topic": "t", "kafka_partition": 0}, {"kafka_offset": " 3"},
+     "Failed to parse the following Kafka offset value in the provided offsets: ' 3'. "
+     "Offset values for sink connectors need to be integers."),
+    ({"kafka_topic": "t"}, {"kafka_offset": 1},
+     "The partition for a sink connector offset must contain the keys 'kafka_topic' and 'kafka_partition'"),
+    ({"kafka_topic": None, "kafka_partition": 0}, None, "Kafka topic names must be valid strings and may not be null"),
+    ({"kafka_topic": "t", "kafka_partition": None}, None, "Kafka partitions must be valid numbers and may not be null"),
+    ({"kafka_topic": "t", "kafka_partition": 0}, {"offset": 1},
+     "The offset for a sink connector should either be null or contain the key 'kafka_offset'"),
+])
+def test_sink_offsets_are_refused_with_kafkas_sinkutils_messages(partition, offset, message):
+    from connect.errors import BadRequestError
+    from connect.offsets_admin import parse_sink_offsets
+    with pytest.raises(BadRequestError) as refused:
+        parse_sink_offsets([(partition, offset)])
+    assert str(refused.value) == message
+
+
+def test_sink_offsets_are_read_through_their_text_as_kafka_reads_them():
+    from connect.offsets_admin import parse_sink_offsets
+    assert parse_sink_offsets([({"kafka_topic": "t", "kafka_partition": "3"}, {"kafka_offset": "+7"}),
+                               ({"kafka_topic": 5, "kafka_partition": 0}, {"kafka_offset": 2 ** 63 - 1}),
+                               ({"kafka_topic": "t", "kafka_partition": 1}, None)]) == \
+        {("t", 3): 7, ("5", 0): 2 ** 63 - 1, ("t", 1): None}
+
+
+def test_java_string_quotes_values_as_kafka_messages_do():
+    from connect.offsets_admin import java_string
+    assert [java_string(v) for v in (0.9, 100.0, 1e7, 1.5e-5, 1e20, True, None, {"a": [1, 2.5]})] == \
+        ["0.9", "100.0", "1.0E7", "1.5E-5", "1.0E20", "true", "null", "{a=[1, 2.5]}"]
+
+
+@pytest.mark.parametrize("partition, offset, message", [
+    ({"filename": "f"}, {"position": "abc"}, "The value for the 'position' key in the offset is expected to be a Long value"),
+    ({"filename": "f"}, {"position": 2.0}, "The value for the 'position' key in the offset is expected to be a Long value"),
+    ({"filename": "f"}, {"position": True}, "The value for the 'position' key in the offset is expected to be a Long value"),
+    ({"filename": "f"}, {"pos": 2}, "Offset objects should either be null or contain the key 'position'"),
+    ({"filename": "f"}, {"position": -4}, "The value for the 'position' key in the offset should be a non-negative value"),
+    ({"file": "f"}, {"position": 2}, "Partition objects should contain the key 'filename'"),
+])
+def test_file_source_refuses_offsets_with_kafkas_checks(partition, offset, message):
+    from connect.errors import ConnectError
+    from connect.file_stream import FileStreamSource
+    with pytest.raises(ConnectError) as refused:
+        FileStreamSource.alter_offsets({"file": "f"}, [(partition, offset)])
+    assert str(refused.value) == message
+
+
+def test_offset_hooks_choose_kafkas_answer():
+    from connect.connector import SinkConnector, SourceConnector
+    from connect.file_stream import FileStreamSink, FileStreamSource
+    from connect.offsets_admin import modified_message
+    assert FileStreamSource.alter_offsets({"file": "f"}, [({"garbage": 1}, None), ({"filename": "f"}, {"position": 0})])
+    assert FileStreamSink.alter_offsets({}, {("t", 0): 5})
+    assert not SourceConnector.alter_offsets({}, []) and not SinkConnector.alter_offsets({}, {})
+    assert modified_message(True, False) == "The offsets for this connector have been altered successfully"
+    assert modified_message(False, True) == (
+        "The Connect framework-managed offsets for this connector have been reset successfully. However, if this "
+        "connector manages offsets externally, they will need to be manually reset in the system that the "
+        "connector uses.")
+
+
+def test_file_source_keys_offsets_by_the_file_setting_and_reads_older_absolute_ones():
+    from connect.config import parse_connector_config
+    from connect.connector import ConnectorContext
+    from connect.file_stream import FileStreamSource
+
+    def source(file: str, stored: list) -> FileStreamSource:
+        config = parse_connector_config({"name": "s", "connector.class": "FileStreamSource", "file": file,
+                                         "topic": "t"})
+        return FileStreamSource(config, ConnectorContext(None, "b:9092", stored))
+
+    written = "./data/../in.txt"
+    absolute = os.path.abspath(written)
+    assert source(written, []).source_offsets({"position": 6}) == [({"filename": written}, {"position": 6})]
+    assert source(written, []).file == absolute
+    assert source(written, [({"filename": written}, {"position": 4})]).stored_position() == 4
+    # one an earlier Riverlog stored under the absolute path, read when the setting has none
+    assert source(written, [({"filename": absolute}, {"position": 9})]).stored_position() == 9
+    assert source(written, [({"filename": absolute}, {"position": 9}),
+                            ({"filename": written}, {"position": 4})]).stored_position() == 4
+    assert source(written, [({"filename": "other"}, {"position": 9})]).stored_position() == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -89,6 +90,21 @@ def _end_offset(env, topic: str) -> int:
         c.close()
 
 
+def _records(env, topic: str, name: str) -> list[tuple[int, int, str, dict | None]]:
+    """``topic``'s records about connector ``name`` (connect-configs' or connect-status' keys):
+    (partition, offset, key, value)."""
+    from tests.spark.connect_helpers import read_committed
+    about = re.compile(rf"(status-connector-|status-task-|connector-|target-state-|task-|commit-){re.escape(name)}(-\d+)?")
+    return [(m.partition(), m.offset(), m.key().decode(), None if m.value() is None else json.loads(m.value()))
+            for m in read_committed(env["servers"], topic) if m.key() and about.fullmatch(m.key().decode())]
+
+
+def _written_since(env, topic: str, name: str, before: list) -> list[tuple[str, dict | None]]:
+    """(key, value) of the records about ``name`` written after ``before`` was read, in log order per key."""
+    seen = {(p, o) for p, o, _, _ in before}
+    return [(k, v) for p, o, k, v in _records(env, topic, name) if (p, o) not in seen]
+
+
 def _cli(env, *args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "broker.cli", "connect", *args, "--url", env["server"].url],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -165,6 +181,15 @@ def test_post_creates_201_then_409_and_put_creates_201_then_updates_200(env):
     _wait_state(env, SOURCE, "RUNNING")
     _wait_state(env, SINK, "RUNNING")
     wait_until(lambda: _out_lines(env) == [f"line-{i}" for i in range(5)], 120, 0.2, "the lines through both")
+    # As Kafka: a create without initial_state writes no target state; a worker reading the
+    # records back finds the connector STARTED with its tasks.
+    from connect.states import TargetState
+    from connect.storage_format import ConfigView, fold
+    for name in (SOURCE, SINK):
+        records = _records(env, "connect-configs", name)
+        assert [k for _, _, k, _ in records if k.startswith("target-state-")] == [], records
+        view = fold(ConfigView(), [(k.encode(), None if v is None else json.dumps(v).encode()) for _, _, k, v in records])
+        assert view.target_state(name) == TargetState.STARTED and len(view.tasks(name)) == 1
 
 
 def test_list_with_expand_status_info_and_both(env):
@@ -192,7 +217,7 @@ def test_connector_config_tasks_and_task_status(env):
     task = http.get(f"/connectors/{SOURCE}/tasks/0/status")
     assert task.status_code == 200 and task.json()["id"] == 0 and task.json()["state"] == "RUNNING"
     _error(http.get(f"/connectors/{SOURCE}/tasks/7/status"), 404)
-    _error(http.post(f"/connectors/{SOURCE}/tasks/7/restart"), 404)
+    assert _error(http.post(f"/connectors/{SOURCE}/tasks/7/restart"), 404) == f"Task {SOURCE}-7 not found"   # Kafka's
 
 
 @pytest.mark.parametrize("method, path", [
@@ -254,6 +279,37 @@ def test_restart_is_204_alone_and_202_with_the_status(env):
     _wait_state(env, SINK, "RUNNING")
 
 
+def test_restart_answers_kafkas_plan_and_writes_only_what_kafka_writes(env):
+    """The 202 body is Kafka's restart plan (RESTARTING on what restarts, the state before on the
+    rest), and a plain restart writes no RESTARTING status (Kafka's shutdown writes UNASSIGNED)."""
+    http = env["http"]
+    before = _records(env, "connect-status", SINK)
+    assert http.post(f"/connectors/{SINK}/restart").status_code == 204
+    _wait_state(env, SINK, "RUNNING")
+    written = _written_since(env, "connect-status", SINK, before)
+    assert [v["state"] for k, v in written if k == f"status-connector-{SINK}"] == ["UNASSIGNED", "RUNNING"], written
+    assert "RESTARTING" not in {v["state"] for _, v in written}, written
+
+    connector_only = http.post(f"/connectors/{SINK}/restart", params={"onlyFailed": "true"})
+    assert connector_only.status_code == 202, connector_only.text
+    plan = connector_only.json()
+    assert plan["connector"]["state"] == "RUNNING" and [t["state"] for t in plan["tasks"]] == ["RUNNING"], plan
+
+    before = _records(env, "connect-status", SINK)
+    with_tasks = http.post(f"/connectors/{SINK}/restart", params={"includeTasks": "true"})
+    assert with_tasks.status_code == 202, with_tasks.text
+    plan = with_tasks.json()
+    assert plan["name"] == SINK and plan["type"] == "sink", plan
+    assert plan["connector"]["state"] == "RESTARTING" and [t["state"] for t in plan["tasks"]] == ["RESTARTING"], plan
+    _wait_state(env, SINK, "RUNNING")
+    written = _written_since(env, "connect-status", SINK, before)
+    assert [v["state"] for k, v in written if k == f"status-task-{SINK}-0"][:1] == ["RESTARTING"], written
+
+    assert _error(http.post("/connectors/ghost/restart"), 404) == "Connector ghost not found"
+    assert _error(http.post("/connectors/ghost/restart", params={"includeTasks": "true"}), 404) == \
+        "Unknown connector: ghost"
+
+
 # --------------------------------------------------------------------------------------- offsets
 def test_offsets_are_read_any_time_and_changed_only_while_stopped(env):
     http = env["http"]
@@ -264,8 +320,10 @@ def test_offsets_are_read_any_time_and_changed_only_while_stopped(env):
     end = _end_offset(env, "lines")          # past the 6 records and the source's transaction markers
     assert sink == [{"partition": {"kafka_topic": "lines", "kafka_partition": 0}, "offset": {"kafka_offset": end}}]
     altered = {"offsets": [{"partition": {"kafka_topic": "lines", "kafka_partition": 0}, "offset": {"kafka_offset": 2}}]}
-    assert "STOPPED" in _error(http.patch(f"/connectors/{SINK}/offsets", json=altered), 400)
-    assert "STOPPED" in _error(http.delete(f"/connectors/{SINK}/offsets"), 400)
+    not_stopped = ("Connectors must be in the STOPPED state before their offsets can be modified. This can be done "
+                   f"for the specified connector by issuing a 'PUT' request to the '/connectors/{SINK}/stop' endpoint")
+    assert _error(http.patch(f"/connectors/{SINK}/offsets", json=altered), 400) == not_stopped   # Kafka's, exactly
+    assert _error(http.delete(f"/connectors/{SINK}/offsets"), 400) == not_stopped
     assert http.put(f"/connectors/{SINK}/stop").status_code == 204     # Kafka's: done when it answers
     _wait_state(env, SINK, "STOPPED")
     assert http.get(f"/connectors/{SINK}/tasks").json() == []
@@ -273,10 +331,25 @@ def test_offsets_are_read_any_time_and_changed_only_while_stopped(env):
     for malformed in ([{"partition": []}], [{"partition": {}}], [{"key": "val"}], [123],
                       [{"partition": {"kafka_topic": "lines"}, "offset": 5}]):   # nothing written for any
         _error(http.patch(f"/connectors/{SINK}/offsets", json={"offsets": malformed}), 400)
+    # Kafka's SinkUtils reads the values through their text: 0.9, 2.7 and true are not integers
+    for partition, offset, refused in ((0.9, 1, "partition value in the provided offsets: '0.9'. Partition"),
+                                       (True, 1, "partition value in the provided offsets: 'true'. Partition"),
+                                       (0, 2.7, "offset value in the provided offsets: '2.7'. Offset")):
+        bad = {"offsets": [{"partition": {"kafka_topic": "lines", "kafka_partition": partition},
+                            "offset": {"kafka_offset": offset}}]}
+        message = _error(http.patch(f"/connectors/{SINK}/offsets", json=bad), 400)
+        assert message.startswith(f"Failed to parse the following Kafka {refused} values for sink connectors "
+                                  "need to be integers."), message
+    missing = {"offsets": [{"partition": {"kafka_topic": "lines"}, "offset": {"kafka_offset": 1}}]}
+    assert _error(http.patch(f"/connectors/{SINK}/offsets", json=missing), 400) == \
+        "The partition for a sink connector offset must contain the keys 'kafka_topic' and 'kafka_partition'"
     assert http.get(f"/connectors/{SINK}/offsets").json()["offsets"] == \
         [{"partition": {"kafka_topic": "lines", "kafka_partition": 0}, "offset": {"kafka_offset": end}}]
-    r = http.patch(f"/connectors/{SINK}/offsets", json=altered)
-    assert r.status_code == 200 and "altered successfully" in r.json()["message"], r.text
+    as_text = {"offsets": [{"partition": {"kafka_topic": "lines", "kafka_partition": "0"},
+                            "offset": {"kafka_offset": "2"}}]}            # "2" is 2 to Kafka too
+    r = http.patch(f"/connectors/{SINK}/offsets", json=as_text)
+    assert r.status_code == 200 and r.json()["message"] == "The offsets for this connector have been altered successfully", \
+        r.text
     assert http.get(f"/connectors/{SINK}/offsets").json()["offsets"] == altered["offsets"]
     reset = http.delete(f"/connectors/{SINK}/offsets")
     assert reset.status_code == 200 and "reset successfully" in reset.json()["message"], reset.text
@@ -284,21 +357,40 @@ def test_offsets_are_read_any_time_and_changed_only_while_stopped(env):
 
 
 def test_initial_state_creates_a_connector_stopped_or_paused(env):
-    """KIP-980: created STOPPED (no tasks), its offsets set before it first runs, then resumed, it
-    reads from those offsets; created PAUSED, it has its tasks but moves nothing."""
+    """KIP-980: created STOPPED (no tasks), paused (still no tasks, as Kafka), its offsets refused
+    by FileStreamSource's checks unless Kafka's shape, set before it first runs under the ``file``
+    setting as written, then resumed, it reads from those offsets; created PAUSED, it has no tasks
+    and moves nothing."""
     from broker.client import AdminClient, Consumer, NewTopic, TopicPartition
     http, path = env["http"], env["root"] / "kip980.txt"
     with AdminClient({"bootstrap.servers": env["servers"]}) as admin:
         admin.create_topics([NewTopic("kip980", 1)])["kip980"].result()
     _append(path, ["skipped", "read"])
-    config = _source_config(env, file=str(path), topic="kip980")
+    as_written = os.path.join(str(env["root"]), ".", "kip980.txt")     # the key is this text, not the absolute path
+    config = _source_config(env, file=as_written, topic="kip980")
     assert "initial_state" in _error(http.post("/connectors", json={"name": "k", "config": config,
                                                                     "initial_state": "DESTROYED"}), 400)
     created = http.post("/connectors", json={"name": "k", "config": config, "initial_state": "stopped"})
     assert created.status_code == 201, created.text
     assert _state(env, "k") == "STOPPED" and http.get("/connectors/k/tasks").json() == []
-    offsets = {"offsets": [{"partition": {"filename": str(path)}, "offset": {"position": len("skipped\n")}}]}
-    assert http.patch("/connectors/k/offsets", json=offsets).status_code == 200
+    assert http.put("/connectors/k/pause").status_code == 202
+    status = http.get("/connectors/k/status").json()
+    assert status["connector"]["state"] == "PAUSED" and status["tasks"] == [], status
+    assert http.get("/connectors/k/tasks").json() == [] and http.get("/connectors/k").json()["tasks"] == []
+    assert http.put("/connectors/k/stop").status_code == 204
+    for partition, offset, refused in (
+            ({"filename": as_written}, {"position": "abc"},
+             "The value for the 'position' key in the offset is expected to be a Long value"),
+            ({"filename": as_written}, {"pos": 2}, "Offset objects should either be null or contain the key 'position'"),
+            ({"filename": as_written}, {"position": -4},
+             "The value for the 'position' key in the offset should be a non-negative value"),
+            ({"file": as_written}, {"position": 2}, "Partition objects should contain the key 'filename'")):
+        bad = {"offsets": [{"partition": partition, "offset": offset}]}
+        assert _error(http.patch("/connectors/k/offsets", json=bad), 500) == refused    # Kafka's ConnectException
+    assert http.get("/connectors/k/offsets").json()["offsets"] == []
+    offsets = {"offsets": [{"partition": {"filename": as_written}, "offset": {"position": len("skipped\n")}}]}
+    assert http.patch("/connectors/k/offsets", json=offsets).json()["message"] == \
+        "The offsets for this connector have been altered successfully"
     assert http.put("/connectors/k/resume").status_code == 202
     _wait_state(env, "k", "RUNNING")
     c = Consumer({"bootstrap.servers": env["servers"], "group.id": "kip980-read", "isolation.level": "read_committed"})
@@ -310,12 +402,16 @@ def test_initial_state_creates_a_connector_stopped_or_paused(env):
     finally:
         c.close()
     assert values == [b"read"], values
+    wait_until(lambda: http.get("/connectors/k/offsets").json()["offsets"] ==
+               [{"partition": {"filename": as_written}, "offset": {"position": path.stat().st_size}}],
+               60, 0.2, "the offset under the file setting as written")
     assert http.delete("/connectors/k").status_code == 204
     paused = http.post("/connectors", json={"name": "p", "config": _sink_config(env, file=str(env["root"] / "p.txt")),
                                             "initial_state": "PAUSED"})
     assert paused.status_code == 201, paused.text
+    assert paused.json()["tasks"] == [] and http.get("/connectors/p/tasks").json() == []
     status = http.get("/connectors/p/status").json()
-    assert status["connector"]["state"] == "PAUSED" and [t["state"] for t in status["tasks"]] == ["PAUSED"], status
+    assert status["connector"]["state"] == "PAUSED" and status["tasks"] == [], status
     assert not (env["root"] / "p.txt").exists()
     assert http.delete("/connectors/p").status_code == 204
 
@@ -347,8 +443,12 @@ def test_the_cli_client_commands(env, tmp_path):
 def test_delete_is_204_then_404(env):
     http = env["http"]
     for name in (SOURCE, SINK):
+        before = _records(env, "connect-configs", name)
         r = http.delete(f"/connectors/{name}")
         assert r.status_code == 204 and not r.content
+        # Kafka's removeConnectorConfig: the two tombstones, no commit-<name> {"tasks": 0}
+        assert _written_since(env, "connect-configs", name, before) == \
+            [(f"connector-{name}", None), (f"target-state-{name}", None)]
         _error(http.get(f"/connectors/{name}"), 404)
         _error(http.delete(f"/connectors/{name}"), 404)
     assert http.get("/connectors").json() == []
