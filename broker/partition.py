@@ -27,9 +27,9 @@ from typing import Callable, NamedTuple
 from broker.clock import Clock
 from broker.config import LONG_MAX
 from broker.errors import (FencedLeaderEpochError, InvalidProducerEpochError, InvalidRecordError,
-                           MessageTooLargeError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
-                           NotLeaderOrFollowerError, InvalidTimestampError, OutOfOrderSequenceError,
-                           PolicyViolationError, RequestTimedOutError,
+                           InvalidTimestampError, MessageTooLargeError, NotEnoughReplicasAfterAppendError,
+                           NotEnoughReplicasError, NotLeaderOrFollowerError, OffsetNotAvailableError,
+                           OutOfOrderSequenceError, PolicyViolationError, RequestTimedOutError,
                            UnknownLeaderEpochError)
 from broker.records.batch import HEADER_SIZE, increment_sequence, iter_headers, validate_batches
 from broker.records.control import marker_batch
@@ -535,6 +535,18 @@ class Partition:
         """(log start offset, high watermark, log end offset)."""
         with self.lock:
             return self.log.log_start_offset, self.high_watermark, self.log.log_end_offset
+
+    def check_offsets_available(self) -> None:
+        """A leader whose high watermark is still below its epoch's start offset refuses ListOffsets
+        (Kafka's fetchOffsetForTimestamp): the HW it would answer may be lower than the one its
+        predecessor showed, and a consumer resetting to "latest" would read records again."""
+        with self.lock:
+            state = self.leader_state
+            if self.role == LEADER and state is not None \
+                    and state.leader_epoch_start_offset > state.high_watermark:
+                raise OffsetNotAvailableError(
+                    f"{self.topic}-{self.index}: the high watermark ({state.high_watermark}) is behind the start "
+                    f"offset of leader epoch {self.leader_epoch} ({state.leader_epoch_start_offset}); retry")
 
     def offset_for_timestamp(self, timestamp: int, read_committed: bool = False) -> tuple[int, int] | None:
         """ListOffsets by time: (offset, timestamp) of the first record at or after ``timestamp``,

@@ -325,6 +325,12 @@ class UnknownLeaderEpochError(RetriableError):
     code, grpc_status = 75, S.FAILED_PRECONDITION
 
 
+class OffsetNotAvailableError(RetriableError):
+    """A new leader's high watermark has not yet reached the start of its leader epoch, so the
+    offset it would answer could be below one a consumer already saw: retry shortly."""
+    code, grpc_status = 78, S.UNAVAILABLE
+
+
 class StaleBrokerEpochError(RiverlogError):
     """A broker spoke with an epoch from an earlier registration."""
     code, grpc_status = 77, S.FAILED_PRECONDITION

@@ -272,6 +272,7 @@ class Handlers:
                     if p.timestamp == EARLIEST:
                         pr.offset = start
                     elif p.timestamp == LATEST:  # read_committed: the last stable offset, as Kafka
+                        partition.check_offsets_available()
                         pr.offset = partition.stable_offsets()[0] if request.isolation_level == 1 else hw
                     elif p.timestamp == MAX_TIMESTAMP:
                         found = partition.max_timestamp(request.isolation_level == 1)

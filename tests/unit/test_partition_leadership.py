@@ -134,3 +134,21 @@ def test_metadata_arriving_after_shutdown_changes_no_closed_partition(tmp_path):
     loader.load(2, [(2, [{"type": "remove_topic", "name": "a", "topic_id": topic["topic_id"]}, _topic("b")])])
     assert loader.apply_faults.count == 0 and p.role is L.CLOSED
     assert set(replicas.partitions) == {("a", 0)}
+
+
+def test_a_new_leader_refuses_list_offsets_until_its_high_watermark_reaches_its_epoch_start(tmp_path):
+    # Kafka's fetchOffsetForTimestamp (PartitionTest.testMonotonicOffsetsAfterLeaderChange): the HW a
+    # new leader inherited may be below the one its predecessor showed; "latest" is refused until
+    # the HW reaches the epoch's start, so it never goes backwards.
+    from broker.errors import OffsetNotAvailableError
+    from broker.records import arrow_body
+    p = partition_in(L.LEADER, tmp_path)            # epoch 3, ISR [1, 2]
+    p.append_records(arrow_body.encode_batch(arrow_body.record_batch([None] * 3, [b"a", b"b", b"c"], [1, 2, 3])))
+    assert p.offsets()[1:] == (0, 3)                # follower 2 has not fetched: HW 0
+    p.check_offsets_available()                     # the epoch started at 0
+    p.make_leader(4, 6, [1, 2], [1, 2])             # a new epoch starting at 3, HW still 0
+    with pytest.raises(OffsetNotAvailableError, match="behind the start offset of leader epoch 4"):
+        p.check_offsets_available()
+    p.read_for_follower(2, 3, 1 << 20, 4)
+    assert p.offsets()[1] == 3
+    p.check_offsets_available()
