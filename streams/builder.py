@@ -114,7 +114,11 @@ class StreamsBuilder:
     # ------------------------------------------------------------------ build
     def build(self, spark=None, config: dict | None = None):
         """``build()`` gives the :class:`Topology` (for ``TopologyTestDriver`` and ``describe()``);
-        ``build(spark, config)`` gives the application that runs it as streaming queries."""
+        ``build(spark, config)`` gives the application that runs it as streaming queries. Each
+        repartition's filter is decided here, over the whole topology, as Kafka's
+        ``rewriteRepartitionNodes`` does (:mod:`streams.repartition_filter`)."""
+        from streams.repartition_filter import rewrite_repartition_filters
+        rewrite_repartition_filters(self._nodes)
         topology = Topology(list(self._nodes))
         if spark is None and config is None:
             return topology

@@ -91,7 +91,7 @@ class KGroupedStream:
                 repartition_names(self._b)
                 return self._shared
             name = self._grouped.name or store_name
-            s = s._through_repartition(name, self.key_serde, self.value_serde, drop_null_keys=True)
+            s = s._through_repartition(name, self.key_serde, self.value_serde)
             if self._grouped.name is not None:
                 self._shared = s
         return s

@@ -17,11 +17,12 @@ def _named(named):
 
 
 def _repartitioned(stream, name: str, key_serde=None, value_serde=None):
-    """A stream whose key changed goes through ``<name>-repartition`` before a join, null keys
-    dropped, as Kafka's ``repartitionForJoin`` does (serdes from StreamJoined/Joined)."""
+    """A stream whose key changed goes through ``<name>-repartition`` before a join, as Kafka's
+    ``repartitionForJoin`` does (serdes from StreamJoined/Joined). Its null keys are dropped
+    unless the join (or one further down) is left/outer (:mod:`streams.repartition_filter`)."""
     if not stream._repartition_required:
         return stream
-    return stream._through_repartition(name, key_serde, value_serde, drop_null_keys=True)
+    return stream._through_repartition(name, key_serde, value_serde)
 
 
 def kstream_join(stream, kind: str, other, joiner_arg, windows, joined, key_selector, named):
@@ -110,7 +111,7 @@ def stream_stream(this, other, kind: str, joiner_arg, windows: JoinWindows, para
                lambda: StreamStreamJoin(RIGHT, this_store, windows, reverse(j), right_outer, outer_store), [ow],
                (this_spec,) + shared, args={**args, "side": "right"})
     m = b.add(merge, "processor", "merge", PassThrough, [jt, jo],
-              args={"copartition": (this._node, other._node)})
+              args={"copartition": (this._node, other._node), "null_key_relaxed": left_outer})
     return KStream(b, m, p.key_serde or this.key_serde, None, False)
 
 
@@ -140,7 +141,8 @@ def stream_table(stream, table, kind: str, joiner_arg, joined: Joined | None):
     node = b.add(name, "processor", "stream-table-join",
                  lambda: StreamTableJoin(getter, j, kind == "left", None, p.grace_ms, buffer),
                  [stream._node], specs, args={"joiner": joiner_arg, "kind": kind,
-                                              "copartition": (stream._node, table._node)})
+                                              "copartition": (stream._node, table._node),
+                                              "null_key_relaxed": kind == "left"})
     return KStream(b, node, stream.key_serde, None, False)
 
 
@@ -160,7 +162,8 @@ def stream_global(stream, table, kind: str, key_selector, joiner_arg, named=None
     getter = table._getter()
     node = b.add(name, "processor", "stream-global-join",
                  lambda: StreamTableJoin(getter, j, kind == "left", mapper), [stream._node],
-                 args={"joiner": joiner_arg, "kind": kind, "key_selector": sel, "global_store": getter.store})
+                 args={"joiner": joiner_arg, "kind": kind, "key_selector": sel, "global_store": getter.store,
+                       "null_key_relaxed": kind == "left"})
     return KStream(b, node, stream.key_serde, None, stream._repartition_required)
 
 

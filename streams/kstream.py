@@ -148,14 +148,17 @@ class KStream:
         name = r.name or self._b.next_name("KSTREAM-REPARTITION-")
         return self._through_repartition(name, r.key_serde, r.value_serde, r.partitions)
 
-    def _through_repartition(self, name: str, key_serde=None, value_serde=None, partitions: int | None = None,
-                             drop_null_keys: bool = False) -> "KStream":
+    def _through_repartition(self, name: str, key_serde=None, value_serde=None,
+                             partitions: int | None = None) -> "KStream":
         """Write to ``<application.id>-<name>-repartition`` and read it back: a new sub-topology
         starts here, with the records partitioned by their new key. Named as Kafka's
         ``createRepartitionedSource``: a sink, filter and source name are drawn every time (so later
         generated names match Kafka's), kept when ``name`` is generated (``KSTREAM-…-0000000003``),
         else ``<topic>-sink``/``-filter``/``-source``. The same stream repartitioned again under
-        its own name reuses the topic, as Kafka's ``repartitionForJoin``."""
+        its own name reuses the topic, as Kafka's ``repartitionForJoin``. The filter passes
+        everything until ``build()`` decides whether it drops null keys
+        (:mod:`streams.repartition_filter`)."""
+        from streams.repartition_filter import filter_fn
         from streams.stateless import Filter, Sink, Source
         ks, vs = key_serde or self.key_serde, value_serde or self.value_serde
         topic = name if name.endswith("-repartition") else f"{name}-repartition"
@@ -165,9 +168,9 @@ class KStream:
         if not _GENERATED_NAME.fullmatch(name):
             names = [f"{topic}-{part}" for part in ("sink", "filter", "source")]
         sink_name, filter_name, source_name = names
-        f = Fn("key IS NOT NULL" if drop_null_keys else "TRUE", "repartition filter", (2,))
+        f = filter_fn(False)
         upstream = self._b.add(filter_name, "processor", "filter", lambda: Filter(f), [self._node],
-                               args={"predicate": f, "drop_null_keys": drop_null_keys},
+                               args={"predicate": f, "repartition_filter": True},
                                key_serde=self.key_serde, value_serde=self.value_serde)
         sink = self._b.add(sink_name, "sink", "repartition",
                            lambda: Sink(topic, None, ks, vs, internal=True), [upstream], topics=(topic,), internal=True,
@@ -207,7 +210,7 @@ class KStream:
                              key_serde=self.key_serde, value_serde=self.value_serde)
         source = self
         if self._repartition_required:
-            source = self._through_repartition(name, drop_null_keys=True)
+            source = self._through_repartition(name)
         opts: dict = {}
         node = self._b.add(name, "processor", "toTable",
                            lambda s=spec.name, o=opts: KTableSource(s, o.get("send_old_values", False)),
@@ -247,46 +250,66 @@ class KStream:
 
 
 class BranchedKStream:
-    """``split()``: each record goes to the first branch whose predicate holds, else the default."""
-    def __init__(self, stream: KStream, prefix: str | None):
-        self._stream, self._prefix = stream, prefix
-        self._predicates: list[Fn] = []
-        self._branches: list[tuple[str, Branched]] = []
-        self._b = stream._b
-        self._split_name = self._b.name(prefix, "KSTREAM-BRANCH-") if prefix is None else prefix
-        self._done = False
+    """``split()``: each record goes to the first branch whose predicate holds, else the default.
 
-    def _name(self, branched: Branched | None, index: int) -> str:
+    As Kafka's ``BranchedKStreamImpl``: ``split()`` adds the splitter processor (the split's name,
+    given or ``KSTREAM-BRANCH-…``), and every ``branch()`` adds its branch at once (the splitter's
+    next child, named the split's name + the branch's name or index) and runs its
+    ``Branched`` chain or consumer. ``defaultBranch()``/``noDefaultBranch()`` only end the split
+    and return the branches kept; a split left without either still routes every record::
+
+        size = s.split(Named.as_("size-"))
+        size.branch("value.amount >= 200", Branched.withConsumer(lambda big: big.to("large")))
+        size.branch("value.amount >= 100", Branched.withConsumer(lambda mid: mid.to("medium")))
+    """
+    def __init__(self, stream: KStream, prefix: str | None):
+        from streams.stateless import Split
+        self._stream, self._b = stream, stream._b
+        self._split_name = self._b.name(prefix, "KSTREAM-BRANCH-") if prefix is None else prefix
+        self._predicates: list[Fn] = []     # shared with the splitter: branch() appends to it
+        self._outputs: dict[str, KStream] = {}
+        self._done = False
+        preds = self._predicates
+        self._splitter = self._b.add(self._split_name, "processor", "split", lambda: Split(preds), [stream._node],
+                                     args={"predicates": preds}, key_serde=stream.key_serde,
+                                     value_serde=stream.value_serde)
+
+    def _name(self, branched: Branched, index: int) -> str:
         """Kafka's ``BranchedKStreamImpl``: the split's name (given or generated) + the branch's
         name, or its index (1, 2, ... and 0 for the default branch)."""
-        if branched is not None and branched.name is not None:
+        if branched.name is not None:
             return f"{self._split_name}{branched.name}"
         return f"{self._split_name}{index}"
 
     def branch(self, predicate, branched: Branched | None = None) -> "BranchedKStream":
         if self._done:
             raise TopologyError("split(): branch() after defaultBranch()/noDefaultBranch()")
-        self._predicates.append(Fn(predicate, "branch predicate", (2,)))
-        self._branches.append((self._name(branched, len(self._branches) + 1), branched or Branched()))
+        f = Fn(predicate, "branch predicate", (2,))
+        self._predicates.append(f)
+        self._create(branched or Branched(), len(self._predicates))
         return self
 
     def defaultBranch(self, branched: Branched | None = None) -> dict[str, KStream]:
-        self._branches.append((self._name(branched, 0), branched or Branched()))
-        return self._finish(with_default=True)
+        if self._done:
+            raise TopologyError("split(): defaultBranch() after defaultBranch()/noDefaultBranch()")
+        self._create(branched or Branched(), 0)
+        self._done = True
+        return self._outputs
 
     def noDefaultBranch(self) -> dict[str, KStream]:
-        return self._finish(with_default=False)
-
-    def _finish(self, with_default: bool) -> dict[str, KStream]:
-        from streams.stateless import Branch
         self._done = True
-        preds = list(self._predicates)
-        out: dict[str, KStream] = {}
-        for i, (name, branched) in enumerate(self._branches):
-            branch = self._stream._then("KSTREAM-BRANCHCHILD-", "branch",
-                                        lambda i=i: Branch(preds, i), Named(name) if name else None,
-                                        {"predicates": preds, "index": i})
-            result = branched.chain(branch) if branched.chain is not None else branch
+        return self._outputs
+
+    def _create(self, branched: Branched, index: int) -> None:
+        from streams.stateless import PassThrough
+        name = self._name(branched, index)
+        branch = self._stream._then("KSTREAM-BRANCHCHILD-", "branch", PassThrough, Named(name),
+                                    parents=[self._splitter])
+        if branched.chain is not None:
+            result = branched.chain(branch)
             if result is not None:
-                out[name] = result
-        return out
+                self._outputs[name] = result
+        elif branched.consumer is not None:
+            branched.consumer(branch)
+        else:
+            self._outputs[name] = branch

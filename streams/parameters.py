@@ -224,7 +224,8 @@ class Materialized:
 @dataclass(frozen=True)
 class Branched:
     name: str | None = None
-    chain: Callable | None = None     # KStream -> KStream | None, applied to the branch
+    chain: Callable | None = None     # KStream -> KStream | None, applied to the branch; kept if not None
+    consumer: Callable | None = None  # KStream -> None, applied to the branch; the branch is not returned
 
     @staticmethod
     def as_(name: str) -> "Branched":
@@ -232,4 +233,14 @@ class Branched:
 
     @staticmethod
     def withFunction(chain: Callable, name: str | None = None) -> "Branched":
+        if not callable(chain):
+            raise TopologyError("Branched.withFunction: chain must be a callable taking the branch's KStream")
         return Branched(check_name(name, "Branched"), chain)
+
+    @staticmethod
+    def withConsumer(chain: Callable, name: str | None = None) -> "Branched":
+        """Kafka's ``Branched.withConsumer``: ``chain`` gets the branch's stream (to end it with
+        ``to``, ``foreach``, ...); the branch is then not in the map ``defaultBranch()`` returns."""
+        if not callable(chain):
+            raise TopologyError("Branched.withConsumer: chain must be a callable taking the branch's KStream")
+        return Branched(check_name(name, "Branched"), None, chain)

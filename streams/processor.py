@@ -16,6 +16,7 @@ from streams.record import Record
 class ProcessorContext(Protocol):
     application_id: str
     task: int                      # the input partition number this task owns
+    children: list                 # the child processors, in the order the topology added them
 
     def forward(self, record: Record) -> None: ...
     def store(self, name: str) -> Any: ...

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from streams.global_table import global_topics, with_global_stores
 from streams.interpreter import build_task
 from streams.record import Record
-from streams.stores import _hashable
+from streams.stores import DictBacking, _hashable
 from streams.state_buckets import HEADER, BucketedBacking, bucket_key, encode_blob, encode_header
 from streams.task_placement import task_of
 from streams.topology import Topology, changelog_topic
@@ -234,6 +234,9 @@ def stateless_batches(topology: Topology, sub_id: int, app: str, defaults: tuple
                         ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))])
 
     def run(batches):
+        # no stores, so no changelog: the task's meta (a source's partition time for its timestamp
+        # extractor) lasts as long as this Spark task, the micro-batch's rows of its partitions
+        metas: dict[int, DictBacking] = {}
         for batch in batches:
             rows = batch.to_pylist()
             by_partition: dict[int, list] = {}
@@ -241,7 +244,9 @@ def stateless_batches(topology: Topology, sub_id: int, app: str, defaults: tuple
                 by_partition.setdefault(r["partition"], []).append(r)
             out = []
             for p, rs in sorted(by_partition.items()):
-                _, produced, _ = run_rows(topology, sub_id, app, p, rs, defaults, entry=entry)
+                meta = metas.setdefault(p, DictBacking())
+                _, produced, _ = run_rows(topology, sub_id, app, p, rs, defaults, entry=entry,
+                                          backing=lambda name, meta=meta: meta if name == "__meta" else DictBacking())
                 out.extend(produced)
             if out:
                 cols = list(zip(*out))

@@ -67,6 +67,9 @@ def unpack_change(data: bytes, serde) -> Change:
     return Change(values[0], values[1])
 
 
+UNKNOWN = -1     # Kafka's RecordQueue.UNKNOWN: no partition time yet
+
+
 class Source(Processor):
     """Deserializes what a topic holds into the stream's key and value (``changes``: a grouped
     table's repartition topic, whose values are packed changes)."""
@@ -89,10 +92,24 @@ class Source(Processor):
                                f"check the Consumed serdes of this source") from e
         ts = record.timestamp
         if self.extractor is not None:
-            ts = int(self.extractor(record.with_(key=key, value=value), ts))
+            ts = self._extract(record.with_(key=key, value=value), topic)
             if ts < 0:
                 return  # Kafka drops records whose extracted timestamp is negative
         self.forward(Record(key, value, ts, record.headers))
+
+    def _extract(self, record: Record, topic: str | None) -> int:
+        """Kafka's ``RecordQueue``: the extractor gets the input partition's time before this record
+        (the largest timestamp extracted so far, -1 before any) and the partition time then takes
+        this record's timestamp if larger; a dropped (negative) timestamp leaves it. Kept in the
+        task's meta per source topic (the task is the partition), so it survives what the task's
+        meta survives (docs/streams.md)."""
+        name = f"partition_time:{topic}"
+        seen = self.context.meta(name)
+        partition_time = UNKNOWN if seen is None else seen
+        ts = int(self.extractor(record, partition_time))
+        if ts > partition_time:
+            self.context.set_meta(name, ts)
+        return ts
 
 
 class Filter(Processor):
@@ -104,20 +121,22 @@ class Filter(Processor):
             self.forward(record)
 
 
-class Branch(Processor):
-    """Branch ``index`` of a split: the record goes to the first branch whose predicate holds
-    (a default branch has no predicate of its own)."""
-    def __init__(self, predicates: list[Fn], index: int):
-        self.predicates, self.index = predicates, index
+class Split(Processor):
+    """``split()``'s splitter, Kafka's ``KStreamBranch``: the record goes to the child of the first
+    predicate that holds, else to the default branch (the child after the predicates' ones) when
+    there is one. ``predicates`` is the list ``branch()`` appends to; the children are the
+    branches in the order ``branch()``/``defaultBranch()`` made them."""
+    def __init__(self, predicates: list[Fn]):
+        self.predicates = predicates
 
     def process(self, record: Record) -> None:
+        children = self.context.children
         for i, pred in enumerate(self.predicates):
             if test(self, pred, record):
-                if i == self.index:
-                    self.forward(record)
+                children[i].process(record)
                 return
-        if self.index == len(self.predicates):
-            self.forward(record)
+        if len(children) > len(self.predicates):
+            children[len(self.predicates)].process(record)
 
 
 class MapValues(Processor):
@@ -163,7 +182,9 @@ class Map(Processor):
 
 class FlatMap(Processor):
     """``flatMap`` (pairs) or ``flatMapValues`` (values); SQL gives an array (of
-    ``struct(key, value)`` for flatMap)."""
+    ``struct(key, value)`` for flatMap), and a null array gives nothing, as Spark's ``explode``.
+    A Python callable returning None fails the task, as Kafka's does (a NullPointerException
+    there): an empty iterable is how it emits nothing."""
     def __init__(self, mapper: Fn, values_only: bool):
         self.mapper, self.values_only = mapper, values_only
 
@@ -176,6 +197,10 @@ class FlatMap(Processor):
             out = map_value(self, self.mapper, record)
         else:
             out = self.mapper.fn(record.key, record.value)
+        if out is None and not self.mapper.is_sql and not self.mapper.is_vectorized:
+            op = "flatMapValues" if self.values_only else "flatMap"
+            raise StreamsError(f"{op}'s mapper returned None; it must return an iterable of "
+                               f"{'values' if self.values_only else '(key, value) pairs'} (empty to emit nothing)")
         for item in out or ():
             if self.values_only:
                 self.forward(record.with_(value=item))

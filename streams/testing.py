@@ -137,14 +137,12 @@ class TestOutputTopic:
         return [KeyValue(r.key, r.value) for r in self.readRecordsToList()]
 
     def readKeyValuesToMap(self) -> dict:
+        """Each key's last value, as Kafka's: a key whose last update is a tombstone stays, with None."""
         out = {}
         for r in self.readRecordsToList():
             if r.key is None:
                 raise TopologyError("readKeyValuesToMap(): a record has a null key")
-            if r.value is None:
-                out.pop(r.key, None)
-            else:
-                out[r.key] = r.value
+            out[r.key] = r.value
         return out
 
     def getQueueSize(self) -> int:

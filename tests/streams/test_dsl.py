@@ -131,6 +131,19 @@ def test_flat_map_values_keeps_the_key(mapper):
                                                           ("k2", "bob", 20), ("k2", "BOB", 20)]
 
 
+@pytest.mark.parametrize("op, mapper", [("flatMap", lambda k, v: None if v["amount"] > 100 else []),
+                                        ("flatMapValues", lambda v: None if v["amount"] > 100 else [])])
+def test_a_flat_map_callable_returning_none_fails_the_task_and_an_empty_list_emits_nothing(op, mapper):
+    # Kafka's KStreamFlatMap(Values) iterates the result: null is a NullPointerException
+    from streams.errors import StreamsError
+    b = StreamsBuilder()
+    getattr(stream(b), op)(mapper).to("out", Produced.with_(S, J))
+    d = drive(b, ORDERS[:1])
+    assert read(d, value_serde=J) == []
+    with pytest.raises(StreamsError, match=f"{op}'s mapper returned None"):
+        d.createInputTopic("in", S, J).pipeInput(*ORDERS[1])
+
+
 @pytest.mark.parametrize("selector", ["value.user", lambda k, v: v["user"]], ids=["sql", "callable"])
 def test_select_key_keeps_the_value(selector):
     b = StreamsBuilder()
@@ -192,6 +205,48 @@ def test_split_with_a_chain_function_keeps_what_it_returns_and_drops_none():
     assert [k for k, _, _ in read(d, "rest", value_serde=J)] == ["k1", "k1"]
 
 
+def test_split_branches_exist_without_a_terminal_call_and_route_once_per_record():
+    """Kafka's BranchedKStreamImpl makes each branch in branch(): defaultBranch()/noDefaultBranch()
+    are optional. Each predicate runs once per record, until the first that holds."""
+    b = StreamsBuilder()
+    calls = []
+
+    def big(k, v):
+        calls.append(k)
+        return v["amount"] > 100
+    split = stream(b).split(Named.as_("s-"))
+    split.branch(big, Branched.withFunction(lambda s: s.to("big", Produced.with_(S, J))))
+    split.branch("true", Branched.withFunction(lambda s: s.to("rest", Produced.with_(S, J))))
+    d = drive(b, ORDERS)
+    assert [k for k, _, _ in read(d, "big", value_serde=J)] == ["k2", "k3"]
+    assert [k for k, _, _ in read(d, "rest", value_serde=J)] == ["k1", "k1"]
+    assert calls == ["k1", "k2", "k3", "k1"]
+
+
+def test_split_describes_as_kafka_with_a_splitter_and_consumers_leave_the_map():
+    # StreamsGraphTest's shape: split() -> KSTREAM-BRANCH-<n>, its children <n>1 ... and <n>0
+    b = StreamsBuilder()
+    branches = (stream(b).split()
+                .branch("value.amount > 100", Branched.withConsumer(lambda s: s.mapValues("value.user")
+                                                                     .to("big", Produced.with_(S, S))))
+                .defaultBranch(Branched.withConsumer(lambda s: s.filter("true").to("rest", Produced.with_(S, J)))))
+    assert branches == {}
+    text = [line.strip() for line in str(b.build().describe()).splitlines()]
+    for i, line in enumerate(["Source: KSTREAM-SOURCE-0000000000 (topics: [in])",
+                              "--> KSTREAM-BRANCH-0000000001",
+                              "Processor: KSTREAM-BRANCH-0000000001 (stores: [])",
+                              "--> KSTREAM-BRANCH-00000000010, KSTREAM-BRANCH-00000000011",
+                              "<-- KSTREAM-SOURCE-0000000000",
+                              "Processor: KSTREAM-BRANCH-00000000010 (stores: [])",
+                              "--> KSTREAM-FILTER-0000000006",
+                              "<-- KSTREAM-BRANCH-0000000001",
+                              "Processor: KSTREAM-BRANCH-00000000011 (stores: [])",
+                              "--> KSTREAM-MAPVALUES-0000000003",
+                              "<-- KSTREAM-BRANCH-0000000001"]):
+        assert text[i + 2] == line
+    assert "Sink: KSTREAM-SINK-0000000007 (topic: rest)" in text
+
+
 def test_merge_interleaves_both_streams_in_processing_order():
     b = StreamsBuilder()
     s = stream(b)
@@ -211,6 +266,56 @@ def test_merge_of_two_source_topics():
     bb.pipeInput("y", o("bob", 2.0), 2)
     a.pipeInput("z", o("cy", 3.0), 3)
     assert [k for k, _, _ in read(d, value_serde=J)] == ["x", "y", "z"]
+
+
+def _partition_time_extractor(seen):
+    """UsePartitionTimeOnInvalidTimestamp's shape: a value "bad" takes the partition time, "neg"
+    is dropped, any other value is the timestamp."""
+    def extract(record, partition_time):
+        seen.append((record.value, partition_time))
+        return {"bad": partition_time, "neg": -5}.get(record.value) or int(record.value)
+    return extract
+
+
+def test_a_timestamp_extractor_gets_the_partition_time_before_the_record():
+    # Kafka's RecordQueue: partition time starts UNKNOWN (-1) and is the largest timestamp
+    # extracted so far in the input partition; a dropped (negative) timestamp leaves it
+    seen = []
+    b = StreamsBuilder()
+    b.stream("in", Consumed.with_(S, S).withTimestampExtractor(_partition_time_extractor(seen))) \
+        .to("out", Produced.with_(S, S))
+    d = TopologyTestDriver(b.build(), {"application.id": APP})
+    i = d.createInputTopic("in", S, S)
+    for ts, v in enumerate(["100", "bad", "50", "neg", "bad", "120", "bad"]):
+        i.pipeInput("k", v, ts + 7)
+    assert seen == [("100", -1), ("bad", 100), ("50", 100), ("neg", 100), ("bad", 100), ("120", 100),
+                    ("bad", 120)]
+    assert [ts for _, _, ts in read(d, value_serde=S)] == [100, 100, 50, 100, 120, 120]
+
+
+def test_a_stateless_spark_task_keeps_the_partition_time_across_its_arrow_batches():
+    """mapInArrow hands a Spark task its rows in several Arrow batches: the partition time
+    carries over from one to the next (no store, so not across micro-batches: docs/streams.md)."""
+    from datetime import datetime, timezone
+
+    import pyarrow as pa
+
+    from streams.spark_task import stateless_batches
+    seen = []
+    b = StreamsBuilder()
+    b.stream("in", Consumed.with_(S, S).withTimestampExtractor(_partition_time_extractor(seen))) \
+        .to("out", Produced.with_(S, S))
+    topology = b.build()
+
+    def batch(offset, values):
+        n = len(values)
+        return pa.RecordBatch.from_pydict({
+            "key": [b"k"] * n, "value": [v.encode() for v in values], "topic": ["in"] * n,
+            "partition": pa.array([0] * n, pa.int32()), "offset": list(range(offset, offset + n)),
+            "timestamp": [datetime(2024, 1, 1, tzinfo=timezone.utc)] * n})
+    out = list(stateless_batches(topology, 0, APP, (None, None))([batch(0, ["100", "bad"]), batch(2, ["bad"])]))
+    assert seen == [("100", -1), ("bad", 100), ("bad", 100)]
+    assert [t.value // 1000 for o in out for t in o.column("timestamp")] == [100, 100, 100]
 
 
 def test_repartition_writes_to_an_internal_topic_named_after_the_application():
@@ -734,3 +839,13 @@ def test_a_negative_timestamp_is_refused_as_kafkas_test_record_refuses_it():
     with pytest.raises(ValueError, match="Invalid timestamp"):
         TestRecord("k", "v", -1)
     assert d.createOutputTopic("out", S, J).readKeyValuesToList() == []
+
+
+def test_read_key_values_to_map_keeps_a_key_whose_last_update_is_a_tombstone():
+    # Kafka's TestOutputTopic.readKeyValuesToMap: "the key will still be in the map (with null-value)"
+    b = StreamsBuilder()
+    b.stream("in", Consumed.with_(S, S)).to("out", Produced.with_(S, S))
+    d = TopologyTestDriver(b.build(), {"application.id": APP})
+    i = d.createInputTopic("in", S, S)
+    i.pipeKeyValueList([("a", "1"), ("b", "2"), ("a", None), ("b", None), ("b", "3")], 1)
+    assert d.createOutputTopic("out", S, S).readKeyValuesToMap() == {"a": None, "b": "3"}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from streams import Grouped, JoinWindows, Materialized, StreamJoined
+from streams import Consumed, Grouped, JoinWindows, Materialized, Produced, Serdes, StreamJoined, StreamsBuilder
+from streams.testing import KeyValue, TopologyTestDriver
 from tests.streams.join_kit import S, WIKI, TwoInputs, show
 
 pytestmark = pytest.mark.unit
@@ -225,3 +226,72 @@ def test_table_join_result_sends_old_values_to_a_regrouping():
     t.step("L", "k", "A", 1)
     t.step("R", "k", "a", 2)
     assert t.step("L", "k", "B", 3)[-2:] == [("A", "0", 3), ("B", "1", 3)]
+
+
+# ---------------------------------------------------------------------- null keys through repartitions
+STRINGS = {"application.id": "joins", "default.key.serde": "String", "default.value.serde": "String"}
+# Kafka's RelaxedNullKeyRequirementJoinTest: both inputs repartitioned; a repartition drops null keys
+# unless a left/outer stream–stream join or a left stream–table/global join is reachable downstream.
+RELAXED = {
+    "left stream-stream": (lambda b, l, r: l.leftJoin(r, show, JoinWindows.ofTimeDifferenceWithNoGrace(60_000)),
+                           [("L", "leftValue")], ["leftValue - null"]),
+    "left stream-table": (lambda b, l, r: l.leftJoin(r.toTable(), show), [("L", "leftValue")], ["leftValue - null"]),
+    "outer stream-stream": (lambda b, l, r: l.outerJoin(r, show, JoinWindows.ofTimeDifferenceWithNoGrace(60_000)),
+                            [("R", "rightValue"), ("L", "leftValue")], ["null - rightValue", "leftValue - null"]),
+    "left stream-global": (lambda b, l, r: l.leftJoin(b.globalTable("global", Consumed.with_(S, S)),
+                                                      key_selector=lambda k, v: None, joiner=show),
+                           [("L", "leftValue")], ["leftValue - null"]),
+    "no join": (lambda b, l, r: l, [("L", "leftValue")], []),
+}
+
+
+def test_explicit_repartitions_keep_null_keys_only_for_a_relaxed_join_downstream():
+    for case, (build, steps, expected) in RELAXED.items():
+        t = TwoInputs(lambda b, l, r: build(b, l.repartition(), r.repartition()))
+        assert [v for side, value in steps for v in t.values(side, None, value, 1)] == expected, case
+
+
+def test_a_key_changed_to_null_before_a_stream_stream_join_reaches_only_a_left_or_outer_joiner():
+    window = JoinWindows.ofTimeDifferenceWithNoGrace(10)
+    for kind, expected in [("leftJoin", ["n - null"]), ("outerJoin", ["n - null"]), ("join", [])]:
+        t = TwoInputs(lambda b, l, r: getattr(l.selectKey(lambda k, v: None), kind)(r, show, window),
+                      config=STRINGS)
+        assert t.values("L", "a", "n", 1) == expected, kind
+
+
+def test_a_key_changed_to_null_before_a_stream_table_join_reaches_only_a_left_joiner():
+    for kind, expected in [("leftJoin", ["n - null", "k - null"]), ("join", [])]:
+        t = TwoInputs(lambda b, l, r: getattr(l.selectKey(lambda k, v: None if v == "n" else k), kind)(r, show),
+                      "stream", "table", config=STRINGS)
+        assert t.values("L", "a", "n", 1) + t.values("L", "a", "k", 2) == expected, kind
+
+
+def test_a_relaxed_join_further_down_keeps_null_keys_in_every_repartition_above_it():
+    """The rule looks past other repartitions: both the explicit one and the join's own keep nulls."""
+    t = TwoInputs(lambda b, l, r: l.repartition().mapValues(lambda v: v.upper()).selectKey(lambda k, v: k)
+                  .leftJoin(r.repartition().toTable(), show), config=STRINGS)
+    filters = [n for n in t.topology.nodes if n.args.get("repartition_filter")]
+    # the table's side is not upstream of the join in Kafka's graph: its repartition drops nulls
+    assert [f.args["predicate"].sql for f in filters] == ["TRUE", "key IS NOT NULL", "TRUE"]
+    assert t.values("L", None, "v", 1) == ["V - null"]
+
+
+def test_a_grouping_repartition_drops_null_keys_and_the_spark_plan_compiles_the_same_filter():
+    from streams.spark_plan import plan
+    b = StreamsBuilder()
+    b.stream("left", Consumed.with_(S, S)).groupBy("CASE WHEN value = 'n' THEN NULL ELSE value END").count() \
+        .toStream().to("counts", Produced.with_(S, Serdes.Long()))
+    b.stream("other", Consumed.with_(S, S)).repartition() \
+        .leftJoin(b.table("right", Consumed.with_(S, S)), show).to("out", Produced.with_(S, S))
+    topology = b.build()
+    sql = {n.name: n.args["predicate"].sql for n in topology.nodes if n.args.get("repartition_filter")}
+    assert list(sql.values()) == ["key IS NOT NULL", "TRUE"]
+    # the Spark path compiles the filter of each repartition's sub-topology from the same SQL
+    prefixes = [plan(sub).prefix for sub in topology.subtopologies]
+    compiled = {n.name: n.args["predicate"].sql for p in prefixes for n in p if n.name in sql}
+    assert compiled == sql
+    d = TopologyTestDriver(topology, STRINGS)
+    d.createInputTopic("other", S, S).pipeInput(None, "v", 1)
+    assert d.createOutputTopic("out", S, S).readValuesToList() == ["v - null"]
+    d.createInputTopic("left", S, S).pipeKeyValueList([("a", "n"), ("b", "x")], 1)
+    assert d.createOutputTopic("counts", S, Serdes.Long()).readKeyValuesToList() == [KeyValue("x", 1)]

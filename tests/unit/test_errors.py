@@ -154,17 +154,18 @@ KAFKA_RETRIABLE_ONLY = _classes(
     "QueueFullError",  # Kafka's BufferExhaustedException extends TimeoutException
     "NotEnoughReplicasError", "NotEnoughReplicasAfterAppendError", "NotControllerError", "UnknownLeaderEpochError",
     "ThrottlingQuotaExceededError", "ConcurrentTransactionsError", "CoordinatorLoadInProgressError",
-    "CoordinatorNotAvailableError", "NotCoordinatorError", "CorruptRecordError")
+    "CoordinatorNotAvailableError", "NotCoordinatorError", "CorruptRecordError", "OffsetNotAvailableError")
 # Where Riverlog's retriable flag (unchanged, and acted on by its clients) differs from Kafka's class.
 RIVERLOG_ALSO_RETRIABLE = _classes(
     "BrokerNotAvailableError",  # a broker that is restarting; Kafka's is a plain ApiException
     "OutOfOrderSequenceError",  # the producer resends the missing batches in order
-    "StaleMemberEpochError")    # the commit is retried with the member's current epoch
+    "StaleMemberEpochError")    # the commit before a revocation is sent again with the member's current epoch
 RIVERLOG_NOT_RETRIABLE = _classes(
     "CorruptRecordError",       # the consumer stops at a corrupt batch and reports it (see architecture.md)
     "ElectionNotNeededError")   # an elect-leaders result, not a condition to retry
 # org.apache.kafka.common.errors.ApplicationRecoverableException's subclasses (Kafka 4.1, KIP-1050), less
-# IllegalGenerationException, which Riverlog's KIP-848-only groups never return.
+# IllegalGenerationException: Riverlog's KIP-848-only groups return it only to a TxnOffsetCommit, where
+# it makes the transaction abortable (librdkafka's reading), not the application's to recover.
 KAFKA_APPLICATION_RECOVERABLE = _classes(
     "ProducerFencedError", "InvalidProducerEpochError", "InvalidProducerIdMappingError", "FencedInstanceIdError",
     "UnknownMemberIdError")
