@@ -60,7 +60,8 @@ class DeltaSink(SinkConnector):
     bytes_in_bytes_out = True
     config_def = ConfigDef([
         _key("delta.table.path", Type.STRING, "",
-             "The Delta table every record goes to (one source table). Set this or delta.root.path.", 1),
+             "The Delta table every record goes to; it mirrors one source table (records of a second one fail "
+             "the batch: use delta.root.path or a topic filter). Set this or delta.root.path.", 1),
         _key("delta.root.path", Type.STRING, "",
              "A directory holding one Delta table per source table, <root>/<schema>.<table>.", 2),
         _key("primary.key.fields", Type.LIST, "",

@@ -37,9 +37,11 @@ class Events:
         doc = {"schema": schema, "payload": payload} if self.with_schema else payload
         return json.dumps(doc).encode()
 
-    def change(self, op, *, before=None, after=None, lsn, order=0, ts_ms=None, headers=True, fields=None):
+    def change(self, op, *, before=None, after=None, lsn, order=0, ts_ms=None, headers=True, fields=None,
+               old_key=None):
         """One record (a dict of the Kafka columns) for op c/u/d/r; ``op='t'`` is a tombstone and
-        ``op='truncate'`` Debezium's truncate event (op ``t``, no key)."""
+        ``op='truncate'`` Debezium's truncate event (op ``t``, no key). ``old_key`` (a create of a
+        primary-key change): the ``__debezium.oldkey`` header's key payload."""
         fields = fields or self.fields
         row = after if op != "d" else before
         key_payload = {k: (row or {}).get(k) for k in self.key}
@@ -64,7 +66,8 @@ class Events:
         record = {"key": key, "value": value, "topic": self.topic,
                   "partition": self.partition, "offset": self.offset, "timestamp": None, "timestampType": 0,
                   "headers": ([{"key": "riverlog.cdc.commit_lsn", "value": str(lsn).encode()},
-                               {"key": "riverlog.cdc.order", "value": str(order).encode()}] if headers else [])}
+                               {"key": "riverlog.cdc.order", "value": str(order).encode()}] if headers else [])
+                  + ([{"key": "__debezium.oldkey", "value": self._json(key_schema, old_key)}] if old_key else [])}
         self.offset += 1
         return record
 
@@ -83,9 +86,10 @@ def decimal_bytes(unscaled: int) -> str:
 
 
 # ------------------------------------------------------------------------------ random histories
-def random_history(rng, keys=4, steps=30, toast=True, truncates=False):
+def random_history(rng, keys=4, steps=30, toast=True, truncates=False, moved_toast=False):
     """Transactions of a random history over a few keys: inserts, updates (some with an unchanged
-    TOAST ``note``), deletes and primary-key changes (delete old + tombstone + create new), and with
+    TOAST ``note``), deletes and primary-key changes (delete old + tombstone + create new, the create
+    with the old key's header; with ``moved_toast`` some with an unchanged TOAST ``note``), and with
     ``truncates`` the odd TRUNCATE (op ``T`` here), as ``(commit_lsn, [(op, before, after,
     unchanged_toast)])``; and the source table's end state."""
     state: dict[int, dict] = {}
@@ -121,7 +125,7 @@ def random_history(rng, keys=4, steps=30, toast=True, truncates=False):
                     row = dict(old, id=new)
                     changes.append(("d", old, None, False))
                     changes.append(("t", old, None, False))
-                    changes.append(("c", None, row, False))
+                    changes.append(("c", None, row, moved_toast and rng.random() < 0.5))
                     state[new] = row
         if changes:
             txns.append((lsn, changes))
@@ -134,8 +138,10 @@ def records_of(events: Events, txns):
     for lsn, changes in txns:
         for order, (op, before, after, keep) in enumerate(changes):
             sent_after = dict(after, note=PLACEHOLDER) if keep else after
+            moved = op == "c" and order and changes[order - 1][0] == "t"   # a primary-key change's create
+            old_key = {"id": changes[order - 1][1]["id"]} if moved else None
             out.append(events.change("truncate" if op == "T" else op, before=before, after=sent_after, lsn=lsn,
-                                     order=order, ts_ms=lsn))
+                                     order=order, ts_ms=lsn, old_key=old_key))
     return out
 
 

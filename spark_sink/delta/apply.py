@@ -22,6 +22,12 @@ table holds is a replay and is skipped even if it carries other changes (a snaps
 from a fresh snapshot does); an older batch id that carries changes beyond the marks raises
 :class:`StaleBatchError` rather than guess.
 
+One Delta table mirrors one source table: a batch that would bring a second source table's changes
+into a path (in the batch, or besides the ``table`` its commits record) is refused with
+:class:`DeltaConfigError` before anything is written. A column the batch adds with a Connect
+``default`` gives the table's rows (SCD-2: current rows) that value, in a rewrite committed just
+before the MERGE (as a widening is); a replay finds the column and does not rewrite again.
+
 The SCD-1 table mirrors the source: no extra columns (positions live in the commit metadata). The
 SCD-2 table adds ``__valid_from``, ``__valid_to`` (timestamps, UTC, the source commit time),
 ``__is_current``, ``__op`` (c/u/d/r) and ``__lsn``, ``__order`` (the change's position).
@@ -180,8 +186,9 @@ class DeltaApply:
                 continue
             if change is not None:
                 by_path.setdefault(self.path_of(change.table), []).append(change)
+        tables = {path: self._one_source_table(path, changes) for path, changes in by_path.items()}
         for path, changes in by_path.items():
-            result.tables[path] = self._apply_table(path, changes, result, spark if use_spark else None)
+            result.tables[path] = self._apply_table(tables[path], changes, result, spark if use_spark else None)
         if result.dead_letters and self.dlq is not None:
             self.dlq(result.dead_letters)
         return result
@@ -192,8 +199,24 @@ class DeltaApply:
         log.warning("delta sink: dead letter %s", error)
         result.dead_letters.append(DeadLetter(record, error))
 
-    def _apply_table(self, path: str, changes: list, result: ApplyResult, spark) -> TableResult:
+    def _one_source_table(self, path: str, changes: list) -> SinkTable:
+        """The Delta table at ``path``, refused (before anything of the batch is written) when it
+        would receive the changes of more than one source table: their rows, keys, schemas and
+        truncates would mix."""
         table = SinkTable(path, self.storage_options)
+        names = sorted({c.table for c in changes} | ({table.source_table()} - {None}))
+        if len(names) > 1:
+            where = "table_path" if path == self.table_path else "the table path"
+            raise DeltaConfigError(
+                f"{where} {path!r} receives changes of source tables {', '.join(map(repr, names))}: one Delta "
+                f"table mirrors one source table (equal keys of two tables would overwrite each other, their "
+                f"schemas merge, a delete or truncate hits both). Use delta.root.path / root (one table per "
+                f"source table) or table_paths, or subscribe to one table's topic (topics / topics.regex)",
+                path=path, tables=names)
+        return table
+
+    def _apply_table(self, table: SinkTable, changes: list, result: ApplyResult, spark) -> TableResult:
+        path = table.path
         out = TableResult(path)
         marks = table.watermarks()
         fresh, held = marks.split(changes)
@@ -270,31 +293,42 @@ class DeltaApply:
         existed = table.dt is not None
         if not existed:
             table.create(evolution.schema)
-        elif evolution.widened:
-            log.warning("delta sink: %s widening %s (the table is rewritten)", table.path, evolution.widened)
-            table.widen(pa.schema([f for f in evolution.schema if f.name in table.schema.names]))
+        else:
+            defaults = _added_defaults(evolution, changes) if not truncates else {}
+            if evolution.widened or defaults:
+                log.warning("delta sink: %s widening %s, adding %s with their defaults (the table is rewritten)",
+                            table.path, evolution.widened, sorted(defaults))
+                table.widen(pa.schema([f for f in evolution.schema if f.name in table.schema.names
+                                       or f.name in defaults]), defaults, self.scd_type == 2)
         rows, blamed = [], []   # blamed[i]: the change row i stands for, named if it does not fit
-        last_change = {c.key: c for c in changes}
+        last_change = {(c.table, c.key): c for c in changes}
         if self.scd_type == 1:
             finals = fold_scd1(after_last_truncate(changes, truncates))
-            need = {k for k, f in finals.items() if not isinstance(f, Delete) and UNAVAILABLE in f.row.values()}
+            # The rows unavailable values come from (a key change's: the old key's), read before the
+            # MERGE deletes the old key's row.
+            need = {f.fill or f.key for f in finals.values()
+                    if not isinstance(f, Delete) and UNAVAILABLE in f.row.values()}
             current = table.current_rows(key_columns, need, scd2=False) if not truncates else {}
             for k, f in finals.items():
                 if isinstance(f, Delete):
-                    rows.append({**dict(zip(key_columns, k)), merges.ACTION: "d"})
+                    rows.append({**dict(zip(key_columns, f.key)), merges.ACTION: "d"})
                     out.deletes += 1
                 else:
-                    rows.append({**resolve(f.row, current.get(k)), merges.ACTION: "u"})
+                    rows.append({**resolve(f.row, current.get(f.fill or f.key)), merges.ACTION: "u"})
                     out.upserts += 1
                 blamed.append(last_change[k])
         else:
             versions = fold_scd2(changes, key_columns)
-            need = {k for k, vs in versions.items() if UNAVAILABLE in vs[0].row.values()}
+            need = {k[1] for k, vs in versions.items() if UNAVAILABLE in vs[0].row.values()}
+            fills = {v.fill for vs in versions.values() for v in vs
+                     if v.fill is not None and UNAVAILABLE in v.row.values()}
             current = table.current_rows(key_columns, need, scd2=True)
+            # An old key's row: its current one, or (its delete committed in an earlier batch) its last.
+            filled = table.latest_rows(key_columns, fills)
             for k, vs in versions.items():
-                history = history_rows(vs, current.get(k), truncates)
+                history = history_rows(vs, current.get(k[1]), truncates, filled)
                 # Closes the table's current row of the key, if it has one (the MERGE matches it).
-                rows.append({**dict(zip(key_columns, k)), "__valid_to": close_time(vs, truncates),
+                rows.append({**dict(zip(key_columns, k[1])), "__valid_to": close_time(vs, truncates),
                              merges.ACTION: "close"})
                 blamed.append(last_change[k])
                 for h in history:
@@ -305,13 +339,15 @@ class DeltaApply:
         source = to_arrow(name, [_timestamps(r) for r in rows], schema, [c.record.coordinates for c in blamed])
         columns = list(evolution.schema.names)
         if self.scd_type == 1:
-            plan = merges.scd1_plan(source, key_columns, columns, bool(evolution.added) and existed, bool(truncates))
+            plan = merges.scd1_plan(source, key_columns, columns, bool(evolution.added) and existed, bool(truncates),
+                                    kept=evolution.missing)
         else:
             plan = merges.scd2_plan(source, key_columns, columns, bool(evolution.added) and existed,
                                     truncates[0][1] if truncates else None)
         out.truncates = len(truncates)
         new_marks = marks.advanced(((c.record.topic, c.record.partition), c.stream_mark) for c in all_changes)
-        props = table.commit_properties(result.app_id, result.batch_id, new_marks, (c.record for c in all_changes))
+        props = table.commit_properties(result.app_id, result.batch_id, new_marks, (c.record for c in all_changes),
+                                        name)
         if spark is not None:
             merges.run_delta_spark(spark, table.path, plan, result.app_id, result.batch_id,
                                    {"riverlog.delta": props.custom_metadata["riverlog.delta"]})
@@ -319,6 +355,21 @@ class DeltaApply:
             merges.run_delta_rs(table.dt, plan, props)
         table.reload()
         out.version = table.dt.version()
+
+
+def _added_defaults(evolution: Evolution, changes: list) -> dict:
+    """The Connect ``default`` of each column the batch adds to an existing table, from the first
+    change (by position) whose schema has it; a default the column cannot hold is left out."""
+    out = {}
+    for c in sorted(changes, key=lambda c: c.position):
+        for name in evolution.added:
+            if name not in out and name in c.defaults:
+                try:
+                    pa.array([c.defaults[name]], evolution.schema.field(name).type)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, ValueError):
+                    continue
+                out[name] = c.defaults[name]
+    return out
 
 
 def _timestamps(row: dict) -> dict:

@@ -1,12 +1,18 @@
 """A batch's changes folded per key into what one MERGE does; the table's high-water marks.
 
-Pure. Changes of a key are applied in position order (commit LSN, order in the transaction); a
-position seen twice is one change (a replay inside the batch).
+Pure. Changes are applied in position order (commit LSN, order in the transaction); a change of a
+key seen twice at one position is one change (a replay inside the batch). Folds are keyed by
+``(source table, key)``: two tables' equal keys are different rows (the shell refuses to write two
+source tables into one Delta table).
 
 * **SCD type 1** (:func:`fold_scd1`): the last change of a key decides: :class:`Upsert` with the
   row, or :class:`Delete`. A column Debezium could not read (an unchanged TOAST value,
   :data:`UNAVAILABLE`) takes the key's previous value in the batch, else stays UNAVAILABLE and the
-  shell fills it from the table (:func:`resolve`).
+  shell fills it from the table's row of the key named by ``fill`` (:func:`resolve`).
+* A **primary-key change** is delete(old key) + tombstone + create(new key) whose
+  :attr:`~spark_sink.delta.records.Change.old_key` names the old key; its unchanged TOAST values
+  are the old row's: the old key's values just before its delete in the batch, else the table's
+  row of the old key (``fill``), read before the MERGE deletes it. Both SCD types.
 * **SCD type 2** (:func:`fold_scd2`): every change becomes a history row (:class:`Version`). A
   delete's row carries the key's last values (it ends the row's life, it changes no column) and is
   never current. :func:`history_rows` gives ``__valid_from`` (the change's source time),
@@ -36,9 +42,11 @@ METADATA_COLUMNS = ("__valid_from", "__valid_to", "__is_current", "__op", "__lsn
 
 @dataclass(frozen=True)
 class Upsert:
+    """``fill``: the key whose table row fills what stays UNAVAILABLE (None: this key)."""
     key: tuple
     row: dict
     position: tuple[int, int]
+    fill: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -56,13 +64,18 @@ class Version:
     position: tuple[int, int]
     ts_us: int
     fallback: dict = field(default_factory=dict, compare=False)  # a delete's before image
+    fill: tuple | None = None   # the key whose table row fills what stays UNAVAILABLE (None: this key)
 
 
-def _ordered(changes: Iterable[Change]) -> dict[tuple, list[Change]]:
-    by_key: dict[tuple, dict[tuple, Change]] = {}
+Key = tuple  # (source table, key values)
+
+
+def _in_order(changes: Iterable[Change]) -> list[Change]:
+    """The batch's changes in position order, a key's change at a position once."""
+    seen: dict[tuple, Change] = {}
     for c in changes:
-        by_key.setdefault(c.key, {}).setdefault(c.position, c)
-    return {k: [v[p] for p in sorted(v)] for k, v in by_key.items()}
+        seen.setdefault((c.table, c.key, c.position), c)
+    return sorted(seen.values(), key=lambda c: c.position)
 
 
 def _carry(row: dict, previous: dict | None) -> dict:
@@ -71,37 +84,47 @@ def _carry(row: dict, previous: dict | None) -> dict:
     return {c: previous.get(c, UNAVAILABLE) if v is UNAVAILABLE else v for c, v in row.items()}
 
 
-def fold_scd1(changes: Iterable[Change]) -> dict[tuple, Upsert | Delete]:
-    """The final action per key."""
-    out: dict[tuple, Upsert | Delete] = {}
-    for key, ordered in _ordered(changes).items():
-        state: Upsert | Delete | None = None
-        for c in ordered:
-            if c.op == "d":
-                state = Delete(key, c.position)
-            else:
-                previous = state.row if isinstance(state, Upsert) else None
-                state = Upsert(key, _carry(dict(c.row), previous), c.position)
-        out[key] = state
+def fold_scd1(changes: Iterable[Change]) -> dict[Key, Upsert | Delete]:
+    """The final action per ``(table, key)``."""
+    out: dict[Key, Upsert | Delete] = {}
+    before_delete: dict[Key, Upsert | None] = {}   # a key's state when it was last deleted
+    for c in _in_order(changes):
+        k = (c.table, c.key)
+        state = out.get(k)
+        if c.op == "d":
+            before_delete[k] = state if isinstance(state, Upsert) else None
+            out[k] = Delete(c.key, c.position)
+            continue
+        previous, fill = (state, state.fill) if isinstance(state, Upsert) else (None, None)
+        if c.old_key is not None and c.old_key != c.key:
+            previous = before_delete.get((c.table, c.old_key))
+            fill = c.old_key if previous is None or previous.fill is None else previous.fill
+        out[k] = Upsert(c.key, _carry(dict(c.row), previous.row if previous else None), c.position, fill)
     return out
 
 
-def fold_scd2(changes: Iterable[Change], key_columns: Iterable[str]) -> dict[tuple, list[Version]]:
-    """The history rows per key, in position order."""
+def fold_scd2(changes: Iterable[Change], key_columns: Iterable[str]) -> dict[Key, list[Version]]:
+    """The history rows per ``(table, key)``, in position order."""
     key_columns = tuple(key_columns)
-    out: dict[tuple, list[Version]] = {}
-    for key, ordered in _ordered(changes).items():
-        versions: list[Version] = []
-        for c in ordered:
-            previous = versions[-1].row if versions else None
-            if c.op == "d":
-                row = {col: (c.row.get(col) if col in key_columns else UNAVAILABLE) for col in
-                       (previous or c.row)}
-                row.update({col: UNAVAILABLE for col in c.row if col not in row})
-                versions.append(Version(key, _carry(row, previous), "d", c.position, c.ts_us, dict(c.row)))
-            else:
-                versions.append(Version(key, _carry(dict(c.row), previous), c.op, c.position, c.ts_us))
-        out[key] = versions
+    out: dict[Key, list[Version]] = {}
+    deleted: dict[Key, Version] = {}   # a key's last delete row: its values when it was deleted
+    for c in _in_order(changes):
+        k = (c.table, c.key)
+        versions = out.setdefault(k, [])
+        last = versions[-1] if versions else None
+        previous, fill = (last.row, last.fill) if last else (None, None)
+        if c.op == "d":
+            row = {col: (c.row.get(col) if col in key_columns else UNAVAILABLE) for col in
+                   (previous or c.row)}
+            row.update({col: UNAVAILABLE for col in c.row if col not in row})
+            versions.append(Version(c.key, _carry(row, previous), "d", c.position, c.ts_us, dict(c.row), fill))
+            deleted[k] = versions[-1]
+            continue
+        if c.old_key is not None and c.old_key != c.key:
+            source = deleted.get((c.table, c.old_key))
+            previous = source.row if source is not None else None
+            fill = source.fill if source is not None and source.fill is not None else c.old_key
+        versions.append(Version(c.key, _carry(dict(c.row), previous), c.op, c.position, c.ts_us, fill=fill))
     return out
 
 
@@ -152,13 +175,19 @@ def close_time(versions: list[Version], truncates: list[Truncate] = ()) -> int:
     return t[1] if t is not None else versions[0].ts_us
 
 
-def history_rows(versions: list[Version], current: Mapping | None, truncates: list[Truncate] = ()) -> list[dict]:
+def history_rows(versions: list[Version], current: Mapping | None, truncates: list[Truncate] = (),
+                 rows_of: Mapping[tuple, Mapping] | None = None) -> list[dict]:
     """A key's history rows with their validity; ``current`` is the table's current row (for
-    unavailable values). A truncate between two versions ends the earlier one; it writes no row."""
+    unavailable values), ``rows_of`` the table's rows of the keys versions are filled from (a
+    primary-key change's old key). A truncate between two versions ends the earlier one; it
+    writes no row."""
     rows, previous = [], current
-    if _truncated_between(truncates, None, versions[0].position) is not None:
-        previous = None
     for i, v in enumerate(versions):
+        if i == 0 or v.fill != versions[i - 1].fill:
+            if _truncated_between(truncates, None, v.position) is not None:
+                previous = None
+            elif v.fill is not None:
+                previous = (rows_of or {}).get(v.fill)
         row = resolve(v.row, previous, v.fallback)
         last = i == len(versions) - 1
         cut = _truncated_between(truncates, v.position, None if last else versions[i + 1].position)

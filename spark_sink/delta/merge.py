@@ -36,11 +36,15 @@ class MergePlan:
     by_source_delete: bool = False   # a truncate: rows the batch does not name are deleted
 
 
-def scd1_plan(source: pa.Table, key_columns, columns, merge_schema: bool, truncate: bool = False) -> MergePlan:
-    """Upserts (``__action='u'``) and deletes (``'d'``) by key; after a truncate, every other row goes."""
+def scd1_plan(source: pa.Table, key_columns, columns, merge_schema: bool, truncate: bool = False,
+              kept=()) -> MergePlan:
+    """Upserts (``__action='u'``) and deletes (``'d'``) by key; after a truncate, every other row goes.
+    An update leaves the ``kept`` columns (those the source no longer sends) as they are, as
+    Debezium's JDBC sink's upsert sets only the record's fields; an insert writes them null."""
     on = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in key_columns) or "false"   # no keys: only truncates
     values = {q(c): f"s.{q(c)}" for c in columns}
-    return MergePlan(source, on, matched_update=[(f"s.{ACTION} = 'u'", values)],
+    updates = {q(c): f"s.{q(c)}" for c in columns if c not in set(kept)}
+    return MergePlan(source, on, matched_update=[(f"s.{ACTION} = 'u'", updates)],
                      matched_delete=[f"s.{ACTION} = 'd'"],
                      not_matched_insert=[(f"s.{ACTION} = 'u'", values)], merge_schema=merge_schema,
                      by_source_delete=truncate)

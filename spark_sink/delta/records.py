@@ -4,12 +4,19 @@ Pure. A row is ``key, value, topic, partition, offset, timestamp, headers`` (the
 ``format("riverlog")`` and of ``format("postgres-cdc")``). Key and value are Debezium's JSON with the
 ``{"schema", "payload"}`` envelope or the payload alone. A change's **position** orders it exactly:
 ``(riverlog.cdc.commit_lsn, riverlog.cdc.order)`` from the headers; without them (a topic written by
-Debezium itself) ``(transaction.id``'s LSN, ``transaction.total_order)``; then ``(source.lsn, offset)``.
-The table's high-water marks compare the header position, or for a record without the headers its
-offset: Debezium writes a partition in commit order, while ``source.lsn`` (a change's own LSN) is
-not monotonic in commit order. A tombstone (value null) parses to None: its delete came just before it; so do Debezium's heartbeat
-records (topic ``__debezium-heartbeat.*``), transaction metadata records (``status`` BEGIN/END) and
-logical decoding messages (``op`` ``m``). A truncate (``op`` ``t``) is a change with no key.
+Debezium itself, of any connector) ``(offset, 0)``, the topic's order: Debezium writes a partition in
+commit order, as Debezium's JDBC sink applies it, while ``source.lsn`` (a change's own LSN) is not
+monotonic in commit order and MySQL's or SQL Server's events have none. The table's high-water
+marks compare the same position. A tombstone (value null) parses to None: its delete came just
+before it; so do Debezium's heartbeat records (topic ``__debezium-heartbeat.*``), transaction
+metadata records (``status`` BEGIN/END) and logical decoding messages (``op`` ``m``). A truncate
+(``op`` ``t``) is a change with no key. The create of a primary-key change (delete old key +
+tombstone + create new key) carries the old key in its ``__debezium.oldkey`` header
+(:attr:`Change.old_key`): an unchanged TOAST value of the row is the old key's.
+
+Anything malformed in a record (not JSON, not a change event, a ``source`` that is not an object,
+a time or header that is not a number, a value that does not match its schema) is a
+:class:`PoisonRecordError` naming the record, never another exception.
 """
 from __future__ import annotations
 
@@ -18,11 +25,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from broker.errors import RiverlogError
 from spark_sink.delta.errors import DeltaConfigError, PoisonRecordError
-from spark_sink.delta.schema import DEFAULT_PLACEHOLDER, EPOCH, UNAVAILABLE, arrow_schema, converter
+from spark_sink.delta.schema import DEFAULT_PLACEHOLDER, EPOCH, UNAVAILABLE, arrow_schema, converter, defaults
 
 COMMIT_LSN_HEADER = "riverlog.cdc.commit_lsn"
 ORDER_HEADER = "riverlog.cdc.order"
+OLD_KEY_HEADER = "__debezium.oldkey"
 OPS = {"c", "u", "d", "r", "t"}
 HEARTBEAT_TOPIC_PREFIX = "__debezium-heartbeat"
 
@@ -58,6 +67,8 @@ class Change:
     record: SourceRecord
     schema: Any = field(default=None, compare=False)
     mark: tuple[int, int] | None = None   # the stream position the table's high-water mark compares
+    old_key: tuple | None = None          # a primary-key change's create: the key the row had before
+    defaults: Mapping = field(default_factory=dict, compare=False)   # the columns' Connect defaults
 
     @property
     def stream_mark(self) -> tuple[int, int]:
@@ -68,7 +79,11 @@ def record_position(record: SourceRecord) -> tuple[int, int] | None:
     """The position from the two riverlog.cdc headers, or None when the record has neither."""
     h = {k: v for k, v in record.headers}
     if COMMIT_LSN_HEADER in h and ORDER_HEADER in h:
-        return int(_text(h[COMMIT_LSN_HEADER])), int(_text(h[ORDER_HEADER]))
+        try:
+            return int(_text(h[COMMIT_LSN_HEADER])), int(_text(h[ORDER_HEADER]))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise _poison(record, f"the {COMMIT_LSN_HEADER} / {ORDER_HEADER} headers are not decimal integers "
+                                  f"({e})", e) from e
     return None
 
 
@@ -116,21 +131,29 @@ class ChangeParser:
         if struct is None:
             conv = self._converters.setdefault("", converter(None, self.placeholder))
             return {k: conv(v) for k, v in payload.items()}
-        convs, _ = self._struct(struct)
+        convs = self._struct(struct)[0]
         return {n: c(payload.get(n)) for n, c in convs}
 
-    def _struct(self, struct: dict) -> tuple[list, Any]:
-        """(field converters, Arrow schema) of a row schema, memoised by its fingerprint."""
+    def _struct(self, struct: dict) -> tuple[list, Any, dict]:
+        """(field converters, Arrow schema, Connect defaults) of a row schema, memoised by its fingerprint."""
         key = _fingerprint(struct)
         found = self._converters.get(key)
         if found is None:
             found = ([(f["field"], converter(f, self.placeholder)) for f in struct.get("fields", [])],
-                     arrow_schema(struct))
+                     arrow_schema(struct), defaults(struct))
             self._converters[key] = found
         return found
 
     def parse(self, record: SourceRecord) -> Change | None:
         """The record's change; None for a tombstone; :class:`PoisonRecordError` for anything else."""
+        try:
+            return self._parse(record)
+        except RiverlogError:
+            raise
+        except Exception as e:   # noqa: BLE001 - whatever a malformed record trips over names the record
+            raise _poison(record, f"a malformed change event ({type(e).__name__}: {e})", e) from e
+
+    def _parse(self, record: SourceRecord) -> Change | None:
         if record.value is None or record.topic.startswith(HEARTBEAT_TOPIC_PREFIX):
             return None
         schema, payload = _envelope(record.value, record, "value")
@@ -141,11 +164,12 @@ class ChangeParser:
         if not isinstance(payload, dict) or payload.get("op") not in OPS:
             raise _poison(record, "the value is not a Debezium change event (no op c/u/d/r/t)")
         op, source = payload["op"], payload.get("source") or {}
+        if not isinstance(source, dict):
+            raise _poison(record, f"the change event's source is {type(source).__name__}, not an object")
         table = _table_name(source, record.topic)
-        headed = record_position(record)
+        position = record_position(record) or _fallback_position(record)
         if op == "t":
-            return Change(table, (), "t", {}, headed or _fallback_position(payload, source, record),
-                          _ts_us(payload, source, record), record, None, headed or (record.offset, 0))
+            return Change(table, (), "t", {}, position, _ts_us(payload, source, record), record, None, position)
         image_name = "before" if op == "d" else "after"
         image = payload.get(image_name)
         if not isinstance(image, dict):
@@ -156,10 +180,10 @@ class ChangeParser:
         except (ValueError, TypeError, KeyError, ArithmeticError) as e:
             raise _poison(record, f"a value does not match its schema ({e})", e) from e
         key = self._key(record, table, row)
-        position = headed or _fallback_position(payload, source, record)
         ts_us = _ts_us(payload, source, record)
-        arrow = self._struct(image_schema)[1] if image_schema is not None else None
-        return Change(table, key, op, row, position, ts_us, record, arrow, headed or (record.offset, 0))
+        _, arrow, defaults_ = self._struct(image_schema) if image_schema is not None else (None, None, {})
+        old_key = self._old_key(record, table, image_schema) if op != "d" else None
+        return Change(table, key, op, row, position, ts_us, record, arrow, position, old_key, defaults_)
 
     def key_columns(self, table: str, record: SourceRecord) -> tuple[str, ...]:
         if table in self.keys or "*" in self.keys:
@@ -172,6 +196,23 @@ class ChangeParser:
             raise _poison(record, "the key is not a JSON object of primary key columns")
         return tuple(payload)
 
+    def _old_key(self, record: SourceRecord, table: str, image_schema: dict | None) -> tuple | None:
+        """The ``__debezium.oldkey`` header's key values, converted as the row's; None without the
+        header, or when the key columns (``keys=``) are not all in it."""
+        raw = next((v for k, v in record.headers if k == OLD_KEY_HEADER), None)
+        if raw is None:
+            return None
+        _, payload = _envelope(raw, record, f"{OLD_KEY_HEADER} header")
+        if not isinstance(payload, dict):
+            raise _poison(record, f"the {OLD_KEY_HEADER} header is not a JSON object of key columns")
+        columns = self.key_columns(table, record)
+        if any(c not in payload for c in columns):
+            return None
+        convs = dict(self._struct(image_schema)[0]) if image_schema is not None else {}
+        plain = self._converters.setdefault("", converter(None, self.placeholder))
+        values = tuple(convs.get(c, plain)(payload[c]) for c in columns)
+        return None if any(v is None or v is UNAVAILABLE for v in values) else values
+
     def _key(self, record: SourceRecord, table: str, row: dict) -> tuple:
         columns = self.key_columns(table, record)
         values = tuple(row.get(c) for c in columns)
@@ -183,7 +224,7 @@ class ChangeParser:
 def _fingerprint(struct: dict) -> tuple:
     """Cheap for flat primitive fields (the common case), exact JSON for anything nested."""
     return tuple((f.get("field"), f.get("type"), f.get("name"))
-                 if f.get("type") not in ("struct", "array", "map") and not f.get("parameters")
+                 if f.get("type") not in ("struct", "array", "map") and not f.get("parameters") and "default" not in f
                  else json.dumps(f, sort_keys=True) for f in struct.get("fields", []))
 
 
@@ -195,23 +236,21 @@ def _table_name(source: dict, topic: str) -> str:
     return ".".join(parts[-2:]) if len(parts) >= 2 else topic
 
 
-def _fallback_position(payload: dict, source: dict, record: SourceRecord) -> tuple[int, int]:
-    txn = payload.get("transaction") or {}
-    txn_id = str(txn.get("id") or "")
-    if ":" in txn_id and txn.get("total_order") is not None:
-        try:
-            return int(txn_id.rsplit(":", 1)[1]), int(txn["total_order"])
-        except ValueError:
-            pass
-    if source.get("lsn") is not None:
-        return int(source["lsn"]), record.offset
-    raise _poison(record, "no position: neither riverlog.cdc headers, a transaction block nor source.lsn")
+def _fallback_position(record: SourceRecord) -> tuple[int, int]:
+    """A record without the riverlog.cdc headers is ordered by its offset: Debezium writes a key's
+    changes to one partition in commit order, and Debezium's JDBC sink applies them in that order.
+    Neither ``source.lsn`` (a change's own LSN, not its commit's) nor the transaction block (its id
+    is the xid in Debezium 2) orders commits, and other connectors have neither."""
+    return record.offset, 0
 
 
 def _ts_us(payload: dict, source: dict, record: SourceRecord) -> int:
     for container, name, scale in ((source, "ts_us", 1), (source, "ts_ms", 1000), (payload, "ts_ms", 1000)):
-        if container.get(name) is not None:
-            return int(container[name]) * scale
+        v = container.get(name)
+        if v is not None:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise _poison(record, f"{'source.' if container is source else ''}{name} is {v!r}, not a number")
+            return int(v) * scale
     return record.timestamp_us if record.timestamp_us is not None else 0
 
 

@@ -11,16 +11,29 @@ string; bytes (base64 in JSON)                         string; binary
 ``io.debezium.time.MicroTimestamp``, ``Timestamp``,    timestamp_ntz (microseconds, as PostgreSQL's
 ``NanoTimestamp``, Kafka ``Timestamp``                 ``timestamp`` has no zone)
 ``io.debezium.time.ZonedTimestamp`` (ISO-8601 string)  timestamp (UTC)
-Kafka ``Decimal`` (scale, ``connect.decimal.precision``)  decimal(precision, scale); precision 38 when absent
+Kafka ``Decimal`` (scale, ``connect.decimal.precision``)  decimal(precision, scale); precision 38 when absent;
+                                                       see below for what Delta cannot hold as declared
 ``io.debezium.data.VariableScaleDecimal``              decimal(38, 18); a value that does not fit exactly is refused
 struct, array, map                                     struct, array, map of the above
 anything else (MicroTime, Uuid, Json, Enum, ...)       its Connect physical type (Delta has no time type)
 =====================================================  =======================================
 
+Delta decimals have 1 to 38 digits and a scale from 0 to the precision (:func:`decimal_type`):
+a negative scale ``(p, s)`` becomes ``decimal(p - s, 0)`` and a scale above the precision
+``decimal(s, s)``, both holding every value exactly; a precision above 38 becomes ``decimal(38,
+min(s, 38))``, and each value is checked: one that does not fit exactly is a poison record whose
+message names the source's ``decimal.handling.mode=string`` (exact, as text) or ``double``. So
+is a ``VariableScaleDecimal`` (an unconstrained ``numeric``) beyond decimal(38, 18).
+
+A field's Connect ``default`` (``ALTER TABLE ... ADD COLUMN ... DEFAULT x``) is kept
+(:func:`defaults`): the sink gives the rows the table already holds that value when the column
+is added (see :mod:`~spark_sink.delta.apply`).
+
 Evolution (:func:`evolve`), one rule per case and never a silent drop:
 
 * a **new** source column is added to the table (older rows read null);
-* a column the source **no longer sends** stays in the table; rows written from then on carry null;
+* a column the source **no longer sends** stays in the table; an SCD-1 update leaves its value
+  (Debezium's JDBC sink sets only the record's fields), an inserted row or SCD-2 version carries null;
 * a **retyped** column is accepted when the table's type can be widened to hold every old and new
   value (int8 < int16 < int32 < int64, float32 < float64, int8/16/32 -> float64, decimal(p, s) ->
   decimal(p', s') with p' - s' >= p - s and s' >= s, date -> timestamp_ntz): the table is rewritten
@@ -48,6 +61,8 @@ DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
 EPOCH = dt.datetime(1970, 1, 1)
 _DAY0 = dt.date(1970, 1, 1)
 _VARIABLE_SCALE = pa.decimal128(38, 18)
+MAX_DECIMAL_PRECISION = 38
+_EXACT = decimal.Context(prec=1000, traps=[decimal.Inexact, decimal.InvalidOperation])
 
 _PHYSICAL = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
              "float32": pa.float32(), "float64": pa.float64(), "boolean": pa.bool_(),
@@ -70,8 +85,7 @@ def arrow_type(schema: dict) -> pa.DataType:
     if name == _ZONED:
         return pa.timestamp("us", tz="UTC")
     if name == _DECIMAL:
-        params = schema.get("parameters") or {}
-        return pa.decimal128(int(params.get("connect.decimal.precision", 38)), int(params.get("scale", 0)))
+        return decimal_type(*_decimal_parameters(schema))
     if name == _VARIABLE:
         return _VARIABLE_SCALE
     if kind == "struct":
@@ -83,6 +97,49 @@ def arrow_type(schema: dict) -> pa.DataType:
     if kind in _PHYSICAL:
         return _PHYSICAL[kind]
     raise ValueError(f"unknown Connect schema type {kind!r}")
+
+
+def _decimal_parameters(schema: dict) -> tuple[int, int]:
+    params = schema.get("parameters") or {}
+    return int(params.get("connect.decimal.precision", MAX_DECIMAL_PRECISION)), int(params.get("scale", 0))
+
+
+def decimal_type(precision: int, scale: int) -> pa.Decimal128Type:
+    """The Delta decimal for a source ``decimal(precision, scale)`` (see the module docstring):
+    exact for a negative scale or a scale above the precision; capped at 38 digits."""
+    if scale < 0:
+        precision, scale = precision - scale, 0
+    precision = max(precision, scale, 1)
+    if precision > MAX_DECIMAL_PRECISION:
+        precision, scale = MAX_DECIMAL_PRECISION, min(scale, MAX_DECIMAL_PRECISION)
+    return pa.decimal128(precision, scale)
+
+
+def fit_decimal(d: decimal.Decimal, type_: pa.Decimal128Type, declared: str) -> decimal.Decimal:
+    """``d`` at ``type_``'s scale, or ValueError when it does not fit exactly (the message names
+    the source option that keeps such values)."""
+    try:
+        fitted = _EXACT.quantize(d, decimal.Decimal(1).scaleb(-type_.scale))
+    except (decimal.Inexact, decimal.InvalidOperation):
+        fitted = None
+    if fitted is None or fitted != d or len(fitted.as_tuple().digits) > type_.precision:
+        raise ValueError(f"{d} ({declared}) does not fit the Delta column's decimal({type_.precision}, "
+                         f"{type_.scale}) exactly: Delta decimals hold at most {MAX_DECIMAL_PRECISION} digits. "
+                         f"Set decimal.handling.mode=string (exact, as text) or double on the source connector")
+    return fitted
+
+
+def defaults(struct_schema: dict) -> dict[str, Any]:
+    """The fields' Connect ``default`` values, converted as their values are (fields without one
+    are left out)."""
+    out = {}
+    for f in struct_schema.get("fields", []):
+        if f.get("default") is not None:
+            try:
+                out[f["field"]] = _converter(f)(f["default"])
+            except (ValueError, TypeError, KeyError, ArithmeticError):
+                continue   # a default the column cannot hold is not applied
+    return out
 
 
 def arrow_field(schema: dict) -> pa.Field:
@@ -152,8 +209,13 @@ def _converter(schema: dict) -> Callable[[Any], Any]:
     if name == _ZONED:
         return lambda v: dt.datetime.fromisoformat(v).astimezone(dt.timezone.utc)
     if name == _DECIMAL:
-        scale = int((schema.get("parameters") or {}).get("scale", 0))
-        return lambda v: _unscaled(v, scale) if isinstance(v, str) else decimal.Decimal(str(v))
+        precision, scale = _decimal_parameters(schema)
+        type_ = decimal_type(precision, scale)
+        plain = lambda v: _unscaled(v, scale) if isinstance(v, str) else decimal.Decimal(str(v))  # noqa: E731
+        if (type_.precision, type_.scale) == (precision, scale):
+            return plain
+        declared = f"declared decimal({precision}, {scale})"
+        return lambda v: fit_decimal(plain(v), type_, declared)
     if name == _VARIABLE:
         return _variable_scale
     if kind == "bytes":
@@ -206,11 +268,7 @@ def _unscaled(b64: str, scale: int) -> decimal.Decimal:
 
 
 def _variable_scale(v: dict) -> decimal.Decimal:
-    d = _unscaled(v["value"], int(v["scale"]))
-    fitted = d.quantize(decimal.Decimal(1).scaleb(-_VARIABLE_SCALE.scale))
-    if fitted != d or len(fitted.as_tuple().digits) > _VARIABLE_SCALE.precision:
-        raise ValueError(f"{d} does not fit decimal(38, 18) exactly")
-    return fitted
+    return fit_decimal(_unscaled(v["value"], int(v["scale"])), _VARIABLE_SCALE, "a numeric without precision")
 
 
 # ------------------------------------------------------------------------------ evolution
@@ -239,7 +297,8 @@ def widens(old: pa.DataType, new: pa.DataType) -> bool:
 
 class Evolution:
     """The table schema after a batch: ``schema`` (target columns in place, new ones appended),
-    ``added``, ``missing`` (kept, written as null), ``widened`` (the table is rewritten first)."""
+    ``added``, ``missing`` (kept: an update leaves them, an insert writes null), ``widened`` (the
+    table is rewritten first)."""
 
     def __init__(self, schema: pa.Schema, added: list[str], missing: list[str], widened: list[str]):
         self.schema, self.added, self.missing, self.widened = schema, added, missing, widened

@@ -3,7 +3,8 @@ marks in its commit metadata, and the commit that records both with the data.
 
 Every commit the sink makes carries, in the Delta commit info, ``riverlog.delta`` = JSON
 ``{"app_id", "batch_id", "watermarks": {"<topic>/<partition>": [commit_lsn, order]},
-"offsets": {"<topic>/<partition>": last offset}}`` (cumulative: the latest such commit holds every
+"offsets": {"<topic>/<partition>": last offset}, "table": "<schema>.<table>"}`` (``table``: the CDC
+source table, which no other source table may then write into) (cumulative: the latest such commit holds every
 stream's mark; a record without riverlog.cdc headers is marked ``[offset, 0]``) and the application transaction
 ``(app_id, batch_id)``. Commits without it (OPTIMIZE, VACUUM, other writers) are skipped over when
 the marks are read back.
@@ -89,15 +90,25 @@ class SinkTable:
         self._offsets = dict(doc.get("offsets") or {})
         return Watermarks.from_json(doc.get("watermarks"))
 
-    def commit_properties(self, app_id: str, batch_id: int, marks: Watermarks, records=()) -> CommitProperties:
+    def source_table(self) -> str | None:
+        """The source table (``schema.table``) the sink's commits say this table holds; None for a
+        table the sink never wrote, or wrote before it recorded it."""
+        return self.metadata().get("table")
+
+    def commit_properties(self, app_id: str, batch_id: int, marks: Watermarks, records=(),
+                          source_table: str | None = None) -> CommitProperties:
         """The commit's app transaction and metadata; ``records`` advance the per-partition
-        ``offsets`` (the last Kafka offset the table has seen, for a consumer that must seek)."""
+        ``offsets`` (the last Kafka offset the table has seen, for a consumer that must seek);
+        ``source_table`` is the CDC source table the Delta table mirrors."""
         offsets = dict(self._offsets)
         for r in records:
             name = f"{r.topic}/{r.partition}"
             offsets[name] = max(offsets.get(name, -1), r.offset)
-        doc = json.dumps({"app_id": app_id, "batch_id": batch_id, "watermarks": marks.to_json(),
-                          "offsets": dict(sorted(offsets.items()))}, separators=(",", ":"))
+        doc = {"app_id": app_id, "batch_id": batch_id, "watermarks": marks.to_json(),
+               "offsets": dict(sorted(offsets.items()))}
+        if source_table is not None:
+            doc["table"] = source_table
+        doc = json.dumps(doc, separators=(",", ":"))
         return CommitProperties(custom_metadata={METADATA_KEY: doc},
                                 app_transactions=[Transaction(app_id, batch_id)])
 
@@ -109,30 +120,51 @@ class SinkTable:
             DeltaTable.create(self.path, schema, mode="ignore", storage_options=self.storage_options)
             self.reload()
 
-    def widen(self, schema: pa.Schema) -> None:
-        """Rewrite the table under ``schema`` (a widening of its columns, see schema.evolve)."""
+    def widen(self, schema: pa.Schema, defaults: dict | None = None, scd2: bool = False) -> None:
+        """Rewrite the table under ``schema`` (a widening of its columns, see schema.evolve), in one
+        commit; a new column named in ``defaults`` holds its default in every row (SCD-2: every
+        current row), as the source's ``ADD COLUMN ... DEFAULT`` gave the rows it had."""
         data = self.dt.to_pyarrow_table()
-        data = pa.Table.from_arrays([data.column(f.name).cast(f.type) if f.name in data.column_names
-                                     else pa.nulls(data.num_rows, f.type) for f in schema], schema=schema)
+        defaults = defaults or {}
+        current = data.column("__is_current").to_pylist() if scd2 else [True] * data.num_rows
+
+        def column(f):
+            if f.name in data.column_names:
+                return data.column(f.name).cast(f.type)
+            if f.name in defaults:
+                return pa.array([defaults[f.name] if c else None for c in current], f.type)
+            return pa.nulls(data.num_rows, f.type)
+        data = pa.Table.from_arrays([column(f) for f in schema], schema=schema)
         write_deltalake(self.dt, data, mode="overwrite", schema_mode="overwrite",
                         storage_options=self.storage_options)
         self.reload()
 
     def current_rows(self, key_columns: tuple[str, ...], keys: set[tuple], scd2: bool) -> dict[tuple, dict]:
         """The table's current row per key (SCD-2: the one with ``__is_current``), for the given keys."""
-        if self.dt is None or not keys:
-            return {}
-        first = pa.array(sorted({k[0] for k in keys}, key=repr), self.schema.field(key_columns[0]).type)
-        expr = pc.field(key_columns[0]).isin(first)
-        if scd2:
-            expr = expr & (pc.field("__is_current") == True)  # noqa: E712 (an Arrow expression)
-        rows = self.dt.to_pyarrow_dataset().to_table(filter=expr).to_pylist()
         out = {}
-        for row in rows:
+        for row in self._rows_of(key_columns, keys, scd2):
+            out[tuple(row[c] for c in key_columns)] = row
+        return out
+
+    def latest_rows(self, key_columns: tuple[str, ...], keys: set[tuple]) -> dict[tuple, dict]:
+        """SCD-2: the newest history row per key (highest ``__lsn``, ``__order``), current or not: a
+        delete row holds the key's last values."""
+        out: dict[tuple, dict] = {}
+        for row in self._rows_of(key_columns, keys, False):
             k = tuple(row[c] for c in key_columns)
-            if k in keys:
+            if k not in out or (row["__lsn"], row["__order"]) > (out[k]["__lsn"], out[k]["__order"]):
                 out[k] = row
         return out
+
+    def _rows_of(self, key_columns: tuple[str, ...], keys: set[tuple], current_only: bool) -> list[dict]:
+        if self.dt is None or not keys:
+            return []
+        first = pa.array(sorted({k[0] for k in keys}, key=repr), self.schema.field(key_columns[0]).type)
+        expr = pc.field(key_columns[0]).isin(first)
+        if current_only:
+            expr = expr & (pc.field("__is_current") == True)  # noqa: E712 (an Arrow expression)
+        rows = self.dt.to_pyarrow_dataset().to_table(filter=expr).to_pylist()
+        return [r for r in rows if tuple(r[c] for c in key_columns) in keys]
 
 
 def _user_metadata(commit: dict):

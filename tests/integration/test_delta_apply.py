@@ -57,10 +57,13 @@ def test_scd1_table_equals_the_source_after_random_history_batches_and_replays(t
     assert [f.name for f in DeltaTable(str(tmp_path / "customers")).schema().fields] == ["id", "name", "note"]
 
 
-def test_scd2_history_equals_the_reference_history_truncates_included(tmp_path):
+@pytest.mark.parametrize("moved_toast", [False, True])
+def test_scd2_history_equals_the_reference_history_truncates_included(tmp_path, moved_toast):
+    """With ``moved_toast``, primary-key changes whose TOASTed note is unchanged, cut anywhere."""
     rng = random.Random(7)
-    txns, final = random_history(rng, keys=4, steps=30, truncates=True)
+    txns, final = random_history(rng, keys=4, steps=30, truncates=True, moved_toast=moved_toast)
     assert any(op == "T" for _, changes in txns for op, *_ in changes)
+    assert not moved_toast or any(op == "c" and keep for _, changes in txns for op, _, _, keep in changes)
     path = tmp_path / "customers"
     apply_in_batches(delta_apply(table_path=str(path), scd_type=2), records_of(Events(), txns), rng)
     got: dict[int, list] = {}
@@ -149,7 +152,8 @@ def test_commit_metadata_records_the_source_positions_it_holds(tmp_path):
     doc = json.loads(commit["riverlog.delta"])
     assert doc == {"app_id": "app", "batch_id": 9,
                    "watermarks": {"shop.public.customers/0": [500, 2], "shop.public.customers/1": [450, 0]},
-                   "offsets": {"shop.public.customers/0": 10, "shop.public.customers/1": 0}}
+                   "offsets": {"shop.public.customers/0": 10, "shop.public.customers/1": 0},
+                   "table": "public.customers"}
     assert held_positions(path) == doc and held_positions(str(tmp_path / "none")) == {}
     assert DeltaTable(path).transaction_version("app") == 9
     optimize(path)   # a commit without the metadata in between
@@ -432,3 +436,195 @@ def test_records_built_by_the_postgres_cdc_envelope_apply_as_the_source_table(tm
                 (1, "a", "long note", "c", False), (1, "a2", "long note", "u", False),
                 (1, "a2", "long note", "d", False), (2, "b", "long note", "c", False),
                 (2, "b", "long note", "d", False), (3, "b3", "moved", "c", True), (4, "d", "long note", "c", True)]
+
+
+def _envelope_records(txns_of):
+    """Records the postgres-cdc EnvelopeBuilder makes of ``txns_of(rel)``'s transactions."""
+    from spark_source.postgres.envelope import CdcConfig, EnvelopeBuilder
+    from spark_source.postgres.messages import Column, Relation
+    from spark_source.postgres.transactions import Change, Transaction
+
+    cols = (Column(True, "id", 23, -1), Column(False, "name", 25, -1), Column(False, "note", 25, -1))
+    rel = Relation(16384, "public", "customers", "d", cols)
+    builder = EnvelopeBuilder(CdcConfig.from_options({"topic.prefix": "shop", "database.dbname": "shop"}),
+                              now_us=lambda: 1_700_000_000_000_000)
+    builder.table(rel)
+    out = []
+    for n, messages in enumerate(txns_of()):
+        lsn = 1000 + 100 * n
+        txn = Transaction(700 + n, lsn, lsn + 8, 1_700_000_000_000_000 + n,
+                          [Change(rel, i, lsn + i, m) for i, m in enumerate(messages)])
+        out.append([{"key": r.key, "value": r.value, "topic": r.topic, "partition": 0, "offset": None,
+                     "timestamp": None, "timestampType": 0, "headers": [{"key": k, "value": v} for k, v in r.headers]}
+                    for r in builder.transaction_records(txn)])
+    offset = 0
+    for txn in out:
+        for r in txn:
+            r["offset"], offset = offset, offset + 1
+    return out
+
+
+@pytest.mark.parametrize("scd_type", [1, 2])
+def test_a_primary_key_change_keeps_an_unchanged_toasted_value(tmp_path, scd_type):
+    """UPDATE customers SET id = 5 WHERE id = 1 with the TOASTed note unchanged: the create of key 5
+    carries Debezium's placeholder and the old key in ``__debezium.oldkey``; the value is key 1's,
+    from the batch or from the table's row of key 1 (read before the MERGE deletes it)."""
+    from spark_source.postgres.messages import UNCHANGED_TOAST, Insert, Update
+    big = b"BIG" * 1000
+    txns = _envelope_records(lambda: [
+        [Insert(16384, (b"1", b"a", big)), Insert(16384, (b"2", b"b", b"small"))],
+        [Update(16384, (b"1", None, None), "K", (b"5", b"a", UNCHANGED_TOAST))],
+        [Update(16384, (b"5", None, None), "K", (b"6", b"a6", UNCHANGED_TOAST)),
+         Update(16384, None, None, (b"2", b"b2", UNCHANGED_TOAST))]])
+    for cut in ([3], [1], [1, 2], [2]):   # batches of whole transactions
+        path = str(tmp_path / f"t{scd_type}-{cut}")
+        fn = delta_apply(table_path=path, scd_type=scd_type)
+        bounds = [0] + cut + [len(txns)]
+        for b, (i, j) in enumerate(zip(bounds, bounds[1:])):
+            fn(batch([r for t in txns[i:j] for r in t]), b)
+        got = rows(path, order=("id", "__lsn") if scd_type == 2 else ("id",))
+        if scd_type == 1:
+            assert [(r["id"], r["name"], r["note"]) for r in got] == [(2, "b2", "small"), (6, "a6", "BIG" * 1000)]
+        else:
+            assert [(r["id"], r["__op"], r["__is_current"], r["note"]) for r in got] == [
+                (1, "c", False, "BIG" * 1000), (1, "d", False, "BIG" * 1000), (2, "c", False, "small"),
+                (2, "u", True, "small"), (5, "c", False, "BIG" * 1000), (5, "d", False, "BIG" * 1000),
+                (6, "c", True, "BIG" * 1000)]
+
+
+def test_scd2_a_key_change_split_between_batches_reads_the_old_keys_last_history_row(tmp_path):
+    """Through topics a micro-batch may end between the delete of the old key and the create."""
+    from spark_source.postgres.messages import UNCHANGED_TOAST, Insert, Update
+    [[insert], [delete, tombstone, create]] = _envelope_records(lambda: [
+        [Insert(16384, (b"1", b"a", b"long"))], [Update(16384, (b"1", None, None), "K", (b"5", b"a", UNCHANGED_TOAST))]])
+    path = str(tmp_path / "t")
+    fn = delta_apply(table_path=path, scd_type=2)
+    for b, records in enumerate(([insert], [delete, tombstone], [create])):
+        fn(batch(records), b)
+    assert [(r["id"], r["__op"], r["note"]) for r in rows(path, order=("id", "__lsn")) if r["id"] == 5] == [
+        (5, "c", "long")]
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_two_source_tables_into_one_table_path_are_refused_before_anything_is_written(tmp_path, split):
+    customers = Events()
+    orders = Events(table="public.orders", topic="shop.public.orders",
+                    fields=[{"type": "int32", "optional": False, "field": "order_id"},
+                            {"type": "string", "optional": True, "field": "item"}], key=("order_id",))
+    path = str(tmp_path / "t")
+    fn = from_config({"connector.class": "DeltaSink", "topics": "shop.public.customers,shop.public.orders",
+                      "delta.table.path": path, "errors.tolerance": "all"})
+    alice = customers.change("c", after={"id": 1, "name": "alice", "note": None}, lsn=10)
+    book = orders.change("c", after={"order_id": 1, "item": "book"}, lsn=11)
+    if split:
+        fn(batch([alice]), 0)
+    with pytest.raises(DeltaConfigError, match="'public.customers', 'public.orders'.*delta.root.path") as e:
+        fn(batch([book] if split else [alice, book]), 1)
+    assert e.value.code == 1384
+    assert (rows(path) == [{"id": 1, "name": "alice", "note": None}]) if split else not os.path.exists(path)
+    root = from_config({"delta.root.path": str(tmp_path / "lake")})   # the fix the message names
+    root(batch([alice, book]), 0)
+    assert rows(tmp_path / "lake" / "public.orders", order=("order_id",)) == [{"order_id": 1, "item": "book"}]
+
+
+def test_debezium_topics_without_headers_apply_in_topic_order_and_without_source_lsn(tmp_path):
+    """A snapshot read at LSN 500 then an update whose own LSN is lower (it committed later), in
+    one batch; and a MySQL event, which has no source.lsn at all."""
+    ev = Events()
+    read = ev.change("r", after={"id": 1, "name": "old", "note": None}, lsn=500, headers=False)
+    update = ev.change("u", after={"id": 1, "name": "new", "note": None}, lsn=480, headers=False)
+    path = str(tmp_path / "t")
+    delta_apply(table_path=path)(batch([read, update]), 0)
+    assert rows(path) == [{"id": 1, "name": "new", "note": None}]
+    value = {"before": None, "after": {"id": 1, "name": "a"}, "op": "c", "ts_ms": 1700000000000,
+             "source": {"connector": "mysql", "db": "inventory", "table": "customers", "file": "mysql-bin.000003",
+                        "pos": 154, "row": 0, "ts_ms": 1700000000000}, "transaction": None}
+    mysql = {"key": json.dumps({"id": 1}).encode(), "value": json.dumps(value).encode(),
+             "topic": "shop.inventory.customers", "partition": 0, "offset": 0, "timestamp": None,
+             "timestampType": 0, "headers": []}
+    delta_apply(table_path=str(tmp_path / "m"))(batch([mysql]), 0)
+    assert rows(tmp_path / "m") == [{"id": 1, "name": "a"}]
+
+
+def test_malformed_events_are_dead_letters_under_errors_tolerance_all(tmp_path):
+    ev = Events()
+
+    def mutated(record, change):
+        doc = json.loads(record["value"])
+        change(doc["payload"])
+        return dict(record, value=json.dumps(doc).encode())
+    good = ev.change("c", after={"id": 1, "name": "a", "note": None}, lsn=10)
+    bad = [mutated(ev.change("c", after={"id": 2, "name": "b", "note": None}, lsn=11), lambda p: p.update(source="pg")),
+           dict(mutated(ev.change("c", after={"id": 3, "name": "c", "note": None}, lsn=12),
+                        lambda p: (p["source"].update(ts_ms="soon"), p.update(ts_ms="soon"))), headers=[]),
+           dict(ev.change("c", after={"id": 4, "name": "d", "note": None}, lsn=13),
+                headers=[{"key": "riverlog.cdc.commit_lsn", "value": b"0/16B3748"},
+                         {"key": "riverlog.cdc.order", "value": b"0"}])]
+    path = str(tmp_path / "t")
+    result = delta_apply(table_path=path, errors_tolerance="all")(batch([good] + bad), 0)
+    assert [d.record.offset for d in result.dead_letters] == [1, 2, 3]
+    assert all(isinstance(d.error, PoisonRecordError) for d in result.dead_letters)
+    assert rows(path) == [{"id": 1, "name": "a", "note": None}]
+    with pytest.raises(PoisonRecordError, match="record shop.public.customers/0@1"):
+        delta_apply(table_path=str(tmp_path / "u"))(batch([good] + bad), 0)
+
+
+def test_decimals_delta_cannot_declare_land_exactly_or_name_decimal_handling_mode(tmp_path):
+    def field(name, precision, scale):
+        return {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "optional": True, "field": name,
+                "parameters": {"scale": str(scale), "connect.decimal.precision": str(precision)}}
+    fields = [{"type": "int32", "optional": False, "field": "id"}, field("wide", 50, 2), field("neg", 3, -2),
+              field("tiny", 3, 5),
+              {"type": "struct", "name": "io.debezium.data.VariableScaleDecimal", "optional": True, "field": "any",
+               "fields": [{"type": "int32", "field": "scale"}, {"type": "bytes", "field": "value"}]}]
+    ev = Events(fields=fields)
+    path = str(tmp_path / "t")
+    result = delta_apply(table_path=path, errors_tolerance="all")(batch([
+        ev.change("c", after={"id": 1, "wide": decimal_bytes(123), "neg": decimal_bytes(123),
+                              "tiny": decimal_bytes(123), "any": {"scale": 1, "value": decimal_bytes(5)}}, lsn=10),
+        ev.change("c", after={"id": 2, "wide": decimal_bytes(10 ** 45)}, lsn=11),
+        ev.change("c", after={"id": 3, "any": {"scale": 20, "value": decimal_bytes(33333333333333333333)}}, lsn=12),
+        ev.change("c", after={"id": 4, "any": {"scale": 0, "value": decimal_bytes(10 ** 25)}}, lsn=13)]), 0)
+    schema = pa.schema(DeltaTable(path).schema().to_arrow())
+    assert [schema.field(n).type for n in ("wide", "neg", "tiny", "any")] == [
+        pa.decimal128(38, 2), pa.decimal128(5, 0), pa.decimal128(5, 5), pa.decimal128(38, 18)]
+    assert [(r["id"], r["wide"], r["neg"], r["tiny"], r["any"]) for r in rows(path)] == [
+        (1, decimal.Decimal("1.23"), decimal.Decimal("12300"), decimal.Decimal("0.00123"), decimal.Decimal("0.5"))]
+    assert [d.record.offset for d in result.dead_letters] == [1, 2, 3]
+    assert all("decimal.handling.mode=string" in d.error.message for d in result.dead_letters)
+
+
+@pytest.mark.parametrize("scd_type", [1, 2])
+def test_a_column_added_with_a_default_gives_the_existing_rows_that_value(tmp_path, scd_type):
+    """ALTER TABLE customers ADD COLUMN tier int NOT NULL DEFAULT 5: PostgreSQL's existing rows hold
+    5, and Debezium's schema field carries "default": 5. SCD-2: the current rows hold it."""
+    ev = Events()
+    path = str(tmp_path / "t")
+    fn = delta_apply(table_path=path, scd_type=scd_type)
+    fn(batch([ev.change("c", after={"id": 1, "name": "a", "note": None}, lsn=10),
+              ev.change("c", after={"id": 2, "name": "b", "note": None}, lsn=11)]), 0)
+    fn(batch([ev.change("u", after={"id": 2, "name": "b2", "note": None}, lsn=12)]), 1)
+    added = CUSTOMER_FIELDS + [{"type": "int32", "optional": False, "default": 5, "field": "tier"}]
+    fn(batch([ev.change("c", after={"id": 3, "name": "c", "note": None, "tier": 7}, lsn=20, fields=added),
+              ev.change("u", after={"id": 1, "name": "a2", "note": None, "tier": 6}, lsn=21, fields=added)]), 2)
+    got = rows(path, order=("id", "__lsn") if scd_type == 2 else ("id",))
+    if scd_type == 1:
+        assert [(r["id"], r["tier"]) for r in got] == [(1, 6), (2, 5), (3, 7)]
+    else:
+        assert [(r["id"], r["__lsn"], r["tier"]) for r in got] == [
+            (1, 10, 5), (1, 21, 6), (2, 11, None), (2, 12, 5), (3, 20, 7)]
+    assert fn(batch([ev.change("c", after={"id": 3, "name": "c", "note": None, "tier": 7}, lsn=20, fields=added)]),
+              2).tables[path].skipped == "replayed"
+
+
+def test_an_update_after_a_column_was_dropped_keeps_the_tables_value(tmp_path):
+    """ALTER TABLE customers DROP COLUMN note; UPDATE ...: the column stays in Delta, and as
+    Debezium's JDBC sink (whose upsert sets the record's fields only) the row keeps its value."""
+    ev = Events()
+    path = str(tmp_path / "t")
+    fn = delta_apply(table_path=path)
+    fn(batch([ev.change("c", after={"id": 1, "name": "a", "note": "keep me"}, lsn=10)]), 0)
+    dropped = CUSTOMER_FIELDS[:2]
+    fn(batch([ev.change("u", after={"id": 1, "name": "a2"}, lsn=20, fields=dropped),
+              ev.change("c", after={"id": 2, "name": "b"}, lsn=21, fields=dropped)]), 1)
+    assert rows(path) == [{"id": 1, "name": "a2", "note": "keep me"}, {"id": 2, "name": "b", "note": None}]

@@ -233,6 +233,29 @@ def test_unchanged_toasted_arrays_carry_debeziums_typed_placeholders_and_delta_k
     assert len(row["da"]) == 3000 and len(row["ua"]) == 500 and len(row["ta"]) == 1000 and len(row["fa"]) == 3000
 
 
+@pytest.mark.parametrize("scd_type", [1, 2])
+def test_a_primary_key_change_keeps_the_unchanged_toasted_value_in_delta(pg_db, tmp_path, scd_type):
+    """UPDATE ... SET id = 10 with the TOASTed note unchanged: the create of key 10 carries
+    Debezium's placeholder and ``__debezium.oldkey``; Delta holds key 1's note under key 10."""
+    from deltalake import DeltaTable
+    from spark_sink.delta import delta_apply
+    pg_db.execute("CREATE TABLE customers (id int PRIMARY KEY, name text, note text)")
+    pg_db.execute("ALTER TABLE customers ALTER COLUMN note SET STORAGE EXTERNAL")   # out of line, uncompressed
+    records = _stream(pg_db, "INSERT INTO customers VALUES (1, 'a', repeat('x', 10000)), (2, 'b', repeat('y', 10000))",
+                      "UPDATE customers SET id = 10 WHERE id = 1", "UPDATE customers SET name = 'b2' WHERE id = 2",
+                      count=6)
+    create = next(r for r in records if r.value is not None and _payload(r)["op"] == "c" and _payload(r)["after"]["id"] == 10)
+    assert _payload(create)["after"]["note"] == "__debezium_unavailable_value"
+    assert json.loads(dict(create.headers)["__debezium.oldkey"])["payload"] == {"id": 1}
+    apply = delta_apply(str(tmp_path), scd_type=scd_type)
+    apply(_kafka_rows(records[:2]), 0)
+    apply(_kafka_rows(records[2:]), 1)
+    got = DeltaTable(str(tmp_path / "public.customers")).to_pyarrow_table().to_pylist()
+    got = {r["id"]: (r["name"], r["note"]) for r in got if scd_type == 1 or r["__is_current"]}
+    assert got == {i: (n, note) for i, n, note in pg_db.execute("SELECT id, name, note FROM customers")}
+    assert got[10] == ("a", "x" * 10000)
+
+
 def test_a_new_column_is_picked_up_from_the_relation_message(pg_db):
     pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, name text)")
     capture = _capture(pg_db, snapshot_mode="no_data")

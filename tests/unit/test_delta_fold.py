@@ -43,6 +43,14 @@ def split_with_replays(rng, records):
 
 
 def run_scd1(batches, parser=None):
+    """One source table's mirror: {key: row}."""
+    table = run_scd1_tables(batches, parser)
+    assert len({t for t, _ in table}) <= 1
+    return {k: v for (_, k), v in table.items()}
+
+
+def run_scd1_tables(batches, parser=None):
+    """The table per (source table, key); a primary-key change's old row is read before the batch."""
     parser = parser or ChangeParser()
     table: dict[tuple, dict] = {}
     marks = Watermarks()
@@ -52,11 +60,12 @@ def run_scd1(batches, parser=None):
         row_changes, truncates = split_truncates(fresh)
         if truncates:
             table.clear()
+        before = dict(table)
         for key, action in fold_scd1(after_last_truncate(row_changes, truncates)).items():
             if isinstance(action, Delete):
                 table.pop(key, None)
             else:
-                table[key] = resolve(action.row, table.get(key))
+                table[key] = resolve(action.row, before.get((key[0], action.fill) if action.fill else key))
         marks = marks.advanced(((c.record.topic, c.record.partition), c.stream_mark) for c in fresh)
     return table
 
@@ -70,14 +79,17 @@ def run_scd2(batches):
         fresh, _ = marks.split(changes)
         row_changes, truncates = split_truncates(fresh)
         folded = fold_scd2(row_changes, ["id"])
+        latest = {}
+        for r in sorted(rows, key=lambda r: (r["__lsn"], r["__order"])):
+            latest[(r["id"],)] = dict(r)
         for r in rows:   # the MERGE's "not matched by source" clause
-            if truncates and r["__is_current"] and (r["id"],) not in folded:
+            if truncates and r["__is_current"] and ("public.customers", (r["id"],)) not in folded:
                 r.update(__is_current=False, __valid_to=truncates[0][1])
-        for key, versions in folded.items():
+        for (_, key), versions in folded.items():
             current = next((r for r in rows if r["id"] == key[0] and r["__is_current"]), None)
             if current is not None:
                 current.update(__is_current=False, __valid_to=close_time(versions, truncates))
-            rows += history_rows(versions, current, truncates)
+            rows += history_rows(versions, current and dict(current), truncates, latest)
         marks = marks.advanced(((c.record.topic, c.record.partition), c.stream_mark) for c in fresh)
     return rows
 
@@ -96,7 +108,7 @@ def test_scd1_fold_equals_the_source_whatever_the_batches_and_replays(seed, keys
 @given(seed=st.integers(0, 2**32 - 1), keys=st.integers(1, 5), truncates=st.booleans())
 def test_scd2_history_equals_the_reference_history(seed, keys, truncates):
     rng = random.Random(seed)
-    txns, final = random_history(rng, keys=keys, steps=rng.randint(1, 40), truncates=truncates)
+    txns, final = random_history(rng, keys=keys, steps=rng.randint(1, 40), truncates=truncates, moved_toast=True)
     rows = run_scd2(split_with_replays(rng, records_of(Events(), txns)))
     got: dict[int, list] = {}
     for r in sorted(rows, key=lambda r: (r["__lsn"], r["__order"])):
@@ -106,6 +118,50 @@ def test_scd2_history_equals_the_reference_history(seed, keys, truncates):
                                             r["__is_current"]))
     assert got == reference_history(txns)
     assert {r["id"]: {c: r[c] for c in ("id", "name", "note")} for r in rows if r["__is_current"]} == final
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), keys=st.integers(1, 5), truncates=st.booleans())
+def test_a_key_change_keeps_its_unchanged_toast_value_in_scd1(seed, keys, truncates):
+    """A primary-key change (delete old + tombstone + create new with ``__debezium.oldkey``) whose
+    TOASTed column is unchanged: the create carries the placeholder, the value is the old key's,
+    from the batch or from the table's row of the old key (whole transactions per batch)."""
+    rng = random.Random(seed)
+    txns, final = random_history(rng, keys=keys, steps=rng.randint(1, 40), truncates=truncates, moved_toast=True)
+    events, batches = Events(), []
+    for txn in txns:
+        records = records_of(events, [txn])
+        if batches and rng.random() < 0.6:
+            batches[-1] += records
+        else:
+            batches.append(records)
+    replayed = [b + batches[i - 1] if i and rng.random() < 0.3 else b for i, b in enumerate(batches)]
+    assert {k[0]: v for k, v in run_scd1(replayed).items()} == final
+
+
+def test_a_key_change_takes_the_old_keys_value_before_its_delete_in_the_batch():
+    ev = Events()
+    ins = ev.change("c", after={"id": 1, "name": "a", "note": "big"}, lsn=100)
+    upd = ev.change("u", after={"id": 1, "name": "b", "note": "bigger"}, lsn=150)
+    gone = ev.change("d", before={"id": 1, "name": None, "note": None}, lsn=200, order=0)
+    moved = ev.change("c", after={"id": 5, "name": "b", "note": PLACEHOLDER}, lsn=200, order=2, old_key={"id": 1})
+    again = ev.change("c", after={"id": 1, "name": "new", "note": "other"}, lsn=300)
+    for batches in ([[ins, upd, gone, moved, again]], [[ins], [upd, gone, moved]], [[ins, upd], [gone, moved, again]]):
+        assert run_scd1(batches)[(5,)] == {"id": 5, "name": "b", "note": "bigger"}
+    [change] = [ChangeParser().parse(r) for r in records_from_arrow(batch([moved]))]
+    assert change.old_key == (1,) and change.row["note"] is UNAVAILABLE
+    fold = fold_scd2([ChangeParser().parse(r) for r in records_from_arrow(batch([gone, moved]))], ["id"])
+    assert fold[("public.customers", (5,))][0].fill == (1,)
+
+
+def test_folds_are_keyed_by_source_table_and_key():
+    customers, orders = Events(), Events(table="public.orders", topic="shop.public.orders")
+    a = customers.change("c", after={"id": 1, "name": "alice", "note": None}, lsn=10)
+    b = orders.change("c", after={"id": 1, "name": "book", "note": None}, lsn=11)
+    gone = orders.change("d", before={"id": 1, "name": "book", "note": None}, lsn=12)
+    assert run_scd1_tables([[a, b], [gone]]) == {("public.customers", (1,)): {"id": 1, "name": "alice", "note": None}}
+    changes = [ChangeParser().parse(r) for r in records_from_arrow(batch([a, b]))]
+    assert set(fold_scd2(changes, ["id"])) == {("public.customers", (1,)), ("public.orders", (1,))}
 
 
 def test_an_older_change_never_moves_a_row_backwards():
@@ -135,7 +191,9 @@ def test_toast_placeholder_keeps_the_previous_value_in_the_batch_and_else_asks_t
     assert resolve(change.row, None) == {"id": 1, "name": "b", "note": None}
 
 
-def test_position_falls_back_to_the_transaction_block_then_source_lsn():
+def test_without_headers_the_position_is_the_offset_not_source_lsn_or_the_transaction_block():
+    """A topic written by Debezium: its order is commit order (the JDBC sink applies it so);
+    source.lsn is the change's own LSN and Debezium 2's transaction id is the xid."""
     ev = Events()
     rec = ev.change("c", after={"id": 1, "name": "a", "note": None}, lsn=500, order=3)
     parser = ChangeParser()
@@ -143,11 +201,24 @@ def test_position_falls_back_to_the_transaction_block_then_source_lsn():
     assert parser.parse(r).position == (500, 3)
     value = json.loads(r.value)
     bare = SourceRecord(r.topic, 0, 42, r.key, json.dumps(value).encode())
-    assert parser.parse(bare).position == (500, 42)          # (source.lsn, offset)
+    assert parser.parse(bare).position == (42, 0)
     value["payload"]["transaction"] = {"id": "771:900", "total_order": 7, "data_collection_order": 1}
     txn = SourceRecord(r.topic, 0, 42, r.key, json.dumps(value).encode())
-    assert parser.parse(txn).position == (900, 7)
+    assert parser.parse(txn).position == (42, 0)
     assert parser.parse(SourceRecord(r.topic, 0, 43, r.key, None)) is None   # a tombstone
+    # A snapshot read at LSN 500, then an update whose own LSN is lower: the topic's order decides.
+    read = ev.change("r", after={"id": 1, "name": "old", "note": None}, lsn=500, headers=False)
+    update = ev.change("u", after={"id": 1, "name": "new", "note": None}, lsn=480, headers=False)
+    assert run_scd1([[read, update]]) == run_scd1([[read], [update]]) == {(1,): {"id": 1, "name": "new", "note": None}}
+
+
+def test_a_change_event_without_any_lsn_is_ordered_by_its_offset():
+    """Debezium's MySQL connector: source has file/pos/row, no lsn."""
+    value = {"before": None, "after": {"id": 1, "name": "a"}, "op": "c", "ts_ms": 1700000000000,
+             "source": {"connector": "mysql", "db": "inventory", "table": "customers", "file": "mysql-bin.000003",
+                        "pos": 154, "row": 0}, "transaction": None}
+    change = ChangeParser().parse(SourceRecord("shop.inventory.customers", 0, 9, b'{"id": 1}', json.dumps(value).encode()))
+    assert (change.table, change.key, change.position) == ("inventory.customers", (1,), (9, 0))
 
 
 def test_without_headers_the_high_water_mark_is_the_offset_not_the_change_lsn():
@@ -187,6 +258,27 @@ def test_poison_records_name_topic_partition_and_offset(value, why):
     assert (e.value.details["topic"], e.value.details["partition"], e.value.details["offset"]) == (
         "shop.public.customers", 2, 17)
     assert e.value.code == 1381
+
+
+def _mutated(record, change):
+    doc = json.loads(record["value"])
+    change(doc["payload"])
+    return dict(record, value=json.dumps(doc).encode())
+
+
+@pytest.mark.parametrize("mutate, why", [
+    (lambda r: _mutated(r, lambda p: p.update(source="pg")), "source is str, not an object"),
+    (lambda r: _mutated(r, lambda p: (p["source"].update(ts_ms="soon"), p.update(ts_ms="soon"))), "not a number"),
+    (lambda r: dict(r, headers=[{"key": "riverlog.cdc.commit_lsn", "value": b"0/16B3748"},
+                                {"key": "riverlog.cdc.order", "value": b"0"}]), "not decimal integers"),
+    (lambda r: _mutated(r, lambda p: p.update(op=["c"])), "malformed change event"),   # a list is unhashable
+])
+def test_a_malformed_event_is_a_poison_record_naming_it(mutate, why):
+    rec = mutate(Events().change("c", after={"id": 1, "name": "a", "note": None}, lsn=1))
+    rec["offset"] = 17
+    with pytest.raises(PoisonRecordError, match=why) as e:
+        ChangeParser().parse(records_from_arrow(batch([rec]))[0])
+    assert e.value.details["offset"] == 17 and "record shop.public.customers/0@17" in e.value.message
 
 
 def test_a_value_that_does_not_match_its_schema_is_poison():
@@ -266,8 +358,41 @@ def test_the_source_fills_every_array_with_a_placeholder_the_sink_recognises():
 
 def test_variable_scale_decimal_that_does_not_fit_is_refused():
     schema = {"type": "struct", "name": "io.debezium.data.VariableScaleDecimal"}
-    with pytest.raises(ValueError, match="does not fit"):
-        converter(schema)({"scale": 20, "value": decimal_bytes(1)})
+    for value in ({"scale": 20, "value": decimal_bytes(1)}, {"scale": 20, "value": decimal_bytes(33333333333333333333)},
+                  {"scale": 0, "value": decimal_bytes(10 ** 25)}):
+        with pytest.raises(ValueError, match="decimal.handling.mode=string"):
+            converter(schema)(value)
+
+
+def _decimal(precision, scale):
+    return {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {"scale": str(scale), "connect.decimal.precision": str(precision)}}
+
+
+@pytest.mark.parametrize("precision, scale, unscaled, arrow, value", [
+    (50, 2, 123, pa.decimal128(38, 2), decimal.Decimal("1.23")),            # numeric(50,2): capped at 38 digits
+    (3, -2, 123, pa.decimal128(5, 0), decimal.Decimal("12300")),             # negative scale: Delta has none
+    (3, 5, 123, pa.decimal128(5, 5), decimal.Decimal("0.00123")),            # scale above the precision
+    (45, 40, 5, pa.decimal128(38, 38), decimal.Decimal("5E-40")),            # fits only if its digits allow
+])
+def test_decimals_delta_cannot_declare_get_the_nearest_exact_delta_decimal(precision, scale, unscaled, arrow, value):
+    assert arrow_type(_decimal(precision, scale)) == arrow
+    if arrow.scale < scale and value.as_tuple().exponent < -arrow.scale:
+        with pytest.raises(ValueError, match="decimal.handling.mode=string"):
+            converter(_decimal(precision, scale))(decimal_bytes(unscaled))
+        return
+    got = converter(_decimal(precision, scale))(decimal_bytes(unscaled))
+    assert got == value and pa.array([got], arrow).to_pylist() == [value]
+
+
+def test_a_value_beyond_38_digits_is_poison_naming_decimal_handling_mode():
+    fields = [{"type": "int32", "optional": False, "field": "id"}, dict(_decimal(50, 2), field="v", optional=True)]
+    ev = Events(fields=fields)
+    ok = ev.change("c", after={"id": 1, "v": decimal_bytes(10 ** 37)}, lsn=1)
+    big = ev.change("c", after={"id": 2, "v": decimal_bytes(10 ** 45)}, lsn=2)
+    assert ChangeParser().parse(records_from_arrow(batch([ok]))[0]).row["v"] == decimal.Decimal(10 ** 35)
+    with pytest.raises(PoisonRecordError, match="decimal.handling.mode=string"):
+        ChangeParser().parse(records_from_arrow(batch([big]))[0])
 
 
 def test_evolution_adds_keeps_widens_and_refuses():
