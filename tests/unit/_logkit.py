@@ -30,10 +30,28 @@ def random_records(rng: random.Random, max_records: int = 8, max_value: int = 30
     return keys, values, timestamps
 
 
+# Logs opened by a test, closed after it (tests/unit/conftest.py): a segment holds a file descriptor,
+# and the run's Spark tests share the process, whose py4j callback server cannot select() on a
+# descriptor above 1023.
+OPENED: list[Log] = []
+AFTER_TEST: list = []   # other closers (e.g. cleaned segments a test never swaps in)
+
+
 def open_log(directory, config: dict | None = None, clock: ManualClock | None = None,
              clean_shutdown: bool = True) -> Log:
-    return Log.open(str(directory), TOPIC_CONFIG.parse(config or {}), clock or ManualClock(),
-                    clean_shutdown=clean_shutdown)
+    log = Log.open(str(directory), TOPIC_CONFIG.parse(config or {}), clock or ManualClock(),
+                   clean_shutdown=clean_shutdown)
+    OPENED.append(log)
+    return log
+
+
+def close_opened() -> None:
+    """Close every segment file of the logs :func:`open_log` opened (no flush: a test may have
+    left one as a crash would)."""
+    while OPENED:
+        OPENED.pop().close_without_flush()
+    while AFTER_TEST:
+        AFTER_TEST.pop()()
 
 
 @dataclass

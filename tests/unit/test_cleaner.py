@@ -283,7 +283,13 @@ def built(tmp_path, seed: int):
     plan = cleaner.plan_cleaning(log, log.log_end_offset, clock.time_ms())
     cleaned = cleaner.build_cleaned(log, plan, clock.time_ms())
     assert files(tmp_path, ".log.cleaned")
+    yield_closed(cleaned.segments)   # never swapped in: closed after the test with its logs
     return clock, log, rows, before, cleaned
+
+
+def yield_closed(segments) -> None:
+    from tests.unit import _logkit
+    _logkit.AFTER_TEST.extend(s.close for s in segments)
 
 
 def test_a_crash_before_the_swap_leaves_the_old_segments(tmp_path):
