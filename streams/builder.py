@@ -103,7 +103,8 @@ class StreamsBuilder:
             make = lambda s=spec.name, o=opts, h=materialized.history_retention: VersionedKTableSource(
                 s, h, o.get("send_old_values", False))
         node = self.add(name, "processor", "table-source", make, [src], (spec,),
-                        args={"opts": opts, "versioned": materialized.history_retention is not None},
+                        args={"opts": opts, "versioned": materialized.history_retention is not None,
+                              "history_retention": materialized.history_retention},
                         key_serde=consumed.key_serde, value_serde=consumed.value_serde)
         return KTable(self, node, consumed.key_serde, consumed.value_serde, spec.name)
 

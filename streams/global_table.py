@@ -35,6 +35,9 @@ def global_table(builder, topic: str, consumed: Consumed | None = None, material
     if not isinstance(topic, str) or not topic:
         raise TopologyError(f"globalTable(): expected a topic name, got {topic!r}")
     m = materialized or Materialized()
+    if m.history_retention is not None:
+        # InternalStreamsBuilder.globalTable: a global table is read as of now, never as of a time
+        raise TopologyError("GlobalTables cannot be versioned.")
     store = m.store_name or builder.next_name(f"{topic}-STATE-STORE-")   # as table(): store, source, processor
     spec = StoreSpec(store, "keyValue", key_serde=m.key_serde or consumed.key_serde,
                      value_serde=m.value_serde or consumed.value_serde)

@@ -132,6 +132,9 @@ def stream_table(stream, table, kind: str, joiner_arg, joined: Joined | None):
         raise TopologyError("Joined.withGracePeriod needs a versioned table (Materialized.as_(Stores."
                             "persistentVersionedKeyValueStore(...))): only a versioned table can be read "
                             "as of an earlier time")
+    if p.grace_ms is not None and p.grace_ms > getter.history_retention:
+        # StreamTableJoinNode: a record waiting longer than the history would find nothing to join
+        raise TopologyError("History retention must be at least grace period.")
     name = b.name(p.name, "KSTREAM-LEFTJOIN-" if kind == "left" else "KSTREAM-JOIN-")
     specs = tuple(s for s in _specs(b, getter.names))
     buffer = None

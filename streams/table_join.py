@@ -27,15 +27,17 @@ class ValueGetter:
     """``names``: the stores read; ``open(context)`` gives ``get(key) -> ValueAndTimestamp|None``
     (and ``get(key, as_of)`` for a versioned store: the value as of that time)."""
 
-    def __init__(self, store: str, steps: list[tuple[str, Callable]], versioned: bool = False):
+    def __init__(self, store: str, steps: list[tuple[str, Callable]], versioned: bool = False,
+                 history_retention: int | None = None):
         self.store, self.steps, self.versioned = store, steps, versioned
+        self.history_retention = history_retention     # a versioned store's history (ms), else None
 
     @property
     def names(self) -> tuple[str, ...]:
         return (self.store,)
 
     def with_steps(self, steps: list) -> "ValueGetter":
-        return ValueGetter(self.store, steps, self.versioned)
+        return ValueGetter(self.store, steps, self.versioned, self.history_retention)
 
     def _read(self, context) -> Callable:
         """The store is looked up on first read: a global store joins the task after its
@@ -116,7 +118,8 @@ def value_getter(table) -> ValueGetter:
         if node.op not in ("join-this", "join-other", "suppress") and kv and node.args.get("materialized", True):
             own = node.args.get("store", kv[-1].name)
             spec = next(s for s in kv if s.name == own)
-            return ValueGetter(spec.name, list(reversed(steps)), node.args.get("versioned", False))
+            return ValueGetter(spec.name, list(reversed(steps)), node.args.get("versioned", False),
+                               node.args.get("history_retention"))
         if node.op in _STATELESS and len(node.parents) == 1:
             f = node.args["predicate"] if node.op != "mapValues" else node.args["mapper"]
             steps.append((node.op, _predicate(f) if node.op != "mapValues" else _mapper(f)))

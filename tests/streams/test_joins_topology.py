@@ -188,6 +188,23 @@ def test_join_grace_holds_stream_records_so_late_table_updates_count():
     assert out.readValuesToList() == ["o110 - 1.1"]
 
 
+def test_a_grace_longer_than_the_tables_history_is_refused():
+    """KStreamKTableJoinTest.shouldFailIfGracePeriodIsLongerThanHistoryRetention: a record held
+    longer than the history would find nothing when it leaves the buffer, and an inner join would
+    drop it silently."""
+    with pytest.raises(TopologyError, match="History retention must be at least grace period."):
+        _versioned(grace=10, history="5 milliseconds")
+    _versioned(grace=5, history="5 milliseconds")      # equal is allowed
+
+
+def test_a_global_table_cannot_be_versioned():
+    """InternalStreamsBuilder.globalTable: a GlobalKTable is looked up as of now; a versioned store
+    given to it would be quietly read as a plain one."""
+    b = StreamsBuilder()
+    with pytest.raises(TopologyError, match="GlobalTables cannot be versioned."):
+        b.globalTable("g", Consumed.with_(S, S), Materialized.as_(Stores.persistentVersionedKeyValueStore("gv", 1000)))
+
+
 def test_out_of_order_versioned_updates_do_not_trigger_a_table_join():
     b = StreamsBuilder()
     left = b.table("left", Consumed.with_(S, S),
