@@ -104,7 +104,8 @@ class StreamsBuilder:
                 s, h, o.get("send_old_values", False))
         node = self.add(name, "processor", "table-source", make, [src], (spec,),
                         args={"opts": opts, "versioned": materialized.history_retention is not None,
-                              "history_retention": materialized.history_retention},
+                              "history_retention": materialized.history_retention,
+                              "queryable": materialized.store_name is not None},
                         key_serde=consumed.key_serde, value_serde=consumed.value_serde)
         return KTable(self, node, consumed.key_serde, consumed.value_serde, spec.name)
 

@@ -41,7 +41,7 @@ class CogroupedKStream:
         """Kafka's ``aggregate(initializer[, named][, materialized])``; session windows take the
         merger second, ``aggregate(initializer, sessionMerger[, named][, materialized])`` (or
         ``merger_=``)."""
-        from streams.grouped import initializer, merger
+        from streams.grouped import initializer, merger, old_values_factory
         from streams.kstream import _named
         from streams.ktable import KTable
         from streams.parameters import Named
@@ -68,17 +68,21 @@ class CogroupedKStream:
         spec = self._b.store(materialized, kind, "COGROUPKSTREAM-AGGREGATE-STATE-STORE-", retention=retention,
                              key_serde=self._groups[0][0].key_serde,
                              value_serde=materialized.value_serde if materialized else None)
-        parents = []
+        parents, opts = [], {}
         for grouped, agg in self._groups:
             src = grouped._input(f"{spec.name}-{len(parents)}" if grouped._grouped.name is None else spec.name)
             name = self._b.next_name("COGROUPKSTREAM-AGGREGATE-")
             make = self._factory(kind, w, spec.name, init, agg, merge_fn)
+            args = {"store": spec.name}
+            if kind == "keyValue":      # one result table: every stream's aggregation sends old values or none
+                make, args = old_values_factory(lambda _s, m=make: m(), spec.name, opts)
             parents.append(self._b.add(name, "processor", "cogroup-aggregate", make, [src._node], (spec,),
-                                       args={"store": spec.name}))
+                                       args=args))
         merge = self._b.name(_named(named), "COGROUPKSTREAM-MERGE-")
         sources = tuple(p.parents[0] for p in parents)
         node = self._b.add(merge, "processor", "cogroup-merge", PassThrough, parents,
-                           args={"store": spec.name, "copartition": sources},
+                           args={"store": spec.name, "copartition": sources,
+                                 **({"opts": opts} if kind == "keyValue" else {})},
                            key_serde=spec.key_serde, value_serde=spec.value_serde)
         return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name, windowed=w)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from streams.errors import TopologyError
 from streams.functions import Fn
-from streams.parameters import Grouped, Materialized, Named
+from streams.parameters import Grouped, Materialized, Named, split_materialized
 
 
 class EmitStrategy:
@@ -60,6 +60,19 @@ def _burn_count_name(builder, materialized: Materialized | None) -> None:
         builder.next_name("KSTREAM-AGGREGATE-STATE-STORE-")
 
 
+def old_values_factory(make, store: str, opts: dict | None = None):
+    """The factory and node args of a key-value aggregation whose result sends old values when a
+    downstream step asks (a re-grouping must subtract the old value): Kafka's
+    ``KStreamAggProcessorSupplier.enableSendingOldValues`` always succeeds on an aggregation."""
+    opts = {} if opts is None else opts
+
+    def factory():
+        processor = make(store)
+        processor.send_old_values = opts.get("send_old_values", False)
+        return processor
+    return factory, {"store": store, "opts": opts}
+
+
 def _long_serde():
     from streams.serdes import Serdes
     return Serdes.Long()
@@ -105,23 +118,28 @@ class KGroupedStream:
             spec.window_size = windowed.size()
         name = self._b.name(_named(named), prefix)     # Kafka names the aggregation before its repartition
         src = self._input(spec.name)
-        node = self._b.add(name, "processor", op, lambda s=spec.name: make(s), [src._node], (spec,),
-                           args={"store": spec.name}, key_serde=spec.key_serde, value_serde=spec.value_serde)
+        factory, args = old_values_factory(make, spec.name) if store_kind == "keyValue" else (
+            lambda s=spec.name: make(s), {"store": spec.name})
+        node = self._b.add(name, "processor", op, factory, [src._node], (spec,),
+                           args=args, key_serde=spec.key_serde, value_serde=spec.value_serde)
         return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name, windowed=windowed)
 
     def count(self, named=None, materialized: Materialized | None = None):
+        named, materialized = split_materialized(named, materialized)
         from streams.aggregate import stream_count
         _burn_count_name(self._b, materialized)
         return self._aggregate("count", "KSTREAM-AGGREGATE-", stream_count,
                                materialized, named, _long_serde())
 
     def reduce(self, reducer_, named=None, materialized: Materialized | None = None):
+        named, materialized = split_materialized(named, materialized)
         from streams.aggregate import KStreamReduce
         r = reducer(Fn(reducer_, "reduce reducer", (2,)))
         return self._aggregate("reduce", "KSTREAM-REDUCE-", lambda s: KStreamReduce(s, r), materialized, named,
                                self.value_serde)
 
     def aggregate(self, initializer_, aggregator_, named=None, materialized: Materialized | None = None):
+        named, materialized = split_materialized(named, materialized)
         from streams.aggregate import KStreamAggregate
         i = initializer(Fn(initializer_, "aggregate initializer", (0,)))
         a = aggregator(Fn(aggregator_, "aggregate aggregator", (3,)))
@@ -178,6 +196,7 @@ class TimeWindowedKStream(_Windowed):
                                   named, value_serde, "window", self._retention(materialized), self._windows)
 
     def count(self, named=None, materialized: Materialized | None = None):
+        named, materialized = split_materialized(named, materialized)
         from streams.window_aggregate import count_functions
         from streams.windows import SlidingWindows
         if not isinstance(self._windows, SlidingWindows):
@@ -186,11 +205,13 @@ class TimeWindowedKStream(_Windowed):
         return self._agg("count", f.initializer, f.aggregator, materialized, named, _long_serde())
 
     def reduce(self, reducer_, named=None, materialized: Materialized | None = None):
+        named, materialized = split_materialized(named, materialized)
         from streams.window_aggregate import reduce_functions
         f = reduce_functions(reducer(Fn(reducer_, "reduce reducer", (2,))))
         return self._agg("reduce", f.initializer, f.aggregator, materialized, named, self._g.value_serde)
 
     def aggregate(self, initializer_, aggregator_, named=None, materialized: Materialized | None = None):
+        named, materialized = split_materialized(named, materialized)
         i = initializer(Fn(initializer_, "aggregate initializer", (0,)))
         a = aggregator(Fn(aggregator_, "aggregate aggregator", (3,)))
         return self._agg("aggregate", i, a, materialized, named, (materialized or Materialized()).value_serde)
@@ -206,18 +227,21 @@ class SessionWindowedKStream(_Windowed):
                                   self._windows)
 
     def count(self, named=None, materialized: Materialized | None = None):
+        named, materialized = split_materialized(named, materialized)
         from streams.window_aggregate import count_functions
         _burn_count_name(self._g._b, materialized)
         f = count_functions()
         return self._agg("count", f.initializer, f.aggregator, f.merger, materialized, named, _long_serde())
 
     def reduce(self, reducer_, named=None, materialized: Materialized | None = None):
+        named, materialized = split_materialized(named, materialized)
         from streams.window_aggregate import reduce_functions
         f = reduce_functions(reducer(Fn(reducer_, "reduce reducer", (2,))))
         return self._agg("reduce", f.initializer, f.aggregator, f.merger, materialized, named,
                          self._g.value_serde)
 
     def aggregate(self, initializer_, aggregator_, merger_, named=None, materialized: Materialized | None = None):
+        named, materialized = split_materialized(named, materialized)
         i = initializer(Fn(initializer_, "aggregate initializer", (0,)))
         a = aggregator(Fn(aggregator_, "aggregate aggregator", (3,)))
         m = merger(Fn(merger_, "session merger", (3,)))
@@ -256,16 +280,19 @@ class KGroupedTable:
             sink.args["pair"] = src.name
             if self._grouped.name is not None:
                 self._shared = src
-        node = self._b.add(name, "processor", op, lambda s=spec.name: make(s), [src], (spec,),
-                           args={"store": spec.name}, key_serde=spec.key_serde, value_serde=spec.value_serde)
+        factory, args = old_values_factory(make, spec.name)
+        node = self._b.add(name, "processor", op, factory, [src], (spec,),
+                           args=args, key_serde=spec.key_serde, value_serde=spec.value_serde)
         return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name)
 
     def count(self, named=None, materialized: Materialized | None = None):
+        named, materialized = split_materialized(named, materialized)
         from streams.aggregate import table_count
         return self._aggregate("count", "KTABLE-AGGREGATE-", table_count,
                                materialized, named, _long_serde())
 
     def reduce(self, adder, subtractor, named=None, materialized: Materialized | None = None):
+        named, materialized = split_materialized(named, materialized)
         from streams.aggregate import KTableReduce
         add = reducer(Fn(adder, "reduce adder", (2,)))
         sub = reducer(Fn(subtractor, "reduce subtractor", (2,)))
@@ -273,6 +300,7 @@ class KGroupedTable:
                                self._grouped.value_serde)
 
     def aggregate(self, initializer_, adder, subtractor, named=None, materialized: Materialized | None = None):
+        named, materialized = split_materialized(named, materialized)
         from streams.aggregate import KTableAggregate
         i = initializer(Fn(initializer_, "aggregate initializer", (0,)))
         add = aggregator(Fn(adder, "aggregate adder", (3,)))

@@ -75,6 +75,10 @@ class Interpreter:
         self.pending: deque[tuple[str, int, int]] = deque()
         self.changelogs: dict[str, list[tuple]] = {}
         self.cache_bytes = cache_bytes
+        given = self.config.get("statestore.cache.max.bytes", self.config.get("cache.max.bytes.buffering"))
+        # caching rules stay on unless the cache is switched off (0): Kafka then disables caching
+        # on every store (InternalTopologyBuilder.rewriteTopology)
+        self.caching = cache_bytes > 0 or given is None or int(given) > 0
 
     # ------------------------------------------------------------------ topics
     def partitions(self, topic: str) -> int:
@@ -133,7 +137,7 @@ class Interpreter:
         if entry is None:
             entry = self.tasks[(sub.id, partition)] = build_task(self.topology, sub, self.app, partition,
                                                                  defaults=self.defaults)
-            entry[0].use_cache(self.cache_bytes)
+            entry[0].use_cache(self.cache_bytes, self.caching)
             share_global_stores(self, entry[0])
         return entry
 

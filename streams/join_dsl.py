@@ -196,8 +196,9 @@ class _MergeOpts(dict):
 def table_table(this, other, kind: str, joiner_arg, named=None, materialized=None):
     from streams.ktable import KTable
     from streams.table_join import JoinResultGetter, TableJoinMerger, TableTableJoin, value_getter
-    if this._windowed is not None or other._windowed is not None:
-        raise TopologyError("a windowed table cannot be joined: join the tables before windowing")
+    if (this._windowed is None) != (other._windowed is None):
+        raise TopologyError("a windowed table joins another windowed table (their keys are Windowed): "
+                            "window both, or join the tables before windowing")
     j = make_joiner(joiner_arg, f"{kind} joiner")
     b = this._b
     given = _named(named)
@@ -228,7 +229,10 @@ def table_table(this, other, kind: str, joiner_arg, named=None, materialized=Non
               (spec,) if spec else (), args={"opts": opts, "copartition": (this._node, other._node),
                                              "getter": JoinResultGetter(kind, this_get, other_get, j)},
               key_serde=this.key_serde, value_serde=spec.value_serde if spec else None)
-    return KTable(b, m, this.key_serde, m.value_serde, spec.name if spec else None)
+    # GraphGraceSearchUtil: a suppress(untilWindowCloses) after the join waits the larger grace
+    windowed = None if this._windowed is None else max((this._windowed, other._windowed),
+                                                       key=lambda w: w.closeGraceMs())
+    return KTable(b, m, this.key_serde, m.value_serde, spec.name if spec else None, windowed)
 
 
 # ---------------------------------------------------------------------- foreign key (KIP-213)

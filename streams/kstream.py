@@ -204,17 +204,20 @@ class KStream:
 
     def toTable(self, named=None, materialized: Materialized | None = None):
         from streams.ktable import KTable
+        from streams.parameters import split_materialized
         from streams.table import KTableSource
+        named, materialized = split_materialized(named, materialized)
         name = self._b.name(_named(named), "KSTREAM-TOTABLE-")      # Kafka: the name, the store, the topic
         spec = self._b.store(materialized, "keyValue", "KSTREAM-TOTABLE-STATE-STORE-",
                              key_serde=self.key_serde, value_serde=self.value_serde)
         source = self
         if self._repartition_required:
-            source = self._through_repartition(name)
+            source = self._through_repartition(name, spec.key_serde, spec.value_serde)   # Materialized's serdes
         opts: dict = {}
         node = self._b.add(name, "processor", "toTable",
                            lambda s=spec.name, o=opts: KTableSource(s, o.get("send_old_values", False)),
-                           [source._node], (spec,), args={"opts": opts},
+                           [source._node], (spec,),
+                           args={"opts": opts, "queryable": materialized is not None and materialized.store_name is not None},
                            key_serde=spec.key_serde, value_serde=spec.value_serde)
         return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name)
 

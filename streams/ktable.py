@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from streams.errors import TopologyError
 from streams.functions import Fn
-from streams.parameters import Grouped, Materialized
+from streams.parameters import Grouped, Materialized, split_materialized
 
 
 def _named(named):
@@ -41,29 +41,50 @@ class KTable:
         return KTable(self._b, node, self.key_serde, node.value_serde, spec.name if spec else None, self._windowed)
 
     def filter(self, predicate, named=None, materialized: Materialized | None = None) -> "KTable":
-        from streams.table import KTableFilter
-        f = Fn(predicate, "filter predicate", (2,))
-        test = _predicate(f)
-        return self._then("KTABLE-FILTER-", "filter", lambda s, old: KTableFilter(test, False, s, send_old_values=old), named, materialized,
-                          args={"predicate": f})
+        return self._filter("filter", predicate, named, materialized)
 
     def filterNot(self, predicate, named=None, materialized: Materialized | None = None) -> "KTable":
+        return self._filter("filterNot", predicate, named, materialized)
+
+    def _filter(self, op, predicate, named, materialized) -> "KTable":
+        """Kafka's ``KTableFilter`` asks its parent for old values without forcing a store
+        (``enableSendingOldValues(false)``); where the parent has them, a row failing both now and
+        before is dropped instead of becoming one more tombstone."""
         from streams.table import KTableFilter
-        f = Fn(predicate, "filterNot predicate", (2,))
+        named, materialized = split_materialized(named, materialized)
+        f = Fn(predicate, f"{op} predicate", (2,))
         test = _predicate(f)
-        return self._then("KTABLE-FILTER-", "filterNot", lambda s, old: KTableFilter(test, True, s, send_old_values=old), named,
-                          materialized, args={"predicate": f})
+        parent_old, versioned = self._try_old_values(), self._versioned_upstream()
+        return self._then("KTABLE-FILTER-", op,
+                          lambda s, old: KTableFilter(test, op == "filterNot", s, send_old_values=old or parent_old,
+                                                      versioned_upstream=versioned),
+                          named, materialized, args={"predicate": f})
+
+    def _versioned_upstream(self) -> bool:
+        """Kafka's ``InternalStreamsBuilder.isVersionedUpstream``: the nearest store up the chain
+        is a versioned table's."""
+        node = self._node
+        while node.op in ("filter", "filterNot", "mapValues") and not node.stores and node.parents:
+            node = node.parents[0]
+        return bool(node.args.get("versioned"))
 
     def mapValues(self, mapper, named=None, materialized: Materialized | None = None) -> "KTable":
+        named, materialized = split_materialized(named, materialized)
         from streams.table import KTableMapValues
         f = Fn(mapper, "mapValues mapper", (1, 2))
         m = _mapper(f)
         return self._then("KTABLE-MAPVALUES-", "mapValues", lambda s, old: KTableMapValues(m, s, send_old_values=old), named, materialized,
                           value_serde=(materialized.value_serde if materialized else None), args={"mapper": f})
 
-    def toStream(self, named=None):
+    def toStream(self, named=None, *more):
+        """``toStream([Named])``, or Kafka's ``toStream(mapper[, Named])``: the changelog as a
+        stream, re-keyed by ``mapper(key, value)`` (``toStream(named).selectKey(mapper)``)."""
         from streams.kstream import KStream
         from streams.table import KTableToStream
+        if callable(named) or isinstance(named, str) and more:
+            return self.toStream(*more).selectKey(named)
+        if more:
+            raise TopologyError(f"toStream(): unexpected arguments {more!r}")
         name = self._b.name(_named(named), "KTABLE-TOSTREAM-")
         node = self._b.add(name, "processor", "toStream", KTableToStream, [self._node],
                            key_serde=self.key_serde, value_serde=self.value_serde)
@@ -88,6 +109,30 @@ class KTable:
                            args={"selector": f})
         return KGroupedTable(self, node, g)
 
+    def _try_old_values(self) -> bool:
+        """Kafka's ``enableSendingOldValues(forceMaterialization=false)``: old values are turned on
+        up the chain only if it reaches a table that has them without a new store — one already
+        sending them, a store named by the user, a materialized filter or mapValues, or an
+        aggregation (which always can). An unnamed source table answers no, as Kafka's
+        un-materialized ``KTableSource`` does."""
+        chain, node = [], self._node
+        while True:
+            opts = node.args.get("opts")
+            if opts is None or type(opts) is not dict:     # a join result's: asking would force both sides
+                return False
+            if opts.get("send_old_values"):
+                break
+            chain.append(opts)
+            if node.op in _AGGREGATIONS or (node.stores and (node.op in ("filter", "filterNot", "mapValues")
+                                                             or node.args.get("queryable"))):
+                break
+            if node.stores or node.op not in ("filter", "filterNot", "mapValues") or not node.parents:
+                return False
+            node = node.parents[0]
+        for opts in chain:
+            opts["send_old_values"] = True
+        return True
+
     def _enable_old_values(self) -> None:
         """Kafka's ``enableSendingOldValues``: a downstream step that needs each change's old value
         (a re-grouping subtracts it) turns old values on up to the nearest store that has them."""
@@ -105,10 +150,14 @@ class KTable:
         from streams.suppress import SuppressProcessor
         from streams.stores import StoreSpec
         given = getattr(suppressed, "name", None)
+        # KTableSuppressProcessorSupplier: the buffer keeps each key's prior value (what its view
+        # reads for a buffered key), so it needs the parent's old values
+        self._enable_old_values()
         name = given or self._b.next_name("KTABLE-SUPPRESS-")
         spec = StoreSpec(f"{given}-store" if given else self._b.next_name("KTABLE-SUPPRESS-STATE-STORE-"), "keyValue")
         node = self._b.add(name, "processor", "suppress",
-                           lambda: SuppressProcessor(spec.name, suppressed, self._windowed), [self._node], (spec,),
+                           lambda: SuppressProcessor(spec.name, suppressed, self._windowed, self.key_serde,
+                                                     self.value_serde), [self._node], (spec,),
                            key_serde=self.key_serde, value_serde=self.value_serde)
         return KTable(self._b, node, self.key_serde, self.value_serde, None, self._windowed)
 
@@ -144,6 +193,9 @@ class KTable:
             return fk_join(self, other, kind, foreign_key, joiner, table_joined or (TableJoined(_named(named))
                            if named is not None else None), materialized)
         return table_table(self, other, kind, joiner, named, materialized)
+
+
+_AGGREGATIONS = ("count", "reduce", "aggregate", "cogroup-merge")
 
 
 def _is_named(arg) -> bool:

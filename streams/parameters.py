@@ -244,3 +244,13 @@ class Branched:
         if not callable(chain):
             raise TopologyError("Branched.withConsumer: chain must be a callable taking the branch's KStream")
         return Branched(check_name(name, "Branched"), None, chain)
+
+
+def split_materialized(named, materialized):
+    """Kafka's overloads ``count(Materialized)``, ``filter(predicate, Materialized)``, …: a
+    Materialized given where the name goes is the Materialized."""
+    if isinstance(named, Materialized):
+        if materialized is not None:
+            raise TopologyError("two Materialized given: pass one")
+        return None, named
+    return named, materialized

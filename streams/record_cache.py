@@ -68,6 +68,13 @@ class RecordCache:
         while self.bytes > self.max_bytes and self._evict(store):
             pass
 
+    def reorder(self, store: str, rank: Callable[[Any], Any]) -> None:
+        """Re-sort ``store``'s dirty entries by ``rank(key)``: the order a flush forwards them in
+        (least recently written first), for a caller that wrote them out of record order."""
+        named = self.stores.get(store)
+        if named:
+            self.stores[store] = dict(sorted(named.items(), key=lambda kv: rank(kv[0])))
+
     def _evict(self, store: str) -> bool:
         named = self.stores.get(store)
         if not named:

@@ -115,8 +115,11 @@ def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, de
 def run_combined(topology: Topology, sub_id: int, app: str, partition: int, rows, defaults, combine: Combine,
                  backing=None, cache_bytes: int = 0):
     """:func:`run_rows` for rows combined per window (:mod:`streams.window_combine`): each window's
-    count added in order of window start and first record, then each input partition's summary
-    (records dropped before the task, stream time)."""
+    count added in order of window start and first record (so store time and retention advance as
+    the records would advance them), then each input partition's summary (records dropped before
+    the task, stream time). The cache then forwards the windows in the order the records would have
+    left them in: by each window's last record, then start (Kafka's ``NamedCache`` flushes the
+    least recently written first; one record updates its windows by start)."""
     task, _ = build_task(topology, topology.subtopologies[sub_id], app, partition, backing=backing,
                          defaults=defaults)
     task.use_cache(cache_bytes)
@@ -144,6 +147,10 @@ def run_combined(topology: Topology, sub_id: int, app: str, partition: int, rows
         task.source = (r["topic"], r["partition"], r["offset"])
         agg.observe_counted(r["stream_time"], r["window_count"])
         last_ts = r["timestamp"]
+    if task.cache is not None:
+        last = {(start, hk): (w["last"]["offset"], start) for (start, hk), w in windows.items()}
+        task.cache.reorder(agg.store_name, lambda window: last.get((window.start, _hashable(window.key)),
+                                                                    (float("inf"), window.start)))
     task.commit()
     return task, _outputs(task), _as_datetime(last_ts)
 

@@ -15,9 +15,16 @@ non-resetting semantics). After each record, with stream time = the largest time
 session) are dropped there, as Kafka's ``safeToDropTombstones``.
 
 Store layout (one KeyValueStore): ``("b", k)`` → the entry, ``("t", time)`` → keys buffered at that
-time in arrival order, ``("times",)`` → the buffered times sorted, ``("n",)`` → (records, bytes).
-Eviction reads the index instead of scanning. Same-time entries leave in arrival order; Kafka's
-order there is by serialized key.
+time, ``("times",)`` → the buffered times sorted, ``("n",)`` → (records, bytes). Eviction reads the
+index instead of scanning. Entries leave in Kafka's ``BufferKey`` order: by buffer time, then by
+the serialized key (the table's key serde; a windowed key as its ``TimeWindowedSerde`` — key then
+start — or ``SessionWindowedSerde`` — key, end, start — bytes, compared unsigned).
+
+``maxBytes`` counts what ``InMemoryTimeOrderedKeyValueChangeBuffer.computeRecordSize`` counts: 8
+(buffer time) + the serialized key + the serialized prior, old (unless it is the prior) and new
+values + the record context (8 + 8 + 4 + the source topic's characters + each header's key
+characters and value bytes). Without a serde (none given and no default), ``repr`` stands in for
+the serialized form.
 
     SuppressProcessor("final", Suppressed.untilWindowCloses(BufferConfig.unbounded()), windows)
 """
@@ -30,7 +37,8 @@ from streams.errors import StreamsError, TopologyError
 from streams.processor import Processor
 from streams.record import Change, Record, Windowed
 from streams.stores import StoreSpec, _hashable
-from streams.windows import duration_ms
+from streams.topology import changelog_topic
+from streams.windows import SessionWindows, duration_ms
 
 _UNBOUNDED = 2 ** 63 - 1
 EMIT, SHUT_DOWN = "emitEarlyWhenFull", "shutDownWhenFull"
@@ -117,16 +125,27 @@ def _buffer_key(key):
     return _hashable(key)
 
 
-def _record_size(key, change: Change, prior, headers) -> int:
-    """The buffer's byte estimate for an entry (Kafka counts serialized key, values and context)."""
-    return len(repr((key, change.new, change.old, prior, headers)).encode()) + 8
+def _context_size(topic, headers) -> int:
+    """``ProcessorRecordContext.residentMemorySizeEstimate``: timestamp, offset, partition, the
+    topic's characters and each header's key characters and value bytes."""
+    size = 8 + 8 + 4 + (len(topic) if topic is not None else 0)
+    for k, v in headers:
+        size += len(k) + (len(v) if v is not None else 0)
+    return size
+
+
+def prior_value_for_buffered(store, key):
+    """Kafka's ``TimeOrderedKeyValueBuffer.priorValueForBuffered`` over a buffer's store:
+    (True, the value before the key's first buffered update) for a buffered key, else (False, None)."""
+    entry = store.get(("b", _buffer_key(key)))
+    return (False, None) if entry is None else (True, entry[4])
 
 
 class SuppressProcessor(Processor):
     """Kafka's ``KTableSuppressProcessor``. ``windows`` is the upstream windowed aggregation's
     definition: ``untilWindowCloses`` waits its ``closeGraceMs()`` after each window's end."""
 
-    def __init__(self, store_name: str, suppressed: Suppressed, windows=None):
+    def __init__(self, store_name: str, suppressed: Suppressed, windows=None, key_serde=None, value_serde=None):
         if suppressed.untilClose and windows is None:
             raise TopologyError("suppress(untilWindowCloses) is only defined for windowed KTables: pass the "
                                 "windows of the aggregation it follows", argument="windows")
@@ -134,6 +153,8 @@ class SuppressProcessor(Processor):
         self.wait = windows.closeGraceMs() if suppressed.untilClose else suppressed.waitMs
         self.max_records = suppressed.bufferConfig.maxRecords_
         self.max_bytes = suppressed.bufferConfig.maxBytes_
+        self.key_serde, self.value_serde = key_serde, value_serde
+        self.session = isinstance(windows, SessionWindows)
 
     def store_spec(self) -> StoreSpec:
         return StoreSpec(self.store_name, "keyValue")
@@ -141,6 +162,29 @@ class SuppressProcessor(Processor):
     def init(self, context) -> None:
         super().init(context)
         self.store = context.store(self.store_name)
+        self._ks = self.key_serde or context.default_serde("key")
+        self._vs = self.value_serde or context.default_serde("value")
+        self._changelog = changelog_topic(context.application_id, self.store_name)
+
+    def _bytes(self, serde, obj) -> bytes | None:
+        if obj is None:
+            return None
+        if serde is None:
+            return repr(obj).encode()
+        return serde.serialize(obj, self._changelog)
+
+    def _key_bytes(self, key) -> bytes:
+        """The key as the buffer's key serde writes it (a windowed key with its window's times)."""
+        if not isinstance(key, Windowed):
+            return self._bytes(self._ks, key) or b""
+        times = (key.end, key.start) if self.session else (key.start,)
+        return (self._bytes(self._ks, key.key) or b"") + b"".join(t.to_bytes(8, "big", signed=True) for t in times)
+
+    def _record_size(self, key_bytes: bytes, new, old, prior, prior_is_old: bool, headers) -> int:
+        """``computeRecordSize``: buffer time, key, ``BufferValue.residentMemorySizeEstimate``."""
+        values = [new, prior] if prior_is_old else [new, old, prior]
+        size = 8 + len(key_bytes) + sum(len(self._bytes(self._vs, v) or b"") for v in values)
+        return size + _context_size(self.context.source()[0], headers)
 
     def process(self, record: Record) -> None:
         if not isinstance(record.value, Change):
@@ -169,30 +213,37 @@ class SuppressProcessor(Processor):
 
     def prior_value_for_buffered(self, key):
         """(True, value before the first buffered update) for a buffered key, else (False, None)."""
-        entry = self.store.get(("b", _buffer_key(key)))
-        return (False, None) if entry is None else (True, entry[4])
+        return prior_value_for_buffered(self.store, key)
 
     def _put(self, time: int, record: Record) -> None:
         bk = _buffer_key(record.key)
         entry = self.store.get(("b", bk))
         n, size = self.store.get(("n",)) or (0, 0)
+        kb = self._key_bytes(record.key)
         if entry is None:
             prior = record.value.old
+        else:
+            time, prior = entry[0], entry[4]
+            size -= entry[7]
+        grown = self._record_size(kb, record.value.new, record.value.old, prior, entry is None, record.headers)
+        self.store.put(("b", bk), (time, record.key, record.value.new, record.value.old, prior,
+                                   record.timestamp, record.headers, grown, kb))
+        if entry is None:
             keys = self.store.get(("t", time))
             if keys is None:
                 times = list(self.store.get(("times",)) or ())
                 bisect.insort(times, time)
                 self.store.put(("times",), tuple(times))
                 keys = ()
-            self.store.put(("t", time), keys + (bk,))
+            keys = list(keys)
+            bisect.insort(keys, bk, key=self._stored_key_bytes)     # BufferKey: time, then key bytes
+            self.store.put(("t", time), tuple(keys))
             n += 1
-        else:
-            time, prior = entry[0], entry[4]
-            size -= entry[7]
-        grown = _record_size(record.key, record.value, prior, record.headers)
-        self.store.put(("b", bk), (time, record.key, record.value.new, record.value.old, prior,
-                                   record.timestamp, record.headers, grown))
         self.store.put(("n",), (n, size + grown))
+
+    def _stored_key_bytes(self, bk) -> bytes:
+        entry = self.store.get(("b", bk))
+        return entry[8] if len(entry) > 8 else self._key_bytes(entry[1])   # a buffer written before key bytes
 
     def _min_time(self):
         times = self.store.get(("times",))
@@ -215,7 +266,7 @@ class SuppressProcessor(Processor):
                 self.store.put(("times",), times)
             else:
                 self.store.delete(("times",))
-        _, key, new, old, _prior, ts, headers, grown = self.store.get(("b", bk))
+        _, key, new, old, _prior, ts, headers, grown = self.store.get(("b", bk))[:8]
         self.store.delete(("b", bk))
         n, size = self.store.get(("n",))
         self.store.put(("n",), (n - 1, size - grown))

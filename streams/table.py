@@ -9,9 +9,10 @@ given a store are materialized; they write and forward through
 :func:`streams.table_store.put_and_forward` (see there for the caching rule).
 
 Mirrors ``org.apache.kafka.streams.kstream.internals.{KTableSource, KTableFilter,
-KTableMapValues, KTableRepartitionMap}`` and ``KTableImpl.toStream``, without versioned stores
-(so every update counts as the latest and out-of-order updates are applied, as Kafka does for
-timestamped stores).
+KTableMapValues, KTableRepartitionMap}`` and ``KTableImpl.toStream``. Below a versioned table
+(KIP-914) an out-of-order update arrives as ``Change(..., is_latest=False)``: un-materialized
+filters and mapValues pass the flag on, and a re-grouping ignores such updates, so they never
+reach an aggregate; a materialized step's store is timestamped, so what it forwards is latest.
 """
 from __future__ import annotations
 
@@ -80,9 +81,10 @@ class KTableFilter(_MaterializedTable):
     """
 
     def __init__(self, predicate: Callable[[Any, Any], bool], filter_not: bool = False, store: str | None = None,
-                 send_old_values: bool = False, caching: bool = True):
+                 send_old_values: bool = False, caching: bool = True, versioned_upstream: bool = False):
         self.predicate, self.filter_not = predicate, filter_not
         self.store_name, self.send_old_values, self.caching = store, send_old_values, caching
+        self.versioned_upstream = versioned_upstream
 
     def _compute(self, key, value):
         if value is not None and (self.filter_not ^ bool(self.predicate(key, value))):
@@ -95,12 +97,12 @@ class KTableFilter(_MaterializedTable):
         old = None
         if self.send_old_values:
             old = value_or_none(self.table.get(key)) if self.table is not None else self._compute(key, change.old)
-            if old is None and new is None:
-                return
+            if old is None and new is None and not self.versioned_upstream:
+                return      # Kafka forwards these under versioned semantics (KTableFilter.process)
         if self.table is not None:
             put_and_forward(self, self.table, record, new, old, record.timestamp, self.send_old_values, self.caching)
         else:
-            self.forward(record.with_(value=Change(new, old)))
+            self.forward(record.with_(value=Change(new, old, change.is_latest)))
 
 
 class KTableMapValues(_MaterializedTable):
@@ -123,7 +125,7 @@ class KTableMapValues(_MaterializedTable):
         if self.table is not None:
             put_and_forward(self, self.table, record, new, old, record.timestamp, self.send_old_values, self.caching)
         else:
-            self.forward(record.with_(value=Change(new, old)))
+            self.forward(record.with_(value=Change(new, old, change.is_latest)))
 
 
 class KTableToStream(Processor):
@@ -152,6 +154,8 @@ class KTableRepartitionMap(Processor):
         if record.key is None:
             raise StreamsError("Record key for the grouping KTable should not be null.")
         change = record.value
+        if not change.is_latest:
+            return      # an out-of-order update of a versioned table changes no group (KTableRepartitionMap)
         new_pair = None if change.new is None else self.selector(record.key, change.new)
         old_pair = None if change.old is None else self.selector(record.key, change.old)
         old_ok = old_pair is not None and old_pair[0] is not None and old_pair[1] is not None

@@ -103,13 +103,75 @@ class JoinResultGetter(ValueGetter):
         return read
 
 
+class SuppressedGetter(ValueGetter):
+    """The getter of a suppressed table, as ``KTableSuppressProcessorSupplier.view()``: a key held
+    in the suppress buffer reads as the value it had before it was buffered (what downstream has
+    seen; its timestamp is unknown, -1, as Kafka's ``priorValueForBuffered``), any other key reads
+    through to the parent's getter. Reading the buffer puts the join in the suppress's task."""
+
+    def __init__(self, buffer: str, parent: ValueGetter, steps=()):
+        super().__init__(None, list(steps))
+        self.buffer, self.parent = buffer, parent
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.buffer,) + tuple(n for n in self.parent.names if n != self.buffer)
+
+    def with_steps(self, steps: list) -> "ValueGetter":
+        return SuppressedGetter(self.buffer, self.parent, steps)
+
+    def _read(self, context) -> Callable:
+        from streams.suppress import prior_value_for_buffered
+        parent, buffer = self.parent.open(context), context.store(self.buffer)
+
+        def read(key, as_of):
+            buffered, prior = prior_value_for_buffered(buffer, key)
+            if not buffered:
+                return parent(key)
+            return None if prior is None else ValueAndTimestamp(prior, -1)
+        return read
+
+
+class WindowedGetter(ValueGetter):
+    """The getter of a windowed aggregation's table: ``get(Windowed(key, start, end))`` is the
+    window store's entry for ``key`` at ``start`` (``KStreamWindowAggregateValueGetter``, and the
+    sliding one's), or the session store's session, timestamped with its end
+    (``KTableSessionWindowValueGetter``)."""
+
+    def __init__(self, store: str, steps=(), session: bool = False):
+        super().__init__(store, list(steps))
+        self.session = session
+
+    def with_steps(self, steps: list) -> "ValueGetter":
+        return WindowedGetter(self.store, steps, self.session)
+
+    def _read(self, context) -> Callable:
+        opened = []
+
+        def read(key, as_of):
+            if not opened:
+                opened.append(context.store(self.store))
+            if self.session:
+                agg = opened[0].fetch_session(key.key, key.start, key.end)
+                return None if agg is None else ValueAndTimestamp(agg, key.end)
+            entry = opened[0].fetch(key.key, key.start)
+            return None if entry is None else ValueAndTimestamp(*entry)
+        return read
+
+
 def value_getter(table) -> ValueGetter:
     """The getter of a :class:`~streams.ktable.KTable`: its store, or its parent's getter with the
     stateless steps in between."""
+    return _node_getter(table._node)
+
+
+def _node_getter(node) -> ValueGetter:
     from streams.ktable import _mapper, _predicate
     steps: list[tuple[str, Callable]] = []
-    node = table._node
     while True:
+        windowed = _window_store(node)
+        if windowed is not None:
+            return WindowedGetter(windowed.name, list(reversed(steps)), windowed.kind == "session")
         if node.op == "cogroup-merge" and node.args.get("store"):
             return ValueGetter(node.args["store"], list(reversed(steps)))
         if node.op == "join-merge" and not node.stores:
@@ -125,11 +187,19 @@ def value_getter(table) -> ValueGetter:
             steps.append((node.op, _predicate(f) if node.op != "mapValues" else _mapper(f)))
             node = node.parents[0]
             continue
-        if node.op == "suppress":   # Kafka reads through its buffer; suppress takes no Materialized here
-            raise TopologyError(f"cannot read table {node.name} (suppress) for a join: join the table before "
-                                "suppress, or suppress the join's result")
+        if node.op == "suppress":
+            return SuppressedGetter(node.stores[0].name, _node_getter(node.parents[0]), list(reversed(steps)))
         raise TopologyError(f"cannot read table {node.name} ({node.op}) for a join: materialize it with "
                             f"Materialized.as_(...) at that step")
+
+
+def _window_store(node):
+    """The window or session store a windowed aggregation (or cogroup) node keeps its table in."""
+    name = node.args.get("store")
+    if name is None:
+        return None
+    return next((s for n in (node, *node.parents) for s in n.stores
+                 if s.name == name and s.kind in ("window", "session")), None)
 
 
 class StreamTableJoin(Processor):

@@ -27,11 +27,16 @@ class Task:
         # (topic, key bytes, value bytes, timestamp ms, headers, partition or None) per record written
         self.outputs: list[tuple] = []
         self.cache = None   # a RecordCache when changes wait for the commit; None: forwarded per record
+        self.caching = True  # False: no store forwards through the caching rules
 
-    def use_cache(self, max_bytes: int) -> None:
-        """Give the task Kafka's record cache of ``max_bytes`` (0: none), flushed by :meth:`commit`."""
+    def use_cache(self, max_bytes: int, caching: bool | None = None) -> None:
+        """Give the task Kafka's record cache of ``max_bytes`` (0: none), flushed by :meth:`commit`.
+        ``caching`` (default: ``max_bytes > 0``) keeps the caching stores' forwarding rules without a
+        cache, as a test driver committing after every record sees them; off, every store forwards
+        as with ``withCachingDisabled`` (Kafka's ``statestore.cache.max.bytes=0``)."""
         from streams.record_cache import RecordCache
         self.cache = RecordCache(max_bytes, self._restore_source) if max_bytes > 0 else None
+        self.caching = max_bytes > 0 if caching is None else caching
 
     def _restore_source(self, source) -> None:
         self.source = source
@@ -71,8 +76,11 @@ class NodeContext:
         return self._task.store(name)
 
     def caching(self, store: str) -> bool:
-        """Whether ``store`` forwards through Kafka's caching rules (``Materialized.withCachingDisabled``: not)."""
-        return self._task.specs[store].caching
+        """Whether ``store`` forwards through Kafka's caching rules: not with
+        ``Materialized.withCachingDisabled``, nor with no record cache at all
+        (``statestore.cache.max.bytes=0``, which Kafka's ``rewriteTopology`` turns into caching
+        disabled on every store)."""
+        return self._task.specs[store].caching and self._task.caching
 
     def record_cache(self, store: str):
         """The task's record cache when ``store`` is cached; None when its changes are forwarded per record."""
@@ -89,6 +97,11 @@ class NodeContext:
 
     def default_serde(self, which: str):
         return self._task.defaults[0 if which == "key" else 1]
+
+    def store_key_serde(self, store: str):
+        """The serde of ``store``'s keys (its own, else ``default.key.serde``; None: neither)."""
+        spec = self._task.specs.get(store)
+        return (spec.key_serde if spec is not None else None) or self.default_serde("key")
 
     def emit(self, topic: str, key, value, timestamp: int, headers=(), partition: int | None = None) -> None:
         self._task.outputs.append((topic, key, value, timestamp, tuple(headers), partition))

@@ -210,23 +210,44 @@ class ReadOnlyStore:
     def approximateNumEntries(self) -> int:
         return len(self.all())
 
-    def fetch(self, key, time_from=None, time_to=None):
-        """Window stores: ``fetch(key, start)`` one window, ``fetch(key, from, to)`` a range;
-        session stores: ``fetch(key)`` every session of the key."""
-        key = self._key(key)
-        if time_from is None:
-            return [(w, self._plain(v)) for s in self._stores
-                    for w, v in s.find_sessions(key, -(2 ** 63), 2 ** 63 - 1)]
-        if time_to is None:
+    def fetch(self, *args):
+        """Window stores (``ReadOnlyWindowStore``): ``fetch(key, time)`` one window's value,
+        ``fetch(key, timeFrom, timeTo)`` ``(start, value)`` pairs, ``fetch(keyFrom, keyTo, timeFrom,
+        timeTo)`` ``(Windowed, value)`` pairs by key, then start (None: an open key bound).
+        Session stores (``ReadOnlySessionStore``): ``fetch(key)`` every session of the key,
+        ``fetch(keyFrom, keyTo)`` those of the keys in the range, by key, then end."""
+        if self._kind == "session":
+            if len(args) == 1:
+                return self.findSessions(args[0], -(2 ** 63), 2 ** 63 - 1)
+            if len(args) == 2:
+                return self.findSessions(args[0], args[1], -(2 ** 63), 2 ** 63 - 1)
+            raise TypeError(f"session store fetch takes (key) or (keyFrom, keyTo), got {len(args)} arguments")
+        if len(args) == 2:
+            key, time = self._key(args[0]), _ms(args[1])
             for s in self._stores:
-                v = s.fetch(key, _ms(time_from))
+                v = s.fetch(key, time)
                 if v is not None:
                     return self._plain(v)
             return None
-        return [(t, self._plain(v)) for s in self._stores for t, v in s.fetch_range(key, _ms(time_from), _ms(time_to))]
+        if len(args) == 3:
+            key, lo, hi = self._key(args[0]), _ms(args[1]), _ms(args[2])
+            return [(t, self._plain(v)) for s in self._stores for t, v in s.fetch_range(key, lo, hi)]
+        if len(args) == 4:
+            lo, hi = _ms(args[2]), _ms(args[3])
+            return sorted(((w, v) for w, v in self._in_key_range(args[0], args[1]) if lo <= w.start <= hi),
+                          key=lambda e: (_order(e[0].key), e[0].start))
+        raise TypeError(f"window store fetch takes (key, time), (key, timeFrom, timeTo) or "
+                        f"(keyFrom, keyTo, timeFrom, timeTo), got {len(args)} arguments")
 
-    def backwardFetch(self, key, time_from, time_to) -> list:
-        return self.fetch(key, time_from, time_to)[::-1]
+    def _in_key_range(self, key_from, key_to) -> list:
+        """Every (Windowed, value) whose key is in [key_from, key_to] (None: open)."""
+        lo = None if key_from is None else _order(key_from)
+        hi = None if key_to is None else _order(key_to)
+        return [(w, v) for w, v in self.all()
+                if (lo is None or _order(w.key) >= lo) and (hi is None or _order(w.key) <= hi)]
+
+    def backwardFetch(self, *args) -> list:
+        return self.fetch(*args)[::-1]
 
     def fetchAll(self, time_from, time_to) -> list:
         """Window stores: every key's windows that start in [time_from, time_to] as
@@ -238,8 +259,32 @@ class ReadOnlyStore:
     def backwardFetchAll(self, time_from, time_to) -> list:
         return self.fetchAll(time_from, time_to)[::-1]
 
-    def findSessions(self, key, earliest_end, latest_start):
-        return [e for s in self._stores for e in s.find_sessions(self._key(key), _ms(earliest_end), _ms(latest_start))]
+    def findSessions(self, *args):
+        """``findSessions(key, earliestSessionEndTime, latestSessionStartTime)``, or with a key
+        range ``findSessions(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime)``
+        (by key, then end; None: an open key bound)."""
+        if len(args) == 3:
+            key, earliest, latest = self._key(args[0]), _ms(args[1]), _ms(args[2])
+            return [e for s in self._stores for e in s.find_sessions(key, earliest, latest)]
+        if len(args) != 4:
+            raise TypeError(f"findSessions takes (key, earliestEnd, latestStart) or (keyFrom, keyTo, "
+                            f"earliestEnd, latestStart), got {len(args)} arguments")
+        earliest, latest = _ms(args[2]), _ms(args[3])
+        return sorted(((w, v) for w, v in self._in_key_range(args[0], args[1])
+                       if w.end >= earliest and w.start <= latest),
+                      key=lambda e: (_order(e[0].key), e[0].end, e[0].start))
+
+    def backwardFindSessions(self, *args) -> list:
+        return self.findSessions(*args)[::-1]
+
+    def fetchSession(self, key, session_start, session_end):
+        """Session stores: the aggregate of ``key``'s session [start, end], or None."""
+        key = self._key(key)
+        for s in self._stores:
+            v = s.fetch_session(key, _ms(session_start), _ms(session_end))
+            if v is not None:
+                return v
+        return None
 
 
 class TopologyTestDriver:

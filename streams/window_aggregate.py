@@ -16,7 +16,10 @@ Rules mirrored from Kafka (``close`` = stream time − grace; stream time = larg
 - session ``[start, end]``: dropped iff the merged session's ``end < stream time − grace − gap``.
 
 With ``emit="onWindowClose"`` (KIP-825) nothing is forwarded per update; after each record the
-windows that closed since the last emission are forwarded once, ``old`` = None, in window order.
+windows that closed since the last emission are forwarded once, ``old`` = None, in the order of
+Kafka's time-first store keys: by window start, then serialized key (``TimeFirstWindowKeySchema``:
+time, key bytes, seqnum), or for sessions by end, start, then serialized key
+(``TimeFirstSessionKeySchema``); without a key serde, ``repr`` stands in for the key's bytes.
 Kafka throttles that check by wall clock; here it runs on every record (its interval-0 setting),
 since processing must not read the clock.
 
@@ -37,9 +40,11 @@ from streams.errors import StreamsError, TopologyError
 from streams.processor import Processor
 from streams.record import Change, Record, Windowed
 from streams.stores import StoreSpec
+from streams.topology import changelog_topic
 from streams.windows import SessionWindows, SlidingWindows, TimeWindows
 
 ON_WINDOW_UPDATE, ON_WINDOW_CLOSE = "onWindowUpdate", "onWindowClose"
+_SEQNUM = bytes(4)     # TimeFirstWindowKeySchema's key ends with a 4-byte seqnum (0 without duplicates)
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,13 @@ class _WindowedAggregate(Processor):
             raise TopologyError(f"The retention period of the store {self.store_name!r} must be no smaller than "
                                 f"{self.min_retention_name} ({self.windows.retentionMs()} ms), got {self.retention} ms",
                                 argument="retention")
+
+    def _key_bytes(self, key) -> bytes:
+        """``key`` as the store's key serde writes it: the order of Kafka's time-first schemas."""
+        serde = self.context.store_key_serde(self.store_name)
+        if serde is None:
+            return repr(key).encode()
+        return serde.serialize(key, changelog_topic(self.context.application_id, self.store_name)) or b""
 
     def _drop(self) -> None:
         self.context.set_meta("dropped", (self.context.meta("dropped") or 0) + 1)
@@ -233,7 +245,8 @@ class TimeWindowAggregate(_WindowedAggregate):
         lower = 0 if last is None else max(0, last - size) + 1
         if last is not None and self.windows.windowsFor(upper) == self.windows.windowsFor(lower - 1):
             return                                 # no window start in [lower, upper]
-        for key, start, (agg, ts) in self.store.fetch_all(lower, upper):
+        closed = self.store.fetch_all(lower, upper)
+        for key, start, (agg, ts) in sorted(closed, key=lambda e: (e[1], self._key_bytes(e[0]) + _SEQNUM)):
             self.forward(Record(Windowed(key, start, start + size), Change(agg, None), ts, record.headers))
         self.context.set_meta("lastEmitCloseTime", close)
 
@@ -362,7 +375,8 @@ class SlidingWindowAggregate(_WindowedAggregate):
         if upper < 0:
             return
         lower = 0 if last is None else max(0, last - self.diff)
-        for key, start, (agg, ts) in self.store.fetch_all(lower, upper):
+        closed = self.store.fetch_all(lower, upper)
+        for key, start, (agg, ts) in sorted(closed, key=lambda e: (e[1], self._key_bytes(e[0]) + _SEQNUM)):
             self.forward(Record(Windowed(key, start, start + self.diff), Change(agg, None), ts, record.headers))
         self.context.set_meta("lastEmitCloseTime", close)
 
@@ -439,6 +453,7 @@ class SessionWindowAggregate(_WindowedAggregate):
         lower = max(0, -1 if last is None else last)
         if upper < 0 or upper < lower:
             return
-        for window, agg in self.store.find_sessions_ending(lower, upper):
+        closed = self.store.find_sessions_ending(lower, upper)
+        for window, agg in sorted(closed, key=lambda e: (e[0].end, e[0].start, self._key_bytes(e[0].key))):
             self.forward(Record(window, Change(agg, None), window.end, record.headers))
         self.context.set_meta("lastEmitCloseTime", close)

@@ -72,3 +72,38 @@ def test_window_fetch_backward_fetch_and_fetch_all_by_window_start():
     assert store.backwardFetch("a", 0, 40) == [(30, 1), (10, 1), (0, 2)]
     assert store.fetchAll(0, 19) == [(Windowed("a", 0, 10), 2), (Windowed("b", 0, 10), 1), (Windowed("a", 10, 20), 1)]
     assert store.backwardFetchAll(20, 30) == [(Windowed("a", 30, 40), 1), (Windowed("b", 20, 30), 1)]
+
+
+def test_window_fetch_over_a_key_range():
+    """ReadOnlyWindowStore.fetch(keyFrom, keyTo, timeFrom, timeTo): the windows of the keys in the
+    range (inclusive, None open) that start in the time range, as (Windowed, value); by key, then
+    start (Kafka's order within one segment)."""
+    d, t = _driver(lambda s: s.groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10, 1_000)).count(
+        materialized=Materialized.as_("counts")))
+    for k, ts in [("c", 3), ("a", 1), ("b", 5), ("a", 12), ("b", 25), ("a", 2)]:
+        t.pipeInput(k, "x", ts)
+    store = d.getWindowStore("counts")
+    assert store.fetch("a", "b", 0, 20) == [(Windowed("a", 0, 10), 2), (Windowed("a", 10, 20), 1),
+                                            (Windowed("b", 0, 10), 1), (Windowed("b", 20, 30), 1)]
+    assert store.fetch("b", None, 0, 100) == [(Windowed("b", 0, 10), 1), (Windowed("b", 20, 30), 1),
+                                              (Windowed("c", 0, 10), 1)]
+    assert store.backwardFetch(None, "a", 5, 15) == [(Windowed("a", 10, 20), 1)]
+    with pytest.raises(TypeError, match="window store fetch takes"):
+        store.fetch("a")
+
+
+def test_session_fetch_over_a_key_range_and_fetch_session():
+    """ReadOnlySessionStore.fetch(keyFrom, keyTo) by key, then end; fetchSession(key, start, end)
+    one session's aggregate; findSessions over a key range."""
+    from streams.windows import SessionWindows
+    d, t = _driver(lambda s: s.groupByKey().windowedBy(SessionWindows.ofInactivityGapAndGrace(5, 1_000)).count(
+        materialized=Materialized.as_("sessions")))
+    for k, ts in [("b", 30), ("a", 10), ("a", 15), ("c", 1), ("a", 40)]:
+        t.pipeInput(k, "x", ts)
+    store = d.getSessionStore("sessions")
+    assert store.fetch("a", "b") == [(Windowed("a", 10, 15), 2), (Windowed("a", 40, 40), 1), (Windowed("b", 30, 30), 1)]
+    assert store.fetchSession("a", 10, 15) == 2
+    assert store.fetchSession("a", 10, 14) is None
+    assert store.findSessions("a", "c", 20, 35) == [(Windowed("b", 30, 30), 1)]
+    assert store.findSessions(None, None, 20, 35) == [(Windowed("b", 30, 30), 1)]
+    assert store.backwardFetch("b", "c") == [(Windowed("c", 1, 1), 1), (Windowed("b", 30, 30), 1)]

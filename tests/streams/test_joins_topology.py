@@ -122,12 +122,6 @@ def test_join_argument_errors_say_what_to_do():
         TwoInputs(lambda b, s, t: s.join(t, lambda x: x), "stream", "table")
     with pytest.raises(TopologyError, match="versioned table"):
         TwoInputs(lambda b, s, t: s.join(t, show, Joined.as_("j").withGracePeriod(5)), "stream", "table")
-    # Kafka reads a suppressed table through its buffer (SuppressScenarioTest.shouldWorkBeforeJoinRight);
-    # this one refuses it with advice that can be followed (suppress takes no Materialized)
-    from streams import BufferConfig, Suppressed
-    with pytest.raises(TopologyError, match="join the table before suppress"):
-        TwoInputs(lambda b, s, t: s.outerJoin(t.suppress(Suppressed.untilTimeLimit(10, BufferConfig.unbounded())),
-                                              show), "table", "table")
 
 
 # ---------------------------------------------------------------------- versioned tables
