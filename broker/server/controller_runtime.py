@@ -57,12 +57,16 @@ def _complete(result, offset: int):
 
 
 class _Op:
-    __slots__ = ("fn", "future", "index", "result")
+    """One operation of the active controller; once proposed, its records sit at (``term``,
+    ``index``) of the log. Only an entry with that index *and* term completes it: the same index
+    written by a later leader means the records were truncated away."""
+    __slots__ = ("fn", "future", "index", "term", "result")
 
     def __init__(self, fn):
         self.fn = fn
         self.future: Future = Future()
         self.index = -1
+        self.term = -1
         self.result = None
 
 
@@ -205,8 +209,16 @@ class ControllerRuntime:
         pending = self._pending
         if pending is not None and entry.index >= pending.index:
             self._pending = None
-            if not pending.future.done():
+            if pending.future.done():
+                return
+            if entry.index == pending.index and entry.term == pending.term:
                 pending.future.set_result(_complete(pending.result, pending.index))
+            else:
+                # another leader's entry took its place (Kafka's renounce() fails the deposed
+                # controller's pending writes before the new leader's records are applied)
+                pending.future.set_exception(NotControllerError(
+                    "leadership was lost before this operation was committed; retry it on the active controller",
+                    leader_id=self.leader_id))
 
     def _load_snapshot(self, snap) -> None:
         if snap is None:
@@ -219,6 +231,14 @@ class ControllerRuntime:
         with self.changed:
             self.image, self.applied, self.snapshot_index = image, index, index
             self.history, self.history_base = [], index
+        pending = self._pending
+        if pending is not None and pending.index <= index:
+            # a leader's snapshot covers it: whether this node's records are in it is unknown
+            self._pending = None
+            if not pending.future.done():
+                pending.future.set_exception(NotControllerError(
+                    "leadership was lost before this operation was known to be committed; check and retry it "
+                    "on the active controller", leader_id=self.leader_id))
 
     def _maybe_snapshot(self) -> None:
         if self._since_snapshot < self.config["metadata.max.snapshot.records"]:
@@ -286,6 +306,7 @@ class ControllerRuntime:
         op.result = result
         try:
             op.index, envelopes = self.raft.propose(json.dumps({"records": records}).encode(), now)
+            op.term = self.raft.term
         except Exception as e:  # noqa: BLE001 - lost leadership between the check and the proposal
             op.future.set_exception(NotControllerError(str(e), leader_id=self.leader_id))
             return

@@ -76,13 +76,20 @@ class MetadataLoader:
     def load(self, applied: int, entries: Iterable[tuple[int, list[dict]]],
              snapshot: list[dict] | None = None) -> MetadataImage | None:
         """Apply a snapshot (replacing the image) and/or entries committed up to ``applied``;
-        returns the published image, or None when nothing moved."""
+        returns the published image, or None when nothing moved. An answer behind this loader
+        (a voter that lags the leader) is ignored, and so is any entry already applied: the offset
+        only moves forward and no record is replayed twice (a replayed partition change would bump
+        its epochs again), as a KRaft observer's ``nextOffset``."""
         self._batch = []
+        if applied < self.offset:
+            return None
         if snapshot is not None:
             self.working = MetadataImage()
             for record in snapshot:
                 self._replay(record, applied, "snapshot")
         for index, records in entries:
+            if snapshot is None and index <= self.offset:
+                continue
             for record in records:
                 self._replay(record, index, f"offset {index}")
         if applied == self.offset:

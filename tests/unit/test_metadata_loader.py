@@ -87,3 +87,20 @@ def test_replica_manager_reports_a_partition_it_cannot_remove_and_applies_the_re
     assert {k for k in replicas.partitions} == {("next", 0), ("next", 1)}
     assert all(p.role == "leader" for p in replicas.partitions.values())
     replicas.close()
+
+
+def test_an_answer_from_a_lagging_voter_neither_moves_the_offset_back_nor_replays_records():
+    """Any voter answers a broker's metadata fetch; one behind the broker must not move its offset
+    back, or the next answer replays partition changes and bumps their epochs a second time."""
+    loader = MetadataLoader([])
+    topic = {"type": "topic", "name": "t", "topic_id": "T", "replicas": [[1, 2]]}
+    moves = [(4, [{"type": "partition_change", "topic_id": "T", "partition": 0, "leader": 2, "isr": [2]}]),
+             (5, [{"type": "partition_change", "topic_id": "T", "partition": 0, "leader": 1, "isr": [1, 2]}])]
+    image = loader.load(5, [(3, [topic]), *moves])
+    before = image.topics["t"].partitions[0]
+    epochs = (before.leader_epoch, before.partition_epoch)
+    assert loader.load(3, []) is None                  # the lagging voter: nothing moves
+    assert loader.offset == 5
+    assert loader.load(5, moves) is None               # the leader again, from where the broker was
+    after = loader.working.topics["t"].partitions[0]
+    assert (after.leader_epoch, after.partition_epoch) == epochs
