@@ -9,7 +9,8 @@ them again under the new epoch could move that member's position. Only the autom
 revocation (``retry_stale_epoch=True``) sends it again with the epoch the next heartbeat brought,
 since it commits only partitions the member still owns. ``enable.auto.commit`` commits
 only positions that moved since the last commit, every ``auto.commit.interval.ms`` by the
-``Clock`` passed in.
+``Clock`` passed in; an argument-less ``commit()`` likewise leaves out what the group already holds
+(:meth:`OffsetCommitter.uncommitted`). What the coordinator answers to OffsetFetch counts as committed.
 
 Synchronous commits run on the caller's thread; asynchronous ones on one background thread, in the
 order they were made. Their outcomes are queued for ``on_commit(err, partitions)``, which
@@ -105,6 +106,20 @@ class OffsetCommitter:
             time.sleep(self.config["retry.backoff.ms"] / 1000.0)
             request.member_id, request.member_epoch = self._member()
 
+    def uncommitted(self, tps: list[TopicPartition]) -> list[TopicPartition]:
+        """The offsets of ``tps`` that differ from what this consumer knows to be committed (by its
+        commits, or read from the coordinator), as librdkafka's
+        ``rd_kafka_topic_partition_list_set_offsets`` leaves out a partition already committed."""
+        with self._lock:
+            return [tp for tp in tps if self._committed.get((tp.topic, tp.partition)) != tp.offset]
+
+    def report(self, error: KafkaError, partitions: list[TopicPartition]) -> None:
+        """Queue an outcome for ``on_commit`` that never reached the coordinator (``_NO_OFFSET``)."""
+        if self.config["on_commit"] is not None:
+            with self._lock:
+                self._outcomes.append((error, partitions))
+            self._wake()
+
     def commit_async(self, tps: list[TopicPartition]) -> None:
         if self._executor is None:
             self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="riverlog-commit")
@@ -151,8 +166,7 @@ class OffsetCommitter:
 
     def commit_moved(self, positions: list[TopicPartition]) -> None:
         """Commit, in the background, the positions that differ from what was last committed."""
-        with self._lock:
-            moved = [tp for tp in positions if self._committed.get((tp.topic, tp.partition)) != tp.offset]
+        moved = self.uncommitted(positions)
         if moved:
             self.commit_async(moved)
 
@@ -164,6 +178,10 @@ class OffsetCommitter:
         request = pb.OffsetFetchRequest(group_id=self.group_id, partitions=[
             pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()])
         response = self.coordinator.call("OffsetFetch", request, timeout)
+        with self._lock:
+            for o in response.offsets:
+                if o.offset >= 0:
+                    self._committed[(o.topic, o.partition)] = o.offset
         if with_metadata:
             return {(o.topic, o.partition): (o.offset, o.metadata) for o in response.offsets}
         return {(o.topic, o.partition): o.offset for o in response.offsets}

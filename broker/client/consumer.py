@@ -9,8 +9,10 @@ The rest is split by concept:
 - ``membership.py``: the heartbeat thread; ``committer.py``: offset commits.
 
 One lock (``_cond``) guards the fetch state; poll waits on it for the fetcher's notifications.
-``seek``/``assign`` bump a partition's generation so data fetched for an old position is dropped,
-never returned. A batch that cannot be decoded halts its partition at its offset (``fetch_state``).
+``seek``/``assign``/``pause`` bump a partition's generation so data fetched for an old position is
+dropped, never returned. A batch that cannot be decoded halts its partition at its offset
+(``fetch_state``). Every public method of a closed consumer raises :class:`ConsumerClosedError`,
+a ``RuntimeError("Consumer closed")`` as confluent-kafka's.
 """
 from __future__ import annotations
 
@@ -27,17 +29,24 @@ from broker.client.client_events import ClientEvents
 from broker.client.config import CONSUMER_CONFIG, client_config
 from broker.client.coordinator import CoordinatorClient
 from broker.client.fetch_buffer import BATCH_SCHEMA
-from broker.client.fetch_state import AUTO_OFFSET_RESET, EARLIEST, LATEST, FetchState
+from broker.client.fetch_state import AUTO_OFFSET_RESET, EARLIEST, LATEST, OFFSET_TAIL_BASE, FetchState
 from broker.client.fetcher import Fetcher, list_offset
 from broker.client.membership import GroupMembership
 from broker.client.subscription import Subscription
-from broker.client.message import OFFSET_INVALID, Message, TopicPartition
+from broker.client.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Message, TopicPartition
 from broker.clock import SYSTEM_CLOCK
 from broker.errors import ClientClosedError, InvalidConfigError, KafkaError, KafkaException, RiverlogError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BATCH_SCHEMA", "Consumer", "ConsumerGroupMetadata", "EARLIEST", "LATEST"]
+__all__ = ["BATCH_SCHEMA", "Consumer", "ConsumerClosedError", "ConsumerGroupMetadata", "EARLIEST", "LATEST"]
+
+MAX_CONSUME_MESSAGES = 1_000_000  # confluent-kafka's bound on consume(num_messages)
+
+
+class ConsumerClosedError(ClientClosedError, RuntimeError):
+    """A method was called on a closed consumer. confluent-kafka raises ``RuntimeError("Consumer
+    closed")``; this is one, and still a :class:`ClientClosedError` (same code) for Riverlog code."""
 
 @dataclass(frozen=True)
 class ConsumerGroupMetadata:
@@ -69,7 +78,6 @@ class Consumer:
         self.config = cfg
         self._events = ClientEvents(cfg, "consumer")
         self._auto_store = cfg["enable.auto.offset.store"]
-        self._stored: dict[tuple[str, int], TopicPartition] = {}
         self.cluster = ClusterClient.from_config(cfg, self._events.error)
         self._clock = SYSTEM_CLOCK
         self._cond = threading.Condition()
@@ -87,13 +95,21 @@ class Consumer:
         self._owned: set[tuple[str, int]] = set()  # what the group gave this member
         self._protocol: str | None = None  # the subscription's rebalance protocol (assignment.py)
         self._assign_calls = 0  # assign-family calls, so a rebalance knows whether its callback made one
-        self._fetcher = Fetcher(self.cluster, cfg, self._fetch_state, self._cond)
+        self._fetcher = Fetcher(self.cluster, cfg, self._fetch_state, self._cond, self._committed_of
+                                if self._committer is not None else None)
+
+    def _committed_of(self, keys) -> dict:
+        """For the fetcher: the group's committed offsets of partitions assigned with none."""
+        return self._committer.committed_offsets(keys, self.config["request.timeout.ms"] / 1000.0)
 
     # --------------------------------------------------------------------------- assignment
     def assign(self, partitions: list[TopicPartition]) -> None:
-        """Consume exactly these partitions, from their offsets (or auto.offset.reset).
+        """Consume exactly these partitions, from their offsets. One without an offset
+        (``OFFSET_INVALID``, ``OFFSET_STORED``) starts at the group's committed offset, or at
+        auto.offset.reset when none is committed. Offsets stored with ``store_offsets`` are forgotten.
 
         A cooperative subscription refuses it (``_STATE``): use ``incremental_assign``."""
+        self._check_open()
         self._assign_calls += 1
         check_method(self._protocol, False, "Failed to set assignment")
         check_add((), partitions)
@@ -109,21 +125,23 @@ class Consumer:
         """Add these partitions to the assignment. One already assigned fails with ``_CONFLICT``
         and a duplicate with ``_INVALID_ARG`` (nothing is added then), as in librdkafka; an eager
         subscription refuses it (``_STATE``)."""
+        self._check_open()
         self._assign_calls += 1
         check_method(self._protocol, True)
         with self._cond:
-            self._check_open()
             check_add(self._fetch_state.partitions, partitions)
             self._fetch_state.add(partitions)
         self._fetcher.kick()
 
     def unassign(self) -> None:
+        self._check_open()
         self._assign_calls += 1
         check_method(self._protocol, False, "Failed to remove assignment")
         self._set_assignment([])
 
     def assignment(self) -> list[TopicPartition]:
         """The partitions poll() reads, in (topic, partition) order as librdkafka keeps them."""
+        self._check_open()
         with self._cond:
             return [TopicPartition(t, p) for t, p in sorted(self._fetch_state.partitions)]
 
@@ -177,6 +195,7 @@ class Consumer:
 
     def unsubscribe(self) -> None:
         """Give up every partition (``on_revoke``) and leave the group."""
+        self._check_open()
         membership = self._membership
         self._drop_subscription()
         if membership is None:
@@ -198,6 +217,10 @@ class Consumer:
         membership = self._membership
         if membership is None:
             return
+        exceeded = membership.poll_exceeded()
+        if exceeded is not None:
+            with self._cond:
+                self._fetch_state.events.append(Message(None, -1, OFFSET_INVALID, error=exceeded))
         membership.polled()
         self._maybe_auto_commit()
         assignment, lost, fatal = membership.pending()
@@ -274,13 +297,12 @@ class Consumer:
             self._rebalance_callback(callback, tps, assigning=False)
         finally:
             self._owned -= partitions
-            for key in partitions:
-                self._stored.pop(key, None)
 
     def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
         """Take these partitions out of the assignment; one not assigned fails with
         ``_INVALID_ARG`` (nothing is removed then), as in librdkafka; an eager subscription
         refuses it (``_STATE``)."""
+        self._check_open()
         self._assign_calls += 1
         check_method(self._protocol, True)
         with self._cond:
@@ -289,6 +311,7 @@ class Consumer:
         self._fetcher.wake()
 
     def consumer_group_metadata(self) -> ConsumerGroupMetadata:
+        self._check_open()
         member_id, epoch = self._member()
         return ConsumerGroupMetadata(self._group_id, member_id, epoch, self.config["group.instance.id"])
 
@@ -303,7 +326,11 @@ class Consumer:
         ``on_commit(err, partitions)`` reports from a later ``poll()``/``consume()``/``close()``;
         ``asynchronous=False`` waits, returns the committed partitions and raises on failure.
         A message with an error (a ``_PARTITION_EOF`` event...) is refused with ``_INVALID_ARG``:
-        its offset is not a record's, and committing past it would skip the next record."""
+        its offset is not a record's, and committing past it would skip the next record.
+
+        Without arguments only assigned partitions whose offset differs from the committed one are
+        sent; when there is none it fails with ``_NO_OFFSET`` (raised, or given to ``on_commit``
+        when asynchronous), as librdkafka's ``rd_kafka_cgrp_assigned_offsets_commit``."""
         self._check_open()
         if self._coordinator is None:
             raise InvalidConfigError("commit() needs group.id", config="group.id")
@@ -315,7 +342,13 @@ class Consumer:
         elif offsets is not None:
             tps = list(offsets)
         else:
-            tps = self._to_commit()
+            tps = self._committer.uncommitted(self._to_commit())
+            if not tps:
+                error = KafkaError(KafkaError._NO_OFFSET, "Local: No offset stored")
+                if not asynchronous:
+                    raise KafkaException(error)
+                self._committer.report(error, [])
+                return None
         if not asynchronous:
             return self._committer.commit_sync(tps, self.config["request.timeout.ms"] / 1000.0)
         self._committer.commit_async(tps)
@@ -328,14 +361,15 @@ class Consumer:
     def _to_commit(self, keys=None) -> list[TopicPartition]:
         """What an automatic or argument-less commit stores: the positions poll() reached, or, with
         ``enable.auto.offset.store=false``, the offsets given to ``store_offsets``."""
-        if self._auto_store:
-            with self._cond:
-                return self._fetch_state.positions(keys)
-        return [tp for key, tp in sorted(self._stored.items()) if keys is None or key in keys]
+        with self._cond:
+            return self._fetch_state.to_commit(keys, stored=not self._auto_store)
 
     def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None) -> None:
         """Store ``message.offset() + 1`` or the given ``offsets`` for the next automatic or
-        argument-less commit; needs ``enable.auto.offset.store=false``."""
+        argument-less commit; needs ``enable.auto.offset.store=false``. Only assigned partitions
+        take one (an assignment starts with none): when no partition given is assigned this fails
+        with ``_STATE``, as librdkafka's ``rd_kafka_offsets_store``."""
+        self._check_open()
         if self._auto_store:
             raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
                                             "store_offsets() needs enable.auto.offset.store=false"))
@@ -347,12 +381,17 @@ class Consumer:
             _check_no_error(message, "store")
             offsets = [TopicPartition(message.topic(), message.partition(), message.offset() + 1,
                                       leader_epoch=message.leader_epoch())]
-        for tp in offsets:
-            self._stored[(tp.topic, tp.partition)] = TopicPartition(tp.topic, tp.partition, tp.offset, tp.metadata,
-                                                                    tp.leader_epoch)
+        with self._cond:
+            stored = [self._fetch_state.store(TopicPartition(tp.topic, tp.partition, tp.offset, tp.metadata,
+                                                             tp.leader_epoch)) for tp in offsets]
+        if offsets and not any(stored):
+            tp = offsets[-1]
+            raise KafkaException(KafkaError(KafkaError._STATE,
+                                            f"{tp.topic} [{tp.partition}] is not assigned: cannot store its offset"))
 
     def memberid(self) -> str | None:
         """This member's id in its group, or None before it joined."""
+        self._check_open()
         member_id, _ = self._member()
         return member_id or None
 
@@ -372,22 +411,49 @@ class Consumer:
 
     # --------------------------------------------------------------------------- positions
     def seek(self, partition: TopicPartition) -> None:
-        """Move an assigned partition's position; data already fetched for it is discarded."""
+        """Move an assigned partition's position; data already fetched for it is discarded, and a
+        partition stopped by an error event (``auto.offset.reset=error``) fetches again.
+
+        As librdkafka's ``rd_kafka_seek_partitions``: ``OFFSET_STORED`` and negative offsets that
+        mean nothing fail with ``_INVALID_ARG``; a partition not assigned with ``_STATE``, one the
+        cluster does not have with ``_UNKNOWN_PARTITION``."""
+        self._check_open()
+        key = (partition.topic, partition.partition)
+        offset = partition.offset
+        if offset < 0 and offset not in (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID) and offset > OFFSET_TAIL_BASE:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
+                                            f"{key[0]} [{key[1]}] cannot seek to offset {offset}"))
         with self._cond:
-            self._fetch_state.seek((partition.topic, partition.partition), partition.offset)
+            if key in self._fetch_state.partitions:
+                self._fetch_state.seek(key, offset)
+                assigned = True
+            else:
+                assigned = False
+        if not assigned:
+            topic = self.cluster.topics.get(key[0])
+            if topic is None or key[1] not in topic.partitions:
+                raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION,
+                                                f"{key[0]} [{key[1]}] is not a known partition"))
+            raise KafkaException(KafkaError(KafkaError._STATE, f"{key[0]} [{key[1]}] is not assigned"))
         self._fetcher.wake()
 
     def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
-        """The offset of the next record poll() returns for each partition."""
+        """The offset of the next record poll() returns for each partition; ``OFFSET_INVALID``
+        until it has one (before the first fetch of a partition assigned at a logical offset)."""
+        self._check_open()
         with self._cond:
             return [TopicPartition(tp.topic, tp.partition, self._fetch_state.position((tp.topic, tp.partition)))
                     for tp in partitions]
 
     def pause(self, partitions: list[TopicPartition]) -> None:
+        """Stop fetching these partitions. Nothing prefetched for them is returned; ``resume``
+        goes on from the last record poll() returned + 1."""
+        self._check_open()
         with self._cond:
             self._fetch_state.set_paused([(tp.topic, tp.partition) for tp in partitions], True)
 
     def resume(self, partitions: list[TopicPartition]) -> None:
+        self._check_open()
         with self._cond:
             self._fetch_state.set_paused([(tp.topic, tp.partition) for tp in partitions], False)
         self._fetcher.wake()
@@ -395,6 +461,7 @@ class Consumer:
     # --------------------------------------------------------------------------- reading
     def poll(self, timeout: float | None = None) -> Message | None:
         """The next record (or error event), waiting up to ``timeout`` seconds."""
+        self._check_open()
         deadline = self._deadline(timeout)
         state = self._fetch_state
         while True:
@@ -413,6 +480,9 @@ class Consumer:
 
     def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
         """Up to ``num_messages`` records, waiting up to ``timeout`` s for the first."""
+        self._check_open()
+        if not 0 <= num_messages <= MAX_CONSUME_MESSAGES:
+            raise ValueError("num_messages must be between 0 and 1000000 (1M)")
         deadline = self._deadline(timeout)
         state = self._fetch_state
         out: list[Message] = []
@@ -438,6 +508,7 @@ class Consumer:
         partition halted at a batch it cannot decode gives the records before it first, then
         raises at the next call.
         """
+        self._check_open()
         deadline = self._deadline(timeout)
         state = self._fetch_state
         parts = []
@@ -491,20 +562,32 @@ class Consumer:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ClientClosedError("the consumer is closed")
+            raise ConsumerClosedError("Consumer closed")
 
     # --------------------------------------------------------------------------- offsets
     def get_watermark_offsets(self, partition: TopicPartition, timeout: float | None = None,
                               cached: bool = False) -> tuple[int, int]:
-        """(low, high): the log start offset and the high watermark."""
+        """(low, high): the log start offset and the high watermark. ``cached``: as the last fetch
+        saw them, without a request (``OFFSET_INVALID`` before one; a partition the consumer does
+        not know fails with ``_UNKNOWN_PARTITION``, as librdkafka's ``rd_kafka_get_watermark_offsets``)."""
+        self._check_open()
         if cached:
+            key = (partition.topic, partition.partition)
             with self._cond:
-                return self._fetch_state.watermarks((partition.topic, partition.partition))
+                marks = self._fetch_state.watermarks(key)
+            if marks is not None:
+                return marks
+            topic = self.cluster.topics.get(key[0])
+            if topic is None or key[1] not in topic.partitions:
+                raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION,
+                                                f"{key[0]} [{key[1]}] is not a known partition"))
+            return OFFSET_INVALID, OFFSET_INVALID
         return tuple(list_offset(self.cluster, self.config, partition.topic, partition.partition, at, timeout)[0]
                      for at in (EARLIEST, LATEST))
 
     def offsets_for_times(self, partitions: list[TopicPartition], timeout: float | None = None):
         """For each partition (offset = a timestamp in ms): the first offset at or after it, or -1."""
+        self._check_open()
         out = []
         for tp in partitions:
             offset, _ = list_offset(self.cluster, self.config, tp.topic, tp.partition, tp.offset, timeout)
@@ -512,6 +595,7 @@ class Consumer:
         return out
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        self._check_open()
         return self.cluster.snapshot([topic] if topic else None, None if timeout < 0 else timeout)
 
     # --------------------------------------------------------------------------- lifecycle

@@ -96,6 +96,12 @@ class FetchBuffer:
                 kept.append(chunk)
         self.chunks = kept
 
+    def take(self, key: tuple[str, int]) -> list[Chunk]:
+        """Take out, in order, everything queued for one partition (set aside while it is paused)."""
+        taken = [c for c in self.chunks if (c.topic, c.partition) == key]
+        self.drop(key)
+        return taken
+
     def last_of(self, key: tuple[str, int], generation: int) -> Chunk | None:
         return next((c for c in reversed(self.chunks)
                      if (c.topic, c.partition) == key and c.generation == generation), None)

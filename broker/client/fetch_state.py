@@ -15,12 +15,22 @@ A partition's fetch lifecycle is an explicit state machine (``FETCH_PHASES``), a
     AWAITING_RESET --ListOffsets answered / seek(offset)--> FETCHING
     FETCHING --a batch it cannot decode--> HALTED
     FETCHING --OffsetOutOfRange with auto.offset.reset--> FETCHING (a new generation)
-    any --seek(offset)--> FETCHING;  any --seek(OFFSET_BEGINNING/END/STORED)--> AWAITING_RESET
+    any --seek(offset)--> FETCHING;  any --seek(a logical offset)--> AWAITING_RESET
 
 Pausing is a flag beside the phase, not a phase, because ``resume()`` must return a partition to
-wherever it was (a halted partition stays halted) and Kafka keeps it apart the same way. The
-consumer also pauses a partition it cannot go on with (it does not exist; it has no position and
-``auto.offset.reset=error``) after reporting it once, so ``resume()`` or ``seek()`` retries it.
+wherever it was (a halted partition stays halted) and Kafka keeps it apart the same way. No record
+of a paused partition reaches the application: as librdkafka's ``rd_kafka_toppar_pause_resume``
+does, pausing drops what was prefetched for it (a new generation, so a fetch in flight is dropped
+too) and fetching resumes from the position, the last record taken + 1. A halted partition fetches
+nothing more, so its records before the bad batch are set aside instead and queued again on resume.
+The consumer also pauses a partition it cannot go on with (it does not exist; it has no position and
+``auto.offset.reset=error``; ListOffsets refused its start offset) after reporting it once, so
+``resume()`` or ``seek()`` retries it.
+
+Start offsets are Kafka's and librdkafka's: an offset, ``OFFSET_BEGINNING``/``OFFSET_END``,
+``OFFSET_STORED``/``OFFSET_INVALID`` (the group's committed offset, which the fetcher asks the
+coordinator for, else ``auto.offset.reset``) or ``OFFSET_TAIL(n)`` (``-2000 - n``: ``n`` records
+before the log end, never before the log start; :func:`tail_start`).
 
 Each partition has a ``generation``, moved by ``seek`` and by an offset reset: data fetched for an
 older generation is dropped, never returned. Generations are drawn from one counter for the whole
@@ -51,6 +61,7 @@ log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 EARLIEST, LATEST = -2, -1  # ListOffsets' timestamps for the log start and the log end
+OFFSET_TAIL_BASE = -2000  # librdkafka's RD_KAFKA_OFFSET_TAIL(n) is OFFSET_TAIL_BASE - n
 # auto.offset.reset's values (Kafka's and librdkafka's spellings) -> where to start; None: report
 AUTO_OFFSET_RESET = {"earliest": EARLIEST, "smallest": EARLIEST, "beginning": EARLIEST,
                      "latest": LATEST, "largest": LATEST, "end": LATEST, "error": None, "none": None}
@@ -72,7 +83,7 @@ FETCH_PHASES = Transitions("partition fetch", {
 class PartitionState:
     """One assigned partition. ``fetch_offset`` runs ahead of ``position`` by what is prefetched."""
     __slots__ = ("fetch_offset", "position", "generation", "phase", "paused", "high_watermark",
-                 "log_start_offset", "eof_reported")
+                 "log_start_offset", "eof_reported", "stopped", "aside", "stored")
 
     def __init__(self, offset: int, generation: int = 0):
         self.fetch_offset = offset
@@ -83,6 +94,9 @@ class PartitionState:
         self.high_watermark = -1
         self.log_start_offset = -1
         self.eof_reported = False
+        self.stopped = False  # paused by the consumer after an error event: seek() restarts it too
+        self.aside: list[Chunk] = []  # a halted partition's records, kept out of poll() while paused
+        self.stored: TopicPartition | None = None  # store_offsets(): what an argument-less commit commits
 
     def move(self, phase: FetchPhase) -> None:
         self.phase = FETCH_PHASES.move(self.phase, phase)
@@ -125,37 +139,85 @@ class FetchState:
             self.buffer.drop((tp.topic, tp.partition))
 
     def seek(self, key: TP, offset: int) -> None:
-        """Move the position; what was fetched for the old one is dropped, a halt is lifted."""
+        """Move the position; what was fetched for the old one is dropped, a halt is lifted, and a
+        partition stopped after an error event (``auto.offset.reset=error``...) fetches again."""
         state = self.partitions.get(key)
         if state is None:
             raise RiverlogError(f"{key[0]}[{key[1]}] is not assigned")
         state.generation = next(self._generations)
         state.fetch_offset = state.position = offset
         state.eof_reported = False
+        if state.stopped:
+            state.stopped = state.paused = False
+        state.aside = []
         state.move(FetchPhase.FETCHING if offset >= 0 else FetchPhase.AWAITING_RESET)
         self.buffer.drop(key)
 
     def set_paused(self, keys, paused: bool) -> None:
+        """Pause (see the module's docstring: nothing prefetched for it is returned) or resume."""
         for key in keys:
             state = self.partitions.get(key)
-            if state:
-                state.paused = paused
+            if state is None or (state.paused == paused and not (paused and state.stopped)):
+                continue
+            state.paused = paused
+            state.stopped = False
+            if not paused:
+                for chunk in state.aside:
+                    self.buffer.append(chunk)
+                state.aside = []
+            elif state.halted:
+                state.aside = self.buffer.take(key)
+            else:
+                self.buffer.drop(key)
+                state.generation = next(self._generations)
+                if state.phase is FetchPhase.FETCHING:
+                    state.fetch_offset = state.position
 
     def position(self, key: TP) -> int:
+        """The offset of the next record for the application, or ``OFFSET_INVALID`` while it has
+        none yet (a logical start offset is not a position, as librdkafka's app position)."""
         state = self.partitions.get(key)
-        return state.position if state else OFFSET_INVALID
+        return state.position if state is not None and state.position >= 0 else OFFSET_INVALID
 
     def positions(self, keys=None) -> list[TopicPartition]:
         """Known positions (what a commit would store): of ``keys`` in key order, or of every
         assigned partition in assignment order."""
-        keys = self.partitions if keys is None else sorted(keys)
-        return [TopicPartition(t, p, self.partitions[(t, p)].position) for t, p in keys
-                if (t, p) in self.partitions and self.partitions[(t, p)].position >= 0]
+        return self.to_commit(keys)
 
-    def watermarks(self, key: TP) -> tuple[int, int]:
-        """(log start offset, high watermark) as the last fetch saw them, or (-1, -1)."""
+    def watermarks(self, key: TP) -> tuple[int, int] | None:
+        """(log start offset, high watermark) as the last fetch saw them, ``OFFSET_INVALID`` for
+        what no fetch told yet; None for a partition not assigned."""
         state = self.partitions.get(key)
-        return (state.log_start_offset, state.high_watermark) if state else (-1, -1)
+        if state is None:
+            return None
+        return tuple(v if v >= 0 else OFFSET_INVALID for v in (state.log_start_offset, state.high_watermark))
+
+    def to_commit(self, keys=None, stored: bool = False) -> list[TopicPartition]:
+        """What an automatic or argument-less commit stores for the assigned partitions (of ``keys``
+        in key order, else in assignment order): their positions, or with ``stored`` the offsets
+        given to ``store_offsets``. librdkafka's ``rd_kafka_topic_partition_list_set_offsets``:
+        only the current assignment, nothing a partition has not reached or been given."""
+        keys = self.partitions if keys is None else sorted(keys)
+        out = []
+        for key in keys:
+            state = self.partitions.get(key)
+            if state is None:
+                continue
+            if stored:
+                if state.stored is not None:
+                    out.append(state.stored)
+            elif state.position >= 0:
+                out.append(TopicPartition(key[0], key[1], state.position))
+        return out
+
+    def store(self, tp: TopicPartition) -> bool:
+        """Keep ``tp`` for the next commit; False when its partition is not assigned (librdkafka's
+        ``rd_kafka_offset_store0`` refuses it with ``_STATE``). An assignment starts with none."""
+        state = self.partitions.get((tp.topic, tp.partition))
+        if state is None:
+            return False
+        state.stored = tp
+        return True
 
     def head(self) -> Chunk | None:
         """The chunk poll() reads next. Chunks of partitions no longer assigned, of older
@@ -225,15 +287,25 @@ class FetchState:
         ``auto.offset.reset=error`` forbids guessing (reported once, then the partition pauses)."""
         if offset in (OFFSET_STORED, OFFSET_INVALID):
             if self.reset is None:
-                state = self.partitions.get(key)
-                if state is not None:
-                    state.paused = True
+                self._stop(key)
                 self.error_event(key, _auto_offset_reset(OffsetOutOfRangeError(
                     f"{key[0]}[{key[1]}] has no position and auto.offset.reset=error; seek() to an offset "
-                    "or set auto.offset.reset to earliest or latest")))
+                    "or set auto.offset.reset to earliest or latest")), OFFSET_INVALID)
                 return None
             return self.reset
+        if offset <= OFFSET_TAIL_BASE:
+            return LATEST  # then tail_start()
         return {OFFSET_BEGINNING: EARLIEST, OFFSET_END: LATEST}.get(offset, offset)
+
+    def reset_failed(self, key: TP, generation: int, error: RiverlogError) -> bool:
+        """ListOffsets refused a partition's start offset for good: report it as that partition's
+        error event and stop it until seek()/resume(); the other partitions fetch on."""
+        state = self._current(key, generation)
+        if state is None or state.phase is not FetchPhase.AWAITING_RESET:
+            return False
+        self._stop(key)
+        self.error_event(key, error, OFFSET_INVALID)
+        return True
 
     def reset_resolved(self, key: TP, generation: int, offset: int) -> bool:
         """ListOffsets answered: fetch from ``offset`` unless the partition moved meanwhile (False)."""
@@ -300,8 +372,8 @@ class FetchState:
             if state is None or state.halted:
                 return False
             if self.reset is None:
-                state.paused = True
-                self.error_event(key, _auto_offset_reset(error))
+                self._stop(key)
+                self.error_event(key, _auto_offset_reset(error), state.fetch_offset)
                 return False
             state.fetch_offset = state.position = log_start_offset if self.reset == EARLIEST else log_end_offset
             state.generation = next(self._generations)
@@ -317,17 +389,25 @@ class FetchState:
         state = self.partitions.get(key)
         if state is None or state.paused:
             return False
-        state.paused = True
+        self._stop(key)
         self.error_event(key, error)
         return True
 
-    def error_event(self, key: TP, error: RiverlogError | KafkaError) -> None:
-        self.events.append(Message(key[0], key[1], -1, error=error))
+    def error_event(self, key: TP, error: RiverlogError | KafkaError, offset: int = -1) -> None:
+        """A partition's error for the application; ``offset`` is the one it concerns (librdkafka's
+        ``rd_kafka_consumer_err``: the failing offset, or ``OFFSET_INVALID`` when there was none)."""
+        self.events.append(Message(key[0], key[1], offset, error=error))
 
     # ------------------------------------------------------------------------ internals
     def _current(self, key: TP, generation: int) -> PartitionState | None:
         state = self.partitions.get(key)
         return state if state is not None and state.generation == generation else None
+
+    def _stop(self, key: TP) -> None:
+        """Stop fetching a partition after its error event, until seek() or resume()."""
+        state = self.partitions.get(key)
+        if state is not None and not state.paused:
+            state.paused = state.stopped = True  # what was fetched before the error is still delivered
 
     def _halt(self, key: TP, state: PartitionState, at: int, error: RiverlogError) -> None:
         """Stop at a batch that cannot be decoded: fetch nothing past it, let the records before
@@ -348,6 +428,12 @@ class FetchState:
             last.end_offset = max(last.end_offset, following)
         elif following > state.position >= 0:
             state.position = following
+
+
+def tail_start(offset: int, log_start_offset: int, log_end_offset: int) -> int:
+    """Where ``OFFSET_TAIL(n)`` (``offset == -2000 - n``) starts: ``n`` records before the log end,
+    never before the log start (librdkafka's ``rd_kafka_toppar_handle_Offset`` floors it at 0)."""
+    return max(log_start_offset, log_end_offset - (OFFSET_TAIL_BASE - offset))
 
 
 def _auto_offset_reset(error: OffsetOutOfRangeError) -> KafkaError:

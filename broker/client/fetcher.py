@@ -10,6 +10,12 @@ and a GIL hand-over, more than decoding a few records); large ones go to the dec
 bulk reader's next fetch is in flight while it decodes. Every decision — what to fetch, what a
 response or an error does to a partition — is the fetch state's; this module only moves bytes and
 threads, under the consumer's lock (``cond``, notified when the application has something new).
+
+A partition assigned without an offset (``OFFSET_STORED``/``OFFSET_INVALID``) starts at its group's
+committed offset, asked of the coordinator (``committed``), and at ``auto.offset.reset`` only when
+none is committed, as librdkafka's ``rd_kafka_assignment_serve_pending`` and Kafka's
+``ConsumerCoordinator.initWithCommittedOffsetsIfNeeded``. A partition whose start offset cannot be
+found for good gets an error event of its own; the other partitions of the broker fetch on.
 """
 from __future__ import annotations
 
@@ -21,7 +27,8 @@ import time
 import grpc
 
 from broker.client.cluster import ClusterClient, translate_rpc_error
-from broker.client.fetch_state import FetchState
+from broker.client.fetch_state import EARLIEST, OFFSET_TAIL_BASE, FetchState, tail_start
+from broker.client.message import OFFSET_INVALID, OFFSET_STORED
 from broker.errors import ClientClosedError, RiverlogError, UnknownTopicOrPartitionError, error_for_code
 from broker.proto import riverlog_pb2 as pb
 from broker.records.reader import decode_available, next_fetch_offset
@@ -66,8 +73,10 @@ def refresh_quietly(cluster: ClusterClient) -> None:
 class Fetcher:
     """Starts with the consumer, stops at :meth:`close`; owns no state but its threads."""
 
-    def __init__(self, cluster: ClusterClient, config, state: FetchState, cond: threading.Condition):
+    def __init__(self, cluster: ClusterClient, config, state: FetchState, cond: threading.Condition,
+                 committed=None):
         self.cluster = cluster
+        self._committed = committed  # {(topic, partition)} -> {(topic, partition): offset}; None: no group
         self.config = config
         self.state = state
         self._cond = cond
@@ -232,17 +241,49 @@ class Fetcher:
         leaders = {key: self.cluster.leader(*key) for key in wanted}  # may refresh metadata: not under the lock
         with self._cond:
             parts, resets = self.state.to_fetch(node, lambda t, p: leaders.get((t, p), -1))
-            targets = [(key, gen, self.state.reset_target(key, offset)) for key, gen, offset in resets]
-            if any(t is None for _, _, t in targets):
-                self._cond.notify_all()
-        for key, generation, target in targets:
-            if target is None:
-                continue
-            offset, _ = list_offset(self.cluster, self.config, key[0], key[1], target)
+        committed = self._committed_of([key for key, _, offset in resets if offset in (OFFSET_STORED, OFFSET_INVALID)])
+        for key, generation, offset in resets:
+            if offset in (OFFSET_STORED, OFFSET_INVALID):
+                if committed is None:
+                    continue  # the coordinator did not answer: the next round asks again
+                if committed.get(key, -1) >= 0:
+                    self._resolved(parts, key, generation, committed[key])
+                    continue
             with self._cond:
-                if self.state.reset_resolved(key, generation, offset):
-                    parts.append((key, offset, generation))
+                target = self.state.reset_target(key, offset)
+                if target is None:
+                    self._cond.notify_all()
+                    continue
+            try:
+                start, _ = list_offset(self.cluster, self.config, key[0], key[1], target)
+                if offset <= OFFSET_TAIL_BASE:
+                    log_start, _ = list_offset(self.cluster, self.config, key[0], key[1], EARLIEST)
+                    start = tail_start(offset, log_start, start)
+            except RiverlogError as e:
+                if e.retriable:
+                    continue  # e.g. the leader moved: the next round tries again
+                with self._cond:
+                    if self.state.reset_failed(key, generation, e):
+                        self._cond.notify_all()
+                continue
+            self._resolved(parts, key, generation, start)
         return parts
+
+    def _committed_of(self, keys: list) -> dict | None:
+        """The group's committed offsets of ``keys`` ({} without a group or keys), None when the
+        coordinator cannot be asked now."""
+        if not keys or self._committed is None:
+            return {}
+        try:
+            return self._committed(keys)
+        except RiverlogError as e:
+            log.debug("committed offsets of %s: %r", keys, e)
+            return None
+
+    def _resolved(self, parts: list, key, generation: int, offset: int) -> None:
+        with self._cond:
+            if self.state.reset_resolved(key, generation, offset):
+                parts.append((key, offset, generation))
 
     def _fetch(self, node: int, parts) -> pb.FetchResponse:
         cfg = self.config

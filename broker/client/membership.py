@@ -10,7 +10,9 @@ been given but not yet taken up, so the coordinator never hands a partition to a
 while this one might still be reading it.
 
 If ``poll()`` is not called within ``max.poll.interval.ms`` the member leaves the group (its
-partitions go to others) and joins again at the next poll, as Kafka's consumer does. A static
+partitions go to others) and joins again at the next poll, as Kafka's consumer does; that poll
+first returns a ``_MAX_POLL_EXCEEDED`` error event, as librdkafka's
+``rd_kafka_cgrp_max_poll_interval_check_tmr_cb`` queues one. A static
 member (``group.instance.id``) leaves with epoch -2, as Kafka's does: the coordinator keeps its
 partitions for ``session.timeout.ms``, and when it joins again within that time it gets them back
 with no rebalance.
@@ -22,6 +24,7 @@ import threading
 import time
 
 from broker.client.coordinator import CoordinatorClient
+from broker.errors import KafkaError
 from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, InvalidSessionTimeoutError, RiverlogError,
                            UnknownMemberIdError, UnsupportedAssignorError)
 from broker.proto import riverlog_pb2 as pb
@@ -48,6 +51,7 @@ class GroupMembership:
         self._fatal: RiverlogError | None = None
         self._last_poll = time.monotonic()
         self._left_for_poll_timeout = False
+        self._poll_exceeded: KafkaError | None = None  # reported by the next poll()
         self._leaving: int | None = None
         self._stopped = False
         self._interval = min(config["heartbeat.interval.ms"], config["session.timeout.ms"] // 3) / 1000.0
@@ -62,6 +66,12 @@ class GroupMembership:
             if self._left_for_poll_timeout:
                 self._left_for_poll_timeout = False
                 self._cond.notify_all()
+
+    def poll_exceeded(self) -> KafkaError | None:
+        """The ``_MAX_POLL_EXCEEDED`` error to report once, if the member left for a late poll()."""
+        with self._cond:
+            error, self._poll_exceeded = self._poll_exceeded, None
+            return error
 
     def pending(self) -> tuple[set[TP], bool, RiverlogError | None]:
         """(the assignment to apply, whether what we owned was lost, a fatal error)."""
@@ -115,11 +125,15 @@ class GroupMembership:
                     self._cond.wait(wait)
 
     def _poll_overdue(self) -> bool:
-        overdue = time.monotonic() - self._last_poll > self.config["max.poll.interval.ms"] / 1000.0
-        if overdue and self.member_id:
+        interval_ms = self.config["max.poll.interval.ms"]
+        exceeded_ms = int((time.monotonic() - self._last_poll) * 1000) - interval_ms
+        overdue = exceeded_ms > 0 and bool(self.member_id)
+        if overdue:
             log.warning("poll() was not called within max.poll.interval.ms=%d: leaving group '%s'",
-                        self.config["max.poll.interval.ms"], self.coordinator.group_id)
-        return overdue and bool(self.member_id)
+                        interval_ms, self.coordinator.group_id)
+            self._poll_exceeded = KafkaError(KafkaError._MAX_POLL_EXCEEDED, (
+                f"Application maximum poll interval ({interval_ms}ms) exceeded by {exceeded_ms}ms"))
+        return overdue
 
     def _wait_for_poll(self) -> None:
         with self._cond:

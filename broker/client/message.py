@@ -145,8 +145,10 @@ class Message:
         return self._headers
 
     def timestamp(self):
-        """(timestamp type, ms since the epoch) as confluent-kafka returns it."""
-        if self._timestamp < 0:
+        """(timestamp type, ms since the epoch) as confluent-kafka returns it: a record's stored
+        timestamp with its type, a negative one too (librdkafka's ``rd_kafka_message_timestamp``);
+        (``TIMESTAMP_NOT_AVAILABLE``, -1) for none."""
+        if self._timestamp == -1:
             return TIMESTAMP_NOT_AVAILABLE, -1
         return self._timestamp_type, self._timestamp
 
@@ -169,6 +171,13 @@ class Message:
 
     def set_headers(self, headers):
         self._headers = headers
+
+    def set_topic(self, topic):
+        self._topic = topic
+
+    def set_error(self, error):
+        """Set the error (a KafkaError, a typed error or None), as confluent-kafka's Message does."""
+        self._error = KafkaError.of(error)
 
     def __len__(self):
         return 0 if self._value is None else len(self._value)
