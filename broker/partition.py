@@ -52,6 +52,7 @@ class Leadership(StrEnum):
 
 LEADER, FOLLOWER, CLOSED = Leadership.LEADER, Leadership.FOLLOWER, Leadership.CLOSED
 
+NO_TIMESTAMP = -1  # Kafka's RecordBatch.NO_TIMESTAMP
 _ROLL_MARGIN_MS = 60_000  # append_is_quick: a time-based roll this close is left to a pool thread
 _RELATIVE_OFFSETS_QUICK = 2**31 - 2**20  # ... and so is a roll for relative offsets running out
 
@@ -264,7 +265,8 @@ class Partition:
     def _check_timestamps(self, headers) -> None:
         """With CreateTime, refuse a batch whose timestamps are further in the past or future than
         ``message.timestamp.before.max.ms`` / ``message.timestamp.after.max.ms`` allow (Kafka:
-        InvalidTimestamp), checked on the header's base (first) and max timestamps."""
+        InvalidTimestamp), checked on the header's base (first) and max timestamps. A timestamp of
+        -1 is RecordBatch.NO_TIMESTAMP, which Kafka's ``LogValidator.validateTimestamp`` skips."""
         config = self.log.config
         if config["message.timestamp.type"] != "CreateTime":
             return
@@ -273,7 +275,7 @@ class Partition:
             return
         now = self.clock.time_ms()
         for h in headers:
-            if now - h.base_timestamp > before:
+            if h.base_timestamp != NO_TIMESTAMP and now - h.base_timestamp > before:
                 raise InvalidTimestampError(
                     f"{self.topic}-{self.index}: timestamp {h.base_timestamp} is more than "
                     f"message.timestamp.before.max.ms={before} before the broker's time {now}")
@@ -457,8 +459,7 @@ class Partition:
                 return
             self.log.truncate_fully_and_start_at(offset)
             self.epochs.clear()
-            self.producers.producers, self.producers.aborted = {}, []
-            self.producers.snapshot(offset)
+            self.producers.truncate_fully_and_start_at(offset)
             self.high_watermark = offset
 
     def follower_state(self) -> tuple[int, int, int]:

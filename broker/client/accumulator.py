@@ -173,7 +173,7 @@ class RecordAccumulator:
 
     def check_open(self) -> None:
         if self.closed:
-            raise ClientClosedError("the producer is closed")
+            raise ClientClosedError("Producer has been closed")  # confluent-kafka's ERR_MSG_PRODUCER_CLOSED
 
     def append(self, topic: str, key, value, timestamp: int, headers, partition: int, callback, size: int) -> None:
         """One ``produce()`` record of ``size`` bytes (buffer.memory); its fields already checked.
@@ -353,7 +353,7 @@ def assign_partitions(batch: pa.RecordBatch, explicit: np.ndarray, num_partition
     """Partition of every record: explicit ones kept, the others by ``partitioner`` (murmur2 of the
     key by default), those it leaves to chance sticky by batch (``sizes``: ``record_sizes(batch)``)."""
     parts = explicit.copy()
-    todo = parts < 0
+    todo = parts == -1   # librdkafka's RD_KAFKA_PARTITION_UA; other negatives stay (the sender fails them)
     if not todo.any():
         return parts
     keys = batch.column(0)

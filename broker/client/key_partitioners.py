@@ -30,5 +30,6 @@ def consistent(key: bytes, partition_count: int) -> int:
 
 
 def fnv1a(key: bytes, partition_count: int) -> int:
-    """32-bit FNV-1a of the key modulo the partition count."""
+    """librdkafka's FNV-1a of the key (as Sarama's: the absolute value of the signed 32-bit hash)
+    modulo the partition count."""
     return _partition("fnv1a", key, partition_count)

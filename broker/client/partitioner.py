@@ -11,7 +11,7 @@ murmur2_random      ``toPositive(murmur2(key)) % n`` (Java) sticky random (Java'
 murmur2             ``toPositive(murmur2(key)) % n``        one partition: that of ``murmur2(b"")``
 consistent_random   ``crc32(key) % n``                      sticky random (librdkafka's default)
 consistent          ``crc32(key) % n``                      one partition: ``crc32(b"") % n`` = 0
-fnv1a_random        ``fnv1a(key) % n`` (unsigned 32-bit)    sticky random
+fnv1a_random        ``fnv1a(key) % n`` (int32 abs, Sarama)  sticky random
 fnv1a               ``fnv1a(key) % n``                      one partition: that of ``fnv1a(b"")``
 random              a random partition per record           sticky random
 =================== ======================================= ====================================
@@ -69,11 +69,13 @@ FNV_PRIME = 0x01000193
 
 
 def fnv1a(data: bytes) -> int:
-    """librdkafka's ``rd_fnv1a``: 32-bit FNV-1a, unsigned."""
+    """librdkafka's ``rd_fnv1a``: 32-bit FNV-1a held as a signed int32 and made positive at the end
+    (``abs``, so INT32_MIN stays 0x80000000), to place keys as Sarama's default hash partitioner
+    does: ``fnv1a(b"") == 0x7ee3623b``, not FNV-1a's plain 0x811c9dc5."""
     h = FNV_OFFSET
     for b in data:
         h = ((h ^ b) * FNV_PRIME) & _U32
-    return h
+    return (-h) & _U32 if h & 0x80000000 else h
 
 
 def partition_with(partitioner: str, key: bytes | None, num_partitions: int) -> int:
@@ -125,6 +127,7 @@ def _byte_hash_partitions(partitioner: str, keys: pa.Array, num_partitions: int)
     data, starts, lengths = _flat_keys(keys)
     if partitioner.startswith("fnv1a"):
         h = _fold_bytes(data, starts, lengths, np.uint32(FNV_OFFSET), _fnv1a_step)
+        h = np.where(h & np.uint32(0x80000000), np.uint32(0) - h, h)  # fnv1a's abs of the int32
     else:
         h = _fold_bytes(data, starts, lengths, np.uint32(_U32), _crc32_step) ^ np.uint32(_U32)
     return (h % np.uint32(num_partitions)).astype(np.int32)

@@ -40,13 +40,16 @@ from broker.client.transactions import TransactionManager, TxnState
 from broker.client.txn_admin import TransactionHandle
 from broker.client.txn_requests import TransactionRequests
 from broker.clock import SYSTEM_CLOCK
-from broker.errors import (ApplicationRecoverableError, InvalidConfigError, KafkaTimeoutError, MessageTooLargeError,
-                           RiverlogError)
+from broker.errors import (ApplicationRecoverableError, ClientClosedError, InvalidConfigError, KafkaTimeoutError,
+                           MessageTooLargeError, RiverlogError, UnknownPartitionError)
 from broker.errors.kafka_error import KafkaError
 
 log = logging.getLogger(__name__)
 
 _ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
+PARTITION_UA = -1  # librdkafka's RD_KAFKA_PARTITION_UA: "unassigned", the partitioner picks one
+CLOSED_MESSAGE = "Producer has been closed"  # confluent-kafka's ERR_MSG_PRODUCER_CLOSED
+_INT32_MAX = 2**31 - 1
 _time_ns = time.time_ns
 
 
@@ -134,18 +137,26 @@ class Producer:
         return self._txn
 
     # ------------------------------------------------------------------------------ producing
-    def produce(self, topic, value=None, key=None, partition=-1, on_delivery=None, timestamp=0,
-                headers=None, callback=None):
+    def produce(self, topic, value=None, key=None, partition=PARTITION_UA, callback=None, on_delivery=None,
+                timestamp=0, headers=None):
         """Queue one record; raises BufferError (QueueFullError) when buffer.memory is used up.
 
-        Arguments of the wrong type raise TypeError here, with confluent-kafka's messages, so a bad
-        record never reaches the sender (where it could only fail in the background)."""
+        The arguments are confluent-kafka's, in its positional order; ``on_delivery`` is an alias of
+        ``callback``, which wins when both are given. Only ``partition=-1`` (librdkafka's
+        RD_KAFKA_PARTITION_UA) runs the partitioner: another negative partition is _UNKNOWN_PARTITION,
+        raised here when the topic's metadata is known, else reported on delivery, as librdkafka's
+        ``rd_kafka_msg_partitioner`` does. Arguments of the wrong type raise TypeError here, with
+        confluent-kafka's messages, so a bad record never reaches the sender (where it could only fail
+        in the background). The key, value and headers together must fit ``message.max.bytes``
+        (librdkafka's ``rd_kafka_msg_max_wire_size``)."""
         # The hot path of per-record producing: keep it to a few C-level operations (bytes and
         # None take no call; queue.buffering.max.messages is checked by the append, under its lock).
         if type(topic) is not str:
             raise TypeError(f"argument 1 must be str, not {_type_name(topic)}")
         if type(partition) is not int:
             partition = operator.index(partition)  # TypeError: "'str' object cannot be interpreted as an integer"
+        if not PARTITION_UA <= partition <= _INT32_MAX:
+            self._check_partition(topic, partition)
         if type(timestamp) is not int:
             timestamp = 0 if timestamp is None else _as_timestamp(timestamp)
         if type(value) is bytes:
@@ -164,14 +175,37 @@ class Producer:
                 f"record of {size - RECORD_OVERHEAD} bytes exceeds message.max.bytes={self._max_message}")
         if headers is not None:
             headers = _as_header_list(headers)
+            header_bytes = sum(len(k.encode()) + (0 if v is None else len(v)) for k, v in headers)
+            if size + header_bytes > self._max_record:
+                raise MessageTooLargeError(
+                    f"record of {size - RECORD_OVERHEAD + header_bytes} bytes (key, value and headers) "
+                    f"exceeds message.max.bytes={self._max_message}")
         if self._txn is not None and not self._manager.in_transaction:
             self._manager.check_can_produce()
         self._append(topic, key, value, timestamp or _time_ns() // 1_000_000, headers, partition,
-                     on_delivery or callback or self._default_cb, size)
+                     callback or on_delivery or self._default_cb, size)
 
-    def produce_batch(self, topic: str, table, partition: int = -1, on_delivery=None, timestamp: int = 0,
-                      callback=None) -> int:
+    def _check_partition(self, topic: str, partition: int) -> None:
+        """A partition outside int32 is refused as confluent-kafka's argument parsing refuses it
+        (OverflowError); one below -1 never exists: refused now if the topic's metadata is cached
+        (the sender fails it on delivery otherwise)."""
+        if partition > _INT32_MAX:
+            raise OverflowError("signed integer is greater than maximum")
+        if partition < -_INT32_MAX - 1:
+            raise OverflowError("signed integer is less than minimum")
+        if partition >= PARTITION_UA:
+            return
+        info = self.cluster.topics.get(topic)
+        if info is not None:
+            raise UnknownPartitionError(
+                f"topic '{topic}' has {len(info.partitions)} partition(s); partition {partition} does not exist")
+
+    def produce_batch(self, topic: str, table, partition: int = PARTITION_UA, callback=None, on_delivery=None, *,
+                      timestamp: int = 0) -> int:
         """Queue many records at once; returns how many were queued.
+
+        Positional arguments in confluent-kafka's order (topic, messages, partition, callback,
+        on_delivery; ``callback`` wins when both are given); ``timestamp`` is Riverlog's, keyword-only.
 
         ``table``: an Arrow table or record batch (Riverlog's bulk path), or confluent-kafka's list
         of dicts (below). Arrow columns: ``value`` (binary or string, required), ``key``,
@@ -190,9 +224,11 @@ class Producer:
         """
         if type(topic) is not str:
             raise TypeError(f"argument 1 must be str, not {_type_name(topic)}")
+        on_delivery = callback or on_delivery
         if isinstance(table, list):
-            return self._produce_dicts(topic, table, partition, on_delivery or callback, timestamp)
-        on_delivery = on_delivery or callback
+            return self._produce_dicts(topic, table, partition, on_delivery, timestamp)
+        if not PARTITION_UA <= partition <= _INT32_MAX:
+            self._check_partition(topic, partition)
         batch = normalise_table(table, time.time_ns() // 1_000_000)
         step = max(1, self._batch_size // 2)
         sizes = batch.get_total_buffer_size()
@@ -210,7 +246,7 @@ class Producer:
             try:
                 self.produce(topic, m.get("value"), m.get("key"), m.get("partition", partition),
                              m.get("callback") or m.get("on_delivery") or on_delivery,
-                             m.get("timestamp", timestamp), m.get("headers"))
+                             timestamp=m.get("timestamp", timestamp), headers=m.get("headers"))
             except (RiverlogError, BufferError, TypeError, OverflowError) as e:
                 m["_error"] = KafkaError.of(e) if isinstance(e, RiverlogError) \
                     else KafkaError(KafkaError._INVALID_ARG, str(e))
@@ -252,7 +288,9 @@ class Producer:
                         batch.partition, error)
 
     def poll(self, timeout: float | None = None) -> int:
-        """Serve queued delivery callbacks; wait up to ``timeout`` s for one. Returns how many ran."""
+        """Serve queued delivery callbacks; wait up to ``timeout`` s for one. Returns how many ran.
+        Raises ClientClosedError on a closed producer, as confluent-kafka raises."""
+        self._check_open()
         with self._report_cond:
             if not self._reports and timeout:
                 self._report_cond.wait(None if timeout < 0 else timeout)
@@ -264,7 +302,9 @@ class Producer:
         return len(reports) + self._events.serve()
 
     def flush(self, timeout: float | None = None) -> int:
-        """Send everything buffered now, wait for it, serving callbacks; returns records still pending."""
+        """Send everything buffered now, wait for it, serving callbacks; returns records still pending.
+        Raises ClientClosedError on a closed producer, as confluent-kafka raises."""
+        self._check_open()
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         acc = self._acc
         with acc.cond:
@@ -309,8 +349,15 @@ class Producer:
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         return self.cluster.snapshot([topic] if topic else None, None if timeout < 0 else timeout)
 
+    def _check_open(self) -> None:
+        if self._acc.closed:
+            raise ClientClosedError(CLOSED_MESSAGE)
+
     def close(self, timeout: float | None = None) -> int:
-        """Flush, then stop the sender and close connections; returns records left undelivered."""
+        """Flush, then stop the sender and close connections; returns records left undelivered.
+        Closing a closed producer does nothing (confluent-kafka's ``close``)."""
+        if self._acc.closed:
+            return 0
         left = self.flush(timeout)
         with self._acc.cond:
             self._acc.closed = True

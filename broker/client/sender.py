@@ -127,7 +127,7 @@ class Sender:
             sizes = record_sizes(records)
             charged = _charge(chunk, records, sizes)
             parts = assign_partitions(records, explicit, n, topic, self.sticky, batch_size, cfg["partitioner"], sizes)
-            bad = parts >= n
+            bad = (parts >= n) | (parts < 0)   # an explicit partition out of range, or negative but not -1
             if bad.any():
                 self._fail_rows(topic, records, parts, callbacks, bad, n, buf.since)
                 keep = ~bad
@@ -191,12 +191,14 @@ class Sender:
         return (good, good.to_arrow()) if good.count else None
 
     def _fail_rows(self, topic, records, parts, callbacks, mask, n, since) -> None:
-        idx = [i for i, m in enumerate(mask) if m]
-        batch = ProducerBatch(topic, int(parts[idx[0]]), b"", records.take(idx),
-                              None if callbacks is None else [callbacks[i] for i in idx], since)
-        batch.size_charged = 0
-        self.report(batch, UnknownPartitionError(
-            f"topic '{topic}' has {n} partition(s); partition {batch.partition} does not exist"))
+        """_UNKNOWN_PARTITION for the ``mask``ed records, one report batch per partition they named."""
+        for partition in sorted(set(parts[mask].tolist())):
+            idx = [i for i, (m, p) in enumerate(zip(mask.tolist(), parts.tolist())) if m and p == partition]
+            batch = ProducerBatch(topic, partition, b"", records.take(idx),
+                                  None if callbacks is None else [callbacks[i] for i in idx], since)
+            batch.size_charged = 0
+            self.report(batch, UnknownPartitionError(
+                f"topic '{topic}' has {n} partition(s); partition {partition} does not exist"))
 
     def _purge(self, in_queue: bool, in_flight: bool, done) -> None:
         """``Producer.purge``: records not sent yet report _PURGE_QUEUE (unpartitioned ones with

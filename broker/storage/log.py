@@ -11,7 +11,10 @@ Replacing segments (the cleaner) is crash-safe: see ``broker.storage.segment_swa
 Durability follows Kafka: appends go to the page cache, ``flush.messages`` / ``flush.ms`` force
 fsync, and a segment is fsynced when it rolls. After an unclean shutdown every segment at or past
 the recovery point is scanned and cut at the first torn or corrupt batch; segments after a cut are
-removed, so a reader never sees a partial batch and offsets never skip.
+removed, so a reader never sees a partial batch and offsets never skip. If the cut leaves the log end
+below the (fsynced) log start offset, every segment is deleted and the log restarts empty at the log
+start offset (Kafka's ``LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd``), so new records get
+offsets a reader can reach.
 
 Threading: not thread-safe; the owning partition holds one lock around every call.
 """
@@ -28,6 +31,8 @@ from broker.config import Config
 from broker.errors import CorruptRecordError, OffsetOutOfRangeError
 from broker.records.batch import BatchHeader, stamp_log_append_time, with_offsets
 from broker.storage.checkpoint import read_int, write_atomically, write_int
+from broker.storage.leader_epoch_cache import LeaderEpochCache
+from broker.storage.producer_state import ProducerStateManager
 from broker.storage.segment import LogSegment, segment_name
 from broker.storage.segment_swap import CLEANED_SUFFIX, commit_swap, finish_interrupted_swaps, rename_cleaned
 
@@ -67,6 +72,9 @@ class Log:
         self._unsynced = False  # bytes written or cut since the last fsync of the segments
         self._last_flush = clock.monotonic()
         self.cleaner_checkpoint = _read_cleaner_checkpoint(directory)
+        # Set by open() when it found the log end below the log start offset and restarted the log
+        # empty there, its leader-epoch checkpoint and producer-state snapshot emptied, as Kafka does.
+        self.restarted_at_log_start = False
 
     # ------------------------------------------------------------------------------- opening
     @classmethod
@@ -89,10 +97,29 @@ class Log:
                             len(bases) - i - 1, segment.log_path)
                 _delete_bases(directory, bases[i + 1:], interval, now)
                 break
+        restarted = bool(segments) and log_start > segments[-1].next_offset
+        if restarted:
+            # Kafka's LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd: the log start offset was
+            # fsynced, the tail it pointed into was not (or segment files were removed). Appending
+            # from the old end would give new records offsets below the start, never readable.
+            log.warning("deleting all segments of %s: its log end offset %d is below its log start offset "
+                        "%d (unflushed records lost in an unclean shutdown, or segment files removed)",
+                        directory, segments[-1].next_offset, log_start)
+            # The leader epochs and producers of the records that go are forgotten first: a crash
+            # from here on finds either the same state again or no segment, and no stale history.
+            LeaderEpochCache.load(directory).clear()
+            ProducerStateManager(directory).truncate_fully_and_start_at(log_start)
+            for segment in segments:
+                segment.delete()
+            segments = []
         if not segments:
             segments.append(LogSegment(directory, log_start, interval, now))
-        return cls(directory, config, clock, segments, min(recovery_point, segments[-1].next_offset),
-                   max(log_start, segments[0].base_offset))
+        opened = cls(directory, config, clock, segments, min(recovery_point, segments[-1].next_offset),
+                     max(log_start, segments[0].base_offset))
+        if restarted:
+            opened.set_cleaner_checkpoint(CleanerCheckpoint(log_start))
+        opened.restarted_at_log_start = restarted
+        return opened
 
     # ------------------------------------------------------------------------------- state
     @property

@@ -193,6 +193,13 @@ class ProducerStateManager:
         """Forget aborted ranges wholly below the log start."""
         self.aborted = [a for a in self.aborted if a.last_offset >= log_start]
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Forget every producer and aborted range: the log restarted empty at ``offset`` (Kafka's
+        ``ProducerStateManager.truncateFullyAndStartAt``). The snapshot says so at once, so a
+        restart does not bring back producers of records that are gone."""
+        self.producers, self.aborted = {}, []
+        self.snapshot(offset)
+
     # ------------------------------------------------------------------------------ snapshots
     def snapshot(self, offset: int) -> None:
         """Persist the state as valid for every batch below ``offset``."""
