@@ -18,7 +18,7 @@ import click
 
 from broker.cli.common import ReportErrors, open_admin, partitions_of, table
 from broker.cli.params import DATETIME, OFFSET
-from broker.errors import InvalidRequestError, NonEmptyGroupError, RiverlogError
+from broker.errors import GroupIdNotFoundError, InvalidRequestError, NonEmptyGroupError, RiverlogError
 
 _DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
 
@@ -44,10 +44,12 @@ def groups_list(ctx, state):
 @click.pass_context
 def groups_describe(ctx, group_ids, show_members):
     """Per partition: committed offset, log end offset (high watermark), lag and owning member."""
-    from broker.client import ConsumerGroupTopicPartitions, OffsetSpec
+    from broker.client import ConsumerGroupState, ConsumerGroupTopicPartitions, OffsetSpec
     with open_admin(ctx) as admin:
         for group_id in group_ids:
             desc = admin.describe_consumer_groups([group_id])[group_id].result()
+            if desc.state == ConsumerGroupState.DEAD:  # kafka-consumer-groups.sh's answer for it
+                raise GroupIdNotFoundError(f"Consumer group '{group_id}' does not exist.")
             if show_members:
                 rows = [["GROUP", "MEMBER", "INSTANCE", "CLIENT-ID", "EPOCH", "ASSIGNMENT"]]
                 for m in desc.members:

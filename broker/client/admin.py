@@ -238,6 +238,19 @@ class DeletedRecords:
     low_watermark: int
 
 
+def _duplicate_in(resources) -> str | None:
+    """librdkafka's message for a repeated ConfigResource, or a ConfigEntry repeated within one."""
+    seen = set()
+    for r in resources:
+        if (int(r.restype), r.name) in seen:
+            return "Duplicate ConfigResource found"
+        seen.add((int(r.restype), r.name))
+        names = [c.name for c in r.incremental_configs]
+        if len(set(names)) != len(names):
+            return "Duplicate ConfigEntry found"
+    return None
+
+
 def _error(code: int, message: str) -> RiverlogError:
     return error_for_code(code)(message)
 
@@ -398,7 +411,15 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin):
     def incremental_alter_configs(self, resources: list[ConfigResource], validate_only: bool = False,
                                   request_timeout: float | None = None):
         """Apply each resource's ``incremental_configs`` (SET, DELETE, or APPEND/SUBTRACT on a LIST
-        config such as cleanup.policy) and keep other overrides."""
+        config such as cleanup.policy) and keep other overrides. As librdkafka's
+        ``rd_kafka_IncrementalAlterConfigs``, a resource listed twice or a config named twice in
+        one resource fails every future with ``_INVALID_ARG`` and sends nothing."""
+        duplicate = _duplicate_in(resources)
+        if duplicate is not None:
+            failed = {r: Future() for r in resources}
+            for f in failed.values():
+                f.set_exception(KafkaException(KafkaError(KafkaError._INVALID_ARG, duplicate)))
+            return failed
         return self._alter(resources, validate_only, True, request_timeout)
 
     def _alter(self, resources, validate_only, incremental, request_timeout):

@@ -6,18 +6,25 @@
     admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions("billing", [TopicPartition("orders", 0, 42)])])
     admin.delete_consumer_groups(["billing"])
 
-Each group's requests go to its coordinator. Altering offsets is refused (``UnknownMemberIdError``,
-Kafka's answer) while the group has members, as Kafka refuses to reset a running group.
+Each group's requests go to its coordinator. A coordinator error in an answer's body (loading,
+moved, not available) is retried until the call's timeout, finding the coordinator again when it
+moved, as Java's admin handlers do (``DescribeConsumerGroupsHandler.handleError`` and its siblings):
+a broker that just took a group over answers once it has loaded it. Altering offsets is refused
+(``UnknownMemberIdError``, Kafka's answer) while the group has members, as Kafka refuses to reset a
+running group. A group that does not exist is described as ``ConsumerGroupState.DEAD`` with no
+members, as Kafka's DescribeGroups answers.
 """
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from broker.client.coordinator import CoordinatorClient
-from broker.client.message import TopicPartition
+from broker.client.message import OFFSET_INVALID, TopicPartition
 from broker.client.model import ConsumerGroupState, ConsumerGroupType
-from broker.errors import RiverlogError, error_for_code
+from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError,
+                           RiverlogError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import grouped
 
@@ -120,11 +127,79 @@ def _raise_first(results) -> None:
         raise error_for_code(failed.error_code)(failed.error_message)
 
 
+_COORDINATOR_ERRORS = (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError)
+_MOVED = (CoordinatorNotAvailableError, NotCoordinatorError)
+
+
+def _coordinator_error(results) -> RiverlogError | None:
+    """The first coordinator error (loading, moved, not available) among ``results``' codes."""
+    for r in results:
+        if r.error_code:
+            error = error_for_code(r.error_code)(r.error_message)
+            if isinstance(error, _COORDINATOR_ERRORS):
+                return error
+    return None
+
+
+def _check_alter_request(requests) -> None:
+    """confluent-kafka's ``_check_alter_consumer_group_offsets_request``, per group: an offset to
+    set must be given and not negative (a negative one would be stored and make the group stall or
+    skip), so a bad request fails at the call, before anything is sent."""
+    if requests is None:
+        raise TypeError("request cannot be None")
+    if not isinstance(requests, list):
+        raise TypeError("request must be a list")
+    for req in requests:
+        if not isinstance(req, ConsumerGroupTopicPartitions):
+            raise TypeError("Expected list of 'ConsumerGroupTopicPartitions'")
+        if req.group_id is None:
+            raise TypeError("'group_id' cannot be None")
+        if not isinstance(req.group_id, str):
+            raise TypeError("'group_id' must be a string")
+        if not req.group_id:
+            raise ValueError("'group_id' cannot be empty")
+        if req.topic_partitions is None:
+            raise ValueError("'topic_partitions' cannot be null")
+        if not isinstance(req.topic_partitions, list):
+            raise TypeError("'topic_partitions' must be a list")
+        if len(req.topic_partitions) == 0:
+            raise ValueError("'topic_partitions' cannot be empty")
+        for tp in req.topic_partitions:
+            if tp is None:
+                raise ValueError("Element of 'topic_partitions' cannot be None")
+            if not isinstance(tp, TopicPartition):
+                raise TypeError("Element of 'topic_partitions' must be of type TopicPartition")
+            if tp.topic is None:
+                raise TypeError("Element of 'topic_partitions' must not have 'topic' attribute as None")
+            if not tp.topic:
+                raise ValueError("Element of 'topic_partitions' must not have 'topic' attribute as Empty")
+            if tp.partition < 0:
+                raise ValueError("Element of 'topic_partitions' must not have negative value for 'partition' field")
+            if tp.offset < 0:
+                raise ValueError("Element of 'topic_partitions' must not have negative value for 'offset' field")
+
+
 class ConsumerGroupAdmin:
     """Needs ``self.cluster`` and ``self._fan_out`` (from AdminClient)."""
 
     def _coordinator(self, group_id: str) -> CoordinatorClient:
         return CoordinatorClient(self.cluster, group_id)
+
+    def _call_group(self, coordinator: CoordinatorClient, method: str, request, timeout: float | None, results):
+        """``method`` on the group's coordinator, retried while ``results(response)`` carries a
+        coordinator error (loading: the same broker again; moved or not available: find it again),
+        until ``timeout``; then that error is the answer, as it is for errors the call raises."""
+        deadline = time.monotonic() + (self.cluster.timeout if timeout is None else timeout)
+        while True:
+            response = coordinator.call(method, request, max(0.1, deadline - time.monotonic()))
+            error = _coordinator_error(results(response))
+            if error is None:
+                return response
+            if isinstance(error, _MOVED):
+                coordinator.forget()
+            if time.monotonic() + self.cluster.backoff >= deadline:
+                raise error
+            time.sleep(self.cluster.backoff)
 
     def _per_group(self, group_ids, fn, request_timeout) -> dict[str, Future]:
         def call():
@@ -181,7 +256,8 @@ class ConsumerGroupAdmin:
     def describe_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None,
                                  include_authorized_operations: bool = False) -> dict[str, Future]:
         def describe(group_id, coordinator, timeout):
-            response = coordinator.call("DescribeGroups", pb.DescribeGroupsRequest(group_ids=[group_id]), timeout)
+            response = self._call_group(coordinator, "DescribeGroups", pb.DescribeGroupsRequest(group_ids=[group_id]),
+                                        timeout, lambda r: r.groups)
             d = response.groups[0]
             if d.error_code:
                 return error_for_code(d.error_code)(d.error_message)
@@ -195,29 +271,38 @@ class ConsumerGroupAdmin:
     def delete_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None) -> dict[str, Future]:
         """Delete empty groups and their offsets (``NonEmptyGroupError`` while members remain)."""
         def delete(group_id, coordinator, timeout):
-            r = coordinator.call("DeleteGroups", pb.DeleteGroupsRequest(group_ids=[group_id]), timeout).results[0]
+            r = self._call_group(coordinator, "DeleteGroups", pb.DeleteGroupsRequest(group_ids=[group_id]), timeout,
+                                 lambda r: r.results).results[0]
             return error_for_code(r.error_code)(r.error_message) if r.error_code else None
         return self._per_group(group_ids, delete, request_timeout)
 
     def list_consumer_group_offsets(self, requests: list[ConsumerGroupTopicPartitions],
                                     request_timeout: float | None = None, require_stable: bool = False
                                     ) -> dict[str, Future]:
-        """Committed offsets (all of the group's, or the listed partitions') per group. Offsets
-        committed in a transaction show once it commits, so ``require_stable`` (accepted, as
-        confluent-kafka's ``include_authorized_operations`` on the describe calls) changes nothing."""
+        """Committed offsets (all of the group's, or the listed partitions') per group. Every listed
+        partition is answered, with ``OFFSET_INVALID`` where the group has committed nothing (as
+        confluent-kafka and Kafka's OffsetFetch). Offsets committed in a transaction show once it
+        commits, so ``require_stable`` (accepted, as confluent-kafka's
+        ``include_authorized_operations`` on the describe calls) changes nothing."""
         wanted = {r.group_id: r.topic_partitions for r in requests}
 
         def fetch(group_id, coordinator, timeout):
             request = pb.OffsetFetchRequest(group_id=group_id, partitions=grouped(wanted[group_id] or []))
             response = coordinator.call("OffsetFetch", request, timeout)
-            found = [TopicPartition(o.topic, o.partition, o.offset, o.metadata or None) for o in response.offsets]
-            return ConsumerGroupTopicPartitions(group_id, sorted(found))
+            found = {(o.topic, o.partition): TopicPartition(o.topic, o.partition, o.offset, o.metadata or None)
+                     for o in response.offsets}
+            for tp in wanted[group_id] or []:
+                found.setdefault((tp.topic, tp.partition), TopicPartition(tp.topic, tp.partition, OFFSET_INVALID))
+            return ConsumerGroupTopicPartitions(group_id, sorted(found.values()))
         return self._per_group(list(wanted), fetch, request_timeout)
 
     def alter_consumer_group_offsets(self, requests: list[ConsumerGroupTopicPartitions],
                                      request_timeout: float | None = None) -> dict[str, Future]:
-        """Set committed offsets; refused while the group has active members."""
-        wanted = {r.group_id: r.topic_partitions or [] for r in requests}
+        """Set committed offsets; refused while the group has active members. Checked first as
+        confluent-kafka checks (``ValueError`` for an empty list or a negative offset); a partition
+        the cluster does not have fails with ``UnknownTopicOrPartitionError`` (nothing is stored)."""
+        _check_alter_request(requests)
+        wanted = {r.group_id: r.topic_partitions for r in requests}
 
         def alter(group_id, coordinator, timeout):
             by_topic: dict[str, list] = {}
@@ -226,7 +311,7 @@ class ConsumerGroupAdmin:
                     partition=tp.partition, offset=tp.offset, metadata=tp.metadata or "", leader_epoch=-1))
             request = pb.OffsetCommitRequest(group_id=group_id, member_id="", member_epoch=-1, topics=[
                 pb.CommitTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
-            _raise_first(coordinator.call("OffsetCommit", request, timeout).results)
+            _raise_first(self._call_group(coordinator, "OffsetCommit", request, timeout, lambda r: r.results).results)
             return ConsumerGroupTopicPartitions(group_id, sorted(wanted[group_id]))
         return self._per_group(list(wanted), alter, request_timeout)
 
@@ -236,6 +321,6 @@ class ConsumerGroupAdmin:
         for a topic a member still subscribes to)."""
         def delete(group_id, coordinator, timeout):
             request = pb.OffsetDeleteRequest(group_id=group_id, partitions=grouped(partitions))
-            _raise_first(coordinator.call("OffsetDelete", request, timeout).results)
+            _raise_first(self._call_group(coordinator, "OffsetDelete", request, timeout, lambda r: r.results).results)
             return None
         return self._per_group([group_id], delete, request_timeout)[group_id]

@@ -34,13 +34,16 @@ from dataclasses import dataclass
 
 from broker.config import TOPIC_CONFIG, Config
 from broker.errors import (BrokerNotAvailableError, FencedLeaderEpochError, InvalidPartitionsError, InvalidReplicaAssignmentError,
-                           InvalidReplicationFactorError, InvalidRequestError, NotLeaderOrFollowerError,
-                           PolicyViolationError, StaleBrokerEpochError, TopicAlreadyExistsError,
+                           InvalidReplicationFactorError, InvalidRequestError, InvalidTopicError,
+                           NotLeaderOrFollowerError, StaleBrokerEpochError, TopicAlreadyExistsError,
                            UnknownTopicOrPartitionError)
 from broker.metadata.image import MetadataImage, PartitionState, TopicImage, validate_topic_name
 from broker.replication.election import elect_leader
 
 MAX_PARTITIONS = 10_000
+# The metadata log's name (its directory is "__cluster_metadata-0"): the one name Kafka's
+# ControllerApis.createTopics refuses outright. Other names starting with "__" are allowed, as in Kafka.
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 # How long after a controller becomes active (at least; two broker sessions when longer) a
 # replication factor only brokers still starting could satisfy is answered "not yet" (retriable)
 # instead of InvalidReplicationFactor: the moments after a cluster starts, while its nodes register.
@@ -229,10 +232,13 @@ class QuorumController:
                      assignment: list[list[int]] | None = None, internal: bool = False,
                      now_ms: int | None = None) -> list[dict]:
         validate_topic_name(name)
-        if name.startswith("__") and not internal:
-            raise PolicyViolationError("topic names starting with '__' are reserved for internal topics")
+        if name == CLUSTER_METADATA_TOPIC:
+            raise InvalidRequestError(f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.")
         if name in image.topics:
             raise TopicAlreadyExistsError(f"topic '{name}' already exists")
+        colliding = colliding_topic(image.topics, name)
+        if colliding is not None:
+            raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {colliding}")
         partitions = self.config["num.partitions"] if num_partitions == -1 else num_partitions
         if not 1 <= partitions <= MAX_PARTITIONS:
             raise InvalidPartitionsError(f"num_partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
@@ -316,6 +322,20 @@ class QuorumController:
                 replicas = [brokers[(leader + j) % n] for j in range(factor)]
             out.append(replicas)
         return out
+
+
+def unify_collision_chars(name: str) -> str:
+    """Kafka's ``Topic.unifyCollisionChars``: '.' and '_' collide in metric names, so they count as one."""
+    return name.replace(".", "_")
+
+
+def colliding_topic(existing, name: str) -> str | None:
+    """An existing topic other than ``name`` that differs from it only by '.' versus '_' (Kafka's
+    ``ReplicationControlManager.validateNewTopicNames``), or None."""
+    if "." not in name and "_" not in name:   # Topic.hasCollisionChars
+        return None
+    unified = unify_collision_chars(name)
+    return min((t for t in existing if t != name and unify_collision_chars(t) == unified), default=None)
 
 
 def validate_assignment(assignment: list[list[int]], brokers: set[int]) -> None:

@@ -1,12 +1,34 @@
 """Consumer-group requests: protobuf in, :class:`GroupRuntime` operations, protobuf out."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 
-from broker.errors import InvalidSessionTimeoutError, RiverlogError
+from broker.errors import (GroupIdNotFoundError, InvalidSessionTimeoutError, RiverlogError,
+                           UnknownTopicOrPartitionError)
 from broker.group.group import Committed
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import add_results, grouped, pairs
 from broker.server.group_runtime import GroupRuntime
+
+DEAD = "Dead"  # the state Kafka's DescribeGroups gives a group that does not exist
+
+
+def drop_unknown_partitions(image, offsets: Mapping, results) -> dict:
+    """Kafka's ``handleOffsetCommitRequest`` / ``handleTxnOffsetCommitRequest``: a partition the
+    metadata image does not have (unknown topic, or a partition number the topic lacks) is answered
+    ``UNKNOWN_TOPIC_OR_PARTITION`` in ``results`` and stored nowhere, so a topic created later under
+    the name is not read from offsets committed before it existed. Returns the offsets to commit."""
+    known = {}
+    for (topic, partition), committed in offsets.items():
+        t = image.topics.get(topic)
+        if t is not None and 0 <= partition < t.num_partitions:
+            known[(topic, partition)] = committed
+            continue
+        error = UnknownTopicOrPartitionError(
+            f"topic '{topic}' does not exist" if t is None else
+            f"topic '{topic}' has {t.num_partitions} partitions; partition {partition} does not exist")
+        add_results(results, [(topic, partition)], error)
+    return known
 
 
 class GroupHandlers:
@@ -39,6 +61,9 @@ class GroupHandlers:
         offsets = {(t.name, p.partition): Committed(p.offset, p.metadata, p.leader_epoch, now)
                    for t in request.topics for p in t.partitions}
         response = pb.OffsetCommitResponse()
+        offsets = drop_unknown_partitions(self.runtime.broker.image, offsets, response.results)
+        if not offsets:
+            return response
         try:
             self.runtime.run(request.group_id, lambda shard: (None, shard.commit(
                 request.group_id, request.member_id, request.member_epoch, offsets)))
@@ -71,6 +96,8 @@ class GroupHandlers:
             d = response.groups.add(group_id=group_id, coordinator=self.runtime.broker.node_id)
             try:
                 self.runtime.read(group_id, lambda shard: self._describe(shard.describe(group_id), d))
+            except GroupIdNotFoundError:
+                d.state = DEAD  # Kafka's describeGroups: an unknown group is Dead, with no members
             except RiverlogError as e:
                 d.error_code, d.error_message = e.code, e.message
         return response

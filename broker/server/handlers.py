@@ -14,16 +14,34 @@ import logging
 import time
 
 from broker.config import APPEND, SUBTRACT, TOPIC_CONFIG, altered_list
-from broker.errors import (BrokerNotAvailableError, InvalidRequestError, InvalidRequiredAcksError,
+from broker.controller.quorum_controller import colliding_topic
+from broker.errors import (BrokerNotAvailableError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
                            LeaderNotAvailableError, NotLeaderOrFollowerError, RiverlogError,
                            TopicAlreadyExistsError, UnknownServerError, UnknownTopicOrPartitionError)
+from broker.group.coordinator import OFFSETS_TOPIC
 from broker.proto import riverlog_pb2 as pb
 from broker.server.broker import Broker
+from broker.transaction.coordinator import TXN_TOPIC
 
 log = logging.getLogger(__name__)
 
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+# Kafka's Topic.isInternal: the topics the brokers keep for themselves. Only these are marked
+# internal in Metadata, and only these are not auto-created by a Metadata request (their
+# coordinators create them, with their own settings, on first use).
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TXN_TOPIC})
+
+
+def _duplicates(names) -> list:
+    """The names that occur more than once, in order of first occurrence (Kafka's ControllerApis
+    answers each ``INVALID_REQUEST`` "Duplicate topic name." and acts on none of them)."""
+    seen, dup = set(), {}
+    for name in names:
+        if name in seen:
+            dup[name] = None
+        seen.add(name)
+    return list(dup)
 
 
 def _fill_error(result, error: Exception) -> None:
@@ -75,7 +93,7 @@ class Handlers:
                                                        " (auto.create.topics.enable is false on the broker)")))
                 continue
             tm.topic_id = topic.topic_id
-            tm.internal = name.startswith("__")
+            tm.internal = name in INTERNAL_TOPICS
             for index, p in enumerate(topic.partitions):
                 pm = tm.partitions.add(partition=index, leader=p.leader, leader_epoch=p.leader_epoch,
                                        replicas=p.replicas, isr=p.isr)
@@ -88,8 +106,9 @@ class Handlers:
         """Kafka's ``auto.create.topics.enable``: a producer's or consumer's metadata request creates
         an unknown topic with ``num.partitions`` and ``default.replication.factor``; returns it once
         this broker's image shows it (another client may have created it first)."""
-        if name.startswith("__"):
-            raise UnknownTopicOrPartitionError(f"topic '{name}' does not exist; internal topics are not auto-created")
+        if name in INTERNAL_TOPICS:
+            raise UnknownTopicOrPartitionError(f"topic '{name}' does not exist yet; its coordinator creates it on "
+                                               "first use")
         try:
             self.broker.create_topic(name, -1, -1, {})
         except TopicAlreadyExistsError:
@@ -114,34 +133,55 @@ class Handlers:
 
     # ---------------------------------------------------------------------------- topics
     def create_topics(self, request: pb.CreateTopicsRequest) -> pb.CreateTopicsResponse:
+        """Each topic in turn, so a name colliding ('.' versus '_') with one created earlier in the
+        same request is refused as it would be in a later request; with ``validate_only`` nothing is
+        created, so the names validated so far stand in for them."""
         response = pb.CreateTopicsResponse()
+        duplicates = _duplicates(t.name for t in request.topics)
+        validated: set[str] = set()
         for t in request.topics:
+            if t.name in duplicates:
+                continue
             result = response.results.add(name=t.name)
             try:
+                colliding = colliding_topic(validated, t.name)
+                if colliding is not None:
+                    raise InvalidTopicError(f"Topic '{t.name}' collides with existing topic: {colliding}")
                 self.broker.create_topic(t.name, t.num_partitions, t.replication_factor, dict(t.configs),
                                          request.validate_only)
+                if request.validate_only:
+                    validated.add(t.name)
             except Exception as e:  # noqa: BLE001 - reported per topic
                 _fill_error(result, e)
+        _add_duplicates(response.results, duplicates)
         return response
 
     def delete_topics(self, request: pb.DeleteTopicsRequest) -> pb.DeleteTopicsResponse:
         response = pb.DeleteTopicsResponse()
+        duplicates = _duplicates(request.topics)
         for name in request.topics:
+            if name in duplicates:
+                continue
             result = response.results.add(name=name)
             try:
                 self.broker.delete_topic(name)
             except Exception as e:  # noqa: BLE001
                 _fill_error(result, e)
+        _add_duplicates(response.results, duplicates)
         return response
 
     def create_partitions(self, request: pb.CreatePartitionsRequest) -> pb.CreatePartitionsResponse:
         response = pb.CreatePartitionsResponse()
+        duplicates = _duplicates(t.name for t in request.topics)
         for t in request.topics:
+            if t.name in duplicates:
+                continue
             result = response.results.add(name=t.name)
             try:
                 self.broker.create_partitions(t.name, t.count, request.validate_only)
             except Exception as e:  # noqa: BLE001
                 _fill_error(result, e)
+        _add_duplicates(response.results, duplicates)
         return response
 
     def elect_leaders(self, request: pb.ElectLeadersRequest) -> pb.ElectLeadersResponse:
@@ -338,10 +378,18 @@ class Handlers:
             raise InvalidRequestError(f"config resource type {resource.type} is not supported (2 topic, 4 broker)")
 
     def alter_configs(self, request: pb.AlterConfigsRequest) -> pb.AlterConfigsResponse:
+        """A resource named twice is answered ``INVALID_REQUEST`` "Duplicate resource." once and
+        left as it is, and a config named twice in one resource "Error due to duplicate config
+        keys" (Kafka's ControllerApis and ConfigAdminManager)."""
         response = pb.AlterConfigsResponse()
+        duplicates = _duplicates((r.resource.type, r.resource.name) for r in request.resources)
         for resource in request.resources:
+            if (resource.resource.type, resource.resource.name) in duplicates:
+                continue
             result = response.results.add(resource=resource.resource)
             try:
+                if _duplicates(entry.name for entry in resource.configs):
+                    raise InvalidRequestError("Error due to duplicate config keys")
                 if resource.resource.type != RESOURCE_TOPIC:
                     raise InvalidRequestError(
                         "only topic configs can be altered; broker configs are read at start-up")
@@ -365,7 +413,15 @@ class Handlers:
                 self.broker.alter_topic_config(topic.name, overrides, request.validate_only)
             except Exception as e:  # noqa: BLE001
                 _fill_error(result, e)
+        for type_, name in duplicates:
+            result = response.results.add(resource=pb.ConfigResource(type=type_, name=name))
+            _fill_error(result, InvalidRequestError("Duplicate resource."))
         return response
+
+
+def _add_duplicates(results, names) -> None:
+    for name in names:
+        _fill_error(results.add(name=name), InvalidRequestError("Duplicate topic name."))
 
 
 class Replicating:

@@ -6,6 +6,7 @@ from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailab
 from broker.group.group import Committed
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import add_results, grouped, pairs
+from broker.server.group_handlers import drop_unknown_partitions
 from broker.server.txn_runtime import TransactionRuntime
 from broker.transaction.coordinator import DEAD
 
@@ -41,6 +42,9 @@ class TransactionHandlers:
         offsets = {(t.name, p.partition): Committed(p.offset, p.metadata, p.leader_epoch, now)
                    for t in request.topics for p in t.partitions}
         response = pb.OffsetCommitResponse()
+        offsets = drop_unknown_partitions(self.broker.image, offsets, response.results)
+        if not offsets:
+            return response
         try:
             self.runtime.groups.run(request.group_id, lambda shard: (None, shard.commit_in_transaction(
                 request.group_id, request.member_id, request.member_epoch, request.producer_id,

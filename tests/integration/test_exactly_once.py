@@ -22,6 +22,14 @@ def topic(shared_broker, topic_name):
     return topic_name
 
 
+@pytest.fixture
+def input_topic(shared_broker, topic):
+    """The consumed topic whose offsets a batch commits: a group's offsets name partitions that exist."""
+    with AdminClient({"bootstrap.servers": shared_broker.bootstrap}) as admin:
+        admin.create_topics([NewTopic(f"{topic}-in", 2)])[f"{topic}-in"].result(30)
+    return f"{topic}-in"
+
+
 def values(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[int]:
     """Every value readable now with ``isolation`` (read until a poll returns nothing)."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "", "enable.auto.commit": False,
@@ -186,7 +194,7 @@ class CommitterKilled(Exception):
     """Stands for the committer's process dying right after its decision was recorded."""
 
 
-def test_a_batch_commits_its_groups_offsets_with_its_output(shared_broker, topic):
+def test_a_batch_commits_its_groups_offsets_with_its_output(shared_broker, topic, input_topic):
     servers, group = shared_broker.bootstrap, f"{topic}-app"
     with ExactlyOnce({"bootstrap.servers": servers}, owner=topic) as eo:
         out = write_open(servers, topic, eo.transactional_id(0, 0, 0), range(10))
@@ -209,7 +217,7 @@ def test_a_batch_commits_its_groups_offsets_with_its_output(shared_broker, topic
 
 
 def test_a_committer_killed_after_recording_is_finished_by_its_replay_and_offsets_commit_once(
-        shared_broker, topic, monkeypatch):
+        shared_broker, topic, input_topic, monkeypatch):
     servers, group = shared_broker.bootstrap, f"{topic}-app"
     eo = ExactlyOnce({"bootstrap.servers": servers}, owner=topic, transaction_timeout_ms=120_000)
     try:
@@ -285,7 +293,7 @@ def test_a_batch_writes_its_committer_records_once_with_its_output(shared_broker
 
 
 def test_a_committer_killed_before_recording_leaves_nothing_its_replay_does_not_replace(
-        shared_broker, topic, monkeypatch):
+        shared_broker, topic, input_topic, monkeypatch):
     """Not recorded, not decided: the replay re-runs the batch, its offsets attempt takes the id over
     (fencing and aborting the dead committer's), and the dead run's task attempts are strays."""
     servers, group = shared_broker.bootstrap, f"{topic}-app"
@@ -311,7 +319,7 @@ def test_a_committer_killed_before_recording_leaves_nothing_its_replay_does_not_
         assert _ongoing(servers, topic) == []
 
 
-def test_a_replayed_older_batch_does_not_move_the_offsets_back(shared_broker, topic):
+def test_a_replayed_older_batch_does_not_move_the_offsets_back(shared_broker, topic, input_topic):
     servers, group = shared_broker.bootstrap, f"{topic}-app"
     with ExactlyOnce({"bootstrap.servers": servers}, owner=topic) as eo:
         eo.commit(1, [write_open(servers, topic, eo.transactional_id(1, 0, 0), range(5))],
