@@ -44,9 +44,9 @@ __all__ = ["BATCH_SCHEMA", "Consumer", "ConsumerClosedError", "ConsumerGroupMeta
 MAX_CONSUME_MESSAGES = 1_000_000  # confluent-kafka's bound on consume(num_messages)
 
 
-class ConsumerClosedError(ClientClosedError, RuntimeError):
-    """A method was called on a closed consumer. confluent-kafka raises ``RuntimeError("Consumer
-    closed")``; this is one, and still a :class:`ClientClosedError` (same code) for Riverlog code."""
+class ConsumerClosedError(ClientClosedError):
+    """A method was called on a closed consumer: confluent-kafka's ``RuntimeError("Consumer
+    closed")`` (a :class:`ClientClosedError`, so a ``RuntimeError``)."""
 
 @dataclass(frozen=True)
 class ConsumerGroupMetadata:

@@ -501,8 +501,9 @@ class QueueFullError(RetriableError, BufferError):
     code, name, kafka_code, grpc_status = 1003, "QUEUE_FULL", -184, S.RESOURCE_EXHAUSTED  # _QUEUE_FULL
 
 
-class ClientClosedError(RiverlogError):
-    """The client was closed."""
+class ClientClosedError(RiverlogError, RuntimeError):
+    """The client was closed. A ``RuntimeError`` too, as confluent-kafka raises
+    ``RuntimeError("Consumer closed")`` / ``("Producer has been closed")``."""
     code, kafka_code, grpc_status = 1004, -197, S.CANCELLED  # _DESTROY
 
 

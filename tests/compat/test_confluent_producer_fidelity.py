@@ -163,8 +163,9 @@ def test_a_closed_producer_refuses_poll_and_flush_as_produce(shared_broker):
     p = Producer({"bootstrap.servers": shared_broker.bootstrap})
     assert p.close() == 0
     for call in (lambda: p.produce("t", b"x"), lambda: p.flush(1), lambda: p.poll(0)):
-        with pytest.raises(ClientClosedError, match="^Producer has been closed$"):
+        with pytest.raises(RuntimeError, match="^Producer has been closed$") as raised:
             call()
+        assert isinstance(raised.value, ClientClosedError)
     assert p.close() == 0   # closing again does nothing, as confluent-kafka's close
     wait_until(lambda: not p._thread.is_alive(), 10, message="the sender thread to stop")
 
