@@ -131,9 +131,11 @@ class CdcBatchReader(DataSourceReader):
         else:
             yield from self._read_snapshot(partition)
 
-    def _builder(self, tables, last_commit_lsn=None):
+    def _builder(self, tables, conn, last_commit_lsn=None):
         from spark_source.postgres.envelope import EnvelopeBuilder
-        builder = EnvelopeBuilder(self.options.envelope, last_commit_lsn=last_commit_lsn)
+        from spark_source.postgres.type_registry import TypeRegistry
+        builder = EnvelopeBuilder(self.options.envelope, last_commit_lsn=last_commit_lsn,
+                                  types=TypeRegistry.load(conn))
         for table in tables:
             builder.table(table.relation, primary_key=table.key, not_null=table.not_null)
         return builder
@@ -154,7 +156,7 @@ class CdcBatchReader(DataSourceReader):
             with conn.cursor() as cur:
                 cur.execute(_WAL_POSITION)
                 lsn = lsn_from_str(cur.fetchone()[0])
-            builder, now = self._builder(tables), time.time_ns() // 1000
+            builder, now = self._builder(tables, conn), time.time_ns() // 1000
             position, order = Position(0), 0
             while not reader.done(position):
                 rows, position = reader.read(position, self.options.snapshot_fetch_size)
@@ -179,7 +181,7 @@ class CdcBatchReader(DataSourceReader):
         conn = slots.connect(o)
         try:
             tables = slots.captured_tables(conn, o)
-            builder, include = self._builder(tables, partition.after), lambda r: o.includes(r.namespace, r.name)
+            builder, include = self._builder(tables, conn, partition.after), lambda r: o.includes(r.namespace, r.name)
             conn.autocommit = False
             cur = conn.cursor(name="riverlog_peek")
             cur.itersize = PEEK_FETCH

@@ -37,6 +37,7 @@ from spark_source.postgres.options import CdcOptions
 from spark_source.postgres.pgoutput import lsn_to_str
 from spark_source.postgres.replication import ReplicationStream
 from spark_source.postgres.snapshot import Position, SnapshotReader
+from spark_source.postgres.type_registry import TypeRegistry
 
 log = logging.getLogger(__name__)
 SNAPSHOT, STREAM, DONE, NEW = "snapshot", "stream", "done", "new"
@@ -87,6 +88,7 @@ class Capture:
         self._chunks: dict[tuple[str, str], list] = {}  # snapshot rows read ahead, by (start, end)
         self._initial: CdcOffset | None = None
         self._catalog: dict[int, tuple[tuple, slots.Table | None]] = {}   # oid -> (shape read, table)
+        self._types: TypeRegistry | None = None   # the catalog's user types (domains, enums, hstore, ...)
 
     # ------------------------------------------------------------------------------ setup
     @property
@@ -97,6 +99,12 @@ class Capture:
             self.tables = slots.captured_tables(self._sql, self.options)
             slots.ensure_publication(self._sql, self.options, self.tables)
         return self._sql
+
+    @property
+    def types(self) -> TypeRegistry:
+        if self._types is None:
+            self._types = TypeRegistry.load(self.sql)
+        return self._types
 
     def initial_offset(self) -> CdcOffset:
         """Where a new query starts: creates the slot (exporting a snapshot unless ``no_data``).
@@ -276,7 +284,8 @@ class Capture:
             return []   # the first batch only records where the query starts
         import time
         now = now_us() if now_us else time.time_ns() // 1000
-        builder = EnvelopeBuilder(self.options.envelope, last_commit_lsn=start.lsn if start.phase == STREAM else None)
+        builder = EnvelopeBuilder(self.options.envelope, last_commit_lsn=start.lsn if start.phase == STREAM else None,
+                                  types=self.types)
         for table in self.tables:
             builder.table(table.relation, primary_key=table.key, not_null=table.not_null)
         out: list[tuple[CdcRecord, int]] = []
@@ -310,7 +319,9 @@ class Capture:
         """Give ``builder`` the catalog's key and NOT NULL columns for every relation of ``txn`` the
         capture's startup catalog does not describe: a table created, or whose columns changed, after
         it started. Without them such a table was read with every column optional and, under REPLICA
-        IDENTITY FULL, keyless. Each shape is read from the catalog once."""
+        IDENTITY FULL, keyless. Each shape is read from the catalog once; a column whose type the
+        type registry does not know (a domain or enum created since) reloads the registry, as
+        Debezium's TypeRegistry does on an unknown oid."""
         if not self._catalog:
             self._catalog = {t.relation.oid: (_shape(t.relation), t) for t in self.tables}
         for change in txn.changes:
@@ -321,6 +332,9 @@ class Capture:
             known = self._catalog.get(relation.oid)
             if known is None or known[0] != shape:
                 known = self._catalog[relation.oid] = (shape, slots.table_by_oid(self.sql, relation.oid))
+                if not all(self.types.knows(c.type_oid) for c in relation.columns):
+                    self._types = TypeRegistry.load(self.sql)
+                    builder.types = self._types
             table = known[1]
             if table is None:
                 continue   # dropped since: the Relation's own flags are all there is

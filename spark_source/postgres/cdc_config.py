@@ -40,7 +40,7 @@ class CdcConfig:
     def from_options(cls, options: dict) -> "CdcConfig":
         """Debezium's option names: ``topic.prefix``, ``database.dbname``, ``decimal.handling.mode``,
         ``time.precision.mode``, ``binary.handling.mode``, ``interval.handling.mode``,
-        ``money.fraction.digits``, ``unavailable.value.placeholder``, ``tombstones.on.delete``,
+        ``money.fraction.digits``, ``hstore.handling.mode`` (json or map), ``unavailable.value.placeholder``, ``tombstones.on.delete``,
         ``provide.transaction.metadata``, ``topic.transaction``, ``skipped.operations`` (c,u,d,t or
         none; default t), ``schemas.enable`` (JsonConverter's, for key and value),
         ``message.prefix.include.list`` / ``message.prefix.exclude.list`` (regular expressions)."""
@@ -60,7 +60,8 @@ class CdcConfig:
         except ValueError:
             raise CdcConfigError("money.fraction.digits must be an integer", option="money.fraction.digits") from None
         modes = TypeModes(get("decimal.handling.mode", "precise"), get("time.precision.mode", "adaptive"),
-                          get("binary.handling.mode", "bytes"), get("interval.handling.mode", "numeric"), digits)
+                          get("binary.handling.mode", "bytes"), get("interval.handling.mode", "numeric"), digits,
+                          get("hstore.handling.mode", "json"))
         include = logical_messages.patterns("message.prefix.include.list", get("message.prefix.include.list"))
         exclude = logical_messages.patterns("message.prefix.exclude.list", get("message.prefix.exclude.list"))
         if include and exclude:

@@ -41,8 +41,11 @@ def fallback(field_schema: dict) -> Any:
         return {"scale": 0, "value": "AA=="}
     if name == "org.apache.kafka.connect.data.Decimal":
         return "AA=="
+    if name == "io.debezium.data.geometry.Point":   # PostgresValueConverter.convertPoint: Point.createValue(0, 0)
+        from spark_source.postgres.special_types import point
+        return point("(0,0)")
     return {"string": "", "bytes": "", "boolean": False, "float32": 0.0, "float64": 0.0,
-            "array": []}.get(kind, 0 if kind.startswith("int") else None)
+            "array": [], "map": {}}.get(kind, 0 if kind.startswith("int") else None)
 
 
 def field(kind: str, field_name: str, optional: bool, **extra) -> dict:

@@ -37,7 +37,7 @@ from spark_source.postgres.cdc_config import VERSION, CdcConfig  # noqa: F401  (
 from spark_source.postgres.debezium_schemas import topic_name  # noqa: F401  (re-exported)
 from spark_source.postgres.pgoutput import UNCHANGED_TOAST, Relation
 from spark_source.postgres.transactions import Change, Transaction
-from spark_source.postgres.types import bytes_json, column_type, convert_value
+from spark_source.postgres.types import ValueConversionError, bytes_json, column_type, convert_value
 
 COMMIT_LSN_HEADER = "riverlog.cdc.commit_lsn"
 ORDER_HEADER = "riverlog.cdc.order"
@@ -83,11 +83,14 @@ class TableSchema:
 class EnvelopeBuilder:
     """Pure: changes in, records out. Keeps the table schemas (rebuilt when a Relation changes) and
     the last commit LSN (``source.sequence``'s first element). ``now_us`` is the clock for the
-    payload's ``ts_ms`` (processing time), passed in so tests fix it."""
+    payload's ``ts_ms`` (processing time), passed in so tests fix it. ``types`` (a
+    :class:`~spark_source.postgres.type_registry.TypeRegistry` read from the catalog) resolves
+    domains, enums and extension types; without it those are strings."""
 
     def __init__(self, config: CdcConfig, now_us: Callable[[], int] = lambda: time.time_ns() // 1000,
-                 last_commit_lsn: Optional[int] = None):
+                 last_commit_lsn: Optional[int] = None, types=None):
         self.config = config
+        self.types = types
         self.now_us = now_us
         self.last_commit_lsn = last_commit_lsn
         self._tables: dict[int, TableSchema] = {}
@@ -135,8 +138,8 @@ class EnvelopeBuilder:
                 f"and deletes cannot be keyed; run `ALTER TABLE {qualified} REPLICA IDENTITY FULL` or add a "
                 "primary key", table=qualified, replica_identity=identity)
         cfg = self.config
-        types = tuple(column_type(c.type_oid, c.type_modifier, cfg.modes, cfg.unavailable_value_placeholder)
-                      for c in relation.columns)
+        types = tuple(column_type(c.type_oid, c.type_modifier, cfg.modes, cfg.unavailable_value_placeholder,
+                                  self.types) for c in relation.columns)
         by_name = dict(zip(names, types))
         base = (cfg.topic_prefix, relation.namespace, relation.name)
         key_schema = {"type": "struct", "fields": [by_name[k].schema(k, False) for k in key_columns],
@@ -159,13 +162,17 @@ class EnvelopeBuilder:
         if values is None:
             return None
         row = {}
-        for column, ctype, raw, fallback in zip(table.relation.columns, table.types, values, table.fallbacks):
+        for column, ctype, raw, fallback, schema in zip(table.relation.columns, table.types, values, table.fallbacks,
+                                                        table.row_schema["fields"]):
             if raw is None:
                 row[column.name] = fallback    # an old key-only tuple: Debezium's fallback for a required field
             elif raw is UNCHANGED_TOAST:
                 row[column.name] = ctype.placeholder
             else:
-                row[column.name] = convert_value(ctype, raw, column.name, column.type_oid)
+                value = convert_value(ctype, raw, column.name, column.type_oid)
+                if value is None and not schema["optional"]:
+                    raise _unrepresentable(table, column.name, raw)
+                row[column.name] = value
         return row
 
     def _key_payload(self, table: TableSchema, row: dict) -> Optional[dict]:
@@ -340,6 +347,18 @@ class _Emitter:
                         b.transaction_event("END", txn, self.total, collections), ()))
         return [CdcRecord(t, k, v, _headers(txn.end_lsn, i) + extra, txn.end_lsn, i)
                 for i, (t, k, v, extra) in enumerate(records)]
+
+
+def _unrepresentable(table: TableSchema, column: str, raw) -> ValueConversionError:
+    """A value with no form under the column's schema in a required (NOT NULL) field: NaN or
+    ±Infinity in a numeric under ``decimal.handling.mode=precise``. Debezium's Connect struct
+    refuses the null there too (an optional field carries null)."""
+    text = bytes(raw).decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
+    return ValueConversionError(
+        f"column {column!r} of {table.data_collection} is NOT NULL and holds {text!r}, which "
+        "decimal.handling.mode=precise cannot represent (a Decimal has no NaN or Infinity): set "
+        "decimal.handling.mode=string (or double) on the source", column=column, value=text[:200],
+        table=table.data_collection)
 
 
 def _headers(commit_lsn: int, order: int) -> tuple:

@@ -35,7 +35,7 @@ startingOffsets                 earliest                  a new query (no checkp
 The envelope's options are Debezium's too and are checked by
 :meth:`spark_source.postgres.envelope.CdcConfig.from_options`: ``decimal.handling.mode`` (precise),
 ``time.precision.mode`` (adaptive), ``binary.handling.mode`` (bytes), ``interval.handling.mode``
-(numeric), ``money.fraction.digits`` (2), ``unavailable.value.placeholder``
+(numeric), ``money.fraction.digits`` (2), ``hstore.handling.mode`` (json), ``unavailable.value.placeholder``
 (__debezium_unavailable_value), ``tombstones.on.delete`` (true), ``provide.transaction.metadata``
 (false), ``topic.transaction`` (transaction), ``skipped.operations`` (t), ``schemas.enable`` (true).
 """
@@ -50,7 +50,8 @@ from spark_source.postgres.envelope import CdcConfig
 from spark_source.postgres.types import CdcConfigError
 
 ENVELOPE_OPTIONS = ("decimal.handling.mode", "time.precision.mode", "binary.handling.mode",
-                    "interval.handling.mode", "money.fraction.digits", "unavailable.value.placeholder",
+                    "interval.handling.mode", "money.fraction.digits", "hstore.handling.mode",
+                    "unavailable.value.placeholder",
                     "tombstones.on.delete", "provide.transaction.metadata", "topic.transaction",
                     "skipped.operations", "schemas.enable", "message.prefix.include.list",
                     "message.prefix.exclude.list")

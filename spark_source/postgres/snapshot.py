@@ -95,8 +95,14 @@ class SnapshotReader:
         return tuple(values[names.index(k)].decode() for k in table.key)
 
     def _chunk(self, table: Table, after: tuple | None, upper: tuple | None, limit: int | None) -> list[tuple]:
-        # Aliased: ORDER BY a column's name would otherwise sort by its text output column.
-        columns = ", ".join(f"{quote(c.name)}::text AS c{i}" for i, c in enumerate(table.relation.columns))
+        # Each value as its type's output function writes it, the text pgoutput sends: ``::text``
+        # is a cast, and some casts differ from the output (boolean 'true' for 't', char(n)
+        # without its padding, inet with its /32), so a snapshot row would differ from the same
+        # row streamed, and a key column would key it apart. concat() calls the output function
+        # (and gives '' for NULL, hence the CASE). Aliased: ORDER BY a column's name
+        # would otherwise sort by its text output column.
+        columns = ", ".join(f"CASE WHEN {quote(c.name)} IS NULL THEN NULL ELSE concat({quote(c.name)}) END "
+                            f"AS c{i}" for i, c in enumerate(table.relation.columns))
         sql, params = f"SELECT {columns} FROM {table.quoted}", []
         if table.key:
             key = "(" + ", ".join(quote(k) for k in table.key) + ")"

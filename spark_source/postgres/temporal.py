@@ -32,11 +32,21 @@ def days_from_civil(y: int, m: int, d: int) -> int:
     return era * 146097 + doe - 719468
 
 
+DATE_POS_INFINITY_DAYS = -2147472692
+"""Debezium's DATE 'infinity' when streaming: ``POSITIVE_INFINITY_LOCAL_DATE`` is
+``LocalDate.parse("-5877611-06-21")`` (``DateTimeFormat.ISODateTimeFormat.date``), so its epoch
+day is this large negative number, not a far future."""
+DATE_NEG_INFINITY_DAYS = -2147472691
+"""Debezium's DATE '-infinity': ``NEGATIVE_INFINITY_LOCAL_DATE``, ``LocalDate.parse("-5877611-06-22")``."""
+
+
 def date_days(text: str) -> int:
+    """Days since 1970-01-01; ``infinity``/``-infinity`` as Debezium's streaming path gives them
+    (its snapshot reads pgjdbc's ``Date`` instead; both of Riverlog's paths give these)."""
     if text == "infinity":
-        return 2 ** 31 - 1
+        return DATE_POS_INFINITY_DAYS
     if text == "-infinity":
-        return -(2 ** 31)
+        return DATE_NEG_INFINITY_DAYS
     body, bc = _bc(text)
     y, m, d = (int(p) for p in body.split("-"))
     return days_from_civil(1 - y if bc else y, m, d)

@@ -7,10 +7,13 @@ PostgreSQL connector gives them:
 
 - ``decimal.handling.mode``: ``precise`` (Connect ``Decimal``, base64 of the unscaled two's
   complement; ``io.debezium.data.VariableScaleDecimal``, trailing zeros stripped, when the column
-  has no scale), ``double``, ``string``. NaN and ±Infinity are null under ``precise`` (Debezium
-  fails the event, advising ``string``), ``NaN``/``Infinity``/``-Infinity`` under ``double``,
+  has no scale), ``double``, ``string``. NaN and ±Infinity are null under ``precise`` (as
+  Debezium's ``SpecialValueDecimal`` leaves them), ``NaN``/``Infinity``/``-Infinity`` under ``double``,
   ``NAN``/``POSITIVE_INFINITY``/``NEGATIVE_INFINITY`` under ``string``. Bit strings are Debezium's
-  ``Bits`` bytes whatever ``binary.handling.mode`` says (``bit(1)``/``varbit(1)``: boolean).
+  ``Bits`` bytes whatever ``binary.handling.mode`` says (``bit(1)``/``varbit(1)``: boolean). A
+  required (NOT NULL) column cannot be null, so there the envelope refuses NaN/Infinity under
+  ``precise`` with a :class:`ValueConversionError` naming ``decimal.handling.mode=string``, as
+  Debezium cannot write that event either.
 - ``time.precision.mode``: ``adaptive`` (Time/MicroTime and Timestamp/MicroTimestamp by the
   column's precision), ``adaptive_time_microseconds`` (every time as MicroTime), ``connect``
   (Connect's Date/Time/Timestamp, milliseconds).
@@ -19,24 +22,32 @@ PostgreSQL connector gives them:
   365.25/12 days a month) or ``string`` (ISO-8601 ``P1Y2M3DT4H5M6.78S``).
 - timestamptz/timetz become UTC ISO-8601 strings (ZonedTimestamp/ZonedTime): a timestamptz's
   fraction as wide as the column's precision (6 without one: ``…T11:51:02.000000Z``, as Debezium
-  since 2.2), a timetz's as many digits as needed. Arrays become JSON arrays of their element's value. Types this module does
-  not know (enums, ranges, geometric, user types) are strings, as Debezium maps most of them.
+  since 2.2), a timetz's as many digits as needed. Arrays become JSON arrays of their element's
+  value; a ``time[]``'s elements are MicroTime whatever the precision (Debezium's ``TIME_ARRAY``).
+- a date's ``infinity``/``-infinity`` are the days of Debezium's ``POSITIVE_INFINITY_LOCAL_DATE``
+  / ``NEGATIVE_INFINITY_LOCAL_DATE`` (see temporal.py).
+- a domain converts as its root type, with the nearest modifier (``TypeRegistry.root``); enums,
+  ``hstore`` (``hstore.handling.mode``), ``ltree`` and ``point`` take Debezium's shapes
+  (special_types.py); ranges, ``citext``, other geometric and unknown types are strings, their
+  arrays arrays of strings.
 
 The text format depends on the walsender session: the values are parsed for ``DateStyle=ISO``,
 ``IntervalStyle=postgres`` (``iso_8601`` is read too) and ``bytea_output=hex``, PostgreSQL's
-defaults; the time zone may be anything (the offset is in the value).
+defaults; the time zone may be anything (the offset is in the value). The snapshot reads each
+value through its type's output function too (snapshot.py), so a row converts the same either way.
 """
 from __future__ import annotations
 
 import base64
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
 
 from broker.errors import RiverlogError
-from spark_source.postgres import temporal
+from spark_source.postgres import special_types, temporal
+from spark_source.postgres.special_types import HSTORE_MODES
 
 PLACEHOLDER = "__debezium_unavailable_value"
 
@@ -49,12 +60,14 @@ BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID, JSON, XML = 16, 17, 18, 19
 FLOAT4, FLOAT8, MONEY, BPCHAR, VARCHAR, DATE, TIME, TIMESTAMP, TIMESTAMPTZ = 700, 701, 790, 1042, 1043, 1082, 1083, 1114, 1184
 INTERVAL, TIMETZ, BIT, VARBIT, NUMERIC, UUID, JSONB = 1186, 1266, 1560, 1562, 1700, 2950, 3802
 INET, CIDR, MACADDR, MACADDR8 = 869, 650, 829, 774
+INT4RANGE, NUMRANGE, TSRANGE, TSTZRANGE, DATERANGE, INT8RANGE = 3904, 3906, 3908, 3910, 3912, 3926
 
 ARRAY_ELEMENT = {1000: BOOL, 1001: BYTEA, 1002: CHAR, 1003: NAME, 1005: INT2, 1007: INT4, 1009: TEXT,
                  1014: BPCHAR, 1015: VARCHAR, 1016: INT8, 1021: FLOAT4, 1022: FLOAT8, 1028: OID, 199: JSON,
                  143: XML, 791: MONEY, 1182: DATE, 1183: TIME, 1115: TIMESTAMP, 1185: TIMESTAMPTZ,
                  1187: INTERVAL, 1270: TIMETZ, 1561: BIT, 1563: VARBIT, 1231: NUMERIC, 2951: UUID, 3807: JSONB,
-                 1041: INET, 651: CIDR, 1040: MACADDR}
+                 1041: INET, 651: CIDR, 1040: MACADDR, 775: MACADDR8, 3905: INT4RANGE, 3907: NUMRANGE,
+                 3909: TSRANGE, 3911: TSTZRANGE, 3913: DATERANGE, 3927: INT8RANGE}
 
 
 
@@ -84,12 +97,14 @@ class TypeModes:
     binary_handling_mode: str = "bytes"
     interval_handling_mode: str = "numeric"
     money_fraction_digits: int = 2
+    hstore_handling_mode: str = "json"
 
     def __post_init__(self):
         check_choice("decimal.handling.mode", self.decimal_handling_mode, DECIMAL_MODES)
         check_choice("time.precision.mode", self.time_precision_mode, TIME_MODES)
         check_choice("binary.handling.mode", self.binary_handling_mode, BINARY_MODES)
         check_choice("interval.handling.mode", self.interval_handling_mode, INTERVAL_MODES)
+        check_choice("hstore.handling.mode", self.hstore_handling_mode, HSTORE_MODES)
 
 
 @dataclass(frozen=True)
@@ -107,7 +122,7 @@ class ColumnType:
         return _ordered(out)
 
 
-_KEY_ORDER = ("type", "fields", "items", "optional", "name", "version", "doc", "parameters", "default", "field")
+_KEY_ORDER = ("type", "fields", "items", "keys", "values", "optional", "name", "version", "doc", "parameters", "default", "field")
 
 
 def _ordered(schema: dict) -> dict:
@@ -123,14 +138,23 @@ def _named(kind: str, name: str, **extra) -> dict:
 
 
 def column_type(type_oid: int, type_modifier: int, modes: TypeModes = TypeModes(),
-                placeholder: str = PLACEHOLDER) -> ColumnType:
-    """The Connect schema and converter for one column (``type_modifier`` -1 = none)."""
-    element = ARRAY_ELEMENT.get(type_oid)
-    if element is not None:
-        inner = column_type(element, type_modifier, modes, placeholder)
+                placeholder: str = PLACEHOLDER, registry=None) -> ColumnType:
+    """The Connect schema and converter for one column (``type_modifier`` -1 = none).
+    ``registry`` (a :class:`~spark_source.postgres.type_registry.TypeRegistry`) resolves the
+    types that are not built in; without it they are strings."""
+    if registry is not None:
+        type_oid, type_modifier = registry.root(type_oid, type_modifier)
+    element = ARRAY_ELEMENT.get(type_oid) or (registry.element(type_oid) if registry is not None else 0)
+    if element:
+        if element == TIME:   # Debezium's TIME_ARRAY: array(MicroTime) whatever the precision
+            modes = replace(modes, time_precision_mode="adaptive_time_microseconds")
+        inner = column_type(element, type_modifier, modes, placeholder, registry)
         item_schema = _ordered({**inner.schema_body, "optional": True})
         return ColumnType({"type": "array", "items": item_schema}, lambda text: _parse_array(text, inner.convert),
                           array_placeholder(element, inner, placeholder))
+    special = special_types.special(type_oid, modes.hstore_handling_mode, placeholder, registry)
+    if special is not None:
+        return ColumnType(*special)
     body, convert = _scalar(type_oid, type_modifier, modes)
     kind = body["type"]
     # BYTES is base64 in JSON whatever binary.handling.mode says (Bits are BYTES in every mode)
@@ -165,8 +189,8 @@ def toast_uuid(placeholder: str = PLACEHOLDER) -> str:
 
 
 def _scalar(oid: int, typmod: int, modes: TypeModes) -> tuple:
-    if oid == BOOL:
-        return _plain("boolean"), lambda t: t == "t"
+    if oid == BOOL:   # the output function's 't'/'f'; 'true'/'false' (a ::text cast) read too
+        return _plain("boolean"), lambda t: t in ("t", "true")
     if oid == INT2:
         return _plain("int16"), int
     if oid == INT4:

@@ -37,6 +37,7 @@ def unscaled(b64: str) -> int:
 
 def test_basic_types():
     assert (conv(T.BOOL, "t"), conv(T.BOOL, "f")) == (True, False)
+    assert (conv(T.BOOL, "true"), conv(T.BOOL, "false")) == (True, False)   # boolean's ::text cast
     assert schema(T.INT2) == {"type": "int16"} and conv(T.INT2, "-7") == -7
     assert schema(T.INT4) == {"type": "int32"} and schema(T.INT8) == {"type": "int64"} and schema(T.OID) == {"type": "int64"}
     assert schema(T.FLOAT4) == {"type": "float32"} and conv(T.FLOAT8, "1.5") == 1.5
