@@ -8,10 +8,14 @@ A process without the topology does not know the store's kind or the application
 needs neither: changelogs are written with Riverlog's state codec (``streams.state_codec``:
 canonical JSON keys, pickled values), whatever serdes the topics use, so the kind is told from
 the entries' tags and keys and values decode as the application held them. Each entry prints as
-one JSON line ``{"key": ..., "value": ...}`` (window and session stores add ``start``/``end``);
-values JSON cannot hold (bytes, Rows, objects) print as their ``repr``. A KEY is matched as a
-string first, then as JSON (``42``, ``[1, "a"]``) when no string key matches. Registered in
-``riverlog`` through the ``riverlog.cli`` entry point group.
+one JSON line ``{"key": ..., "value": ...}`` (window and session stores add ``start``/``end``; a
+window's end is its start plus the size the window store recorded in its changelog, and is left
+out when the changelog holds none); values JSON cannot hold (bytes, Rows, objects) print as their
+``repr``. A KEY is matched as a string first, then as JSON (``42``, ``[1, "a"]``) when no string
+key matches; ``--range`` bounds are read the same way: as strings, then, when no key is in that
+range, as JSON. Without the serdes, keys are ordered by value, not by serialized bytes (see
+``streams.testing.ReadOnlyStore``). Registered in ``riverlog`` through the ``riverlog.cli`` entry
+point group.
 """
 from __future__ import annotations
 
@@ -20,7 +24,8 @@ import os
 
 import click
 
-from streams.interactive import read_changelog, store_kind
+from broker.errors import RiverlogError
+from streams.interactive import read_changelog, store_kind, window_size
 from streams.stores import StoreSpec
 from streams.testing import ReadOnlyStore
 from streams.topology import changelog_topic
@@ -47,12 +52,19 @@ def _json(x):
     return repr(x)
 
 
-def _line(key, value, window=None) -> str:
+def _line(key, value, window=None, with_end: bool = True) -> str:
     entry = {"key": _json(key)}
     if window is not None:
-        entry.update(start=window.start, end=window.end)
+        entry.update(start=window.start, end=window.end) if with_end else entry.update(start=window.start)
     entry["value"] = _json(value)
     return json.dumps(entry, ensure_ascii=False)
+
+
+def _range_candidates(low: str, high: str) -> list[tuple]:
+    """The readings of --range FROM TO, as KEY's: both as strings, then both as JSON (a bound that
+    is not JSON stays a string)."""
+    parsed = [(_key_candidates(b) + [b])[1] for b in (low, high)]
+    return [(low, high)] + ([tuple(parsed)] if parsed != [low, high] else [])
 
 
 def _key_candidates(text: str) -> list:
@@ -89,22 +101,30 @@ def query(ctx, app, store, key, bootstrap_server, key_range, every, timeout):
         backings = read_changelog({"bootstrap.servers": servers}, topic, timeout)
     except KeyError:
         backings = []
+    except RiverlogError as e:
+        raise click.ClickException(str(e)) from None
     if not backings:
         raise click.ClickException(f"no changelog topic {topic!r}: is {store!r} a logged store of {app!r}?")
     kind = store_kind(backings) or "keyValue"
-    spec = StoreSpec(store, kind, retention=2 ** 62)
+    size = window_size(backings) if kind == "window" else None
+    spec = StoreSpec(store, kind, retention=2 ** 62, window_size=size or 0)
     view = ReadOnlyStore(store, [spec.open(b) for b in backings], kind=kind)
+    with_end = kind != "window" or size is not None
     if kind != "keyValue" and key_range is not None:
         raise click.UsageError(f"--range reads key-value stores; {store!r} is a {kind} store")
     if every or key_range is not None:
-        entries = view.range(*key_range) if key_range is not None else view.range()
-        if kind != "keyValue":
-            entries = sorted(view.all(), key=lambda e: (e[0].start, repr(e[0].key)))
+        if key_range is None:
+            entries = view.all()
+        else:
+            for low, high in _range_candidates(*key_range):
+                entries = view.range(low, high)
+                if entries:
+                    break
         for k, v in entries:
-            click.echo(_line(k.key, v, k) if kind != "keyValue" else _line(k, v))
+            click.echo(_line(k.key, v, k, with_end) if kind != "keyValue" else _line(k, v))
         return
     for candidate in _key_candidates(key):
-        found = _lookup(view, kind, candidate)
+        found = _lookup(view, kind, candidate, with_end)
         if found:
             for line in found:
                 click.echo(line)
@@ -112,11 +132,11 @@ def query(ctx, app, store, key, bootstrap_server, key_range, every, timeout):
     ctx.exit(1)
 
 
-def _lookup(view: ReadOnlyStore, kind: str, key) -> list[str]:
+def _lookup(view: ReadOnlyStore, kind: str, key, with_end: bool) -> list[str]:
     try:
         if kind == "keyValue":
             value = view.get(key)
             return [] if value is None else [_line(key, value)]
-        return [_line(w.key, v, w) for w, v in view.all() if w.key == key]
+        return [_line(w.key, v, w, with_end) for w, v in view.all() if w.key == key]
     except TypeError:   # a JSON candidate that is not a valid key (unhashable)
         return []

@@ -1,19 +1,31 @@
 """Interactive queries: a store read from its committed changelog, so any process can query a
 running application (a client-side materialised view; Kafka Streams serves it from the
-instance's RocksDB, which a Spark executor's store is not reachable as)."""
+instance's RocksDB, which a Spark executor's store is not reachable as).
+
+Each partition is read from its log start up to its last stable offset, taken once before the
+read begins (Kafka's ``StoreChangelogReader`` restores a store up to the end offset it listed
+with ``read_committed`` the same way). An empty fetch does not end a partition: only reaching
+that offset does, so a slow broker gives a slow answer, never a partial store. A read that makes
+no progress for ``timeout`` seconds raises :class:`~broker.errors.KafkaTimeoutError`.
+"""
 from __future__ import annotations
 
-from broker.client import AdminClient, Consumer, TopicPartition
+import time
+
+from broker.client import AdminClient, Consumer, IsolationLevel, OffsetSpec, TopicPartition
+from broker.errors import KafkaTimeoutError
 from streams.state_codec import decode_key, decode_value
-from streams.stores import DictBacking, StoreSpec
+from streams.stores import WINDOW_SIZE_KEY, DictBacking, StoreSpec
 
 
-def read_store(client: dict, topic: str, spec: StoreSpec, timeout: float = 30.0, only: int | None = None):
+def read_store(client: dict, topic: str, spec: StoreSpec, timeout: float = 30.0, only: int | None = None,
+               key_serde=None):
     """The store as of the last committed batch: the changelog's latest entry per key (of the
-    partition ``only`` when given: a global store's changelog holds one full copy per task)."""
+    partition ``only`` when given: a global store's changelog holds one full copy per task).
+    ``key_serde`` (default: the spec's) orders keys by their serialized bytes, as Kafka's stores."""
     from streams.testing import ReadOnlyStore
     return ReadOnlyStore(spec.name, [spec.open(b) for b in read_changelog(client, topic, timeout, only)],
-                         kind=spec.kind)
+                         kind=spec.kind, key_serde=key_serde or spec.key_serde)
 
 
 def store_kind(backings: list[DictBacking]) -> str | None:
@@ -26,47 +38,78 @@ def store_kind(backings: list[DictBacking]) -> str | None:
     return None
 
 
+def window_size(backings: list[DictBacking]) -> int | None:
+    """The window size a window store's writer recorded in its changelog (None: not recorded, as
+    in a changelog written before the size was, or by a stream-stream join's store)."""
+    sizes = {b.data[WINDOW_SIZE_KEY] for b in backings if WINDOW_SIZE_KEY in b.data}
+    return sizes.pop() if len(sizes) == 1 else None
+
+
 def read_changelog(client: dict, topic: str, timeout: float = 30.0, only: int | None = None) -> list[DictBacking]:
-    """One backing per partition of ``topic``: its latest committed entry per key. A topic that
-    does not exist raises KeyError (asked through the admin client: a consumer's metadata request
-    would create it)."""
+    """One backing per partition of ``topic``: its latest committed entry per key, read up to the
+    last stable offset each partition had when the read began. A topic that does not exist raises
+    KeyError (asked through the admin client: a consumer's metadata request would create it).
+    ``timeout``: seconds each request, and the read of a partition between two advances of its
+    position, may take before :class:`KafkaTimeoutError` is raised."""
     admin = AdminClient(client)
     try:
-        if topic not in admin.list_topics(timeout=timeout).topics:
+        md = admin.list_topics(timeout=timeout)
+        if topic not in md.topics:
             raise KeyError(topic)
+        partitions = sorted(md.topics[topic].partitions) if only is None else [only]
+        bounds = _bounds(admin, topic, partitions, timeout)
     finally:
         admin.close()
+    # auto.offset.reset=earliest: records deleted under the reader leave what remains, never a jump to the end
     c = Consumer({**client, "group.id": f"{topic}-query", "enable.auto.commit": False,
-                  "isolation.level": "read_committed"})
-    backings: list[DictBacking] = []
+                  "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
     try:
-        md = c.list_topics(topic, timeout=timeout)
-        partitions = sorted(md.topics[topic].partitions) if only is None else [only]
-        for p in partitions:
-            backing = DictBacking()
-            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
-            if high > low:
-                c.assign([TopicPartition(topic, p, low)])
-                done = False
-                while not done:
-                    msgs = c.consume(1000, timeout=1.0)
-                    if not msgs:
-                        # read_committed stops at the last stable offset: what is left is not committed yet
-                        position = c.position([TopicPartition(topic, p)])[0].offset
-                        done = position >= high or position < 0 or not msgs
-                    for m in msgs:
-                        if m.error():
-                            continue
-                        key = decode_key(m.key())
-                        if m.value() is None:
-                            backing.data.pop(key, None)
-                        else:
-                            backing.data[key] = decode_value(m.value())
-                        if m.offset() + 1 >= high:
-                            done = True
-                    if msgs and not done:   # transaction markers end a partition without a record
-                        done = c.position([TopicPartition(topic, p)])[0].offset >= high
-            backings.append(backing)
+        return [_read_partition(c, topic, p, *bounds[p], timeout) for p in partitions]
     finally:
         c.close()
-    return backings
+
+
+def _bounds(admin: AdminClient, topic: str, partitions: list[int], timeout: float) -> dict[int, tuple[int, int]]:
+    """Per partition (log start offset, last stable offset): ``read_committed``'s end of the log."""
+    tps = [TopicPartition(topic, p) for p in partitions]
+    out = {}
+    for spec, level in ((OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED),
+                        (OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)):
+        futures = admin.list_offsets({tp: spec for tp in tps}, isolation_level=level, request_timeout=timeout)
+        for tp, f in futures.items():
+            out.setdefault(tp.partition, []).append(f.result(timeout).offset)
+    return {p: tuple(v) for p, v in out.items()}
+
+
+def _read_partition(c: Consumer, topic: str, p: int, start: int, end: int, timeout: float) -> DictBacking:
+    """Partition ``p`` from ``start`` until the position reaches ``end``. Transaction markers and
+    aborted records move the position without a record, so the position, not the last record
+    read, tells when the partition is done."""
+    backing = DictBacking()
+    if end <= start:
+        return backing
+    c.assign([TopicPartition(topic, p, start)])
+    position, deadline = start, time.monotonic() + timeout
+    while position < end:
+        msgs = c.consume(1000, timeout=max(0.0, min(1.0, deadline - time.monotonic())))
+        reached = position
+        for m in msgs:
+            if m.error() or m.partition() != p:
+                continue
+            reached = max(reached, m.offset() + 1)
+            if m.offset() >= end:     # committed after the read began: the next query shows it
+                continue
+            key = decode_key(m.key())
+            if m.value() is None:
+                backing.data.pop(key, None)
+            else:
+                backing.data[key] = decode_value(m.value())
+        reached = max(reached, c.position([TopicPartition(topic, p)])[0].offset)
+        if reached > position:
+            position, deadline = reached, time.monotonic() + timeout
+        elif time.monotonic() >= deadline:
+            raise KafkaTimeoutError(
+                f"reading changelog {topic!r} partition {p}: no progress for {timeout:g} s at offset {position} "
+                f"of {end} (its last stable offset when the query began); the broker is slow or unreachable: "
+                f"retry, or give a longer timeout")
+    return backing

@@ -11,7 +11,9 @@ entries, ``("s", key, end, start)`` for sessions, ``("i", key)`` for a key's sor
 starts or ``(end, start)`` pairs, which the range queries read instead of scanning. Window and
 session stores also keep a cross-key time index — ``("t", time)``: the keys with an entry at that
 window start (session end), ``("ts",)``: those times sorted — so emit-on-close and retention reach
-every key's windows in time order without a scan.
+every key's windows in time order without a scan. A window store also records its size under
+``("o", "window_size")`` (once, when it first creates a window), so a reader without the topology
+— ``riverlog streams query`` — knows where its windows end.
 """
 from __future__ import annotations
 
@@ -19,6 +21,9 @@ import bisect
 from typing import Any, Iterator, Protocol
 
 from streams.record import Windowed
+
+
+WINDOW_SIZE_KEY = ("o", "window_size")
 
 
 class Backing(Protocol):
@@ -112,6 +117,8 @@ class WindowStore:
             bisect.insort(starts, start)
             self._set_index(hk, starts)
             _time(self.backing, start, hk)
+            if self.window_size and self.backing.get(WINDOW_SIZE_KEY) != self.window_size:
+                self.backing.put(WINDOW_SIZE_KEY, self.window_size)
         self.backing.put(("w", hk, start), value)
 
     def fetch_range(self, key, time_from: int, time_to: int) -> list[tuple[int, Any]]:
@@ -155,7 +162,7 @@ class WindowStore:
             self.backing.delete(("i", hk))
 
     def all(self) -> list[tuple[Windowed, Any]]:
-        size = self.window_size
+        size = self.window_size or self.backing.get(WINDOW_SIZE_KEY) or 0
         return sorted(((Windowed(_restore(k[1]), k[2], k[2] + size), v) for k, v in self.backing.items()
                        if k[0] == "w"),
                       key=lambda e: (e[0].start, repr(e[0].key)))

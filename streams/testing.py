@@ -9,17 +9,19 @@ topology is unit-tested in milliseconds with no Spark and no broker.
 """
 from __future__ import annotations
 
+import logging
 from collections import namedtuple
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from streams.errors import InvalidStateStoreError, TopologyError
+from streams.errors import TopologyError
 from streams.interpreter import Interpreter
 from streams.record import Windowed
 from streams.topology import Topology
 
 KeyValue = namedtuple("KeyValue", ["key", "value"])
+log = logging.getLogger(__name__)
 
 
 def _ms(t) -> int:
@@ -153,7 +155,8 @@ class TestOutputTopic:
 
 
 def _order(key):
-    """A total order over store keys: numbers, then strings, then bytes, then the rest by repr."""
+    """A total order over store keys when their serde is not known: numbers, then strings, then
+    bytes, then the rest by repr."""
     if isinstance(key, bool) or not isinstance(key, (int, float, str, bytes)):
         return (3, repr(key))
     if isinstance(key, (int, float)):
@@ -161,12 +164,26 @@ def _order(key):
     return (1, key) if isinstance(key, str) else (2, key)
 
 
+INVALID_RANGE_WARNING = ("Returning empty iterator for fetch with invalid key range: from > to. This may be due "
+                         "to range arguments set in the wrong order, or serdes that don't preserve ordering when "
+                         "lexicographically comparing the serialized bytes. Note that the built-in numerical serdes "
+                         "do not follow this for negative numbers")
+
+
 class ReadOnlyStore:
     """A store read across the tasks that hold its partitions (an interactive query's view).
     Key-value and window stores keep each value with its timestamp: a plain view shows the value,
-    a ``timestamped`` one Kafka's ``ValueAndTimestamp``. Session stores keep the aggregate alone."""
-    def __init__(self, name: str, stores: list, timestamped: bool = False, kind: str = "keyValue"):
+    a ``timestamped`` one Kafka's ``ValueAndTimestamp``. Session stores keep the aggregate alone.
+
+    Keys are ordered as Kafka's stores order them: by their bytes under ``key_serde``, compared
+    unsigned (``Bytes.BYTES_LEXICO_COMPARATOR``), so a Long store's negative keys follow its
+    positive ones. Without a key serde (``riverlog streams query``) they are ordered by value
+    (:func:`_order`). A range whose lower bound orders after its upper bound is empty, with
+    Kafka's warning."""
+    def __init__(self, name: str, stores: list, timestamped: bool = False, kind: str = "keyValue",
+                 key_serde=None):
         self.name, self._stores, self._ts, self._kind = name, stores, timestamped, kind
+        self._key_serde = key_serde
 
     def _plain(self, v):
         if self._kind == "session" or v is None:
@@ -180,6 +197,28 @@ class ReadOnlyStore:
             raise ValueError("key cannot be null")
         return key
 
+    def _ordered(self, entries: list, key_of, from_key=None, to_key=None, then=lambda e: ()) -> list:
+        """``entries`` whose key (``key_of(entry)``) is in [from_key, to_key] (None: open), sorted
+        by key, then by ``then(entry)``. Keys the serde cannot serialize fall back to value order."""
+        from streams.serde_base import SerializationError
+        orders = ([lambda k: self._key_serde.serialize(k)] if self._key_serde is not None else []) + [_order]
+        for order in orders:
+            try:
+                lo = None if from_key is None else order(from_key)
+                hi = None if to_key is None else order(to_key)
+                if lo is not None and hi is not None and lo > hi:
+                    log.warning(INVALID_RANGE_WARNING)
+                    return []
+                keyed = [(order(key_of(e)), e) for e in entries]
+            except SerializationError:
+                continue
+            return [e for o, e in sorted(keyed, key=lambda oe: (oe[0],) + tuple(then(oe[1])))
+                    if (lo is None or o >= lo) and (hi is None or o <= hi)]
+        raise AssertionError("value order covers every key")
+
+    def _entries(self) -> list:
+        return [(k, self._plain(v)) for s in self._stores for k, v in s.all()]
+
     def get(self, key):
         key = self._key(key)
         for s in self._stores:
@@ -189,26 +228,27 @@ class ReadOnlyStore:
         return None
 
     def all(self) -> list:
-        out = []
-        for s in self._stores:
-            out.extend((k, self._plain(v)) for k, v in s.all())
-        return out
+        """Key-value stores: every entry by key (Kafka's ``all()`` iterates in key order); window
+        stores: by start, then key; session stores: by start, then end, then key."""
+        if self._kind == "keyValue":
+            return self.range()
+        by_key = self._ordered(self._entries(), lambda e: e[0].key)     # sorted() is stable: key breaks ties
+        if self._kind == "window":
+            return sorted(by_key, key=lambda e: e[0].start)
+        return sorted(by_key, key=lambda e: (e[0].start, e[0].end))
 
     def range(self, from_key=None, to_key=None) -> list:
-        """Key-value stores: entries with ``from_key <= key <= to_key`` by key (None: open bound).
-        Kafka orders by the serialized key; Riverlog by the key itself (the same for String keys)."""
-        return [(k, v) for k, v in sorted(self.all(), key=lambda e: _order(e[0]))
-                if (from_key is None or _order(k) >= _order(from_key))
-                and (to_key is None or _order(k) <= _order(to_key))]
+        """Key-value stores: entries with ``from_key <= key <= to_key`` by key (None: open bound)."""
+        return self._ordered(self._entries(), lambda e: e[0], from_key, to_key)
 
     def reverseRange(self, from_key=None, to_key=None) -> list:
         return self.range(from_key, to_key)[::-1]
 
     def reverseAll(self) -> list:
-        return self.range()[::-1]
+        return self.all()[::-1]
 
     def approximateNumEntries(self) -> int:
-        return len(self.all())
+        return sum(len(s.all()) for s in self._stores)
 
     def fetch(self, *args):
         """Window stores (``ReadOnlyWindowStore``): ``fetch(key, time)`` one window's value,
@@ -234,27 +274,20 @@ class ReadOnlyStore:
             return [(t, self._plain(v)) for s in self._stores for t, v in s.fetch_range(key, lo, hi)]
         if len(args) == 4:
             lo, hi = _ms(args[2]), _ms(args[3])
-            return sorted(((w, v) for w, v in self._in_key_range(args[0], args[1]) if lo <= w.start <= hi),
-                          key=lambda e: (_order(e[0].key), e[0].start))
+            return self._ordered([(w, v) for w, v in self._entries() if lo <= w.start <= hi], lambda e: e[0].key,
+                                 args[0], args[1], then=lambda e: (e[0].start,))
         raise TypeError(f"window store fetch takes (key, time), (key, timeFrom, timeTo) or "
                         f"(keyFrom, keyTo, timeFrom, timeTo), got {len(args)} arguments")
-
-    def _in_key_range(self, key_from, key_to) -> list:
-        """Every (Windowed, value) whose key is in [key_from, key_to] (None: open)."""
-        lo = None if key_from is None else _order(key_from)
-        hi = None if key_to is None else _order(key_to)
-        return [(w, v) for w, v in self.all()
-                if (lo is None or _order(w.key) >= lo) and (hi is None or _order(w.key) <= hi)]
 
     def backwardFetch(self, *args) -> list:
         return self.fetch(*args)[::-1]
 
     def fetchAll(self, time_from, time_to) -> list:
         """Window stores: every key's windows that start in [time_from, time_to] as
-        ``(Windowed, value)``, by start (Kafka's ``fetchAll``)."""
+        ``(Windowed, value)``, by start, then key (Kafka's ``fetchAll``)."""
         lo, hi = _ms(time_from), _ms(time_to)
-        return sorted(((w, self._plain(v)) for s in self._stores
-                       for w, v in s.all() if lo <= w.start <= hi), key=lambda e: (e[0].start, _order(e[0].key)))
+        return sorted(self._ordered([(w, v) for w, v in self._entries() if lo <= w.start <= hi], lambda e: e[0].key),
+                      key=lambda e: e[0].start)
 
     def backwardFetchAll(self, time_from, time_to) -> list:
         return self.fetchAll(time_from, time_to)[::-1]
@@ -270,9 +303,8 @@ class ReadOnlyStore:
             raise TypeError(f"findSessions takes (key, earliestEnd, latestStart) or (keyFrom, keyTo, "
                             f"earliestEnd, latestStart), got {len(args)} arguments")
         earliest, latest = _ms(args[2]), _ms(args[3])
-        return sorted(((w, v) for w, v in self._in_key_range(args[0], args[1])
-                       if w.end >= earliest and w.start <= latest),
-                      key=lambda e: (_order(e[0].key), e[0].end, e[0].start))
+        return self._ordered([(w, v) for w, v in self._entries() if w.end >= earliest and w.start <= latest],
+                             lambda e: e[0].key, args[0], args[1], then=lambda e: (e[0].end, e[0].start))
 
     def backwardFindSessions(self, *args) -> list:
         return self.findSessions(*args)[::-1]
@@ -284,6 +316,25 @@ class ReadOnlyStore:
             v = s.fetch_session(key, _ms(session_start), _ms(session_end))
             if v is not None:
                 return v
+        return None
+
+
+class ReadOnlyVersionedStore:
+    """Kafka's ``VersionedKeyValueStore``, read side, across the tasks holding its partitions:
+    ``get(key)`` the latest :class:`~streams.versioned.VersionedRecord`, ``get(key,
+    asOfTimestamp)`` the version valid at that time (None: no such version, a tombstone, or a time
+    older than the history retention)."""
+    def __init__(self, name: str, stores: list, history_ms: int):
+        from streams.versioned import VersionedKeyValueStore
+        self.name, self._stores = name, [VersionedKeyValueStore(s, history_ms) for s in stores]
+
+    def get(self, key, asOfTimestamp=None):
+        key = ReadOnlyStore._key(key)
+        as_of = None if asOfTimestamp is None else _ms(asOfTimestamp)
+        for s in self._stores:
+            found = s.get_record(key, as_of)
+            if found is not None:
+                return found
         return None
 
 
@@ -325,31 +376,53 @@ class TopologyTestDriver:
     def producedTopicNames(self) -> set[str]:
         return set(self._written)
 
-    def _store(self, name: str, kind: str | None = None, timestamped: bool = False) -> ReadOnlyStore:
-        spec = self._interp.topology.stores().get(name)
-        if spec is None:
-            raise InvalidStateStoreError(f"no store named {name!r}; the topology has "
-                                         f"{sorted(self._interp.topology.stores())}")
-        if kind is not None and spec.kind != kind:
-            raise InvalidStateStoreError(f"store {name!r} is a {spec.kind} store, not a {kind} store")
-        return ReadOnlyStore(name, self._interp.stores(name), timestamped, spec.kind)
+    def _versioned_history(self, name: str) -> int | None:
+        """The history retention of a versioned table's store ``name`` (None: not versioned)."""
+        for node in self._interp.topology.nodes:
+            if node.args.get("versioned") and any(s.name == name for s in node.stores):
+                return node.args["history_retention"]
+        return None
 
-    def getKeyValueStore(self, name: str) -> ReadOnlyStore:
+    def _store(self, name: str, kind: str | None = None, timestamped: bool = False):
+        """The view of store ``name``, or None when there is none of ``kind`` (None: any kind), as
+        Kafka's typed getters answer null for an unknown store or one of another type. A versioned
+        store is not a key-value store (Kafka's ``VersionedKeyValueStore`` is not a ``KeyValueStore``)."""
+        spec = self._interp.topology.stores().get(name)
+        if spec is None or (kind is not None and spec.kind != kind):
+            return None
+        history = self._versioned_history(name)
+        if history is not None:
+            return ReadOnlyVersionedStore(name, self._interp.stores(name), history) if kind is None else None
+        return ReadOnlyStore(name, self._interp.stores(name), timestamped, spec.kind,
+                             key_serde=spec.key_serde or self._interp.defaults[0])
+
+    def getKeyValueStore(self, name: str) -> ReadOnlyStore | None:
         return self._store(name, "keyValue")
 
-    def getTimestampedKeyValueStore(self, name: str) -> ReadOnlyStore:
+    def getTimestampedKeyValueStore(self, name: str) -> ReadOnlyStore | None:
         return self._store(name, "keyValue", timestamped=True)
 
-    def getWindowStore(self, name: str) -> ReadOnlyStore:
+    def getVersionedKeyValueStore(self, name: str) -> ReadOnlyVersionedStore | None:
+        """A versioned table's store (``Stores.persistentVersionedKeyValueStore``), or None."""
+        spec, history = self._interp.topology.stores().get(name), self._versioned_history(name)
+        return None if spec is None or history is None else ReadOnlyVersionedStore(name, self._interp.stores(name),
+                                                                                    history)
+
+    def getWindowStore(self, name: str) -> ReadOnlyStore | None:
         return self._store(name, "window")
 
-    def getSessionStore(self, name: str) -> ReadOnlyStore:
+    def getTimestampedWindowStore(self, name: str) -> ReadOnlyStore | None:
+        return self._store(name, "window", timestamped=True)
+
+    def getSessionStore(self, name: str) -> ReadOnlyStore | None:
         return self._store(name, "session")
 
-    def getStateStore(self, name: str) -> ReadOnlyStore:
+    def getStateStore(self, name: str):
+        """Any store's view, or None. Kafka's refuses its built-in stores (to be read through the
+        typed getters); every Riverlog store is built in, so it answers the typed getter's view."""
         return self._store(name)
 
-    def getAllStateStores(self) -> dict[str, ReadOnlyStore]:
+    def getAllStateStores(self) -> dict:
         return {n: self._store(n) for n in self._interp.topology.stores()}
 
     def advanceWallClockTime(self, duration) -> None:

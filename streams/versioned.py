@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from streams.errors import TopologyError
 from streams.processor import Processor
@@ -27,6 +28,14 @@ from streams.table_store import ValueAndTimestamp
 PUT_RETURN_CODE_NOT_PUT = -1
 PUT_RETURN_CODE_IS_LATEST = -2     # Kafka: VersionedKeyValueStore.PUT_RETURN_CODE_VALID_TO_UNDEFINED
 _MIN = -(2 ** 63)
+
+
+class VersionedRecord(NamedTuple):
+    """Kafka's ``VersionedRecord``: a version's value, its timestamp, and ``validTo`` — the
+    timestamp of the next version (a tombstone's included), None for the latest."""
+    value: Any
+    timestamp: int
+    validTo: int | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,16 @@ class VersionedKeyValueStore:
             return None
         ts, value = versions[i - 1]
         return ValueAndTimestamp(value, ts)
+
+    def get_record(self, key, as_of: int | None = None) -> VersionedRecord | None:
+        """:meth:`get` as Kafka's ``VersionedKeyValueStore.get`` answers it: a
+        :class:`VersionedRecord` whose ``validTo`` is the next version's timestamp."""
+        found = self.get(key, as_of)
+        if found is None:
+            return None
+        versions = self.backing.get(("v", _hashable(key))) or ()
+        later = [t for t, _ in versions if t > found.timestamp]
+        return VersionedRecord(found.value, found.timestamp, min(later) if later else None)
 
 
 class VersionedKTableSource(Processor):

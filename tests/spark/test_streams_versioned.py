@@ -95,4 +95,4 @@ def test_a_join_with_a_versioned_table_on_spark_equals_the_interpreter(spark, sp
     got = {n: [(S.deserialize(k), S.deserialize(v), ts) for k, v, ts in read_committed(servers, t)]
            for n, t in outs.items()}
     assert got == expected
-    assert app.store("prices").get("EUR") == driver.getKeyValueStore("prices").get("EUR") == "d"
+    assert app.store("prices").get("EUR") == driver.getVersionedKeyValueStore("prices").get("EUR").value == "d"

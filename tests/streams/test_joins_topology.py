@@ -145,7 +145,7 @@ def test_stream_table_join_reads_a_versioned_table_as_of_the_record_time():
     orders.pipeInput("EUR", "o250", 250)
     orders.pipeInput("EUR", "o50", 50)                # before any version
     assert out.readValuesToList() == ["o150 - 1.0", "o250 - 2.0"]
-    assert d.getKeyValueStore("prices").get("EUR") == "2.0"
+    assert d.getVersionedKeyValueStore("prices").get("EUR").value == "2.0"
 
 
 def test_a_late_table_update_goes_into_history_and_older_than_history_is_dropped():
@@ -157,7 +157,7 @@ def test_a_late_table_update_goes_into_history_and_older_than_history_is_dropped
     orders.pipeInput("EUR", "o260", 260)
     orders.pipeInput("EUR", "o160", 160)
     assert out.readValuesToList() == ["o260 - 1.5"]   # 160 is older than the history kept
-    assert d.getKeyValueStore("prices").get("EUR") == "3.0"
+    assert d.getVersionedKeyValueStore("prices").get("EUR").value == "3.0"
 
 
 def test_a_keys_latest_version_never_expires_however_far_stream_time_moved():
