@@ -27,21 +27,32 @@ from streams import restore, spark_plan, table_combine, window_combine
 from streams.errors import StreamsError, TopologyError
 from streams.global_table import global_topics
 from streams.repartition_purge import PURGE_INTERVAL_MS_DEFAULT, RepartitionPurger
-from streams.interpreter import check_serdes, default_serdes
+from streams.interpreter import (AT_LEAST_ONCE, EXACTLY_ONCE_V2, at_least, check_serdes, default_serdes,
+                                 streams_config, task_policy)
 from streams.spark_task import OUTPUT_DDL, TaskProcessor, meta_changelog, stateless_batches, task_input
 from streams.task_placement import identity, is_identity, key_column, placement_keys
 from streams.topology import SubTopology, Topology, changelog_topic
 
 log = logging.getLogger(__name__)
 
-EXACTLY_ONCE_V2, AT_LEAST_ONCE = "exactly_once_v2", "at_least_once"
-_KNOWN = {
+# Kafka's StreamsConfig keys Riverlog applies (the rest of StreamsConfig's keys are accepted and
+# logged as not used, as Kafka's AbstractConfig.logUnused logs what no client read).
+APPLIED = {
     "application.id", "bootstrap.servers", "processing.guarantee", "state.dir", "commit.interval.ms",
     "default.key.serde", "default.value.serde", "auto.offset.reset", "replication.factor",
     "maxOffsetsPerTrigger", "statestore.cache.max.bytes", "cache.max.bytes.buffering",
-    "repartition.purge.interval.ms",
+    "repartition.purge.interval.ms", "default.timestamp.extractor", "deserialization.exception.handler",
+    "default.deserialization.exception.handler", "processing.exception.handler", "production.exception.handler",
+    "default.production.exception.handler", "topology.optimization", "max.task.idle.ms",
 }
-CACHE_MAX_BYTES_DEFAULT = 10 * 1024 * 1024
+# Kafka's client prefixes (StreamsConfig.*_PREFIX) that reach a client here (restore.consumer.,
+# global.consumer.: restores and global tables read through Spark's source; logged as unused),
+# and the settings Riverlog decides itself for each client.
+_PRODUCER, _CONSUMER, _MAIN_CONSUMER, _ADMIN = "producer.", "consumer.", "main.consumer.", "admin."
+_OWN = {_PRODUCER: {"bootstrap.servers", "transactional.id", "enable.idempotence", "acks"},
+        _CONSUMER: {"bootstrap.servers", "group.id", "isolation.level", "auto.offset.reset", "enable.auto.commit"},
+        _ADMIN: {"bootstrap.servers"}}
+REPLICATION_FACTOR_DEFAULT = -1     # Kafka's: the broker's default.replication.factor
 
 
 def _config(config: dict) -> dict:
@@ -49,41 +60,55 @@ def _config(config: dict) -> dict:
     for key in ("application.id", "bootstrap.servers"):
         if not c.get(key):
             raise TopologyError(f"config '{key}' is required")
-    unknown = sorted(k for k in c if k not in _KNOWN)
-    if unknown:
-        raise InvalidConfigError(f"unknown streams config(s) {unknown}; known: {sorted(_KNOWN)}", config=unknown[0])
-    guarantee = c.setdefault("processing.guarantee", EXACTLY_ONCE_V2)
-    if guarantee == "exactly_once":
-        c["processing.guarantee"] = EXACTLY_ONCE_V2
-    elif guarantee not in (EXACTLY_ONCE_V2, AT_LEAST_ONCE):
-        raise InvalidConfigError(f"processing.guarantee {guarantee!r}: expected exactly_once_v2 or at_least_once",
-                                 config="processing.guarantee")
+    c = streams_config(c)
     c.setdefault("state.dir", os.path.join(tempfile.gettempdir(), "riverlog-streams"))
-    c["commit.interval.ms"] = _at_least_zero(c, "commit.interval.ms", 100, "milliseconds >= 0")
     reset = c.setdefault("auto.offset.reset", "earliest")
     if reset not in ("earliest", "latest"):
         raise InvalidConfigError(f"auto.offset.reset {reset!r}: expected earliest or latest", config="auto.offset.reset")
-    c["replication.factor"] = int(c.get("replication.factor", 1))
-    # Kafka reads the deprecated cache.max.bytes.buffering only when the new name is not set.
-    name = "statestore.cache.max.bytes" if "statestore.cache.max.bytes" in c or \
-        "cache.max.bytes.buffering" not in c else "cache.max.bytes.buffering"
-    c["statestore.cache.max.bytes"] = _at_least_zero(c, name, CACHE_MAX_BYTES_DEFAULT,
-                                                     "a number of bytes >= 0 (0: forward every update)")
-    c["repartition.purge.interval.ms"] = _at_least_zero(c, "repartition.purge.interval.ms",
-                                                        PURGE_INTERVAL_MS_DEFAULT, "milliseconds >= 0")
+    try:
+        c["replication.factor"] = int(c.get("replication.factor", REPLICATION_FACTOR_DEFAULT))
+    except (TypeError, ValueError):
+        raise InvalidConfigError(f"replication.factor {c['replication.factor']!r}: expected a number of replicas, "
+                                 f"or -1 for the broker's default.replication.factor",
+                                 config="replication.factor") from None
+    if c["replication.factor"] == 0 or c["replication.factor"] < -1:
+        raise InvalidConfigError(f"replication.factor {c['replication.factor']}: expected a number of replicas "
+                                 f">= 1, or -1 for the broker's default.replication.factor", config="replication.factor")
+    c["repartition.purge.interval.ms"] = at_least(c, "repartition.purge.interval.ms", PURGE_INTERVAL_MS_DEFAULT,
+                                                  "milliseconds >= 0")
+    if c["max.task.idle.ms"] > 0:
+        log.warning("max.task.idle.ms=%s is not applied on Spark: a micro-batch holds what each input partition "
+                    "had when it started, and its records are merged by timestamp", c["max.task.idle.ms"])
+    _log_unused(c)
     return c
 
 
-def _at_least_zero(c: dict, name: str, default: int, expected: str) -> int:
-    """``c[name]`` (else ``default``) as an int >= 0; an InvalidConfigError naming it otherwise."""
-    given = c.get(name, default)
-    try:
-        value = int(given)
-    except (TypeError, ValueError):
-        value = -1
-    if value < 0:
-        raise InvalidConfigError(f"{name} {given!r}: expected {expected}", config=name)
-    return value
+def _client(config: dict, *prefixes: str) -> dict:
+    """The settings given under Kafka's client ``prefixes`` (a later prefix wins, as Kafka's
+    ``main.consumer.`` over ``consumer.``), less those Riverlog sets itself for that client."""
+    out = {}
+    for prefix in prefixes:
+        own = _OWN[_CONSUMER if prefix == _MAIN_CONSUMER else prefix]
+        for k, v in config.items():
+            if k.startswith(prefix) and k[len(prefix):] not in own:
+                out[k[len(prefix):]] = v
+    return out
+
+
+def _log_unused(c: dict) -> None:
+    """Kafka's ``AbstractConfig.logUnused``, once per application: the keys nothing here reads."""
+    unused, own = [], []
+    for k in sorted(c):
+        if k in APPLIED or k.startswith((_PRODUCER, _CONSUMER, _MAIN_CONSUMER, _ADMIN)):
+            prefix = next((p for p in (_MAIN_CONSUMER, _PRODUCER, _CONSUMER, _ADMIN) if k.startswith(p)), None)
+            if prefix is not None and k[len(prefix):] in _OWN[_CONSUMER if prefix == _MAIN_CONSUMER else prefix]:
+                own.append(k)
+            continue
+        unused.append(k)
+    if unused:
+        log.info("These configurations '%s' were supplied but are not used yet.", unused)
+    if own:
+        log.warning("These configurations '%s' are set by Riverlog Streams itself and were ignored.", own)
 
 
 class StreamsApp:
@@ -92,6 +117,7 @@ class StreamsApp:
         self.config = _config(config)
         self.app = self.config["application.id"]
         self.defaults = default_serdes(self.config)
+        self.policy = task_policy(self.config)
         check_serdes(topology, self.defaults)
         from streams.global_table import check_global_on_spark
         from streams.joins import refuse_on_spark
@@ -106,6 +132,25 @@ class StreamsApp:
     def client(self) -> dict:
         return {"bootstrap.servers": self.config["bootstrap.servers"]}
 
+    @property
+    def admin(self) -> dict:
+        """The admin client's config: ``admin.``-prefixed settings over the bootstrap servers."""
+        return {**self.client, **_client(self.config, _ADMIN)}
+
+    @property
+    def decode_in_spark(self) -> bool:
+        """Whether Spark may decode the sources (the SQL prefix, the combining steps): only with
+        Kafka's default deserialization handler and timestamp extractor, which fail on what they
+        cannot read; another handler or extractor needs every record in the Python source."""
+        from streams.parameters import FailOnInvalidTimestamp
+        return not self.policy.deserialization.CONTINUE and \
+            type(self.policy.timestamp_extractor) is FailOnInvalidTimestamp
+
+    def _default_timestamped(self, sub: SubTopology) -> set[str]:
+        """The topics of ``sub`` whose records keep their own timestamp (no extractor of their own)."""
+        return {self.topology.topic(self.app, n, t) for n in sub.sources if not n.internal
+                for t in n.topics if getattr(n.args.get("consumed"), "timestamp_extractor", None) is None}
+
     def describe(self):
         from streams.topology import TopologyDescription
         combines = {s.id: self._combine(s) for s in self.topology.subtopologies}
@@ -115,7 +160,7 @@ class StreamsApp:
     def _combine(self, sub: SubTopology):
         """How the sub-topology's rows are combined before its task (a windowed count per window,
         a cached source table per key), or None."""
-        if spark_plan.plan(sub).source is not None or global_topics(self.topology, sub):
+        if not self.decode_in_spark or spark_plan.plan(sub).source is not None or global_topics(self.topology, sub):
             return None
         cache = self.config["statestore.cache.max.bytes"]
         return (window_combine.combinable(sub, self.defaults, cache)
@@ -150,7 +195,7 @@ class StreamsApp:
 
     def _create_internal_topics(self) -> None:
         from streams.joins import copartition
-        admin = AdminClient(self.client)
+        admin = AdminClient(self.admin)
         self._topic_partitions(admin)
         self._copartitioned = copartition(self.topology, self.app, self._partitions.get)
         existing = set(self._partitions)  # the loops below cache repartition topics' counts too
@@ -278,6 +323,8 @@ class StreamsApp:
         reader = (self.spark.readStream.format("riverlog")
                   .option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
                   .option("subscribe", ",".join(topics)).option("includeHeaders", "true"))
+        for k, v in _client(self.config, _CONSUMER, _MAIN_CONSUMER).items():
+            reader = reader.option(f"riverlog.{k}", str(v))
         if "maxOffsetsPerTrigger" in self.config:
             reader = reader.option("maxOffsetsPerTrigger", str(self.config["maxOffsetsPerTrigger"]))
             # Kafka's global thread keeps a global store caught up, unsynchronised with the stream tasks
@@ -297,7 +344,10 @@ class StreamsApp:
             with open(owner_file) as f:
                 owner = f.read().strip()
         df = reader.load()
-        p = spark_plan.plan(sub)
+        p = spark_plan.plan(sub, self.decode_in_spark)
+        combine = self._combine(sub) if sub.stateful and p.sink is None else None
+        if (p.source is not None or combine is not None) and self._default_timestamped(sub):
+            df = spark_plan.fail_on_invalid_timestamp(df, self._default_timestamped(sub))
         partitions, keys = (_placement(ckpt, self.tasks(self.topology.subtopologies[sub.id]), fresh)
                             if sub.stateful else (None, ()))
         if p.source is not None:
@@ -307,7 +357,6 @@ class StreamsApp:
         elif sub.stateful:
             init = (restore.initial_state(self.spark, self.config["bootstrap.servers"], self.app, sub, keys)
                     if fresh and restore.has_state(self.client, self.app, sub, self.partitions) else None)
-            combine = self._combine(sub)
             if isinstance(combine, window_combine.Combine):
                 df = window_combine.combined(df, combine)
             elif combine is not None:
@@ -315,10 +364,11 @@ class StreamsApp:
                 combine = None      # the task applies the rows kept as any others
             out = task_input(self._to_tasks(df, sub, keys)).groupBy("partition").transformWithState(
                 TaskProcessor(self.topology, sub.id, self.app, self.defaults, p.entry,
-                              self.config["statestore.cache.max.bytes"], keys, combine),
+                              self.config["statestore.cache.max.bytes"], keys, combine, self.policy),
                 OUTPUT_DDL, "Append", "None", initialState=init)
         else:
-            out = df.mapInArrow(stateless_batches(self.topology, sub.id, self.app, self.defaults, p.entry),
+            out = df.mapInArrow(stateless_batches(self.topology, sub.id, self.app, self.defaults, p.entry,
+                                                  self.policy),
                                 OUTPUT_DDL)
         writer = (out.writeStream.queryName(f"{self.app}-subtopology-{sub.id}")
                   .option("checkpointLocation", ckpt)
@@ -326,6 +376,8 @@ class StreamsApp:
         if self.config["processing.guarantee"] == EXACTLY_ONCE_V2:
             writer = (writer.format("riverlog").option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
                       .option("sinkId", owner).option("groupId", self.config["application.id"]))
+            for k, v in _client(self.config, _PRODUCER).items():
+                writer = writer.option(f"riverlog.{k}", str(v))
             activate_in_thread(self.spark)
         else:
             writer = writer.foreachBatch(_AtLeastOnceWriter(self.config, ckpt))
@@ -406,7 +458,8 @@ class StreamsApp:
         from streams.global_table import global_stores
         try:
             return read_store(self.client, changelog_topic(self.app, name), spec,
-                              only=0 if name in global_stores(self.topology) else None)
+                              only=0 if name in global_stores(self.topology) else None,
+                              key_serde=spec.key_serde or self.defaults[0])
         except KeyError:
             from streams.errors import InvalidStateStoreError   # Kafka's StreamsNotStartedException is one
             raise InvalidStateStoreError(f"store {name!r} has no changelog topic {changelog_topic(self.app, name)!r} "
@@ -470,8 +523,12 @@ class _AtLeastOnceWriter:
         self.config, self.checkpoint = config, checkpoint
 
     def __call__(self, df, batch_id: int) -> None:
-        (df.write.format("riverlog").mode("append").option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
-         .option("deliveryGuarantee", "at-least-once").save())
+        w = (df.write.format("riverlog").mode("append")
+             .option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
+             .option("deliveryGuarantee", "at-least-once"))
+        for k, v in _client(self.config, _PRODUCER).items():
+            w = w.option(f"riverlog.{k}", str(v))
+        w.save()
         offsets = topic_offsets(self.checkpoint, batch_id)
         if not offsets:
             return

@@ -3,7 +3,9 @@
 copy. Factory names end in ``_`` where Kafka's are Python keywords (``with_``, ``as_``)."""
 from __future__ import annotations
 
+import logging
 import re
+import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -30,6 +32,93 @@ def _serde(serde, what: str):
     except Exception as e:
         raise TopologyError(f"{what}: {e}") from e
 
+
+
+# ------------------------------------------------------------------ timestamp extractors
+# Kafka's org.apache.kafka.streams.processor extractors. Each is a callable (record, partition_time)
+# -> ms, as any extractor given to Consumed.withTimestampExtractor; a negative result drops the
+# record (RecordQueue). ``default.timestamp.extractor`` names one (FailOnInvalidTimestamp by default).
+
+_log = logging.getLogger("streams.timestamps")
+
+
+class TimestampExtractor:
+    def __call__(self, record, partition_time: int) -> int:
+        return self.extract(record, partition_time)
+
+    def extract(self, record, partition_time: int) -> int:
+        raise NotImplementedError
+
+
+class ExtractRecordMetadataTimestamp(TimestampExtractor):
+    """The record's own (broker) timestamp; a negative one goes to :meth:`on_invalid_timestamp`."""
+    uses_partition_time = False     # False: the source need not keep the partition time for it
+
+    def extract(self, record, partition_time: int) -> int:
+        ts = record.timestamp
+        return ts if ts >= 0 else self.on_invalid_timestamp(record, ts, partition_time)
+
+    def on_invalid_timestamp(self, record, record_timestamp: int, partition_time: int) -> int:
+        raise NotImplementedError
+
+
+class FailOnInvalidTimestamp(ExtractRecordMetadataTimestamp):
+    """Kafka's default: a negative record timestamp fails the task."""
+    def on_invalid_timestamp(self, record, record_timestamp, partition_time):
+        from streams.errors import StreamsError
+        message = invalid_timestamp_message(str(record))
+        _log.error(message)
+        raise StreamsError(message)
+
+
+def invalid_timestamp_message(record: str) -> str:
+    return (f"Input record {record} has invalid (negative) timestamp. Possibly because a pre-0.10 producer client "
+            "was used to write this record to Kafka without embedding a timestamp, or because the input topic was "
+            "created before upgrading the Kafka cluster to 0.10+. Use a different TimestampExtractor to process "
+            "this data.")
+
+
+class LogAndSkipOnInvalidTimestamp(ExtractRecordMetadataTimestamp):
+    """A negative record timestamp is logged and the record dropped."""
+    def on_invalid_timestamp(self, record, record_timestamp, partition_time):
+        _log.warning("Input record %s will be dropped because it has an invalid (negative) timestamp.", record)
+        return record_timestamp
+
+
+class UsePartitionTimeOnInvalidTimestamp(ExtractRecordMetadataTimestamp):
+    """A negative record timestamp is replaced by the partition time (failing before there is one)."""
+    uses_partition_time = True
+
+    def on_invalid_timestamp(self, record, record_timestamp, partition_time):
+        if partition_time < 0:
+            from streams.errors import StreamsError
+            raise StreamsError(f"Could not infer new timestamp for input record {record} because partition time "
+                               "is unknown.")
+        return partition_time
+
+
+class WallclockTimestampExtractor(TimestampExtractor):
+    """The wall-clock time of processing (a replay gives other timestamps)."""
+    def extract(self, record, partition_time):
+        return int(time.time() * 1000)
+
+
+TIMESTAMP_EXTRACTORS = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp,
+                        WallclockTimestampExtractor)
+
+
+def timestamp_extractor(extractor, what: str = "default.timestamp.extractor"):
+    """An extractor from a callable, an extractor class, or Kafka's class name (simple or
+    ``org.apache.kafka.streams.processor.X``); None: the default ``FailOnInvalidTimestamp``."""
+    if extractor is None:
+        return FailOnInvalidTimestamp()
+    if isinstance(extractor, type) and issubclass(extractor, TimestampExtractor):
+        return extractor()
+    if callable(extractor):
+        return extractor
+    from streams.errors import kafka_class
+    return kafka_class({what: extractor}, what, TIMESTAMP_EXTRACTORS, "org.apache.kafka.streams.processor",
+                       FailOnInvalidTimestamp)
 
 @dataclass(frozen=True)
 class Named:
@@ -62,8 +151,13 @@ class Consumed:
     def withValueSerde(self, serde) -> "Consumed":
         return replace(self, value_serde=_serde(serde, "Consumed value serde"))
 
-    def withTimestampExtractor(self, extractor: Callable) -> "Consumed":
-        return replace(self, timestamp_extractor=extractor)
+    def withTimestampExtractor(self, extractor) -> "Consumed":
+        """A callable ``(record, partition_time) -> ms`` or one of Kafka's extractors (an instance,
+        class or class name: ``LogAndSkipOnInvalidTimestamp``, ...)."""
+        try:
+            return replace(self, timestamp_extractor=timestamp_extractor(extractor, "timestamp extractor"))
+        except Exception as e:
+            raise TopologyError(f"Consumed.withTimestampExtractor: {e}") from e
 
     def withOffsetResetPolicy(self, policy: str) -> "Consumed":
         policy = policy.lower()

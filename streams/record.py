@@ -39,6 +39,19 @@ class Record:
                 "headers": [{"key": k, "value": v} for k, v in self.headers]}
 
 
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecord(Record):
+    """What a timestamp extractor is given: the deserialized record with where it was read (Kafka's
+    extractors get a ``ConsumerRecord``), so an extractor's error can name it."""
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+
+    def __str__(self) -> str:
+        return (f"ConsumerRecord(topic = {self.topic}, partition = {self.partition}, offset = {self.offset}, "
+                f"CreateTime = {self.timestamp}, key = {self.key}, value = {self.value})")
+
 def _time(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 

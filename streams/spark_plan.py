@@ -40,9 +40,12 @@ def vectorized_fn(node: Node):
     return next((v for k, v in node.args.items() if k in _ARGS and getattr(v, "is_vectorized", False)), None)
 
 
-def plan(sub: SubTopology) -> Plan:
+def plan(sub: SubTopology, decode_in_spark: bool = True) -> Plan:
+    """``decode_in_spark`` False: the sources decode in Python (a deserialization handler that
+    continues, or a default timestamp extractor other than ``FailOnInvalidTimestamp``, needs each
+    record in :class:`streams.stateless.Source`), so there is no prefix."""
     sources = sub.sources
-    if len(sources) != 1:
+    if len(sources) != 1 or not decode_in_spark:
         return Plan(None, [], None, None)
     src = sources[0]
     consumed = src.args.get("consumed")
@@ -115,3 +118,18 @@ def sink_columns(df, p: Plan, defaults: tuple, application_id: str):
                      (ks.encode(F.col("key")) if ks is not None else F.col("key")).alias("key"),
                      (vs.encode(F.col("value")) if vs is not None else F.col("value")).alias("value"),
                      "timestamp", "headers")
+
+
+def fail_on_invalid_timestamp(df, topics):
+    """Kafka's default ``FailOnInvalidTimestamp`` for rows no Python source sees (the SQL prefix,
+    the steps that combine rows before their task): a record of ``topics`` with a negative
+    timestamp fails the query with Kafka's message."""
+    from pyspark.sql import functions as F
+    from streams.parameters import invalid_timestamp_message
+    before, after = invalid_timestamp_message("\0").split("\0")
+    record = F.concat(F.lit("ConsumerRecord(topic = "), F.col("topic"), F.lit(", partition = "),
+                      F.col("partition").cast("string"), F.lit(", offset = "), F.col("offset").cast("string"),
+                      F.lit(", CreateTime = "), F.unix_millis("timestamp").cast("string"), F.lit(")"))
+    bad = (F.unix_millis("timestamp") < 0) & F.col("topic").isin(*sorted(topics))
+    return df.withColumn("timestamp", F.when(bad, F.raise_error(F.concat(F.lit(before), record, F.lit(after))))
+                         .otherwise(F.col("timestamp")))

@@ -9,11 +9,11 @@ records the batch produced.
 """
 from __future__ import annotations
 
-import heapq
+import itertools
 from datetime import datetime, timedelta, timezone
 
 from streams.global_table import global_topics, with_global_stores
-from streams.interpreter import build_task
+from streams.interpreter import TaskPolicy, build_task, merged
 from streams.record import Record
 from streams.stores import DictBacking, _hashable
 from streams.state_buckets import HEADER, BucketedBacking, bucket_key, encode_blob, encode_header
@@ -53,29 +53,17 @@ def task_input(df):
                        for c in df.columns if c in TASK_COLUMNS or c in COMBINED_COLUMNS])
 
 
-def ordered(rows, first: set[str] = frozenset()) -> list:
-    """A task's rows in processing order: offset order within each input partition, merged across
-    inputs by timestamp (the lowest head first, ties by topic name), as Kafka's partition group
-    picks. Rows of the ``first`` topics (global tables) come before the rest, as Kafka's global
-    thread keeps its stores ahead of the stream threads."""
+def queues(rows, first: set[str] = frozenset()) -> tuple[list, list[list]]:
+    """A task's rows as (the ``first`` topics' rows, each input partition's rows): offset order
+    within each partition, the partitions by topic name then number. The ``first`` topics (global
+    tables) are applied before the rest, as Kafka's global thread keeps its stores ahead of the
+    stream threads; the others are merged by :func:`streams.interpreter.merged`."""
     by_input: dict[tuple, list] = {}
     for r in rows:
         by_input.setdefault((r["topic"], r["partition"]), []).append(r)
     head = [r for k in sorted(k for k in by_input if k[0] in first)
             for r in sorted(by_input.pop(k), key=lambda r: r["offset"])]
-    lists = [sorted(rs, key=lambda r: r["offset"]) for _, rs in sorted(by_input.items())]
-    if len(lists) <= 1:
-        return head + (lists[0] if lists else [])
-    heap = [(to_ms(l[0]["timestamp"]), l[0]["topic"], i, 0) for i, l in enumerate(lists)]
-    heapq.heapify(heap)
-    out = head
-    while heap:
-        _, topic, i, j = heapq.heappop(heap)
-        out.append(lists[i][j])
-        if j + 1 < len(lists[i]):
-            nxt = lists[i][j + 1]
-            heapq.heappush(heap, (to_ms(nxt["timestamp"]), topic, i, j + 1))
-    return out
+    return head, [sorted(rs, key=lambda r: r["offset"]) for _, rs in sorted(by_input.items())]
 
 
 def python_value(v):
@@ -90,30 +78,39 @@ def python_value(v):
 
 
 def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, defaults, backing=None,
-             entry: str | None = None, cache_bytes: int = 0):
-    """Apply ``rows`` (source rows of one task) and return the task's output rows. With ``entry``,
-    Spark SQL already ran the steps before that node: the rows carry typed keys and values. The
-    batch is one commit: with ``cache_bytes`` (``statestore.cache.max.bytes``) a cached table
-    store forwards each key's latest change once, at the end or when its cache is full."""
+             entry: str | None = None, cache_bytes: int = 0, policy: TaskPolicy | None = None):
+    """Apply ``rows`` (source rows of one task) and return the task's output rows. Each record is
+    deserialized and timestamped (the sources' extractors, the exception handlers of ``policy``)
+    as it becomes its partition's head, and the partitions are merged by those timestamps, as
+    Kafka's partition group picks. With ``entry``, Spark SQL already ran the steps before that
+    node: the rows carry typed keys and values and their own timestamps. The batch is one commit:
+    with ``cache_bytes`` (``statestore.cache.max.bytes``) a cached table store forwards each key's
+    latest change once, at the end or when its cache is full."""
     sub = with_global_stores(topology, topology.subtopologies[sub_id])
-    task, sources = build_task(topology, sub, app, partition, backing=backing, defaults=defaults)
+    task, sources = build_task(topology, sub, app, partition, backing=backing, defaults=defaults, policy=policy)
     task.use_cache(cache_bytes)
     head = task.processors[entry] if entry is not None else None
-    last_ts = None
-    for r in ordered(rows, global_topics(topology, sub)):
+
+    def prepare(r):
         task.source = (r["topic"], r["partition"], r["offset"])
         headers = tuple((h["key"], h["value"]) for h in (r.get("headers") or ()))
-        if head is None:
-            sources[r["topic"]].process(Record(r["key"], r["value"], to_ms(r["timestamp"]), headers))
-        else:
-            head.process(Record(python_value(r["key"]), python_value(r["value"]), to_ms(r["timestamp"]), headers))
+        if head is not None:
+            return Record(python_value(r["key"]), python_value(r["value"]), to_ms(r["timestamp"]), headers)
+        return sources[r["topic"]].prepare(Record(r["key"], r["value"], to_ms(r["timestamp"]), headers), task.source)
+
+    first, inputs = queues(rows, global_topics(topology, sub))
+    last_ts = None
+    for r, record in itertools.chain(((r, prepare(r)) for r in first), merged(inputs, prepare)):
+        if record is not None:
+            task.source = (r["topic"], r["partition"], r["offset"])
+            (head.process if head is not None else sources[r["topic"]].forward)(record)
         last_ts = r["timestamp"]
     task.commit()
     return task, _outputs(task), _as_datetime(last_ts)
 
 
 def run_combined(topology: Topology, sub_id: int, app: str, partition: int, rows, defaults, combine: Combine,
-                 backing=None, cache_bytes: int = 0):
+                 backing=None, cache_bytes: int = 0, policy: TaskPolicy | None = None):
     """:func:`run_rows` for rows combined per window (:mod:`streams.window_combine`): each window's
     count added in order of window start and first record (so store time and retention advance as
     the records would advance them), then each input partition's summary (records dropped before
@@ -121,7 +118,7 @@ def run_combined(topology: Topology, sub_id: int, app: str, partition: int, rows
     left them in: by each window's last record, then start (Kafka's ``NamedCache`` flushes the
     least recently written first; one record updates its windows by start)."""
     task, _ = build_task(topology, topology.subtopologies[sub_id], app, partition, backing=backing,
-                         defaults=defaults)
+                         defaults=defaults, policy=policy)
     task.use_cache(cache_bytes)
     agg = task.processors[combine.aggregate]
     ks = combine.key_serde
@@ -175,8 +172,10 @@ class TaskProcessor(StatefulProcessor):
     :mod:`streams.task_placement`), so each call is one task."""
 
     def __init__(self, topology: Topology, sub_id: int, app: str, defaults: tuple, entry: str | None = None,
-                 cache_bytes: int = 0, keys: tuple[int, ...] = (), combine: Combine | None = None):
+                 cache_bytes: int = 0, keys: tuple[int, ...] = (), combine: Combine | None = None,
+                 policy: TaskPolicy | None = None):
         self.topology, self.sub_id, self.app, self.defaults = topology, sub_id, app, defaults
+        self.policy = policy        # default.timestamp.extractor and the exception handlers
         self.entry, self.cache_bytes, self.keys = entry, cache_bytes, keys   # keys: the tasks' placement keys
         self.combine = combine      # the rows are combined per window (streams.window_combine)
 
@@ -204,11 +203,11 @@ class TaskProcessor(StatefulProcessor):
         if self.combine is not None:
             task, out, last_ts = run_combined(self.topology, self.sub_id, self.app, partition, rows, self.defaults,
                                               self.combine, backing=lambda name: backings[name],
-                                              cache_bytes=self.cache_bytes)
+                                              cache_bytes=self.cache_bytes, policy=self.policy)
         else:
             task, out, last_ts = run_rows(self.topology, self.sub_id, self.app, partition, rows, self.defaults,
                                           backing=lambda name: backings[name], entry=self.entry,
-                                          cache_bytes=self.cache_bytes)
+                                          cache_bytes=self.cache_bytes, policy=self.policy)
         for t, p, k, v, ts, h in out:
             yield Row(topic=t, partition=p, key=k, value=v, timestamp=ts, headers=h)
         for name in sorted(backings):
@@ -232,7 +231,8 @@ def _state_name(store: str) -> str:
     return "s_" + "".join(c if c.isalnum() else "_" for c in store)
 
 
-def stateless_batches(topology: Topology, sub_id: int, app: str, defaults: tuple, entry: str | None = None):
+def stateless_batches(topology: Topology, sub_id: int, app: str, defaults: tuple, entry: str | None = None,
+                      policy: TaskPolicy | None = None):
     """``mapInArrow``'s function for a stateless sub-topology."""
     import pyarrow as pa
 
@@ -252,7 +252,7 @@ def stateless_batches(topology: Topology, sub_id: int, app: str, defaults: tuple
             out = []
             for p, rs in sorted(by_partition.items()):
                 meta = metas.setdefault(p, DictBacking())
-                _, produced, _ = run_rows(topology, sub_id, app, p, rs, defaults, entry=entry,
+                _, produced, _ = run_rows(topology, sub_id, app, p, rs, defaults, entry=entry, policy=policy,
                                           backing=lambda name, meta=meta: meta if name == "__meta" else DictBacking())
                 out.extend(produced)
             if out:

@@ -3,12 +3,14 @@ query runs in Python for the operations it cannot hand to Spark SQL (callables, 
 a stateful operation in the same sub-topology)."""
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from streams.errors import StreamsError
 from streams.functions import Fn
 from streams.processor import Processor
-from streams.record import Change, Record
+from streams.parameters import ExtractRecordMetadataTimestamp
+from streams.record import Change, ConsumerRecord, Record
 from streams.column_functions import call_record
 
 
@@ -67,18 +69,40 @@ def unpack_change(data: bytes, serde) -> Change:
     return Change(values[0], values[1])
 
 
+_log = logging.getLogger("streams.source")
 UNKNOWN = -1     # Kafka's RecordQueue.UNKNOWN: no partition time yet
 
 
 class Source(Processor):
     """Deserializes what a topic holds into the stream's key and value (``changes``: a grouped
-    table's repartition topic, whose values are packed changes)."""
+    table's repartition topic, whose values are packed changes) and gives the record its timestamp.
+
+    :meth:`prepare` is Kafka's ``RecordQueue.updateHead`` for one record (deserialize through the
+    deserialization exception handler, then extract the timestamp), so a task can merge its input
+    partitions by extracted timestamp before processing (:func:`streams.interpreter.merged`);
+    :meth:`process` prepares and forwards. The task's config reaches it through :meth:`configure`."""
     def __init__(self, key_serde, value_serde, timestamp_extractor=None, changes: bool = False):
         self.key_serde, self.value_serde, self.extractor = key_serde, value_serde, timestamp_extractor
         self.changes = changes
+        self.on_deserialization_error = None     # None: Kafka's LogAndFailExceptionHandler
+
+    def configure(self, default_extractor, deserialization_handler) -> None:
+        """``default.timestamp.extractor`` (for a source with none of its own; None: an internal
+        topic, whose records carry the timestamps the application wrote) and the deserialization
+        exception handler."""
+        if self.extractor is None and not self.changes:
+            self.extractor = default_extractor
+        self.on_deserialization_error = deserialization_handler
 
     def process(self, record: Record) -> None:
-        topic = self.context.source()[0]
+        prepared = self.prepare(record, self.context.source())
+        if prepared is not None:
+            self.forward(prepared)
+
+    def prepare(self, record: Record, source: tuple) -> Record | None:
+        """The record deserialized and timestamped, or None when it is skipped (a handler that
+        continues, or a negative extracted timestamp: Kafka's ``RecordQueue`` drops it)."""
+        topic = source[0]
         ks = self.key_serde or self.context.default_serde("key")
         vs = self.value_serde or self.context.default_serde("value")
         try:
@@ -88,21 +112,34 @@ class Source(Processor):
             else:
                 value = vs.deserialize(record.value) if vs is not None else record.value
         except Exception as e:
-            raise StreamsError(f"could not deserialize a record of topic {topic!r} at {self.context.source()}: {e}; "
-                               f"check the Consumed serdes of this source") from e
+            handler = self.on_deserialization_error
+            if handler is not None and handler.handle(self.context.task, topic, source[1], source[2], e):
+                return None
+            raise StreamsError(f"could not deserialize a record of topic {topic!r} at {source}: {e}; check the "
+                               f"Consumed serdes of this source. Deserialization exception handler is set to fail "
+                               f"upon a deserialization error. If you would rather have the streaming pipeline "
+                               f"continue after a deserialization error, please set the "
+                               f"deserialization.exception.handler appropriately.") from e
         ts = record.timestamp
         if self.extractor is not None:
-            ts = self._extract(record.with_(key=key, value=value), topic)
+            ts = self._extract(ConsumerRecord(key, value, ts, record.headers, *source), topic)
             if ts < 0:
-                return  # Kafka drops records whose extracted timestamp is negative
-        self.forward(Record(key, value, ts, record.headers))
+                _log.warning("Skipping record due to negative extracted timestamp. topic=[%s] partition=[%s] "
+                             "offset=[%s] extractedTimestamp=[%s] extractor=[%s]", *source, ts,
+                             type(self.extractor).__name__)
+                return None
+        return Record(key, value, ts, record.headers)
 
-    def _extract(self, record: Record, topic: str | None) -> int:
+    def _extract(self, record: ConsumerRecord, topic: str | None) -> int:
         """Kafka's ``RecordQueue``: the extractor gets the input partition's time before this record
         (the largest timestamp extracted so far, -1 before any) and the partition time then takes
         this record's timestamp if larger; a dropped (negative) timestamp leaves it. Kept in the
         task's meta per source topic (the task is the partition), so it survives what the task's
-        meta survives (docs/streams.md)."""
+        meta survives (docs/streams.md). Kafka's own extractors that read only the record's
+        timestamp skip that bookkeeping while the timestamp is valid."""
+        if isinstance(self.extractor, ExtractRecordMetadataTimestamp) and not self.extractor.uses_partition_time:
+            ts = record.timestamp
+            return ts if ts >= 0 else int(self.extractor.on_invalid_timestamp(record, ts, UNKNOWN))
         name = f"partition_time:{topic}"
         seen = self.context.meta(name)
         partition_time = UNKNOWN if seen is None else seen

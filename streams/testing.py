@@ -426,8 +426,10 @@ class TopologyTestDriver:
         return {n: self._store(n) for n in self._interp.topology.stores()}
 
     def advanceWallClockTime(self, duration) -> None:
-        """Riverlog topologies use event time only (wall-clock punctuation would make replays
-        differ), so there is nothing for wall-clock time to trigger."""
+        """Move the driver's wall clock: a task idling for ``max.task.idle.ms`` (a partition with
+        no data yet) processes what its deadline now releases, as Kafka's driver. Nothing else
+        reads the wall clock (no wall-clock punctuation: replays must not differ)."""
+        self._interp.advance_wall_clock(_ms(duration))
 
     def close(self) -> None:
         pass
