@@ -28,11 +28,14 @@ other values are checked field by field.
 Connect ↔ Spark types (:mod:`connect.connect_types`): int8/16/32/64 ↔ tinyint/smallint/int/bigint,
 float32/64 ↔ float/double, boolean, string, bytes ↔ binary (base64 in JSON, as Jackson writes byte[]), array, map (string
 keys only: Connect writes other keys as ``[[k, v], …]``), struct; logical types Timestamp ↔
-timestamp (int64 epoch ms), Date ↔ date (int32 epoch days), Time → int (ms of day: Spark has no
-time-of-day type by default), Decimal ↔ decimal(38, scale) with ``decimal.format`` NUMERIC, or
-BASE64 (Kafka's default), over the whole decimal(38) range. Per-row checks: invalid UTF-8 or
-JSON, a missing envelope, a payload field of the
-wrong JSON type (nested inside arrays and maps only when the whole element fails).
+timestamp (int64 epoch ms), Date ↔ date (int32 epoch days), Time ↔ int (ms of day, named Time in
+its field's metadata: Spark has no time-of-day type by default), Decimal ↔ decimal(38, scale),
+written per ``decimal.format`` NUMERIC or BASE64 (Kafka's default) and read from either form, over
+the whole decimal(38) range. Per-row checks: invalid UTF-8 or JSON, a missing envelope, a payload
+field of the wrong JSON type (nested inside arrays and maps only when the whole element fails), a
+null required field (Kafka's "Invalid null value for required … field"), a fractional Timestamp,
+Date or Time, a decimal number with more fractional digits than its scale. Schema defaults fill
+null struct fields (``replace.null.with.default``).
 """
 from __future__ import annotations
 
@@ -43,11 +46,14 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructType, VariantType
+from pyspark.sql.types import (ArrayType, BinaryType, DataType, DecimalType, MapType, StringType, StructField,
+                               StructType, VariantType)
 
 from connect import record_frame
-from connect.connect_types import (as_type, canonical, check_names, connect_to_spark, ddl, from_wire, merge_types,
-                                   same_type, spark_to_connect, to_wire, wire_type)
+from connect.config_def import message as config_message, parse_value, Invalid
+from connect.connect_types import (DEFAULT, OPTIONAL, as_type, canonical, check_names, connect_to_spark, ddl,
+                                   exact_type, from_wire, merge_types, needs, read_type, same_type, schema_json,
+                                   schema_metadata, spark_to_connect, to_wire, wire_type)
 from connect.errors import ConfigError, DataError
 
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
@@ -96,7 +102,7 @@ class Converter:
     def to_column(self, binary: Column) -> Converted:
         raise NotImplementedError
 
-    def from_column(self, typed: Column, data_type: DataType) -> Converted:
+    def from_column(self, typed: Column, data_type: DataType, metadata: dict | None = None) -> Converted:
         raise NotImplementedError
 
     def output_type(self) -> DataType | None:
@@ -111,7 +117,7 @@ class ByteArrayConverter(Converter):
     def to_column(self, binary):
         return Converted(binary, F.lit(False), F.lit(None).cast("string"))
 
-    def from_column(self, typed, data_type):
+    def from_column(self, typed, data_type, metadata=None):
         if not isinstance(data_type, BinaryType):
             raise DataError(f"ByteArrayConverter is not compatible with objects of type {data_type.simpleString()}")
         return Converted(typed, F.lit(False), F.lit(None).cast("string"))
@@ -123,9 +129,15 @@ class ByteArrayConverter(Converter):
 _ENCODINGS = {"UTF-8", "UTF8", "US-ASCII", "ISO-8859-1", "UTF-16", "UTF-16BE", "UTF-16LE", "UTF-32"}
 
 
+_UNMAPPABLE = {"US-ASCII": "[^\\x{00}-\\x{7F}]", "ISO-8859-1": "[^\\x{00}-\\x{FF}]"}
+
+
 class StringConverter(Converter):
     """Kafka's StringConverter (``converter.encoding``, default UTF-8). Bytes that are not valid
-    UTF-8 are flagged (Java would substitute U+FFFD); non-string values are written as Spark's
+    UTF-8 are flagged (Java would substitute U+FFFD); in US-ASCII and ISO-8859-1 what the charset
+    cannot hold is substituted as Java's ``String(bytes, charset)`` / ``getBytes(charset)`` do
+    (U+FFFD when reading, ``?`` when writing) where Spark's ``decode``/``encode`` would fail the
+    job; non-string values are written as Spark's
     ``CAST(… AS STRING)``, where Java writes ``toString()`` (``Struct{a=1}`` against ``{1}``)."""
     class_name = STRING_CONVERTER
 
@@ -144,10 +156,16 @@ class StringConverter(Converter):
             bad = binary.isNotNull() & ~F.call_function("is_valid_utf8", binary)
             return Converted(F.when(~bad, binary.cast("string")), bad,
                              F.lit("Failed to deserialize data to string: invalid UTF-8"))
+        if self.encoding == "US-ASCII":   # ISO-8859-1 maps every byte: bytes past ASCII become U+FFFD
+            text = F.regexp_replace(F.decode(binary, "ISO-8859-1"), "[\\x{80}-\\x{FF}]", "\uFFFD")
+            return Converted(text, F.lit(False), F.lit(None).cast("string"))
         return Converted(F.decode(binary, self.encoding), F.lit(False), F.lit(None).cast("string"))
 
-    def from_column(self, typed, data_type):
+    def from_column(self, typed, data_type, metadata=None):
         text = typed if isinstance(data_type, StringType) else typed.cast("string")
+        unmappable = _UNMAPPABLE.get(self.encoding)
+        if unmappable:   # one '?' per code point the charset lacks, as Java's encoder replaces it
+            text = F.regexp_replace(text, unmappable, "?")
         return Converted(F.encode(text, self.encoding), F.lit(False), F.lit(None).cast("string"))
 
     def output_type(self):
@@ -180,8 +198,73 @@ def _mismatch(v: Column, typed: Column, t: DataType) -> Column:
     return here
 
 
+_LEADING_ZEROS = r'("(?:[^"\\]|\\.)*")|(?<![\w.])(-?)0+(?=\d)'
+
+
+def parse_json(text: Column) -> Column:
+    """Kafka's ``JsonDeserializer`` (``ALLOW_LEADING_ZEROS_FOR_NUMBERS``): JSON text as a VARIANT,
+    ``0012`` read as 12; null where the text is not JSON. Only text that fails as it is is read again
+    with the zeros taken out of its numbers (never inside strings)."""
+    return F.coalesce(F.try_parse_json(text), F.try_parse_json(F.regexp_replace(text, _LEADING_ZEROS, "$1$2")))
+
+
+def _literal(text: str, t: DataType, meta: dict | None) -> Column:
+    """A schema's ``default`` (JSON text, as the converter reads a payload) as a value of ``t``."""
+    wire = F.try_variant_get(F.try_parse_json(F.lit(text)), "$", ddl(read_type(t, meta)))
+    exact = None
+    if needs(t, lambda x: isinstance(x, DecimalType)):
+        exact = F.from_json(F.lit('{"payload":' + text + '}'), StructType([StructField("payload", exact_type(t))]),
+                            {"allowNumericLeadingZeros": "true"}).getField("payload")
+    return from_wire(wire, t, meta, exact)
+
+
+def _has_default(t: DataType, meta: dict | None) -> bool:
+    return (meta or {}).get(DEFAULT) is not None or (
+        isinstance(t, StructType) and any(_has_default(f.dataType, f.metadata) for f in t.fields))
+
+
+def _with_defaults(c: Column, t: DataType, meta: dict | None) -> Column:
+    """Kafka's ``convertToConnect`` under ``replace.null.with.default``: a null or missing value
+    whose schema has a default reads as the default (struct fields at any depth)."""
+    if not _has_default(t, meta):
+        return c
+    if isinstance(t, StructType):
+        c = F.when(c.isNotNull(), F.struct(*[_with_defaults(c.getField(f.name), f.dataType, f.metadata).alias(f.name)
+                                             for f in t.fields]))
+    default = (meta or {}).get(DEFAULT)
+    return c if default is None else F.coalesce(c, _literal(default, t, meta))
+
+
+_TYPE_NAMES = {"float": "FLOAT32", "double": "FLOAT64"}
+
+
+def _required_nulls(c: Column, t: DataType, meta: dict | None) -> list[tuple[Column, str]]:
+    """(condition, message) for each required (``optional: false``) value that is null, where its
+    parent is not: Kafka's ``convertToConnect`` throws "Invalid null value for required … field"."""
+    out = []
+    if (meta or {}).get(OPTIONAL) is False:
+        kind = spark_to_connect(t, meta)["type"]
+        out.append((c.isNull(), f"Invalid null value for required {_TYPE_NAMES.get(kind, kind.upper())} field"))
+    if isinstance(t, StructType):
+        for f in t.fields:
+            out += [(c.isNotNull() & cond, msg) for cond, msg in _required_nulls(c.getField(f.name), f.dataType,
+                                                                                f.metadata)]
+    return out
+
+
+def _has_metadata(t: DataType) -> bool:
+    if isinstance(t, StructType):
+        return any(f.metadata or _has_metadata(f.dataType) for f in t.fields)
+    if isinstance(t, ArrayType):
+        return _has_metadata(t.elementType)
+    if isinstance(t, MapType):
+        return _has_metadata(t.valueType)
+    return False
+
+
 _MAX_SHAPES = 64
-_PARSED, _WIRE = "__connect_json", "__connect_json_typed"   # decode's hidden stages (see Converted)
+# decode's hidden stages (see Converted): the JSON, the payload as read_type, as the bound type, defaults filled
+_PARSED, _WIRE, _TYPED, _FILLED = "__connect_json", "__connect_json_wire", "__connect_json_typed", "__connect_json_filled"
 
 
 def _shape(v: Column) -> Column:
@@ -199,8 +282,10 @@ class NothingToBind(DataError):
 
 class JsonConverter(Converter):
     """Kafka's JsonConverter. Configs (Kafka's names and defaults): ``schemas.enable`` (true),
-    ``decimal.format`` (BASE64 | NUMERIC), ``schemas.cache.size`` and ``replace.null.with.default``
-    (accepted; Spark types have no defaults). See the module docstring for how a type is bound.
+    ``decimal.format`` (BASE64 | NUMERIC: how decimals are written; both forms are read),
+    ``schemas.cache.size`` (validated as an int; Spark binds a type per batch, so nothing is cached)
+    and ``replace.null.with.default`` (true). See the module docstring for how a type is bound and
+    :mod:`connect.connect_types` for the schema metadata carried in StructField metadata.
 
     >>> conv = JsonConverter({"schemas.enable": "false"}, schema="id INT, name STRING")
     >>> frame = decode(frame, conv, "value")      # value is now struct<id int, name string>
@@ -213,12 +298,20 @@ class JsonConverter(Converter):
         super().__init__(config, is_key)
         errors = _config_errors(self.config, self.CONFIGS)
         self.schemas_enable = _bool(self.config, "schemas.enable", True, errors)
-        _bool(self.config, "replace.null.with.default", True, errors)
+        self.replace_null_with_default = _bool(self.config, "replace.null.with.default", True, errors)
         self.numeric = str(self.config.get("decimal.format", "BASE64")).upper() == "NUMERIC"
+        if "schemas.cache.size" in self.config:   # JsonConverterConfig's Type.INT
+            from connect.config import JSON_CONVERTER_CONFIG
+            key = JSON_CONVERTER_CONFIG.keys["schemas.cache.size"]
+            try:
+                parse_value(key, self.config[key.name])
+            except Invalid as e:
+                errors.setdefault(key.name, []).append(config_message(key.name, self.config[key.name], e))
         if errors:
             raise ConfigError("invalid JsonConverter config: " + "; ".join(f"{k}: {', '.join(v)}"
                                                                          for k, v in errors.items()), errors=errors)
         self.data_type = as_type(schema)
+        self.metadata: dict = schema_metadata(schema) if isinstance(schema, dict) else {}   # the top-level schema's
         self.unbound_reason: str | None = None   # why bind() found no type, for the records' message
         self._accepted: frozenset[str] | None = None  # canonical envelope schemas seen by bind()
         self._shapes: frozenset[str] | None = None    # plain JSON shapes seen by bind()
@@ -245,7 +338,7 @@ class JsonConverter(Converter):
     def bind(self, frame: DataFrame, column: str = "value") -> "JsonConverter":
         """A converter bound to the Spark type of ``frame[column]``'s JSON (a driver-side job):
         with envelopes the first distinct schema's type; without, the merged inferred type."""
-        v = F.try_parse_json(F.col(column).cast("string"))
+        v = parse_json(F.col(column).cast("string"))
         frame = frame.coalesce(1)  # one partition: the aggregate needs no shuffle, so one job, not two
         bound = JsonConverter(self.config, self.is_key)
         if self.schemas_enable:
@@ -254,12 +347,13 @@ class JsonConverter(Converter):
                     .groupBy("s").agg(F.min("offset").alias("o")).orderBy("o", "s").limit(64).collect())
             if not rows:
                 raise NothingToBind(f"no JSON envelope with a schema in column {column!r} to bind a type from")
-            types, problem = {}, None
+            types, metas, problem = {}, {}, None
             for r in rows:   # in order of first appearance
                 try:
-                    t = connect_to_spark(json.loads(r["s"]))
+                    schema = json.loads(r["s"])
+                    t = connect_to_spark(schema)
                     check_names(t)
-                    types[r["s"]] = t
+                    types[r["s"]], metas[r["s"]] = t, schema_metadata(schema)
                 except DataError as e:   # its records are flagged; the others still convert
                     problem = problem or e
             if not types:
@@ -270,9 +364,12 @@ class JsonConverter(Converter):
             for t in types.values():
                 merged = t if merged is None else (merge_types(merged, t) or merged)
             bound.data_type = merged
+            first = next(iter(metas.values()))
+            bound.metadata = {k: v for k, v in first.items()
+                              if k not in (OPTIONAL, DEFAULT) or all(m.get(k) == v for m in metas.values())}
             # What this converter writes for the type is accepted too, so it reads its own output.
             bound._accepted = frozenset([s for s, t in types.items() if same_type(merge_types(merged, t), merged)]
-                                        + [canonical(spark_to_connect(bound.data_type))])
+                                        + [canonical(spark_to_connect(bound.data_type, bound.metadata))])
         else:
             row = frame.select(F.call_function("schema_of_variant_agg", v).alias("t"),
                                F.collect_set(_shape(v)).alias("shapes")).first()
@@ -293,7 +390,7 @@ class JsonConverter(Converter):
     # -- bytes -> typed ---------------------------------------------------------------------------
     def to_column(self, binary):
         text = binary.cast("string")
-        stages = ({_PARSED: F.try_parse_json(text)},)
+        stages = ({_PARSED: parse_json(text)},)
         v = F.col(_PARSED)
         # Kafka's JSON deserializer reads empty bytes as null: without envelopes that is a null value
         present = binary.isNotNull() if self.schemas_enable else binary.isNotNull() & (F.length(binary) > 0)
@@ -303,7 +400,7 @@ class JsonConverter(Converter):
             return Converted(F.when(~bad_json, v), bad_json, msg_json, stages=stages)
         misfit = seen = None
         if self.schemas_enable:
-            keys = F.json_object_keys(text)
+            keys = F.coalesce(F.json_object_keys(text), F.json_object_keys(F.to_json(v)))  # 0012 read as 12
             envelope_ok = (F.size(keys) == 2) & F.array_contains(keys, "schema") & F.array_contains(keys, "payload")
             schema_json = F.to_json(F.try_variant_get(v, "$.schema", "variant"))
             # {"schema": null, "payload": null} is a null value (Kafka's SchemaAndValue.NULL)
@@ -336,20 +433,40 @@ class JsonConverter(Converter):
                 seen = F.coalesce(_shape(v).isin(*sorted(self._shapes)), F.lit(True))
                 if self.carried_over:
                     misfit = present & ~bad_json & ~seen
-        wire_t = wire_type(self.data_type, self.numeric)
-        stages += ({_WIRE: F.try_variant_get(payload, "$", ddl(wire_t))},)
+        wire_t = read_type(self.data_type, self.metadata)
+        stage = {_WIRE: F.try_variant_get(payload, "$", ddl(wire_t))}
+        exact = None
+        if needs(self.data_type, lambda x: isinstance(x, DecimalType)):
+            # Decimals a VARIANT holds as doubles (1.2E-7), read from the text: computed only where one is
+            envelope = text if self.schemas_enable else F.concat(F.lit('{"payload":'), text, F.lit("}"))
+            exact = F.from_json(envelope, StructType([StructField("payload", exact_type(self.data_type))]),
+                                {"allowNumericLeadingZeros": "true"}).getField("payload")
+        stages += (stage,)
         wire = F.col(_WIRE)
-        typed = from_wire(wire, self.data_type, self.numeric)
+        typed = from_wire(wire, self.data_type, self.metadata, exact)
+        if typed is not wire:
+            stages += ({_TYPED: typed},)
+            typed = F.col(_TYPED)
         if self.carried_over and seen is not None:
             mismatch = F.lit(False)   # a row of an unseen shape is a misfit: bound again before it is read
         else:
             mismatch = _mismatch(payload, wire, wire_t)
-            if typed is not wire:   # a logical type (timestamp, date, decimal) rebuilt from its wire form
+            if stages[-1].get(_TYPED) is not None:   # a logical type (timestamp, date, decimal) rebuilt from its wire form
                 mismatch = mismatch | (wire.isNotNull() & _mismatch(payload, typed, self.data_type))
             if seen is not None:
                 mismatch = F.when(seen, F.lit(False)).otherwise(mismatch)
         bad_payload = present & ~bad_json & ~bad_env & ~bad_schema & mismatch
-        failed = bad_json | bad_env | bad_schema | bad_payload
+        if self.replace_null_with_default and _has_default(self.data_type, self.metadata):
+            stages += ({_FILLED: _with_defaults(typed, self.data_type, self.metadata)},)
+            typed = F.col(_FILLED)
+        converted = present & ~bad_json & ~bad_env & ~bad_schema & ~bad_payload
+        if self.schemas_enable:
+            converted = converted & ~null_envelope
+        required = [(converted & cond, msg) for cond, msg in _required_nulls(typed, self.data_type, self.metadata)]
+        bad_required = F.lit(False)
+        for cond, _ in required:
+            bad_required = bad_required | F.coalesce(cond, F.lit(False))
+        failed = bad_json | bad_env | bad_schema | bad_payload | bad_required
         message = (F.when(bad_json, msg_json)
                    .when(bad_env, F.lit('JsonConverter with schemas.enable requires "schema" and "payload" fields '
                                         'and may not contain additional fields. If you are trying to deserialize '
@@ -358,10 +475,16 @@ class JsonConverter(Converter):
                                               schema_json))
                    .when(bad_payload, F.concat(F.lit(f"JSON value does not match {self.data_type.simpleString()}: "),
                                                F.to_json(payload))))
+        for cond, msg in required:
+            message = message.when(cond, F.lit(msg))
+        if _has_metadata(self.data_type):   # nested fields' schema metadata, for the steps after
+            typed = typed.cast(self.data_type)
         return Converted(F.when(~failed, typed), failed, message, misfit, stages)
 
     # -- typed -> bytes ---------------------------------------------------------------------------
-    def from_column(self, typed, data_type):
+    def from_column(self, typed, data_type, metadata: dict | None = None):
+        """``metadata``: the value's StructField metadata (its top-level schema; see
+        :mod:`connect.connect_types`)."""
         if isinstance(data_type, VariantType):
             if self.schemas_enable:
                 raise DataError("a VARIANT value has no Connect schema to write in an envelope; "
@@ -372,7 +495,7 @@ class JsonConverter(Converter):
                 raise DataError(f"cannot write {data_type.simpleString()} as JSON: only string map keys")
             payload = _json_literal(to_wire(typed, data_type, self.numeric), wire_type(data_type, self.numeric))
         if self.schemas_enable:
-            schema = canonical(spark_to_connect(data_type))
+            schema = schema_json(spark_to_connect(data_type, metadata))
             text = F.concat(F.lit('{"schema":' + schema + ',"payload":'), payload, F.lit("}"))
         else:
             text = payload
@@ -403,14 +526,18 @@ def decode(frame: DataFrame, conv: Converter, column: str = "value") -> DataFram
         hidden += stage
     replace = {column: record_frame.fence(r.value) if hidden else r.value}
     if r.misfit is None:
-        return record_frame.flag(frame, r.failed, f"{column}.converter", conv.class_name, r.message, replace, hidden)
-    stage = F.when(r.misfit, F.lit(record_frame.REBIND)).otherwise(F.lit(f"{column}.converter"))
-    message = F.when(r.misfit, F.lit(f"{column} does not fit the type carried from an earlier batch")).otherwise(
-        r.message)
-    return record_frame.flag(frame, r.failed | r.misfit, stage, conv.class_name, message, replace, hidden)
+        out = record_frame.flag(frame, r.failed, f"{column}.converter", conv.class_name, r.message, replace, hidden)
+    else:
+        stage = F.when(r.misfit, F.lit(record_frame.REBIND)).otherwise(F.lit(f"{column}.converter"))
+        message = F.when(r.misfit, F.lit(f"{column} does not fit the type carried from an earlier batch")).otherwise(
+            r.message)
+        out = record_frame.flag(frame, r.failed | r.misfit, stage, conv.class_name, message, replace, hidden)
+    meta = getattr(conv, "metadata", None)
+    return out.withMetadata(column, meta) if meta else out
 
 
 def encode(frame: DataFrame, conv: Converter, column: str = "value") -> DataFrame:
     """``frame[column]`` typed → bytes (Kafka's ``fromConnectData``), failing rows flagged."""
-    r = conv.from_column(F.col(column), frame.schema[column].dataType)
+    field = frame.schema[column]
+    r = conv.from_column(F.col(column), field.dataType, field.metadata)
     return record_frame.flag(frame, r.failed, f"{column}.converter", conv.class_name, r.message, {column: r.value})

@@ -7,10 +7,15 @@ connector's own tombstones dropped), ``rewrite`` (a delete becomes ``before`` pl
 ``__deleted="true"``, tombstones dropped), ``rewrite-with-tombstone`` (rewrite, tombstones kept).
 Otherwise the older pair applies: ``drop.tombstones`` (true) and ``delete.handling.mode``
 (``drop`` | ``rewrite`` | ``none``). An event with neither ``before`` nor ``after`` (a truncate, or a
-delete of a table with ``REPLICA IDENTITY NOTHING``) is dropped; a value that is not a change event
-(a heartbeat) passes as it is. ``add.fields`` / ``add.headers`` copy event fields as Debezium's
+delete of a table with ``REPLICA IDENTITY NOTHING``) is dropped. Only a change event is unwrapped:
+as ``SmtManager.isValidEnvelope``, the value's Connect schema name (``connect.name`` on the frame's
+``value`` column, which the JsonConverter sets from the envelope's schema) must end in
+``.Envelope``; any other record — a heartbeat, a schema change, a schemaless value
+(``schemas.enable=false``) — passes as it is, though its tombstones are still dropped or kept as
+above (Debezium handles a tombstone before it checks the envelope). ``add.fields`` / ``add.headers`` copy event fields as Debezium's
 ``FieldReference`` names them: ``op``, ``ts_ms`` from the envelope, ``id``/``total_order``/
-``data_collection_order`` from ``transaction``, any other bare name from ``source``, or
+``data_collection_order`` from ``transaction``, any other bare name from ``source`` (or the
+envelope's top level when ``source`` lacks it, as ``FieldReference.getField``), or
 ``struct.field``; under ``add.fields.prefix`` / ``add.headers.prefix`` (``__``) with the dot an
 underscore, or ``field:name`` for ``<prefix>name``; a field the event lacks is skipped. The added
 fields follow ``__deleted``. A kept tombstone gets the ``op`` header ``d``. ``route.by.field`` sets
@@ -19,10 +24,10 @@ the topic from a field of the row state (a blank one keeps the topic).
 from __future__ import annotations
 
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from connect.errors import DataError
-from connect.transform_base import Plan, Setting, Transformation, one_of, require_struct
+from connect.transform_base import Plan, Setting, Transformation, connect_name, one_of
 
 MODES = ("drop", "tombstone", "rewrite", "rewrite-with-tombstone", "delete-to-tombstone")
 
@@ -60,17 +65,22 @@ class ExtractNewRecordState(Transformation):
         name = parts[0] if len(parts) == 1 else parts[1]
         struct = parts[0] if len(parts) > 1 else _HOSTS.get(name, "source")
         out = prefix + (rename or (name if len(parts) == 1 else f"{struct}_{name}"))
-        c, ct = F.col("value"), t
-        for step in ([name] if struct is None else [struct, name]):
-            if not isinstance(ct, StructType) or step not in ct.names:
-                return None
-            c, ct = c.getField(step), ct[step].dataType
-        return out, c, ct
+        def walk(steps):
+            c, ct, meta = F.col("value"), t, None
+            for step in steps:
+                if not isinstance(ct, StructType) or step not in ct.names:
+                    return None
+                c, ct, meta = c.getField(step), ct[step].dataType, ct[step].metadata
+            return out, c, ct, meta
+        found = walk([name] if struct is None else [struct, name])
+        if found is None and len(parts) == 1 and struct == "source":   # FieldReference.getField: the envelope's own
+            found = walk([name])
+        return found
 
     def plan(self, frame):
-        t = require_struct(frame, "value", "record state extraction")
-        if any(f not in t.names for f in ("before", "after", "op")):
-            return Plan({})   # not a change event (a heartbeat, a schema change): passed on as it is, as Debezium
+        t = frame.schema["value"].dataType
+        if not is_envelope(frame) or any(f not in t.names for f in ("before", "after", "op")):
+            return self._not_a_change_event()
         if t["before"].dataType.simpleString() != t["after"].dataType.simpleString():
             raise DataError("ExtractNewRecordState: 'before' and 'after' differ in type")
         row_t: StructType = t["after"].dataType
@@ -97,15 +107,14 @@ class ExtractNewRecordState(Transformation):
             from connect import record_frame
             from connect.transforms import header_bytes
             none = F.array().cast(record_frame.HEADERS_TYPE)
-            new, on_tombstone = [], []
+            new = []
             for spec in self.values["add.headers"]:
                 found = self._reference(spec, self.values["add.headers.prefix"], t)
                 if found is None:
                     continue
-                name, c, ct = found
-                new.append(F.struct(F.lit(name).alias("key"), header_bytes(c, ct).alias("value")))
-                if spec.partition(":")[0] == "op":   # a tombstone follows a delete: Debezium marks it "d"
-                    on_tombstone.append(F.struct(F.lit(name).alias("key"), F.encode(F.lit("d"), "UTF-8").alias("value")))
+                name, c, ct, meta = found
+                new.append(F.struct(F.lit(name).alias("key"), header_bytes(c, ct, meta).alias("value")))
+            on_tombstone = self._tombstone_headers()
             columns["headers"] = F.concat(F.coalesce(F.col("headers"), none),
                                           F.when(env.isNotNull(), F.array(*new) if new else none)
                                           .otherwise(F.array(*on_tombstone) if on_tombstone else none))
@@ -117,11 +126,41 @@ class ExtractNewRecordState(Transformation):
             columns["topic"] = F.when(F.trim(target.cast("string")) != "", target.cast("string")).otherwise(F.col("topic"))
         return Plan(columns, keep=keep)
 
+    def _tombstone_headers(self):
+        """``makeHeaders`` on a tombstone: only ``op``, as ``d`` (a tombstone follows a delete)."""
+        return [F.struct(F.lit(self._reference(spec, self.values["add.headers.prefix"], _OP_ONLY)[0]).alias("key"),
+                         F.encode(F.lit("d"), "UTF-8").alias("value"))
+                for spec in self.values["add.headers"] if spec.partition(":")[0] == "op"]
+
+    def _not_a_change_event(self):
+        """``doApply`` for a record whose value is not an envelope: a tombstone is handled as any
+        tombstone (dropped unless kept, ``op`` header ``d``), anything else passes unchanged."""
+        from connect import record_frame
+        env = F.col("value")
+        keep = F.when(env.isNull(), F.lit(self._modes()[1])).otherwise(F.lit(True))
+        columns = {}
+        on_tombstone = self._tombstone_headers()
+        if on_tombstone:
+            none = F.array().cast(record_frame.HEADERS_TYPE)
+            columns["headers"] = F.concat(F.coalesce(F.col("headers"), none),
+                                          F.when(env.isNull(), F.array(*on_tombstone)).otherwise(none))
+        return Plan(columns, keep=keep)
+
+
+def is_envelope(frame) -> bool:
+    """``SmtManager.isValidEnvelope``: the value has a Connect schema whose name ends in
+    ``.Envelope`` (``Envelope.isEnvelopeSchema``), as the converter recorded it in the ``value``
+    column's metadata."""
+    f = frame.schema["value"]
+    name = connect_name(f.metadata)
+    return isinstance(f.dataType, StructType) and name is not None and name.endswith(".Envelope")
+
 
 def _mode(v):
     """A mode as Debezium reads it: trimmed, any case."""
     return v.strip().lower() if isinstance(v, str) else v
 
 
+_OP_ONLY = StructType([StructField("op", StringType())])   # names the op header without an event
 _HOSTS = {"op": None, "ts_ms": None, "ts_us": None, "ts_ns": None, "id": "transaction", "total_order": "transaction",
           "data_collection_order": "transaction", "updateDescription": "updateDescription"}

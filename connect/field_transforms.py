@@ -12,8 +12,9 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, Dat
 from connect import timestamp_formats
 from connect.connect_types import MAX_TIMESTAMP_MILLIS, timestamp_from_millis
 from connect.errors import DataError
-from connect.transform_base import (REQUIRED, Plan, Setting, Transformation, non_empty_list, non_empty_string,
-                                    one_of, rebuild, require_struct, require_struct_or_map, tombstones_fail)
+from connect.transform_base import (REQUIRED, TIME, TIME_METADATA, Plan, Setting, Transformation, connect_name,
+                                    has_schema, non_empty_list, non_empty_string, one_of, rebuild, require_struct,
+                                    require_struct_or_map, schema_string, tombstones_fail)
 
 P = "org.apache.kafka.connect.transforms."
 RNWD = Setting("replace.null.with.default", "boolean", True, doc="accepted; Spark types have no defaults")
@@ -61,9 +62,12 @@ class InsertField(Transformation):
             if spec:
                 added.append((spec.rstrip("!?") if spec[-1:] in "!?" else spec, source))
         clash = [n for n, _ in added if n in t.names]
-        if clash:
-            raise DataError(f"InsertField: {self.target} already has field(s) {clash}")
-        return Plan({self.target: rebuild(col, [(f.name, col.getField(f.name)) for f in t.fields] + added)})
+        if clash and has_schema(frame, self.target):   # SchemaBuilder.field refuses a second field of a name
+            return Plan(failed=col.isNotNull(), message=F.lit(
+                f"Cannot create field because of field name duplication {clash[0]}"))
+        new = dict(added)   # schemaless: Map.put overwrites the field
+        kept = [(f.name, new.pop(f.name) if f.name in new else col.getField(f.name)) for f in t.fields]
+        return Plan({self.target: rebuild(col, kept + [(n, c) for n, c in added if n in new], t)})
 
 
 class ReplaceField(Transformation):
@@ -86,7 +90,7 @@ class ReplaceField(Transformation):
         if twice:   # Kafka's SchemaBuilder refuses a struct with a field twice
             raise DataError(f"ReplaceField: {self.target} would have field(s) {twice} twice: "
                             "rename or exclude the field that is already there")
-        return Plan({self.target: rebuild(col, list(zip(names, (col.getField(n) for n in kept))))})
+        return Plan({self.target: rebuild(col, [(new, col.getField(n), t[n].metadata) for new, n in zip(names, kept)])})
 
 
 _NUMERIC = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType)
@@ -99,7 +103,7 @@ class MaskField(Transformation):
     SETTINGS = [Setting("fields", "list", REQUIRED, non_empty_list),
                 Setting("replacement", default=None, validator=non_empty_string), RNWD]
 
-    def _mask(self, c, t, name):
+    def _mask(self, c, t, name, schema=True):
         r = self.values.get("replacement")
         if r is not None:
             if isinstance(t, StringType):
@@ -119,21 +123,32 @@ class MaskField(Transformation):
             return F.lit("1970-01-01").cast("date")
         if isinstance(t, (ArrayType, MapType)):
             return F.array().cast(t) if isinstance(t, ArrayType) else F.create_map().cast(t)
+        if isinstance(t, StructType) and not schema:   # a schemaless nested object is a Map: masked to {}
+            return F.create_map().cast("map<string,string>")
         raise DataError(f"MaskField: cannot mask field {name!r} of type {t.simpleString()}")
 
     def plan(self, frame):
         t = require_struct(frame, self.target, "mask fields")
         col = F.col(self.target)
+        schema = has_schema(frame, self.target)
         missing = [f for f in self.values["fields"] if f not in t.names]
-        if missing:
-            raise DataError(f"MaskField: {self.target} has no field(s) {missing}")
-        fields = []
+        if missing and schema:   # Struct.get of a field the schema lacks
+            return Plan(failed=F.lit(True), message=F.lit(f"{missing[0]} is not a valid field name"))
+        fields, fails = [], []
         for f in t.fields:
             c = col.getField(f.name)
             if f.name in self.values["fields"]:
-                c = F.when(c.isNotNull(), self._mask(c, f.dataType, f.name))
-            fields.append((f.name, c))
-        return Plan({self.target: rebuild(col, fields)}, **tombstones_fail(self.target, "mask fields"))
+                try:
+                    c = F.when(c.isNotNull(), self._mask(c, f.dataType, f.name, schema))
+                except DataError as e:   # Kafka's maskWithNullValue/maskWithCustomReplacement throw per record
+                    fails.append((c.isNotNull(), F.lit(str(e))))
+            fields.append((f.name, c, None if f.name in self.values["fields"] else f.metadata))
+        # schemaless: Map.get of an absent field is null, and masking null gives null
+        fields += [(n, F.lit(None).cast("string")) for n in missing]
+        tomb = tombstones_fail(self.target, "mask fields")
+        failed = tomb["failed"] | _or(f for f, _ in fails)
+        message = F.when(tomb["failed"], tomb["message"]).otherwise(_first_message(fails))
+        return Plan({self.target: rebuild(col, fields)}, failed=failed, message=message)
 
 
 def _replacement_number(r: str, t, name: str):
@@ -180,14 +195,21 @@ def _java_long(c, bits):
             .otherwise((F.signum(d) * F.floor(F.abs(d))).cast("long"))).cast("long")
 
 
-def _kafka_date_string(ts):
+def kafka_date_string(ts):
     """Kafka's ``Values.dateFormatFor`` (how Cast writes a Timestamp or Date as a string), in UTC:
     a time of day below one day after the epoch (so before 1970 too), a date at an exact
     midnight, else the ISO-8601 timestamp."""
     ms, day = F.unix_millis(ts), 86_400_000
-    return (F.when(ms < day, timestamp_formats.format_utc(ts, "HH:mm:ss.SSS'Z'"))
-            .when(F.pmod(ms, F.lit(day)) == 0, timestamp_formats.format_utc(ts, "yyyy-MM-dd"))
-            .otherwise(timestamp_formats.format_utc(ts, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")))
+    full = timestamp_formats.format_utc(ts, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")   # formatted once: the plan stays small
+    return (F.when(ms < day, F.substring_index(full, "T", -1))
+            .when(F.pmod(ms, F.lit(day)) == 0, F.substring_index(full, "T", 1))
+            .otherwise(full))
+
+
+def base64_string(c):
+    """Java's ``Base64.getEncoder().encodeToString``: one line, where Spark's ``base64`` breaks
+    long output into CRLF-separated lines of 76 characters."""
+    return F.regexp_replace(F.base64(c), "\r\n", "")
 
 
 def _saturating_times(c, k: int):
@@ -204,7 +226,7 @@ def _decimal_long(c):
     return F.when(low >= big(1 << 63), low - big(1 << 64)).otherwise(low).cast("long")
 
 
-def _decimal_string(c, t: DecimalType):
+def decimal_string(c, t: DecimalType):
     """Java's ``BigDecimal.toString()``: plain unless the adjusted exponent is below -6, then
     scientific (``1.000E-7``, ``0E-10``), as Kafka's Cast writes a Decimal as a string."""
     plain = c.cast("string")
@@ -219,16 +241,19 @@ def _decimal_string(c, t: DecimalType):
     return F.when(adjusted < -6, scientific).otherwise(plain)
 
 
-def cast_column(c, from_t, to: str, where: str):
-    """(cast value, failed) for Kafka's Cast of one value of Spark type ``from_t`` to Connect type ``to``."""
+def cast_column(c, from_t, to: str, where: str, metadata: dict | None = None):
+    """(cast value, failed) for Kafka's Cast of one value of Spark type ``from_t`` to Connect type ``to``
+    (``metadata``: the field's, naming a Connect logical type such as Time)."""
     target = _CAST_TYPES[to]
     no = F.lit(False)
+    if connect_name(metadata) == TIME and to == "string":   # Values.dateFormatFor: a Time is below one day
+        return timestamp_formats.format_utc(F.timestamp_millis(c.cast("long")), "HH:mm:ss.SSS'Z'"), no
     if isinstance(from_t, (StructType, ArrayType, MapType)):
         raise DataError(f"Cast transformation does not support casting {where} of type {from_t.simpleString()}")
     if isinstance(from_t, BinaryType):
         if to != "string":
             raise DataError(f"Cast: {where} is bytes and can only be cast to string (base64)")
-        return F.base64(c), no
+        return base64_string(c), no
     if isinstance(from_t, StringType):
         if to in _BITS:
             ok = c.rlike(r"^[+-]?[0-9]+$")
@@ -243,7 +268,7 @@ def cast_column(c, from_t, to: str, where: str):
             return c, no
         return out, c.isNotNull() & out.isNull()
     if isinstance(from_t, (TimestampType, TimestampNTZType, DateType)) and to == "string":
-        return _kafka_date_string(c.cast("timestamp")), no
+        return kafka_date_string(c.cast("timestamp")), no
     if isinstance(from_t, (TimestampType, TimestampNTZType)):
         c, from_t = F.unix_millis(c.cast("timestamp")), LongType()
     if isinstance(from_t, DateType):
@@ -251,7 +276,7 @@ def cast_column(c, from_t, to: str, where: str):
     if isinstance(from_t, BooleanType):   # null stays null, as Kafka casts no null
         return (c if to in ("boolean", "string") else F.when(c, 1).when(~c, 0)).cast(target), no
     if to == "string":
-        return (_decimal_string(c, from_t) if isinstance(from_t, DecimalType) else c.cast("string")), no
+        return (decimal_string(c, from_t) if isinstance(from_t, DecimalType) else c.cast("string")), no
     if to in ("float32", "float64"):
         return c.cast(target), no
     if isinstance(from_t, _INTEGRAL):
@@ -297,7 +322,8 @@ class Cast(Transformation):
         col, t = F.col(self.target), frame.schema[self.target].dataType
         spec = [m.split(":") for m in self.values["spec"]]
         if len(spec[0]) == 1:
-            out, failed = cast_column(col, t, spec[0][0].strip().lower(), self.target)
+            out, failed = cast_column(col, t, spec[0][0].strip().lower(), self.target,
+                                      frame.schema[self.target].metadata)
             return Plan({self.target: out}, failed=failed,
                         message=F.concat(F.lit(f"Cast: {self.target} ("), col.cast("string"),
                                          F.lit(f") cannot be cast to {spec[0][0].strip()}")))
@@ -307,23 +333,29 @@ class Cast(Transformation):
         for f in t.fields:
             c = col.getField(f.name)
             if f.name in casts:
-                c, failed = cast_column(c, f.dataType, casts[f.name], f"field {f.name!r}")
+                c, failed = cast_column(c, f.dataType, casts[f.name], f"field {f.name!r}", f.metadata)
                 fails.append((failed, F.concat(F.lit(f"Cast: field {f.name} ("), col.getField(f.name).cast("string"),
                                                F.lit(f") cannot be cast to {casts[f.name]}"))))
-            fields.append((f.name, c))
+            fields.append((f.name, c, None if f.name in casts else f.metadata))
         return Plan({self.target: rebuild(col, fields)}, failed=col.isNotNull() & _or(f for f, _ in fails),
                     message=_first_message(fails))
 
 
+_TARGET_TYPES = {"string": StringType(), "unix": LongType(), "Date": DateType(), "Time": IntegerType(),
+                 "Timestamp": TimestampType()}
 _UNIX = {"seconds": 1000, "milliseconds": 1, "microseconds": -1000, "nanoseconds": -1000000}
 
 
 class TimestampConverter(Transformation):
     """Converts a timestamp (the whole key/value, or ``field``) between ``string`` (``format``, a
-    SimpleDateFormat pattern, UTC), ``unix`` (``unix.precision``), ``Date`` (Spark date),
-    ``Time`` (a timestamp on 1970-01-01, as Kafka's Time is a Date on that day) and ``Timestamp``.
-    Values pass through epoch milliseconds, as Kafka's ``java.util.Date`` does, so sub-millisecond
-    digits are dropped as Kafka drops them. A string that does not parse is flagged per row."""
+    SimpleDateFormat pattern parsed leniently, UTC), ``unix`` (``unix.precision``), ``Date`` (Spark
+    date), ``Time`` (an int of milliseconds of the day marked ``connect.name`` Time, as the
+    converters carry Connect's Time) and ``Timestamp``. The source kind is Kafka's
+    ``timestampTypeFromSchema``: a Timestamp, Date or Time by logical type, a string, else an int64 is
+    unix time; any other type (a plain int32) fails every record, as Kafka throws per record. Values
+    pass through epoch milliseconds, as Kafka's ``java.util.Date`` does, so sub-millisecond digits
+    are dropped as Kafka drops them. A string that does not parse is flagged per row. A schemaless
+    record without ``field`` gets it as null (``applySchemaless``: ``Map.get`` is null)."""
     class_name = P + "TimestampConverter"
     SETTINGS = [Setting("field", default=""),
                 Setting("target.type", default=REQUIRED, validator=one_of("string", "unix", "Date", "Time", "Timestamp")),
@@ -336,22 +368,23 @@ class TimestampConverter(Transformation):
             return {"format": ["TimestampConverter requires format option to be specified when using string timestamps"]}
         return {}
 
-    def _to_millis(self, c, t):
+    def _to_millis(self, c, t, metadata):
+        """(epoch ms, unparsed) or None where Kafka knows no timestamp kind for the type."""
         if isinstance(t, StringType):
             if not self.values["format"].strip():
                 raise DataError("TimestampConverter requires format option to be specified when using string timestamps")
-            parsed = timestamp_formats.parse_utc(c, self.values["format"])
-            return F.unix_millis(parsed), c.isNotNull() & parsed.isNull()
+            ms = timestamp_formats.parse_millis(c, self.values["format"])
+            return ms, c.isNotNull() & ms.isNull()
         if isinstance(t, (TimestampType, TimestampNTZType)):
             return F.unix_millis(c.cast("timestamp")), F.lit(False)
         if isinstance(t, DateType):
             return F.unix_date(c).cast("long") * 86400000, F.lit(False)
-        if isinstance(t, _INTEGRAL):
+        if connect_name(metadata) == TIME and isinstance(t, _INTEGRAL):   # the Time translator: no precision
+            return c.cast("long"), F.lit(False)
+        if isinstance(t, LongType):
             k = _UNIX[self.values["unix.precision"]]
-            return (_saturating_times(c.cast("long"), k) if k > 0 else (c.cast("decimal(38,0)") / -k).cast("long")), \
-                F.lit(False)
-        raise DataError(f"TimestampConverter: cannot convert {t.simpleString()}; expected a string, "
-                        "integer, date or timestamp")
+            return (_saturating_times(c, k) if k > 0 else (c.cast("decimal(38,0)") / -k).cast("long")), F.lit(False)
+        return None
 
     def _from_millis(self, ms):
         kind = self.values["target.type"]
@@ -364,11 +397,21 @@ class TimestampConverter(Transformation):
         if kind == "Date":
             return F.when(ts.isNotNull(), F.date_from_unix_date(F.floor(ms / 86400000).cast("int")))
         if kind == "Time":
-            return F.timestamp_millis(F.pmod(ms, F.lit(86400000)))
+            return F.pmod(ms, F.lit(86400000)).cast("int")
         return ts
 
-    def _convert(self, c, t, where):
-        ms, unparsed = self._to_millis(c, t)
+    def _out(self, c, name):
+        """``c`` named, marked a Connect Time when the target is Time (the converters' convention)."""
+        return c.alias(name, metadata=TIME_METADATA) if self.values["target.type"] == "Time" else c.alias(name)
+
+    def _convert(self, c, t, metadata, where, unknown):
+        """(converted, failed, message); ``unknown``: where a type Kafka knows no timestamp kind for
+        fails (every record with a schema; a non-null value without)."""
+        found = self._to_millis(c, t, metadata)
+        if found is None:
+            return F.lit(None).cast(_TARGET_TYPES[self.values["target.type"]]), unknown, F.lit(f"Schema {schema_string(t, metadata)} does not correspond to a known "
+                                         "timestamp type format")
+        ms, unparsed = found
         beyond = F.lit(False) if self.values["target.type"] in ("unix", "Time") else \
             ms.isNotNull() & ~ms.between(-MAX_TIMESTAMP_MILLIS, MAX_TIMESTAMP_MILLIS)
         message = F.when(beyond, F.concat(F.lit(f"TimestampConverter: {where} ("), ms.cast("string"), F.lit(
@@ -379,15 +422,25 @@ class TimestampConverter(Transformation):
 
     def plan(self, frame):
         col, name = F.col(self.target), self.values["field"]
+        schema = has_schema(frame, self.target)
         if not name:
-            out, failed, message = self._convert(col, frame.schema[self.target].dataType, self.target)
-            return Plan({self.target: out}, failed=failed, message=message)
+            f = frame.schema[self.target]
+            out, failed, message = self._convert(col, f.dataType, f.metadata, self.target,
+                                                 F.lit(True) if schema else col.isNotNull())
+            return Plan({self.target: self._out(out, self.target)}, failed=failed, message=message)
         t = require_struct(frame, self.target, "converting timestamp formats")
         if name not in t.names:
-            raise DataError(f"TimestampConverter: {self.target} has no field {name!r}")
-        out, failed, message = self._convert(col.getField(name), t[name].dataType, f"field {name}")
-        fields = [(f.name, out if f.name == name else col.getField(f.name)) for f in t.fields]
-        return Plan({self.target: rebuild(col, fields)}, failed=col.isNotNull() & failed, message=message)
+            if schema:   # Kafka's schema.field(name) is null: the record fails
+                return Plan(failed=col.isNotNull(), message=F.lit(f"TimestampConverter: {self.target} has no field {name!r}"))
+            out, _, _ = self._convert(F.lit(None).cast("long"), LongType(), None, f"field {name}", F.lit(False))
+            return Plan({self.target: rebuild(col, [(f.name, col.getField(f.name)) for f in t.fields]
+                                              + [(name, self._out(out, name), None)], t)})
+        field_t = t[name]
+        out, failed, message = self._convert(col.getField(name), field_t.dataType, field_t.metadata, f"field {name}",
+                                             F.lit(True) if schema else col.getField(name).isNotNull())
+        meta = TIME_METADATA if self.values["target.type"] == "Time" else {}
+        fields = [(f.name, out, meta) if f.name == name else (f.name, col.getField(f.name)) for f in t.fields]
+        return Plan({self.target: rebuild(col, fields, t)}, failed=col.isNotNull() & failed, message=message)
 
 
 def field_path(path: str, version: str) -> list[str]:
@@ -447,14 +500,18 @@ class ExtractField(Transformation):
         t = require_struct_or_map(frame, self.target, "field extraction")
         out = F.col(self.target)
         path = field_path(self.values["field"], self.values["field.syntax.version"].upper())
+        meta = None
         for name in path:
             if isinstance(t, MapType):
-                out, t = out.getItem(name), t.valueType
+                out, t, meta = out.getItem(name), t.valueType, None
             elif isinstance(t, StructType) and name in t.names:
-                out, t = out.getField(name), t[name].dataType
-            else:
-                raise DataError(f"Unknown field: {self.values['field']} in {self.target} {frame.schema[self.target].dataType.simpleString()}")
-        return Plan({self.target: out})
+                out, t, meta = out.getField(name), t[name].dataType, t[name].metadata
+            elif has_schema(frame, self.target):   # schema.field(name) is null: every record fails
+                return Plan({self.target: F.lit(None).cast("string")}, failed=F.lit(True),
+                            message=F.lit(f"Unknown field: {self.values['field']}"))
+            else:   # schemaless: Map.get of an absent key is null
+                return Plan({self.target: F.lit(None).cast("string")})
+        return Plan({self.target: out.alias(self.target, metadata=meta) if meta else out})
 
 
 class HoistField(Transformation):
@@ -468,7 +525,8 @@ class HoistField(Transformation):
 
 class Flatten(Transformation):
     """Nested structs become top-level fields named by their path joined with ``delimiter``; arrays
-    and maps are kept as they are (Kafka's behaviour with schemas)."""
+    are kept as they are. A map field fails every record, as Kafka's ``buildUpdatedSchema`` throws
+    for MAP with schemas (a schemaless nested object is a struct here, and is flattened)."""
     class_name = P + "Flatten"
     SETTINGS = [Setting("delimiter", default=".")]
 
@@ -478,17 +536,21 @@ class Flatten(Transformation):
             if isinstance(f.dataType, StructType):
                 yield from self._leaves(c.getField(f.name), f.dataType, name + self.values["delimiter"])
             else:
-                yield name, c.getField(f.name)
+                yield name, c.getField(f.name), f
 
     def plan(self, frame):
         t = require_struct(frame, self.target, "flattening")
         col = F.col(self.target)
         fields = list(self._leaves(col, t, ""))
-        names = [n for n, _ in fields]
+        names = [n for n, _, _ in fields]
+        maps = [n for n, _, f in fields if isinstance(f.dataType, MapType)]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise DataError(f"Flatten: flattened field names collide: {dup}")
-        return Plan({self.target: rebuild(col, fields)})
+        if maps:   # Kafka's buildUpdatedSchema throws for a MAP field, so every record fails
+            return Plan(failed=F.lit(True), message=F.lit(
+                f"Flatten transformation does not support MAP for record with schemas (for field {maps[0]})."))
+        return Plan({self.target: rebuild(col, [(n, c, f.metadata) for n, c, f in fields])})
 
 
 class ValueToKey(Transformation):
@@ -500,9 +562,10 @@ class ValueToKey(Transformation):
     def plan(self, frame):
         t = require_struct(frame, "value", "copying fields from value to key")
         missing = [f for f in self.values["fields"] if f not in t.names]
-        if missing:
-            raise DataError(f"Field does not exist: {missing[0]}")
         v = F.col("value")
-        key = F.when(v.isNotNull(), F.struct(*[v.getField(f).alias(f) for f in self.values["fields"]]))
+        if missing and has_schema(frame, "value"):   # valueSchema.field(name) is null: every record fails
+            return Plan(failed=F.lit(True), message=F.lit(f"Field does not exist: {missing[0]}"))
+        key = rebuild(v, [(f, v.getField(f), t[f].metadata) if f in t.names else (f, F.lit(None).cast("string"))
+                          for f in self.values["fields"]])   # schemaless: Map.get of an absent field is null
         return Plan({"key": key}, failed=v.isNull(),
                     message=F.lit("Only Struct objects supported for [copying fields from value to key], found: null"))

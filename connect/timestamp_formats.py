@@ -1,23 +1,39 @@
 """Java ``SimpleDateFormat`` patterns (Kafka's TimestampConverter and TimestampRouter) as Spark
-datetime patterns.
+column expressions, in UTC as Kafka's transforms set.
 
-Most letters mean the same in both (y M d H h k K m s S E a z Z X G D). Quoting (``'T'``) is the
-same. They differ on week-based fields: SimpleDateFormat's ``Y`` (week year), ``w``/``W`` (week of
-year/month), ``u`` (day number of week) and ``F`` (day of week in month) have no Spark counterpart
-since Spark 3's datetime patterns, so a pattern using them is refused when the transform is
-configured. ``S`` is milliseconds in SimpleDateFormat and a fraction of a second in Spark: equal for
-``SSS``, the form Kafka's examples use; ``SSSS`` and longer are the milliseconds zero-padded, as in
-SimpleDateFormat, and ``S``/``SS`` (the milliseconds unpadded) are refused. Letter counts Spark
-refuses are written as SimpleDateFormat reads them: a numeric field past Spark's width is padded with
-zeros (``ddd`` → ``014``), a text field past four letters is the full form (``EEEEE`` → ``Friday``),
-``aa`` is ``a``. Spark cannot parse a day of week (``E``): such a pattern formats, and is refused
-for parsing. Times are UTC, as Kafka's transforms set.
+Formatting goes through Spark's datetime patterns. Most letters mean the same in both
+(y M d H h k K m s S E a z Z X G D). Quoting (``'T'``) is the same. They differ on week-based
+fields: SimpleDateFormat's ``Y`` (week year), ``w``/``W`` (week of year/month), ``u`` (day number
+of week) and ``F`` (day of week in month) have no Spark counterpart since Spark 3's datetime
+patterns, so a pattern using them is refused when the transform is configured. ``S`` is the
+milliseconds zero-padded to the letter count in SimpleDateFormat (``S`` → ``5``, ``SSSS`` →
+``0005``) and a fraction of a second in Spark: it is written from the milliseconds directly.
+Letter counts Spark refuses are written as SimpleDateFormat reads them: a numeric field past
+Spark's width is padded with zeros (``ddd`` → ``014``), a text field past four letters is the full
+form (``EEEEE`` → ``Friday``), ``aa`` is ``a``. A day before the Gregorian cutover (1582-10-15) is
+written in the Julian calendar, as ``GregorianCalendar`` does (its day of week ``E`` is not).
+
+Parsing is SimpleDateFormat's lenient ``parse`` (Kafka never calls ``setLenient(false)``), built
+from regular expressions and arithmetic rather than Spark's strict parser: a prefix of the text is
+enough (``2017-07-14T02:40Z`` with ``yyyy-MM-dd``), a numeric field takes any number of digits
+unless the next field abuts it (``2017-7-4``; ``yyyyMMdd`` takes 4, 2, 2), blanks before a field are
+skipped, out-of-range fields roll over (month 13 is January of the next year, ``hh`` 13 is 13:00),
+``S`` is a count of milliseconds (``.5`` is 5 ms, ``.123456`` is 123.456 s), a two-digit ``yy`` year
+falls in the 80 years before and 20 after today, month and day names match either form in any
+case, dates before 1582-10-15 are Julian. Without ``d``, ``GregorianCalendar`` resolves the date from
+``D`` (the day of the year, whatever ``M`` says) or else from ``E``: the first such weekday of the
+month (``EEE yyyy`` reads ``Fri 2017`` as 2017-01-06); with ``d``, ``E`` is ignored. Zones:
+``UTC``/``GMT``/``UT``, ``GMT+hh:mm``, ``+hhmm``, ``+hh:mm``, ``Z`` (``X``); a zone name such as
+``PST`` does not parse (its record fails).
 """
 from __future__ import annotations
 
 _SAME = set("GyMdHhkKmsSEazZXDL")
 _UNSUPPORTED = {"Y": "week year", "w": "week in year", "W": "week in month", "u": "day number of week",
                 "F": "day of week in month"}
+_DAY_MS = 86_400_000
+_CUTOVER_JDN = 2299161       # 1582-10-15 (Gregorian), the first day GregorianCalendar counts Gregorian
+_EPOCH_JDN = 2440588         # 1970-01-01
 
 
 def _letters(pattern: str):
@@ -39,10 +55,6 @@ def check(pattern: str | None) -> str | None:
                     "use y/M/d/E instead")
         if ch not in _SAME:
             return f"Illegal pattern character '{ch}' (not a SimpleDateFormat-compatible pattern)"
-    for _, ch, n in _tokens(pattern):
-        if ch == "S" and n < 3:
-            return (f"pattern '{'S' * n}' is the milliseconds unpadded in SimpleDateFormat, which Spark cannot "
-                    "write (its 'S' is a fraction of a second); use 'SSS'")
     return None
 
 
@@ -69,7 +81,8 @@ def _tokens(pattern: str):
 
 
 def to_spark(pattern: str) -> str:
-    """The Spark datetime pattern for a checked SimpleDateFormat pattern (the module docstring)."""
+    """The Spark datetime pattern for a checked SimpleDateFormat pattern without ``S`` (the module
+    docstring); ``S`` runs are written by :func:`format_utc` itself."""
     out = []
     for text, ch, n in _tokens(pattern):
         if ch is None:
@@ -78,31 +91,198 @@ def to_spark(pattern: str) -> str:
             out.append("'" + "0" * (n - _WIDTH[ch]) + "'" + ch * _WIDTH[ch])
         elif ch in _TEXT and n > _TEXT[ch]:
             out.append(ch * _TEXT[ch])
-        elif ch == "S" and n > 3:
-            out.append("'" + "0" * (n - 3) + "'SSS")
         else:
             out.append(ch * n)
     return "".join(out)
 
 
-def _has_zone(pattern: str) -> bool:
-    return any(ch in "zZX" for ch in _letters(pattern))
+def _floordiv(a, b: int):
+    from pyspark.sql import functions as F
+    return F.floor(a / F.lit(b)).cast("long")
+
+
+def _jdn(y, m, d, julian: bool):
+    """Julian day number of year ``y`` (astronomical), month ``m`` (1-12), day ``d`` (any, counted
+    on from the month's first) in the Julian or the proleptic Gregorian calendar."""
+    a = _floordiv(14 - m, 12)
+    y2, m2 = y + 4800 - a, m + 12 * a - 3
+    days = d + _floordiv(153 * m2 + 2, 5) + 365 * y2 + _floordiv(y2, 4)
+    return days - 32083 if julian else days - _floordiv(y2, 100) + _floordiv(y2, 400) - 32045
+
+
+def _civil_day(y, m, d):
+    """Epoch day of a lenient (year, month, day), in GregorianCalendar's calendar: Julian before
+    the cutover."""
+    from pyspark.sql import functions as F
+    y = y + _floordiv(m - 1, 12)
+    m = F.pmod(m - 1, F.lit(12)) + 1
+    greg = _jdn(y, m, F.lit(1), False) + d - 1
+    return F.when(greg >= _CUTOVER_JDN, greg).otherwise(_jdn(y, m, F.lit(1), True) + d - 1) - _EPOCH_JDN
+
+
+def _julian_shift_ms(ms):
+    """Milliseconds to add to an instant before the cutover so that Spark's proleptic Gregorian
+    fields read as the Julian date GregorianCalendar shows (zero from the cutover on)."""
+    from pyspark.sql import functions as F
+    jdn = _floordiv(ms, _DAY_MS) + _EPOCH_JDN
+    c = jdn + 32082
+    d = _floordiv(4 * c + 3, 1461)
+    e = c - _floordiv(1461 * d, 4)
+    m = _floordiv(5 * e + 2, 153)
+    day = e - _floordiv(153 * m + 2, 5) + 1
+    month = m + 3 - 12 * _floordiv(m, 10)
+    year = d - 4800 + _floordiv(m, 10)
+    shift = _jdn(year, month, day, False) - jdn
+    return F.when(jdn < _CUTOVER_JDN, shift * _DAY_MS).otherwise(F.lit(0))
 
 
 def format_utc(ts, pattern: str):
     """``ts`` written with ``pattern`` in UTC whatever the session time zone (Spark formats in the
     session's zone; Kafka in UTC). Zone letters print the session zone: keep it UTC for those."""
     from pyspark.sql import functions as F
-    return F.date_format(F.to_utc_timestamp(ts, F.current_timezone()), to_spark(pattern))
+    ms = F.unix_millis(ts)
+    shifted = F.timestamp_millis(ms + _julian_shift_ms(ms))
+    local = F.to_utc_timestamp(shifted, F.current_timezone())
+    parts, spark = [], []
+
+    def flush():
+        if spark:
+            parts.append(F.date_format(local, to_spark("".join(spark))))
+            spark.clear()
+    for text, ch, n in _tokens(pattern):
+        if ch == "S":
+            flush()
+            parts.append(F.format_string(f"%0{n}d", F.pmod(ms, F.lit(1000)).cast("int")))
+        else:
+            spark.append(text if ch is None else ch * n)
+    flush()
+    out = parts[0] if len(parts) == 1 else F.concat(*parts) if parts else F.lit("")
+    return F.when(ts.isNotNull(), out)
+
+
+# ------------------------------------------------------------------ lenient parsing
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December"]
+_DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+_NUMERIC = set("yMdHhkKmsSDL")
+_ZONE = r"(?i:GMT[+-]\d{1,2}(?::?\d{2})?|UTC|GMT|UT|[+-]\d{2}:?\d{2}|[+-]\d{2}|Z)"
+
+
+def _names(names):
+    return "(?i:" + "|".join(names + [n[:3] for n in names]) + ")"
+
+
+def _field_regex(ch: str, n: int, abutting: bool) -> str:
+    """The capture group SimpleDateFormat's ``subParse`` accepts for one field (blanks before it
+    skipped)."""
+    if ch in "ML" and n >= 3:
+        body = _names(_MONTHS)
+    elif ch in _NUMERIC:
+        body = rf"\d{{{n}}}" if abutting else r"-?\d+"
+    elif ch == "E":
+        body = _names(_DAYS)
+    elif ch == "a":
+        body = "(?i:AM|PM)"
+    elif ch == "G":
+        body = "(?i:AD|BC)"
+    else:   # z Z X
+        body = _ZONE
+    return r"[ \t]*(" + body + ")"
+
+
+def _regex(pattern: str):
+    """(anchored regex, {letter: (group, count)}) for a checked pattern."""
+    import re
+    tokens = list(_tokens(pattern))
+    out, groups, literal = ["^"], {}, []
+    for i, (text, ch, n) in enumerate(tokens):
+        if ch is None:
+            if text != "'":
+                literal.append(text)
+            elif i and tokens[i - 1] == ("'", None, 0):   # '' is a quote
+                literal.append("'")
+            continue
+        if literal:
+            out.append(re.escape("".join(literal)))
+            literal.clear()
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        abutting = ch in _NUMERIC and not (ch in "ML" and n >= 3) and nxt is not None and nxt[1] in _NUMERIC \
+            and not (nxt[1] in "ML" and nxt[2] >= 3)
+        out.append(_field_regex(ch, n, abutting))
+        groups[ch] = (len(groups) + 1, n)
+    if literal:
+        out.append(re.escape("".join(literal)))
+    return "".join(out), groups
+
+
+def _offset_ms(zone):
+    """Milliseconds east of UTC for a zone text the zone regex accepted."""
+    from pyspark.sql import functions as F
+    rx = r"^(?i:GMT|UTC|UT)?([+-])(\d{1,2}):?(\d{2})?$"
+    sign = F.when(F.regexp_extract(zone, rx, 1) == "-", F.lit(-1)).otherwise(F.lit(1))
+    hh = F.regexp_extract(zone, rx, 2).try_cast("long")
+    mm = F.coalesce(F.nullif(F.regexp_extract(zone, rx, 3), F.lit("")).try_cast("long"), F.lit(0))
+    return F.when(zone.rlike(r"^[+-]|^(?i:GMT|UTC|UT)[+-]"), sign * (hh * 60 + mm) * 60000).otherwise(F.lit(0))
+
+
+def parse_millis(text, pattern: str):
+    """``text`` parsed with ``pattern`` as SimpleDateFormat's lenient ``parse`` in UTC (the module
+    docstring): epoch milliseconds, null where it does not parse."""
+    from pyspark.sql import functions as F
+    rx, groups = _regex(pattern)
+
+    def grp(ch, default=None):
+        if ch not in groups:
+            return None if default is None else F.lit(default)
+        return F.regexp_extract(text, rx, groups[ch][0])
+
+    def num(ch, default=0):
+        g = grp(ch)
+        return F.lit(default).cast("long") if g is None else g.try_cast("long")
+
+    year = num("y", 1970)
+    if "y" in groups and groups["y"][1] <= 2:   # two digits: within 80 years before and 20 after now
+        start = F.year(F.current_date()) - 80
+        two = grp("y").rlike(r"^\d\d$")
+        yy = year + _floordiv(start, 100) * 100
+        year = F.when(two, F.when(yy < start, yy + 100).otherwise(yy)).otherwise(year)
+    if "G" in groups:
+        year = F.when(F.upper(grp("G")) == "BC", 1 - year).otherwise(year)
+    month = num("M", 1) if "M" in groups else num("L", 1)
+    for ch in "ML":
+        if ch in groups and groups[ch][1] >= 3:
+            name = F.lower(grp(ch).substr(1, 3))
+            month = F.lit(None).cast("long")
+            for i, m in enumerate(_MONTHS):
+                month = F.when(name == m[:3].lower(), F.lit(i + 1)).otherwise(month)
+    if "D" in groups and "d" not in groups:   # GregorianCalendar: DAY_OF_YEAR over a bare MONTH
+        day = _civil_day(year, F.lit(1), num("D"))
+    elif "E" in groups and "d" not in groups:   # MONTH + DAY_OF_WEEK_IN_MONTH (1) + DAY_OF_WEEK
+        first = _civil_day(year, month, F.lit(1))
+        name = F.lower(grp("E").substr(1, 3))
+        dow = F.lit(None).cast("long")
+        for i, d in enumerate(_DAYS):   # Sunday first, as Calendar.SUNDAY
+            dow = F.when(name == d[:3].lower(), F.lit(i)).otherwise(dow)
+        day = first + F.pmod(dow - F.pmod(first + 4, F.lit(7)), F.lit(7))   # epoch day 0 was a Thursday
+    else:
+        day = _civil_day(year, month, num("d", 1))
+    if "H" in groups:
+        hour = num("H")
+    elif "k" in groups:
+        hour = F.when(num("k") == 24, F.lit(0)).otherwise(num("k"))
+    else:
+        hour = F.when(num("h") == 12, F.lit(0)).otherwise(num("h")) if "h" in groups else num("K")
+        if "a" in groups:
+            hour = hour + F.when(F.upper(grp("a")) == "PM", F.lit(12)).otherwise(F.lit(0))
+    ms = day * _DAY_MS + hour * 3_600_000 + num("m") * 60_000 + num("s") * 1000 + num("S")
+    for ch in "zZX":
+        if ch in groups:
+            ms = ms - _offset_ms(grp(ch))
+            break
+    return F.when(text.rlike(rx), ms)
 
 
 def parse_utc(text, pattern: str):
-    """``text`` parsed with ``pattern`` as UTC (null where it does not parse)."""
+    """``text`` parsed with ``pattern`` as UTC (null where it does not parse), as a timestamp."""
     from pyspark.sql import functions as F
-
-    from connect.errors import DataError
-    if "E" in set(_letters(pattern)):
-        raise DataError(f"cannot parse with pattern '{pattern}': Spark parses no day of week ('E'); "
-                        "leave it out of the pattern")
-    parsed = F.try_to_timestamp(text, F.lit(to_spark(pattern)))
-    return parsed if _has_zone(pattern) else F.from_utc_timestamp(parsed, F.current_timezone())
+    return F.timestamp_millis(parse_millis(text, pattern))

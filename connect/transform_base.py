@@ -91,8 +91,17 @@ def parse_config(kind: str, settings: list[Setting], config: dict, extra=None) -
                     value = str(raw).strip().lower() == "true"
                 else:
                     raise ValueError(f"Expected value to be either true or false, got {raw!r}")
-            elif s.type == "int":
-                value = int(raw)
+            elif s.type == "int":   # ConfigDef's INT: a null default stays null
+                try:
+                    text = None if raw is None else str(raw).strip()
+                    if text is not None and not re.fullmatch(r"[+-]?[0-9]+", text):   # Integer.parseInt
+                        raise ValueError
+                    value = None if text is None else int(text)
+                    if value is not None and not -(1 << 31) <= value < (1 << 31):
+                        raise ValueError
+                except ValueError:
+                    raise ValueError(f"Invalid value {raw} for configuration {s.name}: Not a number of type INT") \
+                        from None
             else:
                 value = None if raw is None else str(raw)
         except (TypeError, ValueError) as e:
@@ -128,6 +137,7 @@ class Transformation:
     class_name = ""
     SETTINGS: list[Setting] = []
     target = "value"
+    gateable = True   # False: changes column-wide metadata, so a predicate cannot pick rows
 
     def __init__(self, config: dict | None = None):
         self.config = dict(config or {})
@@ -223,9 +233,54 @@ def require_struct_or_map(frame: DataFrame, name: str, purpose: str) -> DataType
     return t
 
 
-def rebuild(value: Column, fields: list[tuple[str, Column]]) -> Column:
-    """A struct of ``fields`` that stays null where ``value`` is null (a tombstone stays one)."""
-    return F.when(value.isNotNull(), F.struct(*[c.alias(n) for n, c in fields]))
+def rebuild(value: Column, fields: list[tuple], source: StructType | None = None) -> Column:
+    """A struct of ``fields`` (``(name, column)`` or ``(name, column, metadata)``) that stays null
+    where ``value`` is null (a tombstone stays one). A field without metadata of its own keeps the
+    metadata of ``source``'s field of that name, so a Connect logical type or schema parameter the
+    converter recorded there (``connect.name``) survives a transform that only moves the field."""
+    def named(f):
+        n, c = f[0], f[1]
+        meta = f[2] if len(f) > 2 else (source[n].metadata if source is not None and n in source.names else None)
+        return c.alias(n, metadata=meta) if meta else c.alias(n)
+    return F.when(value.isNotNull(), F.struct(*[named(f) for f in fields]))
+
+
+# ------------------------------------------------------------------ Connect schema metadata
+CONNECT_NAME = "connect.name"
+TIME = "org.apache.kafka.connect.data.Time"
+TIME_METADATA = {CONNECT_NAME: TIME, "connect.version": 1}
+
+
+def connect_name(metadata: dict | None) -> str | None:
+    """The Connect schema name a converter recorded in a Spark field's metadata (``connect.name``):
+    how a Time (an int of milliseconds of the day) is told from a plain int32."""
+    return (metadata or {}).get(CONNECT_NAME)
+
+
+def has_schema(frame: DataFrame, name: str) -> bool:
+    """Whether ``name`` came from a Connect schema (the converter left ``connect.*`` metadata on
+    it, or on one of its fields) rather than from a schemaless value's inferred type. Kafka's
+    transforms take their ``applyWithSchema`` path for the first and ``applySchemaless`` for the
+    second, and the two treat a missing field differently."""
+    f = frame.schema[name]
+    if any(k.startswith("connect.") for k in f.metadata):
+        return True
+    return isinstance(f.dataType, StructType) and any(
+        any(k.startswith("connect.") for k in sub.metadata) for sub in f.dataType.fields)
+
+
+_CONNECT_TYPES = {"tinyint": "INT8", "smallint": "INT16", "int": "INT32", "bigint": "INT64", "float": "FLOAT32",
+                  "double": "FLOAT64", "boolean": "BOOLEAN", "string": "STRING", "binary": "BYTES"}
+
+
+def schema_string(t: DataType, metadata: dict | None = None) -> str:
+    """Kafka's ``ConnectSchema.toString()`` for a Spark type: ``Schema{INT32}``,
+    ``Schema{org.apache.kafka.connect.data.Time:INT32}``."""
+    kind = _CONNECT_TYPES.get(t.simpleString()) or t.typeName().upper()
+    if kind.startswith("DECIMAL"):
+        return "Schema{org.apache.kafka.connect.data.Decimal:BYTES}"
+    name = connect_name(metadata)
+    return f"Schema{{{name}:{kind}}}" if name else f"Schema{{{kind}}}"
 
 
 def with_target(cls, target: str, suffix: str):

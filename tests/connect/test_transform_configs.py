@@ -100,3 +100,15 @@ def test_debezium_modes_are_read_trimmed_in_any_case():
     assert transform(unwrap, {"delete.handling.mode": "None", "drop.tombstones": "false"})._modes() == ("tombstone", True)
     with pytest.raises(ConfigError, match="delete.handling.mode"):
         transform(unwrap, {"delete.handling.mode": "bogus"})
+
+
+def test_set_schema_metadata_config_is_kafkas():
+    """SetSchemaMetadata.configure: a name or a version is required; schema.version is ConfigDef's INT."""
+    for variant in ("SetSchemaMetadata$Value", "SetSchemaMetadata$Key"):
+        assert errors_of(T + variant, {}) == {"schema.name": ["Neither schema name nor version configured"]}
+    assert errors_of(T + "SetSchemaMetadata$Value", {"schema.version": "two"}) == \
+        {"schema.version": ["Invalid value two for configuration schema.version: Not a number of type INT"]}
+    assert "schema.version" in errors_of(T + "SetSchemaMetadata$Value", {"schema.version": str(1 << 31)})
+    v = transform(T + "SetSchemaMetadata$Value", {"schema.version": " 3 "}).values
+    assert (v["schema.name"], v["schema.version"], v["replace.null.with.default"]) == (None, 3, True)
+    assert transform(T + "SetSchemaMetadata$Key", {"schema.name": "k"}).target == "key"

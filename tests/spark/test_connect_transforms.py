@@ -13,6 +13,7 @@ from connect.transforms import Step, chain, transform
 pytestmark = pytest.mark.spark
 T = "org.apache.kafka.connect.transforms."
 TS = dt.datetime(2017, 7, 14, 2, 40, tzinfo=dt.timezone.utc)
+ENVELOPE = {"connect.name": "customers.public.customers.Envelope"}   # the value schema's name, as the converter sets it
 
 
 def frame(spark, value_ddl, values, topics=None, headers=None, ts=TS):
@@ -120,12 +121,14 @@ def test_timestamp_converter(spark):
              ({"field": "ms", "target.type": "unix", "unix.precision": "seconds"}, [1500000000000, 0]),
              ({"field": "ms", "target.type": "Timestamp"},
               [dt.datetime(2017, 7, 14, 2, 40), dt.datetime(1970, 1, 1)]),
-             ({"field": "ms", "target.type": "Time"},
-              [dt.datetime(1970, 1, 1, 2, 40), dt.datetime(1970, 1, 1)])]
+             # a Connect Time is an int of milliseconds of the day (02:40 is 9600000), marked as Time
+             ({"field": "ms", "target.type": "Time"}, [9_600_000, 0])]
     for cfg, expected in cases:
         got = [v["ms"] for v in values(conv(**cfg))]
         got = [g.replace(tzinfo=None) if isinstance(g, dt.datetime) else g for g in got]
         assert got == expected, cfg
+    time_field = conv(**{"field": "ms", "target.type": "Time"}).schema["value"].dataType["ms"]
+    assert time_field.metadata["connect.name"] == "org.apache.kafka.connect.data.Time"
     micros = transform(T + "TimestampConverter$Value", {"target.type": "unix", "unix.precision": "microseconds"})
     assert values(micros.apply(frame(spark, "timestamp", [TS]))) == [1500000000000000]
 
@@ -167,7 +170,7 @@ def test_debezium_unwrap(spark):
     row = "struct<id int, name string>"
     f = frame(spark, f"struct<before {row}, after {row}, source struct<table string, lsn long>, op string, ts_ms long>",
               [(None, (1, "a"), ("customers", 10), "c", 100), ((1, "a"), (1, "b"), ("customers", 11), "u", 101),
-               ((1, "b"), None, ("customers", 12), "d", 102), None])
+               ((1, "b"), None, ("customers", 12), "d", 102), None]).withMetadata("value", ENVELOPE)
     U = "io.debezium.transforms.ExtractNewRecordState"
     cases = [({}, [{"id": 1, "name": "a"}, {"id": 1, "name": "b"}]),
              ({"drop.tombstones": "false", "delete.handling.mode": "none"},
@@ -200,7 +203,7 @@ def test_debezium_unwrap_follows_extract_new_record_states_source(spark):
               [(None, (1, "a"), ("customers", 10), "c", 100, ("571", 1)),
                (None, None, ("customers", 11), "t", 101, None),      # a truncate
                (None, None, ("customers", 12), "d", 102, None),      # REPLICA IDENTITY NOTHING
-               ((1, "a"), None, ("customers", 13), "d", 103, None), None])
+               ((1, "a"), None, ("customers", 13), "d", 103, None), None]).withMetadata("value", ENVELOPE)
     U = "io.debezium.transforms.ExtractNewRecordState"
     out = transform(U, {"delete.tombstone.handling.mode": "rewrite-with-tombstone",
                         "add.fields": "op:OP,id,source.lsn,nothere", "add.headers": "op,xmin"}).apply(f)
@@ -255,11 +258,23 @@ def test_edge_values_are_kafkas_or_fail_one_record_never_the_batch(spark):
     assert values(router.apply(frame(spark, "string", ["v"])), "topic") == ["ord-x"]
     with pytest.raises(Exception, match=r"\(\?P"):
         transform(T + "RegexRouter", {"regex": "(?P<t>.*)", "replacement": "x"})
-    with pytest.raises(Exception, match="milliseconds unpadded"):
-        transform(T + "TimestampConverter$Value", {"target.type": "string", "format": "ss.S"})
-    with pytest.raises(DataError, match="day of week"):
-        transform(T + "TimestampConverter$Value", {"target.type": "Timestamp", "format": "EEE yyyy"}).apply(
-            frame(spark, "string", ["Fri 2017"]))
+    # SimpleDateFormat's S is the milliseconds padded to the letter count, in both directions
+    # (java: "ss.S" formats 1500000000005 as 00.5, 1500000000050 as 00.50, parses "07.5" as 7005 ms)
+    ms = frame(spark, "bigint", [1_500_000_000_123, 1_500_000_000_005, 1_500_000_000_050])
+    assert values(transform(T + "TimestampConverter$Value", {"target.type": "string", "format": "ss.S"}).apply(ms)) \
+        == ["00.123", "00.5", "00.50"]
+    assert values(transform(T + "TimestampConverter$Value", {"target.type": "unix", "format": "ss.S"}).apply(
+        frame(spark, "string", ["07.5"]))) == [7005]
+    # E without d: GregorianCalendar takes the first such weekday of the month (java: 2017-01-06,
+    # 2017-03-03); with d the weekday is ignored
+    days = transform(T + "TimestampConverter$Value", {"target.type": "Date", "format": "EEE MM yyyy"}).apply(
+        frame(spark, "string", ["Fri 01 2017", "Fri 03 2017", "Sat 13 2017"]))
+    assert values(days) == [dt.date(2017, 1, 6), dt.date(2017, 3, 3), dt.date(2018, 1, 6)]
+    by_day = transform(T + "TimestampConverter$Value", {"target.type": "Date", "format": "MM D yyyy"})
+    assert values(by_day.apply(frame(spark, "string", ["03 100 2017"]))) == [dt.date(2017, 4, 10)]   # D over M
+    out = transform(T + "TimestampConverter$Value", {"target.type": "Timestamp", "format": "EEE yyyy"}).apply(
+        frame(spark, "string", ["Fri 2017"]))
+    assert [v.replace(tzinfo=None) for v in values(out)] == [dt.datetime(2017, 1, 6)] and errors(out) == [None]
 
 
 def test_a_rename_onto_a_kept_field_is_refused_naming_it(spark):
