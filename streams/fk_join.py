@@ -14,6 +14,10 @@ from each left row, through two internal topics, as Kafka Streams runs them.
   value is stale (the row changed since) and is dropped; otherwise the joiner runs (a missing right
   row gives a tombstone in an inner join).
 
+Both ends read their table's rows as forwarded (:func:`streams.table_store.forwarded`), not a
+change still waiting in the record cache, since only forwarded changes send subscriptions and
+fan-outs (see ``SubscriptionJoin`` and ``ResponseJoin``).
+
 Instructions are Kafka's ``SubscriptionWrapper.Instruction``: the sender uses two, the receiver
 understands all four. The hash is a 128-bit BLAKE2 of the canonical encoding of the value (Kafka:
 Murmur3 of the serialized value): equal values, equal hash.
@@ -27,7 +31,8 @@ from typing import Any, Callable
 
 from streams.processor import Processor
 from streams.record import Change, Record
-from streams.table_store import TimestampedKeyValueStore, value_or_none
+from streams.table_join import ValueGetter
+from streams.table_store import TimestampedKeyValueStore, forwarded, value_or_none
 
 log = logging.getLogger(__name__)
 
@@ -152,16 +157,48 @@ class SubscriptionReceive(Processor):
         self.forward(record.with_(key=(fk, pk), value=Change(new, old)))
 
 
+class ForwardedGetter(ValueGetter):
+    """A table's getter reading each row as the table has forwarded it
+    (:func:`streams.table_store.forwarded`), with the chain's stateless steps applied."""
+
+    def _read(self, context) -> Callable:
+        opened: list[TimestampedKeyValueStore] = []
+
+        def read(key, as_of):
+            if not opened:
+                opened.append(TimestampedKeyValueStore(context.store(self.store)))
+            return forwarded(context, opened[0], key)
+        return read
+
+
+def forwarded_getter(getter: ValueGetter) -> ValueGetter:
+    """``getter`` over a plain key-value store, made to read forwarded rows; other getters (a
+    versioned store, which Kafka never caches; a join result; a suppression) are kept as they are."""
+    if type(getter) is not ValueGetter or getter.versioned:
+        return getter
+    return ForwardedGetter(getter.store, getter.steps)
+
+
 class SubscriptionJoin(Processor):
     """``KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-`` (join-foreign): answer a subscription with the
-    right row, by its instruction."""
+    right row, by its instruction.
+
+    The row is read as the right table has forwarded it, not with a change still waiting in the
+    record cache, which Kafka's ``SubscriptionJoinProcessorSupplier`` reads through its caching
+    store. ``ForeignTableJoin`` sees only forwarded changes, and the flush drops some: a key
+    created and deleted between two flushes (``CachingKeyValueStore.putAndMaybeForward``), a
+    change that a filter below the cache turns into none. An answer read from the cache could
+    then never be retracted: the right row ``B`` put, the subscription of a left row for ``B``
+    answered with it, ``B`` deleted, and the left row stays joined with a row the right table no
+    longer holds. Read as forwarded, the answer is followed by every later forwarded change of the
+    row, through the fan-out, so the last answer is the row the right table ends with."""
 
     def __init__(self, getter):
         self.getter = getter
 
     def init(self, context) -> None:
         super().init(context)
-        self.get = self.getter.open(context)
+        self.get = forwarded_getter(self.getter).open(context)
 
     def process(self, record: Record) -> None:
         (fk, pk), ((h, instruction, _, partition), ts) = record.key, record.value.new
@@ -199,7 +236,15 @@ class ForeignTableJoin(Processor):
 
 class ResponseJoin(Processor):
     """``KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-``: drop stale answers (hash of the
-    current left value differs), else join."""
+    current left value differs), else join.
+
+    The answer must also be for the left row as the left table has forwarded it: subscriptions
+    are sent from forwarded changes only. While a newer value waits in the record cache, a late
+    answer for an earlier value may match it (the row was that value before, then changed, then
+    changed back), and if the row is deleted again before the flush (a key absent before and
+    after is not forwarded), no subscription follows to replace the joined result. Kafka's
+    resolver reads only the cached value. A waiting value's flush sends its own subscription, so
+    an answer dropped here for it is answered again."""
 
     def __init__(self, getter, joiner: Callable, left_join: bool):
         self.getter, self.joiner, self.left_join = getter, joiner, left_join
@@ -207,11 +252,13 @@ class ResponseJoin(Processor):
     def init(self, context) -> None:
         super().init(context)
         self.get = self.getter.open(context)
+        self.get_forwarded = forwarded_getter(self.getter).open(context)
 
     def process(self, record: Record) -> None:
         h, right, _ = record.value
         current = self.get(record.key)
-        if value_hash(value_or_none(current)) != h:
+        if value_hash(value_or_none(current)) != h or \
+                value_hash(value_or_none(self.get_forwarded(record.key))) != h:
             return
         if right is None and (not self.left_join or current is None):
             result = None

@@ -7,8 +7,8 @@ instead of one per record. The rules kept here are those of Kafka's caching stor
 ``TimestampedCacheFlushListener``:
 
 - a key's entry holds its latest value, timestamp and record context (the record that wrote it,
-  and the input position it came from), and the value the store held when the key became dirty
-  — the last value forwarded, which is the ``old`` of the flushed ``Change``;
+  and the input position it came from), and the value (and its timestamp) the store held when the
+  key became dirty — the last value forwarded, which is the ``old`` of the flushed ``Change``;
 - on flush, a key that was absent when it became dirty and is deleted again is not forwarded
   (nothing downstream ever saw it);
 - when the cache holds more than its size, the least recently written entry of the store being
@@ -29,11 +29,13 @@ ENTRY_OVERHEAD = 64
 
 class CacheEntry:
     """One dirty key: what to forward at flush, and how."""
-    __slots__ = ("new", "old", "timestamp", "record", "source", "forward", "size")
+    __slots__ = ("new", "old", "timestamp", "record", "source", "forward", "size", "old_timestamp")
 
-    def __init__(self, new, old, timestamp: int, record, source, forward: Callable[["CacheEntry"], None], size: int):
+    def __init__(self, new, old, timestamp: int, record, source, forward: Callable[["CacheEntry"], None], size: int,
+                 old_timestamp: int | None = None):
         self.new, self.old, self.timestamp, self.record = new, old, timestamp, record
         self.source, self.forward, self.size = source, forward, size
+        self.old_timestamp = old_timestamp
 
 
 class RecordCache:
@@ -54,16 +56,17 @@ class RecordCache:
         return None if named is None else named.get(key)
 
     def put(self, store: str, key, new, old, timestamp: int, record, source,
-            forward: Callable[[CacheEntry], None]) -> None:
-        """Make ``key`` dirty with ``new``; ``old`` is the store's value when the key was clean
-        (ignored if it is dirty already: the first one is what downstream saw last)."""
+            forward: Callable[[CacheEntry], None], old_timestamp: int | None = None) -> None:
+        """Make ``key`` dirty with ``new``; ``old`` (written at ``old_timestamp``) is the store's
+        value when the key was clean (ignored if it is dirty already: the first one is what
+        downstream saw last)."""
         named = self.stores.setdefault(store, {})
         prev = named.pop(key, None)
         if prev is not None:
-            old = prev.old
+            old, old_timestamp = prev.old, prev.old_timestamp
             self.bytes -= prev.size
         size = sys.getsizeof(key) + sys.getsizeof(new) + ENTRY_OVERHEAD
-        named[key] = CacheEntry(new, old, timestamp, record, source, forward, size)
+        named[key] = CacheEntry(new, old, timestamp, record, source, forward, size, old_timestamp)
         self.bytes += size
         while self.bytes > self.max_bytes and self._evict(store):
             pass

@@ -89,7 +89,7 @@ def _put_cached(cache, processor, store: TimestampedKeyValueStore, record: Recor
     forwarded at commit or eviction as ``Change(latest, value at the last flush)``."""
     key = record.key
     entry = cache.dirty(store.name, key)
-    old = None if entry is not None else value_or_none(store.get(key))   # a dirty key keeps its first old
+    stored = None if entry is not None else store.get(key)    # a dirty key keeps its first old
 
     def forward(e, processor=processor, send_old=send_old_values):
         if e.new is None and e.old is None:
@@ -98,4 +98,21 @@ def _put_cached(cache, processor, store: TimestampedKeyValueStore, record: Recor
                                          timestamp=e.timestamp if e.new is not None else e.record.timestamp))
 
     store.put(key, new, timestamp)   # first: an entry evicted at once is forwarded over the store's new state
-    cache.put(store.name, key, new, old, timestamp, record, processor.context.source(), forward)
+    cache.put(store.name, key, new, value_or_none(stored), timestamp, record, processor.context.source(), forward,
+              None if stored is None else stored.timestamp)
+
+
+def forwarded(context, store: TimestampedKeyValueStore, key) -> ValueAndTimestamp | None:
+    """The row under ``key`` as the table's changes have shown it downstream: the store's row, or,
+    while its latest change waits in the task's record cache, the row at the last flush (the
+    entry's ``old``; a key absent then and deleted again is never forwarded, so it stays absent).
+
+    A reader that answers a processor fed by the table's forwarded changes (the foreign-key join's
+    ``SubscriptionJoin`` beside ``ForeignTableJoin``) reads this, not the cache: the change still
+    waiting reaches it at the flush, whereas a waiting value read early may be retracted by a
+    change the flush never forwards."""
+    cache = context.record_cache(store.name) if context.caching(store.name) else None
+    entry = None if cache is None else cache.dirty(store.name, key)
+    if entry is None:
+        return store.get(key)
+    return None if entry.old is None else ValueAndTimestamp(entry.old, entry.old_timestamp)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from streams import Consumed, Produced, Serdes, StreamsBuilder, TableJoined
 from streams.interpreter import Interpreter
@@ -24,10 +24,12 @@ def fk_of(value: str | None):
 
 
 class FkJoin:
-    def __init__(self, kind: str = "inner", partitions=None, named=None, cache_bytes: int = 0):
+    def __init__(self, kind: str = "inner", partitions=None, named=None, cache_bytes: int = 0, right_filter=None):
         b = StreamsBuilder()
         left = b.table("left", Consumed.with_(S, S))
         right = b.table("right", Consumed.with_(S, S))
+        if right_filter is not None:
+            right = right.filter(right_filter)
         join = left.join if kind == "inner" else left.leftJoin
         args = (right, fk_of, show) + ((TableJoined.as_(named),) if named else ())
         join(*args).toStream().to("out", Produced.with_(S, S))
@@ -48,6 +50,27 @@ class FkJoin:
         self.append(side, key, value, ts)
         self.interp.run()
         return self.out()
+
+    def process_next(self, topic: str, partition: int | None = None) -> None:
+        """Process the first record waiting on ``topic`` (``"registration"``, ``"response"``: the
+        internal topics), of ``partition`` if given, only: an order the tasks' threads may take."""
+        if topic in ("registration", "response"):
+            topic = next(t for t in self.interp.readers if f"SUBSCRIPTION-{topic.upper()}" in t)
+        pending = self.interp.pending
+        entry = next(e for e in pending if e[0] == topic and partition in (None, e[1]))
+        pending.remove(entry)
+        self.interp.process(*entry)
+
+    def finish(self) -> dict:
+        """Commit and process until nothing waits; the last result per key."""
+        self.interp.commit()
+        while self.interp.pending:
+            self.interp.run()
+            self.interp.commit()
+        result: dict = {}
+        for k, v, _ in self.out():
+            put(result, k, v)
+        return result
 
 
 def test_inner_join_fk_change_retracts_and_right_update_fans_out():
@@ -99,6 +122,62 @@ def test_fan_out_reaches_subscribers_in_every_partition():
     got = j.step("R", "A", "apple", 20)
     assert sorted(k for k, _, _ in got) == [f"l{i}" for i in range(8)]
     assert {v for _, v, _ in got} == {f"A:{i} - apple" for i in range(8)}
+
+
+def test_a_subscription_is_not_answered_with_a_right_row_still_in_the_record_cache():
+    """Right ``B`` put and deleted between two commits is never forwarded (the flush drops a key
+    absent before and after), so the fan-out cannot retract an answer given with the cached row:
+    the subscription arriving in between is answered with the row as last forwarded (none)."""
+    j = FkJoin(cache_bytes=10_485_760)
+    j.append("R", "B", "bx", 0)
+    j.append("R", "B", None, 1)
+    j.append("L", "l1", "B:x", 2)
+    j.process_next("left")
+    j.interp.commit()                       # the left row's change is forwarded: its subscription is written
+    j.process_next("right")                 # B = bx waits in the right task's cache
+    j.process_next("registration")          # the subscription for B is answered
+    j.process_next("right")                 # B deleted before the commit: nothing is forwarded
+    assert j.finish() == {}
+
+
+def test_a_subscription_answer_follows_a_filtered_right_table_as_forwarded():
+    """The same through a filter: ``B`` put passing it, then changed to a value that fails it, is
+    flushed as a change the filter drops (absent before, filtered out after)."""
+    j = FkJoin(cache_bytes=10_485_760, right_filter=lambda k, v: not v.endswith("z"))
+    j.append("R", "B", "bx", 0)
+    j.append("R", "B", "bz", 1)
+    j.append("L", "l1", "B:x", 2)
+    j.process_next("left")
+    j.interp.commit()
+    j.process_next("right")
+    j.process_next("registration")
+    j.process_next("right")
+    assert j.finish() == {}
+    j.step("R", "B", "by", 3)
+    assert j.finish() == {"l1": "B:x - by"}     # what waits is answered at the flush, through the fan-out
+
+
+def test_a_late_answer_is_not_joined_with_a_left_row_still_in_the_record_cache():
+    """``l1`` subscribes to ``B``, is deleted (its null foreign key answered first), then set to the
+    same value again and deleted again between two commits, which forwards nothing. ``B``'s late
+    answer to the first subscription matches the waiting value, not the forwarded one (none)."""
+    j = FkJoin(cache_bytes=10_485_760, partitions={"left": 1, "right": 3})
+    j.step("R", "B", "bx", 0)
+    j.interp.commit()
+    j.step("L", "l1", "B:x", 1)
+    j.interp.commit()                        # subscription for B (partition 1), not processed yet
+    j.append("L", "l1", None, 2)
+    j.process_next("left")
+    j.interp.commit()                        # unsubscribes from B; the null key's subscription (partition 0)
+    j.process_next("registration", 0)
+    j.process_next("response")               # a tombstone for l1
+    j.append("L", "l1", "B:x", 3)
+    j.process_next("left")                   # waits in the left task's cache
+    j.process_next("registration", 1)        # B answers the first subscription
+    j.process_next("response")
+    j.append("L", "l1", None, 4)
+    j.process_next("left")                   # absent at the last commit and now: never forwarded
+    assert j.finish() == {}
 
 
 def test_internal_topics_are_named_as_kafka_names_them():
@@ -173,6 +252,8 @@ def test_fk_join_result_converges_to_the_join_of_the_current_tables(events, kind
                                  st.sampled_from(["x", "y"])), max_size=20),
        kind=st.sampled_from(["inner", "left"]), seed=st.integers(0, 2**32 - 1),
        cache=st.sampled_from([(0, 0.0), (10_485_760, 0.2), (200, 0.1)]))
+@example(events=[("R", "k1", "B", "x"), ("R", "k1", "B", "y"), ("L", "k1", "B", "x")], kind="inner",
+         seed=1_958_877_729, cache=(10_485_760, 0.2))     # a right row put and deleted between commits
 def test_fk_join_result_converges_in_any_processing_order(events, kind, seed, cache):
     """Subscriptions and answers race each other across tasks (Spark runs a query's tasks at once,
     Kafka its stream threads): whatever order the partitions are processed in, the last result per
