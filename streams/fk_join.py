@@ -31,8 +31,8 @@ from typing import Any, Callable
 
 from streams.processor import Processor
 from streams.record import Change, Record
-from streams.table_join import ValueGetter
-from streams.table_store import TimestampedKeyValueStore, forwarded, value_or_none
+from streams.table_join import forwarded_getter
+from streams.table_store import value_or_none
 
 log = logging.getLogger(__name__)
 
@@ -155,28 +155,6 @@ class SubscriptionReceive(Processor):
             else:
                 self.store.put(fk, pk, new)
         self.forward(record.with_(key=(fk, pk), value=Change(new, old)))
-
-
-class ForwardedGetter(ValueGetter):
-    """A table's getter reading each row as the table has forwarded it
-    (:func:`streams.table_store.forwarded`), with the chain's stateless steps applied."""
-
-    def _read(self, context) -> Callable:
-        opened: list[TimestampedKeyValueStore] = []
-
-        def read(key, as_of):
-            if not opened:
-                opened.append(TimestampedKeyValueStore(context.store(self.store)))
-            return forwarded(context, opened[0], key)
-        return read
-
-
-def forwarded_getter(getter: ValueGetter) -> ValueGetter:
-    """``getter`` over a plain key-value store, made to read forwarded rows; other getters (a
-    versioned store, which Kafka never caches; a join result; a suppression) are kept as they are."""
-    if type(getter) is not ValueGetter or getter.versioned:
-        return getter
-    return ForwardedGetter(getter.store, getter.steps)
 
 
 class SubscriptionJoin(Processor):

@@ -6,6 +6,10 @@ either side triggers).
 A join reads the other side through a *value getter*, as Kafka's ``KTableValueGetterSupplier``:
 the nearest materialized store up the table's chain, with the chain's stateless steps (filter,
 mapValues) applied on read, so ``table.filter(...)`` joins without a store of its own.
+
+A table–table join reads the other side's row as that table has forwarded it
+(:class:`ForwardedGetter`), not a change still waiting in the record cache: see
+:class:`TableTableJoin`.
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from typing import Any, Callable
 from streams.errors import TopologyError
 from streams.processor import Processor
 from streams.record import Change, Record
-from streams.table_store import TimestampedKeyValueStore, ValueAndTimestamp, put_and_forward, value_or_none
+from streams.table_store import TimestampedKeyValueStore, ValueAndTimestamp, forwarded, put_and_forward, value_or_none
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +163,35 @@ class WindowedGetter(ValueGetter):
         return read
 
 
+class ForwardedGetter(ValueGetter):
+    """A table's getter reading each row as the table has forwarded it
+    (:func:`streams.table_store.forwarded`), with the chain's stateless steps applied."""
+
+    def with_steps(self, steps: list) -> "ValueGetter":
+        return ForwardedGetter(self.store, steps)
+
+    def _read(self, context) -> Callable:
+        opened: list[TimestampedKeyValueStore] = []
+
+        def read(key, as_of):
+            if not opened:
+                opened.append(TimestampedKeyValueStore(context.store(self.store)))
+            return forwarded(context, opened[0], key)
+        return read
+
+
+def forwarded_getter(getter: ValueGetter) -> ValueGetter:
+    """``getter`` made to read rows as forwarded: a plain key-value store's, and an unmaterialized
+    join's sides (its result is forwarded as soon as either side's change is). Other getters (a
+    versioned store, which Kafka never caches; a windowed store; a suppression) are kept."""
+    if type(getter) is JoinResultGetter:
+        return JoinResultGetter(getter.kind, forwarded_getter(getter.this), forwarded_getter(getter.other),
+                                getter.joiner, getter.steps)
+    if type(getter) is not ValueGetter or getter.versioned:
+        return getter
+    return ForwardedGetter(getter.store, getter.steps)
+
+
 def value_getter(table) -> ValueGetter:
     """The getter of a :class:`~streams.ktable.KTable`: its store, or its parent's getter with the
     stateless steps in between."""
@@ -264,14 +297,26 @@ class TableTableJoin(Processor):
     """One side of a table–table join: ``KTABLE-JOINTHIS-``/``-JOINOTHER-``. ``kind`` is Kafka's
     processor for this side — ``inner``, ``left`` (this side's rows are kept), ``right`` (the
     other side's are), ``outer``. Emits ``Change(new, old)`` at the larger of the two rows'
-    timestamps; ``old`` only when ``send_old`` (set when a downstream step needs old values)."""
+    timestamps; ``old`` only when ``send_old`` (set when a downstream step needs old values).
+
+    The other side's row is read as that table has forwarded it (:func:`forwarded_getter`), where
+    Kafka's ``KTableKTable*JoinProcessor`` reads it through the caching store, a change still
+    waiting in the record cache included. The flush drops some changes: a key created and deleted
+    between two flushes (``CachingKeyValueStore.putAndMaybeForward``), a change that a filter
+    below the cache turns into none. A waiting row read early could then never be retracted:
+    right ``k`` put, left ``k`` forwarded (by an eviction) and joined with it, right ``k`` deleted
+    before the flush, and the join keeps a result for a row the right table no longer holds. Read
+    as forwarded, every result is the join of the two sides as forwarded so far, and the waiting
+    change joins when its own flush forwards it, so the last result per key is the join of the
+    tables as they end. (Within one flush both sides' changes thus join in turn: a left join may
+    show ``left - null`` before ``left - right`` where Kafka shows ``left - right`` twice.)"""
 
     def __init__(self, kind: str, getter: ValueGetter, joiner: Callable, send_old: Callable[[], bool]):
         self.kind, self.getter, self.joiner, self.send_old = kind, getter, joiner, send_old
 
     def init(self, context) -> None:
         super().init(context)
-        self.get = self.getter.open(context)
+        self.get = forwarded_getter(self.getter).open(context)
         self.send_old_values = self.send_old()
 
     def process(self, record: Record) -> None:
