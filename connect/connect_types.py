@@ -389,8 +389,9 @@ def _decimal_to_base64(d: Column, t: DecimalType) -> Column:
     """Java's ``BigInteger.toByteArray`` of the unscaled value (minimal two's complement), base64,
     for the whole decimal(38) range: the unscaled digits are folded into four 32-bit limbs, nine
     digits at a time, in 64-bit arithmetic (a decimal division would round at scale 6)."""
-    negative = d < 0
-    magnitude = F.regexp_replace(d.cast("string"), "[-.]", "").cast(_UNSCALED)
+    text = d.cast("string")   # plain digits; ``d < 0`` rounds -1E-38 to 0 when Spark widens decimal(38, 38)
+    negative = text.startswith("-")
+    magnitude = F.regexp_replace(text, "[-.]", "").cast(_UNSCALED)
     # two's complement of -m is the bits of m - 1 inverted
     w = F.when(negative, magnitude - F.lit(1)).otherwise(magnitude).cast(_UNSCALED)
     padded = F.lpad(w.cast("string"), 45, "0")

@@ -35,7 +35,9 @@ the whole decimal(38) range. Per-row checks: invalid UTF-8 or JSON, a missing en
 field of the wrong JSON type (nested inside arrays and maps only when the whole element fails), a
 null required field (Kafka's "Invalid null value for required … field"), a fractional Timestamp,
 Date or Time, a decimal number with more fractional digits than its scale. Schema defaults fill
-null struct fields (``replace.null.with.default``).
+null struct fields (``replace.null.with.default``). A null with a schema is told from a tombstone
+by :func:`connect.record_frame.typed_null`'s column: read from ``{"schema": …, "payload": null}``,
+written back as ``fromConnectData`` writes it (null bytes only for a null without a schema).
 """
 from __future__ import annotations
 
@@ -71,6 +73,8 @@ class Converted:
     # Hidden columns to compute first, stage by stage, that the columns above read by name: Spark
     # keeps a projection whose column is read several times, so a JSON text is parsed once per row.
     stages: tuple[dict[str, Column], ...] = ()
+    # Rows whose value is a null with a schema, not a tombstone (see connect.record_frame.typed_null)
+    typed_null: Column | None = None
 
 
 def _config_errors(config: dict, known: dict) -> dict:
@@ -102,7 +106,10 @@ class Converter:
     def to_column(self, binary: Column) -> Converted:
         raise NotImplementedError
 
-    def from_column(self, typed: Column, data_type: DataType, metadata: dict | None = None) -> Converted:
+    def from_column(self, typed: Column, data_type: DataType, metadata: dict | None = None,
+                    typed_null: Column | None = None) -> Converted:
+        """``typed_null``: rows whose null value has a schema (Kafka's String and ByteArray
+        converters write null bytes for it all the same; the JsonConverter does not)."""
         raise NotImplementedError
 
     def output_type(self) -> DataType | None:
@@ -111,13 +118,16 @@ class Converter:
 
 
 class ByteArrayConverter(Converter):
-    """Bytes through unchanged; a typed value other than bytes is refused when the query is planned."""
+    """Bytes through unchanged; a typed value other than bytes is refused when the query is planned.
+    Read values have Kafka's ``Schema.OPTIONAL_BYTES_SCHEMA`` (``metadata``), so transforms take
+    their ``applyWithSchema`` path on them."""
     class_name = BYTE_ARRAY_CONVERTER
+    metadata = {OPTIONAL: True}
 
     def to_column(self, binary):
         return Converted(binary, F.lit(False), F.lit(None).cast("string"))
 
-    def from_column(self, typed, data_type, metadata=None):
+    def from_column(self, typed, data_type, metadata=None, typed_null=None):
         if not isinstance(data_type, BinaryType):
             raise DataError(f"ByteArrayConverter is not compatible with objects of type {data_type.simpleString()}")
         return Converted(typed, F.lit(False), F.lit(None).cast("string"))
@@ -138,8 +148,11 @@ class StringConverter(Converter):
     cannot hold is substituted as Java's ``String(bytes, charset)`` / ``getBytes(charset)`` do
     (U+FFFD when reading, ``?`` when writing) where Spark's ``decode``/``encode`` would fail the
     job; non-string values are written as Spark's
-    ``CAST(… AS STRING)``, where Java writes ``toString()`` (``Struct{a=1}`` against ``{1}``)."""
+    ``CAST(… AS STRING)``, where Java writes ``toString()`` (``Struct{a=1}`` against ``{1}``).
+    Read values have Kafka's ``Schema.OPTIONAL_STRING_SCHEMA`` (``metadata``), so transforms take
+    their ``applyWithSchema`` path on them (SetSchemaMetadata names them)."""
     class_name = STRING_CONVERTER
+    metadata = {OPTIONAL: True}
 
     def __init__(self, config=None, is_key=False):
         super().__init__(config, is_key)
@@ -161,7 +174,7 @@ class StringConverter(Converter):
             return Converted(text, F.lit(False), F.lit(None).cast("string"))
         return Converted(F.decode(binary, self.encoding), F.lit(False), F.lit(None).cast("string"))
 
-    def from_column(self, typed, data_type, metadata=None):
+    def from_column(self, typed, data_type, metadata=None, typed_null=None):
         text = typed if isinstance(data_type, StringType) else typed.cast("string")
         unmappable = _UNMAPPABLE.get(self.encoding)
         if unmappable:   # one '?' per code point the charset lacks, as Java's encoder replaces it
@@ -208,8 +221,9 @@ def parse_json(text: Column) -> Column:
     return F.coalesce(F.try_parse_json(text), F.try_parse_json(F.regexp_replace(text, _LEADING_ZEROS, "$1$2")))
 
 
-def _literal(text: str, t: DataType, meta: dict | None) -> Column:
-    """A schema's ``default`` (JSON text, as the converter reads a payload) as a value of ``t``."""
+def default_value(text: str, t: DataType, meta: dict | None) -> Column:
+    """A schema's ``default`` (JSON text, as ``connect.default`` holds it and the converter reads a
+    payload) as a value of ``t``."""
     wire = F.try_variant_get(F.try_parse_json(F.lit(text)), "$", ddl(read_type(t, meta)))
     exact = None
     if needs(t, lambda x: isinstance(x, DecimalType)):
@@ -232,7 +246,7 @@ def _with_defaults(c: Column, t: DataType, meta: dict | None) -> Column:
         c = F.when(c.isNotNull(), F.struct(*[_with_defaults(c.getField(f.name), f.dataType, f.metadata).alias(f.name)
                                              for f in t.fields]))
     default = (meta or {}).get(DEFAULT)
-    return c if default is None else F.coalesce(c, _literal(default, t, meta))
+    return c if default is None else F.coalesce(c, default_value(default, t, meta))
 
 
 _TYPE_NAMES = {"float": "FLOAT32", "double": "FLOAT64"}
@@ -272,7 +286,32 @@ def _shape(v: Column) -> Column:
     return F.regexp_replace(F.call_function("schema_of_variant", v), r"DECIMAL\(\d+,\s*\d+\)", "DECIMAL")
 
 
-_VARIANT_TO_DDL = [(re.compile(r"\bOBJECT<"), "STRUCT<"), (re.compile(r"\bDECIMAL\(\d+,\s*\d+\)"), "DOUBLE"),
+def _decimal_ddl(m: re.Match) -> str:
+    """An inferred DECIMAL(p, s) as Spark reads it: DOUBLE (Kafka reads a schemaless fraction as a
+    float64), unless it has more integral digits than a double holds exactly — a long past 2^53 in
+    a field another record gives a fraction — then DECIMAL(38, s), which holds both exactly."""
+    p, s = int(m.group(1)), int(m.group(2))
+    return f"DECIMAL(38,{s})" if p - s > 15 else "DOUBLE"
+
+
+# JSON object keys as schema_of_variant writes them (`quoted` when not a plain name)
+_SHAPE_KEY = re.compile(r"(?<=[<,])\s*(`(?:[^`]|``)*`|[^:<>,`\s]+):")
+
+
+def _case_clash(shapes) -> str | None:
+    """A JSON key that another key of the batch's JSON equals but for case, if any: Spark's struct
+    fields are matched without case, so one would hide the other, where Kafka reads each record as
+    its own map."""
+    seen: dict[str, str] = {}
+    for shape in shapes:
+        for key in _SHAPE_KEY.findall(shape or ""):
+            other = seen.setdefault(key.lower(), key)
+            if other != key:
+                return f"{other!r} and {key!r}"
+    return None
+
+
+_VARIANT_TO_DDL = [(re.compile(r"\bOBJECT<"), "STRUCT<"), (re.compile(r"\bDECIMAL\((\d+),\s*(\d+)\)"), _decimal_ddl),
                    (re.compile(r"\bVOID\b"), "STRING")]
 
 
@@ -375,6 +414,9 @@ class JsonConverter(Converter):
                                F.collect_set(_shape(v)).alias("shapes")).first()
             if not set(row["shapes"] or ()) - {"VOID"}:   # no row, only nulls: nothing to learn a type from
                 raise NothingToBind(f"no JSON value in column {column!r} to bind a type from")
+            if _case_clash(row["shapes"]):   # no struct can hold both: read as VARIANT (schemaless JSON), as without a type
+                bound.data_type = None
+                return bound
             ddl = row["t"]
             if len(row["shapes"]) <= _MAX_SHAPES:
                 bound._shapes = frozenset(row["shapes"])
@@ -479,12 +521,17 @@ class JsonConverter(Converter):
             message = message.when(cond, F.lit(msg))
         if _has_metadata(self.data_type):   # nested fields' schema metadata, for the steps after
             typed = typed.cast(self.data_type)
-        return Converted(F.when(~failed, typed), failed, message, misfit, stages)
+        # {"schema": {…}, "payload": null}: SchemaAndValue(schema, null), written back as it came
+        typed_null = converted & ~failed & typed.isNull() if self.schemas_enable else None
+        return Converted(F.when(~failed, typed), failed, message, misfit, stages, typed_null)
 
     # -- typed -> bytes ---------------------------------------------------------------------------
-    def from_column(self, typed, data_type, metadata: dict | None = None):
+    def from_column(self, typed, data_type, metadata: dict | None = None, typed_null: Column | None = None):
         """``metadata``: the value's StructField metadata (its top-level schema; see
-        :mod:`connect.connect_types`)."""
+        :mod:`connect.connect_types`). As ``fromConnectData``, null bytes only for a null without a
+        schema; a null with one (``typed_null``) is ``convertToJson``'s: the schema's default under
+        ``replace.null.with.default``, else JSON ``null`` if the schema is optional, else a
+        DataException."""
         if isinstance(data_type, VariantType):
             if self.schemas_enable:
                 raise DataError("a VARIANT value has no Connect schema to write in an envelope; "
@@ -499,8 +546,18 @@ class JsonConverter(Converter):
             text = F.concat(F.lit('{"schema":' + schema + ',"payload":'), payload, F.lit("}"))
         else:
             text = payload
-        return Converted(F.when(typed.isNotNull(), F.encode(text, "UTF-8")), F.lit(False),
-                         F.lit(None).cast("string"))
+        value = F.when(typed.isNotNull(), F.encode(text, "UTF-8"))
+        if typed_null is None or isinstance(data_type, VariantType):   # a VARIANT is schemaless
+            return Converted(value, F.lit(False), F.lit(None).cast("string"))
+        meta = metadata or {}
+        default = meta.get(DEFAULT) if self.replace_null_with_default else None
+        null_payload = "null" if default is None else default
+        null_text = '{"schema":' + schema + ',"payload":' + null_payload + '}' if self.schemas_enable else null_payload
+        required = meta.get(OPTIONAL) is False and default is None
+        typed_null = F.coalesce(typed_null, F.lit(False)) & typed.isNull()
+        value = value.when(typed_null & F.lit(not required), F.encode(F.lit(null_text), "UTF-8"))
+        return Converted(value, typed_null & F.lit(required), F.lit(
+            "Conversion error: null value for field that is required and has no default value"))
 
 
 CONVERTERS = {c.class_name: c for c in (JsonConverter, StringConverter, ByteArrayConverter)}
@@ -525,6 +582,8 @@ def decode(frame: DataFrame, conv: Converter, column: str = "value") -> DataFram
         frame = frame.select("*", *[c.alias(name) for name, c in stage.items()])
         hidden += stage
     replace = {column: record_frame.fence(r.value) if hidden else r.value}
+    if r.typed_null is not None:
+        replace[record_frame.typed_null(column)] = r.typed_null
     if r.misfit is None:
         out = record_frame.flag(frame, r.failed, f"{column}.converter", conv.class_name, r.message, replace, hidden)
     else:
@@ -538,6 +597,8 @@ def decode(frame: DataFrame, conv: Converter, column: str = "value") -> DataFram
 
 def encode(frame: DataFrame, conv: Converter, column: str = "value") -> DataFrame:
     """``frame[column]`` typed → bytes (Kafka's ``fromConnectData``), failing rows flagged."""
-    field = frame.schema[column]
-    r = conv.from_column(F.col(column), field.dataType, field.metadata)
-    return record_frame.flag(frame, r.failed, f"{column}.converter", conv.class_name, r.message, {column: r.value})
+    field, marker = frame.schema[column], record_frame.typed_null(column)
+    typed_null = F.col(marker) if marker in frame.columns else None
+    r = conv.from_column(F.col(column), field.dataType, field.metadata, typed_null)
+    return record_frame.flag(frame, r.failed, f"{column}.converter", conv.class_name, r.message, {column: r.value},
+                             drop=(marker,))

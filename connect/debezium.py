@@ -2,8 +2,9 @@
 a change event's envelope (``before``, ``after``, ``source``, ``op``, ``ts_ms``) becomes the row state.
 
 Deletes and tombstones: ``delete.tombstone.handling.mode`` (Debezium 2.5+) wins when set —
-``drop`` (drop both), ``tombstone`` and ``delete-to-tombstone`` (a delete becomes a tombstone, the
-connector's own tombstones dropped), ``rewrite`` (a delete becomes ``before`` plus
+``drop`` (drop both), ``tombstone`` and ``delete-to-tombstone`` (a delete becomes a null value that
+keeps the row's schema — ``DefaultDeleteHandlingStrategy`` applies its ``after`` ExtractField, so no
+real tombstone: see :func:`connect.record_frame.typed_null` — the connector's own tombstones dropped), ``rewrite`` (a delete becomes ``before`` plus
 ``__deleted="true"``, tombstones dropped), ``rewrite-with-tombstone`` (rewrite, tombstones kept).
 Otherwise the older pair applies: ``drop.tombstones`` (true) and ``delete.handling.mode``
 (``drop`` | ``rewrite`` | ``none``). An event with neither ``before`` nor ``after`` (a truncate, or a
@@ -26,6 +27,8 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from connect import record_frame
+from connect.connect_types import DOC, NAME, OPTIONAL, PARAMETERS, VERSION
 from connect.errors import DataError
 from connect.transform_base import Plan, Setting, Transformation, connect_name, one_of
 
@@ -89,23 +92,33 @@ class ExtractNewRecordState(Transformation):
         before, after = env.getField("before"), env.getField("after")
         is_delete = after.isNull() & before.isNotNull()
         state = F.when(is_delete, before).otherwise(after)
-        fields = [(f.name, state.getField(f.name)) for f in row_t.fields]
-        if delete_as == "rewrite":   # before the added fields, as Debezium adds it first
-            fields.append(("__deleted", F.when(is_delete, "true").otherwise("false")))
+        fields = [(f.name, state.getField(f.name), f.metadata) for f in row_t.fields]
+        if delete_as == "rewrite":   # before the added fields, as Debezium adds it first (InsertField: optional string)
+            fields.append(("__deleted", F.when(is_delete, "true").otherwise("false"), {OPTIONAL: True}))
         for spec in self.values["add.fields"]:
             found = self._reference(spec, self.values["add.fields.prefix"], t)
             if found is not None:
-                fields.append(found[:2])
-        value = F.when(is_delete & F.lit(delete_as == "tombstone"), F.lit(None)).otherwise(
-            F.struct(*[c.alias(n) for n, c in fields]))
-        value = F.when(env.isNotNull(), value)
+                fields.append((found[0], found[1], found[3] or {}))
+        # The row's schema is the ``after`` field's (ExtractField); a row with fields added is
+        # rebuilt by SchemaUtil.copySchemaBasics, which keeps name, version, doc and parameters
+        # but not optionality (required).
+        meta = dict(t["after"].metadata)
+        if len(fields) > len(row_t.fields):
+            meta = {k: v for k, v in meta.items() if k in (NAME, VERSION, DOC, PARAMETERS)}
+            meta[OPTIONAL] = False
+        deleted = is_delete & F.lit(delete_as == "tombstone")
+        value = F.when(deleted, F.lit(None)).otherwise(
+            F.struct(*[c.alias(n, metadata=m) if m else c.alias(n) for n, c, m in fields]))
+        value = F.when(env.isNotNull(), value).alias("value", metadata=meta)
         # a truncate (or a delete without its row: REPLICA IDENTITY NOTHING) has neither, and is dropped
         keep = (F.when(env.isNull(), F.lit(keep_tombstones)).when(after.isNull() & before.isNull(), F.lit(False))
                 .when(is_delete, F.lit(delete_as != "drop")).otherwise(True))
         columns = {"value": value}
+        if delete_as == "tombstone":   # afterDelegate: the delete's null ``after``, with its schema (no tombstone)
+            columns[record_frame.typed_null("value")] = F.when(env.isNull(), record_frame.is_typed_null(frame, "value")
+                                                               ).otherwise(deleted)
         if self.values["add.headers"]:
-            from connect import record_frame
-            from connect.transforms import header_bytes
+            from connect.headers import header_bytes
             none = F.array().cast(record_frame.HEADERS_TYPE)
             new = []
             for spec in self.values["add.headers"]:
@@ -135,7 +148,6 @@ class ExtractNewRecordState(Transformation):
     def _not_a_change_event(self):
         """``doApply`` for a record whose value is not an envelope: a tombstone is handled as any
         tombstone (dropped unless kept, ``op`` header ``d``), anything else passes unchanged."""
-        from connect import record_frame
         env = F.col("value")
         keep = F.when(env.isNull(), F.lit(self._modes()[1])).otherwise(F.lit(True))
         columns = {}

@@ -13,8 +13,8 @@ from connect import timestamp_formats
 from connect.connect_types import MAX_TIMESTAMP_MILLIS, timestamp_from_millis
 from connect.errors import DataError
 from connect.transform_base import (REQUIRED, TIME, TIME_METADATA, Plan, Setting, Transformation, connect_name,
-                                    has_schema, non_empty_list, non_empty_string, one_of, rebuild, require_struct,
-                                    require_struct_or_map, schema_string, tombstones_fail)
+                                    has_schema, non_empty_list, non_empty_string, null_with_schema, one_of, rebuild,
+                                    require_struct, require_struct_or_map, schema_string, tombstones_fail)
 
 P = "org.apache.kafka.connect.transforms."
 RNWD = Setting("replace.null.with.default", "boolean", True, doc="accepted; Spark types have no defaults")
@@ -484,7 +484,9 @@ def field_path(path: str, version: str) -> list[str]:
 
 class ExtractField(Transformation):
     """Replaces the key/value with one of its fields (a nested one with ``field.syntax.version=V2``);
-    a map value is looked up by key."""
+    a map value is looked up by key. The field keeps its schema (metadata) on the new column, and a
+    null field of a record with a schema is a null with that schema, not a tombstone (Kafka's
+    ``newRecord(record, field.schema(), null)``): the JsonConverter writes it."""
     class_name = P + "ExtractField"
     SETTINGS = [Setting("field", default=REQUIRED), Setting("field.syntax.version", default="V1",
                                                             validator=one_of("V1", "V2", case=False)), RNWD]
@@ -511,7 +513,10 @@ class ExtractField(Transformation):
                             message=F.lit(f"Unknown field: {self.values['field']}"))
             else:   # schemaless: Map.get of an absent key is null
                 return Plan({self.target: F.lit(None).cast("string")})
-        return Plan({self.target: out.alias(self.target, metadata=meta) if meta else out})
+        columns = {self.target: out.alias(self.target, metadata=meta) if meta else out}
+        if has_schema(frame, self.target):   # a null field is a null with the field's schema, no tombstone
+            columns.update(null_with_schema(frame, self.target, out))
+        return Plan(columns)
 
 
 class HoistField(Transformation):

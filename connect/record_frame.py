@@ -29,6 +29,16 @@ Two optional columns travel with the rows and every converter and transform keep
 - :data:`ORIGINAL` (struct<key, value, headers> as consumed): what the dead-letter queue writes,
   as Kafka's ``errors.deadletterqueue`` writes the record as it was read.
 
+A null ``key`` or ``value`` is a record whose schema is null too (a tombstone, as consumed) unless
+the hidden boolean column :func:`typed_null` names is true for the row: then it is a null *with* a
+schema, as Kafka's ``SchemaAndValue(schema, null)`` — what ``ExtractField`` gives for a null field
+or Debezium's unwrap for a delete. ``JsonConverter.fromConnectData`` writes null bytes only when
+schema and value are both null; a null with a schema is ``{"schema": …, "payload": null}`` or the
+JSON ``null``. The column exists once a step could make such a null (a JsonConverter reading
+envelopes, ``ExtractField`` on a schema'd value, the unwrap's ``tombstone`` mode), and the
+converter that writes the record drops it; a step that makes the value non-null leaves it, as it
+means nothing then.
+
 A stage may also flag a row with the :data:`REBIND` stage: its JSON does not fit the type a
 converter carried over from an earlier batch (a schema change). Such a row is no bad record: the
 runtime infers the type again from the batch and runs the batch once more.
@@ -57,6 +67,18 @@ _RAISED = re.compile(r"<<connect:(\w+)>>(.*?)<</connect>>", re.S)
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 ERROR_TYPE = StructType([StructField("stage", StringType()), StructField("class", StringType()),
                          StructField("message", StringType())])
+
+
+def typed_null(column: str) -> str:
+    """The hidden column marking rows whose ``column`` (``key`` or ``value``) is a null with a
+    schema rather than a tombstone (see the module docstring)."""
+    return f"__connect_{column}_typed_null"
+
+
+def is_typed_null(frame: DataFrame, column: str) -> Column:
+    """True where ``frame[column]`` is null and has a schema; false for a tombstone."""
+    name = typed_null(column)
+    return F.col(column).isNull() & F.coalesce(F.col(name), F.lit(False)) if name in frame.columns else F.lit(False)
 
 
 def from_source(source: DataFrame, keep_original: bool = True) -> DataFrame:

@@ -163,7 +163,9 @@ def execute(frame: DataFrame, plan: Plan, stage: str, cls: str, gate: Column | N
     stage are never dropped: they must reach the dead-letter queue."""
     columns = dict(plan.columns)
     if gate is not None:
-        columns = {c: gated(frame, gate, col, c) for c, col in columns.items()}
+        markers = {record_frame.typed_null(c) for c in ("key", "value")}
+        columns = {c: F.when(gate, col).otherwise(F.col(c) if c in frame.columns else F.lit(False)) if c in markers
+                   else gated(frame, gate, col, c) for c, col in columns.items()}
     failed = plan.failed if plan.failed is not None else F.lit(False)
     if gate is not None:
         failed = gate & failed
@@ -208,6 +210,14 @@ def gated(frame: DataFrame, gate: Column, new: Column, name: str) -> Column:
     raise DataError(f"a predicate gates a transform that changes column {name!r} from {old_t.simpleString()} to "
                     f"{new_t.simpleString()}: a Spark column has one type; apply it without a predicate or split "
                     "the connector")
+
+
+def null_with_schema(frame: DataFrame, name: str, new: Column) -> dict[str, Column]:
+    """``Plan`` columns marking where ``new`` (the step's ``name``) is a null that keeps a schema,
+    the record having had one (a value, or a null with a schema): Kafka's ``newRecord(record,
+    field.schema(), null)``. A tombstone stays one (see :func:`connect.record_frame.typed_null`)."""
+    had = F.col(name).isNotNull() | record_frame.is_typed_null(frame, name)
+    return {record_frame.typed_null(name): had & new.isNull()}
 
 
 # ------------------------------------------------------------------ struct helpers

@@ -111,3 +111,57 @@ def test_schemas_cache_size_must_be_an_int():
     with pytest.raises(ConfigError, match="schemas.cache.size"):
         JsonConverter({"schemas.cache.size": "abc"})
     JsonConverter({"schemas.cache.size": "10"})
+
+
+def test_a_null_payload_with_a_schema_is_written_back_not_as_a_tombstone(spark):
+    """fromConnectData returns null bytes only when schema and value are both null:
+    ``{"schema": {…}, "payload": null}`` is read as SchemaAndValue(schema, null) and written back
+    as it came (convertToJson: an optional schema's null is JSON null, a default replaces it, a
+    required one without a default fails); a consumed tombstone stays null bytes."""
+    typed_null = '{"schema":{"type":"int32","optional":true},"payload":null}'
+    f = source(spark, ['{"schema":{"type":"int32","optional":true},"payload":7}', typed_null, None])
+    conv = JsonConverter({}).bind(f)
+    decoded = decode(f, conv)
+    out = [r["value"] for r in encode(decoded, conv).orderBy("offset").collect()]
+    assert [None if v is None else bytes(v).decode() for v in out] == [
+        '{"schema":{"type":"int32","optional":true},"payload":7}', typed_null, None]
+    plain = [r["value"] for r in encode(decoded, JsonConverter({"schemas.enable": "false"})).orderBy("offset").collect()]
+    assert [None if v is None else bytes(v) for v in plain] == [b"7", b"null", None]
+    for meta, expected in (({"connect.optional": True, "connect.default": "5"}, (b"5", None)),
+                           ({"connect.optional": False}, (None, "Conversion error: null value for field that is "
+                                                                "required and has no default value"))):
+        r = encode(decoded.withMetadata("value", meta), JsonConverter({"schemas.enable": "false"})) \
+            .where("offset = 1").first()
+        assert (r["value"] and bytes(r["value"]), r[record_frame.ERROR] and r[record_frame.ERROR]["message"]) == \
+            expected
+
+
+def test_string_and_byte_array_converters_give_an_optional_schema(spark):
+    """StringConverter and ByteArrayConverter read with Schema.OPTIONAL_STRING_SCHEMA /
+    OPTIONAL_BYTES_SCHEMA: transforms see a schema (SetSchemaMetadata names the value)."""
+    from connect.converters import ByteArrayConverter
+    from connect.transforms import transform
+    f = source(spark, ["abc"])
+    for conv, kind in ((StringConverter(), "string"), (ByteArrayConverter(), "bytes")):
+        named = transform("org.apache.kafka.connect.transforms.SetSchemaMetadata$Value",
+                          {"schema.name": "com.example.Text"}).apply(decode(f, conv))
+        r = encode(named, JsonConverter({})).first()
+        assert r[record_frame.ERROR] is None, kind
+        assert json.loads(bytes(r["value"]))["schema"] == {"type": kind, "optional": True, "name": "com.example.Text"}
+
+
+def test_schemaless_batches_keep_longs_exact(spark):
+    """Kafka reads each schemaless record on its own: a long past 2^53 stays exact though another
+    record gives the field a fraction (read as DECIMAL(38, s), which holds both); fractions alone
+    are float64s."""
+    wide = converted(spark, ['{"id": 9007199254740993}', '{"id": 0.5}'], {"schemas.enable": "false"})
+    assert [(v["id"], e) for v, e in wide] == [(Decimal("9007199254740993"), None), (Decimal("0.5"), None)]
+    assert [v["id"] for v, _ in converted(spark, ['{"id": 1.25}', '{"id": 3}'], {"schemas.enable": "false"})] == \
+        [1.25, 3.0]
+
+
+def test_schemaless_keys_equal_but_for_case_stay_apart(spark):
+    """Keys equal but for case stay two maps' keys, as Kafka reads each record on its own (Spark's
+    struct fields match without case, so one would hide the other: the batch is read as VARIANT)."""
+    cased = converted(spark, ['{"ID": 7}', '{"id": 1}'], {"schemas.enable": "false"})
+    assert [(json.loads(v.toJson()), e) for v, e in cased] == [({"ID": 7}, None), ({"id": 1}, None)]

@@ -2,6 +2,7 @@
 RegexRouter's replaceFirst, TimestampConverter's source kinds and lenient SimpleDateFormat,
 Connect's Time, applySchemaless on a missing field. One small frame per test, one Spark job each."""
 import datetime as dt
+import json
 
 import pytest
 from pyspark.sql import functions as F
@@ -238,3 +239,71 @@ def test_debezium_unwraps_only_a_value_whose_schema_is_an_envelope(spark):
         assert [[(h["key"], bytes(h["value"])) for h in r["headers"]] for r in out] == [[], [("__op", b"d")]]
     text = frame(spark, "string", ["not an event", None])
     assert [r["value"] for r in rows(transform(U, {}).apply(text))] == ["not an event"]
+
+
+_ROW = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "id"}], "optional": True,
+        "name": "dummy.Value"}
+_ENVELOPE = {"type": "struct", "optional": False, "name": "dummy.Envelope",
+             "fields": [dict(_ROW, field="before"), dict(_ROW, field="after"),
+                        {"type": "string", "optional": False, "field": "op"}]}
+
+
+def _events(spark):
+    """A create, a delete and the connector's tombstone, read by a JsonConverter (with schemas)."""
+    import json
+    from connect.converters import JsonConverter, decode
+    payloads = [{"before": None, "after": {"id": 1}, "op": "c"}, {"before": {"id": 1}, "after": None, "op": "d"}]
+    values = [json.dumps({"schema": _ENVELOPE, "payload": p}).encode() for p in payloads] + [None]
+    f = frame(spark, "binary", values)
+    return decode(f, JsonConverter({}).bind(f))
+
+
+def _written(df, schemas):
+    """(value bytes as text, headers' keys) per record, the value written by a JsonConverter."""
+    from connect.converters import JsonConverter, encode
+    out = rows(encode(df, JsonConverter({"schemas.enable": schemas})))
+    assert [error(r) for r in out] == [None] * len(out)
+    return [(None if r["value"] is None else bytes(r["value"]).decode(), [h["key"] for h in r["headers"]])
+            for r in out]
+
+
+def test_a_null_with_a_schema_from_a_transform_is_no_tombstone(spark):
+    """ExtractField on a delete's null ``after`` gives newRecord(field.schema(), null), and
+    Debezium's unwrap turns a delete into the same with delete.tombstone.handling.mode=tombstone
+    (or delete.handling.mode=none): JsonConverter.fromConnectData writes it, as
+    ``{"schema": …, "payload": null}`` or JSON ``null``; only a record whose schema is null too —
+    the connector's own tombstone, passed through — is written as null bytes.
+    RecordIsTombstone (value == null) holds for both."""
+    from connect.predicates import predicate
+    from connect.transforms import Step, chain
+    is_tombstone = predicate(T + "predicates.RecordIsTombstone", {})
+    mark = transform(T + "InsertHeader", {"header": "tombstone", "value.literal": "yes"})
+    row_schema = json.dumps(_ROW, separators=(",", ":"))
+    U = "io.debezium.transforms.ExtractNewRecordState"
+    cases = [(T + "ExtractField$Value", {"field": "after"}),
+             (U, {"delete.tombstone.handling.mode": "tombstone"}),
+             (U, {"delete.handling.mode": "none", "drop.tombstones": "false"})]
+    for cls, config in cases:
+        out = chain(_events(spark), [Step("t", transform(cls, config)), Step("m", mark, is_tombstone)])
+        if cls == U and "delete.handling.mode" not in config:   # its tombstone is dropped
+            expected_true = [(f'{{"schema":{row_schema},"payload":{{"id":1}}}}', []),
+                             (f'{{"schema":{row_schema},"payload":null}}', ["tombstone"])]
+            expected_false = [('{"id":1}', []), ("null", ["tombstone"])]
+        else:
+            expected_true = [(f'{{"schema":{row_schema},"payload":{{"id":1}}}}', []),
+                             (f'{{"schema":{row_schema},"payload":null}}', ["tombstone"]), (None, ["tombstone"])]
+            expected_false = [('{"id":1}', []), ("null", ["tombstone"]), (None, ["tombstone"])]
+        assert _written(out, "true") == expected_true, (cls, config)
+        assert _written(out, "false") == expected_false, (cls, config)
+
+
+def test_debezium_unwrap_keeps_the_row_schema_as_debezium_gives_it(spark):
+    """The row's schema is ``after``'s (ExtractField: dummy.Value, optional); with fields added
+    it is rebuilt by SchemaUtil.copySchemaBasics (name kept, required). Fields keep their schemas."""
+    U = "io.debezium.transforms.ExtractNewRecordState"
+    plain = transform(U, {}).apply(_events(spark))
+    rewritten = transform(U, {"delete.tombstone.handling.mode": "rewrite"}).apply(_events(spark))
+    for df, optional, fields in ((plain, True, ["id"]), (rewritten, False, ["id", "__deleted"])):
+        schema = json.loads(_written(df, "true")[0][0])["schema"]
+        assert (schema["name"], schema["optional"]) == ("dummy.Value", optional)
+        assert [(f["field"], f["optional"]) for f in schema["fields"]] == list(zip(fields, [False, True]))
