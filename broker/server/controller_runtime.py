@@ -92,10 +92,10 @@ class ControllerRuntime:
         self.history: list[tuple[int, list[dict]]] = []  # applied (offset, records) after history_base
         self.history_base = -1
         self.changed = threading.Condition()  # guards image/history for readers; notified on apply
-        self._load_snapshot(self.storage.snapshot())
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._ops: list[_Op] = []
         self._pending: _Op | None = None
+        self._load_snapshot(self.storage.snapshot())
         self._active = False
         self._active_term = -1
         self._ready_index = -1

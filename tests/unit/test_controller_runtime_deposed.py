@@ -41,3 +41,11 @@ def test_another_leaders_entry_at_the_same_index_fails_the_operation(tmp_path):
     with pytest.raises(NotControllerError, match="leadership was lost"):
         op.future.result(0)
     assert rt._pending is None
+
+
+
+def test_a_runtime_restarts_from_its_metadata_snapshot(tmp_path):
+    """A node restarted with a metadata snapshot on disk loads it when its runtime is made."""
+    _runtime(tmp_path).storage.save_snapshot(5, 1, b'{"records": [{"type": "producer_ids", "next": 2000}]}')
+    again = _runtime(tmp_path)
+    assert (again.applied, again.image.next_producer_id, again._pending) == (5, 2000, None)
