@@ -309,9 +309,9 @@ class Cluster:
         from broker.client import AdminClient
         return AdminClient({"bootstrap.servers": self.bootstrap, "request.timeout.ms": 5000})
 
-    def describe(self):
+    def describe(self, **options):
         with self.admin() as admin:
-            return admin.describe_cluster().result(10)
+            return admin.describe_cluster(**options).result(10)
 
     def wait_for_brokers(self, count: int, timeout: float = 60.0):
         def ready():

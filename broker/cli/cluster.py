@@ -128,7 +128,7 @@ def _relay_until_ready(procs: list[subprocess.Popen], ready_line: str) -> None:
 def cluster_status(ctx):
     """Nodes and their roles, the active controller, and under-replicated or offline partitions."""
     with open_admin(ctx) as admin:
-        info = admin.describe_cluster().result()
+        info = admin.describe_cluster(include_fenced_brokers=True, include_controllers=True).result()
         md = admin.list_topics()
     click.echo(f"ClusterId: {info.cluster_id}\tController: {info.controller.id if info.controller else 'none'}"
                f"\tMetadataOffset: {info.metadata_offset}")

@@ -372,12 +372,24 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin):
         self._pool.submit(run)
         return result
 
-    def describe_cluster(self, request_timeout: float | None = None, include_authorized_operations: bool = False) -> Future:
+    def describe_cluster(self, request_timeout: float | None = None, include_authorized_operations: bool = False,
+                         include_fenced_brokers: bool = False, include_controllers: bool = False) -> Future:
         """A future of :class:`DescribeClusterResult`: nodes, the active controller, the cluster id.
-        ``include_authorized_operations`` is accepted; ``authorized_operations`` stays None (no ACLs)."""
+
+        ``nodes`` are the brokers that serve clients, as Kafka's DescribeCluster answers
+        (``getAliveBrokerNodes``: fenced brokers and controller-only nodes left out), so code that
+        counts brokers counts what it can use. ``include_fenced_brokers`` adds fenced brokers
+        (KIP-1073's ``DescribeClusterOptions.includeFencedBrokers``); ``include_controllers`` (Riverlog's)
+        adds the controller quorum's voters, for ``riverlog cluster status``. ``controller`` is the
+        active controller even when it is a controller-only node. ``include_authorized_operations``
+        is accepted; ``authorized_operations`` stays None (no ACLs)."""
+        def wanted(n) -> bool:
+            return (n.broker and (include_fenced_brokers or not n.fenced)) or (include_controllers and n.voter)
+
         def split(r):
-            nodes = [Node(n.node_id, n.host, n.port, fenced=n.fenced, voter=n.voter, broker=n.broker) for n in r.nodes]
-            controller = next((n for n in nodes if n.id == r.controller_id), None)
+            every = [Node(n.node_id, n.host, n.port, fenced=n.fenced, voter=n.voter, broker=n.broker) for n in r.nodes]
+            controller = next((n for n in every if n.id == r.controller_id), None)
+            nodes = [n for n in every if wanted(n)]
             return [("cluster", DescribeClusterResult(r.cluster_id, controller, nodes, r.metadata_offset))]
         return self._fan_out(["cluster"], lambda: self.cluster.call_any("DescribeCluster", pb.DescribeClusterRequest(),
                                                                         request_timeout), split)["cluster"]

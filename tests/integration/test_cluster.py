@@ -178,7 +178,7 @@ def test_losing_the_active_controller_elects_another_and_topics_can_still_be_cre
                       30, 0.1, "a new active controller")
     assert info.controller.id in cluster.nodes and info.controller.id != old
     # A new controller gives every broker a fresh session, so the dead one is fenced one timeout later.
-    wait_until(lambda: any(n.id == old and n.fenced for n in cluster.describe().nodes), 30, 0.1,
+    wait_until(lambda: any(n.id == old and n.fenced for n in cluster.describe(include_fenced_brokers=True).nodes), 30, 0.1,
                f"broker {old} fenced by the new controller")
     create(cluster, topic_name, partitions=2, rf=2)
     parts = _partitions(cluster, topic_name)
@@ -372,9 +372,10 @@ def test_controlled_shutdown_moves_leadership_away_before_the_node_exits(cluster
 
 def test_a_controller_only_node_decides_but_holds_no_partitions(cluster_factory, topic_name):
     cluster = cluster_factory(3, FAST, roles={3: "controller"})
-    info = cluster.describe()
-    roles = {n.id: n.roles for n in info.nodes}
+    roles = {n.id: n.roles for n in cluster.describe(include_controllers=True).nodes}
     assert roles == {1: "broker,controller", 2: "broker,controller", 3: "controller"}
+    # Clients see the brokers they can use, as Kafka's DescribeCluster (getAliveBrokerNodes).
+    assert sorted(n.id for n in cluster.describe().nodes) == [1, 2]
     create(cluster, topic_name, partitions=4, rf=2)
     assert all(sorted(p.replicas) == [1, 2] for p in _partitions(cluster, topic_name))
     with cluster.admin() as admin:
