@@ -155,7 +155,8 @@ class StreamsApp:
         from streams.topology import TopologyDescription
         combines = {s.id: self._combine(s) for s in self.topology.subtopologies}
         return TopologyDescription(self.topology, self.app,
-                                   {i: c.DESCRIPTION for i, c in combines.items() if c is not None})
+                                   {i: c.DESCRIPTION for i, c in combines.items() if c is not None},
+                                   self.decode_in_spark)
 
     def _combine(self, sub: SubTopology):
         """How the sub-topology's rows are combined before its task (a windowed count per window,

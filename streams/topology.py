@@ -317,9 +317,11 @@ def changelog_topic(application_id: str, store: str) -> str:
 class TopologyDescription:
     """Kafka's ``TopologyDescription`` text, plus what each sub-topology becomes in Spark and the
     internal topics it reads and writes."""
-    def __init__(self, topology: Topology, application_id: str | None, combined: dict[int, str] | None = None):
+    def __init__(self, topology: Topology, application_id: str | None, combined: dict[int, str] | None = None,
+                 decode_in_spark: bool = True):
         self.topology, self.application_id = topology, application_id
         self.combined = combined or {}    # sub-topology id: how its rows are combined before its task
+        self.decode_in_spark = decode_in_spark    # False: sources decode in Python, no SQL prefix
 
     @property
     def subtopologies(self) -> list[SubTopology]:
@@ -367,7 +369,7 @@ class TopologyDescription:
             if any(n.args.get("global") for n in sub.nodes):
                 lines.append(f"  Sub-topology {sub.id}: read into the global store by every task")
                 continue
-            p = plan(sub)
+            p = plan(sub, self.decode_in_spark)
             vectorized = any(getattr(v, "is_vectorized", False) for n in p.prefix for v in n.args.values())
             if p.sink is not None:
                 how = "one streaming query, all Spark SQL" + (" and vectorised Python (Arrow UDFs)" if vectorized else "")

@@ -64,3 +64,15 @@ def test_vectorised_steps_on_spark_equal_the_test_driver(spark, spark_broker, tm
         app.close()
     got = [(S.deserialize(k), GROSS.deserialize(v), ts) for k, v, ts in read_committed(spark_broker.bootstrap, out)]
     assert got == expected
+
+
+def test_describe_shows_no_sql_prefix_when_the_sources_decode_in_python(spark):
+    """A deserialization handler that continues needs every record decoded in Python, so the
+    sub-topology runs no Spark SQL prefix, and ``describe()`` says what actually runs."""
+    tp = topology("vec-describe-in", "vec-describe-out")
+    config = {"application.id": "vec-describe", "bootstrap.servers": "127.0.0.1:1"}
+    assert "all Spark SQL and vectorised Python" in str(StreamsApp(tp, spark, config).describe())
+    text = str(StreamsApp(tp, spark, {**config, "deserialization.exception.handler":
+                                      "LogAndContinueExceptionHandler"}).describe())
+    assert "Sub-topology 0: one streaming query: mapInArrow, stateless" in text, text
+    assert "Spark SQL" not in text, text
