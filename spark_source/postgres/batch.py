@@ -84,7 +84,7 @@ class CdcBatchReader(DataSourceReader):
         try:
             if self.options.snapshot_mode == "no_data":
                 return [self._plan_changes(conn)]
-            tables = slots.captured_tables(conn, self.options)   # a table that cannot be keyed is refused
+            tables = slots.captured_tables(conn, self.options)
             with conn.cursor() as cur:
                 cur.execute("SELECT c.oid, greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = ANY(%s)",
                             ([t.relation.oid for t in tables],))

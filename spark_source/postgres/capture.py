@@ -3,8 +3,10 @@
 An offset says how far the query has read (JSON in Spark's checkpoint):
 
     {"phase": "snapshot", "lsn": C, "tables": [...], "table": i, "after": [key as text] | null, "rows": n}
-    {"phase": "stream", "lsn": L, ["txId": X, "ts_usec": T]}   every transaction with commit end
-                                       LSN <= L is read; X and T are the last one's xid and commit time
+    {"phase": "stream", "lsn": L, ["txId": X, "ts_usec": T], ["event_lsn": E]}   every transaction
+                                       with commit end LSN <= L is read; X and T are the last one's xid
+                                       and commit time; E (only from a Debezium offset stored mid-
+                                       transaction): the next transaction's changes up to E are read too
     {"phase": "done", "lsn": C}        initial_only: the snapshot is read, nothing follows
     {"phase": "new", "lsn": 0}         a query's initial offset, before its slot exists
 
@@ -36,7 +38,7 @@ from spark_source.postgres.errors import SlotLostError
 from spark_source.postgres.options import CdcOptions
 from spark_source.postgres.pgoutput import lsn_to_str
 from spark_source.postgres.replication import ReplicationStream
-from spark_source.postgres.snapshot import Position, SnapshotReader
+from spark_source.postgres.snapshot import Position, SnapshotReader, snapshot_markers
 from spark_source.postgres.type_registry import TypeRegistry
 
 log = logging.getLogger(__name__)
@@ -52,10 +54,12 @@ class CdcOffset:
     rows: int = 0
     xid: int | None = None
     ts_us: int | None = None
+    event_lsn: int | None = None
 
     def to_json(self) -> dict:
         if self.phase != SNAPSHOT:
-            last = {k: v for k, v in (("txId", self.xid), ("ts_usec", self.ts_us)) if v is not None}
+            last = {k: v for k, v in (("txId", self.xid), ("ts_usec", self.ts_us), ("event_lsn", self.event_lsn))
+                    if v is not None}
             return {"phase": self.phase, "lsn": self.lsn, **last}
         return {"phase": SNAPSHOT, "lsn": self.lsn, "tables": list(self.tables), **self.position.to_json(),
                 "rows": self.rows}
@@ -64,9 +68,9 @@ class CdcOffset:
     def from_json(cls, data) -> "CdcOffset":
         data = json.loads(data) if isinstance(data, str) else data
         if data["phase"] != SNAPSHOT:
-            xid, ts = data.get("txId"), data.get("ts_usec")
+            xid, ts, event = data.get("txId"), data.get("ts_usec"), data.get("event_lsn")
             return cls(data["phase"], int(data["lsn"]), xid=None if xid is None else int(xid),
-                       ts_us=None if ts is None else int(ts))
+                       ts_us=None if ts is None else int(ts), event_lsn=None if event is None else int(event))
         return cls(SNAPSHOT, int(data["lsn"]), tuple(data["tables"]), Position.from_json(data), int(data["rows"]))
 
     @property
@@ -87,7 +91,7 @@ class Capture:
         self.stream: ReplicationStream | None = None
         self._chunks: dict[tuple[str, str], list] = {}  # snapshot rows read ahead, by (start, end)
         self._initial: CdcOffset | None = None
-        self._catalog: dict[int, tuple[tuple, slots.Table | None]] = {}   # oid -> (shape read, table)
+        self._catalog: dict[int, tuple] = {}   # oid -> (the Relation message last described, its catalog Table)
         self._types: TypeRegistry | None = None   # the catalog's user types (domains, enums, hstore, ...)
 
     # ------------------------------------------------------------------------------ setup
@@ -139,7 +143,11 @@ class Capture:
         Debezium does. Otherwise the stream resumes after ``lsn``: PostgreSQL skips what committed
         before it, and so does the stream (:meth:`ReplicationStream.take`), so a slot that was not
         acknowledged as far as the offset (a crash between the broker's commit and the slot's
-        acknowledgement) replays nothing twice. A slot acknowledged past the offset (only ever by
+        acknowledgement) replays nothing twice. Debezium stores the last *event* it emitted: ``lsn``
+        is that change's LSN and ``lsn_commit`` the commit before it; when the event was a change
+        (``messageType``), the stream resumes after ``lsn_commit`` and drops the next
+        transaction's changes up to ``lsn``, as ``WalPositionLocator.resumeFromLsn`` and
+        ``skipMessage`` do, so that transaction's emitted part is not emitted again. A slot acknowledged past the offset (only ever by
         keepalives over WAL with nothing for it, or by another reader) starts where it is: the slot
         is the truth for what PostgreSQL can still send. A missing slot fails (SlotLostError), or
         with ``when_needed`` takes a new snapshot."""
@@ -163,11 +171,13 @@ class Capture:
                                 "snapshot) or set snapshot.mode=when_needed")
         import dataclasses
         slots.check_slot(dataclasses.replace(state, active_pid=None), o)   # an active reader is waited for later
+        commit, event = _stored_commit_and_event(stored, lsn)
         if state.confirmed_flush_lsn is not None and state.confirmed_flush_lsn > lsn:
             log.warning("slot '%s' was acknowledged up to %s, past the stored offset %s: streaming from the slot's "
                         "position", o.slot_name, lsn_to_str(state.confirmed_flush_lsn), lsn_to_str(lsn))
         xid, ts = stored.get("txId"), stored.get("ts_usec")
-        return CdcOffset(STREAM, lsn, xid=None if xid is None else int(xid), ts_us=None if ts is None else int(ts))
+        return CdcOffset(STREAM, commit, xid=None if xid is None else int(xid), ts_us=None if ts is None else int(ts),
+                         event_lsn=event)
 
     def _new_snapshot(self, state) -> CdcOffset:
         o = self.options
@@ -242,7 +252,7 @@ class Capture:
         if until_lsn is not None:
             stream.wait_for(until_lsn)
         taken, end, xid, ts = 0, start.lsn, start.xid, start.ts_us
-        for txn in stream.take(start.lsn, until_lsn if until_lsn is not None else stream.high):
+        for txn in _resumed(start, stream.take(start.lsn, until_lsn if until_lsn is not None else stream.high)):
             if max_changes and taken and taken + len(txn.changes) > max_changes:
                 break
             taken += len(txn.changes)
@@ -298,49 +308,50 @@ class Capture:
                     rows, _ = reader.read(start.position, None, upper)
                 finally:
                     reader.close()
-            for i, (table, values) in enumerate(rows):
-                last = end.phase != SNAPSHOT and i == len(rows) - 1
+            index = {name: i for i, name in enumerate(start.tables)}
+            markers = snapshot_markers([index[t.name] for t, _ in rows], start.position,
+                                       end.position if end.phase == SNAPSHOT else Position(len(start.tables)),
+                                       len(start.tables))
+            for i, ((table, values), marker) in enumerate(zip(rows, markers)):
                 builder.table(table.relation, primary_key=table.key, not_null=table.not_null)
-                record = builder.snapshot_record(table.relation, values, start.lsn, start.rows + i,
-                                                 "last" if last else "true", ts_us=now)
+                record = builder.snapshot_record(table.relation, values, start.lsn, start.rows + i, marker, ts_us=now)
                 out.append((record, now))
         if end.phase == STREAM and end.lsn > start.lsn:
             stream = self._stream(start.lsn)
             if stream.high < end.lsn:
                 stream.wait_for(end.lsn)
             include = lambda r: self.options.includes(r.namespace, r.name)  # noqa: E731
-            for txn in stream.take(start.lsn, end.lsn):
+            for txn in _resumed(start, stream.take(start.lsn, end.lsn)):
                 self._describe_new_relations(builder, txn, include)
                 ts = txn.commit_ts_us if txn.commit_ts_us is not None else now
                 out.extend((r, ts) for r in builder.transaction_records(txn, include))
         return out
 
     def _describe_new_relations(self, builder: EnvelopeBuilder, txn, include) -> None:
-        """Give ``builder`` the catalog's key and NOT NULL columns for every relation of ``txn`` the
-        capture's startup catalog does not describe: a table created, or whose columns changed, after
-        it started. Without them such a table was read with every column optional and, under REPLICA
-        IDENTITY FULL, keyless. Each shape is read from the catalog once; a column whose type the
-        type registry does not know (a domain or enum created since) reloads the registry, as
-        Debezium's TypeRegistry does on an unknown oid."""
-        if not self._catalog:
-            self._catalog = {t.relation.oid: (_shape(t.relation), t) for t in self.tables}
+        """Give ``builder`` the catalog's key and NOT NULL columns for every relation of ``txn``,
+        read again on each new Relation message, as Debezium's
+        ``PgOutputMessageDecoder.handleRelationMessage`` does: pgoutput sends one after any change
+        to the table's definition (a column, the primary key, the replica identity), and the
+        message says neither NOT NULL nor, under REPLICA IDENTITY FULL, the key. Under REPLICA
+        IDENTITY DEFAULT the message's key flags are the primary key when the change was written,
+        so they win over a catalog that moved on since. A column whose type the type registry does
+        not know (a domain or enum created since) reloads the registry, as Debezium's TypeRegistry
+        does on an unknown oid."""
         for change in txn.changes:
             relation = change.relation
             if relation is None or not include(relation):
                 continue
-            shape = _shape(relation)
             known = self._catalog.get(relation.oid)
-            if known is None or known[0] != shape:
-                known = self._catalog[relation.oid] = (shape, slots.table_by_oid(self.sql, relation.oid))
+            if known is None or known[0] is not relation:
+                known = self._catalog[relation.oid] = (relation, slots.table_by_oid(self.sql, relation.oid))
                 if not all(self.types.knows(c.type_oid) for c in relation.columns):
                     self._types = TypeRegistry.load(self.sql)
                     builder.types = self._types
             table = known[1]
             if table is None:
                 continue   # dropped since: the Relation's own flags are all there is
-            names = {c.name for c in relation.columns}
-            key = table.key if table.key and set(table.key) <= names else None
-            builder.table(relation, primary_key=key, not_null=[c for c in table.not_null if c in names])
+            builder.table(relation, primary_key=_key_of(relation, table.key),
+                          not_null=[c.name for c in relation.columns if c.name in table.not_null])
 
     def mark(self) -> int:
         """An LSN past every transaction committed so far (Trigger.AvailableNow reads up to it)."""
@@ -381,6 +392,42 @@ class Capture:
             self._sql = None
 
 
-def _shape(relation) -> tuple:
-    """What of a Relation the catalog's description depends on: identity, column names and types."""
-    return relation.replica_identity, tuple((c.name, c.type_oid) for c in relation.columns)
+def _key_of(relation, catalog_key: tuple) -> tuple:
+    """The key of ``relation``'s changes: the flagged columns under REPLICA IDENTITY DEFAULT (the
+    primary key the change was written under), in the catalog key's order when they are the same
+    columns; otherwise the catalog's key without the columns the Relation lacks."""
+    names = [c.name for c in relation.columns]
+    flagged = [c.name for c in relation.columns if c.flags_key]
+    if relation.replica_identity == "d" and flagged:
+        return tuple(catalog_key) if set(flagged) == set(catalog_key) else tuple(flagged)
+    return tuple(k for k in catalog_key if k in names)
+
+
+def _stored_commit_and_event(stored: dict, lsn: int) -> tuple[int, int | None]:
+    """(where the stream resumes, the last emitted change's LSN or None) for a stored Debezium
+    offset. One stored after a change (``messageType`` INSERT, UPDATE, DELETE, TRUNCATE, MESSAGE)
+    resumes after ``lsn_commit`` and skips the changes up to ``lsn``; after a BEGIN or COMMIT, or
+    without ``messageType`` (older offsets, Riverlog's own), WalPositionLocator replays from the
+    transaction's start, and so does this. A change's LSN can equal the commit end before it (the
+    next WAL record), so ``lsn`` and ``lsn_commit`` alone cannot tell the cases apart."""
+    commit = stored.get("lsn_commit")
+    kind = str(stored.get("messageType") or "").upper()
+    if commit is None or kind in ("", "BEGIN", "COMMIT") or int(commit) > lsn:
+        return lsn, None
+    return int(commit), lsn
+
+
+def _resumed(start: CdcOffset, transactions: list) -> list:
+    """``transactions`` after ``start`` without the changes up to ``start.event_lsn``, in stream
+    order: those were emitted before a Debezium offset was stored (WalPositionLocator.skipMessage
+    drops every message until the stored one has passed)."""
+    if start.event_lsn is None:
+        return transactions
+    import dataclasses
+    out = []
+    for i, txn in enumerate(transactions):
+        if txn.end_lsn <= start.event_lsn:
+            continue
+        out.append(dataclasses.replace(txn, changes=[c for c in txn.changes if c.lsn > start.event_lsn]))
+        return out + transactions[i + 1:]
+    return out

@@ -46,8 +46,8 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan
 
 
 class ReplicaIdentityError(RiverlogError):
-    """A captured table has no primary key and its REPLICA IDENTITY is not FULL: its updates and
-    deletes could not be keyed. The message names the table and the two fixes."""
+    """A change cannot be keyed as its table's schema says. Kept for its stable code; a table
+    without a key is no longer refused (its records have a null key, as Debezium's)."""
     code, name, retriable, grpc_status = 1351, "CDC_REPLICA_IDENTITY", False, "FAILED_PRECONDITION"
 
 
@@ -74,6 +74,7 @@ class TableSchema:
     row_schema: dict
     value_schema: dict
     fallbacks: tuple = ()
+    hint: tuple = ()        # (catalog key, NOT NULL columns) the schemas were built with
 
     @property
     def data_collection(self) -> str:
@@ -102,41 +103,32 @@ class EnvelopeBuilder:
     # -- tables ---------------------------------------------------------------------------------
     def table(self, relation: Relation, primary_key: Optional[Sequence[str]] = None,
               not_null: Iterable[str] = ()) -> TableSchema:
-        """The table's schemas, refusing a table that cannot be keyed. ``primary_key``: the
-        primary key's columns from the catalog (needed for REPLICA IDENTITY FULL tables, whose
-        Relation flags every column); None derives it from the Relation's key flags."""
+        """The table's schemas. ``primary_key``: the key's columns from the catalog (the primary
+        key, else the first unique index; needed under REPLICA IDENTITY FULL, whose Relation flags
+        every column); None derives it from the Relation's key flags. A table with no key has a
+        null record key, as Debezium's (``TableSchemaBuilder.create``). The schemas are rebuilt when
+        the Relation or the catalog's description changes (a primary key added or replaced)."""
         hint = (tuple(primary_key) if primary_key is not None else None, frozenset(not_null))
         if primary_key is not None or not_null:
             self._hints[relation.oid] = hint
         else:
             hint = self._hints.get(relation.oid, hint)
         cached = self._tables.get(relation.oid)
-        if cached is not None and cached.relation == relation:
+        if cached is not None and cached.relation == relation and cached.hint == hint:
             return cached
         schema = self._build(relation, *hint)
         self._tables[relation.oid] = schema
         return schema
 
     def _build(self, relation: Relation, primary_key: Optional[tuple], not_null: frozenset) -> TableSchema:
+        hint = (primary_key, not_null)
         names = [c.name for c in relation.columns]
         flagged = tuple(c.name for c in relation.columns if c.flags_key)
-        identity = relation.replica_identity
-        qualified = f"{relation.namespace}.{relation.name}"
         if primary_key is None:
-            primary_key = flagged if identity in ("d", "i") else ()
-        missing = [k for k in primary_key if k not in names]
-        if missing:
-            raise ReplicaIdentityError(f"table {qualified}: primary key columns {missing} are not in its Relation",
-                                       table=qualified)
-        if primary_key:
-            key_columns = tuple(primary_key)
-        elif identity == "f":
-            key_columns = ()   # no primary key: no record key, as Debezium (TableSchemaBuilder.create)
-        else:
-            raise ReplicaIdentityError(
-                f"table {qualified} has no primary key and its REPLICA IDENTITY is not FULL, so its updates "
-                f"and deletes cannot be keyed; run `ALTER TABLE {qualified} REPLICA IDENTITY FULL` or add a "
-                "primary key", table=qualified, replica_identity=identity)
+            primary_key = flagged if relation.replica_identity in ("d", "i") else ()
+        # Key columns the Relation does not have are dropped, as PgOutputMessageDecoder's
+        # retainAll drops a key read from a catalog that is ahead of the message.
+        key_columns = tuple(k for k in primary_key if k in names)
         cfg = self.config
         types = tuple(column_type(c.type_oid, c.type_modifier, cfg.modes, cfg.unavailable_value_placeholder,
                                   self.types) for c in relation.columns)
@@ -155,7 +147,7 @@ class EnvelopeBuilder:
             D.TRANSACTION_BLOCK], "optional": False, "name": D.schema_name(*base, "Envelope")}
         fallbacks = tuple(None if f["optional"] else D.fallback(f) for f in fields)
         return TableSchema(relation, D.topic_name(*base), key_columns, types, key_schema, row, value_schema,
-                           fallbacks)
+                           fallbacks, hint)
 
     # -- values ---------------------------------------------------------------------------------
     def _row(self, table: TableSchema, values: Optional[tuple]) -> Optional[dict]:
@@ -210,7 +202,7 @@ class EnvelopeBuilder:
     def snapshot_record(self, relation: Relation, row: tuple, consistent_lsn: int, order: int,
                         snapshot: str = "true", ts_us: Optional[int] = None, xid: Optional[int] = None) -> CdcRecord:
         """One snapshot row (text values, as COPY or a text-mode SELECT gives them) as an ``op: r``
-        record. ``snapshot`` is "true", or "last" for the snapshot's last row."""
+        record. ``snapshot``: the row's ``source.snapshot`` marker (snapshot.snapshot_markers)."""
         table = self.table(relation)
         after = self._row(table, row)
         source = self._source(table, self.now_us() if ts_us is None else ts_us, snapshot, xid, consistent_lsn)
@@ -232,8 +224,10 @@ class EnvelopeBuilder:
             self._change(emit, change)
         if txn.xid is not None:
             self.last_commit_lsn = txn.end_lsn
-        if not self.config.provide_transaction_metadata or txn.xid is None or emit.total == 0:
-            return out   # as Debezium, BEGIN/END only around a transaction that has change events
+        if not self.config.provide_transaction_metadata or txn.xid is None:
+            return out
+        # Debezium frames every transaction pgoutput sends, one with no captured change too
+        # (PostgresStreamingChangeEventSource dispatches BEGIN and COMMIT; event_count 0).
         return emit.framed()
 
     def _change(self, emit: "_Emitter", change: Change) -> None:

@@ -1,8 +1,7 @@
 """Connections, server checks, the publication and the replication slot.
 
 Everything the source needs from the server before it reads a row is checked here, once, with an
-error that names the fix: ``wal_level=logical``, a role with ``REPLICATION``, captured tables that
-can be keyed (a primary key or ``REPLICA IDENTITY FULL``), the publication
+error that names the fix: ``wal_level=logical``, a role with ``REPLICATION``, the publication
 (``publication.autocreate.mode``: ``all_tables`` creates ``FOR ALL TABLES``, ``filtered`` creates
 or alters it to exactly the captured tables, ``disabled`` requires it to exist) and the slot.
 
@@ -13,14 +12,18 @@ stream that starts there neither overlap nor leave a gap.
 """
 from __future__ import annotations
 
+import dataclasses
+import logging
 from dataclasses import dataclass
 from typing import Optional
 
-from spark_source.postgres.errors import (MissingPrimaryKeyError, NoTablesError, PostgresConnectionError,
+from spark_source.postgres.errors import (NoTablesError, PostgresConnectionError,
                                           PublicationError, ReplicationPrivilegeError, SlotError,
                                           SlotInUseError, WalLevelError)
 from spark_source.postgres.options import CdcOptions
 from spark_source.postgres.pgoutput import Column, Relation, lsn_from_str
+
+log = logging.getLogger(__name__)
 
 # Text output as pgoutput's walsender gives it, for snapshot and stream alike.
 SESSION_SETTINGS = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres -c extra_float_digits=3 " \
@@ -79,8 +82,16 @@ def check_server(conn, options: CdcOptions) -> None:
 class Table:
     """A captured table: its Relation (as pgoutput would describe it) and the columns that key it."""
     relation: Relation
-    key: tuple[str, ...]        # primary key columns in the key's order; empty under REPLICA IDENTITY FULL without one
+    key: tuple[str, ...]        # primary key (else first unique index) columns in the key's order; empty: none
     not_null: tuple[str, ...] = ()   # NOT NULL columns: required fields in the schemas, as Debezium's
+    partitioned: bool = False   # a partitioned parent (relkind 'p')
+    skipped_partitions: tuple[int, ...] = ()   # a parent's captured leaf partitions: their rows are snapshotted there
+
+    @property
+    def chunk_key(self) -> tuple[str, ...]:
+        """The key the snapshot pages by: a unique index may hold several NULLs, which a row
+        comparison would skip, so only a key of NOT NULL columns (a primary key always is)."""
+        return self.key if set(self.key) <= set(self.not_null) else ()
 
     @property
     def name(self) -> str:
@@ -96,13 +107,22 @@ def quote(identifier: str) -> str:
 
 
 def captured_tables(conn, options: CdcOptions) -> list[Table]:
-    """The user tables ``table.include.list`` selects, sorted by name; a table that cannot be keyed
-    is refused, naming both fixes."""
+    """The user tables ``table.include.list`` selects, sorted by name.
+
+    Leaf partitions are tables of their own, as in Debezium (``PostgresConnection.getAllTableIds``
+    lists both TABLE and PARTITIONED TABLE): pgoutput without ``publish_via_partition_root``
+    streams a partition's changes under the partition's name, so its rows are snapshotted to that
+    topic too. A captured parent's snapshot reads only the rows of its partitions that are not
+    captured themselves, so no row is snapshotted twice (Debezium reads them under both names).
+
+    A table without a primary key or unique index is captured with a null record key, as Debezium
+    captures it; without ``REPLICA IDENTITY FULL`` (or ``USING INDEX``) PostgreSQL refuses its
+    updates and deletes once it is published, so that is logged."""
     with conn.cursor() as cur:
         cur.execute("""
-            SELECT c.oid, n.nspname, c.relname, c.relreplident
+            SELECT c.oid, n.nspname, c.relname, c.relreplident, c.relkind
             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+            WHERE c.relkind IN ('r', 'p')
               AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'
             ORDER BY n.nspname, c.relname""")
         candidates = [r for r in cur.fetchall() if options.includes(r[1], r[2])]
@@ -110,23 +130,28 @@ def captured_tables(conn, options: CdcOptions) -> list[Table]:
             raise NoTablesError(f"table.include.list={','.join(options.table_include) or '(all)'} matches no "
                                 f"table of database '{options.dbname}'; names are schema.table regexes, e.g. public.orders")
         tables = []
-        for oid, schema, name, identity in candidates:
-            table = _described(cur, oid, schema, name, identity)
-            if not table.key and identity != "f":
-                raise MissingPrimaryKeyError(
-                    f"table {schema}.{name} has no primary key and REPLICA IDENTITY is not FULL, so its updates and "
-                    f"deletes cannot name their row: add one (ALTER TABLE {quote(schema)}.{quote(name)} ADD PRIMARY "
-                    f"KEY (...);) or run ALTER TABLE {quote(schema)}.{quote(name)} REPLICA IDENTITY FULL;, or leave "
-                    "it out of table.include.list", table=f"{schema}.{name}")
+        for oid, schema, name, identity, kind in candidates:
+            table = _described(cur, oid, schema, name, identity, partitioned=kind == "p")
+            if not table.key and identity not in ("f", "i") and not table.partitioned:
+                log.warning("table %s.%s has no primary key or unique index: its records have a null key, and with "
+                            "REPLICA IDENTITY %s PostgreSQL refuses its updates and deletes while it is published; "
+                            "add a primary key or run ALTER TABLE %s.%s REPLICA IDENTITY FULL;", schema, name,
+                            "NOTHING" if identity == "n" else "DEFAULT", quote(schema), quote(name))
             tables.append(table)
+        captured = {t.relation.oid for t in tables}
+        for i, table in enumerate(tables):
+            if table.partitioned:
+                cur.execute("SELECT relid::oid FROM pg_partition_tree(%s) WHERE isleaf", (table.relation.oid,))
+                leaves = tuple(sorted(r[0] for r in cur.fetchall() if r[0] in captured))
+                tables[i] = dataclasses.replace(table, skipped_partitions=leaves)
         return tables
 
 
 def table_by_oid(conn, oid: int) -> Optional[Table]:
     """The catalog's description of one table as it is now, or None once it is dropped. The stream
-    reads it for a table it meets that was created, or whose columns changed, after the capture
-    started, as Debezium refreshes its schema from the catalog on such a Relation: the Relation
-    message carries neither the primary key under REPLICA IDENTITY FULL nor NOT NULL."""
+    reads it on each new Relation message, as Debezium's ``PgOutputMessageDecoder.handleRelationMessage``
+    re-reads the key and the columns' optionality from the catalog: the Relation message carries
+    neither NOT NULL nor, under REPLICA IDENTITY FULL, the primary key."""
     with conn.cursor() as cur:
         cur.execute("""
             SELECT c.oid, n.nspname, c.relname, c.relreplident
@@ -135,17 +160,26 @@ def table_by_oid(conn, oid: int) -> Optional[Table]:
         return None if row is None else _described(cur, *row)
 
 
-def _described(cur, oid: int, schema: str, name: str, identity: str) -> Table:
-    # The key in the primary key's own column order (pg_index.indkey), as Debezium's KEY_SEQ.
+def _described(cur, oid: int, schema: str, name: str, identity: str, partitioned: bool = False) -> Table:
+    # The key: the primary key, else the first unique index by name without expression columns
+    # (JdbcConnection.readPrimaryKeyOrUniqueIndexNames over pgjdbc's getIndexInfo order, with
+    # PostgresConnection.isTableUniqueIndexIncluded), in the index's own column order (KEY_SEQ).
     cur.execute("""
-        SELECT a.attname, a.atttypid, a.atttypmod, array_position(i.indkey::int2[], a.attnum), a.attnotnull
-        FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
-        WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum""", (oid,))
+        SELECT (i.indkey::int2[])[0:i.indnkeyatts - 1]
+        FROM pg_index i JOIN pg_class ci ON ci.oid = i.indexrelid
+        WHERE i.indrelid = %s AND (i.indisprimary OR i.indisunique) AND 0 <> ALL (i.indkey::int2[])
+        ORDER BY i.indisprimary DESC, ci.relname LIMIT 1""", (oid,))
+    row = cur.fetchone()
+    positions = list(row[0]) if row else []
+    cur.execute("""
+        SELECT a.attname, a.atttypid, a.atttypmod, a.attnum, a.attnotnull
+        FROM pg_attribute a WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum""", (oid,))
     columns = cur.fetchall()
-    key = tuple(c[0] for c in sorted((c for c in columns if c[3] is not None), key=lambda c: c[3]))
+    by_number = {c[3]: c[0] for c in columns}
+    key = tuple(by_number[n] for n in positions if n in by_number)
     relation = Relation(oid, schema, name, identity,
-                        tuple(Column(c[3] is not None or identity == "f", c[0], c[1], c[2]) for c in columns))
-    return Table(relation, key, tuple(c[0] for c in columns if c[4]))
+                        tuple(Column(c[0] in key or identity == "f", c[0], c[1], c[2]) for c in columns))
+    return Table(relation, key, tuple(c[0] for c in columns if c[4]), partitioned)
 
 
 def ensure_publication(conn, options: CdcOptions, tables: list[Table]) -> None:

@@ -39,6 +39,30 @@ class Position:
         return cls(int(data["table"]), tuple(after) if after is not None else None)
 
 
+def snapshot_markers(table_of_row: list[int], start: Position, end: Position, table_count: int) -> list[str]:
+    """``source.snapshot`` of each row of a chunk, as Debezium 2.7 marks them
+    (RelationalSnapshotChangeEventSource.setSnapshotMarker): "first" for the first table's first
+    row, "first_in_data_collection" / "last_in_data_collection" for a table's first and last
+    row, "true" otherwise, and "last" for the snapshot's very last row, even when the tables
+    after it are empty (BufferingSnapshotChangeRecordReceiver.completeSnapshot).
+    ``table_of_row``: each row's table index; ``start``/``end``: the chunk's positions."""
+    out, n = [], len(table_of_row)
+    for i, t in enumerate(table_of_row):
+        first = (i == 0 or table_of_row[i - 1] != t) and (t > start.table or start.after is None)
+        last = table_of_row[i + 1] != t if i + 1 < n else end.table > t
+        if i == n - 1 and end.table >= table_count:
+            out.append("last")
+        elif first and t == 0:
+            out.append("first")
+        elif last:
+            out.append("last_in_data_collection")
+        elif first:
+            out.append("first_in_data_collection")
+        else:
+            out.append("true")
+    return out
+
+
 class SnapshotReader:
     """Reads chunks of the captured tables in one read-only ``REPEATABLE READ`` transaction on
     ``conn`` (a plain connection this object owns): the exported ``snapshot_name``, or a fresh one."""
@@ -73,7 +97,7 @@ class SnapshotReader:
             table = self.tables[position.table]
             upper = end.after if end is not None and end.table == position.table else None
             want = None if limit is None else limit - len(rows)
-            if not table.key:   # REPLICA IDENTITY FULL without a key: the whole table in one chunk
+            if not table.chunk_key:   # no key of NOT NULL columns to page by: the whole table in one chunk
                 want = None
             # One row more than wanted tells whether the table goes on, so the snapshot's last row
             # is known to be the last when it is read.
@@ -81,18 +105,32 @@ class SnapshotReader:
             more = want is not None and len(chunk) > want
             chunk = chunk[:want] if more else chunk
             rows.extend((table, values) for values in chunk)
-            if table.key and more:
+            if table.chunk_key and more:
                 position = Position(position.table, self._key_of(table, chunk[-1]))
             elif upper is not None:
                 position = Position(position.table, upper)
                 break
             else:
                 position = Position(position.table + 1, None)
+        # Past the tables with no rows left, so a chunk whose last row is the snapshot's last
+        # ends the snapshot and that row can say "last" (Debezium buffers one record for this:
+        # BufferingSnapshotChangeRecordReceiver.completeSnapshot).
+        while end is None and position.after is None and position.table < len(self.tables) \
+                and not self._has_rows(self.tables[position.table]):
+            position = Position(position.table + 1, None)
         return rows, position
+
+    def _has_rows(self, table: Table) -> bool:
+        sql, params = f"SELECT 1 FROM {table.quoted}", []
+        if table.skipped_partitions:
+            sql, params = sql + " WHERE tableoid <> ALL (%s::oid[])", [list(table.skipped_partitions)]
+        with self.conn.cursor() as cur:
+            cur.execute(sql + " LIMIT 1", params)
+            return cur.fetchone() is not None
 
     def _key_of(self, table: Table, values: tuple) -> tuple:
         names = [c.name for c in table.relation.columns]
-        return tuple(values[names.index(k)].decode() for k in table.key)
+        return tuple(values[names.index(k)].decode() for k in table.chunk_key)
 
     def _chunk(self, table: Table, after: tuple | None, upper: tuple | None, limit: int | None) -> list[tuple]:
         # Each value as its type's output function writes it, the text pgoutput sends: ``::text``
@@ -103,20 +141,24 @@ class SnapshotReader:
         # would otherwise sort by its text output column.
         columns = ", ".join(f"CASE WHEN {quote(c.name)} IS NULL THEN NULL ELSE concat({quote(c.name)}) END "
                             f"AS c{i}" for i, c in enumerate(table.relation.columns))
-        sql, params = f"SELECT {columns} FROM {table.quoted}", []
-        if table.key:
-            key = "(" + ", ".join(quote(k) for k in table.key) + ")"
-            holes = "(" + ", ".join(["%s"] * len(table.key)) + ")"
-            where = []
+        sql, params, where = f"SELECT {columns} FROM {table.quoted}", [], []
+        if table.skipped_partitions:   # their rows are snapshotted under the partitions' own names
+            where.append("tableoid <> ALL (%s::oid[])")
+            params.append(list(table.skipped_partitions))
+        key = table.chunk_key
+        if key:
+            row_key = "(" + ", ".join(quote(k) for k in key) + ")"
+            holes = "(" + ", ".join(["%s"] * len(key)) + ")"
             if after is not None:
-                where.append(f"{key} > {holes}")
+                where.append(f"{row_key} > {holes}")
                 params.extend(after)
             if upper is not None:
-                where.append(f"{key} <= {holes}")
+                where.append(f"{row_key} <= {holes}")
                 params.extend(upper)
-            if where:
-                sql += " WHERE " + " AND ".join(where)
-            sql += " ORDER BY " + ", ".join(quote(k) for k in table.key)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        if key:
+            sql += " ORDER BY " + ", ".join(quote(k) for k in key)
             if limit is not None:
                 sql += f" LIMIT {int(limit)}"
         with self.conn.cursor() as cur:

@@ -212,17 +212,24 @@ def test_transaction_metadata_frames_the_changes_with_begin_and_end():
     assert key(records[0])["payload"] == {"id": "571:53195832"}
 
 
-def test_a_table_without_a_key_is_refused_with_the_fix():
+def test_a_table_without_a_key_has_null_keys_and_is_not_refused():
+    # Debezium emits a keyless table's events with a null key (TableSchemaBuilder.create), under
+    # any replica identity; refusing them stalled every other table's events too.
     keyless = Relation(16500, "shop", "events", "d", (Column(False, "payload", 25, -1),))
-    with pytest.raises(ReplicaIdentityError) as info:
-        builder().table(keyless)
-    assert info.value.code == 1351
-    assert "ALTER TABLE shop.events REPLICA IDENTITY FULL" in str(info.value) and "primary key" in str(info.value)
-    with pytest.raises(ReplicaIdentityError):
-        builder().transaction_records(txn(Insert(keyless.oid, (b"x",)), relations=(keyless,)))
+    assert builder().table(keyless).key_schema is None
+    (record,) = builder().transaction_records(txn(Insert(keyless.oid, (b"x",)), relations=(keyless,)))
+    assert record.key is None and json.loads(record.value)["payload"]["after"] == {"payload": "x"}
     nothing = Relation(16501, "shop", "events2", "n", keyless.columns)
-    with pytest.raises(ReplicaIdentityError):
-        builder().table(nothing)
+    assert builder().table(nothing).key_columns == ()
+
+
+def test_a_new_catalog_key_for_the_same_relation_rebuilds_the_key():
+    # REPLICA IDENTITY FULL flags every column, so a primary key added later leaves the Relation
+    # as it was; the catalog's key (PgOutputMessageDecoder re-reads it) must still take effect.
+    full = Relation(16503, "shop", "k", "f", (Column(True, "id", 23, -1), Column(True, "v", 23, -1)))
+    b = builder()
+    assert b.table(full, primary_key=()).key_columns == ()
+    assert b.table(full, primary_key=("id",)).key_columns == ("id",)
 
 
 def test_replica_identity_full_without_a_primary_key_has_a_null_key_and_keeps_nulls():
@@ -369,11 +376,16 @@ def test_an_unchanged_toasted_key_column_is_not_a_key_change():
     assert value(record)["payload"]["after"] == {"path": "/a", "body": "new"}
 
 
-def test_no_transaction_events_around_a_transaction_without_change_events():
+def test_a_transaction_without_change_events_is_framed_with_event_count_zero():
+    # PostgresStreamingChangeEventSource dispatches BEGIN and COMMIT for every transaction pgoutput
+    # sends, so Debezium's transaction topic has BEGIN and END (event_count 0) for one whose changes
+    # are all filtered out.
     other = Relation(16601, "audit", "log", "d", (Column(True, "id", 23, -1),))
     b = builder(**{"provide.transaction.metadata": "true"})
-    assert b.transaction_records(txn(Insert(other.oid, (b"1",)), relations=(other,)),
-                                 include=lambda rel: rel.namespace == "public") == []
+    begin, end = b.transaction_records(txn(Insert(other.oid, (b"1",)), relations=(other,)),
+                                       include=lambda rel: rel.namespace == "public")
+    assert [value(begin)["payload"]["status"], value(end)["payload"]["status"]] == ["BEGIN", "END"]
+    assert value(end)["payload"]["event_count"] == 0 and value(end)["payload"]["data_collections"] == []
 
 
 # -- property: replaying the records by (commit_lsn, order) rebuilds the table ---------------------
