@@ -228,7 +228,7 @@ TOPIC_KEYS = [
               "allow an out-of-sync replica to become leader (may lose data)",
               None, "unclean.leader.election.enable"),
     ConfigKey("delete.retention.ms", int, 86_400_000,
-              "compaction keeps a tombstone until its timestamp is this far in the past",
+              "compaction keeps a tombstone (and a removable transaction marker) at least this long after the clean that first kept it (KIP-534)",
               at_least(0), "log.cleaner.delete.retention.ms"),
     ConfigKey("min.cleanable.dirty.ratio", float, 0.5,
               "compact once this share of the cleanable bytes was written since the last clean",

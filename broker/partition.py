@@ -138,6 +138,7 @@ class Partition:
         self.high_watermark = min(self._checkpointed_hw(), log.log_end_offset)
         self.producers = ProducerStateManager(log.directory)
         self._load_producers()
+        self.producers.on_high_watermark_updated(self.high_watermark)
 
     def _load_producers(self, upto: int | None = None) -> None:
         """Producer state from its snapshot plus the batches after it (all of them when the
@@ -145,7 +146,7 @@ class Partition:
         end = self.log.log_end_offset if upto is None else upto
         start = self.producers.load()
         if start > end:  # the snapshot knows of batches that are gone: rebuild all from the log
-            self.producers.producers, self.producers.aborted = {}, []
+            self.producers.producers, self.producers.aborted, self.producers.unreplicated = {}, [], []
             start = 0
         self.producers.replay(self.log.batches(max(start, self.log.log_start_offset)))
 
@@ -196,6 +197,9 @@ class Partition:
         if any(h.is_control for h in headers):
             raise InvalidRecordError("control batches (transaction markers) are written by the transaction "
                                      "coordinator, not produced")
+        if any(h.delete_horizon_ms is not None for h in headers):   # only the cleaner sets it
+            raise InvalidRecordError("a produced batch may not set the delete-horizon attribute (bit 6): the log "
+                                     "cleaner sets it when it first keeps a tombstone")
         if "compact" in self.log.config["cleanup.policy"]:
             self._check_keys(data, headers)
         self._check_timestamps(headers)
@@ -353,8 +357,9 @@ class Partition:
 
     # ------------------------------------------------------------------------------ leader: follower fetch
     def read_for_follower(self, follower_id: int, offset: int, max_bytes: int, leader_epoch: int,
-                          broker_epoch: int = -1) -> ReadResult:
-        """A follower's fetch: everything up to the log end; its offset tells us what it holds."""
+                          broker_epoch: int = -1, min_one_batch: bool = True) -> ReadResult:
+        """A follower's fetch: everything up to the log end; its offset tells us what it holds.
+        ``min_one_batch`` as in :meth:`read`."""
         moved = False
         with self.lock:
             self._check_leader(leader_epoch)
@@ -364,7 +369,7 @@ class Partition:
             if self.leader_state.on_follower_fetch(follower_id, offset, self.clock.time_ms(), broker_epoch):
                 moved = self._advance_hw()
             joining = follower_id not in self.isr and self.leader_state.expand_candidate(follower_id)
-            data = self.log.read(offset, max_bytes)
+            data = self.log.read(offset, max_bytes, min_one_batch=min_one_batch)
             result = ReadResult(b"" if data is None else data, self.high_watermark,
                                 self.log.log_start_offset, self.log.log_end_offset)
         if moved:
@@ -374,9 +379,12 @@ class Partition:
         return result
 
     def _advance_hw(self) -> bool:
+        """Adopt the leader state's high watermark (appends, follower fetches, an ISR change);
+        transactions whose marker it passed become stable."""
         hw = self.leader_state.high_watermark
         if hw > self.high_watermark:
             self.high_watermark = hw
+            self.producers.on_high_watermark_updated(hw)
             self.hw_changed.notify_all()
             return True
         return False
@@ -445,6 +453,7 @@ class Partition:
             hw = min(leader_hw, self.log.log_end_offset)
             if hw > self.high_watermark:
                 self.high_watermark = hw
+                self.producers.on_high_watermark_updated(hw)
             start = min(leader_log_start, self.high_watermark)
             if start > self.log.log_start_offset:
                 retention.delete_records_before(self.log, start, self.high_watermark)
@@ -476,17 +485,21 @@ class Partition:
             # Always, even when no record goes: the cache may name epochs the leader never had.
             self.epochs.truncate_from_end(min(offset, self.log.log_end_offset))
             self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+            self.producers.on_high_watermark_updated(self.high_watermark)
 
     # ------------------------------------------------------------------------------ reads
     def read(self, offset: int, max_bytes: int, *, up_to_high_watermark: bool = True,
-             leader_epoch: int = -1, read_committed: bool = False) -> ReadResult:
+             leader_epoch: int = -1, read_committed: bool = False, min_one_batch: bool = True) -> ReadResult:
         """Batches from ``offset``: below the high watermark, or for ``read_committed`` below the
-        last stable offset and with the aborted transactions the returned range overlaps."""
+        last stable offset and with the aborted transactions the returned range overlaps.
+        ``min_one_batch``: the first batch even when larger than ``max_bytes`` (KIP-74); a fetch
+        passes False once it holds another partition's records, so ``fetch.max.bytes`` stays a
+        bound (Kafka's ``ReplicaManager.readFromLog`` ``minOneMessage``)."""
         with self.lock:
             self._check_leader(leader_epoch)
             stable = self._last_stable_offset()
             limit = (stable if read_committed else self.high_watermark) if up_to_high_watermark else None
-            data = self.log.read(offset, max_bytes, limit)
+            data = self.log.read(offset, max_bytes, limit, min_one_batch)
             aborted = ()
             if read_committed and data is not None:
                 aborted = tuple(self.producers.aborted_between(offset, stable))
@@ -499,7 +512,8 @@ class Partition:
             return self._last_stable_offset(), self.high_watermark
 
     def _last_stable_offset(self) -> int:
-        """The first offset of the oldest open transaction, but never below the log start (an open
+        """The first offset of the oldest transaction that is open or whose marker is not yet below
+        the high watermark (Kafka's ``firstUnstableOffset``), but never below the log start (an open
         transaction's first records may have been deleted) nor past the high watermark."""
         first_open = self.producers.first_unstable_offset()
         if first_open is None:

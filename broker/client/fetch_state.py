@@ -14,7 +14,8 @@ A partition's fetch lifecycle is an explicit state machine (``FETCH_PHASES``), a
 
     AWAITING_RESET --ListOffsets answered / seek(offset)--> FETCHING
     FETCHING --a batch it cannot decode--> HALTED
-    FETCHING --OffsetOutOfRange with auto.offset.reset--> FETCHING (a new generation)
+    FETCHING --OffsetOutOfRange, auto.offset.reset=earliest--> FETCHING (a new generation)
+    FETCHING --OffsetOutOfRange, auto.offset.reset=latest--> AWAITING_RESET (a new generation)
     any --seek(offset)--> FETCHING;  any --seek(a logical offset)--> AWAITING_RESET
 
 Pausing is a flag beside the phase, not a phase, because ``resume()`` must return a partition to
@@ -83,7 +84,7 @@ FETCH_PHASES = Transitions("partition fetch", {
 class PartitionState:
     """One assigned partition. ``fetch_offset`` runs ahead of ``position`` by what is prefetched."""
     __slots__ = ("fetch_offset", "position", "generation", "phase", "paused", "high_watermark",
-                 "log_start_offset", "eof_reported", "stopped", "aside", "stored")
+                 "log_start_offset", "eof_reported", "stopped", "aside", "stored", "served")
 
     def __init__(self, offset: int, generation: int = 0):
         self.fetch_offset = offset
@@ -97,6 +98,7 @@ class PartitionState:
         self.stopped = False  # paused by the consumer after an error event: seek() restarts it too
         self.aside: list[Chunk] = []  # a halted partition's records, kept out of poll() while paused
         self.stored: TopicPartition | None = None  # store_offsets(): what an argument-less commit commits
+        self.served = 0  # when a fetch last returned records for it (FetchState._served): fetch order
 
     def move(self, phase: FetchPhase) -> None:
         self.phase = FETCH_PHASES.move(self.phase, phase)
@@ -121,6 +123,7 @@ class FetchState:
         self._next_refresh = 0.0
         self.room = False  # head() let chunks go since the owner last looked: wake the fetcher
         self._generations = itertools.count()
+        self._served = itertools.count(1)
 
     # ------------------------------------------------------------------------ the application's side
     def assign(self, partitions: list[TopicPartition]) -> None:
@@ -269,11 +272,16 @@ class FetchState:
     def to_fetch(self, node: int, leader_of: Callable[[str, int], int]) -> tuple[list, list]:
         """What to ask broker ``node`` for: ([(partition, fetch offset, generation)], the partitions
         it leads that first need ListOffsets as [(partition, generation, offset asked for)]).
-        Nothing while the buffer is full; nothing of a paused or halted partition."""
+        Nothing while the buffer is full; nothing of a paused or halted partition.
+
+        Partitions that returned records last go last (Kafka's ``SubscriptionState.movePartitionToEnd``,
+        librdkafka rotates its fetch list too): the broker lets only the first partition with records
+        exceed what is left of ``fetch.max.bytes``, so one whose next batch did not fit comes first
+        next time and is not starved by busier partitions ahead of it."""
         if self.buffer.full():
             return [], []
         parts, resets = [], []
-        for key, state in list(self.partitions.items()):
+        for key, state in sorted(self.partitions.items(), key=lambda item: item[1].served):
             if state.paused or state.halted or leader_of(*key) != node:
                 continue
             if state.phase is FetchPhase.AWAITING_RESET:
@@ -334,6 +342,7 @@ class FetchState:
         state.high_watermark, state.log_start_offset = high_watermark, log_start_offset
         if next_offset is not None:
             state.fetch_offset = next_offset
+            state.served = next(self._served)
         return True
 
     def on_decoded(self, key: TP, generation: int, offset: int, decoded: list, failure, following: int | None,
@@ -366,7 +375,15 @@ class FetchState:
     def on_error(self, key: TP, generation: int, error: RiverlogError, log_start_offset: int,
                  log_end_offset: int) -> bool:
         """A partition's fetch failed. True when the caller should refresh metadata (the leader
-        moved, or is unknown): NotLeader and other retriable errors are retried after it."""
+        moved, or is unknown): NotLeader and other retriable errors are retried after it.
+
+        OffsetOutOfRange with ``auto.offset.reset=latest`` asks ListOffsets LATEST again (the
+        partition awaits a reset), as librdkafka's ``rd_kafka_offset_reset`` sets the logical END
+        and Kafka's ``FetchCollector`` requests an offset reset: the latest offset a consumer may
+        read is the high watermark, or under read_committed the last stable offset, never the log
+        end the error carries (records past it may be uncommitted, or not yet replicated; jumping
+        there would skip a transaction that later commits). ``earliest`` starts at the log start
+        the error carries: nothing below it can be read, whatever the isolation level."""
         if isinstance(error, OffsetOutOfRangeError):
             state = self._current(key, generation)
             if state is None or state.halted:
@@ -375,9 +392,13 @@ class FetchState:
                 self._stop(key)
                 self.error_event(key, _auto_offset_reset(error), state.fetch_offset)
                 return False
-            state.fetch_offset = state.position = log_start_offset if self.reset == EARLIEST else log_end_offset
             state.generation = next(self._generations)
-            state.move(FetchPhase.FETCHING)
+            if self.reset == EARLIEST and log_start_offset >= 0:
+                state.fetch_offset = state.position = log_start_offset
+                state.move(FetchPhase.FETCHING)
+            else:
+                state.fetch_offset = state.position = OFFSET_BEGINNING if self.reset == EARLIEST else OFFSET_END
+                state.move(FetchPhase.AWAITING_RESET)
             return False
         if error.retriable:
             return True

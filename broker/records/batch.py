@@ -8,15 +8,24 @@ Byte layout (big-endian, 61-byte header, as Kafka's v2 batch)::
     16 magic                   int8    body format: MAGIC_ARROW (Arrow IPC) or Kafka's 2 (reserved)
     17 crc                     uint32  CRC-32C of bytes [21, end)
     21 attributes              int16   bits 0-2 compression, 3 timestamp type, 4 transactional,
-                                       5 control
+                                       5 control, 6 delete horizon set
     23 last_offset_delta       int32   record_count - 1 for batches a producer writes
-    27 base_timestamp          int64   ms
+    27 base_timestamp          int64   ms: the smallest record timestamp, or the delete horizon when
+                                       attribute bit 6 is set
     35 max_timestamp           int64   ms (the log-append time when the topic says LogAppendTime)
     43 producer_id             int64   -1 when not idempotent
     51 producer_epoch          int16
     53 base_sequence           int32
     57 record_count            int32
     61 body                    bytes   one Arrow IPC record-batch message when magic == MAGIC_ARROW
+
+**Delete horizon** (Kafka's ``DefaultRecordBatch.deleteHorizonMs``, KIP-534): the log cleaner sets
+attribute bit 6 on a batch it rewrites that keeps a tombstone or a removable transaction marker, and
+stores in ``base_timestamp`` the time from which a later clean may remove them (see
+``broker.storage.cleaner``). Records carry their own absolute timestamps in the body, and
+``max_timestamp`` is untouched, so time-based retention, the time index and lookups by timestamp
+see the same record times as before; nothing reads ``base_timestamp`` of a stored batch otherwise.
+Batches written before the bit existed simply have no horizon yet.
 
 Because the CRC starts at ``attributes``, assigning offsets and the leader epoch never touches the
 body or the checksum: the broker stores and serves batches as opaque bytes and reads only this
@@ -40,6 +49,7 @@ LENGTH_OFFSET = 8
 LOG_OVERHEAD = 12  # base_offset + batch_length: bytes not counted in batch_length
 _PREFIX = struct.Struct(">qii")  # base_offset, batch_length, partition_leader_epoch
 _TAIL = struct.Struct(">hiqqqhii")  # attributes .. record_count, the CRC-covered header part
+_BASE_TIMESTAMP_OFFSET = 27
 
 MAGIC_KAFKA_V2 = 2
 MAGIC_ARROW = 64
@@ -49,6 +59,7 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_LOG_APPEND = 0x08
 TRANSACTIONAL = 0x10
 CONTROL = 0x20
+DELETE_HORIZON = 0x40
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -111,6 +122,12 @@ class BatchHeader(NamedTuple):
     @property
     def is_control(self) -> bool:
         return bool(self.attributes & CONTROL)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """When the cleaner may remove this batch's tombstones or marker; None until a clean set it
+        (Kafka's ``RecordBatch.deleteHorizonMs``)."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON else None
 
 
 def parse_header(buf, pos: int = 0) -> BatchHeader:
@@ -248,6 +265,18 @@ def stamp_log_append_time(data, headers: list[BatchHeader], timestamp: int) -> b
         struct.pack_into(">I", out, pos + 17, compute_crc(out, pos, h.size))
         pos += h.size
     return bytes(out)
+
+
+def stamp_delete_horizon(batch, horizon_ms: int) -> bytes:
+    """The framed batch ``batch`` with the delete-horizon attribute set and ``horizon_ms`` in its
+    base timestamp (the CRC, which covers both, computed again); the body is untouched, so the
+    records keep their timestamps."""
+    buf = bytearray(batch)
+    attributes = struct.unpack_from(">h", buf, CRC_START)[0]
+    struct.pack_into(">h", buf, CRC_START, attributes | DELETE_HORIZON)
+    struct.pack_into(">q", buf, _BASE_TIMESTAMP_OFFSET, horizon_ms)
+    struct.pack_into(">I", buf, 17, compute_crc(buf, 0, len(buf)))
+    return bytes(buf)
 
 
 # How many of a producer's latest batches a partition remembers (per producer id), and therefore

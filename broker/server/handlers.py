@@ -257,9 +257,13 @@ class Handlers:
         max_bytes = request.max_bytes if request.max_bytes > 0 else self.broker.config["fetch.max.bytes"]
         max_bytes = min(max_bytes, self.broker.config["fetch.max.bytes"])
         response, total, failed = self._read_once(request, max_bytes)
-        return response, failed or total >= max(1, request.min_bytes)
+        return response, failed or total >= request.min_bytes  # min_bytes 0: answer at once, as Kafka
 
     def _read_once(self, request: pb.FetchRequest, max_bytes: int):
+        """Read the partitions in request order within ``max_bytes`` (``fetch.max.bytes``). Only
+        while nothing has been read may a partition's first batch exceed what is left (KIP-74, Kafka's
+        ``ReplicaManager.readFromLog``: ``minOneMessage`` turns false after the first partition with
+        records), so the response stays within the limit unless a single batch is larger."""
         response = pb.FetchResponse()
         total, failed = 0, False
         for topic in request.topics:
@@ -276,12 +280,13 @@ class Handlers:
                         pr.log_start_offset, pr.log_end_offset = start, end
                         continue
                     epoch = p.current_leader_epoch if p.HasField("current_leader_epoch") else -1
+                    min_one = total == 0
                     if request.replica_id >= 0:
                         result = partition.read_for_follower(request.replica_id, p.fetch_offset, max(budget, 1),
-                                                             epoch, request.replica_epoch or -1)
+                                                             epoch, request.replica_epoch or -1, min_one)
                     else:
                         result = partition.read(p.fetch_offset, max(budget, 1), leader_epoch=epoch,
-                                                read_committed=request.isolation_level == 1)
+                                                read_committed=request.isolation_level == 1, min_one_batch=min_one)
                         for a in result.aborted:
                             pr.aborted_transactions.add(producer_id=a.producer_id, first_offset=a.first_offset)
                     pr.records = bytes(result.records)

@@ -176,6 +176,8 @@ class ReplicaFetcher:
                         continue
                     self._on_error(p, error_for_code(pr.error_code)(pr.error_message))
                     continue
+                if pr.records:
+                    self._to_end(p)
                 try:
                     p.append_as_follower(pr.records, pr.high_watermark, pr.log_start_offset)
                 except NotLeaderOrFollowerError:
@@ -185,6 +187,14 @@ class ReplicaFetcher:
                                 p.topic, p.index, e)
                     with self._lock:
                         self._needs_truncation.add(id(p))
+
+    def _to_end(self, p: Partition) -> None:
+        """Fetch ``p`` last next time (Kafka's ``PartitionStates.updateAndMoveToEnd``): only a
+        fetch's first partition with records may exceed what is left of ``fetch.max.bytes``, so a
+        fixed order could hold a partition with a large batch behind busy ones."""
+        with self._lock:
+            if self._partitions.pop(id(p), None) is not None:
+                self._partitions[id(p)] = p
 
     def _on_error(self, p: Partition, error: RiverlogError) -> None:
         if isinstance(error, OffsetOutOfRangeError):

@@ -9,7 +9,8 @@ heavy one without its lock:
    first whose newest record is younger than ``min.compaction.lag.ms``
    (segment granularity, as Kafka). It is due when the dirty share of their bytes (past the
    ``cleaner-offset-checkpoint``) reaches ``min.cleanable.dirty.ratio``, when the oldest dirty
-   record is older than ``max.compaction.lag.ms``, or when a kept tombstone or marker has expired.
+   record is older than ``max.compaction.lag.ms``, or when the earliest delete horizon of the
+   tombstones and markers the last clean kept has passed.
    It opens its own file descriptors on the segments, so retention or truncation may remove them
    meanwhile, and takes a copy of the partition's aborted transactions.
 2. :func:`build_cleaned` (no lock; sealed segments are immutable) maps every key of the cleanable
@@ -19,17 +20,27 @@ heavy one without its lock:
    survive is copied byte for byte; otherwise each run of consecutive surviving records becomes
    its own batch at its original base offset (offsets inside a batch are positional), keeping the
    source batch's leader epoch, attributes, producer id and epoch, with the run's first sequence
-   number. Gaps stay gaps.
+   number. Gaps stay gaps. A batch given a delete horizon (below) is rewritten for that.
 3. :func:`swap_cleaned` (under the lock) re-checks that every source segment is still in the log
    with the size it had, then swaps each group in (``Log.replace_segments``: crash-safe) and
    moves the checkpoint to the end of the cleaned range. The owner then forgets the aborted
    transactions wholly below that end (:func:`aborted_after_clean`): their records are gone.
 
 Which records survive: the latest record of each key in the cleanable range. Records without a key
-are dropped (Kafka drops them too; a compacted topic refuses them at produce time). A **tombstone**
-(null value) that is the latest for its key is kept until its own timestamp is more than
-``delete.retention.ms`` in the past (for LogAppendTime topics, the batch's append time), so a
-consumer that reads the topic from the start within that time sees the delete.
+are dropped (Kafka drops them too; a compacted topic refuses them at produce time).
+
+**Delete horizon** (KIP-534; Kafka's ``MemoryRecords.filterTo`` and ``shouldRetainRecord``). The
+first clean that keeps a **tombstone** (null value, latest for its key) stamps its batch with the
+horizon ``now + delete.retention.ms`` (``records.batch.DELETE_HORIZON``); later cleans keep an
+existing horizon, never extend it, and remove the tombstone once ``now >= horizon``. So it lives at
+least ``delete.retention.ms`` after the clean that first found it, whatever its own timestamp (a
+CDC source time, a late produce). Record timestamps and the batch's max timestamp stay as produced
+(retention and lookups by time are unaffected); a batch kept whole only gets its header restamped,
+and runs cut from a batch carry its horizon. Crashes: the horizon lives in the cleaned segments,
+swapped in crash-safely, so the log holds either the unstamped batches (the next clean stamps a
+later horizon) or the stamped ones. The checkpoint's ``delete_horizon_ms`` holds the earliest
+horizon kept, only to make a clean due; a stale value (or an older checkpoint's tombstone
+timestamp) makes a clean earlier or later, never a removal before the horizon.
 
 **Transactions** (as Kafka's cleaner). Every transaction with records in the cleanable range has
 ended, because the range stops at the last stable offset; whether it aborted comes from the
@@ -42,9 +53,12 @@ offset), which ``cleaner_transactions.Transactions`` consults in offset order:
   still lists its transaction as aborted (its records go in this clean, and the owner forgets the
   range only after the swap, persisting that in the producer-state snapshot; removing the marker
   first could leave a listed range without its marker after a crash, and ``read_committed``
-  readers would then skip the producer's later transactions). Otherwise it is removed once its
-  timestamp is more than ``delete.retention.ms`` in the past, like a tombstone, so a reader that
-  started within that time still finds the end of the transaction it began to read.
+  readers would then skip the producer's later transactions). Otherwise it follows the delete
+  horizon like a tombstone (Kafka's ``containsMarkerForEmptyTxn``), so a reader that started within
+  ``delete.retention.ms`` still finds the end of the transaction it began to read. The horizon is
+  set from the clean that removes the last records of its transaction (Kafka sets it one clean
+  later, when its aborted-transaction index no longer lists it; here the listing still blocks the
+  removal, whatever the horizon).
 
 Producer state (idempotence sequence numbers, epochs) is not rebuilt from cleaned segments: the
 snapshot (``producer-state.json``) is always written past them (at every roll, and by the owner
@@ -68,8 +82,9 @@ import pyarrow.compute as pc
 
 from broker.config import LONG_MAX
 from broker.records.arrow_body import HEADER_TYPE, decode_body, encode_body
-from broker.records.batch import (COMPRESSION_LZ4, COMPRESSION_ZSTD, HEADER_SIZE,
-                                  BatchHeader, build_batch, increment_sequence, iter_headers, parse_header)
+from broker.records.batch import (COMPRESSION_LZ4, COMPRESSION_ZSTD, DELETE_HORIZON, HEADER_SIZE, BatchHeader,
+                                  build_batch, increment_sequence, iter_headers, parse_header,
+                                  stamp_delete_horizon)
 from broker.storage.cleaner_transactions import Transactions, aborted_after_clean  # noqa: F401 (re-exported)
 from broker.storage.log import CleanerCheckpoint, Log
 from broker.storage.segment import LogSegment
@@ -116,13 +131,13 @@ class CleanStats:
     tombstones_dropped: int = 0
     aborted_dropped: int = 0      # records of aborted transactions removed
     markers_dropped: int = 0      # transaction markers removed
-    oldest_tombstone_ms: int = -1  # of the tombstones and removable markers kept: when a clean is due again
+    delete_horizon_ms: int = -1  # earliest horizon of the tombstones and markers kept: when a clean is due
     seconds: float = 0.0
 
-    def keep_deletable(self, timestamp: int) -> None:
-        """A tombstone or marker that a later clean will remove once it is old enough."""
-        if self.oldest_tombstone_ms < 0 or timestamp < self.oldest_tombstone_ms:
-            self.oldest_tombstone_ms = timestamp
+    def keep_deletable(self, horizon_ms: int) -> None:
+        """A tombstone or marker that a later clean will remove once ``horizon_ms`` has come."""
+        if self.delete_horizon_ms < 0 or horizon_ms < self.delete_horizon_ms:
+            self.delete_horizon_ms = horizon_ms
 
 
 @dataclass
@@ -186,8 +201,8 @@ def _due(log: Log, dirty: list[LogSegment], dirty_bytes: int, ratio: float, now_
     firsts = [s.first_timestamp for s in dirty if s.first_timestamp > 0]
     if firsts and max_lag < LONG_MAX and min(firsts) < now_ms - max_lag:
         return "max.compaction.lag.ms"
-    tombstone = log.cleaner_checkpoint.oldest_tombstone_ms
-    if tombstone >= 0 and now_ms - tombstone > config["delete.retention.ms"]:
+    horizon = log.cleaner_checkpoint.delete_horizon_ms  # the earliest delete horizon kept
+    if horizon >= 0 and now_ms >= horizon:
         return "delete.retention.ms"
     return None
 
@@ -277,13 +292,7 @@ def _reduce(keys, offsets) -> pa.Table:
 def _clean_batch(header: BatchHeader, batch: memoryview, latest: np.ndarray, txns: Transactions, now_ms: int,
                  delete_retention_ms: int, writer: "_SegmentWriter", stats: CleanStats) -> None:
     if header.is_control:
-        removable = txns.marker_removable(header)
-        if removable and now_ms - header.max_timestamp > delete_retention_ms:
-            stats.markers_dropped += 1
-            return
-        if removable is not False:
-            stats.keep_deletable(header.max_timestamp)
-        writer.add(header, batch)
+        _clean_marker(header, batch, txns, now_ms, delete_retention_ms, writer, stats)
         return
     if txns.is_aborted(header):
         stats.records_read += header.record_count
@@ -296,15 +305,18 @@ def _clean_batch(header: BatchHeader, batch: memoryview, latest: np.ndarray, txn
     found = np.minimum(np.searchsorted(latest, offsets), max(len(latest) - 1, 0))
     keep = latest[found] == offsets if len(latest) else np.zeros(n, dtype=bool)
     tombstones = keep & ~records.column(1).is_valid().to_numpy(zero_copy_only=False)
+    horizon = header.delete_horizon_ms
     if tombstones.any():
-        times = (np.full(n, header.max_timestamp, dtype=np.int64) if header.is_log_append_time
-                 else records.column(2).to_numpy(zero_copy_only=False))
-        expired = tombstones & (now_ms - times > delete_retention_ms)
-        stats.tombstones_dropped += int(expired.sum())
-        keep &= ~expired
-        kept = times[tombstones & ~expired]
-        if len(kept):
-            stats.keep_deletable(int(kept.min()))
+        if horizon is not None and now_ms >= horizon:   # Kafka's shouldRetainRecord
+            stats.tombstones_dropped += int(tombstones.sum())
+            keep &= ~tombstones
+        else:
+            if horizon is None:   # Kafka's needToSetDeleteHorizon: the first clean that keeps it
+                horizon = now_ms + delete_retention_ms
+                if keep.all():
+                    batch = memoryview(stamp_delete_horizon(batch, horizon))
+                    header = parse_header(batch)
+            stats.keep_deletable(horizon)
     stats.records_kept += int(keep.sum())
     if keep.any():
         txns.kept_records(header)
@@ -317,12 +329,32 @@ def _clean_batch(header: BatchHeader, batch: memoryview, latest: np.ndarray, txn
     breaks = np.flatnonzero(np.diff(rows) != 1) + 1
     for run in np.split(rows, breaks):
         start, length = int(run[0]), len(run)
-        data = _rebatch(header, records.slice(start, length), start)
+        data = _rebatch(header, records.slice(start, length), start, horizon)
         writer.add(parse_header(data), memoryview(data))
 
 
-def _rebatch(source: BatchHeader, records: pa.RecordBatch, start: int) -> bytes:
-    """Records ``start..`` of ``source`` as their own batch, at their original offsets."""
+def _clean_marker(header: BatchHeader, batch: memoryview, txns: Transactions, now_ms: int,
+                  delete_retention_ms: int, writer: "_SegmentWriter", stats: CleanStats) -> None:
+    """A transaction marker goes once nothing of its transaction is left and its delete horizon
+    has passed (Kafka's ``discardBatchRecords`` for control batches); the first clean that finds
+    its transaction empty stamps the horizon."""
+    removable = txns.marker_removable(header)
+    horizon = header.delete_horizon_ms
+    if removable and horizon is not None and now_ms >= horizon:
+        stats.markers_dropped += 1
+        return
+    if removable is not False:
+        if horizon is None:
+            horizon = now_ms + delete_retention_ms
+            batch = memoryview(stamp_delete_horizon(batch, horizon))
+            header = parse_header(batch)
+        stats.keep_deletable(horizon)
+    writer.add(header, batch)
+
+
+def _rebatch(source: BatchHeader, records: pa.RecordBatch, start: int, horizon: int | None) -> bytes:
+    """Records ``start..`` of ``source`` as their own batch, at their original offsets, with the
+    delete horizon ``horizon`` (None: none)."""
     if records.column(3).null_count == records.num_rows:
         records = records.set_column(3, "headers", pa.nulls(records.num_rows, HEADER_TYPE))
     compression = _COMPRESSION_NAMES.get(source.compression, "none")
@@ -330,8 +362,9 @@ def _rebatch(source: BatchHeader, records: pa.RecordBatch, start: int) -> bytes:
     max_timestamp = source.max_timestamp if source.is_log_append_time else bounds["max"].as_py()
     return build_batch(
         encode_body(records, compression), record_count=records.num_rows, magic=source.magic,
-        attributes=source.attributes, base_offset=source.base_offset + start,
-        base_timestamp=bounds["min"].as_py(), max_timestamp=max_timestamp,
+        attributes=source.attributes | (DELETE_HORIZON if horizon is not None else 0),
+        base_offset=source.base_offset + start,
+        base_timestamp=bounds["min"].as_py() if horizon is None else horizon, max_timestamp=max_timestamp,
         producer_id=source.producer_id, producer_epoch=source.producer_epoch,
         base_sequence=increment_sequence(source.base_sequence, start) if source.base_sequence >= 0
         else source.base_sequence,
@@ -393,7 +426,7 @@ def swap_cleaned(log: Log, cleaned: CleanedSegments) -> bool:
             return False
         for group, segment in zip(plan.groups, cleaned.segments):
             log.replace_segments(segment, [plan.sources[i].segment for i in group])
-        log.set_cleaner_checkpoint(CleanerCheckpoint(plan.end_offset, cleaned.stats.oldest_tombstone_ms))
+        log.set_cleaner_checkpoint(CleanerCheckpoint(plan.end_offset, cleaned.stats.delete_horizon_ms))
         return True
     finally:
         plan.close()

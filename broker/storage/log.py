@@ -52,10 +52,11 @@ class AppendInfo(NamedTuple):
 
 
 class CleanerCheckpoint(NamedTuple):
-    """Where compaction stopped: offsets below ``first_dirty_offset`` were cleaned; the oldest
-    tombstone the cleaner kept (its timestamp, -1 for none) says when a clean is due to drop it."""
+    """Where compaction stopped: offsets below ``first_dirty_offset`` were cleaned; the earliest
+    delete horizon the cleaner kept (-1 for none) says when a clean is due to drop a tombstone or
+    marker (see ``broker.storage.cleaner``). The file format is unchanged."""
     first_dirty_offset: int
-    oldest_tombstone_ms: int = -1
+    delete_horizon_ms: int = -1
 
 
 class Log:
@@ -243,7 +244,7 @@ class Log:
         self._set_recovery_point(min(self.recovery_point, self.log_end_offset))
         if self.cleaner_checkpoint.first_dirty_offset > self.log_end_offset:
             self.set_cleaner_checkpoint(CleanerCheckpoint(self.log_end_offset,
-                                                          self.cleaner_checkpoint.oldest_tombstone_ms))
+                                                          self.cleaner_checkpoint.delete_horizon_ms))
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and restart empty at ``offset`` (a follower whose whole log is below
@@ -317,7 +318,7 @@ class Log:
 
     def set_cleaner_checkpoint(self, checkpoint: CleanerCheckpoint) -> None:
         write_atomically(os.path.join(self.directory, CLEANER_CHECKPOINT_FILE),
-                         f"{checkpoint.first_dirty_offset} {checkpoint.oldest_tombstone_ms}\n".encode())
+                         f"{checkpoint.first_dirty_offset} {checkpoint.delete_horizon_ms}\n".encode())
         self.cleaner_checkpoint = checkpoint
 
     def set_config(self, config: Config) -> None:
@@ -330,8 +331,11 @@ class Log:
                 f"offset {offset} is outside the log [{self.log_start_offset}, {self.log_end_offset}]",
                 log_start_offset=self.log_start_offset, log_end_offset=self.log_end_offset)
 
-    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> memoryview | None:
-        """Whole batches from the one holding ``offset``, none at or past ``max_offset`` (e.g. the HW)."""
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
+             min_one_batch: bool = True) -> memoryview | None:
+        """Whole batches from the one holding ``offset``, none at or past ``max_offset`` (e.g. the HW).
+        ``min_one_batch``: return the first batch even when larger than ``max_bytes`` (KIP-74); without
+        it such a batch gives None, and no later batch is returned in its place."""
         self.check_offset(offset)
         limit = self.log_end_offset if max_offset is None else max_offset
         if offset >= limit:
@@ -339,9 +343,9 @@ class Log:
         for segment in self.segments[self._segment_index(offset):]:
             if segment.base_offset >= limit:
                 break
-            data = segment.read(offset, max_bytes, limit)
+            data = segment.read(offset, max_bytes, limit, min_one_batch)
             if data is not None:
-                return data
+                return data if len(data) else None
         return None
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:

@@ -24,11 +24,18 @@ later batch cannot be written ahead of it).
 Transactions: the first offset of each producer's open transaction in this partition (the
 smallest of them holds the last stable offset back), and the aborted transactions' offset ranges
 (``read_committed`` fetches return the ones they overlap, so consumers skip those records). A
-transaction marker (control batch) ends a producer's open transaction.
+transaction marker (control batch) ends a producer's open transaction, but the transaction still
+holds the last stable offset back until the high watermark passes its marker (Kafka's
+``ProducerStateManager.unreplicatedTxns``, dropped by ``onHighWatermarkUpdated``): until every
+in-sync replica holds the marker, a new leader may not have it, and the transaction's records
+would then be pending again (and possibly aborted) after read_committed consumers had read them.
 
 The state is written to ``producer-state.json`` beside the log (at clean shutdown and when a
 segment rolls) with the offset it is valid up to; opening a log loads it and replays the batch
-headers after that offset, so a restart does not forget producers.
+headers after that offset, so a restart does not forget producers. Unlike Kafka's snapshot it also
+keeps the completed transactions not yet below the high watermark: a restarted broker's high
+watermark starts at the log start, not at a checkpoint, so a transaction completed before the
+restart stays unstable until the high watermark is known to pass its marker again.
 
 Plain and synchronous; the partition's lock covers every call.
 """
@@ -69,6 +76,14 @@ class ProducerEntry:
 
 
 @dataclass(frozen=True)
+class CompletedTxn:
+    """A transaction whose marker is written here but not yet below the high watermark."""
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset
+
+
+@dataclass(frozen=True)
 class AbortedTxn:
     producer_id: int
     first_offset: int
@@ -84,6 +99,7 @@ class ProducerStateManager:
         self.directory = directory
         self.producers: dict[int, ProducerEntry] = {}
         self.aborted: list[AbortedTxn] = []  # in marker order
+        self.unreplicated: list[CompletedTxn] = []  # in marker order; see the module's docstring
         self._on_disk: bytes | None = None  # the snapshot file's content, when this object wrote or read it
 
     # ------------------------------------------------------------------------------ checks
@@ -142,10 +158,14 @@ class ProducerStateManager:
         return entry
 
     def end_transaction(self, header: BatchHeader, marker_offset: int, commit: bool) -> None:
-        """A transaction marker of ``header.producer_id`` at ``marker_offset``."""
+        """A transaction marker of ``header.producer_id`` at ``marker_offset``. The transaction
+        stays unstable until :meth:`on_high_watermark_updated` passes the marker (Kafka's
+        ``completeTxn``)."""
         entry = self._entry(header.producer_id, header.producer_epoch)
-        if entry.txn_first_offset >= 0 and not commit:
-            self.aborted.append(AbortedTxn(header.producer_id, entry.txn_first_offset, marker_offset))
+        if entry.txn_first_offset >= 0:
+            self.unreplicated.append(CompletedTxn(header.producer_id, entry.txn_first_offset, marker_offset))
+            if not commit:
+                self.aborted.append(AbortedTxn(header.producer_id, entry.txn_first_offset, marker_offset))
         entry.txn_first_offset, entry.txn_start_ms = -1, -1
         entry.last_timestamp = max(entry.last_timestamp, header.max_timestamp)
 
@@ -170,9 +190,17 @@ class ProducerStateManager:
 
     # ------------------------------------------------------------------------------ transactions
     def first_unstable_offset(self) -> int | None:
-        """The first offset of the oldest open transaction (the last stable offset), or None."""
-        opened = [e.txn_first_offset for e in self.producers.values() if e.txn_first_offset >= 0]
-        return min(opened) if opened else None
+        """The first offset of the oldest transaction that is open or whose marker is not yet below
+        the high watermark (the last stable offset), or None (Kafka's ``firstUnstableOffset``)."""
+        unstable = [e.txn_first_offset for e in self.producers.values() if e.txn_first_offset >= 0]
+        unstable.extend(t.first_offset for t in self.unreplicated)
+        return min(unstable) if unstable else None
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Completed transactions whose marker is below ``high_watermark`` are stable now (Kafka's
+        ``onHighWatermarkUpdated``/``removeUnreplicatedTransactions``)."""
+        if self.unreplicated and self.unreplicated[0].last_offset < high_watermark:
+            self.unreplicated = [t for t in self.unreplicated if t.last_offset >= high_watermark]
 
     def open_transactions(self) -> list[tuple[int, int, int, int]]:
         """(producer id, epoch, first offset, start ms) of every open transaction, oldest first."""
@@ -197,7 +225,7 @@ class ProducerStateManager:
         """Forget every producer and aborted range: the log restarted empty at ``offset`` (Kafka's
         ``ProducerStateManager.truncateFullyAndStartAt``). The snapshot says so at once, so a
         restart does not bring back producers of records that are gone."""
-        self.producers, self.aborted = {}, []
+        self.producers, self.aborted, self.unreplicated = {}, [], []
         self.snapshot(offset)
 
     # ------------------------------------------------------------------------------ snapshots
@@ -210,7 +238,8 @@ class ProducerStateManager:
                        "batches": [[b.first_sequence, b.last_sequence, b.first_offset, b.last_offset, b.timestamp]
                                    for b in e.batches]}
             for pid, e in self.producers.items()},
-            "aborted": [[a.producer_id, a.first_offset, a.last_offset] for a in self.aborted]}
+            "aborted": [[a.producer_id, a.first_offset, a.last_offset] for a in self.aborted],
+            "unreplicated": [[t.producer_id, t.first_offset, t.last_offset] for t in self.unreplicated]}
         data = json.dumps(doc).encode()
         path = os.path.join(self.directory, SNAPSHOT_FILE)
         if data == self._on_disk and os.path.exists(path):
@@ -220,7 +249,7 @@ class ProducerStateManager:
 
     def load(self) -> int:
         """Load the snapshot; returns the offset it is valid up to (0 when there is none)."""
-        self.producers, self.aborted, self._on_disk = {}, [], None
+        self.producers, self.aborted, self.unreplicated, self._on_disk = {}, [], [], None
         path = None if self.directory is None else os.path.join(self.directory, SNAPSHOT_FILE)
         if path is None or not os.path.exists(path):
             return 0
@@ -237,4 +266,5 @@ class ProducerStateManager:
             entry.txn_first_offset, entry.txn_start_ms = e.get("txn", [-1, -1])
             entry.last_timestamp = e.get("last", entry.batches[-1].timestamp if entry.batches else -1)
         self.aborted = [AbortedTxn(*a) for a in doc.get("aborted", [])]
+        self.unreplicated = [CompletedTxn(*t) for t in doc.get("unreplicated", [])]
         return doc["offset"]

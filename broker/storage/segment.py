@@ -238,15 +238,20 @@ class LogSegment:
             position += header.size
         return None
 
-    def read(self, offset: int, max_bytes: int, max_offset: int) -> memoryview | None:
+    def read(self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool = True) -> memoryview | None:
         """Whole batches from the one holding ``offset``, below ``max_offset``, within ``max_bytes``.
 
-        The first batch is returned whole even when larger than ``max_bytes`` so a consumer can
-        always make progress (as Kafka does since KIP-74).
+        With ``min_one_batch`` the first batch is returned whole even when larger than ``max_bytes``
+        so a consumer can always make progress (KIP-74); without it (a fetch that already holds
+        another partition's records, Kafka's ``LogSegment.read`` with ``minOneMessage`` false) a
+        first batch that does not fit gives an empty view: there is a batch here, none fits.
+        None: no batch at or after ``offset`` below ``max_offset`` in this segment.
         """
         found = self.find(offset)
         if found is None or found.header.base_offset >= max_offset:
             return None
+        if not min_one_batch and found.header.size > max_bytes:
+            return memoryview(b"")
         start = found.position
         buf = os.pread(self.fd, min(max(max_bytes, found.header.size), self.size - start), start)
         cut = 0

@@ -39,15 +39,14 @@ def fill(log, clock, rng: random.Random, batches: int, keys: int = 12, tombstone
     return rows
 
 
-def compacted(rows, end: int, now: int, delete_retention_ms: int = DAY):
-    """The model: below ``end``, the latest row per key (a tombstone only while young); at or past
-    ``end``, every row."""
+def compacted(rows, end: int):
+    """The model of a first clean: below ``end``, the latest row per key (a tombstone too: the
+    first clean that keeps one only sets its delete horizon); at or past ``end``, every row."""
     latest = {}
     for row in rows:
         if row[0] < end:
             latest[row[1]] = row
-    kept = [r for r in latest.values() if r[2] is not None or now - r[3] <= delete_retention_ms]
-    return sorted(kept + [r for r in rows if r[0] >= end])
+    return sorted(list(latest.values()) + [r for r in rows if r[0] >= end])
 
 
 def last_value_per_key(rows) -> dict:
@@ -76,7 +75,7 @@ def test_compaction_keeps_the_latest_record_per_key_at_its_original_offset(tmp_p
     assert result.swapped and result.stats.records_kept < result.stats.records_read
     assert log.size_bytes < size_before / 2
     after = read_all(log, max_bytes=rng.choice((1, 500, 10**6)))
-    assert after == compacted(rows, active_base, clock.time_ms())
+    assert after == compacted(rows, active_base)
     assert last_value_per_key(after) == last_value_per_key(rows)
     with open(log.active.log_path, "rb") as f:
         assert f.read() == active_bytes, "the active segment was touched"
@@ -100,7 +99,7 @@ def test_reads_inside_a_compaction_gap_return_the_next_surviving_record(tmp_path
         assert next(iter_headers(data))[1].base_offset == first
 
 
-def test_tombstones_stay_until_delete_retention_ms_after_their_own_timestamp(tmp_path):
+def test_tombstones_stay_until_delete_retention_ms_after_the_clean_that_first_kept_them(tmp_path):
     clock = ManualClock()
     log = open_log(tmp_path, {**COMPACT, "segment.bytes": 200}, clock)
     append(log, [b"a", b"b", b"c"], [b"1", b"2", b"3"], [clock.time_ms()] * 3)
@@ -108,28 +107,21 @@ def test_tombstones_stay_until_delete_retention_ms_after_their_own_timestamp(tmp
     deleted_at = clock.time_ms()
     append(log, [b"a", b"b"], [None, None], [deleted_at, deleted_at])
     append(log, [b"x"], [b"active"], [clock.time_ms()])
+    clock.advance(5000)
+    first_clean = clock.time_ms()
 
-    cleaner.clean(log, log.log_end_offset, clock.time_ms())
+    cleaner.clean(log, log.log_end_offset, first_clean)
     assert last_value_per_key(read_all(log)) == {b"a": None, b"b": None, b"c": b"3", b"x": b"active"}
-    assert log.cleaner_checkpoint.oldest_tombstone_ms == deleted_at
+    assert log.cleaner_checkpoint.delete_horizon_ms == first_clean + DAY  # the delete horizon
 
-    clock.advance(DAY)  # exactly delete.retention.ms old: still kept
+    clock.advance(DAY - 1)  # one millisecond before the horizon: still kept
     assert cleaner.clean(log, log.log_end_offset, clock.time_ms()) is None
     clock.advance(1)
     result = cleaner.clean(log, log.log_end_offset, clock.time_ms())
     assert result.swapped and result.stats.tombstones_dropped == 2
     assert last_value_per_key(read_all(log)) == {b"c": b"3", b"x": b"active"}
-    assert log.cleaner_checkpoint.oldest_tombstone_ms == -1
+    assert log.cleaner_checkpoint.delete_horizon_ms == -1
     assert cleaner.clean(log, log.log_end_offset, clock.time_ms()) is None
-
-
-def test_a_tombstone_with_an_old_timestamp_goes_at_the_first_clean(tmp_path):
-    clock = ManualClock()
-    log = open_log(tmp_path, {**COMPACT, "segment.bytes": 100}, clock)
-    append(log, [b"a", b"b"], [b"1", None], [clock.time_ms(), clock.time_ms() - DAY - 1])
-    append(log, [b"x"], [b"active"], [clock.time_ms()])
-    cleaner.clean(log, log.log_end_offset, clock.time_ms())
-    assert [(o, k, v) for o, k, v, _ in read_all(log)] == [(0, b"a", b"1"), (2, b"x", b"active")]
 
 
 def test_nothing_at_or_past_the_high_watermark_or_in_the_active_segment_is_cleaned(tmp_path):
@@ -139,7 +131,7 @@ def test_nothing_at_or_past_the_high_watermark_or_in_the_active_segment_is_clean
     assert len(log.segments) > 6
     hw = log.segments[4].base_offset + 1  # inside the fifth segment: only the first four are cleanable
     cleaner.clean(log, hw, clock.time_ms())
-    assert read_all(log) == compacted(rows, log.segments[4].base_offset, clock.time_ms())
+    assert read_all(log) == compacted(rows, log.segments[4].base_offset)
     assert log.cleaner_checkpoint.first_dirty_offset == log.segments[4].base_offset
 
 
@@ -152,7 +144,7 @@ def test_min_compaction_lag_keeps_young_segments_dirty(tmp_path):
     clock.advance(10_001)
     young_rows = fill(log, clock, rng, 60)
     cleaner.clean(log, log.log_end_offset, clock.time_ms())
-    assert read_all(log) == compacted(old_rows + young_rows, boundary, clock.time_ms())
+    assert read_all(log) == compacted(old_rows + young_rows, boundary)
 
 
 def test_min_cleanable_dirty_ratio_decides_when_a_clean_is_due_and_survives_a_restart(tmp_path):
@@ -317,7 +309,7 @@ def test_a_crash_after_the_commit_point_finishes_the_swap_on_open(tmp_path, old_
     # The first group is compacted, the other groups still hold their old records.
     first_group_end = reopened.segments[1].base_offset
     got = read_all(reopened)
-    want = [r for r in compacted(rows, end, clock.time_ms()) if r[0] < first_group_end]
+    want = [r for r in compacted(rows, end) if r[0] < first_group_end]
     assert [r for r in got if r[0] < first_group_end] == want
     assert [r for r in got if r[0] >= first_group_end] == [r for r in rows if r[0] >= first_group_end]
     assert files(tmp_path, ".swap") == files(tmp_path, ".cleaned") == []

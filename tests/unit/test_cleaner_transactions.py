@@ -177,7 +177,8 @@ def check(history: History, lso_at_clean: int, written_before: set[int], markers
     for _, key, value in rows:
         state[key] = value
     assert {k: v for k, v in state.items() if v is not None} == committed_model(history, lso)
-    # Each key's latest committed record survives (a tombstone only until delete.retention.ms).
+    # Each key's latest committed record survives (a tombstone at least delete.retention.ms: its
+    # delete horizon is set by a clean, which is never earlier than its write).
     latest: dict[bytes, int] = {}
     for offset in sorted(history.written):
         if offset < lso and history.written[offset].committed:
@@ -185,7 +186,7 @@ def check(history: History, lso_at_clean: int, written_before: set[int], markers
     present = {offset for offset, _, _ in rows}
     for key, offset in latest.items():
         w = history.written[offset]
-        if w.value is not None or now - w.ts <= RETENTION:
+        if w.value is not None or now - w.ts < RETENTION:
             assert offset in present, f"the latest committed record of {key!r} at {offset} is gone"
     # Nothing at or past the last stable offset of the clean was touched.
     on_disk = history.records_on_disk()
@@ -194,11 +195,11 @@ def check(history: History, lso_at_clean: int, written_before: set[int], markers
             assert on_disk.get(offset) == (history.written[offset].key, history.written[offset].value), offset
     markers = history.markers_on_disk()
     assert {m for m in markers_before if m >= lso_at_clean} <= markers
-    # A marker goes only once delete.retention.ms has passed, and only when nothing of its
-    # transaction is left.
+    # A marker goes only once its delete horizon (a clean's time + delete.retention.ms) has come,
+    # and only when nothing of its transaction is left.
     for txn in history.txns:
         if txn.marker >= 0 and txn.marker not in markers:
-            assert now - txn.marker_ts > RETENTION, f"marker at {txn.marker} removed too early"
+            assert now - txn.marker_ts >= RETENTION, f"marker at {txn.marker} removed too early"
             assert not any(o in on_disk for o in txn.offsets), f"marker at {txn.marker} removed before its records"
     # Every aborted range the partition lists still has its marker (else readers would skip the
     # producer's later transactions).
@@ -242,8 +243,9 @@ def test_a_cleaned_transactional_log_keeps_every_committed_value_and_nothing_abo
                 history.clock.advance(op[1])
         clean(history)
 
-        # Every transaction ends, everything is sealed and old: the markers of transactions with
-        # nothing left go, the others stay.
+        # Every transaction ends, everything is sealed, and cleans keep coming past the delete
+        # horizons the first of them sets: the markers of transactions with nothing left go, the
+        # others stay.
         for producer in list(history.open):
             history.end(producer, commit=producer % 2 == 0)
         history.write([KEYS[0]], [False], None)
@@ -251,6 +253,7 @@ def test_a_cleaned_transactional_log_keeps_every_committed_value_and_nothing_abo
         history.clock.advance(RETENTION + 1)
         for _ in range(4):
             clean(history)
+            history.clock.advance(RETENTION)
         on_disk, markers = history.records_on_disk(), history.markers_on_disk()
         for txn in history.txns:
             if txn.marker >= 0:

@@ -287,14 +287,45 @@ def test_pause_keeps_a_halt_and_resume_returns_to_it():
 
 
 # ------------------------------------------------------------------------------ errors
-@pytest.mark.parametrize("reset,expected", [(EARLIEST, 10), (LATEST, 90)])
-def test_offset_out_of_range_applies_auto_offset_reset_from_the_error(reset, expected):
-    state = make(reset=reset)
+def test_offset_out_of_range_resets_to_earliest_at_the_log_start_the_error_carries():
+    state = make(reset=EARLIEST)
     state.assign([TopicPartition("orders", 0, 500)])
     assert not state.on_error(TP0, 0, OffsetOutOfRangeError("500 is past the end"), 10, 90)
-    assert state.position(TP0) == expected
+    assert state.position(TP0) == 10
     assert state.partitions[TP0].generation == 1
-    assert state.to_fetch(1, leader_1)[0] == [(TP0, expected, 1)]
+    assert state.to_fetch(1, leader_1)[0] == [(TP0, 10, 1)]
+
+
+def test_offset_out_of_range_resets_to_latest_through_list_offsets_not_to_the_log_end():
+    """librdkafka's rd_kafka_offset_reset sets the logical END and asks the cluster: ListOffsets
+    LATEST is the high watermark, or the last stable offset under read_committed, never the log
+    end the error carries (records past the LSO may belong to a transaction that commits later)."""
+    state = make(reset=LATEST)
+    state.assign([TopicPartition("orders", 0, 500)])
+    assert not state.on_error(TP0, 0, OffsetOutOfRangeError("500 is past the end"), 10, 90)
+    assert state.position(TP0) == OFFSET_INVALID
+    assert state.partitions[TP0].phase is FetchPhase.AWAITING_RESET
+    assert state.to_fetch(1, leader_1) == ([], [(TP0, 1, OFFSET_END)])
+    assert state.reset_target(TP0, OFFSET_END) == LATEST
+    assert state.reset_resolved(TP0, 1, 80)                      # what ListOffsets answered
+    assert state.position(TP0) == 80
+    assert state.to_fetch(1, leader_1)[0] == [(TP0, 80, 1)]
+
+
+def test_partitions_that_returned_records_are_fetched_last():
+    """Kafka's SubscriptionState.movePartitionToEnd: the broker lets only the first partition with
+    records exceed what is left of fetch.max.bytes, so one that got nothing comes first next."""
+    state = make()
+    keys = [("orders", p) for p in range(3)]
+    state.assign([TopicPartition(t, p, 0) for t, p in keys])
+    assert [k for k, _, _ in state.to_fetch(1, leader_1)[0]] == keys
+    assert state.on_fetched(keys[0], 0, 100, 0, 5)               # records for partition 0 only
+    assert [k for k, _, _ in state.to_fetch(1, leader_1)[0]] == [keys[1], keys[2], keys[0]]
+    assert state.on_fetched(keys[2], 2, 100, 0, 5)
+    assert [k for k, _, _ in state.to_fetch(1, leader_1)[0]] == [keys[1], keys[0], keys[2]]
+    assert state.on_fetched(keys[1], 1, 100, 0, None)            # nothing: its place is kept
+    assert [k for k, _, _ in state.to_fetch(1, leader_1)[0]] == [keys[1], keys[0], keys[2]]
+    assert [tp.partition for tp in state.positions()] == [0, 1, 2]   # assignment order kept
 
 
 def test_offset_out_of_range_without_reset_is_reported_and_pauses():

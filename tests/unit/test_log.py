@@ -125,6 +125,23 @@ def test_a_batch_larger_than_max_bytes_is_returned_whole(tmp_path):
     assert decoded_rows(data, 2) == oracle.rows(2)[:3]
 
 
+def test_without_min_one_batch_a_first_batch_larger_than_max_bytes_gives_nothing(tmp_path):
+    """Kafka's LogSegment.read with minOneMessage false: the big batch is not returned, and neither
+    is any later batch in its place (not in this segment, nor in the next one after a roll)."""
+    log = open_log(tmp_path)
+    oracle = LogOracle()
+    oracle.append(log, [None] * 5, [b"x" * 1000] * 5, [1] * 5)
+    log.roll()
+    oracle.append(log, [None], [b"y"], [2])
+    big = oracle.batches[0].size
+    assert log.read(2, big - 1, min_one_batch=False) is None
+    assert log.read(4, big - 1, min_one_batch=False) is None
+    data = log.read(2, big, min_one_batch=False)  # it fits exactly: returned
+    assert [h.base_offset for h in assert_whole_batches(data)] == [0]
+    small = log.read(5, 10**6, min_one_batch=False)
+    assert [h.base_offset for h in assert_whole_batches(small)] == [5]
+
+
 @settings(max_examples=20, deadline=None, database=None)
 @given(seed=st.integers(0, 2**32 - 1), interval=st.integers(0, 600))
 def test_offset_for_timestamp_with_out_of_order_timestamps(seed, interval):
