@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (BinaryType, DateType, DecimalType, IntegerType, MapType, StringType, StructType,
                                TimestampNTZType, TimestampType)
 
-from connect.field_transforms import base64_string, decimal_string, kafka_date_string
+from connect.cast import base64_string, decimal_string, kafka_date_string
 from connect.transform_base import TIME, connect_name
 
 

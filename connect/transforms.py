@@ -22,11 +22,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from connect import record_frame
+from connect.cast import Cast
 from connect.converters import default_value
 from connect.errors import ConfigError, DataError
-from connect.field_transforms import (Cast, ExtractField, Flatten, HoistField, InsertField, MaskField, ReplaceField,
-                                      TimestampConverter, ValueToKey)
+from connect.field_transforms import ExtractField, Flatten, HoistField, InsertField, MaskField, ReplaceField, ValueToKey
 from connect.headers import header_bytes, header_string, literal_header  # noqa: F401 (header_string: public here too)
+from connect.timestamp_converter import TimestampConverter
 from connect.transform_base import (REQUIRED, Plan, Setting, Transformation, execute, has_schema, non_empty_list,
                                     one_of, parse_list, require_struct, tombstones_fail, valid_regex, with_target)
 from connect import timestamp_formats

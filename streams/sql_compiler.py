@@ -220,4 +220,4 @@ def coerce(v, t, target):
 
 
 # Operators and functions register their handlers when imported.
-from streams import sql_functions, sql_operators  # noqa: E402,F401
+from streams import sql_arithmetic, sql_functions, sql_operators, sql_string_functions  # noqa: E402,F401
