@@ -143,7 +143,7 @@ class SinkOptions:
         return int(self.producer_config("any")["transaction.timeout.ms"])
 
     def writes_headers(self, columns) -> bool:
-        return "headers" in {c.lower() for c in columns} and self.include_headers is not False
+        return "headers" in columns and self.include_headers is not False
 
     @property
     def exactly_once(self) -> bool:
@@ -163,8 +163,16 @@ class SinkOptions:
 
 
 def _topic(opts: dict) -> str | None:
-    """The ``topic`` option, trimmed as Spark's Kafka sink trims it; unset or empty: the ``topic`` column."""
-    return str(opts.get("topic") or "").strip() or None
+    """The ``topic`` option, trimmed as Spark's Kafka sink trims it; unset: the ``topic`` column.
+    Set, Spark uses it whatever the column says, so an empty one is refused rather than taken as
+    unset (Spark's producer would fail every row on the topic "")."""
+    if opts.get("topic") is None:
+        return None
+    topic = str(opts["topic"]).strip()
+    if not topic:
+        raise InvalidConfigError(f"option 'topic' is {opts['topic']!r}: set a topic name, or leave the option out "
+                                 "to take each row's topic from the 'topic' column", config="topic")
+    return topic
 
 
 def transaction_records_function(name: str):
@@ -243,17 +251,22 @@ def _parse_offsets(raw) -> tuple[tuple[str, int, int], ...]:
 
 
 def check_schema(schema, options: SinkOptions) -> None:
-    """Spark's Kafka sink's input columns: value required; key, headers, topic, partition optional."""
+    """Spark's Kafka sink's input columns (``KafkaWriter.validateQuery``): value required; key,
+    headers, topic, partition optional. Names match exactly and the first column of a name counts,
+    as Spark's ``schema.find(_.name == attrName)``: a ``Value`` column is not the value."""
     from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, StringType, StructType, TimestampType)
-    fields = {f.name.lower(): f.dataType for f in schema.fields}
+    fields: dict = {}
+    for f in schema.fields:
+        fields.setdefault(f.name, f.dataType)
 
     def fail(column, expected):
         raise InvalidConfigError(f"column '{column}' of the riverlog sink must be {expected}, "
                                  f"got {fields[column].simpleString()}", config=column)
 
     if "value" not in fields:
-        raise InvalidConfigError("the riverlog sink needs a 'value' column (binary or string); columns: "
-                                 f"{sorted(fields)}", config="value")
+        raise InvalidConfigError("Required attribute 'value' not found: the riverlog sink needs a 'value' column "
+                                 f"(binary or string; names match exactly, as in Spark); columns: {sorted(fields)}",
+                                 config="value")
     for column in ("value", "key"):
         if column in fields and not isinstance(fields[column], (BinaryType, StringType)):
             fail(column, "binary or string")
@@ -271,7 +284,7 @@ def check_schema(schema, options: SinkOptions) -> None:
         ok = (isinstance(t, ArrayType) and isinstance(t.elementType, StructType)
               and [f.name for f in t.elementType.fields] == ["key", "value"]
               and isinstance(t.elementType.fields[0].dataType, StringType)
-              and isinstance(t.elementType.fields[1].dataType, (BinaryType, StringType)))
+              and isinstance(t.elementType.fields[1].dataType, BinaryType))   # Spark's headersType, exactly
         if not ok:
             fail("headers", "array<struct<key:string,value:binary>>")
     if options.topic is None and "topic" not in fields:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from broker.client import ExactlyOnce, Producer
 from broker.client.exactly_once import SKIP, DecisionLog
-from broker.errors import InvalidConfigError, RiverlogError
+from broker.errors import InvalidConfigError, InvalidTimestampError, RiverlogError
 from spark_sink import crash_points
 from spark_sink.options import SinkOptions, check_schema
 from spark_sink.protocol import Attempt, RunMemo, sink_errors, stream_run
@@ -206,36 +207,69 @@ class StreamWriter(_RiverlogWriter, DataSourceStreamArrowWriter):
 # ------------------------------------------------------------------------------ routing
 def _produce(producer: Producer, batch: pa.RecordBatch, topic_option: str | None, errors: list,
              with_headers: bool = True) -> int:
-    """Produce one Arrow batch, split by destination topic and explicit partition."""
-    names = {n.lower(): i for i, n in enumerate(batch.schema.names)}
+    """Produce one Arrow batch as Spark's Kafka sink sends its rows (``KafkaRowWriter.sendRow``):
+    every row checked as a ``ProducerRecord`` first, then one ``produce_batch`` per topic carrying
+    each row's partition, so rows bound for one partition keep their input order whether the row
+    named it or the partitioner chose it (Spark sends row by row; the producer keeps a partition's
+    order). A row ``ProducerRecord`` refuses fails the batch before any of it is queued."""
+    names: dict[str, int] = {}
+    for i, name in enumerate(batch.schema.names):
+        names.setdefault(name, i)   # Spark's Kafka sink takes the first column of exactly that name
 
     def column(name):
         return batch.column(names[name]) if name in names else None
 
     # ``timestamp`` (Riverlog's addition to Spark's Kafka sink columns): the record's own time, which
     # a Streams application keeps from input to output; without it the producer stamps the send time.
-    wanted = ("key", "value", "headers", "timestamp") if with_headers else ("key", "value", "timestamp")
+    wanted = ("key", "value", "headers", "timestamp", "partition") if with_headers \
+        else ("key", "value", "timestamp", "partition")
     columns = {name: column(name) for name in wanted if name in names}
+    _check_rows(columns)
     records = pa.RecordBatch.from_arrays(list(columns.values()), names=list(columns))
     topics = None if topic_option is not None else column("topic")
-    partitions = column("partition")
-    if topics is not None and topics.null_count:
+    if topics is None:
+        return producer.produce_batch(topic_option, records, -1, _collect(errors))
+    if topics.null_count:
         raise InvalidConfigError("a row has a null 'topic' and no 'topic' option is set", config="topic")
+    encoded = topics.dictionary_encode()
+    idx = encoded.indices.to_numpy(zero_copy_only=False)
+    order = np.argsort(idx, kind="stable")   # stable: a topic's rows keep their order
+    bounds = np.flatnonzero(np.diff(idx[order])) + 1
+    for rows in np.split(order, bounds):
+        producer.produce_batch(encoded.dictionary[int(idx[rows[0]])].as_py(),
+                               records if len(rows) == len(batch) else records.take(pa.array(rows)),
+                               -1, _collect(errors))
+    return len(batch)
 
+
+def _collect(errors: list):
     def on_delivery(err, msg):
         if err is not None:
             errors.append(err)
+    return on_delivery
 
-    if topics is None and (partitions is None or partitions.null_count == len(partitions)):
-        return producer.produce_batch(topic_option, records, -1, on_delivery)
-    if topics is None:
-        topics = pa.array([topic_option] * len(batch), pa.string())
-    if partitions is None:
-        partitions = pa.nulls(len(batch), pa.int32())
-    partitions = pc.fill_null(partitions, -1)
-    groups = pa.table({"t": topics, "p": partitions, "i": pa.array(range(len(batch)), pa.int64())}) \
-        .group_by(["t", "p"]).aggregate([("i", "list")])
-    for t, p, idx in zip(groups.column("t").to_pylist(), groups.column("p").to_pylist(),
-                         groups.column("i_list").to_pylist()):
-        producer.produce_batch(t, records.take(pa.array(idx)), p, on_delivery)
-    return len(batch)
+
+def _check_rows(columns: dict) -> None:
+    """Kafka's ``ProducerRecord`` and ``RecordHeader`` refuse these rows, which fails Spark's Kafka
+    sink's task at the first one: a negative partition (null is the partitioner's), a timestamp
+    before 1970 (after Spark's cast to milliseconds, which truncates) and a null header key."""
+    partitions = columns.get("partition")
+    if partitions is not None and (bad := _first_negative(partitions)) is not None:
+        raise InvalidConfigError(f"Invalid partition: {bad}. Partition number should always be non-negative "
+                                 "or null.", config="partition")
+    stamps = columns.get("timestamp")
+    if stamps is not None and (bad := _first_negative(
+            stamps.cast(pa.timestamp("ms", tz=stamps.type.tz), safe=False).cast(pa.int64()))) is not None:
+        raise InvalidTimestampError(f"Invalid timestamp: {bad}. Timestamp should always be non-negative or null.")
+    headers = columns.get("headers")
+    if headers is not None and headers.null_count < len(headers):
+        entries = pc.list_flatten(headers)
+        if entries.null_count or entries.field("key").null_count:
+            raise InvalidConfigError("Null header keys are not permitted", config="headers")
+
+
+def _first_negative(column: pa.Array):
+    """The first negative value of ``column`` (nulls are fine), or None."""
+    if column.null_count == len(column) or pc.min(column).as_py() >= 0:
+        return None
+    return column[pc.index(pc.less(column, 0), True).as_py()].as_py()

@@ -77,8 +77,11 @@ class _ListChunk:
 
 @dataclass
 class _TableChunk:
+    """One ``produce_batch()`` piece: one partition for every row, or each row's (``partition``
+    column; -1: the partitioner), which keeps rows for one partition in produce order however
+    explicit and partitioner-placed rows alternate."""
     batch: pa.RecordBatch
-    partition: int
+    partition: int | np.ndarray
     callback: object
 
     @property
@@ -87,8 +90,8 @@ class _TableChunk:
 
     def to_arrow(self):
         n = self.batch.num_rows
-        return self.batch, np.full(n, self.partition, dtype=np.int32), (
-            [self.callback] + [None] * (n - 1) if self.callback and n else None)
+        parts = self.partition if isinstance(self.partition, np.ndarray) else np.full(n, self.partition, np.int32)
+        return self.batch, parts, ([self.callback] + [None] * (n - 1) if self.callback and n else None)
 
 
 class TopicBuffer:
@@ -138,7 +141,7 @@ class TopicBuffer:
         self.bytes += newer.bytes
         self.keyed = self.keyed or newer.keyed
 
-    def add_table(self, batch: pa.RecordBatch, partition: int, callback, size: int) -> None:
+    def add_table(self, batch: pa.RecordBatch, partition: int | np.ndarray, callback, size: int) -> None:
         self.rows = None
         self.chunks.append(_TableChunk(batch, partition, callback))
         self.keyed = True
@@ -211,9 +214,10 @@ class RecordAccumulator:
         buf.open_rows()
         return buf
 
-    def add_table(self, topic: str, piece: pa.RecordBatch, partition: int, callback, size: int,
+    def add_table(self, topic: str, piece: pa.RecordBatch, partition: int | np.ndarray, callback, size: int,
                   max_block_ms: int) -> None:
-        """One ``produce_batch()`` piece; waits up to ``max.block.ms`` for buffer space."""
+        """One ``produce_batch()`` piece (``partition``: its rows', or each row's); waits up to
+        ``max.block.ms`` for buffer space."""
         deadline = self._monotonic() + max_block_ms / 1000.0
         with self.cond:
             while self.buffered_bytes and self.buffered_bytes + size > self.buffer_memory:
@@ -345,6 +349,45 @@ def normalise_table(table, now_ms: int) -> pa.RecordBatch:
     combined = pa.Table.from_arrays(columns, schema=SCHEMA).combine_chunks()
     batches = combined.to_batches()
     return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=SCHEMA)
+
+
+def partition_column(table, partition: int) -> tuple[object, np.ndarray | None]:
+    """A ``produce_batch()`` table's ``partition`` column taken out: the table without it and each
+    row's partition as int32 (null: ``partition``, -1 the partitioner), or None without the column.
+    Another negative partition is librdkafka's _UNKNOWN_PARTITION on delivery, as in ``produce()``."""
+    names = table.schema.names
+    if "partition" not in names:
+        return table, None
+    column = table.column(names.index("partition"))
+    if not pa.types.is_integer(column.type):
+        raise ValueError(f"produce_batch's 'partition' column must be an integer type, got {column.type}")
+    try:
+        parts = pc.fill_null(column.cast(pa.int32()), partition)
+    except pa.ArrowInvalid:
+        raise OverflowError("a 'partition' of produce_batch does not fit a signed 32-bit integer") from None
+    if isinstance(parts, pa.ChunkedArray):
+        parts = parts.combine_chunks()
+    rest = table.drop_columns(["partition"]) if isinstance(table, pa.Table) else \
+        pa.RecordBatch.from_arrays([table.column(i) for i, n in enumerate(names) if n != "partition"],
+                                   names=[n for n in names if n != "partition"])
+    return rest, parts.to_numpy(zero_copy_only=False).astype(np.int32)
+
+
+def record_bytes(batch: pa.RecordBatch) -> np.ndarray:
+    """Each ``SCHEMA`` record's key, value and header bytes (header keys in UTF-8 and values): what
+    ``produce()`` holds against message.max.bytes, as librdkafka's ``rd_kafka_msg_max_wire_size``
+    counts a message's key, payload and headers."""
+    sizes = record_sizes(batch) - RECORD_OVERHEAD
+    headers = batch.column(3)
+    if headers.null_count == len(headers):
+        return sizes
+    entries = pc.list_flatten(headers)
+    if len(entries):
+        entry = pc.add(pc.fill_null(pc.binary_length(entries.field("key")), 0),
+                       pc.fill_null(pc.binary_length(entries.field("value")), 0))
+        sizes += np.bincount(pc.list_parent_indices(headers).to_numpy(zero_copy_only=False),
+                             entry.to_numpy(zero_copy_only=False), len(sizes)).astype(np.int64)
+    return sizes
 
 
 def assign_partitions(batch: pa.RecordBatch, explicit: np.ndarray, num_partitions: int,

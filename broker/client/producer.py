@@ -2,7 +2,7 @@
 
     p = Producer({"bootstrap.servers": "127.0.0.1:9092", "acks": "all", "linger.ms": 5})
     p.produce("orders", value=b"...", key=b"user-1", on_delivery=lambda err, msg: ...)
-    p.produce_batch("orders", arrow_table)   # key/value/timestamp/headers columns
+    p.produce_batch("orders", arrow_table)   # key/value/timestamp/headers/partition columns
     p.flush(10)
 
 Delivery callbacks run in the application's thread, inside ``poll()`` and ``flush()``, as with
@@ -29,7 +29,10 @@ import operator
 import threading
 import time
 
-from broker.client.accumulator import RECORD_OVERHEAD, ProducerBatch, RecordAccumulator, normalise_table
+import numpy as np
+
+from broker.client.accumulator import (RECORD_OVERHEAD, ProducerBatch, RecordAccumulator, normalise_table,
+                                       partition_column, record_bytes)
 from broker.client.cluster import ClusterClient, ClusterMetadata
 from broker.client.client_events import ClientEvents
 from broker.client.config import PRODUCER_CONFIG, client_config
@@ -77,7 +80,11 @@ class Producer:
             raise InvalidConfigError("transactional.id needs idempotence (acks=all, enable.idempotence not false)",
                                      config="transactional.id")
         self._batch_size = cfg["batch.size"]
-        self._max_message = cfg["message.max.bytes"]
+        # The largest record: message.max.bytes (librdkafka's rd_kafka_msg_new0), and max.request.size
+        # when lower (Kafka's KafkaProducer.ensureValidRecordSize): a record no request can carry.
+        self._max_message, self._max_name = ((cfg["max.request.size"], "max.request.size")
+                                             if cfg["max.request.size"] < cfg["message.max.bytes"]
+                                             else (cfg["message.max.bytes"], "message.max.bytes"))
         self._max_record = self._max_message + RECORD_OVERHEAD
         self._default_cb = cfg["on_delivery"]
         self._only_errors = cfg["delivery.report.only.error"]
@@ -148,7 +155,8 @@ class Producer:
         ``rd_kafka_msg_partitioner`` does. Arguments of the wrong type raise TypeError here, with
         confluent-kafka's messages, so a bad record never reaches the sender (where it could only fail
         in the background). The key, value and headers together must fit ``message.max.bytes``
-        (librdkafka's ``rd_kafka_msg_max_wire_size``)."""
+        (librdkafka's ``rd_kafka_msg_max_wire_size``) and ``max.request.size`` (Kafka's
+        ``KafkaProducer.ensureValidRecordSize``), else MessageTooLargeError (MSG_SIZE_TOO_LARGE)."""
         # The hot path of per-record producing: keep it to a few C-level operations (bytes and
         # None take no call; queue.buffering.max.messages is checked by the append, under its lock).
         if type(topic) is not str:
@@ -172,14 +180,14 @@ class Producer:
             size += len(key)
         if size > self._max_record:
             raise MessageTooLargeError(
-                f"record of {size - RECORD_OVERHEAD} bytes exceeds message.max.bytes={self._max_message}")
+                f"record of {size - RECORD_OVERHEAD} bytes exceeds {self._max_name}={self._max_message}")
         if headers is not None:
             headers = _as_header_list(headers)
             header_bytes = sum(len(k.encode()) + (0 if v is None else len(v)) for k, v in headers)
             if size + header_bytes > self._max_record:
                 raise MessageTooLargeError(
                     f"record of {size - RECORD_OVERHEAD + header_bytes} bytes (key, value and headers) "
-                    f"exceeds message.max.bytes={self._max_message}")
+                    f"exceeds {self._max_name}={self._max_message}")
         if self._txn is not None and not self._manager.in_transaction:
             self._manager.check_can_produce()
         self._append(topic, key, value, timestamp or _time_ns() // 1_000_000, headers, partition,
@@ -209,10 +217,13 @@ class Producer:
 
         ``table``: an Arrow table or record batch (Riverlog's bulk path), or confluent-kafka's list
         of dicts (below). Arrow columns: ``value`` (binary or string, required), ``key``,
-        ``timestamp`` (int64 ms or an Arrow timestamp; missing means now) and ``headers``
-        (list<struct<key, value>>). Blocks up to ``max.block.ms`` for buffer space.
-        ``on_delivery(err, msg)`` is called once per underlying batch, with the batch's first
-        record as ``msg``.
+        ``timestamp`` (int64 ms or an Arrow timestamp; missing means now), ``headers``
+        (list<struct<key, value>>) and ``partition`` (integer: each row's, as the dicts' below; null
+        means ``partition``): rows for one partition keep their table order. Blocks up to
+        ``max.block.ms`` for buffer space. ``on_delivery(err, msg)`` is called once per underlying
+        batch, with the batch's first record as ``msg``. A record larger than ``produce()`` takes
+        (message.max.bytes, max.request.size) raises MessageTooLargeError naming its row, and
+        nothing of the table is queued: librdkafka refuses such a message on every produce path.
 
         A list of dicts is confluent-kafka's ``produce_batch``: each dict may have ``value``,
         ``key``, ``partition``, ``timestamp``, ``headers`` and its own ``callback``/``on_delivery``
@@ -229,16 +240,28 @@ class Producer:
             return self._produce_dicts(topic, table, partition, on_delivery, timestamp)
         if not PARTITION_UA <= partition <= _INT32_MAX:
             self._check_partition(topic, partition)
+        table, partitions = partition_column(table, partition)
         batch = normalise_table(table, time.time_ns() // 1_000_000)
+        self._check_sizes(batch)
         step = max(1, self._batch_size // 2)
         sizes = batch.get_total_buffer_size()
         rows_per_piece = max(1, int(batch.num_rows * step / max(1, sizes))) if sizes > step else batch.num_rows
         cb = on_delivery or self._default_cb
         for start in range(0, batch.num_rows, rows_per_piece):
             piece = batch.slice(start, rows_per_piece)
-            self._acc.add_table(topic, piece, partition, cb, piece.get_total_buffer_size(),
-                                self.config["max.block.ms"])
+            parts = partition if partitions is None else partitions[start:start + piece.num_rows]
+            self._acc.add_table(topic, piece, parts, cb, piece.get_total_buffer_size(), self.config["max.block.ms"])
         return batch.num_rows
+
+    def _check_sizes(self, batch) -> None:
+        """``produce()``'s size rule over a whole table, before any of it is queued."""
+        sizes = record_bytes(batch)
+        over = np.flatnonzero(sizes > self._max_message)
+        if over.size:
+            row = int(over[0])
+            raise MessageTooLargeError(
+                f"record {row} of the batch ({over.size} such record(s)) is {int(sizes[row])} bytes (key, value and "
+                f"headers), more than {self._max_name}={self._max_message}; nothing of the batch was queued")
 
     def _produce_dicts(self, topic: str, messages: list, partition: int, on_delivery, timestamp: int) -> int:
         queued = 0

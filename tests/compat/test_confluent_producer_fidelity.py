@@ -142,6 +142,60 @@ def test_headers_count_against_message_max_bytes(shared_broker, topic_name):
     assert [len(m.value()) for m in _read(servers, topic_name, 1, 1)] == [5000]
 
 
+def test_produce_batch_refuses_a_record_produce_would_refuse_and_queues_nothing(shared_broker, topic_name):
+    """librdkafka's ``rd_kafka_msg_new0`` refuses a message over message.max.bytes on every produce
+    path: an Arrow table with one (headers counted) raises MSG_SIZE_TOO_LARGE naming its row."""
+    servers = shared_broker.bootstrap
+    _create(servers, topic_name)
+    headers = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    with Producer({"bootstrap.servers": servers, "linger.ms": 0, "message.max.bytes": 10_000}) as p:
+        for table in (pa.table({"value": [b"a", b"x" * 10_001]}),
+                      pa.table({"value": [b"a", b"x" * 5000],
+                                "headers": pa.array([None, [("h", b"y" * 5000)]], headers)})):
+            with pytest.raises(KafkaException, match=r"record 1 of the batch .* message.max.bytes=10000") as raised:
+                p.produce_batch(topic_name, table)
+            assert raised.value.args[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
+            assert len(p) == 0
+        assert p.produce_batch(topic_name, pa.table({"value": [b"b", b"x" * 10_000]})) == 2
+        assert p.flush(30) == 0
+    assert [len(m.value()) for m in _read(servers, topic_name, 1, 2)] == [1, 10_000]
+
+
+def test_max_request_size_caps_one_record_as_kafkas_producer(shared_broker, topic_name):
+    """Kafka's ``KafkaProducer.ensureValidRecordSize``: no record larger than max.request.size is
+    taken, by ``produce()`` or ``produce_batch()``."""
+    servers = shared_broker.bootstrap
+    _create(servers, topic_name)
+    with Producer({"bootstrap.servers": servers, "linger.ms": 0, "max.request.size": 2000}) as p:
+        with pytest.raises(KafkaException, match="exceeds max.request.size=2000") as raised:
+            p.produce(topic_name, b"x" * 2001)
+        assert raised.value.args[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
+        with pytest.raises(KafkaException, match="record 0 of the batch .* max.request.size=2000"):
+            p.produce_batch(topic_name, pa.table({"value": [b"x" * 2001]}))
+        p.produce(topic_name, b"x" * 2000)
+        assert p.flush(30) == 0
+    assert [len(m.value()) for m in _read(servers, topic_name, 1, 1)] == [2000]
+
+
+def test_produce_batch_partition_column_keeps_a_partitions_order(shared_broker, topic_name):
+    """Each row's ``partition`` (null: the partitioner's), as the dicts' ``partition``: rows bound for
+    one partition are written in table order whichever placed them."""
+    servers = shared_broker.bootstrap
+    _create(servers, topic_name, 2)
+    values = [f"v{i}".encode() for i in range(8)]
+    parts = pa.array([None, 0, None, 1, 0, None, -1, 0], pa.int32())
+    with Producer({"bootstrap.servers": servers, "linger.ms": 0, "partitioner": "murmur2"}) as p:
+        assert p.produce_batch(topic_name, pa.table({"key": [b"k"] * 8, "value": values, "partition": parts})) == 8
+        assert p.flush(30) == 0
+    got = _read(servers, topic_name, 2, 8)
+    by_partition = {q: [m.value() for m in sorted(got, key=lambda m: m.offset()) if m.partition() == q]
+                    for q in (0, 1)}
+    keyed = next(m.partition() for m in got if m.value() == b"v0")
+    expected = {q: [v for v, named in zip(values, parts.to_pylist()) if (keyed if named in (None, -1) else named) == q]
+                for q in (0, 1)}
+    assert by_partition == expected
+
+
 # ------------------------------------------------------------------------------ timestamps
 def test_no_timestamp_is_not_checked_against_the_timestamp_bounds(shared_broker, topic_name):
     """Kafka's LogValidator.validateTimestamp skips RecordBatch.NO_TIMESTAMP (-1); other negative
