@@ -4,7 +4,9 @@ Names and meanings follow Spark's Kafka source, with ``riverlog.bootstrap.server
 ``kafka.bootstrap.servers``; any other ``riverlog.*`` option is handed to the consumer that reads
 (e.g. ``riverlog.fetch.max.bytes``). A bad value or an unknown option fails here, naming it; so does
 a ``riverlog.*`` setting the source would have to replace (``auto.offset.reset``,
-``enable.auto.commit``) or a pair of options of which one could have no effect.
+``enable.auto.commit``) or a batch whose explicit start lies past its end. Options Spark's Kafka
+source ignores with a warning (``groupIdPrefix`` next to a group, a stream's ``endingTimestamp``)
+are ignored with a warning here too.
 
 Precedence is Spark's: ``startingTimestamp`` over ``startingOffsetsByTimestamp`` over
 ``startingOffsets``, and ``endingTimestamp`` over ``endingOffsetsByTimestamp`` over
@@ -139,6 +141,32 @@ def _refuse_bound(spec, name: str, word: str, sentinel: int, why: str) -> None:
                 raise _bad(name, f"{sentinel} ({word}) for {topic}-{partition}: {why}")
 
 
+def _check_limits(start_by: str | None, end_by: str | None, out: "SourceOptions") -> None:
+    """Spark's ``checkOffsetLimitValidity`` for a batch: explicit start and end offsets (or start
+    and end timestamps per partition) name the same partitions, and no start lies past its end."""
+    if start_by in (None, "startingOffsets") and end_by in (None, "endingOffsets"):
+        start, end, what = out.starting, out.ending, ("startingOffsets", "endingOffsets", "offset")
+    elif start_by == "startingOffsetsByTimestamp" and end_by == "endingOffsetsByTimestamp":
+        start, end = out.starting_by_timestamp, out.ending_by_timestamp
+        what = ("startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "timestamp")
+    else:
+        return
+    if not (isinstance(start, dict) and isinstance(end, dict)):
+        return
+    first = {(t, p): v for t, ps in start.items() for p, v in ps.items()}
+    last = {(t, p): v for t, ps in end.items() for p, v in ps.items()}
+    if set(first) != set(last):
+        def names(tps) -> str:
+            return ", ".join(f"{t}-{p}" for t, p in sorted(tps))
+        raise _bad(what[0], f"names {names(first)} but '{what[1]}' names {names(last)}: name the same partitions "
+                            "in both (Spark's MISMATCHED_TOPIC_PARTITIONS_BETWEEN_START_OFFSET_AND_END_OFFSET)")
+    for (t, p), v in sorted(first.items()):
+        if v > last[(t, p)] >= 0:   # -2/-1 (earliest, latest) are not compared, as in Spark
+            raise _bad(what[0], f"{what[2]} {v} of {t}-{p} is after its end {what[2]} {last[(t, p)]} in "
+                                f"'{what[1]}': a batch cannot end before it starts "
+                                "(Spark's UNRESOLVED_START_OFFSET_GREATER_THAN_END_OFFSET)")
+
+
 def _pattern(raw: str) -> str:
     """``subscribePattern`` as Spark takes it: trimmed, and matching a topic if found anywhere in its
     name (``findFirstIn``); anchor it (``^orders-.*$``) to match whole names. Python's ``re`` reads it:
@@ -232,9 +260,12 @@ class SourceOptions:
                 raise _bad("assign", "must be JSON like {\"topic\": [0, 1]}") from None
         out.starting = _offsets_spec(opts, "startingOffsets", "latest" if streaming else "earliest",
                                      ("earliest", "latest"))
-        for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
+        for name in ("endingOffsets", "endingOffsetsByTimestamp"):   # Spark's validateStreamOptions
             if name.lower() in opts and streaming:
                 raise _bad(name, "applies to batch queries only")
+        if streaming and "endingtimestamp" in opts:
+            log.warning("option 'endingTimestamp' has no effect on a streaming query (as in Spark's Kafka "
+                        "source): it reads on")
         out.ending = _offsets_spec(opts, "endingOffsets", "latest", ("earliest", "latest"))
         out.starting_timestamp = _timestamp(opts, "startingTimestamp")
         out.starting_by_timestamp = _timestamps(opts, "startingOffsetsByTimestamp")
@@ -253,6 +284,10 @@ class SourceOptions:
         if end_by in (None, "endingOffsets"):
             _refuse_bound(out.ending, "endingOffsets", "earliest", EARLIEST,
                           "a batch query would end before it starts; give latest, offsets or a timestamp")
+        if not streaming:
+            _check_limits(start_by, end_by, out)
+        if streaming:
+            out.ending_timestamp = None
         strategy = opts.get("startingoffsetsbytimestampstrategy", "error").lower()
         if strategy not in ("error", "latest"):
             raise _bad("startingOffsetsByTimestampStrategy", "must be error or latest")
@@ -294,6 +329,14 @@ class SourceOptions:
         out.group_id = _group_id(opts)
         return out
 
+    def start_fingerprint(self) -> str:
+        """A digest of what decides where a query with no checkpoint starts: its topics or
+        partitions and its winning start option. Batch 0's pinned start (``StreamReader.initialOffset``)
+        carries it, so a query with other start options never starts at an older query's pin."""
+        what = [sorted(self.subscribe), self.subscribe_pattern, self.assign, self.starting, self.starting_timestamp,
+                self.starting_by_timestamp, self.timestamp_strategy]
+        return hashlib.sha1(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+
     def client_config(self) -> dict:
         return {"bootstrap.servers": self.bootstrap_servers, "isolation.level": self.isolation_level,
                 **self.consumer_config}
@@ -302,13 +345,14 @@ class SourceOptions:
 def _group_id(opts: dict) -> str:
     """``groupId`` (Riverlog's name) or ``riverlog.group.id`` (Spark's ``kafka.group.id``), else
     ``groupIdPrefix`` and a hash of the query's definition: stable for the same query, so lag stays
-    visible across restarts. A prefix next to an explicit group could have no effect, so it is refused."""
+    visible across restarts. A prefix next to an explicit group has no effect and is named in a
+    warning, as Spark's ``validateGeneralOptions`` does."""
     explicit = {n: opts[n.lower()] for n in ("groupId", "riverlog.group.id") if opts.get(n.lower())}
     if len(set(explicit.values())) > 1:
         raise _bad("groupId", f"and 'riverlog.group.id' name different groups ({explicit['groupId']!r}, "
                               f"{explicit['riverlog.group.id']!r}): give one")
     if explicit and opts.get("groupidprefix") is not None:
-        raise _bad("groupIdPrefix", f"has no effect next to '{next(iter(explicit))}': give one of them")
+        log.warning("option 'groupIdPrefix' will be ignored as option '%s' has been set", next(iter(explicit)))
     if explicit:
         return next(iter(explicit.values()))
     prefix = opts.get("groupidprefix", DEFAULT_GROUP_PREFIX)

@@ -38,7 +38,9 @@ def rate_limit(start: dict[TP, int], latest: dict[TP, int], max_rows: int,
                unlimited: frozenset[str] = frozenset()) -> dict[TP, int]:
     """At most ``max_rows`` offsets past ``start``, shared in proportion to each partition's backlog
     (as Spark's Kafka source does); every partition with a backlog moves by at least one. Partitions
-    of the ``unlimited`` topics (``unlimitedTopics``) are read to ``latest`` outside the budget."""
+    of the ``unlimited`` topics (``unlimitedTopics``) are read to ``latest`` outside the budget, and
+    so is a partition with no backlog: one whose latest offset fell below ``start`` (reported as data
+    loss) ends there, as Spark's ``rateLimit`` leaves it."""
     limited = {tp: off for tp, off in latest.items() if tp[0] not in unlimited}
     backlog = {tp: max(0, limited[tp] - start.get(tp, limited[tp])) for tp in limited}
     total = sum(backlog.values())
@@ -48,7 +50,7 @@ def rate_limit(start: dict[TP, int], latest: dict[TP, int], max_rows: int,
     for tp, off in limited.items():
         begin = start.get(tp, off)
         share = math.floor(max_rows * backlog[tp] / total) if backlog[tp] else 0
-        end[tp] = begin + min(backlog[tp], max(share, 1 if backlog[tp] else 0))
+        end[tp] = begin + min(backlog[tp], max(share, 1)) if backlog[tp] else off
     return end
 
 
@@ -63,7 +65,7 @@ def align_to_time(start: dict[TP, int], end: dict[TP, int], first_at_or_after: d
     out = dict(end)
     for tp, first in first_at_or_after.items():
         if tp != pivot and first is not None:
-            out[tp] = max(start.get(tp, end[tp]), min(end[tp], first))
+            out[tp] = min(end[tp], max(start.get(tp, end[tp]), first))   # never above the cut
     return out
 
 

@@ -5,7 +5,9 @@ partition's last stable offset) and cuts the work into :class:`~spark_source.pla
 each Spark task reads one slice with a Riverlog consumer and hands Spark Arrow record batches in
 the Kafka source's schema. Gaps in offsets (compaction, transaction markers, aborted records) are
 normal and never reported as data loss; offsets below a partition's log start (retention,
-DeleteRecords) or a topic that disappeared are, and fail the query unless ``failOnDataLoss=false``.
+DeleteRecords), a topic that disappeared, a latest offset below the query's position and an added
+partition that does not start at 0 are (Spark's ``reportDataLoss`` cases), and fail the query
+unless ``failOnDataLoss=false``. The driver never creates a topic.
 
 After each micro-batch the source commits its end offsets to the broker consumer group
 ``groupId``, so ``riverlog groups describe`` shows the query's lag; Spark's checkpoint stays the
@@ -29,7 +31,8 @@ from spark_source.options import EARLIEST, LATEST, SourceOptions
 from spark_source.planning import TP, Slice, align_to_time, available, from_json, rate_limit, slices, to_json
 
 log = logging.getLogger(__name__)
-# The group-commit metadata that marks batch 0's start (Spark does not keep it: see initialOffset).
+# The group-commit metadata that marks batch 0's start (Spark does not keep it: see initialOffset),
+# followed by ":" and the query's SourceOptions.start_fingerprint().
 START_PIN = "riverlog.spark.initialOffset"
 
 _HEADER_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
@@ -64,9 +67,12 @@ class OffsetLookup:
         self.options = options
         self._committed: tuple[dict[TP, int], bool] | None = None  # the group's offsets as last committed here
         self._reader = None   # a consumer for timestamps_at(), made when first needed
+        self._admin = None    # describe_topics for topics() (never creates one), made when first needed
         try:
+            # A lookup never creates a topic: a watermark asked of a topic deleted meanwhile fails
+            # rather than recreating it (Spark's driver asks with an Admin client, which cannot create).
             self.consumer = Consumer({**options.client_config(), "group.id": options.group_id,
-                                      "enable.auto.commit": False})
+                                      "enable.auto.commit": False, "allow.auto.create.topics": False})
         except InvalidConfigError as e:  # a riverlog.* consumer setting: name the option as the user wrote it
             name = f"riverlog.{e.details.get('config', '')}"
             raise InvalidConfigError(f"option '{name}': {e}", config=name) from e
@@ -75,33 +81,60 @@ class OffsetLookup:
         self.consumer.close()
         if self._reader is not None:
             self._reader.close()
+        if self._admin is not None:
+            self._admin.close()
 
     def _retrying(self, call, what: str):
         return retrying(call, self.options.fetch_offset_attempts, self.options.fetch_offset_retry_interval_ms, what)
 
     def partitions(self) -> list[TP]:
+        """The query's partitions, as Spark's ``ConsumerStrategy.assignedTopicPartitions`` finds them
+        with ``describeTopics`` (which never creates a topic): every ``subscribe`` or ``assign``
+        topic must exist; ``subscribePattern`` keeps the matching topics the broker does not mark
+        internal."""
         o = self.options
+        described = self._retrying(self._described, "topics")
         if o.assign is not None:
             return [(t, p) for t, ps in o.assign.items() for p in ps]
-        topics = self._retrying(self._topics, "topics")
-        if o.subscribe:
-            names = o.subscribe
-        else:
-            pattern = re.compile(o.subscribe_pattern)
-            names = [t for t in topics if not t.startswith("__") and pattern.search(t)]
-        return sorted((t, p) for t in names for p in topics[t].partitions)
+        return sorted((t, p) for t, d in described.items() for p in d)
 
-    def _topics(self) -> dict:
-        """The cluster's topics; every ``subscribe`` topic must be there (Spark's query fails too),
-        retried as the other questions are in case one is being created."""
-        topics = self.consumer.list_topics(timeout=30).topics
-        missing = [t for t in self.options.subscribe if t not in topics or topics[t].error is not None]
-        if missing:
+    def _described(self) -> dict[str, list[int]]:
+        """``{topic: partitions}`` of the query's topics; a ``subscribe`` or ``assign`` topic the
+        cluster does not have fails (Spark's ``UnknownTopicOrPartitionException``), retried as the
+        other questions are in case one is being created. A partition ``assign`` names that its
+        topic does not have fails too: Spark drops it silently, and with it the records the query
+        was asked to read."""
+        from broker.client import AdminClient, TopicCollection
+        o = self.options
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": o.bootstrap_servers})
+        if o.subscribe_pattern is not None:
+            pattern = re.compile(o.subscribe_pattern)
+            names = [t for t in self._admin.list_topics(timeout=30).topics if pattern.search(t)]
+        else:
+            names = list(o.subscribe or o.assign)
+        out, missing = {}, []
+        for name, future in self._admin.describe_topics(TopicCollection(names)).items():
+            try:
+                d = future.result(30)
+            except UnknownTopicOrPartitionError:
+                missing.append(name)   # a matched topic deleted since it was listed: not matched
+                continue
+            if not (o.subscribe_pattern is not None and d.is_internal):
+                out[name] = sorted(p.id for p in d.partitions)
+        option = "subscribe" if o.subscribe else "assign"
+        if missing and o.subscribe_pattern is None:
+            them = "them" if len(missing) > 1 else "it"
             raise UnknownTopicOrPartitionError(
-                f"option 'subscribe' names {', '.join(repr(t) for t in missing)}, which the cluster does not have: "
-                f"create {'them' if len(missing) > 1 else 'it'} (riverlog topics create) or drop "
-                f"{'them' if len(missing) > 1 else 'it'} from 'subscribe'")
-        return topics
+                f"option '{option}' names {', '.join(repr(t) for t in missing)}, which the cluster does not have: "
+                f"create {them} (riverlog topics create) or drop {them} from '{option}'")
+        absent = [f"{t}-{p}" for t, ps in (o.assign or {}).items() for p in ps if p not in out[t]]
+        if absent:
+            raise UnknownTopicOrPartitionError(
+                f"option 'assign' names {', '.join(absent)}, which the cluster does not have ("
+                + "; ".join(f"topic '{t}' has {len(out[t])} partition(s)" for t in sorted(o.assign))
+                + "): drop them from 'assign' or add partitions (riverlog topics alter)")
+        return out
 
     def watermarks(self, tps) -> dict[TP, tuple[int, int]]:
         from broker.client import TopicPartition
@@ -165,6 +198,7 @@ class OffsetLookup:
         from broker.client import Consumer, TopicPartition
         if self._reader is None:
             self._reader = Consumer({**self.options.client_config(), "enable.auto.commit": False,
+                                     "allow.auto.create.topics": False,
                                      "max.partition.fetch.bytes": 65_536, "queued.max.messages.kbytes": 1_024})
         c, out = self._reader, {}
         c.assign([TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
@@ -192,7 +226,7 @@ class OffsetLookup:
         from broker.client import TopicPartition
         if not offsets or self._committed == (offsets, pin):
             return  # Spark's commit() of a batch repeats what the next latestOffset() committed
-        mark = START_PIN if pin else None
+        mark = self._pin_mark() if pin else None
         try:
             self.consumer.commit(offsets=[TopicPartition(t, p, o, metadata=mark)
                                           for (t, p), o in sorted(offsets.items())], asynchronous=False)
@@ -204,15 +238,22 @@ class OffsetLookup:
             log.warning("could not commit offsets to group '%s': %s", self.options.group_id, e)
 
 
+    def _pin_mark(self) -> str:
+        return f"{START_PIN}:{self.options.start_fingerprint()}"
+
     def pinned_start(self, tps: list[TP]) -> dict[TP, int] | None:
-        """Batch 0's start as an earlier ``initialOffset`` pinned it, if every partition has it."""
+        """Batch 0's start as an earlier ``initialOffset`` of a query with the same topics and start
+        options pinned it, if every partition has it. A pin of other options (another query using
+        the same group) is not this query's: Spark takes a new checkpoint's start from
+        ``startingOffsets`` only, never from ``kafka.group.id``."""
         from broker.client import TopicPartition
         try:
             found = self.consumer.committed([TopicPartition(t, p) for t, p in tps], timeout=30)
         except RiverlogError as e:
             log.warning("could not read group '%s' for a pinned start: %s", self.options.group_id, e)
             return None
-        if not tps or any(f.metadata != START_PIN or f.offset < 0 for f in found):
+        mark = self._pin_mark()
+        if not tps or any(f.metadata != mark or f.offset < 0 for f in found):
             return None
         return {(f.topic, f.partition): f.offset for f in found}
 
@@ -233,6 +274,14 @@ def per_partition(spec: dict, tps: list[TP], option: str) -> dict[TP, int]:
         raise InvalidConfigError(f"option '{option}' {wrong}: name every partition the query reads and only "
                                  f"those, {names(tps)}{hint}", config=option)
     return given
+
+
+def report_data_loss(options: SourceOptions, message: str, error_class: str) -> None:
+    """Spark's ``reportDataLoss``: fail the query (``failOnDataLoss=true``) or warn and go on.
+    ``error_class`` is the condition Spark's ``KafkaExceptions`` raises (``KAFKA_DATA_LOSS.*``)."""
+    if options.fail_on_data_loss:
+        raise DataLossError(f"{message}; set failOnDataLoss=false to go on with a warning", error_class=error_class)
+    log.warning("%s (failOnDataLoss=false: going on)", message)
 
 
 def check_start(options: SourceOptions, start: dict[TP, int], marks: dict[TP, tuple[int, int]]) -> dict[TP, int]:
@@ -271,7 +320,7 @@ def read_slice(options: SourceOptions, piece: Slice):
     # A task reads one partition straight through, prefetching while Spark consumes. Fetches of 4 MiB
     # read 500,000 rows twice as fast as 16 MiB ones, with half the broker's CPU (BENCHMARKS.md, "Spark").
     consumer = Consumer({"max.partition.fetch.bytes": 4 << 20, "fetch.max.bytes": 64 << 20,
-                         "queued.max.messages.kbytes": 256 << 10,
+                         "queued.max.messages.kbytes": 256 << 10, "allow.auto.create.topics": False,
                          **options.client_config(), "auto.offset.reset": "error", "enable.auto.commit": False})
     try:
         consumer.assign([tp])
@@ -362,8 +411,11 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Batch 0's start, the same on every call. Spark keeps only each batch's end in its offset
         log and asks again for batch 0's start when it replays it after a crash; ``latest`` resolved
         anew would then skip what arrived in between. So the first answer is committed to the query's
-        group with the :data:`START_PIN` mark, and answered again while the mark is there; the first
-        finished batch's commit replaces it (so a later query with a new checkpoint starts afresh)."""
+        group with the :data:`START_PIN` mark and the fingerprint of the start options, and answered
+        again while that mark is there; the first finished batch's commit replaces it (so a later
+        query with a new checkpoint starts afresh), and a query with other start options or topics
+        ignores it and pins its own. Spark gives a Python source neither the checkpoint nor the
+        query id, so a new checkpoint with the same options and group still starts at the pin."""
         tps = self.lookup.partitions()
         pinned = self.lookup.pinned_start(tps)
         if pinned is None:
@@ -399,17 +451,36 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Partitions added to a topic are read from their start (as Spark's Kafka source does).
         new = [tp for tp in latest if tp not in begin]
         if new:
-            begin.update({tp: marks[0] for tp, marks in self.lookup.watermarks(new).items()})
-        latest = {tp: max(off, begin.get(tp, off)) for tp, off in latest.items()}
+            added = {tp: marks[0] for tp, marks in self.lookup.watermarks(new).items()}
+            for (t, p), first in sorted(added.items()):
+                if first != 0:
+                    report_data_loss(self.options, f"Added partition {t}-{p} starts from {first} instead of 0. "
+                                     "Some data may have been missed",
+                                     "KAFKA_DATA_LOSS.ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO")
+            begin.update(added)
+        moved_back = self._moved_back(begin, latest)
         if isinstance(limit, ReadAllAvailable):
             return to_json(latest)
-        if not self._enough(begin, latest, limit):
+        if not moved_back and not self._enough(begin, latest, limit):
             return start
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.options.max_offsets_per_trigger
         end = rate_limit(begin, latest, max_rows, self.options.unlimited_topics) if max_rows else latest
         if self.options.align_by_timestamp and end != latest:
             end = self._aligned(begin, end, latest)
         return to_json(end)
+
+    def _moved_back(self, begin: dict[TP, int], latest: dict[TP, int]) -> bool:
+        """A partition whose latest offset is below the query's position (its topic was deleted and
+        created again, or ``startingOffsets`` lay past its end): Spark's
+        ``getOffsetRangesFromResolvedOffsets`` reports it as data loss, and without
+        ``failOnDataLoss`` the query goes on from the lower offset, which this batch ends at."""
+        back = sorted(tp for tp, off in latest.items() if off < begin.get(tp, off))
+        for t, p in back:
+            report_data_loss(self.options, f"Partition {t}-{p}'s offset was changed from {begin[(t, p)]} to "
+                             f"{latest[(t, p)]}. This could be either 1) a user error that the start offset is set "
+                             "beyond available offset when starting query, or 2) the kafka topic-partition is "
+                             "deleted and re-created", "KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED")
+        return bool(back)
 
     def _aligned(self, begin: dict[TP, int], end: dict[TP, int], latest: dict[TP, int]) -> dict[TP, int]:
         """``alignByTimestamp``: the budget's cut moved back to the oldest first-unread record of the

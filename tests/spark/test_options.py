@@ -41,8 +41,7 @@ def test_ending_timestamp_wins_over_by_timestamp_which_wins_over_offsets(caplog)
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("options, named", [
-    ({"endingTimestamp": "1"}, "endingTimestamp"),
+@pytest.mark.parametrize("options, named", [   # endingTimestamp is only warned about (test_source_kafka_fidelity)
     ({"endingOffsetsByTimestamp": '{"t": {"0": 1}}'}, "endingOffsetsByTimestamp"),
     ({"endingOffsets": "latest"}, "endingOffsets"),
 ])
@@ -56,8 +55,6 @@ def test_ending_options_are_refused_by_a_stream(options, named):
     ({"riverlog.auto.offset.reset": "earliest"}, "riverlog.auto.offset.reset"),
     ({"riverlog.enable.auto.commit": "true"}, "riverlog.enable.auto.commit"),
     ({"groupId": "a", "riverlog.group.id": "b"}, "groupId"),
-    ({"groupId": "a", "groupIdPrefix": "p"}, "groupIdPrefix"),
-    ({"riverlog.group.id": "a", "groupIdPrefix": "p"}, "groupIdPrefix"),
     ({"groupIdPrefix": " "}, "groupIdPrefix"),
     ({"kafkaConsumer.pollTimeoutMs": "0"}, "kafkaConsumer.pollTimeoutMs"),
     ({"fetchOffset.numRetries": "zero"}, "fetchOffset.numRetries"),
@@ -163,14 +160,26 @@ def test_max_records_per_partition_then_min_partitions_cut_ranges_as_spark_does(
 
 
 def lookup_over(topics: dict[str, int], **options) -> tuple[OffsetLookup, list]:
-    """An OffsetLookup whose consumer is a stand-in for a cluster of ``{topic: partitions}``, and the
-    list of its ``list_topics`` calls."""
+    """An OffsetLookup whose admin client is a stand-in for a cluster of ``{topic: partitions}``
+    (``__`` topics marked internal, as the broker marks its own), and the list of its
+    ``describe_topics`` calls."""
+    from concurrent.futures import Future
+    from broker.client import TopicDescription, TopicPartitionInfo
     lookup, calls = OffsetLookup(parse(**options)), []
-    lookup.consumer.close()
-    metadata = SimpleNamespace(topics={t: SimpleNamespace(partitions=dict.fromkeys(range(n)), error=None)
-                                       for t, n in topics.items()})
-    lookup.consumer = SimpleNamespace(list_topics=lambda timeout: calls.append(timeout) or metadata,
-                                      close=lambda: None)
+
+    def describe(collection):
+        calls.append(collection.topic_names)
+        out = {}
+        for name in collection.topic_names:
+            out[name] = f = Future()
+            if name in topics:
+                f.set_result(TopicDescription(name, "", name.startswith("__"),
+                                              [TopicPartitionInfo(p, None) for p in range(topics[name])]))
+            else:
+                f.set_exception(UnknownTopicOrPartitionError(f"topic '{name}' does not exist"))
+        return out
+    lookup._admin = SimpleNamespace(list_topics=lambda timeout: SimpleNamespace(topics=dict.fromkeys(topics)),
+                                    describe_topics=describe, close=lambda: None)
     return lookup, calls
 
 
