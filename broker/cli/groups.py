@@ -6,8 +6,8 @@
     riverlog groups delete-offsets billing --topic old-orders
     riverlog groups delete billing
 
-Reset is a dry run unless ``--execute`` is given, and is refused while the group has active
-members (as Kafka's kafka-consumer-groups.sh): stop the consumers first.
+Reset is a dry run (``--dry-run``, the default) unless ``--execute`` is given, and is refused while
+the group has active members (as Kafka's kafka-consumer-groups.sh): stop the consumers first.
 """
 from __future__ import annotations
 
@@ -20,7 +20,10 @@ from broker.cli.common import ReportErrors, open_admin, partitions_of, table
 from broker.cli.params import DATETIME, OFFSET
 from broker.errors import GroupIdNotFoundError, InvalidRequestError, NonEmptyGroupError, RiverlogError
 
-_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
+# java.time.Duration.parse's pattern: sign, days, then a 'T' part of hours, minutes, seconds[.fraction].
+_DURATION = re.compile(r"([-+]?)P(?:([-+]?[0-9]+)D)?"
+                       r"(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
+                       re.IGNORECASE)
 
 
 @click.group(cls=ReportErrors)
@@ -43,40 +46,58 @@ def groups_list(ctx, state):
 @click.option("--members", "show_members", is_flag=True, help="one line per member instead of per partition")
 @click.pass_context
 def groups_describe(ctx, group_ids, show_members):
-    """Per partition: committed offset, log end offset (high watermark), lag and owning member."""
-    from broker.client import ConsumerGroupState, ConsumerGroupTopicPartitions, OffsetSpec
+    """Per partition: committed offset, log end offset (high watermark), lag and owning member.
+
+    Every group named is described, as Kafka's ``ConsumerGroupService.describeGroups``: a group
+    that does not exist gets ``Consumer group 'x' does not exist.`` (``shouldPrintMemberState``)
+    and the next one is described; like kafka-consumer-groups.sh (``printError`` does not exit),
+    that alone leaves the exit status 0. Any other error is printed too, and exits 1 at the end."""
+    failed = 0
     with open_admin(ctx) as admin:
         for group_id in group_ids:
-            desc = admin.describe_consumer_groups([group_id])[group_id].result()
-            if desc.state == ConsumerGroupState.DEAD:  # kafka-consumer-groups.sh's answer for it
-                raise GroupIdNotFoundError(f"Consumer group '{group_id}' does not exist.")
-            if show_members:
-                rows = [["GROUP", "MEMBER", "INSTANCE", "CLIENT-ID", "EPOCH", "ASSIGNMENT"]]
-                for m in desc.members:
-                    parts = ",".join(f"{tp.topic}:{tp.partition}" for tp in sorted(m.assignment.topic_partitions))
-                    rows.append([group_id, m.member_id, m.group_instance_id or "-", m.client_id or "-",
-                                 str(m.member_epoch), parts or "-"])
-                click.echo(f"Group {group_id} is {desc.state} ({desc.partition_assignor or 'no assignor'}, "
-                           f"epoch {desc.group_epoch}, coordinator {desc.coordinator})")
-                table(rows)
-                continue
-            committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)])[group_id].result()
-            offsets = {(tp.topic, tp.partition): tp.offset for tp in committed.topic_partitions}
-            owner = {(tp.topic, tp.partition): m.member_id for m in desc.members
-                     for tp in m.assignment.topic_partitions}
-            keys = sorted(set(offsets) | set(owner))
-            from broker.client import TopicPartition
-            ends = admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in keys})
-            rows = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER"]]
-            for tp, future in sorted(ends.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
-                topic, partition, end = tp.topic, tp.partition, future.result().offset
-                current = offsets.get((topic, partition))
-                rows.append([group_id, topic, str(partition), "-" if current is None else str(current), str(end),
-                             "-" if current is None else str(end - current),   # Kafka's getLag: negative shows a bad commit
-                             owner.get((topic, partition), "-")])
-            click.echo(f"Group {group_id} is {desc.state} with {len(desc.members)} member(s).")
-            if len(rows) > 1:
-                table(rows)
+            try:
+                _describe_group(admin, group_id, show_members)
+            except GroupIdNotFoundError as e:
+                click.echo(f"Error: {e.name}: {e.message}", err=True)
+            except RiverlogError as e:
+                failed += 1
+                click.echo(f"Error: group {group_id}: {e.name}: {e.message}", err=True)
+    if failed:
+        ctx.exit(1)
+
+
+def _describe_group(admin, group_id: str, show_members: bool) -> None:
+    """One group's members (``show_members``) or per-partition offsets and lag."""
+    from broker.client import ConsumerGroupState, ConsumerGroupTopicPartitions, OffsetSpec, TopicPartition
+    desc = admin.describe_consumer_groups([group_id])[group_id].result()
+    if desc.state == ConsumerGroupState.DEAD:  # kafka-consumer-groups.sh's answer for it
+        raise GroupIdNotFoundError(f"Consumer group '{group_id}' does not exist.")
+    if show_members:
+        rows = [["GROUP", "MEMBER", "INSTANCE", "CLIENT-ID", "EPOCH", "ASSIGNMENT"]]
+        for m in desc.members:
+            parts = ",".join(f"{tp.topic}:{tp.partition}" for tp in sorted(m.assignment.topic_partitions))
+            rows.append([group_id, m.member_id, m.group_instance_id or "-", m.client_id or "-",
+                         str(m.member_epoch), parts or "-"])
+        click.echo(f"Group {group_id} is {desc.state} ({desc.partition_assignor or 'no assignor'}, "
+                   f"epoch {desc.group_epoch}, coordinator {desc.coordinator})")
+        table(rows)
+        return
+    committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)])[group_id].result()
+    offsets = {(tp.topic, tp.partition): tp.offset for tp in committed.topic_partitions}
+    owner = {(tp.topic, tp.partition): m.member_id for m in desc.members
+             for tp in m.assignment.topic_partitions}
+    keys = sorted(set(offsets) | set(owner))
+    ends = admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in keys})
+    rows = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER"]]
+    for tp, future in sorted(ends.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+        topic, partition, end = tp.topic, tp.partition, future.result().offset
+        current = offsets.get((topic, partition))
+        rows.append([group_id, topic, str(partition), "-" if current is None else str(current), str(end),
+                     "-" if current is None else str(end - current),   # Kafka's getLag: negative shows a bad commit
+                     owner.get((topic, partition), "-")])
+    click.echo(f"Group {group_id} is {desc.state} with {len(desc.members)} member(s).")
+    if len(rows) > 1:
+        table(rows)
 
 
 @groups.command("delete")
@@ -101,7 +122,9 @@ def groups_delete(ctx, group_ids):
 def _selected(admin, topics: tuple[str, ...]) -> list:
     """``orders`` (every partition) or ``orders:0,2`` as TopicPartitions. As Kafka's
     ``parseTopicsWithPartitions``, ``orders:`` (a colon and no partition) is refused: it used to
-    select every partition, so an empty variable in a script reset them all."""
+    select every partition, so an empty variable in a script reset them all. An empty partition
+    inside the list (``orders:0,,1``) is refused too (``Integer.parseInt("")``); a trailing comma
+    is not (``String.split`` drops it)."""
     from broker.client import TopicPartition
     out = []
     for spec in topics:
@@ -109,7 +132,9 @@ def _selected(admin, topics: tuple[str, ...]) -> list:
         if not colon:
             out += [TopicPartition(name, p) for p in partitions_of(admin, name)]
             continue
-        numbers = [p.strip() for p in parts.split(",") if p.strip()]
+        numbers = [p.strip() for p in parts.split(",")]
+        while numbers and numbers[-1] == "":     # Java's String.split drops trailing empty strings
+            numbers.pop()
         if not name or not numbers:
             raise click.BadParameter(f"invalid topic arg {spec!r}: expected TOPIC or TOPIC:P1,P2", param_hint="--topic")
         for p in numbers:
@@ -125,46 +150,93 @@ def _selected(admin, topics: tuple[str, ...]) -> list:
 @click.option("--topic", "-t", "topics", multiple=True, required=True, help="TOPIC or TOPIC:P1,P2 (repeatable)")
 @click.pass_context
 def groups_delete_offsets(ctx, group_id, topics):
-    """Forget the group's offsets of topics it no longer consumes."""
+    """Forget the group's offsets of topics it no longer consumes; prints TOPIC PARTITION STATUS.
+
+    As Kafka's ``ConsumerGroupCommand.deleteOffsets``: each partition's outcome is listed; the
+    partitions of a topic the group still subscribes to fail (GROUP_SUBSCRIBED_TO_TOPIC) while the
+    others' offsets are deleted. The exit status is 1 if any partition failed."""
     with open_admin(ctx) as admin:
         partitions = _selected(admin, topics)
-        admin.delete_consumer_group_offsets(group_id, partitions).result()
-    click.echo(f"Deleted the offsets of {len(partitions)} partition(s) from group {group_id}.")
+        result = admin.delete_consumer_group_offsets(group_id, partitions).result()
+    failed = [tp for tp in result.topic_partitions if tp.error is not None]
+    if failed:
+        click.echo("Error: Encounter some partition level error, see the follow-up details:", err=True)
+    else:
+        click.echo(f"Request succeed for deleting offsets with topic {', '.join(topics)} group {group_id}")
+    table([["TOPIC", "PARTITION", "STATUS"]] + [
+        [tp.topic, str(tp.partition), "Successful" if tp.error is None else f"Error: {tp.error.name()}: {tp.error.str()}"]
+        for tp in result.topic_partitions])
+    if failed:
+        ctx.exit(1)
 
 
 def parse_duration(value: str) -> int:
-    """ISO-8601 ``PnDTnHnMnS`` (as Kafka's --by-duration) in milliseconds."""
-    m = _DURATION.match(value.strip().upper())
-    if not m or not any(m.groups()):
-        raise click.BadParameter(f"{value!r} is not an ISO-8601 duration such as PT1H30M or P1DT12H")
-    days, hours, minutes, seconds = (float(x) if x else 0.0 for x in m.groups())
-    return int(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000)
+    """Java's ``Duration.parse`` (Kafka's --by-duration) in milliseconds: ``[-+]PnDTnHnMn.nS``, each
+    number signed (``-PT1H`` and ``PT-1H`` are an hour back to the future), case-insensitive; a 'T'
+    needs a time part after it (``P1DT`` is refused), as is a bare ``P``."""
+    m = _DURATION.fullmatch(value.strip())
+    if not m or m.group(3) in ("T", "t") or not any(m.group(i) for i in (2, 4, 5, 6)):
+        raise click.BadParameter(f"{value!r} is not an ISO-8601 duration such as PT1H30M, P1DT12H or -PT15M",
+                                 param_hint="--by-duration")
+    days, hours, minutes, seconds = (int(m.group(i) or 0) for i in (2, 4, 5, 6))
+    fraction = (m.group(7) or "").ljust(9, "0")
+    nanos = int(fraction) * (-1 if (m.group(6) or "").startswith("-") else 1)
+    ms = (((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000 + int(nanos / 1_000_000)
+    return -ms if m.group(1) == "-" else ms
+
+
+_SCENARIOS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset", "--to-datetime", "--by-duration",
+              "--shift-by")
+
+
+def _one(values: tuple, option: str):
+    """The value of an option given at most once (joptsimple's ``valueOf`` refuses several)."""
+    if len(values) > 1:
+        raise click.UsageError(f"Found multiple arguments for option {option}, but you asked for only one")
+    return values[0] if values else None
 
 
 @groups.command("reset-offsets")
 @click.argument("group_id")
 @click.option("--topic", "-t", "topics", multiple=True, help="TOPIC or TOPIC:P1,P2 (repeatable)")
 @click.option("--all-topics", is_flag=True, help="every topic the group has offsets for")
-@click.option("--to-earliest", "how", flag_value="earliest")
-@click.option("--to-latest", "how", flag_value="latest")
-@click.option("--to-current", "how", flag_value="current")
-@click.option("--to-offset", type=OFFSET, default=None)
-@click.option("--to-datetime", type=DATETIME, default=None,
+@click.option("--to-earliest", is_flag=True, help="the log start offset")
+@click.option("--to-latest", is_flag=True, help="the log end offset")
+@click.option("--to-current", is_flag=True, help="the committed offset as it is (the log end where none)")
+@click.option("--to-offset", type=OFFSET, multiple=True, help="this offset (kept within the log)")
+@click.option("--to-datetime", type=DATETIME, multiple=True,
               help="YYYY-MM-DDTHH:mm:SS[.sss][zone], UTC unless a zone is given")
-@click.option("--by-duration", default=None, help="ISO-8601 duration back from now, e.g. PT1H")
-@click.option("--shift-by", type=OFFSET, default=None, help="move each committed offset by N (may be negative)")
-@click.option("--execute", is_flag=True, help="apply (default: only show the new offsets)")
+@click.option("--by-duration", multiple=True, help="ISO-8601 duration back from now, e.g. PT1H")
+@click.option("--shift-by", type=OFFSET, multiple=True,
+              help="move each committed offset by N (may be negative; kept within the log)")
+@click.option("--dry-run", is_flag=True, help="only show the new offsets (the default)")
+@click.option("--execute", is_flag=True, help="apply the new offsets")
 @click.pass_context
-def groups_reset_offsets(ctx, group_id, topics, all_topics, how, to_offset, to_datetime, by_duration, shift_by,
-                         execute):
-    """Set a stopped group's committed offsets; prints GROUP TOPIC PARTITION NEW-OFFSET."""
+def groups_reset_offsets(ctx, group_id, topics, all_topics, to_earliest, to_latest, to_current, to_offset,
+                         to_datetime, by_duration, shift_by, dry_run, execute):
+    """Set a stopped group's committed offsets; prints GROUP TOPIC PARTITION NEW-OFFSET.
+
+    Options are checked as Kafka's ``ConsumerGroupCommandOptions.checkArgs``: exactly one scenario,
+    and ``--execute`` or ``--dry-run``, not both. New offsets follow ``prepareOffsetsToReset``: only
+    ``--to-offset`` and ``--shift-by`` are moved into [log start, log end] (``checkOffsetsRange``);
+    ``--to-current`` keeps each committed offset as it is."""
     from broker.client import ConsumerGroupTopicPartitions, OffsetSpec, TopicPartition
-    chosen = [x for x in (how, to_offset, to_datetime, by_duration, shift_by) if x is not None]
-    if len(chosen) != 1:
-        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-current, --to-offset, "
-                               "--to-datetime, --by-duration, --shift-by")
+    to_offset, to_datetime = _one(to_offset, "--to-offset"), _one(to_datetime, "--to-datetime")
+    by_duration, shift_by = _one(by_duration, "--by-duration"), _one(shift_by, "--shift-by")
+    given = [name for name, value in zip(_SCENARIOS, (to_earliest or None, to_latest or None, to_current or None,
+                                                      to_offset, to_datetime, by_duration, shift_by))
+             if value is not None]
+    if not given:
+        raise click.UsageError(f"Option '--reset-offsets' requires one of the following scenarios: "
+                               f"{', '.join(_SCENARIOS)}")
+    if len(given) > 1:
+        raise click.UsageError(f'Option "{given[0]}" can\'t be used with option "{given[1]}"')
+    if dry_run and execute:
+        raise click.UsageError("Option --reset-offsets only accepts one of --execute and --dry-run")
     if bool(topics) == all_topics:
         raise click.UsageError("give --topic (repeatable) or --all-topics")
+    if by_duration is not None:
+        to_datetime = int(time.time() * 1000) - parse_duration(by_duration)
     with open_admin(ctx) as admin:
         desc = admin.describe_consumer_groups([group_id])[group_id]
         try:
@@ -186,28 +258,29 @@ def groups_reset_offsets(ctx, group_id, topics, all_topics, how, to_offset, to_d
             return {(tp.topic, tp.partition): f.result().offset
                     for tp, f in admin.list_offsets({tp: spec for tp in partitions}).items()}
         earliest, latest = listed(OffsetSpec.earliest()), listed(OffsetSpec.latest())
-        if to_datetime is not None or by_duration is not None:
-            when = to_datetime if to_datetime is not None else \
-                int(time.time() * 1000) - parse_duration(by_duration)
-            at = listed(OffsetSpec.for_timestamp(when))
+        if to_datetime is not None:
+            # A time before the epoch: every record is at or after it (Kafka's search for the first
+            # offset with a timestamp >= it finds the log start); ListOffsets takes no negative time.
+            at = earliest if to_datetime < 0 else listed(OffsetSpec.for_timestamp(to_datetime))
         new = {}
         for tp in partitions:
             key = (tp.topic, tp.partition)
-            if how == "earliest":
-                offset = earliest[key]
-            elif how == "latest":
-                offset = latest[key]
-            elif how == "current":
-                offset = committed.get(key, latest[key])
-            elif to_offset is not None:
-                offset = to_offset
-            elif shift_by is not None:
-                if key not in committed:
-                    raise InvalidRequestError(f"{tp.topic}:{tp.partition} has no committed offset to shift")
-                offset = committed[key] + shift_by
+            if to_earliest:
+                new[key] = earliest[key]
+            elif to_latest:
+                new[key] = latest[key]
+            elif to_current:
+                new[key] = committed.get(key, latest[key])
+            elif to_datetime is not None:     # getLogTimestampOffsets: no record that late -> the log end
+                new[key] = at[key] if at[key] >= 0 else latest[key]
             else:
-                offset = at[key] if at[key] >= 0 else latest[key]
-            new[key] = min(max(offset, earliest[key]), latest[key])
+                if to_offset is not None:
+                    offset = to_offset
+                elif key not in committed:
+                    raise InvalidRequestError(f"{tp.topic}:{tp.partition} has no committed offset to shift")
+                else:
+                    offset = committed[key] + shift_by
+                new[key] = min(max(offset, earliest[key]), latest[key])    # checkOffsetsRange
         targets = [TopicPartition(t, p, o) for (t, p), o in sorted(new.items())]
         if execute:
             admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id, targets)])[group_id].result()

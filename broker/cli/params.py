@@ -20,7 +20,8 @@ import click
 
 INT32_MAX = 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-NAMED_TIMES = {"earliest": -2, "latest": -1, "max-timestamp": -3}
+# Kafka's ListOffsetsRequest special timestamps, by GetOffsetShell.parseOffsetSpec's names.
+NAMED_TIMES = {"earliest": -2, "latest": -1, "max-timestamp": -3, "earliest-local": -4, "latest-tiered": -5}
 
 
 class _Range(click.IntRange):
@@ -50,8 +51,9 @@ OFFSET_OR_HIGH_WATERMARK = _Range(-1, INT64_MAX, "use an offset of 0 or more, or
 
 
 class _Timestamp(click.ParamType):
-    """earliest / latest / max-timestamp (Kafka's -2 / -1 / -3), ms since the epoch, or ISO-8601
-    (UTC when no zone is given), as Kafka's 64-bit millisecond timestamp."""
+    """earliest / latest / max-timestamp / earliest-local / latest-tiered (Kafka's -2 / -1 / -3 /
+    -4 / -5), ms since the epoch, or ISO-8601 (UTC when no zone is given), as Kafka's 64-bit
+    millisecond timestamp."""
 
     name = "time"
 
@@ -63,15 +65,16 @@ class _Timestamp(click.ParamType):
             return NAMED_TIMES[text]
         if text.lstrip("-").isdigit():
             ms = int(text)
-            if not -3 <= ms <= INT64_MAX:
+            if not -5 <= ms <= INT64_MAX:
                 self.fail(f"{text} is outside the range of timestamps (ms since the epoch, "
-                          f"0 to {INT64_MAX}); use earliest, latest, max-timestamp, ms or ISO-8601", param, ctx)
+                          f"0 to {INT64_MAX}); use earliest, latest, max-timestamp, earliest-local, "
+                          "latest-tiered, ms or ISO-8601", param, ctx)
             return ms
         try:
             moment = dt.datetime.fromisoformat(text)
         except ValueError:
-            self.fail(f"{text!r} is not a time; use earliest, latest, max-timestamp, ms since the epoch "
-                      "or ISO-8601 (e.g. 2026-11-01T00:00:00)", param, ctx)
+            self.fail(f"{text!r} is not a time; use earliest, latest, max-timestamp, earliest-local, "
+                      "latest-tiered, ms since the epoch or ISO-8601 (e.g. 2026-11-01T00:00:00)", param, ctx)
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=dt.timezone.utc)
         return int(moment.timestamp() * 1000)

@@ -11,12 +11,13 @@ These are top-level commands (as Kafka's console producer and consumer are tools
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import click
 
 from broker.cli.common import open_admin, pairs, partitions_of
-from broker.cli.params import COUNT, INT64_MAX, OFFSET_OR_HIGH_WATERMARK, PARTITION, TIMESTAMP
+from broker.cli.params import COUNT, INT64_MAX, NAMED_TIMES, OFFSET_OR_HIGH_WATERMARK, PARTITION, TIMESTAMP
 from broker.errors import RiverlogError
 
 
@@ -41,7 +42,7 @@ def produce(ctx, topic, path, key_separator, ignore_error, partition, headers, a
     from broker.client import Producer
     config = {"bootstrap.servers": ctx.obj["bootstrap"], "acks": acks, "compression.type": compression}
     config.update(pairs(configs, "--config"))
-    header_list = [(k, v.encode()) for k, v in pairs(headers, "--header").items()] or None
+    header_list = _headers(headers) or None
     failures = []
 
     def on_delivery(err, msg):
@@ -55,10 +56,7 @@ def produce(ctx, topic, path, key_separator, ignore_error, partition, headers, a
     count = 0
     missing_separator = None
     try:
-        for number, line in enumerate(stream, 1):
-            if progress is not None:
-                progress.update(len(line))
-            line = line.rstrip(b"\r\n")
+        for number, line in enumerate(_read_lines(stream, progress), 1):
             key = None
             if sep is not None:
                 key, found, value = line.partition(sep)
@@ -85,6 +83,46 @@ def produce(ctx, topic, path, key_separator, ignore_error, partition, headers, a
     if missing_separator is not None:
         raise click.ClickException(f"no key separator {key_separator!r} found on line {missing_separator}; the lines "
                                    "before it were sent. Add --ignore-error to send such lines with a null key")
+
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def _read_lines(stream, progress=None):
+    """The lines of ``stream`` without their ends, split as Java's ``BufferedReader.readLine``
+    (Kafka's console producer): at ``\n``, ``\r`` or ``\r\n``; a last line without an end is a line.
+    Reads what is available (``read1``), so typed lines are sent as they are entered."""
+    read = getattr(stream, "read1", None) or stream.read
+    carry, skip_lf = b"", False
+    while True:
+        data = read(1 << 16)
+        if not data:
+            break
+        if progress is not None:
+            progress.update(len(data))
+        if skip_lf and data.startswith(b"\n"):      # the \n of a \r\n split across two reads
+            data = data[1:]
+        skip_lf = False
+        buf, start = carry + data, 0
+        for end in _LINE_END.finditer(buf):
+            yield buf[start:end.start()]
+            start = end.end()
+            skip_lf = end.group() == b"\r" and start == len(buf)
+        carry = buf[start:]
+    if carry:
+        yield carry
+
+
+def _headers(values) -> list[tuple[str, bytes]]:
+    """``--header k=v`` (repeatable) as record headers, every pair in the order given: Kafka's
+    record headers are a list, and a key may repeat (``Headers.add``), so none is dropped."""
+    out = []
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"--header must look like key=value, got {item!r}", param_hint="--header")
+        out.append((key.strip(), value.strip().encode()))
+    return out
 
 
 def _produce_retrying(producer, topic, value, key, partition, headers, on_delivery):
@@ -130,22 +168,27 @@ CONSOLE_OFFSET = _ConsoleOffset()
 @click.option("--print-timestamp", is_flag=True)
 @click.option("--print-offset", is_flag=True)
 @click.option("--separator", default="\t", show_default=True, help="between printed fields")
+@click.option("--isolation-level", type=click.Choice(["read_uncommitted", "read_committed"]), default=None,
+              help="read_committed hides records of open and aborted transactions (default: read_uncommitted, "
+                   "as Kafka's console consumer)")
+@click.option("--consumer-property", "consumer_properties", multiple=True,
+              help="key=value consumer config (repeatable), e.g. isolation.level=read_committed")
 @click.pass_context
 def consume(ctx, topic, from_beginning, partition, offset, max_messages, timeout_ms, print_key,
-            print_headers, print_timestamp, print_offset, separator):
+            print_headers, print_timestamp, print_offset, separator, isolation_level, consumer_properties):
     """Print records of a topic, one per line (a console consumer)."""
     from broker.client import OFFSET_BEGINNING, OFFSET_END, Consumer, TopicPartition
     if offset is not None and partition is None:
         raise click.UsageError("--offset needs --partition")
     if offset is not None and from_beginning:
         raise click.UsageError("--offset and --from-beginning cannot be given together: pick one start")
+    config = _console_consumer_config(ctx.obj["bootstrap"], pairs(consumer_properties, "--consumer-property"),
+                                      isolation_level, from_beginning)
     with open_admin(ctx) as admin:
         every = partitions_of(admin, topic)
     partitions = every if partition is None else [partition]
     start = offset if offset is not None else (OFFSET_BEGINNING if from_beginning else OFFSET_END)
-    # Kafka's console consumer: an offset out of range moves to the end unless --from-beginning
-    consumer = Consumer({"bootstrap.servers": ctx.obj["bootstrap"],
-                         "auto.offset.reset": "earliest" if from_beginning else "latest"})
+    consumer = Consumer(config)
     consumer.assign([TopicPartition(topic, p, start) for p in partitions])
     seen = 0
     try:
@@ -162,6 +205,27 @@ def consume(ctx, topic, from_beginning, partition, offset, max_messages, timeout
     finally:
         consumer.close()
     click.echo(f"Processed a total of {seen} messages", err=True)
+
+
+def _console_consumer_config(bootstrap: str, properties: dict, isolation_level: str | None,
+                             from_beginning: bool) -> dict:
+    """The consumer config as Kafka's ``ConsoleConsumerOptions.buildConsumerProps``: the
+    ``--consumer-property`` values, then ``--bootstrap-server``; ``isolation.level`` from
+    ``--isolation-level`` when given, else from the properties, else read_uncommitted
+    (``maybeMergeOptions``); ``auto.offset.reset`` from ``--from-beginning`` unless the properties
+    set it, which must then agree (``setAutoOffsetResetValue``): an offset out of range moves to the
+    end unless --from-beginning."""
+    config = dict(properties)
+    config["bootstrap.servers"] = bootstrap
+    if isolation_level is not None or "isolation.level" not in config:
+        config["isolation.level"] = isolation_level or "read_uncommitted"
+    reset = config.get("auto.offset.reset")
+    if reset is None:
+        config["auto.offset.reset"] = "earliest" if from_beginning else "latest"
+    elif from_beginning and reset != "earliest":
+        raise click.UsageError(f"Can't simultaneously specify --from-beginning and 'auto.offset.reset={reset}', "
+                               "please remove one option")
+    return config
 
 
 def _text(data) -> str:
@@ -189,19 +253,34 @@ def _format(msg, key, headers, timestamp, offset, sep) -> str:
 @click.command()
 @click.argument("topic")
 @click.option("--time", "-t", "when", type=TIMESTAMP, default="latest", show_default=True,
-              help="earliest, latest, max-timestamp, ms since the epoch, or ISO-8601 (UTC if no zone)")
+              help="earliest, latest, max-timestamp, earliest-local, latest-tiered, ms since the epoch, "
+                   "or ISO-8601 (UTC if no zone)")
 @click.option("--partition", "-p", type=PARTITION, default=None)
 @click.pass_context
 def offsets(ctx, topic, when, partition):
-    """Print TOPIC:PARTITION:OFFSET for each partition at a point in time."""
+    """Print TOPIC:PARTITION:OFFSET for each partition at a point in time.
+
+    As Kafka's ``GetOffsetShell.fetchOffsets``, a partition with no such offset (no record at or
+    after the time) is left out, and one that fails is skipped with its error on stderr.
+    earliest-local is the log start (every segment is local); latest-tiered has no offset, as
+    Kafka answers for a log without remote storage."""
     from broker.client import OffsetSpec, TopicPartition
-    spec = OffsetSpec(when)
+    if when == NAMED_TIMES["latest-tiered"]:
+        return
+    spec = OffsetSpec(NAMED_TIMES["earliest"] if when == NAMED_TIMES["earliest-local"] else when)
     with open_admin(ctx) as admin:
         every = partitions_of(admin, topic)
         parts = every if partition is None else [partition]
         futures = admin.list_offsets({TopicPartition(topic, p): spec for p in parts})
         for tp, future in sorted(futures.items(), key=lambda kv: kv[0].partition):
-            click.echo(f"{topic}:{tp.partition}:{future.result().offset}")
+            try:
+                offset = future.result().offset
+            except RiverlogError as e:
+                click.echo(f"Skip getting offsets for topic-partition {topic}-{tp.partition} due to error: "
+                           f"{e.name}: {e.message}", err=True)
+                continue
+            if offset >= 0:
+                click.echo(f"{topic}:{tp.partition}:{offset}")
 
 
 @click.command("delete-records")
@@ -211,12 +290,21 @@ def offsets(ctx, topic, when, partition):
 @click.option("--partition", "-p", "partitions", type=PARTITION, multiple=True, help="default: every partition")
 @click.pass_context
 def delete_records(ctx, topic, offset, partitions):
-    """Delete records below an offset (Kafka's kafka-delete-records); prints TOPIC:PARTITION:LOW_WATERMARK."""
+    """Delete records below an offset (Kafka's kafka-delete-records); prints TOPIC:PARTITION:LOW_WATERMARK.
+
+    As Kafka's ``DeleteRecordsCommand.execute``, every partition's outcome is printed: a partition
+    that fails does not hide the ones that were truncated. The exit status is 1 if any failed."""
     from broker.client import TopicPartition
+    failed = 0
     with open_admin(ctx) as admin:
         if not partitions:
             partitions = partitions_of(admin, topic)
         futures = admin.delete_records({TopicPartition(topic, p): offset for p in partitions})
         for tp, future in sorted(futures.items(), key=lambda kv: kv[0].partition):
-            click.echo(f"{topic}:{tp.partition}:{future.result().low_watermark}")
-
+            try:
+                click.echo(f"{topic}:{tp.partition}:{future.result().low_watermark}")
+            except RiverlogError as e:
+                failed += 1
+                click.echo(f"Error: {topic}:{tp.partition}: {e.name}: {e.message}", err=True)
+    if failed:
+        ctx.exit(1)

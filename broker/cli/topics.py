@@ -6,10 +6,13 @@
 """
 from __future__ import annotations
 
+import re
+
 import click
 
 from broker.cli.common import ReportErrors, open_admin, pairs
 from broker.cli.params import PARTITION, PARTITION_COUNT, POSITIVE, REPLICATION_FACTOR
+from broker.errors import RiverlogError
 
 
 @click.group(cls=ReportErrors)
@@ -34,7 +37,26 @@ def topics_create(ctx, name, partitions, replication_factor, configs, if_not_exi
         except TopicAlreadyExistsError:
             if not if_not_exists:
                 raise
+            return          # TopicCommand.createTopic: nothing to say when the topic already exists
     click.echo(f"Created topic {name}.")
+
+
+def _internal(admin, names) -> set[str]:
+    """The internal topics among ``names``, as the broker marks them (Kafka's ``Topic.isInternal``:
+    ``__consumer_offsets`` and ``__transaction_state``). A user topic whose name merely starts with
+    ``__`` is not one, so it is listed and described like any other."""
+    from broker.client import TopicCollection
+    names = list(names)
+    if not names:
+        return set()
+    internal = set()
+    for name, future in admin.describe_topics(TopicCollection(names)).items():
+        try:
+            if future.result().is_internal:
+                internal.add(name)
+        except RiverlogError:        # deleted since it was listed
+            pass
+    return internal
 
 
 @topics.command("list")
@@ -42,9 +64,10 @@ def topics_create(ctx, name, partitions, replication_factor, configs, if_not_exi
 @click.pass_context
 def topics_list(ctx, show_internal):
     with open_admin(ctx) as admin:
-        md = admin.list_topics()
-    for name in sorted(md.topics):
-        if show_internal or not name.startswith("__"):
+        names = sorted(admin.list_topics().topics)
+        hidden = set() if show_internal else _internal(admin, names)
+    for name in names:
+        if name not in hidden:
             click.echo(name)
 
 
@@ -56,7 +79,7 @@ def topics_describe(ctx, names):
     from broker.errors import UnknownTopicOrPartitionError
     with open_admin(ctx) as admin:
         md = admin.list_topics()
-        wanted = names or sorted(n for n in md.topics if not n.startswith("__"))
+        wanted = names or sorted(set(md.topics) - _internal(admin, md.topics))
         for name in wanted:
             topic = md.topics.get(name)
             if topic is None or topic.error is not None:
@@ -76,10 +99,19 @@ def topics_describe(ctx, names):
 
 @topics.command("delete")
 @click.argument("name")
+@click.option("--if-exists", is_flag=True, help="succeed quietly when the topic does not exist")
 @click.pass_context
-def topics_delete(ctx, name):
+def topics_delete(ctx, name, if_exists):
+    """Delete a topic; with ``--if-exists`` a missing one is no error and prints nothing (Kafka's
+    ``TopicCommand.deleteTopic`` with ``--if-exists``)."""
+    from broker.errors import UnknownTopicOrPartitionError
     with open_admin(ctx) as admin:
-        admin.delete_topics([name])[name].result()
+        try:
+            admin.delete_topics([name])[name].result()
+        except UnknownTopicOrPartitionError:
+            if not if_exists:
+                raise
+            return
     click.echo(f"Deleted topic {name}.")
 
 
@@ -94,25 +126,69 @@ def topics_elect_leaders(ctx, name, partitions):
     click.echo(f"Preferred leaders elected for {name}.")
 
 
+_OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
+
+
+def parse_configs_to_add(values) -> dict[str, str]:
+    """``--add-config k1=v1,k2=[a,b]`` (repeatable) as Kafka's ``ConfigCommand.parseConfigsToBeAdded``:
+    split at commas outside ``[...]``, each part at its ``=``, then drop the brackets, so a list
+    value (``cleanup.policy=[compact,delete]``) stays one value."""
+    out = {}
+    for value in values:
+        items = re.split("," + _OUTSIDE_BRACKETS, value)
+        while len(items) > 1 and items[-1] == "":    # Java's String.split drops trailing empty strings
+            items.pop()
+        for item in items:
+            pair = re.split(r"\s*=\s*" + _OUTSIDE_BRACKETS, item)
+            if len(pair) != 2:
+                raise click.BadParameter('Invalid entity config: all configs to be added must be in the format '
+                                         f'"key=val" (got {item!r}).', param_hint="--add-config")
+            out[pair[0].strip()] = re.sub(r"\[?\]?", "", pair[1]).strip()
+    return out
+
+
+def parse_configs_to_delete(values) -> list[str]:
+    """``--delete-config k1,k2`` (repeatable): Kafka's ``deleteConfig`` option is
+    ``withValuesSeparatedBy(',')`` and each key is trimmed."""
+    return [key.strip() for value in values for key in value.split(",")]
+
+
 @topics.command("alter")
 @click.argument("name")
-@click.option("--add-config", "-a", "add", multiple=True, help="key=value to set (repeatable)")
-@click.option("--delete-config", "-d", "delete", multiple=True, help="key to return to its default")
+@click.option("--add-config", "-a", "add", multiple=True,
+              help="k1=v1,k2=[v2,v3] to set (repeatable); brackets hold a list value")
+@click.option("--delete-config", "-d", "delete", multiple=True,
+              help="k1,k2: overrides to remove, returning them to the default (repeatable)")
 @click.option("--partitions", type=POSITIVE, default=None, help="grow the topic to this many partitions")
 @click.pass_context
 def topics_alter(ctx, name, add, delete, partitions):
+    """Grow a topic or change its config overrides (kafka-configs --alter for a topic)."""
     from broker.client import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
-    if partitions is not None:
-        with open_admin(ctx) as admin:
-            admin.create_partitions([NewPartitions(name, partitions)])[name].result()
-        click.echo(f"Topic {name} now has {partitions} partitions.")
-        if not add and not delete:
-            return
+    configs, keys = parse_configs_to_add(add), parse_configs_to_delete(delete)
     resource = ConfigResource("topic", name)
-    for key, value in pairs(add, "--add-config").items():
-        resource.add_incremental_config(ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET))
-    for key in delete:
-        resource.add_incremental_config(ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE))
     with open_admin(ctx) as admin:
+        if keys:
+            _check_overrides(admin, resource, keys)
+        if partitions is not None:
+            admin.create_partitions([NewPartitions(name, partitions)])[name].result()
+            click.echo(f"Topic {name} now has {partitions} partitions.")
+            if not configs and not keys:
+                return
+        for key, value in configs.items():
+            resource.add_incremental_config(ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET))
+        for key in keys:
+            resource.add_incremental_config(ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE))
         next(iter(admin.incremental_alter_configs([resource]).values())).result()
     click.echo(f"Altered configs of topic {name}.")
+
+
+def _check_overrides(admin, resource, keys: list[str]) -> None:
+    """Kafka's ``ConfigCommand.alterResourceConfig``: deleting a key that is not an override of the
+    topic (a typo, or a key already at its default) fails the command instead of doing nothing."""
+    from broker.client import ConfigResource
+    from broker.errors import InvalidConfigError
+    entries = next(iter(admin.describe_configs([ConfigResource("topic", resource.name)]).values())).result()
+    overrides = {k for k, e in entries.items() if e.source == "DYNAMIC_TOPIC_CONFIG"}
+    invalid = [k for k in keys if k not in overrides]
+    if invalid:
+        raise InvalidConfigError(f"Invalid config(s): {','.join(invalid)}")

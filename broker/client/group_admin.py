@@ -21,10 +21,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from broker.client.coordinator import CoordinatorClient
-from broker.client.message import OFFSET_INVALID, TopicPartition
+from broker.client.message import OFFSET_INVALID, TopicPartition, _rebuild_topic_partition
 from broker.client.model import ConsumerGroupState, ConsumerGroupType
-from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError,
-                           RiverlogError, error_for_code)
+from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupSubscribedToTopicError,
+                           KafkaError, NotCoordinatorError, RiverlogError, UnknownTopicOrPartitionError,
+                           error_for_code)
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import grouped
 
@@ -119,6 +120,11 @@ class ConsumerGroupTopicPartitions:
 
 def _tps(groups) -> list[TopicPartition]:
     return [TopicPartition(g.topic, p) for g in groups for p in g.partitions]
+
+
+# The OffsetDelete codes that are one partition's outcome, not the group's (Kafka's
+# DeleteConsumerGroupOffsetsHandler reads these per partition and the rest from the group).
+_PARTITION_ERRORS = frozenset({GroupSubscribedToTopicError.code, UnknownTopicOrPartitionError.code})
 
 
 def _raise_first(results) -> None:
@@ -317,10 +323,23 @@ class ConsumerGroupAdmin:
 
     def delete_consumer_group_offsets(self, group_id: str, partitions: list[TopicPartition],
                                       request_timeout: float | None = None) -> Future:
-        """Forget a group's offsets of topics it no longer consumes (``GroupSubscribedToTopicError``
-        for a topic a member still subscribes to)."""
+        """Forget a group's offsets of topics it no longer consumes. The future's result is a
+        ConsumerGroupTopicPartitions with one TopicPartition per requested partition, whose
+        ``error`` is None where the offset was deleted (or there was none) and a KafkaError where the
+        partition failed: ``GROUP_SUBSCRIBED_TO_TOPIC`` for a topic a member still subscribes to,
+        while the other partitions' offsets are deleted (Kafka's ``OffsetMetadataManager.deleteOffsets``
+        and ``DeleteConsumerGroupOffsetsResult.partitionResult``). A group-level error
+        (``GroupIdNotFoundError``, ...) fails the future and deletes nothing."""
         def delete(group_id, coordinator, timeout):
             request = pb.OffsetDeleteRequest(group_id=group_id, partitions=grouped(partitions))
-            _raise_first(self._call_group(coordinator, "OffsetDelete", request, timeout, lambda r: r.results).results)
-            return None
+            results = self._call_group(coordinator, "OffsetDelete", request, timeout, lambda r: r.results).results
+            group_error = next((r for r in results if r.error_code and r.error_code not in _PARTITION_ERRORS), None)
+            if group_error is not None:
+                raise error_for_code(group_error.error_code)(group_error.error_message)
+            errors = {(r.topic, r.partition): error_for_code(r.error_code)(r.error_message)
+                      for r in results if r.error_code}
+            return ConsumerGroupTopicPartitions(group_id, [
+                _rebuild_topic_partition(tp.topic, tp.partition, tp.offset, tp.metadata, tp.leader_epoch,
+                                         KafkaError.of(errors.get((tp.topic, tp.partition))))
+                for tp in sorted(partitions)])
         return self._per_group([group_id], delete, request_timeout)[group_id]

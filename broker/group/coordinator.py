@@ -251,13 +251,20 @@ class GroupShard:
                 records += self._changes(group)
         return records
 
-    def delete_offsets(self, group_id: str, partitions: Iterable[TP]) -> list[Record]:
+    def delete_offsets(self, group_id: str, partitions: Iterable[TP]
+                       ) -> tuple[dict[TP, GroupSubscribedToTopicError], list[Record]]:
+        """Kafka's ``OffsetMetadataManager.deleteOffsets``: the partitions of a topic the group
+        subscribes to fail with ``GROUP_SUBSCRIBED_TO_TOPIC`` and keep their offsets; the offsets
+        of the other partitions are deleted. Returns (the failed partitions' errors, records);
+        an unknown group raises ``GroupIdNotFoundError`` and changes nothing."""
         group = self._group(group_id, create=False)
-        partitions = list(partitions)
         subscribed = group.subscribed_topics()
-        busy = sorted({t for t, _ in partitions if t in subscribed})
-        if busy:
-            raise GroupSubscribedToTopicError(f"group '{group_id}' is subscribed to {', '.join(busy)}")
+        errors: dict[TP, GroupSubscribedToTopicError] = {}
         for tp in partitions:
-            group.offsets.pop(tp, None)
-        return self._changes(group)
+            if tp[0] in subscribed:
+                errors[tp] = GroupSubscribedToTopicError(
+                    f"group '{group_id}' is subscribed to topic '{tp[0]}'; its offsets stay while a member "
+                    "consumes it")
+            else:
+                group.offsets.pop(tp, None)
+        return errors, self._changes(group)

@@ -122,12 +122,15 @@ class GroupHandlers:
         return response
 
     def offset_delete(self, request: pb.OffsetDeleteRequest) -> pb.OffsetDeleteResponse:
+        """A group-level error (e.g. GROUP_ID_NOT_FOUND) on every partition; otherwise each
+        partition's own outcome (GROUP_SUBSCRIBED_TO_TOPIC for a subscribed topic's)."""
         tps = pairs(request.partitions)
         response = pb.OffsetDeleteResponse()
         try:
-            self.runtime.run(request.group_id, lambda shard: (None, shard.delete_offsets(request.group_id, tps)))
-            error = None
+            errors = self.runtime.run(request.group_id, lambda shard: shard.delete_offsets(request.group_id, tps))
         except RiverlogError as e:
-            error = e
-        add_results(response.results, tps, error)
+            add_results(response.results, tps, e)
+            return response
+        for tp in tps:
+            add_results(response.results, [tp], errors.get(tp))
         return response

@@ -313,7 +313,7 @@ def test_offsets(cli, topic_name):
 
     future = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=365)).replace(tzinfo=None)
     later = cli("offsets", topic_name, "--time", future.isoformat(timespec="seconds"))
-    assert offsets_map(later.stdout, topic_name) == {0: -1, 1: -1}
+    assert offsets_map(later.stdout, topic_name) == {}     # kafka-get-offsets leaves out "no offset"
 
     earlier = cli("offsets", topic_name, "--time", before)
     assert offsets_map(earlier.stdout, topic_name) == {0: 0, 1: 0}

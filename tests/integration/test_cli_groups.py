@@ -106,8 +106,8 @@ def test_delete_offsets_and_delete_group(cli, shared_broker, topic_name):
     assert [r[2] for r in _rows(cli("groups", "describe", "deleting").stdout)] == ["1"]
     cli("groups", "delete", "deleting")
     assert "deleting" not in lines(cli("groups", "list").stdout)
-    missing = cli("groups", "describe", "deleting", check=False)
-    assert missing.returncode == 1 and "GROUP_ID_NOT_FOUND" in missing.stderr, missing.stderr
+    missing = cli("groups", "describe", "deleting", check=False)   # kafka-consumer-groups.sh exits 0 here too
+    assert missing.returncode == 0 and "Consumer group 'deleting' does not exist." in missing.stderr, missing.stderr
     # several groups: each outcome is reported (the second was deleted unreported after the first failed)
     _commit(shared_broker.bootstrap, "deleting-2", topic_name, {0: 0})
     both = cli("groups", "delete", "deleting", "deleting-2", check=False)
