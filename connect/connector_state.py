@@ -3,6 +3,7 @@ checkpoint directory and its ``sinkId``, the consumer group of a sink connector,
 batch recorded, and the transactions a killed query left open."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -19,17 +20,78 @@ def group_id(name: str) -> str:
 
 
 class ConnectorPaths:
-    """Where a connector keeps its Spark checkpoint and the sinkId that goes with it."""
+    """Where a connector keeps its Spark checkpoint and the sinkId that goes with it.
 
-    def __init__(self, state_dir: str, worker_group: str, name: str, safe: bool = False):
-        self.root = os.path.join(state_dir, self.safe(worker_group), name if safe else self.safe(name))
+    Kafka keys everything of a connector by its exact name, so the directory is one-to-one with
+    it: a readable part (the name with every character but ``[\\w.-]`` as ``_``, cut short) then
+    ``-`` and a hash of the exact name (``x y`` and ``x_y`` get two directories, so two checkpoints
+    and two sinkIds). The exact name is kept in the directory's ``name`` file.
+
+    A directory of the older naming (the readable part alone, no ``name`` file) cannot be told
+    apart between the names that map to it, so a worker does not reuse it: at start it ends the
+    transactions that directory's sinkId left open (:meth:`end_pending`) and removes it. The broker
+    holds the truth — a sink's committed group offsets, a source's connect-offsets, both written in
+    the batch's transaction — and a new checkpoint starts from them; the checkpoint is only the
+    fast path (the batch in flight replayed under the same sinkId)."""
+
+    _READABLE = 64
+
+    def __init__(self, state_dir: str, worker_group: str, name: str):
+        self.name: str | None = name
+        self.root = os.path.join(self.group_dir(state_dir, worker_group), self.directory(name))
+        self._set_files()
+
+    @classmethod
+    def existing(cls, state_dir: str, worker_group: str) -> list["ConnectorPaths"]:
+        """Every connector directory under the worker group's, of either naming; ``name`` is None
+        for the older naming (see the class docstring)."""
+        group = cls.group_dir(state_dir, worker_group)
+        out = []
+        for entry in sorted(os.listdir(group)) if os.path.isdir(group) else []:
+            paths = cls.__new__(cls)
+            paths.root = os.path.join(group, entry)
+            paths._set_files()
+            paths.name = paths._stored_name()
+            if paths.name is not None and cls.directory(paths.name) != entry:
+                paths.name = None
+            out.append(paths)
+        return out
+
+    def _set_files(self) -> None:
         self.checkpoint = os.path.join(self.root, "checkpoint")
+        self._name_file = os.path.join(self.root, "name")
         self._sink_id_file = os.path.join(self.root, "sink-id")
         self._start_file = os.path.join(self.root, "query-start")
 
     @staticmethod
     def safe(name: str) -> str:
         return re.sub(r"[^\w.-]", "_", name)
+
+    @classmethod
+    def group_dir(cls, state_dir: str, worker_group: str) -> str:
+        return os.path.join(state_dir, cls.safe(worker_group))
+
+    @classmethod
+    def directory(cls, name: str) -> str:
+        """The directory name of connector ``name``: readable, and distinct for distinct names."""
+        digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
+        return f"{cls.safe(name)[:cls._READABLE]}-{digest}"
+
+    def _stored_name(self) -> str | None:
+        try:
+            with open(self._name_file, encoding="utf-8") as f:
+                return f.read()
+        except (FileNotFoundError, UnicodeDecodeError):
+            return None
+
+    def _write(self, path: str, text: str) -> None:
+        os.makedirs(self.root, exist_ok=True)
+        if self.name is not None and not os.path.exists(self._name_file) and path != self._name_file:
+            self._write(self._name_file, self.name)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
 
     def fresh(self) -> bool:
         offsets = os.path.join(self.checkpoint, "offsets")
@@ -45,16 +107,13 @@ class ConnectorPaths:
         return sink_id, servers
 
     def sink_id(self, name: str, servers: str) -> str:
-        """The current checkpoint's sinkId; a new one when the checkpoint is new or lost."""
+        """The current checkpoint's sinkId; a new one when the checkpoint is new or lost. It holds
+        the directory name, so two connectors never share one (nor their transactional ids)."""
         previous = self.previous()
         if not self.fresh() and previous is not None:
             return previous[0]
-        os.makedirs(self.root, exist_ok=True)
-        sink_id = f"connect-{re.sub(r'[^A-Za-z0-9._-]', '_', name)}-{uuid.uuid4().hex[:12]}"
-        tmp = self._sink_id_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(f"{sink_id}\n{servers}")
-        os.replace(tmp, self._sink_id_file)
+        sink_id = f"connect-{self.directory(name)}-{uuid.uuid4().hex[:12]}"
+        self._write(self._sink_id_file, f"{sink_id}\n{servers}")
         return sink_id
 
     def query_start(self, compute) -> Any:
@@ -69,15 +128,23 @@ class ConnectorPaths:
             except (FileNotFoundError, ValueError):
                 pass  # a checkpoint from before this file: the group's offsets are the best guess
         start = compute()
-        os.makedirs(self.root, exist_ok=True)
-        tmp = self._start_file + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(start, f)
-        os.replace(tmp, self._start_file)
+        self._write(self._start_file, json.dumps(start))
         return start
 
+    def end_pending(self, servers: str) -> None:
+        """:func:`finish_pending` for the last query's sinkId and its dead letter queue's: what it
+        left open must end before its sinkId is forgotten (:meth:`discard`), or nothing would ever
+        end it before ``transaction.timeout.ms`` (every ``read_committed`` reader of the topics it
+        wrote, connect-offsets included, waits until then). ``servers``: where it wrote when the
+        sink-id file does not say."""
+        previous = self.previous()
+        if previous is not None:
+            for owner in (previous[0], previous[0] + "-dlq"):
+                finish_pending(previous[1] or servers, owner)
+
     def discard(self) -> None:
-        """Forget the checkpoint (offsets were altered, or the connector deleted)."""
+        """Forget the checkpoint (offsets were altered, or the connector deleted); call
+        :meth:`end_pending` first."""
         import shutil
         shutil.rmtree(self.root, ignore_errors=True)
 

@@ -39,7 +39,7 @@ from broker.client import AdminClient, Consumer, NewTopic, TopicPartition
 from broker.errors import TopicAlreadyExistsError
 from spark_sink import activate_in_thread
 
-from connect import converters, dead_letter, offset_commit, record_frame
+from connect import converters, dead_letter, offset_commit, record_frame, topic_tracking
 from connect.config import ConnectorConfig, WorkerConfig
 from connect.connector import Connector, SinkConnector, SourceConnector
 from connect.connector_state import (ConnectorPaths, batch_end_offset, batch_start_offset, finish_pending, group_id,
@@ -49,6 +49,7 @@ from connect.plan_template import PlanTemplate
 from connect.plugins import canonical, canonical_transform_config
 from connect.config import CONVERTERS
 from connect.storage import ConnectStorage
+from connect.topic_tracking import TrackingConfig
 from connect.transforms import chain, from_connector_config
 
 BYTE_ARRAY = converters.BYTE_ARRAY_CONVERTER
@@ -144,7 +145,8 @@ class Pipeline:
         self.sink_id = self.paths.sink_id(self.config.name, servers)
         committer = None
         if isinstance(self.connector, SourceConnector):
-            frame = self._source_records(self.connector.read_stream())
+            frame = topic_tracking.observed(self._source_records(self.connector.read_stream()),
+                                            TrackingConfig.parse(self.worker.originals))
             committer = self._committer_options()
         else:
             frame = self._sink_input()
@@ -201,7 +203,7 @@ class Pipeline:
         committed = self._committed(servers)
         reader = reader.option("startingOffsets", committed if isinstance(committed, str) else json.dumps(committed))
         self._query_start = self.paths.query_start(lambda: committed)
-        return reader.load()
+        return topic_tracking.observed(reader.load(), TrackingConfig.parse(self.worker.originals))
 
     def _create_missing(self, servers: str) -> None:
         """Listed ``topics`` that do not exist yet are created with the broker's defaults, as a

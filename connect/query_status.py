@@ -1,5 +1,6 @@
 """A connector's live metrics from Spark's ``StreamingQueryListener``: rows per second, the last
-batch's id and time, and lag (how far the batch's end is behind the source's latest offset).
+batch's id and time, lag (how far the batch's end is behind the source's latest offset), and the
+topics its batches used (topic tracking's observed metric, drained by the worker).
 
 Spark calls the listener from its own thread; the worker reads :meth:`QueryMetrics.get` from the
 REST threads, so the table is guarded by a lock. Lag is the sum, over every numeric leaf two
@@ -13,6 +14,8 @@ import threading
 from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
+
+from connect.topic_tracking import progress_topics
 
 
 def _leaves(offset: Any, prefix: tuple = ()) -> dict[tuple, float]:
@@ -49,6 +52,7 @@ class QueryMetrics(StreamingQueryListener):
     def __init__(self):
         self._lock = threading.Lock()
         self._by_query: dict[str, dict] = {}
+        self._topics: dict[str, set[str]] = {}   # topics seen since the worker last drained them
 
     def onQueryStarted(self, event) -> None:
         pass
@@ -61,7 +65,10 @@ class QueryMetrics(StreamingQueryListener):
             if one is not None:
                 total = (total or 0) + one
         rate = p.processedRowsPerSecond
+        topics = progress_topics(getattr(p, "observedMetrics", None))
         with self._lock:
+            if topics:
+                self._topics.setdefault(str(p.runId), set()).update(topics)
             self._by_query[str(p.runId)] = {
                 "rows_per_second": None if rate is None or rate != rate else float(rate),
                 "last_batch_id": p.batchId, "last_batch_at": p.timestamp, "lag": total,
@@ -72,6 +79,16 @@ class QueryMetrics(StreamingQueryListener):
 
     def onQueryTerminated(self, event) -> None:
         pass
+
+    def drain_topics(self, run_id: str) -> set[str]:
+        """The topics the run's batches used (:mod:`connect.topic_tracking`) since the last call."""
+        with self._lock:
+            return self._topics.pop(str(run_id), set())
+
+    def requeue_topics(self, run_id: str, topics: set[str]) -> None:
+        """Give back drained topics the worker could not record."""
+        with self._lock:
+            self._topics.setdefault(str(run_id), set()).update(topics)
 
     def get(self, run_id: str | None) -> dict:
         empty = {"rows_per_second": None, "last_batch_id": None, "last_batch_at": None, "lag": None}

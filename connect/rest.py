@@ -232,20 +232,36 @@ def rest_app(worker) -> FastAPI:
     def task_configs(connector: str):
         return worker.task_configs(connector)
 
-    def _task_status(connector: str, task: int) -> dict:
-        for t in worker.connector_status(connector).get("tasks", []):
-            if t.get("id") == task:
-                return t
-        raise NotFoundError(f"No status found for task {connector}-{task}")
-
     @app.get("/connectors/{connector}/tasks/{task}/status")
     def task_status(connector: str, task: int):
-        return _task_status(connector, task)
+        return worker.task_status(connector, task)
 
     @app.post("/connectors/{connector}/tasks/{task}/restart")
     def restart_task(connector: str, task: int):
         worker.restart_task(connector, task)
         return Response(status_code=204)
+
+    # -------------------------------------------------------------------------------- topics
+    def _tracking(reset: bool = False) -> JSONResponse | None:
+        """``ConnectorsResource``'s 403s: topic tracking off, or its reset not allowed."""
+        config = worker.topics.config
+        if not config.enabled:
+            return _error(403, "Topic tracking is disabled.")
+        if reset and not config.allow_reset:
+            return _error(403, "Topic tracking reset is disabled.")
+        return None
+
+    @app.get("/connectors/{connector}/topics")
+    def active_topics(connector: str):
+        return _tracking() or worker.active_topics(connector)
+
+    @app.put("/connectors/{connector}/topics/reset")
+    def reset_active_topics(connector: str):
+        refused = _tracking(reset=True)
+        if refused is not None:
+            return refused
+        worker.reset_active_topics(connector)
+        return Response(status_code=202)
 
     # ------------------------------------------------------------------------------- offsets
     @app.get("/connectors/{connector}/offsets")
@@ -320,6 +336,9 @@ class RestServer:
                 raise TimeoutError(f"the REST server did not start on {self.host}:{self.port} in {timeout} s")
             time.sleep(0.02)
         self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        bound = getattr(self.worker, "rest_bound", None)
+        if callable(bound):
+            bound(self.port)          # the worker id is the advertised host:port (Kafka's advertisedUrl)
         return self
 
     def stop(self, timeout: float = 10.0) -> None:

@@ -27,10 +27,10 @@ from broker.errors import TopicAlreadyExistsError
 from connect.config import WorkerConfig
 from connect.errors import ConnectError
 from connect.states import TargetState
-from connect.storage_format import (ConfigView, OffsetView, Record, Status, StatusView, can_write_safely,
-                                    connector_config_record, connector_removal_records, offset_record,
-                                    restart_request_record, status_record, target_state_record,
-                                    task_config_records)
+from connect.storage_format import (ConfigView, OffsetView, Record, Status, StatusView, TopicStatus,
+                                    can_write_safely, connector_config_record, connector_removal_records,
+                                    offset_record, restart_request_record, status_record, target_state_record,
+                                    task_config_records, topic_status_key, topic_status_record)
 
 
 class OffsetRecord(NamedTuple):
@@ -206,6 +206,14 @@ class ConnectStorage:
             return False
         self.put_status(status)
         return True
+
+    def put_topic_status(self, status: TopicStatus) -> None:
+        """Kafka's ``put(TopicStatus)``: a topic the connector used (topic tracking)."""
+        self._write(self.status_log, self.statuses, [topic_status_record(status)])
+
+    def delete_topic_status(self, connector: str, topic: str) -> None:
+        """Kafka's ``deleteTopic``: the topic status' tombstone."""
+        self._write(self.status_log, self.statuses, [(topic_status_key(connector, topic), None)])
 
     # -------------------------------------------------------------------------------- offsets
     def offset_record(self, connector: str, partition: Mapping[str, Any],

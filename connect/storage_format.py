@@ -225,6 +225,29 @@ def status_record(status: Status) -> Record:
                                   "worker_id": status.worker_id, "generation": status.generation})
 
 
+@dataclass(frozen=True)
+class TopicStatus:
+    """Kafka's ``TopicStatus``: ``connector``'s task ``task`` first used ``topic`` at
+    ``discover_timestamp`` (ms)."""
+    topic: str
+    connector: str
+    task: int
+    discover_timestamp: int
+
+    def key(self) -> bytes:
+        return topic_status_key(self.connector, self.topic)
+
+
+def topic_status_key(connector: str, topic: str) -> bytes:
+    return f"{TOPIC_STATUS_PREFIX}{topic}{TOPIC_STATUS_SEPARATOR}{connector}".encode()
+
+
+def topic_status_record(status: TopicStatus) -> Record:
+    """``TOPIC_STATUS_SCHEMA_V0`` as JSON (``KafkaStatusBackingStore.serializeTopicStatus``)."""
+    return status.key(), to_json({"topic": {"name": status.topic, "connector": status.connector,
+                                            "task": status.task, "discoverTimestamp": status.discover_timestamp}})
+
+
 def can_write_safely(current: Status | None, status: Status) -> bool:
     """Kafka's ``putSafe`` guard: overwrite only our own status or one from an older generation,
     so a worker that lost the connector in a rebalance cannot hide its new owner's status."""

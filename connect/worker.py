@@ -42,6 +42,7 @@ from connect.query_status import QueryMetrics
 from connect.states import CONNECTOR, TASK, ConnectorState, Failures, TargetState, running_state
 from connect.storage import ConnectStorage
 from connect.storage_format import Status
+from connect.topic_tracking import TopicTracker, TrackingConfig
 
 log = logging.getLogger(__name__)
 S = ConnectorState
@@ -73,9 +74,9 @@ class Worker:
         self.config = WorkerConfig.parse(worker_config)
         self.state_dir = str(self.config.originals.get("state.dir") or
                              os.path.join(tempfile.gettempdir(), "riverlog-connect"))
-        host = self.config.rest_host_name or socket.gethostname()
-        self.worker_id = f"{host}:{self.config.rest_port}"
+        self.worker_id = self._advertised()
         self.storage = ConnectStorage(self.config)
+        self.topics = TopicTracker(self.storage, TrackingConfig.parse(self.config.originals))
         self.offsets_admin = OffsetsAdmin(self.config.bootstrap_servers)
         self.metrics = QueryMetrics()
         self._lock = threading.RLock()
@@ -84,6 +85,21 @@ class Worker:
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
         self._started = False
+
+    def _advertised(self, bound_port: int | None = None) -> str:
+        """Kafka's worker id, its REST server's advertised ``host:port`` (``RestServer.advertisedUrl``):
+        ``rest.advertised.host.name`` else ``rest.host.name`` else this host's name, and
+        ``rest.advertised.port`` else the port the server listens on (``rest.port`` until it is bound)."""
+        o = self.config.originals
+        host = o.get("rest.advertised.host.name") or self.config.rest_host_name or socket.gethostname()
+        port = o.get("rest.advertised.port") or (bound_port if bound_port is not None else self.config.rest_port)
+        return f"{host}:{port}"
+
+    def rest_bound(self, port: int) -> None:
+        """Called by :class:`connect.rest.RestServer` once it listens: with ``rest.port`` 0 the
+        worker id gets the port bound (statuses written before then keep the configured one)."""
+        with self._lock:
+            self.worker_id = self._advertised(port)
 
     @functools.cached_property
     def kafka_cluster_id(self) -> str:
@@ -119,17 +135,17 @@ class Worker:
 
     def _finish_pending(self) -> None:
         """Before reading connect-offsets: end the transactions a killed worker left open (see
-        `connect.connector_state.finish_pending`), or reading would wait for them to time out."""
-        from connect.connector_state import finish_pending
-        root = os.path.join(self.state_dir, ConnectorPaths.safe(self.config.group_id))
-        for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-            previous = ConnectorPaths(self.state_dir, self.config.group_id, name, safe=True).previous()
-            if previous is not None:
-                for owner in (previous[0], previous[0] + "-dlq"):
-                    try:
-                        finish_pending(previous[1] or self.config.bootstrap_servers, owner)
-                    except Exception:  # noqa: BLE001 - the connector's own start tries again and fails visibly
-                        log.warning("could not end the open transactions of %s", owner, exc_info=True)
+        `connect.connector_state.finish_pending`), or reading would wait for them to time out. A
+        directory of the older naming is removed once its transactions ended (the broker's
+        offsets are where its connector goes on from: `ConnectorPaths`)."""
+        for paths in ConnectorPaths.existing(self.state_dir, self.config.group_id):
+            try:
+                paths.end_pending(self.config.bootstrap_servers)
+            except Exception:  # noqa: BLE001 - the connector's own start tries again and fails visibly
+                log.warning("could not end the open transactions of %s", paths.previous(), exc_info=True)
+                continue
+            if paths.name is None:
+                paths.discard()
 
     def close(self) -> None:
         """Stop every query (checkpoints kept) and close the clients; statuses stay as they were,
@@ -191,7 +207,7 @@ class Worker:
 
     def connector_status(self, name: str) -> dict:
         with self._lock:
-            c = self._get(name)
+            c = self._known(name, "No status found for connector {}")     # AbstractHerder.connectorStatus
             connector = {"state": c.state.value, "worker_id": self.worker_id}
             task = {"state": c.task_state.value, "worker_id": self.worker_id}
             if c.trace and c.state == S.FAILED:
@@ -202,6 +218,16 @@ class Worker:
             return {"name": name, "connector": connector,
                     "tasks": [{"id": i, **task} for i in range(c.tasks)], "type": self._kind(name),
                     "metrics": self.metrics.get(query_id)}
+
+    def task_status(self, name: str, task: int) -> dict:
+        """``AbstractHerder.taskStatus``: one task's status; 404 naming the task when the connector
+        or the task is not known."""
+        with self._lock:
+            missing = f"No status found for task {name}-{task}"
+            c = self._known(name, missing.replace("{", "{{").replace("}", "}}"))
+            if not 0 <= task < c.tasks:
+                raise NotFoundError(missing)
+            return next(t for t in self.connector_status(name)["tasks"] if t["id"] == task)
 
     def wait_for_state(self, name: str, state: str, timeout: float = 60) -> dict:
         """The status once the connector (and its tasks) show ``state``; ConnectError on timeout."""
@@ -255,6 +281,13 @@ class Worker:
                     merged.pop(k, None)
                 else:
                     merged[k] = v
+            if "name" not in merged:
+                # Kafka's patchConnectorConfig puts the merged config as it is: ``name`` removed by
+                # a null fails validation (only POST and PUT fill it in from the URL)
+                errors = validate(merged).errors()
+                lines = [m for ms in errors.values() for m in ms]
+                raise ConfigError(f"Connector configuration is invalid and contains the following {len(lines)} "
+                                  "error(s):\n" + "\n".join(lines), errors=errors)
             return self.put_connector_config(name, merged)[1]
 
     # ------------------------------------------------------------------------------ target states
@@ -269,7 +302,11 @@ class Worker:
 
     def _target(self, name: str, target: TargetState) -> None:
         with self._lock:
-            c = self._get(name)
+            c = self._known(name, "Unknown connector {}")    # AbstractHerder.pause/resumeConnector
+            if target == TargetState.STOPPED:
+                # DistributedHerder.stopConnector: the empty task configs before the target state,
+                # so a crash between the two leaves a connector without tasks, never a STOPPED one with
+                self.storage.put_task_configs(name, [])
             self.storage.put_target_state(name, target)
             if c.state == S.FAILED and target != TargetState.STOPPED:
                 return  # as Kafka: a failed connector stays FAILED until restarted (or stopped)
@@ -329,11 +366,39 @@ class Worker:
         with self._lock:
             c = self._get(name)
             self._stop_query(c)
+            paths = self._paths(name)
+            paths.end_pending(self.config.bootstrap_servers)    # before its sinkId is forgotten
             # Kafka's removeConnectorConfig: the config's and target state's tombstones, nothing else
             self._set(c, S.DESTROYED, S.DESTROYED if c.tasks else None, tasks_after=0)
             self.storage.remove_connector_config(name)
-            self._paths(name).discard()
+            if self.topics.config.enabled:
+                self.topics.reset(name)     # DistributedHerder.resetActiveTopics for a removed connector
+            paths.discard()
             del self._connectors[name]
+
+    # ------------------------------------------------------------------------------ topics
+    def active_topics(self, name: str) -> dict:
+        """``AbstractHerder.connectorActiveTopics`` as ``GET /connectors/{name}/topics`` answers it
+        (any name: one never run has none)."""
+        with self._lock:
+            return {name: {"topics": self.topics.active(name)}}
+
+    def reset_active_topics(self, name: str) -> None:
+        """``AbstractHerder.resetConnectorActiveTopics``: tombstones for the recorded topics."""
+        with self._lock:
+            self.topics.reset(name)
+
+    def _track(self, c: _Connector) -> None:
+        """Record the topics the query's batches used since the last call (topic tracking)."""
+        if c.query is not None:
+            run = str(c.query.runId)
+            topics = self.metrics.drain_topics(run)
+            if topics:
+                try:
+                    self.topics.record(c.name, topics)
+                except Exception:
+                    self.metrics.requeue_topics(run, topics)   # recorded on a later tick
+                    raise
 
     # ------------------------------------------------------------------------------ offsets
     def offsets(self, name: str) -> dict:
@@ -368,11 +433,14 @@ class Worker:
             c = self._get(name)
             self._require_stopped(c)
             if not isinstance(offsets, list) or not all(
-                    isinstance(o, Mapping) and set(o) <= {"partition", "offset"} and isinstance(o.get("partition"), Mapping)
-                    and o["partition"] and (o.get("offset") is None or isinstance(o["offset"], Mapping)) for o in offsets):
+                    isinstance(o, Mapping) and set(o) <= {"partition", "offset"}
+                    and (isinstance(o.get("partition"), Mapping) and o["partition"]
+                         or o.get("partition") is None and self._kind(name) == "sink")   # SinkUtils names it
+                    and (o.get("offset") is None or isinstance(o["offset"], Mapping)) for o in offsets):
                 # Kafka's JSON reader refuses these (an unknown field, a partition that is not an object)
                 raise BadRequestError("offsets must be a list of {\"partition\": {...}, \"offset\": {...} | null}")
-            pairs = [(dict(o["partition"]), None if o.get("offset") is None else dict(o["offset"])) for o in offsets]
+            pairs = [(None if o.get("partition") is None else dict(o["partition"]),
+                      None if o.get("offset") is None else dict(o["offset"])) for o in offsets]
             return self._modify_offsets(c, pairs)
 
     def reset_offsets(self, name: str) -> str:
@@ -383,8 +451,13 @@ class Worker:
             return self._modify_offsets(c, None)
 
     def _modify_offsets(self, c: _Connector, pairs: list[tuple[dict, dict | None]] | None) -> str:
-        """Alter (``pairs``) or reset (None) the offsets; Kafka's answer (``completeModifyOffsetsCallback``)."""
+        """Alter (``pairs``) or reset (None) the offsets; Kafka's answer (``completeModifyOffsetsCallback``).
+        What the last query left open is ended first: a decided batch committed later would
+        write its offsets over these, and an attempt left open under the sinkId forgotten here
+        would hold every ``read_committed`` reader until ``transaction.timeout.ms``."""
         name, cls, reset = c.name, self._plugin_class(c.name), pairs is None
+        paths = self._paths(name)
+        paths.end_pending(self.config.bootstrap_servers)
         props = dict(self.storage.configs.connector_configs[name])
         if self._kind(name) == "sink":
             group, servers = self._group(name), self._input_servers(c)
@@ -404,7 +477,7 @@ class Worker:
             managed = cls.alter_offsets(props, pairs)
             if pairs:
                 self.storage.put_offsets(name, pairs)
-        self._paths(name).discard()
+        paths.discard()
         return modified_message(managed, reset)
 
     def _group(self, name: str) -> str:
@@ -480,7 +553,7 @@ class Worker:
         started -> its task configs, and the query running."""
         if target == TargetState.STOPPED:
             self._stop_query(c)
-            if c.tasks:
+            if self.storage.configs.tasks(c.name):
                 self.storage.put_task_configs(c.name, [])
             self._set(c, S.STOPPED, S.DESTROYED if c.tasks else None, tasks_after=0)
             return
@@ -515,6 +588,10 @@ class Worker:
                 c.query.stop()
             except Exception:  # noqa: BLE001 - a failed query may refuse to stop cleanly
                 log.debug("stopping the query of %s", c.name, exc_info=True)
+            try:
+                self._track(c)    # its last batches' topics
+            except Exception:  # noqa: BLE001 - the status topic unreachable: the query stops all the same
+                log.warning("could not record the topics of %s", c.name, exc_info=True)
             c.query = None
         c.restart_at = None
 
@@ -543,6 +620,7 @@ class Worker:
                         log.exception("supervising connector %s", c.name)
 
     def _check(self, c: _Connector) -> None:
+        self._track(c)
         if c.query is not None and not c.query.isActive:
             err = c.query.exception()
             if err is not None and c.config is not None:

@@ -47,6 +47,22 @@ def test_sink_id_is_kept_with_the_checkpoint_and_new_without_it(tmp_path):
     assert not os.path.exists(paths.root)
 
 
+def test_names_that_differ_only_in_special_characters_get_their_own_directory_and_sink_id(tmp_path):
+    """Kafka keys a connector by its exact name: one directory (so one checkpoint) and one sinkId
+    per name, mapped back to the name from the directory listing; the older naming's directory
+    (the readable part alone) is listed without a name."""
+    from connect.connector_state import ConnectorPaths
+    names = ["x y", "x_y", "x/y", "x" * 300, "x" * 300 + "!"]
+    paths = [ConnectorPaths(str(tmp_path), "g", n) for n in names]
+    assert len({p.root for p in paths}) == len(names)
+    assert all(len(os.path.basename(p.root)) < 100 for p in paths)
+    ids = [p.sink_id(n, "b:9092") for p, n in zip(paths, names)]
+    assert len(set(ids)) == len(names) and not any(a.startswith(b + "-") for a in ids for b in ids)
+    os.makedirs(os.path.join(tmp_path, "g", "x_y"))            # a directory of the older naming
+    listed = {p.root: p.name for p in ConnectorPaths.existing(str(tmp_path), "g")}
+    assert listed == {**{p.root: n for p, n in zip(paths, names)}, os.path.join(tmp_path, "g", "x_y"): None}
+
+
 def test_a_batch_starts_where_the_last_ended_and_batch_0_where_its_query_started(tmp_path):
     from connect.connector_state import ConnectorPaths, batch_start_offset
     paths = ConnectorPaths(str(tmp_path), "g", "sink")
