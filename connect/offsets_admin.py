@@ -157,14 +157,14 @@ class OffsetsAdmin:
         if moved:
             admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, moved)])[group].result(TIMEOUT)
         if removed:
-            admin.delete_consumer_group_offsets(group, removed).result(TIMEOUT)
+            _check_deleted(group, admin.delete_consumer_group_offsets(group, removed).result(TIMEOUT))
 
     def reset_sink_offsets(self, group: str, servers: str | None = None) -> None:
         current = [TopicPartition(p["kafka_topic"], p["kafka_partition"]) for p, _ in self.sink_offsets(group, servers)]
         if not current:
             return
         try:
-            self._admin(servers).delete_consumer_group_offsets(group, current).result(TIMEOUT)
+            _check_deleted(group, self._admin(servers).delete_consumer_group_offsets(group, current).result(TIMEOUT))
         except RiverlogError as e:
             raise BadRequestError(f"could not reset the offsets of group {group}: {e}") from e
 
@@ -175,3 +175,13 @@ class OffsetsAdmin:
 
 
 __all__ = ["OffsetsAdmin", "java_string", "modified_message", "parse_sink_offsets"]
+
+
+def _check_deleted(group: str, result) -> None:
+    """OffsetDelete answers per partition (a topic a member still consumes keeps its offsets, as
+    Kafka's ``OffsetMetadataManager.deleteOffsets``): a partition that failed fails the request,
+    as Kafka's ``alterSinkConnectorOffsets`` does through ``DeleteConsumerGroupOffsetsResult.all()``."""
+    failed = [tp for tp in result.topic_partitions if tp.error is not None]
+    if failed:
+        raise BadRequestError(f"could not remove the offsets of group {group} for "
+                              + ", ".join(f"{tp.topic}-{tp.partition} ({tp.error.str()})" for tp in failed))

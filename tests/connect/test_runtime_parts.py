@@ -219,3 +219,19 @@ def test_file_source_keys_offsets_by_the_file_setting_and_reads_older_absolute_o
     assert source(written, [({"filename": absolute}, {"position": 9}),
                             ({"filename": written}, {"position": 4})]).stored_position() == 4
     assert source(written, [({"filename": "other"}, {"position": 9})]).stored_position() == 0
+
+
+def test_a_sink_offset_the_group_kept_fails_the_alter_and_names_the_partition():
+    """OffsetDelete answers per partition: one it refused (a member still consumes the topic) must
+    fail the offsets request rather than report success."""
+    from broker.client import ConsumerGroupTopicPartitions
+    from broker.client.message import _rebuild_topic_partition
+    from broker.errors import KafkaError, GroupSubscribedToTopicError
+    from connect.errors import BadRequestError
+    from connect.offsets_admin import _check_deleted
+    ok = _rebuild_topic_partition("t", 0, -1001, None, None, None)
+    kept = _rebuild_topic_partition("t", 1, -1001, None, None,
+                                    KafkaError.of(GroupSubscribedToTopicError("subscribed")))
+    _check_deleted("g", ConsumerGroupTopicPartitions("g", [ok]))
+    with pytest.raises(BadRequestError, match="t-1"):
+        _check_deleted("g", ConsumerGroupTopicPartitions("g", [ok, kept]))
