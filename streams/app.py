@@ -9,6 +9,9 @@ committed output (``at_least_once``: a ``foreachBatch`` write, the offsets commi
 checkpoint (``state.dir``) is the fast path; without it the application **restarts from the broker alone**:
 pending batches finished, state rebuilt from the changelogs, inputs resumed at the committed
 offsets, under a new *generation* of exactly-once owner ids (batch ids restart with a new checkpoint).
+
+The config is checked in :mod:`streams.app_config`, the topics made in :mod:`streams.internal_topics`
+and the generations kept in :mod:`streams.generations`; this module starts and runs the queries.
 """
 from __future__ import annotations
 
@@ -17,101 +20,26 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 
-from broker.client import AdminClient, Consumer, ExactlyOnce, NewTopic, Producer, TopicPartition
-from broker.errors import InvalidConfigError, TopicAlreadyExistsError
+from broker.client import Consumer, TopicPartition
 from spark_sink import activate_in_thread
 from spark_sink.offset_log import topic_offsets
 from streams import restore, spark_plan, table_combine, window_combine
-from streams.errors import StreamsError, TopologyError
+from streams.app_config import _ADMIN, _CONSUMER, _MAIN_CONSUMER, _PRODUCER, _client, _config
+from streams.errors import StreamsError
+from streams.generations import Generations
 from streams.global_table import global_topics
-from streams.repartition_purge import PURGE_INTERVAL_MS_DEFAULT, RepartitionPurger
-from streams.interpreter import (AT_LEAST_ONCE, EXACTLY_ONCE_V2, at_least, check_serdes, default_serdes,
-                                 streams_config, task_policy)
-from streams.spark_task import OUTPUT_DDL, TaskProcessor, meta_changelog, stateless_batches, task_input
+from streams.internal_topics import InternalTopics
+from streams.repartition_purge import RepartitionPurger
+from streams.interpreter import AT_LEAST_ONCE, EXACTLY_ONCE_V2, check_serdes, default_serdes, task_policy
+from streams.spark_task import OUTPUT_DDL, TaskProcessor, stateless_batches, task_input
 from streams.task_placement import identity, is_identity, key_column, placement_keys
 from streams.topology import SubTopology, Topology, changelog_topic
 
 log = logging.getLogger(__name__)
 
-# Kafka's StreamsConfig keys Riverlog applies (the rest of StreamsConfig's keys are accepted and
-# logged as not used, as Kafka's AbstractConfig.logUnused logs what no client read).
-APPLIED = {
-    "application.id", "bootstrap.servers", "processing.guarantee", "state.dir", "commit.interval.ms",
-    "default.key.serde", "default.value.serde", "auto.offset.reset", "replication.factor",
-    "maxOffsetsPerTrigger", "statestore.cache.max.bytes", "cache.max.bytes.buffering",
-    "repartition.purge.interval.ms", "default.timestamp.extractor", "deserialization.exception.handler",
-    "default.deserialization.exception.handler", "processing.exception.handler", "production.exception.handler",
-    "default.production.exception.handler", "topology.optimization", "max.task.idle.ms",
-}
-# Kafka's client prefixes (StreamsConfig.*_PREFIX) that reach a client here (restore.consumer.,
-# global.consumer.: restores and global tables read through Spark's source; logged as unused),
-# and the settings Riverlog decides itself for each client.
-_PRODUCER, _CONSUMER, _MAIN_CONSUMER, _ADMIN = "producer.", "consumer.", "main.consumer.", "admin."
-_OWN = {_PRODUCER: {"bootstrap.servers", "transactional.id", "enable.idempotence", "acks"},
-        _CONSUMER: {"bootstrap.servers", "group.id", "isolation.level", "auto.offset.reset", "enable.auto.commit"},
-        _ADMIN: {"bootstrap.servers"}}
-REPLICATION_FACTOR_DEFAULT = -1     # Kafka's: the broker's default.replication.factor
 
-
-def _config(config: dict) -> dict:
-    c = dict(config)
-    for key in ("application.id", "bootstrap.servers"):
-        if not c.get(key):
-            raise TopologyError(f"config '{key}' is required")
-    c = streams_config(c)
-    c.setdefault("state.dir", os.path.join(tempfile.gettempdir(), "riverlog-streams"))
-    reset = c.setdefault("auto.offset.reset", "earliest")
-    if reset not in ("earliest", "latest"):
-        raise InvalidConfigError(f"auto.offset.reset {reset!r}: expected earliest or latest", config="auto.offset.reset")
-    try:
-        c["replication.factor"] = int(c.get("replication.factor", REPLICATION_FACTOR_DEFAULT))
-    except (TypeError, ValueError):
-        raise InvalidConfigError(f"replication.factor {c['replication.factor']!r}: expected a number of replicas, "
-                                 f"or -1 for the broker's default.replication.factor",
-                                 config="replication.factor") from None
-    if c["replication.factor"] == 0 or c["replication.factor"] < -1:
-        raise InvalidConfigError(f"replication.factor {c['replication.factor']}: expected a number of replicas "
-                                 f">= 1, or -1 for the broker's default.replication.factor", config="replication.factor")
-    c["repartition.purge.interval.ms"] = at_least(c, "repartition.purge.interval.ms", PURGE_INTERVAL_MS_DEFAULT,
-                                                  "milliseconds >= 0")
-    if c["max.task.idle.ms"] > 0:
-        log.warning("max.task.idle.ms=%s is not applied on Spark: a micro-batch holds what each input partition "
-                    "had when it started, and its records are merged by timestamp", c["max.task.idle.ms"])
-    _log_unused(c)
-    return c
-
-
-def _client(config: dict, *prefixes: str) -> dict:
-    """The settings given under Kafka's client ``prefixes`` (a later prefix wins, as Kafka's
-    ``main.consumer.`` over ``consumer.``), less those Riverlog sets itself for that client."""
-    out = {}
-    for prefix in prefixes:
-        own = _OWN[_CONSUMER if prefix == _MAIN_CONSUMER else prefix]
-        for k, v in config.items():
-            if k.startswith(prefix) and k[len(prefix):] not in own:
-                out[k[len(prefix):]] = v
-    return out
-
-
-def _log_unused(c: dict) -> None:
-    """Kafka's ``AbstractConfig.logUnused``, once per application: the keys nothing here reads."""
-    unused, own = [], []
-    for k in sorted(c):
-        if k in APPLIED or k.startswith((_PRODUCER, _CONSUMER, _MAIN_CONSUMER, _ADMIN)):
-            prefix = next((p for p in (_MAIN_CONSUMER, _PRODUCER, _CONSUMER, _ADMIN) if k.startswith(p)), None)
-            if prefix is not None and k[len(prefix):] in _OWN[_CONSUMER if prefix == _MAIN_CONSUMER else prefix]:
-                own.append(k)
-            continue
-        unused.append(k)
-    if unused:
-        log.info("These configurations '%s' were supplied but are not used yet.", unused)
-    if own:
-        log.warning("These configurations '%s' are set by Riverlog Streams itself and were ignored.", own)
-
-
-class StreamsApp:
+class StreamsApp(InternalTopics, Generations):
     def __init__(self, topology: Topology, spark, config: dict):
         self.topology, self.spark = topology, spark
         self.config = _config(config)
@@ -166,127 +94,6 @@ class StreamsApp:
         cache = self.config["statestore.cache.max.bytes"]
         return (window_combine.combinable(sub, self.defaults, cache)
                 or table_combine.combinable(sub, self.defaults, cache))
-
-    # ------------------------------------------------------------------ topics
-    def _topic_partitions(self, admin: AdminClient) -> None:
-        md = admin.list_topics(timeout=30)
-        for name, t in md.topics.items():
-            self._partitions[name] = len(t.partitions)
-
-    def partitions(self, topic: str) -> int:
-        if topic in self._copartitioned:
-            return self._copartitioned[topic]
-        if topic in self._partitions:
-            return self._partitions[topic]
-        n = self.topology.repartition_partitions(self.app, topic, self.partitions)
-        if n is not None:
-            return n
-        raise StreamsError(f"source topic {topic!r} does not exist: create it before starting the application")
-
-    def tasks(self, sub: SubTopology) -> int:
-        """Kafka's tasks: one per partition of the sub-topology's own topics (a global table's
-        topic, whatever its partitions, is read whole by every task)."""
-        return max(self.partitions(t) for t in self.topology.source_topics(self.app, sub))
-
-    def runnable(self) -> list[SubTopology]:
-        """The sub-topologies that become queries, each with the global stores it joins; a global
-        sub-topology generates no tasks of its own."""
-        from streams.global_table import is_global, with_global_stores
-        return [with_global_stores(self.topology, s) for s in self.topology.subtopologies if not is_global(s)]
-
-    def _create_internal_topics(self) -> None:
-        from streams.joins import copartition
-        admin = AdminClient(self.admin)
-        self._topic_partitions(admin)
-        self._copartitioned = copartition(self.topology, self.app, self._partitions.get)
-        existing = set(self._partitions)  # the loops below cache repartition topics' counts too
-        wanted = []
-        for sub in self.topology.subtopologies:
-            for n in sub.sinks:
-                if n.internal:
-                    t = f"{self.app}-{n.topics[0]}"
-                    # Records keep their event time, which may be older than any retention.ms: a
-                    # repartition topic keeps them until read and purged, as Kafka Streams' does
-                    # (its RepartitionTopicConfig: delete policy, 50 MiB segments, no retention.ms).
-                    wanted.append(NewTopic(t, self.partitions(t), self.config["replication.factor"],
-                                           config={"cleanup.policy": "delete", "segment.bytes": "52428800",
-                                                   "retention.ms": "-1"}))
-                    self._partitions[t] = self.partitions(t)
-        for sub in self.runnable():
-            if not sub.stateful:
-                continue
-            n = self.tasks(self.topology.subtopologies[sub.id])
-            for t, topic_config in ([(changelog_topic(self.app, s.name), s.changelog_config()) for s in sub.stores]
-                                    + [(meta_changelog(self.app, sub.id), {"cleanup.policy": "compact"})]):
-                wanted.append(NewTopic(t, n, self.config["replication.factor"], config=topic_config))
-        wanted.append(NewTopic(self._generations_topic, 1, self.config["replication.factor"],
-                               config={"cleanup.policy": "compact"}))
-        futures = admin.create_topics([w for w in wanted if w.topic not in existing])
-        for topic, f in futures.items():
-            try:
-                f.result()
-            except TopicAlreadyExistsError:
-                pass
-        for w in wanted:
-            have = self._partitions.get(w.topic)
-            if have is not None and have != w.num_partitions:
-                raise StreamsError(f"internal topic {w.topic!r} has {have} partitions, the topology needs "
-                                   f"{w.num_partitions}: delete it (riverlog topics delete) and restart")
-            self._partitions[w.topic] = w.num_partitions
-
-    # ------------------------------------------------------------------ generations
-    @property
-    def _generations_topic(self) -> str:
-        return f"{self.app}-streams-generations"
-
-    def _generations(self) -> dict[str, int]:
-        c = Consumer({**self.client, "group.id": f"{self.app}-generations-reader", "enable.auto.commit": False,
-                      "isolation.level": "read_committed"})
-        try:
-            tp = TopicPartition(self._generations_topic, 0, 0)
-            low, high = c.get_watermark_offsets(tp, timeout=30)
-            out: dict[str, int] = {}
-            if high <= low:
-                return out
-            c.assign([TopicPartition(self._generations_topic, 0, low)])
-            pos = low
-            while pos < high:
-                for m in c.consume(500, timeout=5):
-                    if m.error():
-                        continue
-                    out[m.key().decode()] = int(m.value())
-                    pos = m.offset() + 1
-            return out
-        finally:
-            c.close()
-
-    def _next_generation(self, sub: SubTopology) -> int:
-        gens = self._generations()
-        key = f"subtopology-{sub.id}"
-        previous = gens.get(key)
-        if previous is not None and self.config["processing.guarantee"] == EXACTLY_ONCE_V2:
-            self._finish_pending(self._owner(sub, previous))
-        generation = (previous or 0) + 1
-        p = Producer({**self.client, "acks": "all"})
-        p.produce(self._generations_topic, key=key.encode(), value=str(generation).encode())
-        if p.flush(30):
-            raise StreamsError(f"could not record generation {generation} of {key} in {self._generations_topic}")
-        return generation
-
-    def _finish_pending(self, owner: str) -> None:
-        """A batch decided but not ended when the last generation stopped: end it before the state is
-        rebuilt, so the changelogs and offsets read back include it. The batch after it, written but
-        never decided, is aborted: its open transactions would hold every read_committed reader of
-        the outputs, changelogs and repartition topics until transaction.timeout.ms (every batch of
-        a Streams query records a decision, since it commits offsets, so it is the next batch id)."""
-        with ExactlyOnce(self.client, owner) as eo:
-            decision = eo.log.latest(owner)
-            if decision is not None:
-                eo.commit(decision.batch_id, decision.attempts, record=False)
-            eo.abort_strays(decision.batch_id + 1 if decision is not None else 0, None)
-
-    def _owner(self, sub: SubTopology, generation: int) -> str:
-        return f"{self.app}-{sub.id}-g{generation}"
 
     # ------------------------------------------------------------------ queries
     def _checkpoint(self, sub: SubTopology) -> str:

@@ -27,7 +27,7 @@ import click
 from broker.errors import RiverlogError
 from streams.interactive import read_changelog, store_kind, window_size
 from streams.stores import StoreSpec
-from streams.testing import ReadOnlyStore
+from streams.read_only_stores import ReadOnlyStore
 from streams.topology import changelog_topic
 
 BOOTSTRAP_ENV = "RIVERLOG_BOOTSTRAP_SERVERS"

@@ -23,7 +23,7 @@ def read_store(client: dict, topic: str, spec: StoreSpec, timeout: float = 30.0,
     """The store as of the last committed batch: the changelog's latest entry per key (of the
     partition ``only`` when given: a global store's changelog holds one full copy per task).
     ``key_serde`` (default: the spec's) orders keys by their serialized bytes, as Kafka's stores."""
-    from streams.testing import ReadOnlyStore
+    from streams.read_only_stores import ReadOnlyStore
     return ReadOnlyStore(spec.name, [spec.open(b) for b in read_changelog(client, topic, timeout, only)],
                          kind=spec.kind, key_serde=key_serde or spec.key_serde)
 

@@ -3,28 +3,39 @@
     admin = AdminClient({"bootstrap.servers": "127.0.0.1:9092"})
     fs = admin.create_topics([NewTopic("orders", num_partitions=3, replication_factor=1)])
     fs["orders"].result()        # None, or raises the typed error (e.g. TopicAlreadyExistsError)
+
+The calls are split by concept: ``topic_admin.py``, ``config_admin.py``, ``records_admin.py``,
+``group_admin.py`` and ``txn_admin.py`` are mixed into :class:`AdminClient`; ``admin_fan_out.py``
+runs each call on the client's worker thread and completes its futures.
 """
 from __future__ import annotations
 
-import enum
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from broker.client.admin_fan_out import AdminFanOut, _error
 from broker.client.cluster import BrokerMetadata, ClusterClient, ClusterMetadata
 from broker.client.cluster import PartitionInfo as PartitionMetadata
 from broker.client.cluster import TopicInfo as TopicMetadata
 from broker.client.client_events import ClientEvents
 from broker.client.config import ADMIN_CONFIG, client_config
+from broker.client.config_admin import (CONFIG_SOURCE_DEFAULT_CONFIG, CONFIG_SOURCE_DYNAMIC_BROKER_CONFIG,
+                                        CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
+                                        CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG, CONFIG_SOURCE_GROUP_CONFIG,
+                                        CONFIG_SOURCE_STATIC_BROKER_CONFIG, CONFIG_SOURCE_UNKNOWN_CONFIG,
+                                        RESOURCE_ANY, RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC,
+                                        RESOURCE_TRANSACTIONAL_ID, RESOURCE_UNKNOWN, AlterConfigOpType, ConfigAdmin,
+                                        ConfigEntry, ConfigResource, ConfigSource, ResourceType)
 from broker.client.group_admin import (ConsumerGroupAdmin, ConsumerGroupDescription, ConsumerGroupListing,
                                        ConsumerGroupTopicPartitions, GroupMember, GroupMetadata,
                                        ListConsumerGroupsResult, MemberAssignment, MemberDescription)
 from broker.client.message import OFFSET_INVALID, TopicPartition
 from broker.client.model import (ConsumerGroupState, ConsumerGroupType, ElectionType, IsolationLevel, Node,
-                                 TopicCollection, TopicDescription, TopicPartitionInfo, _NamedEnum)
+                                 TopicCollection, TopicDescription, TopicPartitionInfo)
+from broker.client.records_admin import DeletedRecords, ListOffsetsResultInfo, OffsetSpec, RecordsAdmin
 from broker.client.topic_admin import TopicAdmin
 from broker.client.txn_admin import TransactionAdmin
-from broker.errors import KafkaError, KafkaException, NetworkError, RiverlogError, error_for_code
+from broker.errors import KafkaError, KafkaException
 from broker.proto import riverlog_pb2 as pb
 
 __all__ = [  # confluent_kafka.admin's names that Riverlog has
@@ -102,160 +113,7 @@ class DescribeClusterResult:
     authorized_operations: list | None = None
 
 
-class ResourceType(enum.IntEnum):
-    """What a ConfigResource names; Riverlog has configs for TOPIC and BROKER (the others are refused
-    per resource by the broker, as a Kafka broker refuses a type it has no configs for)."""
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    BROKER = 4
-    TRANSACTIONAL_ID = 5
-
-
-class ConfigSource(_NamedEnum):
-    """Where a config value comes from (confluent-kafka's values); also equal to the broker's name
-    for it, e.g. ``entry.source == "DYNAMIC_TOPIC_CONFIG"``."""
-    UNKNOWN_CONFIG = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    GROUP_CONFIG = 8
-
-    @classmethod
-    def of(cls, name) -> "ConfigSource":
-        if isinstance(name, cls):
-            return name
-        return cls.__members__.get(str(name), cls.UNKNOWN_CONFIG)
-
-
-# confluent_kafka.admin's module constants (librdkafka's enum values, as plain ints).
-CONFIG_SOURCE_UNKNOWN_CONFIG, CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG, CONFIG_SOURCE_DYNAMIC_BROKER_CONFIG, \
-    CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, CONFIG_SOURCE_STATIC_BROKER_CONFIG, CONFIG_SOURCE_DEFAULT_CONFIG, \
-    CONFIG_SOURCE_GROUP_CONFIG = (s.value for s in ConfigSource)
-RESOURCE_UNKNOWN, RESOURCE_ANY, RESOURCE_TOPIC, RESOURCE_GROUP, RESOURCE_BROKER, RESOURCE_TRANSACTIONAL_ID = \
-    (int(r) for r in ResourceType)
-
-
-class AlterConfigOpType(enum.IntEnum):
-    SET = 0
-    DELETE = 1
-    APPEND = 2     # add parts to a LIST config (cleanup.policy) that are not there yet
-    SUBTRACT = 3   # remove parts from a LIST config
-
-
-@dataclass
-class ConfigEntry:
-    name: str
-    value: str | None
-    source: ConfigSource = ConfigSource.UNKNOWN_CONFIG
-    is_default: bool = False
-    is_read_only: bool = False
-    documentation: str = ""
-    incremental_operation: AlterConfigOpType | None = None
-    is_sensitive: bool = False
-    is_synonym: bool = False
-    synonyms: dict = field(default_factory=dict)
-
-    def __post_init__(self):
-        self.source = ConfigSource.of(self.source) if self.source != "" else ConfigSource.UNKNOWN_CONFIG
-
-
-class ConfigResource:
-    """A resource whose configs are described or altered (confluent-kafka's shape):
-    ``set_config(name, value)`` fills ``set_config_dict`` for ``alter_configs``;
-    ``add_incremental_config`` the entries of ``incremental_alter_configs``."""
-
-    def __init__(self, restype, name: str, set_config: dict | None = None, described_configs=None, error=None,
-                 incremental_configs: list | None = None):
-        if isinstance(restype, str):
-            try:
-                restype = ResourceType[restype.upper()]
-            except KeyError:
-                raise ValueError(f'Unknown resource type "{restype}": should be a ResourceType value') from None
-        elif isinstance(restype, int):
-            restype = ResourceType(restype)
-        self.restype, self.name = restype, name
-        self.set_config_dict = dict(set_config or {})
-        self.configs, self.error = described_configs, error
-        self.incremental_configs = list(incremental_configs or [])
-
-    def set_config(self, name: str, value, overwrite: bool = True) -> None:
-        if overwrite or name not in self.set_config_dict:
-            self.set_config_dict[name] = value
-
-    def add_incremental_config(self, entry: ConfigEntry) -> None:
-        self.incremental_configs.append(entry)
-
-    def __hash__(self):
-        return hash((int(self.restype), self.name))
-
-    def __eq__(self, other):
-        return isinstance(other, ConfigResource) and (self.restype, self.name) == (other.restype, other.name)
-
-    def __lt__(self, other):
-        return (int(self.restype), self.name) < (int(other.restype), other.name)
-
-    def __repr__(self):
-        return f"ConfigResource({self.restype.name},{self.name})"
-
-
-class OffsetSpec:
-    """What list_offsets asks for: earliest, latest, max timestamp, or a time in ms."""
-
-    def __init__(self, value: int):
-        self.value = value
-
-    @classmethod
-    def earliest(cls):
-        return cls(-2)
-
-    @classmethod
-    def latest(cls):
-        return cls(-1)
-
-    @classmethod
-    def max_timestamp(cls):
-        return cls(-3)
-
-    @classmethod
-    def for_timestamp(cls, ms: int):
-        return cls(ms)
-
-
-@dataclass
-class ListOffsetsResultInfo:
-    offset: int
-    timestamp: int
-    leader_epoch: int | None = None
-
-
-@dataclass
-class DeletedRecords:
-    """What delete_records resolves to: the partition's new low watermark (its log start offset)."""
-    low_watermark: int
-
-
-def _duplicate_in(resources) -> str | None:
-    """librdkafka's message for a repeated ConfigResource, or a ConfigEntry repeated within one."""
-    seen = set()
-    for r in resources:
-        if (int(r.restype), r.name) in seen:
-            return "Duplicate ConfigResource found"
-        seen.add((int(r.restype), r.name))
-        names = [c.name for c in r.incremental_configs]
-        if len(set(names)) != len(names):
-            return "Duplicate ConfigEntry found"
-    return None
-
-
-def _error(code: int, message: str) -> RiverlogError:
-    return error_for_code(code)(message)
-
-
-class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin):
+class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin, RecordsAdmin, AdminFanOut):
     """Topics, partitions, configs, offsets, groups and transactions, as confluent-kafka's
     ``AdminClient``: every call returns futures at once and runs in the background, in the order
     the calls were made.
@@ -274,31 +132,6 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin):
         # list_offsets sees the new low watermark), as with confluent-kafka's AdminClient. A call
         # that waits (retrying while leadership moves) delays the ones made after it.
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="riverlog-admin")
-
-    def _fan_out(self, keys, call, split):
-        """Run ``call`` in the background, after every call made before it; ``split(response)``
-        yields (key, error or value)."""
-        futures = {k: Future() for k in keys}
-
-        def run():
-            try:
-                response = call()
-            except BaseException as e:  # noqa: BLE001 - every future must complete
-                for f in futures.values():
-                    f.set_exception(e)
-                return
-            for key, outcome in split(response):
-                if key in futures and not futures[key].done():
-                    if isinstance(outcome, Exception):
-                        futures[key].set_exception(outcome)
-                    else:
-                        futures[key].set_result(outcome)
-            for f in futures.values():
-                if not f.done():
-                    f.set_exception(RiverlogError("the broker's answer did not mention this item"))
-
-        self._pool.submit(run)
-        return futures
 
     def create_topics(self, new_topics: list[NewTopic], validate_only: bool = False,
                       operation_timeout: float = 30, request_timeout: float | None = None) -> dict[str, Future]:
@@ -396,144 +229,6 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin):
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         return self.cluster.snapshot([topic] if topic else None, None if timeout < 0 else timeout)
-
-    def describe_configs(self, resources: list[ConfigResource], request_timeout: float | None = None):
-        """Future per resource resolving to {name: ConfigEntry}."""
-        request = pb.DescribeConfigsRequest(resources=[pb.ConfigResource(type=int(r.restype), name=r.name)
-                                                       for r in resources])
-        by_key = {(int(r.restype), r.name): r for r in resources}
-
-        def split(response):
-            for res in response.results:
-                key = by_key.get((res.resource.type, res.resource.name))
-                if res.error_code:
-                    yield key, _error(res.error_code, res.error_message)
-                else:
-                    yield key, {e.name: ConfigEntry(e.name, e.value, e.source, e.is_default, e.read_only,
-                                                    e.documentation) for e in res.entries}
-
-        return self._fan_out(resources, lambda: self.cluster.call_any("DescribeConfigs", request, request_timeout),
-                             split)
-
-    def alter_configs(self, resources: list[ConfigResource], validate_only: bool = False,
-                      request_timeout: float | None = None):
-        """Replace each resource's overrides with its ``set_config_dict`` (unlisted keys return to defaults)."""
-        return self._alter(resources, validate_only, False, request_timeout)
-
-    def incremental_alter_configs(self, resources: list[ConfigResource], validate_only: bool = False,
-                                  request_timeout: float | None = None):
-        """Apply each resource's ``incremental_configs`` (SET, DELETE, or APPEND/SUBTRACT on a LIST
-        config such as cleanup.policy) and keep other overrides. As librdkafka's
-        ``rd_kafka_IncrementalAlterConfigs``, a resource listed twice or a config named twice in
-        one resource fails every future with ``_INVALID_ARG`` and sends nothing."""
-        duplicate = _duplicate_in(resources)
-        if duplicate is not None:
-            failed = {r: Future() for r in resources}
-            for f in failed.values():
-                f.set_exception(KafkaException(KafkaError(KafkaError._INVALID_ARG, duplicate)))
-            return failed
-        return self._alter(resources, validate_only, True, request_timeout)
-
-    def _alter(self, resources, validate_only, incremental, request_timeout):
-        request = pb.AlterConfigsRequest(validate_only=validate_only)
-        by_key = {}
-        for r in resources:
-            by_key[(int(r.restype), r.name)] = r
-            entry = request.resources.add(resource=pb.ConfigResource(type=int(r.restype), name=r.name),
-                                          incremental=incremental)
-            if incremental:
-                for c in r.incremental_configs:
-                    op = c.incremental_operation or AlterConfigOpType.SET
-                    entry.configs.add(name=c.name, value="" if c.value is None else str(c.value), op=int(op))
-            else:
-                for k, v in r.set_config_dict.items():
-                    entry.configs.add(name=k, value=str(v), op=0)
-
-        def split(response):
-            for res in response.results:
-                key = by_key.get((res.resource.type, res.resource.name))
-                yield key, _error(res.error_code, res.error_message) if res.error_code else None
-
-        return self._fan_out(resources, lambda: self.cluster.call_any("AlterConfigs", request, request_timeout),
-                             split)
-
-    def list_offsets(self, topic_partition_offsets: dict[TopicPartition, OffsetSpec],
-                     isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
-                     request_timeout: float | None = None) -> dict[TopicPartition, Future]:
-        """Future per partition resolving to ListOffsetsResultInfo(offset, timestamp). Answers stop
-        at the high watermark, or with ``IsolationLevel.READ_COMMITTED`` at the last stable offset:
-        the latest offset is that bound, and a lookup by time finding nothing below it gives -1."""
-        level = IsolationLevel(isolation_level).value
-
-        def call():
-            results = {}
-            for tp, spec in topic_partition_offsets.items():
-                request = pb.ListOffsetsRequest(isolation_level=level, topics=[pb.ListOffsetsTopic(
-                    name=tp.topic, partitions=[pb.ListOffsetsPartition(partition=tp.partition,
-                                                                       timestamp=spec.value)])])
-                try:
-                    node = self.cluster.leader(tp.topic, tp.partition)
-                    r = self.cluster.call("ListOffsets", request, node, request_timeout).topics[0].partitions[0]
-                    results[tp] = _error(r.error_code, r.error_message) if r.error_code \
-                        else ListOffsetsResultInfo(r.offset, r.timestamp)
-                except RiverlogError as e:
-                    results[tp] = e
-            return results
-
-        return self._fan_out(list(topic_partition_offsets), call, lambda results: results.items())
-
-    def delete_records(self, topic_partition_offsets, request_timeout: float | None = None,
-                       operation_timeout: float | None = None) -> dict[TopicPartition, Future]:
-        """Delete every record below an offset, per partition; a future per partition resolving to
-        :class:`DeletedRecords`. Takes confluent-kafka's list of TopicPartition (offset set) or a
-        ``{TopicPartition: offset}`` dict; offset -1 deletes up to the high watermark. An offset past
-        the high watermark fails with OffsetOutOfRangeError.
-
-            fs = admin.delete_records([TopicPartition("orders", 0, 1000)])
-            fs[tp].result().low_watermark     # 1000
-        """
-        if isinstance(topic_partition_offsets, dict):
-            wanted = {tp: offset for tp, offset in topic_partition_offsets.items()}
-        else:
-            wanted = {tp: tp.offset for tp in topic_partition_offsets}
-
-        def call():
-            results = {}
-            for tp, offset in wanted.items():
-                request = pb.DeleteRecordsRequest(timeout_ms=int((request_timeout or 30) * 1000), topics=[
-                    pb.DeleteRecordsTopic(name=tp.topic, partitions=[
-                        pb.DeleteRecordsPartition(partition=tp.partition, offset=offset)])])
-                results[tp] = self._delete_records_at_leader(tp, request, request_timeout)
-            return results
-
-        return self._fan_out(list(wanted), call, lambda results: results.items())
-
-    def _delete_records_at_leader(self, tp: TopicPartition, request, timeout: float | None):
-        return self._at_leader(tp, "DeleteRecords", request, timeout,
-                               lambda response: response.topics[0].partitions[0],
-                               lambda r: DeletedRecords(r.low_watermark))
-
-    def _at_leader(self, tp: TopicPartition, method: str, request, timeout: float | None, pick, make):
-        """``method`` at the partition's leader; ``pick(response)`` is the partition's result (with an
-        error code), ``make(result)`` the value. While leadership moves (retriable errors), refresh
-        and retry; returns the error, not raises it (a future per partition carries it)."""
-        deadline = time.monotonic() + (timeout or self.cluster.timeout)
-        while True:
-            try:
-                node = self.cluster.leader(tp.topic, tp.partition)
-                r = pick(self.cluster.call(method, request, node, timeout))
-                if not r.error_code:
-                    return make(r)
-                error = _error(r.error_code, r.error_message)
-            except RiverlogError as e:
-                error = e
-            if not (error.retriable or isinstance(error, NetworkError)) or time.monotonic() >= deadline:
-                return error
-            time.sleep(0.1)
-            try:
-                self.cluster.refresh([tp.topic])
-            except RiverlogError:
-                pass
 
     def poll(self, timeout: float | None = None) -> int:
         """Serve ``error_cb``/``stats_cb`` (results come as futures, so there is nothing else to serve)."""

@@ -22,8 +22,9 @@ the batch is planned): produced in it, decided with the output, never sent twice
 Because the decision is recorded before any transaction ends, a committer that dies midway leaves
 enough behind: the replay of the same batch finds the decision, its tasks write nothing
 (:data:`SKIP`), and its commit finishes exactly the recorded transactions (committing one twice
-is harmless). The decisions are pure functions at the top of this module; :class:`DecisionLog`
-and :class:`ExactlyOnce` carry them out with the public client.
+is harmless). The decisions are pure functions (:mod:`broker.client.batch_decision`);
+:class:`DecisionLog` (:mod:`broker.client.decision_log`, which documents the decision records) and
+:class:`ExactlyOnce` carry them out with the public client.
 
     eo = ExactlyOnce({"bootstrap.servers": servers}, owner="clicks-per-minute")
     if eo.write_action(batch) == WRITE:                                      # in each task
@@ -32,262 +33,25 @@ and :class:`ExactlyOnce` carry them out with the public client.
         handle = p.transaction_handle()                                      # sent to the committer
     eo.commit(batch, handles)                                                # in the committer
     eo.commit(batch, handles, offsets=[TopicPartition("orders", 0, 1042)], group_id="enricher")  # with input progress
-
-**Decision records** (the format this module owns): key = the owner id in UTF-8; value = compact
-JSON ``{"attempts": [{"producer_epoch": E, "producer_id": P, "transactional_id": T}, ...],
-"batch_id": B, "sink_id": OWNER}`` with sorted keys. The ``sink_id`` name predates Streams and
-Connect; it stays so that decisions recorded earlier still read. Only an owner's latest decision
-matters (the replay is of the last batch at most, and batch ids only grow), so the topic is
-compacted and a lookup reads the partition backwards from its end in windows: it costs the same
-however long the topic is.
 """
 from __future__ import annotations
 
-import json
 import logging
-import re
-import threading
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
 
-from broker.client.admin import AdminClient, NewTopic
-from broker.client.consumer import Consumer, ConsumerGroupMetadata
+from broker.client.admin import AdminClient
+from broker.client.batch_decision import (OFFSETS_ATTEMPT, SKIP, WRITE, Decision, OwnerReusedError,  # noqa: F401
+                                          batch_prefix, decide, decision_key, group_offsets, in_batch, on_abort,
+                                          offsets_transactional_id, to_abort, transactional_id, write_action)
+from broker.client.consumer import ConsumerGroupMetadata
+from broker.client.decision_log import DECISIONS_TOPIC, DecisionLog, _last_with_key  # noqa: F401 (public here too)
 from broker.client.message import TopicPartition
 from broker.client.producer import Producer
 from broker.client.txn_admin import TransactionHandle
 from broker.errors import (ApplicationRecoverableError, InvalidConfigError, InvalidTxnStateError, KafkaTimeoutError,
-                           RiverlogError, TopicAlreadyExistsError, TransactionalIdNotFoundError, UnknownTopicOrPartitionError)
+                           TransactionalIdNotFoundError)
 
 log = logging.getLogger(__name__)
-
-WRITE, SKIP = "write", "skip"
-DECISIONS_TOPIC = "riverlog-sink-commits"
-OFFSETS_ATTEMPT = "offsets"  # the committer's own attempt of a batch, after the batch's prefix
-_ATTEMPT_TAIL = re.compile(rf"\d+-\d+|{OFFSETS_ATTEMPT}")  # "{task}-{attempt}" or the offsets attempt
-
-
-# ------------------------------------------------------------------------------ pure decisions
-def transactional_id(owner: str, batch_id: int, task: int, attempt: int) -> str:
-    """One id per task attempt: a retried or speculative attempt never shares a producer."""
-    return f"{batch_prefix(owner, batch_id)}{task}-{attempt}"
-
-
-def offsets_transactional_id(owner: str, batch_id: int) -> str:
-    """The committer's offsets attempt of a batch: one per batch, so a committer that restarts
-    before recording fences (and aborts) its predecessor's by ``init_transactions``."""
-    return f"{batch_prefix(owner, batch_id)}{OFFSETS_ATTEMPT}"
-
-
-def batch_prefix(owner: str, batch_id: int) -> str:
-    """The start of every attempt's id in one batch ("s-1-" does not start "s-10-0-0")."""
-    return f"{owner}-{batch_id}-"
-
-
-def in_batch(txn_id: str, owner: str, batch_id: int) -> bool:
-    """Whether ``txn_id`` is an attempt of this batch of this owner, and not merely starts like one:
-    owner "a", batch 1 has prefix "a-1-", which also starts owner "a-1"'s batch 2 ("a-1-2-0-0",
-    "a-1-2-offsets"). The tail after the prefix is a task's "{task}-{attempt}" or "offsets"."""
-    prefix = batch_prefix(owner, batch_id)
-    return txn_id.startswith(prefix) and _ATTEMPT_TAIL.fullmatch(txn_id[len(prefix):]) is not None
-
-
-@dataclass
-class Decision:
-    """The attempts whose transactions make up ``batch_id`` of ``owner``, decided to commit."""
-    owner: str
-    batch_id: int
-    attempts: list[TransactionHandle] = field(default_factory=list)
-
-    def key(self) -> bytes:
-        return decision_key(self.owner)
-
-    def to_value(self) -> bytes:
-        return json.dumps({"sink_id": self.owner, "batch_id": self.batch_id,
-                           "attempts": [asdict(a) for a in self.attempts]},
-                          sort_keys=True, separators=(",", ":")).encode()
-
-    @classmethod
-    def from_value(cls, raw: bytes) -> "Decision":
-        v = json.loads(raw)
-        return cls(v["sink_id"], v["batch_id"], [TransactionHandle(**a) for a in v["attempts"]])
-
-    def transactional_ids(self) -> set[str]:
-        return {a.transactional_id for a in self.attempts}
-
-
-def decision_key(owner: str) -> bytes:
-    return owner.encode()
-
-
-class OwnerReusedError(InvalidConfigError):
-    """An owner asked about a batch older than one it already decided: a new run (a new
-    checkpoint) that reuses an old owner id. ``details``: owner, batch_id, decided_batch_id."""
-
-
-def write_action(decision: Decision | None, batch_id: int) -> str:
-    """What a task of ``batch_id`` does, given its owner's latest decision: WRITE, or SKIP when the
-    batch is already decided (a replay after the committer died between deciding and ending)."""
-    if decision is None or decision.batch_id < batch_id:
-        return WRITE
-    if decision.batch_id == batch_id:
-        return SKIP
-    raise OwnerReusedError(
-        f"'{decision.owner}' already committed batch {decision.batch_id}, later than batch {batch_id}: an "
-        "owner id belongs to one sequence of batches; give a new run a new owner id",
-        config="owner", owner=decision.owner, batch_id=batch_id, decided_batch_id=decision.batch_id)
-
-
-def decide(recorded: Decision | None, owner: str, batch_id: int,
-           attempts: list[TransactionHandle]) -> tuple[Decision, bool]:
-    """The decision to carry out for ``batch_id`` and whether it still has to be recorded.
-
-    A decision already recorded for this batch wins over the attempts reported now: it is what an
-    earlier committer may have started carrying out, and the replay's tasks wrote nothing.
-    """
-    if recorded is not None and recorded.batch_id == batch_id:
-        return recorded, False
-    write_action(recorded, batch_id)  # a later recorded batch is refused here too
-    return Decision(owner, batch_id, sorted(attempts, key=lambda a: a.transactional_id)), True
-
-
-def group_offsets(group_id: str | None, offsets) -> list[TopicPartition] | None:
-    """The offsets a batch commits for ``group_id`` (None: none), checked: both or neither given,
-    a non-empty group, each partition once with a next offset to read of at least 0. Sorted, so
-    the offsets attempt sends them in one order."""
-    if offsets is None and group_id is None:
-        return None
-    if offsets is None or not group_id:
-        raise InvalidConfigError("offsets and group_id go together: the offsets of which consumer group?"
-                                 if offsets is not None else "group_id needs offsets (and must not be empty)",
-                                 config="group_id" if offsets is not None else "offsets")
-    seen: set[tuple[str, int]] = set()
-    for tp in offsets:
-        if tp.offset < 0 or tp.partition < 0 or (tp.topic, tp.partition) in seen:
-            raise InvalidConfigError(
-                f"offset {tp.offset} of {tp.topic} [{tp.partition}] for group '{group_id}': each partition once, with "
-                "the next offset to read (0 or more)", config="offsets")
-        seen.add((tp.topic, tp.partition))
-    return sorted(offsets)
-
-
-def on_abort(recorded: Decision | None, batch_id: int,
-             attempts: list[TransactionHandle]) -> tuple[Decision | None, list[TransactionHandle]]:
-    """A failed batch: the decision that still stands (one recorded for this very batch, which its
-    replay will commit, so it is never aborted) and the reported attempts to abort (all others)."""
-    decision = recorded if recorded is not None and recorded.batch_id == batch_id else None
-    keep = decision.transactional_ids() if decision is not None else set()
-    return decision, [a for a in attempts if a.transactional_id not in keep]
-
-
-def to_abort(open_ids: list[str], owner: str, batch_id: int, decision: Decision | None) -> list[str]:
-    """Open transactions of the batch's attempts that are not part of its decision: failed,
-    killed, speculative or earlier-run attempts. Their records must never become visible."""
-    keep = decision.transactional_ids() if decision is not None and decision.batch_id == batch_id else set()
-    return sorted(t for t in open_ids if in_batch(t, owner, batch_id) and t not in keep)
-
-
-# ------------------------------------------------------------------------------ the decisions topic
-_WINDOW = 256
-_created: set[tuple[str, str]] = set()
-_created_lock = threading.Lock()
-
-
-class DecisionLog:
-    """The compacted topic where committers record their decisions (format: the module's docstring).
-
-    ``config`` holds connection settings only (``bootstrap.servers``, ``request.timeout.ms``, ...)."""
-
-    def __init__(self, config: dict, topic: str = DECISIONS_TOPIC):
-        self.config = config
-        self.topic = topic
-
-    def ensure_topic(self) -> None:
-        """Create the topic once per process (a no-op when it exists)."""
-        with _created_lock:
-            if (self.config["bootstrap.servers"], self.topic) in _created:
-                return
-        admin = AdminClient(self.config)
-        try:
-            admin.create_topics([NewTopic(self.topic, 1, config={"cleanup.policy": "compact"})])[self.topic].result()
-        except TopicAlreadyExistsError:
-            pass
-        finally:
-            admin.close()
-        with _created_lock:
-            _created.add((self.config["bootstrap.servers"], self.topic))
-
-    def record(self, decision: Decision, timeout: float = 30.0) -> None:
-        """Write ``decision`` and wait until every in-sync replica has it."""
-        self.ensure_topic()
-        errors: list = []
-        producer = Producer({**self.config, "acks": "all", "enable.idempotence": True, "linger.ms": 0})
-        try:
-            producer.produce(self.topic, value=decision.to_value(), key=decision.key(), partition=0,
-                             on_delivery=lambda err, msg: err is not None and errors.append(err))
-            left = producer.flush(timeout)
-        finally:
-            producer.close(1)
-        if errors:
-            raise errors[0].exception()
-        if left:
-            raise RiverlogError(f"the decision of batch {decision.batch_id} was not acknowledged in {timeout}s")
-
-    def latest(self, owner: str, timeout: float = 30.0) -> Decision | None:
-        """The last decision recorded for ``owner``, or None."""
-        key = decision_key(owner)
-        consumer = Consumer({**self.config, "group.id": "", "enable.auto.commit": False,
-                             "isolation.level": "read_uncommitted", "auto.offset.reset": "earliest"})
-        try:
-            tp = TopicPartition(self.topic, 0)
-            info = consumer.list_topics(self.topic, timeout).topics.get(self.topic)
-            if info is None or isinstance(info.error, UnknownTopicOrPartitionError):
-                return None  # nothing was ever decided on this cluster (offsets would wait for the topic)
-            if info.error is not None:
-                raise info.error
-            try:
-                low, high = consumer.get_watermark_offsets(tp, timeout)
-            except UnknownTopicOrPartitionError:
-                return None  # nothing was ever decided on this cluster
-            end = high
-            while end > low:
-                start = max(low, end - _WINDOW)
-                found = _last_with_key(consumer, tp, start, end, key, timeout)
-                if found is not None:
-                    return Decision.from_value(found)
-                end = start
-            return None
-        finally:
-            consumer.close()
-
-
-def _last_with_key(consumer: Consumer, tp: TopicPartition, start: int, end: int, key: bytes, timeout: float):
-    """The value of the last record with ``key`` in offsets [start, end) (compaction leaves gaps).
-
-    Only reaching ``end`` ends the scan: a quiet fetch on a loaded machine is not the end of the
-    log, and stopping there could miss a recorded decision and write a decided batch twice. The
-    cleaner never removes a log's last record, so a record at or past ``end`` always arrives."""
-    consumer.assign([TopicPartition(tp.topic, tp.partition, start)])
-    found = None
-    deadline = time.monotonic() + timeout
-    while True:
-        messages = consumer.consume(1000, max(0.05, min(deadline - time.monotonic(), 1.0)))
-        for m in messages:
-            if m.error() is not None:
-                raise RiverlogError(f"reading {tp.topic}: {m.error()}")
-            if m.offset() >= end:
-                return found
-            if m.key() == key:
-                found = m.value()
-            if m.offset() == end - 1:
-                return found
-        if not messages:
-            position = consumer.position([TopicPartition(tp.topic, tp.partition)])[0].offset
-            if position >= end:
-                return found
-            if time.monotonic() >= deadline:
-                raise KafkaTimeoutError(f"reading the decisions in {tp.topic}-{tp.partition}: offsets up to {end} "
-                                        f"did not arrive within {timeout}s (at {position}); retry the batch")
 
 
 # ------------------------------------------------------------------------------ carrying them out

@@ -1,0 +1,194 @@
+"""Config administration, mixed into :class:`~broker.client.admin.AdminClient` (confluent-kafka's
+names): ``describe_configs``, ``alter_configs``, ``incremental_alter_configs``, and the
+``ConfigResource``/``ConfigEntry`` they take and return.
+
+    fs = admin.describe_configs([ConfigResource(ResourceType.TOPIC, "orders")])
+    fs[resource].result()["retention.ms"].value
+"""
+from __future__ import annotations
+
+import enum
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from broker.client.admin_fan_out import _error
+from broker.client.model import _NamedEnum
+from broker.errors import KafkaError, KafkaException
+from broker.proto import riverlog_pb2 as pb
+
+
+class ResourceType(enum.IntEnum):
+    """What a ConfigResource names; Riverlog has configs for TOPIC and BROKER (the others are refused
+    per resource by the broker, as a Kafka broker refuses a type it has no configs for)."""
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    BROKER = 4
+    TRANSACTIONAL_ID = 5
+
+
+class ConfigSource(_NamedEnum):
+    """Where a config value comes from (confluent-kafka's values); also equal to the broker's name
+    for it, e.g. ``entry.source == "DYNAMIC_TOPIC_CONFIG"``."""
+    UNKNOWN_CONFIG = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    GROUP_CONFIG = 8
+
+    @classmethod
+    def of(cls, name) -> "ConfigSource":
+        if isinstance(name, cls):
+            return name
+        return cls.__members__.get(str(name), cls.UNKNOWN_CONFIG)
+
+
+# confluent_kafka.admin's module constants (librdkafka's enum values, as plain ints).
+CONFIG_SOURCE_UNKNOWN_CONFIG, CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG, CONFIG_SOURCE_DYNAMIC_BROKER_CONFIG, \
+    CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, CONFIG_SOURCE_STATIC_BROKER_CONFIG, CONFIG_SOURCE_DEFAULT_CONFIG, \
+    CONFIG_SOURCE_GROUP_CONFIG = (s.value for s in ConfigSource)
+RESOURCE_UNKNOWN, RESOURCE_ANY, RESOURCE_TOPIC, RESOURCE_GROUP, RESOURCE_BROKER, RESOURCE_TRANSACTIONAL_ID = \
+    (int(r) for r in ResourceType)
+
+
+class AlterConfigOpType(enum.IntEnum):
+    SET = 0
+    DELETE = 1
+    APPEND = 2     # add parts to a LIST config (cleanup.policy) that are not there yet
+    SUBTRACT = 3   # remove parts from a LIST config
+
+
+@dataclass
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: ConfigSource = ConfigSource.UNKNOWN_CONFIG
+    is_default: bool = False
+    is_read_only: bool = False
+    documentation: str = ""
+    incremental_operation: AlterConfigOpType | None = None
+    is_sensitive: bool = False
+    is_synonym: bool = False
+    synonyms: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.source = ConfigSource.of(self.source) if self.source != "" else ConfigSource.UNKNOWN_CONFIG
+
+
+class ConfigResource:
+    """A resource whose configs are described or altered (confluent-kafka's shape):
+    ``set_config(name, value)`` fills ``set_config_dict`` for ``alter_configs``;
+    ``add_incremental_config`` the entries of ``incremental_alter_configs``."""
+
+    def __init__(self, restype, name: str, set_config: dict | None = None, described_configs=None, error=None,
+                 incremental_configs: list | None = None):
+        if isinstance(restype, str):
+            try:
+                restype = ResourceType[restype.upper()]
+            except KeyError:
+                raise ValueError(f'Unknown resource type "{restype}": should be a ResourceType value') from None
+        elif isinstance(restype, int):
+            restype = ResourceType(restype)
+        self.restype, self.name = restype, name
+        self.set_config_dict = dict(set_config or {})
+        self.configs, self.error = described_configs, error
+        self.incremental_configs = list(incremental_configs or [])
+
+    def set_config(self, name: str, value, overwrite: bool = True) -> None:
+        if overwrite or name not in self.set_config_dict:
+            self.set_config_dict[name] = value
+
+    def add_incremental_config(self, entry: ConfigEntry) -> None:
+        self.incremental_configs.append(entry)
+
+    def __hash__(self):
+        return hash((int(self.restype), self.name))
+
+    def __eq__(self, other):
+        return isinstance(other, ConfigResource) and (self.restype, self.name) == (other.restype, other.name)
+
+    def __lt__(self, other):
+        return (int(self.restype), self.name) < (int(other.restype), other.name)
+
+    def __repr__(self):
+        return f"ConfigResource({self.restype.name},{self.name})"
+
+
+def _duplicate_in(resources) -> str | None:
+    """librdkafka's message for a repeated ConfigResource, or a ConfigEntry repeated within one."""
+    seen = set()
+    for r in resources:
+        if (int(r.restype), r.name) in seen:
+            return "Duplicate ConfigResource found"
+        seen.add((int(r.restype), r.name))
+        names = [c.name for c in r.incremental_configs]
+        if len(set(names)) != len(names):
+            return "Duplicate ConfigEntry found"
+    return None
+
+
+class ConfigAdmin:
+    """Needs ``self.cluster`` and ``self._fan_out`` (from AdminClient)."""
+
+    def describe_configs(self, resources: list[ConfigResource], request_timeout: float | None = None):
+        """Future per resource resolving to {name: ConfigEntry}."""
+        request = pb.DescribeConfigsRequest(resources=[pb.ConfigResource(type=int(r.restype), name=r.name)
+                                                       for r in resources])
+        by_key = {(int(r.restype), r.name): r for r in resources}
+
+        def split(response):
+            for res in response.results:
+                key = by_key.get((res.resource.type, res.resource.name))
+                if res.error_code:
+                    yield key, _error(res.error_code, res.error_message)
+                else:
+                    yield key, {e.name: ConfigEntry(e.name, e.value, e.source, e.is_default, e.read_only,
+                                                    e.documentation) for e in res.entries}
+
+        return self._fan_out(resources, lambda: self.cluster.call_any("DescribeConfigs", request, request_timeout),
+                             split)
+
+    def alter_configs(self, resources: list[ConfigResource], validate_only: bool = False,
+                      request_timeout: float | None = None):
+        """Replace each resource's overrides with its ``set_config_dict`` (unlisted keys return to defaults)."""
+        return self._alter(resources, validate_only, False, request_timeout)
+
+    def incremental_alter_configs(self, resources: list[ConfigResource], validate_only: bool = False,
+                                  request_timeout: float | None = None):
+        """Apply each resource's ``incremental_configs`` (SET, DELETE, or APPEND/SUBTRACT on a LIST
+        config such as cleanup.policy) and keep other overrides. As librdkafka's
+        ``rd_kafka_IncrementalAlterConfigs``, a resource listed twice or a config named twice in
+        one resource fails every future with ``_INVALID_ARG`` and sends nothing."""
+        duplicate = _duplicate_in(resources)
+        if duplicate is not None:
+            failed = {r: Future() for r in resources}
+            for f in failed.values():
+                f.set_exception(KafkaException(KafkaError(KafkaError._INVALID_ARG, duplicate)))
+            return failed
+        return self._alter(resources, validate_only, True, request_timeout)
+
+    def _alter(self, resources, validate_only, incremental, request_timeout):
+        request = pb.AlterConfigsRequest(validate_only=validate_only)
+        by_key = {}
+        for r in resources:
+            by_key[(int(r.restype), r.name)] = r
+            entry = request.resources.add(resource=pb.ConfigResource(type=int(r.restype), name=r.name),
+                                          incremental=incremental)
+            if incremental:
+                for c in r.incremental_configs:
+                    op = c.incremental_operation or AlterConfigOpType.SET
+                    entry.configs.add(name=c.name, value="" if c.value is None else str(c.value), op=int(op))
+            else:
+                for k, v in r.set_config_dict.items():
+                    entry.configs.add(name=k, value=str(v), op=0)
+
+        def split(response):
+            for res in response.results:
+                key = by_key.get((res.resource.type, res.resource.name))
+                yield key, _error(res.error_code, res.error_message) if res.error_code else None
+
+        return self._fan_out(resources, lambda: self.cluster.call_any("AlterConfigs", request, request_timeout),
+                             split)

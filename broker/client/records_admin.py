@@ -1,0 +1,112 @@
+"""Record administration, mixed into :class:`~broker.client.admin.AdminClient` (confluent-kafka's
+names): ``list_offsets`` and ``delete_records``, each asked of every partition's leader.
+
+    admin.list_offsets({TopicPartition("orders", 0): OffsetSpec.latest()})[tp].result().offset
+    admin.delete_records([TopicPartition("orders", 0, 1000)])[tp].result().low_watermark
+"""
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from broker.client.admin_fan_out import _error
+from broker.client.message import TopicPartition
+from broker.client.model import IsolationLevel
+from broker.errors import RiverlogError
+from broker.proto import riverlog_pb2 as pb
+
+
+class OffsetSpec:
+    """What list_offsets asks for: earliest, latest, max timestamp, or a time in ms."""
+
+    def __init__(self, value: int):
+        self.value = value
+
+    @classmethod
+    def earliest(cls):
+        return cls(-2)
+
+    @classmethod
+    def latest(cls):
+        return cls(-1)
+
+    @classmethod
+    def max_timestamp(cls):
+        return cls(-3)
+
+    @classmethod
+    def for_timestamp(cls, ms: int):
+        return cls(ms)
+
+
+@dataclass
+class ListOffsetsResultInfo:
+    offset: int
+    timestamp: int
+    leader_epoch: int | None = None
+
+
+@dataclass
+class DeletedRecords:
+    """What delete_records resolves to: the partition's new low watermark (its log start offset)."""
+    low_watermark: int
+
+
+class RecordsAdmin:
+    """Needs ``self.cluster``, ``self._fan_out`` and ``self._at_leader`` (from AdminClient)."""
+
+    def list_offsets(self, topic_partition_offsets: dict[TopicPartition, OffsetSpec],
+                     isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+                     request_timeout: float | None = None) -> dict[TopicPartition, Future]:
+        """Future per partition resolving to ListOffsetsResultInfo(offset, timestamp). Answers stop
+        at the high watermark, or with ``IsolationLevel.READ_COMMITTED`` at the last stable offset:
+        the latest offset is that bound, and a lookup by time finding nothing below it gives -1."""
+        level = IsolationLevel(isolation_level).value
+
+        def call():
+            results = {}
+            for tp, spec in topic_partition_offsets.items():
+                request = pb.ListOffsetsRequest(isolation_level=level, topics=[pb.ListOffsetsTopic(
+                    name=tp.topic, partitions=[pb.ListOffsetsPartition(partition=tp.partition,
+                                                                       timestamp=spec.value)])])
+                try:
+                    node = self.cluster.leader(tp.topic, tp.partition)
+                    r = self.cluster.call("ListOffsets", request, node, request_timeout).topics[0].partitions[0]
+                    results[tp] = _error(r.error_code, r.error_message) if r.error_code \
+                        else ListOffsetsResultInfo(r.offset, r.timestamp)
+                except RiverlogError as e:
+                    results[tp] = e
+            return results
+
+        return self._fan_out(list(topic_partition_offsets), call, lambda results: results.items())
+
+    def delete_records(self, topic_partition_offsets, request_timeout: float | None = None,
+                       operation_timeout: float | None = None) -> dict[TopicPartition, Future]:
+        """Delete every record below an offset, per partition; a future per partition resolving to
+        :class:`DeletedRecords`. Takes confluent-kafka's list of TopicPartition (offset set) or a
+        ``{TopicPartition: offset}`` dict; offset -1 deletes up to the high watermark. An offset past
+        the high watermark fails with OffsetOutOfRangeError.
+
+            fs = admin.delete_records([TopicPartition("orders", 0, 1000)])
+            fs[tp].result().low_watermark     # 1000
+        """
+        if isinstance(topic_partition_offsets, dict):
+            wanted = {tp: offset for tp, offset in topic_partition_offsets.items()}
+        else:
+            wanted = {tp: tp.offset for tp in topic_partition_offsets}
+
+        def call():
+            results = {}
+            for tp, offset in wanted.items():
+                request = pb.DeleteRecordsRequest(timeout_ms=int((request_timeout or 30) * 1000), topics=[
+                    pb.DeleteRecordsTopic(name=tp.topic, partitions=[
+                        pb.DeleteRecordsPartition(partition=tp.partition, offset=offset)])])
+                results[tp] = self._delete_records_at_leader(tp, request, request_timeout)
+            return results
+
+        return self._fan_out(list(wanted), call, lambda results: results.items())
+
+    def _delete_records_at_leader(self, tp: TopicPartition, request, timeout: float | None):
+        return self._at_leader(tp, "DeleteRecords", request, timeout,
+                               lambda response: response.topics[0].partitions[0],
+                               lambda r: DeletedRecords(r.low_watermark))

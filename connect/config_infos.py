@@ -1,0 +1,136 @@
+"""Connect's validate response (``PUT /connector-plugins/{type}/config/validate``): Kafka's
+``ConfigInfos``, built as ``AbstractHerder.generateResult`` and ``prefixedConfigInfos`` build it,
+with the client overrides and the converters' own keys each listed under their prefixes.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from connect.config_def import ConfigKey, ConfigValue, PluginRegistry, config_error
+from connect.connector_config_def import MAX_POLL_RECORDS, _plugin_def
+
+@dataclass
+class ConfigInfo:
+    """One entry of ``configs``: a definition (None for a value no key defines) and its value."""
+    definition: ConfigKey | None
+    value: ConfigValue | None
+
+    def to_json(self) -> dict:
+        type_ = self.definition.type if self.definition else None
+        return {"definition": self.definition.definition() if self.definition else None,
+                "value": self.value.info(type_) if self.value else None}
+
+
+@dataclass
+class ConfigInfos:
+    """Connect's validate response: ``{"name", "error_count", "groups", "configs"}``."""
+    name: str
+    error_count: int
+    groups: list[str]
+    configs: list[ConfigInfo] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "error_count": self.error_count, "groups": list(self.groups),
+                "configs": [c.to_json() for c in self.configs]}
+
+    def errors(self) -> dict[str, list[str]]:
+        """Every field with problems, and its messages."""
+        out: dict[str, list[str]] = {}
+        for c in self.configs:
+            if c.value is not None and c.value.errors:
+                out.setdefault(c.value.name, []).extend(c.value.errors)
+        return out
+
+    def raise_if_invalid(self) -> None:
+        """:class:`~connect.errors.ConfigError` with Kafka's refusal message and ``details["errors"]``."""
+        if self.error_count:
+            raise config_error("Connector configuration", self.errors())
+
+
+def _result(name: str, keys: Mapping[str, ConfigKey], values: list[ConfigValue], groups: list[str]) -> ConfigInfos:
+    """Kafka's ``AbstractHerder.generateResult``: values no key defines first, then every key."""
+    by_name = {v.name: v for v in values}
+    configs = [ConfigInfo(None, v) for v in values if v.name not in keys]
+    count = sum(len(v.errors) for v in values if v.name not in keys)
+    for name, key in keys.items():
+        value = by_name.get(name)
+        count += len(value.errors) if value else 0
+        configs.append(ConfigInfo(key, value))
+    return ConfigInfos(name, count, groups, configs)
+
+
+def _prefixed(prefix: str, keys: Mapping[str, ConfigKey], values: list[ConfigValue]) -> ConfigInfos:
+    """Kafka's ``prefixedConfigInfos`` (converters, client overrides): one error per failing value."""
+    groups: list[str] = []
+    configs = []
+    for v in values:
+        key = keys.get(v.name)
+        if key is not None and key.group is not None and key.group not in groups:
+            groups.append(key.group)
+        shown = ConfigValue(prefix + v.name, v.value, v.recommended_values, v.errors, v.visible)
+        configs.append(ConfigInfo(_renamed(key, prefix + key.name) if key else None, shown))
+    return ConfigInfos("", sum(1 for v in values if v.errors), groups, configs)
+
+
+def _renamed(key: ConfigKey, name: str) -> ConfigKey:
+    return replace(key, name=name)
+
+
+def _merge(name: str, *parts: ConfigInfos | None) -> ConfigInfos:
+    out = ConfigInfos(name, 0, [], [])
+    for p in parts:
+        if p is None:
+            continue
+        out.error_count += p.error_count
+        out.configs.extend(p.configs)
+        out.groups.extend(g for g in p.groups if g not in out.groups)
+    return out
+
+
+def _converter_infos(props: Mapping[str, Any], values: Mapping[str, ConfigValue], prop: str,
+                     registry: PluginRegistry, converter_type: str) -> ConfigInfos | None:
+    """Kafka's ``validateConverterConfig``: a converter named in the connector config validates its
+    own keys (``key.converter.schemas.enable`` ...) under the property's prefix."""
+    value = values.get(prop)
+    if props.get(prop) is None or value is None or value.errors:
+        return None
+    own = _plugin_def(registry, value.value)
+    if own is None:
+        return None
+    prefix = prop + "."
+    plugin_props = {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
+    plugin_props.setdefault("converter.type", converter_type)
+    return _prefixed(prefix, own.keys, list(own.validate_all(plugin_props).values()))
+
+
+def _override_infos(props: Mapping[str, Any], prefix: str, check) -> ConfigInfos:
+    """Client overrides (Kafka's ``All`` override policy): each listed under its own name; values the
+    Riverlog client would refuse carry its message."""
+    values = []
+    for name, raw in props.items():
+        if name.startswith(prefix) and len(name) > len(prefix):
+            problem = check(name[len(prefix):], raw) if check else None
+            values.append(ConfigValue(name[len(prefix):], raw, [], [problem] if problem else []))
+    return _prefixed(prefix, {}, values)
+
+
+def _producer_check(name: str, raw: Any) -> str | None:
+    from broker.client import PRODUCER_CONFIG  # the client is heavy; only overrides need it
+    from broker.errors import InvalidConfigError
+    try:
+        PRODUCER_CONFIG.parse({name: raw})
+    except InvalidConfigError as e:
+        return str(e)
+    return None
+
+
+def _consumer_check(name: str, raw: Any) -> str | None:
+    if name != MAX_POLL_RECORDS:
+        return None
+    try:
+        ok = int(str(raw).strip()) >= 1
+    except ValueError:
+        ok = False
+    return None if ok else f"Invalid value {raw} for configuration {MAX_POLL_RECORDS}: Value must be at least 1"

@@ -1,0 +1,96 @@
+"""A Connect worker's config: Kafka's ``DistributedConfig`` keys the worker uses (its group, its
+config, offset and status topics, its REST listener, exactly-once source support, its default
+converters), parsed once into a frozen :class:`WorkerConfig`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from connect.config_def import (NO_DEFAULT, ConfigDef, ConfigKey, Importance, Invalid, Type, at_least, between,
+                                non_empty_string, one_of)
+from connect.connector_config_def import _CONVERTER_DOC, JSON_CONVERTER, SIMPLE_HEADER_CONVERTER, _as_strings
+
+def _replication_factor(name: str, value: Any) -> None:
+    if value is not None and value != -1 and value < 1:
+        raise Invalid("Replication factor must be positive, or -1 to use the broker's default")
+
+
+WORKER_CONFIG_DEF = ConfigDef([
+    ConfigKey("bootstrap.servers", Type.LIST, "localhost:9092", None, Importance.HIGH,
+              "A list of host/port pairs used to establish the initial connection to the cluster."),
+    ConfigKey("group.id", Type.STRING, NO_DEFAULT, non_empty_string, Importance.HIGH,
+              "A unique string that identifies the Connect cluster group this worker belongs to."),
+    ConfigKey("config.storage.topic", Type.STRING, "connect-configs", non_empty_string, Importance.HIGH,
+              "The name of the topic where connector configurations are stored"),
+    ConfigKey("config.storage.replication.factor", Type.SHORT, -1, _replication_factor, Importance.LOW,
+              "Replication factor used when creating the configuration storage topic (-1: the broker's "
+              "default.replication.factor, so a one-broker cluster works out of the box)"),
+    ConfigKey("offset.storage.topic", Type.STRING, "connect-offsets", non_empty_string, Importance.HIGH,
+              "The name of the topic where source connector offsets are stored"),
+    ConfigKey("offset.storage.partitions", Type.INT, 25, at_least(1), Importance.LOW,
+              "The number of partitions used when creating the offset storage topic"),
+    ConfigKey("offset.storage.replication.factor", Type.SHORT, -1, _replication_factor, Importance.LOW,
+              "Replication factor used when creating the offset storage topic (-1: the broker's default)"),
+    ConfigKey("status.storage.topic", Type.STRING, "connect-status", non_empty_string, Importance.HIGH,
+              "The name of the topic where connector and task status are stored"),
+    ConfigKey("status.storage.partitions", Type.INT, 5, at_least(1), Importance.LOW,
+              "The number of partitions used when creating the status storage topic"),
+    ConfigKey("status.storage.replication.factor", Type.SHORT, -1, _replication_factor, Importance.LOW,
+              "Replication factor used when creating the status storage topic (-1: the broker's default)"),
+    ConfigKey("rest.host.name", Type.STRING, None, None, Importance.LOW,
+              "Hostname for the REST API. If this is set, it will only bind to this interface."),
+    ConfigKey("rest.port", Type.INT, 8083, between(0, 65535), Importance.LOW,
+              "Port for the REST API to listen on (0: any free port)."),
+    ConfigKey("exactly.once.source.support", Type.STRING, "disabled",
+              one_of("disabled", "preparing", "enabled", case_insensitive=True), Importance.HIGH,
+              "Whether to enable exactly-once support for source connectors in the cluster by using "
+              "transactions to write source records and their source offsets."),
+    ConfigKey("key.converter", Type.STRING, JSON_CONVERTER, non_empty_string, Importance.HIGH,
+              _CONVERTER_DOC.format("keys")),
+    ConfigKey("value.converter", Type.STRING, JSON_CONVERTER, non_empty_string, Importance.HIGH,
+              _CONVERTER_DOC.format("values")),
+    ConfigKey("header.converter", Type.STRING, SIMPLE_HEADER_CONVERTER, non_empty_string, Importance.LOW,
+              "HeaderConverter class used to convert between Kafka Connect format and the serialized form."),
+    ConfigKey("offset.flush.interval.ms", Type.LONG, 60000, at_least(0), Importance.LOW,
+              "Interval at which to try committing offsets for tasks."),
+])
+"""Kafka's ``DistributedConfig`` keys the worker uses. Converter names are plain strings here:
+the worker resolves them in the registries when it builds a connector, after the converter
+module has registered its classes."""
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """A worker's config, parsed once. ``originals`` keeps every key (client settings such as
+    ``client.id`` pass through to the worker's clients, as Kafka's worker passes them)."""
+    bootstrap_servers: str
+    group_id: str
+    config_storage_topic: str
+    config_storage_replication_factor: int
+    offset_storage_topic: str
+    offset_storage_partitions: int
+    offset_storage_replication_factor: int
+    status_storage_topic: str
+    status_storage_partitions: int
+    status_storage_replication_factor: int
+    rest_host_name: str | None
+    rest_port: int
+    exactly_once_source_support: str
+    key_converter: str
+    value_converter: str
+    header_converter: str
+    offset_flush_interval_ms: int
+    originals: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, props: Mapping[str, Any]) -> "WorkerConfig":
+        props = _as_strings(props)
+        v = WORKER_CONFIG_DEF.parse(props, "Worker configuration")
+        return cls(**{k.replace(".", "_"): v[k] for k in v if k != "bootstrap.servers"},
+                   bootstrap_servers=",".join(v["bootstrap.servers"]), originals=dict(props))
+
+    @property
+    def exactly_once_source_enabled(self) -> bool:
+        return self.exactly_once_source_support.lower() == "enabled"

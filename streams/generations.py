@@ -1,0 +1,70 @@
+"""A :class:`~streams.app.StreamsApp`'s generations: each start of a sub-topology without Spark's
+checkpoint is a new generation, recorded in the compacted topic ``<application.id>-streams-generations``,
+and writes under its own exactly-once owner id (``<application.id>-<sub-topology>-g<generation>``),
+so that batch ids may restart. With ``exactly_once_v2`` the previous generation's pending batch is
+finished first (:class:`~broker.client.ExactlyOnce`), so the state read back includes it.
+"""
+from __future__ import annotations
+
+from broker.client import Consumer, ExactlyOnce, Producer, TopicPartition
+from streams.errors import StreamsError
+from streams.interpreter import EXACTLY_ONCE_V2
+from streams.topology import SubTopology
+
+
+class Generations:
+    """Needs ``app``, ``client`` and ``config`` (from StreamsApp)."""
+
+    # ------------------------------------------------------------------ generations
+    @property
+    def _generations_topic(self) -> str:
+        return f"{self.app}-streams-generations"
+
+    def _generations(self) -> dict[str, int]:
+        c = Consumer({**self.client, "group.id": f"{self.app}-generations-reader", "enable.auto.commit": False,
+                      "isolation.level": "read_committed"})
+        try:
+            tp = TopicPartition(self._generations_topic, 0, 0)
+            low, high = c.get_watermark_offsets(tp, timeout=30)
+            out: dict[str, int] = {}
+            if high <= low:
+                return out
+            c.assign([TopicPartition(self._generations_topic, 0, low)])
+            pos = low
+            while pos < high:
+                for m in c.consume(500, timeout=5):
+                    if m.error():
+                        continue
+                    out[m.key().decode()] = int(m.value())
+                    pos = m.offset() + 1
+            return out
+        finally:
+            c.close()
+
+    def _next_generation(self, sub: SubTopology) -> int:
+        gens = self._generations()
+        key = f"subtopology-{sub.id}"
+        previous = gens.get(key)
+        if previous is not None and self.config["processing.guarantee"] == EXACTLY_ONCE_V2:
+            self._finish_pending(self._owner(sub, previous))
+        generation = (previous or 0) + 1
+        p = Producer({**self.client, "acks": "all"})
+        p.produce(self._generations_topic, key=key.encode(), value=str(generation).encode())
+        if p.flush(30):
+            raise StreamsError(f"could not record generation {generation} of {key} in {self._generations_topic}")
+        return generation
+
+    def _finish_pending(self, owner: str) -> None:
+        """A batch decided but not ended when the last generation stopped: end it before the state is
+        rebuilt, so the changelogs and offsets read back include it. The batch after it, written but
+        never decided, is aborted: its open transactions would hold every read_committed reader of
+        the outputs, changelogs and repartition topics until transaction.timeout.ms (every batch of
+        a Streams query records a decision, since it commits offsets, so it is the next batch id)."""
+        with ExactlyOnce(self.client, owner) as eo:
+            decision = eo.log.latest(owner)
+            if decision is not None:
+                eo.commit(decision.batch_id, decision.attempts, record=False)
+            eo.abort_strays(decision.batch_id + 1 if decision is not None else 0, None)
+
+    def _owner(self, sub: SubTopology, generation: int) -> str:
+        return f"{self.app}-{sub.id}-g{generation}"
