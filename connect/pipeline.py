@@ -146,7 +146,7 @@ class Pipeline:
         committer = None
         if isinstance(self.connector, SourceConnector):
             frame = topic_tracking.observed(self._source_records(self.connector.read_stream()),
-                                            TrackingConfig.parse(self.worker.originals))
+                                            TrackingConfig.of(self.worker))
             committer = self._committer_options()
         else:
             frame = self._sink_input()
@@ -203,7 +203,7 @@ class Pipeline:
         committed = self._committed(servers)
         reader = reader.option("startingOffsets", committed if isinstance(committed, str) else json.dumps(committed))
         self._query_start = self.paths.query_start(lambda: committed)
-        return topic_tracking.observed(reader.load(), TrackingConfig.parse(self.worker.originals))
+        return topic_tracking.observed(reader.load(), TrackingConfig.of(self.worker))
 
     def _create_missing(self, servers: str) -> None:
         """Listed ``topics`` that do not exist yet are created with the broker's defaults, as a

@@ -11,7 +11,7 @@ column computed with the batch's own job, nothing read twice); :class:`~connect.
 collects each batch's set from the query's progress, and the worker's supervisor hands the new
 ones to :meth:`TopicTracker.record`, which writes only topics connect-status does not list yet.
 
-    tracker = TopicTracker(storage, TrackingConfig.parse(worker_config.originals))
+    tracker = TopicTracker(storage, TrackingConfig.of(worker_config))
     tracker.record("orders-sink", {"orders"})                # one record the first time, then nothing
     tracker.active("orders-sink")                           # ['orders']
     tracker.reset("orders-sink")                            # tombstones
@@ -27,31 +27,21 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connect.config_def import ConfigDef, ConfigKey, Importance, Type
 from connect.storage_format import TopicStatus
 
 TOPICS_METRIC = "connect-topics"
 """The name of the observed metric (one row, column ``topics``) on a connector's streaming frame."""
 
-TRACKING_CONFIG_DEF = ConfigDef([
-    ConfigKey("topic.tracking.enable", Type.BOOLEAN, True, None, Importance.LOW,
-              "Enable tracking the set of active topics per connector during runtime."),
-    ConfigKey("topic.tracking.allow.reset", Type.BOOLEAN, True, None, Importance.LOW,
-              "If set to true, it allows user requests to reset the set of active topics per connector."),
-])
-
-
 @dataclass(frozen=True)
 class TrackingConfig:
-    """``WorkerConfig``'s two topic-tracking keys, parsed once (a bad value fails the worker's start)."""
+    """``WorkerConfig``'s two topic-tracking keys (``topic.tracking.enable``,
+    ``topic.tracking.allow.reset``)."""
     enabled: bool = True
     allow_reset: bool = True
 
     @classmethod
-    def parse(cls, originals: Mapping[str, Any]) -> "TrackingConfig":
-        props = {k: originals[k] for k in TRACKING_CONFIG_DEF.keys if k in originals}
-        v = TRACKING_CONFIG_DEF.parse(props, "Worker configuration")
-        return cls(v["topic.tracking.enable"], v["topic.tracking.allow.reset"])
+    def of(cls, worker) -> "TrackingConfig":
+        return cls(worker.topic_tracking_enable, worker.topic_tracking_allow_reset)
 
 
 def observed(frame, config: TrackingConfig):
@@ -105,4 +95,4 @@ class TopicTracker:
             self.storage.delete_topic_status(connector, topic)
 
 
-__all__ = ["TOPICS_METRIC", "TRACKING_CONFIG_DEF", "TopicTracker", "TrackingConfig", "observed", "progress_topics"]
+__all__ = ["TOPICS_METRIC", "TopicTracker", "TrackingConfig", "observed", "progress_topics"]

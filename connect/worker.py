@@ -76,7 +76,7 @@ class Worker:
                              os.path.join(tempfile.gettempdir(), "riverlog-connect"))
         self.worker_id = self._advertised()
         self.storage = ConnectStorage(self.config)
-        self.topics = TopicTracker(self.storage, TrackingConfig.parse(self.config.originals))
+        self.topics = TopicTracker(self.storage, TrackingConfig.of(self.config))
         self.offsets_admin = OffsetsAdmin(self.config.bootstrap_servers)
         self.metrics = QueryMetrics()
         self._lock = threading.RLock()
@@ -90,9 +90,9 @@ class Worker:
         """Kafka's worker id, its REST server's advertised ``host:port`` (``RestServer.advertisedUrl``):
         ``rest.advertised.host.name`` else ``rest.host.name`` else this host's name, and
         ``rest.advertised.port`` else the port the server listens on (``rest.port`` until it is bound)."""
-        o = self.config.originals
-        host = o.get("rest.advertised.host.name") or self.config.rest_host_name or socket.gethostname()
-        port = o.get("rest.advertised.port") or (bound_port if bound_port is not None else self.config.rest_port)
+        c = self.config
+        host = c.rest_advertised_host_name or c.rest_host_name or socket.gethostname()
+        port = c.rest_advertised_port or (bound_port if bound_port is not None else c.rest_port)
         return f"{host}:{port}"
 
     def rest_bound(self, port: int) -> None:

@@ -43,6 +43,14 @@ WORKER_CONFIG_DEF = ConfigDef([
               "Hostname for the REST API. If this is set, it will only bind to this interface."),
     ConfigKey("rest.port", Type.INT, 8083, between(0, 65535), Importance.LOW,
               "Port for the REST API to listen on (0: any free port)."),
+    ConfigKey("rest.advertised.host.name", Type.STRING, None, None, Importance.LOW,
+              "If this is set, this is the hostname that will be given out to other workers to connect to."),
+    ConfigKey("rest.advertised.port", Type.INT, None, None, Importance.LOW,
+              "If this is set, this is the port that will be given out to other workers to connect to."),
+    ConfigKey("topic.tracking.enable", Type.BOOLEAN, True, None, Importance.LOW,
+              "Enable tracking the set of active topics per connector during runtime."),
+    ConfigKey("topic.tracking.allow.reset", Type.BOOLEAN, True, None, Importance.LOW,
+              "If set to true, it allows user requests to reset the set of active topics per connector."),
     ConfigKey("exactly.once.source.support", Type.STRING, "disabled",
               one_of("disabled", "preparing", "enabled", case_insensitive=True), Importance.HIGH,
               "Whether to enable exactly-once support for source connectors in the cluster by using "
@@ -77,6 +85,10 @@ class WorkerConfig:
     status_storage_replication_factor: int
     rest_host_name: str | None
     rest_port: int
+    rest_advertised_host_name: str | None
+    rest_advertised_port: int | None
+    topic_tracking_enable: bool
+    topic_tracking_allow_reset: bool
     exactly_once_source_support: str
     key_converter: str
     value_converter: str
