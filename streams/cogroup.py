@@ -2,7 +2,9 @@
 all writing one store (Kafka's ``CogroupedKStream``, KIP-150).
 
 Each stream (repartitioned first when its key changed) gets a ``COGROUPKSTREAM-AGGREGATE-``
-processor over the shared store; their results meet in ``COGROUPKSTREAM-MERGE-``. Windowed
+processor over the shared store (``<Named>-cogroup-agg-<i>``); their results meet in
+``COGROUPKSTREAM-MERGE-`` (``<Named>-cogroup-merge``). Names are drawn in Kafka's order: the
+store, every repartition, then the aggregators and the merge. Windowed
 cogroups share one window (or session) store; each processor keeps its own stream time, as each
 of Kafka's does.
 
@@ -68,23 +70,38 @@ class CogroupedKStream:
         spec = self._b.store(materialized, kind, "COGROUPKSTREAM-AGGREGATE-STATE-STORE-", retention=retention,
                              key_serde=self._groups[0][0].key_serde,
                              value_serde=materialized.value_serde if materialized else None)
-        parents, opts = [], {}
-        for grouped, agg in self._groups:
-            src = grouped._input(f"{spec.name}-{len(parents)}" if grouped._grouped.name is None else spec.name)
-            name = self._b.next_name("COGROUPKSTREAM-AGGREGATE-")
+        inputs = self._repartitions(spec.name)
+        parents, opts, given = [], {}, _named(named)
+        for i, ((grouped, agg), src) in enumerate(zip(self._groups, inputs)):
+            name = self._b.suffixed(given, f"-cogroup-agg-{i}", "COGROUPKSTREAM-AGGREGATE-")
             make = self._factory(kind, w, spec.name, init, agg, merge_fn)
             args = {"store": spec.name}
             if kind == "keyValue":      # one result table: every stream's aggregation sends old values or none
                 make, args = old_values_factory(lambda _s, m=make: m(), spec.name, opts)
             parents.append(self._b.add(name, "processor", "cogroup-aggregate", make, [src._node], (spec,),
                                        args=args))
-        merge = self._b.name(_named(named), "COGROUPKSTREAM-MERGE-")
+        merge = self._b.suffixed(given, "-cogroup-merge", "COGROUPKSTREAM-MERGE-")
         sources = tuple(p.parents[0] for p in parents)
         node = self._b.add(merge, "processor", "cogroup-merge", PassThrough, parents,
                            args={"store": spec.name, "copartition": sources,
                                  **({"opts": opts} if kind == "keyValue" else {})},
                            key_serde=spec.key_serde, value_serde=spec.value_serde)
         return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name, windowed=w)
+
+    def _repartitions(self, store: str) -> list:
+        """Kafka's ``CogroupedStreamAggregateBuilder.processRepartitions``, run before any
+        aggregator is named: each key-changed stream is repartitioned through
+        ``<Grouped name or store name>-repartition``. Two unnamed key-changed streams in one
+        cogroup would both get ``<store>-repartition``, which Kafka refuses (the processor names
+        repeat); here the later ones get ``<store>-<position>-repartition`` instead."""
+        inputs, topics = [], set()
+        for i, (grouped, _) in enumerate(self._groups):
+            prefix = store
+            if grouped._repartition_required and grouped._grouped.name is None:
+                prefix = store if store not in topics else f"{store}-{i}"
+                topics.add(store)
+            inputs.append(grouped._input(prefix))
+        return inputs
 
     @staticmethod
     def _factory(kind, w, store, init, agg, merge_fn):

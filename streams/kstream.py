@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from streams.errors import TopologyError
 from streams.functions import Fn
-from streams.parameters import Branched, Grouped, Materialized, Named, Produced, Repartitioned
+from streams.parameters import Branched, Grouped, Materialized, Named, Produced, Repartitioned, check_name
 
 
 _GENERATED_NAME = re.compile(r"KSTREAM.*-[0-9]{10}")
@@ -162,6 +162,9 @@ class KStream:
         from streams.stateless import Filter, Sink, Source
         ks, vs = key_serde or self.key_serde, value_serde or self.value_serde
         topic = name if name.endswith("-repartition") else f"{name}-repartition"
+        # a branch's name (Branched takes any string) can reach here: Kafka's InternalTopicConfig
+        # runs Topic.validate on every repartition topic
+        check_name(topic, "repartition topic")
         names = repartition_names(self._b)
         if name == self._node.name and name in self._repartitioned:
             return self._repartitioned[name]
@@ -203,6 +206,13 @@ class KStream:
             raise TopologyError(f"to(): expected a topic name or a callable choosing one, got {type(topic).__name__}")
 
     def toTable(self, named=None, materialized: Materialized | None = None):
+        """As Kafka's ``KStreamImpl.toTable``: without a store name the table keeps no store (its
+        ``KTableSource`` has no queryable name; ``StreamToTableNode`` adds the store only when
+        materialized), so every record is forwarded as ``Change(value, None)``, with no record
+        cache and no changelog. The store's name is drawn anyway and used if a downstream step
+        needs the table's values or old values (a join, ``groupBy``, ``suppress``: Kafka's
+        ``KTableSource.materialize``/``enableSendingOldValues``), see
+        :func:`streams.ktable.materialize_source`."""
         from streams.ktable import KTable
         from streams.parameters import split_materialized
         from streams.table import KTableSource
@@ -210,16 +220,19 @@ class KStream:
         name = self._b.name(_named(named), "KSTREAM-TOTABLE-")      # Kafka: the name, the store, the topic
         spec = self._b.store(materialized, "keyValue", "KSTREAM-TOTABLE-STATE-STORE-",
                              key_serde=self.key_serde, value_serde=self.value_serde)
+        queryable = materialized is not None and materialized.store_name is not None
         source = self
         if self._repartition_required:
             source = self._through_repartition(name, spec.key_serde, spec.value_serde)   # Materialized's serdes
-        opts: dict = {}
+        opts: dict = {"store": spec.name if queryable else None}
+        args = {"opts": opts, "queryable": queryable}
+        if not queryable:
+            args["unmaterialized_store"] = spec
         node = self._b.add(name, "processor", "toTable",
-                           lambda s=spec.name, o=opts: KTableSource(s, o.get("send_old_values", False)),
-                           [source._node], (spec,),
-                           args={"opts": opts, "queryable": materialized is not None and materialized.store_name is not None},
+                           lambda o=opts: KTableSource(o["store"], o.get("send_old_values", False)),
+                           [source._node], (spec,) if queryable else (), args=args,
                            key_serde=spec.key_serde, value_serde=spec.value_serde)
-        return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name)
+        return KTable(self._b, node, spec.key_serde, spec.value_serde, spec.name if queryable else None)
 
     # ------------------------------------------------------------------ joins
     def join(self, other, joiner=None, windows=None, joined=None, *, key_selector=None, named=None) -> "KStream":
@@ -268,7 +281,9 @@ class BranchedKStream:
     def __init__(self, stream: KStream, prefix: str | None):
         from streams.stateless import Split
         self._stream, self._b = stream, stream._b
-        self._split_name = self._b.name(prefix, "KSTREAM-BRANCH-") if prefix is None else prefix
+        # NamedInternal.orElseGenerateWithPrefix: a given name burns an index too, so the names
+        # generated after a named split (stores, changelog and repartition topics) stay Kafka's
+        self._split_name = self._b.name(prefix, "KSTREAM-BRANCH-")
         self._predicates: list[Fn] = []     # shared with the splitter: branch() appends to it
         self._outputs: dict[str, KStream] = {}
         self._done = False
@@ -306,8 +321,13 @@ class BranchedKStream:
     def _create(self, branched: Branched, index: int) -> None:
         from streams.stateless import PassThrough
         name = self._name(branched, index)
-        branch = self._stream._then("KSTREAM-BRANCHCHILD-", "branch", PassThrough, Named(name),
-                                    parents=[self._splitter])
+        # InternalStreamsBuilder.newProcessorName(branchChildName): an index is burnt and the name is
+        # not checked (Branched rejects only null): a branch is a processor, not a topic
+        self._b.next_name(name)
+        src = self._stream
+        node = self._b.add(name, "processor", "branch", PassThrough, [self._splitter],
+                           key_serde=src.key_serde, value_serde=src.value_serde)
+        branch = KStream(self._b, node, src.key_serde, src.value_serde, src._repartition_required)
         if branched.chain is not None:
             result = branched.chain(branch)
             if result is not None:

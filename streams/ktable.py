@@ -7,6 +7,21 @@ from streams.functions import Fn
 from streams.parameters import Grouped, Materialized, split_materialized
 
 
+def materialize_source(node) -> bool:
+    """Kafka's ``KTableSource.materialize()``: an unnamed ``toTable`` keeps no store until a
+    downstream step reads its values (a join's value getter) or needs its old values
+    (``enableSendingOldValues(true)``: ``groupBy``, ``suppress``, an outer table join); then it
+    gets the store whose name ``toTable`` drew, and counts as materialized from then on. True
+    when the node now has a store it did not have."""
+    spec = node.args.get("unmaterialized_store")
+    if spec is None or node.stores:
+        return False
+    node.stores = (spec,)
+    node.args["opts"]["store"] = spec.name
+    node.args["queryable"] = True
+    return True
+
+
 def _named(named):
     from streams.kstream import _named as n
     return n(named)
@@ -142,7 +157,7 @@ class KTable:
             if opts is None:
                 return
             opts["send_old_values"] = True
-            if node.stores:
+            if materialize_source(node) or node.stores:
                 return
             node = node.parents[0] if node.parents else None
 

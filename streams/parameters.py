@@ -315,21 +315,33 @@ class Materialized:
         return replace(self, logging=True, log_config=tuple(sorted((k, str(v)) for k, v in items.items())))
 
 
+def _branch_name(name, allow_none: bool = False) -> str | None:
+    """Kafka's ``Branched`` rejects only null: the name is a processor-name suffix, not a topic."""
+    if name is None and allow_none:
+        return None
+    if name is None:
+        raise TopologyError("name cannot be null")
+    if not isinstance(name, str):
+        raise TopologyError(f"Branched: expected a name (str), got {type(name).__name__}")
+    return name
+
+
 @dataclass(frozen=True)
 class Branched:
+    """Kafka's ``Branched``: a branch's name (suffix to the split's name) and what to do with it."""
     name: str | None = None
     chain: Callable | None = None     # KStream -> KStream | None, applied to the branch; kept if not None
     consumer: Callable | None = None  # KStream -> None, applied to the branch; the branch is not returned
 
     @staticmethod
     def as_(name: str) -> "Branched":
-        return Branched(name=check_name(name, "Branched"))
+        return Branched(name=_branch_name(name))
 
     @staticmethod
     def withFunction(chain: Callable, name: str | None = None) -> "Branched":
         if not callable(chain):
             raise TopologyError("Branched.withFunction: chain must be a callable taking the branch's KStream")
-        return Branched(check_name(name, "Branched"), chain)
+        return Branched(_branch_name(name, allow_none=True), chain)
 
     @staticmethod
     def withConsumer(chain: Callable, name: str | None = None) -> "Branched":
@@ -337,7 +349,11 @@ class Branched:
         ``to``, ``foreach``, ...); the branch is then not in the map ``defaultBranch()`` returns."""
         if not callable(chain):
             raise TopologyError("Branched.withConsumer: chain must be a callable taking the branch's KStream")
-        return Branched(check_name(name, "Branched"), None, chain)
+        return Branched(_branch_name(name, allow_none=True), None, chain)
+
+    def withName(self, name: str) -> "Branched":
+        """Kafka's ``Branched.withName``: the same chain or consumer under another name."""
+        return replace(self, name=_branch_name(name))
 
 
 def split_materialized(named, materialized):

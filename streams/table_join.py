@@ -199,7 +199,7 @@ def value_getter(table) -> ValueGetter:
 
 
 def _node_getter(node) -> ValueGetter:
-    from streams.ktable import _mapper, _predicate
+    from streams.ktable import _mapper, _predicate, materialize_source
     steps: list[tuple[str, Callable]] = []
     while True:
         windowed = _window_store(node)
@@ -209,6 +209,7 @@ def _node_getter(node) -> ValueGetter:
             return ValueGetter(node.args["store"], list(reversed(steps)))
         if node.op == "join-merge" and not node.stores:
             return node.args["getter"].with_steps(list(reversed(steps)))
+        materialize_source(node)        # KTableImpl.valueGetterSupplier materializes a source table
         kv = [s for s in node.stores if s.kind in ("keyValue", "versioned")]
         if node.op not in ("join-this", "join-other", "suppress") and kv and node.args.get("materialized", True):
             own = node.args.get("store", kv[-1].name)

@@ -385,3 +385,29 @@ def test_a_malformed_value_fails_a_combined_windowed_count_where_it_stands(spark
                                         "state.dir": str(tmp_path / "state")})
     assert "counted per window with Arrow" in str(app.describe())
     fails_on_json_and_commits_nothing(app, servers, out)
+
+
+@pytest.mark.timeout(300)
+def test_an_unnamed_to_table_forwards_every_record_on_spark_with_no_store(spark, spark_broker, tmp_path):
+    """Kafka's ``KStreamImpl.toTable`` without a store name keeps no store: every record is
+    forwarded as ``Change(value, null)``, none merged by a record cache, and there is no changelog
+    topic; the sub-topology is stateless, so it runs as ``mapInArrow``."""
+    from streams.app import StreamsApp
+    servers = spark_broker.bootstrap
+    source, out = make_topic(spark_broker, "to-table-in", 1), make_topic(spark_broker, "to-table-out", 1)
+    b = StreamsBuilder()
+    (b.stream(source, Consumed.with_(Serdes.String(), Serdes.Json(ORDER))).toTable().toStream()
+     .to(out, Produced.with_(Serdes.String(), Serdes.Json(ORDER))))
+    records = history(8)            # k0..k3, each twice, in one batch
+    produce(servers, source, records)
+    app = StreamsApp(b.build(), spark, {"application.id": "to-table-app", "bootstrap.servers": servers,
+                                        "state.dir": str(tmp_path / "state")})
+    assert app.topology.internal_topics("to-table-app") == {}
+    app.start()
+    try:
+        app.processAllAvailable()
+    finally:
+        app.close()
+    value = Serdes.Json(ORDER)
+    got = [(k.decode(), value.deserialize(v), ts) for k, v, ts in read_committed(servers, out)]
+    assert got == records

@@ -2,7 +2,7 @@
 Kafka's tests (TopologyTest, KStreamImplTest, SuppressTopologyTest, RepartitionTopicNamingTest)
 assert for the same DSL calls, so processor, store and internal topic names, node order and
 layout are Kafka's character for character. (Kafka's tests whose tables are not materialized are
-left out: a source table here always has its store, docs/streams.md.)"""
+left out: a `builder.table()` here always has its store, docs/streams.md.)"""
 from __future__ import annotations
 
 import pytest
