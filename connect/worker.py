@@ -16,6 +16,12 @@ its checkpoint, so nothing moves until it is resumed; a supervisor thread notice
 writes FAILED with the trace, and restarts it after Kafka's backoff while ``errors.retry.timeout``
 allows (:func:`connect.states.restart_decision`). A worker started again with the same
 ``group.id`` (even after SIGKILL) reads the topics and resumes every connector in its target state.
+
+This class keeps the lifecycle: start/close, target states, restarts and the supervisor, the only
+code that moves a connector's state. The rest is split by concept into mixins:
+``worker_status.py`` (statuses, task configs, topic tracking), ``worker_connector_configs.py``
+(create/put/patch a config, plugins, validate) and ``worker_offsets.py`` (the offsets endpoints);
+``worker_connector.py`` holds the per-connector record they share.
 """
 from __future__ import annotations
 
@@ -31,11 +37,10 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from connect.plugins import check_connector_config, plugin_config_keys, plugin_list
-from connect.config import ConnectorConfig, WorkerConfig, parse_connector_config, validate
-from connect.connector import Connector, ConnectorContext, SinkConnector, connector_class
-from connect.errors import AlreadyExistsError, BadRequestError, ConfigError, ConnectError, NotFoundError
-from connect.offsets_admin import OffsetsAdmin, modified_message, parse_sink_offsets
+from connect.config import WorkerConfig, parse_connector_config
+from connect.connector import ConnectorContext, connector_class
+from connect.errors import BadRequestError, ConfigError, ConnectError, NotFoundError
+from connect.offsets_admin import OffsetsAdmin
 from connect.connector_state import ConnectorPaths
 from connect.pipeline import Pipeline, translated
 from connect.query_status import QueryMetrics
@@ -43,30 +48,15 @@ from connect.states import CONNECTOR, TASK, ConnectorState, Failures, TargetStat
 from connect.storage import ConnectStorage
 from connect.storage_format import Status
 from connect.topic_tracking import TopicTracker, TrackingConfig
+from connect.worker_connector import S, _Connector
+from connect.worker_connector_configs import WorkerConnectorConfigs
+from connect.worker_offsets import WorkerOffsets
+from connect.worker_status import WorkerStatus
 
 log = logging.getLogger(__name__)
-S = ConnectorState
-_INITIAL_STATES = {"RUNNING": TargetState.STARTED, "PAUSED": TargetState.PAUSED, "STOPPED": TargetState.STOPPED}
 
 
-class _Connector:
-    """One connector on this worker: its parsed config, plugin, query and state."""
-
-    def __init__(self, name: str):
-        self.name = name
-        self.config: ConnectorConfig | None = None
-        self.plugin: Connector | None = None
-        self.query = None
-        self.pipeline: Pipeline | None = None  # the query's foreachBatch function
-        self.state = S.UNASSIGNED
-        self.task_state = S.UNASSIGNED
-        self.trace: str | None = None
-        self.failures = Failures()
-        self.restart_at: float | None = None
-        self.tasks = 0
-
-
-class Worker:
+class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets):
     """See the module docstring; the methods are worker_api.md's contract."""
 
     def __init__(self, spark, worker_config: Mapping[str, Any]):
@@ -170,126 +160,6 @@ class Worker:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # ------------------------------------------------------------------------------ reading
-    def connectors(self) -> list[str]:
-        with self._lock:
-            return sorted(self.storage.configs.connectors())
-
-    def _get(self, name: str) -> _Connector:
-        return self._known(name, "Connector {} not found")
-
-    def _known(self, name: str, missing: str) -> _Connector:
-        c = self._connectors.get(name)
-        if c is None or name not in self.storage.configs.connector_configs:
-            raise NotFoundError(missing.format(name))
-        return c
-
-    def connector_config(self, name: str) -> dict:
-        with self._lock:
-            self._get(name)
-            return dict(self.storage.configs.connector_configs[name])
-
-    def _kind(self, name: str) -> str:
-        cls = connector_class(self.storage.configs.connector_configs[name].get("connector.class", ""))
-        return cls.kind if cls is not None else "unknown"
-
-    def connector_info(self, name: str) -> dict:
-        with self._lock:
-            c = self._get(name)
-            return {"name": name, "config": self.connector_config(name),
-                    "tasks": [{"connector": name, "task": i} for i in range(c.tasks)], "type": self._kind(name)}
-
-    def task_configs(self, name: str) -> list[dict]:
-        with self._lock:
-            self._get(name)
-            return [{"id": {"connector": name, "task": i}, "config": dict(cfg)}
-                    for i, cfg in enumerate(self.storage.configs.tasks(name))]
-
-    def connector_status(self, name: str) -> dict:
-        with self._lock:
-            c = self._known(name, "No status found for connector {}")     # AbstractHerder.connectorStatus
-            connector = {"state": c.state.value, "worker_id": self.worker_id}
-            task = {"state": c.task_state.value, "worker_id": self.worker_id}
-            if c.trace and c.state == S.FAILED:
-                connector["trace"] = c.trace
-            if c.trace and c.task_state == S.FAILED:
-                task["trace"] = c.trace
-            query_id = str(c.query.runId) if c.query is not None else None
-            return {"name": name, "connector": connector,
-                    "tasks": [{"id": i, **task} for i in range(c.tasks)], "type": self._kind(name),
-                    "metrics": self.metrics.get(query_id)}
-
-    def task_status(self, name: str, task: int) -> dict:
-        """``AbstractHerder.taskStatus``: one task's status; 404 naming the task when the connector
-        or the task is not known."""
-        with self._lock:
-            missing = f"No status found for task {name}-{task}"
-            c = self._known(name, missing.replace("{", "{{").replace("}", "}}"))
-            if not 0 <= task < c.tasks:
-                raise NotFoundError(missing)
-            return next(t for t in self.connector_status(name)["tasks"] if t["id"] == task)
-
-    def wait_for_state(self, name: str, state: str, timeout: float = 60) -> dict:
-        """The status once the connector (and its tasks) show ``state``; ConnectError on timeout."""
-        deadline = time.monotonic() + timeout
-        while True:
-            status = self.connector_status(name)
-            tasks_ok = all(t["state"] == state for t in status["tasks"])
-            if status["connector"]["state"] == state and tasks_ok:
-                return status
-            if time.monotonic() > deadline:
-                raise ConnectError(f"connector {name} did not reach {state} within {timeout}s: {status}")
-            time.sleep(0.1)
-
-    # ------------------------------------------------------------------------------ configs
-    def create_connector(self, name: str, config: Mapping[str, Any], initial_state: str | None = None) -> dict:
-        """``initial_state`` is KIP-980's: RUNNING, PAUSED (no tasks until it is resumed, no query)
-        or STOPPED (no tasks, so its offsets can be set before it first runs). Without one, as
-        Kafka, no target-state record is written: a connector without one is STARTED."""
-        target = None
-        if initial_state:
-            target = _INITIAL_STATES.get(str(initial_state).strip().upper())
-            if target is None:
-                raise BadRequestError(f"Invalid initial_state {initial_state!r}: use RUNNING, PAUSED or STOPPED")
-        with self._lock:
-            if name in self.storage.configs.connector_configs:
-                raise AlreadyExistsError(f"Connector {name} already exists")
-            props = check_connector_config(name, config)
-            self.storage.put_connector_config(name, props, target)
-            self._assign(name)
-            return self.connector_info(name)
-
-    def put_connector_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, dict]:
-        with self._lock:
-            if name not in self.storage.configs.connector_configs:
-                return True, self.create_connector(name, config)
-            props = check_connector_config(name, config)
-            c = self._connectors[name]
-            self._stop_query(c)
-            self.storage.put_connector_config(name, props)
-            if c.state == S.FAILED:  # a new config restarts a failed connector, as in Kafka
-                c.failures = Failures()
-                self._set(c, S.RESTARTING, S.RESTARTING)
-            self._apply_target(c, self.storage.configs.target_state(name) or TargetState.STARTED)
-            return False, self.connector_info(name)
-
-    def patch_connector_config(self, name: str, patch: Mapping[str, Any]) -> dict:
-        with self._lock:
-            merged = self.connector_config(name)
-            for k, v in patch.items():
-                if v is None:
-                    merged.pop(k, None)
-                else:
-                    merged[k] = v
-            if "name" not in merged:
-                # Kafka's patchConnectorConfig puts the merged config as it is: ``name`` removed by
-                # a null fails validation (only POST and PUT fill it in from the URL)
-                errors = validate(merged).errors()
-                lines = [m for ms in errors.values() for m in ms]
-                raise ConfigError(f"Connector configuration is invalid and contains the following {len(lines)} "
-                                  "error(s):\n" + "\n".join(lines), errors=errors)
-            return self.put_connector_config(name, merged)[1]
-
     # ------------------------------------------------------------------------------ target states
     def pause(self, name: str) -> None:
         self._target(name, TargetState.PAUSED)
@@ -375,131 +245,6 @@ class Worker:
                 self.topics.reset(name)     # DistributedHerder.resetActiveTopics for a removed connector
             paths.discard()
             del self._connectors[name]
-
-    # ------------------------------------------------------------------------------ topics
-    def active_topics(self, name: str) -> dict:
-        """``AbstractHerder.connectorActiveTopics`` as ``GET /connectors/{name}/topics`` answers it
-        (any name: one never run has none)."""
-        with self._lock:
-            return {name: {"topics": self.topics.active(name)}}
-
-    def reset_active_topics(self, name: str) -> None:
-        """``AbstractHerder.resetConnectorActiveTopics``: tombstones for the recorded topics."""
-        with self._lock:
-            self.topics.reset(name)
-
-    def _track(self, c: _Connector) -> None:
-        """Record the topics the query's batches used since the last call (topic tracking)."""
-        if c.query is not None:
-            run = str(c.query.runId)
-            topics = self.metrics.drain_topics(run)
-            if topics:
-                try:
-                    self.topics.record(c.name, topics)
-                except Exception:
-                    self.metrics.requeue_topics(run, topics)   # recorded on a later tick
-                    raise
-
-    # ------------------------------------------------------------------------------ offsets
-    def offsets(self, name: str) -> dict:
-        with self._lock:
-            c = self._get(name)
-            if isinstance(c.plugin, SinkConnector) or self._kind(name) == "sink":
-                pairs = self.offsets_admin.sink_offsets(self._group(name), self._input_servers(c))
-            else:
-                self.storage.offset_log.read_to_end(self.storage.offsets)
-                pairs = self.storage.offsets.connector_offsets(name)
-            return {"offsets": [{"partition": p, "offset": o} for p, o in pairs]}
-
-    def _require_stopped(self, c: _Connector) -> None:
-        """``StandaloneHerder.modifyConnectorOffsetsChecks``, with its message."""
-        if c.state != S.STOPPED:
-            raise BadRequestError(f"Connectors must be in the STOPPED state before their offsets can be modified. "
-                                  f"This can be done for the specified connector by issuing a 'PUT' request to the "
-                                  f"'/connectors/{c.name}/stop' endpoint")
-
-    def _plugin_class(self, name: str) -> type[Connector]:
-        props = self.storage.configs.connector_configs[name]
-        cls = connector_class(props.get("connector.class", ""))
-        if cls is None:
-            raise ConfigError(f"connector.class {props.get('connector.class')} could not be found")
-        return cls
-
-    def alter_offsets(self, name: str, offsets: list[dict]) -> str:
-        """Kafka's ``Worker.modifyConnectorOffsets``: the offsets parsed (a sink's as
-        ``SinkUtils`` parses them), checked by the connector's ``alter_offsets`` hook, then
-        written; the message says whether the connector keeps offsets elsewhere too."""
-        with self._lock:
-            c = self._get(name)
-            self._require_stopped(c)
-            if not isinstance(offsets, list) or not all(
-                    isinstance(o, Mapping) and set(o) <= {"partition", "offset"}
-                    and (isinstance(o.get("partition"), Mapping) and o["partition"]
-                         or o.get("partition") is None and self._kind(name) == "sink")   # SinkUtils names it
-                    and (o.get("offset") is None or isinstance(o["offset"], Mapping)) for o in offsets):
-                # Kafka's JSON reader refuses these (an unknown field, a partition that is not an object)
-                raise BadRequestError("offsets must be a list of {\"partition\": {...}, \"offset\": {...} | null}")
-            pairs = [(None if o.get("partition") is None else dict(o["partition"]),
-                      None if o.get("offset") is None else dict(o["offset"])) for o in offsets]
-            return self._modify_offsets(c, pairs)
-
-    def reset_offsets(self, name: str) -> str:
-        """Kafka's reset: every offset the connector has, removed (after its hook saw them)."""
-        with self._lock:
-            c = self._get(name)
-            self._require_stopped(c)
-            return self._modify_offsets(c, None)
-
-    def _modify_offsets(self, c: _Connector, pairs: list[tuple[dict, dict | None]] | None) -> str:
-        """Alter (``pairs``) or reset (None) the offsets; Kafka's answer (``completeModifyOffsetsCallback``).
-        What the last query left open is ended first: a decided batch committed later would
-        write its offsets over these, and an attempt left open under the sinkId forgotten here
-        would hold every ``read_committed`` reader until ``transaction.timeout.ms``."""
-        name, cls, reset = c.name, self._plugin_class(c.name), pairs is None
-        paths = self._paths(name)
-        paths.end_pending(self.config.bootstrap_servers)
-        props = dict(self.storage.configs.connector_configs[name])
-        if self._kind(name) == "sink":
-            group, servers = self._group(name), self._input_servers(c)
-            parsed = {(p["kafka_topic"], p["kafka_partition"]): None
-                      for p, _ in self.offsets_admin.sink_offsets(group, servers)} if reset else parse_sink_offsets(pairs)
-            managed = cls.alter_offsets(props, parsed)
-            if reset:
-                self.offsets_admin.reset_sink_offsets(group, servers)
-            else:
-                self.offsets_admin.alter_sink_offsets(group, servers, parsed)
-        else:
-            if reset:
-                self.storage.offset_log.read_to_end(self.storage.offsets)
-                pairs = [(p, None) for p, _ in self.storage.offsets.connector_offsets(name)]
-            for p, o in pairs:
-                self.storage.offset_record(name, p, o)  # Kafka's validateFormat, before the connector's checks
-            managed = cls.alter_offsets(props, pairs)
-            if pairs:
-                self.storage.put_offsets(name, pairs)
-        paths.discard()
-        return modified_message(managed, reset)
-
-    def _group(self, name: str) -> str:
-        from connect.connector_state import group_id
-        return group_id(name)
-
-    def _input_servers(self, c: _Connector) -> str:
-        return c.plugin.input_bootstrap_servers if isinstance(c.plugin, SinkConnector) else self.config.bootstrap_servers
-
-    # ------------------------------------------------------------------------------ plugins
-    def connector_plugins(self, connectors_only: bool = True) -> list[dict]:
-        return plugin_list(connectors_only)
-
-    def plugin_config(self, plugin: str) -> list[dict]:
-        return plugin_config_keys(plugin)
-
-    def validate(self, plugin: str, config: Mapping[str, Any]) -> dict:
-        if connector_class(plugin) is None:
-            raise NotFoundError(f"Unknown plugin {plugin}.")
-        props = dict(config)
-        props.setdefault("connector.class", plugin)
-        return validate(props).to_json()
 
     # ------------------------------------------------------------------------------ running
     def _paths(self, name: str) -> ConnectorPaths:

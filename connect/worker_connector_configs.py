@@ -1,0 +1,88 @@
+"""The worker's connector-config operations, Kafka's ``POST /connectors``,
+``PUT``/``PATCH /connectors/{name}/config`` and the ``/connector-plugins`` endpoints (list, config
+definitions, ``validate``), mixed into :class:`~connect.worker.Worker`.
+
+Apart from the lifecycle because they check and write configs: a changed config is handed to the
+worker's ``_apply_target``, which alone moves the connector's state.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from connect.config import validate
+from connect.connector import connector_class
+from connect.errors import AlreadyExistsError, BadRequestError, ConfigError, NotFoundError
+from connect.plugins import check_connector_config, plugin_config_keys, plugin_list
+from connect.states import Failures, TargetState
+from connect.worker_connector import S
+
+_INITIAL_STATES = {"RUNNING": TargetState.STARTED, "PAUSED": TargetState.PAUSED, "STOPPED": TargetState.STOPPED}
+
+
+class WorkerConnectorConfigs:
+    """Needs ``_lock``, ``_connectors``, ``storage``, ``connector_config``, ``connector_info``,
+    ``_assign``, ``_stop_query``, ``_set`` and ``_apply_target`` (from Worker)."""
+
+    # ------------------------------------------------------------------------------ configs
+    def create_connector(self, name: str, config: Mapping[str, Any], initial_state: str | None = None) -> dict:
+        """``initial_state`` is KIP-980's: RUNNING, PAUSED (no tasks until it is resumed, no query)
+        or STOPPED (no tasks, so its offsets can be set before it first runs). Without one, as
+        Kafka, no target-state record is written: a connector without one is STARTED."""
+        target = None
+        if initial_state:
+            target = _INITIAL_STATES.get(str(initial_state).strip().upper())
+            if target is None:
+                raise BadRequestError(f"Invalid initial_state {initial_state!r}: use RUNNING, PAUSED or STOPPED")
+        with self._lock:
+            if name in self.storage.configs.connector_configs:
+                raise AlreadyExistsError(f"Connector {name} already exists")
+            props = check_connector_config(name, config)
+            self.storage.put_connector_config(name, props, target)
+            self._assign(name)
+            return self.connector_info(name)
+
+    def put_connector_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, dict]:
+        with self._lock:
+            if name not in self.storage.configs.connector_configs:
+                return True, self.create_connector(name, config)
+            props = check_connector_config(name, config)
+            c = self._connectors[name]
+            self._stop_query(c)
+            self.storage.put_connector_config(name, props)
+            if c.state == S.FAILED:  # a new config restarts a failed connector, as in Kafka
+                c.failures = Failures()
+                self._set(c, S.RESTARTING, S.RESTARTING)
+            self._apply_target(c, self.storage.configs.target_state(name) or TargetState.STARTED)
+            return False, self.connector_info(name)
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, Any]) -> dict:
+        with self._lock:
+            merged = self.connector_config(name)
+            for k, v in patch.items():
+                if v is None:
+                    merged.pop(k, None)
+                else:
+                    merged[k] = v
+            if "name" not in merged:
+                # Kafka's patchConnectorConfig puts the merged config as it is: ``name`` removed by
+                # a null fails validation (only POST and PUT fill it in from the URL)
+                errors = validate(merged).errors()
+                lines = [m for ms in errors.values() for m in ms]
+                raise ConfigError(f"Connector configuration is invalid and contains the following {len(lines)} "
+                                  "error(s):\n" + "\n".join(lines), errors=errors)
+            return self.put_connector_config(name, merged)[1]
+
+    # ------------------------------------------------------------------------------ plugins
+    def connector_plugins(self, connectors_only: bool = True) -> list[dict]:
+        return plugin_list(connectors_only)
+
+    def plugin_config(self, plugin: str) -> list[dict]:
+        return plugin_config_keys(plugin)
+
+    def validate(self, plugin: str, config: Mapping[str, Any]) -> dict:
+        if connector_class(plugin) is None:
+            raise NotFoundError(f"Unknown plugin {plugin}.")
+        props = dict(config)
+        props.setdefault("connector.class", plugin)
+        return validate(props).to_json()
