@@ -6,16 +6,9 @@ import pytest
 
 from broker.client import AdminClient, ConfigResource, Consumer, Producer, TopicPartition
 from tests.conftest import wait_until
-from tests.integration.test_cli import create_topic, lines, run_cli
+from tests.integration.test_cli import cli, create_topic, lines, run_cli  # noqa: F401 - cli is a fixture
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-def cli(shared_broker):
-    def run(*args, input=None, check=True):
-        return run_cli(shared_broker.bootstrap, *args, input=input, check=check)
-    return run
 
 
 def overrides(bootstrap: str, topic: str) -> dict[str, str]:
