@@ -34,7 +34,7 @@ from collections.abc import Callable
 from broker.client.coordinator import CoordinatorClient
 from broker.client.message import TopicPartition, _rebuild_topic_partition
 from broker.clock import Clock
-from broker.errors import KafkaError, RiverlogError, StaleMemberEpochError, error_for_code
+from broker.errors import KafkaError, KafkaTimeoutError, RiverlogError, StaleMemberEpochError, error_for_code
 from broker.proto import riverlog_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -170,14 +170,42 @@ class OffsetCommitter:
         if moved:
             self.commit_async(moved)
 
-    def committed_offsets(self, partitions, timeout: float, with_metadata: bool = False) -> dict:
-        """{(topic, partition): offset} (or (offset, metadata)) the group has committed."""
+    def committed_offsets(self, partitions, timeout: float, with_metadata: bool = False,
+                          wait_stable: bool = True) -> dict:
+        """{(topic, partition): offset} (or (offset, metadata)) the group has committed.
+
+        A ``read_committed`` consumer asks for stable offsets (KIP-447, as librdkafka sets
+        ``require_stable_offsets`` for ``isolation.level=read_committed`` and Kafka's Java consumer
+        always does): while a transaction with offsets of a partition is open, the coordinator
+        answers ``UNSTABLE_OFFSET_COMMIT`` for it, and the fetch is sent again after
+        ``retry.backoff.ms`` until it ends (librdkafka's ``retry_unstable``). Reading the offset
+        before the transaction commits would start the partition's new owner at the old offset:
+        the records the transaction processed would be processed again. Past ``timeout`` it fails
+        with ``KafkaTimeoutError`` (``_TIMED_OUT``, what librdkafka's ``committed()`` returns).
+        ``wait_stable`` False fails at the first unstable answer instead, for a caller that asks
+        again later rather than block (the group step inside ``poll()``: librdkafka waits for
+        stable offsets in the background, never in the application's ``poll()``)."""
         by_topic: dict[str, list[int]] = {}
         for t, p in sorted(partitions):
             by_topic.setdefault(t, []).append(p)
-        request = pb.OffsetFetchRequest(group_id=self.group_id, partitions=[
+        stable = self.config.get("isolation.level", "read_committed") == "read_committed"
+        request = pb.OffsetFetchRequest(group_id=self.group_id, require_stable=stable, partitions=[
             pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()])
-        response = self.coordinator.call("OffsetFetch", request, timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            response = self.coordinator.call("OffsetFetch", request, max(0.1, deadline - time.monotonic()))
+            unstable = [o for o in response.offsets if o.error_code == KafkaError.UNSTABLE_OFFSET_COMMIT]
+            failed = next((o for o in response.offsets
+                           if o.error_code not in (0, KafkaError.UNSTABLE_OFFSET_COMMIT)), None)
+            if failed is not None:
+                raise error_for_code(failed.error_code)(failed.error_message)
+            if not unstable:
+                break
+            if not wait_stable or time.monotonic() >= deadline:
+                names = ", ".join(f"{o.topic} [{o.partition}]" for o in unstable)
+                raise KafkaTimeoutError(f"committed offsets of {names} are still pending in an open transaction "
+                                        f"after {timeout:g}s (UNSTABLE_OFFSET_COMMIT): wait for it to end")
+            time.sleep(min(self.config["retry.backoff.ms"] / 1000.0, max(0.0, deadline - time.monotonic())))
         with self._lock:
             for o in response.offsets:
                 if o.offset >= 0:

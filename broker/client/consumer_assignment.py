@@ -177,8 +177,9 @@ class ConsumerAssignment:
         added = assignment - self._owned
         if added:
             try:
-                committed = self._committer.committed_offsets(added, self.config["request.timeout.ms"] / 1000.0)
-            except RiverlogError as e:
+                committed = self._committer.committed_offsets(added, self.config["request.timeout.ms"] / 1000.0,
+                                                              wait_stable=False)
+            except RiverlogError as e:   # unstable (an open transaction holds them) or unreachable: next poll
                 log.debug("could not read committed offsets yet: %r", e)
                 return
             tps = [TopicPartition(t, p, committed.get((t, p), OFFSET_INVALID)) for t, p in sorted(added)]

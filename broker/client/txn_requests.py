@@ -18,12 +18,13 @@ This module is the I/O; the state, the producer id and epoch and the rules live 
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from broker.client.coordinator import CoordinatorClient
 from broker.client.transactions import FENCING, TransactionManager, TxnState
-from broker.errors import (InvalidProducerIdMappingError, InvalidTxnTimeoutError, RiverlogError, StateError,
-                           TransactionalIdNotFoundError, error_for_code)
+from broker.errors import (InvalidProducerIdMappingError, InvalidTxnStateError, InvalidTxnTimeoutError, KafkaError,
+                           KafkaException, RiverlogError, StateError, TransactionalIdNotFoundError, error_for_code)
 from broker.protocol import CoordinatorType
 from broker.proto import riverlog_pb2 as pb
 
@@ -31,6 +32,7 @@ S = TxnState
 # The coordinator no longer knows this producer for its transactional.id (it expired after
 # transactional.id.expiration.ms): Kafka's INVALID_PRODUCER_ID_MAPPING. Aborting re-initialises.
 FORGOTTEN = (TransactionalIdNotFoundError, InvalidProducerIdMappingError)
+TXN_OFFSET_COMMIT_RETRY_S = 0.5  # librdkafka's delay before sending a refused TxnOffsetCommit again
 
 
 class TransactionRequests:
@@ -84,15 +86,25 @@ class TransactionRequests:
         self.manager.begin()
 
     def send_offsets(self, offsets, group_metadata, timeout: float | None) -> None:
-        """AddOffsetsToTxn, then TxnOffsetCommit to the group's coordinator. A refusal that is
+        """AddOffsetsToTxn, then TxnOffsetCommit to the group's coordinator, as librdkafka's
+        ``rd_kafka_send_offsets_to_transaction``: no offsets or no group metadata is ``_INVALID_ARG``;
+        no valid offset (all < 0: nothing was consumed) sends nothing. A transient refusal of the
+        offsets (``retriable()``) is sent again every 500 ms until ``timeout``, then makes the
+        transaction abortable, so it cannot commit with only some of its offsets. A refusal that is
         neither fencing nor transient (``IllegalGeneration`` after a rebalance, ``UnknownMemberId``,
-        the transactional.id forgotten...) makes the transaction abortable, as Kafka's
+        the transactional.id forgotten...) makes it abortable at once, as Kafka's
         ``TxnOffsetCommitHandler`` and librdkafka do: committing it without its offsets would let
-        the records be processed again (duplicates). A transient error (``retriable()``) leaves the
-        transaction as it was: the call may be repeated."""
+        the records be processed again (duplicates); ``INVALID_TXN_STATE`` (the offsets are not part
+        of the producer's ongoing transaction) is fatal, as in librdkafka. A transient failure of
+        AddOffsetsToTxn leaves the transaction as it was: the call may be repeated."""
+        if offsets is None or group_metadata is None:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "cgmetadata and offsets are required parameters"))
         self.manager.require(S.IN_TRANSACTION)
+        valid = [tp for tp in offsets if tp.offset >= 0]
+        if not valid:
+            return
         try:
-            self._send_offsets(offsets, group_metadata, self._timeout(timeout))
+            self._send_offsets(valid, group_metadata, self._timeout(timeout))
         except RiverlogError as e:
             m = self.manager
             if m.state is S.FATAL_ERROR:
@@ -101,23 +113,37 @@ class TransactionRequests:
                 raise
             raise m.abortable(e) from None
 
-    def _send_offsets(self, offsets, group_metadata, deadline: float) -> None:
+    def _send_offsets(self, offsets, group_metadata, timeout: float) -> None:
         group_id = group_metadata.group_id
+        deadline = time.monotonic() + timeout
         self.manager.started = True
-        self._call("AddOffsetsToTxn", pb.AddOffsetsToTxnRequest(group_id=group_id, **self._ids()), deadline)
+        self._call("AddOffsetsToTxn", pb.AddOffsetsToTxnRequest(group_id=group_id, **self._ids()), timeout)
         by_topic: dict[str, list] = {}
         for tp in offsets:
-            if tp.offset >= 0:
-                by_topic.setdefault(tp.topic, []).append(pb.CommitPartition(
-                    partition=tp.partition, offset=tp.offset, metadata=tp.metadata or "", leader_epoch=-1))
+            by_topic.setdefault(tp.topic, []).append(pb.CommitPartition(
+                partition=tp.partition, offset=tp.offset, metadata=tp.metadata or "", leader_epoch=-1))
         request = pb.TxnOffsetCommitRequest(
             group_id=group_id, member_id=group_metadata.member_id, member_epoch=group_metadata.member_epoch,
             topics=[pb.CommitTopic(name=t, partitions=ps) for t, ps in by_topic.items()], **self._ids())
-        response = CoordinatorClient(self.cluster, group_id).call("TxnOffsetCommit", request, deadline)
-        failed = next((r for r in response.results if r.error_code), None)
-        if failed is not None:
-            error = error_for_code(failed.error_code)(failed.error_message)
-            raise self.manager.fenced(error) if isinstance(error, FENCING) else error
+        coordinator = CoordinatorClient(self.cluster, group_id)
+        while True:
+            try:
+                response = coordinator.call("TxnOffsetCommit", request, max(0.1, deadline - time.monotonic()))
+                failed = next((r for r in response.results if r.error_code), None)
+                if failed is None:
+                    return
+                error = error_for_code(failed.error_code)(failed.error_message)
+            except RiverlogError as e:
+                error = e
+            if isinstance(error, FENCING):
+                raise self.manager.fenced(error)
+            if isinstance(error, InvalidTxnStateError):
+                raise self.manager.fatal(error)
+            if not error.retriable:
+                raise error
+            if time.monotonic() + TXN_OFFSET_COMMIT_RETRY_S >= deadline:
+                raise self.manager.abortable(error)  # librdkafka: the timeout ran out, the offsets are partial
+            time.sleep(TXN_OFFSET_COMMIT_RETRY_S)
 
     def end(self, commit: bool, timeout: float | None) -> None:
         """Commit: flush, then EndTxn; an abortable transaction raises its error

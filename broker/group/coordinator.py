@@ -16,15 +16,27 @@ value (tombstone) deletes. A transaction's commit marker turns its pending offse
 Zombie fencing: a TxnOffsetCommit or marker raises the producer's known epoch, and a TxnOffsetCommit
 with an older epoch is refused with ``ProducerFenced`` — so a fenced instance whose offsets arrive
 after its transaction was aborted cannot slip them into its successor's commit (same producer id).
+Once a producer's transaction in the group ended, its entry is kept for
+:data:`PRODUCER_FENCE_RETENTION_MS` and then forgotten (a tombstone): the Spark sink and Streams use
+a new transactional.id per batch, and the entries would otherwise grow without bound. After that,
+the transaction coordinator's check of every TxnOffsetCommit (KIP-890) refuses a zombie.
+
+Write order: every offset value carries ``position``, a counter of this partition's offset writes
+(restored on load as one past the highest), standing for the record offset Kafka keeps in
+``OffsetAndMetadata.recordOffset``: a commit marker applies a pending offset only if it was written
+after the committed one (``replayEndTransactionMarker``), so a transaction never moves an offset
+committed after its TxnOffsetCommit back.
 """
 from __future__ import annotations
 
 import json
 import zlib
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from broker.errors import (GroupIdNotFoundError, GroupSubscribedToTopicError, IllegalGenerationError,
-                           InvalidGroupIdError, NonEmptyGroupError, ProducerFencedError, StaleMemberEpochError)
+                           InvalidGroupIdError, NonEmptyGroupError, ProducerFencedError, RiverlogError,
+                           StaleMemberEpochError)
 from broker.group.assignors import TP
 from broker.group.group import Committed, ConsumerGroup, HeartbeatResult, Member
 from broker.records.compacted import latest_values
@@ -32,6 +44,11 @@ from broker.records.compacted import latest_values
 OFFSETS_TOPIC = "__consumer_offsets"
 
 Record = tuple[bytes, "bytes | None"]
+
+PRODUCER_FENCE_RETENTION_MS = 900_000
+"""How long a group keeps a producer's epoch after its transaction there ended: Kafka's default
+``transaction.max.timeout.ms``, beyond which the transaction coordinator has aborted (and fenced)
+any transaction a late TxnOffsetCommit could still belong to."""
 
 
 def partition_for(group_id: str, partitions: int) -> int:
@@ -51,6 +68,16 @@ def _tps(items: Iterable[TP]) -> list[list]:
     return [[t, p] for t, p in sorted(items)]
 
 
+def _offset_value(c: Committed) -> bytes:
+    return _value({"offset": c.offset, "metadata": c.metadata, "leader_epoch": c.leader_epoch,
+                   "commit_timestamp": c.commit_timestamp, "position": c.position})
+
+
+def _committed(value: dict) -> Committed:
+    return Committed(value["offset"], value.get("metadata", ""), value.get("leader_epoch", -1),
+                     value.get("commit_timestamp", -1), value.get("position", -1))
+
+
 class GroupShard:
     """Every group of one ``__consumer_offsets`` partition."""
 
@@ -58,6 +85,7 @@ class GroupShard:
         self.partition = partition
         self.groups: dict[str, ConsumerGroup] = {}
         self._written: dict[bytes, bytes] = {}  # the latest value of every live key, as in the log
+        self._position = 0  # the next offset write's position (see the module's docstring)
 
     # ------------------------------------------------------------------------------ replay
     def load(self, records: Iterable[Record], now_ms: int) -> None:
@@ -69,9 +97,8 @@ class GroupShard:
             key, value = json.loads(raw_key), json.loads(raw_value)
             group = self._group(key["group"])
             if key["type"] == "offset":
-                group.offsets[(key["topic"], key["partition"])] = Committed(
-                    value["offset"], value.get("metadata", ""), value.get("leader_epoch", -1),
-                    value.get("commit_timestamp", -1))
+                group.offsets[(key["topic"], key["partition"])] = c = _committed(value)
+                self._position = max(self._position, c.position + 1)
             elif key["type"] == "group":
                 group.assignor = value.get("assignor", "")
                 group.group_epoch = value.get("group_epoch", 0)
@@ -80,11 +107,12 @@ class GroupShard:
             elif key["type"] == "member":
                 members.append((group, key["member"], value))
             elif key["type"] == "txn_offset":
-                group.pending.setdefault(key["producer"], {})[(key["topic"], key["partition"])] = Committed(
-                    value["offset"], value.get("metadata", ""), value.get("leader_epoch", -1),
-                    value.get("commit_timestamp", -1))
+                c = group.pending.setdefault(key["producer"], {})[(key["topic"], key["partition"])] = _committed(value)
+                self._position = max(self._position, c.position + 1)
             elif key["type"] == "txn_producer":
                 group.producer_epochs[key["producer"]] = value["epoch"]
+                if "ended_ms" in value:
+                    group.producer_ended[key["producer"]] = value["ended_ms"]
         for group, member_id, v in members:
             member = Member(member_id, v.get("instance_id", ""), v.get("client_id", ""), v["topics"],
                             v["session_timeout_ms"], v["rebalance_timeout_ms"], now_ms, v["epoch"],
@@ -110,17 +138,15 @@ class GroupShard:
     def _state_records(self, group: ConsumerGroup) -> dict[bytes, bytes]:
         out = {}
         for (topic, partition), c in group.offsets.items():
-            out[_key(type="offset", group=group.group_id, topic=topic, partition=partition)] = _value(
-                {"offset": c.offset, "metadata": c.metadata, "leader_epoch": c.leader_epoch,
-                 "commit_timestamp": c.commit_timestamp})
+            out[_key(type="offset", group=group.group_id, topic=topic, partition=partition)] = _offset_value(c)
         for producer, offsets in group.pending.items():
             for (topic, partition), c in offsets.items():
                 out[_key(type="txn_offset", group=group.group_id, producer=producer, topic=topic,
-                         partition=partition)] = _value(
-                    {"offset": c.offset, "metadata": c.metadata, "leader_epoch": c.leader_epoch,
-                     "commit_timestamp": c.commit_timestamp})
+                         partition=partition)] = _offset_value(c)
         for producer, epoch in group.producer_epochs.items():
-            out[_key(type="txn_producer", group=group.group_id, producer=producer)] = _value({"epoch": epoch})
+            ended = group.producer_ended.get(producer)
+            out[_key(type="txn_producer", group=group.group_id, producer=producer)] = _value(
+                {"epoch": epoch} if ended is None else {"epoch": epoch, "ended_ms": ended})
         if group.members or group.group_epoch:
             out[_key(type="group", group=group.group_id)] = _value(
                 {"assignor": group.assignor, "group_epoch": group.group_epoch,
@@ -166,31 +192,65 @@ class GroupShard:
         for group in list(self.groups.values()):
             assignment_epoch = group.assignment_epoch
             # expiring members, or catching up on a leave: both recompute the target
-            if group.expire(partitions, now_ms) or group.assignment_epoch != assignment_epoch:
+            expired = group.expire(partitions, now_ms) or group.assignment_epoch != assignment_epoch
+            if self._forget_ended_producers(group, now_ms) or expired:
                 records += self._changes(group)
         return records
 
+    @staticmethod
+    def _forget_ended_producers(group: ConsumerGroup, now_ms: int) -> bool:
+        """Stamp producers whose transaction ended since the last tick; forget those whose
+        transaction ended more than :data:`PRODUCER_FENCE_RETENTION_MS` ago and that opened none
+        since (Kafka drops a producer from ``openTransactionsByGroup`` at its marker)."""
+        changed = False
+        for producer, ended in list(group.producer_ended.items()):
+            if ended < 0:
+                group.producer_ended[producer] = now_ms
+            elif now_ms - ended > PRODUCER_FENCE_RETENTION_MS:
+                del group.producer_ended[producer]
+                group.producer_epochs.pop(producer, None)
+            else:
+                continue
+            changed = True
+        return changed
+
+    def _validated(self, group_id: str, check) -> ConsumerGroup:
+        """The group (created if new) once ``check(group)`` passed; a group created only for a
+        refused request is not kept (Kafka creates a simple group only for an accepted commit)."""
+        new = group_id not in self.groups
+        group = self._group(group_id)
+        try:
+            check(group)
+        except RiverlogError:
+            if new:
+                self.groups.pop(group_id, None)
+            raise
+        return group
+
+    def _positioned(self, offsets: Mapping[TP, Committed]) -> dict[TP, Committed]:
+        """``offsets`` stamped with the next write position (see the module's docstring)."""
+        position, self._position = self._position, self._position + 1
+        return {tp: replace(c, position=position) for tp, c in offsets.items()}
+
     def commit(self, group_id: str, member_id: str, member_epoch: int,
                offsets: Mapping[TP, Committed]) -> list[Record]:
-        group = self._group(group_id)
-        group.check_commit(member_id, member_epoch, transactional=False)
-        group.commit(offsets)
+        group = self._validated(group_id, lambda g: g.check_commit(member_id, member_epoch))
+        group.commit(self._positioned(offsets))
         return self._changes(group)
 
     def commit_in_transaction(self, group_id: str, member_id: str, member_epoch: int, producer_id: int,
                               producer_epoch: int, offsets: Mapping[TP, Committed]) -> list[Record]:
         """Offsets that take effect only if the producer's transaction commits (TxnOffsetCommit).
-        A stale member epoch is ``IllegalGeneration``, not the retriable ``StaleMemberEpoch`` of a
-        plain commit (Kafka's ``validateTransactionalOffsetCommit``): the member's partitions may
-        have moved, so the producer must abort the transaction rather than commit it again."""
-        group = self._group(group_id)
-        try:
-            group.check_commit(member_id, member_epoch)
-        except StaleMemberEpochError:
+        As Kafka's ``validateTransactionalOffsetCommit``: an unknown group is created (a simple
+        group) only for a member epoch < 0, and is ``IllegalGeneration`` otherwise; a stale member
+        epoch is ``IllegalGeneration`` too, not the retriable ``StaleMemberEpoch`` of a plain
+        commit: the member's partitions may have moved, so the producer must abort the transaction
+        rather than commit it again."""
+        if group_id not in self.groups and member_epoch >= 0:
             raise IllegalGenerationError(
-                f"member {member_id} of group '{group_id}' sent offsets to a transaction with epoch "
-                f"{member_epoch}, not its current one: its partitions may belong to another member now; "
-                "abort the transaction and process them again from the committed offsets") from None
+                f"group '{group_id}' does not exist, so no member of it has epoch {member_epoch}: the "
+                "consumer's group metadata is not this group's; abort the transaction")
+        group = self._validated(group_id, lambda g: self._check_transactional(g, member_id, member_epoch))
         known = group.producer_epochs.get(producer_id, -1)
         if producer_epoch < known:
             raise ProducerFencedError(
@@ -199,21 +259,41 @@ class GroupShard:
         if producer_epoch > known:
             group.pending.pop(producer_id, None)  # an older epoch's offsets: its transaction was aborted
             group.producer_epochs[producer_id] = producer_epoch
-        group.pending.setdefault(producer_id, {}).update(offsets)
+        group.producer_ended.pop(producer_id, None)
+        group.pending.setdefault(producer_id, {}).update(self._positioned(offsets))
         return self._changes(group)
+
+    @staticmethod
+    def _check_transactional(group: ConsumerGroup, member_id: str, member_epoch: int) -> None:
+        try:
+            group.check_commit(member_id, member_epoch)
+        except StaleMemberEpochError:
+            raise IllegalGenerationError(
+                f"member {member_id} of group '{group.group_id}' sent offsets to a transaction with epoch "
+                f"{member_epoch}, not its current one: its partitions may belong to another member now; "
+                "abort the transaction and process them again from the committed offsets") from None
 
     def end_transaction(self, group_id: str, producer_id: int, producer_epoch: int, commit: bool) -> list[Record]:
         """The transaction marker for a group: its pending offsets become offsets, or go. A marker
-        of a newer epoch (the coordinator fencing the producer) also fences older offset commits."""
+        of a newer epoch (the coordinator fencing the producer) also fences older offset commits.
+        As Kafka's ``replayEndTransactionMarker``, a pending offset replaces the committed one only
+        if it was written after it: a plain commit (or another transaction's commit) made while
+        this transaction was open wins."""
         group = self.groups.get(group_id)
         if group is None:
             return []
         known = group.producer_epochs.get(producer_id, -1)
         pending = group.pending.pop(producer_id, None)
         group.producer_epochs[producer_id] = max(known, producer_epoch)
+        ended = producer_id in group.producer_ended
+        group.producer_ended.setdefault(producer_id, -1)
         if commit and pending and producer_epoch == known:
-            group.offsets.update(pending)
-        if pending is None and producer_epoch <= known:
+            for tp, c in pending.items():
+                existing = group.offsets.get(tp)
+                # <=: equal only for two records written before positions existed (the old rule)
+                if existing is None or existing.position <= c.position:
+                    group.offsets[tp] = c
+        if pending is None and producer_epoch <= known and ended:
             return []
         return self._changes(group)
 
@@ -224,6 +304,17 @@ class GroupShard:
         if partitions is None:
             return dict(group.offsets)
         return {tp: group.offsets[tp] for tp in partitions if tp in group.offsets}
+
+    def unstable(self, group_id: str, partitions: Iterable[TP] | None) -> set[TP]:
+        """The partitions an OffsetFetch with ``require_stable`` answers ``UNSTABLE_OFFSET_COMMIT``
+        (KIP-447): those with offsets pending in an open transaction, among ``partitions``, or, for
+        all partitions (None), among those with a committed offset (Kafka's ``fetchOffsets`` and
+        ``fetchAllOffsets``)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return set()
+        wanted = group.offsets if partitions is None else partitions
+        return {tp for tp in wanted if group.has_pending(tp)}
 
     def describe(self, group_id: str) -> ConsumerGroup:
         return self._group(group_id, create=False)
@@ -242,11 +333,10 @@ class GroupShard:
         records: list[Record] = []
         for group in list(self.groups.values()):
             gone = [tp for tp in group.offsets if tp[0] in topics]
-            pending = [(p, tp) for p, offsets in group.pending.items() for tp in offsets if tp[0] in topics]
             for tp in gone:
                 del group.offsets[tp]
-            for producer, tp in pending:
-                del group.pending[producer][tp]
+            pending = group.drop_pending({tp for offsets in group.pending.values() for tp in offsets
+                                          if tp[0] in topics})
             if gone or pending:
                 records += self._changes(group)
         return records
@@ -255,8 +345,10 @@ class GroupShard:
                        ) -> tuple[dict[TP, GroupSubscribedToTopicError], list[Record]]:
         """Kafka's ``OffsetMetadataManager.deleteOffsets``: the partitions of a topic the group
         subscribes to fail with ``GROUP_SUBSCRIBED_TO_TOPIC`` and keep their offsets; the offsets
-        of the other partitions are deleted. Returns (the failed partitions' errors, records);
-        an unknown group raises ``GroupIdNotFoundError`` and changes nothing."""
+        of the other partitions are deleted, and so are their offsets pending in any open
+        transaction (the replay of Kafka's tombstone removes them), so that a commit marker cannot
+        bring a deleted offset back. Returns (the failed partitions' errors, records); an
+        unknown group raises ``GroupIdNotFoundError`` and changes nothing."""
         group = self._group(group_id, create=False)
         subscribed = group.subscribed_topics()
         errors: dict[TP, GroupSubscribedToTopicError] = {}
@@ -267,4 +359,5 @@ class GroupShard:
                     "consumes it")
             else:
                 group.offsets.pop(tp, None)
+                group.drop_pending([tp])
         return errors, self._changes(group)

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, NonEmptyGroupError,
+from broker.errors import (FencedInstanceIdError, FencedMemberEpochError,
                            StaleMemberEpochError, UnknownMemberIdError, UnsupportedAssignorError)
 from broker.group.assignors import COOPERATIVE, TP, assignor, elect, strategies
 
@@ -56,10 +56,16 @@ class Member:
 
 @dataclass
 class Committed:
+    """One committed (or, in a transaction, pending) offset. ``position`` orders the writes of
+    offsets of one ``__consumer_offsets`` partition, as the record offset does in Kafka's
+    ``OffsetAndMetadata.recordOffset``: a transaction's commit marker applies its pending offset
+    only if it was written after the committed one (``GroupShard.end_transaction``). -1 for
+    records written before positions existed."""
     offset: int
     metadata: str = ""
     leader_epoch: int = -1
     commit_timestamp: int = -1
+    position: int = field(default=-1, compare=False)
 
 
 @dataclass
@@ -84,6 +90,10 @@ class ConsumerGroup:
         # The newest epoch seen per transactional producer (its offset commits and markers): an
         # older epoch is a fenced zombie, whose offsets must never join a newer epoch's commit.
         self.producer_epochs: dict[int, int] = {}
+        # Producers whose last transaction in this group ended (by a marker): when it ended (-1
+        # until the coordinator's next tick stamps it). Their fence is kept for
+        # ``coordinator.PRODUCER_FENCE_RETENTION_MS``, then forgotten (``GroupShard.expire``).
+        self.producer_ended: dict[int, int] = {}
         self.fenced_members: set[str] = set()  # replaced static members: told so if they come back
 
     # ------------------------------------------------------------------------------ state
@@ -260,32 +270,43 @@ class ConsumerGroup:
         return gone
 
     # ------------------------------------------------------------------------------ offsets
-    def check_commit(self, member_id: str, member_epoch: int, *, transactional: bool = True) -> None:
-        """May this caller commit? A member with exactly its current epoch (as Kafka's
-        ``validateOffsetCommit``: with an older one it may commit positions of partitions already
-        handed to another member); an outsider (no member id: an ``assign()`` consumer, the admin
-        tools) only while the group has no members at all, a static member away for now included
-        (Kafka counts it: it comes back to its partitions and their offsets).
-
-        An outsider's plain OffsetCommit (``transactional=False``) to a group with members gets
-        ``UnknownMemberIdError``, as from Kafka's ``ConsumerGroup.validateOffsetCommit`` (and its
-        admin ``alterConsumerGroupOffsets``); a TxnOffsetCommit keeps ``NonEmptyGroupError``."""
-        if not member_id:
-            if self.members:
-                away = sum(1 for m in self.members.values() if not m.active)
-                what = f"{len(self.members)} member(s)" + (f", {away} of them static and away for now" if away else "")
-                if transactional:
-                    raise NonEmptyGroupError(f"group '{self.group_id}' has {what}; only they may commit its offsets")
-                raise UnknownMemberIdError(
-                    f"group '{self.group_id}' has {what}: a commit from outside the group (no member id, as "
-                    "from assign() or the admin tools) is accepted only while it has none; stop its consumers "
-                    "(and wait for away static members' sessions to expire) first")
+    def check_commit(self, member_id: str, member_epoch: int) -> None:
+        """May this caller commit (OffsetCommit and TxnOffsetCommit alike)? As Kafka's
+        ``ConsumerGroup.validateOffsetCommit``: a negative member epoch (an ``assign()`` consumer,
+        the admin tools, a member id or not) only while the group has no members at all, a static
+        member away for now included (Kafka counts it: it comes back to its partitions and their
+        offsets); otherwise a member with exactly its current epoch (with an older one it may
+        commit positions of partitions already handed to another member). Anyone else is
+        ``UnknownMemberIdError``."""
+        if member_epoch < 0 and not self.members:
             return
+        if not member_id:
+            away = sum(1 for m in self.members.values() if not m.active)
+            what = f"{len(self.members)} member(s)" + (f", {away} of them static and away for now" if away else "")
+            raise UnknownMemberIdError(
+                f"group '{self.group_id}' has {what}: a commit from outside the group (no member id, as "
+                "from assign() or the admin tools) is accepted only while it has none; stop its consumers "
+                "(and wait for away static members' sessions to expire) first")
         member = self._member(member_id)
         if member_epoch != member.epoch:
             raise StaleMemberEpochError(
                 f"member {member_id} of group '{self.group_id}' committed with epoch {member_epoch}; "
                 f"its epoch is {member.epoch}: commit again with the current epoch")
+
+    def has_pending(self, tp: TP) -> bool:
+        """Kafka's ``hasPendingTransactionalOffsets``: an open transaction holds an offset of ``tp``."""
+        return any(tp in offsets for offsets in self.pending.values())
+
+    def drop_pending(self, tps) -> bool:
+        """Remove the offsets of ``tps`` from every open transaction (Kafka's replay of an offset
+        tombstone); returns whether any went."""
+        dropped = False
+        for producer, offsets in list(self.pending.items()):
+            for tp in tps:
+                dropped |= offsets.pop(tp, None) is not None
+            if not offsets:
+                del self.pending[producer]
+        return dropped
 
     def commit(self, offsets: Mapping[TP, Committed]) -> None:
         self.offsets.update(offsets)

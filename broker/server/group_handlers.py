@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from broker.errors import (GroupIdNotFoundError, InvalidSessionTimeoutError, RiverlogError,
+from broker.errors import (GroupIdNotFoundError, InvalidSessionTimeoutError, KafkaError, RiverlogError,
                            UnknownTopicOrPartitionError)
 from broker.group.group import Committed
 from broker.proto import riverlog_pb2 as pb
@@ -74,12 +74,25 @@ class GroupHandlers:
         return response
 
     def offset_fetch(self, request: pb.OffsetFetchRequest) -> pb.OffsetFetchResponse:
+        """Committed offsets. With ``require_stable`` (KIP-447; read_committed consumers), a
+        partition with offsets pending in an open transaction is answered
+        ``UNSTABLE_OFFSET_COMMIT`` and no offset, as Kafka's ``OffsetMetadataManager.fetchOffsets``:
+        its new owner must wait for that transaction to end instead of reading an offset the
+        transaction is about to move (it would process those records again)."""
         wanted = pairs(request.partitions) or None
-        found = self.runtime.read(request.group_id, lambda shard: shard.committed(request.group_id, wanted))
+        found, unstable = self.runtime.read(request.group_id, lambda shard: (
+            shard.committed(request.group_id, wanted),
+            shard.unstable(request.group_id, wanted) if request.require_stable else set()))
         response = pb.OffsetFetchResponse()
+        for (topic, partition) in sorted(unstable):
+            response.offsets.add(topic=topic, partition=partition, offset=-1, leader_epoch=-1,
+                                 error_code=KafkaError.UNSTABLE_OFFSET_COMMIT, error_message=(
+                                     f"group '{request.group_id}' has offsets of {topic}-{partition} pending in "
+                                     "an open transaction: retry once it ends"))
         for (topic, partition), c in sorted(found.items()):
-            response.offsets.add(topic=topic, partition=partition, offset=c.offset, metadata=c.metadata,
-                                 commit_timestamp=c.commit_timestamp, leader_epoch=c.leader_epoch)
+            if (topic, partition) not in unstable:
+                response.offsets.add(topic=topic, partition=partition, offset=c.offset, metadata=c.metadata,
+                                     commit_timestamp=c.commit_timestamp, leader_epoch=c.leader_epoch)
         return response
 
     def list_groups(self, request: pb.ListGroupsRequest) -> pb.ListGroupsResponse:

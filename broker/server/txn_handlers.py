@@ -1,6 +1,9 @@
 """Transaction requests: protobuf in, :class:`TransactionRuntime` operations, protobuf out."""
 from __future__ import annotations
 
+import grpc
+
+from broker.client.cluster import translate_rpc_error
 from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError,
                            RiverlogError)
 from broker.group.group import Committed
@@ -8,7 +11,7 @@ from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import add_results, grouped, pairs
 from broker.server.group_handlers import drop_unknown_partitions
 from broker.server.txn_runtime import TransactionRuntime
-from broker.transaction.coordinator import DEAD
+from broker.transaction.coordinator import DEAD, TransactionMetadata, verify_offsets_in_transaction
 
 
 class TransactionHandlers:
@@ -37,13 +40,22 @@ class TransactionHandlers:
         return pb.AddOffsetsToTxnResponse()
 
     def txn_offset_commit(self, request: pb.TxnOffsetCommitRequest) -> pb.OffsetCommitResponse:
-        """Served by the group's coordinator: offsets that count once the transaction commits."""
+        """Served by the group's coordinator: offsets that count once the transaction commits.
+        First verified with the transaction coordinator (KIP-890, as Kafka's
+        ``CoordinatorRuntime.scheduleTransactionalWriteOperation``): offsets of a producer that is
+        not in an ongoing transaction with this group are refused, or a later transaction's
+        commit marker would apply them."""
         now = self.broker.clock.time_ms()
         offsets = {(t.name, p.partition): Committed(p.offset, p.metadata, p.leader_epoch, now)
                    for t in request.topics for p in t.partitions}
         response = pb.OffsetCommitResponse()
         offsets = drop_unknown_partitions(self.broker.image, offsets, response.results)
         if not offsets:
+            return response
+        try:
+            self._verify_in_transaction(request)
+        except RiverlogError as e:  # about the transaction, not this group's coordinator: per partition
+            add_results(response.results, offsets, e)
             return response
         try:
             self.runtime.groups.run(request.group_id, lambda shard: (None, shard.commit_in_transaction(
@@ -56,6 +68,36 @@ class TransactionHandlers:
             error = e
         add_results(response.results, offsets, error)
         return response
+
+    def _verify_in_transaction(self, request: pb.TxnOffsetCommitRequest) -> None:
+        """Ask the transactional id's coordinator (this broker's shard, or DescribeTransactions to
+        its broker) whether the producer's ongoing transaction includes the group. Done before
+        the group's shard is locked: the transaction coordinator locks its own shard while it
+        writes markers to groups."""
+        txn_id = request.transactional_id
+        node, _, _ = self.runtime.find_coordinator(txn_id)
+        if node == self.broker.node_id:
+            meta = self.runtime.read(txn_id, lambda shard: shard.txns.get(txn_id))
+        else:
+            meta = self._remote_metadata(node, txn_id)
+        verify_offsets_in_transaction(meta, txn_id, request.producer_id, request.producer_epoch, request.group_id)
+
+    def _remote_metadata(self, node: int, txn_id: str) -> TransactionMetadata | None:
+        address = self.broker._address_of(node)
+        if address is None:
+            raise CoordinatorNotAvailableError(f"broker {node}, coordinator of transactional.id '{txn_id}', "
+                                               "is not registered")
+        try:
+            reply = self.broker.peers.public(address).DescribeTransactions(
+                pb.DescribeTransactionsRequest(transactional_ids=[txn_id]),
+                timeout=self.broker.config["offsets.commit.timeout.ms"] / 1000.0 + 5)
+        except grpc.RpcError as e:
+            raise translate_rpc_error(e, f"DescribeTransactions to broker {node}") from None
+        d = reply.transactions[0]
+        if d.error_code or d.state in ("", DEAD):
+            return None
+        return TransactionMetadata(txn_id, d.producer_id, d.producer_epoch, d.timeout_ms, d.state,
+                                   groups=set(d.groups))
 
     def end(self, request: pb.EndTxnRequest) -> pb.EndTxnResponse:
         self.runtime.end(request.transactional_id, request.producer_id, request.producer_epoch, request.commit)

@@ -149,22 +149,7 @@ class TransactionShard:
 
     # ------------------------------------------------------------------------------ checks
     def _current(self, txn_id: str, producer_id: int, epoch: int) -> TransactionMetadata:
-        meta = self.txns.get(txn_id)
-        if meta is None:
-            raise TransactionalIdNotFoundError(f"transactional.id '{txn_id}' is unknown: call init_transactions()")
-        if meta.producer_id != producer_id:
-            raise InvalidProducerIdMappingError(
-                f"transactional.id '{txn_id}' has producer id {meta.producer_id}, not {producer_id}")
-        if epoch < meta.producer_epoch:
-            raise ProducerFencedError(
-                f"transactional.id '{txn_id}': epoch {epoch} was fenced by epoch {meta.producer_epoch} "
-                "(another producer with this transactional.id called init_transactions)")
-        if epoch > meta.producer_epoch:
-            raise InvalidProducerEpochError(f"transactional.id '{txn_id}': epoch {epoch} is ahead of "
-                                            f"{meta.producer_epoch}")
-        if meta.state in PREPARED:
-            raise ConcurrentTransactionsError(f"transactional.id '{txn_id}' is completing its last transaction")
-        return meta
+        return current(self.txns.get(txn_id), txn_id, producer_id, epoch)
 
     # ------------------------------------------------------------------------------ operations
     def init_producer_id(self, txn_id: str, timeout_ms: int, now_ms: int, new_producer_id,
@@ -287,6 +272,41 @@ class TransactionShard:
 
     def prepared(self) -> list[TransactionMetadata]:
         return [m for m in self.txns.values() if m.state in PREPARED]
+
+
+def current(meta: TransactionMetadata | None, txn_id: str, producer_id: int, epoch: int) -> TransactionMetadata:
+    """``meta`` if the producer (id, epoch) is ``txn_id``'s current one and no transaction of it is
+    completing; the error to answer otherwise."""
+    if meta is None:
+        raise TransactionalIdNotFoundError(f"transactional.id '{txn_id}' is unknown: call init_transactions()")
+    if meta.producer_id != producer_id:
+        raise InvalidProducerIdMappingError(
+            f"transactional.id '{txn_id}' has producer id {meta.producer_id}, not {producer_id}")
+    if epoch < meta.producer_epoch:
+        raise ProducerFencedError(
+            f"transactional.id '{txn_id}': epoch {epoch} was fenced by epoch {meta.producer_epoch} "
+            "(another producer with this transactional.id called init_transactions)")
+    if epoch > meta.producer_epoch:
+        raise InvalidProducerEpochError(f"transactional.id '{txn_id}': epoch {epoch} is ahead of "
+                                        f"{meta.producer_epoch}")
+    if meta.state in PREPARED:
+        raise ConcurrentTransactionsError(f"transactional.id '{txn_id}' is completing its last transaction")
+    return meta
+
+
+def verify_offsets_in_transaction(meta: TransactionMetadata | None, txn_id: str, producer_id: int, epoch: int,
+                                  group_id: str) -> None:
+    """KIP-890's verification, asked by a group's coordinator before it keeps a TxnOffsetCommit's
+    offsets pending (Kafka's ``handleVerifyPartitionsInTransaction``): the producer must be the
+    transactional id's current one, with a transaction ``Ongoing`` that the group was added to
+    (AddOffsetsToTxn). Otherwise ``INVALID_TXN_STATE``: offsets sent outside the transaction, or
+    after it ended, would be committed by a later transaction's marker."""
+    meta = current(meta, txn_id, producer_id, epoch)
+    if meta.state != ONGOING or group_id not in meta.groups:
+        raise InvalidTxnStateError(
+            f"transactional.id '{txn_id}' has no ongoing transaction with group '{group_id}' "
+            f"(state {meta.state.value}, groups {sorted(meta.groups)}): call send_offsets_to_transaction() "
+            "inside a transaction")
 
 
 def next_idempotent_epoch(producer_id: int, epoch: int, new_producer_id) -> tuple[int, int]:

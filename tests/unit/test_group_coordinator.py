@@ -523,7 +523,7 @@ def test_commit_rules():
     # an outsider (assign(), admin tools): UNKNOWN_MEMBER_ID, as Kafka's ConsumerGroup.validateOffsetCommit
     with pytest.raises(UnknownMemberIdError, match="outside the group"):
         shard.commit(G, "", -1, {("t", 0): Committed(8)})
-    with pytest.raises(NonEmptyGroupError):     # a transactional outsider is still refused as before
+    with pytest.raises(UnknownMemberIdError):   # a transactional outsider too (validateTransactionalOffsetCommit)
         shard.commit_in_transaction(G, "", -1, 1000, 0, {("t", 0): Committed(8)})
     with pytest.raises(UnknownMemberIdError):
         shard.commit(G, "ghost", m.epoch, {("t", 0): Committed(9)})
@@ -550,7 +550,7 @@ def test_outsider_commit_refused_while_a_departed_static_member_remains():
     assert g.members and not g.active_members
     with pytest.raises(UnknownMemberIdError, match="away"):
         shard.commit(G, "", -1, {("t", 0): Committed(4)})
-    with pytest.raises(NonEmptyGroupError):
+    with pytest.raises(UnknownMemberIdError):
         shard.commit_in_transaction(G, "", -1, 1000, 0, {("t", 0): Committed(4)})
     assert shard.committed(G, None) == {}
     shard.expire({"t": 4}, 10 + SESSION + 1)
@@ -744,3 +744,97 @@ def test_partition_for_is_stable_and_in_range():
     assert [partition_for(g, 50) for g in ("g", "my-group", "orders-app", "")] == [28, 25, 32, 0]
     spread = [partition_for(f"group-{i}", 7) for i in range(100)]
     assert all(0 <= p < 7 for p in spread) and set(spread) == set(range(7))
+
+
+# ----------------------------------------------------------------------------------- offsets in transactions
+TP0 = ("t", 0)
+
+
+def test_a_transaction_commit_never_moves_back_an_offset_committed_after_its_offsets():
+    # Kafka's replayEndTransactionMarker: a pending offset replaces the committed one only if its
+    # record was written later (recordOffset); the order survives a reload.
+    shard, log = GroupShard(0), []
+    log += shard.commit_in_transaction(G, "", -1, 1000, 0, {TP0: Committed(5)})
+    log += shard.commit(G, "", -1, {TP0: Committed(10)})                 # written after the txn's
+    log += shard.end_transaction(G, 1000, 0, commit=True)
+    assert shard.committed(G, [TP0])[TP0].offset == 10
+    # two transactions: the one whose offsets were written later commits first, then the other
+    log += shard.commit_in_transaction(G, "", -1, 1001, 0, {TP0: Committed(15)})
+    log += shard.commit_in_transaction(G, "", -1, 1002, 0, {TP0: Committed(18)})
+    back = replay(log)
+    log += shard.end_transaction(G, 1002, 0, commit=True)
+    log += shard.end_transaction(G, 1001, 0, commit=True)
+    assert shard.committed(G, [TP0])[TP0].offset == 18
+    back.end_transaction(G, 1002, 0, commit=True)
+    back.end_transaction(G, 1001, 0, commit=True)
+    assert back.committed(G, [TP0])[TP0].offset == 18
+    # a transaction whose offsets came after the plain commit does move it
+    log += shard.commit_in_transaction(G, "", -1, 1003, 0, {TP0: Committed(20)})
+    log += shard.end_transaction(G, 1003, 0, commit=True)
+    assert replay(log).committed(G, [TP0])[TP0].offset == 20
+
+
+def test_deleting_an_offset_drops_it_from_every_open_transaction():
+    # Kafka's deleteOffsets writes a tombstone also for a pending offset; its replay removes the
+    # partition's pending offsets, so the commit marker cannot bring the deleted offset back.
+    shard, log = GroupShard(0), []
+    log += shard.commit(G, "", -1, {TP0: Committed(3), ("t", 1): Committed(3)})
+    log += shard.commit_in_transaction(G, "", -1, 1000, 0, {TP0: Committed(5), ("t", 1): Committed(5)})
+    errors, records = shard.delete_offsets(G, [TP0])
+    log += records
+    assert errors == {} and shard.unstable(G, [TP0, ("t", 1)]) == {("t", 1)}
+    assert replay(log).unstable(G, [TP0, ("t", 1)]) == {("t", 1)}
+    log += shard.end_transaction(G, 1000, 0, commit=True)
+    assert shard.committed(G, [TP0, ("t", 1)]) == {("t", 1): Committed(5)}
+    assert replay(log).committed(G, None) == {("t", 1): Committed(5)}
+
+
+def test_partitions_with_offsets_in_an_open_transaction_are_unstable():
+    # KIP-447 (fetchOffsets / fetchAllOffsets): a listed partition with a pending offset, or, for
+    # all partitions, a committed one that also has a pending offset.
+    shard = GroupShard(0)
+    shard.commit(G, "", -1, {TP0: Committed(3)})
+    shard.commit_in_transaction(G, "", -1, 1000, 0, {TP0: Committed(5), ("t", 1): Committed(5)})
+    assert shard.unstable(G, [TP0, ("t", 1), ("t", 2)]) == {TP0, ("t", 1)}
+    assert shard.unstable(G, None) == {TP0}
+    shard.end_transaction(G, 1000, 0, commit=False)
+    assert shard.unstable(G, [TP0, ("t", 1)]) == set()
+
+
+def test_transactional_commit_checks_as_validate_transactional_offset_commit():
+    shard = GroupShard(0)
+    # an unknown group with a member epoch: ILLEGAL_GENERATION, and no group is created
+    with pytest.raises(IllegalGenerationError):
+        shard.commit_in_transaction("nogroup", "m1", 5, 1000, 0, {TP0: Committed(5)})
+    assert "nogroup" not in shard.groups
+    # a member id with epoch -1 on an empty group: accepted (only the epoch counts)
+    shard.commit_in_transaction("empty", "someid", -1, 1000, 0, {TP0: Committed(5)})
+    shard.commit("empty2", "someid", -1, {TP0: Committed(5)})
+    # an outsider to a group with members: UNKNOWN_MEMBER_ID, and the plain commit of an unknown
+    # member leaves no group behind either
+    a = hb(shard).member_id
+    with pytest.raises(UnknownMemberIdError):
+        shard.commit_in_transaction(G, "", -1, 1000, 0, {TP0: Committed(5)})
+    with pytest.raises(UnknownMemberIdError):
+        shard.commit("ghost-group", "ghost", 3, {TP0: Committed(5)})
+    assert "ghost-group" not in shard.groups and a in shard.groups[G].members
+
+
+def test_a_producer_s_entry_goes_some_time_after_its_transaction_ended():
+    # The Spark sink and Streams use a new transactional.id (so a new producer id) per batch: the
+    # group must not keep one entry per batch forever (Kafka forgets it at the marker).
+    from broker.group.coordinator import PRODUCER_FENCE_RETENTION_MS
+    shard, log = GroupShard(0), []
+    for batch in range(50):
+        log += shard.commit_in_transaction(G, "", -1, 1000 + batch, 0, {TP0: Committed(batch + 1)})
+        log += shard.end_transaction(G, 1000 + batch, 0, commit=True)
+        log += shard.expire({}, batch)
+    assert len(shard.groups[G].producer_epochs) == 50           # fenced for a while
+    log += shard.commit_in_transaction(G, "", -1, 2000, 0, {TP0: Committed(99)})   # still open
+    log += shard.expire({}, 49 + PRODUCER_FENCE_RETENTION_MS + 1)
+    group = shard.groups[G]
+    assert set(group.producer_epochs) == {2000} and set(group.pending) == {2000}
+    back = replay(log)
+    assert set(back.groups[G].producer_epochs) == {2000}
+    assert sum(1 for k in back._written if b'"txn_producer"' in k) == 1
+    assert back.committed(G, [TP0])[TP0].offset == 50
