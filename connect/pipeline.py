@@ -203,7 +203,7 @@ class Pipeline:
         committed = self._committed(servers)
         reader = reader.option("startingOffsets", committed if isinstance(committed, str) else json.dumps(committed))
         self._query_start = self.paths.query_start(lambda: committed)
-        return topic_tracking.observed(reader.load(), TrackingConfig.of(self.worker))
+        return reader.load()   # its topics are read from the query's progress (connect.topic_tracking)
 
     def _create_missing(self, servers: str) -> None:
         """Listed ``topics`` that do not exist yet are created with the broker's defaults, as a

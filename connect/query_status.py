@@ -65,7 +65,7 @@ class QueryMetrics(StreamingQueryListener):
             if one is not None:
                 total = (total or 0) + one
         rate = p.processedRowsPerSecond
-        topics = progress_topics(getattr(p, "observedMetrics", None))
+        topics = progress_topics(p)
         with self._lock:
             if topics:
                 self._topics.setdefault(str(p.runId), set()).update(topics)

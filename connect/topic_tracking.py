@@ -7,8 +7,9 @@ Kafka's task records a topic the first time it produces a record to it (a source
 ``WorkerTask.recordActiveTopic`` writes ``status-topic-<topic>:connector-<name>`` once, unless the
 status store already has that topic for the connector. Here a connector is one streaming query, so
 its frame is observed (:func:`observed`: Spark's ``observe``, a ``collect_set`` of the ``topic``
-column computed with the batch's own job, nothing read twice); :class:`~connect.query_status.QueryMetrics`
-collects each batch's set from the query's progress, and the worker's supervisor hands the new
+column computed with the batch's own job, nothing read twice) when it is a source connector's
+output; a sink connector's topics are those whose offsets its batch moved, which the query's
+progress already says. :class:`~connect.query_status.QueryMetrics` collects each batch's set, and the worker's supervisor hands the new
 ones to :meth:`TopicTracker.record`, which writes only topics connect-status does not list yet.
 
     tracker = TopicTracker(storage, TrackingConfig.of(worker_config))
@@ -22,6 +23,7 @@ under its lock.
 """
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -58,11 +60,36 @@ def observed(frame, config: TrackingConfig):
     return frame.observe(TOPICS_METRIC, F.collect_set(topic).alias("topics"))
 
 
-def progress_topics(observed_metrics: Mapping[str, Any] | None) -> set[str]:
-    """The topics one progress event's observed metrics name (empty when there are none)."""
-    row = (observed_metrics or {}).get(TOPICS_METRIC)
-    topics = getattr(row, "topics", None) if row is not None else None
-    return {str(t) for t in topics or () if t is not None}
+def progress_topics(progress) -> set[str]:
+    """The topics one progress event says its batch used: a source connector's observed metric
+    (the topics it wrote to), else, for a sink connector (nothing observed: its input's offsets
+    already say it, at no cost to the batch), the topics whose offsets the batch moved."""
+    row = (getattr(progress, "observedMetrics", None) or {}).get(TOPICS_METRIC)
+    if row is not None:
+        return {str(t) for t in getattr(row, "topics", None) or () if t is not None}
+    if not getattr(progress, "numInputRows", 0):
+        return set()
+    out: set[str] = set()
+    for source in getattr(progress, "sources", None) or ():
+        start, end = _offsets(getattr(source, "startOffset", None)), _offsets(getattr(source, "endOffset", None))
+        for topic, parts in end.items():
+            before = start.get(topic, {})
+            if any(isinstance(o, int) and o > before.get(p, -1 if start else 0) for p, o in parts.items()):
+                out.add(topic)
+    return out
+
+
+def _offsets(doc) -> dict:
+    """A riverlog source offset (``{"topic": {"partition": offset}}``, as JSON text or parsed), or
+    {} for anything else."""
+    if isinstance(doc, str):
+        try:
+            doc = json.loads(doc)
+        except ValueError:
+            return {}
+    if not isinstance(doc, dict):
+        return {}
+    return {t: ps for t, ps in doc.items() if isinstance(ps, dict)}
 
 
 class TopicTracker:

@@ -235,3 +235,19 @@ def test_a_sink_offset_the_group_kept_fails_the_alter_and_names_the_partition():
     _check_deleted("g", ConsumerGroupTopicPartitions("g", [ok]))
     with pytest.raises(BadRequestError, match="t-1"):
         _check_deleted("g", ConsumerGroupTopicPartitions("g", [ok, kept]))
+
+
+def test_topic_tracking_reads_a_sink_batchs_topics_from_its_offsets_and_a_sources_from_its_metric():
+    """A sink connector is not observed: the topics whose offsets its batch moved are the ones it
+    read; a source connector's observed metric (the topics written) wins over its input offsets."""
+    from types import SimpleNamespace as NS
+
+    from connect.topic_tracking import TOPICS_METRIC, progress_topics
+    sink = NS(observedMetrics={}, numInputRows=3, sources=[NS(
+        startOffset='{"a": {"0": 5, "1": 2}, "b": {"0": 7}}', endOffset='{"a": {"0": 5, "1": 4}, "b": {"0": 7}, "c": {"0": 1}}')])
+    assert progress_topics(sink) == {"a", "c"}
+    assert progress_topics(NS(observedMetrics={}, numInputRows=0, sources=sink.sources)) == set()
+    source = NS(observedMetrics={TOPICS_METRIC: NS(topics=["out"])}, numInputRows=3, sources=sink.sources)
+    assert progress_topics(source) == {"out"}
+    assert progress_topics(NS(observedMetrics={}, numInputRows=2, sources=[NS(startOffset=None,
+                                                                              endOffset='{"filename": "x"}')])) == set()
