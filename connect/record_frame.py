@@ -62,7 +62,9 @@ ERROR = "__connect_error"
 ORIGINAL = "__connect_original"
 REBIND = "rebind"
 FAIL = "fail"
-_RAISED = re.compile(r"<<connect:(\w+)>>(.*?)<</connect>>", re.S)
+_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] <<connect:(\w+)>>(.*?)<</connect>>", re.S)
+"""The guard's message as Spark's ``raise_error`` throws it (error class ``USER_RAISED_EXCEPTION``),
+never the guard's literal in a plan that an error about something else prints."""
 
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 ERROR_TYPE = StructType([StructField("stage", StringType()), StructField("class", StringType()),
@@ -173,7 +175,9 @@ def raising(kind: str, message: Column) -> Column:
 
 def raised(exc: BaseException) -> tuple[str, str] | None:
     """(kind, message) of the :func:`raising` guard that failed the job behind ``exc``, if one did
-    (looked for in the exception and its causes, as a sink may wrap Spark's error)."""
+    (looked for in the exception and its causes, as a sink may wrap Spark's error). Only the raise
+    itself counts: an analysis or runtime error about something else quotes the query plan, and
+    the guard's ``<<connect:…>>`` literal with it."""
     seen = 0
     while exc is not None and seen < 10:
         m = _RAISED.search(str(exc))
