@@ -1,0 +1,72 @@
+"""The follower path: appending the leader's batches unchanged (their epochs into the
+leader-epoch cache, their producers into the producer state), adopting the leader's high watermark
+and log start, and truncating when the log diverged from the leader's or starts past it. Mixed into
+:class:`~broker.partition.Partition`.
+
+Nothing waits on a follower's appends (reads and ``acks=all`` are the leader's), so nothing here
+bumps the notifier.
+"""
+from __future__ import annotations
+
+from broker.errors import NotLeaderOrFollowerError
+from broker.partition_leadership import FOLLOWER
+from broker.records.batch import iter_headers, validate_batches
+from broker.storage import retention
+
+
+class PartitionFollower:
+    """Needs the lock, the log, the epoch cache, the producer state and ``_load_producers`` (from
+    Partition)."""
+
+    def append_as_follower(self, data, leader_hw: int, leader_log_start: int) -> int:
+        """Append the leader's batches as they are; returns the new log end offset."""
+        with self.lock:
+            if self.role != FOLLOWER:
+                raise NotLeaderOrFollowerError(f"{self.topic}-{self.index} is not following")
+            if len(data):
+                headers = validate_batches(data, max_batch_bytes=1 << 31)
+                for h in headers:
+                    self.epochs.assign(h.partition_leader_epoch, h.base_offset)
+                active = self.log.active.base_offset
+                self.log.append_as_follower(data, headers)
+                view = memoryview(data)
+                self.producers.replay((h, lambda at=at, h=h: bytes(view[at:at + h.size]))
+                                      for at, h in iter_headers(view))
+                if self.log.active.base_offset != active:
+                    self.producers.snapshot(self.log.log_end_offset)
+            hw = min(leader_hw, self.log.log_end_offset)
+            if hw > self.high_watermark:
+                self.high_watermark = hw
+                self.producers.on_high_watermark_updated(hw)
+            start = min(leader_log_start, self.high_watermark)
+            if start > self.log.log_start_offset:
+                retention.delete_records_before(self.log, start, self.high_watermark)
+                self.epochs.truncate_from_start(start)
+            leo = self.log.log_end_offset
+        return leo  # no bump: nothing waits on a follower's appends (reads and acks=all are the leader's)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """The leader's log starts past everything this follower holds: restart empty there."""
+        with self.lock:
+            if self.role != FOLLOWER or offset <= self.log.log_end_offset:
+                return
+            self.log.truncate_fully_and_start_at(offset)
+            self.epochs.clear()
+            self.producers.truncate_fully_and_start_at(offset)
+            self.high_watermark = offset
+
+    def follower_state(self) -> tuple[int, int, int]:
+        """(leader epoch, latest local epoch or -1, log end offset) for divergence checks."""
+        with self.lock:
+            latest = self.epochs.latest_epoch()
+            return self.leader_epoch, -1 if latest is None else latest, self.log.log_end_offset
+
+    def truncate_to(self, offset: int) -> None:
+        with self.lock:
+            if offset < self.log.log_end_offset:
+                self.log.truncate_to(offset)
+                self._load_producers(upto=offset)
+            # Always, even when no record goes: the cache may name epochs the leader never had.
+            self.epochs.truncate_from_end(min(offset, self.log.log_end_offset))
+            self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+            self.producers.on_high_watermark_updated(self.high_watermark)

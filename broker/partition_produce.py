@@ -1,0 +1,202 @@
+"""The leader's produce side: validating a produce payload (control and delete-horizon bits,
+keys on compacted topics, timestamps, recompression, idempotent sequences), appending it with
+offsets assigned here, writing transaction markers, and waiting for ``acks=all`` replication.
+Mixed into :class:`~broker.partition.Partition`.
+
+Validation that needs no partition state runs before the lock is taken; the leadership, ISR and
+producer-sequence checks and the append itself run under it, and producer state is updated only
+after the log append succeeded.
+"""
+from __future__ import annotations
+
+import time
+
+from broker.config import LONG_MAX
+from broker.errors import (InvalidProducerEpochError, InvalidRecordError, InvalidTimestampError,
+                           MessageTooLargeError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
+                           NotLeaderOrFollowerError, OutOfOrderSequenceError, RequestTimedOutError)
+from broker.partition_leadership import LEADER
+from broker.records.batch import HEADER_SIZE, increment_sequence, validate_batches
+from broker.records.control import marker_batch
+from broker.storage.log import AppendInfo
+
+NO_TIMESTAMP = -1  # Kafka's RecordBatch.NO_TIMESTAMP
+_ROLL_MARGIN_MS = 60_000  # append_is_quick: a time-based roll this close is left to a pool thread
+_RELATIVE_OFFSETS_QUICK = 2**31 - 2**20  # ... and so is a roll for relative offsets running out
+
+
+class PartitionProduce:
+    """Needs the lock, ``hw_changed``, the log, the producer state, the leader state, the notifier,
+    the clock and ``_check_leader``/``_advance_hw`` (from Partition)."""
+
+    # ------------------------------------------------------------------------------ leader: produce
+    def append_records(self, data, acks: int = 1, min_insync_replicas: int | None = None) -> AppendInfo:
+        """Validate a produce payload, then append it as leader (offsets assigned here)."""
+        headers = validate_batches(data, max_batch_bytes=self.log.config["max.message.bytes"])
+        if any(h.is_control for h in headers):
+            raise InvalidRecordError("control batches (transaction markers) are written by the transaction "
+                                     "coordinator, not produced")
+        if any(h.delete_horizon_ms is not None for h in headers):   # only the cleaner sets it
+            raise InvalidRecordError("a produced batch may not set the delete-horizon attribute (bit 6): the log "
+                                     "cleaner sets it when it first keeps a tombstone")
+        if "compact" in self.log.config["cleanup.policy"]:
+            self._check_keys(data, headers)
+        self._check_timestamps(headers)
+        if self.log.config["compression.type"] != "producer":
+            from broker.records.arrow_body import recompress
+            data, headers = recompress(data, headers, self.log.config["compression.type"])
+            limit = self.log.config["max.message.bytes"]
+            for h in headers:   # the stored batch is what fetchers sized to max.message.bytes read
+                if h.size > limit:
+                    raise MessageTooLargeError(
+                        f"batch of {h.size} bytes once recompressed with compression.type="
+                        f"{self.log.config['compression.type']} exceeds max.message.bytes={limit}",
+                        batch_bytes=h.size, max_message_bytes=limit)
+        with self.lock:
+            self._check_leader()
+            if acks == -1:
+                required = self.log.config["min.insync.replicas"] if min_insync_replicas is None else min_insync_replicas
+                required = min(required, len(self.replicas))   # Kafka's effectiveMinIsr
+                if len(self.isr) < required:
+                    raise NotEnoughReplicasError(
+                        f"{self.topic}-{self.index} has {len(self.isr)} in-sync replica(s) {self.isr}; "
+                        f"acks=all needs min.insync.replicas={required}")
+            resent = self._check_producers(headers)
+            if resent is not None:
+                return AppendInfo(resent.first_offset, resent.last_offset, -1,
+                                  resent.last_offset - resent.first_offset + 1)
+            active = self.log.active.base_offset
+            info = self.log.append(data, headers, self.leader_epoch)
+            offset = info.first_offset
+            now = self.clock.time_ms()
+            for h in headers:
+                self.producers.update(h, offset, offset + h.last_offset_delta, now)
+                offset += h.last_offset_delta + 1
+            if self.log.active.base_offset != active:
+                self.producers.snapshot(self.log.log_end_offset)
+            self.leader_state.on_leader_append(self.log.log_end_offset)
+            self._advance_hw()
+        self.notifier.bump()
+        return info
+
+    def append_is_quick(self, incoming: int) -> bool:
+        """Whether appending ``incoming`` bytes here is a copy into the page cache: no fsync due
+        (``flush.messages``/``flush.ms`` unset), no segment roll near (its fsync of the old segment
+        can take long), no recompression. A hint read without the lock, for where to run an append."""
+        config = self.log.config
+        if (config["flush.messages"] < LONG_MAX or config["flush.ms"] < LONG_MAX
+                or config["compression.type"] != "producer"):
+            return False
+        active = self.log.active
+        now = self.clock.time_ms()
+        return (active.size + incoming < config["segment.bytes"]
+                and active.time_waited_for_roll(now, now) < config["segment.ms"] - _ROLL_MARGIN_MS
+                and active.next_offset - active.base_offset < _RELATIVE_OFFSETS_QUICK)
+
+    def _check_timestamps(self, headers) -> None:
+        """With CreateTime, refuse a batch whose timestamps are further in the past or future than
+        ``message.timestamp.before.max.ms`` / ``message.timestamp.after.max.ms`` allow (Kafka:
+        InvalidTimestamp), checked on the header's base (first) and max timestamps. A timestamp of
+        -1 is RecordBatch.NO_TIMESTAMP, which Kafka's ``LogValidator.validateTimestamp`` skips."""
+        config = self.log.config
+        if config["message.timestamp.type"] != "CreateTime":
+            return
+        before, after = config["message.timestamp.before.max.ms"], config["message.timestamp.after.max.ms"]
+        if before >= 2**63 - 1 and after >= 2**63 - 1:
+            return
+        now = self.clock.time_ms()
+        for h in headers:
+            if h.base_timestamp != NO_TIMESTAMP and now - h.base_timestamp > before:
+                raise InvalidTimestampError(
+                    f"{self.topic}-{self.index}: timestamp {h.base_timestamp} is more than "
+                    f"message.timestamp.before.max.ms={before} before the broker's time {now}")
+            if h.max_timestamp - now > after:
+                raise InvalidTimestampError(
+                    f"{self.topic}-{self.index}: timestamp {h.max_timestamp} is more than "
+                    f"message.timestamp.after.max.ms={after} after the broker's time {now}")
+
+    def _check_producers(self, headers):
+        """Sequence checks of idempotent batches; the earlier append when the request resends one."""
+        following: dict[int, int] = {}
+        for i, h in enumerate(headers):
+            if h.producer_id < 0:
+                continue
+            if h.producer_id in following:
+                if h.base_sequence != increment_sequence(following[h.producer_id], 1):
+                    raise OutOfOrderSequenceError(
+                        f"producer {h.producer_id} sent sequence {h.base_sequence} after "
+                        f"{following[h.producer_id]} in one request")
+            else:
+                resent = self.producers.check(h)
+                if resent is not None:
+                    if len(headers) > 1:
+                        raise OutOfOrderSequenceError(
+                            f"producer {h.producer_id} resent sequence {h.base_sequence} together with "
+                            "other batches; a resent batch must come alone")
+                    return resent
+            following[h.producer_id] = h.last_sequence
+        return None
+
+    def _check_keys(self, data, headers) -> None:
+        """A compacted topic keeps the latest record per key, so a record without one is refused
+        (Kafka: InvalidRecord). Costs a decode of each body: zero-copy unless compressed."""
+        from broker.records.arrow_body import decode_body
+        view, pos = memoryview(data), 0
+        for h in headers:
+            missing = decode_body(view[pos + HEADER_SIZE: pos + h.size]).column(0).null_count
+            if missing:
+                raise InvalidRecordError(
+                    f"{self.topic} is compacted (cleanup.policy={self.log.config['cleanup.policy']}): every record "
+                    f"needs a key, but {missing} record(s) of the batch at byte {pos} have none")
+            pos += h.size
+
+    # ------------------------------------------------------------------------------ leader: acks=all
+    def wait_for_replication(self, info: AppendInfo, timeout: float) -> None:
+        """Block an acks=all produce until every ISR member holds its batch (the HW passed it)."""
+        deadline = time.monotonic() + timeout
+        epoch = self.leader_epoch
+        with self.lock:
+            while not self.is_replicated(info, epoch):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self.replication_timeout(info)
+                self.hw_changed.wait(min(remaining, 0.5))
+
+    def is_replicated(self, info: AppendInfo, leader_epoch: int) -> bool:
+        """Whether every ISR member holds an acks=all batch appended in ``leader_epoch``; raises
+        once it never will be here (leadership moved) or the ISR shrank below min.insync.replicas."""
+        with self.lock:
+            if self.high_watermark <= info.last_offset:
+                if self.role != LEADER or self.leader_epoch != leader_epoch:
+                    raise NotLeaderOrFollowerError(
+                        f"{self.topic}-{self.index}: leadership moved before the batch was replicated")
+                return False
+            required = min(self.log.config["min.insync.replicas"], len(self.replicas))
+            if len(self.isr) < required:
+                raise NotEnoughReplicasAfterAppendError(
+                    f"{self.topic}-{self.index}: written, but the ISR shrank to {self.isr} "
+                    f"(min.insync.replicas={required})")
+            return True
+
+    def replication_timeout(self, info: AppendInfo) -> RequestTimedOutError:
+        return RequestTimedOutError(
+            f"{self.topic}-{self.index}: in-sync replicas {self.isr} did not all reach offset "
+            f"{info.last_offset} within request.timeout.ms")
+
+    # ------------------------------------------------------------------------------ transactions
+    def write_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> AppendInfo:
+        """As leader, end a producer's transaction here with a commit or abort marker."""
+        data = marker_batch(producer_id, producer_epoch, commit, coordinator_epoch, self.clock.time_ms())
+        headers = validate_batches(data, max_batch_bytes=1 << 20)
+        with self.lock:
+            self._check_leader()
+            entry = self.producers.producers.get(producer_id)
+            if entry is not None and producer_epoch < entry.epoch:
+                raise InvalidProducerEpochError(
+                    f"marker for producer {producer_id} epoch {producer_epoch}; epoch {entry.epoch} took over")
+            info = self.log.append(data, headers, self.leader_epoch)
+            self.producers.end_transaction(headers[0], info.first_offset, commit)
+            self.leader_state.on_leader_append(self.log.log_end_offset)
+            self._advance_hw()
+        self.notifier.bump()
+        return info
