@@ -20,7 +20,6 @@ skips that many bytes when it restarts, which only agree for ASCII).
 from __future__ import annotations
 
 import datetime
-import math
 import os
 from collections.abc import Mapping
 from decimal import Decimal
@@ -36,6 +35,7 @@ from connect.config_def import NO_DEFAULT, ConfigDef, ConfigKey, Importance, Typ
 from connect.connect_types import OPTIONAL
 from connect.connector import SinkConnector, SourceConnector, register_connector
 from connect.errors import ConnectError
+from connect.java_text import java_double
 from connect.record_frame import HEADERS_TYPE
 
 FILE_SOURCE_FORMAT = "connect-file"
@@ -209,35 +209,6 @@ class FileStreamSource(SourceConnector):
         """One file has one reader (Kafka's connector makes one task whatever ``tasks.max`` says)."""
         return [{"file": self.values["file"], "topic": self.values["topic"],
                  "batch.size": str(self.values["batch.size"])}]
-
-
-def java_double(x: float, float32: bool = False) -> str:
-    """Java's ``Double.toString`` (``Float.toString`` with ``float32``): the shortest digits that
-    read back as the same number, plain between 10^-3 and 10^7 (``3.0``, ``0.001``), else
-    computerized scientific notation (``1.0E7``, ``1.0E-4``); ``NaN``, ``Infinity``."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == 0:
-        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
-    text = repr(float(x))
-    if float32:
-        try:
-            import numpy
-            text = str(numpy.float32(x))
-        except ImportError:  # pragma: no cover - numpy comes with pyspark's pandas support
-            pass
-    sign, digits, exp = Decimal(text).normalize().as_tuple()
-    ds = "".join(map(str, digits))
-    point = len(ds) + exp  # the decimal point sits after this many digits
-    out = "-" if sign else ""
-    if 1e-3 <= abs(x) < 1e7:
-        if point <= 0:
-            return f"{out}0.{'0' * -point}{ds}"
-        whole, frac = ds[:point].ljust(point, "0"), ds[point:]
-        return f"{out}{whole}.{frac or '0'}"
-    return f"{out}{ds[0]}.{ds[1:] or '0'}E{point - 1}"
 
 
 def _java_string_hash(s: str) -> int:

@@ -12,6 +12,7 @@ from pyspark.sql.types import (BinaryType, DateType, DecimalType, IntegerType, M
                                TimestampNTZType, TimestampType)
 
 from connect.cast import base64_string, decimal_string, kafka_date_string
+from connect.java_text import java_double
 from connect.transform_base import TIME, connect_name
 
 
@@ -91,19 +92,6 @@ def _tokens(text: str) -> list[str]:
     return out
 
 
-def _java_float(x: float, single: bool) -> str:
-    """Java's ``Float.toString``/``Double.toString``: the shortest digits, ``1.0E10`` style outside
-    [1e-3, 1e7)."""
-    import numpy as np
-    v = np.float32(x) if single else np.float64(x)
-    digits, exp = np.format_float_scientific(v, trim="-", unique=True).split("e")
-    exp = int(exp)
-    if 1e-3 <= abs(float(v)) < 1e7:
-        plain = np.format_float_positional(v, trim="0", unique=True)
-        return plain if "." in plain else plain + ".0"
-    return (digits if "." in digits else digits + ".0") + f"E{exp}"
-
-
 class _Unparsed(Exception):
     pass
 
@@ -124,9 +112,9 @@ def _number(token: str):
     scale = -d.as_tuple().exponent
     with np.errstate(over="ignore"):
         if scale != 0 and np.isfinite(np.float32(float(d))):
-            return "float", _java_float(float(d), True)
+            return "float", java_double(float(d), True)
         if scale != 0 and np.isfinite(float(d)):
-            return "double", _java_float(float(d), False)
+            return "double", java_double(float(d))
     return "decimal", _big_decimal_string(d)
 
 

@@ -5,8 +5,6 @@ answered with Kafka's messages (``SinkUtils.parseSinkConnectorOffsets``,
 ``Worker.completeModifyOffsetsCallback``)."""
 from __future__ import annotations
 
-import decimal
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -15,47 +13,12 @@ from broker.client import AdminClient, ConsumerGroupTopicPartitions, TopicPartit
 from broker.errors import RiverlogError
 
 from connect.errors import BadRequestError
+from connect.java_text import java_string
 
 TIMEOUT = 30.0
 KAFKA_TOPIC, KAFKA_PARTITION, KAFKA_OFFSET = "kafka_topic", "kafka_partition", "kafka_offset"
 _INT, _LONG = 2 ** 31, 2 ** 63
 _DIGITS = re.compile(r"[+-]?\d+")
-
-
-def java_string(value: Any) -> str:
-    """Java's ``String.valueOf`` of a JSON value as Jackson reads it (Kafka's messages quote it so)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return _java_double(value)
-    if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{java_string(k)}={java_string(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(java_string(v) for v in value) + "]"
-    return str(value)
-
-
-def _java_double(x: float) -> str:
-    """``Double.toString``: the shortest digits (as ``repr``), plain between 1e-3 and 1e7, else
-    ``d.dddE<n>``."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == 0:
-        return "-0.0" if math.copysign(1, x) < 0 else "0.0"
-    sign, digits, exponent = decimal.Decimal(repr(x)).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    point = len(text) + exponent           # where the decimal point falls in ``text``
-    if 1e-3 <= abs(x) < 1e7:
-        whole = (text + "0" * (point - len(text)))[:point] if point > 0 else "0"
-        fraction = ("0" * -point + text if point < 0 else text[point:]) or "0"
-        out = f"{whole}.{fraction}"
-    else:
-        out = f"{text[0]}.{text[1:] or '0'}E{point - 1}"
-    return ("-" if sign else "") + out
 
 
 def _parse_integer(value: Any, bound: int) -> int:

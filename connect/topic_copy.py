@@ -52,6 +52,7 @@ from connect.config_def import (ConfigDef, ConfigKey, ConfigValue, Importance, I
                                 regex)
 from connect.connector import SourceConnector, register_connector
 from connect.errors import ConfigError, ConnectError
+from connect.java_text import java_string
 
 GROUP = "Clusters"
 TOPICS_INCLUDE_DEFAULT = ".*"
@@ -102,22 +103,6 @@ class TopicFilter:
         return f"^{excluded}(?:{self.include.pattern})$"
 
 
-def _java_text(v: Any) -> str:
-    """``String.valueOf`` of a JSON value as Jackson reads it (for messages quoting an offset)."""
-    if isinstance(v, Mapping):
-        return "{" + ", ".join(f"{k}={_java_text(x)}" for k, x in v.items()) + "}"
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_java_text(x) for x in v) + "]"
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        from connect.file_stream import java_double
-        return java_double(v)
-    return str(v)
-
-
 def _is_integer(v: Any, low: int, high: int) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
 
@@ -125,23 +110,23 @@ def _is_integer(v: Any, low: int, high: int) -> bool:
 def validate_source_partition_string(partition: Mapping[str, Any], key: str) -> None:
     """``MirrorUtils.validateSourcePartitionString``."""
     if key not in partition:
-        raise ConnectError(f"Source partition {_java_text(partition)} is missing the '{key}' key, which is required")
+        raise ConnectError(f"Source partition {java_string(partition)} is missing the '{key}' key, which is required")
     if not isinstance(partition[key], str):
-        raise ConnectError(f"Source partition {_java_text(partition)} has an invalid value "
-                           f"{_java_text(partition[key])} for the '{key}' key, which must be a string")
+        raise ConnectError(f"Source partition {java_string(partition)} has an invalid value "
+                           f"{java_string(partition[key])} for the '{key}' key, which must be a string")
 
 
 def validate_source_partition_partition(partition: Mapping[str, Any]) -> None:
     """``MirrorUtils.validateSourcePartitionPartition``: an integer that fits an int, not negative."""
     if PARTITION not in partition:
-        raise ConnectError(f"Source partition {_java_text(partition)} is missing the '{PARTITION}' key, "
+        raise ConnectError(f"Source partition {java_string(partition)} is missing the '{PARTITION}' key, "
                            "which is required")
     value = partition[PARTITION]
     if not _is_integer(value, _LONG_MIN, _INT_MAX):
-        raise ConnectError(f"Source partition {_java_text(partition)} has an invalid value {_java_text(value)} "
+        raise ConnectError(f"Source partition {java_string(partition)} has an invalid value {java_string(value)} "
                            f"for the '{PARTITION}' key, which must be an integer")
     if value < 0:
-        raise ConnectError(f"Source partition {_java_text(partition)} has an invalid value {_java_text(value)} "
+        raise ConnectError(f"Source partition {java_string(partition)} has an invalid value {java_string(value)} "
                            f"for the '{PARTITION}' key, which cannot be negative")
 
 
@@ -151,15 +136,15 @@ def validate_source_offset(partition: Mapping[str, Any], offset: Mapping[str, An
     if offset is None:
         return
     if OFFSET not in offset:
-        raise ConnectError(f"Source offset {_java_text(offset)} for source partition {_java_text(partition)} is "
+        raise ConnectError(f"Source offset {java_string(offset)} for source partition {java_string(partition)} is "
                            f"missing the '{OFFSET}' key, which is required")
     value = offset[OFFSET]
     if not _is_integer(value, _LONG_MIN, _LONG_MAX):
-        raise ConnectError(f"Source offset {_java_text(offset)} for source partition {_java_text(partition)} has "
-                           f"an invalid value {_java_text(value)} for the '{OFFSET}' key, which must be an integer")
+        raise ConnectError(f"Source offset {java_string(offset)} for source partition {java_string(partition)} has "
+                           f"an invalid value {java_string(value)} for the '{OFFSET}' key, which must be an integer")
     if value < 0:
-        raise ConnectError(f"Source offset {_java_text(offset)} for source partition {_java_text(partition)} has "
-                           f"an invalid value {_java_text(value)} for the '{OFFSET}' key, which cannot be negative")
+        raise ConnectError(f"Source offset {java_string(offset)} for source partition {java_string(partition)} has "
+                           f"an invalid value {java_string(value)} for the '{OFFSET}' key, which cannot be negative")
 
 
 def unsupported(key: str) -> str | None:
