@@ -132,9 +132,12 @@ def run_standalone(worker_config: dict, connectors: list[tuple[str, dict, str | 
     """Spark, then the worker, the REST API and the connectors; blocks until ``stop`` is set
     (by SIGTERM/SIGINT when called from the main thread), then closes them in reverse order."""
     stop = stop or threading.Event()
+    # A handler takes no lock (it may run inside stop.wait() holding the event's lock), and the
+    # main thread wakes twice a second: a signal the kernel hands to another thread does not end a wait.
+    requested: list[int] = []
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
+            signal.signal(sig, lambda signum, frame: requested.append(signum))
     spark = _spark(master, spark_conf or {})
     from connect.rest import RestServer
     from connect.worker import Worker
@@ -152,7 +155,8 @@ def run_standalone(worker_config: dict, connectors: list[tuple[str, dict, str | 
         click.echo(f"Connect worker {worker.worker_id}: REST API at {rest.url}; "
                    f"{len(worker.connectors())} connector(s); SIGTERM or Ctrl-C stops it", err=True)
         sys.stderr.flush()
-        stop.wait()
+        while not requested and not stop.wait(0.5):
+            pass
     finally:
         if rest is not None:
             rest.stop()

@@ -255,10 +255,17 @@ class BrokerProcess:
             try:
                 return self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
+                # SIGUSR1: the node prints every thread's stack (faulthandler), then it is killed.
+                seen = len(self.output)
+                self.proc.send_signal(signal.SIGUSR1)
+                deadline = time.monotonic() + 5
+                while time.monotonic() < deadline and not any(
+                        "most recent call first" in line for line in self.output[seen:]):
+                    time.sleep(0.05)
                 self.proc.kill()
                 self.proc.wait(10)
                 raise RuntimeError(f"node {self.node_id} did not stop in {timeout}s:\n"
-                                   + "".join(self.output[-200:])) from None
+                                   + "".join(self.output[-400:])) from None
         return self.proc.returncode if self.proc else 0
 
     def restart(self) -> "BrokerProcess":

@@ -86,6 +86,15 @@ def broker_start(data_dir, host, port, node_id, roles, controller_quorum, proper
     if host is not None or port is not None:
         config = BROKER_CONFIG.parse({**values, "listeners": with_client_address(config, host, port)})
     _check_listeners_free(config)
+    # Set before the node starts, so that a signal during its start is not lost. The handlers only
+    # record the request: they run on the main thread between two bytecodes, maybe inside
+    # Event.wait() holding that event's lock, so they must take no lock. The main thread wakes twice
+    # a second, since a signal the kernel hands to another thread (gRPC's) does not end its wait.
+    requested: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: requested.append(signum))
+    signal.signal(signal.SIGINT, lambda signum, frame: requested.append(signum))
+    # ``kill -USR1 PID`` prints every thread's stack, without stopping the node (jstack's use).
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     # A node alone is its own quorum and is ready within a moment; in a quorum it waits for peers.
     server = BrokerServer(config).start(wait_ready=0 if config["controller.quorum.voters"] else 30)
     click.echo(f"Riverlog node {server.broker.node_id} ({server.config['process.roles']}) listening on "
@@ -104,12 +113,8 @@ def broker_start(data_dir, host, port, node_id, roles, controller_quorum, proper
 
     threading.Thread(target=announce_ready, name="riverlog-ready", daemon=True).start()
 
-    def stop(signum, frame):
-        server._stopped.set()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    server.wait()
+    while not requested and not server._stopped.wait(0.5):
+        pass
     # A stop that hangs past the controlled-shutdown bound prints every thread's stack to stderr.
     faulthandler.dump_traceback_later(config["controlled.shutdown.timeout.ms"] / 1000.0 + 10.0)
     server._stopped.clear()
