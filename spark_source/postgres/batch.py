@@ -51,11 +51,12 @@ FLUSH_WAIT_S = 30.0
 
 
 class SnapshotPartition(InputPartition):
-    """Tables read in one snapshot; ``last``: this task's last row is the read's last."""
+    """Tables read in one snapshot; ``first``: they include the read's first table (its first row
+    is marked "first"); ``last``: this task's last row is the read's last."""
 
-    def __init__(self, tables: tuple, last: bool):
+    def __init__(self, tables: tuple, first: bool, last: bool):
         super().__init__(tables)
-        self.tables, self.last = tables, last
+        self.tables, self.first, self.last = tables, first, last
 
 
 class ChangesPartition(InputPartition):
@@ -90,7 +91,8 @@ class CdcBatchReader(DataSourceReader):
                             ([t.relation.oid for t in tables],))
                 rows = dict(cur.fetchall())
             groups = spread_tables([(t.name, rows.get(t.relation.oid, 0)) for t in tables], self.batch.max_threads)
-            return [SnapshotPartition(g, i == len(groups) - 1) for i, g in enumerate(groups)]
+            first = tables[0].name if tables else None      # in captured order, as each task lists them
+            return [SnapshotPartition(g, first in g, i == len(groups) - 1) for i, g in enumerate(groups)]
         finally:
             conn.close()
 
@@ -144,7 +146,7 @@ class CdcBatchReader(DataSourceReader):
         from spark_source.postgres import slot as slots
         from spark_source.postgres.cdc_source import to_arrow
         from spark_source.postgres.pgoutput import lsn_from_str
-        from spark_source.postgres.snapshot import Position, SnapshotReader
+        from spark_source.postgres.snapshot import Position, SnapshotReader, snapshot_markers
         conn = slots.connect(self.options)
         try:
             tables = [t for t in slots.captured_tables(conn, self.options) if t.name in partition.tables]
@@ -158,13 +160,17 @@ class CdcBatchReader(DataSourceReader):
                 lsn = lsn_from_str(cur.fetchone()[0])
             builder, now = self._builder(tables, conn), time.time_ns() // 1000
             position, order = Position(0), 0
+            index = {t.name: i for i, t in enumerate(tables)}
             while not reader.done(position):
+                start = position
                 rows, position = reader.read(position, self.options.snapshot_fetch_size)
-                end = partition.last and reader.done(position)
+                # Debezium's markers, as the stream's snapshot sets them; "first" and "last" only in
+                # the task holding the read's first table and its last row.
+                markers = snapshot_markers([index[t.name] for t, _ in rows], start, position, len(tables),
+                                           holds_first=partition.first, holds_last=partition.last)
                 records = []
-                for i, (table, values) in enumerate(rows):
-                    flag = "last" if end and i == len(rows) - 1 else "true"
-                    records.append((builder.snapshot_record(table.relation, values, lsn, order, flag, ts_us=now), now))
+                for (table, values), marker in zip(rows, markers):
+                    records.append((builder.snapshot_record(table.relation, values, lsn, order, marker, ts_us=now), now))
                     order += 1
                 if records:
                     yield to_arrow(records)

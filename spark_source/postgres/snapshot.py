@@ -39,20 +39,23 @@ class Position:
         return cls(int(data["table"]), tuple(after) if after is not None else None)
 
 
-def snapshot_markers(table_of_row: list[int], start: Position, end: Position, table_count: int) -> list[str]:
+def snapshot_markers(table_of_row: list[int], start: Position, end: Position, table_count: int,
+                     holds_first: bool = True, holds_last: bool = True) -> list[str]:
     """``source.snapshot`` of each row of a chunk, as Debezium 2.7 marks them
     (RelationalSnapshotChangeEventSource.setSnapshotMarker): "first" for the first table's first
     row, "first_in_data_collection" / "last_in_data_collection" for a table's first and last
     row, "true" otherwise, and "last" for the snapshot's very last row, even when the tables
     after it are empty (BufferingSnapshotChangeRecordReceiver.completeSnapshot).
-    ``table_of_row``: each row's table index; ``start``/``end``: the chunk's positions."""
+    ``table_of_row``: each row's table index; ``start``/``end``: the chunk's positions.
+    ``holds_first``/``holds_last``: whether these tables begin/end the whole snapshot (a batch
+    read spreads the tables over tasks, and only one task holds each end)."""
     out, n = [], len(table_of_row)
     for i, t in enumerate(table_of_row):
         first = (i == 0 or table_of_row[i - 1] != t) and (t > start.table or start.after is None)
         last = table_of_row[i + 1] != t if i + 1 < n else end.table > t
-        if i == n - 1 and end.table >= table_count:
+        if i == n - 1 and end.table >= table_count and holds_last:
             out.append("last")
-        elif first and t == 0:
+        elif first and t == 0 and holds_first:
             out.append("first")
         elif last:
             out.append("last_in_data_collection")

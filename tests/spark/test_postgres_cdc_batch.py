@@ -70,6 +70,26 @@ def test_the_snapshot_read_equals_the_tables_and_creates_nothing(spark, pg_db):
     assert keyless.key is None and json.loads(bytes(keyless.value))["payload"]["after"] == {"line": "x"}
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_snapshot_reads_markers_are_debeziums_in_one_task_or_spread(spark, pg_db, threads):
+    """As the stream's snapshot (RelationalSnapshotChangeEventSource.setSnapshotMarker): "first"
+    on the first table's first row, a table's first and last rows marked, "last" on the very last
+    row, "true" between; with the tables spread over tasks, "first" and "last" once each."""
+    pg_db.execute("CREATE TABLE a (id int PRIMARY KEY)")
+    pg_db.execute("INSERT INTO a SELECT generate_series(1, 3)")
+    pg_db.execute("CREATE TABLE b (id int PRIMARY KEY)")
+    pg_db.execute("INSERT INTO b SELECT generate_series(1, 4)")
+    df = _read(spark, pg_db, table_include_list="public\\.a,public\\.b", snapshot_fetch_size=2,
+               snapshot_max_threads=threads)
+    by_topic: dict[str, list] = {}
+    for key, value, _, topic, _ in _records(df):
+        by_topic.setdefault(topic, []).append((json.loads(key)["payload"]["id"],
+                                               json.loads(value)["payload"]["source"]["snapshot"]))
+    assert by_topic == {
+        "shop.public.a": [(1, "first"), (2, "true"), (3, "last_in_data_collection")],
+        "shop.public.b": [(1, "first_in_data_collection"), (2, "true"), (3, "true"), (4, "last")]}
+
+
 def test_the_peek_read_gives_the_pending_changes_and_leaves_the_slot_alone(spark, pg_db):
     pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, qty int NOT NULL)")
     pg_db.execute("INSERT INTO items SELECT g, g FROM generate_series(1, 5) g")   # before the slot: not pending
