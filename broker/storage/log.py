@@ -11,10 +11,15 @@ Replacing segments (the cleaner) is crash-safe: see ``broker.storage.segment_swa
 Durability follows Kafka: appends go to the page cache, ``flush.messages`` / ``flush.ms`` force
 fsync, and a segment is fsynced when it rolls. After an unclean shutdown every segment at or past
 the recovery point is scanned and cut at the first torn or corrupt batch; segments after a cut are
-removed, so a reader never sees a partial batch and offsets never skip. If the cut leaves the log end
-below the (fsynced) log start offset, every segment is deleted and the log restarts empty at the log
-start offset (Kafka's ``LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd``), so new records get
-offsets a reader can reach.
+removed, so a reader never sees a partial batch and offsets never skip (Kafka's
+``LogLoader.recoverLog``). A segment below the recovery point (or any, after a clean shutdown) is
+only scanned when its indexes do not match its file; a cut there removes nothing else, as in
+Kafka's ``recoverSegment``: what follows was fsynced, and dropping it would lose acknowledged
+records for damage that never touched them. Index files without a ``.log`` are deleted (Kafka's
+``loadSegmentFiles``). If the cut leaves the log end below the (fsynced) log start offset, every
+segment is deleted and the log restarts empty at the log start offset (Kafka's
+``LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd``), so new records get offsets a reader can
+reach.
 
 Threading: not thread-safe; the owning partition holds one lock around every call.
 """
@@ -88,12 +93,16 @@ class Log:
         log_start = read_int(os.path.join(directory, LOG_START_FILE), bases[0] if bases else 0)
         interval, now = config["index.interval.bytes"], clock.time_ms()
         segments: list[LogSegment] = []
+        _remove_orphaned_indexes(directory, bases)
         for i, base in enumerate(bases):
             next_base = bases[i + 1] if i + 1 < len(bases) else None
-            must_scan = base in rebuild or (not clean_shutdown and (next_base is None or next_base > recovery_point))
-            segment = LogSegment.open(directory, base, interval, now, recover=must_scan)
+            unflushed = not clean_shutdown and (next_base is None or next_base > recovery_point)
+            segment = LogSegment.open(directory, base, interval, now, recover=unflushed or base in rebuild)
             segments.append(segment)
-            if segment.truncated_bytes and next_base is not None:
+            # Only a cut in the unflushed tail drops what follows (Kafka's LogLoader.recoverLog). A
+            # fsynced segment repaired because its indexes did not match its file (Kafka's
+            # recoverSegment from loadSegmentFiles) is cut alone: the later segments were fsynced too.
+            if segment.truncated_bytes and next_base is not None and unflushed:
                 log.warning("removing %d segment(s) that follow the damage in %s",
                             len(bases) - i - 1, segment.log_path)
                 _delete_bases(directory, bases[i + 1:], interval, now)
@@ -418,6 +427,19 @@ def _first_record_at_or_after(segment: LogSegment, found, timestamp: int, start:
         return header.base_offset + skip, header.max_timestamp
     index, ts = first_index_at_or_after(segment.read_batch(found), timestamp, skip)
     return None if index is None else (header.base_offset + index, ts)
+
+
+def _remove_orphaned_indexes(directory: str, bases: list[int]) -> None:
+    """Delete ``.index`` / ``.timeindex`` files whose ``.log`` is gone (a crash inside
+    ``LogSegment.delete``, which unlinks the log first), as Kafka's ``LogLoader.loadSegmentFiles``
+    does: a segment later made at the same base offset would otherwise append its entries to them
+    and, after a clean restart, trust positions that point into the middle of its batches."""
+    live = set(bases)
+    for name in os.listdir(directory):
+        stem, dot, ext = name.partition(".")
+        if dot and ext in ("index", "timeindex") and stem.isdigit() and int(stem) not in live:
+            log.warning("removing orphaned index file %s: it has no .log file", os.path.join(directory, name))
+            os.unlink(os.path.join(directory, name))
 
 
 def _delete_bases(directory: str, bases: list[int], interval: int, now: int) -> None:
