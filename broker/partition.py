@@ -102,6 +102,9 @@ class Partition(PartitionLeadership, PartitionProduce, PartitionFollower, Partit
         self.hw_changed = threading.Condition(self.lock)
         self.epochs = LeaderEpochCache.load(log.directory)
         self.epochs.truncate_from_end(log.log_end_offset)
+        # A crash between moving the log start and trimming the cache leaves epochs below it
+        # (Kafka's LogLoader.load trims both ends).
+        self.epochs.truncate_from_start(log.log_start_offset)
         self.role: Leadership = FOLLOWER  # changed only by _move_to
         self.leader_id = -1
         self.leader_epoch = -1
