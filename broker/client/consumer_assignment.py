@@ -86,7 +86,8 @@ class ConsumerAssignment:
         The callbacks run inside ``poll()``: ``on_revoke(consumer, partitions)`` before partitions
         go (positions are committed first when ``enable.auto.commit``), ``on_assign(consumer,
         partitions)`` when partitions arrive (set a ``TopicPartition.offset`` there to start
-        elsewhere than the committed offset), and ``on_lost(consumer, partitions)`` when they were
+        elsewhere than the committed offset; an empty list when a rebalance leaves the member
+        nothing, as librdkafka calls it), and ``on_lost(consumer, partitions)`` when they were
         taken away without a revocation (session expired, fenced); without ``on_lost``,
         ``on_revoke`` is called. With an eager assignor (range, roundrobin) every rebalance revokes
         everything; with ``cooperative-sticky`` only what moves.
@@ -156,7 +157,6 @@ class ConsumerAssignment:
             with self._cond:
                 self._fetch_state.events.append(Message(None, -1, OFFSET_INVALID, error=exceeded))
         membership.polled()
-        self._maybe_auto_commit()
         assignment, lost, fatal = membership.pending()
         if fatal is not None:
             self._events.error(fatal)
@@ -168,6 +168,11 @@ class ConsumerAssignment:
                 self._revoke(set(self._owned), lost=True)
             finally:
                 membership.applied(self._owned)
+        # Only now: positions of a lost assignment must not be committed (librdkafka's
+        # rd_kafka_cgrp_offsets_commit answers _ASSIGNMENT_LOST until the rebalance callback ran);
+        # the member may have joined again meanwhile, and its new epoch would let them through,
+        # moving back the offsets the partitions' new owner committed.
+        self._maybe_auto_commit()
         revoked = self._owned - assignment
         if revoked:
             try:
@@ -175,6 +180,8 @@ class ConsumerAssignment:
             finally:
                 membership.applied(self._owned)
         added = assignment - self._owned
+        if not added and not self._owned and membership.joined_empty():
+            self._rebalance_callback(self._callbacks.get("assign"), [], assigning=True)
         if added:
             try:
                 committed = self._committer.committed_offsets(added, self.config["request.timeout.ms"] / 1000.0,

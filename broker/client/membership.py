@@ -16,6 +16,11 @@ first returns a ``_MAX_POLL_EXCEEDED`` error event, as librdkafka's
 member (``group.instance.id``) leaves with epoch -2, as Kafka's does: the coordinator keeps its
 partitions for ``session.timeout.ms``, and when it joins again within that time it gets them back
 with no rebalance.
+
+If no heartbeat succeeds for ``session.timeout.ms`` (the coordinator is unreachable, while fetches
+may still work), the coordinator has given the partitions to others by now: the member treats them
+as lost (``on_lost``) and joins again, as librdkafka's ``rd_kafka_cgrp_session_timeout_check`` does,
+instead of consuming them beside their new owner.
 """
 from __future__ import annotations
 
@@ -53,6 +58,9 @@ class GroupMembership:
         self._left_for_poll_timeout = False
         self._poll_exceeded: KafkaError | None = None  # reported by the next poll()
         self._leaving: int | None = None
+        self._session_deadline: float | None = None  # monotonic; no successful heartbeat by then: lost
+        self._joining = False       # a rebalance for this member whose outcome is not settled yet
+        self._joined_empty = False  # it settled on nothing: on_assign([]) is due (joined_empty)
         self._stopped = False
         self._interval = min(config["heartbeat.interval.ms"], config["session.timeout.ms"] // 3) / 1000.0
         self._thread = threading.Thread(target=self._run, name="riverlog-heartbeat", daemon=True)
@@ -78,6 +86,17 @@ class GroupMembership:
         with self._cond:
             lost, self._lost = self._lost, False
             return set(self._assignment), lost, self._fatal
+
+    def joined_empty(self) -> bool:
+        """Once per rebalance that leaves the member nothing: its first settled assignment after
+        joining, or after partitions were taken away, is empty. librdkafka calls the rebalance
+        callback with every assignment a rebalance brings, an empty one too
+        (``rd_kafka_cgrp_handle_assignment``; ``rd_kafka_rebalance_op_incr`` for cooperative), so
+        an application waiting for ``on_assign`` learns its consumer is in the group with nothing
+        to read."""
+        with self._cond:
+            due, self._joined_empty = self._joined_empty, False
+            return due and not self._assignment
 
     def applied(self, owned: set[TP]) -> None:
         """The application now holds ``owned``: tell the coordinator at once."""
@@ -193,21 +212,42 @@ class GroupMembership:
             return 0
         except RiverlogError as e:
             log.debug("heartbeat failed: %r", e)
+            self._check_session(e)
             return self.config["retry.backoff.ms"] / 1000.0
         assignment = {(g.topic, p) for g in response.assignment for p in g.partitions}
         with self._cond:
+            if response.member_id != self.member_id or self._assignment - assignment:
+                self._joining = True  # a join, or partitions taken away: a rebalance for this member
+            settled_empty = self._joining and not response.reconciling and not assignment
+            if self._joining and not response.reconciling:
+                self._joining, self._joined_empty = False, settled_empty
             self.member_id, self.epoch = response.member_id, response.member_epoch
+            self._session_deadline = time.monotonic() + self.config["session.timeout.ms"] / 1000.0
             changed = assignment != self._assignment
             self._assignment = assignment
             settled = self._owned == assignment and not response.reconciling
-        if changed:
+        if changed or settled_empty:
             self._wake_consumer()
         interval = min(response.heartbeat_interval_ms / 1000.0 or self._interval, self._interval)
         return interval if settled else _QUICK_S
 
+    def _check_session(self, error: RiverlogError) -> None:
+        """librdkafka's ``rd_kafka_cgrp_session_timeout_check``: no successful heartbeat response
+        for ``session.timeout.ms`` means the coordinator has expired this member and handed its
+        partitions on; they are lost, and the member joins again as a new one."""
+        with self._cond:
+            deadline = self._session_deadline
+            if not self.member_id or deadline is None or time.monotonic() < deadline:
+                return
+        log.warning("Consumer group session timed out after %d ms without a successful response from the "
+                    "group coordinator (last error was %s): revoking assignment and rejoining group '%s'",
+                    self.config["session.timeout.ms"], error, self.coordinator.group_id)
+        self._reset(lost=True)
+
     def _reset(self, lost: bool) -> None:
         with self._cond:
             self.member_id, self.epoch = "", 0
+            self._session_deadline = None
             self._assignment = set()
             self._lost = self._lost or lost
         self._wake_consumer()
@@ -224,4 +264,5 @@ class GroupMembership:
                 log.debug("leaving the group failed: %r", e)
         with self._cond:
             self.member_id, self.epoch = "", 0
+            self._session_deadline = None
             self._assignment = set()

@@ -130,6 +130,7 @@ class ConsumerGroup:
             member = self._join(instance_id, client_id, list(topics or []), assignor_name,
                                 session_timeout_ms, rebalance_timeout_ms, now_ms)
         else:
+            self._check_instance(member_id, instance_id)
             member = self._member(member_id)
             if member_epoch not in (member.epoch, member.previous_epoch):
                 raise FencedMemberEpochError(
@@ -146,6 +147,22 @@ class ConsumerGroup:
         self._reconcile(member, now_ms)
         return HeartbeatResult(member.member_id, member.epoch, set(member.assigned),
                                member.epoch < self.assignment_epoch)
+
+    def _check_instance(self, member_id: str, instance_id: str) -> None:
+        """A request naming a ``group.instance.id`` that now belongs to another member id comes from
+        a replaced instance: ``FENCED_INSTANCE_ID``, as Kafka's ``ClassicGroup.isStaticMemberFenced``
+        and ``GroupMetadataManager.throwIfInstanceIdIsFenced`` decide from the instance id alone:
+        a coordinator that took the group's partition over after the replacement never recorded
+        the old member id, and answering it ``UNKNOWN_MEMBER_ID`` sent the old instance back to
+        join, taking the instance id (and its partitions) from its live successor."""
+        if not instance_id:
+            return
+        current = next((m for m in self.members.values() if m.instance_id == instance_id), None)
+        if current is not None and current.member_id != member_id:
+            self.fenced_members.add(member_id)
+            raise FencedInstanceIdError(
+                f"member {member_id} was replaced by a newer member with its group.instance.id "
+                f"'{instance_id}' (member {current.member_id})")
 
     def _member(self, member_id: str) -> Member:
         member = self.members.get(member_id)
@@ -198,8 +215,11 @@ class ConsumerGroup:
         member = self.members.get(member_id)
         if member is not None:
             if member_epoch == LEAVE_STATIC and member.instance_id:
+                # Kafka's consumerGroupStaticMemberGroupLeave: what it was revoking is released (it
+                # consumes nothing now) and only its session counts, not its rebalance timeout.
                 member.left_ms = now_ms
                 member.owned = set()
+                member.revoking_since_ms = None
             else:
                 self._remove(member)
         return HeartbeatResult(member_id, member_epoch, set(), False)
