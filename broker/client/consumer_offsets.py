@@ -30,7 +30,8 @@ class ConsumerOffsets:
 
         Without arguments only assigned partitions whose offset differs from the committed one are
         sent; when there is none it fails with ``_NO_OFFSET`` (raised, or given to ``on_commit``
-        when asynchronous), as librdkafka's ``rd_kafka_cgrp_assigned_offsets_commit``."""
+        when asynchronous), as librdkafka's ``rd_kafka_cgrp_assigned_offsets_commit``, and while
+        the assignment is lost and ``poll()`` has not handled it yet, with ``_ASSIGNMENT_LOST``."""
         self._check_open()
         if self._coordinator is None:
             raise InvalidConfigError("commit() needs group.id", config="group.id")
@@ -42,6 +43,14 @@ class ConsumerOffsets:
         elif offsets is not None:
             tps = list(offsets)
         else:
+            if self._membership is not None and self._membership.assignment_lost:
+                # librdkafka's rd_kafka_cgrp_offsets_commit: the positions of a lost assignment
+                # could move back what the partitions' new owner committed.
+                error = KafkaError(KafkaError._ASSIGNMENT_LOST, "Local: Group partitions lost")
+                if not asynchronous:
+                    raise KafkaException(error)
+                self._committer.report(error, [])
+                return None
             tps = self._committer.uncommitted(self._to_commit())
             if not tps:
                 error = KafkaError(KafkaError._NO_OFFSET, "Local: No offset stored")

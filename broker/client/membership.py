@@ -87,6 +87,12 @@ class GroupMembership:
             lost, self._lost = self._lost, False
             return set(self._assignment), lost, self._fatal
 
+    @property
+    def assignment_lost(self) -> bool:
+        """Partitions were lost and the next ``poll()`` has not handled it yet (``on_lost``)."""
+        with self._cond:
+            return self._lost
+
     def joined_empty(self) -> bool:
         """Once per rebalance that leaves the member nothing: its first settled assignment after
         joining, or after partitions were taken away, is empty. librdkafka calls the rebalance

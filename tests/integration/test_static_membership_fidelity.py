@@ -208,3 +208,32 @@ def test_positions_of_a_lost_assignment_are_not_auto_committed_after_the_member_
         auto.close()
         other.consumer.close()
         producer.flush(5)
+
+
+def test_an_argument_less_commit_of_a_lost_assignment_fails_until_poll_has_handled_it(broker, topic_name):
+    """librdkafka's ``rd_kafka_cgrp_offsets_commit``: while the assignment is lost and the rebalance
+    callback has not run, ``commit()`` without offsets is ``_ASSIGNMENT_LOST``; it used to commit
+    the old positions under the member's new epoch, moving back its successor's offsets."""
+    from broker.client import KafkaError, KafkaException
+    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(30)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        producer.produce(topic_name, value=b"%d" % i)
+    assert producer.flush(30) == 0
+    member = Tracked(broker.bootstrap, "lost-commit", topic_name)
+    try:
+        wait_until(lambda: member.consumer.poll(0.02) is not None or False, 30, 0, "a first record")
+        _cut_heartbeats(member.consumer)
+        wait_until(lambda: member.consumer._membership.assignment_lost, 2 * SESSION_MS / 1000 + 5, 0.05,
+                   "the session to run out")
+        with pytest.raises(KafkaException) as raised:
+            member.consumer.commit(asynchronous=False)
+        assert raised.value.args[0].code() == KafkaError._ASSIGNMENT_LOST
+        member.consumer.poll(0.02)                       # handles the loss: on_lost
+        assert ("lost", [0]) in member.events
+        with pytest.raises(KafkaException) as raised:
+            member.consumer.commit(asynchronous=False)
+        assert raised.value.args[0].code() == KafkaError._NO_OFFSET    # nothing assigned now
+    finally:
+        member.consumer.close()
