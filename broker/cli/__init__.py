@@ -14,7 +14,8 @@
     riverlog connect standalone --worker worker.properties file-source.json   # from connect/, an entry point
 
 One module per command group (``broker_cmd``, ``cluster``, ``topics``, ``produce_consume``,
-``groups``, ``transactions``), their shared helpers in ``common`` and option types in ``params``.
+``groups``, ``transactions``; ``groups reset-offsets`` in ``reset_offsets``, the groups' selection
+in ``group_selection``), their shared helpers in ``common`` and option types in ``params``.
 Every command is registered here, when the package is imported (those of packages above the broker
 by name, imported when used), so ``riverlog``, ``python -m broker`` and ``python -m broker.cli``
 offer the same commands.

@@ -1,4 +1,5 @@
-"""``riverlog groups``: list, describe with lag, reset offsets (dry run, execute, refusal), delete."""
+"""``riverlog groups``: list, describe with lag (one group, several, ``--all-groups``, ``--state``),
+reset offsets (dry run, execute, refusal, several groups, ``--export``/``--from-file``), delete."""
 from __future__ import annotations
 
 import datetime as dt
@@ -6,7 +7,7 @@ import time
 
 import pytest
 
-from broker.client import Consumer, Producer, TopicPartition
+from broker.client import AdminClient, Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from tests.conftest import wait_until
 from tests.integration.test_cli import create_topic, lines, run_cli
 
@@ -57,9 +58,15 @@ def test_describe_members_of_a_running_group(cli, shared_broker, topic_name):
         wait_until(lambda: c.poll(0.05) is None and len(c.assignment()) == 2, 30, 0.01, "an assignment")
         out = cli("groups", "describe", "running", "--members").stdout
         assert "Stable" in out and "pod-3" in out and f"{topic_name}:0,{topic_name}:1" in out, out
+        # Kafka's --state view: GROUP, COORDINATOR (ID), ASSIGNMENT-STRATEGY, STATE, #MEMBERS
+        out = lines(cli("groups", "describe", "running", "--state").stdout)
+        assert out[0].split() == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"], out
+        row = out[1].split()
+        assert row[0] == "running" and row[1].startswith("127.0.0.1:") and row[-2:] == ["Stable", "1"], out
         refused = cli("groups", "reset-offsets", "running", "--topic", topic_name, "--to-earliest", "--execute",
                       check=False)
         assert refused.returncode == 1 and "NON_EMPTY_GROUP" in refused.stderr, refused.stderr
+        assert "group 'running' is inactive, but the current state is Stable" in refused.stderr, refused.stderr
         refused = cli("groups", "delete", "running", check=False)
         assert refused.returncode == 1 and "NON_EMPTY_GROUP" in refused.stderr, refused.stderr
     finally:
@@ -113,3 +120,102 @@ def test_delete_offsets_and_delete_group(cli, shared_broker, topic_name):
     both = cli("groups", "delete", "deleting", "deleting-2", check=False)
     assert both.returncode == 1 and "Deleted group deleting-2." in both.stdout, (both.stdout, both.stderr)
     assert "group deleting was not deleted" in both.stderr
+
+
+def _committed(bootstrap, *groups) -> dict[str, dict[int, int]]:
+    """Each group's committed offsets by partition, read back with the AdminClient."""
+    with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+        futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g) for g in groups])
+        return {g: {tp.partition: tp.offset for tp in futures[g].result(30).topic_partitions} for g in groups}
+
+
+def test_describe_all_groups_state_and_offsets_views(cli, shared_broker, topic_name):
+    """checkArgs: describe takes groups or --all-groups (not both, not neither) and at most one of
+    --members, --offsets, --state; --offsets is the default view by name."""
+    create_topic(shared_broker.bootstrap, topic_name, partitions=2)
+    _produce(shared_broker.bootstrap, topic_name, 10)
+    for group in ("viewed-a", "viewed-b"):
+        _commit(shared_broker.bootstrap, group, topic_name, {0: 1, 1: 2})
+    every = _rows(cli("groups", "describe", "--all-groups").stdout)
+    assert [topic_name, "0", "1", "5", "4"] in [r[1:6] for r in every if r[0] == "viewed-a"], every
+    assert {r[0] for r in every} >= {"viewed-a", "viewed-b"}, every
+    assert cli("groups", "describe", "viewed-a", "--offsets").stdout == cli("groups", "describe", "viewed-a").stdout
+    states = lines(cli("groups", "describe", "--all-groups", "--state").stdout)
+    assert states[0].split()[:3] == ["GROUP", "COORDINATOR", "(ID)"], states
+    assert {r.split()[0]: r.split()[-2:] for r in states[1:]}.get("viewed-b") == ["Empty", "0"], states
+    missing = cli("groups", "describe", "viewed-missing", "--state", check=False)
+    assert missing.returncode == 0 and "Consumer group 'viewed-missing' does not exist." in missing.stderr
+    for bad, why in (((), "takes one of these options: --all-groups"),
+                     (("viewed-a", "--all-groups"), "can't be used with option \"--all-groups\""),
+                     (("viewed-a", "--members", "--state"), "at most one of these options"),
+                     (("viewed-a", "--offsets", "--members"), "at most one of these options")):
+        res = cli("groups", "describe", *bad, check=False)
+        assert res.returncode == 2 and why in res.stderr and "Traceback" not in res.stderr, (bad, res.stderr)
+
+
+def test_all_groups_reset_and_delete_skip_a_running_group(broker_factory, topic_name):
+    """resetOffsets/deleteGroups with --all-groups: every group is tried; the one with members is
+    refused by name (exit 1) and the others are reset, then deleted. A fresh broker, so that
+    --all-groups sees only this test's groups."""
+    bootstrap = broker_factory().bootstrap
+    create_topic(bootstrap, topic_name, partitions=2)
+    _produce(bootstrap, topic_name, 10)
+    for group in ("idle-a", "idle-b"):
+        _commit(bootstrap, group, topic_name, {0: 3, 1: 4})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "busy"})
+    c.subscribe([topic_name])
+    try:
+        wait_until(lambda: c.poll(0.05) is None and len(c.assignment()) == 2, 30, 0.01, "an assignment")
+        c.commit(offsets=[TopicPartition(topic_name, 0, 1)], asynchronous=False)
+        reset = run_cli(bootstrap, "groups", "reset-offsets", "--all-groups", "--all-topics", "--to-earliest",
+                        "--execute", check=False)
+        assert reset.returncode == 1 and "NON_EMPTY_GROUP" in reset.stderr and "'busy'" in reset.stderr, reset.stderr
+        assert sorted(r[0] for r in _rows(reset.stdout)) == ["idle-a", "idle-a", "idle-b", "idle-b"], reset.stdout
+        assert _committed(bootstrap, "idle-a", "idle-b", "busy") == {
+            "idle-a": {0: 0, 1: 0}, "idle-b": {0: 0, 1: 0}, "busy": {0: 1}}
+        for bad in (("groups", "delete"), ("groups", "delete", "idle-a", "--all-groups"),
+                    ("groups", "reset-offsets", "--all-topics", "--to-earliest"),
+                    ("groups", "reset-offsets", "idle-a", "--all-groups", "--all-topics", "--to-earliest")):
+            res = run_cli(bootstrap, *bad, check=False)
+            assert res.returncode == 2 and "Traceback" not in res.stderr, (bad, res.stderr)
+        deleted = run_cli(bootstrap, "groups", "delete", "--all-groups", check=False)
+        assert deleted.returncode == 1 and "group busy was not deleted" in deleted.stderr, deleted.stderr
+        assert "Deleted group idle-a." in deleted.stdout and "Deleted group idle-b." in deleted.stdout
+        assert lines(run_cli(bootstrap, "groups", "list").stdout) == ["busy"]
+    finally:
+        c.close()
+
+
+def test_reset_offsets_export_then_from_file_round_trip(cli, shared_broker, topic_name, tmp_path):
+    """exportOffsetsToCsv / parseResetPlan: the dry run's CSV (group,topic,partition,offset; no group
+    column for a single group) applied with --from-file moves the committed offsets to it."""
+    create_topic(shared_broker.bootstrap, topic_name, partitions=2)
+    _produce(shared_broker.bootstrap, topic_name, 10)                  # log end 5 on each partition
+    g1, g2 = f"{topic_name}-g1", f"{topic_name}-g2"
+    _commit(shared_broker.bootstrap, g1, topic_name, {0: 1, 1: 1})
+    _commit(shared_broker.bootstrap, g2, topic_name, {0: 2, 1: 2})
+    plan = tmp_path / "plan.csv"
+    export = cli("groups", "reset-offsets", g1, g2, "--all-topics", "--shift-by", "2", "--dry-run", "--export")
+    assert lines(export.stdout) == [f"{g1},{topic_name},0,3", f"{g1},{topic_name},1,3",
+                                    f"{g2},{topic_name},0,4", f"{g2},{topic_name},1,4"], export.stdout
+    plan.write_text(export.stdout)
+    assert _committed(shared_broker.bootstrap, g1, g2) == {g1: {0: 1, 1: 1}, g2: {0: 2, 1: 2}}   # a dry run
+    cli("groups", "reset-offsets", g1, g2, "--from-file", plan, "--execute")
+    assert _committed(shared_broker.bootstrap, g1, g2) == {g1: {0: 3, 1: 3}, g2: {0: 4, 1: 4}}
+    # One group: "topic,partition,offset" lines; it also reads its own rows of a several-group file.
+    single = cli("groups", "reset-offsets", g1, "--topic", f"{topic_name}:1", "--to-earliest", "--export").stdout
+    assert lines(single) == [f"{topic_name},1,0"], single
+    (tmp_path / "one.csv").write_text(single)
+    cli("groups", "reset-offsets", g1, "--from-file", tmp_path / "one.csv", "--execute")
+    plan.write_text(f"{g2},{topic_name},0,100\n{g2},{topic_name},1,-5\n{g1},{topic_name},0,0\n")
+    applied = cli("groups", "reset-offsets", g2, "--from-file", plan, "--execute").stdout
+    assert {(r[0], r[2], r[3]) for r in _rows(applied)} == {(g2, "0", "5"), (g2, "1", "0")}   # checkOffsetsRange
+    assert _committed(shared_broker.bootstrap, g1, g2) == {g1: {0: 3, 1: 0}, g2: {0: 5, 1: 0}}
+    absent = cli("groups", "reset-offsets", f"{topic_name}-g3", "--from-file", plan, "--execute")
+    assert f"No reset plan for group {topic_name}-g3 found" in absent.stderr, absent.stderr
+    (tmp_path / "bad.csv").write_text(f"{topic_name},0,x\n")
+    for bad in (("--from-file", plan, "--to-earliest"), ("--from-file", tmp_path / "bad.csv"),
+                ("--from-file", tmp_path / "missing.csv"), ("--to-earliest",)):
+        res = cli("groups", "reset-offsets", g1, *bad, "--execute", check=False)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, (bad, res.stderr)
+    assert _committed(shared_broker.bootstrap, g1, g2) == {g1: {0: 3, 1: 0}, g2: {0: 5, 1: 0}}
