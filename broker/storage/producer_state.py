@@ -21,6 +21,16 @@ this stricter rule there because such a producer recovers by taking a new epoch 
 rule keeps its pipelined batches in order when a partition's very first batch is refused (a
 later batch cannot be written ahead of it).
 
+"Written nothing for" is measured on the leader's clock, not on the batches' own timestamps
+(Kafka's ``ProducerStateManager.isProducerExpired`` uses the batch's ``maxTimestamp``, so a
+producer replaying old event times is forgotten at once). A follower, or a replay after a
+restart, has no leader clock for a batch: its producer is marked *unclocked* and the next
+:meth:`~ProducerStateManager.expire` pass stamps it with that pass's time instead of judging it
+by the batch's timestamp. Otherwise followers would forget, by its records' old timestamps, a
+producer the leader still keeps, and after a failover the new leader would answer its next batch
+``UnknownProducerId``: a batch in flight across the failover would then be resent under a new
+epoch and written twice.
+
 Transactions: the first offset of each producer's open transaction in this partition (the
 smallest of them holds the last stable offset back), and the aborted transactions' offset ranges
 (``read_committed`` fetches return the ones they overlap, so consumers skip those records). A
@@ -68,7 +78,8 @@ class ProducerEntry:
     batches: deque = field(default_factory=lambda: deque(maxlen=IDEMPOTENCE_WINDOW))
     txn_first_offset: int = -1  # first offset of its open transaction here, -1 when none
     txn_start_ms: int = -1
-    last_timestamp: int = -1  # of its last write: the leader's clock, else the batch's timestamp
+    last_timestamp: int = -1  # of its last write, on the leader's clock (see ``clocked``)
+    clocked: bool = True  # False: last written without the leader's clock (replicated or replayed)
 
     @property
     def last_sequence(self) -> int:
@@ -145,6 +156,7 @@ class ProducerStateManager:
         first, last = _sequences(header)
         entry.batches.append(BatchMetadata(first, last, first_offset, last_offset, header.max_timestamp))
         entry.last_timestamp = header.max_timestamp if now_ms is None else now_ms
+        entry.clocked = now_ms is not None
         if header.is_transactional and entry.txn_first_offset < 0:
             entry.txn_first_offset = first_offset
             entry.txn_start_ms = header.max_timestamp if now_ms is None else now_ms
@@ -170,7 +182,12 @@ class ProducerStateManager:
         entry.last_timestamp = max(entry.last_timestamp, header.max_timestamp)
 
     def expire(self, now_ms: int, expiration_ms: int) -> list[int]:
-        """Forget producers idle for ``expiration_ms`` with no open transaction; their ids."""
+        """Forget producers idle for ``expiration_ms`` with no open transaction; their ids. An
+        unclocked producer (written by replication or replay) is stamped ``now_ms`` instead: its
+        batches' own timestamps say nothing about when the leader last heard from it."""
+        for e in self.producers.values():
+            if not e.clocked:
+                e.last_timestamp, e.clocked = now_ms, True
         gone = [pid for pid, e in self.producers.items()
                 if e.txn_first_offset < 0 and 0 <= e.last_timestamp <= now_ms - expiration_ms]
         for pid in gone:
@@ -235,6 +252,7 @@ class ProducerStateManager:
             return
         doc = {"offset": offset, "producers": {
             str(pid): {"epoch": e.epoch, "txn": [e.txn_first_offset, e.txn_start_ms], "last": e.last_timestamp,
+                       "clocked": e.clocked,
                        "batches": [[b.first_sequence, b.last_sequence, b.first_offset, b.last_offset, b.timestamp]
                                    for b in e.batches]}
             for pid, e in self.producers.items()},
@@ -265,6 +283,7 @@ class ProducerStateManager:
             entry.batches.extend(BatchMetadata(*b) for b in e["batches"])
             entry.txn_first_offset, entry.txn_start_ms = e.get("txn", [-1, -1])
             entry.last_timestamp = e.get("last", entry.batches[-1].timestamp if entry.batches else -1)
+            entry.clocked = e.get("clocked", True)
         self.aborted = [AbortedTxn(*a) for a in doc.get("aborted", [])]
         self.unreplicated = [CompletedTxn(*t) for t in doc.get("unreplicated", [])]
         return doc["offset"]
