@@ -99,6 +99,9 @@ class TransactionManager:
         # (Kafka's transactionStarted): if not, ending it needs no EndTxn.
         self.started = False
         self.error: RiverlogError | None = None  # why the transaction can only abort (the first failure)
+        # The end call (commit_transaction / abort_transaction) that failed after its EndTxn may have
+        # reached the coordinator; only the same call may resume (librdkafka's txn_curr_api).
+        self.unfinished: str | None = None
         self.fatal_error: RiverlogError | None = None  # why the producer can only be closed
 
     @property

@@ -23,8 +23,9 @@ from collections.abc import Callable
 
 from broker.client.coordinator import CoordinatorClient
 from broker.client.transactions import FENCING, TransactionManager, TxnState
-from broker.errors import (InvalidProducerIdMappingError, InvalidTxnStateError, InvalidTxnTimeoutError, KafkaError,
-                           KafkaException, RiverlogError, StateError, TransactionalIdNotFoundError, error_for_code)
+from broker.errors import (ConflictError, InvalidProducerIdMappingError, InvalidTxnStateError, InvalidTxnTimeoutError,
+                           KafkaError, KafkaException, RiverlogError, StateError, TransactionalIdNotFoundError,
+                           error_for_code)
 from broker.protocol import CoordinatorType
 from broker.proto import riverlog_pb2 as pb
 
@@ -153,6 +154,10 @@ class TransactionRequests:
         forgot this producer (transactional.id expired), the abort asks for a new producer id
         instead of sending EndTxn, as Kafka's Java client does, and the producer carries on."""
         m = self.manager
+        api = "commit_transaction" if commit else "abort_transaction"
+        if m.unfinished not in (None, api) and m.state is not S.FATAL_ERROR:
+            raise ConflictError(f"Conflicting {m.unfinished} API call is already in progress: its EndTxn may "
+                                f"have been decided by the coordinator; call {m.unfinished}() again")
         if commit:
             m.require(S.IN_TRANSACTION)
             left = self.flush(self._timeout(timeout))
@@ -174,12 +179,16 @@ class TransactionRequests:
             if not commit and isinstance(m.error, FORGOTTEN):
                 self._bump_epoch(self._timeout(timeout))  # a new producer id: nothing to abort there
             elif m.started:
+                m.unfinished = api   # from here the coordinator may decide, whatever we hear back
                 self._end_txn(commit, timeout)
             # else nothing reached the coordinator: the transaction ends here (as Kafka's clients)
-        except BaseException:
+        except BaseException as e:
             if m.state is ending:
                 m.move(before)  # unanswered: the application may end it again
+            if not (isinstance(e, RiverlogError) and e.retriable):
+                m.unfinished = None  # refused outright (or fatal): nothing was decided
             raise
+        m.unfinished = None
         m.move(S.READY)
 
     def _end_txn(self, commit: bool, timeout: float | None) -> None:

@@ -533,6 +533,13 @@ class BadMessageError(RiverlogError):
     code, kafka_code, grpc_status = 1009, -199, S.INVALID_ARGUMENT  # _BAD_MSG
 
 
+class ConflictError(RetriableError):
+    """Another transactional call is unfinished: a ``commit_transaction`` that timed out must be
+    called again before ``abort_transaction`` (its EndTxn may have been decided), as librdkafka's
+    ``rd_kafka_txn_curr_api_begin`` answers (``_CONFLICT``, retriable)."""
+    code, name, kafka_code, grpc_status = 1011, "_CONFLICT", -173, S.FAILED_PRECONDITION
+
+
 del S
 
 # librdkafka's local codes that other typed errors stand for (KafkaException(KafkaError(code)) raises these).

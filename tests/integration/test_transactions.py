@@ -463,6 +463,42 @@ def test_client_side_state_errors_are_local_state(broker, topic_name):
     p.close()
 
 
+def test_an_abort_after_a_commit_that_timed_out_is_a_retriable_conflict_and_the_commit_resumes(broker, topic_name):
+    """librdkafka's ``rd_kafka_txn_curr_api_begin``: once ``commit_transaction`` has sent EndTxn and
+    timed out, the coordinator may have decided; ``abort_transaction`` is ``_CONFLICT`` (retriable)
+    until the commit is called again, which completes it. The abort used to reach the coordinator
+    and fail there (``INVALID_TXN_STATE``: already committed) or, when the EndTxn was lost, abort."""
+    from broker.errors import ConflictError, KafkaTimeoutError
+    make_topics(broker.bootstrap, topic_name, partitions=1)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-conflict",
+                  "linger.ms": 0})
+    p.init_transactions(30)
+    coordinator = p._txn.coordinator
+    real = coordinator.call
+
+    def reply_lost(method, request, timeout=None):      # EndTxn reaches the coordinator; its answer does not
+        answer = real(method, request, timeout)
+        if method == "EndTxn":
+            coordinator.call = real
+            raise KafkaTimeoutError("EndTxn: no answer within the timeout")
+        return answer
+
+    coordinator.call = reply_lost
+    p.begin_transaction()
+    p.produce(topic_name, value=b"decided", partition=0)
+    with pytest.raises(KafkaTimeoutError):
+        p.commit_transaction(30)
+    error = _raised(lambda: p.abort_transaction(5))
+    assert isinstance(error, ConflictError) and error.args[0].code() == KafkaError._CONFLICT, error
+    assert error.args[0].retriable()
+    p.commit_transaction(30)                                  # resumed: it completes
+    assert read(broker.bootstrap, topic_name, "read_committed", partitions=1) == [b"decided"]
+    p.begin_transaction()                                     # and the producer goes on
+    p.produce(topic_name, value=b"after", partition=0)
+    p.abort_transaction(30)
+    p.close()
+
+
 def test_a_transaction_timeout_the_broker_refuses_makes_init_fatal(broker, topic_name):
     # Kafka's clients treat INVALID_TRANSACTION_TIMEOUT from InitProducerId as fatal.
     p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-timeout",

@@ -159,7 +159,8 @@ KAFKA_RETRIABLE_ONLY = _classes(
 RIVERLOG_ALSO_RETRIABLE = _classes(
     "BrokerNotAvailableError",  # a broker that is restarting; Kafka's is a plain ApiException
     "OutOfOrderSequenceError",  # the producer resends the missing batches in order
-    "StaleMemberEpochError")    # the commit before a revocation is sent again with the member's current epoch
+    "StaleMemberEpochError",    # the commit before a revocation is sent again with the member's current epoch
+    "ConflictError")            # librdkafka's local _CONFLICT: call the unfinished commit again
 RIVERLOG_NOT_RETRIABLE = _classes(
     "CorruptRecordError",       # the consumer stops at a corrupt batch and reports it (see architecture.md)
     "ElectionNotNeededError")   # an elect-leaders result, not a condition to retry
