@@ -6,7 +6,10 @@ For each batch: parse the records (:mod:`records`), group them by table, drop th
 table already holds (:class:`~spark_sink.delta.fold.Watermarks` from its commit metadata), plan the
 table schema under the policy (:mod:`schema`) and reject the changes it cannot hold (:mod:`fit`),
 fold the rest per key (:mod:`fold`), then **one MERGE per table** committed with the application
-transaction ``(app_id, batch_id)`` and the new high-water marks.
+transaction ``(app_id, batch_id)`` and the new high-water marks — or, when the table's key columns
+changed inside the batch (a primary key replaced), one MERGE per run of one key, only the last
+holding the application transaction. A tombstone is a delete of its record key when its own
+delete is not there to do it (a compacted topic). Both in :mod:`keys`.
 
 Rejects (dead letters under ``errors.tolerance=all``) are found before anything is written, and a
 skipped replay recomputes them without writing, so every run of a batch id returns the same ones:
@@ -46,7 +49,9 @@ from spark_sink.delta.errors import DeltaConfigError, PoisonRecordError, StaleBa
 from spark_sink.delta import fit
 from spark_sink.delta.fold import (METADATA_COLUMNS, Delete, after_last_truncate, close_time, fold_scd1,
                                    fold_scd2, history_rows, resolve, split_truncates)
-from spark_sink.delta.records import ChangeParser, SourceRecord, records_from_arrow
+from spark_sink.delta.keys import key_runs, live_tombstones
+from spark_sink.delta.records import (HEARTBEAT_TOPIC_PREFIX, ChangeParser, SourceRecord, records_from_arrow,
+                                     topic_table)
 from spark_sink.delta.schema import DEFAULT_PLACEHOLDER, UNAVAILABLE, Evolution, to_arrow
 from spark_sink.delta.table import SinkTable
 
@@ -156,6 +161,7 @@ class DeltaApply:
         if keys is not None and not isinstance(keys, Mapping):
             keys = {"*": list(keys)}
         self.parser = ChangeParser(keys, placeholder=unavailable_value_placeholder)
+        self._topic_tables: dict[str, str] = {}   # topic -> the source table its change events name
 
     def path_of(self, table: str) -> str:
         if self.table_path is not None:
@@ -178,20 +184,48 @@ class DeltaApply:
             self.engine == "auto" and merges.has_delta_extension(spark)))
         result = ApplyResult(int(batch_id), app_id)
         by_path: dict[str, list] = {}
+        tombstones = []
         for record in records_from_arrow(data):
+            if record.value is None:
+                tombstones.append(record)
+                continue
             try:
-                change = self.parser.parse(record)
+                changes = self.parser.changes(record)
             except PoisonRecordError as e:
                 self._dead(result, record, e)
                 continue
-            if change is not None:
+            for change in changes:
+                self._topic_tables[change.record.topic] = change.table
                 by_path.setdefault(self.path_of(change.table), []).append(change)
+        for record in tombstones:
+            table = self._tombstone_table(record)
+            change = self.parser.tombstone(record, table) if table is not None else None
+            if change is not None:
+                by_path.setdefault(self.path_of(table), []).append(change)
         tables = {path: self._one_source_table(path, changes) for path, changes in by_path.items()}
         for path, changes in by_path.items():
             result.tables[path] = self._apply_table(tables[path], changes, result, spark if use_spark else None)
         if result.dead_letters and self.dlq is not None:
             self.dlq(result.dead_letters)
         return result
+
+    def _tombstone_table(self, record: SourceRecord) -> str | None:
+        """The source table a tombstone's topic carries: the one its change events name (in this
+        or an earlier batch of the query), else the one whose Delta table holds changes of the
+        tombstone's topic partition (a restarted query whose batch holds only the tombstone); None
+        when neither says (a table never written: nothing to delete)."""
+        table = self._topic_tables.get(record.topic)
+        if table is not None or record.topic.startswith(HEARTBEAT_TOPIC_PREFIX):
+            return table
+        candidate = topic_table(record.topic)
+        try:
+            sink = SinkTable(self.path_of(candidate), self.storage_options)
+        except DeltaConfigError:
+            return None
+        if sink.dt is None or (record.topic, record.partition) not in sink.watermarks().marks:
+            return None
+        table = self._topic_tables[record.topic] = sink.source_table() or candidate
+        return table
 
     def _dead(self, result: ApplyResult, record: SourceRecord, error: PoisonRecordError) -> None:
         if not self.tolerate:
@@ -238,11 +272,17 @@ class DeltaApply:
             self._rejects_of_applied(table, changes, result)
             return out
         self._reject_held(held, table.schema, result)
+        fresh = live_tombstones(table, fresh, self.scd_type)
         if fresh:
             rows, _ = split_truncates(fresh)
             evolution = fit.plan(fresh[0].table, rows, table.schema, self.scd_type)
             rejected = self._reject(rows, evolution.schema, result)
-            self._merge(table, fresh, rejected, evolution, out, result, marks, spark)
+            runs = key_runs(fresh)
+            for i, run in enumerate(runs):
+                if i:   # the table and its marks as the run before committed them
+                    marks = table.watermarks()
+                    evolution = fit.plan(run[0].table, split_truncates(run)[0], table.schema, self.scd_type)
+                self._merge(table, run, rejected, evolution, out, result, marks, spark, last=i == len(runs) - 1)
         return out
 
     def _reject(self, rows: list, schema: pa.Schema, result: ApplyResult) -> set[int]:
@@ -251,9 +291,12 @@ class DeltaApply:
             return set()
         key_columns = self.parser.key_columns(rows[0].table, rows[0].record)
         bad = fit.misfits(rows[0].table, rows, schema, key_columns, self.scd_type)
+        dead = set()
         for change, error in bad:
-            self._dead(result, change.record, error)
-        return {id(c) for c, _ in bad}
+            if id(change.record) not in dead:   # a key move's delete and update are one record
+                dead.add(id(change.record))
+                self._dead(result, change.record, error)
+        return {id(c) for c in rows if id(c.record) in dead}
 
     def _reject_held(self, held: list, schema: pa.Schema | None, result: ApplyResult) -> None:
         """Held changes write nothing, but the batch that applied them may have lost its dead letters
@@ -282,9 +325,10 @@ class DeltaApply:
             self._reject(rows, fit.plan(rows[0].table, rows, schema, self.scd_type).schema, result)
 
     def _merge(self, table: SinkTable, changes: list, rejected: set[int], evolution: Evolution, out: TableResult,
-               result: ApplyResult, marks, spark) -> None:
+               result: ApplyResult, marks, spark, last: bool = True) -> None:
         """One MERGE of the accepted changes under the planned ``evolution``; the marks and offsets
-        advance over every change, the rejected ones included (their dead letters hold them)."""
+        advance over every change, the rejected ones included (their dead letters hold them). Only
+        the batch's ``last`` MERGE records its application transaction (:func:`~.keys.key_runs`)."""
         name = changes[0].table
         all_changes, (changes, truncates) = changes, split_truncates(c for c in changes if id(c) not in rejected)
         if not changes and (table.dt is None or not truncates):
@@ -347,10 +391,10 @@ class DeltaApply:
         out.truncates = len(truncates)
         new_marks = marks.advanced(((c.record.topic, c.record.partition), c.stream_mark) for c in all_changes)
         props = table.commit_properties(result.app_id, result.batch_id, new_marks, (c.record for c in all_changes),
-                                        name)
+                                        name, transaction=last)
         if spark is not None:
             merges.run_delta_spark(spark, table.path, plan, result.app_id, result.batch_id,
-                                   {"riverlog.delta": props.custom_metadata["riverlog.delta"]})
+                                   {"riverlog.delta": props.custom_metadata["riverlog.delta"]}, transaction=last)
         else:
             merges.run_delta_rs(table.dt, plan, props)
         table.reload()

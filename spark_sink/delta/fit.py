@@ -74,7 +74,7 @@ def misfits(table: str, changes: list[Change], schema: pa.Schema, key_columns, s
     its record and column."""
     columns: dict[str, list[tuple[int, object]]] = {}
     for i, c in enumerate(changes):
-        written = key_columns if c.op == "d" and scd_type == 1 else c.row
+        written = (c.key_columns or key_columns) if c.op == "d" and scd_type == 1 else c.row
         for name in written:
             v = c.row.get(name)
             if v is not None and v is not UNAVAILABLE and name in schema.names:

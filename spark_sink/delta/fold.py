@@ -18,6 +18,9 @@ source tables into one Delta table).
   never current. :func:`history_rows` gives ``__valid_from`` (the change's source time),
   ``__valid_to`` (the next change's time; null while current; a delete row is an instant, its own
   time), ``__is_current``, ``__op``, ``__lsn`` and ``__order``.
+* A **tombstone** (:attr:`~spark_sink.delta.records.Change.tombstone`) is a delete of its key
+  unless the key's last change in the batch is a delete (its own delete, just before it). The
+  shell drops, before folding, an SCD-2 tombstone of a key the table holds no current row of.
 * A **truncate** (``op`` ``t``) empties an SCD-1 table; in SCD-2 it ends every current row at its
   time and writes no rows of its own.
 
@@ -91,6 +94,8 @@ def fold_scd1(changes: Iterable[Change]) -> dict[Key, Upsert | Delete]:
     for c in _in_order(changes):
         k = (c.table, c.key)
         state = out.get(k)
+        if c.tombstone and isinstance(state, Delete):
+            continue   # its delete's tombstone
         if c.op == "d":
             before_delete[k] = state if isinstance(state, Upsert) else None
             out[k] = Delete(c.key, c.position)
@@ -113,6 +118,8 @@ def fold_scd2(changes: Iterable[Change], key_columns: Iterable[str]) -> dict[Key
         versions = out.setdefault(k, [])
         last = versions[-1] if versions else None
         previous, fill = (last.row, last.fill) if last else (None, None)
+        if c.tombstone and last is not None and last.op == "d":
+            continue   # its delete's tombstone
         if c.op == "d":
             row = {col: (c.row.get(col) if col in key_columns else UNAVAILABLE) for col in
                    (previous or c.row)}

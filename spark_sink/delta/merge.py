@@ -92,11 +92,13 @@ def has_delta_extension(spark) -> bool:
     return "DeltaSparkSessionExtension" in extensions
 
 
-def run_delta_spark(spark, path: str, plan: MergePlan, app_id: str, batch_id: int, metadata: dict) -> None:
-    """The same MERGE through delta-spark (untested here; see the module docstring)."""
+def run_delta_spark(spark, path: str, plan: MergePlan, app_id: str, batch_id: int, metadata: dict,
+                    transaction: bool = True) -> None:
+    """The same MERGE through delta-spark (untested here; see the module docstring); without
+    ``transaction`` it records no application transaction."""
     from delta.tables import DeltaTable as SparkDeltaTable
-    confs = {"spark.databricks.delta.write.txnAppId": app_id,
-             "spark.databricks.delta.write.txnVersion": str(batch_id),
+    confs = {**({"spark.databricks.delta.write.txnAppId": app_id,
+                 "spark.databricks.delta.write.txnVersion": str(batch_id)} if transaction else {}),
              "spark.databricks.delta.commitInfo.userMetadata": json.dumps(metadata),
              "spark.databricks.delta.schema.autoMerge.enabled": "true" if plan.merge_schema else "false"}
     for k, v in confs.items():

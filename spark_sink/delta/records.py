@@ -8,11 +8,17 @@ Debezium itself, of any connector) ``(offset, 0)``, the topic's order: Debezium 
 commit order, as Debezium's JDBC sink applies it, while ``source.lsn`` (a change's own LSN) is not
 monotonic in commit order and MySQL's or SQL Server's events have none. The table's high-water
 marks compare the same position. A tombstone (value null) parses to None: its delete came just
-before it; so do Debezium's heartbeat records (topic ``__debezium-heartbeat.*``), transaction
-metadata records (``status`` BEGIN/END) and logical decoding messages (``op`` ``m``). A truncate
+before it (:meth:`ChangeParser.tombstone` reads it as a delete of its key, for the shell to apply
+when that delete is gone from a compacted topic); so do Debezium's heartbeat records (topic
+``__debezium-heartbeat.*``), transaction metadata records (``status`` BEGIN/END) and logical
+decoding messages (``op`` ``m``). A truncate
 (``op`` ``t``) is a change with no key. The create of a primary-key change (delete old key +
 tombstone + create new key) carries the old key in its ``__debezium.oldkey`` header
-(:attr:`Change.old_key`): an unchanged TOAST value of the row is the old key's.
+(:attr:`Change.old_key`): an unchanged TOAST value of the row is the old key's. An update whose
+``before`` image has other key values (a keyless table under ``REPLICA IDENTITY FULL`` keyed by
+``keys=``) is a delete of the old key and the update (:meth:`ChangeParser.changes`). A change
+names its :attr:`Change.key_columns`: the record key's fields follow the source table's key,
+which a primary key dropped and added on other columns changes mid-stream.
 
 Anything malformed in a record (not JSON, not a change event, a ``source`` that is not an object,
 a time or header that is not a number, a value that does not match its schema) is a
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from broker.errors import RiverlogError
@@ -69,6 +75,8 @@ class Change:
     mark: tuple[int, int] | None = None   # the stream position the table's high-water mark compares
     old_key: tuple | None = None          # a primary-key change's create: the key the row had before
     defaults: Mapping = field(default_factory=dict, compare=False)   # the columns' Connect defaults
+    key_columns: tuple = field(default=(), compare=False)   # the columns ``key`` holds the values of
+    tombstone: bool = False   # a delete read from a tombstone (see ChangeParser.tombstone)
 
     @property
     def stream_mark(self) -> tuple[int, int]:
@@ -183,7 +191,64 @@ class ChangeParser:
         ts_us = _ts_us(payload, source, record)
         _, arrow, defaults_ = self._struct(image_schema) if image_schema is not None else (None, None, {})
         old_key = self._old_key(record, table, image_schema) if op != "d" else None
-        return Change(table, key, op, row, position, ts_us, record, arrow, position, old_key, defaults_)
+        return Change(table, key, op, row, position, ts_us, record, arrow, position, old_key, defaults_,
+                      self.key_columns(table, record))
+
+    def changes(self, record: SourceRecord) -> list[Change]:
+        """The record's changes: :meth:`parse`'s, and before an update that moves its row to
+        another key, a delete of the key it had. Debezium emits a primary-key change as delete +
+        tombstone + create (``RelationalChangeRecordEmitter.emitUpdateRecord``), but an update of
+        a table without a key, or of key columns named by ``keys=`` that are not the record key,
+        is one ``u`` event: only its ``before`` image (``REPLICA IDENTITY FULL``; a MySQL row
+        image) says the row left its old key. Under ``REPLICA IDENTITY DEFAULT`` an update has no
+        before image and the old key cannot be known (docs/cdc.md)."""
+        change = self.parse(record)
+        if change is None or change.op != "u":
+            return [] if change is None else [change]
+        schema, payload = _envelope(record.value, record, "value")
+        before = payload.get("before")
+        if not isinstance(before, dict) or any(before.get(c) is None for c in change.key_columns):
+            return [change]
+        try:
+            row = self._convert_struct(_field_schema(schema, "before"), before)
+        except (ValueError, TypeError, KeyError, ArithmeticError) as e:
+            raise _poison(record, f"a value does not match its schema ({e})", e) from e
+        old = tuple(row.get(c) for c in change.key_columns)
+        if old == change.key or any(v is None or v is UNAVAILABLE for v in old):
+            return [change]
+        moved = replace(change, old_key=old)
+        return [replace(change, key=old, op="d", row=row, old_key=None), moved]
+
+    def tombstone(self, record: SourceRecord, table: str) -> Change | None:
+        """A tombstone of ``table`` as a delete of its record key, as Debezium's JDBC sink applies
+        one (``JdbcChangeEventSink.execute``: ``isDelete() || isTombstone()``; skipped when the
+        key is not the record key's, as there with ``primary.key.mode=record_value``). It is a
+        no-op after its delete, and the only delete left once log compaction removed the delete
+        event its tombstone supersedes. None for a record that is no tombstone or has no usable key."""
+        if record.value is not None or record.key is None or record.topic.startswith(HEARTBEAT_TOPIC_PREFIX):
+            return None
+        try:
+            schema, payload = _envelope(record.key, record, "key")
+        except PoisonRecordError:
+            return None
+        if not isinstance(payload, dict) or not payload:
+            return None
+        columns = self.key_columns(table, record)
+        if any(payload.get(c) is None for c in columns):
+            return None
+        try:
+            row = self._convert_struct(schema if isinstance(schema, dict) else None, payload)
+        except (ValueError, TypeError, KeyError, ArithmeticError):
+            return None
+        key = tuple(row.get(c) for c in columns)
+        if any(v is None or v is UNAVAILABLE for v in key):
+            return None
+        try:
+            position = record_position(record) or _fallback_position(record)
+        except PoisonRecordError:
+            return None
+        return Change(table, key, "d", {c: row[c] for c in columns}, position, record.timestamp_us or 0, record,
+                      None, position, key_columns=columns, tombstone=True)
 
     def key_columns(self, table: str, record: SourceRecord) -> tuple[str, ...]:
         if table in self.keys or "*" in self.keys:
@@ -232,6 +297,11 @@ def _table_name(source: dict, topic: str) -> str:
     schema = source.get("schema") or source.get("db")
     if schema and source.get("table"):
         return f"{schema}.{source['table']}"
+    return topic_table(topic)
+
+
+def topic_table(topic: str) -> str:
+    """``schema.table`` from Debezium's topic name ``<topic.prefix>.<schema>.<table>``."""
     parts = topic.split(".")
     return ".".join(parts[-2:]) if len(parts) >= 2 else topic
 

@@ -68,9 +68,10 @@ class SinkTable:
             return None
         schema = None
         for doc, version in self._sink_commits():
-            if schema is not None:
+            mine = doc.get("app_id") == app_id and doc.get("batch_id") == batch_id
+            if schema is not None and not mine:   # past the batch's own earlier MERGEs ("part")
                 return schema, Watermarks.from_json(doc.get("watermarks")), self._schema_at(version)
-            if doc.get("app_id") == app_id and doc.get("batch_id") == batch_id:
+            if mine and schema is None:
                 schema = self._schema_at(version)
         return (schema, Watermarks(), None) if schema is not None else None
 
@@ -96,10 +97,11 @@ class SinkTable:
         return self.metadata().get("table")
 
     def commit_properties(self, app_id: str, batch_id: int, marks: Watermarks, records=(),
-                          source_table: str | None = None) -> CommitProperties:
+                          source_table: str | None = None, transaction: bool = True) -> CommitProperties:
         """The commit's app transaction and metadata; ``records`` advance the per-partition
         ``offsets`` (the last Kafka offset the table has seen, for a consumer that must seek);
-        ``source_table`` is the CDC source table the Delta table mirrors."""
+        ``source_table`` is the CDC source table the Delta table mirrors. Without ``transaction``
+        (a MERGE of a batch that commits more), the metadata says ``"part": true``."""
         offsets = dict(self._offsets)
         for r in records:
             name = f"{r.topic}/{r.partition}"
@@ -108,9 +110,11 @@ class SinkTable:
                "offsets": dict(sorted(offsets.items()))}
         if source_table is not None:
             doc["table"] = source_table
+        if not transaction:
+            doc["part"] = True
         doc = json.dumps(doc, separators=(",", ":"))
         return CommitProperties(custom_metadata={METADATA_KEY: doc},
-                                app_transactions=[Transaction(app_id, batch_id)])
+                                app_transactions=[Transaction(app_id, batch_id)] if transaction else None)
 
     def create(self, schema: pa.Schema) -> None:
         """An empty table of ``schema`` (its first commit holds no app transaction)."""
@@ -159,8 +163,17 @@ class SinkTable:
     def _rows_of(self, key_columns: tuple[str, ...], keys: set[tuple], current_only: bool) -> list[dict]:
         if self.dt is None or not keys:
             return []
-        first = pa.array(sorted({k[0] for k in keys}, key=repr), self.schema.field(key_columns[0]).type)
-        expr = pc.field(key_columns[0]).isin(first)
+        type_ = self.schema.field(key_columns[0]).type
+        first = pa.array(sorted({k[0] for k in keys}, key=repr), type_)
+        column = pc.field(key_columns[0])
+        if pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_binary(type_) \
+                or pa.types.is_large_binary(type_):
+            # delta-rs gives text and binary file statistics as string_view / binary_view, which
+            # pyarrow cannot compare with the column's type when it prunes files by an ``isin``
+            # spanning a file's min and max (ArrowNotImplementedError 'greater_equal'); a cast
+            # expression is filtered row by row instead.
+            column = column.cast(type_)
+        expr = column.isin(first)
         if current_only:
             expr = expr & (pc.field("__is_current") == True)  # noqa: E712 (an Arrow expression)
         rows = self.dt.to_pyarrow_dataset().to_table(filter=expr).to_pylist()
