@@ -124,6 +124,10 @@ class EnvelopeBuilder:
         hint = (primary_key, not_null)
         names = [c.name for c in relation.columns]
         flagged = tuple(c.name for c in relation.columns if c.flags_key)
+        # A key column is optional where the catalog says it is nullable: a unique index's may hold
+        # NULLs (Debezium's TableSchemaBuilder.addField: ``column.isOptional()``, in the key schema
+        # too). The Relation's own key flags are a primary key's or replica identity index's: NOT NULL.
+        nullable_key = frozenset() if primary_key is None else frozenset(primary_key) - not_null
         if primary_key is None:
             primary_key = flagged if relation.replica_identity in ("d", "i") else ()
         # Key columns the Relation does not have are dropped, as PgOutputMessageDecoder's
@@ -134,9 +138,10 @@ class EnvelopeBuilder:
                                   self.types) for c in relation.columns)
         by_name = dict(zip(names, types))
         base = (cfg.topic_prefix, relation.namespace, relation.name)
-        key_schema = {"type": "struct", "fields": [by_name[k].schema(k, False) for k in key_columns],
+        key_schema = {"type": "struct", "fields": [by_name[k].schema(k, k in nullable_key) for k in key_columns],
                       "optional": False, "name": D.schema_name(*base, "Key")} if key_columns else None
-        fields = [t.schema(n, n not in not_null and n not in key_columns) for n, t in zip(names, types)]
+        fields = [t.schema(n, n in nullable_key or (n not in not_null and n not in key_columns))
+                  for n, t in zip(names, types)]
         row = {"type": "struct", "fields": fields, "optional": True, "name": D.schema_name(*base, "Value")}
         value_schema = {"type": "struct", "fields": [
             {**row, "field": "before"}, {**row, "field": "after"}, D.source_schema(),

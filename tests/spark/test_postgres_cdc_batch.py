@@ -90,6 +90,22 @@ def test_the_snapshot_reads_markers_are_debeziums_in_one_task_or_spread(spark, p
         "shop.public.b": [(1, "first_in_data_collection"), (2, "true"), (3, "true"), (4, "last")]}
 
 
+def test_a_nullable_unique_index_key_keeps_its_nulls(spark, pg_db):
+    """A table keyed by a unique index on a nullable column: NULL stays null in the key and the row,
+    its field optional in both schemas (Debezium's ``TableSchemaBuilder.addField``); it was a
+    required field whose fallback, 0, stood in for every NULL."""
+    pg_db.execute("CREATE TABLE u (a int, b text)")
+    pg_db.execute("CREATE UNIQUE INDEX u_a ON u (a)")
+    pg_db.execute("INSERT INTO u VALUES (1, 'x'), (NULL, 'y'), (NULL, 'z')")
+    rows = []
+    for key, value, _, _, _ in _records(_read(spark, pg_db, table_include_list="public\\.u")):
+        k, v = json.loads(key), json.loads(value)
+        assert [f["optional"] for f in k["schema"]["fields"]] == [True]
+        assert [f["optional"] for f in v["schema"]["fields"][1]["fields"]] == [True, True]
+        rows.append((k["payload"]["a"], v["payload"]["after"]["a"], v["payload"]["after"]["b"]))
+    assert sorted(rows, key=str) == sorted([(1, 1, "x"), (None, None, "y"), (None, None, "z")], key=str)
+
+
 def test_the_peek_read_gives_the_pending_changes_and_leaves_the_slot_alone(spark, pg_db):
     pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, qty int NOT NULL)")
     pg_db.execute("INSERT INTO items SELECT g, g FROM generate_series(1, 5) g")   # before the slot: not pending
