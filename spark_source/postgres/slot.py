@@ -141,9 +141,18 @@ def captured_tables(conn, options: CdcOptions) -> list[Table]:
         captured = {t.relation.oid for t in tables}
         for i, table in enumerate(tables):
             if table.partitioned:
-                cur.execute("SELECT relid::oid FROM pg_partition_tree(%s) WHERE isleaf", (table.relation.oid,))
-                leaves = tuple(sorted(r[0] for r in cur.fetchall() if r[0] in captured))
+                cur.execute("SELECT relid::oid, relid::regclass::text FROM pg_partition_tree(%s) WHERE isleaf",
+                            (table.relation.oid,))
+                all_leaves = cur.fetchall()
+                leaves = tuple(sorted(r[0] for r in all_leaves if r[0] in captured))
                 tables[i] = dataclasses.replace(table, skipped_partitions=leaves)
+                left_out = sorted(r[1] for r in all_leaves if r[0] not in captured)
+                if left_out:
+                    log.warning("partitioned table %s is captured but its partitions %s are not: their rows are "
+                                "snapshotted under %s, but PostgreSQL streams their changes under the partitions' "
+                                "names (unless the publication has publish_via_partition_root = true), which "
+                                "table.include.list leaves out; add the partitions to table.include.list",
+                                table.name, ", ".join(left_out), table.name)
         return tables
 
 

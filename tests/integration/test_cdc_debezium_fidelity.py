@@ -208,3 +208,23 @@ def test_partitions_are_snapshotted_to_the_topics_they_stream_to(pg_db):
         only_eu.close()
     assert [(r.topic, _payload(r)["after"]) for r in snapshot] == [
         ("shop.public.orders_eu", {"id": 1, "region": "eu", "qty": 11})]
+
+
+def test_a_parent_captured_without_its_partitions_is_warned_about(pg_db, caplog):
+    """Its partitions' rows are snapshotted under its name, but their changes stream under theirs,
+    which the include list leaves out: the source says so, naming them and the fix."""
+    import logging
+
+    from spark_source.postgres import slot as slots
+    pg_db.execute("CREATE TABLE m (id int PRIMARY KEY) PARTITION BY RANGE (id)")
+    pg_db.execute("CREATE TABLE m_1 PARTITION OF m FOR VALUES FROM (0) TO (10)")
+    pg_db.execute("CREATE TABLE m_2 PARTITION OF m FOR VALUES FROM (10) TO (20)")
+    options = CdcOptions.parse(pg_db.options(table_include_list=r"public\.m,public\.m_2"))
+    conn = slots.connect(options)
+    try:
+        with caplog.at_level(logging.WARNING, logger="spark_source.postgres.slot"):
+            assert [t.name for t in slots.captured_tables(conn, options)] == ["public.m", "public.m_2"]
+    finally:
+        conn.close()
+    warnings = [r.getMessage() for r in caplog.records if "partitioned table public.m " in r.getMessage()]
+    assert len(warnings) == 1 and "m_1" in warnings[0] and "m_2" not in warnings[0], warnings
