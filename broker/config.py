@@ -239,7 +239,9 @@ TOPIC_KEYS = [
     ConfigKey("max.compaction.lag.ms", int, LONG_MAX,
               "compact regardless of the dirty ratio once the oldest dirty record is this old",
               at_least(1), "log.cleaner.max.compaction.lag.ms"),
-    ConfigKey("file.delete.delay.ms", int, 60_000, "delay before a removed segment's files are deleted",
+    ConfigKey("file.delete.delay.ms", int, 60_000,
+              "accepted for compatibility and not used: a removed segment's files are deleted at once "
+              "(reads copy their bytes under the partition lock, so none can hold a deleted file)",
               at_least(0), "log.segment.delete.delay.ms"),
 ]
 _TIERED = "Riverlog has no tiered (remote) storage; every segment stays on the broker's disks (use retention.ms/retention.bytes)"

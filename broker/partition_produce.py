@@ -94,10 +94,20 @@ class PartitionProduce:
                 and active.next_offset - active.base_offset < _RELATIVE_OFFSETS_QUICK)
 
     def _check_timestamps(self, headers) -> None:
-        """With CreateTime, refuse a batch whose timestamps are further in the past or future than
+        """Refuse a batch that says its timestamps are LogAppendTime (attribute bit 3): only the
+        broker stamps that, on a LogAppendTime topic (Kafka's ``LogValidator.validateTimestamp``:
+        "Producer should not set timestamp type to LogAppendTime"), else a CreateTime topic would
+        serve the producer's times as the broker's.
+
+        With CreateTime, refuse a batch whose timestamps are further in the past or future than
         ``message.timestamp.before.max.ms`` / ``message.timestamp.after.max.ms`` allow (Kafka:
         InvalidTimestamp), checked on the header's base (first) and max timestamps. A timestamp of
         -1 is RecordBatch.NO_TIMESTAMP, which Kafka's ``LogValidator.validateTimestamp`` skips."""
+        for h in headers:
+            if h.is_log_append_time:
+                raise InvalidTimestampError(
+                    f"{self.topic}-{self.index}: invalid timestamp type in batch with timestamp {h.max_timestamp}. "
+                    "Producer should not set timestamp type to LogAppendTime.")
         config = self.log.config
         if config["message.timestamp.type"] != "CreateTime":
             return

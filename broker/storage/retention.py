@@ -6,8 +6,9 @@ Kafka:
 - a segment wholly below the log start offset goes under any ``cleanup.policy`` (DeleteRecords or
   a leader's start offset moved it);
 - with ``cleanup.policy`` containing ``delete``: a segment whose newest record is older than
-  ``retention.ms`` (-1 keeps forever), and the oldest segments while the partition is larger than
-  ``retention.bytes`` (-1 unbounded) by at least their size.
+  ``retention.ms`` (-1 keeps forever; a segment whose records carry no timestamp is as old as its
+  file's last modification, Kafka's ``LogSegment.largestTimestamp``), and the oldest segments while
+  the partition is larger than ``retention.bytes`` (-1 unbounded) by at least their size.
 
 Never a segment holding an offset at or past the high watermark (the caller passes it in): a
 consumer must not lose records that are not yet committed. The active segment may go by
@@ -52,7 +53,7 @@ def deletable_segments(log: Log, now_ms: int, high_watermark: int, *,
             break
         if not active and upper <= log.log_start_offset:
             reasons.append(BELOW_LOG_START)
-        elif retention_ms >= 0 and now_ms - segment.max_timestamp > retention_ms:
+        elif retention_ms >= 0 and now_ms - segment.largest_timestamp() > retention_ms:
             reasons.append(RETENTION_MS)
         elif retention_bytes >= 0 and excess >= segment.size:
             reasons.append(RETENTION_BYTES)

@@ -77,6 +77,14 @@ class LogSegment:
             return incoming_max_timestamp - self.first_timestamp
         return now_ms - self.created_ms
 
+    def largest_timestamp(self) -> int:
+        """The newest record time, or the .log file's last-modified time when no record carries
+        one (all NO_TIMESTAMP, -1), as Kafka's ``LogSegment.largestTimestamp``: retention by
+        ``retention.ms`` must not take a segment without record times for infinitely old."""
+        if self.max_timestamp >= 0:
+            return self.max_timestamp
+        return (os.fstat(self.fd) if self.fd >= 0 else os.stat(self.log_path)).st_mtime_ns // 1_000_000
+
     def _load_indexes(self) -> bool:
         """Trust the index files if they agree with the log; returns False when a rebuild is due."""
         offsets = OffsetIndex.load(self.offset_index.path, self.base_offset)
