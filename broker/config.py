@@ -370,6 +370,9 @@ BROKER_KEYS = [
               "replicas of __transaction_state, capped by the live brokers when it is created", between(1, SHORT_MAX)),
     ConfigKey("transaction.state.log.segment.bytes", int, 104_857_600, "segment size of __transaction_state",
               between(1024, INT_MAX)),
+    ConfigKey("transaction.state.log.min.isr", int, 2,
+              "min.insync.replicas of __transaction_state (capped by its replication factor): a coordinator "
+              "decision is acknowledged once this many replicas hold it", between(1, INT_MAX)),
     ConfigKey("transaction.max.timeout.ms", int, 900_000, "longest transaction.timeout.ms a producer may ask for",
               between(1, INT_MAX)),
     ConfigKey("transactional.id.expiration.ms", int, 604_800_000,

@@ -175,7 +175,7 @@ class QuorumController:
         value = topic.configs.get("unclean.leader.election.enable")
         if value is None:
             return bool(self.config["unclean.leader.election.enable"])
-        return value.lower() == "true"
+        return bool(TOPIC_CONFIG.parse({"unclean.leader.election.enable": value})["unclean.leader.election.enable"])
 
     # ---------------------------------------------------------------------------- partitions
     def alter_partition(self, image: MetadataImage, leader_id: int, topic_id: str, partition: int,

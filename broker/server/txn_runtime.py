@@ -47,7 +47,9 @@ class TransactionRuntime(CoordinatorRuntime):
         return {"num_partitions": self.config["transaction.state.log.num.partitions"],
                 "replication_factor": self.config["transaction.state.log.replication.factor"],
                 "configs": {"cleanup.policy": "compact",
-                            "segment.bytes": str(self.config["transaction.state.log.segment.bytes"])}}
+                            "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
+                            # Kafka's TransactionStateManager.transactionTopicConfigs
+                            "min.insync.replicas": str(self.config["transaction.state.log.min.isr"])}}
 
     # ------------------------------------------------------------------------------ requests
     def init_producer_id(self, txn_id: str, timeout_ms: int,

@@ -172,7 +172,7 @@ def plan_cleaning(log: Log, high_watermark: int, now_ms: int, last_stable_offset
     for i, segment in enumerate(segments[:-1]):
         upper = segments[i + 1].base_offset
         # min.compaction.lag.ms holds back dirty segments only (Kafka's firstUncleanableDirtyOffset).
-        if upper > bound or (lag > 0 and upper > first_dirty and segment.max_timestamp > now_ms - lag):
+        if upper > bound or (lag > 0 and upper > first_dirty and segment.largest_timestamp() > now_ms - lag):
             break
         chosen.append(segment)
     if not chosen:

@@ -499,6 +499,25 @@ def test_an_abort_after_a_commit_that_timed_out_is_a_retriable_conflict_and_the_
     p.close()
 
 
+def test_the_transaction_log_keeps_decisions_on_transaction_state_log_min_isr_replicas(broker, topic_name):
+    """Kafka's ``TransactionStateManager.transactionTopicConfigs``: __transaction_state is created with
+    ``min.insync.replicas`` = ``transaction.state.log.min.isr`` (2), capped by its replication
+    factor, so one node still commits (and three acknowledge a decision only once two hold it)."""
+    from broker.client import ConfigResource
+    make_topics(broker.bootstrap, topic_name, partitions=1)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-isr"})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic_name, value=b"v", partition=0)
+    p.commit_transaction(30)
+    p.close()
+    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+        resource = ConfigResource("topic", "__transaction_state")
+        configs = admin.describe_configs([resource])[resource].result(30)
+    assert configs["min.insync.replicas"].value == "2"
+    assert read(broker.bootstrap, topic_name, "read_committed", partitions=1) == [b"v"]
+
+
 def test_a_transaction_timeout_the_broker_refuses_makes_init_fatal(broker, topic_name):
     # Kafka's clients treat INVALID_TRANSACTION_TIMEOUT from InitProducerId as fatal.
     p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-timeout",

@@ -165,7 +165,9 @@ def test_a_restarted_broker_leaves_the_isrs_that_have_a_live_member_and_keeps_th
     h.tick(1, alive=[1, 2, 3])
     assert h.partitions("solo")[0].leader == owner and h.partitions("solo")[0].isr == [owner]
 
-def test_unclean_election_only_when_the_topic_allows_it():
+@pytest.mark.parametrize("value", ["true", " TRUE ", "1", "yes"])
+def test_unclean_election_only_when_the_topic_allows_it(value):
+    # Every spelling the topic config accepts (and describe_configs shows as true) enables it.
     h = Harness()
     h.create("t", partitions=1, rf=3)
     p = h.partitions("t")[0]
@@ -175,7 +177,7 @@ def test_unclean_election_only_when_the_topic_allows_it():
     h.tick(SESSION + 1, alive=[f1, f2])
     assert h.partitions("t")[0].leader == -1
     h.commit([{"type": "config", "resource": "topic", "name": "t", "key": "unclean.leader.election.enable",
-               "value": "true"}])
+               "value": value}])
     h.tick(1, alive=[f1, f2])
     p = h.partitions("t")[0]
     assert p.leader in (f1, f2) and p.isr == [p.leader]
