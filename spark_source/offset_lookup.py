@@ -31,9 +31,13 @@ class DataLossError(RiverlogError):
     code, name, retriable, grpc_status = 1101, "DATA_LOSS", False, "DATA_LOSS"
 
 
-def retrying(call, attempts: int, interval_ms: int, what: str, sleep=time.sleep):
+def retrying(call, attempts: int, interval_ms: int, what: str, sleep=time.sleep, reset=None):
     """``call()``, tried up to ``attempts`` times while it fails with a retriable error, waiting
-    ``interval_ms`` between tries (Spark's ``fetchOffset.numRetries`` / ``fetchOffset.retryIntervalMs``)."""
+    ``interval_ms`` between tries (Spark's ``fetchOffset.numRetries`` / ``fetchOffset.retryIntervalMs``)
+    and then calling ``reset()``: as Spark's ``KafkaOffsetReaderAdmin.withRetries`` resets its admin
+    before each retry, the next try asks with new consumers, whose metadata is fetched afresh. A
+    client that timed out on a leader that stopped answering (SIGSTOP, a hung machine) would ask
+    that leader again, though another was elected meanwhile."""
     for attempt in range(1, attempts + 1):
         try:
             return call()
@@ -43,6 +47,8 @@ def retrying(call, attempts: int, interval_ms: int, what: str, sleep=time.sleep)
             log.warning("fetching %s failed (attempt %d of %d, fetchOffset.numRetries): %s; retrying in %d ms",
                         what, attempt, attempts, e, interval_ms)
             sleep(interval_ms / 1000)
+            if reset is not None:
+                reset()
 
 
 class OffsetLookup:
@@ -55,14 +61,20 @@ class OffsetLookup:
         self._committed: tuple[dict[TP, int], bool] | None = None  # the group's offsets as last committed here
         self._reader = None   # a consumer for timestamps_at(), made when first needed
         self._admin = None    # describe_topics for topics() (never creates one), made when first needed
+        # Each question waits as long as one request may (``riverlog.request.timeout.ms``, Kafka's
+        # ``request.timeout.ms``); a retry then asks with new clients (see :func:`retrying`).
+        self._timeout = int(options.consumer_config.get("request.timeout.ms", 30_000)) / 1000
         try:
             # A lookup never creates a topic: a watermark asked of a topic deleted meanwhile fails
             # rather than recreating it (Spark's driver asks with an Admin client, which cannot create).
-            self.consumer = Consumer({**options.client_config(), "group.id": options.group_id,
-                                      "enable.auto.commit": False, "allow.auto.create.topics": False})
+            self.consumer = Consumer(self._consumer_config())
         except InvalidConfigError as e:  # a riverlog.* consumer setting: name the option as the user wrote it
             name = f"riverlog.{e.details.get('config', '')}"
             raise InvalidConfigError(f"option '{name}': {e}", config=name) from e
+
+    def _consumer_config(self) -> dict:
+        return {**self.options.client_config(), "group.id": self.options.group_id,
+                "enable.auto.commit": False, "allow.auto.create.topics": False}
 
     def close(self) -> None:
         self.consumer.close()
@@ -71,8 +83,23 @@ class OffsetLookup:
         if self._admin is not None:
             self._admin.close()
 
+    def reset(self) -> None:
+        """New consumers in place of these (Spark's ``KafkaOffsetReaderAdmin.resetAdmin``): their
+        first question fetches the cluster's metadata again. They ask partitions' leaders; the
+        admin client, which asks any broker for topics, is kept."""
+        from broker.client import Consumer
+        old, self.consumer = self.consumer, Consumer(self._consumer_config())
+        for client in (old, self._reader):
+            if client is not None:
+                try:
+                    client.close()
+                except Exception as e:  # noqa: BLE001 - a client stuck on a dead broker: the new one is in use
+                    log.debug("closing a replaced consumer failed: %s", e)
+        self._reader = None
+
     def _retrying(self, call, what: str):
-        return retrying(call, self.options.fetch_offset_attempts, self.options.fetch_offset_retry_interval_ms, what)
+        return retrying(call, self.options.fetch_offset_attempts, self.options.fetch_offset_retry_interval_ms, what,
+                        reset=self.reset)
 
     def partitions(self) -> list[TP]:
         """The query's partitions, as Spark's ``ConsumerStrategy.assignedTopicPartitions`` finds them
@@ -125,7 +152,7 @@ class OffsetLookup:
 
     def watermarks(self, tps) -> dict[TP, tuple[int, int]]:
         from broker.client import TopicPartition
-        return self._retrying(lambda: {tp: self.consumer.get_watermark_offsets(TopicPartition(*tp), 30)
+        return self._retrying(lambda: {tp: self.consumer.get_watermark_offsets(TopicPartition(*tp), self._timeout)
                                        for tp in tps}, "watermarks")
 
     def resolve(self, spec, tps: list[TP], what: str) -> dict[TP, int]:
@@ -173,8 +200,10 @@ class OffsetLookup:
     def offsets_for_times(self, stamps: dict[TP, int]) -> dict[TP, int | None]:
         """The first offset at or after each timestamp; None where no record is that recent."""
         from broker.client import TopicPartition
-        found = self._retrying(lambda: {(r.topic, r.partition): r.offset for r in self.consumer.offsets_for_times(
-            [TopicPartition(t, p, ts) for (t, p), ts in sorted(stamps.items())], 30)}, "offsets for timestamps")
+        asked = [TopicPartition(t, p, ts) for (t, p), ts in sorted(stamps.items())]
+        found = self._retrying(lambda: {(r.topic, r.partition): r.offset
+                                        for r in self.consumer.offsets_for_times(asked, self._timeout)},
+                               "offsets for timestamps")
         return {tp: found[tp] if found.get(tp, -1) >= 0 else None for tp in stamps}
 
     def timestamps_at(self, offsets: dict[TP, int], latest: dict[TP, int],

@@ -42,7 +42,9 @@ def list_offset(cluster: ClusterClient, config, topic: str, partition: int, time
                 timeout: float | None = None) -> tuple[int, int]:
     """(offset, timestamp) from the partition's leader for a ListOffsets timestamp (-2 earliest,
     -1 latest, else ms). Leadership may be moving: retriable errors refresh metadata and try again
-    until the deadline (60 s without a timeout)."""
+    until the deadline (60 s without a timeout). Each try waits at most ``request.timeout.ms``, as
+    Kafka's requests do, so a leader that stopped answering (SIGSTOP, a hung machine) costs one
+    request's time, and the next try asks the leader elected meanwhile."""
     request = pb.ListOffsetsRequest(
         isolation_level=1 if config["isolation.level"] == "read_committed" else 0,
         topics=[pb.ListOffsetsTopic(name=topic, partitions=[
@@ -51,7 +53,8 @@ def list_offset(cluster: ClusterClient, config, topic: str, partition: int, time
     while True:
         try:
             node = cluster.leader(topic, partition)
-            response = cluster.call("ListOffsets", request, node, timeout)
+            remaining = max(deadline - time.monotonic(), 0.1)
+            response = cluster.call("ListOffsets", request, node, min(remaining, config["request.timeout.ms"] / 1000.0))
             r = response.topics[0].partitions[0]
             if r.error_code:
                 raise error_for_code(r.error_code)(r.error_message)

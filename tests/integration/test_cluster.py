@@ -401,3 +401,31 @@ def test_cluster_status_and_topics_describe_on_the_command_line(cluster_factory,
     wait_until(lambda: "UnderReplicatedPartitions: 2" in run_cli(cluster.bootstrap, "cluster", "status").stdout,
                30, 0.2, "two under-replicated partitions")
     cluster.nodes[3].resume()
+
+
+def test_a_watermark_question_to_a_paused_leader_is_asked_again_of_the_new_one(cluster_factory, topic_name):
+    """Kafka's clients time each request out after ``request.timeout.ms``, refresh metadata and try
+    again until the call's own timeout: a leader stopped with SIGSTOP (it accepts a request and
+    never answers) costs one request's time. The whole call's timeout used to go to that one
+    request, so the consumer failed although another leader had been elected meanwhile."""
+    cluster = cluster_factory(3, FAST)
+    create(cluster, topic_name, partitions=1, rf=3)
+    with Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"}) as p:
+        for i in range(20):
+            p.produce(topic_name, value=b"%d" % i)
+        assert p.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": ",".join(n.bootstrap for n in cluster.nodes.values()),
+                         "group.id": "watermarks", "request.timeout.ms": 2000})
+    try:
+        tp = TopicPartition(topic_name, 0)
+        assert consumer.get_watermark_offsets(tp, 30) == (0, 20)
+        leader = _partitions(cluster, topic_name)[0].leader
+        cluster.nodes[leader].pause()
+        started = time.monotonic()
+        assert consumer.get_watermark_offsets(tp, 30) == (0, 20)
+        assert time.monotonic() - started < 20, "answered by the new leader within the call's timeout"
+        assert _partitions(cluster, topic_name)[0].leader != leader
+    finally:
+        cluster.nodes[leader].resume()
+        consumer.close()
+
