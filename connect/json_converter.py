@@ -59,6 +59,9 @@ JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 _MAX_SHAPES = 64
 # decode's hidden stages (see Converted): the JSON, the payload as read_type, as the bound type, defaults filled
 _PARSED, _WIRE, _TYPED, _FILLED = "__connect_json", "__connect_json_wire", "__connect_json_typed", "__connect_json_filled"
+# ... and the per-row flags read more than once (the value, the error, the message): kept in stages of
+# their own so a row's UTF-8 check, shape and field checks run once, not once per reader
+_BAD_JSON, _FAILED = "__connect_json_bad", "__connect_json_failed"
 
 
 def _shape(v: Column) -> Column:
@@ -221,6 +224,7 @@ class JsonConverter(Converter):
         if not self.schemas_enable and self.data_type is None:
             return Converted(F.when(~bad_json, v), bad_json, msg_json, stages=stages)
         misfit = seen = None
+        bad_json_expr, bad_json = bad_json, F.col(_BAD_JSON)   # computed in the typed read's stage
         if self.schemas_enable:
             keys = F.coalesce(F.json_object_keys(text), F.json_object_keys(F.to_json(v)))  # 0012 read as 12
             envelope_ok = (F.size(keys) == 2) & F.array_contains(keys, "schema") & F.array_contains(keys, "payload")
@@ -231,6 +235,7 @@ class JsonConverter(Converter):
             if self.data_type is None:
                 # Unbound: the batch held no envelope with a schema (null keys, say). Null bytes are
                 # a null value, as Kafka's converter gives; anything else fails as a bad envelope.
+                bad_json = bad_json_expr
                 bad = present & ~bad_json & ~null_envelope
                 return Converted(F.lit(None).cast("string"), bad_json | bad, F.when(bad_json, msg_json).otherwise(
                     F.lit(self.unbound_reason or 'JsonConverter with schemas.enable requires "schema" and "payload" '
@@ -263,6 +268,7 @@ class JsonConverter(Converter):
             envelope = text if self.schemas_enable else F.concat(F.lit('{"payload":'), text, F.lit("}"))
             exact = F.from_json(envelope, StructType([StructField("payload", exact_type(self.data_type))]),
                                 {"allowNumericLeadingZeros": "true"}).getField("payload")
+        stage[_BAD_JSON] = bad_json_expr
         stages += (stage,)
         wire = F.col(_WIRE)
         typed = from_wire(wire, self.data_type, self.metadata, exact)
@@ -288,7 +294,8 @@ class JsonConverter(Converter):
         bad_required = F.lit(False)
         for cond, _ in required:
             bad_required = bad_required | F.coalesce(cond, F.lit(False))
-        failed = bad_json | bad_env | bad_schema | bad_payload | bad_required
+        stages += ({_FAILED: bad_json | bad_env | bad_schema | bad_payload | bad_required},)
+        failed = F.col(_FAILED)
         message = (F.when(bad_json, msg_json)
                    .when(bad_env, F.lit('JsonConverter with schemas.enable requires "schema" and "payload" fields '
                                         'and may not contain additional fields. If you are trying to deserialize '
