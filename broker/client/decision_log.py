@@ -21,6 +21,8 @@ from broker.client.message import TopicPartition
 from broker.client.producer import Producer
 from broker.errors import KafkaTimeoutError, RiverlogError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
+DECISION_LOG_REPLICAS = 3
+
 DECISIONS_TOPIC = "riverlog-sink-commits"
 
 _WINDOW = 256
@@ -38,13 +40,18 @@ class DecisionLog:
         self.topic = topic
 
     def ensure_topic(self) -> None:
-        """Create the topic once per process (a no-op when it exists)."""
+        """Create the topic once per process (a no-op when it exists), replicated as Kafka's own
+        transaction log is (``transaction.state.log.replication.factor`` 3 and ``.min.isr`` 2),
+        capped by the brokers there are: on ``default.replication.factor`` (1) a single broker
+        down would stop every exactly-once writer."""
         with _created_lock:
             if (self.config["bootstrap.servers"], self.topic) in _created:
                 return
         admin = AdminClient(self.config)
         try:
-            admin.create_topics([NewTopic(self.topic, 1, config={"cleanup.policy": "compact"})])[self.topic].result()
+            replicas = min(DECISION_LOG_REPLICAS, max(1, len(admin.list_topics(timeout=30).brokers)))
+            admin.create_topics([NewTopic(self.topic, 1, replicas, config={
+                "cleanup.policy": "compact", "min.insync.replicas": str(min(2, replicas))})])[self.topic].result()
         except TopicAlreadyExistsError:
             pass
         finally:

@@ -429,3 +429,19 @@ def test_a_watermark_question_to_a_paused_leader_is_asked_again_of_the_new_one(c
         cluster.nodes[leader].resume()
         consumer.close()
 
+
+def test_the_exactly_once_decision_log_is_replicated_as_a_transaction_log(cluster_factory):
+    """The committers' decisions topic gets three replicas and min.insync.replicas=2 (Kafka's
+    transaction log settings), not default.replication.factor's one: a single broker down would
+    otherwise stop every exactly-once writer of the cluster."""
+    from broker.client import ConfigResource
+    from broker.client.decision_log import DECISIONS_TOPIC, DecisionLog
+    cluster = cluster_factory(3, FAST)
+    DecisionLog({"bootstrap.servers": cluster.bootstrap}).ensure_topic()
+    wait_until(lambda: len(_partitions(cluster, DECISIONS_TOPIC)) == 1, 30, 0.1, "the decisions topic")
+    assert sorted(_partitions(cluster, DECISIONS_TOPIC)[0].replicas) == [1, 2, 3]
+    with cluster.admin() as admin:
+        resource = ConfigResource("topic", DECISIONS_TOPIC)
+        configs = admin.describe_configs([resource])[resource].result(30)
+    assert configs["min.insync.replicas"].value == "2" and configs["cleanup.policy"].value == "compact"
+
