@@ -157,7 +157,7 @@ class BatchWriter(_RiverlogWriter, DataSourceArrowWriter):
         # Inside foreachBatch, the micro-batch's run: its later batches skip the replay check.
         run_id = stream_run(ctx.getLocalProperty, self.batch_id) if self.recorded else None
         return self.write_partition(iterator, self.sink_id, self.batch_id or 0, ctx.partitionId(),
-                                    ctx.attemptNumber(), check_replay=self.recorded, run_id=run_id)
+                                    ctx.taskAttemptId(), check_replay=self.recorded, run_id=run_id)
 
     def commit(self, messages) -> None:
         self._commit(messages, self.batch_id or 0, record=self.recorded)
@@ -193,7 +193,7 @@ class StreamWriter(_RiverlogWriter, DataSourceStreamArrowWriter):
         crash_points.crash_at("before_write", batch_id)
         sink_id = self.options.sink_id or ctx.getLocalProperty("sql.streaming.queryId")
         # Spark runs a streaming query's jobs in the job group of its runId (StreamExecution.runStream).
-        return self.write_partition(iterator, sink_id, batch_id, ctx.partitionId(), ctx.attemptNumber(),
+        return self.write_partition(iterator, sink_id, batch_id, ctx.partitionId(), ctx.taskAttemptId(),
                                     check_replay=True, run_id=ctx.getLocalProperty("spark.jobGroup.id"))
 
     def commit(self, messages, batchId: int) -> None:

@@ -186,7 +186,7 @@ def test_a_batch_write_of_a_runs_later_micro_batch_skips_the_replay_check(spark_
         props = {"spark.jobGroup.id": group, "sql.streaming.queryId": "q", "streaming.sql.batchId": str(batch_id),
                  "spark.job.description": f"\nid = q\nrunId = run-a\nbatch = {batch_id}"}
         ctx = type("Ctx", (), {"getLocalProperty": staticmethod(props.get), "partitionId": lambda self: 0,
-                               "attemptNumber": lambda self: 0})()
+                               "taskAttemptId": lambda self: 0})()
         monkeypatch.setattr("pyspark.TaskContext.get", staticmethod(lambda: ctx))
         w = sink_writer.BatchWriter({"riverlog.bootstrap.servers": spark_broker.bootstrap, "topic": topic,
                                      "sinkId": "batch-memo", "batchId": str(batch_id)}, schema)
