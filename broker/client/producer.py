@@ -8,7 +8,10 @@
 Delivery callbacks run in the application's thread, inside ``poll()`` and ``flush()``, as with
 confluent-kafka. The parts, each in its own module so each can be read and tested alone:
 
-- :mod:`~broker.client.accumulator`: ``produce()`` appends to per-topic buffers; they are cut into
+- :mod:`~broker.client.produce_arguments`: ``produce()``'s arguments checked as confluent-kafka checks them;
+- :mod:`~broker.client.accumulator`: ``produce()`` appends to per-topic buffers, which the sender
+  thread drains;
+- :mod:`~broker.client.producer_batch`: a drained buffer placed on partitions and cut into
   partition batches on the sender thread;
 - :mod:`~broker.client.send_policy`: which batches of a partition may go now (produce order across
   retries, settling after failures, the idempotence window, sequence numbers, delivery timeout);
@@ -31,12 +34,14 @@ import time
 
 import numpy as np
 
-from broker.client.accumulator import (RECORD_OVERHEAD, ProducerBatch, RecordAccumulator, normalise_table,
-                                       partition_column, record_bytes)
-from broker.client.cluster import ClusterClient, ClusterMetadata
+from broker.client.accumulator import RecordAccumulator
 from broker.client.client_events import ClientEvents
+from broker.client.cluster import ClusterClient, ClusterMetadata
 from broker.client.config import PRODUCER_CONFIG, client_config
 from broker.client.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
+from broker.client.produce_arguments import as_bytes, as_header_list, as_timestamp, type_name
+from broker.client.producer_batch import (RECORD_OVERHEAD, ProducerBatch, normalise_table, partition_column,
+                                          record_bytes)
 from broker.client.send_policy import SendLimits
 from broker.client.sender import Sender
 from broker.client.transactions import TransactionManager, TxnState
@@ -160,29 +165,29 @@ class Producer:
         # The hot path of per-record producing: keep it to a few C-level operations (bytes and
         # None take no call; queue.buffering.max.messages is checked by the append, under its lock).
         if type(topic) is not str:
-            raise TypeError(f"argument 1 must be str, not {_type_name(topic)}")
+            raise TypeError(f"argument 1 must be str, not {type_name(topic)}")
         if type(partition) is not int:
             partition = operator.index(partition)  # TypeError: "'str' object cannot be interpreted as an integer"
         if not PARTITION_UA <= partition <= _INT32_MAX:
             self._check_partition(topic, partition)
         if type(timestamp) is not int:
-            timestamp = 0 if timestamp is None else _as_timestamp(timestamp)
+            timestamp = 0 if timestamp is None else as_timestamp(timestamp)
         if type(value) is bytes:
             size = len(value) + RECORD_OVERHEAD
         elif value is None:
             size = RECORD_OVERHEAD
         else:
-            value = _as_bytes(value)
+            value = as_bytes(value)
             size = len(value) + RECORD_OVERHEAD
         if key is not None:
             if type(key) is not bytes:
-                key = _as_bytes(key)
+                key = as_bytes(key)
             size += len(key)
         if size > self._max_record:
             raise MessageTooLargeError(
                 f"record of {size - RECORD_OVERHEAD} bytes exceeds {self._max_name}={self._max_message}")
         if headers is not None:
-            headers = _as_header_list(headers)
+            headers = as_header_list(headers)
             header_bytes = sum(len(k.encode()) + (0 if v is None else len(v)) for k, v in headers)
             if size + header_bytes > self._max_record:
                 raise MessageTooLargeError(
@@ -234,7 +239,7 @@ class Producer:
                                 on_delivery=report)
         """
         if type(topic) is not str:
-            raise TypeError(f"argument 1 must be str, not {_type_name(topic)}")
+            raise TypeError(f"argument 1 must be str, not {type_name(topic)}")
         on_delivery = callback or on_delivery
         if isinstance(table, list):
             return self._produce_dicts(topic, table, partition, on_delivery, timestamp)
@@ -422,59 +427,3 @@ def _delivery_error(error) -> KafkaError | None:
         return KafkaError._of(error, KafkaError._MSG_TIMED_OUT)
     # QueuePurgedError/InFlightPurgedError carry _PURGE_QUEUE/_PURGE_INFLIGHT as their kafka_code.
     return KafkaError.of(error)
-
-
-def _type_name(value) -> str:
-    return "None" if value is None else type(value).__name__
-
-
-def _as_bytes(data) -> bytes:
-    if isinstance(data, str):
-        return data.encode()
-    if isinstance(data, (bytearray, memoryview)):
-        return bytes(data)
-    raise TypeError(f"a bytes-like object is required, not '{type(data).__name__}'")
-
-
-def _as_timestamp(timestamp) -> int:
-    """An int64 of milliseconds, as confluent-kafka's ``produce`` parses it (a float is refused)."""
-    timestamp = operator.index(timestamp)
-    if not -2**63 <= timestamp < 2**63:
-        raise OverflowError("timestamp does not fit in a 64-bit integer")
-    return timestamp
-
-
-def _as_header_list(headers) -> list:
-    """``headers`` checked and normalised to [(str, bytes | None)], with confluent-kafka's
-    TypeErrors: a dict or a list (or tuple) of (key, value) tuples; keys str (bytes are decoded,
-    anything else is made a str, as librdkafka's binding does); values None, bytes or str."""
-    if isinstance(headers, dict):
-        items = headers.items()
-    elif isinstance(headers, (list, tuple)):
-        items = headers
-        if not all(type(h) is tuple and len(h) == 2 for h in headers):
-            raise TypeError("Headers are expected to be a list of (key, value) tuples")
-    else:
-        raise TypeError(f"expected headers to be dict or list of (key, value) tuples, not {type(headers).__name__}")
-    return [(_header_key(k), _header_value(v)) for k, v in items]
-
-
-def _header_key(key) -> str:
-    if type(key) is str:
-        return key
-    if isinstance(key, (bytes, bytearray)):
-        try:
-            return bytes(key).decode()
-        except UnicodeDecodeError:
-            raise TypeError("expected header key to be unicode string") from None
-    return str(key)
-
-
-def _header_value(value):
-    if value is None or type(value) is bytes:
-        return value
-    if isinstance(value, str):
-        return value.encode()
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    raise TypeError(f"expected header value to be None, binary, or unicode string, not {type(value).__name__}")

@@ -62,7 +62,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from broker.clock import Clock
-from broker.client.accumulator import ProducerBatch
+from broker.client.producer_batch import ProducerBatch
 from broker.client.transactions import FENCING, TransactionManager
 from broker.errors import (InvalidProducerEpochError, KafkaTimeoutError, OutOfOrderSequenceError, RiverlogError,
                            UnknownProducerIdError)

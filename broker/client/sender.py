@@ -18,8 +18,8 @@ import logging
 import time
 from collections.abc import Callable
 
-from broker.client.accumulator import (ProducerBatch, RecordAccumulator, StickyPartitioner, TopicBuffer,
-                                       _ListChunk, _TableChunk, assign_partitions, build_batches, record_sizes)
+from broker.client.accumulator import RecordAccumulator, TopicBuffer, _ListChunk, _TableChunk
+from broker.client.producer_batch import ProducerBatch, StickyPartitioner, assign_partitions, build_batches, record_sizes
 from broker.client.produce_stream import ProduceStream
 from broker.client.send_policy import SendLimits, SendPolicy
 from broker.client.transactions import TransactionManager

@@ -26,7 +26,7 @@ import collections
 import random
 from dataclasses import dataclass, field, fields
 
-from broker.client.accumulator import ProducerBatch
+from broker.client.producer_batch import ProducerBatch
 from broker.client.send_policy import SendLimits, SendPolicy
 from broker.client.transactions import TransactionManager
 from broker.clock import ManualClock

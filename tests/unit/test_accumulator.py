@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.client.accumulator import RECORD_OVERHEAD, RecordAccumulator, record_sizes
+from broker.client.accumulator import RecordAccumulator
+from broker.client.producer_batch import RECORD_OVERHEAD, record_sizes
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ import datetime
 import pyarrow as pa
 import pytest
 
-from broker.client.accumulator import normalise_table
+from broker.client.producer_batch import normalise_table
 
 pytestmark = pytest.mark.unit
 

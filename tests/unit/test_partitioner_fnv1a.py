@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from broker.client import fnv1a as fnv1a_partition
-from broker.client.accumulator import StickyPartitioner, assign_partitions
+from broker.client.producer_batch import StickyPartitioner, assign_partitions
 from broker.client.partitioner import fnv1a, partition_with, partitions_with
 from broker.records.arrow_body import record_batch
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.client.accumulator import StickyPartitioner, assign_partitions
+from broker.client.producer_batch import StickyPartitioner, assign_partitions
 from broker.client.config import PRODUCER_CONFIG
 from broker.client.partitioner import (PARTITIONERS, fnv1a, murmur2, partition_with, partitions_with, to_positive)
 from broker.errors import InvalidConfigError

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import pyarrow as pa
 import pytest
 
-from broker.client.accumulator import FIELDS, ProducerBatch, RecordAccumulator, TopicBuffer
+from broker.client.accumulator import FIELDS, RecordAccumulator, TopicBuffer
+from broker.client.producer_batch import ProducerBatch
 from broker.client.config import PRODUCER_CONFIG
 from broker.client.send_policy import SendLimits
 from broker.client.sender import Sender

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.client.accumulator import ProducerBatch
+from broker.client.producer_batch import ProducerBatch
 from broker.client.send_policy import SendLimits, SendPolicy
 from broker.client.transactions import TransactionManager, TxnState
 from broker.clock import ManualClock

@@ -1,0 +1,62 @@
+"""What ``produce()`` accepts, checked and normalised as confluent-kafka's argument parsing does:
+the same types pass and the same TypeError/OverflowError messages refuse the rest, before a
+record reaches the accumulator (where a bad one could only fail later, in the background)."""
+from __future__ import annotations
+
+import operator
+
+
+def type_name(value) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def as_bytes(data) -> bytes:
+    if isinstance(data, str):
+        return data.encode()
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f"a bytes-like object is required, not '{type(data).__name__}'")
+
+
+def as_timestamp(timestamp) -> int:
+    """An int64 of milliseconds, as confluent-kafka's ``produce`` parses it (a float is refused)."""
+    timestamp = operator.index(timestamp)
+    if not -2**63 <= timestamp < 2**63:
+        raise OverflowError("timestamp does not fit in a 64-bit integer")
+    return timestamp
+
+
+def as_header_list(headers) -> list:
+    """``headers`` checked and normalised to [(str, bytes | None)], with confluent-kafka's
+    TypeErrors: a dict or a list (or tuple) of (key, value) tuples; keys str (bytes are decoded,
+    anything else is made a str, as librdkafka's binding does); values None, bytes or str."""
+    if isinstance(headers, dict):
+        items = headers.items()
+    elif isinstance(headers, (list, tuple)):
+        items = headers
+        if not all(type(h) is tuple and len(h) == 2 for h in headers):
+            raise TypeError("Headers are expected to be a list of (key, value) tuples")
+    else:
+        raise TypeError(f"expected headers to be dict or list of (key, value) tuples, not {type(headers).__name__}")
+    return [(_header_key(k), _header_value(v)) for k, v in items]
+
+
+def _header_key(key) -> str:
+    if type(key) is str:
+        return key
+    if isinstance(key, (bytes, bytearray)):
+        try:
+            return bytes(key).decode()
+        except UnicodeDecodeError:
+            raise TypeError("expected header key to be unicode string") from None
+    return str(key)
+
+
+def _header_value(value):
+    if value is None or type(value) is bytes:
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"expected header value to be None, binary, or unicode string, not {type(value).__name__}")
