@@ -13,43 +13,24 @@ from __future__ import annotations
 import logging
 import time
 
-from broker.config import APPEND, SUBTRACT, TOPIC_CONFIG, altered_list
 from broker.controller.quorum_controller import colliding_topic
 from broker.errors import (BrokerNotAvailableError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
                            LeaderNotAvailableError, NotLeaderOrFollowerError, RiverlogError,
-                           TopicAlreadyExistsError, UnknownServerError, UnknownTopicOrPartitionError)
+                           TopicAlreadyExistsError, UnknownTopicOrPartitionError)
 from broker.group.coordinator import OFFSETS_TOPIC
 from broker.proto import riverlog_pb2 as pb
 from broker.server.broker import Broker
+from broker.server.config_handlers import alter_configs, describe_configs
+from broker.server.request_results import duplicates, fill_error
 from broker.transaction.coordinator import TXN_TOPIC
 
 log = logging.getLogger(__name__)
 
-RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 # Kafka's Topic.isInternal: the topics the brokers keep for themselves. Only these are marked
 # internal in Metadata, and only these are not auto-created by a Metadata request (their
 # coordinators create them, with their own settings, on first use).
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TXN_TOPIC})
-
-
-def _duplicates(names) -> list:
-    """The names that occur more than once, in order of first occurrence (Kafka's ControllerApis
-    answers each ``INVALID_REQUEST`` "Duplicate topic name." and acts on none of them)."""
-    seen, dup = set(), {}
-    for name in names:
-        if name in seen:
-            dup[name] = None
-        seen.add(name)
-    return list(dup)
-
-
-def _fill_error(result, error: Exception) -> None:
-    if not isinstance(error, RiverlogError):
-        log.exception("unexpected error while handling a request", exc_info=error)
-        error = UnknownServerError(f"{type(error).__name__}: {error}")
-    result.error_code = error.code
-    result.error_message = error.message
 
 
 class Handlers:
@@ -85,10 +66,10 @@ class Handlers:
                 try:
                     topic = self._auto_create(name)
                 except Exception as e:  # noqa: BLE001 - reported for this topic
-                    _fill_error(tm, e)
+                    fill_error(tm, e)
                     continue
             if topic is None:
-                _fill_error(tm, UnknownTopicOrPartitionError(
+                fill_error(tm, UnknownTopicOrPartitionError(
                     f"topic '{name}' does not exist" + ("" if b.config["auto.create.topics.enable"] else
                                                        " (auto.create.topics.enable is false on the broker)")))
                 continue
@@ -137,10 +118,10 @@ class Handlers:
         same request is refused as it would be in a later request; with ``validate_only`` nothing is
         created, so the names validated so far stand in for them."""
         response = pb.CreateTopicsResponse()
-        duplicates = _duplicates(t.name for t in request.topics)
+        repeated = duplicates(t.name for t in request.topics)
         validated: set[str] = set()
         for t in request.topics:
-            if t.name in duplicates:
+            if t.name in repeated:
                 continue
             result = response.results.add(name=t.name)
             try:
@@ -152,36 +133,36 @@ class Handlers:
                 if request.validate_only:
                     validated.add(t.name)
             except Exception as e:  # noqa: BLE001 - reported per topic
-                _fill_error(result, e)
-        _add_duplicates(response.results, duplicates)
+                fill_error(result, e)
+        _add_duplicates(response.results, repeated)
         return response
 
     def delete_topics(self, request: pb.DeleteTopicsRequest) -> pb.DeleteTopicsResponse:
         response = pb.DeleteTopicsResponse()
-        duplicates = _duplicates(request.topics)
+        repeated = duplicates(request.topics)
         for name in request.topics:
-            if name in duplicates:
+            if name in repeated:
                 continue
             result = response.results.add(name=name)
             try:
                 self.broker.delete_topic(name)
             except Exception as e:  # noqa: BLE001
-                _fill_error(result, e)
-        _add_duplicates(response.results, duplicates)
+                fill_error(result, e)
+        _add_duplicates(response.results, repeated)
         return response
 
     def create_partitions(self, request: pb.CreatePartitionsRequest) -> pb.CreatePartitionsResponse:
         response = pb.CreatePartitionsResponse()
-        duplicates = _duplicates(t.name for t in request.topics)
+        repeated = duplicates(t.name for t in request.topics)
         for t in request.topics:
-            if t.name in duplicates:
+            if t.name in repeated:
                 continue
             result = response.results.add(name=t.name)
             try:
                 self.broker.create_partitions(t.name, t.count, request.validate_only)
             except Exception as e:  # noqa: BLE001
-                _fill_error(result, e)
-        _add_duplicates(response.results, duplicates)
+                fill_error(result, e)
+        _add_duplicates(response.results, repeated)
         return response
 
     def elect_leaders(self, request: pb.ElectLeadersRequest) -> pb.ElectLeadersResponse:
@@ -189,7 +170,7 @@ class Handlers:
         try:
             self.broker.elect_leaders(request.topic, list(request.partitions) or None)
         except Exception as e:  # noqa: BLE001
-            _fill_error(response, e)
+            fill_error(response, e)
         return response
 
     def init_producer_id(self, request: pb.InitProducerIdRequest) -> pb.InitProducerIdResponse:
@@ -226,7 +207,7 @@ class Handlers:
                     else:
                         appended.done()
                 except Exception as e:  # noqa: BLE001
-                    _fill_error(pr, e)
+                    fill_error(pr, e)
         return response, waiting
 
     @staticmethod
@@ -242,7 +223,7 @@ class Handlers:
                 else:
                     still.append(w)
             except Exception as e:  # noqa: BLE001
-                _fill_error(w.result, e)
+                fill_error(w.result, e)
         return still
 
     # ---------------------------------------------------------------------------- fetch
@@ -296,7 +277,7 @@ class Handlers:
                     pr.log_start_offset, pr.log_end_offset = result.log_start_offset, result.log_end_offset
                     total += len(result.records)
                 except Exception as e:  # noqa: BLE001
-                    _fill_error(pr, e)
+                    fill_error(pr, e)
                     for key in ("log_start_offset", "log_end_offset"):
                         if isinstance(e, RiverlogError) and key in e.details:
                             setattr(pr, key, e.details[key])
@@ -330,7 +311,7 @@ class Handlers:
                         if found:
                             pr.offset, pr.timestamp = found
                 except Exception as e:  # noqa: BLE001
-                    _fill_error(pr, e)
+                    fill_error(pr, e)
         return response
 
     def delete_records(self, request: pb.DeleteRecordsRequest) -> pb.DeleteRecordsResponse:
@@ -343,90 +324,20 @@ class Handlers:
                 try:
                     pr.low_watermark = self._partition(topic.name, p.partition).delete_records(p.offset)
                 except Exception as e:  # noqa: BLE001 - reported per partition
-                    _fill_error(pr, e)
+                    fill_error(pr, e)
         return response
 
     # ---------------------------------------------------------------------------- configs
     def describe_configs(self, request: pb.DescribeConfigsRequest) -> pb.DescribeConfigsResponse:
-        response = pb.DescribeConfigsResponse()
-        for resource in request.resources:
-            result = response.results.add(resource=resource)
-            try:
-                self._describe(resource, result)
-            except Exception as e:  # noqa: BLE001
-                _fill_error(result, e)
-        return response
-
-    def _describe(self, resource: pb.ConfigResource, result) -> None:
-        b = self.broker
-        if resource.type == RESOURCE_TOPIC:
-            topic = b.topic(resource.name)
-            config = b.topic_config(topic)
-            for key in TOPIC_CONFIG.describe():
-                if key.name in topic.configs:
-                    source = "DYNAMIC_TOPIC_CONFIG"
-                elif key.broker_default in b.config.overrides:
-                    source = "STATIC_BROKER_CONFIG"
-                else:
-                    source = "DEFAULT_CONFIG"
-                result.entries.add(name=key.name, value=_text(config[key.name]), source=source,
-                                   is_default=source == "DEFAULT_CONFIG", documentation=key.doc)
-        elif resource.type == RESOURCE_BROKER:
-            if resource.name not in ("", str(b.node_id)):
-                raise InvalidRequestError(f"this is broker {b.node_id}, not {resource.name}")
-            for key in b.config._definition.describe():
-                overridden = key.name in b.config.overrides
-                result.entries.add(name=key.name, value=_text(b.config[key.name]),
-                                   source="STATIC_BROKER_CONFIG" if overridden else "DEFAULT_CONFIG",
-                                   is_default=not overridden, read_only=True, documentation=key.doc)
-        else:
-            raise InvalidRequestError(f"config resource type {resource.type} is not supported (2 topic, 4 broker)")
+        return describe_configs(self.broker, request)
 
     def alter_configs(self, request: pb.AlterConfigsRequest) -> pb.AlterConfigsResponse:
-        """A resource named twice is answered ``INVALID_REQUEST`` "Duplicate resource." once and
-        left as it is, and a config named twice in one resource "Error due to duplicate config
-        keys" (Kafka's ControllerApis and ConfigAdminManager)."""
-        response = pb.AlterConfigsResponse()
-        duplicates = _duplicates((r.resource.type, r.resource.name) for r in request.resources)
-        for resource in request.resources:
-            if (resource.resource.type, resource.resource.name) in duplicates:
-                continue
-            result = response.results.add(resource=resource.resource)
-            try:
-                if _duplicates(entry.name for entry in resource.configs):
-                    raise InvalidRequestError("Error due to duplicate config keys")
-                if resource.resource.type != RESOURCE_TOPIC:
-                    raise InvalidRequestError(
-                        "only topic configs can be altered; broker configs are read at start-up")
-                topic = self.broker.topic(resource.resource.name)
-                overrides = dict(topic.configs) if resource.incremental else {}
-                for entry in resource.configs:
-                    if entry.op == 0:
-                        overrides[entry.name] = entry.value
-                    elif entry.op == 1:
-                        overrides.pop(entry.name, None)
-                    elif entry.op in (APPEND, SUBTRACT) and resource.incremental:
-                        current = overrides.get(entry.name)
-                        if current is None and entry.name in self.broker.topic_defaults:
-                            current = _text(self.broker.topic_defaults[entry.name])
-                        overrides[entry.name] = altered_list(entry.name, current, entry.op, entry.value)
-                    else:
-                        raise InvalidRequestError(
-                            f"config operation {entry.op} for '{entry.name}' is not one of SET (0), DELETE (1), "
-                            "APPEND (2), SUBTRACT (3)" + ("" if resource.incremental else
-                                                          "; alter_configs replaces; use incremental_alter_configs"))
-                self.broker.alter_topic_config(topic.name, overrides, request.validate_only)
-            except Exception as e:  # noqa: BLE001
-                _fill_error(result, e)
-        for type_, name in duplicates:
-            result = response.results.add(resource=pb.ConfigResource(type=type_, name=name))
-            _fill_error(result, InvalidRequestError("Duplicate resource."))
-        return response
+        return alter_configs(self.broker, request)
 
 
 def _add_duplicates(results, names) -> None:
     for name in names:
-        _fill_error(results.add(name=name), InvalidRequestError("Duplicate topic name."))
+        fill_error(results.add(name=name), InvalidRequestError("Duplicate topic name."))
 
 
 class Replicating:
@@ -440,9 +351,3 @@ class Replicating:
         self.result.base_offset = self.info.first_offset
         self.result.log_append_time = self.info.log_append_time
         self.result.log_start_offset = self.partition.log.log_start_offset
-
-
-def _text(value) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)

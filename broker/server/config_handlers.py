@@ -1,0 +1,95 @@
+"""Config requests (Kafka's DescribeConfigs, AlterConfigs and IncrementalAlterConfigs):
+a topic's configs with their sources, the broker's read-only ones, and topic overrides altered
+through the controller."""
+from __future__ import annotations
+
+from broker.config import APPEND, SUBTRACT, TOPIC_CONFIG, altered_list
+from broker.errors import InvalidRequestError
+from broker.proto import riverlog_pb2 as pb
+from broker.server.broker import Broker
+from broker.server.request_results import duplicates, fill_error
+
+RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
+
+
+def describe_configs(broker: Broker, request: pb.DescribeConfigsRequest) -> pb.DescribeConfigsResponse:
+    response = pb.DescribeConfigsResponse()
+    for resource in request.resources:
+        result = response.results.add(resource=resource)
+        try:
+            _describe(broker, resource, result)
+        except Exception as e:  # noqa: BLE001
+            fill_error(result, e)
+    return response
+
+def _describe(broker: Broker, resource: pb.ConfigResource, result) -> None:
+    b = broker
+    if resource.type == RESOURCE_TOPIC:
+        topic = b.topic(resource.name)
+        config = b.topic_config(topic)
+        for key in TOPIC_CONFIG.describe():
+            if key.name in topic.configs:
+                source = "DYNAMIC_TOPIC_CONFIG"
+            elif key.broker_default in b.config.overrides:
+                source = "STATIC_BROKER_CONFIG"
+            else:
+                source = "DEFAULT_CONFIG"
+            result.entries.add(name=key.name, value=_text(config[key.name]), source=source,
+                               is_default=source == "DEFAULT_CONFIG", documentation=key.doc)
+    elif resource.type == RESOURCE_BROKER:
+        if resource.name not in ("", str(b.node_id)):
+            raise InvalidRequestError(f"this is broker {b.node_id}, not {resource.name}")
+        for key in b.config._definition.describe():
+            overridden = key.name in b.config.overrides
+            result.entries.add(name=key.name, value=_text(b.config[key.name]),
+                               source="STATIC_BROKER_CONFIG" if overridden else "DEFAULT_CONFIG",
+                               is_default=not overridden, read_only=True, documentation=key.doc)
+    else:
+        raise InvalidRequestError(f"config resource type {resource.type} is not supported (2 topic, 4 broker)")
+
+def alter_configs(broker: Broker, request: pb.AlterConfigsRequest) -> pb.AlterConfigsResponse:
+    """A resource named twice is answered ``INVALID_REQUEST`` "Duplicate resource." once and
+    left as it is, and a config named twice in one resource "Error due to duplicate config
+    keys" (Kafka's ControllerApis and ConfigAdminManager)."""
+    response = pb.AlterConfigsResponse()
+    repeated = duplicates((r.resource.type, r.resource.name) for r in request.resources)
+    for resource in request.resources:
+        if (resource.resource.type, resource.resource.name) in repeated:
+            continue
+        result = response.results.add(resource=resource.resource)
+        try:
+            if duplicates(entry.name for entry in resource.configs):
+                raise InvalidRequestError("Error due to duplicate config keys")
+            if resource.resource.type != RESOURCE_TOPIC:
+                raise InvalidRequestError(
+                    "only topic configs can be altered; broker configs are read at start-up")
+            topic = broker.topic(resource.resource.name)
+            overrides = dict(topic.configs) if resource.incremental else {}
+            for entry in resource.configs:
+                if entry.op == 0:
+                    overrides[entry.name] = entry.value
+                elif entry.op == 1:
+                    overrides.pop(entry.name, None)
+                elif entry.op in (APPEND, SUBTRACT) and resource.incremental:
+                    current = overrides.get(entry.name)
+                    if current is None and entry.name in broker.topic_defaults:
+                        current = _text(broker.topic_defaults[entry.name])
+                    overrides[entry.name] = altered_list(entry.name, current, entry.op, entry.value)
+                else:
+                    raise InvalidRequestError(
+                        f"config operation {entry.op} for '{entry.name}' is not one of SET (0), DELETE (1), "
+                        "APPEND (2), SUBTRACT (3)" + ("" if resource.incremental else
+                                                      "; alter_configs replaces; use incremental_alter_configs"))
+            broker.alter_topic_config(topic.name, overrides, request.validate_only)
+        except Exception as e:  # noqa: BLE001
+            fill_error(result, e)
+    for type_, name in repeated:
+        result = response.results.add(resource=pb.ConfigResource(type=type_, name=name))
+        fill_error(result, InvalidRequestError("Duplicate resource."))
+    return response
+
+
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
