@@ -37,7 +37,7 @@ from broker.client.membership import GroupMembership
 from broker.client.subscription import Subscription
 from broker.client.message import Message
 from broker.clock import SYSTEM_CLOCK
-from broker.errors import ClientClosedError, RiverlogError
+from broker.errors import ClientClosedError, KafkaError, RiverlogError
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,7 @@ class Consumer(ConsumerAssignment, ConsumerOffsets):
         self._group_id = cfg["group.id"]
         self._coordinator = CoordinatorClient(self.cluster, self._group_id) if self._group_id else None
         self._membership: GroupMembership | None = None
+        self._fatal_error: KafkaError | None = None  # set once fenced: commits and subscribe() fail with it
         self._committer = OffsetCommitter(self._coordinator, cfg, self._group_id, self._member,
                                           self._clock, self._group_wake) if self._coordinator else None
         self._callbacks: dict = {}

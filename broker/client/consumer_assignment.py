@@ -18,7 +18,7 @@ from broker.client.fetch_state import OFFSET_TAIL_BASE
 from broker.client.membership import GroupMembership
 from broker.client.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Message, TopicPartition
 from broker.client.subscription import Subscription
-from broker.errors import InvalidConfigError, KafkaError, KafkaException, RiverlogError
+from broker.errors import FencedInstanceIdError, InvalidConfigError, KafkaError, KafkaException, RiverlogError
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,7 @@ class ConsumerAssignment:
         self._check_open()
         if self._coordinator is None:
             raise InvalidConfigError("subscribe() needs group.id", config="group.id")
+        self._check_not_fatal()
         if isinstance(topics, str):
             topics = [topics]
         subscription = Subscription(list(topics))
@@ -158,6 +159,9 @@ class ConsumerAssignment:
                 self._fetch_state.events.append(Message(None, -1, OFFSET_INVALID, error=exceeded))
         membership.polled()
         assignment, lost, fatal = membership.pending()
+        if isinstance(fatal, FencedInstanceIdError):
+            self._fenced()
+            return
         if fatal is not None:
             self._events.error(fatal)
             self._membership = None
@@ -221,6 +225,28 @@ class ConsumerAssignment:
             else:
                 self._fetch_state.assign([])
         self._fetcher.kick()
+
+    def _fenced(self) -> None:
+        """Another instance took this member's ``group.instance.id``: librdkafka's
+        ``rd_kafka_set_fatal_error`` for FENCED_INSTANCE_ID. The consumer is done: ``poll()``
+        returns one ``_FATAL`` error event (``fatal()`` true; a consumer's fatal error goes to its
+        queue, not to ``error_cb``), the partitions are unassigned without a rebalance callback
+        (``rd_kafka_rebalance_op`` on a fatal error), and commits and ``subscribe()`` then fail
+        with ``_FATAL``. Only ``close()`` is left to do."""
+        reason = "Broker: Static consumer fenced by other consumer with same group.instance.id"
+        error = KafkaError(KafkaError._FATAL, f"Fatal error: {reason}: Fatal consumer error: {reason}", fatal=True)
+        self._fatal_error = error
+        self._membership = None
+        self._drop_subscription()
+        self._owned.clear()
+        with self._cond:
+            self._fetch_state.assign([])
+            self._fetch_state.events.append(Message(None, -1, OFFSET_INVALID, error=error))
+        self._fetcher.kick()
+
+    def _check_not_fatal(self) -> None:
+        if self._fatal_error is not None:
+            raise KafkaException(self._fatal_error)
 
     def _revoke(self, partitions: set, lost: bool) -> None:
         if not partitions:

@@ -35,6 +35,11 @@ class ConsumerOffsets:
         self._check_open()
         if self._coordinator is None:
             raise InvalidConfigError("commit() needs group.id", config="group.id")
+        if self._fatal_error is not None:   # librdkafka: "Commits are not allowed when a fatal error has been raised"
+            if not asynchronous:
+                raise KafkaException(self._fatal_error)
+            self._committer.report(self._fatal_error, [])
+            return None
         if message is not None and offsets is not None:
             raise ValueError("message and offsets are mutually exclusive")
         if message is not None:

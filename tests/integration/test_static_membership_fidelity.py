@@ -237,3 +237,51 @@ def test_an_argument_less_commit_of_a_lost_assignment_fails_until_poll_has_handl
         assert raised.value.args[0].code() == KafkaError._NO_OFFSET    # nothing assigned now
     finally:
         member.consumer.close()
+
+
+def test_a_fenced_static_member_gets_a_fatal_error_event_from_poll_not_an_exception(broker, topic_name):
+    """librdkafka's ``rd_kafka_set_fatal_error`` for FENCED_INSTANCE_ID: a consumer's fatal error is
+    a ``_FATAL`` event that ``poll()`` returns (``fatal()`` true), not an exception nor an
+    ``error_cb``; its partitions go without a rebalance callback, and commits and ``subscribe()``
+    fail with ``_FATAL``. ``poll()`` used to raise FencedInstanceIdError, which ends a
+    confluent-kafka poll loop (``if msg.error(): ...``) with a traceback instead."""
+    from broker.client import KafkaError, KafkaException
+    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(30)
+    errors: list = []
+    events: list = []
+
+    def member():
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "fenced", "group.instance.id": "pod-1",
+                      "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 200, "error_cb": errors.append})
+        c.subscribe([topic_name], on_assign=lambda _, ps: events.append(("assign", len(ps))),
+                    on_revoke=lambda _, ps: events.append(("revoke", len(ps))),
+                    on_lost=lambda _, ps: events.append(("lost", len(ps))))
+        return c
+
+    old = member()
+    new = None
+    try:
+        wait_until(lambda: old.poll(0.02) is None and bool(old.assignment()), 30, 0, "the first instance's partition")
+        new = member()                                   # the same instance id started again
+        wait_until(lambda: new.poll(0.02) is None and bool(new.assignment()), 30, 0, "the new instance's partition")
+        seen: list = []
+        wait_until(lambda: (m := old.poll(0.05)) is not None and m.error() is not None and seen.append(m) is None,
+                   30, 0, "the old instance's fatal event")
+        error = seen[0].error()
+        assert error.code() == KafkaError._FATAL and error.fatal()
+        assert "fenced" in error.str() and "group.instance.id" in error.str()
+        assert old.assignment() == [] and events == [("assign", 1), ("assign", 1)]
+        assert errors == []
+        with pytest.raises(KafkaException) as raised:
+            old.commit(offsets=[TopicPartition(topic_name, 0, 1)], asynchronous=False)
+        assert raised.value.args[0].code() == KafkaError._FATAL
+        with pytest.raises(KafkaException) as raised:
+            old.subscribe([topic_name])
+        assert raised.value.args[0].code() == KafkaError._FATAL
+        assert old.poll(0.05) is None                    # one event; the consumer stays quiet
+        assert new.assignment() == [TopicPartition(topic_name, 0)]
+    finally:
+        old.close()
+        if new is not None:
+            new.close()
