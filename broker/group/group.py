@@ -27,6 +27,7 @@ from broker.errors import (FencedInstanceIdError, FencedMemberEpochError,
 from broker.group.assignors import COOPERATIVE, TP, assignor, elect, strategies
 
 JOIN, LEAVE, LEAVE_STATIC = 0, -1, -2
+FENCED_MEMBERS_KEPT = 1000  # replaced static members' ids remembered per group
 
 EMPTY, ASSIGNING, RECONCILING, STABLE = "Empty", "Assigning", "Reconciling", "Stable"
 
@@ -94,7 +95,10 @@ class ConsumerGroup:
         # until the coordinator's next tick stamps it). Their fence is kept for
         # ``coordinator.PRODUCER_FENCE_RETENTION_MS``, then forgotten (``GroupShard.expire``).
         self.producer_ended: dict[int, int] = {}
-        self.fenced_members: set[str] = set()  # replaced static members: told so if they come back
+        # Replaced static members, newest last, so a commit from one (which names no instance id)
+        # is told FENCED_INSTANCE_ID; the oldest are forgotten past FENCED_MEMBERS_KEPT (they are
+        # then UNKNOWN_MEMBER_ID, Kafka's answer to any member id it does not know).
+        self.fenced_members: dict[str, None] = {}
 
     # ------------------------------------------------------------------------------ state
     @property
@@ -159,10 +163,15 @@ class ConsumerGroup:
             return
         current = next((m for m in self.members.values() if m.instance_id == instance_id), None)
         if current is not None and current.member_id != member_id:
-            self.fenced_members.add(member_id)
+            self._fence(member_id)
             raise FencedInstanceIdError(
                 f"member {member_id} was replaced by a newer member with its group.instance.id "
                 f"'{instance_id}' (member {current.member_id})")
+
+    def _fence(self, member_id: str) -> None:
+        self.fenced_members[member_id] = None
+        while len(self.fenced_members) > FENCED_MEMBERS_KEPT:
+            del self.fenced_members[next(iter(self.fenced_members))]
 
     def _member(self, member_id: str) -> Member:
         member = self.members.get(member_id)
@@ -190,7 +199,7 @@ class ConsumerGroup:
         if previous is not None:
             # A static member coming back: it takes over its predecessor's partitions, no rebalance.
             del self.members[previous.member_id]
-            self.fenced_members.add(previous.member_id)
+            self._fence(previous.member_id)
             member = Member(member_id, instance_id, client_id, sorted(topics), session_timeout_ms,
                             rebalance_timeout_ms, now_ms, previous.epoch, previous.previous_epoch,
                             set(previous.assigned), set(), previous.eager_cleared, assignors=preferences)

@@ -74,3 +74,19 @@ def test_a_static_member_that_leaves_mid_revocation_is_kept_for_its_session_not_
     assert a in group.members and not group.members[a].active
     shard.expire({"t": 4}, 10_005)               # past the session
     assert a not in group.members
+
+
+def test_replaced_members_are_remembered_up_to_a_bound():
+    """Every restart of a static member replaces one member id; the group remembers the newest
+    ``FENCED_MEMBERS_KEPT`` of them (a commit from one is FENCED_INSTANCE_ID), not every one ever."""
+    from broker.group.group import FENCED_MEMBERS_KEPT
+    shard = GroupShard(0)
+    records: list = []
+    first = _beat(shard, records)
+    last = first
+    for i in range(FENCED_MEMBERS_KEPT + 5):
+        last = _beat(shard, records, now=10 + i)
+    group = shard.groups[G]
+    assert len(group.fenced_members) == FENCED_MEMBERS_KEPT
+    assert first.member_id not in group.fenced_members and last.member_id not in group.fenced_members
+    assert list(group.members) == [last.member_id]
