@@ -29,17 +29,15 @@ split are planned in Python once per converter type and moved onto each later ba
 from __future__ import annotations
 
 import json
-import re
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import NullType
 
-from broker.client import AdminClient, Consumer, NewTopic, TopicPartition
-from broker.errors import TopicAlreadyExistsError
+from broker.client import Consumer, TopicPartition
 from spark_sink import activate_in_thread
 
-from connect import converters, dead_letter, offset_commit, record_frame, topic_tracking
+from connect import converters, dead_letter, offset_commit, record_frame, sink_input, topic_tracking
 from connect.config import ConnectorConfig, WorkerConfig
 from connect.connector import Connector, SinkConnector, SourceConnector
 from connect.connector_state import (ConnectorPaths, batch_end_offset, batch_start_offset, finish_pending, group_id,
@@ -173,73 +171,9 @@ class Pipeline:
         log = self.storage.offset_log
         return offset_commit.committer_options(c, self.config.name, self.paths.checkpoint, log.topic, log.partitions)
 
-    def _listed(self) -> list[str]:
-        raw = self.config.values.get("topics") or []
-        items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
-        return [t.strip() for t in items if t.strip()]
-
-    def _topics(self, consumer: Consumer) -> list[str]:
-        topics = self._listed()
-        pattern = str(self.config.values.get("topics.regex") or "").strip()
-        if pattern:
-            topics = [t for t in consumer.list_topics(timeout=30).topics if re.fullmatch(pattern, t)]
-        return topics
-
     def _sink_input(self) -> DataFrame:
-        c = self.connector
-        assert isinstance(c, SinkConnector)
-        servers = c.input_bootstrap_servers
-        reader = (self.spark.readStream.format("riverlog").option("riverlog.bootstrap.servers", servers)
-                  .option("includeHeaders", "true").option("groupId", group_id(self.config.name)))
-        for k, v in self.config.reader_options().items():
-            reader = reader.option(k, v)
-        pattern = str(self.config.values.get("topics.regex") or "").strip()
-        # Connect matches topics.regex against the whole name; Spark's subscribePattern finds it anywhere
-        reader = reader.option("subscribePattern", f"^(?:{pattern})$") if pattern else \
-            reader.option("subscribe", ",".join(self._listed()))
-        self._create_missing(servers)
-        # Always given, not only without a checkpoint: the riverlog source asks initialOffset()
-        # again when batch 0 is replayed, and its default (latest) would skip that batch's records.
-        committed = self._committed(servers)
-        reader = reader.option("startingOffsets", committed if isinstance(committed, str) else json.dumps(committed))
-        self._query_start = self.paths.query_start(lambda: committed)
-        return reader.load()   # its topics are read from the query's progress (connect.topic_tracking)
-
-    def _create_missing(self, servers: str) -> None:
-        """Listed ``topics`` that do not exist yet are created with the broker's defaults, as a
-        Kafka consumer's subscription creates them (``allow.auto.create.topics``); the query reads
-        the partitions it finds when it starts."""
-        names = self._listed()
-        if not names:
-            return
-        admin = AdminClient({"bootstrap.servers": servers})
-        try:
-            existing = admin.list_topics(timeout=30).topics
-            for name, future in admin.create_topics([NewTopic(t) for t in names if t not in existing]).items():
-                try:
-                    future.result(30)
-                except TopicAlreadyExistsError:
-                    pass
-        finally:
-            admin.close()
-
-    def _committed(self, servers: str) -> dict:
-        """The group's committed offsets (earliest where it has none): where a sink without a
-        checkpoint starts."""
-        c = Consumer({"bootstrap.servers": servers, "group.id": group_id(self.config.name),
-                      "enable.auto.commit": False})
-        try:
-            out: dict[str, dict[str, int]] = {}
-            for topic in self._topics(c):
-                meta = c.list_topics(topic, timeout=30).topics.get(topic)
-                parts = sorted(meta.partitions) if meta is not None and meta.partitions else []
-                out[topic] = {str(p): -2 for p in parts}
-                for tp in c.committed([TopicPartition(topic, p) for p in parts], timeout=30):
-                    if tp.offset >= 0:
-                        out[topic][str(tp.partition)] = tp.offset
-            return {t: ps for t, ps in out.items() if ps} or "earliest"
-        finally:
-            c.close()
+        frame, self._query_start = sink_input.read(self.spark, self.config, self.connector, self.paths)
+        return frame
 
     # ------------------------------------------------------------------------------ batches
     def __call__(self, df: DataFrame, batch_id: int) -> None:
