@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 
 from broker.config import LONG_MAX
-from broker.errors import (InvalidProducerEpochError, InvalidRecordError, InvalidTimestampError,
-                           MessageTooLargeError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
-                           NotLeaderOrFollowerError, OutOfOrderSequenceError, RequestTimedOutError)
+from broker.errors import (InvalidRecordError, InvalidTimestampError, MessageTooLargeError,
+                           NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderOrFollowerError,
+                           OutOfOrderSequenceError, RequestTimedOutError)
 from broker.partition_leadership import LEADER
 from broker.records.batch import HEADER_SIZE, increment_sequence, validate_batches
 from broker.records.control import marker_batch
@@ -195,17 +195,19 @@ class PartitionProduce:
 
     # ------------------------------------------------------------------------------ transactions
     def write_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> AppendInfo:
-        """As leader, end a producer's transaction here with a commit or abort marker."""
+        """As leader, end a producer's transaction here with a commit or abort marker from the
+        coordinator of ``coordinator_epoch`` (its ``__transaction_state`` partition's leader epoch).
+        Refused with ``InvalidProducerEpoch`` from an older producer epoch and with
+        ``TransactionCoordinatorFenced`` from an older coordinator epoch than the producer's last
+        marker here (Kafka's ``ProducerAppendInfo.appendEndTxnMarker``)."""
         data = marker_batch(producer_id, producer_epoch, commit, coordinator_epoch, self.clock.time_ms())
         headers = validate_batches(data, max_batch_bytes=1 << 20)
         with self.lock:
             self._check_leader()
-            entry = self.producers.producers.get(producer_id)
-            if entry is not None and producer_epoch < entry.epoch:
-                raise InvalidProducerEpochError(
-                    f"marker for producer {producer_id} epoch {producer_epoch}; epoch {entry.epoch} took over")
+            self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch, self.log.log_end_offset,
+                                        f"{self.topic}-{self.index}")
             info = self.log.append(data, headers, self.leader_epoch)
-            self.producers.end_transaction(headers[0], info.first_offset, commit)
+            self.producers.end_transaction(headers[0], info.first_offset, commit, coordinator_epoch)
             self.leader_state.on_leader_append(self.log.log_end_offset)
             self._advance_hw()
         self.notifier.bump()

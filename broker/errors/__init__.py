@@ -558,3 +558,11 @@ from broker.errors.kafka_error import KafkaError  # noqa: E402  (the value objec
 KafkaException = RiverlogError
 """confluent-kafka's exception: every typed error is one, and ``e.args[0]`` is its :class:`KafkaError`;
 ``KafkaException(kafka_error)`` builds the typed error the KafkaError stands for."""
+
+
+class TransactionCoordinatorFencedError(RiverlogError):
+    """A transaction marker came from a coordinator older than one this partition already heard
+    from: a zombie whose ``__transaction_state`` partition has a newer leader (Kafka's
+    ``TransactionCoordinatorFencedException``, raised by ``ProducerAppendInfo.appendEndTxnMarker``).
+    Only coordinators see it; the old coordinator stops sending markers for the transaction."""
+    code, grpc_status = 52, "FAILED_PRECONDITION"

@@ -36,7 +36,7 @@ from dataclasses import replace
 
 from broker.errors import (GroupIdNotFoundError, GroupSubscribedToTopicError, IllegalGenerationError,
                            InvalidGroupIdError, NonEmptyGroupError, ProducerFencedError, RiverlogError,
-                           StaleMemberEpochError)
+                           StaleMemberEpochError, TransactionCoordinatorFencedError)
 from broker.group.assignors import TP
 from broker.group.group import Committed, ConsumerGroup, HeartbeatResult, Member
 from broker.records.compacted import latest_values
@@ -111,6 +111,8 @@ class GroupShard:
                 self._position = max(self._position, c.position + 1)
             elif key["type"] == "txn_producer":
                 group.producer_epochs[key["producer"]] = value["epoch"]
+                if "coordinator_epoch" in value:
+                    group.coordinator_epochs[key["producer"]] = value["coordinator_epoch"]
                 if "ended_ms" in value:
                     group.producer_ended[key["producer"]] = value["ended_ms"]
         for group, member_id, v in members:
@@ -144,9 +146,12 @@ class GroupShard:
                 out[_key(type="txn_offset", group=group.group_id, producer=producer, topic=topic,
                          partition=partition)] = _offset_value(c)
         for producer, epoch in group.producer_epochs.items():
-            ended = group.producer_ended.get(producer)
-            out[_key(type="txn_producer", group=group.group_id, producer=producer)] = _value(
-                {"epoch": epoch} if ended is None else {"epoch": epoch, "ended_ms": ended})
+            value = {"epoch": epoch}
+            if producer in group.coordinator_epochs:
+                value["coordinator_epoch"] = group.coordinator_epochs[producer]
+            if producer in group.producer_ended:
+                value["ended_ms"] = group.producer_ended[producer]
+            out[_key(type="txn_producer", group=group.group_id, producer=producer)] = _value(value)
         if group.members or group.group_epoch:
             out[_key(type="group", group=group.group_id)] = _value(
                 {"assignor": group.assignor, "group_epoch": group.group_epoch,
@@ -209,6 +214,7 @@ class GroupShard:
             elif now_ms - ended > PRODUCER_FENCE_RETENTION_MS:
                 del group.producer_ended[producer]
                 group.producer_epochs.pop(producer, None)
+                group.coordinator_epochs.pop(producer, None)
             else:
                 continue
             changed = True
@@ -273,15 +279,26 @@ class GroupShard:
                 f"{member_epoch}, not its current one: its partitions may belong to another member now; "
                 "abort the transaction and process them again from the committed offsets") from None
 
-    def end_transaction(self, group_id: str, producer_id: int, producer_epoch: int, commit: bool) -> list[Record]:
+    def end_transaction(self, group_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                        coordinator_epoch: int = -1) -> list[Record]:
         """The transaction marker for a group: its pending offsets become offsets, or go. A marker
         of a newer epoch (the coordinator fencing the producer) also fences older offset commits.
         As Kafka's ``replayEndTransactionMarker``, a pending offset replaces the committed one only
         if it was written after it: a plain commit (or another transaction's commit) made while
-        this transaction was open wins."""
+        this transaction was open wins. A marker from an older transaction coordinator than the
+        producer's last one here is refused (``TransactionCoordinatorFenced``, as the
+        ``__consumer_offsets`` partition's ``ProducerAppendInfo.checkCoordinatorEpoch`` refuses it in
+        Kafka): it would end the producer's next transaction, committing offsets it has not decided."""
         group = self.groups.get(group_id)
         if group is None:
             return []
+        current = group.coordinator_epochs.get(producer_id, -1)
+        if coordinator_epoch < current:
+            raise TransactionCoordinatorFencedError(
+                f"Invalid coordinator epoch for producerId {producer_id} in group '{group_id}': "
+                f"{coordinator_epoch} (zombie), {current} (current)")
+        if coordinator_epoch >= 0:
+            group.coordinator_epochs[producer_id] = coordinator_epoch
         known = group.producer_epochs.get(producer_id, -1)
         pending = group.pending.pop(producer_id, None)
         group.producer_epochs[producer_id] = max(known, producer_epoch)

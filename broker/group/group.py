@@ -95,6 +95,10 @@ class ConsumerGroup:
         # until the coordinator's next tick stamps it). Their fence is kept for
         # ``coordinator.PRODUCER_FENCE_RETENTION_MS``, then forgotten (``GroupShard.expire``).
         self.producer_ended: dict[int, int] = {}
+        # The coordinator epoch of each producer's last transaction marker here (the
+        # ``__transaction_state`` partition's leader epoch): an older one comes from a deposed
+        # transaction coordinator (Kafka's ``ProducerStateEntry.coordinatorEpoch``).
+        self.coordinator_epochs: dict[int, int] = {}
         # Replaced static members, newest last, so a commit from one (which names no instance id)
         # is told FENCED_INSTANCE_ID; the oldest are forgotten past FENCED_MEMBERS_KEPT (they are
         # then UNKNOWN_MEMBER_ID, Kafka's answer to any member id it does not know).

@@ -4,6 +4,11 @@ As Kafka's: a batch with the control and transactional attributes, the producer'
 no sequence, and one record whose key is ``(version int16, type int16)`` — type 0 aborts, 1
 commits — and whose value is ``(version int16, coordinator epoch int32)``. Readers skip control
 batches; ``read_committed`` readers use them to know where an aborted transaction ends.
+
+The coordinator epoch is the leader epoch of the ``__transaction_state`` partition whose leader
+wrote the marker (Kafka's ``EndTransactionMarker.coordinatorEpoch``): a partition refuses a marker
+older than the last one it holds from the same producer, so a deposed coordinator cannot end a
+transaction its successor already ended (:mod:`broker.storage.producer_state`).
 """
 from __future__ import annotations
 
@@ -27,5 +32,12 @@ def marker_batch(producer_id: int, producer_epoch: int, commit: bool, coordinato
 
 def marker_type(batch: bytes) -> int:
     """ABORT or COMMIT, from a whole framed control batch."""
-    key = decode_body(memoryview(batch)[HEADER_SIZE:]).column(0)[0].as_py()
-    return _KEY.unpack(key)[1]
+    return read_marker(batch)[0]
+
+
+def read_marker(batch: bytes) -> tuple[int, int]:
+    """(ABORT or COMMIT, coordinator epoch) from a whole framed control batch; the epoch is -1
+    when the record has no value."""
+    body = decode_body(memoryview(batch)[HEADER_SIZE:])
+    value = body.column(1)[0].as_py()
+    return _KEY.unpack(body.column(0)[0].as_py())[1], -1 if value is None else _VALUE.unpack(value)[1]

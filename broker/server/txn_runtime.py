@@ -10,6 +10,14 @@ transactions open longer than their ``transaction.timeout.ms``, bumping the epoc
 that opened them is fenced, and every
 ``transaction.remove.expired.transaction.cleanup.interval.ms`` forgets transactional ids idle for
 ``transactional.id.expiration.ms``.
+
+Every marker carries the coordinator epoch: the leader epoch of the ``__transaction_state``
+partition the shard was loaded from (Kafka's ``TransactionStateManager`` loads a partition with
+its leader epoch as ``coordinatorEpoch``). A partition that already holds a marker of a newer
+coordinator for the producer answers ``TransactionCoordinatorFenced``: this broker was deposed
+(its view of the partition's leadership is stale), so, as Kafka's
+``TransactionMarkerRequestCompletionHandler``, it stops sending markers: the shard is dropped and
+requests get ``NotCoordinator`` until the broker loads the partition again.
 """
 from __future__ import annotations
 
@@ -19,8 +27,8 @@ from collections import defaultdict
 import grpc
 
 from broker.client.cluster import translate_rpc_error
-from broker.errors import (ConcurrentTransactionsError, NotLeaderOrFollowerError, RiverlogError,
-                           UnknownTopicOrPartitionError, error_for_code)
+from broker.errors import (ConcurrentTransactionsError, NotCoordinatorError, NotLeaderOrFollowerError, RiverlogError,
+                           TransactionCoordinatorFencedError, UnknownTopicOrPartitionError, error_for_code)
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import grouped
 from broker.server.coordinator_runtime import CoordinatorRuntime
@@ -87,16 +95,26 @@ class TransactionRuntime(CoordinatorRuntime):
     # ------------------------------------------------------------------------------ markers
     def _finish(self, loaded, meta: TransactionMetadata) -> None:
         """Markers everywhere, then Complete; on failure the transaction stays prepared (retried by
-        the timer) and the caller hears ConcurrentTransactions."""
+        the timer) and the caller hears ConcurrentTransactions; NotCoordinator once a newer
+        coordinator fenced this one."""
         try:
-            self._write_markers(meta)
+            self._write_markers(meta, loaded.leader_epoch)
+        except TransactionCoordinatorFencedError as e:
+            self._fenced(loaded, meta, e)
+            raise NotCoordinatorError(f"broker {self.broker.node_id} is no longer the coordinator of "
+                                      f"transactional.id '{meta.transactional_id}': {e}") from None
         except RiverlogError as e:
             log.info("transaction '%s': markers not all written yet (%r); retrying later", meta.transactional_id, e)
             raise ConcurrentTransactionsError(
                 f"transactional.id '{meta.transactional_id}' is still completing: {e}") from None
         self.write(loaded, loaded.shard.complete(meta.transactional_id, self.broker.clock.time_ms()))
 
-    def _write_markers(self, meta: TransactionMetadata) -> None:
+    def _fenced(self, loaded, meta: TransactionMetadata, error: RiverlogError) -> None:
+        log.warning("transaction '%s': a newer coordinator of %s-%d took over (%s); stop coordinating it",
+                    meta.transactional_id, self.topic, loaded.shard.partition, error)
+        self._drop(loaded.shard.partition, loaded)
+
+    def _write_markers(self, meta: TransactionMetadata, coordinator_epoch: int) -> None:
         image = self.broker.image
         by_leader: dict[int, list] = defaultdict(list)
         for topic, partition in sorted(meta.partitions):
@@ -110,13 +128,14 @@ class TransactionRuntime(CoordinatorRuntime):
         timeout_ms = self.config["offsets.commit.timeout.ms"]
         for leader, tps in by_leader.items():
             request = pb.WriteTxnMarkersRequest(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
-                                                commit=meta.commit, timeout_ms=timeout_ms,
-                                                partitions=grouped(tps))
+                                                commit=meta.commit, coordinator_epoch=coordinator_epoch,
+                                                timeout_ms=timeout_ms, partitions=grouped(tps))
             self._raise_first(self._send(leader, request).partitions)
         for group in sorted(meta.groups):
             node, _, _ = self.groups.find_coordinator(group)
             request = pb.WriteTxnMarkersRequest(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
-                                                commit=meta.commit, timeout_ms=timeout_ms, groups=[group])
+                                                commit=meta.commit, coordinator_epoch=coordinator_epoch,
+                                                timeout_ms=timeout_ms, groups=[group])
             self._raise_first(self._send(node, request).groups)
 
     def _send(self, node: int, request) -> pb.WriteTxnMarkersResponse:
@@ -155,7 +174,7 @@ class TransactionRuntime(CoordinatorRuntime):
             result = response.groups.add(group_id=group)
             try:
                 self.groups.run(group, lambda shard: (None, shard.end_transaction(
-                    group, request.producer_id, request.producer_epoch, request.commit)))
+                    group, request.producer_id, request.producer_epoch, request.commit, request.coordinator_epoch)))
             except RiverlogError as e:
                 result.error_code, result.error_message = e.code, e.message
         return response
@@ -174,8 +193,11 @@ class TransactionRuntime(CoordinatorRuntime):
                 return
         for meta in shard.prepared():
             try:
-                self._write_markers(meta)
+                self._write_markers(meta, loaded.leader_epoch)
                 self.write(loaded, shard.complete(meta.transactional_id, now_ms))
+            except TransactionCoordinatorFencedError as e:
+                self._fenced(loaded, meta, e)
+                return
             except RiverlogError as e:
                 log.debug("transaction '%s' still completing: %r", meta.transactional_id, e)
         if now_ms < self._next_expiry.get(shard.partition, 0):

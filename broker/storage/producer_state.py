@@ -40,6 +40,15 @@ holds the last stable offset back until the high watermark passes its marker (Ka
 in-sync replica holds the marker, a new leader may not have it, and the transaction's records
 would then be pending again (and possibly aborted) after read_committed consumers had read them.
 
+Each producer also keeps the coordinator epoch of the last transaction marker written for it
+(Kafka's ``ProducerStateEntry.coordinatorEpoch``): the leader epoch of the ``__transaction_state``
+partition whose leader sent the marker. A marker with a lower coordinator epoch comes from a
+deposed coordinator, which may still be retrying markers of a transaction its successor already
+finished; the leader refuses it (``TransactionCoordinatorFenced``, Kafka's
+``ProducerAppendInfo.checkCoordinatorEpoch``), or it would end the producer's *next* transaction
+early and expose its records to ``read_committed`` readers before the producer decided. Followers
+and a replay take the marker's epoch as it is, so every replica and a restarted broker know it.
+
 The state is written to ``producer-state.json`` beside the log (at clean shutdown and when a
 segment rolls) with the offset it is valid up to; opening a log loads it and replays the batch
 headers after that offset, so a restart does not forget producers. Unlike Kafka's snapshot it also
@@ -56,7 +65,8 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 
-from broker.errors import InvalidProducerEpochError, OutOfOrderSequenceError, UnknownProducerIdError
+from broker.errors import (InvalidProducerEpochError, OutOfOrderSequenceError, TransactionCoordinatorFencedError,
+                           UnknownProducerIdError)
 from broker.records.batch import IDEMPOTENCE_WINDOW, BatchHeader, increment_sequence
 from broker.storage.checkpoint import write_atomically
 
@@ -80,6 +90,7 @@ class ProducerEntry:
     txn_start_ms: int = -1
     last_timestamp: int = -1  # of its last write, on the leader's clock (see ``clocked``)
     clocked: bool = True  # False: last written without the leader's clock (replicated or replayed)
+    coordinator_epoch: int = -1  # of the last transaction marker written for it, -1 when none
 
     @property
     def last_sequence(self) -> int:
@@ -145,6 +156,22 @@ class ProducerStateManager:
                 f"producer {pid} sent sequence {first} to a partition that expects {expected}")
         return None
 
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, offset: int,
+                     partition: str) -> None:
+        """Validate a transaction marker the leader is about to append (Kafka's
+        ``ProducerAppendInfo.appendEndTxnMarker``: ``checkProducerEpoch``, then
+        ``checkCoordinatorEpoch``)."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return
+        if producer_epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"marker for producer {producer_id} epoch {producer_epoch}; epoch {entry.epoch} took over")
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"Invalid coordinator epoch for producerId {producer_id} at offset {offset} in partition "
+                f"{partition}: {coordinator_epoch} (zombie), {entry.coordinator_epoch} (current)")
+
     # ------------------------------------------------------------------------------ updates
     def update(self, header: BatchHeader, first_offset: int, last_offset: int, now_ms: int | None = None) -> None:
         """Record an appended batch (leader or follower). ``now_ms``: the leader's clock, for when a
@@ -164,16 +191,21 @@ class ProducerStateManager:
     def _entry(self, pid: int, epoch: int) -> ProducerEntry:
         entry = self.producers.get(pid)
         if entry is None or epoch > entry.epoch:
-            open_txn = (entry.txn_first_offset, entry.txn_start_ms) if entry is not None else (-1, -1)
+            kept = ((entry.txn_first_offset, entry.txn_start_ms, entry.coordinator_epoch) if entry is not None
+                    else (-1, -1, -1))
             entry = self.producers[pid] = ProducerEntry(epoch)
-            entry.txn_first_offset, entry.txn_start_ms = open_txn
+            entry.txn_first_offset, entry.txn_start_ms, entry.coordinator_epoch = kept
         return entry
 
-    def end_transaction(self, header: BatchHeader, marker_offset: int, commit: bool) -> None:
-        """A transaction marker of ``header.producer_id`` at ``marker_offset``. The transaction
-        stays unstable until :meth:`on_high_watermark_updated` passes the marker (Kafka's
-        ``completeTxn``)."""
+    def end_transaction(self, header: BatchHeader, marker_offset: int, commit: bool,
+                        coordinator_epoch: int | None = None) -> None:
+        """A transaction marker of ``header.producer_id`` at ``marker_offset``, written by the
+        coordinator of ``coordinator_epoch`` (None: not known, the producer's stays). The
+        transaction stays unstable until :meth:`on_high_watermark_updated` passes the marker
+        (Kafka's ``completeTxn``)."""
         entry = self._entry(header.producer_id, header.producer_epoch)
+        if coordinator_epoch is not None:
+            entry.coordinator_epoch = coordinator_epoch
         if entry.txn_first_offset >= 0:
             self.unreplicated.append(CompletedTxn(header.producer_id, entry.txn_first_offset, marker_offset))
             if not commit:
@@ -196,12 +228,14 @@ class ProducerStateManager:
 
     def replay(self, batches) -> None:
         """Rebuild from ``(header, load)`` pairs, oldest first (after a snapshot, or after
-        truncation); ``load()`` gives a control batch's bytes, to tell commit from abort."""
-        from broker.records.control import COMMIT, marker_type
+        truncation); ``load()`` gives a control batch's bytes, to tell commit from abort and to read
+        the coordinator epoch."""
+        from broker.records.control import COMMIT, read_marker
         for header, load in batches:
             if header.is_control:
                 if header.producer_id >= 0:
-                    self.end_transaction(header, header.base_offset, marker_type(load()) == COMMIT)
+                    kind, coordinator_epoch = read_marker(load())
+                    self.end_transaction(header, header.base_offset, kind == COMMIT, coordinator_epoch)
             else:
                 self.update(header, header.base_offset, header.last_offset)
 
@@ -252,7 +286,7 @@ class ProducerStateManager:
             return
         doc = {"offset": offset, "producers": {
             str(pid): {"epoch": e.epoch, "txn": [e.txn_first_offset, e.txn_start_ms], "last": e.last_timestamp,
-                       "clocked": e.clocked,
+                       "clocked": e.clocked, "coordinator_epoch": e.coordinator_epoch,
                        "batches": [[b.first_sequence, b.last_sequence, b.first_offset, b.last_offset, b.timestamp]
                                    for b in e.batches]}
             for pid, e in self.producers.items()},
@@ -284,6 +318,7 @@ class ProducerStateManager:
             entry.txn_first_offset, entry.txn_start_ms = e.get("txn", [-1, -1])
             entry.last_timestamp = e.get("last", entry.batches[-1].timestamp if entry.batches else -1)
             entry.clocked = e.get("clocked", True)
+            entry.coordinator_epoch = e.get("coordinator_epoch", -1)
         self.aborted = [AbortedTxn(*a) for a in doc.get("aborted", [])]
         self.unreplicated = [CompletedTxn(*t) for t in doc.get("unreplicated", [])]
         return doc["offset"]
