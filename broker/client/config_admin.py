@@ -117,6 +117,15 @@ class ConfigResource:
         return f"ConfigResource({self.restype.name},{self.name})"
 
 
+def _entry(e) -> ConfigEntry:
+    """A described config; its ``synonyms`` as confluent-kafka gives them: a dict by name of
+    ``is_synonym`` entries, most specific first (a later synonym of the same name, the default
+    behind a broker setting, replaces the earlier one, as confluent-kafka's dict does)."""
+    synonyms = {s.name: ConfigEntry(s.name, s.value, s.source, s.source == "DEFAULT_CONFIG", e.read_only,
+                                    is_synonym=True) for s in e.synonyms}
+    return ConfigEntry(e.name, e.value, e.source, e.is_default, e.read_only, e.documentation, synonyms=synonyms)
+
+
 def _duplicate_in(resources) -> str | None:
     """librdkafka's message for a repeated ConfigResource, or a ConfigEntry repeated within one."""
     seen = set()
@@ -145,8 +154,7 @@ class ConfigAdmin:
                 if res.error_code:
                     yield key, _error(res.error_code, res.error_message)
                 else:
-                    yield key, {e.name: ConfigEntry(e.name, e.value, e.source, e.is_default, e.read_only,
-                                                    e.documentation) for e in res.entries}
+                    yield key, {e.name: _entry(e) for e in res.entries}
 
         return self._fan_out(resources, lambda: self.cluster.call_any("DescribeConfigs", request, request_timeout),
                              split)

@@ -22,30 +22,48 @@ def describe_configs(broker: Broker, request: pb.DescribeConfigsRequest) -> pb.D
             fill_error(result, e)
     return response
 
+
 def _describe(broker: Broker, resource: pb.ConfigResource, result) -> None:
+    """Each config with its value, its source and its synonyms: every place its value could come
+    from, most specific first and itself included, as Kafka's ``ConfigHelper.describeConfigs``
+    answers (librdkafka always asks for them, confluent-kafka lists them in ``ConfigEntry.synonyms``):
+    a topic override (DYNAMIC_TOPIC_CONFIG), the broker setting that supplies the topic default
+    (STATIC_BROKER_CONFIG, when set), and the built-in default (DEFAULT_CONFIG)."""
     b = broker
+    definition = b.config._definition
     if resource.type == RESOURCE_TOPIC:
         topic = b.topic(resource.name)
         config = b.topic_config(topic)
         for key in TOPIC_CONFIG.describe():
+            synonyms = []
             if key.name in topic.configs:
-                source = "DYNAMIC_TOPIC_CONFIG"
-            elif key.broker_default in b.config.overrides:
-                source = "STATIC_BROKER_CONFIG"
-            else:
-                source = "DEFAULT_CONFIG"
-            result.entries.add(name=key.name, value=_text(config[key.name]), source=source,
-                               is_default=source == "DEFAULT_CONFIG", documentation=key.doc)
+                synonyms.append((key.name, _text(config[key.name]), "DYNAMIC_TOPIC_CONFIG"))
+            if key.broker_default in b.config.overrides:
+                synonyms.append((key.broker_default, _text(b.config[key.broker_default]), "STATIC_BROKER_CONFIG"))
+            default = definition.keys.get(key.broker_default, key)
+            synonyms.append((default.name, _text(default.default), "DEFAULT_CONFIG"))
+            source = synonyms[0][2]
+            entry = result.entries.add(name=key.name, value=_text(config[key.name]), source=source,
+                                       is_default=source == "DEFAULT_CONFIG", documentation=key.doc)
+            _add_synonyms(entry, synonyms)
     elif resource.type == RESOURCE_BROKER:
         if resource.name not in ("", str(b.node_id)):
             raise InvalidRequestError(f"this is broker {b.node_id}, not {resource.name}")
-        for key in b.config._definition.describe():
+        for key in definition.describe():
             overridden = key.name in b.config.overrides
-            result.entries.add(name=key.name, value=_text(b.config[key.name]),
-                               source="STATIC_BROKER_CONFIG" if overridden else "DEFAULT_CONFIG",
-                               is_default=not overridden, read_only=True, documentation=key.doc)
+            entry = result.entries.add(name=key.name, value=_text(b.config[key.name]),
+                                       source="STATIC_BROKER_CONFIG" if overridden else "DEFAULT_CONFIG",
+                                       is_default=not overridden, read_only=True, documentation=key.doc)
+            _add_synonyms(entry, ([(key.name, _text(b.config[key.name]), "STATIC_BROKER_CONFIG")] if overridden
+                                  else []) + [(key.name, _text(key.default), "DEFAULT_CONFIG")])
     else:
         raise InvalidRequestError(f"config resource type {resource.type} is not supported (2 topic, 4 broker)")
+
+
+def _add_synonyms(entry, synonyms: list[tuple[str, str, str]]) -> None:
+    for name, value, source in synonyms:
+        entry.synonyms.add(name=name, value=value, source=source)
+
 
 def alter_configs(broker: Broker, request: pb.AlterConfigsRequest) -> pb.AlterConfigsResponse:
     """A resource named twice is answered ``INVALID_REQUEST`` "Duplicate resource." once and

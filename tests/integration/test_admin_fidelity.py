@@ -230,3 +230,31 @@ def test_a_config_named_twice_in_one_resource_is_refused(admin, topic_name):
     assert "Duplicate ConfigEntry found" in str(refused.value)
     r = ConfigResource(ResourceType.TOPIC, topic_name)
     assert admin.describe_configs([r])[r].result(30)["retention.ms"].value != "6000"
+
+
+def test_described_configs_carry_their_synonyms_most_specific_first(tmp_path, topic_name):
+    """Kafka's ``ConfigHelper.describeConfigs`` with ``include_synonyms`` (librdkafka always asks):
+    each config lists where its value could come from, itself included — the topic override, the
+    broker setting behind the topic default, the built-in default — and confluent-kafka gives
+    them as ``ConfigEntry.synonyms``, a dict by name of ``is_synonym`` entries."""
+    b = BrokerProcess(str(tmp_path / "b"), {"log.retention.ms": 3_600_000}).start()
+    try:
+        with AdminClient({"bootstrap.servers": b.bootstrap}) as admin:
+            admin.create_topics([NewTopic(topic_name, 1, 1, config={"segment.bytes": "1048576"})])[topic_name].result(30)
+            topic = ConfigResource(ResourceType.TOPIC, topic_name)
+            configs = admin.describe_configs([topic])[topic].result(30)
+            segment = configs["segment.bytes"]
+            assert segment.source == "DYNAMIC_TOPIC_CONFIG" and segment.value == "1048576"
+            assert [(s.name, s.value, s.source, s.is_synonym) for s in segment.synonyms.values()] == [
+                ("segment.bytes", "1048576", "DYNAMIC_TOPIC_CONFIG", True),
+                ("log.segment.bytes", "1073741824", "DEFAULT_CONFIG", True)]
+            retention = configs["retention.ms"]
+            assert retention.source == "STATIC_BROKER_CONFIG" and retention.value == "3600000"
+            # the broker setting and the default share a name: confluent-kafka's dict keeps the last
+            assert [(s.value, s.source) for s in retention.synonyms.values()] == [("604800000", "DEFAULT_CONFIG")]
+            assert list(configs["cleanup.policy"].synonyms) == ["log.cleanup.policy"]
+            node = ConfigResource(ResourceType.BROKER, "0")
+            broker_configs = admin.describe_configs([node])[node].result(30)
+            assert [s.source for s in broker_configs["log.retention.ms"].synonyms.values()] == ["DEFAULT_CONFIG"]
+    finally:
+        b.kill9()
