@@ -1,6 +1,8 @@
 """A Streams application in its own process (its own SparkSession), so a test can crash it with
 SIGKILL at a commit point (``RIVERLOG_CRASH_AT``, :mod:`spark_sink.crash_points`) and start it
-again: ``python streams_app_process.py BOOTSTRAP STATE_DIR SOURCE OUT WINDOWED_OUT [TABLE_SOURCE]``.
+again: ``python streams_app_process.py BOOTSTRAP STATE_DIR SOURCE OUT WINDOWED_OUT [TABLE_SOURCE]``,
+or ``python streams_app_process.py --buffered BOOTSTRAP STATE_DIR SOURCE PREFIX`` for
+:func:`buffered_topology` (``tests/spark/test_streams_restore_fidelity.py``).
 
 It processes everything available, stops, and exits 0; run it with ``start_new_session=True`` (a
 crash kills its session leader's process group). :func:`topology` is the application (with a
@@ -61,6 +63,46 @@ def combined_topology(source: str, out: str, windowed_out: str, table_source: st
     return b.build()
 
 
+BUFFERED_APP = "restore-fidelity-app"
+BUFFERED_OUTPUTS = ("final", "sessions", "sliding", "cogroup")
+
+
+def buffered_topology(source: str, prefix: str):
+    """The operators whose state is more than a table or a window count, in one sub-topology (one
+    task): a tumbling count behind ``suppress(untilWindowCloses)``, a session count (merges
+    retract), a sliding count emitted on window close (KIP-825), and a cogroup behind
+    ``suppress(untilTimeLimit)`` whose two-record buffer emits early. Each writes
+    ``<prefix>-<output>`` (:data:`BUFFERED_OUTPUTS`), windowed keys as ``key@start-end``."""
+    from streams import (BufferConfig, Consumed, EmitStrategy, Materialized, Produced, Serdes,
+                         SessionWindows, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows)
+    S, L = Serdes.String(), Serdes.Long()
+    b = StreamsBuilder()
+    events = b.stream(source, Consumed.with_(S, S))
+
+    def out(table, name):
+        (table.toStream().map(lambda k, v: (f"{k.key}@{k.start}-{k.end}", v))
+         .to(f"{prefix}-{name}", Produced.with_(S, L)))
+    out(events.groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(1_000, 200))
+        .count(materialized=Materialized.as_("tumbling"))
+        .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName("final")), "final")
+    out(events.groupByKey().windowedBy(SessionWindows.ofInactivityGapAndGrace(500, 100))
+        .count(materialized=Materialized.as_("sessions")), "sessions")
+    out(events.groupByKey().windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(500, 100))
+        .emitStrategy(EmitStrategy.onWindowClose()).count(materialized=Materialized.as_("sliding")), "sliding")
+    (events.filter(lambda k, v: v == "a").groupByKey().cogroup(lambda k, v, agg: agg + 1)
+        .cogroup(events.filter(lambda k, v: v != "a").groupByKey(), lambda k, v, agg: agg + 100)
+        .aggregate(lambda: 0, materialized=Materialized.as_("cogrouped").withValueSerde(L))
+        .suppress(Suppressed.untilTimeLimit(400, BufferConfig.maxRecords(2)).withName("limited"))
+        .toStream().to(f"{prefix}-cogroup", Produced.with_(S, L)))
+    return b.build()
+
+
+def buffered_config(bootstrap: str, state_dir: str) -> dict:
+    """Every update forwarded (no record cache), so the output equals the driver's record by record."""
+    return {"application.id": BUFFERED_APP, "bootstrap.servers": bootstrap, "state.dir": state_dir,
+            "maxOffsetsPerTrigger": MAX_OFFSETS_PER_TRIGGER, "statestore.cache.max.bytes": 0}
+
+
 def config(bootstrap: str, state_dir: str) -> dict:
     """Kafka's record cache on (the default): each batch forwards a key's latest update."""
     return {"application.id": APP, "bootstrap.servers": bootstrap, "state.dir": state_dir,
@@ -74,6 +116,15 @@ def main(bootstrap: str, state_dir: str, source: str, out: str, windowed_out: st
     run_streams_app("riverlog-streams-faults", 2, make, config(bootstrap, state_dir))
 
 
+def main_buffered(bootstrap: str, state_dir: str, source: str, prefix: str) -> None:
+    from tests.spark.child_process import run_streams_app
+    run_streams_app("riverlog-streams-restore", 2, lambda: buffered_topology(source, prefix),
+                    buffered_config(bootstrap, state_dir))
+
+
 if __name__ == "__main__":
     sys.path.insert(0, ROOT)
-    main(*sys.argv[1:7])
+    if sys.argv[1] == "--buffered":
+        main_buffered(*sys.argv[2:6])
+    else:
+        main(*sys.argv[1:7])
