@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from broker.client import TransactionHandle
 from broker.client import exactly_once
-from broker.client.exactly_once import (SKIP, WRITE, Decision, OwnerReusedError, batch_prefix, decision_key, to_abort,
+from broker.client.exactly_once import (SKIP, WRITE, Decision, OwnerReusedError, batch_prefix, decision_key, strays,
                                         transactional_id)
 
 Attempt = TransactionHandle
@@ -99,4 +99,4 @@ def decide(recorded: Decision | None, sink_id: str, batch_id: int, attempts: lis
 
 
 __all__ = ["SKIP", "WRITE", "Attempt", "Decision", "RunMemo", "SinkReusedError", "batch_prefix", "decide",
-           "decision_key", "sink_errors", "stream_run", "to_abort", "transactional_id", "write_action"]
+           "decision_key", "sink_errors", "stream_run", "strays", "transactional_id", "write_action"]

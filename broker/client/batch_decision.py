@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from broker.client.message import TopicPartition
@@ -134,8 +135,20 @@ def on_abort(recorded: Decision | None, batch_id: int,
     return decision, [a for a in attempts if a.transactional_id not in keep]
 
 
-def to_abort(open_ids: list[str], owner: str, batch_id: int, decision: Decision | None) -> list[str]:
-    """Open transactions of the batch's attempts that are not part of its decision: failed,
-    killed, speculative or earlier-run attempts. Their records must never become visible."""
-    keep = decision.transactional_ids() if decision is not None and decision.batch_id == batch_id else set()
-    return sorted(t for t in open_ids if in_batch(t, owner, batch_id) and t not in keep)
+def attempt_batch(txn_id: str, owner: str) -> int | None:
+    """The batch of ``txn_id`` when it names an attempt of ``owner`` (a task's, or the offsets
+    attempt), else None. Unambiguous between owners that start alike: "a-1-2-0" is owner "a"'s
+    batch 1, and owner "a-1"'s ids have one dash more ("a-1-2-0-0")."""
+    m = re.fullmatch(rf"{re.escape(owner)}-(\d+)-(?:\d+-\d+|{OFFSETS_ATTEMPT})", txn_id)
+    return int(m.group(1)) if m else None
+
+
+def strays(open_ids: Iterable[str], owner: str, batch_id: int, keep: set[str]) -> list[str]:
+    """The open transactions to abort when ``batch_id`` ends: ``owner``'s attempts of this batch or
+    an earlier one, outside ``keep`` (the ids of a decision, which must commit). An earlier batch's
+    open attempt cannot be one it decided: a batch runs only once the one before it has ended, so
+    it is one nobody reported in time (failed, killed, speculative or an earlier run's). Later
+    batches are left alone (live attempts of a batch not yet ended, e.g. a Streams generation's),
+    and so are other owners' ids. Their records must never become visible."""
+    return sorted(t for t in open_ids
+                  if t not in keep and (b := attempt_batch(t, owner)) is not None and b <= batch_id)

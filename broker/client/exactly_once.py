@@ -8,7 +8,13 @@ An *owner* (a Spark sink, a Streams application, a Connect task) writes its outp
 1. **decides**: the attempts that make up the batch (a :class:`Decision`);
 2. **records** the decision durably (``acks=all``) in the compacted topic :data:`DECISIONS_TOPIC`;
 3. **ends** the transactions: commits exactly the decided ones by their handles, and aborts every
-   other open transaction of the batch (failed, killed, speculative or earlier-run attempts).
+   other open transaction of the batch (failed, killed, speculative or earlier-run attempts), and
+   of every earlier batch of the owner (:func:`strays`): an attempt that opened its transaction
+   after its own batch's committer looked (a speculative duplicate Spark killed once the other
+   attempt won) is found by the next batch's. Nothing else ends such a transaction before
+   ``transaction.timeout.ms``, and while it is open it holds its partitions' last stable offset,
+   so no ``read_committed`` reader sees anything written after it (Kafka's "hanging
+   transactions", KIP-664, which ``kafka-transactions.sh find-hanging``/``abort`` end by hand).
 
 A batch may also carry its owner's input progress (Kafka's ``sendOffsetsToTransaction``): the
 committer opens one more transaction of its own in the batch, the **offsets attempt**
@@ -41,8 +47,9 @@ from collections.abc import Callable, Iterable
 
 from broker.client.admin import AdminClient
 from broker.client.batch_decision import (OFFSETS_ATTEMPT, SKIP, WRITE, Decision, OwnerReusedError,  # noqa: F401
-                                          batch_prefix, decide, decision_key, group_offsets, in_batch, on_abort,
-                                          offsets_transactional_id, to_abort, transactional_id, write_action)
+                                          attempt_batch, batch_prefix, decide, decision_key, group_offsets,
+                                          in_batch, on_abort, offsets_transactional_id, strays, transactional_id,
+                                          write_action)
 from broker.client.consumer import ConsumerGroupMetadata
 from broker.client.decision_log import DECISIONS_TOPIC, DecisionLog, _last_with_key  # noqa: F401 (public here too)
 from broker.client.message import TopicPartition
@@ -119,15 +126,19 @@ class ExactlyOnce:
         decided yet; they are produced in the offsets attempt, with the offsets if there are any.
 
         ``undecided``: the caller knows that neither this batch nor a later one is decided (its
-        tasks asked :meth:`write_action` and were told WRITE), so the log is not read again. The
-        listing of the batch's open attempts runs on the admin client's thread while the decision
-        is recorded: one round trip less on the batch's path."""
+        tasks asked :meth:`write_action` and were told WRITE), so the log is not read again.
+
+        The owner's open attempts are listed on the admin client's thread while the decision is
+        recorded (one round trip less on the batch's path), and every one of this or an earlier
+        batch outside the decision is aborted (:func:`strays`); an attempt that opens after the
+        listing is a stray of the next batch's commit."""
         offsets = group_offsets(group_id, offsets)
         if (offsets is not None or records is not None) and not record:
             raise InvalidConfigError("committing offsets or committer records needs record=True: only a recorded "
                                      "decision keeps a replay from committing them again",
                                      config="offsets" if offsets is not None else "records")
-        listing = self._list_open(batch_id)
+        listing = self._list_open()
+        recorded = None
         if record:
             recorded = None if undecided else self.log.latest(self.owner)
             if (offsets or records is not None) and write_action(recorded, batch_id) == WRITE:
@@ -148,7 +159,7 @@ class ExactlyOnce:
                     f"no longer commit ({e.name}: {e}); its records are lost. Raise the producers' "
                     "transaction.timeout.ms if the committer was down longer than it",
                     transactional_id=txn_id) from e
-        self.abort_strays(batch_id, decision, listing)
+        self.abort_strays(batch_id, decision, listing, recorded)
         return decision
 
     def _offsets_attempt(self, batch_id: int, group_id: str | None, offsets: list[TopicPartition] | None,
@@ -188,32 +199,44 @@ class ExactlyOnce:
             producer.close(1)
 
     def abort(self, batch_id: int, attempts: list[TransactionHandle], record: bool = True) -> None:
-        """The batch failed: abort the reported attempts and every other open one of the batch,
-        except those of a decision already recorded for it (its replay commits them)."""
-        decision, doomed = on_abort(self.log.latest(self.owner) if record else None, batch_id, attempts)
+        """The batch failed: abort the reported attempts and every other open one of the batch or
+        of an earlier one, except those of a decision already recorded (its replay commits them)."""
+        recorded = self.log.latest(self.owner) if record else None
+        decision, doomed = on_abort(recorded, batch_id, attempts)
         for txn_id, future in self.admin.abort_transactions(doomed, self.timeout).items():
             try:
                 future.result()
             except _CANNOT_END as e:
                 log.debug("not aborting %s: %r", txn_id, e)  # ended or fenced already
-        self.abort_strays(batch_id, decision)
+        self.abort_strays(batch_id, decision, recorded=recorded)
 
-    def _list_open(self, batch_id: int):
-        """A future of the batch's open transactions (every attempt has started by now)."""
-        return self.admin.list_transactions(self.timeout, states=[ONGOING], prefix=batch_prefix(self.owner, batch_id))
+    def _list_open(self):
+        """A future of the owner's open transactions, found by the owner's id prefix."""
+        return self.admin.list_transactions(self.timeout, states=[ONGOING], prefix=f"{self.owner}-")
 
-    def abort_strays(self, batch_id: int, decision: Decision | None, listing=None) -> list[str]:
-        """Abort every open transaction of the batch outside ``decision``, found by its id prefix
-        (attempts nobody reported: killed tasks, an earlier run's); returns their ids. ``listing``:
-        a :meth:`_list_open` future already under way."""
-        listing = (listing or self._list_open(batch_id)).result()
-        stray = to_abort([t.transactional_id for t in listing if t.state == ONGOING], self.owner, batch_id, decision)
-        futures = [self.admin.abort_transaction(txn_id, self.timeout) for txn_id in stray]
-        for future in futures:
+    def abort_strays(self, batch_id: int, decision: Decision | None, listing=None,
+                     recorded: Decision | None = None) -> list[str]:
+        """Abort every open transaction of the batch, or of an earlier batch of the owner, outside
+        ``decision`` (:func:`strays`: attempts nobody reported, such as killed tasks, an earlier
+        run's, or a speculative duplicate that opened after its batch ended); returns their ids.
+        ``recorded``: the decision last read from the log, whose attempts are never aborted either
+        (the log decides: a replay commits them). ``listing``: a :meth:`_list_open` future already
+        under way. Aborting by id bumps the epoch, so a stray's producer still running is fenced."""
+        keep = set()
+        for d in (decision, recorded):
+            if d is not None:
+                keep |= d.transactional_ids()
+        listing = (listing or self._list_open()).result()
+        stray = strays([t.transactional_id for t in listing if t.state == ONGOING], self.owner, batch_id, keep)
+        futures = [(txn_id, self.admin.abort_transaction(txn_id, self.timeout)) for txn_id in stray]
+        for txn_id, future in futures:
             try:
                 future.result()
-            except InvalidTxnStateError:
-                pass  # it ended meanwhile
+            except _CANNOT_END as e:
+                log.debug("not aborting %s: %r", txn_id, e)  # it ended meanwhile
+        if stray:
+            log.info("aborted %d open transaction(s) of '%s' up to batch %d that no decision holds: %s",
+                     len(stray), self.owner, batch_id, ", ".join(stray))
         return stray
 
     @property

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from broker.client import TopicPartition, TransactionHandle
 from broker.client.exactly_once import (SKIP, WRITE, Decision, OwnerReusedError, batch_prefix, decide, group_offsets,
-                                        in_batch, offsets_transactional_id, on_abort, to_abort, transactional_id,
+                                        in_batch, offsets_transactional_id, on_abort, strays, transactional_id,
                                         write_action)
 from broker.errors import InvalidConfigError
 
@@ -51,20 +51,20 @@ def test_an_older_batch_than_the_recorded_one_is_refused_naming_both():
         assert caught.value.details == {"config": "owner", "owner": "app", "batch_id": 2, "decided_batch_id": 3}
 
 
-def test_every_open_attempt_of_the_batch_outside_its_decision_is_aborted():
+def test_every_open_attempt_of_the_batch_or_an_earlier_one_outside_its_decision_is_aborted():
     open_ids = ["app-3-0-0", "app-3-0-1", "app-3-1-1", "app-30-0-0", "app-2-0-0", "other-3-0-0", "app-3-2-0"]
-    assert to_abort(open_ids, "app", 3, DECIDED) == ["app-3-0-1", "app-3-2-0"]
-    assert to_abort(open_ids, "app", 3, None) == ["app-3-0-0", "app-3-0-1", "app-3-1-1", "app-3-2-0"]
-    # A decision of another batch protects nothing of this one.
-    assert to_abort(open_ids, "app", 3, Decision("app", 2, [A])) == to_abort(open_ids, "app", 3, None)
+    assert strays(open_ids, "app", 3, DECIDED.transactional_ids()) == ["app-2-0-0", "app-3-0-1", "app-3-2-0"]
+    assert strays(open_ids, "app", 3, set()) == ["app-2-0-0", "app-3-0-0", "app-3-0-1", "app-3-1-1", "app-3-2-0"]
+    # a later batch (app-30) and another owner are never touched
+    assert strays(open_ids, "app", 2, set()) == ["app-2-0-0"]
 
 
 def test_an_owner_whose_name_extends_another_is_never_taken_for_it():
     # Owner "a" batch 1 and owner "a-1" batch 2 share the prefix "a-1-".
     theirs = [transactional_id("a-1", 2, 0, 0), transactional_id("a-1", 2, 3, 1)]
     mine = [transactional_id("a", 1, 2, 0)]
-    assert to_abort(theirs + mine, "a", 1, None) == mine
-    assert to_abort(theirs + mine, "a-1", 2, None) == sorted(theirs)
+    assert strays(theirs + mine, "a", 1, set()) == mine
+    assert strays(theirs + mine, "a-1", 2, set()) == sorted(theirs)
 
 
 @given(st.tuples(st.from_regex(r"[a-z0-9][a-z0-9-]{0,8}", fullmatch=True), st.integers(0, 120),
@@ -112,10 +112,10 @@ def test_the_offsets_attempt_is_one_per_batch_and_belongs_to_it():
     assert not in_batch(offsets_transactional_id("a", 1), "a-1", 2)
     assert not in_batch("a-1-offsets-2-0-0", "a", 1)             # an owner named "a-1-offsets"
     # Outside the decision, it is aborted like any other attempt of the batch.
-    open_ids = ["app-3-offsets", "app-3-0-0", "app-2-offsets", "app-3-1-1"]
-    assert to_abort(open_ids, "app", 3, DECIDED) == ["app-3-offsets"]
+    open_ids = ["app-3-offsets", "app-3-0-0", "app-2-offsets", "app-3-1-1", "app-4-offsets"]
+    assert strays(open_ids, "app", 3, DECIDED.transactional_ids()) == ["app-2-offsets", "app-3-offsets"]
     with_offsets = Decision("app", 3, [A, B, TransactionHandle("app-3-offsets", 12, 1)])
-    assert to_abort(open_ids, "app", 3, with_offsets) == []
+    assert strays(open_ids, "app", 3, with_offsets.transactional_ids()) == ["app-2-offsets"]
 
 
 @given(st.tuples(st.from_regex(r"[a-z0-9][a-z0-9-]{0,8}", fullmatch=True), st.integers(0, 120)),
