@@ -282,9 +282,20 @@ def _compaction_lags(values: Mapping) -> InvalidConfigError | None:
 
 TOPIC_CONFIG = ConfigDef("topic", TOPIC_KEYS, REFUSED_TOPIC_KEYS, _compaction_lags)
 
+
+def _one_log_dir(value: str) -> str | None:
+    """Kafka's log.dirs is a comma-separated list (JBOD); here a broker has one data directory, and
+    a list taken as one path would put every log in a directory named after the whole list."""
+    if "," in value:
+        return ("must be one directory: Riverlog keeps all partitions of a broker in one data directory "
+                "(no JBOD); give one path, or run one broker per disk")
+    return None
+
+
 BROKER_KEYS = [
     ConfigKey("node.id", int, 0, "this node's id in the cluster", between(0, INT_MAX)),
-    ConfigKey("log.dirs", str, "./riverlog-data", "directory holding partition logs and metadata"),
+    ConfigKey("log.dirs", str, "./riverlog-data", "directory holding partition logs and metadata",
+              _one_log_dir),
     ConfigKey("listeners", str, "127.0.0.1:9092",
               "NAME://host:port,... the node listens on (port 0 picks one); a bare host:port is the client "
               "listener (PLAINTEXT). The inter-broker listener defaults to a free port on the client's host"),
@@ -315,6 +326,14 @@ BROKER_KEYS = [
     ConfigKey("log.retention.check.interval.ms", int, 300_000,
               "how often old segments are removed (retention.ms, retention.bytes, log start offset)",
               at_least(1)),
+    ConfigKey("log.retention.hours", int, 168,
+              "default retention.ms in hours, used when neither log.retention.ms nor log.retention.minutes is set",
+              between(-INT_MAX - 1, INT_MAX)),
+    ConfigKey("log.retention.minutes", int, 10_080,
+              "default retention.ms in minutes, used when log.retention.ms is not set",
+              between(-INT_MAX - 1, INT_MAX)),
+    ConfigKey("log.roll.hours", int, 168, "default segment.ms in hours, used when log.roll.ms is not set",
+              between(1, INT_MAX)),
     ConfigKey("log.cleaner.enable", bool, True, "run the log cleaner that compacts cleanup.policy=compact topics"),
     ConfigKey("log.cleaner.backoff.ms", int, 15_000, "how long the cleaner sleeps when no log needs cleaning",
               at_least(0)),
@@ -395,9 +414,30 @@ BROKER_KEYS = [
 BROKER_CONFIG = ConfigDef("broker", BROKER_KEYS)
 
 
+# The broker keys behind a topic key's default, most specific first, where Kafka has more than one
+# (``KafkaConfig.logRetentionTimeMillis``, ``logRollTimeMillis``); the others have their broker_default.
+BROKER_SYNONYMS = {"retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+                   "segment.ms": ("log.roll.ms", "log.roll.hours")}
+
+
 def topic_defaults(broker_config: Config) -> dict:
-    """Topic-level defaults taken from the broker's log.* keys."""
-    return {k.name: broker_config[k.broker_default] for k in TOPIC_KEYS}
+    """Topic-level defaults taken from the broker's log.* keys.
+
+    Time keys follow Kafka's ``KafkaConfig.logRetentionTimeMillis`` and ``logRollTimeMillis``:
+    ``log.retention.ms`` wins over ``log.retention.minutes``, which wins over ``log.retention.hours``
+    (a negative result keeps records forever, -1), and ``log.roll.ms`` over ``log.roll.hours``; only
+    keys the broker's configuration sets count, so a Kafka ``server.properties`` with
+    ``log.retention.hours=24`` keeps one day, not the 7-day default."""
+    defaults = {k.name: broker_config[k.broker_default] for k in TOPIC_KEYS}
+    given = broker_config.overrides
+    if "log.retention.ms" not in given:
+        if "log.retention.minutes" in given:
+            defaults["retention.ms"] = max(-1, broker_config["log.retention.minutes"] * 60_000)
+        elif "log.retention.hours" in given:
+            defaults["retention.ms"] = max(-1, broker_config["log.retention.hours"] * 3_600_000)
+    if "log.roll.ms" not in given and "log.roll.hours" in given:
+        defaults["segment.ms"] = broker_config["log.roll.hours"] * 3_600_000
+    return defaults
 
 
 def read_properties(path: str) -> dict[str, str]:

@@ -106,12 +106,15 @@ class PartitionReads:
         (Kafka's fetchOffsetForTimestamp): the HW it would answer may be lower than the one its
         predecessor showed, and a consumer resetting to "latest" would read records again."""
         with self.lock:
-            state = self.leader_state
-            if self.role == LEADER and state is not None \
-                    and state.leader_epoch_start_offset > state.high_watermark:
-                raise OffsetNotAvailableError(
-                    f"{self.topic}-{self.index}: the high watermark ({state.high_watermark}) is behind the start "
-                    f"offset of leader epoch {self.leader_epoch} ({state.leader_epoch_start_offset}); retry")
+            self._check_offsets_available()
+
+    def _check_offsets_available(self) -> None:
+        state = self.leader_state
+        if self.role == LEADER and state is not None \
+                and state.leader_epoch_start_offset > state.high_watermark:
+            raise OffsetNotAvailableError(
+                f"{self.topic}-{self.index}: the high watermark ({state.high_watermark}) is behind the start "
+                f"offset of leader epoch {self.leader_epoch} ({state.leader_epoch_start_offset}); retry")
 
     def offset_for_timestamp(self, timestamp: int, read_committed: bool = False) -> tuple[int, int] | None:
         """ListOffsets by time: (offset, timestamp) of the first record at or after ``timestamp``,
@@ -128,6 +131,12 @@ class PartitionReads:
     def _fetchable(self, found: tuple[int, int] | None, read_committed: bool) -> tuple[int, int] | None:
         """As Kafka: an answer at or past what a consumer could fetch (the last stable offset for
         read_committed, else the high watermark) is no answer, so a consumer never seeks to a
-        record it may not read yet."""
+        record it may not read yet. When there is no answer and the high watermark still lags the
+        leader epoch's start, it is OffsetNotAvailableError (retriable), not -1 (Kafka's
+        ``ReplicaManager.fetchOffset`` throwing ``maybeOffsetsError``): the record may be there and
+        become readable once the new leader's high watermark catches up."""
         limit = self._last_stable_offset() if read_committed else self.high_watermark
-        return found if found is not None and found[0] < limit else None
+        if found is not None and found[0] < limit:
+            return found
+        self._check_offsets_available()
+        return None

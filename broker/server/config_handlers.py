@@ -3,7 +3,7 @@ a topic's configs with their sources, the broker's read-only ones, and topic ove
 through the controller."""
 from __future__ import annotations
 
-from broker.config import APPEND, SUBTRACT, TOPIC_CONFIG, altered_list
+from broker.config import APPEND, BROKER_SYNONYMS, SUBTRACT, TOPIC_CONFIG, altered_list
 from broker.errors import InvalidRequestError
 from broker.proto import riverlog_pb2 as pb
 from broker.server.broker import Broker
@@ -38,9 +38,10 @@ def _describe(broker: Broker, resource: pb.ConfigResource, result) -> None:
             synonyms = []
             if key.name in topic.configs:
                 synonyms.append((key.name, _text(config[key.name]), "DYNAMIC_TOPIC_CONFIG"))
-            if key.broker_default in b.config.overrides:
-                synonyms.append((key.broker_default, _text(b.config[key.broker_default]), "STATIC_BROKER_CONFIG"))
-            default = definition.keys.get(key.broker_default, key)
+            chain = BROKER_SYNONYMS.get(key.name, (key.broker_default,))
+            synonyms += [(name, _text(b.config[name]), "STATIC_BROKER_CONFIG") for name in chain
+                         if name in b.config.overrides]
+            default = definition.keys.get(chain[-1], key)   # Kafka's: log.retention.hours=168, log.roll.hours=168
             synonyms.append((default.name, _text(default.default), "DEFAULT_CONFIG"))
             source = synonyms[0][2]
             entry = result.entries.add(name=key.name, value=_text(config[key.name]), source=source,

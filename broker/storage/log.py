@@ -2,8 +2,9 @@
 
 Directory layout (``<topic>-<partition>/``): segments named by base offset (20 digits) with
 ``.log``, ``.index`` and ``.timeindex`` files; ``recovery-point`` holds the offset below which
-everything was fsynced; ``log-start-offset`` the first offset still readable (it only grows:
-retention, DeleteRecords and a leader's start offset seen by a follower advance it);
+everything was fsynced; ``log-start-offset`` the first offset still readable (retention,
+DeleteRecords and a leader's start offset seen by a follower advance it; only a truncation below
+it brings it down, as Kafka's ``truncateTo``);
 ``cleaner-offset-checkpoint`` where compaction stopped (see ``broker.storage.cleaner``).
 
 Replacing segments (the cleaner) is crash-safe: see ``broker.storage.segment_swap``.
@@ -184,7 +185,7 @@ class Log:
         now = self.clock.time_ms()
         total = sum(h.size for h in headers)
         if self._should_roll(total, expected - 1, now, max(h.max_timestamp for h in headers)):
-            self.roll(now)
+            self.roll(now, first)
         self.active.append([data], headers, None, None)
         self._unsynced = True
         count = sum(h.record_count for h in headers)
@@ -193,19 +194,27 @@ class Log:
         return AppendInfo(first, expected - 1, -1, count)
 
     def _should_roll(self, incoming: int, last_offset: int, now: int, incoming_ts: int) -> bool:
+        """Kafka's ``LogSegment.shouldRoll``; an empty segment rolls only when the batches' last
+        offset would not fit its relative offsets (a follower's first batch after a compaction gap)."""
         active = self.active
+        if last_offset - active.base_offset > _MAX_RELATIVE_OFFSET:
+            return True
         if active.size == 0:
             return False
         return (active.size + incoming > self.config["segment.bytes"]
-                or active.time_waited_for_roll(now, incoming_ts) > self.config["segment.ms"]
-                or last_offset - active.base_offset > _MAX_RELATIVE_OFFSET)
+                or active.time_waited_for_roll(now, incoming_ts) > self.config["segment.ms"])
 
-    def roll(self, now: int | None = None) -> LogSegment:
-        """Seal and fsync the active segment and start a new one at the log end."""
+    def roll(self, now: int | None = None, expected_next_offset: int | None = None) -> LogSegment:
+        """Seal and fsync the active segment and start a new one at the log end, or at
+        ``expected_next_offset`` (the first offset about to be appended) when that is later, as
+        Kafka's ``UnifiedLog.maybeRoll``/``LocalLog.roll``: a follower copying a compacted leader
+        may get a batch billions of offsets past its log end, and a segment based at the log end
+        could not index it (relative offsets are 32-bit)."""
         old = self.active
         old.seal()
         old.flush(fsync=True)
-        segment = LogSegment(self.directory, self.log_end_offset, self.config["index.interval.bytes"],
+        base = max(self.log_end_offset, -1 if expected_next_offset is None else expected_next_offset)
+        segment = LogSegment(self.directory, base, self.config["index.interval.bytes"],
                              self.clock.time_ms() if now is None else now)
         self.segments.append(segment)
         self._bases.append(segment.base_offset)
@@ -242,14 +251,26 @@ class Log:
             write_int(os.path.join(self.directory, RECOVERY_POINT_FILE), offset)
 
     def truncate_to(self, offset: int) -> None:
-        """Remove every record at or after ``offset`` (a follower cutting a divergent tail)."""
+        """Remove every record at or after ``offset`` (a follower cutting a divergent tail).
+
+        As Kafka's ``UnifiedLog.truncateTo``, the log start offset never stays above the new end
+        (``min(offset, log start)``, lowered and persisted before anything is cut, so a crash
+        in between only keeps records a later truncation removes), and an offset below the first
+        segment empties the log and restarts it there (``truncateFullyAndStartAt``): otherwise the
+        records the leader holds from ``offset`` on would be copied to offsets nobody may read,
+        or not copied at all."""
         if offset >= self.log_end_offset:
             return
+        if offset < self.segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        self._lower_log_start_offset(offset)
         self._unsynced = True
         while len(self.segments) > 1 and self.active.base_offset >= offset:
             self.segments.pop().delete()
             self._bases.pop()
         self.active.truncate_to(offset)
+        self._lower_log_start_offset(self.log_end_offset)  # an offset inside a batch cut below it
         self._set_recovery_point(min(self.recovery_point, self.log_end_offset))
         if self.cleaner_checkpoint.first_dirty_offset > self.log_end_offset:
             self.set_cleaner_checkpoint(CleanerCheckpoint(self.log_end_offset,
@@ -257,7 +278,7 @@ class Log:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and restart empty at ``offset`` (a follower whose whole log is below
-        the leader's log start offset)."""
+        the leader's log start offset, or that truncates below its first segment)."""
         new = LogSegment(self.directory, offset, self.config["index.interval.bytes"], self.clock.time_ms(),
                          CLEANED_SUFFIX)
         new.flush(fsync=True)
@@ -286,6 +307,12 @@ class Log:
         write_int(os.path.join(self.directory, LOG_START_FILE), offset)
         self.log_start_offset = offset
         return True
+
+    def _lower_log_start_offset(self, offset: int) -> None:
+        """Truncation only: bring the log start down to ``offset`` (persisted) if it is above."""
+        if offset < self.log_start_offset:
+            write_int(os.path.join(self.directory, LOG_START_FILE), offset)
+            self.log_start_offset = offset
 
     def delete_oldest_segments(self, count: int) -> list[LogSegment]:
         """Remove the ``count`` oldest segments; the log start moves to the first one left. Removing
@@ -317,10 +344,18 @@ class Log:
 
     def replace_segments(self, new: LogSegment, old: list[LogSegment]) -> None:
         """Swap the complete, fsynced cleaned segment ``new`` in for the consecutive segments ``old``
-        (none of them the active one), in the crash-safe order described above."""
+        (none of them the active one), in the crash-safe order described above.
+
+        ``new`` takes the last-modified time of the newest segment it replaces, as Kafka's
+        ``Cleaner.cleanSegments``: it is the age of a segment whose records carry no timestamp
+        (``LogSegment.largestTimestamp``), and a clean must not restart its ``retention.ms`` or
+        ``min.compaction.lag.ms``."""
         index = next(i for i, s in enumerate(self.segments) if s is old[0])
         if self.segments[index:index + len(old)] != old or index + len(old) >= len(self.segments):
             raise ValueError("segments to replace must be consecutive and not include the active one")
+        newest = old[-1]
+        modified = (os.fstat(newest.fd) if newest.fd >= 0 else os.stat(newest.log_path)).st_mtime_ns
+        os.utime(new.log_path, ns=(modified, modified))
         commit_swap(new, old, self.directory)
         self.segments[index:index + len(old)] = [new]
         self._bases[index:index + len(old)] = [new.base_offset]

@@ -250,9 +250,12 @@ def test_described_configs_carry_their_synonyms_most_specific_first(tmp_path, to
                 ("log.segment.bytes", "1073741824", "DEFAULT_CONFIG", True)]
             retention = configs["retention.ms"]
             assert retention.source == "STATIC_BROKER_CONFIG" and retention.value == "3600000"
-            # the broker setting and the default share a name: confluent-kafka's dict keeps the last
-            assert [(s.value, s.source) for s in retention.synonyms.values()] == [("604800000", "DEFAULT_CONFIG")]
-            assert list(configs["cleanup.policy"].synonyms) == ["log.cleanup.policy"]
+            assert [(s.name, s.value, s.source) for s in retention.synonyms.values()] == [
+                ("log.retention.ms", "3600000", "STATIC_BROKER_CONFIG"),
+                ("log.retention.hours", "168", "DEFAULT_CONFIG")]            # Kafka's default key
+            # the broker key and the default share a name here: confluent-kafka's dict keeps the last
+            assert [(s.name, s.source) for s in configs["cleanup.policy"].synonyms.values()] == [
+                ("log.cleanup.policy", "DEFAULT_CONFIG")]
             node = ConfigResource(ResourceType.BROKER, "0")
             broker_configs = admin.describe_configs([node])[node].result(30)
             assert [s.source for s in broker_configs["log.retention.ms"].synonyms.values()] == ["DEFAULT_CONFIG"]
