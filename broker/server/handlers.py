@@ -27,6 +27,9 @@ from broker.transaction.coordinator import TXN_TOPIC
 log = logging.getLogger(__name__)
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+# KIP-405's specs (Kafka's ListOffsetsRequest): without tiered storage the local log is the whole
+# log, so the earliest local offset is the log start and nothing is tiered (-1).
+EARLIEST_LOCAL, LATEST_TIERED = -4, -5
 # Kafka's Topic.isInternal: the topics the brokers keep for themselves. Only these are marked
 # internal in Metadata, and only these are not auto-created by a Metadata request (their
 # coordinators create them, with their own settings, on first use).
@@ -295,8 +298,10 @@ class Handlers:
                     partition = self._partition(topic.name, p.partition)
                     partition.check_leader()
                     start, hw, _ = partition.offsets()
-                    if p.timestamp == EARLIEST:
+                    if p.timestamp in (EARLIEST, EARLIEST_LOCAL):
                         pr.offset = start
+                    elif p.timestamp == LATEST_TIERED:
+                        pass   # -1: Kafka's UnifiedLog.fetchOffsetByTimestamp without remote storage
                     elif p.timestamp == LATEST:  # read_committed: the last stable offset, as Kafka
                         partition.check_offsets_available()
                         pr.offset = partition.stable_offsets()[0] if request.isolation_level == 1 else hw
@@ -305,7 +310,7 @@ class Handlers:
                         if found:
                             pr.offset, pr.timestamp = found
                     elif p.timestamp < 0:
-                        raise InvalidRequestError(f"timestamp {p.timestamp} is not a time nor -1/-2/-3")
+                        raise InvalidRequestError(f"timestamp {p.timestamp} is not a time nor -1 to -5")
                     else:
                         found = partition.offset_for_timestamp(p.timestamp, request.isolation_level == 1)
                         if found:

@@ -86,6 +86,10 @@ def test_list_offsets_by_time_with_timestamps_out_of_order_and_read_committed(br
             assert _offset(admin, tp, OffsetSpec.for_timestamp(base + target)) == \
                 (expected[0], expected[1] + base if expected[1] >= 0 else -1), target
         assert _offset(admin, tp, OffsetSpec.max_timestamp()) == (4, base + 9000)
+        admin.delete_records([TopicPartition(topic_name, 0, 1)])[TopicPartition(topic_name, 0, 1)].result(30)
+        # KIP-405's EARLIEST_LOCAL (-4) and LATEST_TIERED (-5) without tiered storage: the log
+        # start, and -1 (UnifiedLog.fetchOffsetByTimestamp); both used to be INVALID_REQUEST
+        assert _offset(admin, tp, OffsetSpec(-4))[0] == 1 and _offset(admin, tp, OffsetSpec(-5))[0] == -1
 
         txn = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": topic_name, "linger.ms": 0})
         try:
