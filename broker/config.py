@@ -374,7 +374,7 @@ BROKER_KEYS = [
               "partitions of __consumer_offsets, i.e. how many brokers can share group coordination "
               "(Kafka: 50; fewer suits small clusters; fixed once the topic exists)", between(1, 10_000)),
     ConfigKey("offsets.topic.replication.factor", int, 3,
-              "replicas of __consumer_offsets, capped by the live brokers when it is created", between(1, SHORT_MAX)),
+              "replicas of __consumer_offsets, capped by the registered brokers (down ones included) when it is created", between(1, SHORT_MAX)),
     ConfigKey("offsets.topic.segment.bytes", int, 104_857_600, "segment size of __consumer_offsets",
               between(1024, INT_MAX)),
     ConfigKey("offsets.commit.timeout.ms", int, 5000,
@@ -386,7 +386,7 @@ BROKER_KEYS = [
     ConfigKey("transaction.state.log.num.partitions", int, 10,
               "partitions of __transaction_state (Kafka: 50); fixed once the topic exists", between(1, 10_000)),
     ConfigKey("transaction.state.log.replication.factor", int, 3,
-              "replicas of __transaction_state, capped by the live brokers when it is created", between(1, SHORT_MAX)),
+              "replicas of __transaction_state, capped by the registered brokers (down ones included) when it is created", between(1, SHORT_MAX)),
     ConfigKey("transaction.state.log.segment.bytes", int, 104_857_600, "segment size of __transaction_state",
               between(1024, INT_MAX)),
     ConfigKey("transaction.state.log.min.isr", int, 2,

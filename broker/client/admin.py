@@ -35,7 +35,7 @@ from broker.client.model import (ConsumerGroupState, ConsumerGroupType, Election
 from broker.client.records_admin import DeletedRecords, ListOffsetsResultInfo, OffsetSpec, RecordsAdmin
 from broker.client.topic_admin import TopicAdmin
 from broker.client.txn_admin import TransactionAdmin
-from broker.errors import KafkaError, KafkaException
+from broker.errors import ElectionNotNeededError, KafkaError, KafkaException
 from broker.proto import riverlog_pb2 as pb
 
 __all__ = [  # confluent_kafka.admin's names that Riverlog has
@@ -164,8 +164,12 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
     def elect_leaders(self, topic, partitions=None, request_timeout: float | None = None) -> Future:
         """Move leadership back to each partition's preferred (first) replica where it is in sync.
         confluent-kafka's form ``elect_leaders(ElectionType.PREFERRED, [TopicPartition, ...] | None)``
-        gives a future of ``{TopicPartition: KafkaException | None}`` (None partitions: every
-        partition of every topic); ``elect_leaders(topic, [partition, ...])`` is Riverlog's own."""
+        gives a future of ``{TopicPartition: KafkaException | None}`` with Kafka's per-partition
+        errors (ELECTION_NOT_NEEDED when the preferred replica leads already,
+        PREFERRED_LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION); None partitions: every
+        partition of every topic, leaving out those that needed no election, as Kafka's
+        ``electLeaders``. ``elect_leaders(topic, [partition, ...])`` is Riverlog's own: one future
+        for the topic, failing only when no partition was elected."""
         if isinstance(topic, ElectionType):
             return self._elect_preferred(topic, partitions, request_timeout)
         request = pb.ElectLeadersRequest(topic=topic, partitions=partitions or [])
@@ -180,24 +184,23 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
 
         def run():
             try:
-                if partitions is None:
+                every = partitions is None
+                if every:
                     md = self.list_topics(timeout=request_timeout or 30)
-                    wanted = [TopicPartition(t, p) for t, m in md.topics.items() if not t.startswith("__")
-                              for p in m.partitions]
+                    wanted = [TopicPartition(t, p) for t, m in sorted(md.topics.items()) for p in sorted(m.partitions)]
                 else:
-                    wanted = list(partitions)
-                by_topic: dict[str, list[int]] = {}
-                for tp in wanted:
-                    by_topic.setdefault(tp.topic, []).append(tp.partition)
+                    wanted = list(dict.fromkeys(partitions))
                 out = {}
-                for t, ps in sorted(by_topic.items()):
+                for tp in wanted:   # one partition a request: the response carries one error
                     try:      # called here, not through elect_leaders: this runs on the pool already
-                        r = self.cluster.call_any("ElectLeaders", pb.ElectLeadersRequest(topic=t, partitions=ps),
-                                                  request_timeout)
+                        r = self.cluster.call_any("ElectLeaders", pb.ElectLeadersRequest(
+                            topic=tp.topic, partitions=[tp.partition]), request_timeout)
                         error = _error(r.error_code, r.error_message) if r.error_code else None
                     except KafkaException as e:    # reported per partition, as confluent's result
                         error = e
-                    out.update({TopicPartition(t, p): error for p in ps})
+                    if every and isinstance(error, ElectionNotNeededError):
+                        continue
+                    out[TopicPartition(tp.topic, tp.partition)] = error
                 result.set_result(out)
             except Exception as e:  # noqa: BLE001 - the future carries it
                 result.set_exception(e)

@@ -8,7 +8,7 @@ callable receives the commit offset (a broker's epoch is the offset of its regis
 from __future__ import annotations
 
 from broker.config import TOPIC_CONFIG
-from broker.errors import InvalidRequestError
+from broker.errors import ElectionNotNeededError, InvalidRequestError
 
 
 def register_broker(c, image, now, body):
@@ -41,10 +41,14 @@ def create_topic(c, image, now, body):
 
 def create_internal_topic(c, image, now, body):
     """An internal topic (``__consumer_offsets``), created on first use by a broker, never by a
-    client: idempotent, and its replication factor capped by the brokers there are."""
+    client: idempotent, and its replication factor capped by the brokers there are. A registered
+    broker that is down counts, as Kafka's placer counts it (``StripedReplicaPlacer``): it gets its
+    replicas, out of the ISR until it is back, so one broker away when the first group starts does
+    not leave the topic with fewer replicas for good."""
     if body["name"] in image.topics:
         return [], {}
-    factor = max(1, min(body["replication_factor"], len(image.live_brokers())))
+    registered = [b for b in image.brokers.values() if not b.shutting_down]
+    factor = max(1, min(body["replication_factor"], len(registered)))
     return c.create_topic(image, body["name"], body["num_partitions"], factor, body.get("configs", {}),
                           _topic_defaults(c), internal=True), {}
 
@@ -62,8 +66,8 @@ def allocate_producer_ids(c, image, now, body):
 
 def delete_topic(c, image, now, body):
     if not c.config["delete.topic.enable"]:
-        from broker.errors import PolicyViolationError
-        raise PolicyViolationError("topic deletion is disabled (delete.topic.enable=false)")
+        from broker.errors import TopicDeletionDisabledError
+        raise TopicDeletionDisabledError("Topic deletion is disabled. (delete.topic.enable=false)")
     return c.delete_topic(image, body["name"]), {}
 
 
@@ -78,7 +82,18 @@ def create_partitions(c, image, now, body):
 
 
 def elect_leaders(c, image, now, body):
-    return c.elect_preferred(image, body["topic"], body.get("partitions")), {}
+    """A PREFERRED election (Kafka's ``ReplicationControlManager.electLeaders``). Electing every
+    partition (no ``partitions``) leaves out those whose preferred replica leads already, as Kafka
+    does. The answer has one error for the request: when no partition was elected, the first
+    partition's error (ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ...); the admin
+    client asks one partition at a time for its per-partition results."""
+    partitions = body.get("partitions")
+    records, errors = c.elect_preferred(image, body["topic"], partitions)
+    if partitions is None:
+        errors = {i: e for i, e in errors.items() if not isinstance(e, ElectionNotNeededError)}
+    if errors and not records:
+        raise next(iter(errors.values()))
+    return records, {}
 
 
 def _topic_defaults(c) -> dict:

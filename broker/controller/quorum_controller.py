@@ -33,10 +33,11 @@ import uuid
 from dataclasses import dataclass
 
 from broker.config import TOPIC_CONFIG, Config
-from broker.errors import (BrokerNotAvailableError, FencedLeaderEpochError, InvalidPartitionsError, InvalidReplicaAssignmentError,
-                           InvalidReplicationFactorError, InvalidRequestError, InvalidTopicError,
-                           NotLeaderOrFollowerError, StaleBrokerEpochError, TopicAlreadyExistsError,
-                           UnknownTopicOrPartitionError)
+from broker.errors import (BrokerNotAvailableError, ElectionNotNeededError, FencedLeaderEpochError,
+                           InvalidPartitionsError, InvalidReplicaAssignmentError, InvalidReplicationFactorError,
+                           InvalidRequestError, InvalidTopicError, NotLeaderOrFollowerError,
+                           PreferredLeaderNotAvailableError, RiverlogError, StaleBrokerEpochError,
+                           TopicAlreadyExistsError, UnknownTopicOrPartitionError)
 from broker.metadata.image import MetadataImage, PartitionState, TopicImage, validate_topic_name
 from broker.replication.election import elect_leader
 
@@ -212,19 +213,41 @@ class QuorumController:
         ordered = [r for r in p.replicas if r in new_isr]
         return [{"type": "partition_change", "topic_id": topic_id, "partition": partition, "isr": ordered}]
 
-    def elect_preferred(self, image: MetadataImage, topic: str, partitions: list[int] | None) -> list[dict]:
+    def elect_preferred(self, image: MetadataImage, topic: str,
+                        partitions: list[int] | None) -> tuple[list[dict], dict[int, RiverlogError]]:
+        """Kafka's ``ReplicationControlManager.electLeaders`` for a PREFERRED election: (records,
+        {partition: error}) for the partitions named (None: every partition of the topic). Per
+        partition, as ``electLeader`` and ``PartitionChangeBuilder.electPreferredLeader``: the
+        preferred (first) replica leads if it is in the ISR and available; ELECTION_NOT_NEEDED
+        when it leads already; PREFERRED_LEADER_NOT_AVAILABLE when it cannot lead and the
+        current leader stays (a leaderless partition gets another available ISR member instead);
+        UNKNOWN_TOPIC_OR_PARTITION for a partition the topic does not have."""
         t = _topic(image, topic)
         live = set(image.live_brokers())
-        records = []
+        records: list[dict] = []
+        errors: dict[int, RiverlogError] = {}
         for index in (range(t.num_partitions) if partitions is None else partitions):
             if not 0 <= index < t.num_partitions:
-                raise UnknownTopicOrPartitionError(f"topic '{topic}' has no partition {index}")
+                errors[index] = UnknownTopicOrPartitionError(f"No such partition as {topic}-{index}")
+                continue
             p = t.partitions[index]
-            preferred = p.replicas[0]
-            if p.leader != preferred and preferred in live and preferred in p.isr:
-                records.append({"type": "partition_change", "topic_id": t.topic_id, "partition": index,
-                                "leader": preferred})
-        return records
+            if p.leader == p.replicas[0]:
+                errors[index] = ElectionNotNeededError(
+                    f"{topic}-{index}: the preferred replica {p.leader} is the leader already")
+                continue
+            eligible = [r for r in p.replicas if r in p.isr and r in live]
+            if p.replicas[0] in eligible:
+                leader = p.replicas[0]
+            elif p.leader in eligible or not eligible:
+                errors[index] = PreferredLeaderNotAvailableError(
+                    f"{topic}-{index}: the preferred replica {p.replicas[0]} is not available or not in "
+                    f"the ISR {p.isr}; the leader stays {p.leader}")
+                continue
+            else:
+                leader = eligible[0]
+            records.append({"type": "partition_change", "topic_id": t.topic_id, "partition": index,
+                            "leader": leader})
+        return records, errors
 
     # ---------------------------------------------------------------------------- topics
     def create_topic(self, image: MetadataImage, name: str, num_partitions: int, replication_factor: int,
@@ -239,6 +262,11 @@ class QuorumController:
         colliding = colliding_topic(image.topics, name)
         if colliding is not None:
             raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {colliding}")
+        if replication_factor < -1 or replication_factor == 0:   # ReplicationControlManager.createTopic
+            raise InvalidReplicationFactorError(
+                "Replication factor must be larger than 0, or -1 to use the default value.")
+        if num_partitions < -1 or num_partitions == 0:
+            raise InvalidPartitionsError("Number of partitions was set to an invalid non-positive value.")
         partitions = self.config["num.partitions"] if num_partitions == -1 else num_partitions
         if not 1 <= partitions <= MAX_PARTITIONS:
             raise InvalidPartitionsError(f"num_partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
@@ -248,20 +276,24 @@ class QuorumController:
             self.check_brokers_for(image, factor, now_ms)
         replicas = assignment or self.assign_replicas(image, partitions, factor)
         topic_id = uuid.UUID(int=self.rng.getrandbits(128)).hex
-        return ([{"type": "topic", "name": name, "topic_id": topic_id, "replicas": replicas}]
+        return ([{"type": "topic", "name": name, "topic_id": topic_id, "replicas": replicas,
+                  **({} if assignment else _isrs(image, replicas))}]
                 + [{"type": "config", "resource": "topic", "name": name, "key": k, "value": str(v)}
                    for k, v in sorted(configs.items())])
 
     def create_partitions(self, image: MetadataImage, name: str, total: int) -> list[dict]:
         t = _topic(image, name)
-        if total <= t.num_partitions:
-            raise InvalidPartitionsError(
-                f"topic '{name}' has {t.num_partitions} partitions; the new count must be larger, got {total}")
+        if total == t.num_partitions:   # ReplicationControlManager.createPartitions
+            raise InvalidPartitionsError(f"Topic already has {t.num_partitions} partition(s).")
+        if total < t.num_partitions:
+            raise InvalidPartitionsError(f"The topic {name} currently has {t.num_partitions} partition(s); "
+                                         f"{total} would not be an increase.")
         if total > MAX_PARTITIONS:
             raise InvalidPartitionsError(f"at most {MAX_PARTITIONS} partitions")
         factor = len(t.partitions[0].replicas)
         replicas = self.assign_replicas(image, total - t.num_partitions, factor, first=t.num_partitions)
-        return [{"type": "add_partitions", "name": name, "topic_id": t.topic_id, "replicas": replicas}]
+        return [{"type": "add_partitions", "name": name, "topic_id": t.topic_id, "replicas": replicas,
+                 **_isrs(image, replicas)}]
 
     def delete_topic(self, image: MetadataImage, name: str) -> list[dict]:
         t = _topic(image, name)
@@ -300,13 +332,29 @@ class QuorumController:
                 f"node(s) {sorted(starting)} still starting: try again in a moment")
 
     def assign_replicas(self, image: MetadataImage, count: int, factor: int, first: int = 0) -> list[list[int]]:
-        """Kafka's rack-unaware spread: a random start, leaders round-robin, followers shifted."""
-        brokers = image.live_brokers()
+        """Kafka's rack-unaware spread over the available brokers: a random start, leaders
+        round-robin, followers shifted. As Kafka's ``StripedReplicaPlacer``, registered brokers that
+        are fenced count (``usableBrokers``: every registered broker not shutting down) and are
+        placed only when the available ones are too few, after them (never as the preferred
+        leader); the partition starts with them out of its ISR."""
+        live = image.live_brokers()
+        fenced = sorted(b.node_id for b in image.brokers.values() if b.fenced and not b.shutting_down)
         if factor < 1:
-            raise InvalidReplicationFactorError(f"replication factor must be at least 1, got {factor}")
-        if factor > len(brokers):
             raise InvalidReplicationFactorError(
-                f"replication factor {factor} is larger than the {len(brokers)} available broker(s)")
+                f"Invalid replication factor {factor}: the replication factor must be positive.")
+        if factor > len(live) + len(fenced):
+            raise InvalidReplicationFactorError(
+                f"Unable to replicate the partition {factor} time(s): The target replication factor of "
+                f"{factor} cannot be reached because only {len(live) + len(fenced)} broker(s) are registered.")
+        if not live:
+            raise InvalidReplicationFactorError(
+                f"Unable to replicate the partition {factor} time(s): All brokers are currently fenced.")
+        spread = self._spread(live, count, min(factor, len(live)), first)
+        extra = factor - len(live)
+        return [replicas + [fenced[(i + j) % len(fenced)] for j in range(extra)] if extra > 0 else replicas
+                for i, replicas in enumerate(spread)]
+
+    def _spread(self, brokers: list[int], count: int, factor: int, first: int) -> list[list[int]]:
         n = len(brokers)
         start = self.rng.randrange(n)
         shift = self.rng.randrange(n)
@@ -322,6 +370,17 @@ class QuorumController:
                 replicas = [brokers[(leader + j) % n] for j in range(factor)]
             out.append(replicas)
         return out
+
+
+def _isrs(image: MetadataImage, assignment: list[list[int]]) -> dict:
+    """The "isrs" of a new topic's or partitions' record when some replicas are not available
+    (Kafka's ``buildPartitionRegistration`` starts the ISR with the active replicas only);
+    :meth:`QuorumController.assign_replicas` puts an available broker first in every list."""
+    live = set(image.live_brokers())
+    isrs = [[r for r in replicas if r in live] for replicas in assignment]
+    if all(len(isr) == len(replicas) for isr, replicas in zip(isrs, assignment)):
+        return {}
+    return {"isrs": isrs}
 
 
 def unify_collision_chars(name: str) -> str:

@@ -306,6 +306,12 @@ class PolicyViolationError(RiverlogError):
     code, grpc_status = 44, S.FAILED_PRECONDITION
 
 
+class TopicDeletionDisabledError(RiverlogError):
+    """DeleteTopics on a cluster whose brokers set ``delete.topic.enable=false`` (Kafka's
+    ``TopicDeletionDisabledException``, which ``ControllerApis.deleteTopics`` raises)."""
+    code, grpc_status = 73, S.FAILED_PRECONDITION
+
+
 class KafkaStorageError(InvalidMetadataError):
     """The partition's log directory failed (disk error)."""
     code, grpc_status = 56, S.UNAVAILABLE

@@ -8,9 +8,10 @@ every node.
 
 Record shapes (JSON objects):
 
-    {"type": "topic", "name": str, "topic_id": str, "replicas": [[node, ...], ...]}
-        a topic; each partition starts with isr = replicas, leader = replicas[0], leader epoch 0
-    {"type": "add_partitions", "name": str, "topic_id": str, "replicas": [[node, ...], ...]}
+    {"type": "topic", "name": str, "topic_id": str, "replicas": [[node, ...], ...], "isrs": [[node, ...], ...]?}
+        a topic; each partition starts with its isr (without "isrs": its replicas), leader = isr[0],
+        leader epoch 0 (Kafka's ``buildPartitionRegistration``: a fenced replica starts out of the ISR)
+    {"type": "add_partitions", "name": str, "topic_id": str, "replicas": [[node, ...], ...], "isrs": [...]?}
     {"type": "partition_change", "topic_id": str, "partition": int, "leader": int?, "isr": [int]?}
         a new leader (-1: none) bumps the leader epoch; any change bumps the partition epoch
     {"type": "config", "resource": "topic" | "broker", "name": str, "key": str, "value": str | null}
@@ -148,20 +149,20 @@ class MetadataImage:
         return out
 
 
-def _new_partition(replicas: list[int]) -> PartitionState:
-    replicas = list(replicas)
-    return PartitionState(replicas, list(replicas), replicas[0] if replicas else -1)
+def _new_partitions(record: dict) -> list[PartitionState]:
+    replicas = [list(r) for r in record["replicas"]]
+    isrs = [list(i) for i in record.get("isrs") or replicas]
+    return [PartitionState(r, i, i[0] if i else -1) for r, i in zip(replicas, isrs)]
 
 
 def _apply_topic(image: MetadataImage, record: dict) -> None:
-    image.topics[record["name"]] = TopicImage(record["name"], record["topic_id"],
-                                              [_new_partition(r) for r in record["replicas"]])
+    image.topics[record["name"]] = TopicImage(record["name"], record["topic_id"], _new_partitions(record))
 
 
 def _apply_add_partitions(image: MetadataImage, record: dict) -> None:
     topic = image.topics.get(record["name"])
     if topic is not None and topic.topic_id == record["topic_id"]:
-        topic.partitions += [_new_partition(r) for r in record["replicas"]]
+        topic.partitions += _new_partitions(record)
 
 
 def _partition(image: MetadataImage, record: dict) -> PartitionState | None:

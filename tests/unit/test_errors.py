@@ -27,7 +27,7 @@ KAFKA_CODES = {
     "InvalidTimestampError": 32, "UnsupportedVersionError": 35, "TopicAlreadyExistsError": 36,
     "InvalidPartitionsError": 37, "InvalidReplicationFactorError": 38, "InvalidConfigError": 40,
     "InvalidRequestError": 42, "PolicyViolationError": 44, "KafkaStorageError": 56,
-    "InvalidRecordError": 87, "ThrottlingQuotaExceededError": 89,
+    "InvalidRecordError": 87, "ThrottlingQuotaExceededError": 89, "TopicDeletionDisabledError": 73,
 }
 
 
