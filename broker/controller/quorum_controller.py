@@ -34,10 +34,11 @@ from dataclasses import dataclass
 
 from broker.config import TOPIC_CONFIG, Config
 from broker.errors import (BrokerNotAvailableError, ElectionNotNeededError, FencedLeaderEpochError,
-                           InvalidPartitionsError, InvalidReplicaAssignmentError, InvalidReplicationFactorError,
+                           InvalidPartitionsError, InvalidReplicationFactorError,
                            InvalidRequestError, InvalidTopicError, NotLeaderOrFollowerError,
                            PreferredLeaderNotAvailableError, RiverlogError, StaleBrokerEpochError,
                            TopicAlreadyExistsError, UnknownTopicOrPartitionError)
+from broker.controller.placement import place_replicas, starting_isrs
 from broker.metadata.image import MetadataImage, PartitionState, TopicImage, validate_topic_name
 from broker.replication.election import elect_leader
 
@@ -277,7 +278,7 @@ class QuorumController:
         replicas = assignment or self.assign_replicas(image, partitions, factor)
         topic_id = uuid.UUID(int=self.rng.getrandbits(128)).hex
         return ([{"type": "topic", "name": name, "topic_id": topic_id, "replicas": replicas,
-                  **({} if assignment else _isrs(image, replicas))}]
+                  **({} if assignment else starting_isrs(image, replicas))}]
                 + [{"type": "config", "resource": "topic", "name": name, "key": k, "value": str(v)}
                    for k, v in sorted(configs.items())])
 
@@ -293,7 +294,7 @@ class QuorumController:
         factor = len(t.partitions[0].replicas)
         replicas = self.assign_replicas(image, total - t.num_partitions, factor, first=t.num_partitions)
         return [{"type": "add_partitions", "name": name, "topic_id": t.topic_id, "replicas": replicas,
-                 **_isrs(image, replicas)}]
+                 **starting_isrs(image, replicas)}]
 
     def delete_topic(self, image: MetadataImage, name: str) -> list[dict]:
         t = _topic(image, name)
@@ -332,56 +333,8 @@ class QuorumController:
                 f"node(s) {sorted(starting)} still starting: try again in a moment")
 
     def assign_replicas(self, image: MetadataImage, count: int, factor: int, first: int = 0) -> list[list[int]]:
-        """Kafka's rack-unaware spread over the available brokers: a random start, leaders
-        round-robin, followers shifted. As Kafka's ``StripedReplicaPlacer``, registered brokers that
-        are fenced count (``usableBrokers``: every registered broker not shutting down) and are
-        placed only when the available ones are too few, after them (never as the preferred
-        leader); the partition starts with them out of its ISR."""
-        live = image.live_brokers()
-        fenced = sorted(b.node_id for b in image.brokers.values() if b.fenced and not b.shutting_down)
-        if factor < 1:
-            raise InvalidReplicationFactorError(
-                f"Invalid replication factor {factor}: the replication factor must be positive.")
-        if factor > len(live) + len(fenced):
-            raise InvalidReplicationFactorError(
-                f"Unable to replicate the partition {factor} time(s): The target replication factor of "
-                f"{factor} cannot be reached because only {len(live) + len(fenced)} broker(s) are registered.")
-        if not live:
-            raise InvalidReplicationFactorError(
-                f"Unable to replicate the partition {factor} time(s): All brokers are currently fenced.")
-        spread = self._spread(live, count, min(factor, len(live)), first)
-        extra = factor - len(live)
-        return [replicas + [fenced[(i + j) % len(fenced)] for j in range(extra)] if extra > 0 else replicas
-                for i, replicas in enumerate(spread)]
-
-    def _spread(self, brokers: list[int], count: int, factor: int, first: int) -> list[list[int]]:
-        n = len(brokers)
-        start = self.rng.randrange(n)
-        shift = self.rng.randrange(n)
-        out = []
-        for p in range(first, first + count):
-            if p > 0 and p % n == 0:
-                shift += 1
-            leader = (start + p) % n
-            replicas = [brokers[leader]]
-            for j in range(factor - 1):
-                replicas.append(brokers[(leader + 1 + (shift + j) % max(1, n - 1)) % n])
-            if len(set(replicas)) != factor:  # tiny clusters: fall back to consecutive brokers
-                replicas = [brokers[(leader + j) % n] for j in range(factor)]
-            out.append(replicas)
-        return out
-
-
-def _isrs(image: MetadataImage, assignment: list[list[int]]) -> dict:
-    """The "isrs" of a new topic's or partitions' record when some replicas are not available
-    (Kafka's ``buildPartitionRegistration`` starts the ISR with the active replicas only);
-    :meth:`QuorumController.assign_replicas` puts an available broker first in every list."""
-    live = set(image.live_brokers())
-    isrs = [[r for r in replicas if r in live] for replicas in assignment]
-    if all(len(isr) == len(replicas) for isr, replicas in zip(isrs, assignment)):
-        return {}
-    return {"isrs": isrs}
-
+        """Replicas for ``count`` new partitions (see :func:`broker.controller.placement.place_replicas`)."""
+        return place_replicas(image, self.rng, count, factor, first)
 
 def unify_collision_chars(name: str) -> str:
     """Kafka's ``Topic.unifyCollisionChars``: '.' and '_' collide in metric names, so they count as one."""
@@ -395,12 +348,6 @@ def colliding_topic(existing, name: str) -> str | None:
         return None
     unified = unify_collision_chars(name)
     return min((t for t in existing if t != name and unify_collision_chars(t) == unified), default=None)
-
-
-def validate_assignment(assignment: list[list[int]], brokers: set[int]) -> None:
-    for replicas in assignment:
-        if not replicas or len(set(replicas)) != len(replicas) or not set(replicas) <= brokers:
-            raise InvalidReplicaAssignmentError(f"replica list {replicas} is empty, repeats or names unknown brokers")
 
 
 def _topic(image: MetadataImage, name: str) -> TopicImage:
