@@ -18,7 +18,7 @@ from streams.kstream import BranchedKStream, KStream
 from streams.ktable import KTable
 from streams.parameters import Branched, Consumed, Grouped, Materialized, Named, Produced, Repartitioned
 from streams.record import Windowed
-from streams.serdes import Serdes
+from streams.serdes import Serdes, WindowedSerdes
 from streams.suppress import BufferConfig, Suppressed
 from streams.topology import Topology
 from streams.column_functions import Vectorized, vectorized
@@ -31,7 +31,7 @@ __all__ = [
     "Grouped", "Materialized", "Named", "Repartitioned", "Branched", "Suppressed", "BufferConfig",
     "EmitStrategy", "TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows", "Windowed",
     "TopologyError", "StreamsError", "InvalidStateStoreError", "GlobalKTable", "CogroupedKStream", "Joined",
-    "StreamJoined", "TableJoined", "TopicsNotCopartitionedError", "Stores",
+    "StreamJoined", "TableJoined", "TopicsNotCopartitionedError", "Stores", "WindowedSerdes",
 ]
 
 

@@ -40,9 +40,10 @@ def checked_serde(src: Node, defaults: tuple):
 
 def check_column(serde):
     """A column that decodes every value: given to ``mapInArrow``, Spark evaluates it, so a
-    malformed value fails the query where it stands."""
+    malformed value fails the query where it stands, naming its topic, partition and offset."""
     from pyspark.sql import functions as F
-    return serde.decode(F.col("value")).isNull().alias("value_null")
+    record = (F.col("topic"), F.col("partition"), F.col("offset"))
+    return serde.decode(F.col("value"), record=record).isNull().alias("value_null")
 
 
 def headers_as_json():

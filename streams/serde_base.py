@@ -69,12 +69,17 @@ class Serde:
     def spark_type(self) -> T.DataType:
         raise NotImplementedError
 
-    def decode(self, col, *, on_error: str = "fail", topic: str | None = None):
+    def decode(self, col, *, on_error: str = "fail", topic: str | None = None, record: tuple | None = None):
         """``col`` (BINARY) as :meth:`spark_type`, the values :meth:`deserialize` returns; a bad record
-        fails the query (``on_error="fail"``) or becomes null (``"null"``)."""
+        fails the query (``on_error="fail"``) or becomes null (``"null"``).
+
+        ``record``, the rows' ``(topic, partition, offset)`` columns, makes the failure name the
+        record as Kafka's ``LogAndFailExceptionHandler`` logs it ("topic: t, partition: 0, offset:
+        3"), so a poison record can be found (Spark's error carries no row otherwise)."""
         from pyspark.sql import functions as F
         _check_on_error(on_error)
-        return F.when(col.isNull(), F.lit(None)).otherwise(self._decode(col, on_error, topic)).cast(self.spark_type())
+        where = topic if record is None else _Where(topic, tuple(record))
+        return F.when(col.isNull(), F.lit(None)).otherwise(self._decode(col, on_error, where)).cast(self.spark_type())
 
     def encode(self, col):
         """``col`` (of :meth:`spark_type`) as BINARY, the bytes :meth:`serialize` writes."""
@@ -93,10 +98,33 @@ class Serde:
         from pyspark.sql import functions as F
         if on_error == "null":
             return F.lit(None)
-        where = f" (topic '{topic}')" if topic else ""
-        parts = [F.lit(f"{self.name} serde: "), message if not isinstance(message, str) else F.lit(message),
-                 F.lit(where)]
+        if isinstance(topic, _Where):
+            where = topic.columns()
+        else:
+            where = [F.lit(f" (topic '{topic}')" if topic else "")]
+        parts = [F.lit(f"{self.name} serde: "), message if not isinstance(message, str) else F.lit(message), *where]
         return F.raise_error(F.concat(*parts))
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where a Spark-side record comes from: the topic name given to ``decode`` and the rows'
+    ``(topic, partition, offset)`` columns. A str-like stand-in for ``topic`` on the Spark side
+    only (:meth:`Serde.error` and Python UDFs get :func:`topic_name`)."""
+    topic: str | None
+    record: tuple
+
+    def columns(self) -> list:
+        from pyspark.sql import functions as F
+        topic, partition, offset = self.record
+        return [F.lit(" (topic: "), F.coalesce(topic.cast("string"), F.lit(self.topic or "null")),
+                F.lit(", partition: "), F.coalesce(partition.cast("string"), F.lit("null")),
+                F.lit(", offset: "), F.coalesce(offset.cast("string"), F.lit("null")), F.lit(")")]
+
+
+def topic_name(topic) -> str | None:
+    """The topic's name, given a topic or a :class:`_Where`."""
+    return topic.topic if isinstance(topic, _Where) else topic
 
 
 def _check_on_error(on_error: str) -> None:

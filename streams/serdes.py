@@ -15,14 +15,18 @@ Float      4 bytes, IEEE-754 big-endian (NaN written as 7fc00000)           FLOA
 Boolean    1 byte, 0x00 or 0x01 (Kafka 3.x; any other byte is an error)     BOOLEAN
 UUID       the 36-character text, UTF-8 (Python value: ``uuid.UUID``)       STRING
 Void       always null                                                      VOID (NullType)
-Bytes      the bytes as they are (``ByteArray`` too)                        BINARY
+Bytes      the bytes as they are (``ByteArray``, ``ByteBuffer`` too)        BINARY
 Json       UTF-8 JSON text (:mod:`streams.serdes_json`)                     a struct, or STRING
 Struct     an Arrow IPC stream of one row (:mod:`streams.serdes_struct`)    the struct
 =========  ===============================================================  ===================
 
+``WindowedSerdes`` (:mod:`streams.serdes_windowed`) writes windowed keys as Kafka's
+``WindowKeySchema``/``SessionKeySchema`` do, and ``Serdes.ListSerde(inner)`` Kafka's
+``ListSerializer`` bytes (:mod:`streams.serdes_list`).
+
 Null stays null both ways (tombstones, null keys). The Python side raises
 :class:`SerializationError` for input of the wrong size or content; the Spark side compiles to
-built-in SQL functions (no Python per record, except ``Struct``) and, by default, fails the query
+built-in SQL functions (no Python per record, except ``Struct`` and ``ListSerde``) and, by default, fails the query
 with Spark's ``raise_error`` carrying the same message; ``decode(col, on_error="null")`` makes a
 bad record null instead, for a DSL that skips it (Kafka's ``LogAndContinueExceptionHandler``).
 
@@ -49,16 +53,21 @@ from streams.serde_base import ON_ERROR, Serde, SerializationError, _check_on_er
 @dataclass(frozen=True, repr=False)
 class _FixedWidth(Serde):
     width: ClassVar[int] = 0
+    deserializer: ClassVar[str] = ""   # the name Kafka's size message gives (Double's and Float's: "Deserializer")
+
+    def _size_message(self) -> str:
+        return f"Size of data received by {self.deserializer} is not {self.width}"
 
     def _deserialize(self, data: bytes, topic):
         if len(data) != self.width:
-            raise self.error(f"expected {self.width} bytes, got {len(data)}", topic, length=len(data))
+            raise self.error(f"{self._size_message()} (got {len(data)} bytes)", topic, length=len(data))
         return self._unpack(data)
 
     def _decode(self, col, on_error, topic):
         from pyspark.sql import functions as F
         n = F.octet_length(col)
-        bad = self._bad(on_error, F.concat(F.lit(f"expected {self.width} bytes, got "), n.cast("string")), topic)
+        bad = self._bad(on_error, F.concat(F.lit(f"{self._size_message()} (got "), n.cast("string"), F.lit(" bytes)")),
+                        topic)
         return F.when(n == self.width, self._decode_exact(col)).otherwise(bad)
 
 
@@ -95,17 +104,17 @@ class _Integral(_FixedWidth):
 
 @dataclass(frozen=True, repr=False)
 class LongSerde(_Integral):
-    kafka_name, width, spark = "Long", 8, T.LongType
+    kafka_name, width, spark, deserializer = "Long", 8, T.LongType, "LongDeserializer"
 
 
 @dataclass(frozen=True, repr=False)
 class IntegerSerde(_Integral):
-    kafka_name, width, spark = "Integer", 4, T.IntegerType
+    kafka_name, width, spark, deserializer = "Integer", 4, T.IntegerType, "IntegerDeserializer"
 
 
 @dataclass(frozen=True, repr=False)
 class ShortSerde(_Integral):
-    kafka_name, width, spark = "Short", 2, T.ShortType
+    kafka_name, width, spark, deserializer = "Short", 2, T.ShortType, "ShortDeserializer"
 
 
 @dataclass(frozen=True, repr=False)
@@ -114,7 +123,7 @@ class DoubleSerde(_FixedWidth):
     ``Double.longBitsToDouble`` works but runs ~4x slower and is non-deterministic to the
     optimizer), so :mod:`streams.serdes_ieee` computes the value from sign, exponent and mantissa
     with exact power-of-two arithmetic."""
-    kafka_name, width = "Double", 8
+    kafka_name, width, deserializer = "Double", 8, "Deserializer"
     fmt: ClassVar[str] = ">d"
     nan: ClassVar[bytes] = bytes.fromhex("7ff8000000000000")
 
@@ -148,7 +157,7 @@ class DoubleSerde(_FixedWidth):
 class FloatSerde(DoubleSerde):
     """IEEE-754 binary32. Python floats are doubles: serializing rounds to the nearest float (as
     Java's ``(float)`` cast) and deserializing widens exactly."""
-    kafka_name, width = "Float", 4
+    kafka_name, width, deserializer = "Float", 4, "Deserializer"
     fmt: ClassVar[str] = ">f"
     nan: ClassVar[bytes] = bytes.fromhex("7fc00000")
 
@@ -167,7 +176,7 @@ class FloatSerde(DoubleSerde):
 @dataclass(frozen=True, repr=False)
 class BooleanSerde(_FixedWidth):
     """Kafka 3.x's: one byte, 0x01 for true and 0x00 for false; any other byte is an error."""
-    kafka_name, width = "Boolean", 1
+    kafka_name, width, deserializer = "Boolean", 1, "BooleanDeserializer"
 
     def _serialize(self, obj) -> bytes:
         if not isinstance(obj, bool):
@@ -176,7 +185,8 @@ class BooleanSerde(_FixedWidth):
 
     def _deserialize(self, data: bytes, topic):
         if len(data) == 1 and data[0] > 1:
-            raise self.error(f"unexpected byte {data[0]:#04x}, expected 0x00 or 0x01", topic, length=1)
+            signed = data[0] - 256 if data[0] > 127 else data[0]   # Java's byte
+            raise self.error(f"Unexpected byte received by BooleanDeserializer: {signed}", topic, length=1)
         return super()._deserialize(data, topic)
 
     def _unpack(self, data: bytes) -> bool:
@@ -188,8 +198,10 @@ class BooleanSerde(_FixedWidth):
     def _decode(self, col, on_error, topic):
         from pyspark.sql import functions as F
         n = F.octet_length(col)
-        size = F.concat(F.lit("expected 1 bytes, got "), n.cast("string"))
-        byte = F.concat(F.lit("unexpected byte 0x"), F.lower(F.hex(col)), F.lit(", expected 0x00 or 0x01"))
+        size = F.concat(F.lit(f"{self._size_message()} (got "), n.cast("string"), F.lit(" bytes)"))
+        unsigned = F.conv(F.hex(col), 16, 10).cast("int")
+        signed = F.when(unsigned > 127, unsigned - 256).otherwise(unsigned)   # Java's byte
+        byte = F.concat(F.lit("Unexpected byte received by BooleanDeserializer: "), signed.cast("string"))
         return (F.when(col == F.lit(b"\x01"), F.lit(True)).when(col == F.lit(b"\x00"), F.lit(False))
                 .when(n != 1, self._bad(on_error, size, topic)).otherwise(self._bad(on_error, byte, topic)))
 
@@ -319,6 +331,12 @@ class ByteArraySerde(BytesSerde):
     kafka_name = "ByteArray"
 
 
+@dataclass(frozen=True, repr=False)
+class ByteBufferSerde(BytesSerde):
+    """Kafka's ``Serdes.ByteBuffer()``: the buffer's remaining bytes, as they are."""
+    kafka_name = "ByteBuffer"
+
+
 # ------------------------------------------------------------------------------------ factories
 class Serdes:
     """Kafka's factory names: ``Serdes.String()``, ``Serdes.Long()``, ``Serdes.Json(schema)``, ..."""
@@ -327,6 +345,8 @@ class Serdes:
     def Bytes() -> Serde: return BytesSerde()            # noqa: E704
     @staticmethod
     def ByteArray() -> Serde: return ByteArraySerde()    # noqa: E704
+    @staticmethod
+    def ByteBuffer() -> Serde: return ByteBufferSerde()  # noqa: E704
     @staticmethod
     def String() -> Serde: return StringSerde()          # noqa: E704
     @staticmethod
@@ -354,14 +374,22 @@ class Serdes:
         return JsonSerde.of(schema)
 
     @staticmethod
+    def ListSerde(*args) -> Serde:
+        """Kafka's ``Serdes.ListSerde(listClass, innerSerde)``; the list class may be left out."""
+        if not args or len(args) > 2:
+            raise InvalidConfigError("ListSerde(innerSerde) or ListSerde(listClass, innerSerde)")
+        return ListSerde(serde_of(args[-1], "ListSerde inner serde"))
+
+    @staticmethod
     def Struct(schema) -> Serde:
         """Riverlog's columnar serde: an Arrow IPC stream of one row of ``schema``."""
         from streams.serdes_struct import StructSerde
         return StructSerde.of(schema)
 
 
-_BY_NAME = {cls.kafka_name: cls for cls in (BytesSerde, ByteArraySerde, StringSerde, LongSerde, IntegerSerde,
-                                            ShortSerde, DoubleSerde, FloatSerde, BooleanSerde, UUIDSerde, VoidSerde)}
+_BY_NAME = {cls.kafka_name: cls for cls in (BytesSerde, ByteArraySerde, ByteBufferSerde, StringSerde, LongSerde,
+                                            IntegerSerde, ShortSerde, DoubleSerde, FloatSerde, BooleanSerde, UUIDSerde,
+                                            VoidSerde)}
 _KAFKA_PREFIXES = ("org.apache.kafka.common.serialization.Serdes$", "org.apache.kafka.common.serialization.Serdes.",
                    "Serdes$", "Serdes.")
 
@@ -400,5 +428,8 @@ from streams.serdes_json import JsonSerde  # noqa: E402  (they build on Serde ab
 from streams.serdes_struct import StructSerde  # noqa: E402
 
 __all__ = ["Serde", "Serdes", "SerializationError", "serde_of", "JsonSerde", "StructSerde", "BytesSerde",
-           "ByteArraySerde", "StringSerde", "LongSerde", "IntegerSerde", "ShortSerde", "DoubleSerde", "FloatSerde",
-           "BooleanSerde", "UUIDSerde", "VoidSerde"]
+           "ByteArraySerde", "ByteBufferSerde", "ListSerde", "WindowedSerdes", "TimeWindowedSerde",
+           "SessionWindowedSerde", "StringSerde", "LongSerde", "IntegerSerde", "ShortSerde", "DoubleSerde",
+           "FloatSerde", "BooleanSerde", "UUIDSerde", "VoidSerde"]
+from streams.serdes_windowed import SessionWindowedSerde, TimeWindowedSerde, WindowedSerdes  # noqa: E402, F401
+from streams.serdes_list import ListSerde  # noqa: E402, F401

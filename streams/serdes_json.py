@@ -24,12 +24,18 @@ the shortest text, and escapes of control characters may differ.
 **Without a schema** any JSON value is accepted and written with ``json.dumps`` (compact,
 non-ASCII unescaped; NaN and infinities are refused: they are not JSON). Spark has no type for
 "any JSON", so the Spark side is STRING: the JSON text as written (checked with
-``try_parse_json``), not a parsed value.
+``try_parse_json``), not a parsed value. Both sides read the same texts as JSON, so a record is
+bad whichever side reads it: the first JSON value counts and what follows it is ignored (as
+Jackson's ``ObjectMapper.readTree`` ignores trailing tokens); the tokens ``NaN``/``Infinity`` are
+refused (as Jackson refuses them by default); an object with a repeated key and a string with a
+lone surrogate escape (``"\ud800"``) are refused, as Spark's variant parser refuses them (Jackson
+would take the last value and the lone surrogate).
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +43,7 @@ from typing import Any
 from pyspark.sql import types as T
 
 from broker.errors import InvalidConfigError
-from streams.serde_base import Serde
+from streams.serde_base import Serde, _Where
 from streams.serdes_schema import struct_schema
 
 _FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "+Infinity": math.inf, "+INF": math.inf,
@@ -83,7 +89,7 @@ class JsonSerde(Serde):
         text = data.decode("utf-8", errors="replace")
         if self.schema is None:
             try:
-                return json.loads(text)
+                return _any_json(text)
             except ValueError as e:
                 raise self.error(f"not JSON: {e}", topic, length=len(data)) from None
         if not text.strip():
@@ -108,7 +114,7 @@ class JsonSerde(Serde):
             bad = self._bad(on_error, F.concat(F.lit("not JSON: "), F.substring(text, 1, 60)), topic)
             return F.when(F.try_parse_json(text).isNotNull(), text).otherwise(bad)
         options = {"allowSingleQuotes": "false"}
-        if on_error == "fail":
+        if on_error == "fail" and not isinstance(topic, _Where):
             return F.from_json(text, self.schema, {**options, "mode": "FAILFAST"})
         corrupt = "_corrupt_record"
         while corrupt in self.schema.fieldNames():
@@ -116,13 +122,61 @@ class JsonSerde(Serde):
         with_corrupt = T.StructType(self.schema.fields + [T.StructField(corrupt, T.StringType())])
         parsed = F.from_json(text, with_corrupt, {**options, "mode": "PERMISSIVE",
                                                   "columnNameOfCorruptRecord": corrupt})
-        return F.when(parsed[corrupt].isNull(), parsed.dropFields(corrupt))
+        # Given where the records come from, a bad one fails with the serde's message naming it
+        # (FAILFAST's MALFORMED_RECORD_IN_PARSING names no row); PERMISSIVE flags the same records.
+        bad = self._bad(on_error, F.concat(F.lit("not JSON of this schema: "), F.substring(text, 1, 60)), topic)
+        return F.when(parsed[corrupt].isNull(), parsed.dropFields(corrupt)).otherwise(bad)
 
     def _encode(self, col):
         from pyspark.sql import functions as F
         if self.schema is None:
             return col.cast("binary")
         return F.to_json(col, {"ignoreNullFields": "false"}).cast("binary")
+
+
+_JSON_SPACE = " \t\n\r"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _any_json(text: str):
+    """The first JSON value of ``text``, read as the Spark side's ``try_parse_json`` checks it."""
+    decoder = json.JSONDecoder(parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+    value, end = decoder.raw_decode(text, len(text) - len(text.lstrip(_JSON_SPACE)))
+    after = text[end:end + 1]
+    # Jackson, under Spark's parser, ends a top-level number only at white space
+    # (ReaderBasedJsonParser._verifyRootSpace) and a literal at a character no identifier takes.
+    if after and isinstance(value, (int, float)) and not isinstance(value, bool) and after not in _JSON_SPACE:
+        raise ValueError(f"unexpected character {after!r} after the number")
+    if after and (value is None or isinstance(value, bool)) and (after.isalnum() or after in "_$"):
+        raise ValueError(f"unrecognized token starting {text[:end + 1].strip()!r}")
+    _check_strings(value)
+    return value
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _unique_keys(pairs: list) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"duplicate object key {key!r}")
+    return out
+
+
+def _check_strings(v) -> None:
+    if isinstance(v, str):
+        if _LONE_SURROGATE.search(v):
+            raise ValueError(f"lone surrogate in string {_clip(v.encode('utf-8', 'backslashreplace').decode())}")
+    elif isinstance(v, list):
+        for x in v:
+            _check_strings(x)
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            _check_strings(k)
+            _check_strings(x)
 
 
 def _check_supported(dt: T.DataType, path: str) -> None:

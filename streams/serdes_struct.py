@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import types as T
 
-from streams.serde_base import Serde
+from streams.serde_base import Serde, topic_name
 from streams.serdes_schema import struct_schema
 
 
@@ -66,7 +66,7 @@ class StructSerde(Serde):
 
     def _decode(self, col, on_error, topic):
         from pyspark.sql import functions as F
-        return F.arrow_udf(_decoder(self, on_error, topic), self.schema)(col)
+        return F.arrow_udf(_decoder(self, on_error, topic_name(topic)), self.schema)(col)
 
     def _encode(self, col):
         from pyspark.sql import functions as F

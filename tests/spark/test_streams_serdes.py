@@ -155,8 +155,9 @@ def test_bad_records_become_null_with_on_error_null(spark):
 
 
 @pytest.mark.parametrize("serde, data, message", [
-    (Serdes.Long(), b"\x00" * 7, "Long serde: expected 8 bytes, got 7 (topic 'orders')"),
-    (Serdes.Boolean(), b"\x07", "Boolean serde: unexpected byte 0x07, expected 0x00 or 0x01 (topic 'orders')"),
+    (Serdes.Long(), b"\x00" * 7,
+     "Long serde: Size of data received by LongDeserializer is not 8 (got 7 bytes) (topic 'orders')"),
+    (Serdes.Boolean(), b"\x07", "Boolean serde: Unexpected byte received by BooleanDeserializer: 7 (topic 'orders')"),
     (ORDER, b'{"n":"x"}', "MALFORMED_RECORD_IN_PARSING"),
     (STRUCT, b"garbage", "Struct<struct<id:bigint"),
 ])

@@ -82,13 +82,19 @@ def test_names_for_describe():
 
 
 @pytest.mark.parametrize("serde, data, expected", [
-    (Serdes.Long(), b"\x00" * 7, "Long serde: expected 8 bytes, got 7 (topic 'orders')"),
-    (Serdes.Integer(), b"\x00" * 5, "Integer serde: expected 4 bytes, got 5 (topic 'orders')"),
-    (Serdes.Short(), b"", "Short serde: expected 2 bytes, got 0 (topic 'orders')"),
-    (Serdes.Double(), b"\x00" * 4, "Double serde: expected 8 bytes, got 4 (topic 'orders')"),
-    (Serdes.Float(), b"\x00" * 8, "Float serde: expected 4 bytes, got 8 (topic 'orders')"),
-    (Serdes.Boolean(), b"\x02", "Boolean serde: unexpected byte 0x02, expected 0x00 or 0x01 (topic 'orders')"),
-    (Serdes.Boolean(), b"\x00\x01", "Boolean serde: expected 1 bytes, got 2 (topic 'orders')"),
+    (Serdes.Long(), b"\x00" * 7,
+     "Long serde: Size of data received by LongDeserializer is not 8 (got 7 bytes) (topic 'orders')"),
+    (Serdes.Integer(), b"\x00" * 5,
+     "Integer serde: Size of data received by IntegerDeserializer is not 4 (got 5 bytes) (topic 'orders')"),
+    (Serdes.Short(), b"",
+     "Short serde: Size of data received by ShortDeserializer is not 2 (got 0 bytes) (topic 'orders')"),
+    (Serdes.Double(), b"\x00" * 4,
+     "Double serde: Size of data received by Deserializer is not 8 (got 4 bytes) (topic 'orders')"),
+    (Serdes.Float(), b"\x00" * 8,
+     "Float serde: Size of data received by Deserializer is not 4 (got 8 bytes) (topic 'orders')"),
+    (Serdes.Boolean(), b"\x02", "Boolean serde: Unexpected byte received by BooleanDeserializer: 2 (topic 'orders')"),
+    (Serdes.Boolean(), b"\x00\x01",
+     "Boolean serde: Size of data received by BooleanDeserializer is not 1 (got 2 bytes) (topic 'orders')"),
     (Serdes.UUID(), b"not-a-uuid", "UUID serde: 'not-a-uuid' is not a UUID (8-4-4-4-12 hex digits) (topic 'orders')"),
     (Serdes.Void(), b"x", "Void serde: expected null, got 1 bytes (topic 'orders')"),
 ])
