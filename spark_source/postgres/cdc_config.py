@@ -1,6 +1,7 @@
 """The CDC envelope's options under Debezium's names, read and checked once."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,6 +10,29 @@ from spark_source.postgres.types import PLACEHOLDER, CdcConfigError, TypeModes
 
 VERSION = "riverlog-0.1.0"
 """``source.version``: the producer of the events (Riverlog, not a Debezium release)."""
+
+
+TOPIC_NAME = re.compile(r"[a-zA-Z0-9_.\-]+")
+"""``CommonConnectorConfig.TOPIC_NAME_PATTERN``: what ``topic.prefix`` may hold."""
+
+
+def _mode(options: dict, option: str, default: str) -> str:
+    """An enumerated mode, trimmed and in any case, as Debezium's ``…HandlingMode.parse`` reads it."""
+    return str(options.get(option, default)).strip().lower()
+
+
+def _skipped(value: Any) -> frozenset:
+    """``skipped.operations`` as ``CommonConnectorConfig.validateSkippedOperation`` checks it: any of
+    c, u, d, t, or ``none`` alone."""
+    parts = [s.strip() for s in str(value).split(",") if s.strip()]
+    bad = sorted(set(parts) - {"c", "u", "d", "t", "none"})
+    if bad:
+        raise CdcConfigError(f"skipped.operations has {bad}; allowed: c, u, d, t, none",
+                             option="skipped.operations")
+    if "none" in parts and len(set(parts)) > 1:
+        raise CdcConfigError("skipped.operations: 'none' cannot be specified with other skipped operation types",
+                             option="skipped.operations")
+    return frozenset(parts) - {"none"}
 
 
 def _bool(option: str, value: Any) -> bool:
@@ -43,25 +67,26 @@ class CdcConfig:
         ``money.fraction.digits``, ``hstore.handling.mode`` (json or map), ``unavailable.value.placeholder``, ``tombstones.on.delete``,
         ``provide.transaction.metadata``, ``topic.transaction``, ``skipped.operations`` (c,u,d,t or
         none; default t), ``schemas.enable`` (JsonConverter's, for key and value),
+        the modes trimmed and in any case, ``topic.prefix`` of Kafka's topic characters only,
         ``message.prefix.include.list`` / ``message.prefix.exclude.list`` (regular expressions)."""
         get = options.get
         prefix = get("topic.prefix")
         if not prefix:
             raise CdcConfigError("topic.prefix is required (it names the topics: <topic.prefix>.<schema>.<table>)",
                                  option="topic.prefix")
-        skipped = {s.strip() for s in str(get("skipped.operations", "t")).split(",") if s.strip()}
-        skipped.discard("none")
-        bad = skipped - {"c", "u", "d", "t"}
-        if bad:
-            raise CdcConfigError(f"skipped.operations has {sorted(bad)}; allowed: c, u, d, t, none",
-                                 option="skipped.operations")
+        if not TOPIC_NAME.fullmatch(str(prefix)):
+            raise CdcConfigError(f"topic.prefix={prefix!r} has invalid format (only the underscore, hyphen, dot and "
+                                 "alphanumeric characters are allowed): set topic.prefix", option="topic.prefix")
+        skipped = _skipped(get("skipped.operations", "t"))
         try:
             digits = int(get("money.fraction.digits", 2))
         except ValueError:
             raise CdcConfigError("money.fraction.digits must be an integer", option="money.fraction.digits") from None
-        modes = TypeModes(get("decimal.handling.mode", "precise"), get("time.precision.mode", "adaptive"),
-                          get("binary.handling.mode", "bytes"), get("interval.handling.mode", "numeric"), digits,
-                          get("hstore.handling.mode", "json"))
+        modes = TypeModes(_mode(options, "decimal.handling.mode", "precise"),
+                          _mode(options, "time.precision.mode", "adaptive"),
+                          _mode(options, "binary.handling.mode", "bytes"),
+                          _mode(options, "interval.handling.mode", "numeric"), digits,
+                          _mode(options, "hstore.handling.mode", "json"))
         include = logical_messages.patterns("message.prefix.include.list", get("message.prefix.include.list"))
         exclude = logical_messages.patterns("message.prefix.exclude.list", get("message.prefix.exclude.list"))
         if include and exclude:
@@ -71,6 +96,6 @@ class CdcConfig:
                    get("unavailable.value.placeholder", PLACEHOLDER),
                    _bool("tombstones.on.delete", get("tombstones.on.delete", True)),
                    _bool("provide.transaction.metadata", get("provide.transaction.metadata", False)),
-                   get("topic.transaction", "transaction"), frozenset(skipped),
+                   get("topic.transaction", "transaction"), skipped,
                    _bool("schemas.enable", get("schemas.enable", True)),
                    message_prefix_include_list=include, message_prefix_exclude_list=exclude)

@@ -1,5 +1,5 @@
 """The fixed parts of Debezium's schemas and names: the PostgreSQL ``source`` block, the
-transaction block and transaction topic schemas, Avro-safe schema names, topic names, and the
+transaction block and transaction topic schemas, schema names, topic names, and the
 fallback a required field gets when its value was not sent."""
 from __future__ import annotations
 
@@ -10,14 +10,12 @@ SOURCE_SCHEMA_NAME = "io.debezium.connector.postgresql.Source"
 SNAPSHOT_ALLOWED = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
 
 
-def avro_name(text: str) -> str:
-    """Debezium keeps schema names valid Avro names: other characters become '_'."""
-    out = re.sub(r"[^A-Za-z0-9_]", "_", text)
-    return out if not out[:1].isdigit() else "_" + out
-
-
-def schema_name(*parts: str) -> str:
-    return ".".join(avro_name(p) for p in parts)
+def schema_name(prefix: str, schema: str, table: str, suffix: str) -> str:
+    """A table's ``Key``, ``Value`` or ``Envelope`` schema name: its topic name and the suffix,
+    unchanged otherwise, as Debezium 2.x names them under its default
+    ``schema.name.adjustment.mode=none`` (``TableSchemaBuilder`` with the topic naming strategy's
+    ``recordSchemaPrefix``); "a-b" and "1st" stay as they are."""
+    return f"{topic_name(prefix, schema, table)}.{suffix}"
 
 
 def topic_name(prefix: str, schema: str, table: str) -> str:

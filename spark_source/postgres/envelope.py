@@ -5,7 +5,8 @@ Each record is what Debezium's PostgreSQL connector writes through Kafka's JsonC
 "transaction"}``, each as ``{"schema": ..., "payload": ...}`` bytes (``schemas.enable`` true) or
 the payload alone. A delete is followed by a tombstone (``tombstones.on.delete``); an update that
 changes the primary key is a delete of the old key (header ``__debezium.newkey``), its tombstone
-and a create of the new key (header ``__debezium.oldkey``). A TOASTed column the change did not
+(the same header) and a create of the new key (header ``__debezium.oldkey``); ``skipped.operations``
+filters them as the ``d`` and ``c`` they are, not as an update. A TOASTed column the change did not
 touch carries ``unavailable.value.placeholder`` (a typed one for arrays, see types.py), except
 under REPLICA IDENTITY FULL, where the old tuple has the value and ``after`` takes it from there,
 as Debezium does. ``before`` is what pgoutput sent: null for an update under REPLICA IDENTITY
@@ -266,14 +267,18 @@ class EnvelopeBuilder:
                 if self.config.tombstones_on_delete:
                     emit.tombstone(table, key)
         elif old is not None and self._key_payload(table, old) != self._key_payload(table, new):
-            if "u" in skipped:
-                return
+            # A key change is a DELETE and a CREATE (RelationalChangeRecordEmitter.
+            # emitUpdateAsPrimaryKeyChangeRecord), and EventDispatcher filters each record by its own
+            # operation: skipping u keeps both, skipping d drops the delete and its tombstone, c the create.
             old_key, new_key = self._key_payload(table, old), self._key_payload(table, new)
             old_key_json, new_key_json = self._json(table.key_schema, old_key), self._json(table.key_schema, new_key)
-            emit.value(table, old_key, "d", old, None, change, (("__debezium.newkey", new_key_json),))
-            if self.config.tombstones_on_delete:
-                emit.tombstone(table, old_key)
-            emit.value(table, new_key, "c", None, new, change, (("__debezium.oldkey", old_key_json),))
+            if "d" not in skipped:
+                newkey = (("__debezium.newkey", new_key_json),)
+                emit.value(table, old_key, "d", old, None, change, newkey)
+                if self.config.tombstones_on_delete:
+                    emit.tombstone(table, old_key, newkey)   # the delete's headers, as Debezium copies them
+            if "c" not in skipped:
+                emit.value(table, new_key, "c", None, new, change, (("__debezium.oldkey", old_key_json),))
         elif "u" not in skipped:
             emit.value(table, self._key_payload(table, new), "u", old, new, change)
 
@@ -333,8 +338,9 @@ class _Emitter:
         self._append(topic, b._json(logical_messages.KEY_SCHEMA, {"prefix": m.prefix}),
                      b._json(b.message_schema, value))
 
-    def tombstone(self, table: TableSchema, key: Optional[dict]) -> None:
-        self._append(table.topic, None if key is None else self.builder._json(table.key_schema, key), None)
+    def tombstone(self, table: TableSchema, key: Optional[dict], extra: tuple = ()) -> None:
+        """A delete's tombstone: its key and headers (EventDispatcher's ``record.newRecord``)."""
+        self._append(table.topic, None if key is None else self.builder._json(table.key_schema, key), None, extra)
 
     def framed(self) -> list:
         """BEGIN + records + END on the transaction topic, renumbered in that order."""
