@@ -115,6 +115,9 @@ _UNSUPPORTED = frozenset({
     "database.sslpassword", "database.sslrootcert", "database.sslfactory", "database.tcpKeepAlive",
     "database.initial.statements", "database.query.timeout.ms", "database.connection.timeout.ms",
     "database.connection.factory.class", "database.server.name",
+    # Debezium's retries of retriable errors (a connector here restarts by errors.retry.timeout) and
+    # its pre-2.0 field-name sanitising (schema.name.adjustment.mode's ancestor)
+    "errors.max.retries", "sanitize.field.names",
 })
 # Families of Debezium keys with a name inside (column.mask.with.12.chars, …).
 _UNSUPPORTED_FAMILIES = re.compile(

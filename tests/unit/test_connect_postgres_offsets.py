@@ -93,7 +93,7 @@ def test_debezium_keys_the_connector_does_not_implement_are_refused_per_field():
                "snapshot.select.statement.overrides.public.c": "SELECT * FROM public.c WHERE id > 100",
                "schema.name.adjustment.mode": "avro", "column.mask.with.12.chars": "public.c.card",
                "database.sslmode": "require", "table.includ.list": "public.c", "dsn": "postgresql://x/shop",
-               "maxChangesPerTrigger": "5"}
+               "maxChangesPerTrigger": "5", "errors.max.retries": "0", "sanitize.field.names": "true"}
     with pytest.raises(ConfigError) as bad:
         check_connector_config("shop-cdc", _shop(**refused))
     errors = bad.value.details["errors"]
