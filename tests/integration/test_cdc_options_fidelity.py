@@ -7,21 +7,12 @@ import json
 
 import pytest
 
-from spark_source.postgres.capture import SNAPSHOT, Capture, CdcOffset
+from spark_source.postgres.capture import Capture, CdcOffset
 from spark_source.postgres.options import CdcOptions
 from tests.conftest import wait_until
+from tests.integration.test_cdc_debezium_fidelity import _snapshot
 
 pytestmark = pytest.mark.integration
-
-
-def _snapshot(capture: Capture) -> tuple[list, CdcOffset]:
-    start = capture.next_offset(CdcOffset("new", 0), None)
-    records = []
-    while start.phase == SNAPSHOT:
-        end = capture.next_offset(start, None)
-        records.extend(r for r, _ in capture.records(start, end))
-        start = end
-    return records, start
 
 
 def _stream_until(capture: Capture, start: CdcOffset, done) -> list:
