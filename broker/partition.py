@@ -147,7 +147,8 @@ class Partition(PartitionLeadership, PartitionProduce, PartitionFollower, Partit
     # ------------------------------------------------------------------------------ retention, compaction
     def delete_records(self, offset: int) -> int:
         """DeleteRecords, as leader: records below ``offset`` (-1: the high watermark) become
-        unreadable and whole segments below go; returns the new log start offset. Refused, as in
+        unreadable and whole segments below go; returns the new log start offset, of this replica
+        only: the request is done once :meth:`low_watermark` reached it. Refused, as in
         Kafka, when ``cleanup.policy`` lacks ``delete``: a compacted topic's readers rebuild state
         from the whole log, and cutting its head would drop keys silently."""
         with self.lock:
@@ -164,6 +165,16 @@ class Partition(PartitionLeadership, PartitionProduce, PartitionFollower, Partit
                 self.epochs.truncate_from_start(start)
         self.notifier.bump()  # long-polling consumers below the new start get OffsetOutOfRange now
         return start
+
+    def low_watermark(self, alive: Callable[[int], bool]) -> int:
+        """As leader: the smallest log start over this replica and every follower on a broker that
+        is ``alive`` (registered and unfenced), see :meth:`LeaderState.low_watermark`. A DeleteRecords
+        is acknowledged only once this reached its offset (Kafka's ``DelayedDeleteRecords``): until
+        then a follower that could take over still holds the records, and a failover would serve
+        them again."""
+        with self.lock:
+            self._check_leader()
+            return self.leader_state.low_watermark(self.log.log_start_offset, alive)
 
     def expire_producers(self, now_ms: int, expiration_ms: int) -> list[int]:
         with self.lock:

@@ -41,8 +41,10 @@ class PartitionReads:
 
     # ------------------------------------------------------------------------------ leader: follower fetch
     def read_for_follower(self, follower_id: int, offset: int, max_bytes: int, leader_epoch: int,
-                          broker_epoch: int = -1, min_one_batch: bool = True) -> ReadResult:
-        """A follower's fetch: everything up to the log end; its offset tells us what it holds.
+                          broker_epoch: int = -1, min_one_batch: bool = True,
+                          log_start_offset: int = -1) -> ReadResult:
+        """A follower's fetch: everything up to the log end; its offset tells us what it holds and
+        ``log_start_offset`` where its log starts (-1: not told), which DeleteRecords waits for.
         ``min_one_batch`` as in :meth:`read`."""
         moved = False
         with self.lock:
@@ -50,8 +52,13 @@ class PartitionReads:
             if follower_id not in self.replicas:
                 raise NotLeaderOrFollowerError(f"broker {follower_id} is not a replica of {self.topic}-{self.index}")
             self.log.check_offset(offset)
-            if self.leader_state.on_follower_fetch(follower_id, offset, self.clock.time_ms(), broker_epoch):
+            state = self.leader_state
+            start_before = state.follower_state(follower_id).log_start_offset
+            if state.on_follower_fetch(follower_id, offset, self.clock.time_ms(), broker_epoch, log_start_offset):
                 moved = self._advance_hw()
+            # A larger log start may complete a waiting DeleteRecords: wake it too (Kafka's
+            # tryCompleteDelayedRequests after a follower's fetch).
+            moved = moved or state.follower_state(follower_id).log_start_offset > start_before
             joining = follower_id not in self.isr and self.leader_state.expand_candidate(follower_id)
             data = self.log.read(offset, max_bytes, min_one_batch=min_one_batch)
             result = ReadResult(b"" if data is None else data, self.high_watermark,

@@ -87,6 +87,11 @@ class RecordsAdmin:
         ``{TopicPartition: offset}`` dict; offset -1 deletes up to the high watermark. An offset past
         the high watermark fails with OffsetOutOfRangeError.
 
+        A partition is answered once every replica on an alive broker moved its log start there
+        (Kafka's ``DelayedDeleteRecords``), so a failover cannot bring the records back; the
+        broker waits up to ``operation_timeout`` seconds for that (default: ``request_timeout``),
+        then the partition fails with RequestTimedOutError, retried within ``request_timeout``.
+
             fs = admin.delete_records([TopicPartition("orders", 0, 1000)])
             fs[tp].result().low_watermark     # 1000
         """
@@ -95,10 +100,13 @@ class RecordsAdmin:
         else:
             wanted = {tp: tp.offset for tp in topic_partition_offsets}
 
+        waited = operation_timeout if operation_timeout is not None else (request_timeout or self.cluster.timeout)
+        operation_ms = max(0, int(waited * 1000))
+
         def call():
             results = {}
             for tp, offset in wanted.items():
-                request = pb.DeleteRecordsRequest(timeout_ms=int((request_timeout or 30) * 1000), topics=[
+                request = pb.DeleteRecordsRequest(timeout_ms=operation_ms, topics=[
                     pb.DeleteRecordsTopic(name=tp.topic, partitions=[
                         pb.DeleteRecordsPartition(partition=tp.partition, offset=offset)])])
                 results[tp] = self._delete_records_at_leader(tp, request, request_timeout)

@@ -25,6 +25,11 @@ Kafka's rules, kept here:
   member was seen with so the controller refuses a replica that restarted since.
 - acks=all completes when the HW reaches the batch's end; ``min.insync.replicas`` is checked before
   the append (against the committed ISR) and again on completion (against the maximal ISR).
+- A fetch also carries the follower's log start offset. The *low watermark* (Kafka's
+  ``Partition.lowWatermarkIfLeader``) is the smallest log start over the leader and every follower
+  on an alive broker, ISR or not, unknown (-1) until it fetched this epoch: DeleteRecords is
+  answered only once it reached the offset, so no replica that could lead later still serves
+  deleted records.
 
 Threading: not thread-safe; the partition holds its lock around every call. Time is passed in.
 
@@ -52,6 +57,7 @@ class FollowerSnapshot(NamedTuple):
     last_fetch_ms: int
     last_fetch_leader_leo: int  # the leader's LEO when the follower last fetched
     broker_epoch: int           # the registration the last fetch came from (-1 unknown)
+    log_start_offset: int = UNKNOWN_OFFSET  # as of its last fetch this epoch (-1 unknown)
 
 
 @dataclass
@@ -61,6 +67,7 @@ class _Follower:
     last_fetch_ms: int = 0
     last_fetch_leader_leo: int = UNKNOWN_OFFSET
     broker_epoch: int = UNKNOWN_BROKER_EPOCH
+    log_start_offset: int = UNKNOWN_OFFSET
 
 
 class LeaderState:
@@ -123,7 +130,19 @@ class LeaderState:
     def follower_state(self, follower_id: int) -> FollowerSnapshot:
         f = self._follower(follower_id)
         return FollowerSnapshot(f.log_end_offset, f.last_caught_up_ms, f.last_fetch_ms,
-                                f.last_fetch_leader_leo, f.broker_epoch)
+                                f.last_fetch_leader_leo, f.broker_epoch, f.log_start_offset)
+
+    def low_watermark(self, leader_log_start: int, alive: Callable[[int], bool]) -> int:
+        """The smallest log start offset over the leader (``leader_log_start``) and every follower
+        whose broker is ``alive`` (Kafka's ``Partition.lowWatermarkIfLeader``, skipping brokers
+        ``metadataCache.hasAliveBroker`` does not know): a follower that has not fetched this epoch
+        counts as -1, since it may still hold anything. DeleteRecords waits for this to reach its
+        offset (``DelayedDeleteRecords.tryComplete``)."""
+        low = leader_log_start
+        for r, f in self._followers.items():
+            if f.log_start_offset < low and alive(r):
+                low = f.log_start_offset
+        return low
 
     # ------------------------------------------------------------------------------- events
     def on_leader_append(self, log_end_offset: int) -> bool:
@@ -134,8 +153,10 @@ class LeaderState:
         return self._update_hw()
 
     def on_follower_fetch(self, follower_id: int, fetch_offset: int, now_ms: int,
-                          broker_epoch: int = UNKNOWN_BROKER_EPOCH) -> bool:
-        """A follower fetched at ``fetch_offset`` (so holds everything below); True when the HW moved.
+                          broker_epoch: int = UNKNOWN_BROKER_EPOCH,
+                          log_start_offset: int = UNKNOWN_OFFSET) -> bool:
+        """A follower fetched at ``fetch_offset`` (so holds everything below) and its log starts at
+        ``log_start_offset`` (-1: not told); True when the HW moved.
 
         Raises NotLeaderOrFollowerError for a broker that is no follower of this partition or a
         fetch from an older registration of the follower than one already seen, and
@@ -155,6 +176,7 @@ class LeaderState:
         elif fetch_offset >= f.last_fetch_leader_leo:
             f.last_caught_up_ms = max(f.last_caught_up_ms, f.last_fetch_ms)
         f.log_end_offset = fetch_offset
+        f.log_start_offset = log_start_offset  # Kafka's Replica.updateFetchStateOrThrow: as reported
         f.last_fetch_leader_leo = self._leo
         f.last_fetch_ms = now_ms
         if broker_epoch != UNKNOWN_BROKER_EPOCH:

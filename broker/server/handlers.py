@@ -1,7 +1,8 @@
 """Request handling: protobuf requests in, protobuf responses out (Kafka's ``KafkaApis``).
 
 No handler waits for data or replicas: an acks=all produce returns what still waits for its replicas
-(:meth:`Handlers.append`, then :meth:`Handlers.settle`) and a fetch is one read
+(:meth:`Handlers.append`, then :meth:`Handlers.settle`), so does a DeleteRecords
+(:meth:`Handlers.delete_records`, then :meth:`Handlers.settle_deletions`), and a fetch is one read
 (:meth:`Handlers.fetch_once`); the server awaits between the steps without holding a thread.
 
 Per-partition failures become that partition's ``error_code`` so the rest of the request still
@@ -15,7 +16,7 @@ import time
 
 from broker.controller.quorum_controller import colliding_topic
 from broker.errors import (BrokerNotAvailableError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
-                           LeaderNotAvailableError, NotLeaderOrFollowerError, RiverlogError,
+                           LeaderNotAvailableError, NotLeaderOrFollowerError, RequestTimedOutError, RiverlogError,
                            TopicAlreadyExistsError, UnknownTopicOrPartitionError)
 from broker.group.coordinator import OFFSETS_TOPIC
 from broker.proto import riverlog_pb2 as pb
@@ -266,8 +267,9 @@ class Handlers:
                     epoch = p.current_leader_epoch if p.HasField("current_leader_epoch") else -1
                     min_one = total == 0
                     if request.replica_id >= 0:
+                        start = p.log_start_offset if p.HasField("log_start_offset") else -1
                         result = partition.read_for_follower(request.replica_id, p.fetch_offset, max(budget, 1),
-                                                             epoch, request.replica_epoch or -1, min_one)
+                                                             epoch, request.replica_epoch or -1, min_one, start)
                     else:
                         result = partition.read(p.fetch_offset, max(budget, 1), leader_epoch=epoch,
                                                 read_committed=request.isolation_level == 1, min_one_batch=min_one)
@@ -319,18 +321,55 @@ class Handlers:
                     fill_error(pr, e)
         return response
 
-    def delete_records(self, request: pb.DeleteRecordsRequest) -> pb.DeleteRecordsResponse:
-        """DeleteRecords: each partition's leader moves its log start offset (the low watermark)."""
+    def delete_records(self, request: pb.DeleteRecordsRequest) -> tuple[pb.DeleteRecordsResponse, list["Deleting"]]:
+        """DeleteRecords: each partition's leader moves its log start offset; the partitions come
+        back as :class:`Deleting` for :meth:`settle_deletions`, which answers each once its low
+        watermark reached the offset (Kafka's ``ReplicaManager.deleteRecords``), so the caller can
+        wait for the followers without holding a thread."""
         response = pb.DeleteRecordsResponse()
+        waiting: list[Deleting] = []
+        deadline = time.monotonic() + max(request.timeout_ms, 0) / 1000.0
         for topic in request.topics:
             tr = response.topics.add(name=topic.name)
             for p in topic.partitions:
                 pr = tr.partitions.add(partition=p.partition, low_watermark=-1)
                 try:
-                    pr.low_watermark = self._partition(topic.name, p.partition).delete_records(p.offset)
+                    partition = self._partition(topic.name, p.partition)
+                    start = partition.delete_records(p.offset)
+                    # Kafka's deleteRecordsOnLeader: -1 became the high watermark, now the log start.
+                    waiting.append(Deleting(pr, partition, start if p.offset == -1 else p.offset,
+                                            deadline, request.timeout_ms))
                 except Exception as e:  # noqa: BLE001 - reported per partition
                     fill_error(pr, e)
-        return response
+        return response, self.settle_deletions(waiting, expire=False)
+
+    def settle_deletions(self, waiting: list["Deleting"], expire: bool = True) -> list["Deleting"]:
+        """Answer the deletions whose low watermark (the smallest log start over the leader and its
+        followers on alive brokers) reached the offset; return those still waiting. Past its deadline
+        a partition answers REQUEST_TIMED_OUT (Kafka's ``DelayedDeleteRecords.onExpiration``): its
+        leader's records are gone, but a follower that could take over may still serve them."""
+        still = []
+        for d in waiting:
+            try:
+                low = d.partition.low_watermark(self._alive_broker)
+                if low >= d.required:
+                    d.result.low_watermark = low
+                elif expire and time.monotonic() >= d.deadline:
+                    raise RequestTimedOutError(
+                        f"{d.partition.topic}-{d.partition.index}: not every replica moved its log start to "
+                        f"{d.required} within the request's timeout ({d.timeout_ms} ms); the low watermark is "
+                        f"{low}. Retry: the deletion is kept on the leader")
+                else:
+                    still.append(d)
+            except Exception as e:  # noqa: BLE001 - reported per partition
+                fill_error(d.result, e)
+        return still
+
+    def _alive_broker(self, node_id: int) -> bool:
+        """Registered and unfenced (Kafka's ``KRaftMetadataCache.hasAliveBroker``): only such a
+        follower holds a DeleteRecords answer back."""
+        registration = self.broker.image.brokers.get(node_id)
+        return registration is not None and not registration.fenced
 
     # ---------------------------------------------------------------------------- configs
     def describe_configs(self, request: pb.DescribeConfigsRequest) -> pb.DescribeConfigsResponse:
@@ -343,6 +382,15 @@ class Handlers:
 def _add_duplicates(results, names) -> None:
     for name in names:
         fill_error(results.add(name=name), InvalidRequestError("Duplicate topic name."))
+
+
+class Deleting:
+    """A DeleteRecords partition waiting for its followers' log starts: where to write the answer."""
+    __slots__ = ("result", "partition", "required", "deadline", "timeout_ms")
+
+    def __init__(self, result, partition, required: int, deadline: float, timeout_ms: int):
+        self.result, self.partition, self.required = result, partition, required
+        self.deadline, self.timeout_ms = deadline, timeout_ms
 
 
 class Replicating:

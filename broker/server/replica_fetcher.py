@@ -4,8 +4,9 @@ Before fetching a partition after a leader change, the follower asks the leader 
 latest leader epoch ends (OffsetsForLeaderEpoch) and truncates anything past that point: a tail
 written under an old leader that the new leader never had (KIP-101/279). Then it fetches with
 ``replica_id`` set, appends the leader's batches unchanged and adopts the leader's high
-watermark. A fetch also tells the leader how far this follower has got, which is what moves the
-leader's high watermark and keeps this replica in the ISR.
+watermark and log start. A fetch also tells the leader how far this follower has got, which is what
+moves the leader's high watermark and keeps this replica in the ISR, and where its log starts,
+which is what lets the leader answer a DeleteRecords.
 """
 from __future__ import annotations
 
@@ -154,8 +155,10 @@ class ReplicaFetcher:
         for p in partitions:
             leader_epoch, _, leo = p.follower_state()
             topic = by_topic.get(p.topic) or by_topic.setdefault(p.topic, request.topics.add(name=p.topic))
+            # Our log start tells the leader when a DeleteRecords is safe to acknowledge
+            # (Kafka's FetchRequest.PartitionData.logStartOffset).
             topic.partitions.add(partition=p.index, fetch_offset=leo, max_bytes=cfg["replica.fetch.max.bytes"],
-                                 current_leader_epoch=leader_epoch)
+                                 current_leader_epoch=leader_epoch, log_start_offset=p.offsets()[0])
             index[(p.topic, p.index)] = p
         if self._stub[0] != address:
             self._stub = (address, self.m.peers.public(address))

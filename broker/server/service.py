@@ -135,7 +135,6 @@ class _ClientServicer(pb_grpc.RiverlogServicer):
     CreatePartitions = _delegate(lambda s: s.h.create_partitions)
     ElectLeaders = _delegate(lambda s: s.h.elect_leaders)
     DescribeCluster = _delegate(lambda s: s.h.describe_cluster)
-    DeleteRecords = _delegate(lambda s: s.h.delete_records)
     ListOffsets = _delegate(lambda s: s.h.list_offsets)
     DescribeConfigs = _delegate(lambda s: s.h.describe_configs)
     AlterConfigs = _delegate(lambda s: s.h.alter_configs)
@@ -188,6 +187,19 @@ class _ClientServicer(pb_grpc.RiverlogServicer):
             waiting = still if still is not None else await self.run(self.h.settle, waiting)
             if waiting:
                 soonest = min(w.deadline for w in waiting) - time.monotonic()
+                await self.waiter.wait_past(sequence, min(max(soonest, 0.0), 0.5))
+        return response
+
+    async def DeleteRecords(self, request, context):
+        """Answered once every partition's low watermark reached its offset or its timeout passed
+        (Kafka's ``DelayedDeleteRecords``); followers' fetches carrying a higher log start bump the
+        notifier, and a follower fenced meanwhile stops counting at the next check."""
+        response, waiting = await self.run(self.h.delete_records, request)
+        while waiting:
+            sequence = self.waiter.notifier.sequence
+            waiting = await self.run(self.h.settle_deletions, waiting)
+            if waiting:
+                soonest = min(d.deadline for d in waiting) - time.monotonic()
                 await self.waiter.wait_past(sequence, min(max(soonest, 0.0), 0.5))
         return response
 
