@@ -1,7 +1,7 @@
 """Connect's errors, under Kafka Connect's names, on the broker's typed errors."""
 from __future__ import annotations
 
-from broker.errors import InvalidConfigError, RiverlogError
+from broker.errors import InvalidConfigError, RetriableError, RiverlogError
 
 
 class ConnectError(RiverlogError):
@@ -51,3 +51,11 @@ class ConflictError(RestError):
     409 while a rebalance is in progress); retry once the state has settled."""
     code, name, retriable, grpc_status = 1304, "CONNECT_CONFLICT", False, "FAILED_PRECONDITION"
     http_status = 409
+
+
+class WorkerGroupInUseError(ConnectError, RetriableError):
+    """Another live worker holds the worker's ``group.id``. Kafka Connect's distributed workers
+    share a group (``WorkerCoordinator``) and split its connectors; Riverlog's worker runs all of
+    them, so a second worker of the group would run every connector a second time. Retriable:
+    the group is free once that worker stops (or, killed, once its ``session.timeout.ms`` passed)."""
+    code, name, retriable, grpc_status = 1305, "CONNECT_WORKER_GROUP_IN_USE", True, "UNAVAILABLE"

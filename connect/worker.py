@@ -17,6 +17,12 @@ writes FAILED with the trace, and restarts it after Kafka's backoff while ``erro
 allows (:func:`connect.states.restart_decision`). A worker started again with the same
 ``group.id`` (even after SIGKILL) reads the topics and resumes every connector in its target state.
 
+One worker runs a ``group.id`` at a time (:mod:`connect.worker_lease`): Kafka's workers of one group split
+its connectors among them, Riverlog's runs them all, so a second worker of a live group would run
+every connector twice. ``start`` waits for the group; while another worker holds it (past one
+``session.timeout.ms``, by which time a killed one has been expired) it raises
+:class:`~connect.errors.WorkerGroupInUseError` naming that worker.
+
 This class keeps the lifecycle: start/close, target states, restarts and the supervisor, the only
 code that moves a connector's state. The rest is split by concept into mixins:
 ``worker_status.py`` (statuses, task configs, topic tracking), ``worker_connector_configs.py``
@@ -50,6 +56,7 @@ from connect.storage_format import Status
 from connect.topic_tracking import TopicTracker, TrackingConfig
 from connect.worker_connector import S, _Connector
 from connect.worker_connector_configs import WorkerConnectorConfigs
+from connect.worker_lease import WorkerLease
 from connect.worker_offsets import WorkerOffsets
 from connect.worker_status import WorkerStatus
 
@@ -74,6 +81,7 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets):
         self._generation = 0
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
+        self._lease: WorkerLease | None = None
         self._started = False
 
     def _advertised(self, bound_port: int | None = None) -> str:
@@ -101,11 +109,19 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets):
         with self._lock:
             if not self._started:
                 self._stopping.clear()
-                import spark_source
-                spark_source.register(self.spark)
-                self.spark.streams.addListener(self.metrics)
-                self._finish_pending()
-                self.storage.start()
+                # the group first: ending pending transactions or starting a query belongs to its holder
+                self.storage.config_log.ensure_topic()
+                self._lease = WorkerLease(self.config, self.worker_id, self._lease_lost).acquire()
+                try:
+                    import spark_source
+                    spark_source.register(self.spark)
+                    self.spark.streams.addListener(self.metrics)
+                    self._finish_pending()
+                    self.storage.start()
+                except BaseException:
+                    self._lease.close()
+                    self._lease = None
+                    raise
                 mine = [s.generation for s in self.storage.statuses.connectors.values()]
                 self._generation = max(mine, default=-1) + 1
                 self._started = True
@@ -152,7 +168,20 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets):
                 pass
             self.storage.close()
             self.offsets_admin.close()
+            lease, self._lease = self._lease, None
             self._started = False
+        if lease is not None:  # last, so a successor starts once every query here stopped; unlocked,
+            lease.close()       # as _lease_lost takes the lock on the thread close() joins
+
+    def _lease_lost(self) -> None:
+        """The group was taken from this worker while it ran (no heartbeat got through for a
+        session, so the coordinator expired it): another worker may be running the connectors now,
+        so every query here stops, as Kafka's worker stops its tasks when it falls out of the group."""
+        log.error("Connect worker %s lost its membership of group.id '%s': stopping every connector; "
+                  "restart this worker to run them again", self.worker_id, self.config.group_id)
+        with self._lock:
+            for c in self._connectors.values():
+                self._stop_query(c)
 
     def __enter__(self) -> "Worker":
         return self.start()

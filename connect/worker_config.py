@@ -22,6 +22,13 @@ WORKER_CONFIG_DEF = ConfigDef([
               "A list of host/port pairs used to establish the initial connection to the cluster."),
     ConfigKey("group.id", Type.STRING, NO_DEFAULT, non_empty_string, Importance.HIGH,
               "A unique string that identifies the Connect cluster group this worker belongs to."),
+    ConfigKey("session.timeout.ms", Type.INT, 10000, at_least(1), Importance.HIGH,
+              "The timeout used to detect worker failures: a worker whose heartbeats stop for this long "
+              "leaves the group, and another worker of the group.id may start."),
+    ConfigKey("heartbeat.interval.ms", Type.INT, 3000, at_least(1), Importance.HIGH,
+              "The expected time between heartbeats to the group coordinator."),
+    ConfigKey("rebalance.timeout.ms", Type.INT, 60000, at_least(1), Importance.HIGH,
+              "The maximum allowed time for each worker to join the group once a rebalance has begun."),
     ConfigKey("config.storage.topic", Type.STRING, "connect-configs", non_empty_string, Importance.HIGH,
               "The name of the topic where connector configurations are stored"),
     ConfigKey("config.storage.replication.factor", Type.SHORT, -1, _replication_factor, Importance.LOW,
@@ -75,6 +82,9 @@ class WorkerConfig:
     ``client.id`` pass through to the worker's clients, as Kafka's worker passes them)."""
     bootstrap_servers: str
     group_id: str
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    rebalance_timeout_ms: int
     config_storage_topic: str
     config_storage_replication_factor: int
     offset_storage_topic: str
