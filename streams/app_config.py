@@ -26,7 +26,9 @@ APPLIED = {
     "repartition.purge.interval.ms", "default.timestamp.extractor", "deserialization.exception.handler",
     "default.deserialization.exception.handler", "processing.exception.handler", "production.exception.handler",
     "default.production.exception.handler", "topology.optimization", "max.task.idle.ms",
+    "windowstore.changelog.additional.retention.ms",
 }
+_TOPIC = "topic."   # StreamsConfig.TOPIC_PREFIX: every internal topic's configs (streams.internal_topics)
 # Kafka's client prefixes (StreamsConfig.*_PREFIX) that reach a client here (restore.consumer.,
 # global.consumer.: restores and global tables read through Spark's source; logged as unused),
 # and the settings Riverlog decides itself for each client.
@@ -81,6 +83,8 @@ def _log_unused(c: dict) -> None:
     """Kafka's ``AbstractConfig.logUnused``, once per application: the keys nothing here reads."""
     unused, own = [], []
     for k in sorted(c):
+        if k.startswith(_TOPIC):
+            continue
         if k in APPLIED or k.startswith((_PRODUCER, _CONSUMER, _MAIN_CONSUMER, _ADMIN)):
             prefix = next((p for p in (_MAIN_CONSUMER, _PRODUCER, _CONSUMER, _ADMIN) if k.startswith(p)), None)
             if prefix is not None and k[len(prefix):] in _OWN[_CONSUMER if prefix == _MAIN_CONSUMER else prefix]:

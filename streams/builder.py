@@ -118,11 +118,60 @@ class StreamsBuilder:
         """``build()`` gives the :class:`Topology` (for ``TopologyTestDriver`` and ``describe()``);
         ``build(spark, config)`` gives the application that runs it as streaming queries. Each
         repartition's filter is decided here, over the whole topology, as Kafka's
-        ``rewriteRepartitionNodes`` does (:mod:`streams.repartition_filter`)."""
+        ``rewriteRepartitionNodes`` does (:mod:`streams.repartition_filter`), and so are the joins'
+        co-partition groups (:func:`close_copartition_groups`)."""
         from streams.repartition_filter import rewrite_repartition_filters
         rewrite_repartition_filters(self._nodes)
+        close_copartition_groups(self._nodes)
         topology = Topology(list(self._nodes))
         if spark is None and config is None:
             return topology
         from streams.app import StreamsApp
         return StreamsApp(topology, spark, config or {})
+
+
+def close_copartition_groups(nodes: list[Node]) -> None:
+    """Kafka's ``InternalTopologyBuilder.copartitionGroups``: joins whose inputs share a topic
+    form one co-partition group (its transitive closure), so every topic in it gets one partition
+    count. Each join's ``args["copartition"]`` (the nodes of its sides) becomes its group's
+    sides: two joins of one stream with two tables of different counts are refused, as Kafka
+    refuses them, instead of each join setting the shared repartition topic's count in turn
+    (the last one winning, the other join then pairing partitions that hold different keys)."""
+    joins = [n for n in nodes if n.args.get("copartition")]
+    if len(joins) < 2:
+        return
+
+    def sources(side: Node) -> set[int]:
+        out, seen, todo = set(), set(), [side]
+        while todo:
+            n = todo.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            if n.kind == "source":
+                out.add(id(n))
+            todo.extend(n.parents)
+        return out
+
+    group = list(range(len(joins)))
+
+    def find(i: int) -> int:
+        while group[i] != i:
+            group[i] = group[group[i]]
+            i = group[i]
+        return i
+
+    owner: dict[int, int] = {}
+    for i, j in enumerate(joins):
+        for side in j.args["copartition"]:
+            for src in sources(side):
+                if src in owner:
+                    group[find(i)] = find(owner[src])
+                else:
+                    owner[src] = i
+    sides: dict[int, list[Node]] = {}
+    for i, j in enumerate(joins):
+        merged = sides.setdefault(find(i), [])
+        merged.extend(s for s in j.args["copartition"] if all(s is not m for m in merged))
+    for i, j in enumerate(joins):
+        j.args["copartition"] = tuple(sides[find(i)])

@@ -305,11 +305,6 @@ class StoreSpec:
         self.log_config = dict(log_config or {})
         self.caching = caching    # Materialized.withCachingEnabled/Disabled: whether its changes go through the record cache
 
-    def changelog_config(self) -> dict[str, str]:
-        """The changelog topic's configs: compacted (expired windows leave as tombstones), then the
-        user's ``withLoggingEnabled`` configs."""
-        return {"cleanup.policy": "compact", **self.log_config}
-
     def __repr__(self):
         return f"StoreSpec({self.name!r}, {self.kind!r}, retention={self.retention})"
 

@@ -76,13 +76,16 @@ class Topology:
                         raise TopologyError(f"topic {t!r} is read by both {read[t]} and {n.name}; "
                                             f"read it once and share the stream")
                     read[t] = n.name
+        # InternalTopologyBuilder.addStateStore: one store per name. Nodes that share a store
+        # share its StoreSpec; two specs of one name would be two stores in one (their updates
+        # and changelogs mixed), so a second is refused, as Kafka refuses a second store factory.
         stores: dict[str, StoreSpec] = {}
         for n in self.nodes:
             for s in n.stores:
                 other = stores.setdefault(s.name, s)
-                if other is not s and other.kind != s.kind:
-                    raise TopologyError(f"store name {s.name!r} is used for two different stores; "
-                                        f"name them apart with Materialized.as_")
+                if other is not s:
+                    raise TopologyError(f"A different StateStore has already been added with the name {s.name}: "
+                                        f"name the stores apart with Materialized.as_")
         if not any(n.kind == "source" for n in self.nodes):
             raise TopologyError("the topology has no source: read a topic with stream(), table() or globalTable()")
 

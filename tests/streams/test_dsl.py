@@ -821,9 +821,12 @@ def test_with_logging_enabled_config_reaches_the_changelog_spec_and_refuses_dele
     stream(b).groupByKey().count(materialized=Materialized.as_("c").withLoggingEnabled({"segment.ms": 60000}))
     b.table("prices", Consumed.with_(S, S), Materialized.as_("p").withLoggingEnabled({"segment.ms": 1000})
             .withCachingDisabled())
+    from streams.internal_topics import ADDITIONAL_RETENTION_DEFAULT, changelog_config
     stores = {s.name: s for n in b.build().nodes for s in n.stores}
-    assert stores["c"].changelog_config() == {"cleanup.policy": "compact", "segment.ms": "60000"}
-    assert stores["p"].changelog_config() == {"cleanup.policy": "compact", "segment.ms": "1000"}   # a source table's too
+    made = {name: changelog_config(s, {}, ADDITIONAL_RETENTION_DEFAULT) for name, s in stores.items()}
+    stamped = {"message.timestamp.type": "CreateTime"}
+    assert made["c"] == {**stamped, "cleanup.policy": "compact", "segment.ms": "60000"}
+    assert made["p"] == {**stamped, "cleanup.policy": "compact", "segment.ms": "1000"}   # a source table's too
     assert (stores["c"].caching, stores["p"].caching) == (True, False)
     with pytest.raises(TopologyError, match="cleanup.policy"):
         Materialized.as_("d").withLoggingEnabled({"cleanup.policy": "delete"})
