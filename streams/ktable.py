@@ -95,15 +95,21 @@ class KTable:
         """``toStream([Named])``, or Kafka's ``toStream(mapper[, Named])``: the changelog as a
         stream, re-keyed by ``mapper(key, value)`` (``toStream(named).selectKey(mapper)``)."""
         from streams.kstream import KStream
+        from streams.serdes_windowed import TimeWindowedSerde, windowed_key_serde
         from streams.table import KTableToStream
         if callable(named) or isinstance(named, str) and more:
             return self.toStream(*more).selectKey(named)
         if more:
             raise TopologyError(f"toStream(): unexpected arguments {more!r}")
         name = self._b.name(_named(named), "KTABLE-TOSTREAM-")
+        ks = self.key_serde
+        if self._windowed is not None and ks is not None and not isinstance(ks, TimeWindowedSerde):
+            # Kafka's windowed table keeps Windowed keys under its windowed serde, so to() writes
+            # WindowKeySchema/SessionKeySchema bytes (a Java application reads them back)
+            ks = windowed_key_serde(ks, self._windowed)
         node = self._b.add(name, "processor", "toStream", KTableToStream, [self._node],
-                           key_serde=self.key_serde, value_serde=self.value_serde)
-        return KStream(self._b, node, self.key_serde, self.value_serde, False)
+                           key_serde=ks, value_serde=self.value_serde)
+        return KStream(self._b, node, ks, self.value_serde, False)
 
     def groupBy(self, selector, grouped: Grouped | None = None):
         """``selector(key, value) -> (new_key, new_value)``; or a SQL expression giving the new key

@@ -183,6 +183,16 @@ class Produced:
     def as_(name: str) -> "Produced":
         return Produced(name=check_name(name, "Produced"))
 
+    @staticmethod
+    def keySerde(serde) -> "Produced":
+        """Kafka's ``Produced.keySerde``: only the key serde (the value's is the stream's)."""
+        return Produced(_serde(serde, "Produced key serde"))
+
+    @staticmethod
+    def valueSerde(serde) -> "Produced":
+        """Kafka's ``Produced.valueSerde``: only the value serde (the key's is the stream's)."""
+        return Produced(value_serde=_serde(serde, "Produced value serde"))
+
     def withKeySerde(self, serde) -> "Produced":
         return replace(self, key_serde=_serde(serde, "Produced key serde"))
 

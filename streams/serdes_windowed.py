@@ -181,6 +181,16 @@ def _millis(col):
     return F.unix_millis(col)
 
 
+def windowed_key_serde(inner: Serde, windows) -> TimeWindowedSerde:
+    """The key serde Kafka gives a windowed aggregation's table (``TimeWindowedKStreamImpl``,
+    ``SlidingWindowedKStreamImpl``: ``FullTimeWindowedSerde(keySerde, size)``, the time difference
+    for sliding windows; ``SessionWindowedKStreamImpl``: ``SessionWindowedSerde(keySerde)``)."""
+    from streams.windows import SessionWindows
+    if isinstance(windows, SessionWindows):
+        return SessionWindowedSerde(inner)
+    return TimeWindowedSerde(inner, windows.size())
+
+
 class WindowedSerdes:
     """Kafka's ``WindowedSerdes`` factories, taking the inner serde (an instance, a factory or a
     class name, as ``serde_of`` reads them) where Kafka takes its class."""

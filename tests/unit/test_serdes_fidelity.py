@@ -14,7 +14,7 @@ from streams.parameters import Consumed, Produced
 from streams.record import Windowed
 from streams.serdes import Serdes, SerializationError, WindowedSerdes, serde_of
 from streams.testing import TopologyTestDriver
-from streams.windows import SessionWindows, TimeWindows
+from streams.windows import SessionWindows, SlidingWindows, TimeWindows
 
 BASE = 1_700_000_000_000
 
@@ -83,6 +83,28 @@ def test_a_windowed_count_written_by_to_reads_back_with_kafkas_layouts():
     sessions = driver.createOutputTopic("per-session", Serdes.Bytes(), Serdes.Long()).readKeyValuesToList()
     assert sessions[-1] == (b"bob" + _long(BASE + 12_000) + _long(BASE + 12_000), 1)
     assert (b"ann" + _long(BASE + 2_000) + _long(BASE + 1_000), 2) in sessions
+
+
+def test_a_windowed_tables_stream_writes_kafkas_windowed_keys_without_being_told():
+    """Kafka gives a windowed aggregation's table the windowed key serde
+    (``TimeWindowedKStreamImpl``: ``FullTimeWindowedSerde(keySerde, size)``, sliding windows their
+    time difference, ``SessionWindowedSerde``), so ``toStream().to(topic)`` with only the value
+    serde writes the windowed bytes; it used to fail ("String serde: cannot serialize Windowed")."""
+    b = StreamsBuilder()
+    grouped = b.stream("clicks", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
+    grouped.windowedBy(TimeWindows.ofSizeWithNoGrace(10_000)).count().toStream().to(
+        "per-window", Produced.valueSerde(Serdes.Long()))
+    grouped.windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(3_000)).count().toStream().to(
+        "per-slide", Produced.valueSerde(Serdes.Long()))
+    grouped.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(5_000)).count().toStream().filter(
+        lambda k, v: v is not None).to("per-session", Produced.valueSerde(Serdes.Long()))
+    driver = TopologyTestDriver(b.build(), {"application.id": "windowed-keys-default"})
+    driver.createInputTopic("clicks", Serdes.String(), Serdes.String()).pipeInput("ann", "x", BASE + 1_000)
+    read = lambda topic, serde: driver.createOutputTopic(topic, serde, Serdes.Long()).readKeyValuesToList()  # noqa: E731
+    assert read("per-window", Serdes.Bytes()) == [(b"ann" + _long(BASE), 1)]
+    (key, count), = read("per-slide", WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), 3_000))
+    assert (key.key, key.start, key.end, count) == ("ann", BASE - 2_000, BASE + 1_000, 1)
+    assert read("per-session", Serdes.Bytes()) == [(b"ann" + _long(BASE + 1_000) + _long(BASE + 1_000), 1)]
 
 
 @pytest.mark.parametrize("name", ["org.apache.kafka.common.serialization.Serdes$ByteBufferSerde",
