@@ -73,8 +73,9 @@ def apply(df, p: Plan, defaults: tuple):
     from pyspark.sql import functions as F
     ks = p.source.key_serde or defaults[0]
     vs = p.source.value_serde or defaults[1]
-    df = df.select((ks.decode(F.col("key")) if ks is not None else F.col("key")).alias("key"),
-                   (vs.decode(F.col("value")) if vs is not None else F.col("value")).alias("value"),
+    record = (F.col("topic"), F.col("partition"), F.col("offset"))   # a poison record's failure names it
+    df = df.select((ks.decode(F.col("key"), record=record) if ks is not None else F.col("key")).alias("key"),
+                   (vs.decode(F.col("value"), record=record) if vs is not None else F.col("value")).alias("value"),
                    "topic", "partition", "offset", "timestamp", "headers")
     for n in p.prefix:
         a = n.args

@@ -77,7 +77,8 @@ def combined(df, c: Combine):
     from pyspark.sql import functions as F
     key = F.col("key")
     cols = [headers_as_json() if x == "headers" else x for x in _INPUT]
-    cols.append((key if c.key_serde is None else c.key_serde.decode(key)).isNotNull().alias("key_valid"))
+    record = (F.col("topic"), F.col("partition"), F.col("offset"))   # a poison key's failure names it
+    cols.append((key if c.key_serde is None else c.key_serde.decode(key, record=record)).isNotNull().alias("key_valid"))
     if c.value_serde is not None:
         cols.append(check_column(c.value_serde))
     return headers_back(df.select(*cols).mapInArrow(combine_batches(c), COMBINED_DDL))

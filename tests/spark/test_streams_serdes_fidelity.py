@@ -127,6 +127,34 @@ def test_a_poison_value_fails_a_combined_windowed_count_naming_topic_partition_a
     assert read_committed(servers, out, quiet=3) == []
 
 
+@pytest.mark.timeout(300)
+def test_a_poison_value_fails_an_all_sql_sub_topology_naming_topic_partition_and_offset(spark, spark_broker,
+                                                                                      tmp_path):
+    """The same on the all-SQL path (a filter and mapValues as SQL, decoded by Spark): it used to
+    fail with the serde's message alone, no record named."""
+    from pyspark.errors import StreamingQueryException
+    from streams.app import StreamsApp
+    servers = spark_broker.bootstrap
+    source, out = make_topic(spark_broker, "poison-sql-in", 1), make_topic(spark_broker, "poison-sql-out", 1)
+    b = StreamsBuilder()
+    (b.stream(source, Consumed.with_(Serdes.String(), Serdes.Long())).filter("value > 1")
+     .mapValues("value * 2").to(out, Produced.with_(Serdes.String(), Serdes.Long())))
+    records = [(b"k", _long(i), BASE + 1_000 * i) for i in range(4)]
+    records.insert(2, (b"k", b"\x00" * 5, BASE + 1_500))
+    _produce(servers, source, records)
+    app = StreamsApp(b.build(), spark, {"application.id": "poison-sql-app", "bootstrap.servers": servers,
+                                        "state.dir": str(tmp_path / "state")})
+    app.start()
+    try:
+        with pytest.raises(StreamingQueryException) as e:
+            app.processAllAvailable()
+    finally:
+        app.close()
+    assert ("Long serde: Size of data received by LongDeserializer is not 8 (got 5 bytes) "
+            f"(topic: {source}, partition: 0, offset: 2)") in str(e.value)
+    assert read_committed(servers, out, quiet=3) == []
+
+
 def test_schemaless_json_is_bad_on_spark_exactly_where_python_raises(spark):
     """The same record must be bad whichever side reads it: Riverlog picks the side per plan."""
     from streams.serdes import SerializationError
