@@ -18,6 +18,8 @@ catches a category instead of a tuple of classes:
   this producer or member; close it and start a new one (another instance took over).
 
 Categories are caught, never raised: only classes with a code of their own travel on the wire.
+The families beyond the broker's own live in modules of their own (:mod:`broker.errors.transactions`,
+:mod:`broker.errors.groups`, :mod:`broker.errors.local` for the client's) and are imported from here.
 
     try:
         admin.create_topics([NewTopic("orders", 3)])["orders"].result()
@@ -356,195 +358,20 @@ class ThrottlingQuotaExceededError(RetriableError):
     code, grpc_status = 89, S.RESOURCE_EXHAUSTED
 
 
-# ----------------------------------------------------------------------------------- producers, transactions
-class OutOfOrderSequenceError(RetriableError):
-    ('A producer batch skipped sequence numbers: an earlier batch is missing (the producer resends in '
-     'order).')
-    code, grpc_status = 45, S.FAILED_PRECONDITION
-
-
-class UnknownProducerIdError(RiverlogError):
-    ('The partition no longer knows this producer (its state expired after producer.id.expiration.ms, or '
-     'retention removed its records): an idempotent producer starts a new epoch from sequence 0.')
-    code, grpc_status = 59, S.FAILED_PRECONDITION
-
-
-class InvalidProducerEpochError(ApplicationRecoverableError):
-    """A newer instance of this producer (higher epoch) has taken over."""
-    code, grpc_status = 47, S.FAILED_PRECONDITION
-
-
-class InvalidTxnStateError(RiverlogError):
-    """The transaction is not in a state that allows this (e.g. commit after an abort)."""
-    code, grpc_status = 48, S.FAILED_PRECONDITION
-
-
-class InvalidProducerIdMappingError(ApplicationRecoverableError):
-    """The producer id does not belong to this transactional.id."""
-    code, grpc_status = 49, S.FAILED_PRECONDITION
-
-
-class StateError(InvalidTxnStateError):
-    """The client's own state does not allow the call: a transactional producer's (begin twice,
-    commit or abort without begin, produce outside a transaction) or a consumer's assignment
-    protocol. librdkafka's local ``_STATE``, not the broker's ``INVALID_TXN_STATE``; an
-    :class:`InvalidTxnStateError`, so ``except`` clauses for that still catch it."""
-    code, name, kafka_code, grpc_status = 1010, "_STATE", -172, S.FAILED_PRECONDITION
-
-
-class InvalidTxnTimeoutError(RiverlogError):
-    code, grpc_status = 50, S.INVALID_ARGUMENT
-
-
-class ConcurrentTransactionsError(RetriableError):
-    """The previous transaction of this transactional.id is still completing."""
-    code, grpc_status = 51, S.UNAVAILABLE
-
-
-class ProducerFencedError(ApplicationRecoverableError):
-    """Another producer with the same transactional.id called init_transactions()."""
-    code, grpc_status = 90, S.FAILED_PRECONDITION
-
-
-class TransactionalIdNotFoundError(RiverlogError):
-    code, grpc_status = 105, S.NOT_FOUND
-
-
-class TransactionAbortableError(RiverlogError):
-    """The current transaction cannot commit, but the producer is still usable: abort the transaction
-    and run it again (Kafka's TRANSACTION_ABORTABLE, KIP-890; the abortable category of KIP-1050,
-    which Kafka's Java client keeps to this one class)."""
-    code, grpc_status = 120, S.FAILED_PRECONDITION
-    txn_requires_abort = True
-
-
-# ----------------------------------------------------------------------------------- consumer groups
-class CoordinatorLoadInProgressError(RetriableError):
-    """The coordinator is still replaying __consumer_offsets after taking over the group."""
-    code, grpc_status = 14, S.UNAVAILABLE
-
-
-class CoordinatorNotAvailableError(RetriableError):
-    """The group's __consumer_offsets partition has no leader yet."""
-    code, grpc_status = 15, S.UNAVAILABLE
-
-
-class NotCoordinatorError(RetriableError):
-    """This broker is not the group's coordinator: find it again."""
-    code, grpc_status = 16, S.FAILED_PRECONDITION
-
-
-class IllegalGenerationError(RiverlogError):
-    """A member's generation (epoch) is not the group's current one: a TxnOffsetCommit from before
-    a rebalance (Kafka answers a stale member epoch in a transaction so). The transaction must abort."""
-    code, grpc_status = 22, S.FAILED_PRECONDITION
-
-
-class InvalidGroupIdError(RiverlogError):
-    code, grpc_status = 24, S.INVALID_ARGUMENT
-
-
-class UnknownMemberIdError(ApplicationRecoverableError):
-    """The coordinator does not know this member (expired or left): rejoin."""
-    code, grpc_status = 25, S.FAILED_PRECONDITION
-
-
-class InvalidSessionTimeoutError(RiverlogError):
-    code, grpc_status = 26, S.INVALID_ARGUMENT
-
-
-class NonEmptyGroupError(RiverlogError):
-    """The group has active members; stop them first."""
-    code, grpc_status = 68, S.FAILED_PRECONDITION
-
-
-class GroupIdNotFoundError(RiverlogError):
-    code, grpc_status = 69, S.NOT_FOUND
-
-
-class FencedInstanceIdError(ApplicationRecoverableError):
-    """A newer member took over this group.instance.id."""
-    code, grpc_status = 82, S.FAILED_PRECONDITION
-
-
-class GroupSubscribedToTopicError(RiverlogError):
-    """Offsets of a topic the group consumes cannot be deleted."""
-    code, grpc_status = 86, S.FAILED_PRECONDITION
-
-
-class FencedMemberEpochError(RiverlogError):
-    """The member's epoch is stale: it lost its partitions and must rejoin."""
-    code, grpc_status = 110, S.FAILED_PRECONDITION
-
-
-class UnsupportedAssignorError(RiverlogError):
-    ("partition.assignment.strategy names an unknown assignor, or one the group's other members do not "
-     'use.')
-    code, grpc_status = 112, S.INVALID_ARGUMENT
-
-
-class StaleMemberEpochError(RetriableError):
-    """An offset commit carried an old member epoch; retry with the current one."""
-    code, grpc_status = 113, S.FAILED_PRECONDITION
-
-
-# ----------------------------------------------------------------------------------- client side
-# librdkafka reports these with negative codes; ours are above 1000 so they never collide with a
-# Kafka code.
-class KafkaTimeoutError(RetriableError):
-    """A client-side deadline (delivery.timeout.ms, a result() timeout) passed."""
-    code, kafka_code, grpc_status = 1001, -185, S.DEADLINE_EXCEEDED  # librdkafka's _TIMED_OUT
-
-
-class UnknownPartitionError(RiverlogError):
-    """An explicit partition number is beyond the topic's partitions."""
-    code, kafka_code, grpc_status = 1002, -190, S.NOT_FOUND  # _UNKNOWN_PARTITION
-
-
-class QueueFullError(RetriableError, BufferError):
-    """buffer.memory is used up; serve delivery reports with poll() and retry (a BufferError, as
-    confluent-kafka raises)."""
-    code, name, kafka_code, grpc_status = 1003, "QUEUE_FULL", -184, S.RESOURCE_EXHAUSTED  # _QUEUE_FULL
-
-
-class ClientClosedError(RiverlogError, RuntimeError):
-    """The client was closed. A ``RuntimeError`` too, as confluent-kafka raises
-    ``RuntimeError("Consumer closed")`` / ``("Producer has been closed")``."""
-    code, kafka_code, grpc_status = 1004, -197, S.CANCELLED  # _DESTROY
-
-
-class NotSupportedError(RiverlogError):
-    """The call is not supported by this version of Riverlog."""
-    code, kafka_code, grpc_status = 1005, -170, S.UNIMPLEMENTED  # _NOT_IMPLEMENTED
-
-
-class PartitionEOF(RiverlogError):
-    """Informational: the consumer reached the end of a partition (only with enable.partition.eof)."""
-    code, kafka_code, grpc_status = 1006, -191, S.OUT_OF_RANGE  # _PARTITION_EOF
-
-
-class QueuePurgedError(RiverlogError):
-    """The record was removed from the producer's queue by ``purge()`` before it was sent."""
-    code, kafka_code, grpc_status = 1007, -152, S.CANCELLED  # _PURGE_QUEUE
-
-
-class InFlightPurgedError(RiverlogError):
-    """The record was in flight when ``purge()`` ran: the broker may or may not have written it."""
-    code, kafka_code, grpc_status = 1008, -151, S.CANCELLED  # _PURGE_INFLIGHT
-
-
-class BadMessageError(RiverlogError):
-    """The producer could not encode a record it had accepted (a field of a type it cannot hold);
-    the record is reported failed and the others buffered with it are sent."""
-    code, kafka_code, grpc_status = 1009, -199, S.INVALID_ARGUMENT  # _BAD_MSG
-
-
-class ConflictError(RetriableError):
-    """Another transactional call is unfinished: a ``commit_transaction`` that timed out must be
-    called again before ``abort_transaction`` (its EndTxn may have been decided), as librdkafka's
-    ``rd_kafka_txn_curr_api_begin`` answers (``_CONFLICT``, retriable)."""
-    code, name, kafka_code, grpc_status = 1011, "_CONFLICT", -173, S.FAILED_PRECONDITION
-
+# Families in modules of their own, re-exported: callers import every error from broker.errors.
+from broker.errors.transactions import (  # noqa: E402, F401
+    ConcurrentTransactionsError, InvalidProducerEpochError, InvalidProducerIdMappingError,
+    InvalidTxnStateError, InvalidTxnTimeoutError, OutOfOrderSequenceError, ProducerFencedError, StateError,
+    TransactionAbortableError, TransactionCoordinatorFencedError, TransactionalIdNotFoundError,
+    UnknownProducerIdError)
+from broker.errors.groups import (  # noqa: E402, F401
+    CoordinatorLoadInProgressError, CoordinatorNotAvailableError, FencedInstanceIdError,
+    FencedMemberEpochError, GroupIdNotFoundError, GroupSubscribedToTopicError, IllegalGenerationError,
+    InvalidGroupIdError, InvalidSessionTimeoutError, NonEmptyGroupError, NotCoordinatorError,
+    StaleMemberEpochError, UnknownMemberIdError, UnsupportedAssignorError)
+from broker.errors.local import (  # noqa: E402, F401
+    BadMessageError, ClientClosedError, ConflictError, InFlightPurgedError, KafkaTimeoutError,
+    NotSupportedError, PartitionEOF, QueueFullError, QueuePurgedError, UnknownPartitionError)
 
 del S
 
@@ -565,10 +392,3 @@ KafkaException = RiverlogError
 """confluent-kafka's exception: every typed error is one, and ``e.args[0]`` is its :class:`KafkaError`;
 ``KafkaException(kafka_error)`` builds the typed error the KafkaError stands for."""
 
-
-class TransactionCoordinatorFencedError(RiverlogError):
-    """A transaction marker came from a coordinator older than one this partition already heard
-    from: a zombie whose ``__transaction_state`` partition has a newer leader (Kafka's
-    ``TransactionCoordinatorFencedException``, raised by ``ProducerAppendInfo.appendEndTxnMarker``).
-    Only coordinators see it; the old coordinator stops sending markers for the transaction."""
-    code, grpc_status = 52, "FAILED_PRECONDITION"
