@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from streams.errors import TopologyError
+from streams.joins import upstream_sources
 from streams.parameters import Consumed, Materialized, check_name
 from streams.processor import Processor
 from streams.stores import StoreSpec
@@ -141,18 +142,6 @@ def close_copartition_groups(nodes: list[Node]) -> None:
     if len(joins) < 2:
         return
 
-    def sources(side: Node) -> set[int]:
-        out, seen, todo = set(), set(), [side]
-        while todo:
-            n = todo.pop()
-            if id(n) in seen:
-                continue
-            seen.add(id(n))
-            if n.kind == "source":
-                out.add(id(n))
-            todo.extend(n.parents)
-        return out
-
     group = list(range(len(joins)))
 
     def find(i: int) -> int:
@@ -164,7 +153,7 @@ def close_copartition_groups(nodes: list[Node]) -> None:
     owner: dict[int, int] = {}
     for i, j in enumerate(joins):
         for side in j.args["copartition"]:
-            for src in sources(side):
+            for src in map(id, upstream_sources(side)):
                 if src in owner:
                     group[find(i)] = find(owner[src])
                 else:

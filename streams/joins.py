@@ -156,9 +156,8 @@ class TableJoined:
 
 
 # ---------------------------------------------------------------------- co-partitioning
-def _source_topics(node, app: str) -> list[tuple[str, bool]]:
-    """The topics feeding ``node`` inside its sub-topology: (resolved name, internal)."""
-    from streams.topology import Topology
+def upstream_sources(node) -> list:
+    """The source nodes feeding ``node`` (inside its sub-topology: a source starts one)."""
     out, seen, todo = [], set(), [node]
     while todo:
         n = todo.pop()
@@ -166,9 +165,15 @@ def _source_topics(node, app: str) -> list[tuple[str, bool]]:
             continue
         seen.add(id(n))
         if n.kind == "source":
-            out.extend((Topology.topic(app, n, t), n.internal) for t in n.topics)
+            out.append(n)
         todo.extend(n.parents)
     return out
+
+
+def _source_topics(node, app: str) -> list[tuple[str, bool]]:
+    """The topics feeding ``node`` inside its sub-topology: (resolved name, internal)."""
+    from streams.topology import Topology
+    return [(Topology.topic(app, n, t), n.internal) for n in upstream_sources(node) for t in n.topics]
 
 
 def copartition(topology, app: str, partitions: Callable[[str], int | None]) -> dict[str, int]:

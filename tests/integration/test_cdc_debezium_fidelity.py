@@ -37,9 +37,11 @@ def _snapshot(capture: Capture, fetch_size=None) -> tuple[list, CdcOffset]:
     return records, start
 
 
-def _stream(capture: Capture, start: CdcOffset, count: int, acknowledge=True) -> tuple[list, CdcOffset]:
-    """Batches, each acknowledged (unless not ``acknowledge``), until ``count`` records came."""
+def _stream(capture: Capture, start: CdcOffset, count, acknowledge=True) -> tuple[list, CdcOffset]:
+    """Batches, each acknowledged (unless not ``acknowledge``), until ``count`` records came
+    (``count`` may be a predicate of the records instead)."""
     records = []
+    done = count if callable(count) else (lambda got: len(got) >= count)
 
     def enough():
         nonlocal start
@@ -49,7 +51,7 @@ def _stream(capture: Capture, start: CdcOffset, count: int, acknowledge=True) ->
             if acknowledge:
                 capture.acknowledge(end)
             start = end
-        return len(records) >= count
+        return done(records)
     wait_until(enough, timeout=30, interval=0.05, message=f"{count} records")
     return records, start
 

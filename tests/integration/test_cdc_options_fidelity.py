@@ -7,28 +7,11 @@ import json
 
 import pytest
 
-from spark_source.postgres.capture import Capture, CdcOffset
+from spark_source.postgres.capture import Capture
 from spark_source.postgres.options import CdcOptions
-from tests.conftest import wait_until
-from tests.integration.test_cdc_debezium_fidelity import _snapshot
+from tests.integration.test_cdc_debezium_fidelity import _snapshot, _stream
 
 pytestmark = pytest.mark.integration
-
-
-def _stream_until(capture: Capture, start: CdcOffset, done) -> list:
-    """Acknowledged batches until ``done(records)``."""
-    records = []
-
-    def enough():
-        nonlocal start
-        end = capture.next_offset(start, None)
-        if end != start:
-            records.extend(r for r, _ in capture.records(start, end))
-            capture.acknowledge(end)
-            start = end
-        return done(records)
-    wait_until(enough, timeout=30, interval=0.05, message="the marker row streamed")
-    return records
 
 
 def _row(record):
@@ -51,7 +34,7 @@ def test_skipped_updates_keep_a_key_change_and_capitals_select_a_mode(pg_db):
         pg_db.execute("UPDATE t SET id = 2 WHERE id = 1")
         pg_db.execute("UPDATE t SET b = '\\x00' WHERE id = 2")
         pg_db.execute("INSERT INTO t VALUES (3, NULL)")
-        records = _stream_until(capture, start, lambda rs: any(_row(r)[1] == {"id": 3} for r in rs))
+        records = _stream(capture, start, lambda rs: any(_row(r)[1] == {"id": 3} for r in rs))[0]
     finally:
         capture.close()
     assert [_row(r) for r in records] == [
@@ -71,7 +54,7 @@ def test_an_excluded_table_is_neither_snapshotted_nor_streamed(pg_db):
         snapshot, start = _snapshot(capture)
         for table in ("public.secret", 'public."Secret"', "public.secrets", "public.open"):
             pg_db.execute(f"INSERT INTO {table} VALUES (2)")
-        records = _stream_until(capture, start, lambda rs: any(r.topic == "shop.public.open" for r in rs))
+        records = _stream(capture, start, lambda rs: any(r.topic == "shop.public.open" for r in rs))[0]
     finally:
         capture.close()
     assert sorted(r.topic for r in snapshot) == ["shop.public.open", "shop.public.secrets"]

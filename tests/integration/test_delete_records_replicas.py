@@ -26,6 +26,14 @@ def _new_leader(cluster, topic: str, old: int):
     return wait_until(moved, 30, 0.1, f"a leader other than {old}")
 
 
+def _hundred_records_with_a_follower(cluster, topic: str) -> tuple[TopicPartition, int]:
+    """An RF=3 partition of 100 records, and one of its followers (to pause)."""
+    create(cluster, topic, rf=3)
+    produce(cluster.bootstrap, topic, [(None, b"r%d" % i, 0) for i in range(100)], acks="all")
+    leader = cluster.partition(topic, 0).leader
+    return TopicPartition(topic, 0), next(n for n in cluster.nodes if n != leader)
+
+
 def test_a_failover_right_after_delete_records_does_not_bring_the_records_back(cluster_factory, topic_name):
     cluster = cluster_factory(3, FAST)
     create(cluster, topic_name, rf=3)
@@ -43,11 +51,7 @@ def test_a_failover_right_after_delete_records_does_not_bring_the_records_back(c
 def test_delete_records_times_out_while_an_alive_follower_has_not_caught_up(cluster_factory, topic_name):
     # A long session: the paused follower stays registered and unfenced (alive) throughout.
     cluster = cluster_factory(3, {**FAST, "broker.session.timeout.ms": 60_000, "replica.lag.time.max.ms": 60_000})
-    create(cluster, topic_name, rf=3)
-    produce(cluster.bootstrap, topic_name, [(None, b"r%d" % i, 0) for i in range(100)], acks="all")
-    tp = TopicPartition(topic_name, 0)
-    leader = cluster.partition(topic_name, 0).leader
-    paused = next(n for n in cluster.nodes if n != leader)
+    tp, paused = _hundred_records_with_a_follower(cluster, topic_name)
     cluster.nodes[paused].pause()
     try:
         with cluster.admin() as admin:
@@ -61,11 +65,7 @@ def test_delete_records_times_out_while_an_alive_follower_has_not_caught_up(clus
 
 def test_a_fenced_follower_does_not_hold_delete_records_back(cluster_factory, topic_name):
     cluster = cluster_factory(3, FAST)
-    create(cluster, topic_name, rf=3)
-    produce(cluster.bootstrap, topic_name, [(None, b"r%d" % i, 0) for i in range(100)], acks="all")
-    tp = TopicPartition(topic_name, 0)
-    leader = cluster.partition(topic_name, 0).leader
-    paused = next(n for n in cluster.nodes if n != leader)
+    tp, paused = _hundred_records_with_a_follower(cluster, topic_name)
     cluster.nodes[paused].pause()
     try:
         wait_until(lambda: any(n.id == paused and n.fenced
