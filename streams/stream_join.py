@@ -36,8 +36,8 @@ _MIN = -(2 ** 63)
 class JoinWindowStore:
     """A join side's window store: ``(key, ts) -> tuple of values`` over a
     :class:`~streams.stores.WindowStore`, with the in-memory window store's retention rule: a
-    record at or before ``observed stream time - retention`` is not stored, and fetches never see
-    such records."""
+    record at or before ``observed stream time - retention`` is not stored, fetches never see
+    such records, and each put drops them, whatever their key."""
 
     def __init__(self, context, name: str, retention: int):
         self.store, self.retention, self.context, self.name = context.store(name), retention, context, name
@@ -54,7 +54,9 @@ class JoinWindowStore:
             log.warning("Skipping record for expired segment: store %s timestamp %d", self.name, ts)
             return
         self.store.put(key, (self.store.fetch(key, ts) or ()) + (value,), ts)
-        self.store.expire(key, observed - self.retention + 1)
+        # every key's expired records, as Kafka's segmented store drops whole segments: a key that
+        # never comes again must not stay in the store and its compacted changelog for ever
+        self.store.expire_all(observed - self.retention + 1)
 
     def fetch(self, key, time_from: int, time_to: int) -> list[tuple[int, Any]]:
         lo = max(time_from, self._observed() - self.retention + 1)
