@@ -26,7 +26,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from connect.config_def import ConfigValue, Plugin, all_of, java_str  # noqa: F401
+from connect.config_def import ConfigValue, Plugin, java_str  # noqa: F401
+from connect.config_validators import all_of  # noqa: F401
 from connect.config_infos import (ConfigInfo, ConfigInfos, _consumer_check, _converter_infos,  # noqa: F401
                                   _merge, _override_infos, _producer_check, _result)
 from connect.connector_config_def import (COMMON_GROUP, CONNECTORS, CONSUMER_OVERRIDE, CONVERTERS,  # noqa: F401

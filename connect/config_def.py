@@ -12,7 +12,8 @@ Kafka's. One deliberate difference: a key whose value did not parse is not also 
 validator (Kafka would add a second, meaningless "Value must be non-null").
 
 ``Type.CLASS`` keys name a plugin (converter, transformation, predicate, connector) looked up in a
-:class:`PluginRegistry` that the owning modules fill, so this module knows no plugin itself. Pure.
+:class:`PluginRegistry` that the owning modules fill, so this module knows no plugin itself. The
+validators (``at_least``, ``one_of``, ...) live in :mod:`connect.config_validators`. Pure.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from connect.config_validators import (Invalid, Validator, all_of, at_least, between, non_empty_string,  # noqa: F401
+                                       non_empty_string_without_control_chars, one_of, regex, unique_aliases)
 from connect.errors import ConfigError
 
 
@@ -45,14 +48,6 @@ class _NoDefault:
 
 NO_DEFAULT: Any = _NoDefault()
 """Kafka's ``ConfigDef.NO_DEFAULT_VALUE``: the key is required."""
-
-
-class Invalid(Exception):
-    """Raised by a validator: ``message`` is the part after "Invalid value X for configuration Y: "."""
-
-    def __init__(self, message: str, value: Any = None, whole: bool = False):
-        super().__init__(message)
-        self.message, self.value, self.whole = message, value, whole
 
 
 class Password:
@@ -115,8 +110,6 @@ class PluginRegistry:
 
 
 # ----------------------------------------------------------------------------------------- keys
-Validator = Callable[[str, Any], None]
-"""``validator(name, parsed_value)``: raises :class:`Invalid`; gets None for an unset key without default."""
 Recommender = Callable[[str, Mapping[str, Any]], list]
 
 
@@ -328,75 +321,6 @@ def java_str(value: Any) -> str:
 def _java_type(value: Any) -> str:
     return {bool: "java.lang.Boolean", int: "java.lang.Long", float: "java.lang.Double",
             list: "java.util.List", dict: "java.util.Map"}.get(type(value), type(value).__name__)
-
-
-# ----------------------------------------------------------------------------------- validators
-def at_least(minimum: int | float) -> Validator:
-    def check(name: str, value: Any) -> None:
-        if value is None:
-            raise Invalid("Value must be non-null")
-        if value < minimum:
-            raise Invalid(f"Value must be at least {minimum}")
-    return check
-
-
-def between(minimum: int | float, maximum: int | float) -> Validator:
-    def check(name: str, value: Any) -> None:
-        at_least(minimum)(name, value)
-        if value > maximum:
-            raise Invalid(f"Value must be no more than {maximum}")
-    return check
-
-
-def one_of(*strings: str, case_insensitive: bool = False) -> Validator:
-    """Kafka's ``ValidString.in`` / ``CaseInsensitiveValidString.in``."""
-    def check(name: str, value: Any) -> None:
-        allowed = [s.lower() for s in strings] if case_insensitive else list(strings)
-        probe = value.lower() if case_insensitive and isinstance(value, str) else value
-        if probe not in allowed:
-            suffix = " (case insensitive)" if case_insensitive else ""
-            raise Invalid(f"String must be one of{suffix}: {', '.join(strings)}")
-    return check
-
-
-def non_empty_string(name: str, value: Any) -> None:
-    if value is not None and not value:
-        raise Invalid("String may not be empty")
-
-
-def non_empty_string_without_control_chars(name: str, value: Any) -> None:
-    """Kafka's ``nonEmptyStringWithoutControlChars`` (connector names)."""
-    if value is None:
-        raise Invalid("Value must be non-null")
-    non_empty_string(name, value)
-    bad = [c for c in value if ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f]
-    if bad:
-        raise Invalid("String may not contain control sequences but had the following ASCII chars: "
-                      + ", ".join(str(ord(c)) for c in bad))
-
-
-def unique_aliases(name: str, value: Any) -> None:
-    """Kafka's alias validator for ``transforms`` and ``predicates``."""
-    if value is None:
-        raise Invalid("Value must be non-null")
-    if len(value) > len(set(value)):
-        raise Invalid("Duplicate alias provided.")
-
-
-def regex(name: str, value: Any) -> None:
-    if value:
-        try:
-            re.compile(value)
-        except re.error as e:
-            raise Invalid(f"Not a valid regular expression: {e}") from None
-
-
-def all_of(*validators: Validator) -> Validator:
-    """Kafka's ``CompositeValidator``: the first failure is reported."""
-    def check(name: str, value: Any) -> None:
-        for v in validators:
-            v(name, value)
-    return check
 
 
 __all__ = ["NO_DEFAULT", "ConfigDef", "ConfigKey", "ConfigValue", "Importance", "Invalid",

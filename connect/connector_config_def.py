@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect.config_def import (NO_DEFAULT, ConfigDef, ConfigKey, Importance, Invalid, PluginRegistry, Type, Width,
-                                at_least, java_str, non_empty_string, non_empty_string_without_control_chars, one_of,
-                                regex, unique_aliases)
+                                java_str)
+from connect.config_validators import (at_least, non_empty_string, non_empty_string_without_control_chars, one_of,
+                                       regex, unique_aliases)
 
 CONNECTORS = PluginRegistry("connector")
 CONVERTERS = PluginRegistry("converter")

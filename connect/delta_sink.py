@@ -33,7 +33,8 @@ import logging
 from pyspark.sql import DataFrame
 
 from connect.config import CONVERTERS
-from connect.config_def import ConfigDef, ConfigKey, Importance, Type, Width, one_of
+from connect.config_def import ConfigDef, ConfigKey, Importance, Type, Width
+from connect.config_validators import one_of
 from connect.connector import SinkConnector, register_connector
 from connect.converters import BYTE_ARRAY_CONVERTER, STRING_CONVERTER
 from connect.errors import ConfigError, DataError

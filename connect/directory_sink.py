@@ -30,7 +30,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from connect.config_def import NO_DEFAULT, ConfigDef, ConfigKey, Importance, Type, Width, non_empty_string, one_of
+from connect.config_def import NO_DEFAULT, ConfigDef, ConfigKey, Importance, Type, Width
+from connect.config_validators import non_empty_string, one_of
 from connect.connector import SinkConnector, register_connector
 
 _TOPIC, _PARTITION = "__connect_topic", "__connect_partition"

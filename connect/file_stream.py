@@ -31,7 +31,8 @@ from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 from pyspark.sql.types import (ArrayType, DataType, DecimalType, DoubleType, FloatType, MapType, StructField,
                                StructType, VariantType, VariantVal)
 
-from connect.config_def import NO_DEFAULT, ConfigDef, ConfigKey, Importance, Type, Width, non_empty_string
+from connect.config_def import NO_DEFAULT, ConfigDef, ConfigKey, Importance, Type, Width
+from connect.config_validators import non_empty_string
 from connect.connect_types import OPTIONAL
 from connect.connector import SinkConnector, SourceConnector, register_connector
 from connect.errors import ConnectError

@@ -48,8 +48,8 @@ from pyspark.sql import functions as F
 from broker.client import AdminClient, Consumer, NewPartitions, NewTopic
 from broker.errors import TopicAlreadyExistsError
 
-from connect.config_def import (ConfigDef, ConfigKey, ConfigValue, Importance, Invalid, Type, Width, non_empty_string,
-                                regex)
+from connect.config_def import ConfigDef, ConfigKey, ConfigValue, Importance, Invalid, Type, Width
+from connect.config_validators import non_empty_string, regex
 from connect.connector import SourceConnector, register_connector
 from connect.errors import ConfigError, ConnectError
 from connect.java_text import java_string

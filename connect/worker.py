@@ -23,9 +23,10 @@ every connector twice. ``start`` waits for the group; while another worker holds
 ``session.timeout.ms``, by which time a killed one has been expired) it raises
 :class:`~connect.errors.WorkerGroupInUseError` naming that worker.
 
-This class keeps the lifecycle: start/close, target states, restarts and the supervisor, the only
+This class keeps the lifecycle: start/close, target states and running a connector, the only
 code that moves a connector's state. The rest is split by concept into mixins:
-``worker_status.py`` (statuses, task configs, topic tracking), ``worker_connector_configs.py``
+``worker_restarts.py`` (the restart endpoints and the supervisor, moving states through this
+class), ``worker_status.py`` (statuses, task configs, topic tracking), ``worker_connector_configs.py``
 (create/put/patch a config, plugins, validate) and ``worker_offsets.py`` (the offsets endpoints);
 ``worker_connector.py`` holds the per-connector record they share.
 """
@@ -34,23 +35,21 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import random
 import socket
 import tempfile
 import threading
-import time
 import traceback
 from collections.abc import Mapping
 from typing import Any
 
 from connect.config import WorkerConfig, parse_connector_config
 from connect.connector import ConnectorContext, connector_class
-from connect.errors import BadRequestError, ConfigError, ConnectError, NotFoundError
+from connect.errors import BadRequestError, ConfigError, ConnectError
 from connect.offsets_admin import OffsetsAdmin
 from connect.connector_state import ConnectorPaths
-from connect.pipeline import Pipeline, translated
+from connect.pipeline import Pipeline
 from connect.query_status import QueryMetrics
-from connect.states import CONNECTOR, TASK, ConnectorState, Failures, TargetState, running_state
+from connect.states import CONNECTOR, TASK, ConnectorState, TargetState, running_state
 from connect.storage import ConnectStorage
 from connect.storage_format import Status
 from connect.topic_tracking import TopicTracker, TrackingConfig
@@ -58,12 +57,13 @@ from connect.worker_connector import S, _Connector
 from connect.worker_connector_configs import WorkerConnectorConfigs
 from connect.worker_lease import WorkerLease
 from connect.worker_offsets import WorkerOffsets
+from connect.worker_restarts import WorkerRestarts
 from connect.worker_status import WorkerStatus
 
 log = logging.getLogger(__name__)
 
 
-class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets):
+class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts):
     """See the module docstring; the methods are worker_api.md's contract."""
 
     def __init__(self, spark, worker_config: Mapping[str, Any]):
@@ -211,56 +211,6 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets):
                 return  # as Kafka: a failed connector stays FAILED until restarted (or stopped)
             self._apply_target(c, target)
 
-    def restart(self, name: str, include_tasks: bool = False, only_failed: bool = False) -> dict | None:
-        """Kafka's restart. Alone (204, None returned) it is ``StandaloneHerder.restartConnector``:
-        the connector is shut down (UNASSIGNED, as Kafka's shutdown writes) and started again in
-        its target state. With either flag (202) it is ``restartConnectorAndTasks``: the answer is
-        Kafka's restart plan (``AbstractHerder.buildRestartPlan``), the status before the restart
-        with RESTARTING on the connector unless ``only_failed`` and it is not FAILED, and on each
-        task when ``include_tasks`` unless ``only_failed`` and it is not FAILED; those statuses are
-        written, then the query starts again. One query runs the connector and all its tasks, so
-        restarting any of them restarts it (a part not in the plan keeps its status, or goes
-        UNASSIGNED when it was FAILED)."""
-        with self._lock:
-            c = self._known(name, "Connector {} not found" if not (include_tasks or only_failed)
-                            else "Unknown connector: {}")
-            if not (include_tasks or only_failed):
-                self._restart_query(c, S.UNASSIGNED, None)
-                return None
-            plan = self.connector_status(name)
-            connector = not only_failed or c.state == S.FAILED
-            tasks = bool(c.tasks) and include_tasks and (not only_failed or c.task_state == S.FAILED)
-            if connector:
-                plan["connector"]["state"] = S.RESTARTING.value
-            if tasks:
-                for task in plan["tasks"]:
-                    task["state"] = S.RESTARTING.value
-            if connector or tasks:
-                self._restart_query(c, S.RESTARTING if connector else None, S.RESTARTING if tasks else None)
-            return plan
-
-    def restart_task(self, name: str, task: int) -> None:
-        """Kafka's ``restartTask`` (204): the task shut down and started again in the target
-        state; here that is the connector's query."""
-        with self._lock:
-            c = self._get(name)
-            if not 0 <= task < c.tasks:
-                raise NotFoundError(f"Task {name}-{task} not found")
-            self._restart_query(c, None, S.UNASSIGNED)
-
-    def _restart_query(self, c: _Connector, connector: ConnectorState | None, tasks: ConnectorState | None) -> None:
-        """Stop the query, write ``connector``'s and ``tasks``' statuses (None: left as they are,
-        or UNASSIGNED if FAILED, as Kafka's shutdown writes), start it again in its target state."""
-        self._stop_query(c)
-        c.failures, c.restart_at = Failures(), None
-        if connector is None and c.state == S.FAILED:
-            connector = S.UNASSIGNED
-        if tasks is None and c.task_state == S.FAILED:
-            tasks = S.UNASSIGNED
-        if connector is not None or (tasks is not None and c.tasks):
-            self._set(c, connector, tasks)
-        self._apply_target(c, self.storage.configs.target_state(c.name) or TargetState.STARTED)
-
     def delete_connector(self, name: str) -> None:
         with self._lock:
             c = self._get(name)
@@ -368,51 +318,6 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets):
                 log.warning("could not record the topics of %s", c.name, exc_info=True)
             c.query = None
         c.restart_at = None
-
-    def _failed(self, c: _Connector, trace: str) -> None:
-        self._stop_query(c)
-        if c.state == S.FAILED:
-            c.trace = trace
-        self._set(c, S.FAILED, S.FAILED, trace=trace)
-        now_ms = int(time.time() * 1000)
-        c.failures = c.failures.failed(now_ms)
-        cfg = c.config
-        if cfg is None:
-            return
-        decision = c.failures.decide(now_ms, cfg.errors_retry_timeout_ms, cfg.errors_retry_delay_max_ms,
-                                     random.random())
-        log.warning("connector %s failed (%s): %s", c.name, decision.reason, trace.splitlines()[-1] if trace else "")
-        c.restart_at = time.monotonic() + decision.delay_ms / 1000 if decision.restart else None
-
-    def _supervise(self) -> None:
-        while not self._stopping.wait(0.2):
-            with self._lock:
-                for c in list(self._connectors.values()):
-                    try:
-                        self._check(c)
-                    except Exception:  # noqa: BLE001 - one connector's trouble must not stop the others
-                        log.exception("supervising connector %s", c.name)
-
-    def _check(self, c: _Connector) -> None:
-        self._track(c)
-        if c.query is not None and not c.query.isActive:
-            err = c.query.exception()
-            if err is not None and c.config is not None:
-                err = translated(err, c.config)  # a streaming write's flagged record, named as Kafka does
-            trace = f"{type(err).__name__}: {err}" if err is not None else "the query stopped"
-            self._failed(c, trace)
-            return
-        if c.failures.attempts and c.query is not None and \
-                self.metrics.get(str(c.query.runId))["last_batch_id"] is not None:
-            c.failures = c.failures.recovered()  # a batch went through: the run of failures is over
-        if c.restart_at is not None and time.monotonic() >= c.restart_at and c.state == S.FAILED:
-            c.restart_at = None
-            target = self.storage.configs.target_state(c.name) or TargetState.STARTED
-            failures = c.failures
-            self._set(c, S.RESTARTING, S.RESTARTING, trace=None)
-            self._apply_target(c, target)
-            if c.state != S.FAILED:
-                c.failures = failures  # cleared by a manual restart; a run of failures keeps its start
 
 
 __all__ = ["Worker"]

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from connect.config_def import (NO_DEFAULT, ConfigDef, ConfigKey, Importance, Invalid, Type, at_least, between,
-                                non_empty_string, one_of)
+from connect.config_def import NO_DEFAULT, ConfigDef, ConfigKey, Importance, Invalid, Type
+from connect.config_validators import at_least, between, non_empty_string, one_of
 from connect.connector_config_def import _CONVERTER_DOC, JSON_CONVERTER, SIMPLE_HEADER_CONVERTER, _as_strings
 
 def _replication_factor(name: str, value: Any) -> None:

@@ -8,7 +8,8 @@ from pyspark.sql import types as T
 
 from broker.errors import InvalidConfigError
 from streams.serde_base import Serde, SerializationError, _short
-from streams.serdes import DoubleSerde, FloatSerde, IntegerSerde, LongSerde, ShortSerde, UUIDSerde, serde_of
+from streams.serdes import UUIDSerde, serde_of
+from streams.serdes_fixed_width import DoubleSerde, FloatSerde, IntegerSerde, LongSerde, ShortSerde
 from streams.serdes_json import JsonSerde
 from streams.serdes_windowed import TimeWindowedSerde
 

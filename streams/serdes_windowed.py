@@ -13,7 +13,8 @@ from pyspark.sql import types as T
 from broker.errors import InvalidConfigError
 from streams.record import Windowed
 from streams.serde_base import Serde, _short
-from streams.serdes import LongSerde, serde_of
+from streams.serdes import serde_of
+from streams.serdes_fixed_width import LongSerde
 
 
 _TS = 8                 # WindowKeySchema.TIMESTAMP_SIZE

@@ -11,6 +11,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from streams import sql_values as sv
+from streams.sql_casts import cast
 from streams.sql_compiler import Compiled, coerce, handler, value_type
 from streams.sql_values import fail, type_of
 
@@ -250,6 +251,6 @@ def _neg(self, node):
         if sv.is_integral(t):
             return sv.check_integral(-v, t)
         if t == "string":
-            return -sv.cast(v, t, "double")
+            return -cast(v, t, "double")
         return -v
     return Compiled(f, inner.type)

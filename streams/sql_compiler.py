@@ -13,6 +13,7 @@ from typing import Any, Callable
 from sqlglot import exp
 
 from streams import sql_values as sv
+from streams.sql_casts import cast
 from streams.sql_values import UnsupportedExpressionError, fail, type_of
 
 COLUMNS = ("key", "value", "timestamp", "topic", "partition", "offset", "headers", "agg", "agg1", "agg2",
@@ -204,7 +205,7 @@ def _cast(self, node):
         if v is None:
             return None
         try:
-            return sv.cast(v, value_type(inner, v), target)
+            return cast(v, value_type(inner, v), target)
         except sv.ExpressionEvaluationError:
             if safe:
                 return None
@@ -216,7 +217,7 @@ def _cast(self, node):
 
 
 def coerce(v, t, target):
-    return v if v is None or t == target else sv.cast(v, t, target)
+    return v if v is None or t == target else cast(v, t, target)
 
 
 # Operators and functions register their handlers when imported.

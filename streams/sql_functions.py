@@ -11,6 +11,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from sqlglot import exp
 
 from streams import sql_values as sv
+from streams.sql_casts import cast
 from streams.sql_compiler import Compiled, coerce, handler, value_type
 from streams.sql_function_base import _strict
 from streams.sql_operators import compare
@@ -241,7 +242,7 @@ def _array_contains(self, node):
 
 # ------------------------------------------------------------------------------ dates and times
 def _as_timestamp(v, t):
-    ts = sv.cast(v, t, "timestamp") if t != "timestamp" else v
+    ts = cast(v, t, "timestamp") if t != "timestamp" else v
     return ts.astimezone(timezone.utc) if ts.tzinfo else ts
 
 
@@ -266,7 +267,7 @@ def _to_date(self, node):
     if node.args.get("format"):
         self.unsupported(node, "(to_date with a format) is not supported")
     c = self.compile(node.this)
-    return _strict([c], lambda v: sv.cast(v, sv.type_of(v), "date"), "date")
+    return _strict([c], lambda v: cast(v, sv.type_of(v), "date"), "date")
 
 
 @handler(exp.StrToUnix)
@@ -279,7 +280,7 @@ def _unix_timestamp(self, node):
         t = sv.type_of(v)
         if t == "string":
             self.unsupported(node, "(unix_timestamp of a string) is not supported")
-        return sv.cast(_as_timestamp(v, t), "timestamp", "bigint")
+        return cast(_as_timestamp(v, t), "timestamp", "bigint")
     if c.type == "string":
         self.unsupported(node, "(unix_timestamp of a string) is not supported")
     return _strict([c], body, "bigint")

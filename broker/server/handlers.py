@@ -14,15 +14,15 @@ from __future__ import annotations
 import logging
 import time
 
-from broker.controller.quorum_controller import colliding_topic
-from broker.errors import (BrokerNotAvailableError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
+from broker.errors import (BrokerNotAvailableError, InvalidRequestError, InvalidRequiredAcksError,
                            LeaderNotAvailableError, NotLeaderOrFollowerError, RequestTimedOutError, RiverlogError,
                            TopicAlreadyExistsError, UnknownTopicOrPartitionError)
 from broker.group.coordinator import OFFSETS_TOPIC
 from broker.proto import riverlog_pb2 as pb
 from broker.server.broker import Broker
 from broker.server.config_handlers import alter_configs, describe_configs
-from broker.server.request_results import duplicates, fill_error
+from broker.server.request_results import fill_error
+from broker.server.topic_handlers import create_partitions, create_topics, delete_topics, elect_leaders
 from broker.transaction.coordinator import TXN_TOPIC
 
 log = logging.getLogger(__name__)
@@ -118,64 +118,16 @@ class Handlers:
 
     # ---------------------------------------------------------------------------- topics
     def create_topics(self, request: pb.CreateTopicsRequest) -> pb.CreateTopicsResponse:
-        """Each topic in turn, so a name colliding ('.' versus '_') with one created earlier in the
-        same request is refused as it would be in a later request; with ``validate_only`` nothing is
-        created, so the names validated so far stand in for them."""
-        response = pb.CreateTopicsResponse()
-        repeated = duplicates(t.name for t in request.topics)
-        validated: set[str] = set()
-        for t in request.topics:
-            if t.name in repeated:
-                continue
-            result = response.results.add(name=t.name)
-            try:
-                colliding = colliding_topic(validated, t.name)
-                if colliding is not None:
-                    raise InvalidTopicError(f"Topic '{t.name}' collides with existing topic: {colliding}")
-                self.broker.create_topic(t.name, t.num_partitions, t.replication_factor, dict(t.configs),
-                                         request.validate_only)
-                if request.validate_only:
-                    validated.add(t.name)
-            except Exception as e:  # noqa: BLE001 - reported per topic
-                fill_error(result, e)
-        _add_duplicates(response.results, repeated)
-        return response
+        return create_topics(self.broker, request)
 
     def delete_topics(self, request: pb.DeleteTopicsRequest) -> pb.DeleteTopicsResponse:
-        response = pb.DeleteTopicsResponse()
-        repeated = duplicates(request.topics)
-        for name in request.topics:
-            if name in repeated:
-                continue
-            result = response.results.add(name=name)
-            try:
-                self.broker.delete_topic(name)
-            except Exception as e:  # noqa: BLE001
-                fill_error(result, e)
-        _add_duplicates(response.results, repeated)
-        return response
+        return delete_topics(self.broker, request)
 
     def create_partitions(self, request: pb.CreatePartitionsRequest) -> pb.CreatePartitionsResponse:
-        response = pb.CreatePartitionsResponse()
-        repeated = duplicates(t.name for t in request.topics)
-        for t in request.topics:
-            if t.name in repeated:
-                continue
-            result = response.results.add(name=t.name)
-            try:
-                self.broker.create_partitions(t.name, t.count, request.validate_only)
-            except Exception as e:  # noqa: BLE001
-                fill_error(result, e)
-        _add_duplicates(response.results, repeated)
-        return response
+        return create_partitions(self.broker, request)
 
     def elect_leaders(self, request: pb.ElectLeadersRequest) -> pb.ElectLeadersResponse:
-        response = pb.ElectLeadersResponse()
-        try:
-            self.broker.elect_leaders(request.topic, list(request.partitions) or None)
-        except Exception as e:  # noqa: BLE001
-            fill_error(response, e)
-        return response
+        return elect_leaders(self.broker, request)
 
     def init_producer_id(self, request: pb.InitProducerIdRequest) -> pb.InitProducerIdResponse:
         """An idempotent producer's id (a transactional.id's goes to its coordinator instead); with
@@ -377,11 +329,6 @@ class Handlers:
 
     def alter_configs(self, request: pb.AlterConfigsRequest) -> pb.AlterConfigsResponse:
         return alter_configs(self.broker, request)
-
-
-def _add_duplicates(results, names) -> None:
-    for name in names:
-        fill_error(results.add(name=name), InvalidRequestError("Duplicate topic name."))
 
 
 class Deleting:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_source.postgres import logical_messages
-from spark_source.postgres.types import PLACEHOLDER, CdcConfigError, TypeModes
+from spark_source.postgres.type_modes import PLACEHOLDER, CdcConfigError, TypeModes
 
 VERSION = "riverlog-0.1.0"
 """``source.version``: the producer of the events (Riverlog, not a Debezium release)."""

@@ -17,7 +17,7 @@ import re
 from typing import Optional
 
 from spark_source.postgres import regex_lists
-from spark_source.postgres.types import CdcConfigError
+from spark_source.postgres.type_modes import CdcConfigError
 
 HEARTBEAT_PREFIX = "riverlog.heartbeat"
 TOPIC_SUFFIX = "message"

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from broker.errors import InvalidConfigError
 from spark_source.postgres import regex_lists
 from spark_source.postgres.envelope import CdcConfig
-from spark_source.postgres.types import CdcConfigError
+from spark_source.postgres.type_modes import CdcConfigError
 
 ENVELOPE_OPTIONS = ("decimal.handling.mode", "time.precision.mode", "binary.handling.mode",
                     "interval.handling.mode", "money.fraction.digits", "hstore.handling.mode",

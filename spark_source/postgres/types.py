@@ -1,9 +1,9 @@
 """PostgreSQL column values (pgoutput's text format) as Debezium's JSON values and Connect schemas.
 
 Each column gets a :class:`ColumnType` from its type oid and type modifier (both from the Relation
-message) and the connector's modes; ``ColumnType.schema(field, optional)`` is the Kafka Connect
-schema as JsonConverter writes it, ``ColumnType.convert(text)`` the JSON value, both as Debezium's
-PostgreSQL connector gives them:
+message) and the connector's modes (:mod:`spark_source.postgres.type_modes`);
+``ColumnType.schema(field, optional)`` is the Kafka Connect schema as JsonConverter writes it,
+``ColumnType.convert(text)`` the JSON value, both as Debezium's PostgreSQL connector gives them:
 
 - ``decimal.handling.mode``: ``precise`` (Connect ``Decimal``, base64 of the unscaled two's
   complement; ``io.debezium.data.VariableScaleDecimal``, trailing zeros stripped, when the column
@@ -47,14 +47,7 @@ from typing import Any, Callable
 
 from broker.errors import RiverlogError
 from spark_source.postgres import special_types, temporal
-from spark_source.postgres.special_types import HSTORE_MODES
-
-PLACEHOLDER = "__debezium_unavailable_value"
-
-DECIMAL_MODES = ("precise", "double", "string")
-TIME_MODES = ("adaptive", "adaptive_time_microseconds", "connect")
-BINARY_MODES = ("bytes", "base64", "base64-url-safe", "hex")
-INTERVAL_MODES = ("numeric", "string")
+from spark_source.postgres.type_modes import PLACEHOLDER, CdcConfigError, TypeModes  # noqa: F401
 
 BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID, JSON, XML = 16, 17, 18, 19, 20, 21, 23, 25, 26, 114, 142
 FLOAT4, FLOAT8, MONEY, BPCHAR, VARCHAR, DATE, TIME, TIMESTAMP, TIMESTAMPTZ = 700, 701, 790, 1042, 1043, 1082, 1083, 1114, 1184
@@ -70,41 +63,11 @@ ARRAY_ELEMENT = {1000: BOOL, 1001: BYTEA, 1002: CHAR, 1003: NAME, 1005: INT2, 10
                  3909: TSRANGE, 3911: TSTZRANGE, 3913: DATERANGE, 3927: INT8RANGE}
 
 
-
 class ValueConversionError(RiverlogError):
     """A column's text value does not parse as its type says (``details``: column, type_oid, value).
     Usually a session setting the walsender was started with (DateStyle, bytea_output) differs
     from PostgreSQL's default."""
     code, name, retriable, grpc_status = 1354, "CDC_VALUE_CONVERSION", False, "INVALID_ARGUMENT"
-
-
-class CdcConfigError(RiverlogError):
-    """A CDC option has a value Debezium does not define; the message lists the allowed ones."""
-    code, name, retriable, grpc_status = 1355, "CDC_INVALID_CONFIG", False, "INVALID_ARGUMENT"
-
-
-def check_choice(option: str, value: str, allowed: tuple) -> str:
-    if value not in allowed:
-        raise CdcConfigError(f"{option}={value!r} is not one of {', '.join(allowed)}", option=option, value=value)
-    return value
-
-
-@dataclass(frozen=True)
-class TypeModes:
-    """The connector's value options (Debezium's names and defaults)."""
-    decimal_handling_mode: str = "precise"
-    time_precision_mode: str = "adaptive"
-    binary_handling_mode: str = "bytes"
-    interval_handling_mode: str = "numeric"
-    money_fraction_digits: int = 2
-    hstore_handling_mode: str = "json"
-
-    def __post_init__(self):
-        check_choice("decimal.handling.mode", self.decimal_handling_mode, DECIMAL_MODES)
-        check_choice("time.precision.mode", self.time_precision_mode, TIME_MODES)
-        check_choice("binary.handling.mode", self.binary_handling_mode, BINARY_MODES)
-        check_choice("interval.handling.mode", self.interval_handling_mode, INTERVAL_MODES)
-        check_choice("hstore.handling.mode", self.hstore_handling_mode, HSTORE_MODES)
 
 
 @dataclass(frozen=True)

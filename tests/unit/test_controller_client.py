@@ -1,6 +1,6 @@
 """A broker-only node's view of the controller quorum, heard with its metadata fetches: the newest
 term wins (Raft's rule), and a leaderless answer in the same term does not erase a known leader."""
-from broker.server.broker import ControllerClient
+from broker.server.controller_client import ControllerClient
 from broker.server.peers import Peers
 
 
