@@ -40,7 +40,7 @@ from broker.partition_leadership import CLOSED, FOLLOWER, LEADER, LEADERSHIP, Le
 from broker.partition_produce import NO_TIMESTAMP, PartitionProduce
 from broker.partition_reads import PartitionReads, ReadResult
 from broker.replication.leader_state import LeaderState
-from broker.storage import cleaner, retention
+from broker.storage import cleaner, cleaner_plan, retention
 from broker.storage.leader_epoch_cache import LeaderEpochCache
 from broker.storage.producer_state import ProducerStateManager
 from broker.storage.log import Log
@@ -192,8 +192,8 @@ class Partition(PartitionLeadership, PartitionProduce, PartitionFollower, Partit
         or past the last stable offset is cleaned; aborted transactions' records are removed, and
         afterwards the partition stops listing them (persisted in the producer-state snapshot)."""
         with self.lock:
-            plan = cleaner.plan_cleaning(self.log, self.high_watermark, now_ms, self._last_stable_offset(),
-                                         list(self.producers.aborted))
+            plan = cleaner_plan.plan_cleaning(self.log, self.high_watermark, now_ms, self._last_stable_offset(),
+                                              list(self.producers.aborted))
         if plan is None:
             return None
         cleaned = cleaner.build_cleaned(self.log, plan, now_ms, aborted)

@@ -31,9 +31,10 @@ from broker.client.consumer_assignment import ConsumerAssignment, ConsumerGroupM
 from broker.client.consumer_offsets import ConsumerOffsets
 from broker.client.coordinator import CoordinatorClient
 from broker.client.fetch_buffer import BATCH_SCHEMA
-from broker.client.fetch_state import AUTO_OFFSET_RESET, EARLIEST, LATEST, FetchState
+from broker.client.fetch_state import FetchState
 from broker.client.fetcher import Fetcher
 from broker.client.membership import GroupMembership
+from broker.client.start_offsets import AUTO_OFFSET_RESET, EARLIEST, LATEST
 from broker.client.subscription import Subscription
 from broker.client.message import Message
 from broker.clock import SYSTEM_CLOCK

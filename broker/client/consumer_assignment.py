@@ -14,9 +14,9 @@ import logging
 from dataclasses import dataclass
 
 from broker.client.assignment import COOPERATIVE, check_add, check_method, check_remove, rebalance_protocol
-from broker.client.fetch_state import OFFSET_TAIL_BASE
 from broker.client.membership import GroupMembership
 from broker.client.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Message, TopicPartition
+from broker.client.start_offsets import OFFSET_TAIL_BASE
 from broker.client.subscription import Subscription
 from broker.errors import FencedInstanceIdError, InvalidConfigError, KafkaError, KafkaException, RiverlogError
 

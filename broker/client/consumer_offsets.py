@@ -8,9 +8,9 @@ or the offsets stored with ``store_offsets``).
 """
 from __future__ import annotations
 
-from broker.client.fetch_state import EARLIEST, LATEST
 from broker.client.fetcher import list_offset
 from broker.client.message import OFFSET_INVALID, Message, TopicPartition
+from broker.client.start_offsets import EARLIEST, LATEST
 from broker.errors import InvalidConfigError, KafkaError, KafkaException
 
 

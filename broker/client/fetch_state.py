@@ -9,29 +9,16 @@ and how a fetch response or error moves it. Pure: no threads, no gRPC; time come
         state.on_decoded(("orders", 0), 0, 42, decoded, None, 50, 50)  # chunks queued for poll()
     message = state.take_one(state.head())                             # position moves to 43
 
-A partition's fetch lifecycle is an explicit state machine (``FETCH_PHASES``), as Kafka's
-``SubscriptionState`` has its fetch states:
+A partition's fetch lifecycle, its phases and the pause flag beside them, is an explicit state
+machine: ``broker.client.fetch_phase``. No record of a paused partition reaches the application:
+as librdkafka's ``rd_kafka_toppar_pause_resume`` does, pausing drops what was prefetched for it (a
+new generation, so a fetch in flight is dropped too) and fetching resumes from the position, the
+last record taken + 1. A halted partition fetches nothing more, so its records before the bad batch
+are set aside instead and queued again on resume. The consumer also pauses a partition it cannot go
+on with (it does not exist; it has no position and ``auto.offset.reset=error``; ListOffsets refused
+its start offset) after reporting it once, so ``resume()`` or ``seek()`` retries it.
 
-    AWAITING_RESET --ListOffsets answered / seek(offset)--> FETCHING
-    FETCHING --a batch it cannot decode--> HALTED
-    FETCHING --OffsetOutOfRange, auto.offset.reset=earliest--> FETCHING (a new generation)
-    FETCHING --OffsetOutOfRange, auto.offset.reset=latest--> AWAITING_RESET (a new generation)
-    any --seek(offset)--> FETCHING;  any --seek(a logical offset)--> AWAITING_RESET
-
-Pausing is a flag beside the phase, not a phase, because ``resume()`` must return a partition to
-wherever it was (a halted partition stays halted) and Kafka keeps it apart the same way. No record
-of a paused partition reaches the application: as librdkafka's ``rd_kafka_toppar_pause_resume``
-does, pausing drops what was prefetched for it (a new generation, so a fetch in flight is dropped
-too) and fetching resumes from the position, the last record taken + 1. A halted partition fetches
-nothing more, so its records before the bad batch are set aside instead and queued again on resume.
-The consumer also pauses a partition it cannot go on with (it does not exist; it has no position and
-``auto.offset.reset=error``; ListOffsets refused its start offset) after reporting it once, so
-``resume()`` or ``seek()`` retries it.
-
-Start offsets are Kafka's and librdkafka's: an offset, ``OFFSET_BEGINNING``/``OFFSET_END``,
-``OFFSET_STORED``/``OFFSET_INVALID`` (the group's committed offset, which the fetcher asks the
-coordinator for, else ``auto.offset.reset``) or ``OFFSET_TAIL(n)`` (``-2000 - n``: ``n`` records
-before the log end, never before the log start; :func:`tail_start`).
+Start offsets (``OFFSET_TAIL(n)``, ``auto.offset.reset``...) are ``broker.client.start_offsets``.
 
 Each partition has a ``generation``, moved by ``seek`` and by an offset reset: data fetched for an
 older generation is dropped, never returned. Generations are drawn from one counter for the whole
@@ -46,68 +33,21 @@ Not thread-safe: the consumer calls every method under its one lock.
 from __future__ import annotations
 
 import collections
-import enum
 import itertools
 import logging
 from collections.abc import Callable
 
 from broker.client.fetch_buffer import NO_RECORDS, Chunk, FetchBuffer
+from broker.client.fetch_phase import FetchPhase, PartitionState
 from broker.client.message import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME,
                                    TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition)
+from broker.client.start_offsets import EARLIEST, list_offsets_timestamp
 from broker.clock import Clock
 from broker.errors import KafkaError, OffsetOutOfRangeError, PartitionEOF, RiverlogError
-from broker.state_machine import Transitions
 
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
-EARLIEST, LATEST = -2, -1  # ListOffsets' timestamps for the log start and the log end
-OFFSET_TAIL_BASE = -2000  # librdkafka's RD_KAFKA_OFFSET_TAIL(n) is OFFSET_TAIL_BASE - n
-# auto.offset.reset's values (Kafka's and librdkafka's spellings) -> where to start; None: report
-AUTO_OFFSET_RESET = {"earliest": EARLIEST, "smallest": EARLIEST, "beginning": EARLIEST,
-                     "latest": LATEST, "largest": LATEST, "end": LATEST, "error": None, "none": None}
-
-
-class FetchPhase(enum.Enum):
-    AWAITING_RESET = "AwaitingReset"  # no offset yet: ListOffsets (or auto.offset.reset) decides
-    FETCHING = "Fetching"             # has a fetch offset and is fetched from its leader
-    HALTED = "Halted"                 # stopped at a batch it cannot decode, until seek()/assign()
-
-
-FETCH_PHASES = Transitions("partition fetch", {
-    FetchPhase.AWAITING_RESET: {FetchPhase.AWAITING_RESET, FetchPhase.FETCHING},
-    FetchPhase.FETCHING: {FetchPhase.FETCHING, FetchPhase.AWAITING_RESET, FetchPhase.HALTED},
-    FetchPhase.HALTED: {FetchPhase.FETCHING, FetchPhase.AWAITING_RESET},
-})
-
-
-class PartitionState:
-    """One assigned partition. ``fetch_offset`` runs ahead of ``position`` by what is prefetched."""
-    __slots__ = ("fetch_offset", "position", "generation", "phase", "paused", "high_watermark",
-                 "log_start_offset", "eof_reported", "stopped", "aside", "stored", "served")
-
-    def __init__(self, offset: int, generation: int = 0):
-        self.fetch_offset = offset
-        self.position = offset
-        self.generation = generation
-        self.phase = FetchPhase.FETCHING if offset >= 0 else FetchPhase.AWAITING_RESET
-        self.paused = False
-        self.high_watermark = -1
-        self.log_start_offset = -1
-        self.eof_reported = False
-        self.stopped = False  # paused by the consumer after an error event: seek() restarts it too
-        self.aside: list[Chunk] = []  # a halted partition's records, kept out of poll() while paused
-        self.stored: TopicPartition | None = None  # store_offsets(): what an argument-less commit commits
-        self.served = 0  # when a fetch last returned records for it (FetchState._served): fetch order
-
-    def move(self, phase: FetchPhase) -> None:
-        self.phase = FETCH_PHASES.move(self.phase, phase)
-
-    @property
-    def halted(self) -> bool:
-        return self.phase is FetchPhase.HALTED
-
-
 class FetchState:
     """Every assigned partition's state, the records fetched for them and the events to report."""
 
@@ -301,9 +241,7 @@ class FetchState:
                     "or set auto.offset.reset to earliest or latest")), OFFSET_INVALID)
                 return None
             return self.reset
-        if offset <= OFFSET_TAIL_BASE:
-            return LATEST  # then tail_start()
-        return {OFFSET_BEGINNING: EARLIEST, OFFSET_END: LATEST}.get(offset, offset)
+        return list_offsets_timestamp(offset)  # after OFFSET_TAIL(n), tail_start()
 
     def reset_failed(self, key: TP, generation: int, error: RiverlogError) -> bool:
         """ListOffsets refused a partition's start offset for good: report it as that partition's
@@ -449,12 +387,6 @@ class FetchState:
             last.end_offset = max(last.end_offset, following)
         elif following > state.position >= 0:
             state.position = following
-
-
-def tail_start(offset: int, log_start_offset: int, log_end_offset: int) -> int:
-    """Where ``OFFSET_TAIL(n)`` (``offset == -2000 - n``) starts: ``n`` records before the log end,
-    never before the log start (librdkafka's ``rd_kafka_toppar_handle_Offset`` floors it at 0)."""
-    return max(log_start_offset, log_end_offset - (OFFSET_TAIL_BASE - offset))
 
 
 def _auto_offset_reset(error: OffsetOutOfRangeError) -> KafkaError:

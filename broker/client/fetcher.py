@@ -27,8 +27,9 @@ import time
 import grpc
 
 from broker.client.cluster import ClusterClient, translate_rpc_error
-from broker.client.fetch_state import EARLIEST, OFFSET_TAIL_BASE, FetchState, tail_start
+from broker.client.fetch_state import FetchState
 from broker.client.message import OFFSET_INVALID, OFFSET_STORED
+from broker.client.start_offsets import EARLIEST, OFFSET_TAIL_BASE, tail_start
 from broker.errors import ClientClosedError, RiverlogError, UnknownTopicOrPartitionError, error_for_code
 from broker.proto import riverlog_pb2 as pb
 from broker.records.reader import decode_available, next_fetch_offset

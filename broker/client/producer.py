@@ -17,6 +17,7 @@ confluent-kafka. The parts, each in its own module so each can be read and teste
   retries, settling after failures, the idempotence window, sequence numbers, delivery timeout);
 - :mod:`~broker.client.sender` and :mod:`~broker.client.produce_stream`: the thread and the
   ordered gRPC stream per broker that carry the policy out;
+- :mod:`~broker.client.delivery_report`: what each record's delivery callback receives;
 - :mod:`~broker.client.transactions`: the transaction state machine, which also owns the producer
   id, epoch and sequence numbers; :mod:`~broker.client.txn_requests`: its coordinator calls.
 
@@ -38,7 +39,7 @@ from broker.client.accumulator import RecordAccumulator
 from broker.client.client_events import ClientEvents
 from broker.client.cluster import ClusterClient, ClusterMetadata
 from broker.client.config import PRODUCER_CONFIG, client_config
-from broker.client.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
+from broker.client.delivery_report import delivery_reports
 from broker.client.produce_arguments import as_bytes, as_header_list, as_timestamp, type_name
 from broker.client.producer_batch import (RECORD_OVERHEAD, ProducerBatch, normalise_table, partition_column,
                                           record_bytes)
@@ -48,8 +49,8 @@ from broker.client.transactions import TransactionManager, TxnState
 from broker.client.txn_admin import TransactionHandle
 from broker.client.txn_requests import TransactionRequests
 from broker.clock import SYSTEM_CLOCK
-from broker.errors import (ApplicationRecoverableError, ClientClosedError, InvalidConfigError, KafkaTimeoutError,
-                           MessageTooLargeError, RiverlogError, UnknownPartitionError)
+from broker.errors import (ApplicationRecoverableError, ClientClosedError, InvalidConfigError, MessageTooLargeError,
+                           RiverlogError, UnknownPartitionError)
 from broker.errors.kafka_error import KafkaError
 
 log = logging.getLogger(__name__)
@@ -287,21 +288,7 @@ class Producer:
         """The sender's verdict on a batch: queue its callbacks for poll(), release its memory."""
         reports = []
         if batch.callbacks is not None and (error is not None or not self._only_errors):
-            keys = batch.records.column(0).to_pylist()
-            values = batch.records.column(1).to_pylist()
-            stamps = batch.records.column(2).to_pylist()
-            column = batch.records.column(3)
-            headers = column.to_pylist() if column.null_count < len(column) else None
-            kind = TIMESTAMP_LOG_APPEND_TIME if log_append_time >= 0 else TIMESTAMP_CREATE_TIME
-            err = _delivery_error(error)
-            for i, cb in enumerate(batch.callbacks):
-                if cb is not None:
-                    offset = base_offset + i if base_offset >= 0 else -1
-                    ts = log_append_time if log_append_time >= 0 else stamps[i]
-                    h = headers[i] if headers is not None else None   # as the consumer gives them
-                    reports.append((cb, err, Message(batch.topic, batch.partition, offset, keys[i], values[i],
-                                                     None if h is None else [(e["key"], e["value"]) for e in h],
-                                                     ts, kind, err)))
+            reports = delivery_reports(batch, error, base_offset, log_append_time)
         self._acc.release(batch.size_charged, batch.count - len(reports))
         if reports:
             with self._report_cond:
@@ -416,14 +403,3 @@ def _idempotence(cfg, acks: int) -> bool:
 def _statistics_of(producer) -> dict:
     return {"msg_cnt": producer._acc.outstanding, "msg_max": producer._max_messages,
             "msg_size_max": producer.config["buffer.memory"]}
-
-
-def _delivery_error(error) -> KafkaError | None:
-    """What a delivery callback receives, as confluent-kafka: a KafkaError (a record that ran out of
-    delivery.timeout.ms reports librdkafka's _MSG_TIMED_OUT); ``err.exception()`` is the typed error."""
-    if error is None:
-        return None
-    if isinstance(error, KafkaTimeoutError):
-        return KafkaError._of(error, KafkaError._MSG_TIMED_OUT)
-    # QueuePurgedError/InFlightPurgedError carry _PURGE_QUEUE/_PURGE_INFLIGHT as their kafka_code.
-    return KafkaError.of(error)

@@ -23,6 +23,8 @@ What it implements, and why:
   with them. So a new leader appends an empty no-op entry at once.
 - **Fast back-off**: a rejecting follower names ``conflict_index`` (its log end, or the start of the
   divergent term) instead of the leader walking back one entry per round trip.
+- The follower's and the leader's sides of log replication are mixed in from
+  :mod:`broker.raft.following` and :mod:`broker.raft.leading`.
 - **Snapshots**: the host hands the state at an applied index to :meth:`compact`, which discards
   the log before it; a follower that needs compacted entries gets the snapshot instead
   (:meth:`take_snapshot_to_apply` hands it to its state machine).
@@ -43,13 +45,15 @@ import random
 
 from broker.errors import NotControllerError
 from broker.raft.election import Role, Tally, check_transition, log_up_to_date
+from broker.raft.following import RaftFollowing
+from broker.raft.leading import RaftLeading
 from broker.raft.messages import (AppendRequest, AppendResponse, Entry, Envelope, SnapshotRequest,
                                   SnapshotResponse, VoteRequest, VoteResponse)
-from broker.raft.replication import Progress, conflict_index, heard_from_quorum, quorum_index
+from broker.raft.replication import Progress, heard_from_quorum
 from broker.raft.storage import RaftStorage
 
 
-class RaftNode:
+class RaftNode(RaftFollowing, RaftLeading):
     """A Raft node; see the module docstring. Not thread-safe: one host thread drives it."""
 
     def __init__(self, node_id: int, voters: list[int], storage: RaftStorage, rng: random.Random,
@@ -291,127 +295,10 @@ class RaftNode:
             return []
         return [Envelope(self.node_id, src, reply)]
 
-    # ------------------------------------------------------------------------------ following
-    def _follow(self, src: int, now_ms: int) -> None:
-        """A message from the leader of our term: it is alive, and we are its follower."""
-        if self._role is Role.LEADER:
-            raise AssertionError(f"node {self.node_id} leads term {self._term} but node {src} "
-                                 "sent it entries for the same term")
-        if self._role is not Role.FOLLOWER:
-            self._set_role(Role.FOLLOWER)
-            self._tally = None
-        self._leader_id, self._leader_contact_ms = src, now_ms
-        self._reset_election_timer(now_ms)
-
-    def _on_append_request(self, src: int, request: AppendRequest, now_ms: int) -> list[Envelope]:
-        self._follow(src, now_ms)
-        prev_index, prev_term, entries = request.prev_index, request.prev_term, request.entries
-        if prev_index < self._commit:
-            # Our log equals every leader's up to our commit index; skip what that covers.
-            entries = entries[self._commit - prev_index:]
-            prev_index, prev_term = self._commit, self._storage.term_at(self._commit)
-        own_term = self._storage.term_at(prev_index)
-        if own_term != prev_term:
-            conflict = (self.last_index + 1 if own_term is None
-                        else conflict_index(self._storage, prev_index, self._commit))
-            return [self._reply(src, AppendResponse(self._term, self.node_id, False, -1, conflict))]
-        self._store_entries(entries)
-        match = prev_index + len(entries)
-        if min(request.leader_commit, match) > self._commit:
-            self._commit = min(request.leader_commit, match)
-        return [self._reply(src, AppendResponse(self._term, self.node_id, True, match, -1))]
-
-    def _store_entries(self, entries: tuple[Entry, ...]) -> None:
-        """Append what we lack; cut our log where it disagrees (never at or below the commit index).
-        Entries we already hold are left alone, so a late duplicate never truncates newer entries."""
-        for i, entry in enumerate(entries):
-            own = self._storage.term_at(entry.index)
-            if own == entry.term:
-                continue
-            if own is not None:
-                if entry.index <= self._commit:
-                    raise AssertionError(f"node {self.node_id}: leader {self._leader_id} contradicts "
-                                         f"committed entry {entry.index}")
-                self._storage.truncate_from(entry.index)
-            self._storage.append(list(entries[i:]))
-            return
-
-    def _on_snapshot_request(self, src: int, request: SnapshotRequest, now_ms: int) -> list[Envelope]:
-        self._follow(src, now_ms)
-        if request.last_index > self._commit:
-            self._storage.save_snapshot(request.last_index, request.last_term, request.data)
-            self._commit = self._applied = request.last_index
-            self._snapshot_to_apply = (request.last_index, request.last_term, request.data)
-        return [self._reply(src, SnapshotResponse(self._term, self.node_id, self._commit))]
-
-    def _reply(self, dst: int, message) -> Envelope:
-        return Envelope(self.node_id, dst, message)
-
-    # ------------------------------------------------------------------------------ leading
-    def _on_append_response(self, src: int, response: AppendResponse, now_ms: int) -> list[Envelope]:
-        progress = self._progress.get(src) if self._role is Role.LEADER else None
-        if progress is None:
-            return []
-        progress.last_ack_ms = now_ms
-        if not response.success:
-            if progress.snapshot_sent or response.conflict_index < 0:
-                return []  # a snapshot on its way answers this; or a reply to a request of an older term
-            progress.rejected(response.conflict_index)
-        elif progress.acknowledged(response.match_index):
-            self._advance_commit()
-        if progress.next_index > self.last_index and response.success:
-            return []
-        envelope = self._append_for(src, now_ms, allow_snapshot=not progress.snapshot_sent)
-        return [envelope] if envelope is not None else []
-
-    def _on_snapshot_response(self, src: int, response: SnapshotResponse, now_ms: int) -> list[Envelope]:
-        progress = self._progress.get(src) if self._role is Role.LEADER else None
-        if progress is None:
-            return []
-        progress.last_ack_ms = now_ms
-        if progress.acknowledged(response.last_index):
-            self._advance_commit()
-        if progress.next_index > self.last_index:
-            return []
-        envelope = self._append_for(src, now_ms, allow_snapshot=True)
-        return [envelope] if envelope is not None else []
-
-    def _advance_commit(self) -> None:
-        index = quorum_index(self._storage.last_index(), [p.match_index for p in self._progress.values()])
-        if index > self._commit and self._storage.term_at(index) == self._term:
-            self._commit = index
-
-    def _broadcast(self, now_ms: int, heartbeat: bool) -> list[Envelope]:
-        out = []
-        for peer, progress in self._progress.items():
-            if heartbeat and not progress.probing and progress.match_index < self.last_index:
-                progress.next_index = progress.match_index + 1  # retransmit what is unacknowledged
-            envelope = self._append_for(peer, now_ms, allow_snapshot=heartbeat or not progress.snapshot_sent)
-            if envelope is not None:
-                out.append(envelope)
-        return out
-
-    def _append_for(self, peer: int, now_ms: int, allow_snapshot: bool = False) -> Envelope | None:
-        """The next AppendRequest for ``peer`` (a SnapshotRequest when it needs compacted entries)."""
-        progress = self._progress[peer]
-        prev_index = progress.next_index - 1
-        prev_term = self._storage.term_at(prev_index)
-        if prev_term is None:
-            if not allow_snapshot:
-                return None
-            progress.snapshot_sent = True
-            last_index, last_term, data = self._storage.snapshot()
-            return Envelope(self.node_id, peer, SnapshotRequest(self._term, self.node_id, last_index, last_term, data))
-        entries = tuple(self._storage.entries(progress.next_index, progress.next_index + self._max_entries))
-        if not progress.probing:
-            progress.next_index += len(entries)
-        request = AppendRequest(self._term, self.node_id, prev_index, prev_term, entries, self._commit)
-        return Envelope(self.node_id, peer, request)
-
     _HANDLERS = {
         VoteResponse: _on_vote_response,
-        AppendRequest: _on_append_request,
-        AppendResponse: _on_append_response,
-        SnapshotRequest: _on_snapshot_request,
-        SnapshotResponse: _on_snapshot_response,
+        AppendRequest: RaftFollowing._on_append_request,
+        AppendResponse: RaftLeading._on_append_response,
+        SnapshotRequest: RaftFollowing._on_snapshot_request,
+        SnapshotResponse: RaftLeading._on_snapshot_response,
     }

@@ -3,7 +3,7 @@
 For ``cleanup.policy`` containing ``compact``. A clean has three steps, so the owner can do the
 heavy one without its lock:
 
-1. :func:`plan_cleaning` (under the partition lock) picks the *cleanable* segments: sealed
+1. :func:`broker.storage.cleaner_plan.plan_cleaning` (under the partition lock) picks the *cleanable* segments: sealed
    segments from the log start, each wholly below the high watermark, the last stable offset
    (the first offset of the oldest open transaction) and the active segment, stopping at the
    first whose newest record is younger than ``min.compaction.lag.ms``
@@ -80,46 +80,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from broker.config import LONG_MAX
 from broker.records.arrow_body import HEADER_TYPE, decode_body, encode_body
 from broker.records.batch import (COMPRESSION_LZ4, COMPRESSION_ZSTD, DELETE_HORIZON, HEADER_SIZE, BatchHeader,
                                   build_batch, increment_sequence, iter_headers, parse_header,
                                   stamp_delete_horizon)
+from broker.storage.cleaner_checkpoint import CleanerCheckpoint
+from broker.storage.cleaner_plan import CleaningPlan, plan_cleaning
 from broker.storage.cleaner_transactions import Transactions, aborted_after_clean  # noqa: F401 (re-exported)
-from broker.storage.log import CleanerCheckpoint, Log
+from broker.storage.log import Log
 from broker.storage.segment import LogSegment
 
 _COMPRESSION_NAMES = {COMPRESSION_LZ4: "lz4", COMPRESSION_ZSTD: "zstd"}
 _READ_CHUNK = 4 << 20
 _WRITE_CHUNK = 1 << 20
-_INT_MAX = 2**31 - 1
 
 
 class CleaningAborted(Exception):
     """The owner asked the cleaner to stop (shutdown) before the cleaned segments were complete."""
-
-
-@dataclass
-class _Source:
-    segment: LogSegment
-    size: int
-    fd: int
-
-
-@dataclass
-class CleaningPlan:
-    sources: list[_Source]
-    groups: list[list[int]]   # indexes into ``sources``; one cleaned segment per group
-    end_offset: int           # first offset after the cleanable range (the next checkpoint)
-    dirty_ratio: float
-    reason: str
-    aborted: tuple = ()       # the partition's aborted transactions (producer_id, first_offset, last_offset)
-
-    def close(self) -> None:
-        for s in self.sources:
-            if s.fd >= 0:
-                os.close(s.fd)
-                s.fd = -1
 
 
 @dataclass
@@ -150,77 +127,6 @@ class CleanedSegments:
 class CleanResult(NamedTuple):
     swapped: bool
     stats: CleanStats
-
-
-# ------------------------------------------------------------------------------------------ plan
-def plan_cleaning(log: Log, high_watermark: int, now_ms: int, last_stable_offset: int | None = None,
-                  aborted=()) -> CleaningPlan | None:
-    """The cleanable segments and why they are due, or None when no clean is due.
-
-    ``last_stable_offset``: the first offset of the oldest open transaction (None: the high
-    watermark); nothing at or past it is cleaned, since its transactions may still commit or abort.
-    ``aborted``: the partition's aborted transactions (see ``cleaner_transactions``)."""
-    config = log.config
-    if "compact" not in config["cleanup.policy"]:
-        return None
-    segments = log.segments
-    bound = min(log.active.base_offset, high_watermark,
-                high_watermark if last_stable_offset is None else last_stable_offset)
-    lag = config["min.compaction.lag.ms"]
-    first_dirty = max(log.cleaner_checkpoint.first_dirty_offset, log.log_start_offset)
-    chosen: list[LogSegment] = []
-    for i, segment in enumerate(segments[:-1]):
-        upper = segments[i + 1].base_offset
-        # min.compaction.lag.ms holds back dirty segments only (Kafka's firstUncleanableDirtyOffset).
-        if upper > bound or (lag > 0 and upper > first_dirty and segment.largest_timestamp() > now_ms - lag):
-            break
-        chosen.append(segment)
-    if not chosen:
-        return None
-    end = segments[len(chosen)].base_offset
-    uppers = [s.base_offset for s in segments[1:len(chosen) + 1]]
-    dirty = [s for s, upper in zip(chosen, uppers) if upper > first_dirty]
-    total = sum(s.size for s in chosen)
-    dirty_bytes = sum(s.size for s in dirty)
-    ratio = dirty_bytes / total if total else 0.0
-    reason = _due(log, dirty, dirty_bytes, ratio, now_ms)
-    if reason is None:
-        return None
-    sources = [_Source(s, s.size, os.open(s.log_path, os.O_RDONLY)) for s in chosen]
-    return CleaningPlan(sources, _group(chosen, uppers, config["segment.bytes"]), end, ratio, reason,
-                        tuple(a for a in aborted if a.first_offset < end))
-
-
-def _due(log: Log, dirty: list[LogSegment], dirty_bytes: int, ratio: float, now_ms: int) -> str | None:
-    config = log.config
-    if dirty_bytes and ratio > config["min.cleanable.dirty.ratio"]:   # strictly, as LogCleanerManager:
-        return "min.cleanable.dirty.ratio"                               # 1.0 leaves it to the lag
-    max_lag = config["max.compaction.lag.ms"]
-    # The oldest first batch of any dirty segment (Kafka's maxCompactionDelay), not only the first
-    # segment's: timestamps need not grow with offsets.
-    firsts = [s.first_timestamp for s in dirty if s.first_timestamp > 0]
-    if firsts and max_lag < LONG_MAX and min(firsts) < now_ms - max_lag:
-        return "max.compaction.lag.ms"
-    horizon = log.cleaner_checkpoint.delete_horizon_ms  # the earliest delete horizon kept
-    if horizon >= 0 and now_ms >= horizon:
-        return "delete.retention.ms"
-    return None
-
-
-def _group(segments: list[LogSegment], uppers: list[int], max_bytes: int) -> list[list[int]]:
-    """Consecutive segments whose sizes add up to at most ``max_bytes`` (and whose offsets fit one
-    segment's 32-bit relative offsets) become one cleaned segment."""
-    groups: list[list[int]] = []
-    size = 0
-    for i, segment in enumerate(segments):
-        if groups and size + segment.size <= max_bytes \
-                and uppers[i] - segments[groups[-1][0]].base_offset <= _INT_MAX:
-            groups[-1].append(i)
-            size += segment.size
-        else:
-            groups.append([i])
-            size = segment.size
-    return groups
 
 
 # ----------------------------------------------------------------------------------------- build

@@ -5,29 +5,19 @@ Directory layout (``<topic>-<partition>/``): segments named by base offset (20 d
 everything was fsynced; ``log-start-offset`` the first offset still readable (retention,
 DeleteRecords and a leader's start offset seen by a follower advance it; only a truncation below
 it brings it down, as Kafka's ``truncateTo``);
-``cleaner-offset-checkpoint`` where compaction stopped (see ``broker.storage.cleaner``).
+``cleaner-offset-checkpoint`` where compaction stopped (``broker.storage.cleaner_checkpoint``).
 
 Replacing segments (the cleaner) is crash-safe: see ``broker.storage.segment_swap``.
 
 Durability follows Kafka: appends go to the page cache, ``flush.messages`` / ``flush.ms`` force
-fsync, and a segment is fsynced when it rolls. After an unclean shutdown every segment at or past
-the recovery point is scanned and cut at the first torn or corrupt batch; segments after a cut are
-removed, so a reader never sees a partial batch and offsets never skip (Kafka's
-``LogLoader.recoverLog``). A segment below the recovery point (or any, after a clean shutdown) is
-only scanned when its indexes do not match its file; a cut there removes nothing else, as in
-Kafka's ``recoverSegment``: what follows was fsynced, and dropping it would lose acknowledged
-records for damage that never touched them. Index files without a ``.log`` are deleted (Kafka's
-``loadSegmentFiles``). If the cut leaves the log end below the (fsynced) log start offset, every
-segment is deleted and the log restarts empty at the log start offset (Kafka's
-``LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd``), so new records get offsets a reader can
-reach.
+fsync, and a segment is fsynced when it rolls. Opening a log, and recovering it after an unclean
+shutdown, is ``broker.storage.log_loader``.
 
 Threading: not thread-safe; the owning partition holds one lock around every call.
 """
 from __future__ import annotations
 
 import bisect
-import logging
 import os
 import shutil
 from typing import NamedTuple
@@ -36,17 +26,12 @@ from broker.clock import Clock
 from broker.config import Config
 from broker.errors import CorruptRecordError, OffsetOutOfRangeError
 from broker.records.batch import BatchHeader, stamp_log_append_time, with_offsets
-from broker.storage.checkpoint import read_int, write_atomically, write_int
-from broker.storage.leader_epoch_cache import LeaderEpochCache
-from broker.storage.producer_state import ProducerStateManager
+from broker.storage.checkpoint import write_int
+from broker.storage.cleaner_checkpoint import CleanerCheckpoint, read_cleaner_checkpoint, write_cleaner_checkpoint
+from broker.storage.log_loader import LOG_START_FILE, RECOVERY_POINT_FILE, load_log
 from broker.storage.segment import LogSegment, segment_name
-from broker.storage.segment_swap import CLEANED_SUFFIX, commit_swap, finish_interrupted_swaps, rename_cleaned
+from broker.storage.segment_swap import CLEANED_SUFFIX, commit_swap, rename_cleaned
 
-log = logging.getLogger(__name__)
-
-RECOVERY_POINT_FILE = "recovery-point"
-LOG_START_FILE = "log-start-offset"
-CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 _MAX_RELATIVE_OFFSET = 2**31 - 1
 
 
@@ -55,14 +40,6 @@ class AppendInfo(NamedTuple):
     last_offset: int
     log_append_time: int  # -1 unless the topic uses LogAppendTime
     record_count: int
-
-
-class CleanerCheckpoint(NamedTuple):
-    """Where compaction stopped: offsets below ``first_dirty_offset`` were cleaned; the earliest
-    delete horizon the cleaner kept (-1 for none) says when a clean is due to drop a tombstone or
-    marker (see ``broker.storage.cleaner``). The file format is unchanged."""
-    first_dirty_offset: int
-    delete_horizon_ms: int = -1
 
 
 class Log:
@@ -78,7 +55,7 @@ class Log:
         self._unflushed_records = 0
         self._unsynced = False  # bytes written or cut since the last fsync of the segments
         self._last_flush = clock.monotonic()
-        self.cleaner_checkpoint = _read_cleaner_checkpoint(directory)
+        self.cleaner_checkpoint = read_cleaner_checkpoint(directory)
         # Set by open() when it found the log end below the log start offset and restarted the log
         # empty there, its leader-epoch checkpoint and producer-state snapshot emptied, as Kafka does.
         self.restarted_at_log_start = False
@@ -87,49 +64,11 @@ class Log:
     @classmethod
     def open(cls, directory: str, config: Config, clock: Clock, clean_shutdown: bool = True) -> "Log":
         """Load (and after an unclean shutdown, recover) the log in ``directory``, creating it if new."""
-        os.makedirs(directory, exist_ok=True)
-        rebuild = finish_interrupted_swaps(directory)
-        bases = sorted(int(n[:-4]) for n in os.listdir(directory) if n.endswith(".log") and n[:-4].isdigit())
-        recovery_point = read_int(os.path.join(directory, RECOVERY_POINT_FILE), 0)
-        log_start = read_int(os.path.join(directory, LOG_START_FILE), bases[0] if bases else 0)
-        interval, now = config["index.interval.bytes"], clock.time_ms()
-        segments: list[LogSegment] = []
-        _remove_orphaned_indexes(directory, bases)
-        for i, base in enumerate(bases):
-            next_base = bases[i + 1] if i + 1 < len(bases) else None
-            unflushed = not clean_shutdown and (next_base is None or next_base > recovery_point)
-            segment = LogSegment.open(directory, base, interval, now, recover=unflushed or base in rebuild)
-            segments.append(segment)
-            # Only a cut in the unflushed tail drops what follows (Kafka's LogLoader.recoverLog). A
-            # fsynced segment repaired because its indexes did not match its file (Kafka's
-            # recoverSegment from loadSegmentFiles) is cut alone: the later segments were fsynced too.
-            if segment.truncated_bytes and next_base is not None and unflushed:
-                log.warning("removing %d segment(s) that follow the damage in %s",
-                            len(bases) - i - 1, segment.log_path)
-                _delete_bases(directory, bases[i + 1:], interval, now)
-                break
-        restarted = bool(segments) and log_start > segments[-1].next_offset
-        if restarted:
-            # Kafka's LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd: the log start offset was
-            # fsynced, the tail it pointed into was not (or segment files were removed). Appending
-            # from the old end would give new records offsets below the start, never readable.
-            log.warning("deleting all segments of %s: its log end offset %d is below its log start offset "
-                        "%d (unflushed records lost in an unclean shutdown, or segment files removed)",
-                        directory, segments[-1].next_offset, log_start)
-            # The leader epochs and producers of the records that go are forgotten first: a crash
-            # from here on finds either the same state again or no segment, and no stale history.
-            LeaderEpochCache.load(directory).clear()
-            ProducerStateManager(directory).truncate_fully_and_start_at(log_start)
-            for segment in segments:
-                segment.delete()
-            segments = []
-        if not segments:
-            segments.append(LogSegment(directory, log_start, interval, now))
-        opened = cls(directory, config, clock, segments, min(recovery_point, segments[-1].next_offset),
-                     max(log_start, segments[0].base_offset))
-        if restarted:
-            opened.set_cleaner_checkpoint(CleanerCheckpoint(log_start))
-        opened.restarted_at_log_start = restarted
+        loaded = load_log(directory, config["index.interval.bytes"], clock.time_ms(), clean_shutdown)
+        opened = cls(directory, config, clock, loaded.segments, loaded.recovery_point, loaded.log_start_offset)
+        if loaded.restarted_at_log_start:
+            opened.set_cleaner_checkpoint(CleanerCheckpoint(loaded.log_start_offset))
+        opened.restarted_at_log_start = loaded.restarted_at_log_start
         return opened
 
     # ------------------------------------------------------------------------------- state
@@ -361,8 +300,7 @@ class Log:
         self._bases[index:index + len(old)] = [new.base_offset]
 
     def set_cleaner_checkpoint(self, checkpoint: CleanerCheckpoint) -> None:
-        write_atomically(os.path.join(self.directory, CLEANER_CHECKPOINT_FILE),
-                         f"{checkpoint.first_dirty_offset} {checkpoint.delete_horizon_ms}\n".encode())
+        write_cleaner_checkpoint(self.directory, checkpoint)
         self.cleaner_checkpoint = checkpoint
 
     def set_config(self, config: Config) -> None:
@@ -462,30 +400,3 @@ def _first_record_at_or_after(segment: LogSegment, found, timestamp: int, start:
         return header.base_offset + skip, header.max_timestamp
     index, ts = first_index_at_or_after(segment.read_batch(found), timestamp, skip)
     return None if index is None else (header.base_offset + index, ts)
-
-
-def _remove_orphaned_indexes(directory: str, bases: list[int]) -> None:
-    """Delete ``.index`` / ``.timeindex`` files whose ``.log`` is gone (a crash inside
-    ``LogSegment.delete``, which unlinks the log first), as Kafka's ``LogLoader.loadSegmentFiles``
-    does: a segment later made at the same base offset would otherwise append its entries to them
-    and, after a clean restart, trust positions that point into the middle of its batches."""
-    live = set(bases)
-    for name in os.listdir(directory):
-        stem, dot, ext = name.partition(".")
-        if dot and ext in ("index", "timeindex") and stem.isdigit() and int(stem) not in live:
-            log.warning("removing orphaned index file %s: it has no .log file", os.path.join(directory, name))
-            os.unlink(os.path.join(directory, name))
-
-
-def _delete_bases(directory: str, bases: list[int], interval: int, now: int) -> None:
-    for base in bases:
-        LogSegment(directory, base, interval, now).delete()
-
-
-def _read_cleaner_checkpoint(directory: str) -> CleanerCheckpoint:
-    try:
-        with open(os.path.join(directory, CLEANER_CHECKPOINT_FILE), "rb") as f:
-            first, oldest = (int(x) for x in f.read().split())
-        return CleanerCheckpoint(first, oldest)
-    except (FileNotFoundError, ValueError):
-        return CleanerCheckpoint(0)

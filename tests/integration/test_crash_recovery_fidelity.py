@@ -9,7 +9,7 @@ import time
 import pytest
 
 from broker.client import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from broker.storage.log import RECOVERY_POINT_FILE
+from broker.storage.log_loader import RECOVERY_POINT_FILE
 from tests.conftest import wait_until
 from tests.integration.test_produce_consume import create
 

@@ -9,8 +9,8 @@ import pytest
 from broker.clock import ManualClock
 from broker.records import arrow_body
 from broker.records.batch import CONTROL, iter_headers, validate_batches
-from broker.storage import cleaner, retention
-from broker.storage.log import CLEANER_CHECKPOINT_FILE, CleanerCheckpoint
+from broker.storage import cleaner, cleaner_plan, retention
+from broker.storage.cleaner_checkpoint import CLEANER_CHECKPOINT_FILE, CleanerCheckpoint
 from tests.unit._logkit import COMPRESSIONS, MAX_BATCH, decoded_rows, open_log, read_all
 
 pytestmark = pytest.mark.unit
@@ -163,10 +163,10 @@ def test_min_cleanable_dirty_ratio_decides_when_a_clean_is_due_and_survives_a_re
     clean_bytes = log.size_bytes - log.active.size
     while log.size_bytes - log.active.size < clean_bytes * 1.6:  # dirty share below a half
         fill(log, clock, rng, 1, tombstone_share=0)
-    assert cleaner.plan_cleaning(log, log.log_end_offset, clock.time_ms()) is None
+    assert cleaner_plan.plan_cleaning(log, log.log_end_offset, clock.time_ms()) is None
     while log.size_bytes - log.active.size < clean_bytes * 2.5:
         fill(log, clock, rng, 1, tombstone_share=0)
-    plan = cleaner.plan_cleaning(log, log.log_end_offset, clock.time_ms())
+    plan = cleaner_plan.plan_cleaning(log, log.log_end_offset, clock.time_ms())
     assert plan is not None and plan.dirty_ratio >= 0.5 and plan.reason == "min.cleanable.dirty.ratio"
     plan.close()
 
@@ -178,9 +178,9 @@ def test_max_compaction_lag_forces_a_clean_below_the_dirty_ratio(tmp_path):
     cleaner.clean(log, log.log_end_offset, clock.time_ms())
     fill(log, clock, rng, 20, tombstone_share=0)
     log.roll()
-    assert cleaner.plan_cleaning(log, log.log_end_offset, clock.time_ms()) is None
+    assert cleaner_plan.plan_cleaning(log, log.log_end_offset, clock.time_ms()) is None
     clock.advance(60_001)
-    plan = cleaner.plan_cleaning(log, log.log_end_offset, clock.time_ms())
+    plan = cleaner_plan.plan_cleaning(log, log.log_end_offset, clock.time_ms())
     assert plan is not None and plan.reason == "max.compaction.lag.ms"
     plan.close()
 
@@ -192,9 +192,9 @@ def test_a_dirty_ratio_of_one_leaves_compaction_to_the_maximum_lag(tmp_path):
     log = open_log(tmp_path, {**COMPACT, "min.cleanable.dirty.ratio": 1.0, "max.compaction.lag.ms": 60_000}, clock)
     fill(log, clock, rng, 100, tombstone_share=0)
     log.roll()
-    assert cleaner.plan_cleaning(log, log.log_end_offset, clock.time_ms()) is None
+    assert cleaner_plan.plan_cleaning(log, log.log_end_offset, clock.time_ms()) is None
     clock.advance(60_001)
-    plan = cleaner.plan_cleaning(log, log.log_end_offset, clock.time_ms())
+    plan = cleaner_plan.plan_cleaning(log, log.log_end_offset, clock.time_ms())
     assert plan is not None and plan.reason == "max.compaction.lag.ms"
     plan.close()
 
@@ -211,7 +211,7 @@ def test_the_maximum_lag_counts_from_the_oldest_dirty_segment_not_the_first(tmp_
         append(log, [b"k"], [b"older"], [now - age])
         log.roll()
         append(log, [b"k"], [b"active"], [now])
-        plan = cleaner.plan_cleaning(log, log.log_end_offset, now)
+        plan = cleaner_plan.plan_cleaning(log, log.log_end_offset, now)
         assert (plan is not None and plan.reason == "max.compaction.lag.ms") == due, (age, plan)
         if plan is not None:
             plan.close()
@@ -272,7 +272,7 @@ def built(tmp_path, seed: int):
     log = open_log(tmp_path, COMPACT, clock)
     rows = fill(log, clock, rng, 150)
     before = read_all(log)
-    plan = cleaner.plan_cleaning(log, log.log_end_offset, clock.time_ms())
+    plan = cleaner_plan.plan_cleaning(log, log.log_end_offset, clock.time_ms())
     cleaned = cleaner.build_cleaned(log, plan, clock.time_ms())
     assert files(tmp_path, ".log.cleaned")
     yield_closed(cleaned.segments)   # never swapped in: closed after the test with its logs
@@ -333,4 +333,4 @@ def test_logs_without_compact_are_never_cleaned(tmp_path):
     clock, rng = ManualClock(), random.Random(15)
     log = open_log(tmp_path, {**COMPACT, "cleanup.policy": "delete"}, clock)
     fill(log, clock, rng, 100)
-    assert cleaner.plan_cleaning(log, log.log_end_offset, clock.time_ms()) is None
+    assert cleaner_plan.plan_cleaning(log, log.log_end_offset, clock.time_ms()) is None

@@ -13,8 +13,8 @@ from broker.records import arrow_body
 from broker.records.batch import (DELETE_HORIZON, HEADER_SIZE, TRANSACTIONAL, iter_headers, parse_header,
                                   stamp_delete_horizon, validate_batches)
 from broker.records.control import marker_batch
-from broker.storage import cleaner
-from broker.storage.log import CleanerCheckpoint
+from broker.storage import cleaner, cleaner_plan
+from broker.storage.cleaner_checkpoint import CleanerCheckpoint
 from broker.storage.producer_state import AbortedTxn
 from tests.unit._logkit import MAX_BATCH, open_log, read_all
 
@@ -90,7 +90,7 @@ def test_a_tombstone_with_an_old_timestamp_stays_delete_retention_ms_after_the_f
     clean_again(log, clock)
     assert 1 in rows(log)
     clock.advance(1)
-    assert cleaner.plan_cleaning(log, log.log_end_offset, clock.time_ms()).reason == "delete.retention.ms"
+    assert cleaner_plan.plan_cleaning(log, log.log_end_offset, clock.time_ms()).reason == "delete.retention.ms"
     result = cleaner.clean(log, log.log_end_offset, clock.time_ms())
     assert result.stats.tombstones_dropped == 1 and 1 not in rows(log)
     assert log.cleaner_checkpoint.delete_horizon_ms == -1
@@ -183,7 +183,7 @@ def test_a_checkpoint_from_before_horizons_makes_one_early_clean_that_keeps_the_
     append(log, [b"k"], [None], [clock.time_ms() - DAY])
     append(log, [b"x"], [b"active"], [clock.time_ms()])
     log.set_cleaner_checkpoint(CleanerCheckpoint(log.active.base_offset, clock.time_ms() - DAY))
-    plan = cleaner.plan_cleaning(log, log.log_end_offset, clock.time_ms())
+    plan = cleaner_plan.plan_cleaning(log, log.log_end_offset, clock.time_ms())
     assert plan.reason == "delete.retention.ms"
     plan.close()
     cleaner.clean(log, log.log_end_offset, clock.time_ms())

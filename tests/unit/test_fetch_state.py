@@ -6,8 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.client.fetch_buffer import BATCH_SCHEMA
-from broker.client.fetch_state import EARLIEST, FETCH_PHASES, LATEST, FetchPhase, FetchState
+from broker.client.fetch_phase import FETCH_PHASES, FetchPhase
+from broker.client.fetch_state import FetchState
 from broker.client.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, TopicPartition
+from broker.client.start_offsets import EARLIEST, LATEST
 from broker.clock import ManualClock
 from broker.errors import (CorruptRecordError, NotLeaderOrFollowerError, OffsetOutOfRangeError, PartitionEOF,
                            RiverlogError, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError)

@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from broker.records.batch import HEADER_SIZE
-from broker.storage.log import RECOVERY_POINT_FILE
+from broker.storage.log_loader import RECOVERY_POINT_FILE
 from broker.storage.offset_index import OffsetIndex
 from broker.storage.segment import segment_name
 from broker.storage.time_index import TimeIndex

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from broker.records.batch import iter_headers
-from broker.storage.log import RECOVERY_POINT_FILE
+from broker.storage.log_loader import RECOVERY_POINT_FILE
 from broker.storage.segment import segment_name
 from tests.unit._logkit import LogOracle, open_log, random_records, read_all
 

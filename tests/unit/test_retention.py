@@ -9,7 +9,7 @@ from broker.clock import ManualClock
 from broker.errors import CorruptRecordError, OffsetOutOfRangeError
 from broker.records.batch import validate_batches
 from broker.storage import retention
-from broker.storage.log import LOG_START_FILE
+from broker.storage.log_loader import LOG_START_FILE
 from tests.unit._logkit import LogOracle, encode, open_log, read_all
 
 pytestmark = pytest.mark.unit

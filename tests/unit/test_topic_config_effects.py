@@ -70,7 +70,7 @@ def test_a_produced_batch_may_not_claim_log_append_time(tmp_path, timestamp_type
 def test_min_compaction_lag_holds_back_a_segment_without_record_times_by_its_file(tmp_path):
     """Kafka's ``LogCleanerManager`` reads ``largestTimestamp`` for ``min.compaction.lag.ms`` too: a
     segment of records without timestamps is as old as its file, not infinitely old."""
-    from broker.storage import cleaner
+    from broker.storage import cleaner_plan
     now = int(time.time() * 1000)
     log = open_log(tmp_path, {"cleanup.policy": "compact", "min.compaction.lag.ms": DAY,
                               "min.cleanable.dirty.ratio": 0.01}, ManualClock(now))
@@ -78,8 +78,8 @@ def test_min_compaction_lag_holds_back_a_segment_without_record_times_by_its_fil
         _append(log, NO_TIMESTAMP)
         log.roll(now)
     _append(log, NO_TIMESTAMP)
-    assert cleaner.plan_cleaning(log, log.log_end_offset, now + 1000) is None     # written just now
+    assert cleaner_plan.plan_cleaning(log, log.log_end_offset, now + 1000) is None     # written just now
     two_days_ago = (now - 2 * DAY) / 1000
     for segment in log.segments[:-1]:
         os.utime(segment.log_path, (two_days_ago, two_days_ago))
-    assert cleaner.plan_cleaning(log, log.log_end_offset, now + 1000) is not None
+    assert cleaner_plan.plan_cleaning(log, log.log_end_offset, now + 1000) is not None

@@ -1,0 +1,137 @@
+"""Topic configuration: Kafka's topic keys (``TopicConfig``/``LogConfig``), the ones refused with
+why, the rule across keys, and incremental APPEND/SUBTRACT of LIST values.
+
+Kept apart from the broker's keys because topics are configured on their own (CreateTopics,
+AlterConfigs) and each topic key names the broker key that supplies its default.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from broker.config.definition import INT_MAX, LONG_MAX, ConfigDef, ConfigKey, at_least, between, one_of
+from broker.errors import InvalidConfigError
+
+
+def _cleanup_policy(value: str) -> str | None:
+    parts = sorted(p.strip() for p in value.split(",") if p.strip())
+    if not parts or any(p not in ("delete", "compact") for p in parts):
+        return "must be delete, compact or compact,delete"
+    return None
+
+
+# Topic configs Kafka types LIST: the ones incremental APPEND and SUBTRACT may change.
+LIST_TOPIC_KEYS = frozenset({"cleanup.policy"})
+APPEND, SUBTRACT = 2, 3   # AlterConfigOp.OpType ids after SET (0) and DELETE (1)
+
+
+def altered_list(name: str, current: str | None, op: int, value: str) -> str:
+    """``current`` (a comma-separated LIST value) after an incremental APPEND or SUBTRACT of the
+    comma-separated ``value``, as Kafka's ConfigurationControlManager: APPEND adds the parts not
+    there yet, at the end; SUBTRACT removes them. Refused for a key that is not a LIST."""
+    if name not in LIST_TOPIC_KEYS:
+        raise InvalidConfigError(f"Can't {'APPEND' if op == APPEND else 'SUBTRACT'} to key {name} because its "
+                                 "type is not LIST.", config=name)
+    parts = [p.strip() for p in (current or "").split(",") if p.strip()]
+    for part in (p.strip() for p in value.split(",")):
+        if op == APPEND and part and part not in parts:
+            parts.append(part)
+        elif op == SUBTRACT and part in parts:
+            parts.remove(part)
+    return ",".join(parts)
+
+
+TOPIC_KEYS = [
+    ConfigKey("compression.type", str, "producer",
+              "codec of stored batches: producer keeps the producer's; zstd, lz4 or uncompressed recompress "
+              "on append when a batch differs", one_of("producer", "zstd", "lz4", "uncompressed"),
+              "compression.type"),
+    ConfigKey("message.timestamp.before.max.ms", int, LONG_MAX,
+              "with CreateTime: refuse a batch whose timestamp is more than this far in the past",
+              at_least(0), "log.message.timestamp.before.max.ms"),
+    ConfigKey("message.timestamp.after.max.ms", int, LONG_MAX,
+              "with CreateTime: refuse a batch whose timestamp is more than this far in the future",
+              at_least(0), "log.message.timestamp.after.max.ms"),
+    ConfigKey("cleanup.policy", str, "delete", "delete old segments, compact by key, or both",
+              _cleanup_policy, "log.cleanup.policy"),
+    ConfigKey("retention.ms", int, 604_800_000,
+              "with cleanup.policy delete: remove a segment once its newest record is this old; -1 forever",
+              at_least(-1), "log.retention.ms"),
+    ConfigKey("retention.bytes", int, -1,
+              "with cleanup.policy delete: remove old segments while the partition is larger; negative unbounded",
+              None, "log.retention.bytes"),
+    ConfigKey("segment.bytes", int, 1_073_741_824, "roll to a new segment file at this size",
+              between(100, INT_MAX), "log.segment.bytes"),
+    ConfigKey("segment.ms", int, 604_800_000, "roll to a new segment after this long even if not full",
+              at_least(1), "log.roll.ms"),
+    ConfigKey("index.interval.bytes", int, 4096, "bytes of log between offset/time index entries",
+              between(0, INT_MAX), "log.index.interval.bytes"),
+    ConfigKey("flush.messages", int, LONG_MAX, "fsync after this many records (replication protects data)",
+              at_least(1), "log.flush.interval.messages"),
+    ConfigKey("flush.ms", int, LONG_MAX, "fsync after this long since the last fsync",
+              at_least(0), "log.flush.interval.ms"),
+    ConfigKey("max.message.bytes", int, 1_048_588, "largest record batch the partition accepts",
+              between(0, INT_MAX), "message.max.bytes"),
+    ConfigKey("message.timestamp.type", str, "CreateTime",
+              "CreateTime keeps the producer's timestamps, LogAppendTime stamps the broker's clock",
+              one_of("CreateTime", "LogAppendTime"), "log.message.timestamp.type"),
+    ConfigKey("min.insync.replicas", int, 1, "replicas that must hold a batch before acks=all succeeds",
+              between(1, INT_MAX), "min.insync.replicas"),
+    ConfigKey("unclean.leader.election.enable", bool, False,
+              "allow an out-of-sync replica to become leader (may lose data)",
+              None, "unclean.leader.election.enable"),
+    ConfigKey("delete.retention.ms", int, 86_400_000,
+              "compaction keeps a tombstone (and a removable transaction marker) at least this long after the clean that first kept it (KIP-534)",
+              at_least(0), "log.cleaner.delete.retention.ms"),
+    ConfigKey("min.cleanable.dirty.ratio", float, 0.5,
+              "compact once this share of the cleanable bytes was written since the last clean",
+              between(0.0, 1.0), "log.cleaner.min.cleanable.ratio"),
+    ConfigKey("min.compaction.lag.ms", int, 0,
+              "a segment whose newest record is younger than this is not compacted yet",
+              at_least(0), "log.cleaner.min.compaction.lag.ms"),
+    ConfigKey("max.compaction.lag.ms", int, LONG_MAX,
+              "compact regardless of the dirty ratio once the oldest dirty record is this old",
+              at_least(1), "log.cleaner.max.compaction.lag.ms"),
+    ConfigKey("file.delete.delay.ms", int, 60_000,
+              "accepted for compatibility and not used: a removed segment's files are deleted at once "
+              "(reads copy their bytes under the partition lock, so none can hold a deleted file)",
+              at_least(0), "log.segment.delete.delay.ms"),
+]
+_TIERED = "Riverlog has no tiered (remote) storage; every segment stays on the broker's disks (use retention.ms/retention.bytes)"
+_NO_GZIP_SNAPPY = ("a batch body is Arrow IPC, whose buffers compress with lz4 or zstd only; use zstd "
+                   "(gzip's ratio or better) or lz4 (snappy's speed)")
+# Every other topic config Kafka's TopicConfig has that a client can set, with why it is refused here.
+REFUSED_TOPIC_KEYS = {
+    "compression.gzip.level": _NO_GZIP_SNAPPY,
+    "compression.lz4.level": "the broker compresses at the codec's default level; set compression.type only",
+    "compression.zstd.level": "the broker compresses at the codec's default level; set compression.type only",
+    "remote.storage.enable": _TIERED,
+    "local.retention.ms": _TIERED,
+    "local.retention.bytes": _TIERED,
+    "remote.log.copy.disable": _TIERED,
+    "remote.log.delete.on.disable": _TIERED,
+    "leader.replication.throttled.replicas": "Riverlog has no replication quotas; followers fetch at full speed "
+                                              "(bounded by replica.fetch.max.bytes)",
+    "follower.replication.throttled.replicas": "Riverlog has no replication quotas; followers fetch at full speed "
+                                                "(bounded by replica.fetch.max.bytes)",
+    "message.format.version": "Riverlog stores one record format (Arrow bodies in v2 batch headers); "
+                              "there is no older format to choose (removed in Kafka 4.0 too)",
+    "message.downconversion.enable": "Riverlog stores one record format and never down-converts for old "
+                                     "consumers (removed in Kafka 4.0 too)",
+    "message.timestamp.difference.max.ms": "deprecated by Kafka (KIP-937); use message.timestamp.before.max.ms "
+                                           "and message.timestamp.after.max.ms",
+    "preallocate": "segment files grow as they are written; Riverlog does not preallocate them",
+    "segment.index.bytes": "offset and time indexes are kept in memory and written whole on flush; "
+                           "their size follows index.interval.bytes",
+    "segment.jitter.ms": "segments roll exactly at segment.ms or segment.bytes; there is no jitter",
+}
+
+
+def _compaction_lags(values: Mapping) -> InvalidConfigError | None:
+    low, high = values["min.compaction.lag.ms"], values["max.compaction.lag.ms"]
+    if low > high:   # LogConfig.validateValues
+        return InvalidConfigError(f"conflict topic config setting min.compaction.lag.ms ({low}) > "
+                                  f"max.compaction.lag.ms ({high})", config="min.compaction.lag.ms")
+    return None
+
+
+TOPIC_CONFIG = ConfigDef("topic", TOPIC_KEYS, REFUSED_TOPIC_KEYS, _compaction_lags)
