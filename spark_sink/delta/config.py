@@ -16,6 +16,7 @@ name                               default     meaning
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Mapping
 
 from spark_sink.delta.append import DeltaAppend, delta_append
@@ -46,6 +47,11 @@ def from_config(config: Mapping[str, Any], *, dlq: Callable | None = None) -> De
     if c["delta.mode"] != "cdc":
         raise DeltaConfigError(f"DeltaSink: delta.mode must be cdc or append, not {c['delta.mode']!r}",
                                errors={"delta.mode": ["must be cdc or append"]})
+    placeholder = c["unavailable.value.placeholder"]
+    if placeholder.startswith("hex:") and not re.fullmatch(r"(?:[0-9a-fA-F]{2})*", placeholder[4:]):
+        raise DeltaConfigError(f"DeltaSink: unavailable.value.placeholder={placeholder!r}: after 'hex:' give an even "
+                               "number of hexadecimal digits",
+                               errors={"unavailable.value.placeholder": ["hex: needs pairs of hexadecimal digits"]})
     keys = [k.strip() for k in c["primary.key.fields"].split(",") if k.strip()] or None
     return delta_apply(root, table_path=table_path, keys=keys, scd_type=c["scd.type"], app_id=app_id,
                        errors_tolerance=c["errors.tolerance"], dlq=dlq,

@@ -169,8 +169,9 @@ def toast_test(placeholder: str = DEFAULT_PLACEHOLDER) -> Callable[[Any], bool]:
     (``UnchangedToastedPlaceholder``): the string, its bytes in base64, ``[string]``, ``[base64]``,
     ``[UUID.nameUUIDFromBytes(bytes)]`` (``uuid[]``), the bytes as numbers (``int[]``, ``bigint[]``,
     ``date[]``; as floats for float arrays) and the hstore ``{placeholder: placeholder}`` (a map,
-    or its JSON string)."""
-    raw = placeholder.encode()
+    or its JSON string). A ``hex:`` placeholder is its hexadecimal octets, as Debezium reads it."""
+    raw = bytes.fromhex(placeholder[4:]) if placeholder.startswith("hex:") else placeholder.encode()
+    placeholder = raw.decode("utf-8", errors="replace")
     numbers = [b - 256 if b > 127 else b for b in raw]
     strings = {placeholder, base64.b64encode(raw).decode(), json.dumps({placeholder: placeholder},
                                                                         separators=(",", ":"))}

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_source.postgres import logical_messages
-from spark_source.postgres.type_modes import PLACEHOLDER, CdcConfigError, TypeModes
+from spark_source.postgres.type_modes import PLACEHOLDER, CdcConfigError, TypeModes, placeholder_bytes
 
 VERSION = "riverlog-0.1.0"
 """``source.version``: the producer of the events (Riverlog, not a Debezium release)."""
@@ -33,6 +33,11 @@ def _skipped(value: Any) -> frozenset:
         raise CdcConfigError("skipped.operations: 'none' cannot be specified with other skipped operation types",
                              option="skipped.operations")
     return frozenset(parts) - {"none"}
+
+
+def _placeholder(value: str) -> str:
+    placeholder_bytes(value)       # a malformed 'hex:' fails the start, naming the option
+    return value
 
 
 def _bool(option: str, value: Any) -> bool:
@@ -93,7 +98,7 @@ class CdcConfig:
             raise CdcConfigError("message.prefix.include.list and message.prefix.exclude.list cannot both be set",
                                  option="message.prefix.include.list")
         return cls(prefix, get("database.dbname", ""), modes,
-                   get("unavailable.value.placeholder", PLACEHOLDER),
+                   _placeholder(get("unavailable.value.placeholder", PLACEHOLDER)),
                    _bool("tombstones.on.delete", get("tombstones.on.delete", True)),
                    _bool("provide.transaction.metadata", get("provide.transaction.metadata", False)),
                    get("topic.transaction", "transaction"), skipped,

@@ -26,6 +26,25 @@ class CdcConfigError(RiverlogError):
     code, name, retriable, grpc_status = 1355, "CDC_INVALID_CONFIG", False, "INVALID_ARGUMENT"
 
 
+def placeholder_bytes(placeholder: str) -> bytes:
+    """``unavailable.value.placeholder``'s bytes, as Debezium's ``getUnavailableValuePlaceholder``
+    reads them: after a ``hex:`` prefix the rest is hexadecimal octets, else the text's UTF-8.
+    Hex Debezium would fail on later (an odd count, a non-hex digit) is refused here."""
+    if not placeholder.startswith("hex:"):
+        return placeholder.encode()
+    digits = placeholder[4:]
+    if len(digits) % 2 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+        raise CdcConfigError(f"unavailable.value.placeholder={placeholder!r}: after 'hex:' give an even number of "
+                             "hexadecimal digits", option="unavailable.value.placeholder", value=placeholder)
+    return bytes.fromhex(digits)
+
+
+def placeholder_text(placeholder: str) -> str:
+    """The placeholder as string columns carry it: Java's ``new String(bytes)`` of its bytes (UTF-8,
+    malformed sequences replaced by U+FFFD)."""
+    return placeholder_bytes(placeholder).decode("utf-8", errors="replace")
+
+
 def check_choice(option: str, value: str, allowed: tuple) -> str:
     if value not in allowed:
         raise CdcConfigError(f"{option}={value!r} is not one of {', '.join(allowed)}", option=option, value=value)
@@ -50,4 +69,4 @@ class TypeModes:
         check_choice("hstore.handling.mode", self.hstore_handling_mode, HSTORE_MODES)
 
 __all__ = ["BINARY_MODES", "DECIMAL_MODES", "INTERVAL_MODES", "PLACEHOLDER", "TIME_MODES", "CdcConfigError",
-           "TypeModes", "check_choice"]
+           "TypeModes", "check_choice", "placeholder_bytes", "placeholder_text"]

@@ -48,6 +48,7 @@ from typing import Any, Callable
 from broker.errors import RiverlogError
 from spark_source.postgres import special_types, temporal
 from spark_source.postgres.type_modes import PLACEHOLDER, CdcConfigError, TypeModes  # noqa: F401
+from spark_source.postgres.type_modes import placeholder_bytes, placeholder_text
 
 BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID, JSON, XML = 16, 17, 18, 19, 20, 21, 23, 25, 26, 114, 142
 FLOAT4, FLOAT8, MONEY, BPCHAR, VARCHAR, DATE, TIME, TIMESTAMP, TIMESTAMPTZ = 700, 701, 790, 1042, 1043, 1082, 1083, 1114, 1184
@@ -115,13 +116,14 @@ def column_type(type_oid: int, type_modifier: int, modes: TypeModes = TypeModes(
         item_schema = _ordered({**inner.schema_body, "optional": True})
         return ColumnType({"type": "array", "items": item_schema}, lambda text: _parse_array(text, inner.convert),
                           array_placeholder(element, inner, placeholder))
-    special = special_types.special(type_oid, modes.hstore_handling_mode, placeholder, registry)
+    special = special_types.special(type_oid, modes.hstore_handling_mode, placeholder_text(placeholder), registry)
     if special is not None:
         return ColumnType(*special)
     body, convert = _scalar(type_oid, type_modifier, modes)
     kind = body["type"]
     # BYTES is base64 in JSON whatever binary.handling.mode says (Bits are BYTES in every mode)
-    fill = placeholder if kind == "string" else _b64(placeholder.encode()) if kind == "bytes" else None
+    fill = placeholder_text(placeholder) if kind == "string" else _b64(placeholder_bytes(placeholder)) \
+        if kind == "bytes" else None
     return ColumnType(body, convert, fill)
 
 
@@ -133,7 +135,7 @@ def array_placeholder(element_oid: int, inner: ColumnType, placeholder: str = PL
     elements -> the same numbers as floats (Debezium fails such an event; a null would erase the
     value downstream); string and bytes elements -> ``[placeholder]``. None where no value of the
     element's type can stand for it (booleans, structs)."""
-    raw = placeholder.encode()
+    raw = placeholder_bytes(placeholder)
     kind = inner.schema_body["type"]
     if element_oid == UUID:
         return [toast_uuid(placeholder)]
@@ -148,7 +150,7 @@ def toast_uuid(placeholder: str = PLACEHOLDER) -> str:
     """Java's ``UUID.nameUUIDFromBytes(placeholder bytes)``: an MD5 name-based (version 3) UUID."""
     import hashlib
     import uuid
-    return str(uuid.UUID(bytes=hashlib.md5(placeholder.encode()).digest(), version=3))
+    return str(uuid.UUID(bytes=hashlib.md5(placeholder_bytes(placeholder)).digest(), version=3))
 
 
 def _scalar(oid: int, typmod: int, modes: TypeModes) -> tuple:
