@@ -16,12 +16,14 @@ from streams.stores import StoreSpec
 
 
 class GlobalKTable:
-    def __init__(self, builder, node, store_name: str, key_serde=None, value_serde=None):
+    def __init__(self, builder, node, store_name: str, key_serde=None, value_serde=None, queryable: bool = True):
         self._b, self._node, self._store_name = builder, node, store_name
-        self.key_serde, self.value_serde = key_serde, value_serde
+        self.key_serde, self.value_serde, self._queryable = key_serde, value_serde, queryable
 
-    def queryableStoreName(self) -> str:
-        return self._store_name
+    def queryableStoreName(self) -> str | None:
+        """The store's name when it was given (``Materialized.as_(name)``), else None, as Kafka's
+        ``GlobalKTableImpl``: a generated name is no public contract (it shifts with the topology)."""
+        return self._store_name if self._queryable else None
 
     def _getter(self):
         from streams.table_join import ValueGetter
@@ -50,7 +52,8 @@ def global_table(builder, topic: str, consumed: Consumed | None = None, material
     node = builder.add(name, "processor", "table-source",
                        lambda: KTableSource(spec.name, False), [src], (spec,), args={"global": True},
                        key_serde=consumed.key_serde, value_serde=consumed.value_serde)
-    return GlobalKTable(builder, node, spec.name, consumed.key_serde, consumed.value_serde)
+    return GlobalKTable(builder, node, spec.name, consumed.key_serde, consumed.value_serde,
+                        queryable=m.store_name is not None)
 
 
 def is_global(sub) -> bool:

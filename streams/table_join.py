@@ -239,9 +239,10 @@ def _window_store(node):
 class StreamTableJoin(Processor):
     """``KSTREAM-JOIN-``/``KSTREAM-LEFTJOIN-``: a stream record looks up the table's current value
     (as of its timestamp, for a versioned table) under ``key_mapper(key, value)`` (the record's
-    key for a KTable, a selector for a GlobalKTable). A record with a null value, or a null join
-    key, is dropped — except in a left join, where a null-key record is joined with None (KIP-962).
-    Table updates never trigger and are never joined backwards.
+    key for a KTable, a selector for a GlobalKTable). A record with a null value is dropped; so is
+    one with a null join key in an inner join, where a left join joins it with None (KIP-962 for a
+    null record key; KAFKA-19208 for a GlobalKTable selector that answers null: "no match", not
+    "no record"). Table updates never trigger and are never joined backwards.
 
     With a grace period (``Joined.withGracePeriod``, KIP-923) stream records wait in a
     time-ordered buffer until stream time passes ``ts + grace``, then join in timestamp order, so a
@@ -260,7 +261,7 @@ class StreamTableJoin(Processor):
 
     def process(self, record: Record) -> None:
         mapped = record.key if self.key_mapper is None else self.key_mapper(record.key, record.value)
-        if not (self.left and record.key is None and record.value is not None) and (mapped is None or record.value is None):
+        if record.value is None or (mapped is None and not self.left):
             log.warning("Skipping record due to null join key or value. topic=[%s] partition=[%s] offset=[%s]",
                         *self.context.source())
             return
