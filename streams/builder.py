@@ -17,6 +17,7 @@ class StreamsBuilder:
         self._nodes: list[Node] = []
         self._counter = 0
         self._names: set[str] = set()
+        self.given_stores: set[str] = set()   # named by Materialized.as_: the only queryable names
 
     # ------------------------------------------------------------------ naming
     def next_name(self, prefix: str) -> str:
@@ -57,6 +58,8 @@ class StreamsBuilder:
             raise TopologyError(f"a versioned store ({m.store_name}) materializes builder.table(...) only; other "
                                 f"tables and aggregations keep timestamped stores")
         name = m.store_name or self.next_name(prefix)
+        if m.store_name:
+            self.given_stores.add(name)
         return StoreSpec(name, kind, m.retention if m.retention is not None else retention,
                          m.key_serde or key_serde, m.value_serde or value_serde, log_config=dict(m.log_config),
                          caching=m.caching)
@@ -87,6 +90,8 @@ class StreamsBuilder:
         # StreamsBuilder.table: the store's name comes first (when not given), then the source's
         # (``<Consumed name>-source``), then the table source's (the Consumed name)
         store_name = materialized.store_name or self.next_name(f"{topic}-STATE-STORE-")
+        if materialized.store_name:
+            self.given_stores.add(store_name)
         src_name = self.suffixed(consumed.name, "-source", "KSTREAM-SOURCE-")
         name = self.name(consumed.name, "KTABLE-SOURCE-")
         src = self.add(src_name, "source", "table", lambda c=consumed: Source(c.key_serde, c.value_serde,

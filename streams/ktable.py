@@ -36,7 +36,9 @@ class KTable:
         self._windowed = windowed   # the windows of a windowed aggregation's result, else None
 
     def queryableStoreName(self) -> str | None:
-        return self._store_name
+        """The store's name when ``Materialized.as_`` gave it, else None, as Kafka's
+        ``MaterializedInternal.queryableStoreName``: a generated name shifts with the topology."""
+        return self._store_name if self._store_name in self._b.given_stores else None
 
     def _then(self, prefix, op, factory, named, materialized, value_serde=..., args=None) -> "KTable":
         spec = None
@@ -170,6 +172,10 @@ class KTable:
     def suppress(self, suppressed) -> "KTable":
         from streams.suppress import SuppressProcessor
         from streams.stores import StoreSpec
+        if self._versioned_upstream():
+            # a late update would reach the buffer and be emitted as the final result
+            raise TopologyError("suppress() is only supported for non-versioned KTables (note that version "
+                                "semantics might be inherited from upstream)")
         given = getattr(suppressed, "name", None)
         # KTableSuppressProcessorSupplier: the buffer keeps each key's prior value (what its view
         # reads for a buffered key), so it needs the parent's old values

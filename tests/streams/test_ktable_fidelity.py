@@ -183,3 +183,27 @@ def test_materialized_in_the_name_slot_is_the_materialized():
     gt = t.groupBy(lambda k, v: (v, k), Grouped.with_(S, S))
     assert gt.count(Materialized.as_("c2")).queryableStoreName() == "c2"
     assert b.stream("s", Consumed.with_(S, S)).toTable(Materialized.as_("tt")).queryableStoreName() == "tt"
+
+
+def test_queryable_store_name_is_none_unless_materialized_names_the_store():
+    """KTableImpl.queryableStoreName is MaterializedInternal.queryableStoreName(): null for a
+    generated store name (a source table, an unnamed aggregation or filter)."""
+    b = StreamsBuilder()
+    t = b.table("t", Consumed.with_(S, S))
+    assert t.queryableStoreName() is None
+    assert b.table("t2", Consumed.with_(S, S), Materialized.as_("named")).queryableStoreName() == "named"
+    assert b.stream("in", Consumed.with_(S, S)).groupByKey().count().queryableStoreName() is None
+    assert t.filter(lambda k, v: True, Materialized.with_(S, S)).queryableStoreName() is None
+
+
+def test_suppress_on_a_versioned_table_is_refused_at_build():
+    """KTableImpl.suppress: a late update of a versioned table would be buffered and emitted as
+    the final result while the table holds a newer value."""
+    from streams import Suppressed
+    from streams.errors import TopologyError
+    from streams.suppress import BufferConfig
+    b = StreamsBuilder()
+    t = b.table("t", Consumed.with_(S, S),
+                Materialized.as_(Stores.persistentVersionedKeyValueStore("v", 60_000)))
+    with pytest.raises(TopologyError, match="suppress\\(\\) is only supported for non-versioned KTables"):
+        t.filter(lambda k, v: True).suppress(Suppressed.untilTimeLimit(1000, BufferConfig.unbounded()))
