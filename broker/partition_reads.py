@@ -123,6 +123,13 @@ class PartitionReads:
                 f"{self.topic}-{self.index}: the high watermark ({state.high_watermark}) is behind the start "
                 f"offset of leader epoch {self.leader_epoch} ({state.leader_epoch_start_offset}); retry")
 
+    def epoch_of(self, offset: int) -> int:
+        """The leader epoch that wrote ``offset`` (ListOffsets answers it with the offset, as
+        Kafka's batch ``partitionLeaderEpoch``), -1 when no epoch entry covers it."""
+        with self.lock:
+            epoch = self.epochs.epoch_for_offset(offset)
+            return -1 if epoch is None else epoch
+
     def offset_for_timestamp(self, timestamp: int, read_committed: bool = False) -> tuple[int, int] | None:
         """ListOffsets by time: (offset, timestamp) of the first record at or after ``timestamp``,
         or None when there is none below the last fetchable offset (see :meth:`_fetchable`)."""

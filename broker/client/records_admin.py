@@ -58,7 +58,8 @@ class RecordsAdmin:
     def list_offsets(self, topic_partition_offsets: dict[TopicPartition, OffsetSpec],
                      isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
                      request_timeout: float | None = None) -> dict[TopicPartition, Future]:
-        """Future per partition resolving to ListOffsetsResultInfo(offset, timestamp). Answers stop
+        """Future per partition resolving to ListOffsetsResultInfo(offset, timestamp, leader_epoch:
+        the epoch that wrote the offset, the leader's for latest, None when unknown). Answers stop
         at the high watermark, or with ``IsolationLevel.READ_COMMITTED`` at the last stable offset:
         the latest offset is that bound, and a lookup by time finding nothing below it gives -1."""
         level = IsolationLevel(isolation_level).value
@@ -73,7 +74,7 @@ class RecordsAdmin:
                     node = self.cluster.leader(tp.topic, tp.partition)
                     r = self.cluster.call("ListOffsets", request, node, request_timeout).topics[0].partitions[0]
                     results[tp] = _error(r.error_code, r.error_message) if r.error_code \
-                        else ListOffsetsResultInfo(r.offset, r.timestamp)
+                        else ListOffsetsResultInfo(r.offset, r.timestamp, r.leader_epoch if r.leader_epoch >= 0 else None)
                 except RiverlogError as e:
                     results[tp] = e
             return results

@@ -247,30 +247,33 @@ class Handlers:
         for topic in request.topics:
             tr = response.topics.add(name=topic.name)
             for p in topic.partitions:
-                pr = tr.partitions.add(partition=p.partition, offset=-1, timestamp=-1)
+                pr = tr.partitions.add(partition=p.partition, offset=-1, timestamp=-1, leader_epoch=-1)
                 try:
                     partition = self._partition(topic.name, p.partition)
                     partition.check_leader()
                     start, hw, _ = partition.offsets()
+                    found = None
                     if p.timestamp in (EARLIEST, EARLIEST_LOCAL):
-                        pr.offset = start
+                        pr.offset, pr.leader_epoch = start, partition.epoch_of(start)
                     elif p.timestamp == LATEST_TIERED:
                         pass   # -1: Kafka's UnifiedLog.fetchOffsetByTimestamp without remote storage
                     elif p.timestamp == LATEST:  # read_committed: the last stable offset, as Kafka
                         partition.check_offsets_available()
+                        epoch = partition.leader_epoch     # Kafka's Partition answers its current epoch
                         pr.offset = partition.stable_offsets()[0] if request.isolation_level == 1 else hw
+                        pr.leader_epoch = epoch
                     elif p.timestamp == MAX_TIMESTAMP:
                         found = partition.max_timestamp(request.isolation_level == 1)
-                        if found:
-                            pr.offset, pr.timestamp = found
                     elif p.timestamp < 0:
                         raise InvalidRequestError(f"timestamp {p.timestamp} is not a time nor -1 to -5")
                     else:
                         found = partition.offset_for_timestamp(p.timestamp, request.isolation_level == 1)
-                        if found:
-                            pr.offset, pr.timestamp = found
+                    if found:
+                        pr.offset, pr.timestamp = found
+                        pr.leader_epoch = partition.epoch_of(found[0])
                 except Exception as e:  # noqa: BLE001
                     fill_error(pr, e)
+                    pr.leader_epoch = -1
         return response
 
     def delete_records(self, request: pb.DeleteRecordsRequest) -> tuple[pb.DeleteRecordsResponse, list["Deleting"]]:
