@@ -33,6 +33,7 @@ from broker.client.message import OFFSET_INVALID, TopicPartition
 from broker.client.model import (ConsumerGroupState, ConsumerGroupType, ElectionType, IsolationLevel, Node,
                                  TopicCollection, TopicDescription, TopicPartitionInfo)
 from broker.client.records_admin import DeletedRecords, ListOffsetsResultInfo, OffsetSpec, RecordsAdmin
+from broker.client.replica_assignment import partition_assignments, topic_assignments
 from broker.client.topic_admin import TopicAdmin
 from broker.client.txn_admin import TransactionAdmin
 from broker.errors import ElectionNotNeededError, KafkaError, KafkaException
@@ -55,8 +56,9 @@ __all__ = [  # confluent_kafka.admin's names that Riverlog has
 class NewTopic:
     """A topic to create, in confluent-kafka's argument order (``topic, num_partitions,
     replication_factor, replica_assignment, config``); a dict in the fourth place is read as
-    ``config``. The controller places replicas: a ``replica_assignment`` is refused at
-    ``create_topics``."""
+    ``config``. Without ``replica_assignment`` (one broker list per partition, the preferred
+    leader first; then ``num_partitions`` is its length and no ``replication_factor``) the
+    controller places the replicas."""
 
     def __init__(self, topic: str, num_partitions: int = -1, replication_factor: int = -1,
                  replica_assignment=None, config: dict | None = None):
@@ -79,8 +81,8 @@ class NewTopic:
 
 
 class NewPartitions:
-    """Grow ``topic`` to ``new_total_count`` partitions (confluent-kafka's names); a
-    ``replica_assignment`` is refused at ``create_partitions``, as for NewTopic."""
+    """Grow ``topic`` to ``new_total_count`` partitions (confluent-kafka's names), with a
+    ``replica_assignment`` of one broker list per partition added, or placed by the controller."""
 
     def __init__(self, topic: str, new_total_count: int, replica_assignment=None):
         self.topic, self.new_total_count, self.replica_assignment = topic, new_total_count, replica_assignment
@@ -95,13 +97,6 @@ class NewPartitions:
 
     def __repr__(self):
         return f"NewPartitions(topic={self.topic},new_total_count={self.new_total_count})"
-
-
-def _no_replica_assignment(items, what: str) -> None:
-    placed = [i.topic for i in items if i.replica_assignment]
-    if placed:
-        raise ValueError(f"{what} {placed}: replica_assignment is not supported (the controller places "
-                         f"replicas); give num_partitions and replication_factor instead")
 
 
 @dataclass
@@ -135,10 +130,12 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
 
     def create_topics(self, new_topics: list[NewTopic], validate_only: bool = False,
                       operation_timeout: float = 30, request_timeout: float | None = None) -> dict[str, Future]:
-        _no_replica_assignment(new_topics, "create_topics")
+        assignments = [topic_assignments(t) for t in new_topics]
         request = pb.CreateTopicsRequest(validate_only=validate_only, topics=[
-            pb.CreatableTopic(name=t.topic, num_partitions=t.num_partitions, replication_factor=t.replication_factor,
-                              configs={k: str(v) for k, v in t.config.items()}) for t in new_topics])
+            pb.CreatableTopic(name=t.topic, num_partitions=-1 if a else t.num_partitions,
+                              replication_factor=t.replication_factor, assignments=a,
+                              configs={k: str(v) for k, v in t.config.items()})
+            for t, a in zip(new_topics, assignments)])
         return self._fan_out([t.topic for t in new_topics],
                              lambda: self.cluster.call_any("CreateTopics", request, request_timeout),
                              lambda r: ((x.name, _error(x.error_code, x.error_message) if x.error_code else None)
@@ -153,9 +150,9 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
 
     def create_partitions(self, new_partitions: list[NewPartitions], validate_only: bool = False,
                           operation_timeout: float = 30, request_timeout: float | None = None) -> dict[str, Future]:
-        _no_replica_assignment(new_partitions, "create_partitions")
         request = pb.CreatePartitionsRequest(validate_only=validate_only, topics=[
-            pb.CreatePartitionsTopic(name=p.topic, count=p.new_total_count) for p in new_partitions])
+            pb.CreatePartitionsTopic(name=p.topic, count=p.new_total_count, assignments=partition_assignments(p))
+            for p in new_partitions])
         return self._fan_out([p.topic for p in new_partitions],
                              lambda: self.cluster.call_any("CreatePartitions", request, request_timeout),
                              lambda r: ((x.name, _error(x.error_code, x.error_message) if x.error_code else None)

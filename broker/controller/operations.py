@@ -35,7 +35,7 @@ def alter_partition(c, image, now, body):
 def create_topic(c, image, now, body):
     defaults = _topic_defaults(c)
     records = c.create_topic(image, body["name"], body["num_partitions"], body["replication_factor"],
-                             body.get("configs", {}), defaults, now_ms=now)
+                             body.get("configs", {}), defaults, assignment=body.get("assignment"), now_ms=now)
     return ([] if body.get("validate_only") else records), {}
 
 
@@ -77,7 +77,7 @@ def alter_topic_configs(c, image, now, body):
 
 
 def create_partitions(c, image, now, body):
-    records = c.create_partitions(image, body["name"], body["total"])
+    records = c.create_partitions(image, body["name"], body["total"], body.get("assignment"))
     return ([] if body.get("validate_only") else records), {}
 
 

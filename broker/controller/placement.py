@@ -1,5 +1,6 @@
 """Where a new partition's replicas go: Kafka's rack-unaware ``StripedReplicaPlacer`` over the
-registered brokers, and the ISR a new partition starts with. Pure: the randomness is passed in."""
+registered brokers, or a manual assignment checked as Kafka's ``ReplicationControlManager`` does,
+and the ISR a new partition starts with. Pure: the randomness is passed in."""
 from __future__ import annotations
 
 import random
@@ -62,7 +63,30 @@ def starting_isrs(image: MetadataImage, assignment: list[list[int]]) -> dict:
     return {"isrs": isrs}
 
 
-def validate_assignment(assignment: list[list[int]], brokers: set[int]) -> None:
-    for replicas in assignment:
-        if not replicas or len(set(replicas)) != len(replicas) or not set(replicas) <= brokers:
-            raise InvalidReplicaAssignmentError(f"replica list {replicas} is empty, repeats or names unknown brokers")
+def manual_assignment(image: MetadataImage, assignment: list[list[int]], factor: int | None = None) -> dict:
+    """A ``replica_assignment`` given by the client, as the replicas and starting ISRs of a topic's
+    or new partitions' record (Kafka's ``validateManualPartitionAssignment``): every list non-empty,
+    of registered brokers, none twice, all of one length (``factor``: the topic's, for new
+    partitions); each partition needs an active replica, which leads."""
+    live = set(image.live_brokers())
+    for index, replicas in enumerate(assignment):
+        if not replicas:
+            raise InvalidReplicaAssignmentError("The manual partition assignment includes an empty replica list.")
+        previous = None
+        for broker in sorted(replicas):
+            if broker not in image.brokers:
+                raise InvalidReplicaAssignmentError(f"The manual partition assignment includes broker {broker}, "
+                                                    "but no such broker is registered.")
+            if broker == previous:
+                raise InvalidReplicaAssignmentError(f"The manual partition assignment includes the broker {broker} "
+                                                    "more than once.")
+            previous = broker
+        if factor is not None and len(replicas) != factor:
+            raise InvalidReplicaAssignmentError(
+                f"The manual partition assignment includes a partition with {len(replicas)} replica(s), but this is "
+                f"not consistent with previous partitions, which have {factor} replica(s).")
+        factor = len(replicas)
+        if not live.intersection(replicas):
+            raise InvalidReplicaAssignmentError(f"All brokers specified in the manual partition assignment for "
+                                                f"partition {index} are fenced or in controlled shutdown.")
+    return {"replicas": [list(r) for r in assignment], **starting_isrs(image, assignment)}

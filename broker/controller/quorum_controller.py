@@ -34,11 +34,11 @@ from dataclasses import dataclass
 
 from broker.config import TOPIC_CONFIG, Config
 from broker.errors import (BrokerNotAvailableError, ElectionNotNeededError, FencedLeaderEpochError,
-                           InvalidPartitionsError, InvalidReplicationFactorError,
+                           InvalidPartitionsError, InvalidReplicaAssignmentError, InvalidReplicationFactorError,
                            InvalidRequestError, InvalidTopicError, NotLeaderOrFollowerError,
                            PreferredLeaderNotAvailableError, RiverlogError, StaleBrokerEpochError,
                            TopicAlreadyExistsError, UnknownTopicOrPartitionError)
-from broker.controller.placement import place_replicas, starting_isrs
+from broker.controller.placement import manual_assignment, place_replicas, starting_isrs
 from broker.metadata.image import MetadataImage, PartitionState, TopicImage, validate_topic_name
 from broker.replication.election import elect_leader
 
@@ -256,6 +256,9 @@ class QuorumController:
                      assignment: list[list[int]] | None = None, internal: bool = False,
                      now_ms: int | None = None) -> list[dict]:
         validate_topic_name(name)
+        if assignment and (replication_factor != -1 or num_partitions != -1):
+            which = "replication factor" if replication_factor != -1 else "numPartitions"
+            raise InvalidRequestError(f"A manual partition assignment was specified, but {which} was not set to -1.")
         if name == CLUSTER_METADATA_TOPIC:
             raise InvalidRequestError(f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.")
         if name in image.topics:
@@ -263,6 +266,10 @@ class QuorumController:
         colliding = colliding_topic(image.topics, name)
         if colliding is not None:
             raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {colliding}")
+        if assignment:
+            TOPIC_CONFIG.parse(configs, defaults=topic_defaults)
+            placed = manual_assignment(image, assignment)
+            return self._topic_records(name, placed, configs)
         if replication_factor < -1 or replication_factor == 0:   # ReplicationControlManager.createTopic
             raise InvalidReplicationFactorError(
                 "Replication factor must be larger than 0, or -1 to use the default value.")
@@ -273,16 +280,19 @@ class QuorumController:
             raise InvalidPartitionsError(f"num_partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
         factor = self.config["default.replication.factor"] if replication_factor == -1 else replication_factor
         TOPIC_CONFIG.parse(configs, defaults=topic_defaults)
-        if assignment is None and now_ms is not None:
+        if now_ms is not None:
             self.check_brokers_for(image, factor, now_ms)
-        replicas = assignment or self.assign_replicas(image, partitions, factor)
+        replicas = self.assign_replicas(image, partitions, factor)
+        return self._topic_records(name, {"replicas": replicas, **starting_isrs(image, replicas)}, configs)
+
+    def _topic_records(self, name: str, placed: dict, configs: dict[str, str]) -> list[dict]:
         topic_id = uuid.UUID(int=self.rng.getrandbits(128)).hex
-        return ([{"type": "topic", "name": name, "topic_id": topic_id, "replicas": replicas,
-                  **({} if assignment else starting_isrs(image, replicas))}]
+        return ([{"type": "topic", "name": name, "topic_id": topic_id, **placed}]
                 + [{"type": "config", "resource": "topic", "name": name, "key": k, "value": str(v)}
                    for k, v in sorted(configs.items())])
 
-    def create_partitions(self, image: MetadataImage, name: str, total: int) -> list[dict]:
+    def create_partitions(self, image: MetadataImage, name: str, total: int,
+                          assignment: list[list[int]] | None = None) -> list[dict]:
         t = _topic(image, name)
         if total == t.num_partitions:   # ReplicationControlManager.createPartitions
             raise InvalidPartitionsError(f"Topic already has {t.num_partitions} partition(s).")
@@ -291,10 +301,16 @@ class QuorumController:
                                          f"{total} would not be an increase.")
         if total > MAX_PARTITIONS:
             raise InvalidPartitionsError(f"at most {MAX_PARTITIONS} partitions")
-        factor = len(t.partitions[0].replicas)
-        replicas = self.assign_replicas(image, total - t.num_partitions, factor, first=t.num_partitions)
-        return [{"type": "add_partitions", "name": name, "topic_id": t.topic_id, "replicas": replicas,
-                 **starting_isrs(image, replicas)}]
+        factor, additional = len(t.partitions[0].replicas), total - t.num_partitions
+        if assignment:
+            if len(assignment) != additional:
+                raise InvalidReplicaAssignmentError(f"Attempted to add {additional} additional partition(s), but "
+                                                    f"only {len(assignment)} assignment(s) were specified.")
+            placed = manual_assignment(image, assignment, factor)
+        else:
+            replicas = self.assign_replicas(image, additional, factor, first=t.num_partitions)
+            placed = {"replicas": replicas, **starting_isrs(image, replicas)}
+        return [{"type": "add_partitions", "name": name, "topic_id": t.topic_id, **placed}]
 
     def delete_topic(self, image: MetadataImage, name: str) -> list[dict]:
         t = _topic(image, name)

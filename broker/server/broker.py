@@ -276,9 +276,10 @@ class Broker:
         return reply
 
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                     configs: dict[str, str], validate_only: bool = False, timeout: float = 30.0) -> None:
+                     configs: dict[str, str], validate_only: bool = False, timeout: float = 30.0,
+                     assignment: list[list[int]] | None = None) -> None:
         body = {"name": name, "num_partitions": num_partitions, "replication_factor": replication_factor,
-                "configs": configs, "validate_only": validate_only}
+                "configs": configs, "validate_only": validate_only, "assignment": assignment or None}
         deadline = time.monotonic() + timeout
         while True:  # "not yet": brokers of a cluster that just started are still registering
             try:
@@ -296,8 +297,10 @@ class Broker:
         self.controller_call("alter_topic_configs", {"name": name, "overrides": overrides,
                                                      "validate_only": validate_only})
 
-    def create_partitions(self, name: str, total: int, validate_only: bool = False) -> None:
-        self.controller_call("create_partitions", {"name": name, "total": total, "validate_only": validate_only})
+    def create_partitions(self, name: str, total: int, validate_only: bool = False,
+                          assignment: list[list[int]] | None = None) -> None:
+        self.controller_call("create_partitions", {"name": name, "total": total, "validate_only": validate_only,
+                                                   "assignment": assignment or None})
 
     def elect_leaders(self, topic: str, partitions: list[int] | None) -> None:
         self.controller_call("elect_leaders", {"topic": topic, "partitions": partitions})

@@ -28,7 +28,7 @@ def create_topics(broker: Broker, request: pb.CreateTopicsRequest) -> pb.CreateT
             if colliding is not None:
                 raise InvalidTopicError(f"Topic '{t.name}' collides with existing topic: {colliding}")
             broker.create_topic(t.name, t.num_partitions, t.replication_factor, dict(t.configs),
-                                request.validate_only)
+                                request.validate_only, assignment=[list(a.broker_ids) for a in t.assignments])
             if request.validate_only:
                 validated.add(t.name)
         except Exception as e:  # noqa: BLE001 - reported per topic
@@ -60,7 +60,8 @@ def create_partitions(broker: Broker, request: pb.CreatePartitionsRequest) -> pb
             continue
         result = response.results.add(name=t.name)
         try:
-            broker.create_partitions(t.name, t.count, request.validate_only)
+            broker.create_partitions(t.name, t.count, request.validate_only,
+                                     assignment=[list(a.broker_ids) for a in t.assignments])
         except Exception as e:  # noqa: BLE001
             fill_error(result, e)
     _add_duplicates(response.results, repeated)

@@ -119,11 +119,11 @@ def test_admin_api_walk_through(shared_broker, topic_name):
     assert a.describe_configs([whole])[whole].result()["retention.ms"].value == "1800000"
     with pytest.raises(ValueError, match="Unknown resource type"):
         ConfigResource("tpoic", topic_name)
-    # NewTopic in confluent's argument order: replica_assignment fourth (refused: the controller
-    # places replicas), config by keyword; NewTopic and NewPartitions are hashable
+    # NewTopic in confluent's argument order: replica_assignment fourth (exclusive with a
+    # replication factor, as confluent's), config by keyword; NewTopic and NewPartitions are hashable
     assert NewTopic("x", 1, 1, config={"retention.ms": "1"}).config == {"retention.ms": "1"}
     assert len({NewTopic("x", 1, 1), NewTopic("x", 1, 1)}) == 1 and len({NewPartitions("x", 2)}) == 1
-    with pytest.raises(ValueError, match="replica_assignment is not supported"):
+    with pytest.raises(ValueError, match="replication_factor and replica_assignment are mutually exclusive"):
         a.create_topics([NewTopic(topic_name + "-placed", 1, 1, [[0]])])
     # confluent's elect_leaders(ElectionType, [TopicPartition]) and the ACL-less describe_cluster
     # the preferred replica leads a new topic already: Kafka's ELECTION_NOT_NEEDED for the partition

@@ -93,7 +93,9 @@ def test_legal_topic_names(name):
     """A legal name passes the check and the controller creates the topic under exactly that name."""
     assert validate_topic_name(name) is None
     controller = QuorumController(BROKER_CONFIG.parse({}), random.Random(0))
-    records = controller.create_topic(MetadataImage(), name, 1, 1, {}, topic_defaults(BROKER_CONFIG.parse({})),
+    one_broker = image_of({"type": "register_broker", "node_id": 1, "host": "127.0.0.1", "port": 9092,
+                           "incarnation": "i"}, {"type": "broker_state", "node_id": 1, "fenced": False})
+    records = controller.create_topic(one_broker, name, -1, -1, {}, topic_defaults(BROKER_CONFIG.parse({})),
                                       assignment=[[1]], internal=name.startswith("__"))
     image = image_of(*records)
     assert list(image.topics) == [name] and image.topics[name].name == name
