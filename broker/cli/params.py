@@ -50,6 +50,35 @@ REPLICATION_FACTOR = _Range(-1, 32767, "use 1 or more, or -1 for the broker's de
 OFFSET_OR_HIGH_WATERMARK = _Range(-1, INT64_MAX, "use an offset of 0 or more, or -1")
 
 
+class _ReplicaAssignment(click.ParamType):
+    """``kafka-topics --replica-assignment``: ``1:2,2:3`` is partition 0 on brokers 1 and 2 (1
+    preferred), partition 1 on 2 and 3, checked as ``TopicCommand.parseReplicaAssignment``."""
+
+    name = "assignment"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, list):
+            return value
+        out = []
+        for i, part in enumerate(value.split(",")):
+            try:
+                brokers = [int(b.strip()) for b in part.split(":")]
+            except ValueError:
+                self.fail(f"{part!r} is not a list of broker ids; write 1:2,2:3 (partitions by ',', replicas by ':')",
+                          param, ctx)
+            repeated = sorted({b for b in brokers if brokers.count(b) > 1})
+            if repeated:
+                self.fail("Partition replica lists may not contain duplicate entries: "
+                          + ",".join(map(str, repeated)), param, ctx)
+            if out and len(brokers) != len(out[0]):
+                self.fail(f"Partition {i} has different replication factor: {brokers}", param, ctx)
+            out.append(brokers)
+        return out
+
+
+REPLICA_ASSIGNMENT = _ReplicaAssignment()
+
+
 class _Timestamp(click.ParamType):
     """earliest / latest / max-timestamp / earliest-local / latest-tiered (Kafka's -2 / -1 / -3 /
     -4 / -5), ms since the epoch, or ISO-8601 (UTC when no zone is given), as Kafka's 64-bit

@@ -11,7 +11,7 @@ import re
 import click
 
 from broker.cli.common import ReportErrors, open_admin, pairs
-from broker.cli.params import PARTITION, PARTITION_COUNT, POSITIVE, REPLICATION_FACTOR
+from broker.cli.params import PARTITION, PARTITION_COUNT, POSITIVE, REPLICA_ASSIGNMENT, REPLICATION_FACTOR
 from broker.errors import RiverlogError
 
 
@@ -24,14 +24,20 @@ def topics():
 @click.argument("name")
 @click.option("--partitions", "-p", type=PARTITION_COUNT, default=-1, help="default: the broker's num.partitions")
 @click.option("--replication-factor", "-r", type=REPLICATION_FACTOR, default=-1)
+@click.option("--replica-assignment", type=REPLICA_ASSIGNMENT, default=None,
+              help="brokers of each partition, e.g. 1:2,2:3 (instead of --partitions and --replication-factor)")
 @click.option("--config", "-c", "configs", multiple=True, help="key=value topic config (repeatable)")
 @click.option("--if-not-exists", is_flag=True, help="succeed quietly when the topic exists")
 @click.pass_context
-def topics_create(ctx, name, partitions, replication_factor, configs, if_not_exists):
+def topics_create(ctx, name, partitions, replication_factor, replica_assignment, configs, if_not_exists):
     from broker.client import NewTopic
     from broker.errors import TopicAlreadyExistsError
+    if replica_assignment and (partitions != -1 or replication_factor != -1):
+        raise click.UsageError("--replica-assignment cannot be used with --partitions or --replication-factor")
+    new = NewTopic(name, len(replica_assignment), -1, replica_assignment, pairs(configs, "--config")) \
+        if replica_assignment else NewTopic(name, partitions, replication_factor, pairs(configs, "--config"))
     with open_admin(ctx) as admin:
-        future = admin.create_topics([NewTopic(name, partitions, replication_factor, pairs(configs, "--config"))])[name]
+        future = admin.create_topics([new])[name]
         try:
             future.result()
         except TopicAlreadyExistsError:
@@ -160,17 +166,25 @@ def parse_configs_to_delete(values) -> list[str]:
 @click.option("--delete-config", "-d", "delete", multiple=True,
               help="k1,k2: overrides to remove, returning them to the default (repeatable)")
 @click.option("--partitions", type=POSITIVE, default=None, help="grow the topic to this many partitions")
+@click.option("--replica-assignment", type=REPLICA_ASSIGNMENT, default=None,
+              help="with --partitions: brokers of every partition, e.g. 1:2,2:3,3:1 (the new ones are used)")
 @click.pass_context
-def topics_alter(ctx, name, add, delete, partitions):
+def topics_alter(ctx, name, add, delete, partitions, replica_assignment):
     """Grow a topic or change its config overrides (kafka-configs --alter for a topic)."""
     from broker.client import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
     configs, keys = parse_configs_to_add(add), parse_configs_to_delete(delete)
+    if replica_assignment and partitions is None:
+        raise click.UsageError("--replica-assignment needs --partitions: it places the partitions added")
     resource = ConfigResource("topic", name)
     with open_admin(ctx) as admin:
         if keys:
             _check_overrides(admin, resource, keys)
         if partitions is not None:
-            admin.create_partitions([NewPartitions(name, partitions)])[name].result()
+            new = None
+            if replica_assignment:    # TopicCommand: the list covers every partition; the new ones are placed
+                existing = len(admin.list_topics(name, timeout=30).topics[name].partitions)
+                new = replica_assignment[existing:]
+            admin.create_partitions([NewPartitions(name, partitions, new)])[name].result()
             click.echo(f"Topic {name} now has {partitions} partitions.")
             if not configs and not keys:
                 return
