@@ -124,12 +124,32 @@ def topics_delete(ctx, name, if_exists):
 @topics.command("elect-leaders")
 @click.argument("name")
 @click.option("--partition", "-p", "partitions", type=PARTITION, multiple=True, help="default: every partition")
+@click.option("--election-type", type=click.Choice(["preferred", "unclean"], case_sensitive=False), default="preferred",
+              help="preferred: back to the first in-sync replica; unclean: any live replica for a leaderless "
+                   "partition (records only the lost ISR held are lost)")
 @click.pass_context
-def topics_elect_leaders(ctx, name, partitions):
-    """Move leadership back to the preferred (first) replicas that are in sync."""
+def topics_elect_leaders(ctx, name, partitions, election_type):
+    """Move leadership back to the preferred replicas, or lead leaderless partitions (kafka-leader-election)."""
+    from broker.client import ElectionType, TopicPartition
+    if election_type.lower() == "preferred":
+        with open_admin(ctx) as admin:
+            admin.elect_leaders(name, list(partitions) or None).result()
+        click.echo(f"Preferred leaders elected for {name}.")
+        return
     with open_admin(ctx) as admin:
-        admin.elect_leaders(name, list(partitions) or None).result()
-    click.echo(f"Preferred leaders elected for {name}.")
+        every = [TopicPartition(name, p) for p in partitions] or \
+            [TopicPartition(name, p) for p in sorted(admin.list_topics(name, timeout=30).topics[name].partitions)]
+        results = admin.elect_leaders(ElectionType.UNCLEAN, every).result()
+    failed = {tp: e for tp, e in results.items() if e is not None}
+    elected = sorted(tp.partition for tp, e in results.items() if e is None)
+    if elected:
+        click.echo(f"Successfully completed leader election (UNCLEAN) for partitions "
+                   f"{', '.join(f'{name}-{p}' for p in elected)}")
+    for tp, e in sorted(failed.items(), key=lambda kv: kv[0].partition):
+        click.echo(f"Error completing leader election (UNCLEAN) for partition: {name}-{tp.partition}: "
+                   f"{e.args[0].str()}", err=True)
+    if failed and not elected:
+        ctx.exit(1)
 
 
 _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"

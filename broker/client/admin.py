@@ -36,7 +36,7 @@ from broker.client.records_admin import DeletedRecords, ListOffsetsResultInfo, O
 from broker.client.replica_assignment import partition_assignments, topic_assignments
 from broker.client.topic_admin import TopicAdmin
 from broker.client.txn_admin import TransactionAdmin
-from broker.errors import ElectionNotNeededError, KafkaError, KafkaException
+from broker.errors import KafkaError, KafkaException
 from broker.proto import riverlog_pb2 as pb
 
 __all__ = [  # confluent_kafka.admin's names that Riverlog has
@@ -159,45 +159,47 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
                                         for x in r.results))
 
     def elect_leaders(self, topic, partitions=None, request_timeout: float | None = None) -> Future:
-        """Move leadership back to each partition's preferred (first) replica where it is in sync.
-        confluent-kafka's form ``elect_leaders(ElectionType.PREFERRED, [TopicPartition, ...] | None)``
-        gives a future of ``{TopicPartition: KafkaException | None}`` with Kafka's per-partition
-        errors (ELECTION_NOT_NEEDED when the preferred replica leads already,
-        PREFERRED_LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION); None partitions: every
-        partition of every topic, leaving out those that needed no election, as Kafka's
-        ``electLeaders``. ``elect_leaders(topic, [partition, ...])`` is Riverlog's own: one future
-        for the topic, failing only when no partition was elected."""
+        """confluent-kafka's ``elect_leaders(ElectionType, [TopicPartition, ...] | None)``: a future
+        of ``{TopicPartition: KafkaException | None}`` with Kafka's per-partition errors. PREFERRED
+        moves leadership back to each partition's preferred (first) replica where it is in sync
+        (ELECTION_NOT_NEEDED when it leads already, PREFERRED_LEADER_NOT_AVAILABLE); UNCLEAN gives
+        a leaderless partition a live replica even out of the ISR (ELECTION_NOT_NEEDED when it
+        has a leader, ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is live); both
+        UNKNOWN_TOPIC_OR_PARTITION. None partitions: every partition of every topic, leaving out
+        those that needed no election, as Kafka's ``electLeaders``. One request per topic.
+        ``elect_leaders(topic, [partition, ...])`` is Riverlog's own: one future for the topic's
+        preferred election, failing only when no partition was elected."""
         if isinstance(topic, ElectionType):
-            return self._elect_preferred(topic, partitions, request_timeout)
+            return self._elect(topic, partitions, request_timeout)
         request = pb.ElectLeadersRequest(topic=topic, partitions=partitions or [])
         return self._fan_out([topic], lambda: self.cluster.call_any("ElectLeaders", request, request_timeout),
                              lambda r: [(topic, _error(r.error_code, r.error_message) if r.error_code else None)])[topic]
 
-    def _elect_preferred(self, election_type: ElectionType, partitions, request_timeout) -> Future:
-        if election_type != ElectionType.PREFERRED:
-            raise ValueError("only ElectionType.PREFERRED is supported: an unclean election is the controller's, "
-                             "when unclean.leader.election.enable is set on the topic")
+    def _elect(self, election_type: ElectionType, partitions, request_timeout) -> Future:
+        election = ElectionType(election_type)
         result: Future = Future()
 
         def run():
             try:
-                every = partitions is None
-                if every:
-                    md = self.list_topics(timeout=request_timeout or 30)
-                    wanted = [TopicPartition(t, p) for t, m in sorted(md.topics.items()) for p in sorted(m.partitions)]
+                if partitions is None:
+                    topics = {t: None for t in sorted(self.list_topics(timeout=request_timeout or 30).topics)}
                 else:
-                    wanted = list(dict.fromkeys(partitions))
+                    topics = {}
+                    for tp in dict.fromkeys(partitions):
+                        topics.setdefault(tp.topic, []).append(tp.partition)
                 out = {}
-                for tp in wanted:   # one partition a request: the response carries one error
-                    try:      # called here, not through elect_leaders: this runs on the pool already
+                for name, asked in topics.items():     # called here: this runs on the pool already
+                    try:
                         r = self.cluster.call_any("ElectLeaders", pb.ElectLeadersRequest(
-                            topic=tp.topic, partitions=[tp.partition]), request_timeout)
-                        error = _error(r.error_code, r.error_message) if r.error_code else None
-                    except KafkaException as e:    # reported per partition, as confluent's result
-                        error = e
-                    if every and isinstance(error, ElectionNotNeededError):
+                            topic=name, partitions=asked or [], election_type=election.value), request_timeout)
+                    except KafkaException as e:       # reported per partition, as confluent's result
+                        out.update({TopicPartition(name, p): e for p in asked or []})
                         continue
-                    out[TopicPartition(tp.topic, tp.partition)] = error
+                    failed = {e.partition: _error(e.error_code, e.error_message) for e in r.errors}
+                    if r.error_code and not r.errors:   # the topic's own error (unknown topic)
+                        failed = {p: _error(r.error_code, r.error_message) for p in asked or []}
+                    for p in (asked if asked is not None else sorted(set(r.elected) | set(failed))):
+                        out[TopicPartition(name, p)] = failed.get(p)
                 result.set_result(out)
             except Exception as e:  # noqa: BLE001 - the future carries it
                 result.set_exception(e)

@@ -94,7 +94,7 @@ class IsolationLevel(enum.Enum):
 
 
 class ElectionType(enum.Enum):
-    """``AdminClient.elect_leaders``: Riverlog elects only the PREFERRED replica."""
+    """``AdminClient.elect_leaders``: the preferred replica, or any live one for a leaderless partition."""
     PREFERRED = 0
     UNCLEAN = 1
 

@@ -8,6 +8,7 @@ callable receives the commit offset (a broker's epoch is the offset of its regis
 from __future__ import annotations
 
 from broker.config import TOPIC_CONFIG
+from broker.controller import leader_elections
 from broker.errors import ElectionNotNeededError, InvalidRequestError
 
 
@@ -82,18 +83,16 @@ def create_partitions(c, image, now, body):
 
 
 def elect_leaders(c, image, now, body):
-    """A PREFERRED election (Kafka's ``ReplicationControlManager.electLeaders``). Electing every
-    partition (no ``partitions``) leaves out those whose preferred replica leads already, as Kafka
-    does. The answer has one error for the request: when no partition was elected, the first
-    partition's error (ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ...); the admin
-    client asks one partition at a time for its per-partition results."""
+    """A PREFERRED or UNCLEAN election of a topic's partitions (Kafka's
+    ``ReplicationControlManager.electLeaders``), answered per partition: ``elected`` and
+    ``errors`` as ``[partition, code, message]``. Electing every partition (no ``partitions``)
+    leaves out those that needed no election, as Kafka does."""
     partitions = body.get("partitions")
-    records, errors = c.elect_preferred(image, body["topic"], partitions)
+    records, errors = leader_elections.elect_leaders(image, body["topic"], partitions, bool(body.get("unclean")))
     if partitions is None:
         errors = {i: e for i, e in errors.items() if not isinstance(e, ElectionNotNeededError)}
-    if errors and not records:
-        raise next(iter(errors.values()))
-    return records, {}
+    return records, {"elected": sorted(r["partition"] for r in records),
+                     "errors": [[i, e.code, e.message] for i, e in sorted(errors.items())]}
 
 
 def _topic_defaults(c) -> dict:

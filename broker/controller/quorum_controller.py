@@ -33,11 +33,10 @@ import uuid
 from dataclasses import dataclass
 
 from broker.config import TOPIC_CONFIG, Config
-from broker.errors import (BrokerNotAvailableError, ElectionNotNeededError, FencedLeaderEpochError,
+from broker.errors import (BrokerNotAvailableError, FencedLeaderEpochError,
                            InvalidPartitionsError, InvalidReplicaAssignmentError, InvalidReplicationFactorError,
                            InvalidRequestError, InvalidTopicError, NotLeaderOrFollowerError,
-                           PreferredLeaderNotAvailableError, RiverlogError, StaleBrokerEpochError,
-                           TopicAlreadyExistsError, UnknownTopicOrPartitionError)
+                           StaleBrokerEpochError, TopicAlreadyExistsError, UnknownTopicOrPartitionError)
 from broker.controller.placement import manual_assignment, place_replicas, starting_isrs
 from broker.metadata.image import MetadataImage, PartitionState, TopicImage, validate_topic_name
 from broker.replication.election import elect_leader
@@ -213,42 +212,6 @@ class QuorumController:
             return []
         ordered = [r for r in p.replicas if r in new_isr]
         return [{"type": "partition_change", "topic_id": topic_id, "partition": partition, "isr": ordered}]
-
-    def elect_preferred(self, image: MetadataImage, topic: str,
-                        partitions: list[int] | None) -> tuple[list[dict], dict[int, RiverlogError]]:
-        """Kafka's ``ReplicationControlManager.electLeaders`` for a PREFERRED election: (records,
-        {partition: error}) for the partitions named (None: every partition of the topic). Per
-        partition, as ``electLeader`` and ``PartitionChangeBuilder.electPreferredLeader``: the
-        preferred (first) replica leads if it is in the ISR and available; ELECTION_NOT_NEEDED
-        when it leads already; PREFERRED_LEADER_NOT_AVAILABLE when it cannot lead and the
-        current leader stays (a leaderless partition gets another available ISR member instead);
-        UNKNOWN_TOPIC_OR_PARTITION for a partition the topic does not have."""
-        t = _topic(image, topic)
-        live = set(image.live_brokers())
-        records: list[dict] = []
-        errors: dict[int, RiverlogError] = {}
-        for index in (range(t.num_partitions) if partitions is None else partitions):
-            if not 0 <= index < t.num_partitions:
-                errors[index] = UnknownTopicOrPartitionError(f"No such partition as {topic}-{index}")
-                continue
-            p = t.partitions[index]
-            if p.leader == p.replicas[0]:
-                errors[index] = ElectionNotNeededError(
-                    f"{topic}-{index}: the preferred replica {p.leader} is the leader already")
-                continue
-            eligible = [r for r in p.replicas if r in p.isr and r in live]
-            if p.replicas[0] in eligible:
-                leader = p.replicas[0]
-            elif p.leader in eligible or not eligible:
-                errors[index] = PreferredLeaderNotAvailableError(
-                    f"{topic}-{index}: the preferred replica {p.replicas[0]} is not available or not in "
-                    f"the ISR {p.isr}; the leader stays {p.leader}")
-                continue
-            else:
-                leader = eligible[0]
-            records.append({"type": "partition_change", "topic_id": t.topic_id, "partition": index,
-                            "leader": leader})
-        return records, errors
 
     # ---------------------------------------------------------------------------- topics
     def create_topic(self, image: MetadataImage, name: str, num_partitions: int, replication_factor: int,

@@ -344,8 +344,13 @@ class StaleBrokerEpochError(RiverlogError):
     code, grpc_status = 77, S.FAILED_PRECONDITION
 
 
+class EligibleLeadersNotAvailableError(InvalidMetadataError):
+    """An unclean election found no live replica to lead the partition."""
+    code, grpc_status = 83, S.UNAVAILABLE
+
+
 class ElectionNotNeededError(RiverlogError):
-    """The preferred replica already leads the partition."""
+    """The preferred replica already leads the partition (an unclean election: it has a leader)."""
     code, grpc_status = 84, S.FAILED_PRECONDITION
 
 

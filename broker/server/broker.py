@@ -302,8 +302,8 @@ class Broker:
         self.controller_call("create_partitions", {"name": name, "total": total, "validate_only": validate_only,
                                                    "assignment": assignment or None})
 
-    def elect_leaders(self, topic: str, partitions: list[int] | None) -> None:
-        self.controller_call("elect_leaders", {"topic": topic, "partitions": partitions})
+    def elect_leaders(self, topic: str, partitions: list[int] | None, unclean: bool = False) -> dict:
+        return self.controller_call("elect_leaders", {"topic": topic, "partitions": partitions, "unclean": unclean})
 
     def wait_until_ready(self, timeout: float) -> bool:
         """Until this broker is registered, unfenced and has caught up with the metadata log."""

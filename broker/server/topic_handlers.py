@@ -69,9 +69,16 @@ def create_partitions(broker: Broker, request: pb.CreatePartitionsRequest) -> pb
 
 
 def elect_leaders(broker: Broker, request: pb.ElectLeadersRequest) -> pb.ElectLeadersResponse:
+    """Per partition (``errors``, ``elected``); the response's own error is the topic's, or the
+    first partition's when none was elected (what ``elect_leaders(topic, partitions)`` reports)."""
     response = pb.ElectLeadersResponse()
     try:
-        broker.elect_leaders(request.topic, list(request.partitions) or None)
+        reply = broker.elect_leaders(request.topic, list(request.partitions) or None, request.election_type == 1)
+        response.elected.extend(reply["elected"])
+        for partition, code, message in reply["errors"]:
+            response.errors.add(partition=partition, error_code=code, error_message=message)
+        if reply["errors"] and not reply["elected"]:
+            response.error_code, response.error_message = reply["errors"][0][1], reply["errors"][0][2]
     except Exception as e:  # noqa: BLE001
         fill_error(response, e)
     return response
