@@ -142,12 +142,13 @@ def _members(category):
 
 # Riverlog's errors whose Kafka exception extends org.apache.kafka.common.errors.InvalidMetadataException
 # (Kafka's clients module: UnknownTopicOrPartition-, LeaderNotAvailable-, NotLeaderOrFollower- (via
-# NotLeaderForPartition-), Network-, KafkaStorage-, PreferredLeaderNotAvailable-, FencedLeaderEpoch- and
-# ElectionNotNeededException). Kafka's others of that kind (ReplicaNotAvailable, UnknownTopicId, ...) have no
+# NotLeaderForPartition-), Network-, KafkaStorage-, PreferredLeaderNotAvailable-, FencedLeaderEpoch-,
+# EligibleLeadersNotAvailable- and ElectionNotNeededException). Kafka's others of that kind (ReplicaNotAvailable, UnknownTopicId, ...) have no
 # Riverlog counterpart.
 KAFKA_INVALID_METADATA = _classes(
     "UnknownTopicOrPartitionError", "LeaderNotAvailableError", "NotLeaderOrFollowerError", "NetworkError",
-    "KafkaStorageError", "PreferredLeaderNotAvailableError", "FencedLeaderEpochError", "ElectionNotNeededError")
+    "KafkaStorageError", "PreferredLeaderNotAvailableError", "FencedLeaderEpochError", "ElectionNotNeededError",
+    "EligibleLeadersNotAvailableError")
 # ... and whose Kafka exception extends RetriableException directly.
 KAFKA_RETRIABLE_ONLY = _classes(
     "RequestTimedOutError", "KafkaTimeoutError",  # both are Kafka's TimeoutException
