@@ -24,7 +24,7 @@ import sys
 from broker.client import Consumer, TopicPartition
 from spark_sink import activate_in_thread
 from spark_sink.offset_log import topic_offsets
-from streams import restore, spark_plan, table_combine, window_combine
+from streams import partition_time, restore, spark_plan, table_combine, window_combine
 from streams.app_config import _ADMIN, _CONSUMER, _MAIN_CONSUMER, _PRODUCER, _client, _config
 from streams.errors import StreamsError
 from streams.generations import Generations
@@ -41,11 +41,13 @@ log = logging.getLogger(__name__)
 
 class StreamsApp(InternalTopics, Generations):
     def __init__(self, topology: Topology, spark, config: dict):
-        self.topology, self.spark = topology, spark
+        self.spark = spark
         self.config = _config(config)
         self.app = self.config["application.id"]
         self.defaults = default_serdes(self.config)
         self.policy = task_policy(self.config)
+        # a sub-topology whose sources' extractors read the partition time keeps it (with its meta)
+        self.topology = partition_time.with_default_extractor(topology, self.policy.timestamp_extractor)
         check_serdes(topology, self.defaults)
         from streams.global_table import check_global_on_spark
         from streams.joins import refuse_on_spark
@@ -126,6 +128,11 @@ class StreamsApp(InternalTopics, Generations):
         owner_file = os.path.join(ckpt, "riverlog-streams-owner")
         if os.path.exists(owner_file) and not _committed_a_batch(ckpt):
             log.info("sub-topology %s: its checkpoint %s holds no finished batch; starting from the broker", sub.id, ckpt)
+            shutil.rmtree(ckpt)
+        elif os.path.exists(owner_file) and sub.stateful and not os.path.isdir(os.path.join(ckpt, "state")):
+            # a stateless query's checkpoint (an extractor that now reads the partition time):
+            # Spark cannot add a stateful operator to it, and the broker holds all it held
+            log.info("sub-topology %s: its checkpoint %s is a stateless query's; starting from the broker", sub.id, ckpt)
             shutil.rmtree(ckpt)
         fresh = not os.path.exists(owner_file)
         reader = (self.spark.readStream.format("riverlog")

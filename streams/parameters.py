@@ -43,6 +43,11 @@ _log = logging.getLogger("streams.timestamps")
 
 
 class TimestampExtractor:
+    """An extractor class of one's own implements :meth:`extract`. ``uses_partition_time`` False
+    says it never reads ``partition_time`` (it is then given -1): a sub-topology with no store
+    need not keep the partition time for it and stays stateless on Spark (:func:`uses_partition_time`)."""
+    uses_partition_time = True
+
     def __call__(self, record, partition_time: int) -> int:
         return self.extract(record, partition_time)
 
@@ -99,12 +104,22 @@ class UsePartitionTimeOnInvalidTimestamp(ExtractRecordMetadataTimestamp):
 
 class WallclockTimestampExtractor(TimestampExtractor):
     """The wall-clock time of processing (a replay gives other timestamps)."""
+    uses_partition_time = False
+
     def extract(self, record, partition_time):
         return int(time.time() * 1000)
 
 
 TIMESTAMP_EXTRACTORS = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp,
                         WallclockTimestampExtractor)
+
+
+def uses_partition_time(extractor) -> bool:
+    """Whether ``extractor`` reads the partition time, so its source must keep it across batches
+    and restarts (Kafka commits it with the offsets). Kafka's extractors say so; a callable is
+    taken to read it (its body is not inspected) unless it carries ``uses_partition_time = False``
+    (``fn.uses_partition_time = False``), and is then given -1."""
+    return bool(getattr(extractor, "uses_partition_time", True))
 
 
 def timestamp_extractor(extractor, what: str = "default.timestamp.extractor"):

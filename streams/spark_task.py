@@ -104,7 +104,7 @@ def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, de
         if record is not None:
             task.source = (r["topic"], r["partition"], r["offset"])
             (head.process if head is not None else sources[r["topic"]].forward)(record)
-        last_ts = r["timestamp"]
+            last_ts = record.timestamp   # extracted: the broker's may be negative
     task.commit()
     return task, _outputs(task), _as_datetime(last_ts)
 
@@ -241,8 +241,8 @@ def stateless_batches(topology: Topology, sub_id: int, app: str, defaults: tuple
                         ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))])
 
     def run(batches):
-        # no stores, so no changelog: the task's meta (a source's partition time for its timestamp
-        # extractor) lasts as long as this Spark task, the micro-batch's rows of its partitions
+        # no stores, so no changelog: the task's meta lasts as long as this Spark task (a source
+        # whose extractor reads the partition time makes the sub-topology stateful, SubTopology.stateful)
         metas: dict[int, DictBacking] = {}
         for batch in batches:
             rows = batch.to_pylist()

@@ -9,7 +9,7 @@ from typing import Any
 from streams.errors import StreamsError
 from streams.functions import Fn
 from streams.processor import Processor
-from streams.parameters import ExtractRecordMetadataTimestamp
+from streams.parameters import ExtractRecordMetadataTimestamp, uses_partition_time
 from streams.record import Change, ConsumerRecord, Record
 from streams.column_functions import call_record
 
@@ -135,11 +135,14 @@ class Source(Processor):
         (the largest timestamp extracted so far, -1 before any) and the partition time then takes
         this record's timestamp if larger; a dropped (negative) timestamp leaves it. Kept in the
         task's meta per source topic (the task is the partition), so it survives what the task's
-        meta survives (docs/streams.md). Kafka's own extractors that read only the record's
-        timestamp skip that bookkeeping while the timestamp is valid."""
-        if isinstance(self.extractor, ExtractRecordMetadataTimestamp) and not self.extractor.uses_partition_time:
-            ts = record.timestamp
-            return ts if ts >= 0 else int(self.extractor.on_invalid_timestamp(record, ts, UNKNOWN))
+        meta survives: its state and changelog (a sub-topology whose extractor reads the partition
+        time keeps them even with no store: :attr:`streams.topology.SubTopology.stateful`). An
+        extractor that reads no partition time (:func:`streams.parameters.uses_partition_time`)
+        skips that bookkeeping and is given -1."""
+        if not uses_partition_time(self.extractor):
+            if isinstance(self.extractor, ExtractRecordMetadataTimestamp) and record.timestamp >= 0:
+                return record.timestamp
+            return int(self.extractor(record, UNKNOWN))
         name = f"partition_time:{topic}"
         seen = self.context.meta(name)
         partition_time = UNKNOWN if seen is None else seen

@@ -38,6 +38,7 @@ class Node:
 class SubTopology:
     id: int
     nodes: list[Node]                     # in definition order
+    partition_time: bool = False          # a source's timestamp extractor reads the partition time
 
     @property
     def sources(self) -> list[Node]:
@@ -57,7 +58,9 @@ class SubTopology:
 
     @property
     def stateful(self) -> bool:
-        return bool(self.stores)
+        """A store, or a partition time its extractor reads (:mod:`streams.partition_time`), kept
+        from one batch to the next in the task's state and changelog."""
+        return bool(self.stores) or self.partition_time
 
 
 class Topology:
@@ -117,7 +120,8 @@ class Topology:
         for n in self.nodes:
             groups.setdefault(find(n.name), []).append(n)
         ordered = sorted(groups.values(), key=lambda g: g[0].index)
-        return [SubTopology(i, g) for i, g in enumerate(ordered)]
+        from streams.partition_time import reads_partition_time
+        return [SubTopology(i, g, reads_partition_time(g)) for i, g in enumerate(ordered)]
 
     # ------------------------------------------------------------------ names
     @staticmethod
@@ -379,6 +383,8 @@ class TopologyDescription:
             else:
                 how = ("one streaming query: transformWithState, one task per input partition" if sub.stateful
                        else "one streaming query: mapInArrow, stateless")
+                if sub.stateful and not sub.stores:
+                    how += " (no store: it keeps the partition time its timestamp extractor reads)"
                 if p.prefix:
                     how += f"; Spark SQL{' and vectorised Python' if vectorized else ''} up to {p.prefix[-1].name}"
                 if sub.id in self.combined:
