@@ -103,7 +103,12 @@ class StreamsApp(InternalTopics, Generations):
 
     def _reset(self, topic: str) -> int:
         """Where a partition with no committed offset starts: the source's
-        ``Consumed.withOffsetResetPolicy``, else ``auto.offset.reset`` (-2 earliest, -1 latest)."""
+        ``Consumed.withOffsetResetPolicy``, else ``auto.offset.reset`` (-2 earliest, -1 latest). A
+        GlobalKTable's topic is read from the beginning whatever either says, as Kafka's global
+        consumer (``auto.offset.reset=none``, then ``seekToBeginning``): it is reference data."""
+        if any(c.args.get("global") for n in self.topology.nodes if n.kind == "source" and topic in n.topics
+               for c in n.children):
+            return -2
         policy = self.config["auto.offset.reset"]
         for n in self.topology.nodes:
             consumed = n.args.get("consumed") if n.kind == "source" else None

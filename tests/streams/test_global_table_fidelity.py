@@ -88,3 +88,16 @@ def test_queryable_store_name_is_the_given_name_or_none():
     assert d.getKeyValueStore("regions").get("EU") == "euro"
     serdes_only, *_ = _join("join", Materialized.with_(S, S))
     assert serdes_only.queryableStoreName() is None
+
+
+def test_a_global_table_is_read_from_the_beginning_whatever_the_reset_policy_says():
+    """Kafka's global consumer runs with ``auto.offset.reset=none`` and seeks to the beginning
+    (``GlobalStateManagerImpl``): a GlobalKTable ignores ``auto.offset.reset`` and
+    ``Consumed.withOffsetResetPolicy``; the application's other sources follow them."""
+    from streams.app import StreamsApp
+    b = StreamsBuilder()
+    g = b.globalTable("g", Consumed.with_(S, S).withOffsetResetPolicy("latest"))
+    b.stream("s", Consumed.with_(S, S)).join(g, lambda k, v: k, lambda v, gv: v).to("out", Produced.with_(S, S))
+    app = StreamsApp(b.build(), None, {"application.id": "a", "bootstrap.servers": "127.0.0.1:1",
+                                       "auto.offset.reset": "latest"})
+    assert (app._reset("g"), app._reset("s")) == (-2, -1)
