@@ -33,8 +33,10 @@ import logging
 from dataclasses import dataclass
 
 from spark_source.postgres import slot as slots
+from spark_source.postgres.catalog_session import CatalogSession
+from spark_source.postgres.debezium_offset import resumed, stored_commit_and_event
 from spark_source.postgres.envelope import CdcRecord, EnvelopeBuilder
-from spark_source.postgres.errors import SlotLostError
+from spark_source.postgres.errors import PublicationError, SlotLostError
 from spark_source.postgres.options import CdcOptions
 from spark_source.postgres.pgoutput import lsn_to_str
 from spark_source.postgres.replication import ReplicationStream
@@ -84,7 +86,7 @@ class Capture:
 
     def __init__(self, options: CdcOptions):
         self.options = options
-        self._sql = None
+        self._session = CatalogSession(options, setup=self._setup)
         self.tables: list[slots.Table] = []
         self._exported: SnapshotReader | None = None   # the slot's exported snapshot, while unread
         self._exported_lsn: int | None = None
@@ -93,21 +95,27 @@ class Capture:
         self._initial: CdcOffset | None = None
         self._catalog: dict[int, tuple] = {}   # oid -> (the Relation message last described, its catalog Table)
         self._types: TypeRegistry | None = None   # the catalog's user types (domains, enums, hstore, ...)
+        self._publication_checked = float("-inf")
 
     # ------------------------------------------------------------------------------ setup
+    def _setup(self, conn) -> None:
+        slots.check_server(conn, self.options)
+        self.tables = slots.captured_tables(conn, self.options)
+        slots.ensure_publication(conn, self.options, self.tables)
+
     @property
     def sql(self):
-        if self._sql is None:
-            self._sql = slots.connect(self.options)
-            slots.check_server(self._sql, self.options)
-            self.tables = slots.captured_tables(self._sql, self.options)
-            slots.ensure_publication(self._sql, self.options, self.tables)
-        return self._sql
+        return self._session.conn
+
+    def _run(self, fn, *args):
+        """``fn(connection, *args)`` on the catalog connection, connected again after a server restart."""
+        self._session.conn   # noqa: B018 — the first connection checks the server and the publication
+        return self._session.run(fn, *args)
 
     @property
     def types(self) -> TypeRegistry:
         if self._types is None:
-            self._types = TypeRegistry.load(self.sql)
+            self._types = self._run(TypeRegistry.load)
         return self._types
 
     def initial_offset(self) -> CdcOffset:
@@ -118,12 +126,12 @@ class Capture:
         return self._initial
 
     def _make_initial_offset(self) -> CdcOffset:
-        o, conn = self.options, self.sql
-        state = slots.slot_state(conn, o.slot_name)
+        o = self.options
+        state = self._run(slots.slot_state, o.slot_name)
         if o.starting_offset is not None:
-            resumed = self._resume(o.starting_offset, state)
-            if resumed is not None:
-                return resumed
+            resuming = self._resume(o.starting_offset, state)
+            if resuming is not None:
+                return resuming
         if o.snapshot_mode == "no_data":
             if state is not None:
                 slots.check_slot(state, o)
@@ -171,7 +179,7 @@ class Capture:
                                 "snapshot) or set snapshot.mode=when_needed")
         import dataclasses
         slots.check_slot(dataclasses.replace(state, active_pid=None), o)   # an active reader is waited for later
-        commit, event = _stored_commit_and_event(stored, lsn)
+        commit, event = stored_commit_and_event(stored, lsn)
         if state.confirmed_flush_lsn is not None and state.confirmed_flush_lsn > lsn:
             log.warning("slot '%s' was acknowledged up to %s, past the stored offset %s: streaming from the slot's "
                         "position", o.slot_name, lsn_to_str(state.confirmed_flush_lsn), lsn_to_str(lsn))
@@ -187,7 +195,7 @@ class Capture:
         if state is not None:
             slots.check_slot(state, o)
             log.warning("slot '%s' exists; a new query that snapshots starts it again", o.slot_name)
-            slots.drop_slot(self.sql, o.slot_name, wait_s=10)
+            self._run(slots.drop_slot, o.slot_name, 10)
         repl = slots.connect(o, replication=True)
         try:
             lsn, name = slots.create_slot(repl, o.slot_name, temporary=o.snapshot_mode == "initial_only")
@@ -203,7 +211,7 @@ class Capture:
         by_name = {t.name: t for t in self.tables}
         missing = [n for n in names if n not in by_name]
         if missing:
-            self.tables = slots.captured_tables(self.sql, self.options)
+            self.tables = self._run(slots.captured_tables, self.options)
             by_name = {t.name: t for t in self.tables}
         return [by_name[n] for n in names if n in by_name]
 
@@ -216,7 +224,7 @@ class Capture:
             return None   # its slot was temporary and nothing streams after the snapshot
         if self.stream is not None and self.stream.is_open:
             return None
-        state = slots.slot_state(self.sql, self.options.slot_name)
+        state = self._run(slots.slot_state, self.options.slot_name)
         # While streaming, psycopg2 may confirm a keepalive's WAL end once everything received was
         # acknowledged (WAL with nothing for this slot), so confirmed_flush_lsn past the offset is
         # no loss then; during the snapshot nothing is acknowledged, so there it is.
@@ -252,16 +260,36 @@ class Capture:
         if until_lsn is not None:
             stream.wait_for(until_lsn)
         taken, end, xid, ts = 0, start.lsn, start.xid, start.ts_us
-        for txn in _resumed(start, stream.take(start.lsn, until_lsn if until_lsn is not None else stream.high)):
+        for txn in resumed(start, stream.take(start.lsn, until_lsn if until_lsn is not None else stream.high)):
             if max_changes and taken and taken + len(txn.changes) > max_changes:
                 break
             taken += len(txn.changes)
             end = txn.end_lsn
             if txn.xid is not None:
                 xid, ts = txn.xid, txn.commit_ts_us
+        self._check_publication(advancing=end != start.lsn)
         return CdcOffset(STREAM, end, xid=xid, ts_us=ts) if end != start.lsn else start
 
+    def _check_publication(self, advancing: bool) -> None:
+        """The publication must still exist before the query moves on: PostgreSQL 18's pgoutput
+        skips a missing publication without an error, so the changes committed while it is gone
+        never reach the stream (older servers end the stream with an error). Checked before every
+        batch that moves on, and once a second while nothing does."""
+        import time
+        now = time.monotonic()
+        if not advancing and now < self._publication_checked + 1.0:
+            return
+        self._publication_checked = now
+        name = self.options.publication_name
+        if not self._run(slots.publication_exists, name):
+            raise PublicationError(
+                f"publication '{name}' of slot '{self.options.slot_name}' was dropped while the query ran: "
+                "PostgreSQL streams no change of a missing publication, so changes committed since it was "
+                "dropped are not in the stream; restart the query with a new checkpoint and "
+                "snapshot.mode=initial (a new snapshot) once the publication exists again")
+
     def _next_chunk(self, start: CdcOffset, limit: int) -> CdcOffset:
+        import psycopg2
         tables = self._tables_named(start.tables)
         reader = self._exported if self._exported_lsn == start.lsn else None
         fresh = reader is None
@@ -269,6 +297,15 @@ class Capture:
             reader = SnapshotReader(slots.connect(self.options), tables)
         try:
             rows, position = reader.read(start.position, limit)
+        except (psycopg2.OperationalError, psycopg2.InterfaceError) as e:
+            if fresh or not reader.conn.closed:
+                raise
+            # The server restarted under the exported snapshot: read on in a fresh one, as a query
+            # restarted mid-snapshot does (what changed since arrives through the stream).
+            log.warning("slot '%s': the exported snapshot was lost with its connection (%s); reading on in a "
+                        "fresh snapshot", self.options.slot_name, str(e).strip())
+            self._close_exported()
+            return self._next_chunk(start, limit)
         finally:
             if fresh:
                 reader.close()
@@ -321,7 +358,7 @@ class Capture:
             if stream.high < end.lsn:
                 stream.wait_for(end.lsn)
             include = lambda r: self.options.includes(r.namespace, r.name)  # noqa: E731
-            for txn in _resumed(start, stream.take(start.lsn, end.lsn)):
+            for txn in resumed(start, stream.take(start.lsn, end.lsn)):
                 self._describe_new_relations(builder, txn, include)
                 ts = txn.commit_ts_us if txn.commit_ts_us is not None else now
                 out.extend((r, ts) for r in builder.transaction_records(txn, include))
@@ -343,9 +380,9 @@ class Capture:
                 continue
             known = self._catalog.get(relation.oid)
             if known is None or known[0] is not relation:
-                known = self._catalog[relation.oid] = (relation, slots.table_by_oid(self.sql, relation.oid))
+                known = self._catalog[relation.oid] = (relation, self._run(slots.table_by_oid, relation.oid))
                 if not all(self.types.knows(c.type_oid) for c in relation.columns):
-                    self._types = TypeRegistry.load(self.sql)
+                    self._types = self._run(TypeRegistry.load)
                     builder.types = self._types
             table = known[1]
             if table is None:
@@ -356,7 +393,7 @@ class Capture:
     def mark(self) -> int:
         """An LSN past every transaction committed so far (Trigger.AvailableNow reads up to it)."""
         from spark_source.postgres.replication import emit_heartbeat
-        return emit_heartbeat(self.sql)
+        return self._run(emit_heartbeat)
 
     # ------------------------------------------------------------------------------ acknowledging
     def acknowledge(self, committed: CdcOffset) -> None:
@@ -372,9 +409,13 @@ class Capture:
 
     # ------------------------------------------------------------------------------ closing
     def _close_exported(self) -> None:
-        if self._exported is not None:
-            self._exported.close()
-        self._exported, self._exported_lsn = None, None
+        import psycopg2
+        exported, self._exported, self._exported_lsn = self._exported, None, None
+        if exported is not None:
+            try:
+                exported.close()
+            except psycopg2.Error:   # already broken (a server restart): nothing to release
+                pass
 
     def close(self) -> None:
         self._close_exported()
@@ -383,13 +424,11 @@ class Capture:
             self.stream = None
         if self.options.slot_drop_on_stop:
             try:
-                if not slots.drop_slot(self.sql, self.options.slot_name, wait_s=10):
+                if not self._run(slots.drop_slot, self.options.slot_name, 10):
                     log.warning("slot '%s' is in use and was not dropped (slot.drop.on.stop)", self.options.slot_name)
             except Exception as e:  # noqa: BLE001 — closing goes on
                 log.warning("could not drop slot '%s': %s", self.options.slot_name, e)
-        if self._sql is not None:
-            self._sql.close()
-            self._sql = None
+        self._session.close()
 
 
 def _key_of(relation, catalog_key: tuple) -> tuple:
@@ -401,33 +440,3 @@ def _key_of(relation, catalog_key: tuple) -> tuple:
     if relation.replica_identity == "d" and flagged:
         return tuple(catalog_key) if set(flagged) == set(catalog_key) else tuple(flagged)
     return tuple(k for k in catalog_key if k in names)
-
-
-def _stored_commit_and_event(stored: dict, lsn: int) -> tuple[int, int | None]:
-    """(where the stream resumes, the last emitted change's LSN or None) for a stored Debezium
-    offset. One stored after a change (``messageType`` INSERT, UPDATE, DELETE, TRUNCATE, MESSAGE)
-    resumes after ``lsn_commit`` and skips the changes up to ``lsn``; after a BEGIN or COMMIT, or
-    without ``messageType`` (older offsets, Riverlog's own), WalPositionLocator replays from the
-    transaction's start, and so does this. A change's LSN can equal the commit end before it (the
-    next WAL record), so ``lsn`` and ``lsn_commit`` alone cannot tell the cases apart."""
-    commit = stored.get("lsn_commit")
-    kind = str(stored.get("messageType") or "").upper()
-    if commit is None or kind in ("", "BEGIN", "COMMIT") or int(commit) > lsn:
-        return lsn, None
-    return int(commit), lsn
-
-
-def _resumed(start: CdcOffset, transactions: list) -> list:
-    """``transactions`` after ``start`` without the changes up to ``start.event_lsn``, in stream
-    order: those were emitted before a Debezium offset was stored (WalPositionLocator.skipMessage
-    drops every message until the stored one has passed)."""
-    if start.event_lsn is None:
-        return transactions
-    import dataclasses
-    out = []
-    for i, txn in enumerate(transactions):
-        if txn.end_lsn <= start.event_lsn:
-            continue
-        out.append(dataclasses.replace(txn, changes=[c for c in txn.changes if c.lsn > start.event_lsn]))
-        return out + transactions[i + 1:]
-    return out

@@ -14,6 +14,11 @@ psycopg2 answers the server's keepalives with the last flush position it was giv
 everything received was acknowledged it may report the keepalive's WAL end, which holds no
 change for this slot.
 
+Faults: a connection that breaks (a server restart or crash, a terminated walsender) is opened
+again at the last position received, retried for up to ``RECONNECT_TIMEOUT_S``; buffered
+transactions stay. A server error that reconnecting cannot mend — the slot dropped or
+invalidated, the publication missing — is typed (``CDC_SLOT_LOST``, ``CDC_PUBLICATION``).
+
 Heartbeats: every ``heartbeat.interval.ms`` a non-transactional
 ``pg_logical_emit_message(false, 'riverlog.heartbeat', '')`` is written. It comes back through the
 stream as a position without rows, so an idle database, or one whose writes all go to tables that
@@ -26,7 +31,9 @@ import logging
 import select
 import time
 
-from spark_source.postgres.errors import PostgresConnectionError, SlotInUseError, SlotLostError
+from spark_source.postgres.catalog_session import RECONNECT_TIMEOUT_S
+from spark_source.postgres.errors import (PostgresConnectionError, PublicationError, SlotInUseError,
+                                          SlotLostError)
 from spark_source.postgres.options import CdcOptions
 from spark_source.postgres.pgoutput import LogicalMessage, PgOutputDecoder, lsn_from_str, lsn_to_str
 from spark_source.postgres.slot import connect
@@ -36,6 +43,31 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_PREFIX = "riverlog.heartbeat"
 PROTO_VERSION = "1"
+
+
+def _connection_broke(error, conn) -> bool:
+    """The replication connection is gone (a server restart, a terminated walsender): psycopg2
+    says so with OperationalError or InterfaceError, or, when the server closed the COPY under it,
+    with a client-side DatabaseError ("no COPY in progress") that carries no SQLSTATE."""
+    import psycopg2
+    return (isinstance(error, (psycopg2.OperationalError, psycopg2.InterfaceError)) or error.pgcode is None
+            or conn is None or bool(conn.closed))
+
+
+def _stream_failed(slot: str, error) -> Exception:
+    """A server error on a live replication connection, typed: the slot invalidated or dropped
+    (``CDC_SLOT_LOST``), the publication dropped (``CDC_PUBLICATION``), anything else
+    ``CDC_CONNECTION``."""
+    text = str(error).strip()
+    if "replication slot" in text and any(why in text for why in ("can no longer", "invalidated", "does not exist")):
+        return SlotLostError(f"replication slot '{slot}' lost its WAL or was dropped while streaming ({text}): "
+                             "changes after the query's offsets are gone; restart the query with a new checkpoint "
+                             "(snapshot.mode=initial) or use snapshot.mode=when_needed")
+    if "publication" in text and "does not exist" in text:
+        return PublicationError(f"the publication of slot '{slot}' was dropped while streaming ({text}): create it "
+                                "again (or set publication.autocreate.mode=all_tables or filtered) and restart the "
+                                "query; changes committed while it was missing are not in the stream")
+    return PostgresConnectionError(f"streaming from slot '{slot}' failed: {text}")
 
 
 def is_heartbeat(txn: Transaction) -> bool:
@@ -63,7 +95,9 @@ class ReplicationStream:
         self.high = start_lsn          # the highest end LSN received
         self.acked = 0                 # the highest LSN acknowledged to the server
         self.buffer: list[Transaction] = []
+        self._buffered = 0             # changes in ``buffer``, kept as it changes: poll checks it per message
         self._conn = self._cursor = None
+        self._decoder = None           # set once streaming started
         self._next_heartbeat = 0.0
         self._sql = None
 
@@ -79,6 +113,26 @@ class ReplicationStream:
                 if self.clock() > deadline:
                     raise
                 time.sleep(0.2)
+
+    def reopen(self, why: str) -> None:
+        """Stream again after the connection broke (the server restarted, the walsender was
+        terminated): retried for up to ``RECONNECT_TIMEOUT_S`` while the server is unreachable or
+        the old walsender still holds the slot. Resumes at the last position received; what was
+        buffered stays and replays are dropped. A slot that is gone is ``SlotLostError`` at once."""
+        log.warning("replication connection of slot '%s' broke (%s); reconnecting at %s",
+                    self.options.slot_name, why, lsn_to_str(max(self.high, self.acked)))
+        self._close_connection()
+        deadline = self.clock() + RECONNECT_TIMEOUT_S
+        while True:
+            try:
+                return self._open()
+            except (PostgresConnectionError, SlotInUseError) as e:
+                if self.clock() > deadline:
+                    raise PostgresConnectionError(
+                        f"the replication connection of slot '{self.options.slot_name}' broke ({why}) and "
+                        f"PostgreSQL did not take a new one within {RECONNECT_TIMEOUT_S:.0f} s ({e}); restart the "
+                        "query once the server is back: it resumes from its checkpoint and loses nothing") from None
+                time.sleep(0.5)
 
     def _open(self) -> None:
         import psycopg2
@@ -96,14 +150,19 @@ class ReplicationStream:
                                  "slot): stop the other query or connector, or choose another slot.name") from None
         except psycopg2.errors.UndefinedObject as e:
             self._close_connection()
+            if "publication" in str(e):
+                raise _stream_failed(self.options.slot_name, e) from None
             raise SlotLostError(f"replication slot '{self.options.slot_name}' does not exist ({str(e).strip()}): "
                                 "it was dropped, so changes after the query's offsets are gone; restart the query "
                                 "with a new checkpoint (snapshot.mode=initial) or use snapshot.mode=when_needed") \
                 from None
         except psycopg2.Error as e:
             self._close_connection()
-            raise PostgresConnectionError(f"START_REPLICATION on slot '{self.options.slot_name}' failed: "
-                                          f"{str(e).strip()}") from None
+            failed = _stream_failed(self.options.slot_name, e)
+            if isinstance(failed, PostgresConnectionError):
+                failed = PostgresConnectionError(f"START_REPLICATION on slot '{self.options.slot_name}' failed: "
+                                                 f"{str(e).strip()}")
+            raise failed from None
         self._decoder = PgOutputDecoder()
         self._assembler = TransactionAssembler()
         if self.acked:
@@ -135,7 +194,10 @@ class ReplicationStream:
         last acknowledged position (what was buffered stays; replays are dropped)."""
         import psycopg2
         if self._conn is None:
-            self.open()
+            if self._decoder is None:
+                self.open()
+            else:   # it was open and broke (an acknowledgement failed): the server may be restarting
+                self.reopen("closed after a failed acknowledgement")
         self._maybe_heartbeat()
         added, deadline = 0, self.clock() + budget_s
         try:
@@ -152,17 +214,17 @@ class ReplicationStream:
                 for txn in self._assembler.feed(self._decoder.decode(message.payload), message.data_start):
                     if txn.end_lsn > self.high:
                         self.buffer.append(txn)
+                        self._buffered += len(txn.changes)
                         self.high = txn.end_lsn
                         added += 1
-        except (psycopg2.OperationalError, psycopg2.InterfaceError) as e:
-            log.warning("replication connection of slot '%s' broke (%s); reconnecting at %s",
-                        self.options.slot_name, str(e).strip(), lsn_to_str(max(self.high, self.acked)))
-            self._close_connection()
-            self.open()
+        except psycopg2.Error as e:
+            if not _connection_broke(e, self._conn):
+                raise _stream_failed(self.options.slot_name, e) from None
+            self.reopen(str(e).strip())
         return added
 
     def buffered_changes(self) -> int:
-        return sum(len(t.changes) for t in self.buffer)
+        return self._buffered
 
     def take(self, after: int, until: int) -> list[Transaction]:
         """Buffered transactions with ``after < end_lsn <= until``."""
@@ -171,6 +233,7 @@ class ReplicationStream:
     def forget(self, up_to: int) -> None:
         """Drop buffered transactions that Spark has committed."""
         self.buffer = [t for t in self.buffer if t.end_lsn > up_to]
+        self._buffered = sum(len(t.changes) for t in self.buffer)
 
     def wait_for(self, lsn: int, timeout_s: float = 120.0) -> None:
         """Read until a position at or past ``lsn`` arrived (a batch replayed after a restart)."""
@@ -196,7 +259,9 @@ class ReplicationStream:
         import psycopg2
         try:
             self._cursor.send_feedback(write_lsn=lsn, flush_lsn=lsn, apply_lsn=lsn, force=True)
-        except (psycopg2.OperationalError, psycopg2.InterfaceError) as e:
+        except psycopg2.Error as e:
+            if not _connection_broke(e, self._conn):
+                raise _stream_failed(self.options.slot_name, e) from None
             log.warning("could not acknowledge %s on slot '%s' (%s); it is sent again on reconnect",
                         lsn_to_str(lsn), self.options.slot_name, str(e).strip())
             self._close_connection()

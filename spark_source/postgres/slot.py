@@ -213,17 +213,29 @@ def ensure_publication(conn, options: CdcOptions, tables: list[Table]) -> None:
             listed = ", ".join(t.quoted for t in tables)
             if row is None:
                 cur.execute(f"CREATE PUBLICATION {quote(name)} FOR TABLE {listed}")
-            elif row[0] or publication_tables(conn, name) != wanted:
+            elif row[0] or (published := publication_tables(conn, name)) != wanted:
                 if row[0]:
                     cur.execute(f"DROP PUBLICATION {quote(name)}")
                     cur.execute(f"CREATE PUBLICATION {quote(name)} FOR TABLE {listed}")
                 else:
                     cur.execute(f"ALTER PUBLICATION {quote(name)} SET TABLE {listed}")
+                    added = sorted(set(wanted) - set(published))
+                    if added:
+                        log.warning("tables %s added to publication '%s' (publication.autocreate.mode=filtered): "
+                                    "their changes stream from now on; rows written to them before were not "
+                                    "published and are only in a new snapshot, not in a query resuming from its "
+                                    "offsets", ", ".join(added), name)
         except Exception as e:  # psycopg2.Error: insufficient privilege, most often
             raise PublicationError(f"cannot create or change publication '{name}' "
                                    f"(publication.autocreate.mode={options.publication_autocreate}): "
                                    f"{str(e).strip()}; create it yourself and set publication.autocreate.mode="
                                    "disabled, or grant the role ownership of the tables") from None
+
+
+def publication_exists(conn, name: str) -> bool:
+    with conn.cursor() as cur:
+        cur.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (name,))
+        return cur.fetchone() is not None
 
 
 def publication_tables(conn, name: str) -> list[str]:
