@@ -65,6 +65,41 @@ class PgDatabase:
         self.server.execute(f'DROP DATABASE IF EXISTS "{self.dbname}" WITH (FORCE)')
 
 
+def own_database(server, prefix: str):
+    """A fresh database on ``server`` (the session's, or one a test module started itself to
+    restart or configure it): a generator for a fixture, dropped afterwards."""
+    name = f"{prefix}_{next(_numbers)}"
+    server.execute(f'CREATE DATABASE "{name}" OWNER "{server.user}"')
+    database = PgDatabase(server, name)
+    yield database
+    database.drop()
+
+
+def read_batches(capture, start, want: int, acknowledge: bool = False, timeout: float = 30):
+    """A capture's batches from ``start`` until ``want`` records came: (records, end offset).
+    With ``acknowledge`` each batch is acknowledged, as after Spark's commit."""
+    from tests.conftest import wait_until
+    out = []
+
+    def enough():
+        nonlocal start
+        end = capture.next_offset(start, None)
+        if end != start:
+            out.extend(capture.records(start, end))
+            if acknowledge:
+                capture.acknowledge(end)
+            start = end
+        return len(out) >= want
+    wait_until(enough, timeout=timeout, interval=0.05, message=f"{want} records")
+    return out, start
+
+
+def record_ids(records) -> list[int]:
+    """The ``id`` key of each (record, headers) pair that is not a tombstone."""
+    import json
+    return [json.loads(r.key)["payload"]["id"] for r, _ in records if r.value is not None]
+
+
 @pytest.fixture(scope="session")
 def postgres():
     from spark_source.postgres.embedded import EmbeddedPostgres
@@ -75,11 +110,7 @@ def postgres():
 
 @pytest.fixture
 def pg_db(postgres):
-    name = f"test_{next(_numbers)}"
-    postgres.execute(f'CREATE DATABASE "{name}" OWNER "{postgres.user}"')
-    db = PgDatabase(postgres, name)
-    yield db
-    db.drop()
+    yield from own_database(postgres, "test")
 
 
 def fold_changes(records) -> dict:

@@ -19,6 +19,23 @@ log = logging.getLogger(__name__)
 RECONNECT_TIMEOUT_S = 60.0   # how long a broken connection is retried (a server restart), replication's too
 
 
+def reconnect(open_connection, what: str, why: str, clock, retriable: tuple):
+    """``open_connection()`` tried again every half second while it raises one of ``retriable``
+    (the server is still coming back), for up to ``RECONNECT_TIMEOUT_S``; then a
+    ``PostgresConnectionError`` naming ``what`` broke, ``why``, and what to do."""
+    deadline = clock() + RECONNECT_TIMEOUT_S
+    while True:
+        try:
+            return open_connection()
+        except retriable as e:
+            if clock() > deadline:
+                raise PostgresConnectionError(
+                    f"{what} broke ({why}) and PostgreSQL did not take a new one within {RECONNECT_TIMEOUT_S:.0f} s "
+                    f"({e}); restart the query once the server is back: it resumes from its checkpoint and loses "
+                    "nothing") from None
+            time.sleep(0.5)
+
+
 class CatalogSession:
     """One autocommit connection; ``setup(conn)`` runs on the first one only (server checks, the
     publication). Driver-side, single-threaded."""
@@ -55,18 +72,8 @@ class CatalogSession:
         from spark_source.postgres.slot import connect
         log.warning("connection to PostgreSQL for slot '%s' broke (%s); reconnecting", self.options.slot_name, why)
         self.close()
-        deadline = self._clock() + RECONNECT_TIMEOUT_S
-        while True:
-            try:
-                self._conn = connect(self.options)
-                return
-            except PostgresConnectionError as e:
-                if self._clock() > deadline:
-                    raise PostgresConnectionError(
-                        f"the connection to PostgreSQL broke ({why}) and no new one was accepted within "
-                        f"{RECONNECT_TIMEOUT_S:.0f} s ({e}); restart the query once the server is back: it resumes "
-                        "from its checkpoint and loses nothing") from None
-                time.sleep(0.5)
+        self._conn = reconnect(lambda: connect(self.options), "the connection to PostgreSQL", why, self._clock,
+                               (PostgresConnectionError,))
 
     def close(self) -> None:
         if self._conn is not None:

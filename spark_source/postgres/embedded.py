@@ -134,9 +134,13 @@ class EmbeddedPostgres:
         except RuntimeError:
             self._tool("pg_ctl", "-D", str(self.pgdata), "-w", "-t", "30", "-m", "immediate", "stop")
 
-    def restart(self) -> None:
-        """Stop and start again on the same directory and port (data kept)."""
-        self._shutdown()
+    def restart(self, immediate: bool = False) -> None:
+        """Stop and start again on the same directory and port (data kept). ``immediate`` stops
+        as a crash would (``pg_ctl stop -m immediate``: no checkpoint, the WAL replayed on start)."""
+        if immediate:
+            self._tool("pg_ctl", "-D", str(self.pgdata), "-w", "-t", "30", "-m", "immediate", "stop")
+        else:
+            self._shutdown()
         self.running = False
         own, self._own_dir = self._own_dir, False
         try:

@@ -31,7 +31,7 @@ import logging
 import select
 import time
 
-from spark_source.postgres.catalog_session import RECONNECT_TIMEOUT_S
+from spark_source.postgres.catalog_session import reconnect
 from spark_source.postgres.errors import (PostgresConnectionError, PublicationError, SlotInUseError,
                                           SlotLostError)
 from spark_source.postgres.options import CdcOptions
@@ -122,17 +122,8 @@ class ReplicationStream:
         log.warning("replication connection of slot '%s' broke (%s); reconnecting at %s",
                     self.options.slot_name, why, lsn_to_str(max(self.high, self.acked)))
         self._close_connection()
-        deadline = self.clock() + RECONNECT_TIMEOUT_S
-        while True:
-            try:
-                return self._open()
-            except (PostgresConnectionError, SlotInUseError) as e:
-                if self.clock() > deadline:
-                    raise PostgresConnectionError(
-                        f"the replication connection of slot '{self.options.slot_name}' broke ({why}) and "
-                        f"PostgreSQL did not take a new one within {RECONNECT_TIMEOUT_S:.0f} s ({e}); restart the "
-                        "query once the server is back: it resumes from its checkpoint and loses nothing") from None
-                time.sleep(0.5)
+        reconnect(self._open, f"the replication connection of slot '{self.options.slot_name}'", why, self.clock,
+                  (PostgresConnectionError, SlotInUseError))
 
     def _open(self) -> None:
         import psycopg2

@@ -4,19 +4,14 @@ is checked per message), and a transaction larger than ``maxChangesPerTrigger`` 
 its own that a restart replays whole."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from spark_source.postgres.capture import Capture, CdcOffset
 from spark_source.postgres.options import CdcOptions
 from tests.conftest import wait_until
+from tests.postgres_fixture import read_batches, record_ids
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-
-def _ids(records) -> list[int]:
-    return [json.loads(r.key)["payload"]["id"] for r, _ in records if r.value is not None]
 
 
 def test_a_backlog_of_many_small_transactions_is_read_without_stalling(pg_db):
@@ -29,20 +24,10 @@ def test_a_backlog_of_many_small_transactions_is_read_without_stalling(pg_db):
     try:
         start = capture.next_offset(CdcOffset("new", 0), None)
         pg_db.execute(f"DO $$ BEGIN FOR i IN 1..{n} LOOP INSERT INTO t VALUES (i); COMMIT; END LOOP; END $$")
-        records = []
-
-        def all_read():
-            nonlocal start
-            end = capture.next_offset(start, None)
-            if end != start:
-                records.extend(capture.records(start, end))
-                capture.acknowledge(end)
-                start = end
-            return len(records) >= n
-        wait_until(all_read, timeout=100, interval=0.01, message=f"{n} records")
+        records, _ = read_batches(capture, start, n, acknowledge=True, timeout=100)
     finally:
         capture.close()
-    assert _ids(records) == list(range(1, n + 1))
+    assert record_ids(records) == list(range(1, n + 1))
 
 
 def test_a_transaction_larger_than_the_batch_limit_is_one_batch_replayed_whole(pg_db):
@@ -55,17 +40,17 @@ def test_a_transaction_larger_than_the_batch_limit_is_one_batch_replayed_whole(p
         pg_db.execute("INSERT INTO t SELECT g FROM generate_series(1, 5000) g")     # one transaction
         pg_db.execute("INSERT INTO t VALUES (5001)")
         first = wait_until(lambda: (e := capture.next_offset(start, 100)) != start and e, timeout=30)
-        assert _ids(capture.records(start, first)) == [0]
+        assert record_ids(capture.records(start, first)) == [0]
         capture.acknowledge(first)
         large = wait_until(lambda: (e := capture.next_offset(first, 100)) != first and e, timeout=30)
-        assert _ids(capture.records(first, large)) == list(range(1, 5001)), "whole, though over the limit"
+        assert record_ids(capture.records(first, large)) == list(range(1, 5001)), "whole, though over the limit"
     finally:
         capture.close()                      # killed before Spark committed the large batch
     again = Capture(options)
     try:
-        assert _ids(again.records(first, large)) == list(range(1, 5001)), "the replay is the same batch"
+        assert record_ids(again.records(first, large)) == list(range(1, 5001)), "the replay is the same batch"
         again.acknowledge(large)
         last = wait_until(lambda: (e := again.next_offset(large, 100)) != large and e, timeout=30)
-        assert _ids(again.records(large, last)) == [5001]
+        assert record_ids(again.records(large, last)) == [5001]
     finally:
         again.close()

@@ -16,23 +16,9 @@ from spark_source.postgres.capture import Capture, CdcOffset
 from spark_source.postgres.errors import PublicationError
 from spark_source.postgres.options import CdcOptions
 from tests.conftest import wait_until
+from tests.postgres_fixture import read_batches
 
 pytestmark = pytest.mark.integration
-
-
-def _drain(capture: Capture, start: CdcOffset, want: int) -> tuple[list, CdcOffset]:
-    out = []
-
-    def enough():
-        nonlocal start
-        end = capture.next_offset(start, None)
-        if end != start:
-            out.extend(capture.records(start, end))
-            capture.acknowledge(end)
-            start = end
-        return len(out) >= want
-    wait_until(enough, timeout=30, interval=0.05, message=f"{want} records")
-    return out, start
 
 
 def _ids(records) -> list:
@@ -46,7 +32,7 @@ def test_a_publication_dropped_while_streaming_fails_the_query_before_its_offset
     try:
         start = capture.initial_offset()
         pg_db.execute("INSERT INTO t VALUES (1)")
-        first, start = _drain(capture, start, 1)
+        first, start = read_batches(capture, start, 1, acknowledge=True)
         pg_db.execute("DROP PUBLICATION riverlog_publication")
         pg_db.execute("INSERT INTO t VALUES (2)")          # never streamed: nothing publishes it
         with pytest.raises(PublicationError, match="was dropped while the query ran"):
@@ -67,7 +53,7 @@ def test_filtered_publishes_a_table_created_mid_stream_when_the_query_starts_aga
         pg_db.execute("CREATE TABLE late (id int PRIMARY KEY)")
         pg_db.execute("INSERT INTO late VALUES (1)")
         pg_db.execute("INSERT INTO t VALUES (1)")
-        first, start = _drain(capture, start, 1)
+        first, start = read_batches(capture, start, 1, acknowledge=True)
     finally:
         capture.close()
     assert _ids(first) == [("t", 1)], "not published yet: the publication lists the tables the query started with"
@@ -76,7 +62,7 @@ def test_filtered_publishes_a_table_created_mid_stream_when_the_query_starts_aga
         try:
             start = capture.next_offset(CdcOffset("new", 0), None)
             pg_db.execute("INSERT INTO late VALUES (2)")
-            more, _ = _drain(capture, start, 1)
+            more, _ = read_batches(capture, start, 1, acknowledge=True)
         finally:
             capture.close()
     assert _ids(more) == [("late", 2)]

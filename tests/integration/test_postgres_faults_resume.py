@@ -10,28 +10,13 @@ import pytest
 
 from spark_source.postgres.capture import STREAM, Capture, CdcOffset
 from spark_source.postgres.options import CdcOptions
-from tests.conftest import wait_until
+from tests.postgres_fixture import read_batches
 
 pytestmark = pytest.mark.integration
 
 
 def _capture(db, **extra) -> Capture:
     return Capture(CdcOptions.parse(db.options(slot_name="dbz", snapshot_mode="no_data", **extra)))
-
-
-def _stream(capture: Capture, start: CdcOffset, want: int) -> list:
-    """Batches, never acknowledged, until ``want`` records came."""
-    records = []
-
-    def enough():
-        nonlocal start
-        end = capture.next_offset(start, None)
-        if end != start:
-            records.extend(r for r, _ in capture.records(start, end))
-            start = end
-        return len(records) >= want
-    wait_until(enough, timeout=30, interval=0.05, message=f"{want} records")
-    return records
 
 
 def _events(records) -> list:
@@ -53,7 +38,7 @@ def test_an_offset_stored_inside_a_truncate_of_several_tables_emits_the_truncate
         start = first.next_offset(CdcOffset("new", 0), None)
         pg_db.execute("INSERT INTO a VALUES (1)")
         pg_db.execute("BEGIN; INSERT INTO b VALUES (2); TRUNCATE a, b; COMMIT")
-        records = _stream(first, start, 4)
+        records = [r for r, _ in read_batches(first, start, 4)[0]]
     finally:
         first.close()
     assert _events(records) == [("c", "a", 1), ("c", "b", 2), ("t", "a", None), ("t", "b", None)]
@@ -66,7 +51,7 @@ def test_an_offset_stored_inside_a_truncate_of_several_tables_emits_the_truncate
         start = again.next_offset(CdcOffset("new", 0), None)
         assert (start.phase, start.lsn) == (STREAM, records[0].commit_lsn)
         pg_db.execute("INSERT INTO a VALUES (3)")
-        resumed = _stream(again, start, 3)
+        resumed = [r for r, _ in read_batches(again, start, 3)[0]]
     finally:
         again.close()
     assert _events(resumed) == [("t", "a", None), ("t", "b", None), ("c", "a", 3)]

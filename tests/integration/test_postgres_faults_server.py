@@ -14,6 +14,7 @@ from spark_source.postgres.capture import Capture, CdcOffset
 from spark_source.postgres.errors import SlotLostError
 from spark_source.postgres.options import CdcOptions
 from tests.conftest import wait_until
+from tests.postgres_fixture import own_database, read_batches, record_ids
 
 pytestmark = pytest.mark.integration
 
@@ -28,43 +29,7 @@ def server():
 
 @pytest.fixture
 def db(server):
-    from tests.postgres_fixture import PgDatabase, _numbers
-    name = f"faults_{next(_numbers)}"
-    server.execute(f'CREATE DATABASE "{name}" OWNER "{server.user}"')
-    database = PgDatabase(server, name)
-    yield database
-    database.drop()
-
-
-def _crash_and_start(server) -> None:
-    """kill -9 of the server, in effect: no checkpoint, WAL replayed on start."""
-    server._tool("pg_ctl", "-D", str(server.pgdata), "-w", "-t", "30", "-m", "immediate", "stop")
-    server.running = False
-    own, server._own_dir = server._own_dir, False
-    try:
-        server.start()
-    finally:
-        server._own_dir = own
-
-
-def _ids(records) -> list[int]:
-    return [json.loads(r.key)["payload"]["id"] for r, _ in records if r.value is not None]
-
-
-def _drain(capture: Capture, start: CdcOffset, want: int) -> tuple[list, CdcOffset]:
-    """Committed batches (each acknowledged, as after Spark's commit) until ``want`` records came."""
-    out = []
-
-    def enough():
-        nonlocal start
-        end = capture.next_offset(start, None)
-        if end != start:
-            out.extend(capture.records(start, end))
-            capture.acknowledge(end)
-            start = end
-        return len(out) >= want
-    wait_until(enough, timeout=60, interval=0.05, message=f"{want} records")
-    return out, start
+    yield from own_database(server, "faults")
 
 
 @pytest.mark.parametrize("restart", ["fast", "crash"])
@@ -74,22 +39,22 @@ def test_a_server_restart_under_the_stream_loses_and_repeats_nothing(db, server,
     try:
         start = capture.initial_offset()
         db.execute("INSERT INTO t VALUES (1)")
-        first, start = _drain(capture, start, 1)
+        first, start = read_batches(capture, start, 1, acknowledge=True, timeout=60)
         db.execute("INSERT INTO t VALUES (2)")
         ahead = wait_until(lambda: (e := capture.next_offset(start, None)) != start and e, timeout=30)
         # the batch (start, ahead] is planned but not committed when the server goes down
         conn = db.connect(autocommit=False)
         with conn.cursor() as cur:
             cur.execute("INSERT INTO t VALUES (99)")     # open: the restart rolls it back
-        server.restart() if restart == "fast" else _crash_and_start(server)
+        server.restart(immediate=restart == "crash")
         conn.close()
         db.execute("INSERT INTO t VALUES (3)")
         replayed = capture.records(start, ahead)         # Spark replays the planned batch
         capture.acknowledge(ahead)
-        rest, _ = _drain(capture, ahead, 1)
+        rest, _ = read_batches(capture, ahead, 1, acknowledge=True, timeout=60)
     finally:
         capture.close()
-    assert _ids(first) + _ids(replayed) + _ids(rest) == [1, 2, 3]
+    assert record_ids(first) + record_ids(replayed) + record_ids(rest) == [1, 2, 3]
 
 
 def test_a_slot_dropped_while_streaming_fails_with_slot_lost(db):
@@ -98,7 +63,7 @@ def test_a_slot_dropped_while_streaming_fails_with_slot_lost(db):
     try:
         start = capture.initial_offset()
         db.execute("INSERT INTO t VALUES (1)")
-        _, start = _drain(capture, start, 1)
+        _, start = read_batches(capture, start, 1, acknowledge=True, timeout=60)
 
         def dropped():
             db.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
@@ -109,7 +74,7 @@ def test_a_slot_dropped_while_streaming_fails_with_slot_lost(db):
         wait_until(dropped, timeout=30, interval=0.1, message="the slot dropped")
         db.execute("INSERT INTO t VALUES (2)")
         with pytest.raises(SlotLostError, match="snapshot.mode=when_needed"):
-            _drain(capture, start, 1)
+            read_batches(capture, start, 1, acknowledge=True, timeout=60)
     finally:
         capture.close()
 

@@ -10,32 +10,13 @@ import pytest
 from spark_source.postgres.capture import DONE, SNAPSHOT, STREAM, Capture
 from spark_source.postgres.errors import SlotLostError
 from spark_source.postgres.options import CdcOptions
+from tests.postgres_fixture import read_batches, record_ids
 
 pytestmark = pytest.mark.integration
 
 
 def _capture(db, **extra) -> Capture:
     return Capture(CdcOptions.parse(db.options(slot_name="resume", **extra)))
-
-
-def _ids(records) -> list[int]:
-    return [json.loads(r.key)["payload"]["id"] for r, _ in records if r.value is not None]
-
-
-def _read(capture: Capture, start, want: int):
-    """Batches (never acknowledged) until ``want`` records came: (records, end offset)."""
-    from tests.conftest import wait_until
-    out = []
-
-    def enough():
-        nonlocal start
-        end = capture.next_offset(start, None)
-        if end != start:
-            out.extend(capture.records(start, end))
-            start = end
-        return len(out) >= want
-    wait_until(enough, timeout=30, interval=0.05, message=f"{want} records")
-    return out, start
 
 
 def test_a_slot_behind_the_stored_offset_resumes_after_it_and_replays_nothing(pg_db):
@@ -45,10 +26,10 @@ def test_a_slot_behind_the_stored_offset_resumes_after_it_and_replays_nothing(pg
         start = first.initial_offset()
         for i in (1, 2, 3):
             pg_db.execute("INSERT INTO customers VALUES (%s, 'c')", (i,))
-        records, _ = _read(first, start, 3)
+        records, _ = read_batches(first, start, 3)
     finally:
         first.close()
-    assert _ids(records) == [1, 2, 3]
+    assert record_ids(records) == [1, 2, 3]
     second_lsn = int(dict(records[1][0].headers)["riverlog.cdc.commit_lsn"])
     assert pg_db.slot("resume")["confirmed_flush_lsn"] < second_lsn, "nothing was acknowledged: the slot is behind"
 
@@ -58,8 +39,8 @@ def test_a_slot_behind_the_stored_offset_resumes_after_it_and_replays_nothing(pg
         start = again.initial_offset()
         assert (start.phase, start.lsn, start.xid) == (STREAM, second_lsn, 1), "no new snapshot"
         pg_db.execute("INSERT INTO customers VALUES (4, 'c')")
-        records, end = _read(again, start, 2)
-        assert _ids(records) == [3, 4]
+        records, end = read_batches(again, start, 2)
+        assert record_ids(records) == [3, 4]
         assert end.xid is not None and end.xid != 1 and end.ts_us > 5, "the offset carries the last txId"
     finally:
         again.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import wait_until
+from tests.postgres_fixture import own_database
 from tests.spark import cdc_pipeline as cdc
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.timeout(600)]
@@ -22,22 +23,7 @@ def server():
 
 @pytest.fixture
 def db(server):
-    from tests.postgres_fixture import PgDatabase, _numbers
-    name = f"spark_faults_{next(_numbers)}"
-    server.execute(f'CREATE DATABASE "{name}" OWNER "{server.user}"')
-    database = PgDatabase(server, name)
-    yield database
-    database.drop()
-
-
-def _crash_and_start(server) -> None:
-    server._tool("pg_ctl", "-D", str(server.pgdata), "-w", "-t", "30", "-m", "immediate", "stop")
-    server.running = False
-    own, server._own_dir = server._own_dir, False
-    try:
-        server.start()
-    finally:
-        server._own_dir = own
+    yield from own_database(server, "spark_faults")
 
 
 def _caught_up(db, lake: str, query):
@@ -59,7 +45,7 @@ def test_a_running_query_rides_through_a_server_restart_and_a_crash(spark, db, s
              .trigger(processingTime="200 milliseconds").start())
     try:
         wait_until(lambda: _caught_up(db, lake, query), timeout=180, interval=0.5, message="the snapshot")
-        for round_, stop in enumerate((server.restart, lambda: _crash_and_start(server))):
+        for round_, stop in enumerate((server.restart, lambda: server.restart(immediate=True))):
             db.execute("UPDATE items SET qty = qty + 100 WHERE id <= 10")
             db.execute("DELETE FROM items WHERE id = %s", (20 + round_,))
             stop()
