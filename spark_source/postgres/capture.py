@@ -1,14 +1,6 @@
 """The capture: slot, snapshot and stream driven by offsets, independent of Spark.
 
-An offset says how far the query has read (JSON in Spark's checkpoint):
-
-    {"phase": "snapshot", "lsn": C, "tables": [...], "table": i, "after": [key as text] | null, "rows": n}
-    {"phase": "stream", "lsn": L, ["txId": X, "ts_usec": T], ["event_lsn": E]}   every transaction
-                                       with commit end LSN <= L is read; X and T are the last one's xid
-                                       and commit time; E (only from a Debezium offset stored mid-
-                                       transaction): the next transaction's changes up to E are read too
-    {"phase": "done", "lsn": C}        initial_only: the snapshot is read, nothing follows
-    {"phase": "new", "lsn": 0}         a query's initial offset, before its slot exists
+Offsets (:class:`~spark_source.postgres.cdc_offset.CdcOffset`) say how far the query has read.
 
 A query's first batch runs from ``new`` to where the new query starts and holds no records:
 Spark asks for the initial offset again when that batch is replayed after a crash, and an answer
@@ -28,13 +20,12 @@ batch). :meth:`Capture.acknowledge` is called only with the end of a batch Spark
 """
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import dataclass
 
 from spark_source.postgres import slot as slots
 from spark_source.postgres.catalog_session import CatalogSession
-from spark_source.postgres.debezium_offset import resumed, stored_commit_and_event
+from spark_source.postgres.cdc_offset import DONE, NEW, SNAPSHOT, STREAM, CdcOffset  # noqa: F401 (public here)
+from spark_source.postgres.debezium_offset import resume_from, resumed
 from spark_source.postgres.envelope import CdcRecord, EnvelopeBuilder
 from spark_source.postgres.errors import PublicationError, SlotLostError
 from spark_source.postgres.options import CdcOptions
@@ -44,40 +35,6 @@ from spark_source.postgres.snapshot import Position, SnapshotReader, snapshot_ma
 from spark_source.postgres.type_registry import TypeRegistry
 
 log = logging.getLogger(__name__)
-SNAPSHOT, STREAM, DONE, NEW = "snapshot", "stream", "done", "new"
-
-
-@dataclass(frozen=True)
-class CdcOffset:
-    phase: str
-    lsn: int
-    tables: tuple = ()
-    position: Position | None = None
-    rows: int = 0
-    xid: int | None = None
-    ts_us: int | None = None
-    event_lsn: int | None = None
-
-    def to_json(self) -> dict:
-        if self.phase != SNAPSHOT:
-            last = {k: v for k, v in (("txId", self.xid), ("ts_usec", self.ts_us), ("event_lsn", self.event_lsn))
-                    if v is not None}
-            return {"phase": self.phase, "lsn": self.lsn, **last}
-        return {"phase": SNAPSHOT, "lsn": self.lsn, "tables": list(self.tables), **self.position.to_json(),
-                "rows": self.rows}
-
-    @classmethod
-    def from_json(cls, data) -> "CdcOffset":
-        data = json.loads(data) if isinstance(data, str) else data
-        if data["phase"] != SNAPSHOT:
-            xid, ts, event = data.get("txId"), data.get("ts_usec"), data.get("event_lsn")
-            return cls(data["phase"], int(data["lsn"]), xid=None if xid is None else int(xid),
-                       ts_us=None if ts is None else int(ts), event_lsn=None if event is None else int(event))
-        return cls(SNAPSHOT, int(data["lsn"]), tuple(data["tables"]), Position.from_json(data), int(data["rows"]))
-
-    @property
-    def key(self) -> str:
-        return json.dumps(self.to_json(), sort_keys=True)
 
 
 class Capture:
@@ -129,7 +86,7 @@ class Capture:
         o = self.options
         state = self._run(slots.slot_state, o.slot_name)
         if o.starting_offset is not None:
-            resuming = self._resume(o.starting_offset, state)
+            resuming = resume_from(o.starting_offset, state, o)
             if resuming is not None:
                 return resuming
         if o.snapshot_mode == "no_data":
@@ -143,49 +100,6 @@ class Capture:
                 repl.close()
             return CdcOffset(STREAM, lsn)
         return self._new_snapshot(state)
-
-    def _resume(self, stored: dict, state) -> CdcOffset | None:
-        """Where a stored Debezium offset says to go on (None: start as ``snapshot.mode`` says).
-
-        An unfinished snapshot (``snapshot`` without ``last_snapshot_record``) is taken again, as
-        Debezium does. Otherwise the stream resumes after ``lsn``: PostgreSQL skips what committed
-        before it, and so does the stream (:meth:`ReplicationStream.take`), so a slot that was not
-        acknowledged as far as the offset (a crash between the broker's commit and the slot's
-        acknowledgement) replays nothing twice. Debezium stores the last *event* it emitted: ``lsn``
-        is that change's LSN and ``lsn_commit`` the commit before it; when the event was a change
-        (``messageType``), the stream resumes after ``lsn_commit`` and drops the next
-        transaction's changes up to ``lsn``, as ``WalPositionLocator.resumeFromLsn`` and
-        ``skipMessage`` do, so that transaction's emitted part is not emitted again. A slot acknowledged past the offset (only ever by
-        keepalives over WAL with nothing for it, or by another reader) starts where it is: the slot
-        is the truth for what PostgreSQL can still send. A missing slot fails (SlotLostError), or
-        with ``when_needed`` takes a new snapshot."""
-        o = self.options
-        lsn = int(stored["lsn"])
-        # Debezium writes "snapshot": true (newer versions: the snapshot kind, e.g. "INITIAL").
-        snapshot = str(stored.get("snapshot", "false")).strip().lower() not in ("false", "0", "", "none")
-        last = str(stored.get("last_snapshot_record", "false")).strip().lower() in ("true", "1")
-        if snapshot and not last:
-            log.info("slot '%s': the stored offset is inside an unfinished snapshot; taking it again", o.slot_name)
-            return None
-        if snapshot and o.snapshot_mode == "initial_only":
-            return CdcOffset(DONE, lsn)
-        if state is None or state.wal_status == "lost":
-            if o.snapshot_mode == "when_needed":
-                log.warning("slot '%s' cannot resume from the stored offset %s; snapshot.mode=when_needed takes a "
-                            "new snapshot", o.slot_name, lsn_to_str(lsn))
-                return None
-            raise SlotLostError(f"slot '{o.slot_name}' {'does not exist' if state is None else 'lost its WAL'}: the "
-                                f"stored offset {lsn_to_str(lsn)} cannot be resumed; reset the offsets (a new "
-                                "snapshot) or set snapshot.mode=when_needed")
-        import dataclasses
-        slots.check_slot(dataclasses.replace(state, active_pid=None), o)   # an active reader is waited for later
-        commit, event = stored_commit_and_event(stored, lsn)
-        if state.confirmed_flush_lsn is not None and state.confirmed_flush_lsn > lsn:
-            log.warning("slot '%s' was acknowledged up to %s, past the stored offset %s: streaming from the slot's "
-                        "position", o.slot_name, lsn_to_str(state.confirmed_flush_lsn), lsn_to_str(lsn))
-        xid, ts = stored.get("txId"), stored.get("ts_usec")
-        return CdcOffset(STREAM, commit, xid=None if xid is None else int(xid), ts_us=None if ts is None else int(ts),
-                         event_lsn=event)
 
     def _new_snapshot(self, state) -> CdcOffset:
         o = self.options

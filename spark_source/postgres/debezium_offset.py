@@ -4,11 +4,20 @@ Debezium stores the last *event* it emitted: ``lsn`` (that change's LSN), ``lsn_
 change emitted completely), ``lsn_commit`` (the commit end LSN before it) and ``messageType``.
 ``PostgresStreamingChangeEventSource`` resumes at ``lsn_proc`` and ``WalPositionLocator`` skips
 the messages up to it; these functions give the same start and the same skipping over whole
-committed transactions. Pure: no connections.
+committed transactions, and :func:`resume_from` decides where a query given such an offset
+starts. Pure: no connections (the slot's state is read by the caller).
 """
 from __future__ import annotations
 
 import dataclasses
+import logging
+
+from spark_source.postgres import slot as slots
+from spark_source.postgres.cdc_offset import DONE, STREAM, CdcOffset
+from spark_source.postgres.errors import SlotLostError
+from spark_source.postgres.pgoutput import lsn_to_str
+
+log = logging.getLogger(__name__)
 
 
 def stored_commit_and_event(stored: dict, lsn: int) -> tuple[int, int | None]:
@@ -43,3 +52,46 @@ def resumed(start: CdcOffset, transactions: list) -> list:
         out.append(dataclasses.replace(txn, changes=[c for c in txn.changes if c.lsn > start.event_lsn]))
         return out + transactions[i + 1:]
     return out
+
+
+def resume_from(stored: dict, state, o) -> CdcOffset | None:
+    """Where a stored Debezium offset says to go on (None: start as ``snapshot.mode`` says), given
+    the slot's state (``slot.slot_state``, None: no slot) and the query's options ``o``.
+
+    An unfinished snapshot (``snapshot`` without ``last_snapshot_record``) is taken again, as
+    Debezium does. Otherwise the stream resumes after ``lsn``: PostgreSQL skips what committed
+    before it, and so does the stream (``ReplicationStream.take``), so a slot that was not
+    acknowledged as far as the offset (a crash between the broker's commit and the slot's
+    acknowledgement) replays nothing twice. Debezium stores the last *event* it emitted: ``lsn``
+    is that change's LSN and ``lsn_commit`` the commit before it; when the event was a change
+    (``messageType``), the stream resumes after ``lsn_commit`` and drops the next
+    transaction's changes up to ``lsn``, as ``WalPositionLocator.resumeFromLsn`` and
+    ``skipMessage`` do, so that transaction's emitted part is not emitted again. A slot
+    acknowledged past the offset (only ever by keepalives over WAL with nothing for it, or by
+    another reader) starts where it is: the slot is the truth for what PostgreSQL can still send. A missing slot fails (SlotLostError), or
+    with ``when_needed`` takes a new snapshot."""
+    lsn = int(stored["lsn"])
+    # Debezium writes "snapshot": true (newer versions: the snapshot kind, e.g. "INITIAL").
+    snapshot = str(stored.get("snapshot", "false")).strip().lower() not in ("false", "0", "", "none")
+    last = str(stored.get("last_snapshot_record", "false")).strip().lower() in ("true", "1")
+    if snapshot and not last:
+        log.info("slot '%s': the stored offset is inside an unfinished snapshot; taking it again", o.slot_name)
+        return None
+    if snapshot and o.snapshot_mode == "initial_only":
+        return CdcOffset(DONE, lsn)
+    if state is None or state.wal_status == "lost":
+        if o.snapshot_mode == "when_needed":
+            log.warning("slot '%s' cannot resume from the stored offset %s; snapshot.mode=when_needed takes a "
+                        "new snapshot", o.slot_name, lsn_to_str(lsn))
+            return None
+        raise SlotLostError(f"slot '{o.slot_name}' {'does not exist' if state is None else 'lost its WAL'}: the "
+                            f"stored offset {lsn_to_str(lsn)} cannot be resumed; reset the offsets (a new "
+                            "snapshot) or set snapshot.mode=when_needed")
+    slots.check_slot(dataclasses.replace(state, active_pid=None), o)   # an active reader is waited for later
+    commit, event = stored_commit_and_event(stored, lsn)
+    if state.confirmed_flush_lsn is not None and state.confirmed_flush_lsn > lsn:
+        log.warning("slot '%s' was acknowledged up to %s, past the stored offset %s: streaming from the slot's "
+                    "position", o.slot_name, lsn_to_str(state.confirmed_flush_lsn), lsn_to_str(lsn))
+    xid, ts = stored.get("txId"), stored.get("ts_usec")
+    return CdcOffset(STREAM, commit, xid=None if xid is None else int(xid), ts_us=None if ts is None else int(ts),
+                     event_lsn=event)
