@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from spark_sink.delta.append import DeltaAppend, delta_append
 from spark_sink.delta.config import from_config
-from spark_sink.delta.apply import ApplyResult, DeadLetter, DeltaApply, TableResult, delta_apply
+from spark_sink.delta.apply import DeltaApply, delta_apply
+from spark_sink.delta.results import ApplyResult, DeadLetter, TableResult
 from spark_sink.delta.errors import (DeltaConfigError, DeltaSinkError, PoisonRecordError, SchemaChangeError,
                                      StaleBatchError)
 from spark_sink.delta.maintenance import optimize, vacuum

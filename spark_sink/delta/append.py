@@ -20,10 +20,10 @@ from typing import Any, Callable, Mapping
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from spark_sink.delta.apply import (DEFAULT_APP_ID, ApplyResult, DeadLetter, TableResult, streaming_query_id,
-                                    to_arrow_table)
+from spark_sink.delta.apply import DEFAULT_APP_ID, streaming_query_id, to_arrow_table
 from spark_sink.delta.errors import DeltaConfigError, PoisonRecordError, StaleBatchError
 from spark_sink.delta.records import records_from_arrow
+from spark_sink.delta.results import ApplyResult, DeadLetter, TableResult
 from spark_sink.delta.schema import arrow_schema, converter, evolve, infer_type, to_arrow
 from spark_sink.delta.table import SinkTable
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
@@ -52,6 +51,7 @@ from spark_sink.delta.fold import (METADATA_COLUMNS, Delete, after_last_truncate
 from spark_sink.delta.keys import key_runs, live_tombstones
 from spark_sink.delta.records import (HEARTBEAT_TOPIC_PREFIX, ChangeParser, SourceRecord, records_from_arrow,
                                      topic_table)
+from spark_sink.delta.results import ApplyResult, DeadLetter, TableResult
 from spark_sink.delta.schema import DEFAULT_PLACEHOLDER, UNAVAILABLE, Evolution, to_arrow
 from spark_sink.delta.table import SinkTable
 
@@ -59,48 +59,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_APP_ID = "riverlog.delta"
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-
-
-@dataclass(frozen=True)
-class DeadLetter:
-    """A record the sink could not apply, with ``errors.tolerance=all``."""
-    record: SourceRecord
-    error: PoisonRecordError
-
-    def to_row(self) -> dict:
-        """The record as a Kafka-shaped row for the dead-letter topic (its key, value and headers)."""
-        return {"key": self.record.key, "value": self.record.value,
-                "headers": [{"key": k, "value": v} for k, v in self.headers()]}
-
-    def headers(self) -> list[tuple[str, bytes]]:
-        """The record's headers plus Kafka Connect's ``__connect.errors.*`` dead-letter headers."""
-        r = self.record
-        return list(r.headers) + [(k, str(v).encode()) for k, v in (
-            ("__connect.errors.topic", r.topic), ("__connect.errors.partition", r.partition),
-            ("__connect.errors.offset", r.offset),
-            ("__connect.errors.connector.name", "DeltaSink"),
-            ("__connect.errors.exception.class.name", f"{type(self.error).__module__}.{type(self.error).__name__}"),
-            ("__connect.errors.exception.message", self.error.message))]
-
-
-@dataclass
-class TableResult:
-    path: str
-    skipped: str | None = None       # "replayed" | "older" (batch id at/below the table's) | None
-    version: int | None = None       # the Delta version this batch committed
-    upserts: int = 0
-    deletes: int = 0
-    history_rows: int = 0
-    held: int = 0                    # changes dropped: the table held them already
-    truncates: int = 0
-
-
-@dataclass
-class ApplyResult:
-    batch_id: int
-    app_id: str
-    tables: dict[str, TableResult] = field(default_factory=dict)
-    dead_letters: list[DeadLetter] = field(default_factory=list)
 
 
 def delta_apply(root: str | None = None, *, table_path: str | None = None,
