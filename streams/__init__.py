@@ -7,6 +7,7 @@ Python under :class:`streams.testing.TopologyTestDriver`.
 ``StreamsApp`` is imported when first named: Spark's Python workers import this package to run a
 task, and the application's module brings the broker client (gRPC, pandas) a task never uses.
 """
+from streams.app_state import State, StreamThreadExceptionResponse
 from streams.builder import StreamsBuilder
 from streams.errors import InvalidStateStoreError, StreamsError, TopologyError
 from streams.cogroup import CogroupedKStream
@@ -19,6 +20,7 @@ from streams.ktable import KTable
 from streams.parameters import Branched, Consumed, Grouped, Materialized, Named, Produced, Repartitioned
 from streams.record import Windowed
 from streams.serdes import Serdes, WindowedSerdes
+from streams.store_query import QueryableStoreTypes, StoreQueryParameters
 from streams.suppress import BufferConfig, Suppressed
 from streams.topology import Topology
 from streams.column_functions import Vectorized, vectorized
@@ -31,7 +33,8 @@ __all__ = [
     "Grouped", "Materialized", "Named", "Repartitioned", "Branched", "Suppressed", "BufferConfig",
     "EmitStrategy", "TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows", "Windowed",
     "TopologyError", "StreamsError", "InvalidStateStoreError", "GlobalKTable", "CogroupedKStream", "Joined",
-    "StreamJoined", "TableJoined", "TopicsNotCopartitionedError", "Stores", "WindowedSerdes",
+    "StreamJoined", "TableJoined", "TopicsNotCopartitionedError", "Stores", "WindowedSerdes", "State",
+    "StreamThreadExceptionResponse", "StoreQueryParameters", "QueryableStoreTypes",
 ]
 
 

@@ -10,8 +10,9 @@ checkpoint (``state.dir``) is the fast path; without it the application **restar
 pending batches finished, state rebuilt from the changelogs, inputs resumed at the committed
 offsets, under a new *generation* of exactly-once owner ids (batch ids restart with a new checkpoint).
 
-The config is checked in :mod:`streams.app_config`, the topics made in :mod:`streams.internal_topics`
-and the generations kept in :mod:`streams.generations`; this module starts and runs the queries.
+The config is checked in :mod:`streams.app_config`, the topics made in :mod:`streams.internal_topics`,
+the generations kept in :mod:`streams.generations` and the lifecycle (states, listener, failed
+queries, close) ruled in :mod:`streams.app_lifecycle`; this module starts and runs the queries.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from broker.client import Consumer, TopicPartition
 from spark_sink import activate_in_thread
 from spark_sink.offset_log import topic_offsets
 from streams import partition_time, restore, spark_plan, table_combine, window_combine
+from streams.app_lifecycle import ApplicationLifecycle
 from streams.app_config import _ADMIN, _CONSUMER, _MAIN_CONSUMER, _PRODUCER, _client, _config
 from streams.errors import StreamsError
 from streams.generations import Generations
@@ -39,7 +41,7 @@ from streams.topology import SubTopology, Topology, changelog_topic
 log = logging.getLogger(__name__)
 
 
-class StreamsApp(InternalTopics, Generations):
+class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
     def __init__(self, topology: Topology, spark, config: dict):
         self.spark = spark
         self.config = _config(config)
@@ -54,9 +56,11 @@ class StreamsApp(InternalTopics, Generations):
         refuse_on_spark(topology)
         check_global_on_spark(topology)
         self.queries = []
+        self._subs: list[SubTopology] = []
         self.purger: RepartitionPurger | None = None
         self._partitions: dict[str, int] = {}
         self._copartitioned: dict[str, int] = {}
+        self._init_lifecycle()
 
     @property
     def client(self) -> dict:
@@ -231,59 +235,87 @@ class StreamsApp(InternalTopics, Generations):
                                                       .otherwise(F.array(F.col("partition")))))
         return df if is_identity(keys) else df.withColumn("partition", F.expr(key_column(keys)))
 
-    def start(self) -> "StreamsApp":
-        if self.queries:
-            raise StreamsError("the application is already running")
+    def _start_queries(self) -> None:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         self._create_internal_topics()
-        self.queries = [self._start(sub) for sub in self.runnable()]
+        self._subs = list(self.runnable())
+        for sub in self._subs:
+            self.queries.append(self._start(sub))
         readers = [(self._checkpoint(sub), {self.topology.topic(self.app, n, t) for n in sub.sources if n.internal
-                                            for t in n.topics}) for sub in self.runnable()]
+                                            for t in n.topics}) for sub in self._subs]
         self.purger = RepartitionPurger(self.client, [r for r in readers if r[1]],
                                         self.config["repartition.purge.interval.ms"]).start()
-        return self
 
-    def processAllAvailable(self, rounds: int = 50) -> None:
-        """Process until no query has input left (a repartition topic feeds the next query, so repeat)."""
-        for _ in range(rounds):
-            before = [q.lastProgress["batchId"] if q.lastProgress else -1 for q in self.queries]
-            for q in self.queries:
-                q.processAllAvailable()
-            after = [q.lastProgress["batchId"] if q.lastProgress else -1 for q in self.queries]
-            if before == after:
-                return
+    def _restart_query(self, i: int) -> None:
+        """Start sub-topology ``i``'s query again (its failed batch is replayed from the checkpoint)."""
+        self.queries[i] = self._start(self._subs[i])
 
-    def close(self) -> None:
+    def _stop_queries(self) -> None:
         if self.purger is not None:
             self.purger.close()
             self.purger = None
-        for q in self.queries:
+        queries, self.queries = self.queries, []
+        for q in queries:
             q.stop()
-        self.queries = []
 
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.close()
+    def processAllAvailable(self, rounds: int = 50) -> None:
+        """Process until no query has input left (a repartition topic feeds the next query, so
+        repeat). A query that fails is answered by the uncaught exception handler here, as by the
+        watcher: replaced, the processing goes on; otherwise the query's exception (Spark's
+        ``StreamingQueryException``) is raised, here and by every later call."""
+        for _ in range(rounds):
+            self._check_not_failed()
+            queries = list(self.queries)
+            before = [q.lastProgress["batchId"] if q.lastProgress else -1 for q in queries]
+            for q in queries:
+                try:
+                    q.processAllAvailable()
+                except Exception:
+                    self._query_failed(q)
+                    if not self.state().isRunningOrRebalancing():
+                        raise
+                    break
+            else:
+                after = [q.lastProgress["batchId"] if q.lastProgress else -1 for q in queries]
+                if before == after:
+                    return
 
     # ------------------------------------------------------------------ interactive queries
-    def store(self, name: str):
-        """An interactive query: the store ``name`` read from its committed changelog."""
+    def store(self, query):
+        """An interactive query: a store read from its committed changelog, asked for by name or,
+        as in Kafka, by :class:`~streams.store_query.StoreQueryParameters` (its type picks the
+        view, its partition one task's part). Read in any state once the changelog exists (so
+        from any process that can reach the broker). An unknown name raises
+        ``UnknownStateStoreError``; a type that does not fit the store, ``InvalidStateStoreError``;
+        a partition the store does not have, ``InvalidStateStorePartitionError``; a changelog not
+        made yet, ``StreamsNotStartedError`` before ``start()`` and ``InvalidStateStoreError`` after."""
+        from streams.errors import InvalidStateStoreError, StreamsNotStartedError, UnknownStateStoreError
+        from streams.global_table import global_stores
         from streams.interactive import read_store
+        from streams.store_query import StoreQueryParameters
+        params = query if isinstance(query, StoreQueryParameters) else None
+        name = params.storeName() if params is not None else query
         spec = self.topology.stores().get(name)
         if spec is None:
-            from streams.errors import InvalidStateStoreError
-            raise InvalidStateStoreError(f"no store named {name!r}; the topology has {sorted(self.topology.stores())}")
-        from streams.global_table import global_stores
+            raise UnknownStateStoreError(f"Cannot get state store {name} because no such store is registered in "
+                                         f"the topology.")
+        wanted = params.queryableStoreType() if params is not None else None
+        if wanted is not None and not wanted.accepts(spec.kind):
+            raise InvalidStateStoreError(f"Cannot get state store {name} because the queryable store type "
+                                         f"[{wanted}] does not accept the actual store type [{spec.kind} store].")
+        partition = params.partition() if params is not None else None
+        topic = changelog_topic(self.app, name)
         try:
-            return read_store(self.client, changelog_topic(self.app, name), spec,
-                              only=0 if name in global_stores(self.topology) else None,
-                              key_serde=spec.key_serde or self.defaults[0])
+            return read_store(self.client, topic, spec,
+                              only=0 if name in global_stores(self.topology) else partition,
+                              key_serde=spec.key_serde or self.defaults[0],
+                              timestamped=wanted is not None and wanted.timestamped)
         except KeyError:
-            from streams.errors import InvalidStateStoreError   # Kafka's StreamsNotStartedException is one
-            raise InvalidStateStoreError(f"store {name!r} has no changelog topic {changelog_topic(self.app, name)!r} "
-                                         f"yet: start the application first") from None
+            if self.state().hasNotStarted():
+                raise StreamsNotStartedError(f"KafkaStreams has not been started, you can retry after calling "
+                                             f"start() (store {name!r} has no changelog topic {topic!r} yet)") from None
+            raise InvalidStateStoreError(f"store {name!r} has no changelog topic {topic!r}: it was deleted, or "
+                                         f"the application did not start") from None
 
 
 _PLACEMENT = "riverlog-streams-placement"   # beside a stateful query's checkpoint: its state partitions and keys

@@ -128,3 +128,31 @@ def processing_handler(config: dict):
 def production_handler(config: dict):
     name = _preferred(config, PRODUCTION_HANDLER, DEFAULT_PRODUCTION_HANDLER)
     return kafka_class(config, name, (DefaultProductionExceptionHandler,), _ERRORS, DefaultProductionExceptionHandler)
+
+
+# ---------------------------------------------------------------------------------------------
+# The application's lifecycle (Kafka's KafkaStreams): a call in the wrong state, a store asked
+# for too early or by an unknown name.
+
+class IllegalStateError(StreamsError):
+    """Kafka's ``IllegalStateException`` from ``KafkaStreams``: the call is not allowed in the
+    application's current state (``start()`` twice, ``cleanUp()`` while running, a listener set
+    after ``start()``); the message names the state."""
+    code, name, retriable, grpc_status = 1280, "STREAMS_ILLEGAL_STATE", False, "FAILED_PRECONDITION"
+
+
+class StreamsNotStartedError(InvalidStateStoreError):
+    """Kafka's ``StreamsNotStartedException``: the application has not been started, so the store
+    has nothing to show yet; call ``start()`` and retry."""
+    code, name, retriable, grpc_status = 1281, "STREAMS_NOT_STARTED", False, "FAILED_PRECONDITION"
+
+
+class UnknownStateStoreError(InvalidStateStoreError):
+    """Kafka's ``UnknownStateStoreException``: no store of that name is in the topology."""
+    code, name, retriable, grpc_status = 1282, "UNKNOWN_STATE_STORE", False, "NOT_FOUND"
+
+
+class InvalidStateStorePartitionError(InvalidStateStoreError):
+    """Kafka's ``InvalidStateStorePartitionException``: the partition asked of a store
+    (``StoreQueryParameters.withPartition``) does not exist."""
+    code, name, retriable, grpc_status = 1283, "INVALID_STATE_STORE_PARTITION", False, "INVALID_ARGUMENT"

@@ -19,13 +19,14 @@ from streams.stores import WINDOW_SIZE_KEY, DictBacking, StoreSpec
 
 
 def read_store(client: dict, topic: str, spec: StoreSpec, timeout: float = 30.0, only: int | None = None,
-               key_serde=None):
+               key_serde=None, timestamped: bool = False):
     """The store as of the last committed batch: the changelog's latest entry per key (of the
     partition ``only`` when given: a global store's changelog holds one full copy per task).
-    ``key_serde`` (default: the spec's) orders keys by their serialized bytes, as Kafka's stores."""
+    ``key_serde`` (default: the spec's) orders keys by their serialized bytes, as Kafka's stores;
+    ``timestamped`` gives values as ``ValueAndTimestamp``."""
     from streams.read_only_stores import ReadOnlyStore
-    return ReadOnlyStore(spec.name, [spec.open(b) for b in read_changelog(client, topic, timeout, only)],
-                         kind=spec.kind, key_serde=key_serde or spec.key_serde)
+    return ReadOnlyStore(spec.name, [spec.open(b) for b in read_changelog(client, topic, timeout, only, spec.name)],
+                         timestamped=timestamped, kind=spec.kind, key_serde=key_serde or spec.key_serde)
 
 
 def store_kind(backings: list[DictBacking]) -> str | None:
@@ -45,10 +46,12 @@ def window_size(backings: list[DictBacking]) -> int | None:
     return sizes.pop() if len(sizes) == 1 else None
 
 
-def read_changelog(client: dict, topic: str, timeout: float = 30.0, only: int | None = None) -> list[DictBacking]:
+def read_changelog(client: dict, topic: str, timeout: float = 30.0, only: int | None = None,
+                   store: str | None = None) -> list[DictBacking]:
     """One backing per partition of ``topic``: its latest committed entry per key, read up to the
     last stable offset each partition had when the read began. A topic that does not exist raises
-    KeyError (asked through the admin client: a consumer's metadata request would create it).
+    KeyError (asked through the admin client: a consumer's metadata request would create it); a
+    partition ``only`` it does not have, Kafka's ``InvalidStateStorePartitionException``.
     ``timeout``: seconds each request, and the read of a partition between two advances of its
     position, may take before :class:`KafkaTimeoutError` is raised."""
     admin = AdminClient(client)
@@ -56,6 +59,10 @@ def read_changelog(client: dict, topic: str, timeout: float = 30.0, only: int | 
         md = admin.list_topics(timeout=timeout)
         if topic not in md.topics:
             raise KeyError(topic)
+        if only is not None and only not in md.topics[topic].partitions:
+            from streams.errors import InvalidStateStorePartitionError
+            raise InvalidStateStorePartitionError(f"The specified partition {only} for store {store or topic} "
+                                                  f"does not exist.")
         partitions = sorted(md.topics[topic].partitions) if only is None else [only]
         bounds = _bounds(admin, topic, partitions, timeout)
     finally:
