@@ -13,6 +13,13 @@ The same thread runs the shards' timers (:meth:`CoordinatorRuntime.tick`).
 Every operation runs under its shard's lock: change the state, append the resulting records with
 acks=all, answer. If the append fails the in-memory state may be ahead of the log, so the shard
 is dropped and replayed again; the caller gets a retriable error.
+
+Only replicated state is served, as Kafka's runtime reads a shard at its last committed offset: a
+shard remembers the log end its state reflects (its replay's, then its last write's), and an
+operation first waits for the high watermark to pass it. Records a new leader inherited beyond
+its high watermark, or that a write which timed out left there, may yet be lost in a failover;
+until they are replicated a request gets ``CoordinatorLoadInProgress`` (retried), never an offset
+or an answer that could go back in time.
 """
 from __future__ import annotations
 
@@ -28,6 +35,7 @@ from broker.partition import Partition
 from broker.records.arrow_body import encode_batch, record_batch
 from broker.records.batch import iter_headers
 from broker.records.reader import decode_records
+from broker.storage.log import AppendInfo
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +50,7 @@ class _Loaded:
     leader_epoch: int
     lock: threading.Lock
     live: bool = True
+    end: int = 0  # the log end offset the shard's state reflects
 
 
 class CoordinatorRuntime:
@@ -111,12 +120,36 @@ class CoordinatorRuntime:
 
     @contextlib.contextmanager
     def locked(self, key: str):
-        """The key's loaded shard, its lock held."""
+        """The key's loaded shard, its lock held, once its state is replicated (see the module's docstring)."""
         loaded = self._loaded(key)
+        self._await_replicated(loaded)      # without the lock: other keys' operations go on
         with loaded.lock:
             if not loaded.live:
                 raise NotCoordinatorError(f"broker {self.broker.node_id} just stopped coordinating '{key}'")
+            if loaded.partition.high_watermark < loaded.end:
+                raise self._not_replicated(loaded)
             yield loaded
+
+    def _await_replicated(self, loaded: _Loaded) -> None:
+        """Wait (up to ``offsets.commit.timeout.ms``) for the high watermark to reach ``loaded.end``.
+        A write holds the lock until its records are replicated or drops the shard, so once this
+        returns the state under the lock is replicated unless the shard is no longer live."""
+        end = loaded.end
+        if loaded.partition.high_watermark >= end:
+            return
+        try:
+            loaded.partition.wait_for_replication(AppendInfo(end - 1, end - 1, -1, 1),
+                                                  self.config["offsets.commit.timeout.ms"] / 1000.0)
+        except NotLeaderOrFollowerError:
+            raise NotCoordinatorError(f"lost leadership of {self.topic}-{loaded.shard.partition}") from None
+        except RiverlogError as e:
+            if loaded.partition.high_watermark < end:   # not e.g. an ISR shrink once it was replicated
+                raise self._not_replicated(loaded, e) from None
+
+    def _not_replicated(self, loaded: _Loaded, cause: Exception | None = None) -> CoordinatorLoadInProgressError:
+        return CoordinatorLoadInProgressError(
+            f"the state of {self.topic}-{loaded.shard.partition} up to offset {loaded.end} is not replicated "
+            f"yet (high watermark {loaded.partition.high_watermark})" + (f": {cause}" if cause else ""))
 
     def run(self, key: str, fn):
         """``fn(shard) -> (result, records)`` on the key's shard; records are written before returning."""
@@ -128,8 +161,7 @@ class CoordinatorRuntime:
 
     def read(self, key: str, fn):
         """``fn(shard) -> result`` without writing."""
-        loaded = self._loaded(key)
-        with loaded.lock:
+        with self.locked(key) as loaded:
             return fn(loaded.shard)
 
     def shards(self) -> list:
@@ -149,6 +181,7 @@ class CoordinatorRuntime:
         data = encode_batch(record_batch([k for k, _ in records], [v for _, v in records], [now] * len(records)))
         try:
             info = loaded.partition.append_records(data, acks=-1)
+            loaded.end = info.last_offset + 1
             loaded.partition.wait_for_replication(info, self.config["offsets.commit.timeout.ms"] / 1000.0)
         except RiverlogError as e:
             self._drop(loaded.shard.partition, loaded)
@@ -200,8 +233,9 @@ class CoordinatorRuntime:
         try:
             epoch = partition.leader_epoch
             shard = self.new_shard(index)
+            end = partition.offsets()[2]        # nothing is appended to it until the shard is loaded
             shard.load(self._replay(partition), self.broker.clock.time_ms())
-            loaded = _Loaded(shard, partition, epoch, threading.Lock())
+            loaded = _Loaded(shard, partition, epoch, threading.Lock(), end=end)
             with self._lock:
                 if partition.is_leader and partition.leader_epoch == epoch:
                     self._shards[index] = loaded
