@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from broker.client.assignment import COOPERATIVE, check_add, check_method, check_remove, rebalance_protocol
+from broker.client.assignment import COOPERATIVE, EAGER, check_add, check_method, check_remove, rebalance_protocol
 from broker.client.membership import GroupMembership
 from broker.client.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Message, TopicPartition
 from broker.client.start_offsets import OFFSET_TAIL_BASE
@@ -178,6 +178,10 @@ class ConsumerAssignment:
         # moving back the offsets the partitions' new owner committed.
         self._maybe_auto_commit()
         revoked = self._owned - assignment
+        if self._protocol == EAGER and self._owned and assignment - self._owned:
+            # eager: the coordinator may hand partitions over in steps (as their old owners let
+            # go); each step is a whole eager rebalance: give everything up, take all of it
+            revoked = set(self._owned)
         if revoked:
             try:
                 self._revoke(revoked, lost=False)
