@@ -109,6 +109,9 @@ BROKER_KEYS = [
               "replicas of __consumer_offsets, capped by the registered brokers (down ones included) when it is created", between(1, SHORT_MAX)),
     ConfigKey("offsets.topic.segment.bytes", int, 104_857_600, "segment size of __consumer_offsets",
               between(1024, INT_MAX)),
+    ConfigKey("offset.metadata.max.bytes", int, 4096,
+              "longest metadata a committed offset may carry (characters); a longer one is refused with "
+              "OFFSET_METADATA_TOO_LARGE for its partition", between(0, INT_MAX)),
     ConfigKey("offsets.commit.timeout.ms", int, 5000,
               "how long a group write waits for the replicas of __consumer_offsets", between(1, INT_MAX)),
     ConfigKey("group.min.session.timeout.ms", int, 6000, "shortest session.timeout.ms a member may ask for",

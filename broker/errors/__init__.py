@@ -373,7 +373,7 @@ from broker.errors.groups import (  # noqa: E402, F401
     CoordinatorLoadInProgressError, CoordinatorNotAvailableError, FencedInstanceIdError,
     FencedMemberEpochError, GroupIdNotFoundError, GroupSubscribedToTopicError, IllegalGenerationError,
     InvalidGroupIdError, InvalidSessionTimeoutError, NonEmptyGroupError, NotCoordinatorError,
-    StaleMemberEpochError, UnknownMemberIdError, UnsupportedAssignorError)
+    OffsetMetadataTooLargeError, StaleMemberEpochError, UnknownMemberIdError, UnsupportedAssignorError)
 from broker.errors.local import (  # noqa: E402, F401
     BadMessageError, ClientClosedError, ConflictError, InFlightPurgedError, KafkaTimeoutError,
     NotSupportedError, PartitionEOF, QueueFullError, QueuePurgedError, UnknownPartitionError)

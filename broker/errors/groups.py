@@ -4,6 +4,11 @@ from __future__ import annotations
 from broker.errors import ApplicationRecoverableError, RetriableError, RiverlogError, S
 
 
+class OffsetMetadataTooLargeError(RiverlogError):
+    """A committed offset's metadata is longer than the broker's ``offset.metadata.max.bytes``."""
+    code, grpc_status = 12, S.INVALID_ARGUMENT
+
+
 class CoordinatorLoadInProgressError(RetriableError):
     """The coordinator is still replaying __consumer_offsets after taking over the group."""
     code, grpc_status = 14, S.UNAVAILABLE

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from broker.errors import (GroupIdNotFoundError, InvalidSessionTimeoutError, KafkaError, RiverlogError,
-                           UnknownTopicOrPartitionError)
+from broker.errors import (GroupIdNotFoundError, InvalidSessionTimeoutError, KafkaError, OffsetMetadataTooLargeError,
+                           RiverlogError, UnknownTopicOrPartitionError)
 from broker.group.group import Committed
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import add_results, grouped, pairs
@@ -29,6 +29,21 @@ def drop_unknown_partitions(image, offsets: Mapping, results) -> dict:
             f"topic '{topic}' has {t.num_partitions} partitions; partition {partition} does not exist")
         add_results(results, [(topic, partition)], error)
     return known
+
+
+def drop_oversized_metadata(offsets: Mapping, limit: int, results) -> dict:
+    """Kafka's ``OffsetMetadataManager`` (``isMetadataInvalid``): an offset whose metadata is
+    longer than ``offset.metadata.max.bytes`` is answered ``OFFSET_METADATA_TOO_LARGE`` for its
+    partition and not written; the others are. Returns the offsets to commit."""
+    kept = {}
+    for tp, committed in offsets.items():
+        if committed.metadata and len(committed.metadata) > limit:
+            add_results(results, [tp], OffsetMetadataTooLargeError(
+                f"The metadata field of the offset request was too large: {len(committed.metadata)} characters "
+                f"for {tp[0]}-{tp[1]}, at most {limit} (offset.metadata.max.bytes)"))
+        else:
+            kept[tp] = committed
+    return kept
 
 
 class GroupHandlers:
@@ -62,15 +77,20 @@ class GroupHandlers:
                    for t in request.topics for p in t.partitions}
         response = pb.OffsetCommitResponse()
         offsets = drop_unknown_partitions(self.runtime.broker.image, offsets, response.results)
-        if not offsets:
+        refused = pb.OffsetCommitResponse()
+        kept = drop_oversized_metadata(offsets, self.config["offset.metadata.max.bytes"], refused.results)
+        error = None
+        if kept:
+            try:
+                self.runtime.run(request.group_id, lambda shard: (None, shard.commit(
+                    request.group_id, request.member_id, request.member_epoch, kept)))
+            except RiverlogError as e:
+                error = e
+        if error is not None and error.retriable:   # not this coordinator, or not yet: all of it again
+            add_results(response.results, offsets, error)
             return response
-        try:
-            self.runtime.run(request.group_id, lambda shard: (None, shard.commit(
-                request.group_id, request.member_id, request.member_epoch, offsets)))
-            error = None
-        except RiverlogError as e:
-            error = e
-        add_results(response.results, offsets, error)
+        add_results(response.results, kept, error)
+        response.results.extend(refused.results)
         return response
 
     def offset_fetch(self, request: pb.OffsetFetchRequest) -> pb.OffsetFetchResponse:

@@ -9,7 +9,7 @@ from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailab
 from broker.group.group import Committed
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import add_results, grouped, pairs
-from broker.server.group_handlers import drop_unknown_partitions
+from broker.server.group_handlers import drop_oversized_metadata, drop_unknown_partitions
 from broker.server.txn_runtime import TransactionRuntime
 from broker.transaction.coordinator import DEAD, TransactionMetadata, verify_offsets_in_transaction
 
@@ -50,6 +50,7 @@ class TransactionHandlers:
                    for t in request.topics for p in t.partitions}
         response = pb.OffsetCommitResponse()
         offsets = drop_unknown_partitions(self.broker.image, offsets, response.results)
+        offsets = drop_oversized_metadata(offsets, self.broker.config["offset.metadata.max.bytes"], response.results)
         if not offsets:
             return response
         try:
