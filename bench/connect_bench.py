@@ -25,7 +25,10 @@ of each kind; every figure is the median with the spread (min–max) beside it. 
 For each: ``wall`` (start to all input done, query start included) and ``batches`` (Spark's own
 time for the batches that read input) in rows/s, the connector's ratio to the plain query (target:
 >= 0.9, the runtime costing at most 10%), and ``start_to_first_row`` (start to the first output
-visible to a ``read_committed`` consumer, or the first batch directory renamed into place).
+visible to a ``read_committed`` consumer, or the first batch directory renamed into place), and
+``phases``: seconds per phase of Spark's progress over those batches (``addBatch``, the write — a
+sink connector's whole ``foreachBatch``: type inference, planning and write —, ``queryPlanning``,
+``latestOffset``, ``walCommit``, ``commitOffsets``), medians of the rounds.
 
     python bench/connect_bench.py [--records 50000] [--rounds 2] [--only file_source,jsonl_sink]
 
@@ -119,6 +122,16 @@ def batch_seconds(q) -> float:
     return sum(p["durationMs"]["triggerExecution"] for p in q.recentProgress if p["numInputRows"] > 0) / 1000
 
 
+PHASES = ("addBatch", "queryPlanning", "latestOffset", "walCommit", "commitOffsets")
+
+
+def phase_seconds(q) -> dict[str, float]:
+    """Where the batches that read input spent their time, per phase of Spark's progress
+    (``addBatch`` is the write: for a sink connector its whole ``foreachBatch``)."""
+    rows = [p["durationMs"] for p in q.recentProgress if p["numInputRows"] > 0]
+    return {k: sum(r.get(k, 0) for r in rows) / 1000 for k in PHASES}
+
+
 def topic_end(servers: str, topic: str) -> int:
     from broker.client import Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": servers, "group.id": "bench-size"})
@@ -150,11 +163,11 @@ def run_connector(ctx, name: str, config: dict, visible) -> dict:
         status = worker.connector_status(name)
         if status["connector"]["state"] != "RUNNING":
             raise RuntimeError(f"connector {name}: {status}")
-        busy = batch_seconds(q)
+        busy, phases = batch_seconds(q), phase_seconds(q)
     finally:
         latency = first.stop()
         worker.delete_connector(name)
-    return {"wall": wall, "batches": busy, "first": latency}
+    return {"wall": wall, "batches": busy, "first": latency, "phases": phases}
 
 
 def run_plain(ctx, name: str, writer, visible) -> dict:
@@ -165,11 +178,11 @@ def run_plain(ctx, name: str, writer, visible) -> dict:
     try:
         q.processAllAvailable()
         wall = time.perf_counter() - start
-        busy = batch_seconds(q)
+        busy, phases = batch_seconds(q), phase_seconds(q)
     finally:
         latency = first.stop()
         q.stop()
-    return {"wall": wall, "batches": busy, "first": latency}
+    return {"wall": wall, "batches": busy, "first": latency, "phases": phases}
 
 
 def riverlog_write(df, servers: str, topic: str | None = None):
@@ -203,6 +216,10 @@ def compare(name: str, records: int, runners: dict, rounds: int, check) -> None:
         if firsts:
             emit(f"connect.{name}.{k}.start_to_first_row", statistics.median(firsts), "s",
                  spread=[round(firsts[0], 3), round(firsts[-1], 3)])
+        phases = [r["phases"] for r in rs if r.get("phases")]
+        if phases:
+            emit(f"connect.{name}.{k}.phases", statistics.median(sum(p.values()) for p in phases), "s",
+                 **{ph: round(statistics.median(p[ph] for p in phases), 3) for ph in PHASES})
 
 
 # ------------------------------------------------------------------------------ 1. file source
