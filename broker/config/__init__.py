@@ -112,6 +112,11 @@ BROKER_KEYS = [
     ConfigKey("offset.metadata.max.bytes", int, 4096,
               "longest metadata a committed offset may carry (characters); a longer one is refused with "
               "OFFSET_METADATA_TOO_LARGE for its partition", between(0, INT_MAX)),
+    ConfigKey("offsets.retention.minutes", int, 10_080,
+              "how long a committed offset of a topic no member of its group subscribes to is kept after its "
+              "commit (a group left with nothing is then deleted)", between(1, INT_MAX)),
+    ConfigKey("offsets.retention.check.interval.ms", int, 600_000, "how often expired offsets are looked for",
+              between(1, INT_MAX)),
     ConfigKey("offsets.commit.timeout.ms", int, 5000,
               "how long a group write waits for the replicas of __consumer_offsets", between(1, INT_MAX)),
     ConfigKey("group.min.session.timeout.ms", int, 6000, "shortest session.timeout.ms a member may ask for",

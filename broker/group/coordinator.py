@@ -37,6 +37,7 @@ from dataclasses import replace
 from broker.errors import (GroupIdNotFoundError, GroupSubscribedToTopicError, IllegalGenerationError,
                            InvalidGroupIdError, NonEmptyGroupError, ProducerFencedError, RiverlogError,
                            StaleMemberEpochError, TransactionCoordinatorFencedError)
+from broker.group import offset_expiry
 from broker.group.assignors import TP
 from broker.group.group import Committed, ConsumerGroup, HeartbeatResult, Member
 from broker.records.compacted import latest_values
@@ -335,6 +336,18 @@ class GroupShard:
 
     def describe(self, group_id: str) -> ConsumerGroup:
         return self._group(group_id, create=False)
+
+    def expire_offsets(self, now_ms: int, retention_ms: int) -> list[Record]:
+        """``offsets.retention.minutes``: tombstones for the offsets that expired, and for a group
+        left with nothing (see :mod:`broker.group.offset_expiry`)."""
+        records: list[Record] = []
+        for group in list(self.groups.values()):
+            expired = offset_expiry.expired_offsets(group, now_ms, retention_ms)
+            if expired:
+                for tp in expired:
+                    del group.offsets[tp]
+                records += self._changes(group, removed=offset_expiry.deletable(group))
+        return records
 
     def delete_group(self, group_id: str) -> list[Record]:
         group = self._group(group_id, create=False)

@@ -21,6 +21,7 @@ class GroupRuntime(CoordinatorRuntime):
         super().__init__(broker)
         self._deleted: set[str] = set()
         self._deleted_lock = threading.Lock()
+        self._retention_checked: dict[int, int] = {}   # shard -> when its offsets' retention was last checked
         broker.topic_deletion_listeners.append(self._topics_deleted)
 
     def _topics_deleted(self, names: set[str]) -> None:
@@ -57,8 +58,12 @@ class GroupRuntime(CoordinatorRuntime):
 
     def tick(self, loaded, now_ms: int) -> None:
         records = loaded.shard.expire(self.topic_sizes(), now_ms)
+        partition = loaded.shard.partition
+        if now_ms - self._retention_checked.get(partition, 0) >= self.config["offsets.retention.check.interval.ms"]:
+            self._retention_checked[partition] = now_ms
+            records += loaded.shard.expire_offsets(now_ms, self.config["offsets.retention.minutes"] * 60_000)
         if records:
             try:
                 self.write(loaded, records)
             except RiverlogError as e:
-                log.warning("could not record expired group members: %r", e)
+                log.warning("could not record expired group members or offsets: %r", e)
