@@ -196,20 +196,20 @@ def test_topic_tracking_records_each_topic_once_and_resets(env):
 
 
 def test_topic_tracking_disabled_or_its_reset_not_allowed_is_403(env, spark):
-    from fastapi.testclient import TestClient
-
-    from connect.rest import rest_app
+    from connect.rest import RestServer
     from connect.worker import Worker
     for config, get, reset in (({"topic.tracking.enable": "false"}, "Topic tracking is disabled.",
                                 "Topic tracking is disabled."),
                                ({"topic.tracking.allow.reset": "false"}, None, "Topic tracking reset is disabled.")):
         worker = Worker(spark, {"bootstrap.servers": env["servers"], "group.id": "tracking-off", **config})
+        server = RestServer(worker, "127.0.0.1", 0).start()
         try:
-            client = TestClient(rest_app(worker))
-            if get is not None:
-                assert _error(client.get("/connectors/a/topics"), 403) == get
-            assert _error(client.put("/connectors/a/topics/reset"), 403) == reset
+            with httpx.Client(base_url=server.url, timeout=60) as client:
+                if get is not None:
+                    assert _error(client.get("/connectors/a/topics"), 403) == get
+                assert _error(client.put("/connectors/a/topics/reset"), 403) == reset
         finally:
+            server.stop()
             worker.close()
 
 
