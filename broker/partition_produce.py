@@ -163,20 +163,30 @@ class PartitionProduce:
     # ------------------------------------------------------------------------------ leader: acks=all
     def wait_for_replication(self, info: AppendInfo, timeout: float) -> None:
         """Block an acks=all produce until every ISR member holds its batch (the HW passed it)."""
+        self.wait_for_high_watermark(info.last_offset + 1, timeout)
+
+    def wait_for_high_watermark(self, offset: int, timeout: float) -> None:
+        """Block until every ISR member holds the records below ``offset`` (the HW reached it) in
+        this leader epoch; raises as ``is_replicated`` does, or ``RequestTimedOut`` at ``timeout``."""
         deadline = time.monotonic() + timeout
         epoch = self.leader_epoch
         with self.lock:
-            while not self.is_replicated(info, epoch):
+            while not self.is_replicated_to(offset, epoch):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise self.replication_timeout(info)
+                    raise self.replication_timeout_at(offset)
                 self.hw_changed.wait(min(remaining, 0.5))
 
     def is_replicated(self, info: AppendInfo, leader_epoch: int) -> bool:
-        """Whether every ISR member holds an acks=all batch appended in ``leader_epoch``; raises
-        once it never will be here (leadership moved) or the ISR shrank below min.insync.replicas."""
+        """Whether every ISR member holds an acks=all batch appended in ``leader_epoch``."""
+        return self.is_replicated_to(info.last_offset + 1, leader_epoch)
+
+    def is_replicated_to(self, offset: int, leader_epoch: int) -> bool:
+        """Whether every ISR member holds the records below ``offset`` appended in ``leader_epoch``;
+        raises once they never will be here (leadership moved) or the ISR shrank below
+        min.insync.replicas."""
         with self.lock:
-            if self.high_watermark <= info.last_offset:
+            if self.high_watermark < offset:
                 if self.role != LEADER or self.leader_epoch != leader_epoch:
                     raise NotLeaderOrFollowerError(
                         f"{self.topic}-{self.index}: leadership moved before the batch was replicated")
@@ -189,9 +199,12 @@ class PartitionProduce:
             return True
 
     def replication_timeout(self, info: AppendInfo) -> RequestTimedOutError:
+        return self.replication_timeout_at(info.last_offset + 1)
+
+    def replication_timeout_at(self, offset: int) -> RequestTimedOutError:
         return RequestTimedOutError(
             f"{self.topic}-{self.index}: in-sync replicas {self.isr} did not all reach offset "
-            f"{info.last_offset} within request.timeout.ms")
+            f"{offset - 1} within request.timeout.ms")
 
     # ------------------------------------------------------------------------------ transactions
     def write_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> AppendInfo:

@@ -35,7 +35,6 @@ from broker.partition import Partition
 from broker.records.arrow_body import encode_batch, record_batch
 from broker.records.batch import iter_headers
 from broker.records.reader import decode_records
-from broker.storage.log import AppendInfo
 
 log = logging.getLogger(__name__)
 
@@ -138,8 +137,7 @@ class CoordinatorRuntime:
         if loaded.partition.high_watermark >= end:
             return
         try:
-            loaded.partition.wait_for_replication(AppendInfo(end - 1, end - 1, -1, 1),
-                                                  self.config["offsets.commit.timeout.ms"] / 1000.0)
+            loaded.partition.wait_for_high_watermark(end, self.config["offsets.commit.timeout.ms"] / 1000.0)
         except NotLeaderOrFollowerError:
             raise NotCoordinatorError(f"lost leadership of {self.topic}-{loaded.shard.partition}") from None
         except RiverlogError as e:
