@@ -1,6 +1,6 @@
 """A :class:`~streams.app.StreamsApp`'s public lifecycle, as Kafka's ``KafkaStreams``: ``start()``
 once, ``state()``, ``setStateListener``, ``setUncaughtExceptionHandler``, ``close(timeout)``,
-``cleanUp()``, and what happens when a query fails.
+``cleanUp()``, ``pause()``/``resume()`` (KIP-834), and what happens when a query fails.
 
 A Spark query that fails is Kafka's stream thread dying of an uncaught exception: a watcher thread
 (and ``processAllAvailable()``, which sees the failure first) asks the handler
@@ -25,14 +25,16 @@ WATCH_INTERVAL_S = 0.2   # how often the watcher looks for a query that stopped
 
 
 class ApplicationLifecycle:
-    """Needs ``app``, ``config`` and ``queries`` (from StreamsApp), ``_start_queries()`` (starts
-    every query and the purger), ``_restart_query(i)`` and ``_stop_queries()``."""
+    """Needs ``app``, ``config`` and ``queries`` (from StreamsApp), ``_create_internal_topics()``,
+    ``_start_queries()`` (creates the internal topics, starts every query and the purger),
+    ``_restart_query(i)`` and ``_stop_queries()``."""
 
     def _init_lifecycle(self) -> None:
         self._life = Lifecycle(self.app)
         self._guard = threading.RLock()       # the query list: the watcher, close() and start()
         self._answering = threading.Lock()    # one failure answered at a time, start to finish
         self._watching = threading.Event()
+        self._paused = False
         self.failure: StreamsError | None = None
 
     # ------------------------------------------------------------------ Kafka's public methods
@@ -62,13 +64,48 @@ class ApplicationLifecycle:
         self._life.begin_start()
         try:
             with self._guard:
-                self._start_queries()
+                if self._paused:
+                    self._create_internal_topics()
+                else:
+                    self._start_queries()
         except BaseException as e:
             self._close_to_error(StreamsError(f"the application {self.app!r} failed to start: {e}"))
             raise
         self._life.set_state(State.RUNNING)
         threading.Thread(target=self._watch, name=f"{self.app}-query-watcher", daemon=True).start()
         return self
+
+    def pause(self) -> None:
+        """Stop processing (Kafka's KIP-834): every query stops (Spark has no paused query; its
+        checkpoint keeps its place) and the state stays what it was, ``RUNNING`` included. Before
+        ``start()``, the application starts paused. Stores stay queryable (they read the changelog)."""
+        with self._guard:
+            self._paused = True
+            if self._life.state.isRunningOrRebalancing() and self.queries:
+                self._stop_queries()
+
+    def resume(self) -> None:
+        """Go on processing where ``pause()`` stopped: every query starts again from its checkpoint
+        (a batch cut short by the pause is replayed, its output written once). A query that cannot
+        start takes the application to ``ERROR``, as a failed ``start()`` does."""
+        with self._guard:
+            if not self._paused:
+                return
+            self._paused = False
+            if not self._life.state.isRunningOrRebalancing() or self.queries:
+                return
+            try:
+                self._start_queries()
+                return
+            except BaseException as e:
+                failed = StreamsError(f"the application {self.app!r} failed to resume: {e}")
+                failed.__cause__ = e
+        self._close_to_error(failed)
+        raise failed
+
+    def isPaused(self) -> bool:
+        """Whether ``pause()`` was called and ``resume()`` not since."""
+        return self._paused
 
     def close(self, timeout=None) -> bool:
         """Stop every query and wait up to ``timeout`` (seconds or a ``timedelta``; None: until

@@ -154,3 +154,43 @@ def test_a_store_before_the_first_start_is_kafkas_streams_not_started(spark, spa
                                                      r"calling start\(\)"):
         app.store("early")
     app.close()
+
+
+@pytest.mark.timeout(600)
+def test_pause_stops_processing_and_resume_goes_on_exactly_once(spark, spark_broker, tmp_path):
+    """Kafka's pause()/resume() (KIP-834): paused before start(), the application starts RUNNING
+    with nothing processed; resumed, it processes; paused again, its queries stop and the state
+    stays RUNNING; resumed, it goes on from its checkpoint, every record written once."""
+    servers = spark_broker.bootstrap
+    source, out = make_topic(spark_broker, "life-pause-in", 1), make_topic(spark_broker, "life-pause-out", 1)
+    b = StreamsBuilder()
+    b.stream(source, Consumed.with_(S, S)).mapValues(lambda v: v.upper()).to(out, Produced.with_(S, S))
+    app = b.build(spark, {"application.id": "life-pause", "bootstrap.servers": servers,
+                          "state.dir": str(tmp_path / "state")})
+    seen = recorder(app)
+    produce(servers, source, [("a", "x"), ("b", "y")])
+    app.pause()
+    assert app.isPaused()
+    app.start()
+    try:
+        assert app.state() is State.RUNNING and app.queries == []
+        app.processAllAvailable()
+        assert read_committed(servers, out) == []
+        app.resume()
+        assert not app.isPaused() and len(app.queries) == 1
+        app.processAllAvailable()
+        want = [(S.serialize(k), S.serialize(v)) for k, v in [("a", "X"), ("b", "Y")]]
+        assert [(k, v) for k, v, _ in read_committed(servers, out)] == want
+        app.pause()
+        assert app.isPaused() and app.state() is State.RUNNING and app.queries == []
+        assert not [q for q in spark.streams.active if q.name.startswith("life-pause-")]
+        produce(servers, source, [("c", "z")])
+        app.processAllAvailable()
+        assert [(k, v) for k, v, _ in read_committed(servers, out)] == want
+        app.resume()
+        app.processAllAvailable()
+        assert [(k, v) for k, v, _ in read_committed(servers, out)] == want + [(b"c", b"Z")]
+        assert seen == [("CREATED", "REBALANCING"), ("REBALANCING", "RUNNING")]
+    finally:
+        app.close()
+    assert app.state() is State.NOT_RUNNING
