@@ -20,9 +20,13 @@ from streams.parameters import Materialized
 
 
 class CogroupedKStream:
-    def __init__(self, groups: list):
+    def __init__(self, groups: list, inputs: dict | None = None):
         self._groups = groups          # [(KGroupedStream, aggregator)]
         self._b = groups[0][0]._b
+        # each grouped stream's input once repartitioned, shared by every aggregation of this
+        # cogroup (and of its further cogroups and windowings), as Kafka's one aggregate builder
+        # per CogroupedKStreamImpl keeps it: {id(grouped): (grouped, stream)}
+        self._inputs = {} if inputs is None else inputs
 
     def cogroup(self, grouped, aggregator_) -> "CogroupedKStream":
         from streams.grouped import KGroupedStream, aggregator
@@ -30,10 +34,11 @@ class CogroupedKStream:
             raise TopologyError("cogroup(): expected a KGroupedStream of the same builder")
         if any(g is grouped for g, _ in self._groups):
             raise TopologyError("cogroup(): this grouped stream is already part of the cogroup")
-        return CogroupedKStream(self._groups + [(grouped, aggregator(Fn(aggregator_, "cogroup aggregator", (3,))))])
+        return CogroupedKStream(self._groups + [(grouped, aggregator(Fn(aggregator_, "cogroup aggregator", (3,))))],
+                                self._inputs)
 
     def windowedBy(self, windows) -> "CogroupedKStream":
-        out = CogroupedKStream(self._groups)
+        out = CogroupedKStream(self._groups, self._inputs)
         out._windows = windows
         return out
 
@@ -43,7 +48,7 @@ class CogroupedKStream:
         """Kafka's ``aggregate(initializer[, named][, materialized])``; session windows take the
         merger second, ``aggregate(initializer, sessionMerger[, named][, materialized])`` (or
         ``merger_=``)."""
-        from streams.grouped import initializer, merger, old_values_factory
+        from streams.grouped import initializer, merger, old_values_factory, window_retention
         from streams.kstream import _named
         from streams.ktable import KTable
         from streams.parameters import Named
@@ -64,12 +69,12 @@ class CogroupedKStream:
         if kind == "session" and merger_ is None:
             raise TopologyError("a session-windowed cogroup needs a merger: aggregate(initializer, merger)")
         merge_fn = merger(Fn(merger_, "session merger", (3,))) if merger_ is not None else None
-        retention = None
-        if w is not None:
-            retention = (materialized.retention if materialized and materialized.retention else w.retentionMs())
+        retention = None if w is None else window_retention(w, materialized)
         spec = self._b.store(materialized, kind, "COGROUPKSTREAM-AGGREGATE-STATE-STORE-", retention=retention,
                              key_serde=self._groups[0][0].key_serde,
                              value_serde=materialized.value_serde if materialized else None)
+        if kind == "window":    # the store's windows end at start + size (sliding: + time difference)
+            spec.window_size = w.size()
         inputs = self._repartitions(spec.name)
         parents, opts, given = [], {}, _named(named)
         for i, ((grouped, agg), src) in enumerate(zip(self._groups, inputs)):
@@ -93,14 +98,25 @@ class CogroupedKStream:
         aggregator is named: each key-changed stream is repartitioned through
         ``<Grouped name or store name>-repartition``. Two unnamed key-changed streams in one
         cogroup would both get ``<store>-repartition``, which Kafka refuses (the processor names
-        repeat); here the later ones get ``<store>-<position>-repartition`` instead."""
+        repeat); here the later ones get ``<store>-<position>-repartition`` instead. A cogroup
+        aggregated again reads the repartition topic its first aggregation made (the names are
+        drawn again, unused), as Kafka's aggregate builder keeps one node per grouped stream."""
+        from streams.kstream import repartition_names
         inputs, topics = [], set()
         for i, (grouped, _) in enumerate(self._groups):
+            made = self._inputs.get(id(grouped))
+            if made is not None:
+                if grouped._repartition_required:
+                    repartition_names(self._b)
+                inputs.append(made[1])
+                continue
             prefix = store
             if grouped._repartition_required and grouped._grouped.name is None:
                 prefix = store if store not in topics else f"{store}-{i}"
                 topics.add(store)
-            inputs.append(grouped._input(prefix))
+            stream = grouped._input(prefix)
+            self._inputs[id(grouped)] = (grouped, stream)
+            inputs.append(stream)
         return inputs
 
     @staticmethod

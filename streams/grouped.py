@@ -172,14 +172,20 @@ class _Windowed:
         return out
 
     def _retention(self, materialized: Materialized | None) -> int:
-        w = self._windows
-        natural = w.retentionMs()      # size + grace; 2 * time difference + grace for sliding windows
-        given = materialized.retention if materialized is not None else None
-        if given is not None and given < natural:
-            raise TopologyError(f"Materialized retention {given} ms is shorter than the windows' minimum "
-                                f"retention ({natural} ms, Kafka's size + grace, or 2 * time difference + "
-                                f"grace for sliding windows): windows would be gone before they close")
-        return given if given is not None else natural
+        return window_retention(self._windows, materialized)
+
+
+def window_retention(windows, materialized: Materialized | None) -> int:
+    """The window or session store's retention: ``Materialized.withRetention``, else the windows'
+    own; one too short for the windows to close is refused when the aggregation is defined, as
+    Kafka's windowed streams (and windowed cogroups) refuse it in ``materialize()``."""
+    natural = windows.retentionMs()      # size + grace; 2 * time difference + grace for sliding windows
+    given = materialized.retention if materialized is not None else None
+    if given is not None and given < natural:
+        raise TopologyError(f"Materialized retention {given} ms is shorter than the windows' minimum "
+                            f"retention ({natural} ms, Kafka's size + grace, or 2 * time difference + "
+                            f"grace for sliding windows): windows would be gone before they close")
+    return given if given is not None else natural
 
 
 class TimeWindowedKStream(_Windowed):
