@@ -253,7 +253,7 @@ class GroupShard:
         epoch is ``IllegalGeneration`` too, not the retriable ``StaleMemberEpoch`` of a plain
         commit: the member's partitions may have moved, so the producer must abort the transaction
         rather than commit it again."""
-        if group_id not in self.groups and member_epoch >= 0:
+        if group_id and group_id not in self.groups and member_epoch >= 0:
             raise IllegalGenerationError(
                 f"group '{group_id}' does not exist, so no member of it has epoch {member_epoch}: the "
                 "consumer's group metadata is not this group's; abort the transaction")
@@ -338,15 +338,17 @@ class GroupShard:
         return self._group(group_id, create=False)
 
     def expire_offsets(self, now_ms: int, retention_ms: int) -> list[Record]:
-        """``offsets.retention.minutes``: tombstones for the offsets that expired, and for a group
-        left with nothing (see :mod:`broker.group.offset_expiry`)."""
+        """``offsets.retention.minutes``: tombstones for the offsets that expired, and for every
+        group left with nothing, also one that never had offsets (Kafka's ``cleanupGroupMetadata``;
+        see :mod:`broker.group.offset_expiry`)."""
         records: list[Record] = []
         for group in list(self.groups.values()):
             expired = offset_expiry.expired_offsets(group, now_ms, retention_ms)
-            if expired:
-                for tp in expired:
-                    del group.offsets[tp]
-                records += self._changes(group, removed=offset_expiry.deletable(group))
+            for tp in expired:
+                del group.offsets[tp]
+            gone = offset_expiry.deletable(group)
+            if expired or gone:
+                records += self._changes(group, removed=gone)
         return records
 
     def delete_group(self, group_id: str) -> list[Record]:

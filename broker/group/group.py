@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from broker.errors import (FencedInstanceIdError, FencedMemberEpochError,
+from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, InvalidRequestError,
                            StaleMemberEpochError, UnknownMemberIdError, UnsupportedAssignorError)
 from broker.group.assignors import COOPERATIVE, TP, assignor, elect, strategies
 
@@ -132,18 +132,24 @@ class ConsumerGroup:
                   rebalance_timeout_ms: int = 300_000, owned: set[TP] | None = None,
                   partitions: Mapping[str, int], now_ms: int) -> HeartbeatResult:
         """One member heartbeat: join (epoch 0), leave (-1, or -2 for a static member), or report."""
+        if member_epoch < LEAVE_STATIC or (member_epoch > JOIN and not member_id):
+            # Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid (a leave naming no member is a no-op here)
+            raise InvalidRequestError("MemberEpoch is invalid." if member_epoch < LEAVE_STATIC
+                                      else "MemberId can't be empty.")
         if member_epoch in (LEAVE, LEAVE_STATIC):
             return self._leave(member_id, member_epoch, now_ms)
         if member_epoch == JOIN and member_id not in self.members:
+            if member_id:  # a join naming a member id it no longer has: a replaced instance?
+                self._check_instance(member_id, instance_id)
+                if member_id in self.fenced_members:
+                    raise FencedInstanceIdError(
+                        f"member {member_id} was replaced by a newer member with its group.instance.id")
             member = self._join(instance_id, client_id, list(topics or []), assignor_name,
                                 session_timeout_ms, rebalance_timeout_ms, now_ms)
         else:
             self._check_instance(member_id, instance_id)
             member = self._member(member_id)
-            if member_epoch not in (member.epoch, member.previous_epoch):
-                raise FencedMemberEpochError(
-                    f"member {member_id} of group '{self.group_id}' is at epoch {member.epoch}, "
-                    f"not {member_epoch}: its partitions were reassigned; rejoin")
+            self._check_epoch(member, member_epoch, owned)
             if topics is not None and sorted(topics) != sorted(member.topics):
                 member.topics = sorted(topics)
                 self.group_epoch += 1
@@ -155,6 +161,27 @@ class ConsumerGroup:
         self._reconcile(member, now_ms)
         return HeartbeatResult(member.member_id, member.epoch, set(member.assigned),
                                member.epoch < self.assignment_epoch)
+
+    def _check_epoch(self, member: Member, member_epoch: int, owned: set[TP] | None) -> None:
+        """Kafka's ``throwIfConsumerGroupMemberEpochIsInvalid``: a heartbeat carries the member's
+        epoch, or its previous one (the response that moved it on was lost) only if what it owns
+        is part of its current assignment; a static member that left for now is at epoch -2
+        there, so a late heartbeat of the incarnation that left is fenced too. Anything else is
+        ``FencedMemberEpochError``: the member gives up its partitions and joins again."""
+        if not member.active:
+            raise FencedMemberEpochError(
+                f"static member {member.member_id} of group '{self.group_id}' left the group for now "
+                f"(epoch -2), not at epoch {member_epoch}: join again")
+        if member_epoch == member.epoch:
+            return
+        if member_epoch == member.previous_epoch and owned is not None and owned <= member.assigned:
+            return
+        claims = "" if member_epoch != member.previous_epoch else (
+            ", without saying what it owns" if owned is None else
+            f", owning {sorted(owned - member.assigned)} it is no longer assigned")
+        raise FencedMemberEpochError(
+            f"member {member.member_id} of group '{self.group_id}' is at epoch {member.epoch}, "
+            f"not {member_epoch}{claims}: its partitions were reassigned; rejoin")
 
     def _check_instance(self, member_id: str, instance_id: str) -> None:
         """A request naming a ``group.instance.id`` that now belongs to another member id comes from
