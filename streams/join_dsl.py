@@ -89,15 +89,16 @@ def stream_stream(this, other, kind: str, joiner_arg, windows: JoinWindows, para
     base = p.store_name
     this_store = f"{base}{this_suffix}-store" if base else f"{this_generated}-store"
     other_store = f"{base}{other_suffix}-store" if base else f"{other_generated}-store"
-    this_spec = StoreSpec(this_store, "window", retention)
-    other_spec = StoreSpec(other_store, "window", retention)
+    logged = dict(p.log_config)
+    this_spec = StoreSpec(this_store, "window", retention, log_config=logged)
+    other_spec = StoreSpec(other_store, "window", retention, log_config=logged)
     shared = ()
     if left_outer:
         if base:
             outer_name = f"{base}{'-outer-shared-join' if right_outer else '-left-shared-join'}-store"
         else:
             outer_name = "KSTREAM-OUTERSHARED-" + this_generated.rsplit("-", 1)[1] + "-store"
-        shared = (StoreSpec(outer_name, "window", retention),)
+        shared = (StoreSpec(outer_name, "window", retention, log_config=logged),)
     outer_store = shared[0].name if shared else None
     args = {"windows": windows, "joiner": joiner_arg, "kind": kind}
     tw = b.add(this_windowed, "processor", "join-windowed", lambda: JoinWindow(this_store, windows), [this._node],
@@ -129,9 +130,9 @@ def stream_table(stream, table, kind: str, joiner_arg, joined: Joined | None):
     stream = _repartitioned(stream, p.name or stream._node.name, p.key_serde, p.value_serde)   # Kafka: no "-left"
     getter = value_getter(table)
     if p.grace_ms is not None and not getter.versioned:
-        raise TopologyError("Joined.withGracePeriod needs a versioned table (Materialized.as_(Stores."
-                            "persistentVersionedKeyValueStore(...))): only a versioned table can be read "
-                            "as of an earlier time")
+        raise TopologyError("KTable must be versioned to use a grace period in a stream table join. "
+                            "(Materialized.as_(Stores.persistentVersionedKeyValueStore(...)): only a "
+                            "versioned table can be read as of an earlier time)")
     if p.grace_ms is not None and p.grace_ms > getter.history_retention:
         # StreamTableJoinNode: a record waiting longer than the history would find nothing to join
         raise TopologyError("History retention must be at least grace period.")

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from streams.errors import TopologyError
 from streams.functions import Fn
-from streams.parameters import check_name
+from streams.parameters import Materialized, check_name
 
 
 class TopicsNotCopartitionedError(TopologyError):
@@ -114,12 +114,13 @@ class Joined:
 class StreamJoined:
     """Stream–stream join parameters: serdes of both sides, the processors' name and the store
     name (``<name>-this-join-store``, ``<name>-other-join-store`` and, for left/outer joins, the
-    shared store of not-yet-joined records)."""
+    shared store of not-yet-joined records). ``log_config``: the changelog configs of those stores."""
     key_serde: Any = None
     value_serde: Any = None
     other_value_serde: Any = None
     name: str | None = None
     store_name: str | None = None
+    log_config: tuple = ()
 
     @staticmethod
     def with_(key_serde=None, value_serde=None, other_value_serde=None) -> "StreamJoined":
@@ -143,6 +144,15 @@ class StreamJoined:
 
     def withOtherValueSerde(self, serde) -> "StreamJoined":
         return replace(self, other_value_serde=serde)
+
+    def withLoggingEnabled(self, config: dict | None = None) -> "StreamJoined":
+        """Topic configs for the changelogs of the join's stores (both window stores and the shared
+        outer store), checked as ``Materialized.withLoggingEnabled`` checks them."""
+        return replace(self, log_config=Materialized().withLoggingEnabled(config).log_config)
+
+    def withLoggingDisabled(self) -> "StreamJoined":
+        raise TopologyError("withLoggingDisabled: Riverlog stores are always logged, because the changelog "
+                            "is what lets an application restart from the broker alone")
 
 
 @dataclass(frozen=True)
