@@ -73,11 +73,33 @@ class StreamsBuilder:
         if not topics or not all(isinstance(t, str) and t for t in topics):
             raise TopologyError(f"stream(): expected a topic name or a list of them, got {topics!r}")
         name = self.name(consumed.name, "KSTREAM-SOURCE-")
+        same = self._stream_source(topics, consumed)
+        if same is not None:    # Kafka merges the source nodes of one subscription (KAFKA-6687)
+            return KStream(self, same, consumed.key_serde, consumed.value_serde)
         node = self.add(name, "source", "stream",
                         lambda c=consumed: Source(c.key_serde, c.value_serde, c.timestamp_extractor),
                         topics=tuple(topics), args={"consumed": consumed},
                         key_serde=consumed.key_serde, value_serde=consumed.value_serde)
         return KStream(self, node, consumed.key_serde, consumed.value_serde)
+
+    def _stream_source(self, topics: list[str], consumed: Consumed) -> Node | None:
+        """The stream source already reading exactly ``topics``: a second ``stream()`` of them
+        shares it (its name is drawn, unused), as Kafka's ``mergeDuplicateSourceNodes``. Kafka
+        refuses another offset reset policy; another serde or extractor is refused here too (Kafka
+        would decode the records with the first source's)."""
+        for n in self._nodes:
+            if n.kind == "source" and n.op == "stream" and not n.internal and set(n.topics) == set(topics):
+                first: Consumed = n.args["consumed"]
+                if first.offset_reset != consumed.offset_reset:
+                    raise TopologyError("Can't configure different offset reset policies on the same input "
+                                        "topic(s)")
+                if (first.key_serde, first.value_serde, first.timestamp_extractor) != (
+                        consumed.key_serde, consumed.value_serde, consumed.timestamp_extractor):
+                    raise TopologyError(f"stream({sorted(topics)}) is read again with other serdes or another "
+                                        f"timestamp extractor than {n.name}: read the topics once and use that "
+                                        f"KStream twice")
+                return n
+        return None
 
     def table(self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None):
         from streams.ktable import KTable

@@ -797,10 +797,11 @@ def test_an_illegal_name_fails_when_defined():
         stream(b).filter("true", Named.as_("f")).filter("true", Named.as_("f"))
 
 
-def test_a_topic_read_twice_fails_at_build():
+def test_a_topic_read_as_a_stream_and_a_table_fails_at_build():
+    """(Two streams of one topic share a source: tests/streams/test_builder_sources_upstream.py.)"""
     b = StreamsBuilder()
     stream(b, "in")
-    stream(b, "in")
+    b.table("in")
     with pytest.raises(TopologyError, match="read by both"):
         b.build()
 
