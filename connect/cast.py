@@ -5,6 +5,11 @@ variants are made in :mod:`connect.transforms`.
 """
 from __future__ import annotations
 
+import json
+import math
+import re
+import struct
+
 from pyspark.sql import functions as F
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DateType, DecimalType, DoubleType,
                                FloatType, IntegerType, LongType, MapType, ShortType, StringType, StructType,
@@ -13,7 +18,9 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, Dat
 from connect import timestamp_formats
 from connect.errors import DataError
 from connect.field_transforms import P, RNWD, _first_message, _or
-from connect.transform_base import REQUIRED, TIME, Plan, Setting, Transformation, connect_name, rebuild, require_struct
+from connect.java_text import java_double
+from connect.transform_base import (OPTIONAL, REQUIRED, TIME, Plan, Setting, Transformation, connect_name,
+                                    field_optional, rebuild, require_struct, schema_basics, with_metadata)
 
 
 _CAST_TYPES = {"int8": ByteType(), "int16": ShortType(), "int32": IntegerType(), "int64": LongType(),
@@ -129,11 +136,76 @@ def cast_column(c, from_t, to: str, where: str, metadata: dict | None = None):
     return _wrap(as_long, _BITS[to]).cast(target), no
 
 
+_DEFAULT = "connect.default"
+
+
+def _java_narrow(x: float, bits: int) -> int:
+    """Java's ``(byte)``/``(short)``/``(int)``/``(long)`` of a double: truncate, saturate at the int's
+    (the long's for 64 bits) range, NaN → 0, then wrap to ``bits``."""
+    top = 63 if bits == 64 else 31
+    n = 0 if math.isnan(x) else max(-(1 << top), min((1 << top) - 1, int(x) if math.isfinite(x) else
+                                                      (1 << top) if x > 0 else -(1 << top)))
+    low = n % (1 << bits)
+    return low - (1 << bits) if low >= 1 << (bits - 1) else low
+
+
+def cast_default(text: str, from_t, to: str):
+    """Kafka's ``castValueToType`` of a field's default (JSON text in its metadata) to Connect type
+    ``to``, as JSON text; None where the default has no plain JSON value (a logical type) or is
+    not finite. A string that does not parse raises :class:`DataError`, as Kafka fails the schema."""
+    if not isinstance(from_t, (_INTEGRAL, FloatType, DoubleType, BooleanType, StringType)):
+        return None
+    v = json.loads(text)
+    if isinstance(from_t, (FloatType, DoubleType)) and isinstance(v, int) and not isinstance(v, bool):
+        v = float(v)   # a Float or Double, whichever way the JSON spelt it
+    if isinstance(v, str) and to in _BITS:
+        if not re.fullmatch(r"[+-]?[0-9]+", v) or not -(1 << _BITS[to] - 1) <= int(v) < 1 << _BITS[to] - 1:
+            raise DataError(f"Cast: the default ({v}) of a field cannot be cast to {to}")
+        v = int(v)
+    elif isinstance(v, str) and to in ("float32", "float64"):
+        try:
+            v = float(v.strip("".join(chr(c) for c in range(0x21))).rstrip("fFdD"))
+        except ValueError:
+            raise DataError(f"Cast: the default ({v}) of a field cannot be cast to {to}") from None
+    if to == "string":
+        out = v if isinstance(v, str) else ("true" if v else "false") if isinstance(v, bool) else \
+            java_double(v, isinstance(from_t, FloatType)) if isinstance(v, float) else str(v)
+        return json.dumps(out, ensure_ascii=False)
+    if to == "boolean":
+        return json.dumps(v.lower() == "true" if isinstance(v, str) else
+                          _java_narrow(v, 64) != 0 if isinstance(v, float) else v != 0)
+    if isinstance(v, bool):
+        v = int(v)
+    if to in _BITS:
+        return str(_java_narrow(float(v), _BITS[to]) if isinstance(v, float) else _wrap_int(v, _BITS[to]))
+    x = float(struct.unpack("f", struct.pack("f", v))[0]) if to == "float32" else float(v)
+    return java_double(x, to == "float32") if math.isfinite(x) else None
+
+
+def _wrap_int(n: int, bits: int) -> int:
+    low = n % (1 << bits)
+    return low - (1 << bits) if low >= 1 << (bits - 1) else low
+
+
+def _cast_field_metadata(metadata: dict | None, from_t, to: str) -> dict | None:
+    """A cast field's schema, as Kafka's ``getOrBuildSchema`` builds it: its optionality, and its
+    default cast to the new type."""
+    out = dict(field_optional(metadata) or {})
+    if metadata and metadata.get(_DEFAULT) is not None:
+        default = cast_default(metadata[_DEFAULT], from_t, to)
+        if default is not None:
+            out[_DEFAULT] = default
+    return out or None
+
+
 class Cast(Transformation):
     """Casts fields (``spec=a:int32,b:string``) or the whole key/value (``spec=int64``) to Connect's
     types int8…int64, float32/64, boolean, string. Numbers narrow with Java's wrap-around; a string
     that does not parse is flagged per row; bytes go to base64 strings; timestamps/dates cast
-    through epoch ms/days, as Kafka casts their logical types. Top-level fields only, as Kafka."""
+    through epoch ms/days, as Kafka casts their logical types. Top-level fields only, as Kafka. As
+    Kafka's ``getOrBuildSchema``, a cast field keeps its optionality and its default (cast too, see
+    :func:`cast_default`), other fields their schemas, and
+    the key/value its schema's name, version, doc, parameters and optionality."""
     class_name = P + "Cast"
     SETTINGS = [Setting("spec", "list", REQUIRED), RNWD]
 
@@ -163,7 +235,15 @@ class Cast(Transformation):
         if len(spec[0]) == 1:
             out, failed = cast_column(col, t, spec[0][0].strip().lower(), self.target,
                                       frame.schema[self.target].metadata)
-            return Plan({self.target: out}, failed=failed,
+            meta = frame.schema[self.target].metadata
+            basics = schema_basics(frame, self.target, OPTIONAL)
+            if str(basics.get("connect.name", "")).startswith("org.apache.kafka.connect.data."):
+                basics.pop("connect.name")   # a logical type's name does not fit the cast type
+            try:
+                basics.update(_cast_field_metadata(meta, t, spec[0][0].strip().lower()) or {})
+            except DataError as e:   # Kafka fails building the schema: every record
+                return Plan(failed=col.isNotNull(), message=F.lit(str(e)))
+            return Plan({self.target: with_metadata(out, self.target, basics)}, failed=failed,
                         message=F.concat(F.lit(f"Cast: {self.target} ("), col.cast("string"),
                                          F.lit(f") cannot be cast to {spec[0][0].strip()}")))
         t = require_struct(frame, self.target, "cast types")
@@ -175,6 +255,13 @@ class Cast(Transformation):
                 c, failed = cast_column(c, f.dataType, casts[f.name], f"field {f.name!r}", f.metadata)
                 fails.append((failed, F.concat(F.lit(f"Cast: field {f.name} ("), col.getField(f.name).cast("string"),
                                                F.lit(f") cannot be cast to {casts[f.name]}"))))
-            fields.append((f.name, c, None if f.name in casts else f.metadata))
-        return Plan({self.target: rebuild(col, fields)}, failed=col.isNotNull() & _or(f for f, _ in fails),
+            if f.name in casts:
+                try:
+                    meta = _cast_field_metadata(f.metadata, f.dataType, casts[f.name])
+                except DataError as e:   # Kafka fails building the schema: every record
+                    meta = None
+                    fails.append((F.lit(True), F.lit(str(e))))
+            fields.append((f.name, c, meta if f.name in casts else f.metadata))
+        value = with_metadata(rebuild(col, fields), self.target, schema_basics(frame, self.target, OPTIONAL))
+        return Plan({self.target: value}, failed=col.isNotNull() & _or(f for f, _ in fails),
                     message=_first_message(fails))

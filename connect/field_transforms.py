@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 from pyspark.sql.types import (ArrayType, BooleanType, ByteType, DateType, DecimalType, DoubleType, FloatType,
-                               IntegerType, LongType, MapType, ShortType, StringType, StructType, TimestampNTZType,
-                               TimestampType)
+                               IntegerType, LongType, MapType, ShortType, StringType, StructField, StructType,
+                               TimestampNTZType, TimestampType)
 
 from connect.errors import DataError
-from connect.transform_base import (REQUIRED, Plan, Setting, Transformation, has_schema, non_empty_list,
-                                    non_empty_string, null_with_schema, one_of, rebuild, require_struct,
-                                    require_struct_or_map, tombstones_fail)
+from connect.transform_base import (OPTIONAL, REQUIRED, TIME, Plan, Setting, Transformation, connect_name,
+                                    has_schema, non_empty_list, non_empty_string, null_with_schema, one_of, rebuild,
+                                    require_struct, require_struct_or_map, schema_basics, tombstones_fail,
+                                    with_metadata)
 
 
 P = "org.apache.kafka.connect.transforms."
@@ -38,8 +39,10 @@ def _first_message(pairs):
 
 class InsertField(Transformation):
     """Adds the record's topic, partition, offset, timestamp and/or a static string to a struct,
-    after its fields and in that order. A ``!``/``?`` suffix (required/optional) is accepted; Spark
-    fields are always nullable. ``offset.field`` is null for source records (Kafka refuses it)."""
+    after its fields and in that order. On a value with a schema, a ``!`` suffix makes the added
+    field required in the schema the converter writes (no suffix or ``?``: optional), and the
+    struct keeps its schema's name, version, doc and parameters (``SchemaUtil.copySchemaBasics``).
+    ``offset.field`` fails a source record (its offset is null), as Kafka's ``requireSinkRecord``."""
     class_name = P + "InsertField"
     SETTINGS = [Setting(n) for n in ("topic.field", "partition.field", "offset.field", "timestamp.field",
                                      "static.field", "static.value")] + [RNWD]
@@ -55,24 +58,33 @@ class InsertField(Transformation):
     def plan(self, frame):
         t = require_struct(frame, self.target, "field insertion")
         col = F.col(self.target)
+        schema = has_schema(frame, self.target)
         added = []
         for name, source in (("topic.field", F.col("topic")), ("partition.field", F.col("partition")),
                              ("offset.field", F.col("offset")), ("timestamp.field", F.col("timestamp")),
                              ("static.field", F.lit(self.values.get("static.value")))):
             spec = self.values.get(name)
-            if spec:
-                added.append((spec.rstrip("!?") if spec[-1:] in "!?" else spec, source))
-        clash = [n for n, _ in added if n in t.names]
-        if clash and has_schema(frame, self.target):   # SchemaBuilder.field refuses a second field of a name
+            if spec:   # InsertionSpec: "!" required, "?" or nothing optional
+                meta = {OPTIONAL: spec[-1:] != "!"} if schema else None
+                added.append((spec.rstrip("!?") if spec[-1:] in "!?" else spec, source, meta))
+        clash = [n for n, _, _ in added if n in t.names]
+        if clash and schema:   # SchemaBuilder.field refuses a second field of a name
             return Plan(failed=col.isNotNull(), message=F.lit(
                 f"Cannot create field because of field name duplication {clash[0]}"))
-        new = dict(added)   # schemaless: Map.put overwrites the field
+        new = {n: c for n, c, _ in added}   # schemaless: Map.put overwrites the field
         kept = [(f.name, new.pop(f.name) if f.name in new else col.getField(f.name)) for f in t.fields]
-        return Plan({self.target: rebuild(col, kept + [(n, c) for n, c in added if n in new], t)})
+        value = rebuild(col, kept + [a for a in added if a[0] in new], t)
+        plan = Plan({self.target: with_metadata(value, self.target, schema_basics(frame, self.target, OPTIONAL))})
+        if self.values.get("offset.field"):   # a source record has no Kafka offset
+            plan.failed = col.isNotNull() & F.col("offset").isNull()
+            plan.message = F.lit("Only SinkRecord supported for [field insertion], found: "
+                                 "org.apache.kafka.connect.source.SourceRecord")
+        return plan
 
 
 class ReplaceField(Transformation):
-    """Keeps ``include`` (all when empty), drops ``exclude``, renames ``renames`` (``old:new``)."""
+    """Keeps ``include`` (all when empty), drops ``exclude``, renames ``renames`` (``old:new``). Kept
+    fields keep their schemas; the struct keeps its schema's name, version, doc and parameters."""
     class_name = P + "ReplaceField"
     SETTINGS = [Setting("exclude", "list", ""), Setting("include", "list", ""), Setting("renames", "list", ""), RNWD]
 
@@ -91,7 +103,8 @@ class ReplaceField(Transformation):
         if twice:   # Kafka's SchemaBuilder refuses a struct with a field twice
             raise DataError(f"ReplaceField: {self.target} would have field(s) {twice} twice: "
                             "rename or exclude the field that is already there")
-        return Plan({self.target: rebuild(col, [(new, col.getField(n), t[n].metadata) for new, n in zip(names, kept)])})
+        value = rebuild(col, [(new, col.getField(n), t[n].metadata) for new, n in zip(names, kept)])
+        return Plan({self.target: with_metadata(value, self.target, schema_basics(frame, self.target, OPTIONAL))})
 
 
 _NUMERIC = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType)
@@ -99,14 +112,18 @@ _NUMERIC = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, D
 
 class MaskField(Transformation):
     """Replaces ``fields`` with their type's empty value (0, false, "", epoch, empty array/map) or
-    with ``replacement`` (numbers and strings only, as in Kafka)."""
+    with ``replacement`` (numbers and strings only, as in Kafka: a Connect Time, a ``java.util.Date``
+    there, fails its record). The value keeps its schema, fields included (``new Struct(value.schema())``)."""
     class_name = P + "MaskField"
     SETTINGS = [Setting("fields", "list", REQUIRED, non_empty_list),
                 Setting("replacement", default=None, validator=non_empty_string), RNWD]
 
-    def _mask(self, c, t, name, schema=True):
+    def _mask(self, c, t, name, schema=True, metadata=None):
         r = self.values.get("replacement")
         if r is not None:
+            if connect_name(metadata) == TIME:   # maskWithCustomReplacement has no mapping for a Date
+                raise DataError(f"MaskField: cannot mask field {name!r} of type Time (java.util.Date) "
+                                "with custom replacement")
             if isinstance(t, StringType):
                 return F.lit(r)
             if isinstance(t, _NUMERIC):
@@ -140,16 +157,17 @@ class MaskField(Transformation):
             c = col.getField(f.name)
             if f.name in self.values["fields"]:
                 try:
-                    c = F.when(c.isNotNull(), self._mask(c, f.dataType, f.name, schema))
+                    c = F.when(c.isNotNull(), self._mask(c, f.dataType, f.name, schema, f.metadata))
                 except DataError as e:   # Kafka's maskWithNullValue/maskWithCustomReplacement throw per record
                     fails.append((c.isNotNull(), F.lit(str(e))))
-            fields.append((f.name, c, None if f.name in self.values["fields"] else f.metadata))
+            fields.append((f.name, c, f.metadata))
         # schemaless: Map.get of an absent field is null, and masking null gives null
         fields += [(n, F.lit(None).cast("string")) for n in missing]
         tomb = tombstones_fail(self.target, "mask fields")
         failed = tomb["failed"] | _or(f for f, _ in fails)
         message = F.when(tomb["failed"], tomb["message"]).otherwise(_first_message(fails))
-        return Plan({self.target: rebuild(col, fields)}, failed=failed, message=message)
+        value = with_metadata(rebuild(col, fields), self.target, dict(frame.schema[self.target].metadata))
+        return Plan({self.target: value}, failed=failed, message=message)
 
 
 def _replacement_number(r: str, t, name: str):
@@ -249,33 +267,41 @@ class ExtractField(Transformation):
 
 
 class HoistField(Transformation):
-    """Wraps the key/value in a struct with one field ``field`` (a null is wrapped too, as Kafka does)."""
+    """Wraps the key/value in a struct with one field ``field`` (a null is wrapped too, as Kafka does).
+    The field has the key's/value's schema; the struct is a new, unnamed, required one."""
     class_name = P + "HoistField"
     SETTINGS = [Setting("field", default=REQUIRED)]
 
     def plan(self, frame):
-        return Plan({self.target: F.struct(F.col(self.target).alias(self.values["field"]))})
+        value = F.struct(F.col(self.target).alias(self.values["field"]))
+        required = {OPTIONAL: False} if has_schema(frame, self.target) else None
+        return Plan({self.target: with_metadata(value, self.target, required)})
 
 
 class Flatten(Transformation):
     """Nested structs become top-level fields named by their path joined with ``delimiter``; arrays
     are kept as they are. A map field fails every record, as Kafka's ``buildUpdatedSchema`` throws
-    for MAP with schemas (a schemaless nested object is a struct here, and is flattened)."""
+    for MAP with schemas (a schemaless nested object is a struct here, and is flattened). As
+    ``buildUpdatedSchema``, a field under an optional struct (or an optional value) becomes optional,
+    and the value keeps its schema's name, version, doc, parameters and optionality."""
     class_name = P + "Flatten"
     SETTINGS = [Setting("delimiter", default=".")]
 
-    def _leaves(self, c, t, prefix):
+    def _leaves(self, c, t, prefix, optional):
         for f in t.fields:
             name = prefix + f.name
             if isinstance(f.dataType, StructType):
-                yield from self._leaves(c.getField(f.name), f.dataType, name + self.values["delimiter"])
+                yield from self._leaves(c.getField(f.name), f.dataType, name + self.values["delimiter"],
+                                        optional or f.metadata.get(OPTIONAL) is True)
+            elif optional and f.metadata.get(OPTIONAL) is False:   # null whenever a parent is
+                yield name, c.getField(f.name), StructField(f.name, f.dataType, True, {**f.metadata, OPTIONAL: True})
             else:
                 yield name, c.getField(f.name), f
 
     def plan(self, frame):
         t = require_struct(frame, self.target, "flattening")
         col = F.col(self.target)
-        fields = list(self._leaves(col, t, ""))
+        fields = list(self._leaves(col, t, "", frame.schema[self.target].metadata.get(OPTIONAL) is True))
         names = [n for n, _, _ in fields]
         maps = [n for n, _, f in fields if isinstance(f.dataType, MapType)]
         dup = sorted({n for n in names if names.count(n) > 1})
@@ -284,12 +310,13 @@ class Flatten(Transformation):
         if maps:   # Kafka's buildUpdatedSchema throws for a MAP field, so every record fails
             return Plan(failed=F.lit(True), message=F.lit(
                 f"Flatten transformation does not support MAP for record with schemas (for field {maps[0]})."))
-        return Plan({self.target: rebuild(col, [(n, c, f.metadata) for n, c, f in fields])})
+        value = rebuild(col, [(n, c, f.metadata) for n, c, f in fields])
+        return Plan({self.target: with_metadata(value, self.target, schema_basics(frame, self.target, OPTIONAL))})
 
 
 class ValueToKey(Transformation):
-    """Replaces the key with a struct of the value's ``fields``. A tombstone has no fields to copy:
-    it is flagged, as Kafka fails it."""
+    """Replaces the key with a struct of the value's ``fields`` (with their schemas). A tombstone
+    has no fields to copy: it is flagged, as Kafka fails it."""
     class_name = P + "ValueToKey"
     SETTINGS = [Setting("fields", "list", REQUIRED, non_empty_list), RNWD]
 
@@ -301,5 +328,7 @@ class ValueToKey(Transformation):
             return Plan(failed=F.lit(True), message=F.lit(f"Field does not exist: {missing[0]}"))
         key = rebuild(v, [(f, v.getField(f), t[f].metadata) if f in t.names else (f, F.lit(None).cast("string"))
                           for f in self.values["fields"]])   # schemaless: Map.get of an absent field is null
+        if has_schema(frame, "value"):   # SchemaBuilder.struct(): a new, unnamed, required key schema
+            key = with_metadata(key, "key", {OPTIONAL: False})
         return Plan({"key": key}, failed=v.isNull(),
                     message=F.lit("Only Struct objects supported for [copying fields from value to key], found: null"))

@@ -74,6 +74,16 @@ def _string_map(value: Any, what: str) -> dict[str, str | None]:
     return out
 
 
+_JAVA_TRIMMED = "".join(chr(c) for c in range(0x21))
+
+
+def _java_trim(text: str) -> str:
+    """Java's ``String.trim()``, which Kafka applies to a new connector's name: it strips every
+    character up to U+0020 (control characters such as ``\b`` too) and nothing else (a no-break
+    or ideographic space stays)."""
+    return text.strip(_JAVA_TRIMMED)
+
+
 def _location(http: Request, name: str) -> str:
     """The created connector's absolute URL, the name percent-encoded, as JAX-RS resolves Kafka's."""
     from urllib.parse import quote
@@ -168,8 +178,7 @@ def rest_app(worker) -> FastAPI:
     def create_connector(http: Request, request: Any = body):
         if not isinstance(request, dict):
             raise _BodyError("Cannot deserialize the request: expected {\"name\": ..., \"config\": {...}}")
-        name = request.get("name")
-        name = "" if name is None else str(name).strip()
+        name = _java_trim(_string_map({"name": request.get("name")}, "the request")["name"] or "")
         if request.get("config") is None:
             raise BadRequestError("Connector config is missing: send {\"name\": ..., \"config\": {...}}")
         config = _with_name(name, _string_map(request["config"], "config"))

@@ -13,8 +13,9 @@ from connect.cast import _INTEGRAL
 from connect.errors import DataError
 from connect.field_transforms import P, RNWD
 from connect.logical_types import MAX_TIMESTAMP_MILLIS, timestamp_from_millis
-from connect.transform_base import (REQUIRED, TIME, TIME_METADATA, Plan, Setting, Transformation, connect_name,
-                                    has_schema, one_of, rebuild, require_struct, schema_string)
+from connect.transform_base import (OPTIONAL, REQUIRED, TIME, TIME_METADATA, Plan, Setting, Transformation,
+                                    connect_name, field_optional, has_schema, one_of, rebuild, require_struct,
+                                    schema_basics, schema_string, with_metadata)
 
 
 def _saturating_times(c, k: int):
@@ -37,7 +38,9 @@ class TimestampConverter(Transformation):
     unix time; any other type (a plain int32) fails every record, as Kafka throws per record. Values
     pass through epoch milliseconds, as Kafka's ``java.util.Date`` does, so sub-millisecond digits
     are dropped as Kafka drops them. A string that does not parse is flagged per row. A schemaless
-    record without ``field`` gets it as null (``applySchemaless``: ``Map.get`` is null)."""
+    record without ``field`` gets it as null (``applySchemaless``: ``Map.get`` is null). The
+    converted field (or key/value) keeps its optionality (``typeSchema(isOptional())``), and a
+    struct its schema's name, version, doc, parameters and optionality."""
     class_name = P + "TimestampConverter"
     SETTINGS = [Setting("field", default=""),
                 Setting("target.type", default=REQUIRED, validator=one_of("string", "unix", "Date", "Time", "Timestamp")),
@@ -82,9 +85,13 @@ class TimestampConverter(Transformation):
             return F.pmod(ms, F.lit(86400000)).cast("int")
         return ts
 
-    def _out(self, c, name):
-        """``c`` named, marked a Connect Time when the target is Time (the converters' convention)."""
-        return c.alias(name, metadata=TIME_METADATA) if self.values["target.type"] == "Time" else c.alias(name)
+    def _meta(self, metadata=None):
+        """The converted value's metadata: a Connect Time when the target is Time (the converters'
+        convention), with the optionality of the value it replaces."""
+        return {**(TIME_METADATA if self.values["target.type"] == "Time" else {}), **(field_optional(metadata) or {})}
+
+    def _out(self, c, name, metadata=None):
+        return with_metadata(c, name, self._meta(metadata)).alias(name)
 
     def _convert(self, c, t, metadata, where, unknown):
         """(converted, failed, message); ``unknown``: where a type Kafka knows no timestamp kind for
@@ -109,7 +116,7 @@ class TimestampConverter(Transformation):
             f = frame.schema[self.target]
             out, failed, message = self._convert(col, f.dataType, f.metadata, self.target,
                                                  F.lit(True) if schema else col.isNotNull())
-            return Plan({self.target: self._out(out, self.target)}, failed=failed, message=message)
+            return Plan({self.target: self._out(out, self.target, f.metadata)}, failed=failed, message=message)
         t = require_struct(frame, self.target, "converting timestamp formats")
         if name not in t.names:
             if schema:   # Kafka's schema.field(name) is null: the record fails
@@ -120,6 +127,7 @@ class TimestampConverter(Transformation):
         field_t = t[name]
         out, failed, message = self._convert(col.getField(name), field_t.dataType, field_t.metadata, f"field {name}",
                                              F.lit(True) if schema else col.getField(name).isNotNull())
-        meta = TIME_METADATA if self.values["target.type"] == "Time" else {}
+        meta = self._meta(field_t.metadata)
         fields = [(f.name, out, meta) if f.name == name else (f.name, col.getField(f.name)) for f in t.fields]
-        return Plan({self.target: rebuild(col, fields, t)}, failed=col.isNotNull() & failed, message=message)
+        value = with_metadata(rebuild(col, fields, t), self.target, schema_basics(frame, self.target, OPTIONAL))
+        return Plan({self.target: value}, failed=col.isNotNull() & failed, message=message)

@@ -188,11 +188,12 @@ def gated(frame: DataFrame, gate: Column, new: Column, name: str) -> Column:
     """``when(gate, new).otherwise(old)`` with both branches made one type. Spark gives a column one
     type where Kafka lets each record have its own schema: structs are widened to the union of
     their fields (the transformed record's first, missing ones null); other type changes under a
-    predicate are refused, naming both types."""
+    predicate are refused, naming both types. The column keeps the transformed schema's metadata."""
     old = F.col(name)
-    new_t, old_t = column_type(frame, new), frame.schema[name].dataType
+    new_f, old_t = frame.select(new.alias("c")).schema["c"], frame.schema[name].dataType
+    new_t = new_f.dataType
     if new_t.simpleString() == old_t.simpleString():
-        return F.when(gate, new).otherwise(old)
+        return with_metadata(F.when(gate, new).otherwise(old), name, new_f.metadata)
     if isinstance(new_t, StructType) and isinstance(old_t, StructType):
         union = list(new_t.fields) + [f for f in old_t.fields if f.name not in new_t.names]
         for f in union:
@@ -206,7 +207,7 @@ def gated(frame: DataFrame, gate: Column, new: Column, name: str) -> Column:
             return F.when(c.isNotNull(), F.struct(*[
                 (c.getField(f.name) if f.name in t.names else F.lit(None).cast(f.dataType)).alias(f.name)
                 for f in union]))
-        return F.when(gate, widen(new, new_t)).otherwise(widen(old, old_t))
+        return with_metadata(F.when(gate, widen(new, new_t)).otherwise(widen(old, old_t)), name, new_f.metadata)
     raise DataError(f"a predicate gates a transform that changes column {name!r} from {old_t.simpleString()} to "
                     f"{new_t.simpleString()}: a Spark column has one type; apply it without a predicate or split "
                     "the connector")
@@ -257,6 +258,30 @@ def rebuild(value: Column, fields: list[tuple], source: StructType | None = None
 
 # ------------------------------------------------------------------ Connect schema metadata
 CONNECT_NAME = "connect.name"
+OPTIONAL = "connect.optional"
+SCHEMA_BASICS = (CONNECT_NAME, "connect.version", "connect.doc", "connect.parameters")
+
+
+def schema_basics(frame: DataFrame, name: str, *also: str) -> dict:
+    """The metadata of ``frame[name]``'s Connect schema that Kafka's ``SchemaUtil.copySchemaBasics``
+    copies into a rebuilt schema (name, version, doc, parameters), plus the keys ``also`` names
+    (``connect.optional`` where Kafka keeps it). Empty for a schemaless column."""
+    meta = frame.schema[name].metadata
+    return {k: meta[k] for k in SCHEMA_BASICS + also if k in meta}
+
+
+def with_metadata(col: Column, name: str, metadata: dict | None) -> Column:
+    """``col`` named ``name`` carrying ``metadata`` (the key's or value's schema, which the
+    converter writes), or plain ``col`` when there is none."""
+    return col.alias(name, metadata=metadata) if metadata else col
+
+
+def field_optional(metadata: dict | None) -> dict | None:
+    """A rebuilt field's metadata keeping only its optionality, as Kafka's builders keep
+    ``isOptional()`` when they replace a field's type (Cast, TimestampConverter)."""
+    return {OPTIONAL: metadata[OPTIONAL]} if metadata and OPTIONAL in metadata else None
+
+
 TIME = "org.apache.kafka.connect.data.Time"
 TIME_METADATA = {CONNECT_NAME: TIME, "connect.version": 1}
 

@@ -28,8 +28,9 @@ from connect.errors import ConfigError, DataError
 from connect.field_transforms import ExtractField, Flatten, HoistField, InsertField, MaskField, ReplaceField, ValueToKey
 from connect.headers import header_bytes, header_string, literal_header  # noqa: F401 (header_string: public here too)
 from connect.timestamp_converter import TimestampConverter
-from connect.transform_base import (REQUIRED, Plan, Setting, Transformation, execute, has_schema, non_empty_list,
-                                    one_of, parse_list, require_struct, tombstones_fail, valid_regex, with_target)
+from connect.transform_base import (OPTIONAL, REQUIRED, Plan, Setting, Transformation, execute, has_schema,
+                                    non_empty_list, one_of, parse_list, rebuild, require_struct, schema_basics,
+                                    tombstones_fail, valid_regex, with_metadata, with_target)
 from connect import timestamp_formats
 
 P = "org.apache.kafka.connect.transforms."
@@ -113,7 +114,8 @@ class HeaderFrom(Transformation):
     """Copies (``operation=copy``) or moves (``move``) key/value fields into headers, pairing
     ``fields`` with ``headers`` in order, written as :func:`header_string`. A field the value lacks
     gives a null header on a schemaless value (``applySchemaless`` reads a map) and fails when the
-    query is planned on a value with a Connect schema (``applyWithSchema`` cannot find its schema)."""
+    query is planned on a value with a Connect schema (``applyWithSchema`` cannot find its schema).
+    ``move`` keeps the other fields' schemas and the value's name, version, doc and parameters."""
     class_name = P + "HeaderFrom"
     SETTINGS = [Setting("fields", "list", REQUIRED, non_empty_list), Setting("headers", "list", REQUIRED, non_empty_list),
                 Setting("operation", default=REQUIRED, validator=one_of("move", "copy")), RNWD]
@@ -138,8 +140,9 @@ class HeaderFrom(Transformation):
                            F.when(col.isNotNull(), F.array(*new)).otherwise(F.array().cast(record_frame.HEADERS_TYPE)))
         out = {"headers": headers}
         if self.values["operation"] == "move":
-            kept = [f for f in t.fields if f.name not in self.values["fields"]]
-            out[self.target] = F.when(col.isNotNull(), F.struct(*[col.getField(f.name).alias(f.name) for f in kept]))
+            kept = [(f.name, col.getField(f.name)) for f in t.fields if f.name not in self.values["fields"]]
+            out[self.target] = with_metadata(rebuild(col, kept, t), self.target,   # moveSchema: copySchemaBasics
+                                             schema_basics(frame, self.target, OPTIONAL))
         return Plan(out, **tombstones_fail(self.target, "header " + self.values["operation"]))
 
 
