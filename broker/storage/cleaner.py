@@ -21,10 +21,11 @@ heavy one without its lock:
    its own batch at its original base offset (offsets inside a batch are positional), keeping the
    source batch's leader epoch, attributes, producer id and epoch, with the run's first sequence
    number. Gaps stay gaps. A batch given a delete horizon (below) is rewritten for that.
-3. :func:`swap_cleaned` (under the lock) re-checks that every source segment is still in the log
-   with the size it had, then swaps each group in (``Log.replace_segments``: crash-safe) and
-   moves the checkpoint to the end of the cleaned range. The owner then forgets the aborted
-   transactions wholly below that end (:func:`aborted_after_clean`): their records are gone.
+3. :func:`swap_cleaned` (under the lock) re-checks that every source segment is still in the log,
+   sealed, with the size it had and never truncated since, then swaps each group in
+   (``Log.replace_segments``: crash-safe) and moves the checkpoint to the end of the cleaned range.
+   The owner then forgets the aborted transactions wholly below that end
+   (:func:`aborted_after_clean`): their records are gone.
 
 Which records survive: the latest record of each key in the cleanable range. Records without a key
 are dropped (Kafka drops them too; a compacted topic refuses them at produce time).
@@ -326,7 +327,7 @@ def swap_cleaned(log: Log, cleaned: CleanedSegments) -> bool:
     try:
         current = {id(s) for s in log.segments[:-1]}
         intact = all(id(s.segment) in current and s.segment.fd >= 0 and s.segment.size == s.size
-                     for s in plan.sources)
+                     and s.segment.truncations == s.truncations for s in plan.sources)
         if not intact:
             discard(cleaned)
             return False

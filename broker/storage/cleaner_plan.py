@@ -21,6 +21,7 @@ class _Source:
     segment: LogSegment
     size: int
     fd: int
+    truncations: int = 0   # the segment's ``truncations`` when planned
 
 
 @dataclass
@@ -53,7 +54,7 @@ def plan_cleaning(log: Log, high_watermark: int, now_ms: int, last_stable_offset
     bound = min(log.active.base_offset, high_watermark,
                 high_watermark if last_stable_offset is None else last_stable_offset)
     lag = config["min.compaction.lag.ms"]
-    first_dirty = max(log.cleaner_checkpoint.first_dirty_offset, log.log_start_offset)
+    first_dirty = _first_dirty_offset(log)
     chosen: list[LogSegment] = []
     for i, segment in enumerate(segments[:-1]):
         upper = segments[i + 1].base_offset
@@ -72,9 +73,20 @@ def plan_cleaning(log: Log, high_watermark: int, now_ms: int, last_stable_offset
     reason = _due(log, dirty, dirty_bytes, ratio, now_ms)
     if reason is None:
         return None
-    sources = [_Source(s, s.size, os.open(s.log_path, os.O_RDONLY)) for s in chosen]
+    sources = [_Source(s, s.size, os.open(s.log_path, os.O_RDONLY), s.truncations) for s in chosen]
     return CleaningPlan(sources, _group(chosen, uppers, config["segment.bytes"]), end, ratio, reason,
                         tuple(a for a in aborted if a.first_offset < end))
+
+
+def _first_dirty_offset(log: Log) -> int:
+    """Where the dirty part starts: the cleaner checkpoint, or the log start when the checkpoint
+    lies outside the log (Kafka's ``LogCleanerManager.cleanableOffsets``). One past the log end
+    (a log restored from an older copy, a damaged or hand-edited checkpoint) would otherwise take
+    every segment for clean and leave the log uncompacted until its end passed the checkpoint."""
+    checkpoint = log.cleaner_checkpoint.first_dirty_offset
+    if checkpoint < log.log_start_offset or checkpoint > log.log_end_offset:
+        return log.log_start_offset
+    return checkpoint
 
 
 def _due(log: Log, dirty: list[LogSegment], dirty_bytes: int, ratio: float, now_ms: int) -> str | None:

@@ -141,7 +141,16 @@ class Log:
         if active.size == 0:
             return False
         return (active.size + incoming > self.config["segment.bytes"]
-                or active.time_waited_for_roll(now, incoming_ts) > self.config["segment.ms"])
+                or active.time_waited_for_roll(now, incoming_ts) > self.max_segment_ms)
+
+    @property
+    def max_segment_ms(self) -> int:
+        """``segment.ms``, or for a compacted log ``max.compaction.lag.ms`` if smaller (Kafka's
+        ``LogConfig.maxSegmentMs``): the cleaner never touches the active segment, which must not
+        keep superseded or deleted values longer than the lag promises."""
+        if "compact" in self.config["cleanup.policy"]:
+            return min(self.config["segment.ms"], self.config["max.compaction.lag.ms"])
+        return self.config["segment.ms"]
 
     def roll(self, now: int | None = None, expected_next_offset: int | None = None) -> LogSegment:
         """Seal and fsync the active segment and start a new one at the log end, or at

@@ -65,8 +65,8 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 
-from broker.errors import (InvalidProducerEpochError, OutOfOrderSequenceError, TransactionCoordinatorFencedError,
-                           UnknownProducerIdError)
+from broker.errors import (InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceError,
+                           TransactionCoordinatorFencedError, UnknownProducerIdError)
 from broker.records.batch import IDEMPOTENCE_WINDOW, BatchHeader, increment_sequence
 from broker.storage.checkpoint import write_atomically
 
@@ -112,6 +112,16 @@ class AbortedTxn:
     last_offset: int  # the abort marker's offset
 
 
+def _check_transaction_state(pid: int, entry: "ProducerEntry", header: BatchHeader) -> None:
+    """A producer with a transaction open here writes only transactional batches until its marker
+    (Kafka's ``ProducerAppendInfo.appendDataBatch``: INVALID_TXN_STATE): a plain batch in the middle
+    of a transaction would be neither part of it nor ordered after it."""
+    if entry.txn_first_offset >= 0 and not header.is_transactional:
+        raise InvalidTxnStateError(
+            f"producer {pid} sent a non-transactional batch while its transaction (from offset "
+            f"{entry.txn_first_offset}) is open in this partition; end the transaction first")
+
+
 def _sequences(header: BatchHeader) -> tuple[int, int]:
     return header.base_sequence, increment_sequence(header.base_sequence, header.last_offset_delta)
 
@@ -146,6 +156,7 @@ class ProducerStateManager:
             if first != 0:
                 raise OutOfOrderSequenceError(
                     f"producer {pid} epoch {header.producer_epoch} must start at sequence 0, got {first}")
+            _check_transaction_state(pid, entry, header)
             return None
         for cached in entry.batches:
             if cached.first_sequence == first and cached.last_sequence == last:
@@ -154,6 +165,7 @@ class ProducerStateManager:
         if first != expected:
             raise OutOfOrderSequenceError(
                 f"producer {pid} sent sequence {first} to a partition that expects {expected}")
+        _check_transaction_state(pid, entry, header)
         return None
 
     def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, offset: int,

@@ -54,6 +54,9 @@ class LogSegment:
         self.first_timestamp = -1  # the first batch's max timestamp; drives segment.ms
         self._bytes_since_index = 0
         self.truncated_bytes = 0
+        # Times truncate_to cut this segment: a clean planned before a cut must not swap its
+        # output in, even if appends brought the segment back to the size the plan saw.
+        self.truncations = 0
 
     # ----------------------------------------------------------------------------------- opening
     @classmethod
@@ -196,12 +199,17 @@ class LogSegment:
             return 0
         position = found.position
         removed = self.size - position
+        self.truncations += 1
         os.ftruncate(self.fd, position)
         self.size = position
         if position == 0:
             self.first_timestamp = -1
-        self.offset_index.truncate_to(offset)
-        self.time_index.truncate_to(offset)
+        # The index entries go from the cut batch's base offset on, not from ``offset``: an entry
+        # for that batch (keyed by its base) would point at the new end of the file, and the scan
+        # below would then find no batch and put the segment's end back at its base offset.
+        cut = found.header.base_offset
+        self.offset_index.truncate_to(cut)
+        self.time_index.truncate_to(cut)
         self.next_offset, self.max_timestamp = self.base_offset, self.time_index.max_timestamp()
         start = self.offset_index.last_position()
         self._bytes_since_index = self.size - start
