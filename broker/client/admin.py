@@ -13,6 +13,7 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from broker.client.admin_arguments import check_items, check_options, check_topic_names
 from broker.client.admin_fan_out import AdminFanOut, _error
 from broker.client.cluster import BrokerMetadata, ClusterClient, ClusterMetadata
 from broker.client.cluster import PartitionInfo as PartitionMetadata
@@ -64,6 +65,10 @@ class NewTopic:
                  replica_assignment=None, config: dict | None = None):
         if isinstance(replica_assignment, dict) and config is None:
             replica_assignment, config = None, replica_assignment
+        if not isinstance(topic, str):
+            raise TypeError(f"NewTopic's topic must be a str, not {type(topic).__name__}")
+        if config is not None and not isinstance(config, dict):
+            raise TypeError("config must be a dict of strings")
         self.topic, self.num_partitions, self.replication_factor = topic, num_partitions, replication_factor
         self.replica_assignment = replica_assignment
         self.config = dict(config or {})
@@ -118,6 +123,8 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
             print(admin.list_topics().topics["orders"].partitions[0].leader)
     """
 
+    _closed = True  # until __init__ ran: a subclass that skipped it has no client to call
+
     def __init__(self, config: dict | None = None, **kwargs):
         cfg = client_config(ADMIN_CONFIG, config, kwargs)
         self.config = cfg
@@ -127,9 +134,14 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
         # list_offsets sees the new low watermark), as with confluent-kafka's AdminClient. A call
         # that waits (retrying while leadership moves) delays the ones made after it.
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="riverlog-admin")
+        self._closed = False
 
     def create_topics(self, new_topics: list[NewTopic], validate_only: bool = False,
                       operation_timeout: float = 30, request_timeout: float | None = None) -> dict[str, Future]:
+        """A future per topic. Arguments are checked here as confluent-kafka checks them (a list of
+        NewTopic, a bool ``validate_only``, timeouts of 0..3600 s): TypeError/ValueError at the call."""
+        new_topics = check_items(new_topics, NewTopic, "NewTopic objects")
+        check_options(validate_only, request_timeout, operation_timeout)
         assignments = [topic_assignments(t) for t in new_topics]
         request = pb.CreateTopicsRequest(validate_only=validate_only, topics=[
             pb.CreatableTopic(name=t.topic, num_partitions=-1 if a else t.num_partitions,
@@ -143,6 +155,9 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
 
     def delete_topics(self, topics: list[str], operation_timeout: float = 30,
                       request_timeout: float | None = None) -> dict[str, Future]:
+        """A future per topic name; ``topics`` must be a list of str (a str alone is a TypeError)."""
+        topics = check_topic_names(topics)
+        check_options(False, request_timeout, operation_timeout)
         request = pb.DeleteTopicsRequest(topics=topics)
         return self._fan_out(topics, lambda: self.cluster.call_any("DeleteTopics", request, request_timeout),
                              lambda r: ((x.name, _error(x.error_code, x.error_message) if x.error_code else None)
@@ -150,6 +165,8 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
 
     def create_partitions(self, new_partitions: list[NewPartitions], validate_only: bool = False,
                           operation_timeout: float = 30, request_timeout: float | None = None) -> dict[str, Future]:
+        new_partitions = check_items(new_partitions, NewPartitions, "NewPartitions objects")
+        check_options(validate_only, request_timeout, operation_timeout)
         request = pb.CreatePartitionsRequest(validate_only=validate_only, topics=[
             pb.CreatePartitionsTopic(name=p.topic, count=p.new_total_count, assignments=partition_assignments(p))
             for p in new_partitions])
@@ -169,6 +186,7 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
         those that needed no election, as Kafka's ``electLeaders``. One request per topic.
         ``elect_leaders(topic, [partition, ...])`` is Riverlog's own: one future for the topic's
         preferred election, failing only when no partition was elected."""
+        self._check_open()
         if isinstance(topic, ElectionType):
             return self._elect(topic, partitions, request_timeout)
         request = pb.ElectLeadersRequest(topic=topic, partitions=partitions or [])
@@ -230,6 +248,7 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
                                                                         request_timeout), split)["cluster"]
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        self._check_open()
         return self.cluster.snapshot([topic] if topic else None, None if timeout < 0 else timeout)
 
     def poll(self, timeout: float | None = None) -> int:
@@ -237,6 +256,11 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
         return self._events.serve()
 
     def close(self) -> None:
+        """Wait for the calls made, then close; every call after it raises ``RuntimeError("AdminClient
+        has been closed")`` (confluent-kafka's)."""
+        if self._closed:
+            return
+        self._closed = True
         self._pool.shutdown(wait=True)
         self.cluster.close()
         self._events.close()

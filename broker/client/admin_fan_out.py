@@ -10,8 +10,9 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future
 
+from broker.client.admin_arguments import ADMIN_CLOSED
 from broker.client.message import TopicPartition
-from broker.errors import NetworkError, RiverlogError, error_for_code
+from broker.errors import ClientClosedError, NetworkError, RiverlogError, error_for_code
 
 
 def _error(code: int, message: str) -> RiverlogError:
@@ -19,11 +20,16 @@ def _error(code: int, message: str) -> RiverlogError:
 
 
 class AdminFanOut:
-    """Needs ``self.cluster`` and ``self._pool`` (from AdminClient)."""
+    """Needs ``self.cluster``, ``self._pool`` and ``self._closed`` (from AdminClient)."""
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError(ADMIN_CLOSED)
 
     def _fan_out(self, keys, call, split):
         """Run ``call`` in the background, after every call made before it; ``split(response)``
         yields (key, error or value)."""
+        self._check_open()
         futures = {k: Future() for k in keys}
 
         def run():

@@ -8,10 +8,11 @@ keys whose work Riverlog's transport does itself, ignoring both with a one-time 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from broker.client.partitioner import PARTITIONERS
 from broker.config import INT_MAX, ConfigDef, ConfigKey, at_least, between, one_of
-from broker.errors import InvalidConfigError
+from broker.errors import InvalidConfigError, KafkaError
 
 DEBUG_CONTEXTS = {
     "generic": ("broker.client",), "all": ("broker.client",),
@@ -68,6 +69,8 @@ _ALIASES = [
     ("max.in.flight", "max.in.flight.requests.per.connection", None),
     ("message.send.max.retries", "retries", None),
     ("fetch.message.max.bytes", "max.partition.fetch.bytes", None),
+    ("metadata.broker.list", "bootstrap.servers", None),
+    ("auto.commit.enable", "enable.auto.commit", None),
 ]
 
 # librdkafka's properties (its CONFIGURATION.md) for work Riverlog's gRPC transport and protocol do
@@ -79,6 +82,14 @@ _LIBRDKAFKA_IGNORED = frozenset({
     "enable.ssl.certificate.verification", "group.protocol", "log_level", "log.connection.close",
     "retry.backoff.max.ms", "socket.keepalive.enable", "socket.nagle.disable", "socket.receive.buffer.bytes",
     "socket.send.buffer.bytes", "sticky.partitioning.linger.ms",
+    # logging, sockets and metadata-refresh pacing of librdkafka's own threads
+    "log.thread.name", "log.queue", "enable.random.seed", "internal.termination.signal",
+    "socket.connection.setup.timeout.ms", "socket.max.fails", "socket.blocking.max.ms", "broker.address.ttl",
+    "api.version.request.timeout.ms", "reconnect.backoff.jitter.ms", "message.copy.max.bytes",
+    "receive.message.max.bytes", "topic.metadata.refresh.fast.interval.ms", "topic.metadata.refresh.fast.cnt",
+    "topic.metadata.refresh.sparse", "metadata.recovery.strategy", "metadata.recovery.rebootstrap.trigger.ms",
+    "coordinator.query.interval.ms", "fetch.error.backoff.ms", "fetch.queue.backoff.ms", "queued.min.messages",
+    "produce.offset.report",
 })
 
 log = logging.getLogger(__name__)
@@ -93,8 +104,20 @@ _SECURITY = "security.protocol"
 
 def client_config(kind: "ConfigDef", config: dict | None, kwargs: dict):
     """confluent-kafka's ways to configure a client, parsed once: ``Client(conf)``, ``Client(**conf)``
-    or both; librdkafka's alias names become Kafka's (giving both with different values fails)."""
+    or both (neither, or a conf that is not a dict, is confluent's TypeError "expected configuration
+    dict"); the deprecated ``default.topic.config`` dict is merged in, over the top-level keys, as
+    confluent-kafka merges it; librdkafka's alias names become Kafka's (giving both with different
+    values fails). A bad key or value raises InvalidConfigError reported as librdkafka reports it:
+    ``_INVALID_ARG``, with its message first (``No such configuration property: "x"``, ``Invalid
+    value for configuration property "x": v``), then Riverlog's."""
+    if config is None and not kwargs or config is not None and not isinstance(config, Mapping):
+        raise TypeError("expected configuration dict")
     values = {**(config or {}), **kwargs}
+    topic_level = values.pop("default.topic.config", None)
+    if topic_level is not None:
+        if not isinstance(topic_level, Mapping):
+            raise TypeError("default.topic.config must be a dict")
+        values.update(topic_level)
     for name in list(values):
         for prefix, reason in _REFUSED_PREFIXES.items():
             if name.startswith(prefix):
@@ -113,7 +136,39 @@ def client_config(kind: "ConfigDef", config: dict | None, kwargs: dict):
                 raise InvalidConfigError(f"'{alias}' is librdkafka's name for '{name}'; give one of them, "
                                          f"not both with different values", config=alias)
             values[name] = value
-    return kind.parse(values)
+    _check_callbacks(kind, values)
+    for name in values:
+        if name not in kind.keys:
+            raise _invalid(f'No such configuration property: "{name}"',
+                           f"unknown {kind.what} configuration '{name}'", name)
+    try:
+        return kind.parse(values)
+    except InvalidConfigError as e:
+        name = e.details.get("config")
+        raise _invalid(f'Invalid value for configuration property "{name}": {values.get(name)}', e.message,
+                       name) from None
+
+
+def _invalid(librdkafka: str, riverlog: str, name: str | None) -> InvalidConfigError:
+    """A configuration error as confluent-kafka raises it: a KafkaException whose KafkaError is
+    ``_INVALID_ARG`` and whose message starts with librdkafka's."""
+    error = InvalidConfigError(f"{librdkafka} ({riverlog})", config=name)
+    return error.reported_as(kafka_code=KafkaError._INVALID_ARG)
+
+
+# confluent-kafka's callable checks: the generic callbacks are TypeErrors, the client types' own
+# callbacks KafkaExceptions (_INVALID_ARG), so a non-callable fails here, not later in poll().
+_GENERIC_CALLBACKS = ("error_cb", "stats_cb")
+_CLIENT_CALLBACKS = ("on_delivery", "on_commit")
+
+
+def _check_callbacks(kind: "ConfigDef", values: dict) -> None:
+    for name in _GENERIC_CALLBACKS:
+        if values.get(name) is not None and not callable(values[name]):
+            raise TypeError(f"expected {name} property as a callable function")
+    for name in _CLIENT_CALLBACKS:
+        if name in kind.keys and values.get(name) is not None and not callable(values[name]):
+            raise _invalid(f"{name} requires a callable object", f"{kind.what} configuration '{name}'", name)
 
 
 def _drop_ignored(kind: "ConfigDef", values: dict) -> None:
@@ -151,6 +206,30 @@ def _warn_once(kind: "ConfigDef", name: str, message: str) -> None:
     if (kind.what, name) not in _warned:
         _warned.add((kind.what, name))
         log.warning("%s", message)
+
+
+def idempotence(cfg, acks: int) -> bool:
+    """Kafka 3's rule: on by default with acks=all; asked for explicitly, or implied by
+    ``transactional.id`` (librdkafka's ``rd_kafka_conf_finalize``), it needs acks=all, retries and
+    at most 5 requests in flight, refused otherwise with librdkafka's message and ``_INVALID_ARG``."""
+    wanted = cfg["enable.idempotence"]
+    if cfg["transactional.id"]:
+        if wanted is False:
+            raise _refused("`transactional.id` requires `enable.idempotence=true`", "transactional.id")
+        wanted = True
+    problem = ("`acks` must be set to `all` when `enable.idempotence` is true" if acks != -1 else
+               "`retries` must be set >= 1 when `enable.idempotence` is true" if cfg["retries"] < 1 else
+               "`max.in.flight` must be set <= 5 when `enable.idempotence` is true"
+               if cfg["max.in.flight.requests.per.connection"] > 5 else None)
+    if wanted and problem:
+        raise _refused(problem, "enable.idempotence")
+    return problem is None if wanted is None else bool(wanted)
+
+
+def _refused(problem: str, name: str) -> InvalidConfigError:
+    return InvalidConfigError(f"Failed to create producer: {problem}", config=name).reported_as(
+        kafka_code=KafkaError._INVALID_ARG)
+
 
 PRODUCER_CONFIG = ConfigDef("producer", _COMMON + [
     ConfigKey("acks", str, "all", "0: no wait, 1: leader wrote it, all/-1: every in-sync replica has it",

@@ -11,6 +11,7 @@ import enum
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from broker.client.admin_arguments import check_items, check_options
 from broker.client.admin_fan_out import _error
 from broker.client.model import _NamedEnum
 from broker.errors import KafkaError, KafkaException
@@ -92,6 +93,8 @@ class ConfigResource:
                 raise ValueError(f'Unknown resource type "{restype}": should be a ResourceType value') from None
         elif isinstance(restype, int):
             restype = ResourceType(restype)
+        if not isinstance(name, str):
+            raise ValueError("Expected resource name to be a string")
         self.restype, self.name = restype, name
         self.set_config_dict = dict(set_config or {})
         self.configs, self.error = described_configs, error
@@ -144,6 +147,8 @@ class ConfigAdmin:
 
     def describe_configs(self, resources: list[ConfigResource], request_timeout: float | None = None):
         """Future per resource resolving to {name: ConfigEntry}."""
+        resources = check_items(resources, ConfigResource, "ConfigResource objects")
+        check_options(False, request_timeout)
         request = pb.DescribeConfigsRequest(resources=[pb.ConfigResource(type=int(r.restype), name=r.name)
                                                        for r in resources])
         by_key = {(int(r.restype), r.name): r for r in resources}
@@ -170,6 +175,8 @@ class ConfigAdmin:
         config such as cleanup.policy) and keep other overrides. As librdkafka's
         ``rd_kafka_IncrementalAlterConfigs``, a resource listed twice or a config named twice in
         one resource fails every future with ``_INVALID_ARG`` and sends nothing."""
+        resources = check_items(resources, ConfigResource, "ConfigResource objects")
+        check_options(validate_only, request_timeout)
         duplicate = _duplicate_in(resources)
         if duplicate is not None:
             failed = {r: Future() for r in resources}
@@ -179,6 +186,8 @@ class ConfigAdmin:
         return self._alter(resources, validate_only, True, request_timeout)
 
     def _alter(self, resources, validate_only, incremental, request_timeout):
+        resources = check_items(resources, ConfigResource, "ConfigResource objects")
+        check_options(validate_only, request_timeout)
         request = pb.AlterConfigsRequest(validate_only=validate_only)
         by_key = {}
         for r in resources:

@@ -68,6 +68,8 @@ class Consumer(ConsumerAssignment, ConsumerOffsets):
     and prefetch up to ``queued.max.messages.kbytes``.
     """
 
+    _closed = True  # until __init__ ran: a subclass that skipped it gets "Consumer closed", as confluent's
+
     def __init__(self, config: dict | None = None, **kwargs):
         cfg = client_config(CONSUMER_CONFIG, config, kwargs)
         self.config = cfg
@@ -212,6 +214,8 @@ class Consumer(ConsumerAssignment, ConsumerOffsets):
     def close(self) -> None:
         """Leave the group (committing positions first when ``enable.auto.commit``), then stop;
         ``on_commit`` runs for the asynchronous commits that were still outstanding."""
+        if "_cond" not in self.__dict__:
+            return  # __init__ never ran: nothing to close
         if not self._closed and self._membership is not None:
             try:
                 self.unsubscribe()

@@ -93,6 +93,9 @@ class ConsumerAssignment:
         everything; with ``cooperative-sticky`` only what moves.
         """
         self._check_open()
+        for name, callback in (("on_assign", on_assign), ("on_revoke", on_revoke), ("on_lost", on_lost)):
+            if callback is not None and not callable(callback):
+                raise TypeError(f"{name} expects a callable")   # confluent-kafka's, before anything changes
         if self._coordinator is None:
             raise InvalidConfigError("subscribe() needs group.id", config="group.id")
         self._check_not_fatal()

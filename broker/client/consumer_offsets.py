@@ -44,7 +44,7 @@ class ConsumerOffsets:
             raise ValueError("message and offsets are mutually exclusive")
         if message is not None:
             _check_no_error(message, "commit")
-            tps = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+            tps = [TopicPartition(message.topic(), message._partition, message._offset + 1)]
         elif offsets is not None:
             tps = list(offsets)
         else:
@@ -93,7 +93,9 @@ class ConsumerOffsets:
             raise ValueError("expected either message or offsets")
         if message is not None:
             _check_no_error(message, "store")
-            offsets = [TopicPartition(message.topic(), message.partition(), message.offset() + 1,
+            # The raw fields, as confluent's C code reads them: a Message built without an offset
+            # (accessor None) still commits OFFSET_INVALID + 1, not a TypeError.
+            offsets = [TopicPartition(message.topic(), message._partition, message._offset + 1,
                                       leader_epoch=message.leader_epoch())]
         with self._cond:
             stored = [self._fetch_state.store(TopicPartition(tp.topic, tp.partition, tp.offset, tp.metadata,
@@ -149,8 +151,11 @@ class ConsumerOffsets:
 
 
 def _check_no_error(message: Message, action: str) -> None:
-    """confluent-kafka's refusal to commit or store the offset of an error event."""
+    """confluent-kafka's refusal of what is not a Message (TypeError) and of an error event's offset."""
+    if not isinstance(message, Message):
+        raise TypeError(f"expected Message, not {type(message).__name__}")
     error = message.error()
     if error is not None:
+        reason = error.str() if isinstance(error, KafkaError) else str(error)
         raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
-                                        f"Cannot {action} offsets for message with error: '{error.str()}'"))
+                                        f"Cannot {action} offsets for message with error: '{reason}'"))

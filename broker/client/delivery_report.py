@@ -30,9 +30,9 @@ def delivery_reports(batch: ProducerBatch, error, base_offset: int = -1, log_app
             offset = base_offset + i if base_offset >= 0 else -1
             ts = log_append_time if log_append_time >= 0 else stamps[i]
             h = headers[i] if headers is not None else None   # as the consumer gives them
-            reports.append((cb, err, Message(batch.topic, batch.partition, offset, keys[i], values[i],
-                                             None if h is None else [(e["key"], e["value"]) for e in h],
-                                             ts, kind, err)))
+            reports.append((cb, err, Message._record(batch.topic, batch.partition, offset, keys[i], values[i],
+                                                     None if h is None else [(e["key"], e["value"]) for e in h],
+                                                     ts, kind, err)))
     return reports
 
 

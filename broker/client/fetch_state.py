@@ -192,9 +192,9 @@ class FetchState:
         self.partitions[(chunk.topic, chunk.partition)].position = chunk.next_position(offset + 1) \
             if chunk.cursor == chunk.records.num_rows else offset + 1
         h = headers[i] if headers is not None else None
-        return Message(chunk.topic, chunk.partition, offset, keys[i], values[i],
-                       None if h is None else [(e["key"], e["value"]) for e in h], stamps[i],
-                       TIMESTAMP_LOG_APPEND_TIME if chunk.log_append_time else TIMESTAMP_CREATE_TIME)
+        return Message._record(chunk.topic, chunk.partition, offset, keys[i], values[i],
+                               None if h is None else [(e["key"], e["value"]) for e in h], stamps[i],
+                               TIMESTAMP_LOG_APPEND_TIME if chunk.log_append_time else TIMESTAMP_CREATE_TIME)
 
     def take_slice(self, chunk: Chunk, n: int):
         batch, position = self.buffer.take_slice(chunk, n)

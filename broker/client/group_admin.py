@@ -185,6 +185,17 @@ def _check_alter_request(requests) -> None:
                 raise ValueError("Element of 'topic_partitions' must not have negative value for 'offset' field")
 
 
+def _check_group_ids(group_ids, action: str) -> list[str]:
+    """confluent-kafka's check of ``describe_consumer_groups``/``delete_consumer_groups``' argument:
+    a list of group ids (a bare str is a TypeError, not one group per character)."""
+    if not isinstance(group_ids, (list, tuple)):
+        raise TypeError(f"Expected input to be list of group ids to be {action}")
+    for group_id in group_ids:
+        if not isinstance(group_id, str):
+            raise ValueError(f"Expected list of group id strings, not {type(group_id).__name__}")
+    return list(group_ids)
+
+
 class ConsumerGroupAdmin:
     """Needs ``self.cluster`` and ``self._fan_out`` (from AdminClient)."""
 
@@ -261,6 +272,8 @@ class ConsumerGroupAdmin:
 
     def describe_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None,
                                  include_authorized_operations: bool = False) -> dict[str, Future]:
+        group_ids = _check_group_ids(group_ids, "described")
+
         def describe(group_id, coordinator, timeout):
             response = self._call_group(coordinator, "DescribeGroups", pb.DescribeGroupsRequest(group_ids=[group_id]),
                                         timeout, lambda r: r.groups)
@@ -276,6 +289,8 @@ class ConsumerGroupAdmin:
 
     def delete_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None) -> dict[str, Future]:
         """Delete empty groups and their offsets (``NonEmptyGroupError`` while members remain)."""
+        group_ids = _check_group_ids(group_ids, "deleted")
+
         def delete(group_id, coordinator, timeout):
             r = self._call_group(coordinator, "DeleteGroups", pb.DeleteGroupsRequest(group_ids=[group_id]), timeout,
                                  lambda r: r.results).results[0]
@@ -290,6 +305,10 @@ class ConsumerGroupAdmin:
         confluent-kafka and Kafka's OffsetFetch). Offsets committed in a transaction show once it
         commits, so ``require_stable`` (accepted, as confluent-kafka's
         ``include_authorized_operations`` on the describe calls) changes nothing."""
+        if not isinstance(requests, list):
+            raise TypeError("request must be a list")
+        if not all(isinstance(r, ConsumerGroupTopicPartitions) for r in requests):
+            raise TypeError("Expected list of 'ConsumerGroupTopicPartitions'")
         wanted = {r.group_id: r.topic_partitions for r in requests}
 
         def fetch(group_id, coordinator, timeout):

@@ -99,40 +99,82 @@ def _rebuild_topic_partition(topic, partition, offset, metadata, leader_epoch, e
 
 
 class Message:
-    """One record as the consumer returns it, or a delivery report, or an error event.
+    """One record as the consumer returns it, or a delivery report, or an error event, with
+    confluent-kafka's constructor and accessors, so code (and tests) that build or read Messages port:
+
+    - ``Message(topic, partition, offset, key, value, headers, error, timestamp, latency,
+      leader_epoch, delivery_count)``, every argument optional, ``timestamp`` a (type, ms) tuple;
+    - ``partition()``, ``offset()``, ``leader_epoch()``, ``latency()`` are None where there is none
+      (partition -1, offset ``OFFSET_INVALID``, a negative epoch: a record that failed before reaching
+      a partition, an error event, a Message built without them); ``timestamp()`` is
+      (``TIMESTAMP_NOT_AVAILABLE``, 0) for a Message built without one;
+    - equal when topic, partition, offset, key, value, headers, error, leader epoch and timestamp
+      are (not latency), unhashable and unordered, as confluent's C type.
 
     ``error()`` is a :class:`~broker.kafka_error.KafkaError` (``code()``, ``name()``...) or None;
-    ``error().exception()`` is Riverlog's typed error behind it.
+    ``error().exception()`` is Riverlog's typed error behind it (a typed error given as ``error``
+    is wrapped; anything else is kept as given, as confluent-kafka keeps it).
     """
 
     __slots__ = ("_topic", "_partition", "_offset", "_key", "_value", "_headers", "_timestamp",
-                 "_timestamp_type", "_error", "_latency", "_leader_epoch")
+                 "_timestamp_type", "_error", "_latency", "_leader_epoch", "_delivery_count")
 
-    def __init__(self, topic=None, partition=-1, offset=-1, key=None, value=None, headers=None,
-                 timestamp=-1, timestamp_type=TIMESTAMP_CREATE_TIME, error=None, latency=None,
-                 leader_epoch=None):
+    def __init__(self, topic=None, partition: int = -1, offset: int = OFFSET_INVALID, key=None, value=None,
+                 headers=None, error=None, timestamp=None, latency: float = -1.0, leader_epoch: int = -1,
+                 delivery_count: int = -1):
+        if timestamp is None:
+            self._timestamp_type, self._timestamp = TIMESTAMP_NOT_AVAILABLE, 0
+        elif isinstance(timestamp, tuple) and len(timestamp) == 2:
+            self._timestamp_type, self._timestamp = operator.index(timestamp[0]), operator.index(timestamp[1])
+        else:
+            raise TypeError("timestamp must be a tuple of (int, int)")
+        delivery_count = operator.index(delivery_count)
+        if not -2**15 <= delivery_count < 2**15:
+            raise OverflowError("delivery_count does not fit a signed 16-bit integer")
+        partition, offset = operator.index(partition), operator.index(offset)
+        leader_epoch = -1 if leader_epoch is None else operator.index(leader_epoch)
+        latency = -1.0 if latency is None else float(latency)
         self._topic = topic
-        self._partition = partition
-        self._offset = offset
+        self._partition = partition if partition >= 0 else -1
+        self._offset = offset if offset >= 0 else OFFSET_INVALID
         self._key = key
         self._value = value
         self._headers = headers
-        if isinstance(timestamp, tuple):  # confluent's (type, ms)
-            timestamp_type, timestamp = timestamp
-        self._timestamp = -1 if timestamp is None else timestamp
-        self._timestamp_type = timestamp_type
-        self._error = KafkaError.of(error)
-        self._latency = latency
-        self._leader_epoch = leader_epoch
+        self._error = _as_error(error)
+        self._latency = latency if latency >= 0 else None
+        self._leader_epoch = leader_epoch if leader_epoch >= 0 else None
+        self._delivery_count = delivery_count if delivery_count > 0 else None
+
+    @classmethod
+    def _record(cls, topic, partition, offset, key, value, headers, timestamp, timestamp_type, error=None,
+                latency=None, leader_epoch=None) -> "Message":
+        """The client's own constructor (the consumer's records and events, delivery reports): no
+        argument parsing, once per record. A timestamp of -1 (Kafka's NO_TIMESTAMP) or None reads as
+        (``TIMESTAMP_NOT_AVAILABLE``, -1), as librdkafka's ``rd_kafka_message_timestamp``."""
+        m = cls.__new__(cls)
+        m._topic, m._partition, m._offset = topic, partition, offset
+        m._key, m._value, m._headers = key, value, headers
+        if timestamp is None or timestamp == -1:
+            m._timestamp_type, m._timestamp = TIMESTAMP_NOT_AVAILABLE, -1
+        else:
+            m._timestamp_type, m._timestamp = timestamp_type, timestamp
+        m._error = None if error is None else KafkaError.of(error)
+        m._latency, m._leader_epoch, m._delivery_count = latency, leader_epoch, None
+        return m
 
     def topic(self):
         return self._topic
 
     def partition(self):
-        return self._partition
+        """The partition, or None for librdkafka's "unassigned" (-1: the record failed before being
+        partitioned); another negative one the application asked for is returned as it is."""
+        return None if self._partition == -1 else self._partition
 
     def offset(self):
-        return self._offset
+        """The record's offset; None for librdkafka's ``OFFSET_INVALID`` (an error event about no
+        particular offset, a Message built without one). A delivery report without an offset
+        (acks=0, a failed record) says -1, as Kafka's ``RecordMetadata``."""
+        return None if self._offset == OFFSET_INVALID else self._offset
 
     def key(self):
         return self._key
@@ -147,9 +189,7 @@ class Message:
     def timestamp(self):
         """(timestamp type, ms since the epoch) as confluent-kafka returns it: a record's stored
         timestamp with its type, a negative one too (librdkafka's ``rd_kafka_message_timestamp``);
-        (``TIMESTAMP_NOT_AVAILABLE``, -1) for none."""
-        if self._timestamp == -1:
-            return TIMESTAMP_NOT_AVAILABLE, -1
+        (``TIMESTAMP_NOT_AVAILABLE``, -1) for a record without one."""
         return self._timestamp_type, self._timestamp
 
     def error(self):
@@ -162,6 +202,11 @@ class Message:
     def leader_epoch(self):
         """The leader epoch of the record's partition when it was written, or None when unknown."""
         return self._leader_epoch
+
+    def delivery_count(self):
+        """A share group's delivery count: always None here (Riverlog has no share groups, KIP-932),
+        unless given to the constructor."""
+        return self._delivery_count
 
     def set_key(self, key):
         self._key = key
@@ -177,12 +222,41 @@ class Message:
 
     def set_error(self, error):
         """Set the error (a KafkaError, a typed error or None), as confluent-kafka's Message does."""
-        self._error = KafkaError.of(error)
+        self._error = _as_error(error)
 
     def __len__(self):
         return 0 if self._value is None else len(self._value)
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        if not isinstance(other, Message):
+            return False
+        return (self._topic == other._topic and self._value == other._value and self._key == other._key
+                and self._headers == other._headers and self._error == other._error
+                and self._partition == other._partition and self._offset == other._offset
+                and self._leader_epoch == other._leader_epoch and self._timestamp == other._timestamp)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    __hash__ = None  # equal by value and mutable (set_value...): unhashable, as confluent's
+
+    def __reduce__(self):
+        return Message, (self._topic, self._partition, self._offset, self._key, self._value, self._headers,
+                         self._error, (self._timestamp_type, self._timestamp),
+                         -1.0 if self._latency is None else self._latency,
+                         -1 if self._leader_epoch is None else self._leader_epoch,
+                         -1 if self._delivery_count is None else self._delivery_count)
 
     def __repr__(self):
         if self._error is not None:
             return f"Message(error={self._error!r})"
         return f"Message({self._topic}[{self._partition}]@{self._offset}, key={self._key!r})"
+
+
+def _as_error(error):
+    """A typed error (one with a ``kafka_code``) as its KafkaError; anything else as given."""
+    if error is not None and not isinstance(error, KafkaError) and hasattr(error, "kafka_code"):
+        return KafkaError.of(error)
+    return error

@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import operator
 
+import pyarrow as pa
+
+from broker.errors import UnknownPartitionError
+
+_INT32_MAX = 2**31 - 1
+
 
 def type_name(value) -> str:
     return "None" if value is None else type(value).__name__
@@ -60,3 +66,43 @@ def _header_value(value):
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
     raise TypeError(f"expected header value to be None, binary, or unicode string, not {type(value).__name__}")
+
+
+def check_batch(messages) -> None:
+    """``produce_batch``'s ``messages``: a list of dicts (or an Arrow table or record batch, Riverlog's
+    bulk path), each dict checked before any record is queued, with confluent-kafka's errors: a
+    TypeError names the first bad entry's index, bad headers a ValueError; nothing is queued then."""
+    if isinstance(messages, (pa.Table, pa.RecordBatch)):
+        return
+    if not isinstance(messages, list):
+        raise TypeError("messages must be a list")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            raise TypeError(f"Message at index {i} must be a dict")
+        for field in ("value", "key"):
+            if m.get(field) is not None and not isinstance(m[field], (bytes, str, bytearray, memoryview)):
+                raise TypeError(f"Message {field} at index {i} must be bytes or str")
+        partition = m.get("partition")
+        if partition is not None and (isinstance(partition, bool) or not isinstance(partition, int)):
+            raise TypeError(f"Message partition at index {i} must be int")
+        if m.get("headers") is not None:
+            try:
+                as_header_list(m["headers"])
+            except TypeError:
+                raise ValueError(f"Invalid headers at index {i}") from None
+
+
+def check_partition(topics: dict, topic: str, partition: int) -> None:
+    """An explicit partition outside -1..int32: outside int32 refused as confluent-kafka's argument
+    parsing refuses it (OverflowError); one below -1 never exists: refused now if the topic's
+    metadata (``topics``) is cached, else the sender fails it on delivery."""
+    if partition > _INT32_MAX:
+        raise OverflowError("signed integer is greater than maximum")
+    if partition < -_INT32_MAX - 1:
+        raise OverflowError("signed integer is less than minimum")
+    if partition >= -1:
+        return
+    info = topics.get(topic)
+    if info is not None:
+        raise UnknownPartitionError(
+            f"topic '{topic}' has {len(info.partitions)} partition(s); partition {partition} does not exist")

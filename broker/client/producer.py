@@ -38,9 +38,10 @@ import numpy as np
 from broker.client.accumulator import RecordAccumulator
 from broker.client.client_events import ClientEvents
 from broker.client.cluster import ClusterClient, ClusterMetadata
-from broker.client.config import PRODUCER_CONFIG, client_config
+from broker.client.config import PRODUCER_CONFIG, client_config, idempotence
 from broker.client.delivery_report import delivery_reports
-from broker.client.produce_arguments import as_bytes, as_header_list, as_timestamp, type_name
+from broker.client.produce_arguments import (as_bytes, as_header_list, as_timestamp, check_batch, check_partition,
+                                             type_name)
 from broker.client.producer_batch import (RECORD_OVERHEAD, ProducerBatch, normalise_table, partition_column,
                                           record_bytes)
 from broker.client.send_policy import SendLimits
@@ -50,7 +51,7 @@ from broker.client.txn_admin import TransactionHandle
 from broker.client.txn_requests import TransactionRequests
 from broker.clock import SYSTEM_CLOCK
 from broker.errors import (ApplicationRecoverableError, ClientClosedError, InvalidConfigError, MessageTooLargeError,
-                           RiverlogError, UnknownPartitionError)
+                           RiverlogError)
 from broker.errors.kafka_error import KafkaError
 
 log = logging.getLogger(__name__)
@@ -81,10 +82,7 @@ class Producer:
         self._events = ClientEvents(cfg, "producer", self._statistics)
         self._max_messages = cfg["queue.buffering.max.messages"]
         self._acks = _ACKS[cfg["acks"]]
-        self._idempotent = _idempotence(cfg, self._acks)
-        if cfg["transactional.id"] and not self._idempotent:
-            raise InvalidConfigError("transactional.id needs idempotence (acks=all, enable.idempotence not false)",
-                                     config="transactional.id")
+        self._idempotent = idempotence(cfg, self._acks)  # refuses what librdkafka refuses
         self._batch_size = cfg["batch.size"]
         # The largest record: message.max.bytes (librdkafka's rd_kafka_msg_new0), and max.request.size
         # when lower (Kafka's KafkaProducer.ensureValidRecordSize): a record no request can carry.
@@ -114,23 +112,28 @@ class Producer:
     def init_transactions(self, timeout: float | None = None) -> None:
         """Get this transactional.id's producer id and a new epoch (fencing older instances, and
         aborting a transaction one of them left open)."""
+        self._check_open()
         self._transactional().init(timeout)
 
     def begin_transaction(self) -> None:
+        self._check_open()
         self._transactional().begin()
 
     def send_offsets_to_transaction(self, positions, group_metadata, timeout: float | None = None) -> None:
         """Commit a consumer's positions as part of this transaction (they count only if it commits)."""
+        self._check_open()
         self._transactional().send_offsets(positions, group_metadata, timeout)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Flush, then commit: every record and offset of the transaction becomes visible at once."""
+        self._check_open()
         self._transactional().end(True, timeout)
 
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Abort: records not sent yet are purged (their delivery reports say ``_PURGE_QUEUE``, as
         confluent-kafka's), those in flight are waited for; ``read_committed`` consumers never see
         this transaction's records."""
+        self._check_open()
         self._transactional().end(False, timeout)
 
     def transaction_handle(self) -> TransactionHandle:
@@ -170,7 +173,7 @@ class Producer:
         if type(partition) is not int:
             partition = operator.index(partition)  # TypeError: "'str' object cannot be interpreted as an integer"
         if not PARTITION_UA <= partition <= _INT32_MAX:
-            self._check_partition(topic, partition)
+            check_partition(self.cluster.topics, topic, partition)
         if type(timestamp) is not int:
             timestamp = 0 if timestamp is None else as_timestamp(timestamp)
         if type(value) is bytes:
@@ -199,21 +202,6 @@ class Producer:
         self._append(topic, key, value, timestamp or _time_ns() // 1_000_000, headers, partition,
                      callback or on_delivery or self._default_cb, size)
 
-    def _check_partition(self, topic: str, partition: int) -> None:
-        """A partition outside int32 is refused as confluent-kafka's argument parsing refuses it
-        (OverflowError); one below -1 never exists: refused now if the topic's metadata is cached
-        (the sender fails it on delivery otherwise)."""
-        if partition > _INT32_MAX:
-            raise OverflowError("signed integer is greater than maximum")
-        if partition < -_INT32_MAX - 1:
-            raise OverflowError("signed integer is less than minimum")
-        if partition >= PARTITION_UA:
-            return
-        info = self.cluster.topics.get(topic)
-        if info is not None:
-            raise UnknownPartitionError(
-                f"topic '{topic}' has {len(info.partitions)} partition(s); partition {partition} does not exist")
-
     def produce_batch(self, topic: str, table, partition: int = PARTITION_UA, callback=None, on_delivery=None, *,
                       timestamp: int = 0) -> int:
         """Queue many records at once; returns how many were queued.
@@ -241,11 +229,13 @@ class Producer:
         """
         if type(topic) is not str:
             raise TypeError(f"argument 1 must be str, not {type_name(topic)}")
+        self._check_open()
+        check_batch(table)
         on_delivery = callback or on_delivery
         if isinstance(table, list):
             return self._produce_dicts(topic, table, partition, on_delivery, timestamp)
         if not PARTITION_UA <= partition <= _INT32_MAX:
-            self._check_partition(topic, partition)
+            check_partition(self.cluster.topics, topic, partition)
         table, partitions = partition_column(table, partition)
         batch = normalise_table(table, time.time_ns() // 1_000_000)
         self._check_sizes(batch)
@@ -310,11 +300,21 @@ class Producer:
             if not self._reports and timeout:
                 self._report_cond.wait(None if timeout < 0 else timeout)
             reports, self._reports = self._reports, collections.deque()
-        for cb, err, msg in reports:
-            cb(err, msg)
-        if reports:
-            self._acc.release(0, len(reports))
-        return len(reports) + self._events.serve()
+        served = 0
+        try:
+            while reports:
+                cb, err, msg = reports.popleft()
+                served += 1
+                cb(err, msg)
+        finally:
+            # A raising callback ends this poll, as with confluent-kafka: the reports after it wait
+            # for the next poll()/flush(), still counted by len().
+            if reports:
+                with self._report_cond:
+                    self._reports.extendleft(reversed(reports))
+            if served:
+                self._acc.release(0, served)
+        return served + self._events.serve()
 
     def flush(self, timeout: float | None = None) -> int:
         """Send everything buffered now, wait for it, serving callbacks; returns records still pending.
@@ -344,11 +344,11 @@ class Producer:
         (their delivery reports get ``_PURGE_QUEUE``), ``in_flight`` those awaiting the broker's
         answer (``_PURGE_INFLIGHT``: the broker may still write them, and its answer is ignored).
         The reports are served by the next ``poll()``/``flush()``. ``blocking=False`` returns
-        without waiting for the sender thread to have purged."""
+        without waiting for the sender thread to have purged. A closed producer raises
+        ``RuntimeError("Producer has been closed")``, as confluent-kafka's."""
         done = threading.Event()
         with self._acc.cond:
-            if self._acc.closed and not self._thread.is_alive():
-                return
+            self._check_open()
             self._sender.purges.append((in_queue, in_flight, done))
             self._acc.cond.notify_all()
         if blocking:
@@ -359,7 +359,20 @@ class Producer:
         return _statistics_of(self)
 
     def __len__(self) -> int:
-        return self._acc.outstanding
+        """Records not delivered yet; 0 once closed (or never opened), as confluent-kafka's."""
+        acc = self.__dict__.get("_acc")
+        return 0 if acc is None or acc.closed else acc.outstanding
+
+    def __getattr__(self, name):
+        """A Producer whose ``__init__`` never ran (a subclass skipped it) has no private attribute:
+        every call on it raises confluent-kafka's "Producer has been closed"."""
+        if "_acc" not in self.__dict__ and name.startswith("_") and not name.startswith("__"):
+            raise ClientClosedError(CLOSED_MESSAGE)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __bool__(self) -> bool:
+        """Always true, as confluent-kafka's (``__len__`` alone would make an idle producer falsy)."""
+        return True
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         return self.cluster.snapshot([topic] if topic else None, None if timeout < 0 else timeout)
@@ -371,7 +384,7 @@ class Producer:
     def close(self, timeout: float | None = None) -> int:
         """Flush, then stop the sender and close connections; returns records left undelivered.
         Closing a closed producer does nothing (confluent-kafka's ``close``)."""
-        if self._acc.closed:
+        if "_acc" not in self.__dict__ or self._acc.closed:
             return 0
         left = self.flush(timeout)
         with self._acc.cond:
@@ -387,17 +400,6 @@ class Producer:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def _idempotence(cfg, acks: int) -> bool:
-    """Kafka 3's rule: on by default with acks=all; asked for explicitly, it needs acks=all,
-    retries and at most 5 requests in flight."""
-    wanted = cfg["enable.idempotence"]
-    fits = acks == -1 and cfg["retries"] > 0 and cfg["max.in.flight.requests.per.connection"] <= 5
-    if wanted and not fits:
-        raise InvalidConfigError("enable.idempotence=true needs acks=all, retries > 0 and "
-                                 "max.in.flight.requests.per.connection <= 5", config="enable.idempotence")
-    return fits if wanted is None else bool(wanted)
 
 
 def _statistics_of(producer) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from broker.client.admin_arguments import check_options, check_partitions
 from broker.client.admin_fan_out import _error
 from broker.client.message import TopicPartition
 from broker.client.model import IsolationLevel
@@ -61,8 +62,18 @@ class RecordsAdmin:
         """Future per partition resolving to ListOffsetsResultInfo(offset, timestamp, leader_epoch:
         the epoch that wrote the offset, the leader's for latest, None when unknown). Answers stop
         at the high watermark, or with ``IsolationLevel.READ_COMMITTED`` at the last stable offset:
-        the latest offset is that bound, and a lookup by time finding nothing below it gives -1."""
-        level = IsolationLevel(isolation_level).value
+        the latest offset is that bound, and a lookup by time finding nothing below it gives -1.
+        The request is checked first, as confluent-kafka checks it (TypeError/ValueError)."""
+        if not isinstance(topic_partition_offsets, dict):
+            raise TypeError("Expected topic_partition_offsets to be dict of [TopicPartitions,OffsetSpec] for list "
+                            "offsets request")
+        check_partitions(topic_partition_offsets, "request")
+        if not all(isinstance(spec, OffsetSpec) for spec in topic_partition_offsets.values()):
+            raise TypeError("Value must be a OffsetSpec")
+        if not isinstance(isolation_level, IsolationLevel):
+            raise TypeError("isolation_level argument should be an IsolationLevel")
+        check_options(False, request_timeout)
+        level = isolation_level.value
 
         def call():
             results = {}
@@ -98,8 +109,13 @@ class RecordsAdmin:
         """
         if isinstance(topic_partition_offsets, dict):
             wanted = {tp: offset for tp, offset in topic_partition_offsets.items()}
-        else:
+        elif isinstance(topic_partition_offsets, list):
+            check_partitions(topic_partition_offsets)   # before reading their offsets
             wanted = {tp: tp.offset for tp in topic_partition_offsets}
+        else:
+            raise TypeError(f"Expected Request to be a list, got '{type(topic_partition_offsets).__name__}'")
+        check_partitions(wanted)   # a dict's keys
+        check_options(False, request_timeout, operation_timeout)
 
         waited = operation_timeout if operation_timeout is not None else (request_timeout or self.cluster.timeout)
         operation_ms = max(0, int(waited * 1000))

@@ -319,8 +319,8 @@ class SendPolicy:
                 batch = p.queue.popleft()
                 self._gave_up(batch)
                 out.append((batch, KafkaTimeoutError(
-                    f"{batch.count} record(s) for {batch.topic}[{batch.partition}] expired after "
-                    f"delivery.timeout.ms={int(timeout * 1000)}")))
+                    f"Local: Message timed out: {batch.count} record(s) for {batch.topic}[{batch.partition}] "
+                    f"expired after delivery.timeout.ms={int(timeout * 1000)}")))
         return out
 
     def drop_queued(self, keys: Iterable[Key] | None = None) -> list[ProducerBatch]:

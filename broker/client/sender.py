@@ -152,8 +152,9 @@ class Sender:
         timeout = self.policy.limits.delivery_timeout
         unanswered = isinstance(error, (NetworkError, KafkaTimeoutError))
         if now - buf.since >= timeout:
-            error = KafkaTimeoutError(f"record(s) for topic '{topic}' expired after delivery.timeout.ms="
-                                      f"{int(timeout * 1000)} waiting for its metadata: {error.message}")
+            error = KafkaTimeoutError(f"Local: Message timed out: record(s) for topic '{topic}' expired after "
+                                      f"delivery.timeout.ms={int(timeout * 1000)} waiting for its metadata: "
+                                      f"{error.message}")
         elif unanswered:
             self.accumulator.hold(topic, buf, now + self.policy.limits.backoff)
             return

@@ -75,18 +75,23 @@ class DeserializingConsumer(Consumer):
             return None
         if msg.error() is not None:
             raise ConsumeError(msg.error(), kafka_message=msg)
+        # Both deserialized before either is set, as confluent-kafka's: the message an error carries
+        # keeps the raw key and value, so the application can log or dead-letter them.
         ctx = SerializationContext(msg.topic(), MessageField.VALUE, msg.headers())
+        value, key = msg.value(), msg.key()
         if self._value_deserializer is not None:
             try:
-                msg.set_value(self._value_deserializer(msg.value(), ctx))
+                value = self._value_deserializer(value, ctx)
             except Exception as e:  # noqa: BLE001
                 raise ValueDeserializationError(exception=e, kafka_message=msg) from e
         if self._key_deserializer is not None:
             ctx.field = MessageField.KEY
             try:
-                msg.set_key(self._key_deserializer(msg.key(), ctx))
+                key = self._key_deserializer(key, ctx)
             except Exception as e:  # noqa: BLE001
                 raise KeyDeserializationError(exception=e, kafka_message=msg) from e
+        msg.set_key(key)
+        msg.set_value(value)
         return msg
 
     def consume(self, num_messages: int = 1, timeout: float | None = -1):

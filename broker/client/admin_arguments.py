@@ -1,0 +1,60 @@
+"""What ``AdminClient``'s topic and config calls accept, checked before anything is sent, as
+confluent-kafka's argument parsing checks it (same exception types, librdkafka's messages).
+
+A wrong argument is refused at the call, never turned into a request: ``delete_topics("orders")``
+must not be read as the topics ``o``, ``r``, ``d``..., and a negative timeout is an error, not
+"no timeout". One leniency: an empty list is an empty dict of futures (confluent-kafka raises
+ValueError), so "create whatever is missing" code needs no guard.
+"""
+from __future__ import annotations
+
+import math
+
+ADMIN_CLOSED = "AdminClient has been closed"  # confluent-kafka's ERR_MSG_ADMIN_CLIENT_CLOSED
+
+
+def check_items(items, kind: type, what: str) -> list:
+    """A list (or tuple) of ``kind``: anything else is a TypeError, a list holding anything else a
+    ValueError (confluent's "Expected list of NewTopic objects")."""
+    if not isinstance(items, (list, tuple)):
+        raise TypeError(f"Expected list of {what}, not {type(items).__name__}")
+    for item in items:
+        if not isinstance(item, kind):
+            raise ValueError(f"Expected list of {what}, not {type(item).__name__}")
+    return list(items)
+
+
+def check_topic_names(topics) -> list[str]:
+    """``delete_topics``' list (or tuple) of topic names."""
+    if not isinstance(topics, (list, tuple)):
+        raise TypeError(f"Expected list of topic strings, not {type(topics).__name__}")
+    for topic in topics:
+        if not isinstance(topic, str):
+            raise ValueError(f"Expected list of topic strings, not {type(topic).__name__}")
+    return list(topics)
+
+
+def check_options(validate_only=False, request_timeout=None, operation_timeout=None) -> None:
+    """The common admin options: ``validate_only`` a bool (TypeError otherwise), timeouts in seconds
+    within librdkafka's 0..3600 (ValueError otherwise)."""
+    if not isinstance(validate_only, bool):
+        raise TypeError(f"The \"validate_only\" property must be a bool, not {type(validate_only).__name__}")
+    for name, value in (("request_timeout", request_timeout), ("operation_timeout", operation_timeout)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+        if not math.isfinite(value) or not 0 <= value <= 3600:
+            raise ValueError(f"{name}: expected 0..3600 seconds, got {value}")
+
+
+def check_partitions(partitions, what: str = "request") -> None:
+    """Partitions named to ``list_offsets``/``delete_records``: TopicPartitions (TypeError
+    otherwise) with a topic and a partition number (ValueError for "" or a negative partition)."""
+    for tp in partitions:
+        if tp is None or not hasattr(tp, "topic") or not hasattr(tp, "partition"):
+            raise TypeError(f"Element of the {what} list must be of type 'TopicPartition' got '{type(tp).__name__}'")
+        if not tp.topic:
+            raise ValueError("partition topic name cannot be empty")
+        if tp.partition < 0:
+            raise ValueError("'partition' cannot be negative")
