@@ -213,10 +213,18 @@ class Partition(PartitionLeadership, PartitionProduce, PartitionFollower, Partit
             return
         self.producers.aborted = kept
         try:
-            self.producers.snapshot(self.log.log_end_offset)
+            self.snapshot_producers()
         except BaseException:
             self.producers.aborted = previous
             raise
+
+    def snapshot_producers(self) -> None:
+        """Snapshot the producer state at the log end, made durable first (as Kafka snapshots at a
+        roll, behind the fsynced segment): a snapshot past what a crash leaves is discarded on
+        restart and the state rebuilt from the log start, over segments the cleaner or retention
+        may have rewritten since, which can forget a producer or its last sequence."""
+        self.log.flush()
+        self.producers.snapshot(self.log.log_end_offset)
 
     def maybe_flush(self) -> None:
         with self.lock:

@@ -33,7 +33,7 @@ class PartitionFollower:
                 self.producers.replay((h, lambda at=at, h=h: bytes(view[at:at + h.size]))
                                       for at, h in iter_headers(view))
                 if self.log.active.base_offset != active:
-                    self.producers.snapshot(self.log.log_end_offset)
+                    self.snapshot_producers()
             hw = min(leader_hw, self.log.log_end_offset)
             if hw > self.high_watermark:
                 self.high_watermark = hw

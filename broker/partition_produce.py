@@ -73,7 +73,7 @@ class PartitionProduce:
                 self.producers.update(h, offset, offset + h.last_offset_delta, now)
                 offset += h.last_offset_delta + 1
             if self.log.active.base_offset != active:
-                self.producers.snapshot(self.log.log_end_offset)
+                self.snapshot_producers()
             self.leader_state.on_leader_append(self.log.log_end_offset)
             self._advance_hw()
         self.notifier.bump()
@@ -219,8 +219,11 @@ class PartitionProduce:
             self._check_leader()
             self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch, self.log.log_end_offset,
                                         f"{self.topic}-{self.index}")
+            active = self.log.active.base_offset
             info = self.log.append(data, headers, self.leader_epoch)
             self.producers.end_transaction(headers[0], info.first_offset, commit, coordinator_epoch)
+            if self.log.active.base_offset != active:   # a roll snapshots, as append_records does
+                self.snapshot_producers()
             self.leader_state.on_leader_append(self.log.log_end_offset)
             self._advance_hw()
         self.notifier.bump()
