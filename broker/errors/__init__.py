@@ -73,8 +73,9 @@ class RiverlogError(Exception):
         return super().__new__(cls, *args)
 
     def __init__(self, message: "str | KafkaError" = "", **details):
-        kafka_code = None
+        kafka_code, given = None, None
         if isinstance(message, KafkaError):
+            given = message
             kafka_code = message.code() if message.code() != type(self).kafka_code else None
             typed = message.exception()
             message, details = typed.message, {**typed.details, **details}
@@ -83,6 +84,13 @@ class RiverlogError(Exception):
         self.details = details
         # confluent-kafka's shape: ``e.args[0]`` is the KafkaError value object.
         self.args = (KafkaError._of(self, kafka_code),)
+        if given is not None:   # KafkaException(KafkaError(code, fatal=True)) keeps the flags it was given
+            made = self.args[0]
+            flags = {name: getattr(given, name)() for name in ("fatal", "retriable", "txn_requires_abort")
+                     if getattr(given, name)() != getattr(made, name)()}
+            if flags:
+                self.__dict__.update(flags)
+                self.args = (KafkaError._of(self, kafka_code),)
 
     def __str__(self):
         return self.message

@@ -131,9 +131,6 @@ def test_client_errors_and_kafka_error_flags_as_confluents_tests():   # guard (a
     assert MyExc().a_method() == "yes" and isinstance(MyExc(), KafkaException)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="broker/errors: KafkaException(KafkaError(..., fatal=True)) rebuilds the typed error and "
-                          "its KafkaError from the class, dropping the flags given (test_kafka_error.py test_fatal)")
 @pytest.mark.parametrize("flags, expected", [({"fatal": True}, (True, False, False)),
                                              ({"retriable": True}, (False, True, False)),
                                              ({"txn_requires_abort": True}, (False, False, True))])
