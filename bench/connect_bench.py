@@ -31,6 +31,7 @@ sink connector's whole ``foreachBatch``: type inference, planning and write —,
 ``latestOffset``, ``walCommit``, ``commitOffsets``), medians of the rounds.
 
     python bench/connect_bench.py [--records 50000] [--rounds 2] [--only file_source,jsonl_sink]
+                                  [--figures jsonl_sink.small_batches,jsonl_sink.transforms.small_batches]
 
 ``make bench`` runs it with the defaults.
 """
@@ -58,6 +59,7 @@ JSON = "org.apache.kafka.connect.json.JsonConverter"
 TRIGGER = "100 milliseconds"
 ORDER_SCHEMA = "amount DOUBLE, card STRING, id BIGINT, user STRING"
 SMALL_BATCH = 5000
+FIGURES: set[str] = set()   # --figures: run only these (every figure of the chosen parts when empty)
 
 
 class Ctx:
@@ -193,6 +195,8 @@ def riverlog_write(df, servers: str, topic: str | None = None):
 
 def compare(name: str, records: int, runners: dict, rounds: int, check) -> None:
     """Alternate plain and connector ``rounds`` times; emit rows/s, the ratio, and start-to-first-row."""
+    if FIGURES and name not in FIGURES:
+        return
     results = {k: [] for k in runners}
     for _ in range(rounds):
         for k, fn in runners.items():
@@ -413,7 +417,9 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=50_000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--only", default=",".join(PARTS))
+    ap.add_argument("--figures", default="", help="only these figures, e.g. jsonl_sink.small_batches")
     args = ap.parse_args()
+    FIGURES.update(f for f in args.figures.split(",") if f)
     parts = [p for p in args.only.split(",") if p]
     unknown = set(parts) - set(PARTS)
     if unknown:

@@ -150,6 +150,13 @@ class JsonConverter(Converter):
         """Whether the type came from a batch with a test of what fits it (see :meth:`carried`)."""
         return self._accepted is not None if self.schemas_enable else self._shapes is not None
 
+    def fits_own_batch(self) -> bool:
+        """Whether the batch this type was bound from reads the same through :meth:`carried`: plain
+        JSON, whose every row's shape ``bind`` collected, so no row is a misfit and each skips the
+        field-by-field check in either form. Not envelopes: a row whose schema conflicts is a bad
+        record in its own batch, a misfit (a rebind) in a later one."""
+        return not self.schemas_enable and self._shapes is not None
+
     def carried(self) -> "JsonConverter":
         """This bound converter for a later batch: rows that do not fit get a ``misfit`` flag."""
         out = copy.copy(self)

@@ -24,7 +24,8 @@ Jobs per batch. A batch runs the connector's write and nothing else it can do wi
 and carried to later batches until a record does not fit it; the frame is persisted only when it
 is read twice (dead-letter queue, ``errors.log.enable``). A sink's converters, transforms and error
 split are planned in Python once per converter type and moved onto each later batch
-(:mod:`connect.plan_template`).
+(:mod:`connect.plan_template`); the batch that learns a type is planned as the batches that carry
+it, so its plan is the template and the second batch is not planned again.
 """
 from __future__ import annotations
 
@@ -244,12 +245,18 @@ class Pipeline:
             self._sink_write(c, df, batch_id)
         except _Rebind:
             self._bound.clear()  # a schema change: learn the types from this batch, as Kafka would
-            self._sink_write(c, df, batch_id)
+            try:
+                self._sink_write(c, df, batch_id)
+            except _Rebind:   # not expected (the types were learnt from these rows): read them as bound
+                self._bound.clear()
+                self._sink_write(c, df, batch_id, carry=False)
 
-    def _converters(self, df: DataFrame) -> tuple[list, bool]:
-        """The key and value converters for a batch, and whether they are the last batch's: a type
-        learnt from an earlier batch is carried over; an unbound JSON converter learns it from this
-        one (a job, once)."""
+    def _converters(self, df: DataFrame, carry: bool = True) -> tuple[list, bool]:
+        """The key and value converters for a batch, and whether the plan they give is the next
+        batch's too: a type learnt from an earlier batch is carried over; an unbound JSON converter
+        learns it from this one (a job, once). With ``carry``, a type learnt here is applied in its
+        carried form where every row it was learnt from fits that form alike
+        (``JsonConverter.fits_own_batch``): this batch is then planned as the next one will be."""
         out, frame, same = [], None, True
         for which, conv in (("key", self.key_converter), ("value", self.value_converter)):
             if which in self._bound:
@@ -257,15 +264,18 @@ class Pipeline:
                 continue
             if _unbound(conv):
                 frame = record_frame.from_source(df) if frame is None else frame
-                bound, same = _bind(conv, frame, which), False
+                bound = _bind(conv, frame, which)
                 if bound is not conv and bound.carriable():
                     self._bound[which] = bound
-                conv = bound
+                    if carry and bound.fits_own_batch():
+                        out.append(bound.carried())
+                        continue
+                conv, same = bound, False
             out.append(conv)
         return out, same
 
-    def _sink_write(self, c: SinkConnector, df: DataFrame, batch_id: int) -> None:
-        (key_conv, value_conv), same = self._converters(df)
+    def _sink_write(self, c: SinkConnector, df: DataFrame, batch_id: int, carry: bool = True) -> None:
+        (key_conv, value_conv), same = self._converters(df, carry)
         end = {t: ps for t, ps in batch_end_offset(self.paths.checkpoint, batch_id).items() if ps}
         if (_unbound(key_conv) or _unbound(value_conv)) and df.isEmpty():
             # Nothing to learn a type from and nothing to write (e.g. only aborted records were
