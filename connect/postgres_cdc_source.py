@@ -48,6 +48,7 @@ from broker.errors import InvalidConfigError
 from connect.config_def import ConfigDef, ConfigKey, ConfigValue, Importance, Invalid, Type, Width
 from connect.connector import SourceConnector, register_connector
 from connect.errors import ConfigError
+from spark_source.postgres import snapshot_overrides
 
 JSON_CONVERTERS = ("org.apache.kafka.connect.json.JsonConverter", "JsonConverter")
 CONNECTION, CAPTURE, EVENTS = "Connection", "Capture", "Events"
@@ -69,8 +70,10 @@ _KEYS: tuple[tuple[str, str, Any, str, str], ...] = (
     ("slot.drop.on.stop", Type.BOOLEAN, False, CAPTURE, "Drop the slot when the connector stops."),
     ("publication.name", Type.STRING, "riverlog_publication", CAPTURE, "The pgoutput publication."),
     ("publication.autocreate.mode", Type.STRING, "all_tables", CAPTURE, "all_tables, filtered or disabled."),
-    ("snapshot.mode", Type.STRING, "initial", CAPTURE, "initial, initial_only, no_data or when_needed."),
+    ("snapshot.mode", Type.STRING, "initial", CAPTURE, "initial, initial_only, no_data (or never) or when_needed."),
     ("snapshot.fetch.size", Type.INT, 10_000, CAPTURE, "Snapshot rows per batch."),
+    ("snapshot.select.statement.overrides", Type.STRING, None, CAPTURE,
+     "schema.table names whose snapshot reads snapshot.select.statement.overrides.<schema>.<table>, a SELECT."),
     ("max.batch.size", Type.INT, None, CAPTURE, "Changes per batch, whole transactions (default: unlimited)."),
     ("heartbeat.interval.ms", Type.INT, 10_000, CAPTURE, "Heartbeat messages keep an idle slot moving; 0 = off."),
     ("decimal.handling.mode", Type.STRING, "precise", EVENTS, "precise, double or string."),
@@ -89,6 +92,8 @@ _KEYS: tuple[tuple[str, str, Any, str, str], ...] = (
     ("message.prefix.include.list", Type.STRING, None, EVENTS,
      "Regexes of pg_logical_emit_message prefixes emitted as op m events on <topic.prefix>.message."),
     ("message.prefix.exclude.list", Type.STRING, None, EVENTS, "Regexes of message prefixes left out."),
+    ("skip.messages.without.change", Type.BOOLEAN, False, EVENTS,
+     "Leave out an update whose before image (REPLICA IDENTITY FULL) equals its after image."),
 )
 _RENAMED = {"max.batch.size": "maxChangesPerTrigger"}
 _NOT_FORWARDED = {"plugin.name"}
@@ -102,7 +107,7 @@ _UNSUPPORTED = frozenset({
     "include.unknown.datatypes", "schema.name.adjustment.mode",
     "field.name.adjustment.mode", "schema.refresh.mode", "replica.identity.autoset.values",
     "slot.stream.params", "slot.max.retries", "slot.retry.delay.ms", "status.update.interval.ms",
-    "xmin.fetch.interval.ms", "flush.lsn.source", "read.only", "snapshot.select.statement.overrides",
+    "xmin.fetch.interval.ms", "flush.lsn.source", "read.only",
     "snapshot.include.collection.list", "snapshot.lock.timeout.ms", "snapshot.locking.mode",
     "snapshot.locking.mode.custom.name", "snapshot.query.mode", "snapshot.query.mode.custom.name",
     "snapshot.delay.ms", "snapshot.max.threads", "snapshot.tables.order.by.row.count", "streaming.delay.ms",
@@ -110,7 +115,7 @@ _UNSUPPORTED = frozenset({
     "topic.naming.strategy", "topic.cache.size", "converters", "post.processors", "sourceinfo.struct.maker",
     "transaction.metadata.factory", "event.processing.failure.handling.mode",
     "event.converting.failure.handling.mode", "custom.metric.tags", "max.queue.size", "max.queue.size.in.bytes",
-    "poll.interval.ms", "query.fetch.size", "retriable.restart.connector.wait.ms", "skip.messages.without.change",
+    "poll.interval.ms", "query.fetch.size", "retriable.restart.connector.wait.ms",
     "provide.transaction.metadata.factory", "database.sslmode", "database.sslcert", "database.sslkey",
     "database.sslpassword", "database.sslrootcert", "database.sslfactory", "database.tcpKeepAlive",
     "database.initial.statements", "database.query.timeout.ms", "database.connection.timeout.ms",
@@ -121,7 +126,7 @@ _UNSUPPORTED = frozenset({
 })
 # Families of Debezium keys with a name inside (column.mask.with.12.chars, …).
 _UNSUPPORTED_FAMILIES = re.compile(
-    r"column\.(mask|truncate)\..+|snapshot\.select\.statement\.overrides\..+|snapshot\.mode\..+|signal\..+"
+    r"column\.(mask|truncate)\..+|snapshot\.mode\..+|signal\..+"
     r"|notification\..+|incremental\.snapshot\..+|driver\..+")
 # Namespaces this connector owns: a key there that is not one of its own is a typo or unsupported.
 _OWNED = re.compile(r"(database|table|schema|column|slot|publication|snapshot|message|heartbeat|plugin|decimal|time"
@@ -137,7 +142,7 @@ _CONNECT_OWN = re.compile(r"topic\.creation\..*")
 
 def unsupported(key: str) -> str | None:
     """Why a config key is refused (None: the connector or the worker takes it)."""
-    if key in _SUPPORTED or _CONNECT_OWN.fullmatch(key):
+    if key in _SUPPORTED or _CONNECT_OWN.fullmatch(key) or snapshot_overrides.is_statement_key(key):
         return None
     if key in _SPARK_ONLY:
         return f"{key} is an option of format(\"postgres-cdc\"), not of this connector: {_SPARK_ONLY[key]}"
@@ -158,6 +163,12 @@ class _PostgresConfigDef(ConfigDef):
             why = unsupported(name)
             if why is not None:
                 values[name] = ConfigValue(name, raw, [], [why])
+        try:   # the table list and its statements are checked together
+            snapshot_overrides.parse({str(k).lower(): v for k, v in props.items()})
+        except InvalidConfigError as e:
+            name = e.details.get("config") or snapshot_overrides.OPTION
+            raw = next((v for k, v in props.items() if str(k).lower() == name), props.get(name))
+            values[name] = ConfigValue(name, raw, [], [str(e).removeprefix(f"option '{name}': ")])
         return values
 
 
@@ -186,7 +197,8 @@ def _plugin_name(key: str, value: Any) -> None:
 def _config_def() -> ConfigDef:
     keys = []
     for order, (name, type_, default, group, doc) in enumerate(_KEYS, 1):
-        validator = _plugin_name if name == "plugin.name" else _checked_by_source(name, type_)
+        validator = (_plugin_name if name == "plugin.name" else None if name == snapshot_overrides.OPTION
+                     else _checked_by_source(name, type_))
         importance = Importance.HIGH if group == CONNECTION else Importance.MEDIUM
         keys.append(ConfigKey(name, type_, default, validator, importance, doc, group, order, Width.MEDIUM, name))
     return _PostgresConfigDef(keys)
@@ -258,6 +270,8 @@ class PostgresCdcSource(SourceConnector):
         for key, value in self.config.originals.items():
             if key in known and value is not None and str(value) != "":
                 out[_RENAMED.get(key, key)] = str(value).lower() if isinstance(value, bool) else str(value)
+            elif snapshot_overrides.is_statement_key(key) and value is not None:
+                out[key] = str(value)
         key_se, value_se = (_schemas_enable(self.config.originals, w) for w in ("key", "value"))
         out["schemas.enable"] = "true" if key_se or value_se else "false"
         return out

@@ -64,6 +64,7 @@ class CdcConfig:
     version: str = VERSION
     message_prefix_include_list: tuple = ()
     message_prefix_exclude_list: tuple = ()
+    skip_messages_without_change: bool = False
 
     @classmethod
     def from_options(cls, options: dict) -> "CdcConfig":
@@ -73,7 +74,8 @@ class CdcConfig:
         ``provide.transaction.metadata``, ``topic.transaction``, ``skipped.operations`` (c,u,d,t or
         none; default t), ``schemas.enable`` (JsonConverter's, for key and value),
         the modes trimmed and in any case, ``topic.prefix`` of Kafka's topic characters only,
-        ``message.prefix.include.list`` / ``message.prefix.exclude.list`` (regular expressions)."""
+        ``message.prefix.include.list`` / ``message.prefix.exclude.list`` (regular expressions),
+        ``skip.messages.without.change`` (false)."""
         get = options.get
         prefix = get("topic.prefix")
         if not prefix:
@@ -103,4 +105,6 @@ class CdcConfig:
                    _bool("provide.transaction.metadata", get("provide.transaction.metadata", False)),
                    get("topic.transaction", "transaction"), skipped,
                    _bool("schemas.enable", get("schemas.enable", True)),
-                   message_prefix_include_list=include, message_prefix_exclude_list=exclude)
+                   message_prefix_include_list=include, message_prefix_exclude_list=exclude,
+                   skip_messages_without_change=_bool("skip.messages.without.change",
+                                                      get("skip.messages.without.change", False)))

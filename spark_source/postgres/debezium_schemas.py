@@ -64,15 +64,21 @@ TRANSACTION_BLOCK = {"type": "struct", "fields": [
     field("int64", "data_collection_order", False)], "optional": True, "name": "event.block", "version": 1,
     "field": "transaction"}
 
+ENVELOPE_VERSION = 2
+"""``Envelope.SCHEMA_VERSION``: the version JsonConverter writes for a change event's value schema.
+Debezium's ``SchemaFactory`` versions the transaction schemas 1; the table's Key and Value none."""
+
 TRANSACTION_KEY_SCHEMA = {"type": "struct", "fields": [field("string", "id", False)], "optional": False,
-                           "name": "io.debezium.connector.common.TransactionMetadataKey"}
+                          "name": "io.debezium.connector.common.TransactionMetadataKey", "version": 1}
 
 TRANSACTION_VALUE_SCHEMA = {"type": "struct", "fields": [
     field("string", "status", False), field("string", "id", False), field("int64", "event_count", True),
     {"type": "array", "items": {"type": "struct", "fields": [
-        field("string", "data_collection", False), field("int64", "event_count", False)], "optional": False},
+        field("string", "data_collection", False), field("int64", "event_count", False)], "optional": True,
+        "name": "event.collection", "version": 1},
      "optional": True, "field": "data_collections"},
-    field("int64", "ts_ms", False)], "optional": False, "name": "io.debezium.connector.common.TransactionMetadataValue"}
+    field("int64", "ts_ms", False)], "optional": False, "name": "io.debezium.connector.common.TransactionMetadataValue",
+    "version": 1}
 
 
 def source_schema() -> dict:

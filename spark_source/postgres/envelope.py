@@ -150,8 +150,10 @@ class EnvelopeBuilder:
             {"type": "int64", "optional": True, "field": "ts_ms"},
             {"type": "int64", "optional": True, "field": "ts_us"},
             {"type": "int64", "optional": True, "field": "ts_ns"},
-            D.TRANSACTION_BLOCK], "optional": False, "name": D.schema_name(*base, "Envelope")}
-        fallbacks = tuple(None if f["optional"] else D.fallback(f) for f in fields)
+            D.TRANSACTION_BLOCK], "optional": False, "name": D.schema_name(*base, "Envelope"),
+            "version": D.ENVELOPE_VERSION}
+        fallbacks = tuple(None if f["optional"] else t.fallback if t.fallback is not None else D.fallback(f)
+                          for f, t in zip(fields, types))
         return TableSchema(relation, D.topic_name(*base), key_columns, types, key_schema, row, value_schema,
                            fallbacks, hint)
 
@@ -257,6 +259,10 @@ class EnvelopeBuilder:
                     # The old tuple has the value (a key column, or any column under FULL): Debezium's
                     # PostgresChangeRecordEmitter.columnValues takes it from there.
                     new[column.name] = old[column.name]
+        if kind == "update" and old is not None and new == old and self.config.skip_messages_without_change:
+            # RelationalChangeRecordEmitter.emitUpdateRecord: an update whose old image (REPLICA
+            # IDENTITY FULL) equals its new one is not emitted, nor counted in transaction metadata.
+            return
         if kind == "insert":
             if "c" not in skipped:
                 emit.value(table, self._key_payload(table, new), "c", None, new, change)

@@ -2,8 +2,9 @@
 content)`` as an ``op: "m"`` record on ``<topic.prefix>.message``.
 
 The key is ``{"prefix"}`` (``io.debezium.connector.postgresql.MessageKey``); the value is
-``{"op": "m", "ts_ms", "ts_us", "ts_ns", "source", "message": {"prefix", "content"}}``
-(``io.debezium.connector.postgresql.MessageValue``), ``content`` under ``binary.handling.mode``.
+``{"op": "m", "ts_ms", "source", "message": {"prefix", "content"}}``
+(``io.debezium.connector.postgresql.MessageValue``; unlike a change event's envelope it has no
+``ts_us`` / ``ts_ns``, as ``PostgresSchemaFactory`` builds it), ``content`` under ``binary.handling.mode``.
 A transactional message carries its transaction's ``txId`` and commit time; a non-transactional
 one has ``txId`` null and the connector's clock in ``source.ts_ms``, as Debezium documents. Schema
 and table are "". Prefixes are chosen with ``message.prefix.include.list`` /
@@ -53,12 +54,9 @@ def value_schema(source_schema: dict, content_type: str) -> dict:
     return {"type": "struct", "fields": [
         {"type": "string", "optional": False, "field": "op"},
         {"type": "int64", "optional": True, "field": "ts_ms"},
-        {"type": "int64", "optional": True, "field": "ts_us"},
-        {"type": "int64", "optional": True, "field": "ts_ns"},
         source_schema, block], "optional": False, "name": "io.debezium.connector.postgresql.MessageValue",
         "version": 1}
 
 
 def value_payload(source: dict, prefix: str, content: str, now_us: int) -> dict:
-    return {"op": "m", "ts_ms": now_us // 1000, "ts_us": now_us, "ts_ns": now_us * 1000, "source": source,
-            "message": {"prefix": prefix, "content": content}}
+    return {"op": "m", "ts_ms": now_us // 1000, "source": source, "message": {"prefix": prefix, "content": content}}

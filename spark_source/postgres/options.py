@@ -23,6 +23,7 @@ publication.autocreate.mode     all_tables                all_tables | filtered 
 slot.name                       riverlog                  the logical replication slot
 slot.drop.on.stop               false                     drop the slot when the query stops
 snapshot.mode                   initial                   initial | initial_only | no_data | when_needed
+                                                          (Debezium's deprecated never = no_data)
 heartbeat.interval.ms           10000                     0 = off; WAL position kept moving when idle
 maxChangesPerTrigger            (unlimited)               changes per micro-batch (whole transactions)
 snapshot.fetch.size             10000                     snapshot rows per micro-batch when
@@ -45,7 +46,7 @@ import re
 from dataclasses import dataclass
 
 from broker.errors import InvalidConfigError
-from spark_source.postgres import regex_lists
+from spark_source.postgres import regex_lists, snapshot_overrides
 from spark_source.postgres.envelope import CdcConfig
 from spark_source.postgres.type_modes import CdcConfigError
 
@@ -54,14 +55,16 @@ ENVELOPE_OPTIONS = ("decimal.handling.mode", "time.precision.mode", "binary.hand
                     "unavailable.value.placeholder",
                     "tombstones.on.delete", "provide.transaction.metadata", "topic.transaction",
                     "skipped.operations", "schemas.enable", "message.prefix.include.list",
-                    "message.prefix.exclude.list")
+                    "message.prefix.exclude.list", "skip.messages.without.change")
 SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed")
+SNAPSHOT_MODE_ALIASES = {"never": "no_data"}
+"""Debezium 2.7's deprecated ``never``, which for PostgreSQL (no schema history) is ``no_data``."""
 AUTOCREATE_MODES = ("all_tables", "filtered", "disabled")
 _KNOWN = {"dsn", "database.hostname", "database.port", "database.user", "database.password", "database.dbname",
           "topic.prefix", "table.include.list", "table.exclude.list", "publication.name",
           "publication.autocreate.mode", "slot.name",
           "slot.drop.on.stop", "snapshot.mode", "heartbeat.interval.ms", "maxchangespertrigger",
-          "snapshot.fetch.size", "startingoffsets", "path"} | set(ENVELOPE_OPTIONS)
+          "snapshot.fetch.size", "startingoffsets", "path", snapshot_overrides.OPTION} | set(ENVELOPE_OPTIONS)
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 
@@ -69,8 +72,9 @@ def _bad(option: str, why: str) -> InvalidConfigError:
     return InvalidConfigError(f"option '{option}': {why}", config=option)
 
 
-def _choice(opts: dict, name: str, default: str, allowed: tuple[str, ...]) -> str:
+def _choice(opts: dict, name: str, default: str, allowed: tuple[str, ...], aliases: dict | None = None) -> str:
     value = str(opts.get(name, default)).strip().lower()
+    value = (aliases or {}).get(value, value)
     if value not in allowed:
         raise _bad(name, f"must be one of {', '.join(allowed)}, got {value!r}")
     return value
@@ -172,11 +176,12 @@ class CdcOptions:
     snapshot_fetch_size: int = 10_000
     envelope: CdcConfig | None = None
     starting_offset: dict | None = None
+    snapshot_overrides: tuple = ()   # ((schema.table lower-cased, SELECT), ...): snapshot_overrides.py
 
     @classmethod
     def parse(cls, options) -> "CdcOptions":
         opts = {str(k).lower(): v for k, v in dict(options or {}).items()}
-        unknown = sorted(set(opts) - _KNOWN)
+        unknown = sorted(k for k in set(opts) - _KNOWN if not snapshot_overrides.is_statement_key(k))
         if unknown:
             raise _bad(unknown[0], "unknown option for format(\"postgres-cdc\"); the options are "
                                    + ", ".join(sorted(_KNOWN - {"path"})).replace("maxchangespertrigger",
@@ -203,12 +208,13 @@ class CdcOptions:
             publication_name=_identifier(opts, "publication.name", "riverlog_publication"),
             publication_autocreate=mode, slot_name=_identifier(opts, "slot.name", "riverlog"),
             slot_drop_on_stop=_bool(opts, "slot.drop.on.stop", False),
-            snapshot_mode=_choice(opts, "snapshot.mode", "initial", SNAPSHOT_MODES),
+            snapshot_mode=_choice(opts, "snapshot.mode", "initial", SNAPSHOT_MODES, SNAPSHOT_MODE_ALIASES),
             heartbeat_interval_ms=_int(opts, "heartbeat.interval.ms", 10_000, 0),
             max_changes_per_trigger=_int(opts, "maxChangesPerTrigger", None, 1),
             snapshot_fetch_size=_int(opts, "snapshot.fetch.size", 10_000, 1),
             starting_offset=_starting_offset(opts.get("startingoffsets")),
-            envelope=_envelope(opts, str(opts.get("topic.prefix") or dbname), dbname))
+            envelope=_envelope(opts, str(opts.get("topic.prefix") or dbname), dbname),
+            snapshot_overrides=snapshot_overrides.parse(opts))
 
     def connect_kwargs(self) -> dict:
         """psycopg2.connect's arguments: the DSN if given (with dbname as given there), else the parts."""

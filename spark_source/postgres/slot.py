@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Optional
 
+from spark_source.postgres import snapshot_overrides
 from spark_source.postgres.errors import (NoTablesError, PostgresConnectionError,
                                           PublicationError, ReplicationPrivilegeError, SlotError,
                                           SlotInUseError, WalLevelError)
@@ -86,6 +87,7 @@ class Table:
     not_null: tuple[str, ...] = ()   # NOT NULL columns: required fields in the schemas, as Debezium's
     partitioned: bool = False   # a partitioned parent (relkind 'p')
     skipped_partitions: tuple[int, ...] = ()   # a parent's captured leaf partitions: their rows are snapshotted there
+    select_override: Optional[str] = None   # snapshot.select.statement.overrides: the snapshot reads this SELECT
 
     @property
     def chunk_key(self) -> tuple[str, ...]:
@@ -132,6 +134,9 @@ def captured_tables(conn, options: CdcOptions) -> list[Table]:
         tables = []
         for oid, schema, name, identity, kind in candidates:
             table = _described(cur, oid, schema, name, identity, partitioned=kind == "p")
+            override = snapshot_overrides.statement_for(options.snapshot_overrides, schema, name)
+            if override is not None:
+                table = dataclasses.replace(table, select_override=override)
             if not table.key and identity not in ("f", "i") and not table.partitioned:
                 log.warning("table %s.%s has no primary key or unique index: its records have a null key, and with "
                             "REPLICA IDENTITY %s PostgreSQL refuses its updates and deletes while it is published; "

@@ -73,6 +73,7 @@ class SnapshotReader:
     def __init__(self, conn, tables: list[Table], snapshot_name: str | None = None):
         self.conn = conn
         self.tables = tables
+        self._override_columns: dict[int, frozenset] = {}
         conn.autocommit = False
         conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
         with conn.cursor() as cur:
@@ -100,7 +101,7 @@ class SnapshotReader:
             table = self.tables[position.table]
             upper = end.after if end is not None and end.table == position.table else None
             want = None if limit is None else limit - len(rows)
-            if not table.chunk_key:   # no key of NOT NULL columns to page by: the whole table in one chunk
+            if not self._chunk_key(table):   # no key of NOT NULL columns to page by: the whole table in one chunk
                 want = None
             # One row more than wanted tells whether the table goes on, so the snapshot's last row
             # is known to be the last when it is read.
@@ -108,7 +109,7 @@ class SnapshotReader:
             more = want is not None and len(chunk) > want
             chunk = chunk[:want] if more else chunk
             rows.extend((table, values) for values in chunk)
-            if table.chunk_key and more:
+            if self._chunk_key(table) and more:
                 position = Position(position.table, self._key_of(table, chunk[-1]))
             elif upper is not None:
                 position = Position(position.table, upper)
@@ -123,9 +124,31 @@ class SnapshotReader:
             position = Position(position.table + 1, None)
         return rows, position
 
+    def _source(self, table: Table) -> str:
+        """What a chunk reads from: the table, or its ``snapshot.select.statement.overrides`` SELECT."""
+        if table.select_override is None:
+            return table.quoted
+        return f"({table.select_override}) AS {quote(table.relation.name)}"
+
+    def _columns_of_override(self, table: Table) -> frozenset:
+        """The override's column names (read once), so the table's other columns are selected as null."""
+        oid = table.relation.oid
+        if oid not in self._override_columns:
+            with self.conn.cursor() as cur:
+                cur.execute(f"SELECT * FROM {self._source(table)} LIMIT 0")
+                self._override_columns[oid] = frozenset(d[0] for d in cur.description)
+        return self._override_columns[oid]
+
+    def _chunk_key(self, table: Table) -> tuple[str, ...]:
+        """The table's chunk key, unless an override leaves a key column out (then one chunk)."""
+        key = table.chunk_key
+        if key and table.select_override is not None and not set(key) <= self._columns_of_override(table):
+            return ()
+        return key
+
     def _has_rows(self, table: Table) -> bool:
-        sql, params = f"SELECT 1 FROM {table.quoted}", []
-        if table.skipped_partitions:
+        sql, params = f"SELECT 1 FROM {self._source(table)}", []
+        if table.skipped_partitions and table.select_override is None:
             sql, params = sql + " WHERE tableoid <> ALL (%s::oid[])", [list(table.skipped_partitions)]
         with self.conn.cursor() as cur:
             cur.execute(sql + " LIMIT 1", params)
@@ -133,7 +156,7 @@ class SnapshotReader:
 
     def _key_of(self, table: Table, values: tuple) -> tuple:
         names = [c.name for c in table.relation.columns]
-        return tuple(values[names.index(k)].decode() for k in table.chunk_key)
+        return tuple(values[names.index(k)].decode() for k in self._chunk_key(table))
 
     def _chunk(self, table: Table, after: tuple | None, upper: tuple | None, limit: int | None) -> list[tuple]:
         # Each value as its type's output function writes it, the text pgoutput sends: ``::text``
@@ -142,13 +165,15 @@ class SnapshotReader:
         # row streamed, and a key column would key it apart. concat() calls the output function
         # (and gives '' for NULL, hence the CASE). Aliased: ORDER BY a column's name
         # would otherwise sort by its text output column.
-        columns = ", ".join(f"CASE WHEN {quote(c.name)} IS NULL THEN NULL ELSE concat({quote(c.name)}) END "
-                            f"AS c{i}" for i, c in enumerate(table.relation.columns))
-        sql, params, where = f"SELECT {columns} FROM {table.quoted}", [], []
-        if table.skipped_partitions:   # their rows are snapshotted under the partitions' own names
+        present = None if table.select_override is None else self._columns_of_override(table)
+        columns = ", ".join(f"CASE WHEN {quote(c.name)} IS NULL THEN NULL ELSE concat({quote(c.name)}) END AS c{i}"
+                            if present is None or c.name in present else f"NULL AS c{i}"
+                            for i, c in enumerate(table.relation.columns))
+        sql, params, where = f"SELECT {columns} FROM {self._source(table)}", [], []
+        if table.skipped_partitions and present is None:   # their rows are snapshotted under the partitions' own names
             where.append("tableoid <> ALL (%s::oid[])")
             params.append(list(table.skipped_partitions))
-        key = table.chunk_key
+        key = self._chunk_key(table)
         if key:
             row_key = "(" + ", ".join(quote(k) for k in key) + ")"
             holes = "(" + ", ".join(["%s"] * len(key)) + ")"

@@ -112,9 +112,9 @@ def point(text: str) -> dict:
 
 
 def special(oid: int, hstore_mode: str, placeholder: str, registry=None) -> tuple | None:
-    """(schema body, converter, unchanged-TOAST value) for a point, an enum or an extension type
-    Debezium knows by name (its TypeRegistry's ``hstoreOid``/``ltreeOid``), or None. ``registry``
-    is the catalog's :class:`~spark_source.postgres.type_registry.TypeRegistry`."""
+    """(schema body, converter, unchanged-TOAST value[, required-field fallback]) for a point, an
+    enum or an extension type Debezium knows by name (its TypeRegistry's ``hstoreOid``/``ltreeOid``),
+    or None. ``registry`` is the catalog's :class:`~spark_source.postgres.type_registry.TypeRegistry`."""
     if oid == POINT:
         return dict(POINT_SCHEMA), point, None
     t = registry.get(oid) if registry is not None else None
@@ -123,7 +123,9 @@ def special(oid: int, hstore_mode: str, placeholder: str, registry=None) -> tupl
     if t.kind == "e":
         return enum_schema(t.labels), str, placeholder
     if t.name == "hstore":
-        return hstore_schema(hstore_mode), hstore_converter(hstore_mode), hstore_placeholder(placeholder, hstore_mode)
+        # a required hstore's fallback: Debezium's convertHstoreToJsonString gives "{}", the map mode an empty map
+        return (hstore_schema(hstore_mode), hstore_converter(hstore_mode), hstore_placeholder(placeholder, hstore_mode),
+                "{}" if hstore_mode == "json" else None)
     if t.name == "ltree":
         return dict(LTREE_SCHEMA), str, placeholder
     return None

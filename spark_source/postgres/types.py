@@ -77,6 +77,11 @@ class ColumnType:
     schema_body: dict
     convert: Callable[[str], Any]
     placeholder: Any = None
+    fallback: Any = None
+    """A required field's value when none was sent (a delete's ``before`` under REPLICA IDENTITY
+    DEFAULT); None: the zero of its schema (``debezium_schemas.fallback``). Set where Debezium's
+    converter has a fallback of its own: a decimal or money under ``decimal.handling.mode=string``
+    (``"0.00"``), an hstore under ``hstore.handling.mode=json`` (``"{}"``)."""
 
     def schema(self, field: str, optional: bool = True) -> dict:
         out = dict(self.schema_body)
@@ -124,7 +129,23 @@ def column_type(type_oid: int, type_modifier: int, modes: TypeModes = TypeModes(
     # BYTES is base64 in JSON whatever binary.handling.mode says (Bits are BYTES in every mode)
     fill = placeholder_text(placeholder) if kind == "string" else _b64(placeholder_bytes(placeholder)) \
         if kind == "bytes" else None
-    return ColumnType(body, convert, fill)
+    return ColumnType(body, convert, fill, _zero_text(type_oid, type_modifier, modes))
+
+
+def _zero_text(oid: int, typmod: int, modes: TypeModes) -> Any:
+    """A required decimal's fallback under ``decimal.handling.mode=string``: Debezium's zero at the
+    column's scale (``toPlainString`` of ``withScaleAdjustedIfNeeded(ZERO)``: ``"0.00"`` for a
+    ``numeric(6,2)``, ``"0"`` unconstrained) or, for money, ``BigDecimal.ZERO.setScale(
+    money.fraction.digits).toString()``; None (the schema's zero) otherwise."""
+    if modes.decimal_handling_mode != "string" or oid not in (NUMERIC, MONEY):
+        return None
+    if oid == MONEY:
+        scale = modes.money_fraction_digits
+        if scale > 6:    # BigDecimal.toString of a zero whose adjusted exponent is below -6
+            return f"0E-{scale}"
+    else:
+        scale = (typmod - 4) & 0xFFFF if typmod >= 4 else 0
+    return "0." + "0" * scale if scale > 0 else "0"
 
 
 def array_placeholder(element_oid: int, inner: ColumnType, placeholder: str = PLACEHOLDER) -> Any:

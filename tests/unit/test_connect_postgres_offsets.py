@@ -89,9 +89,8 @@ def test_debezium_keys_the_connector_does_not_implement_are_refused_per_field():
     from connect.errors import ConfigError
     from connect.plugins import check_connector_config
     refused = {"column.exclude.list": "public.customers.ssn", "schema.include.list": "inventory",
-               "message.key.columns": "public.nopk:email", "snapshot.select.statement.overrides": "public.c",
-               "snapshot.select.statement.overrides.public.c": "SELECT * FROM public.c WHERE id > 100",
-               "schema.name.adjustment.mode": "avro", "column.mask.with.12.chars": "public.c.card",
+               "message.key.columns": "public.nopk:email", "schema.name.adjustment.mode": "avro",
+               "column.mask.with.12.chars": "public.c.card",
                "database.sslmode": "require", "table.includ.list": "public.c", "dsn": "postgresql://x/shop",
                "maxChangesPerTrigger": "5", "errors.max.retries": "0", "sanitize.field.names": "true"}
     with pytest.raises(ConfigError) as bad:
@@ -109,6 +108,31 @@ def test_debezium_keys_the_connector_does_not_implement_are_refused_per_field():
            "errors.log.enable": "true", "topic.creation.default.partitions": "1",
            "topic.creation.default.replication.factor": "-1", "producer.override.linger.ms": "5", "tasks.max": "1"}
     assert check_connector_config("shop-cdc", _shop(**own))["connector.class"] == "PostgresCdcSource"
+
+
+def test_snapshot_select_statement_overrides_are_taken_and_checked_together():
+    """Debezium's ``snapshot.select.statement.overrides`` and its per-table statements are passed
+    to format("postgres-cdc"); a listed table without a statement, or a statement for a table not
+    listed, is refused at validation, per field."""
+    import connect.postgres_cdc_source  # noqa: F401  (registers the connector)
+    from connect.config import parse_connector_config
+    from connect.connector import ConnectorContext
+    from connect.errors import ConfigError
+    from connect.plugins import check_connector_config
+    from connect.postgres_cdc_source import PostgresCdcSource
+    key = "snapshot.select.statement.overrides"
+    good = _shop(**{key: "public.customers", f"{key}.public.customers": "SELECT * FROM public.customers WHERE id > 1"})
+    assert check_connector_config("shop-cdc", good)["connector.class"] == "PostgresCdcSource"
+    source = PostgresCdcSource(parse_connector_config({"name": "shop-cdc", **good}), ConnectorContext(None, "127.0.0.1:1"))
+    options = source.source_options()
+    assert options[key] == "public.customers"
+    assert options[f"{key}.public.customers"] == "SELECT * FROM public.customers WHERE id > 1"
+    with pytest.raises(ConfigError) as bad:
+        check_connector_config("shop-cdc", _shop(**{key: "public.customers"}))
+    assert "is listed but" in bad.value.details["errors"][key][0]
+    with pytest.raises(ConfigError) as bad:
+        check_connector_config("shop-cdc", _shop(**{f"{key}.public.orders": "SELECT 1"}))
+    assert "not listed" in bad.value.details["errors"][f"{key}.public.orders"][0]
 
 
 def test_converters_schemas_enable_decide_the_envelope():
