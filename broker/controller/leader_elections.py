@@ -24,7 +24,7 @@ def elect_leaders(image: MetadataImage, topic: str, partitions: list[int] | None
     partition the topic does not have."""
     t = image.topics.get(topic)
     if t is None:
-        raise UnknownTopicOrPartitionError(f"topic '{topic}' does not exist")
+        raise UnknownTopicOrPartitionError(f"No such topic as {topic}")
     live = set(image.live_brokers())
     records: list[dict] = []
     errors: dict[int, RiverlogError] = {}

@@ -16,6 +16,8 @@ def register_broker(c, image, now, body):
     inter = body.get("inter_broker")
     records = c.register_broker(image, body["node_id"], body["host"], body["port"], body["incarnation"], now,
                                 (inter[0], inter[1]) if inter else None)
+    if records and "broker_epoch" in records[0]:   # the same incarnation: its epoch stays
+        return records, lambda offset: {"broker_epoch": records[0]["broker_epoch"], "offset": offset}
     if records:
         return records, lambda offset: {"broker_epoch": offset, "offset": offset}
     return [], {"broker_epoch": image.brokers[body["node_id"]].broker_epoch, "offset": image.offset}

@@ -15,7 +15,8 @@ def place_replicas(image: MetadataImage, rng: random.Random, count: int, factor:
     round-robin, followers shifted. As Kafka's ``StripedReplicaPlacer``, registered brokers that
     are fenced count (``usableBrokers``: every registered broker not shutting down) and are
     placed only when the available ones are too few, after them (never as the preferred
-    leader); the partition starts with them out of its ISR."""
+    leader); the partition starts with them out of its ISR. Refusals carry the placer's own
+    message; creating a topic prefixes it, as Kafka's ``createTopic`` does."""
     live = image.live_brokers()
     fenced = sorted(b.node_id for b in image.brokers.values() if b.fenced and not b.shutting_down)
     if factor < 1:
@@ -23,11 +24,10 @@ def place_replicas(image: MetadataImage, rng: random.Random, count: int, factor:
             f"Invalid replication factor {factor}: the replication factor must be positive.")
     if factor > len(live) + len(fenced):
         raise InvalidReplicationFactorError(
-            f"Unable to replicate the partition {factor} time(s): The target replication factor of "
-            f"{factor} cannot be reached because only {len(live) + len(fenced)} broker(s) are registered.")
+            f"The target replication factor of {factor} cannot be reached because only "
+            f"{len(live) + len(fenced)} broker(s) are registered.")
     if not live:
-        raise InvalidReplicationFactorError(
-            f"Unable to replicate the partition {factor} time(s): All brokers are currently fenced.")
+        raise InvalidReplicationFactorError("All brokers are currently fenced.")
     spread = _spread(rng, live, count, min(factor, len(live)), first)
     extra = factor - len(live)
     return [replicas + [fenced[(i + j) % len(fenced)] for j in range(extra)] if extra > 0 else replicas
@@ -63,11 +63,12 @@ def starting_isrs(image: MetadataImage, assignment: list[list[int]]) -> dict:
     return {"isrs": isrs}
 
 
-def manual_assignment(image: MetadataImage, assignment: list[list[int]], factor: int | None = None) -> dict:
+def manual_assignment(image: MetadataImage, assignment: list[list[int]], factor: int | None = None,
+                      first: int = 0) -> dict:
     """A ``replica_assignment`` given by the client, as the replicas and starting ISRs of a topic's
     or new partitions' record (Kafka's ``validateManualPartitionAssignment``): every list non-empty,
     of registered brokers, none twice, all of one length (``factor``: the topic's, for new
-    partitions); each partition needs an active replica, which leads."""
+    partitions, numbered from ``first``); each partition needs an active replica, which leads."""
     live = set(image.live_brokers())
     for index, replicas in enumerate(assignment):
         if not replicas:
@@ -88,5 +89,5 @@ def manual_assignment(image: MetadataImage, assignment: list[list[int]], factor:
         factor = len(replicas)
         if not live.intersection(replicas):
             raise InvalidReplicaAssignmentError(f"All brokers specified in the manual partition assignment for "
-                                                f"partition {index} are fenced or in controlled shutdown.")
+                                                f"partition {first + index} are fenced or in controlled shutdown.")
     return {"replicas": [list(r) for r in assignment], **starting_isrs(image, assignment)}

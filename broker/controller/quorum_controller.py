@@ -33,7 +33,7 @@ import uuid
 from dataclasses import dataclass
 
 from broker.config import TOPIC_CONFIG, Config
-from broker.errors import (BrokerNotAvailableError, FencedLeaderEpochError,
+from broker.errors import (BrokerNotAvailableError, FencedLeaderEpochError, InvalidConfigError,
                            InvalidPartitionsError, InvalidReplicaAssignmentError, InvalidReplicationFactorError,
                            InvalidRequestError, InvalidTopicError, NotLeaderOrFollowerError,
                            StaleBrokerEpochError, TopicAlreadyExistsError, UnknownTopicOrPartitionError)
@@ -84,7 +84,8 @@ class QuorumController:
     def register_broker(self, image: MetadataImage, node_id: int, host: str, port: int,
                         incarnation: str, now_ms: int, inter_broker: tuple[str, int] | None = None) -> list[dict]:
         """A registration: a new incarnation (a restarted process) gets a new broker epoch and
-        starts fenced; the same incarnation only updates its addresses."""
+        starts fenced; the same incarnation only updates its addresses, keeping its broker epoch,
+        fencing and controlled shutdown (Kafka's "amending registration")."""
         self.last_heartbeat[node_id] = now_ms
         self.heard_from.add(node_id)
         known = image.brokers.get(node_id)
@@ -95,7 +96,11 @@ class QuorumController:
                   "incarnation": incarnation}
         if inter_broker is not None:
             record["inter_broker"] = list(inter_broker)
-        restarted = known is not None and known.incarnation != incarnation
+        if known is not None and known.incarnation == incarnation:
+            record["broker_epoch"] = known.broker_epoch
+            return [record, {"type": "broker_state", "node_id": node_id, "fenced": known.fenced,
+                             "shutting_down": known.shutting_down}]
+        restarted = known is not None
         return [record] + (self._restart_changes(image, node_id) if restarted else [])
 
     def _restart_changes(self, image: MetadataImage, node_id: int) -> list[dict]:
@@ -218,19 +223,24 @@ class QuorumController:
                      configs: dict[str, str], topic_defaults: dict,
                      assignment: list[list[int]] | None = None, internal: bool = False,
                      now_ms: int | None = None) -> list[dict]:
-        validate_topic_name(name)
-        if assignment and (replication_factor != -1 or num_partitions != -1):
-            which = "replication factor" if replication_factor != -1 else "numPartitions"
-            raise InvalidRequestError(f"A manual partition assignment was specified, but {which} was not set to -1.")
+        # Kafka's order (ControllerApis, then ReplicationControlManager.createTopics): the name, an
+        # existing topic, the configs, then what createTopic checks of the request itself.
         if name == CLUSTER_METADATA_TOPIC:
             raise InvalidRequestError(f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.")
+        validate_topic_name(name)
         if name in image.topics:
-            raise TopicAlreadyExistsError(f"topic '{name}' already exists")
+            raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
         colliding = colliding_topic(image.topics, name)
         if colliding is not None:
             raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {colliding}")
+        nulls = [k for k, v in configs.items() if v is None]
+        if nulls:
+            raise InvalidConfigError(f"Null value not supported for topic configs: {','.join(nulls)}")
+        TOPIC_CONFIG.parse(configs, defaults=topic_defaults)
+        if assignment and (replication_factor != -1 or num_partitions != -1):
+            which = "replication factor" if replication_factor != -1 else "numPartitions"
+            raise InvalidRequestError(f"A manual partition assignment was specified, but {which} was not set to -1.")
         if assignment:
-            TOPIC_CONFIG.parse(configs, defaults=topic_defaults)
             placed = manual_assignment(image, assignment)
             return self._topic_records(name, placed, configs)
         if replication_factor < -1 or replication_factor == 0:   # ReplicationControlManager.createTopic
@@ -242,10 +252,13 @@ class QuorumController:
         if not 1 <= partitions <= MAX_PARTITIONS:
             raise InvalidPartitionsError(f"num_partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
         factor = self.config["default.replication.factor"] if replication_factor == -1 else replication_factor
-        TOPIC_CONFIG.parse(configs, defaults=topic_defaults)
         if now_ms is not None:
             self.check_brokers_for(image, factor, now_ms)
-        replicas = self.assign_replicas(image, partitions, factor)
+        try:
+            replicas = self.assign_replicas(image, partitions, factor)
+        except InvalidReplicationFactorError as e:   # createTopic's wording; createPartitions has none
+            raise InvalidReplicationFactorError(
+                f"Unable to replicate the partition {factor} time(s): {e.message}") from e
         return self._topic_records(name, {"replicas": replicas, **starting_isrs(image, replicas)}, configs)
 
     def _topic_records(self, name: str, placed: dict, configs: dict[str, str]) -> list[dict]:
@@ -269,7 +282,7 @@ class QuorumController:
             if len(assignment) != additional:
                 raise InvalidReplicaAssignmentError(f"Attempted to add {additional} additional partition(s), but "
                                                     f"only {len(assignment)} assignment(s) were specified.")
-            placed = manual_assignment(image, assignment, factor)
+            placed = manual_assignment(image, assignment, factor, first=t.num_partitions)
         else:
             replicas = self.assign_replicas(image, additional, factor, first=t.num_partitions)
             placed = {"replicas": replicas, **starting_isrs(image, replicas)}
