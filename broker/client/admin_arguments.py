@@ -26,12 +26,7 @@ def check_items(items, kind: type, what: str) -> list:
 
 def check_topic_names(topics) -> list[str]:
     """``delete_topics``' list (or tuple) of topic names."""
-    if not isinstance(topics, (list, tuple)):
-        raise TypeError(f"Expected list of topic strings, not {type(topics).__name__}")
-    for topic in topics:
-        if not isinstance(topic, str):
-            raise ValueError(f"Expected list of topic strings, not {type(topic).__name__}")
-    return list(topics)
+    return check_items(topics, str, "topic strings")
 
 
 def check_options(validate_only=False, request_timeout=None, operation_timeout=None) -> None:
