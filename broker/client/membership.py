@@ -30,8 +30,8 @@ import time
 
 from broker.client.coordinator import CoordinatorClient
 from broker.errors import KafkaError
-from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, InvalidSessionTimeoutError, RiverlogError,
-                           UnknownMemberIdError, UnsupportedAssignorError)
+from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, GroupMaxSizeReachedError,
+                           InvalidSessionTimeoutError, RiverlogError, UnknownMemberIdError, UnsupportedAssignorError)
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import grouped
 
@@ -205,7 +205,8 @@ class GroupMembership:
             log.info("group '%s': %s; rejoining", self.coordinator.group_id, e)
             self._reset(lost=True)
             return 0
-        except (FencedInstanceIdError, UnsupportedAssignorError, InvalidSessionTimeoutError) as e:
+        except (FencedInstanceIdError, UnsupportedAssignorError, InvalidSessionTimeoutError,
+                GroupMaxSizeReachedError) as e:
             # Fatal to the membership: raised from the next poll() (and given to error_cb), as Kafka's
             # consumer raises InconsistentGroupProtocol and InvalidSessionTimeout from poll(); joining
             # again would only be refused again.

@@ -146,6 +146,8 @@ BROKER_KEYS = [
               "how often idle producers are looked for", between(1, INT_MAX)),
     ConfigKey("group.consumer.heartbeat.interval.ms", int, 3000,
               "how often members heartbeat when nothing is moving (they are told to)", between(10, INT_MAX)),
+    ConfigKey("group.consumer.max.size", int, INT_MAX, "most members a consumer group may have",
+              between(1, INT_MAX)),
 ] + [ConfigKey(k.broker_default, k.type, k.default, k.doc, k.validator)
      for k in TOPIC_KEYS if k.broker_default not in ("min.insync.replicas", "unclean.leader.election.enable")] \
   + [ConfigKey("min.insync.replicas", int, 1, "default replicas that must hold a batch for acks=all",

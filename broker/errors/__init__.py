@@ -379,7 +379,7 @@ from broker.errors.transactions import (  # noqa: E402, F401
     UnknownProducerIdError)
 from broker.errors.groups import (  # noqa: E402, F401
     CoordinatorLoadInProgressError, CoordinatorNotAvailableError, FencedInstanceIdError,
-    FencedMemberEpochError, GroupIdNotFoundError, GroupSubscribedToTopicError, IllegalGenerationError,
+    FencedMemberEpochError, GroupIdNotFoundError, GroupMaxSizeReachedError, GroupSubscribedToTopicError, IllegalGenerationError,
     InvalidGroupIdError, InvalidSessionTimeoutError, NonEmptyGroupError, NotCoordinatorError,
     OffsetMetadataTooLargeError, StaleMemberEpochError, UnknownMemberIdError, UnsupportedAssignorError)
 from broker.errors.local import (  # noqa: E402, F401

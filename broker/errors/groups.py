@@ -57,6 +57,11 @@ class FencedInstanceIdError(ApplicationRecoverableError):
     code, grpc_status = 82, S.FAILED_PRECONDITION
 
 
+class GroupMaxSizeReachedError(RiverlogError):
+    """The consumer group has ``group.consumer.max.size`` members: a new one is refused (fatal to it)."""
+    code, grpc_status = 81, S.RESOURCE_EXHAUSTED
+
+
 class GroupSubscribedToTopicError(RiverlogError):
     """Offsets of a topic the group consumes cannot be deleted."""
     code, grpc_status = 86, S.FAILED_PRECONDITION

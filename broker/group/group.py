@@ -22,8 +22,9 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, InvalidRequestError,
-                           StaleMemberEpochError, UnknownMemberIdError, UnsupportedAssignorError)
+from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, GroupMaxSizeReachedError,
+                           InvalidRequestError, StaleMemberEpochError, UnknownMemberIdError,
+                           UnsupportedAssignorError)
 from broker.group.assignors import COOPERATIVE, TP, assignor, elect, strategies
 
 JOIN, LEAVE, LEAVE_STATIC = 0, -1, -2
@@ -130,14 +131,19 @@ class ConsumerGroup:
     def heartbeat(self, member_id: str, member_epoch: int, *, instance_id: str = "", client_id: str = "",
                   topics: list[str] | None = None, assignor_name: str = "", session_timeout_ms: int = 45_000,
                   rebalance_timeout_ms: int = 300_000, owned: set[TP] | None = None,
-                  partitions: Mapping[str, int], now_ms: int) -> HeartbeatResult:
-        """One member heartbeat: join (epoch 0), leave (-1, or -2 for a static member), or report."""
+                  partitions: Mapping[str, int], now_ms: int, max_size: int | None = None) -> HeartbeatResult:
+        """One member heartbeat: join (epoch 0), leave (-1, or -2 for a static member), or report.
+        ``max_size`` (``group.consumer.max.size``): a member the group does not have is refused
+        once it has that many, as Kafka's ``throwIfConsumerGroupIsFull``."""
         if member_epoch < LEAVE_STATIC or (member_epoch > JOIN and not member_id):
             # Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid (a leave naming no member is a no-op here)
             raise InvalidRequestError("MemberEpoch is invalid." if member_epoch < LEAVE_STATIC
                                       else "MemberId can't be empty.")
         if member_epoch in (LEAVE, LEAVE_STATIC):
             return self._leave(member_id, member_epoch, now_ms)
+        if max_size is not None and len(self.members) >= max_size and member_id not in self.members:
+            raise GroupMaxSizeReachedError(
+                f"The consumer group has reached its maximum capacity of {max_size} members.")
         if member_epoch == JOIN and member_id not in self.members:
             if member_id:  # a join naming a member id it no longer has: a replaced instance?
                 self._check_instance(member_id, instance_id)

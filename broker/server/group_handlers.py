@@ -63,7 +63,7 @@ class GroupHandlers:
         fields = dict(instance_id=request.instance_id, client_id=request.client_id,
                       topics=list(request.subscribed_topics), assignor_name=request.assignor,
                       session_timeout_ms=session, rebalance_timeout_ms=request.rebalance_timeout_ms or 300_000,
-                      owned=set(pairs(request.owned)))
+                      owned=set(pairs(request.owned)), max_size=self.config["group.consumer.max.size"])
         result = self.runtime.run(request.group_id, lambda shard: shard.heartbeat(
             request.group_id, request.member_id, request.member_epoch, partitions=sizes, now_ms=now, **fields))
         interval = min(self.config["group.consumer.heartbeat.interval.ms"], max(10, session // 3))
