@@ -18,7 +18,7 @@ import logging
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from connect.config import ConnectorConfig
+from connect.config import SINK, ConnectorConfig
 from connect.errors import DataError
 from connect.record_frame import ERROR, HEADERS_TYPE, ORIGINAL
 
@@ -53,14 +53,17 @@ def context_headers(connector: str) -> Column:
 
 
 def dead_letter_frame(bad: DataFrame, config: ConnectorConfig) -> DataFrame:
-    """The DLQ records for flagged rows: the record as consumed (key, value and headers bytes) to
-    ``errors.deadletterqueue.topic.name``, context headers appended when enabled."""
+    """The DLQ records for flagged rows: the record as consumed (key, value, headers bytes and its
+    timestamp, as Kafka's reporter keeps it) to ``errors.deadletterqueue.topic.name``, context
+    headers appended when enabled."""
     original = F.col(ORIGINAL)
     headers = F.coalesce(original.headers, F.array().cast(HEADERS_TYPE))
     if config.dlq_context_headers_enable:
         headers = F.concat(headers, context_headers(config.name))
+    stamp = F.col("timestamp") if "timestamp" in bad.columns else F.lit(None).cast("timestamp")
     return bad.select(F.lit(config.dlq_topic).alias("topic"), original.key.alias("key"),
-                      original.value.alias("value"), headers.cast(HEADERS_TYPE).alias("headers"))
+                      original.value.alias("value"), headers.cast(HEADERS_TYPE).alias("headers"),
+                      stamp.alias("timestamp"))
 
 
 def describe(row) -> str:
@@ -87,16 +90,44 @@ def describe_column() -> Column:
                     text(err.message))
 
 
+def log_message(row, config: ConnectorConfig) -> str:
+    """Kafka's ``LogReporter`` line for a row of :func:`report`: stage and class; with
+    ``errors.log.include.messages`` the record's coordinates (a sink record: topic, partition,
+    offset, timestamp; never its key or value, which stay out of log files) or, for a source
+    record, its key and value too."""
+    err = row[ERROR]
+    text = (f"Error encountered in task {config.name}-0. Executing stage '{row['kafka_stage'] or ''}' with class "
+            f"'{err['class']}'")
+    if config.errors_log_include_messages:
+        if config.kind == SINK:
+            text += (f", where consumed record is {{topic='{row['topic']}', partition={row['partition']}, "
+                     f"offset={row['offset']}")
+            if row["timestamp"] is not None:
+                text += f", timestamp={row['timestamp']}"
+            text += "}"
+        else:
+            text += (f", where source record is = {{topic='{row['topic']}', key={row['key']!r}, "
+                     f"value={row['value']!r}}}")
+    return f"{text}.\n{DATA_EXCEPTION}: {err['message']}"
+
+
 def report(bad: DataFrame, config: ConnectorConfig, limit: int = 20) -> list:
-    """Log the flagged rows when ``errors.log.enable`` (with the record when
-    ``errors.log.include.messages``); returns the rows looked at (at most ``limit``)."""
-    cols = ["topic", "partition", "offset", ERROR] + (["key", "value"] if config.errors_log_include_messages else [])
-    rows = bad.select(*[F.col(c) if c in (ERROR, "topic", "partition", "offset") else F.col(c).cast("string")
-                        for c in cols]).limit(limit).collect()
-    if config.errors_log_enable:
-        for row in rows:
-            extra = f" key={row['key']!r} value={row['value']!r}" if config.errors_log_include_messages else ""
-            log.error("Error encountered in connector %s: %s%s", config.name, describe(row), extra)
+    """Log every flagged row when ``errors.log.enable`` (see :func:`log_message`); returns the first
+    ``limit`` of them (what a failure names)."""
+    source_record = config.errors_log_include_messages and config.kind != SINK
+    stamp = (F.col("timestamp").cast("double") * 1000).cast("long").alias("timestamp") \
+        if "timestamp" in bad.columns else F.lit(None).cast("long").alias("timestamp")
+    cols = [F.col("topic"), F.col("partition"), F.col("offset"), stamp, F.col(ERROR),
+            kafka_stage(F.col(ERROR).stage).alias("kafka_stage")]
+    if source_record:
+        cols += [F.col("key").cast("string"), F.col("value").cast("string")]
+    if not config.errors_log_enable:
+        return bad.select(*cols).limit(limit).collect()
+    rows = []
+    for row in bad.select(*cols).toLocalIterator():  # every flagged record is logged, as Kafka's are
+        log.error("%s", log_message(row, config))
+        if len(rows) < limit:
+            rows.append(row)
     return rows
 
 
@@ -111,5 +142,5 @@ def tolerance_exceeded(described: str, config: ConnectorConfig) -> DataError:
                      f"'{config.name}': {described}")
 
 
-__all__ = ["context_headers", "dead_letter_frame", "describe", "describe_column", "fail", "kafka_stage", "report",
-           "tolerance_exceeded"]
+__all__ = ["context_headers", "dead_letter_frame", "describe", "describe_column", "fail", "kafka_stage", "log_message",
+           "report", "tolerance_exceeded"]
