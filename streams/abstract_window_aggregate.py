@@ -10,6 +10,8 @@ The rules each processor applies are in :mod:`streams.window_aggregate`; the pro
 """
 from __future__ import annotations
 
+import logging
+
 from streams.errors import TopologyError
 from streams.processor import Processor
 from streams.record import Change, Record, Windowed
@@ -21,6 +23,7 @@ _SEQNUM = bytes(4)     # TimeFirstWindowKeySchema's key ends with a 4-byte seqnu
 
 
 _SAME = object()
+log = logging.getLogger("streams.windows")
 
 
 def _vt(agg, ts):
@@ -63,8 +66,34 @@ class _WindowedAggregate(Processor):
             return repr(key).encode()
         return serde.serialize(key, changelog_topic(self.context.application_id, self.store_name)) or b""
 
+    null_skip_reason = "null key"
+
     def _drop(self) -> None:
         self.context.set_meta("dropped", (self.context.meta("dropped") or 0) + 1)
+
+    def _drop_null(self) -> None:
+        """A record without a key (or, for sliding windows, a value): logged and dropped, as Kafka."""
+        topic, partition, offset = self.context.source()
+        if topic is None:
+            log.warning("Skipping record due to %s. Topic, partition, and offset not known.", self.null_skip_reason)
+        else:
+            log.warning("Skipping record due to %s. topic=[%s] partition=[%s] offset=[%s]",
+                        self.null_skip_reason, topic, partition, offset)
+        self._drop()
+
+    def _drop_expired(self, timestamp: int, window: str, expiration: int) -> None:
+        """A record for a window already closed by the grace period: Kafka's warning, then dropped."""
+        topic, partition, offset = self.context.source()
+        stream_time = self.context.meta("streamTime")
+        if topic is None:
+            log.warning("Skipping record for expired window. Topic, partition, and offset not known. "
+                        "timestamp=[%s] window=%s expiration=[%s] streamTime=[%s]",
+                        timestamp, window, expiration, stream_time)
+        else:
+            log.warning("Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] "
+                        "timestamp=[%s] window=%s expiration=[%s] streamTime=[%s]",
+                        topic, partition, offset, timestamp, window, expiration, stream_time)
+        self._drop()
 
     def _observe_store_time(self, t: int) -> None:
         """Kafka's store-side stream time (largest window start / session end written) and the

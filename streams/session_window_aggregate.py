@@ -28,7 +28,7 @@ class SessionWindowAggregate(_WindowedAggregate):
     def process(self, record: Record) -> None:
         key, ts = record.key, record.timestamp
         if key is None:
-            self._drop()
+            self._drop_null()
             return
         gap = self.windows.inactivityGap()
         close = self.observe_stream_time("streamTime", ts) - self.windows.gracePeriodMs() - gap
@@ -38,7 +38,7 @@ class SessionWindowAggregate(_WindowedAggregate):
             agg = self.merger(key, agg, value)
             start, end = min(start, window.start), max(end, window.end)
         if end < close:
-            self._drop()
+            self._drop_expired(ts, f"[{start},{end}]", close)
         else:
             if (start, end) != (ts, ts):
                 for window, value in merged:
@@ -63,9 +63,14 @@ class SessionWindowAggregate(_WindowedAggregate):
         seen = self.context.meta("storeTime")
         if seen is None or t > seen:
             self.context.set_meta("storeTime", t)
-            last = self.context.meta("lastEmitCloseTime")
-            if last is not None:
-                self.store.expire_all(min(t - self.retention + 1, last))
+            self._expire_emitted()
+
+    def _expire_emitted(self) -> None:
+        """Delete the sessions both emitted and out of retention: what Kafka's key lookups and
+        store views no longer see once they are forwarded."""
+        store_time, last = self.context.meta("storeTime"), self.context.meta("lastEmitCloseTime")
+        if store_time is not None and last is not None:
+            self.store.expire_all(min(store_time - self.retention + 1, last))
 
     def _live_sessions(self, key, earliest_end: int, latest_start: int):
         store_time = self.context.meta("storeTime")
@@ -85,3 +90,4 @@ class SessionWindowAggregate(_WindowedAggregate):
         for window, agg in sorted(closed, key=lambda e: (e[0].end, e[0].start, self._key_bytes(e[0].key))):
             self.forward(Record(window, Change(agg, None), window.end, record.headers))
         self.context.set_meta("lastEmitCloseTime", close)
+        self._expire_emitted()

@@ -14,6 +14,7 @@ class SlidingWindowAggregate(_WindowedAggregate):
     record creates its left window ``[ts − d, ts]`` and, when a later record exists within d, its
     right window ``[ts + 1, ts + 1 + d]``; records before d share the window ``[0, d]``."""
     min_retention_name = "2 * time difference + grace"
+    null_skip_reason = "null key or value"
 
     def __init__(self, store_name: str, windows: SlidingWindows, initializer, aggregator,
                  emit: str = ON_WINDOW_UPDATE):
@@ -24,12 +25,12 @@ class SlidingWindowAggregate(_WindowedAggregate):
 
     def process(self, record: Record) -> None:
         if record.key is None or record.value is None:
-            self._drop()
+            self._drop_null()
             return
         ts = record.timestamp
         close = self.observe_stream_time("streamTime", ts) - self.windows.gracePeriodMs()
         if ts + self.diff < close:
-            self._drop()
+            self._drop_expired(ts, f"[{ts},{ts + self.diff}]", close)
             return
         if ts < self.diff:
             self._process_early(record, close)
@@ -116,7 +117,7 @@ class SlidingWindowAggregate(_WindowedAggregate):
     def _update(self, start: int, vt, record: Record, close: int) -> None:
         end = start + self.diff
         if end < close:
-            self._drop()
+            self._drop_expired(record.timestamp, f"[{start},{end}]", close)
             return
         old = None if vt is None else vt[0]
         new = self.aggregator(record.key, record.value, old)

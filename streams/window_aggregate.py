@@ -114,7 +114,7 @@ class TimeWindowAggregate(_WindowedAggregate):
     def process(self, record: Record) -> None:
         key, ts = record.key, record.timestamp
         if key is None:
-            self._drop()
+            self._drop_null()
             return
         close = self.observe_stream_time("streamTime", ts) - self.windows.gracePeriodMs()
         for start, end in self.windows.windowsFor(ts).items():
@@ -130,7 +130,7 @@ class TimeWindowAggregate(_WindowedAggregate):
                 self._forward_update(Windowed(key, start, end), old, new, new_ts, record.headers,
                                      before=None if stored is None else old)
             else:
-                self._drop()
+                self._drop_expired(ts, f"[{start},{end})", close)
         self._maybe_emit_final(record, close)
 
     def add_counted(self, key, start: int, count: int, ts: int, headers=()) -> None:
