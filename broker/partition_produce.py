@@ -39,9 +39,14 @@ class PartitionProduce:
         if any(h.delete_horizon_ms is not None for h in headers):   # only the cleaner sets it
             raise InvalidRecordError("a produced batch may not set the delete-horizon attribute (bit 6): the log "
                                      "cleaner sets it when it first keeps a tombstone")
+        for h in headers:   # Kafka's LogValidator.validateBatch, for batches from a client
+            if h.producer_id >= 0 and h.base_sequence < 0:
+                raise InvalidRecordError(
+                    f"Invalid sequence number {h.base_sequence} in record batch with producerId {h.producer_id} "
+                    f"in topic partition {self.topic}-{self.index}")
         if "compact" in self.log.config["cleanup.policy"]:
             self._check_keys(data, headers)
-        self._check_timestamps(headers)
+        self._check_timestamps(data, headers)
         if self.log.config["compression.type"] != "producer":
             from broker.records.arrow_body import recompress
             data, headers = recompress(data, headers, self.log.config["compression.type"])
@@ -93,16 +98,18 @@ class PartitionProduce:
                 and active.time_waited_for_roll(now, now) < config["segment.ms"] - _ROLL_MARGIN_MS
                 and active.next_offset - active.base_offset < _RELATIVE_OFFSETS_QUICK)
 
-    def _check_timestamps(self, headers) -> None:
+    def _check_timestamps(self, data, headers) -> None:
         """Refuse a batch that says its timestamps are LogAppendTime (attribute bit 3): only the
         broker stamps that, on a LogAppendTime topic (Kafka's ``LogValidator.validateTimestamp``:
         "Producer should not set timestamp type to LogAppendTime"), else a CreateTime topic would
         serve the producer's times as the broker's.
 
-        With CreateTime, refuse a batch whose timestamps are further in the past or future than
-        ``message.timestamp.before.max.ms`` / ``message.timestamp.after.max.ms`` allow (Kafka:
-        InvalidTimestamp), checked on the header's base (first) and max timestamps. A timestamp of
-        -1 is RecordBatch.NO_TIMESTAMP, which Kafka's ``LogValidator.validateTimestamp`` skips."""
+        With CreateTime, refuse a batch holding a record whose timestamp is further in the past or
+        future than ``message.timestamp.before.max.ms`` / ``message.timestamp.after.max.ms`` allow
+        (Kafka: InvalidTimestamp, checked per record; -1, RecordBatch.NO_TIMESTAMP, is skipped).
+        The header's base (smallest) and max timestamps decide without reading the body; a body is
+        read only when they show a record out of range (to name it) or when the base is -1, which
+        hides the smallest real timestamp."""
         for h in headers:
             if h.is_log_append_time:
                 raise InvalidTimestampError(
@@ -112,18 +119,24 @@ class PartitionProduce:
         if config["message.timestamp.type"] != "CreateTime":
             return
         before, after = config["message.timestamp.before.max.ms"], config["message.timestamp.after.max.ms"]
-        if before >= 2**63 - 1 and after >= 2**63 - 1:
+        if before >= LONG_MAX and after >= LONG_MAX:
             return
         now = self.clock.time_ms()
+        low, high = now - before, now + after
+        pos = index = 0
         for h in headers:
-            if h.base_timestamp != NO_TIMESTAMP and now - h.base_timestamp > before:
-                raise InvalidTimestampError(
-                    f"{self.topic}-{self.index}: timestamp {h.base_timestamp} is more than "
-                    f"message.timestamp.before.max.ms={before} before the broker's time {now}")
-            if h.max_timestamp - now > after:
-                raise InvalidTimestampError(
-                    f"{self.topic}-{self.index}: timestamp {h.max_timestamp} is more than "
-                    f"message.timestamp.after.max.ms={after} after the broker's time {now}")
+            outside = h.max_timestamp > high or (h.base_timestamp != NO_TIMESTAMP and h.base_timestamp < low)
+            if outside or (h.base_timestamp == NO_TIMESTAMP and h.max_timestamp != NO_TIMESTAMP):
+                record, ts = _first_outside(memoryview(data)[pos + HEADER_SIZE: pos + h.size], low, high)
+                if record is None and outside:   # the header claims times its body does not hold
+                    record, ts = 0, h.max_timestamp if h.max_timestamp > high else h.base_timestamp
+                if record is not None:
+                    raise InvalidTimestampError(
+                        f"{self.topic}-{self.index}: Timestamp {ts} of message with offset {index + record} is out "
+                        f"of range. The timestamp should be within [{low}, {high}] (message.timestamp.before."
+                        f"max.ms={before}, message.timestamp.after.max.ms={after})")
+            pos += h.size
+            index += h.record_count
 
     def _check_producers(self, headers):
         """Sequence checks of idempotent batches; the earlier append when the request resends one."""
@@ -150,10 +163,10 @@ class PartitionProduce:
     def _check_keys(self, data, headers) -> None:
         """A compacted topic keeps the latest record per key, so a record without one is refused
         (Kafka: InvalidRecord). Costs a decode of each body: zero-copy unless compressed."""
-        from broker.records.arrow_body import decode_body
+        from broker.records.arrow_body import decode_produced
         view, pos = memoryview(data), 0
         for h in headers:
-            missing = decode_body(view[pos + HEADER_SIZE: pos + h.size]).column(0).null_count
+            missing = decode_produced(view[pos + HEADER_SIZE: pos + h.size]).column(0).null_count
             if missing:
                 raise InvalidRecordError(
                     f"{self.topic} is compacted (cleanup.policy={self.log.config['cleanup.policy']}): every record "
@@ -228,3 +241,16 @@ class PartitionProduce:
             self._advance_hw()
         self.notifier.bump()
         return info
+
+
+def _first_outside(body, low: int, high: int) -> tuple[int | None, int]:
+    """Index and timestamp of a body's first record timestamped outside [low, high] (-1 skipped)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from broker.records.arrow_body import decode_produced
+    times = decode_produced(body).column(2)
+    none, low, high = (pa.scalar(max(min(t, LONG_MAX), -LONG_MAX - 1), pa.int64()) for t in (NO_TIMESTAMP, low, high))
+    bad = pc.and_(pc.not_equal(times, none), pc.or_(pc.less(times, low), pc.greater(times, high)))
+    index = pc.index(bad, True).as_py()
+    return (None, -1) if index < 0 else (index, times[index].as_py())

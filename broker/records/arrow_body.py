@@ -57,6 +57,17 @@ def decode_body(body) -> pa.RecordBatch:
     return pa.ipc.read_record_batch(pa.py_buffer(body), SCHEMA)
 
 
+def decode_produced(body) -> pa.RecordBatch:
+    """Decode a produced body the broker must read (recompression, keys on a compacted topic,
+    record timestamps); CorruptRecord when it does not decode, e.g. a compressed buffer whose
+    bytes do not inflate, which the metadata-only produce check cannot see."""
+    try:
+        return decode_body(body)
+    except (pa.ArrowException, OSError, EOFError) as e:
+        from broker.errors import CorruptRecordError
+        raise CorruptRecordError(f"a batch body does not decode ({e})") from None
+
+
 def decode_checked(body, record_count: int) -> pa.RecordBatch:
     """Decode a body that came from outside, refusing any it cannot be trusted to hold.
 
@@ -174,7 +185,7 @@ def recompress(data, headers, compression: str) -> tuple[bytes, list]:
         if h.compression == code:
             parts.append(view[pos: pos + h.size])
         else:
-            body = encode_body(decode_body(view[pos + HEADER_SIZE: pos + h.size]), name)
+            body = encode_body(decode_produced(view[pos + HEADER_SIZE: pos + h.size]), name)
             parts.append(build_batch(
                 body, record_count=h.record_count, base_timestamp=h.base_timestamp, max_timestamp=h.max_timestamp,
                 magic=h.magic, attributes=(h.attributes & ~COMPRESSION_MASK) | code, base_offset=h.base_offset,
