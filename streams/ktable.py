@@ -12,9 +12,13 @@ def materialize_source(node) -> bool:
     downstream step reads its values (a join's value getter) or needs its old values
     (``enableSendingOldValues(true)``: ``groupBy``, ``suppress``, an outer table join); then it
     gets the store whose name ``toTable`` drew, and counts as materialized from then on. True
-    when the node now has a store it did not have."""
+    when the node now has a store it did not have. An unnamed ``builder.table`` keeps its store
+    either way, but from then on counts as materialized: a ``filter`` defined after the join gets
+    its old values (Kafka's ``KTableSource.materialized()``)."""
     spec = node.args.get("unmaterialized_store")
     if spec is None or node.stores:
+        if node.op == "table-source":
+            node.args["queryable"] = True
         return False
     node.stores = (spec,)
     node.args["opts"]["store"] = spec.name
@@ -170,12 +174,23 @@ class KTable:
             node = node.parents[0] if node.parents else None
 
     def suppress(self, suppressed) -> "KTable":
-        from streams.suppress import SuppressProcessor
+        from streams.suppress import SuppressProcessor, Suppressed
         from streams.stores import StoreSpec
         if self._versioned_upstream():
             # a late update would reach the buffer and be emitted as the final result
             raise TopologyError("suppress() is only supported for non-versioned KTables (note that version "
                                 "semantics might be inherited from upstream)")
+        if not isinstance(suppressed, Suppressed):
+            raise TopologyError(f"suppress() takes a Suppressed (Suppressed.untilWindowCloses or untilTimeLimit), "
+                                f"got {suppressed!r}", argument="suppressed")
+        if suppressed.untilClose and self._windowed is None:
+            # Kafka's GraphGraceSearchUtil: refused at definition, naming the chain it searched
+            chain, node = [], self._node
+            while node is not None:
+                chain.append(node.name)
+                node = node.parents[0] if node.parents else None
+            raise TopologyError("Window close time is only defined for windowed computations. "
+                                f"Got [{'->'.join(reversed(chain))}].", argument="suppressed")
         given = getattr(suppressed, "name", None)
         # KTableSuppressProcessorSupplier: the buffer keeps each key's prior value (what its view
         # reads for a buffered key), so it needs the parent's old values

@@ -180,10 +180,11 @@ class SuppressProcessor(Processor):
         times = (key.end, key.start) if self.session else (key.start,)
         return (self._bytes(self._ks, key.key) or b"") + b"".join(t.to_bytes(8, "big", signed=True) for t in times)
 
-    def _record_size(self, key_bytes: bytes, new, old, prior, prior_is_old: bool, headers) -> int:
-        """``computeRecordSize``: buffer time, key, ``BufferValue.residentMemorySizeEstimate``."""
-        values = [new, prior] if prior_is_old else [new, old, prior]
-        size = 8 + len(key_bytes) + sum(len(self._bytes(self._vs, v) or b"") for v in values)
+    def _record_size(self, key_bytes: bytes, new, old, prior, headers) -> int:
+        """``computeRecordSize``: buffer time, key, ``BufferValue.residentMemorySizeEstimate``
+        (a prior value with the old value's bytes is counted once, as ``BufferValue`` shares them)."""
+        new_b, old_b, prior_b = (self._bytes(self._vs, v) or b"" for v in (new, old, prior))
+        size = 8 + len(key_bytes) + len(new_b) + len(prior_b) + (0 if old_b == prior_b else len(old_b))
         return size + _context_size(self.context.source()[0], headers)
 
     def process(self, record: Record) -> None:
@@ -225,7 +226,7 @@ class SuppressProcessor(Processor):
         else:
             time, prior = entry[0], entry[4]
             size -= entry[7]
-        grown = self._record_size(kb, record.value.new, record.value.old, prior, entry is None, record.headers)
+        grown = self._record_size(kb, record.value.new, record.value.old, prior, record.headers)
         self.store.put(("b", bk), (time, record.key, record.value.new, record.value.old, prior,
                                    record.timestamp, record.headers, grown, kb))
         if entry is None:

@@ -64,8 +64,10 @@ class KTableSource(_MaterializedTable):
             return
         old = self.table.get(record.key)
         if old is not None and record.timestamp < old.timestamp:
-            log.warning("Detected out-of-order KTable update for %s, old timestamp=[%d] new timestamp=[%d].",
-                        self.table.name, old.timestamp, record.timestamp)
+            topic, partition, offset = self.context.source()
+            log.warning("Detected out-of-order KTable update for %s, old timestamp=[%d] new timestamp=[%d]. "
+                        "topic=[%s] partition=[%s] offset=[%s].", self.table.name, old.timestamp,
+                        record.timestamp, topic, partition, offset)
         put_and_forward(self, self.table, record, record.value, value_or_none(old), record.timestamp,
                         self.send_old_values, self.caching)
 
