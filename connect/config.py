@@ -152,6 +152,7 @@ class ConnectorConfig:
     errors_log_enable: bool
     errors_log_include_messages: bool
     dlq_topic: str
+    dlq_topic_replication_factor: int
     dlq_context_headers_enable: bool
     producer_overrides: Mapping[str, Any]
     consumer_overrides: Mapping[str, Any]
@@ -203,6 +204,7 @@ def parse_connector_config(config: Mapping[str, Any], connector_defs: Plugin | N
         errors_log_enable=values["errors.log.enable"],
         errors_log_include_messages=values["errors.log.include.messages"],
         dlq_topic=values.get(DLQ_TOPIC) or "",
+        dlq_topic_replication_factor=values.get("errors.deadletterqueue.topic.replication.factor", 3),
         dlq_context_headers_enable=bool(values.get("errors.deadletterqueue.context.headers.enable")),
         producer_overrides=prefixed(PRODUCER_OVERRIDE), consumer_overrides=prefixed(CONSUMER_OVERRIDE),
         values=values, originals=props)

@@ -40,6 +40,12 @@ def between(minimum: int | float, maximum: int | float) -> Validator:
     return check
 
 
+def replication_factor(name: str, value: Any) -> None:
+    """A topic's replication factor: positive, or -1 for the broker's ``default.replication.factor``."""
+    if value is not None and value != -1 and value < 1:
+        raise Invalid("Replication factor must be positive, or -1 to use the broker's default")
+
+
 def one_of(*strings: str, case_insensitive: bool = False) -> Validator:
     """Kafka's ``ValidString.in`` / ``CaseInsensitiveValidString.in``."""
     def check(name: str, value: Any) -> None:
@@ -91,4 +97,4 @@ def all_of(*validators: Validator) -> Validator:
     return check
 
 __all__ = ["Invalid", "Validator", "all_of", "at_least", "between", "non_empty_string",
-           "non_empty_string_without_control_chars", "one_of", "regex", "unique_aliases"]
+           "non_empty_string_without_control_chars", "one_of", "regex", "replication_factor", "unique_aliases"]

@@ -12,7 +12,7 @@ from typing import Any
 from connect.config_def import (NO_DEFAULT, ConfigDef, ConfigKey, Importance, Invalid, PluginRegistry, Type, Width,
                                 java_str)
 from connect.config_validators import (at_least, non_empty_string, non_empty_string_without_control_chars, one_of,
-                                       regex, unique_aliases)
+                                       regex, replication_factor, unique_aliases)
 
 CONNECTORS = PluginRegistry("connector")
 CONVERTERS = PluginRegistry("converter")
@@ -104,7 +104,8 @@ def _sink_keys() -> list[ConfigKey]:
                   "error when processed by this sink connector, or its transformations or converters. The topic "
                   "name is blank by default, which means that no messages are to be recorded in the DLQ.",
                   ERROR_GROUP, 6, Width.MEDIUM, "Dead Letter Queue Topic Name"),
-        ConfigKey("errors.deadletterqueue.topic.replication.factor", Type.SHORT, 3, None, Importance.MEDIUM,
+        ConfigKey("errors.deadletterqueue.topic.replication.factor", Type.SHORT, 3, replication_factor,
+                  Importance.MEDIUM,
                   "Replication factor used to create the dead letter queue topic when it doesn't already exist.",
                   ERROR_GROUP, 7, Width.MEDIUM, "Dead Letter Queue Topic Replication Factor"),
         ConfigKey("errors.deadletterqueue.context.headers.enable", Type.BOOLEAN, False, None, Importance.MEDIUM,

@@ -5,7 +5,8 @@
 
 Header names and values are ``DeadLetterQueueReporter``'s: UTF-8 strings, numbers in decimal::
 
-    __connect.errors.topic / .partition / .offset       where the record was consumed
+    __connect.errors.topic / .partition / .offset       where the record was consumed (the topic before
+                                                        any RegexRouter or TimestampRouter renamed it)
     __connect.errors.connector.name / .task.id
     __connect.errors.stage                              KEY_CONVERTER, VALUE_CONVERTER, TRANSFORMATION, TASK_PUT
     __connect.errors.class.name                         the converter, transform or connector class
@@ -20,7 +21,7 @@ from pyspark.sql import functions as F
 
 from connect.config import SINK, ConnectorConfig
 from connect.errors import DataError
-from connect.record_frame import ERROR, HEADERS_TYPE, ORIGINAL
+from connect.record_frame import ERROR, HEADERS_TYPE, ORIGINAL, consumed_topic
 
 log = logging.getLogger("connect.errors")
 
@@ -41,11 +42,12 @@ def _header(name: str, value: Column) -> Column:
     return F.struct(F.lit(PREFIX + name).alias("key"), F.encode(value.cast("string"), "UTF-8").alias("value"))
 
 
-def context_headers(connector: str) -> Column:
+def context_headers(connector: str, topic: Column) -> Column:
+    """Kafka's context headers; ``topic`` is the one the record was consumed from."""
     err = F.col(ERROR)
     trace = F.concat(F.lit(DATA_EXCEPTION + ": "), err.message, F.lit("\n\tat "), err["class"],
                      F.lit(" ("), err.stage, F.lit(")"))
-    return F.array(_header("topic", F.col("topic")), _header("partition", F.col("partition")),
+    return F.array(_header("topic", topic), _header("partition", F.col("partition")),
                    _header("offset", F.col("offset")), _header("connector.name", F.lit(connector)),
                    _header("task.id", F.lit(0)), _header("stage", kafka_stage(err.stage)),
                    _header("class.name", err["class"]), _header("exception.class.name", F.lit(DATA_EXCEPTION)),
@@ -59,7 +61,7 @@ def dead_letter_frame(bad: DataFrame, config: ConnectorConfig) -> DataFrame:
     original = F.col(ORIGINAL)
     headers = F.coalesce(original.headers, F.array().cast(HEADERS_TYPE))
     if config.dlq_context_headers_enable:
-        headers = F.concat(headers, context_headers(config.name))
+        headers = F.concat(headers, context_headers(config.name, consumed_topic(bad)))
     stamp = F.col("timestamp") if "timestamp" in bad.columns else F.lit(None).cast("timestamp")
     return bad.select(F.lit(config.dlq_topic).alias("topic"), original.key.alias("key"),
                       original.value.alias("value"), headers.cast(HEADERS_TYPE).alias("headers"),
@@ -67,7 +69,7 @@ def dead_letter_frame(bad: DataFrame, config: ConnectorConfig) -> DataFrame:
 
 
 def describe(row) -> str:
-    """One flagged row as the failure message names it."""
+    """One flagged row of :func:`report` as the failure message names it (its consumed topic)."""
     err = row[ERROR]
     where = f"topic '{row['topic']}'"
     if row["partition"] is not None:
@@ -77,11 +79,11 @@ def describe(row) -> str:
     return f"{where}: stage {err['stage']} ({err['class']}) failed: {err['message']}"
 
 
-def describe_column() -> Column:
-    """:func:`describe` as a column of a flagged frame, for the message a failing write carries."""
+def describe_column(frame: DataFrame) -> Column:
+    """:func:`describe` as a column of ``frame``, for the message a failing write carries."""
     err = F.col(ERROR)
     text = lambda c: F.coalesce(c.cast("string"), F.lit("null"))  # noqa: E731
-    return F.concat(F.lit("topic '"), text(F.col("topic")), F.lit("'"),
+    return F.concat(F.lit("topic '"), text(consumed_topic(frame)), F.lit("'"),
                     F.when(F.col("partition").isNotNull(), F.concat(F.lit(" partition "), text(F.col("partition"))))
                     .otherwise(F.lit("")),
                     F.when(F.col("offset").isNotNull(), F.concat(F.lit(" offset "), text(F.col("offset"))))
@@ -117,7 +119,7 @@ def report(bad: DataFrame, config: ConnectorConfig, limit: int = 20) -> list:
     source_record = config.errors_log_include_messages and config.kind != SINK
     stamp = (F.col("timestamp").cast("double") * 1000).cast("long").alias("timestamp") \
         if "timestamp" in bad.columns else F.lit(None).cast("long").alias("timestamp")
-    cols = [F.col("topic"), F.col("partition"), F.col("offset"), stamp, F.col(ERROR),
+    cols = [consumed_topic(bad).alias("topic"), F.col("partition"), F.col("offset"), stamp, F.col(ERROR),
             kafka_stage(F.col(ERROR).stage).alias("kafka_stage")]
     if source_record:
         cols += [F.col("key").cast("string"), F.col("value").cast("string")]

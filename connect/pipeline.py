@@ -43,6 +43,7 @@ from connect.config import ConnectorConfig, WorkerConfig
 from connect.connector import Connector, SinkConnector, SourceConnector
 from connect.connector_state import (ConnectorPaths, batch_end_offset, batch_start_offset, finish_pending, group_id,
                                      held_partitions)
+from connect.dead_letter_topic import ensure_dead_letter_topic
 from connect.errors import DataError
 from connect.plan_template import PlanTemplate
 from connect.plugins import canonical, canonical_transform_config
@@ -90,7 +91,7 @@ def apply_tolerance(frame: DataFrame, config: ConnectorConfig, rebind: bool = Fa
     reads ``good`` fails on the first one (see :func:`translated`)."""
     none = config.errors_tolerance == "none"
     if not config.errors_log_enable:
-        return record_frame.split_errors(frame, dead_letter.describe_column() if none else None, rebind)
+        return record_frame.split_errors(frame, dead_letter.describe_column(frame) if none else None, rebind)
     good, bad = record_frame.split_errors(frame, rebind=rebind)
     rows = dead_letter.report(bad, config)
     if rows and none:
@@ -148,6 +149,8 @@ class Pipeline:
                                             TrackingConfig.of(self.worker))
             committer = self._committer_options()
         else:
+            # Kafka's DeadLetterQueueReporter.createAndSetup: the DLQ topic before the first record.
+            ensure_dead_letter_topic(self.storage.offset_log.client_config, self.config)
             frame = self._sink_input()
         w = (frame.writeStream.queryName(f"connect-{self.config.name}")
              .option("checkpointLocation", self.paths.checkpoint)

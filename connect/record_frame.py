@@ -26,8 +26,10 @@ Two optional columns travel with the rows and every converter and transform keep
   ``errors.tolerance=all``, a :class:`~connect.errors.DataError` naming the first bad row otherwise.
   So each step yields "(frame, error column)" as one DataFrame, since a Column computed from a
   frame's old ``value`` would no longer mean the same once the step replaced ``value``.
-- :data:`ORIGINAL` (struct<key, value, headers> as consumed): what the dead-letter queue writes,
-  as Kafka's ``errors.deadletterqueue`` writes the record as it was read.
+- :data:`ORIGINAL` (struct<topic, key, value, headers> as consumed): what the dead-letter queue
+  writes, as Kafka's ``errors.deadletterqueue`` writes the record as it was read, and the topic an
+  error names (Kafka's ``context.original().topic()``), which a ``RegexRouter`` or
+  ``TimestampRouter`` may have renamed in ``topic`` since.
 
 A null ``key`` or ``value`` is a record whose schema is null too (a tombstone, as consumed) unless
 the hidden boolean column :func:`typed_null` names is true for the row: then it is a null *with* a
@@ -89,8 +91,14 @@ def from_source(source: DataFrame, keep_original: bool = True) -> DataFrame:
     cols = [F.col(c) for c in RECORD_COLUMNS]
     cols.append(F.lit(None).cast(ERROR_TYPE).alias(ERROR))
     if keep_original:
-        cols.append(F.struct("key", "value", "headers").alias(ORIGINAL))
+        cols.append(F.struct("topic", "key", "value", "headers").alias(ORIGINAL))
     return source.select(*cols)
+
+
+def consumed_topic(frame: DataFrame) -> Column:
+    """The topic a row was consumed from: :data:`ORIGINAL`'s where the frame keeps it, else
+    ``topic`` (a source connector's frame, which keeps no original)."""
+    return F.col(ORIGINAL).topic if ORIGINAL in frame.columns else F.col("topic")
 
 
 def to_sink(frame: DataFrame, partition: bool = False) -> DataFrame:
