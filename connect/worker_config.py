@@ -8,14 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from connect.config_def import NO_DEFAULT, ConfigDef, ConfigKey, Importance, Invalid, Type
+from connect.config_def import NO_DEFAULT, ConfigDef, ConfigKey, Importance, Type
 from connect.config_validators import at_least, between, non_empty_string, one_of
+from connect.config_validators import replication_factor as _replication_factor
 from connect.connector_config_def import _CONVERTER_DOC, JSON_CONVERTER, SIMPLE_HEADER_CONVERTER, _as_strings
-
-def _replication_factor(name: str, value: Any) -> None:
-    if value is not None and value != -1 and value < 1:
-        raise Invalid("Replication factor must be positive, or -1 to use the broker's default")
-
 
 WORKER_CONFIG_DEF = ConfigDef([
     ConfigKey("bootstrap.servers", Type.LIST, "localhost:9092", None, Importance.HIGH,
