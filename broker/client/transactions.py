@@ -11,9 +11,9 @@ States (:data:`TRANSITIONS` is the table; every change goes through it and an il
 :class:`~broker.state_machine.IllegalStateTransition`)::
 
     UNINITIALIZED --init--> READY --begin--> IN_TRANSACTION --commit--> COMMITTING --> READY
-                              ^ \\                |  \\--abort--> ABORTING --> READY
-                              |  (init again)     v                 ^
-                              |            ABORTABLE_ERROR --abort--/
+                                                  |  \\--abort--> ABORTING --> READY
+                                                  v                 ^
+                                           ABORTABLE_ERROR --abort--/
     any --fenced--> FATAL_ERROR (final)
 
 - **abortable**: a record of the transaction was not delivered (timed out, refused), or its
@@ -39,7 +39,9 @@ numbering *broke* (forgotten, refused, a sent batch given up) waits for a new ep
 every batch it holds numbered again (:mod:`broker.client.send_policy` decides when).
 
 A COMMITTING or ABORTING whose EndTxn went unanswered returns to the state it came from, so the
-application may call commit or abort again, as before the attempt.
+application may call commit or abort again, as before the attempt. Until it does (and while a
+commit whose flush timed out is unfinished), :attr:`unfinished` names that call: the transaction
+takes no more records, and the other calls are ``_CONFLICT``.
 
     m = TransactionManager("billing-app-1")
     m.new_epoch(7, 0); m.move(TxnState.READY)
@@ -135,7 +137,8 @@ class TransactionManager:
 
     @property
     def in_transaction(self) -> bool:
-        return self.state is TxnState.IN_TRANSACTION
+        """Open and accepting records: not once commit or abort has begun (librdkafka's ``txn_may_enq``)."""
+        return self.state is TxnState.IN_TRANSACTION and self.unfinished is None
 
     def check_can_produce(self) -> None:
         """Records join a transaction only inside it, and not once it can only abort (librdkafka's
@@ -148,6 +151,9 @@ class TransactionManager:
                              "then begin_transaction() and produce again")
         if state is not TxnState.IN_TRANSACTION:
             raise StateError("a transactional producer produces only inside begin_transaction()")
+        if self.unfinished is not None:
+            raise StateError(f"{self.unfinished}() has begun and must be called again to finish; the "
+                             "transaction takes no more records")
 
     def begin(self) -> None:
         with self.lock:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from broker.client.coordinator import CoordinatorClient
 from broker.client.transactions import FENCING, TransactionManager, TxnState
 from broker.errors import (ConflictError, InvalidProducerIdMappingError, InvalidTxnStateError, InvalidTxnTimeoutError,
-                           KafkaError, KafkaException, RiverlogError, StateError, TransactionalIdNotFoundError,
+                           KafkaError, KafkaException, KafkaTimeoutError, RiverlogError, TransactionalIdNotFoundError,
                            error_for_code)
 from broker.protocol import CoordinatorType
 from broker.proto import riverlog_pb2 as pb
@@ -67,15 +67,25 @@ class TransactionRequests:
 
     # ------------------------------------------------------------------------------ application
     def init(self, timeout: float | None) -> None:
-        self.manager.require(S.UNINITIALIZED, S.READY)
+        """Once per producer, as librdkafka's: after it succeeded, calling it again is ``_STATE``. One
+        that failed retriably (timed out) must be called again before any other call (``_CONFLICT``)."""
+        m = self.manager
+        m.require(S.UNINITIALIZED)
+        m.unfinished = "init_transactions"
         try:
             reply = self._call("InitProducerId", pb.InitProducerIdRequest(
                 transactional_id=self.transactional_id,
                 transaction_timeout_ms=self.config["transaction.timeout.ms"]), self._timeout(timeout))
         except InvalidTxnTimeoutError as e:  # the configuration can never work: fatal, as Kafka's clients
-            raise self.manager.fatal(e) from None
-        self.manager.new_epoch(reply.producer_id, reply.producer_epoch)
-        self.manager.move(S.READY)
+            m.unfinished = None
+            raise m.fatal(e) from None
+        except BaseException as e:
+            if not (isinstance(e, RiverlogError) and e.retriable):
+                m.unfinished = None
+            raise
+        m.new_epoch(reply.producer_id, reply.producer_epoch)
+        m.unfinished = None
+        m.move(S.READY)
 
     def _bump_epoch(self, timeout: float) -> None:
         """KIP-360: the coordinator gives this producer its next epoch, if it is still the current one."""
@@ -83,7 +93,16 @@ class TransactionRequests:
             transaction_timeout_ms=self.config["transaction.timeout.ms"], **self._ids()), timeout)
         self.manager.new_epoch(reply.producer_id, reply.producer_epoch)
 
+    def _no_conflict(self, api: str) -> None:
+        """Refuse ``api`` while another transactional call is unfinished (librdkafka's
+        ``rd_kafka_txn_curr_api_begin``): that call must be made again first."""
+        m = self.manager
+        if m.unfinished not in (None, api) and m.state is not S.FATAL_ERROR:
+            raise ConflictError(f"Conflicting {m.unfinished} API call is already in progress: call "
+                                f"{m.unfinished}() again to finish it")
+
     def begin(self) -> None:
+        self._no_conflict("begin_transaction")
         self.manager.begin()
 
     def send_offsets(self, offsets, group_metadata, timeout: float | None) -> None:
@@ -100,6 +119,7 @@ class TransactionRequests:
         AddOffsetsToTxn leaves the transaction as it was: the call may be repeated."""
         if offsets is None or group_metadata is None:
             raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "cgmetadata and offsets are required parameters"))
+        self._no_conflict("send_offsets_to_transaction")
         self.manager.require(S.IN_TRANSACTION)
         valid = [tp for tp in offsets if tp.offset >= 0]
         if not valid:
@@ -148,23 +168,30 @@ class TransactionRequests:
 
     def end(self, commit: bool, timeout: float | None) -> None:
         """Commit: flush, then EndTxn; an abortable transaction raises its error
-        (``txn_requires_abort()``). Abort: queued records are purged (their reports say
+        (``txn_requires_abort()``); a flush that times out is retriable and resumable (call commit
+        again), as librdkafka's. Abort: queued records are purged (their reports say
         ``_PURGE_QUEUE``, as confluent-kafka's), those in flight waited for, then EndTxn. A
         transaction that registered nothing with the coordinator needs no EndTxn. If the coordinator
         forgot this producer (transactional.id expired), the abort asks for a new producer id
         instead of sending EndTxn, as Kafka's Java client does, and the producer carries on."""
         m = self.manager
         api = "commit_transaction" if commit else "abort_transaction"
-        if m.unfinished not in (None, api) and m.state is not S.FATAL_ERROR:
-            raise ConflictError(f"Conflicting {m.unfinished} API call is already in progress: its EndTxn may "
-                                f"have been decided by the coordinator; call {m.unfinished}() again")
+        self._no_conflict(api)
         if commit:
-            m.require(S.IN_TRANSACTION)
-            left = self.flush(self._timeout(timeout))
-            m.require(S.IN_TRANSACTION)  # fenced, or a record failed, while flushing
-            if left:
-                raise StateError(f"{left} record(s) of the transaction are not delivered yet; "
-                                 "abort_transaction() or retry")
+            # librdkafka's BEGIN_COMMIT: no more records, and until this call completes or fails for
+            # good, the other calls are _CONFLICT (the flush goes on in the background).
+            try:
+                m.require(S.IN_TRANSACTION)  # a resumed commit whose record failed meanwhile: abortable
+                m.unfinished = api
+                left = self.flush(self._timeout(timeout))
+                m.require(S.IN_TRANSACTION)  # fenced, or a record failed, while flushing
+            except BaseException as e:
+                if not (isinstance(e, RiverlogError) and e.retriable):
+                    m.unfinished = None
+                raise
+            if left:  # retriable and resumable, as librdkafka's: call commit_transaction() again
+                raise KafkaTimeoutError(f"Failed to flush all outstanding messages within the API timeout: "
+                                        f"{left} message(s) remaining; call commit_transaction() again")
         else:
             m.require(S.IN_TRANSACTION, S.ABORTABLE_ERROR)
             # Queued records fail (_PURGE_QUEUE); those in flight are waited for, so that none is
@@ -201,6 +228,8 @@ class TransactionRequests:
                 raise m.abortable(e) from None
             self._bump_epoch(self._timeout(timeout))
             return
+        except InvalidTxnStateError as e:  # the coordinator's transaction is not this producer's: fatal,
+            raise m.fatal(e) from None     # as in librdkafka's and Kafka's EndTxn handlers
         if m.epoch_bump_needed:
             self._bump_epoch(self._timeout(timeout))
 
