@@ -149,7 +149,8 @@ class Producer:
 
     def _transactional(self) -> TransactionRequests:
         if self._txn is None:
-            raise InvalidConfigError("transactions need transactional.id", config="transactional.id")
+            raise InvalidConfigError("The Transactional API requires transactional.id to be configured",
+                                     config="transactional.id").reported_as(kafka_code=KafkaError._NOT_CONFIGURED)
         return self._txn
 
     # ------------------------------------------------------------------------------ producing

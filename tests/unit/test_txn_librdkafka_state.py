@@ -25,3 +25,15 @@ def test_an_unfinished_commit_or_abort_refuses_records_with_local_state():
         assert raised.value.args[0].code() == KafkaError._STATE and api in str(raised.value)
         m.unfinished = None         # called again and finished
         m.check_can_produce()
+
+
+def test_the_transactional_api_without_transactional_id_is_not_configured():
+    """librdkafka's ``rd_kafka_ensure_transactional``: _NOT_CONFIGURED with its message (an
+    InvalidConfigError still, for ``except`` clauses)."""
+    from broker.client import Producer
+    from broker.errors import InvalidConfigError
+    with Producer({"bootstrap.servers": "127.0.0.1:1"}) as p:
+        with pytest.raises(InvalidConfigError, match="^The Transactional API requires transactional.id to be "
+                                                     "configured$") as e:
+            p.init_transactions(1)
+        assert e.value.args[0].code() == KafkaError._NOT_CONFIGURED
