@@ -386,8 +386,10 @@ def test_window_definitions_as_the_upstream_window_tests():
     assert j.after(5).after(0).after(-5).after(-7).size() == 0
     assert JoinWindows.ofTimeDifferenceAndGrace(5, 7).before(5_000).gracePeriodMs() == 7
     assert JoinWindows.ofTimeDifferenceAndGrace(5, 7).after(5_000).gracePeriodMs() == 7
-    assert SlidingWindows.ofTimeDifferenceAndGrace(10, 5) == SlidingWindows.ofTimeDifferenceAndGrace(10, 5)
-    assert hash(SessionWindows.ofInactivityGapAndGrace(10, 5)) == hash(SessionWindows.ofInactivityGapAndGrace(10, 5))
+    sliding, sliding_again = (SlidingWindows.ofTimeDifferenceAndGrace(10, 5) for _ in range(2))
+    assert sliding is not sliding_again and sliding == sliding_again          # equal by value
+    session, session_again = (SessionWindows.ofInactivityGapAndGrace(10, 5) for _ in range(2))
+    assert session is not session_again and hash(session) == hash(session_again)
     assert SessionWindows.ofInactivityGapAndGrace(10, 5) != SessionWindows.ofInactivityGapAndGrace(10, 6)
 
 
