@@ -19,6 +19,8 @@ its ``kafka_code`` is the confluent one.
 """
 from __future__ import annotations
 
+from broker.errors.descriptions import DESCRIPTIONS
+
 # librdkafka's local errors (rd_kafka_resp_err_t below -100), by their confluent-kafka names.
 LOCAL_CODES = {
     "_BAD_MSG": -199, "_BAD_COMPRESSION": -198, "_DESTROY": -197, "_FAIL": -196, "_TRANSPORT": -195,
@@ -135,10 +137,12 @@ class KafkaError:
         return self._exception.name if self._exception is not None else f"ERR_{self._code}"
 
     def str(self) -> str:
-        """The human-readable description."""
+        """The human-readable description: the reason given, else librdkafka's text for the code."""
         if self._reason:
             return self._reason
         name = self.name()
+        if name in DESCRIPTIONS:
+            return DESCRIPTIONS[name]
         return f"Local: {name[1:].replace('_', ' ').capitalize()}" if name.startswith("_") \
             else f"Broker: {name.replace('_', ' ').capitalize()}"
 

@@ -131,6 +131,23 @@ def test_client_errors_and_kafka_error_flags_as_confluents_tests():   # guard (a
     assert MyExc().a_method() == "yes" and isinstance(MyExc(), KafkaException)
 
 
+# librdkafka's rd_kafka_err2str (src/rdkafka.c's rd_kafka_err_descs), as confluent-kafka's KafkaError.str()
+# gives it for an error made from its code alone; the ducktape transaction test matches on "Local: Erroneous state".
+@pytest.mark.parametrize("code, text", [
+    (KafkaError._PARTITION_EOF, "Broker: No more messages"), (KafkaError._TIMED_OUT, "Local: Timed out"),
+    (KafkaError._STATE, "Local: Erroneous state"), (KafkaError._MSG_TIMED_OUT, "Local: Message timed out"),
+    (KafkaError._ALL_BROKERS_DOWN, "Local: All broker connections are down"),
+    (KafkaError.UNKNOWN_TOPIC_OR_PART, "Broker: Unknown topic or partition"),
+    (KafkaError.NOT_LEADER_FOR_PARTITION, "Broker: Not leader for partition"),
+    (KafkaError.NO_ERROR, "Success"), (KafkaError.UNKNOWN, "Unknown broker error"),
+    (KafkaError.PRODUCER_FENCED, "Broker: There is a newer producer with the same transactionalId which fences "
+                                 "the current one")])
+def test_a_code_alone_reads_as_librdkafkas_description(code, text):
+    err = KafkaError(code)
+    assert err.str() == text and str(err).endswith(f'str="{text}"}}')
+    assert KafkaError(code, "Mayday!").str() == "Mayday!"
+
+
 @pytest.mark.parametrize("flags, expected", [({"fatal": True}, (True, False, False)),
                                              ({"retriable": True}, (False, True, False)),
                                              ({"txn_requires_abort": True}, (False, False, True))])
