@@ -32,7 +32,7 @@ from broker.errors import (ConcurrentTransactionsError, NotCoordinatorError, Not
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import grouped
 from broker.server.coordinator_runtime import CoordinatorRuntime
-from broker.transaction.coordinator import TXN_TOPIC, TransactionMetadata, TransactionShard
+from broker.transaction.coordinator import MAX_EPOCH, TXN_TOPIC, TransactionMetadata, TransactionShard
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,9 @@ class TransactionRuntime(CoordinatorRuntime):
     # ------------------------------------------------------------------------------ requests
     def init_producer_id(self, txn_id: str, timeout_ms: int,
                          expected: tuple[int, int] | None = None) -> tuple[int, int]:
-        """A new instance's epoch (``expected`` None), or a producer's own next epoch (KIP-360)."""
+        """A new instance's epoch (``expected`` None), or a producer's own next epoch (KIP-360).
+        An open transaction is aborted first, under its own producer id; if that fence took the
+        id's last epoch, the shard is asked once more and hands out a new producer id."""
         now = self.broker.clock.time_ms()
         with self.locked(txn_id) as loaded:
             meta, records, abort_first = loaded.shard.init_producer_id(
@@ -71,6 +73,11 @@ class TransactionRuntime(CoordinatorRuntime):
                 self.write(loaded, records)
             if abort_first:
                 self._finish(loaded, meta)
+                if meta.producer_epoch > MAX_EPOCH:
+                    meta, records, _ = loaded.shard.init_producer_id(
+                        txn_id, timeout_ms, self.broker.clock.time_ms(), self.broker.producer_ids.next_id, expected)
+                    if records:
+                        self.write(loaded, records)
             return meta.producer_id, meta.producer_epoch
 
     def end(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> None:
@@ -98,7 +105,7 @@ class TransactionRuntime(CoordinatorRuntime):
         the timer) and the caller hears ConcurrentTransactions; NotCoordinator once a newer
         coordinator fenced this one."""
         try:
-            self._write_markers(meta, loaded.leader_epoch)
+            self._write_markers(loaded, meta)
         except TransactionCoordinatorFencedError as e:
             self._fenced(loaded, meta, e)
             raise NotCoordinatorError(f"broker {self.broker.node_id} is no longer the coordinator of "
@@ -114,29 +121,64 @@ class TransactionRuntime(CoordinatorRuntime):
                     meta.transactional_id, self.topic, loaded.shard.partition, error)
         self._drop(loaded.shard.partition, loaded)
 
-    def _write_markers(self, meta: TransactionMetadata, coordinator_epoch: int) -> None:
-        image = self.broker.image
+    def _write_markers(self, loaded, meta: TransactionMetadata) -> None:
+        """A marker to every partition and group of the transaction still without one, one request
+        per leader, each tried even when another fails (Kafka's ``TransactionMarkerChannelManager``).
+        Those that took theirs leave the transaction's pending sets (in memory, as Kafka's
+        ``removePartition``), so a retry writes no second marker there; a coordinator that loads the
+        prepared record sends them all again. Raises the first failure; once one says this coordinator
+        was fenced, nothing more is sent."""
+        image, coordinator_epoch = self.broker.image, loaded.leader_epoch
         by_leader: dict[int, list] = defaultdict(list)
+        failures: list[RiverlogError] = []
+        done_partitions, done_groups = [], []
         for topic, partition in sorted(meta.partitions):
             t = image.topics.get(topic)
             if t is None or partition >= t.num_partitions:
-                continue  # deleted since: nothing to mark
+                done_partitions.append((topic, partition))  # deleted since: nothing to mark
+                continue
             leader = t.partitions[partition].leader
             if leader < 0:
-                raise NotLeaderOrFollowerError(f"{topic}-{partition} has no leader")
-            by_leader[leader].append((topic, partition))
+                failures.append(NotLeaderOrFollowerError(f"{topic}-{partition} has no leader"))
+            else:
+                by_leader[leader].append((topic, partition))
         timeout_ms = self.config["offsets.commit.timeout.ms"]
         for leader, tps in by_leader.items():
             request = pb.WriteTxnMarkersRequest(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
                                                 commit=meta.commit, coordinator_epoch=coordinator_epoch,
                                                 timeout_ms=timeout_ms, partitions=grouped(tps))
-            self._raise_first(self._send(leader, request).partitions)
+            try:
+                results = self._send(leader, request).partitions
+            except RiverlogError as e:
+                failures.append(e)
+                continue
+            for r in results:
+                if r.error_code:
+                    failures.append(error_for_code(r.error_code)(r.error_message))
+                else:
+                    done_partitions.append((r.topic, r.partition))
+            if any(isinstance(e, TransactionCoordinatorFencedError) for e in failures):
+                break  # deposed: send nothing more (Kafka cancels the transaction's markers)
         for group in sorted(meta.groups):
-            node, _, _ = self.groups.find_coordinator(group)
+            if any(isinstance(e, TransactionCoordinatorFencedError) for e in failures):
+                break
             request = pb.WriteTxnMarkersRequest(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
                                                 commit=meta.commit, coordinator_epoch=coordinator_epoch,
                                                 timeout_ms=timeout_ms, groups=[group])
-            self._raise_first(self._send(node, request).groups)
+            try:
+                node, _, _ = self.groups.find_coordinator(group)
+                results = self._send(node, request).groups
+            except RiverlogError as e:
+                failures.append(e)
+                continue
+            for r in results:
+                if r.error_code:
+                    failures.append(error_for_code(r.error_code)(r.error_message))
+                else:
+                    done_groups.append(r.group_id)
+        loaded.shard.marked(meta.transactional_id, done_partitions, done_groups)
+        if failures:
+            raise next((e for e in failures if isinstance(e, TransactionCoordinatorFencedError)), failures[0])
 
     def _send(self, node: int, request) -> pb.WriteTxnMarkersResponse:
         if node == self.broker.node_id:
@@ -148,12 +190,6 @@ class TransactionRuntime(CoordinatorRuntime):
             return self.broker.peers.public(address).WriteTxnMarkers(request, timeout=request.timeout_ms / 1000 + 5)
         except grpc.RpcError as e:
             raise translate_rpc_error(e, f"WriteTxnMarkers to broker {node}") from None
-
-    @staticmethod
-    def _raise_first(results) -> None:
-        failed = next((r for r in results if r.error_code), None)
-        if failed is not None:
-            raise error_for_code(failed.error_code)(failed.error_message)
 
     def write_markers_here(self, request: pb.WriteTxnMarkersRequest) -> pb.WriteTxnMarkersResponse:
         """This broker's part of WriteTxnMarkers: the partitions it leads, the groups it coordinates."""
@@ -193,7 +229,7 @@ class TransactionRuntime(CoordinatorRuntime):
                 return
         for meta in shard.prepared():
             try:
-                self._write_markers(meta, loaded.leader_epoch)
+                self._write_markers(loaded, meta)
                 self.write(loaded, shard.complete(meta.transactional_id, now_ms))
             except TransactionCoordinatorFencedError as e:
                 self._fenced(loaded, meta, e)

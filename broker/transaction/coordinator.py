@@ -172,6 +172,9 @@ class TransactionShard:
                 if meta.state in PREPARED:
                     raise ConcurrentTransactionsError(
                         f"transactional.id '{txn_id}' is completing its last transaction")
+                if meta.producer_epoch > MAX_EPOCH and meta.state != ONGOING:  # fenced with the last epoch
+                    self._rotate(meta, new_producer_id)
+                    return meta, self._record(meta, now_ms), False
                 return meta, [], False
             raise ProducerFencedError(
                 f"transactional.id '{txn_id}': producer id {expected[0]} epoch {expected[1]} was fenced; "
@@ -181,18 +184,28 @@ class TransactionShard:
             raise ConcurrentTransactionsError(f"transactional.id '{txn_id}' is completing its last transaction")
         abort_first = meta.state == ONGOING
         replaced = (meta.producer_id, meta.producer_epoch)
-        if meta.producer_epoch >= MAX_EPOCH:
-            meta.producer_id, meta.producer_epoch = new_producer_id(), 0
+        if abort_first:
+            # The abort's markers must carry the open transaction's producer id: the epoch goes up
+            # to MAX_EPOCH + 1 (int16's largest) and the caller asks again for a new producer id
+            # (Kafka's prepareFenceProducerEpoch, whose client retries after CONCURRENT_TRANSACTIONS).
+            meta.producer_epoch += 1
+            meta.move(PREPARE_ABORT)
+        elif meta.producer_epoch >= MAX_EPOCH:
+            self._rotate(meta, new_producer_id)
         else:
             meta.producer_epoch += 1
-        meta.last_producer_id, meta.last_epoch = replaced if expected is not None else (-1, -1)
-        meta.timeout_ms = timeout_ms
-        if abort_first:
-            meta.move(PREPARE_ABORT)
-        else:
             meta.move(EMPTY)
             meta.partitions, meta.groups, meta.start_ms = set(), set(), -1
+        meta.last_producer_id, meta.last_epoch = replaced if expected is not None else (-1, -1)
+        meta.timeout_ms = timeout_ms
         return meta, self._record(meta, now_ms), abort_first
+
+    @staticmethod
+    def _rotate(meta: TransactionMetadata, new_producer_id) -> None:
+        """The producer id's epochs are used up: a new producer id at epoch 0, no open transaction."""
+        meta.producer_id, meta.producer_epoch = new_producer_id(), 0
+        meta.move(EMPTY)
+        meta.partitions, meta.groups, meta.start_ms = set(), set(), -1
 
     def add_partitions(self, txn_id: str, producer_id: int, epoch: int, partitions, now_ms: int) -> list[Record]:
         meta = self._current(txn_id, producer_id, epoch)
@@ -219,11 +232,16 @@ class TransactionShard:
 
     def end(self, txn_id: str, producer_id: int, epoch: int, commit: bool, now_ms: int) -> tuple:
         """Returns (meta, records, markers_needed). A retried end of the last transaction with the
-        same outcome succeeds again."""
-        meta = self._current(txn_id, producer_id, epoch)
+        same outcome succeeds again (``ConcurrentTransactions`` while its markers are written); the
+        other outcome is ``InvalidTxnState`` (Kafka's ``endTransaction``). Ending a transaction that
+        registered nothing (``Empty``) succeeds without a change: a committer may end by handle a
+        task's transaction that wrote nothing."""
+        meta = identified(self.txns.get(txn_id), txn_id, producer_id, epoch)
         finished = COMPLETE_COMMIT if commit else COMPLETE_ABORT
         if meta.state in (finished, EMPTY):
             return meta, [], False
+        if meta.state == (PREPARE_COMMIT if commit else PREPARE_ABORT):
+            raise ConcurrentTransactionsError(f"transactional.id '{txn_id}' is completing its last transaction")
         if meta.state != ONGOING:
             raise InvalidTxnStateError(f"transactional.id '{txn_id}' is {meta.state}; cannot "
                                        f"{'commit' if commit else 'abort'}")
@@ -232,6 +250,15 @@ class TransactionShard:
             meta.move(finished)  # no markers to write: prepared and complete in one record
             return meta, self._record(meta, now_ms), False
         return meta, self._record(meta, now_ms), True
+
+    def marked(self, txn_id: str, partitions: Iterable, groups: Iterable) -> None:
+        """Markers are in these partitions and groups of a prepared transaction: later retries go
+        only to the others (Kafka's ``removePartition``). Not written to ``__transaction_state``:
+        a coordinator that loads the prepared record sends every marker again."""
+        meta = self.txns.get(txn_id)
+        if meta is not None and meta.state in PREPARED:
+            meta.partitions.difference_update(partitions)
+            meta.groups.difference_update(groups)
 
     def complete(self, txn_id: str, now_ms: int) -> list[Record]:
         """Markers are in every partition and group: the transaction is over."""
@@ -277,6 +304,14 @@ class TransactionShard:
 def current(meta: TransactionMetadata | None, txn_id: str, producer_id: int, epoch: int) -> TransactionMetadata:
     """``meta`` if the producer (id, epoch) is ``txn_id``'s current one and no transaction of it is
     completing; the error to answer otherwise."""
+    meta = identified(meta, txn_id, producer_id, epoch)
+    if meta.state in PREPARED:
+        raise ConcurrentTransactionsError(f"transactional.id '{txn_id}' is completing its last transaction")
+    return meta
+
+
+def identified(meta: TransactionMetadata | None, txn_id: str, producer_id: int, epoch: int) -> TransactionMetadata:
+    """``meta`` if the producer (id, epoch) is ``txn_id``'s current one; the error to answer otherwise."""
     if meta is None:
         raise TransactionalIdNotFoundError(f"transactional.id '{txn_id}' is unknown: call init_transactions()")
     if meta.producer_id != producer_id:
@@ -289,8 +324,6 @@ def current(meta: TransactionMetadata | None, txn_id: str, producer_id: int, epo
     if epoch > meta.producer_epoch:
         raise InvalidProducerEpochError(f"transactional.id '{txn_id}': epoch {epoch} is ahead of "
                                         f"{meta.producer_epoch}")
-    if meta.state in PREPARED:
-        raise ConcurrentTransactionsError(f"transactional.id '{txn_id}' is completing its last transaction")
     return meta
 
 
