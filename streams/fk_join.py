@@ -18,9 +18,9 @@ Both ends read their table's rows as forwarded (:func:`streams.table_store.forwa
 change still waiting in the record cache, since only forwarded changes send subscriptions and
 fan-outs (see ``SubscriptionJoin`` and ``ResponseJoin``).
 
-Instructions are Kafka's ``SubscriptionWrapper.Instruction``: the sender uses two, the receiver
+Instructions are Kafka's ``SubscriptionWrapper.Instruction``: the sender uses three, the receiver
 understands all four. The hash is a 128-bit BLAKE2 of the canonical encoding of the value (Kafka:
-Murmur3 of the serialized value): equal values, equal hash.
+Murmur3 of the serialized value): equal values, equal hash (see :func:`value_hash`).
 """
 from __future__ import annotations
 
@@ -42,11 +42,25 @@ PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE = "PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE"
 PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE = "PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE"
 
 
-def value_hash(value) -> bytes | None:
+def value_hash(value, serde=None) -> bytes | None:
+    """The canonical encoding of ``value``; a value it cannot encode (a ``uuid.UUID``, a struct
+    with decimals or timestamps) is hashed by its bytes under the left table's value ``serde``, as
+    Kafka hashes the serialized value, else by its pickle."""
     if value is None:
         return None
     from streams.state_codec import encode_key
-    return hashlib.blake2b(encode_key(value), digest_size=16).digest()
+    try:
+        data = encode_key(value)
+    except TypeError:
+        data = None
+        if serde is not None:
+            try:
+                data = serde.serialize(value)
+            except Exception:       # the default serde may not take it: the pickle still hashes it
+                data = None
+        if data is None:
+            data = pickle.dumps(value, protocol=4)
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 class WrapperSerde:
@@ -63,9 +77,10 @@ class SubscriptionSend(Processor):
     """``KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-``: left changes to subscriptions.
 
     Every change of a left row is answered exactly once, by the task of its new foreign key
-    (``PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE``; a null key for a delete or a null foreign key,
-    whose answer is null); a changed foreign key unsubscribes from the old one without an answer
-    (``DELETE_KEY_NO_PROPAGATE``). Answers from different tasks arrive in any order, and the
+    (``PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE``; a null key for a null foreign key, whose answer is
+    null), a delete by its old one's (``DELETE_KEY_AND_PROPAGATE``, answered with a null at the
+    later of the two rows' timestamps, as Kafka's); a changed foreign key unsubscribes from the
+    old one without an answer (``DELETE_KEY_NO_PROPAGATE``). Answers from different tasks arrive in any order, and the
     resolver drops those whose hash is not the current value's, so the row's last answer is always
     the one for its current value: the result is right whatever the order (Kafka's left join since
     KAFKA-16394, which had the old key answer too). Kafka's inner join answers only when a right
@@ -74,8 +89,12 @@ class SubscriptionSend(Processor):
     stale, and an old result stays. Here the inner join answers every change too, so a row that
     does not join gets a tombstone where Kafka emits nothing."""
 
-    def __init__(self, extractor: Callable[[Any, Any], Any], left_join: bool):
-        self.extract, self.left_join = extractor, left_join
+    def __init__(self, extractor: Callable[[Any, Any], Any], left_join: bool, value_serde=None):
+        self.extract, self.left_join, self.value_serde = extractor, left_join, value_serde
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.serde = self.value_serde or context.default_serde("value")
 
     def process(self, record: Record) -> None:
         change: Change = record.value
@@ -84,13 +103,18 @@ class SubscriptionSend(Processor):
         key, new, old = record.key, change.new, change.old
         if old is None and new is None:
             return
-        h = value_hash(new)
+        h = value_hash(new, self.serde)
         send = lambda fk, instruction: self.forward(
             record.with_(key=fk, value=(h, instruction, key, self.context.task)))
         old_fk = None if old is None else self.extract(key, old)
         new_fk = None if new is None else self.extract(key, new)
         if new is not None and new_fk is None and not self.left_join:
             _skip(self)        # joins nothing; the answer (a null) unsets an earlier result
+        if new is None and old_fk is not None:
+            # a delete is answered by the old key's task, at the later of its and the right row's
+            # timestamps, as Kafka's
+            send(old_fk, DELETE_KEY_AND_PROPAGATE)
+            return
         if old_fk is not None and new_fk != old_fk:
             send(old_fk, DELETE_KEY_NO_PROPAGATE)
         send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
@@ -195,19 +219,29 @@ class SubscriptionJoin(Processor):
 
 class ForeignTableJoin(Processor):
     """``KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-`` (foreign-join-subscription): a right row's change
-    answers every subscriber of its key."""
+    answers every subscriber of its key, in the order of their serialized primary keys (Kafka
+    prefix-scans ``CombinedKey`` bytes: an Integer key -1 comes after 256)."""
 
-    def __init__(self, store: str):
-        self.store_name = store
+    def __init__(self, store: str, pk_serde=None):
+        self.store_name, self.pk_serde = store, pk_serde
 
     def init(self, context) -> None:
         super().init(context)
         self.store = SubscriptionStore(context.store(self.store_name))
+        self.serde = self.pk_serde or context.default_serde("key")
+
+    def _in_key_order(self, subscribers: list) -> list:
+        if self.serde is None:
+            return subscribers
+        try:
+            return sorted(subscribers, key=lambda s: self.serde.serialize(s[0]) or b"")
+        except Exception:       # a key the serde cannot write fails later, where it is written
+            return subscribers
 
     def process(self, record: Record) -> None:
         if record.key is None or not record.value.is_latest:
             return
-        for pk, entry in self.store.subscribers(record.key):
+        for pk, entry in self._in_key_order(self.store.subscribers(record.key)):
             (h, _, _, partition), _ts = entry
             self.forward(Record(pk, (h, record.value.new, partition), record.timestamp, record.headers))
 
@@ -224,19 +258,20 @@ class ResponseJoin(Processor):
     resolver reads only the cached value. A waiting value's flush sends its own subscription, so
     an answer dropped here for it is answered again."""
 
-    def __init__(self, getter, joiner: Callable, left_join: bool):
-        self.getter, self.joiner, self.left_join = getter, joiner, left_join
+    def __init__(self, getter, joiner: Callable, left_join: bool, value_serde=None):
+        self.getter, self.joiner, self.left_join, self.value_serde = getter, joiner, left_join, value_serde
 
     def init(self, context) -> None:
         super().init(context)
+        self.serde = self.value_serde or context.default_serde("value")
         self.get = self.getter.open(context)
         self.get_forwarded = forwarded_getter(self.getter).open(context)
 
     def process(self, record: Record) -> None:
         h, right, _ = record.value
         current = self.get(record.key)
-        if value_hash(value_or_none(current)) != h or \
-                value_hash(value_or_none(self.get_forwarded(record.key))) != h:
+        if value_hash(value_or_none(current), self.serde) != h or \
+                value_hash(value_or_none(self.get_forwarded(record.key)), self.serde) != h:
             return
         if right is None and (not self.left_join or current is None):
             result = None

@@ -265,9 +265,10 @@ def foreign_key(this, other, kind: str, extractor_arg, joiner_arg, table_joined=
 
     registration = name("-subscription-registration", "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-") + "-topic"
     wrappers = WrapperSerde()
+    left_serde = this.value_serde       # the left value's hash falls back to its bytes under this serde
     send = b.add(name("-subscription-registration-processor", "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-"),
-                 "processor", "fk-subscription-send", lambda: SubscriptionSend(extract, left_join), [this._node],
-                 args={"foreign_key": f, "kind": kind})
+                 "processor", "fk-subscription-send", lambda: SubscriptionSend(extract, left_join, left_serde),
+                 [this._node], args={"foreign_key": f, "kind": kind})
     fk_serde = other.key_serde
     reg_sink = b.add(name("-subscription-registration-sink", "KTABLE-SINK-"), "sink", "fk-subscription",
                      lambda: Sink(registration, None, fk_serde, wrappers, internal=True), [send],
@@ -284,7 +285,8 @@ def foreign_key(this, other, kind: str, extractor_arg, joiner_arg, table_joined=
                          "fk-subscription-join", lambda: SubscriptionJoin(other_get), [receive],
                          tuple(_specs(b, other_get.names)))
     foreign_join = b.add(name("-foreign-join-subscription", "KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-"), "processor",
-                         "fk-foreign-join", lambda: ForeignTableJoin(sub_store.name), [other._node], (sub_store,))
+                         "fk-foreign-join", lambda: ForeignTableJoin(sub_store.name, this.key_serde),
+                         [other._node], (sub_store,))
     response = name("-subscription-response", "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-") + "-topic"
     pk_serde = this.key_serde
     resp_sink = b.add(name("-subscription-response-sink", "KTABLE-SINK-"), "sink", "fk-response",
@@ -296,19 +298,23 @@ def foreign_key(this, other, kind: str, extractor_arg, joiner_arg, table_joined=
                         key_serde=pk_serde, value_serde=wrappers)
     resp_sink.args["pair"] = resp_source.name
     resolver = b.add(name("-subscription-response-resolver", "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-"),
-                     "processor", "fk-response-join", lambda: ResponseJoin(this_get, j, left_join), [resp_source],
+                     "processor", "fk-response-join", lambda: ResponseJoin(this_get, j, left_join, left_serde),
+                     [resp_source],
                      tuple(_specs(b, this_get.names)), args={"joiner": joiner_arg,
                                                             "copartition": (resp_source, this._node)})
     result = name("-result", "KTABLE-FK-JOIN-OUTPUT-")
-    spec = None
-    if materialized is not None:
-        spec = b.store(materialized, "keyValue", "KTABLE-FK-JOIN-OUTPUT-STATE-STORE-", key_serde=pk_serde,
-                       value_serde=materialized.value_serde)
-    else:
-        b.next_name("KTABLE-FK-JOIN-OUTPUT-STATE-STORE-")   # Kafka names a store it does not materialize
-    opts: dict = {}
+    # Kafka's result is a KTableSource: its store name is drawn either way, but it keeps the store
+    # only when Materialized.as_ names it or a downstream step reads its values or old values (a
+    # join, groupBy, suppress: KTableSource.materialize), see streams.ktable.materialize_source
+    spec = b.store(materialized, "keyValue", "KTABLE-FK-JOIN-OUTPUT-STATE-STORE-", key_serde=pk_serde,
+                   value_serde=materialized.value_serde if materialized is not None else None)
+    queryable = materialized is not None and materialized.store_name is not None
+    opts: dict = {"store": spec.name if queryable else None}
+    args = {"opts": opts, "queryable": queryable}
+    if not queryable:
+        args["unmaterialized_store"] = spec
     out = b.add(result, "processor", "fk-output",
-                lambda: KTableSource(spec.name if spec else None, opts.get("send_old_values", False) and spec is not None),
-                [resolver], (spec,) if spec else (), args={"opts": opts}, key_serde=pk_serde,
-                value_serde=spec.value_serde if spec else None)
-    return KTable(b, out, pk_serde, out.value_serde, spec.name if spec else None)
+                lambda o=opts: KTableSource(o["store"], o.get("send_old_values", False) and o["store"] is not None),
+                [resolver], (spec,) if queryable else (), args=args, key_serde=pk_serde,
+                value_serde=spec.value_serde)
+    return KTable(b, out, pk_serde, out.value_serde, spec.name if queryable else None)

@@ -164,6 +164,9 @@ class TableJoined:
     def as_(name: str) -> "TableJoined":
         return TableJoined(check_name(name, "TableJoined"))
 
+    def withName(self, name: str) -> "TableJoined":
+        return replace(self, name=check_name(name, "TableJoined"))
+
 
 # ---------------------------------------------------------------------- co-partitioning
 def upstream_sources(node) -> list:

@@ -158,24 +158,30 @@ def test_a_subscription_answer_follows_a_filtered_right_table_as_forwarded():
 
 
 def test_a_late_answer_is_not_joined_with_a_left_row_still_in_the_record_cache():
-    """``l1`` subscribes to ``B``, is deleted (its null foreign key answered first), then set to the
-    same value again and deleted again between two commits, which forwards nothing. ``B``'s late
-    answer to the first subscription matches the waiting value, not the forwarded one (none)."""
-    j = FkJoin(cache_bytes=10_485_760, partitions={"left": 1, "right": 3})
+    """``l1`` subscribes to ``B``, moves to ``D`` and is deleted (both answered by ``D``'s
+    partition first), then set to its first value again and deleted again between two commits,
+    which forwards nothing. ``B``'s late answer to the first subscription matches the waiting
+    value, not the forwarded one (none)."""
+    j = FkJoin(cache_bytes=10_485_760, partitions={"left": 1, "right": 3})   # B: partition 1, D: 0
     j.step("R", "B", "bx", 0)
+    j.step("R", "D", "dy", 0)
     j.interp.commit()
     j.step("L", "l1", "B:x", 1)
     j.interp.commit()                        # subscription for B (partition 1), not processed yet
-    j.append("L", "l1", None, 2)
+    j.append("L", "l1", "D:y", 2)
     j.process_next("left")
-    j.interp.commit()                        # unsubscribes from B; the null key's subscription (partition 0)
-    j.process_next("registration", 0)
-    j.process_next("response")               # a tombstone for l1
-    j.append("L", "l1", "B:x", 3)
+    j.interp.commit()                        # unsubscribes from B (after it), subscribes to D
+    j.append("L", "l1", None, 3)
+    j.process_next("left")
+    j.interp.commit()                        # the delete, answered by D
+    for _ in range(2):
+        j.process_next("registration", 0)
+        j.process_next("response")           # l1 joined with D, then a tombstone
+    j.append("L", "l1", "B:x", 4)
     j.process_next("left")                   # waits in the left task's cache
     j.process_next("registration", 1)        # B answers the first subscription
     j.process_next("response")
-    j.append("L", "l1", None, 4)
+    j.append("L", "l1", None, 5)
     j.process_next("left")                   # absent at the last commit and now: never forwarded
     assert j.finish() == {}
 
