@@ -126,7 +126,16 @@ def _skip(p: Processor) -> None:
 
 class SubscriptionStore:
     """The subscription store: ``[fk, pk] -> (subscription, ts)`` plus, per foreign key, its
-    subscribers' primary keys (Kafka prefix-scans ``CombinedKey`` bytes instead)."""
+    subscribers' primary keys (Kafka prefix-scans ``CombinedKey`` bytes instead).
+
+    The subscribers are kept in pages of at most :data:`PAGE` keys (``["n", fk]``: the number of
+    pages, ``["p", fk, i]``: page ``i``, ``["w", fk, pk]``: the page holding ``pk``), so a new or
+    removed subscriber rewrites one small page: one list of every subscriber made a foreign key
+    with N subscribers cost O(N) per subscription, in time and in changelog bytes (O(N²) in all).
+    A store written with that one list (``["i", fk]``) is still read, and shrinks as its
+    subscribers leave; new subscribers go to pages."""
+
+    PAGE = 64
 
     def __init__(self, kv):
         self.kv = kv
@@ -135,23 +144,47 @@ class SubscriptionStore:
         return self.kv.get(["s", fk, pk])
 
     def put(self, fk, pk, entry) -> None:
+        known = self.get(fk, pk) is not None           # indexed already (in a page or the old list)
         self.kv.put(["s", fk, pk], entry)
-        pks = list(self.kv.get(["i", fk]) or ())
-        if pk not in pks:
-            pks.append(pk)
-            try:
-                pks.sort()
-            except TypeError:
-                pass
-            self.kv.put(["i", fk], pks)
+        if known:
+            return
+        pages = self.kv.get(["n", fk]) or 0
+        last = list(self.kv.get(["p", fk, pages - 1]) or ()) if pages else []
+        if not pages or len(last) >= self.PAGE:
+            last, pages = [], pages + 1
+            self.kv.put(["n", fk], pages)
+        last.append(pk)
+        self.kv.put(["p", fk, pages - 1], last)
+        self.kv.put(["w", fk, pk], pages - 1)
 
     def delete(self, fk, pk) -> None:
+        if self.get(fk, pk) is None:
+            return
         self.kv.delete(["s", fk, pk])
-        pks = [p for p in (self.kv.get(["i", fk]) or ()) if p != pk]
-        self.kv.put(["i", fk], pks or None)
+        page = self.kv.get(["w", fk, pk])
+        if page is None:                               # in the one-list index of an older store
+            pks = [p for p in (self.kv.get(["i", fk]) or ()) if p != pk]
+            self.kv.put(["i", fk], pks or None)
+            return
+        self.kv.delete(["w", fk, pk])
+        left = [p for p in (self.kv.get(["p", fk, page]) or ()) if p != pk]
+        self.kv.put(["p", fk, page], left or None)
+        pages = self.kv.get(["n", fk]) or 0
+        trimmed = pages
+        while trimmed and self.kv.get(["p", fk, trimmed - 1]) is None:
+            trimmed -= 1                               # empty pages at the end go
+        if trimmed != pages:
+            self.kv.put(["n", fk], trimmed or None)
 
     def subscribers(self, fk) -> list:
-        return [(pk, self.get(fk, pk)) for pk in (self.kv.get(["i", fk]) or ())]
+        pks = list(self.kv.get(["i", fk]) or ())
+        for page in range(self.kv.get(["n", fk]) or 0):
+            pks.extend(self.kv.get(["p", fk, page]) or ())
+        try:
+            pks.sort()
+        except TypeError:
+            pass
+        return [(pk, self.get(fk, pk)) for pk in pks]
 
 
 class SubscriptionReceive(Processor):
