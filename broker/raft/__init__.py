@@ -6,14 +6,14 @@ committed entries out); threads, sockets and clocks belong to its host
 under faults from one seed.
 """
 from broker.raft.election import Role
-from broker.raft.messages import (NO_INDEX, NO_TERM, AppendRequest, AppendResponse, Entry, Envelope,
-                                  SnapshotRequest, SnapshotResponse, VoteRequest, VoteResponse,
+from broker.raft.messages import (NO_INDEX, NO_TERM, AppendRequest, AppendResponse, EndQuorumEpoch, Entry,
+                                  Envelope, SnapshotRequest, SnapshotResponse, VoteRequest, VoteResponse,
                                   from_dict, to_dict)
 from broker.raft.node import RaftNode
 from broker.raft.storage import FileRaftStorage, MemoryRaftStorage, RaftStorage
 
 __all__ = [
-    "NO_INDEX", "NO_TERM", "AppendRequest", "AppendResponse", "Entry", "Envelope", "FileRaftStorage",
-    "MemoryRaftStorage", "RaftNode", "RaftStorage", "Role", "SnapshotRequest", "SnapshotResponse",
+    "NO_INDEX", "NO_TERM", "AppendRequest", "AppendResponse", "EndQuorumEpoch", "Entry", "Envelope",
+    "FileRaftStorage", "MemoryRaftStorage", "RaftNode", "RaftStorage", "Role", "SnapshotRequest", "SnapshotResponse",
     "VoteRequest", "VoteResponse", "from_dict", "to_dict",
 ]

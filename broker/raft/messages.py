@@ -93,6 +93,16 @@ class SnapshotResponse:
 
 
 @dataclass(frozen=True, slots=True)
+class EndQuorumEpoch:
+    """A leader stepping down on purpose (Kafka's EndQuorumEpoch, sent on graceful shutdown): its
+    followers stop waiting out its lease and campaign at once, in the order of
+    ``preferred_successors`` (most caught-up first). Unanswered; a lost one costs an election timeout."""
+    term: int
+    leader_id: int
+    preferred_successors: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Envelope:
     """A message on its way from ``src`` to ``dst`` (what :class:`RaftNode` hands its host to send)."""
     src: int
@@ -100,9 +110,10 @@ class Envelope:
     message: object
 
 
-Message = VoteRequest | VoteResponse | AppendRequest | AppendResponse | SnapshotRequest | SnapshotResponse
+Message = (VoteRequest | VoteResponse | AppendRequest | AppendResponse | SnapshotRequest | SnapshotResponse
+           | EndQuorumEpoch)
 MESSAGE_TYPES: dict[str, type] = {cls.__name__: cls for cls in (
-    VoteRequest, VoteResponse, AppendRequest, AppendResponse, SnapshotRequest, SnapshotResponse)}
+    VoteRequest, VoteResponse, AppendRequest, AppendResponse, SnapshotRequest, SnapshotResponse, EndQuorumEpoch)}
 
 
 def _b64(data: bytes) -> str:
@@ -126,6 +137,8 @@ def to_dict(message: Message) -> dict:
             value = _b64(value)
         elif f.name == "entries":
             value = [_entry_to_dict(e) for e in value]
+        elif f.name == "preferred_successors":
+            value = list(value)
         out[f.name] = value
     return out
 
@@ -144,5 +157,7 @@ def from_dict(d: dict) -> Message:
             value = base64.b64decode(value)
         elif f.name == "entries":
             value = tuple(_entry_from_dict(e) for e in value)
+        elif f.name == "preferred_successors":
+            value = tuple(int(v) for v in value)
         kwargs[f.name] = value
     return cls(**kwargs)

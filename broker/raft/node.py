@@ -16,6 +16,9 @@ What it implements, and why:
   therefore never bumps terms, and rejoining does not depose a working leader.
 - **Leader stickiness.** A real vote request for a higher term is ignored while its receiver hears
   from a leader (same lease as above), so a node that slipped past pre-vote cannot disrupt either.
+- **Votes**: one per term, saved before it is granted; none to a candidate of a term whose leader
+  we follow; only voters vote, and only for voters (Kafka's INCONSISTENT_VOTER_SET), so nodes with
+  different voter sets cannot each win a term.
 - **Check-quorum.** A leader that has not heard from a majority for an election timeout steps down,
   so a partitioned leader stops claiming leadership (and stops accepting proposals) on its own.
 - **The election restriction** (``log_up_to_date``) and **the commit rule**: a leader commits only
@@ -47,7 +50,7 @@ from broker.errors import NotControllerError
 from broker.raft.election import Role, Tally, check_transition, log_up_to_date
 from broker.raft.following import RaftFollowing
 from broker.raft.leading import RaftLeading
-from broker.raft.messages import (AppendRequest, AppendResponse, Entry, Envelope, SnapshotRequest,
+from broker.raft.messages import (AppendRequest, AppendResponse, EndQuorumEpoch, Entry, Envelope, SnapshotRequest,
                                   SnapshotResponse, VoteRequest, VoteResponse)
 from broker.raft.replication import Progress, heard_from_quorum
 from broker.raft.storage import RaftStorage
@@ -73,6 +76,11 @@ class RaftNode(RaftFollowing, RaftLeading):
         self._storage, self._rng = storage, rng
         self._timeout, self._heartbeat_ms, self._max_entries = (lo, hi), heartbeat_ms, max_entries_per_append
         self._term, self._voted_for = storage.hard_state()
+        if self._last_term() > self._term:
+            # The quorum state was lost or is older than the log (Kafka's QuorumState starts
+            # unattached in the log's epoch): never act in a term below entries already held.
+            self._term, self._voted_for = self._last_term(), None
+            storage.save_hard_state(self._term, None)
         self._role = Role.FOLLOWER
         self._leader_id: int | None = None
         snapshot = storage.snapshot()
@@ -165,6 +173,16 @@ class RaftNode(RaftFollowing, RaftLeading):
                if not p.probing and not p.snapshot_sent]
         return entry.index, [env for env in out if env is not None]
 
+    def resign(self, now_ms: int) -> list[Envelope]:
+        """Stop leading on purpose (graceful shutdown), telling the followers so they elect a
+        successor at once instead of waiting out this leader's lease (Kafka's EndQuorumEpoch)."""
+        if self._role is not Role.LEADER:
+            return []
+        successors = tuple(sorted(self._peers, key=lambda p: -self._progress[p].match_index))
+        self._become_follower(self._term, None, now_ms)
+        notice = EndQuorumEpoch(self._term, self.node_id, successors)
+        return [Envelope(self.node_id, peer, notice) for peer in self._peers]
+
     # ------------------------------------------------------------------------------ outputs
     def take_committed(self) -> list[Entry]:
         """Entries committed since the last call, in order, each once. Empty while a snapshot waits
@@ -256,6 +274,10 @@ class RaftNode(RaftFollowing, RaftLeading):
         return log_up_to_date(request.last_log_term, request.last_log_index, self._last_term(), self.last_index)
 
     def _on_vote_request(self, src: int, request: VoteRequest, now_ms: int) -> list[Envelope]:
+        if self.node_id not in self.voters or request.candidate_id not in self.voters:
+            # Kafka's INCONSISTENT_VOTER_SET: an outsider's request changes nothing, not even the term.
+            refusal = VoteResponse(self._term, self.node_id, False, request.pre_vote)
+            return [Envelope(self.node_id, src, refusal)]
         if request.pre_vote:
             granted = (request.term > self._term and not self._in_lease(now_ms)
                        and self._candidate_up_to_date(request))
@@ -265,8 +287,9 @@ class RaftNode(RaftFollowing, RaftLeading):
             if self._in_lease(now_ms):
                 return []  # leader stickiness: a working leader is not deposed by one node's timer
             self._become_follower(request.term, None, now_ms, reset_timer=False)
+        # One vote per term, and none in a term whose leader we already follow (Kafka's FollowerState).
         granted = (request.term == self._term and self._voted_for in (None, request.candidate_id)
-                   and self._candidate_up_to_date(request))
+                   and self._leader_id is None and self._candidate_up_to_date(request))
         if granted:
             self._voted_for = request.candidate_id
             self._storage.save_hard_state(self._term, request.candidate_id)
@@ -283,6 +306,18 @@ class RaftNode(RaftFollowing, RaftLeading):
             return []
         self._tally.record(src, response.granted)
         return self._become_leader(now_ms) if self._tally.won() else []
+
+    def _on_end_quorum_epoch(self, src: int, notice: EndQuorumEpoch, now_ms: int) -> list[Envelope]:
+        """Our leader resigned: its lease is over. The most caught-up follower campaigns on its next
+        tick, each next one a heartbeat later, so pre-votes are not split."""
+        if self._role is Role.LEADER or self._leader_id not in (None, src):
+            return []
+        self._leader_id = self._leader_contact_ms = None
+        if self.node_id in self.voters and self._role is Role.FOLLOWER:
+            rank = (notice.preferred_successors.index(self.node_id) if self.node_id in notice.preferred_successors
+                    else len(notice.preferred_successors))
+            self._election_deadline = min(self._election_deadline, now_ms + rank * self._heartbeat_ms)
+        return []
 
     def _answer_stale(self, src: int, message) -> list[Envelope]:
         """A message from an older term. A deposed leader is told the current term so it steps down;
@@ -301,4 +336,5 @@ class RaftNode(RaftFollowing, RaftLeading):
         AppendResponse: RaftLeading._on_append_response,
         SnapshotRequest: RaftFollowing._on_snapshot_request,
         SnapshotResponse: RaftLeading._on_snapshot_response,
+        EndQuorumEpoch: _on_end_quorum_epoch,
     }

@@ -21,7 +21,9 @@ Files of :class:`FileRaftStorage` (in its directory)
 ``quorum-state.json``
     ``{"term": int, "voted_for": int | null}``. Replaced atomically: written to
     ``quorum-state.json.tmp``, fsynced, renamed over the old file, directory fsynced. A crash leaves
-    the old or the new state, never a mix.
+    the old or the new state, never a mix; so an unreadable file was corrupted after it was written,
+    and opening fails (``CorruptRecordError``). Without the file the node starts in the last term
+    of its log or snapshot with no vote (see :class:`~broker.raft.node.RaftNode`).
 ``raft.log``
     Entries in index order, each one frame, all integers big-endian::
 
@@ -245,8 +247,19 @@ class FileRaftStorage(RaftStorage):
         if not os.path.exists(path):
             return 0, None
         with open(path, "rb") as f:
-            state = json.loads(f.read())
-        return int(state["term"]), state["voted_for"]
+            raw = f.read()
+        try:
+            state = json.loads(raw)
+            term, voted_for = int(state["term"]), state["voted_for"]
+            if term < 0 or not (voted_for is None or isinstance(voted_for, int)):
+                raise ValueError(f"term {term}, voted_for {voted_for!r}")
+        except (ValueError, KeyError, TypeError) as e:
+            raise CorruptRecordError(f"Raft quorum state {path} is unreadable ({e}); the file was corrupted "
+                                     "after it was written. Remove it to restart this node in its log's "
+                                     "last term without a vote (a vote it gave in a later term is then "
+                                     "forgotten), or its whole metadata directory to copy the log from "
+                                     "the leader") from e
+        return term, voted_for
 
     def _snapshot_files(self) -> list[str]:
         return sorted(n for n in os.listdir(self.directory)
@@ -258,15 +271,20 @@ class FileRaftStorage(RaftStorage):
             return None
         path = os.path.join(self.directory, names[-1])
         with open(path, "rb") as f:
-            doc = json.loads(f.read())
-        data = base64.b64decode(doc["data"])
-        if crc32c(data) != doc["crc32c"]:
+            raw = f.read()
+        try:
+            doc = json.loads(raw)
+            snapshot = int(doc["last_index"]), int(doc["last_term"]), base64.b64decode(doc["data"], validate=True)
+            intact = crc32c(snapshot[2]) == doc["crc32c"]
+        except (ValueError, KeyError, TypeError):
+            intact = False  # unparseable: as corrupt as a failed CRC
+        if not intact:
             raise CorruptRecordError(f"Raft snapshot {path} fails its CRC-32C; the file was corrupted "
                                      "after it was written. Restore the directory or remove the node's "
                                      "metadata directory so it copies the log from the leader")
         for stale in names[:-1]:
             os.remove(os.path.join(self.directory, stale))
-        return int(doc["last_index"]), int(doc["last_term"]), data
+        return snapshot
 
     def _open_log(self):
         path = os.path.join(self.directory, LOG_FILE)

@@ -107,9 +107,13 @@ class ControllerRuntime:
         return self
 
     def stop(self) -> None:
+        """Resign Raft leadership (the followers elect a successor at once, as Kafka's controller
+        does on graceful shutdown), then stop the thread."""
+        self._inbox.put(("resign",))
+        self._inbox.put(None)  # ends the loop once the resignation is sent
+        if self._thread.is_alive():
+            self._thread.join(5)
         self._stopped.set()
-        self._inbox.put(None)
-        self._thread.join(5)
         self.storage.close() if hasattr(self.storage, "close") else None
 
     # ------------------------------------------------------------------------------ inputs
@@ -144,6 +148,8 @@ class ControllerRuntime:
                 item = self._inbox.get(timeout=TICK_S)
             except queue.Empty:
                 item = False
+            if item is None:
+                return
             try:
                 now = self.clock.time_ms()
                 if item:
@@ -166,6 +172,8 @@ class ControllerRuntime:
         if item[0] == "raft":
             _, src, message = item
             self._emit(self.raft.step(src, raft_messages.from_dict(message), now))
+        elif item[0] == "resign":
+            self._emit(self.raft.resign(now))
         else:
             self._ops.append(item[1])
 
