@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from broker.errors import InvalidConfigError
+from streams.config_checks import check_kafka_keys
 from streams.errors import TopologyError, deserialization_handler, processing_handler, production_handler
 from streams.record import Record
 from streams.stores import DictBacking
@@ -35,6 +36,7 @@ def streams_config(config: dict) -> dict:
     validators (a ConfigException there, an InvalidConfigError naming the key here) and given their
     defaults. Kafka's TopologyTestDriver builds a StreamsConfig too, so a value Kafka refuses is
     refused by both."""
+    check_kafka_keys(config)
     c = dict(config)
     guarantee = c.setdefault("processing.guarantee", EXACTLY_ONCE_V2)
     if guarantee not in (AT_LEAST_ONCE, EXACTLY_ONCE_V2):
