@@ -51,6 +51,25 @@ def retrying(call, attempts: int, interval_ms: int, what: str, sleep=time.sleep,
                 reset()
 
 
+def settled_latest(fetch, known: dict[TP, int] | None, attempts: int, interval_ms: int,
+                   sleep=time.sleep) -> dict[TP, int]:
+    """``fetch()``'s latest offsets, asked again (up to ``fetchOffset.numRetries`` times,
+    ``fetchOffset.retryIntervalMs`` apart) while one is below the offset the query already has for
+    that partition, as Spark's ``fetchLatestOffsets(knownOffsets)`` does: a leader elected a moment
+    ago may answer a high watermark behind its predecessor's (KAFKA-7703). Only a lower offset that
+    persists reaches the data-loss check, which would fail the query or, with
+    ``failOnDataLoss=false``, read its records again."""
+    for attempt in range(1, attempts + 1):
+        latest = fetch()
+        lower = sorted((tp, known[tp], off) for tp, off in latest.items() if known and off < known.get(tp, off))
+        if not lower or attempt == attempts:
+            return latest
+        log.warning("found incorrect offsets in some partitions (partition, previous offset, fetched offset): %s; "
+                    "asking again (attempt %d of %d, fetchOffset.numRetries)", lower, attempt, attempts)
+        sleep(interval_ms / 1000)
+    raise AssertionError("unreachable: the last attempt returns")
+
+
 class OffsetLookup:
     """The driver's view of the topics: partitions, watermarks, offsets for timestamps. Every
     question to the brokers is retried as ``fetchOffset.numRetries`` and ``fetchOffset.retryIntervalMs`` say."""

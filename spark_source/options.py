@@ -5,8 +5,9 @@ Names and meanings follow Spark's Kafka source, with ``riverlog.bootstrap.server
 (e.g. ``riverlog.fetch.max.bytes``). A bad value or an unknown option fails here, naming it; so does
 a ``riverlog.*`` setting the source would have to replace (``auto.offset.reset``,
 ``enable.auto.commit``) or a batch whose explicit start lies past its end. Options Spark's Kafka
-source ignores with a warning (``groupIdPrefix`` next to a group, a stream's ``endingTimestamp``)
-are ignored with a warning here too.
+source ignores with a warning (``groupIdPrefix`` next to a group, a stream's ``endingTimestamp``,
+a batch's ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` and ``maxTriggerDelay``) are ignored
+with a warning here too.
 
 Precedence is Spark's: ``startingTimestamp`` over ``startingOffsetsByTimestamp`` over
 ``startingOffsets``, and ``endingTimestamp`` over ``endingOffsetsByTimestamp`` over
@@ -288,6 +289,10 @@ class SourceOptions:
             _check_limits(start_by, end_by, out)
         if streaming:
             out.ending_timestamp = None
+        else:   # Spark's validateBatchOptions: a batch reads its whole range in one go
+            for name in ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"):
+                if name.lower() in opts:
+                    log.warning("%s option ignored in batch queries (as in Spark's Kafka source)", name)
         strategy = opts.get("startingoffsetsbytimestampstrategy", "error").lower()
         if strategy not in ("error", "latest"):
             raise _bad("startingOffsetsByTimestampStrategy", "must be error or latest")

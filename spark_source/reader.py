@@ -5,8 +5,9 @@ partition's last stable offset) and cuts the work into :class:`~spark_source.pla
 each Spark task reads one slice with a Riverlog consumer and hands Spark Arrow record batches in
 the Kafka source's schema. Gaps in offsets (compaction, transaction markers, aborted records) are
 normal and never reported as data loss; offsets below a partition's log start (retention,
-DeleteRecords), a topic that disappeared, a latest offset below the query's position and an added
-partition that does not start at 0 are (Spark's ``reportDataLoss`` cases), and fail the query
+DeleteRecords), a topic that disappeared, a latest offset below the query's position, an added
+partition that does not start at 0 and a task's range the partition no longer holds are (Spark's
+``reportDataLoss`` cases), and fail the query
 unless ``failOnDataLoss=false``. The driver never creates a topic. Its questions to the brokers
 and those data-loss checks are :mod:`spark_source.offset_lookup`'s, re-exported here.
 
@@ -27,7 +28,8 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, Rea
 
 from broker.errors import OffsetOutOfRangeError, RiverlogError, UnknownTopicOrPartitionError
 from spark_source.offset_lookup import (START_PIN, DataLossError, OffsetLookup, check_start,  # noqa: F401
-                                        per_partition, report_data_loss, retrying)      # (re-exported)
+                                        per_partition, report_data_loss, retrying,      # (re-exported)
+                                        settled_latest)
 from spark_source.options import SourceOptions
 from spark_source.planning import TP, Slice, align_to_time, available, from_json, rate_limit, slices, to_json
 
@@ -67,15 +69,12 @@ def read_slice(options: SourceOptions, piece: Slice):
                 table = consumer.poll_batch(min(1.0, options.poll_timeout_ms / 1000),
                                             max_records=piece.until - position)
             except OffsetOutOfRangeError:
-                low = consumer.get_watermark_offsets(TopicPartition(piece.topic, piece.partition), 30)[0]
-                message = (f"offsets [{position}, {min(low, piece.until)}) of {piece.topic}-{piece.partition} "
-                           f"were removed (retention or DeleteRecords) while the query was reading them")
-                if options.fail_on_data_loss:
-                    raise DataLossError(message + "; set failOnDataLoss=false to skip them with a warning") from None
-                log.warning("%s; skipping them (failOnDataLoss=false)", message)
-                consumer.seek(TopicPartition(piece.topic, piece.partition, min(low, piece.until)))
-                position = min(low, piece.until)
-                continue
+                table, resume = None, _resume_at(options, consumer, piece, position)
+                if resume is None:
+                    return
+                consumer.seek(TopicPartition(piece.topic, piece.partition, resume))
+                if resume > position:
+                    position, last_progress = resume, time.monotonic()
             if table is not None and table.num_rows:
                 if table["offset"][-1].as_py() >= piece.until:  # offsets rise: filter only an overshoot
                     table = table.filter(pc.less(table["offset"], piece.until))
@@ -85,11 +84,42 @@ def read_slice(options: SourceOptions, piece: Slice):
             if moved > position:
                 position, last_progress = moved, time.monotonic()
             elif (time.monotonic() - last_progress) * 1000 > options.poll_timeout_ms:
-                raise RiverlogError(f"no record of {piece.topic}-{piece.partition} at or after offset {position} "
-                                    f"(wanted up to {piece.until}) arrived within kafkaConsumer.pollTimeoutMs="
-                                    f"{options.poll_timeout_ms}")
+                resume = _resume_at(options, consumer, piece, position)
+                if resume is None:
+                    return
+                if resume == position:
+                    raise RiverlogError(f"no record of {piece.topic}-{piece.partition} at or after offset {position} "
+                                        f"(wanted up to {piece.until}) arrived within kafkaConsumer.pollTimeoutMs="
+                                        f"{options.poll_timeout_ms}")
+                consumer.seek(TopicPartition(piece.topic, piece.partition, resume))
+                position, last_progress = resume, time.monotonic()
     finally:
         consumer.close()
+
+
+def _resume_at(options: SourceOptions, consumer, piece: Slice, position: int) -> int | None:
+    """Where a task goes on when ``position`` was out of range or nothing arrived for
+    ``kafkaConsumer.pollTimeoutMs`` (Spark's ``KafkaDataConsumer.getEarliestAvailableOffsetBetween``):
+    None when the partition holds nothing of the rest of the range (it ends before ``position``,
+    its topic deleted and created again, or an ``endingOffsets`` past its end; or all of it was
+    removed), its log start when only the head was removed, else ``position`` itself. What is
+    skipped is data loss: it fails the task unless ``failOnDataLoss=false``."""
+    from broker.client import TopicPartition
+    low, high = consumer.get_watermark_offsets(TopicPartition(piece.topic, piece.partition), 30)
+    where = f"{piece.topic}-{piece.partition}"
+    if position >= high or low >= piece.until:
+        message = (f"offsets [{position}, {piece.until}) of {where} are not in the partition, which holds "
+                   f"[{low}, {high}) (records removed, the topic deleted and created again, or an end past "
+                   "the partition's end)")
+    elif position < low:
+        message = (f"offsets [{position}, {low}) of {where} were removed (retention or DeleteRecords) while the "
+                   "query was reading them")
+    else:
+        return position
+    if options.fail_on_data_loss:
+        raise DataLossError(message + "; set failOnDataLoss=false to skip them with a warning")
+    log.warning("%s; skipping them (failOnDataLoss=false)", message)
+    return None if position >= high or low >= piece.until else low
 
 
 # ---------------------------------------------------------------------------------- readers
@@ -168,23 +198,27 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMinRows(self.options.min_offsets_per_trigger)
         return ReadAllAvailable()
 
-    def _latest(self) -> dict[TP, int]:
-        tps = self.lookup.partitions()
-        return {tp: marks[1] for tp, marks in self.lookup.watermarks(tps).items()}
+    def _latest(self, known: dict[TP, int] | None = None) -> dict[TP, int]:
+        def fetch() -> dict[TP, int]:
+            return {tp: marks[1] for tp, marks in self.lookup.watermarks(self.lookup.partitions()).items()}
+        return settled_latest(fetch, known, self.options.fetch_offset_attempts,
+                              self.options.fetch_offset_retry_interval_ms)
 
     def latestOffset(self, start: dict, limit) -> dict:
         begin = from_json(start)
-        # The batch that ended at ``start`` is done; batch 0's start stays pinned until batch 0 is.
-        self.lookup.commit_group(begin, pin=begin == self._initial)
-        latest = self._reported = self._latest()
+        latest = self._reported = self._latest(begin)
+        # The batch that ended at ``start`` is done; batch 0's start stays pinned until batch 0 is. A
+        # deleted topic's partitions are left out: the coordinator refuses them until the commit times out.
+        self.lookup.commit_group({tp: o for tp, o in begin.items() if tp in latest}, pin=begin == self._initial)
         gone = sorted(set(begin) - set(latest))
         if gone:
             message = f"partitions {', '.join(f'{t}-{p}' for t, p in gone)} disappeared (topic deleted?)"
             if self.options.fail_on_data_loss:
                 raise DataLossError(message + "; set failOnDataLoss=false to go on without them")
             log.warning("%s; going on without them (failOnDataLoss=false)", message)
-        if self._target is not None:
-            latest = {tp: min(off, self._target.get(tp, off)) for tp, off in latest.items()}
+        if self._target is not None:   # AvailableNow: the run's end, partitions added since left to the next run
+            latest = self._reported = {tp: min(off, self._target[tp]) for tp, off in latest.items()
+                                       if tp in self._target}
         # Partitions added to a topic are read from their start (as Spark's Kafka source does).
         new = [tp for tp in latest if tp not in begin]
         if new:
@@ -251,12 +285,14 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return to_json(self._reported if self._reported is not None else self._latest())
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = self._latest()
+        self._target = self._latest(self._initial)
 
     def partitions(self, start: dict, end: dict):
         begin, finish = from_json(start), from_json(end)
         new = [tp for tp in finish if tp not in begin]
-        marks = self.lookup.watermarks(sorted(set(begin) | set(new)))
+        # Only the batch's partitions: one its end left out (its topic deleted, failOnDataLoss=false)
+        # has no watermarks to ask for.
+        marks = self.lookup.watermarks(sorted(finish))
         begin.update({tp: marks[tp][0] for tp in new})
         begin = check_start(self.options, {tp: o for tp, o in begin.items() if tp in finish}, marks)
         return [InputPartition(s) for s in slices(begin, finish, self.options.min_partitions,
