@@ -107,7 +107,7 @@ def test_a_topic_deleted_and_created_again_is_data_loss(spark_broker, topic_name
     create(servers, topic_name)
     produce(servers, topic_name, 20)
     r = stream(servers, subscribe=topic_name, startingOffsets="earliest",
-               **{"fetchOffset.numRetries": "50", "fetchOffset.retryIntervalMs": "100"})
+               **{"fetchOffset.numRetries": "20", "fetchOffset.retryIntervalMs": "50"})
     end = r.latestOffset(r.initialOffset(), ReadAllAvailable())
     assert end == {topic_name: {"0": 20}}
     with AdminClient({"bootstrap.servers": servers}) as admin:
