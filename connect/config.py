@@ -23,19 +23,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from connect.config_def import ConfigValue, Plugin, java_str  # noqa: F401
 from connect.config_validators import all_of  # noqa: F401
 from connect.config_infos import (ConfigInfo, ConfigInfos, _consumer_check, _converter_infos,  # noqa: F401
-                                  _merge, _override_infos, _producer_check, _result)
+                                  _merge, _override_infos, _producer_check, _result, _sink_consumer_check)
 from connect.connector_config_def import (COMMON_GROUP, CONNECTORS, CONSUMER_OVERRIDE, CONVERTERS,  # noqa: F401
                                           DLQ_TOPIC, ERROR_GROUP, EXACTLY_ONCE_GROUP, HEADER_CONVERTERS,
                                           JSON_CONVERTER, JSON_CONVERTER_CONFIG, MAX_POLL_RECORDS, NULL_VALUE,
                                           PREDICATES, PREDICATES_GROUP, PRODUCER_OVERRIDE, SIMPLE_HEADER_CONVERTER,
                                           SINK, SOURCE, TRANSFORMATIONS, TRANSFORMS_GROUP, _as_strings,
-                                          connector_config_def, enrich)
+                                          connector_config_def, enrich, unknown_connector)
 from connect.worker_config import WORKER_CONFIG_DEF, WorkerConfig  # noqa: F401
 
 
@@ -55,6 +55,10 @@ def validate(config: Mapping[str, Any], connector_defs: Plugin | None = None) ->
         cv = values["connector.class"]
         cv.errors = [e for e in cv.errors if "could not be found" not in e]  # named by the caller
         cv.value = cv.value if cv.value is not None else props.get("connector.class")
+    elif plugin is None and str(props.get("connector.class") or "").strip() and "connector.class" in values:
+        cv = values["connector.class"]   # Kafka's Plugins.newConnector message, naming the connectors there are
+        cv.errors = [unknown_connector(props["connector.class"].strip()) if "could not be found" in e else e
+                     for e in cv.errors]
     for name, raw in props.items():
         if raw is None:
             values.setdefault(name, ConfigValue(name)).errors.append(NULL_VALUE)
@@ -78,7 +82,8 @@ def validate(config: Mapping[str, Any], connector_defs: Plugin | None = None) ->
         name,
         _result(name, keys, all_values, groups),
         _override_infos(props, PRODUCER_OVERRIDE, _producer_check) if uses_producer else None,
-        _override_infos(props, CONSUMER_OVERRIDE, _consumer_check) if reads_topics else None,
+        _override_infos(props, CONSUMER_OVERRIDE, _sink_consumer_check(props.get("name")) if kind == SINK
+                        else _consumer_check) if reads_topics else None,
         _converter_infos(props, values, "header.converter", HEADER_CONVERTERS, "header"),
         _converter_infos(props, values, "key.converter", CONVERTERS, "key"),
         _converter_infos(props, values, "value.converter", CONVERTERS, "value"),
@@ -163,8 +168,11 @@ class ConnectorConfig:
         """``consumer.override.*`` as ``format("riverlog")`` reader options: client settings under
         ``riverlog.``, and Kafka's ``max.poll.records`` — the records a sink task gets per ``put()``
         — as the micro-batch's bound, ``maxOffsetsPerTrigger`` (offsets: a transaction's commit
-        marker counts, so a batch holds at most that many records)."""
-        out = {f"riverlog.{k}": str(v) for k, v in self.consumer_overrides.items() if k != MAX_POLL_RECORDS}
+        marker counts, so a batch holds at most that many records). ``group.id``,
+        ``auto.offset.reset=earliest`` and ``enable.auto.commit=false`` say what the reader does
+        anyway (validation refuses other values) and are not passed on: the reader decides them."""
+        out = {f"riverlog.{k}": str(v) for k, v in self.consumer_overrides.items()
+               if k != MAX_POLL_RECORDS and k.lower() not in ("group.id", "auto.offset.reset", "enable.auto.commit")}
         if self.consumer_overrides.get(MAX_POLL_RECORDS) is not None:
             out["maxOffsetsPerTrigger"] = str(self.consumer_overrides[MAX_POLL_RECORDS]).strip()
         return out
@@ -210,7 +218,14 @@ def parse_connector_config(config: Mapping[str, Any], connector_defs: Plugin | N
         values=values, originals=props)
 
 
+def with_worker_client_defaults(config: ConnectorConfig, worker: WorkerConfig) -> ConnectorConfig:
+    """Kafka's client configs for a connector: the worker's ``producer.*`` / ``consumer.*``
+    settings, then the connector's ``producer.override.*`` / ``consumer.override.*`` over them."""
+    return replace(config, producer_overrides={**worker.producer_defaults, **config.producer_overrides},
+                   consumer_overrides={**worker.consumer_defaults, **config.consumer_overrides})
+
+
 __all__ = ["CONNECTORS", "CONVERTERS", "ConfigInfo", "ConfigInfos", "ConnectorConfig", "HEADER_CONVERTERS",
            "JSON_CONVERTER_CONFIG", "PREDICATES", "PredicateSpec", "SINK", "SOURCE", "TRANSFORMATIONS",
            "TransformSpec", "WORKER_CONFIG_DEF", "WorkerConfig", "all_of", "connector_config_def", "enrich",
-           "parse_connector_config", "validate"]
+           "parse_connector_config", "validate", "with_worker_client_defaults"]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from connect.config_def import ConfigKey, ConfigValue, PluginRegistry, config_error
+from connect.errors import ConfigError
 from connect.connector_config_def import MAX_POLL_RECORDS, _plugin_def
 
 @dataclass
@@ -47,6 +48,18 @@ class ConfigInfos:
         """:class:`~connect.errors.ConfigError` with Kafka's refusal message and ``details["errors"]``."""
         if self.error_count:
             raise config_error("Connector configuration", self.errors())
+
+
+VALIDATE_HINT = ("You can also find the above list of errors at the endpoint "
+                 "`/connector-plugins/{connectorType}/config/validate`")
+
+
+def refusal(errors: Mapping[str, list[str]]) -> ConfigError:
+    """Kafka's ``AbstractHerder.maybeAddConfigErrors``: the 400 a create, put or patch of an
+    invalid config answers, every problem on its own line, then the pointer to the validate
+    endpoint that lists them per field."""
+    e = config_error("Connector configuration", errors)
+    return ConfigError(f"{e}\n{VALIDATE_HINT}", errors=e.details["errors"])
 
 
 def _result(name: str, keys: Mapping[str, ConfigKey], values: list[ConfigValue], groups: list[str]) -> ConfigInfos:
@@ -116,7 +129,15 @@ def _override_infos(props: Mapping[str, Any], prefix: str, check) -> ConfigInfos
     return _prefixed(prefix, {}, values)
 
 
+_OTHER_CLUSTER = ("a connector's records and offsets are on the worker's bootstrap.servers (TopicCopy reads and "
+                  "writes other clusters with source.cluster.bootstrap.servers and target.cluster.bootstrap.servers)")
+
+
 def _producer_check(name: str, raw: Any) -> str | None:
+    """A producer override as the connector's writes take it; ``bootstrap.servers`` is refused: a
+    source's records and its connect-offsets records are one transaction, on the worker's cluster."""
+    if name.lower() == "bootstrap.servers":
+        return f"Invalid value {raw} for configuration {name}: {_OTHER_CLUSTER}; it cannot be overridden"
     from broker.client import PRODUCER_CONFIG  # the client is heavy; only overrides need it
     from broker.errors import InvalidConfigError
     try:
@@ -126,7 +147,36 @@ def _producer_check(name: str, raw: Any) -> str | None:
     return None
 
 
+def _sink_consumer_check(connector: Any):
+    """A sink's consumer overrides: as :func:`_consumer_check`, and ``group.id`` only as the group
+    the runtime gives every sink (``connect-<name>``, Kafka's ``SinkUtils.consumerGroupId``): its
+    offsets, the offsets API and the dead-letter transaction all name that group, and the query
+    cannot read in another."""
+    def check(name: str, raw: Any) -> str | None:
+        if name == "group.id" and str(raw).strip() != f"connect-{connector}":
+            return (f"Invalid value {raw} for configuration group.id: a sink connector's "
+                    "consumer group is connect-<connector name>; it cannot be overridden")
+        return _consumer_check(name, raw)
+    return check
+
+
+# key: (the one value that says what the runtime does anyway, why another is refused)
+_READER_DECIDES = {
+    "auto.offset.reset": ("earliest", "a connector reading topics starts at its committed offsets, else at the "
+                                      "earliest"),
+    "enable.auto.commit": ("false", "a connector reading topics commits each batch's offsets itself")}
+
+
 def _consumer_check(name: str, raw: Any) -> str | None:
+    """A consumer override as the topic reader takes it: ``max.poll.records`` is its batch bound;
+    where it starts and when it commits are the runtime's (the reader refuses both)."""
+    if name.lower() == "bootstrap.servers":   # its group's offsets are committed on the worker's cluster
+        return f"Invalid value {raw} for configuration {name}: {_OTHER_CLUSTER}; it cannot be overridden"
+    if name.lower() in _READER_DECIDES:
+        same, why = _READER_DECIDES[name.lower()]
+        if str(raw).strip().lower() != same:   # Kafka's own default for Connect's consumers is accepted
+            return f"Invalid value {raw} for configuration {name}: {why}; it cannot be overridden"
+        return None
     if name != MAX_POLL_RECORDS:
         return None
     try:

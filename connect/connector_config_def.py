@@ -232,6 +232,20 @@ def enrich(base: ConfigDef, props: Mapping[str, Any]) -> ConfigDef:
     return out
 
 
+def unknown_connector(name: str) -> str:
+    """Kafka's ``Plugins.newConnector`` refusal of a class no connector has: it lists every
+    connector there is (``PluginDesc.toString``), so a misspelt alias shows the right one."""
+    descs = []
+    for class_name in CONNECTORS.class_names():
+        plugin = CONNECTORS.get(class_name)
+        kind = plugin.kind if plugin is not None and plugin.kind else "unknown"
+        version = getattr(getattr(plugin, "target", None), "version", None) or "undefined"
+        descs.append(f"PluginDesc{{klass=class {class_name}, name='{class_name}', version='{version}', "
+                     f"encodedVersion={version}, type={kind}, typeName='{kind}', location='classpath'}}")
+    return (f"Failed to find any class that implements Connector and which name matches {name}, "
+            f"available connectors are: {', '.join(descs)}")
+
+
 def _recommend(registry: PluginRegistry):
     return lambda name, parsed: registry.class_names()
 

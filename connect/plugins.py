@@ -61,6 +61,7 @@ def check_connector_config(name: str, config: Mapping[str, Any]) -> dict[str, st
     strings), or :class:`~connect.errors.ConfigError` naming every bad field, the transforms' own
     settings included, with Connect's validate response in ``details["infos"]``."""
     from connect.config import validate
+    from connect.config_infos import refusal
     from connect.connector import connector_class
     from connect.errors import BadRequestError, ConfigError
     from connect.transforms import from_connector_config
@@ -81,9 +82,7 @@ def check_connector_config(name: str, config: Mapping[str, Any]) -> dict[str, st
         for field, problems in cls.problems(props).items():
             errors.setdefault(field, []).extend(p for p in problems if p not in errors.get(field, []))
     if errors or cls is None:
-        count = sum(len(v) for v in errors.values())
-        e = ConfigError(f"Connector configuration is invalid and contains the following {count} error(s):\n"
-                        + "\n".join(m for ms in errors.values() for m in ms), errors=errors)
+        e = refusal(errors)
         e.details["infos"] = infos.to_json()
         raise e
     return {k: ("" if v is None else v if isinstance(v, str) else str(v)) for k, v in props.items()}

@@ -42,7 +42,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from connect.config import WorkerConfig, parse_connector_config
+from connect.config import WorkerConfig, parse_connector_config, with_worker_client_defaults
 from connect.connector import ConnectorContext, connector_class
 from connect.errors import BadRequestError, ConfigError, ConnectError
 from connect.offsets_admin import OffsetsAdmin
@@ -259,7 +259,7 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
 
     def _instantiate(self, c: _Connector) -> None:
         props = self.storage.configs.connector_configs[c.name]
-        config = parse_connector_config(props)
+        config = with_worker_client_defaults(parse_connector_config(props), self.config)
         cls = connector_class(config.connector_class)
         if cls is None:
             raise ConfigError(f"connector.class {config.connector_class} could not be found")

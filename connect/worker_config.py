@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from connect.config_def import NO_DEFAULT, ConfigDef, ConfigKey, Importance, Type
+from connect.config_def import NO_DEFAULT, ConfigDef, ConfigKey, Importance, Type, config_error
 from connect.config_validators import at_least, between, non_empty_string, one_of
 from connect.config_validators import replication_factor as _replication_factor
 from connect.connector_config_def import _CONVERTER_DOC, JSON_CONVERTER, SIMPLE_HEADER_CONVERTER, _as_strings
@@ -105,10 +105,53 @@ class WorkerConfig:
     @classmethod
     def parse(cls, props: Mapping[str, Any]) -> "WorkerConfig":
         props = _as_strings(props)
-        v = WORKER_CONFIG_DEF.parse(props, "Worker configuration")
+        values = WORKER_CONFIG_DEF.validate_all(props)
+        errors = {n: cv.errors for n, cv in values.items() if cv.errors}
+        errors.update(_client_problems(props))
+        if errors:
+            raise config_error("Worker configuration", errors)
+        v = {n: cv.value for n, cv in values.items()}
         return cls(**{k.replace(".", "_"): v[k] for k in v if k != "bootstrap.servers"},
                    bootstrap_servers=",".join(v["bootstrap.servers"]), originals=dict(props))
 
     @property
+    def producer_defaults(self) -> dict[str, Any]:
+        """``producer.*``: every connector's producer settings under its ``producer.override.*``."""
+        return _prefixed(self.originals, PRODUCER)
+
+    @property
+    def consumer_defaults(self) -> dict[str, Any]:
+        """``consumer.*``: every connector's consumer settings under its ``consumer.override.*``."""
+        return _prefixed(self.originals, CONSUMER)
+
+    @property
     def exactly_once_source_enabled(self) -> bool:
         return self.exactly_once_source_support.lower() == "enabled"
+
+
+PRODUCER, CONSUMER = "producer.", "consumer."
+_RUNTIME_OWNED = {"producer.bootstrap.servers": "the connectors' clients use the worker's bootstrap.servers",
+                  "consumer.bootstrap.servers": "the connectors' clients use the worker's bootstrap.servers",
+                  "consumer.group.id": "a sink connector's consumer group is connect-<connector name>"}
+
+
+def _prefixed(props: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    return {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix) and len(k) > len(prefix)}
+
+
+def _client_problems(props: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Kafka's worker hands its ``producer.*`` and ``consumer.*`` settings to every connector's
+    clients (``Worker.baseProducerConfigs``/``baseConsumerConfigs``); checked here as a connector's
+    own overrides are checked, so a bad one stops the worker, not each connector as it starts. The
+    settings the runtime itself decides are refused."""
+    from connect.config_infos import _consumer_check, _producer_check   # the client is heavy
+    problems: dict[str, list[str]] = {}
+    for prefix, check in ((PRODUCER, _producer_check), (CONSUMER, _consumer_check)):
+        for key, raw in _prefixed(props, prefix).items():
+            owned = _RUNTIME_OWNED.get(prefix + key.lower())
+            problem = f"Invalid value {raw} for configuration {prefix}{key}: {owned}; it cannot be set here" \
+                if owned else check(key, raw)
+            if problem:
+                problems[prefix + key] = [problem]
+    return problems
+

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect.config import validate
+from connect.config_infos import refusal
 from connect.connector import connector_class
-from connect.errors import AlreadyExistsError, BadRequestError, ConfigError, NotFoundError
+from connect.errors import AlreadyExistsError, BadRequestError, NotFoundError
 from connect.plugins import check_connector_config, plugin_config_keys, plugin_list
 from connect.states import Failures, TargetState
 from connect.worker_connector import S
@@ -67,10 +68,7 @@ class WorkerConnectorConfigs:
             if "name" not in merged:
                 # Kafka's patchConnectorConfig puts the merged config as it is: ``name`` removed by
                 # a null fails validation (only POST and PUT fill it in from the URL)
-                errors = validate(merged).errors()
-                lines = [m for ms in errors.values() for m in ms]
-                raise ConfigError(f"Connector configuration is invalid and contains the following {len(lines)} "
-                                  "error(s):\n" + "\n".join(lines), errors=errors)
+                raise refusal(validate(merged).errors())
             return self.put_connector_config(name, merged)[1]
 
     # ------------------------------------------------------------------------------ plugins

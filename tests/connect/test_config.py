@@ -133,8 +133,13 @@ def test_null_values_are_refused_as_connect_refuses_them():
 
 def test_an_unknown_connector_class_is_listed_and_the_rest_still_validated():
     errors = validate({"name": "x", "connector.class": "Nope", "tasks.max": "x"}).errors()
-    assert errors == {"connector.class": ["Invalid value Nope for configuration connector.class: "
-                                          "Class Nope could not be found."],
+    # Kafka's Plugins.newConnector message, every connector there is listed
+    assert errors == {"connector.class": [
+        "Failed to find any class that implements Connector and which name matches Nope, available connectors are: "
+        "PluginDesc{klass=class test.DeltaSink, name='test.DeltaSink', version='undefined', "
+        "encodedVersion=undefined, type=sink, typeName='sink', location='classpath'}, "
+        "PluginDesc{klass=class test.PgSource, name='test.PgSource', version='undefined', "
+        "encodedVersion=undefined, type=source, typeName='source', location='classpath'}"],
                       "tasks.max": ["Invalid value x for configuration tasks.max: Not a number of type INT"]}
 
 

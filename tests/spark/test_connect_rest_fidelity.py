@@ -259,3 +259,41 @@ def test_a_null_sink_offset_partition_gets_sink_utils_message(env):
         "The partition for a sink connector offset cannot be null or missing"
     for name in ("trk-src", "trk-sink"):
         assert http.delete(f"/connectors/{name}").status_code == 204
+
+
+def test_refused_configs_answer_kafkas_messages_and_create_nothing(env):
+    """``AbstractHerder.maybeAddConfigErrors``' pointer to the validate endpoint, ``Plugins``'
+    list of the connectors there are for an unknown class, and a sink's consumer group that the
+    runtime could not read in, all refused before anything is written."""
+    http = env["http"]
+    hint = "\nYou can also find the above list of errors at the endpoint `/connector-plugins/{connectorType}/config/validate`"
+    message = _error(http.post("/connectors", json={"name": "typo", "config": {
+        "connector.class": "FileStreamSorce", "file": "/tmp/x", "topic": "t"}}), 400)
+    assert "Failed to find any class that implements Connector and which name matches FileStreamSorce, " \
+           "available connectors are: PluginDesc{" in message and message.endswith(hint), message
+    assert "FileStreamSourceConnector" in message, message
+    message = _error(http.put("/connectors/grp/config", json={
+        "connector.class": "FileStreamSink", "file": "/tmp/x", "topics": "t", "consumer.override.group.id": "g"}), 400)
+    assert "for configuration group.id: a sink connector's consumer group is connect-<connector name>" in message \
+        and message.endswith(hint), message
+    assert "typo" not in http.get("/connectors").json() and "grp" not in http.get("/connectors").json()
+
+
+def test_the_workers_client_settings_reach_each_connector_under_its_overrides(env, spark, tmp_path):
+    """Kafka's ``Worker.baseConsumerConfigs``/``baseProducerConfigs``: the worker's ``consumer.*``
+    and ``producer.*`` settings, then the connector's ``*.override.*``. Created PAUSED, the
+    connector is configured without a query being started."""
+    from connect.worker import Worker
+    worker = Worker(spark, {"bootstrap.servers": env["servers"], "group.id": "client-defaults",
+                            "state.dir": str(tmp_path / "state"), "consumer.max.poll.records": "3",
+                            "consumer.fetch.max.bytes": "1048576", "producer.linger.ms": "5"}).start()
+    try:
+        worker.create_connector("defaults-sink", {"connector.class": "FileStreamSink", "topics": "defaults-in",
+                                                  "file": str(tmp_path / "out.txt"),
+                                                  "consumer.override.fetch.max.bytes": "65536"}, "PAUSED")
+        config = worker._connectors["defaults-sink"].config
+        assert config.reader_options() == {"maxOffsetsPerTrigger": "3", "riverlog.fetch.max.bytes": "65536"}
+        assert dict(config.producer_overrides) == {"linger.ms": "5"}
+        worker.delete_connector("defaults-sink")
+    finally:
+        worker.close()
