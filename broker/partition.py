@@ -113,6 +113,10 @@ class Partition(PartitionLeadership, PartitionProduce, PartitionFollower, Partit
         self.isr: list[int] = []
         self.leader_state: LeaderState | None = None
         self.on_isr_candidate = None  # called (outside the lock) when a follower may join the ISR
+        # Set by the replica manager from the broker's config and metadata: how long a follower may
+        # lag, and whether a follower's broker may join the ISR (broker id, broker epoch) -> bool.
+        self.replica_lag_time_max_ms = 10_000
+        self.replica_eligible: Callable[[int, int], bool] = lambda broker, broker_epoch: True
         self.high_watermark = min(self._checkpointed_hw(), log.log_end_offset)
         self.producers = ProducerStateManager(log.directory)
         self._load_producers()

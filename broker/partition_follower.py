@@ -18,11 +18,20 @@ class PartitionFollower:
     """Needs the lock, the log, the epoch cache, the producer state and ``_load_producers`` (from
     Partition)."""
 
-    def append_as_follower(self, data, leader_hw: int, leader_log_start: int) -> int:
-        """Append the leader's batches as they are; returns the new log end offset."""
+    def append_as_follower(self, data, leader_hw: int, leader_log_start: int,
+                           fetched: tuple[int, int] | None = None) -> int:
+        """Append the leader's batches as they are; returns the new log end offset.
+
+        ``fetched``: the (leader epoch, fetch offset) the fetch was sent with. A response to a fetch
+        made before the leader changed or the log was truncated is dropped, as Kafka's fetcher
+        drops it (``AbstractFetcherThread.processFetchResponse``): appended after the truncation
+        for the new leader, an old leader's tail would stay, and the logs would differ for good.
+        """
         with self.lock:
             if self.role != FOLLOWER:
                 raise NotLeaderOrFollowerError(f"{self.topic}-{self.index} is not following")
+            if fetched is not None and fetched != (self.leader_epoch, self.log.log_end_offset):
+                return self.log.log_end_offset
             if len(data):
                 headers = validate_batches(data, max_batch_bytes=1 << 31)
                 for h in headers:
@@ -45,10 +54,13 @@ class PartitionFollower:
             leo = self.log.log_end_offset
         return leo  # no bump: nothing waits on a follower's appends (reads and acks=all are the leader's)
 
-    def truncate_fully_and_start_at(self, offset: int) -> None:
-        """The leader's log starts past everything this follower holds: restart empty there."""
+    def truncate_fully_and_start_at(self, offset: int, fetched: tuple[int, int] | None = None) -> None:
+        """The leader's log starts past everything this follower holds: restart empty there.
+        ``fetched`` as in :meth:`append_as_follower`: an answer to an older fetch changes nothing."""
         with self.lock:
             if self.role != FOLLOWER or offset <= self.log.log_end_offset:
+                return
+            if fetched is not None and fetched != (self.leader_epoch, self.log.log_end_offset):
                 return
             self.log.truncate_fully_and_start_at(offset)
             self.epochs.clear()
@@ -61,8 +73,14 @@ class PartitionFollower:
             latest = self.epochs.latest_epoch()
             return self.leader_epoch, -1 if latest is None else latest, self.log.log_end_offset
 
-    def truncate_to(self, offset: int) -> None:
+    def truncate_to(self, offset: int, leader_epoch: int | None = None) -> bool:
+        """Cut the log at ``offset``. With ``leader_epoch`` (the epoch the offset was worked out
+        for), nothing is cut once this replica follows another epoch, or no longer follows: the
+        answer came from a leader it left meanwhile (Kafka's fetcher drops OffsetsForLeaderEpoch
+        answers whose epoch changed in flight). Returns whether the cut was made."""
         with self.lock:
+            if leader_epoch is not None and (self.role != FOLLOWER or self.leader_epoch != leader_epoch):
+                return False
             if offset < self.log.log_end_offset:
                 self.log.truncate_to(offset)
                 self._load_producers(upto=offset)
@@ -70,3 +88,4 @@ class PartitionFollower:
             self.epochs.truncate_from_end(min(offset, self.log.log_end_offset))
             self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
             self.producers.on_high_watermark_updated(self.high_watermark)
+            return True

@@ -54,9 +54,11 @@ class PartitionLeadership:
                 self.epochs.assign(leader_epoch, leo)
                 self.leader_state = LeaderState(self.node_id, list(replicas), list(isr), leader_epoch,
                                                 leo, self.high_watermark, self.clock.time_ms(),
-                                                lambda: self.log.config["min.insync.replicas"])
+                                                lambda: self.log.config["min.insync.replicas"],
+                                                self.replica_lag_time_max_ms,
+                                                lambda broker, epoch: self.replica_eligible(broker, epoch))
             else:
-                self.leader_state.set_isr(list(isr))
+                self.leader_state.set_isr(list(isr), self.clock.time_ms())
             self._move_to(LEADER)
             self.leader_id, self.leader_epoch = self.node_id, leader_epoch
             self.partition_epoch, self.replicas, self.isr = partition_epoch, list(replicas), list(isr)
@@ -94,19 +96,23 @@ class PartitionLeadership:
             if self.role != LEADER:
                 return None
             state = self.leader_state
+            # A follower that stopped fetching stops holding the HW once it is no longer caught up.
+            moved = state.update_high_watermark(now_ms) and self._advance_hw()
             lagging = set(state.shrink_candidates(now_ms, lag_ms))
             isr = [r for r in self.replicas if (r in self.isr and r not in lagging)
                    or (r not in self.isr and r != self.node_id and state.expand_candidate(r))]
-            if sorted(isr) == sorted(self.isr) or state.pending_isr is not None:
-                return None
-            member_epochs = state.propose_isr(isr)
-            return isr, self.leader_epoch, self.partition_epoch, member_epochs
+            proposal = None
+            if sorted(isr) != sorted(self.isr) and state.pending_isr is None:
+                proposal = isr, self.leader_epoch, self.partition_epoch, state.propose_isr(isr)
+        if moved:
+            self.notifier.bump()
+        return proposal
 
     def abort_isr_change(self) -> None:
         moved = False
         with self.lock:
             if self.leader_state is not None:
-                self.leader_state.abort_isr_change()
+                self.leader_state.abort_isr_change(self.clock.time_ms())
                 moved = self._advance_hw()
         if moved:
             self.notifier.bump()

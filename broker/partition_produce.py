@@ -79,7 +79,7 @@ class PartitionProduce:
                 offset += h.last_offset_delta + 1
             if self.log.active.base_offset != active:
                 self.snapshot_producers()
-            self.leader_state.on_leader_append(self.log.log_end_offset)
+            self.leader_state.on_leader_append(self.log.log_end_offset, self.clock.time_ms())
             self._advance_hw()
         self.notifier.bump()
         return info
@@ -237,7 +237,7 @@ class PartitionProduce:
             self.producers.end_transaction(headers[0], info.first_offset, commit, coordinator_epoch)
             if self.log.active.base_offset != active:   # a roll snapshots, as append_records does
                 self.snapshot_producers()
-            self.leader_state.on_leader_append(self.log.log_end_offset)
+            self.leader_state.on_leader_append(self.log.log_end_offset, self.clock.time_ms())
             self._advance_hw()
         self.notifier.bump()
         return info

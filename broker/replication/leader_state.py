@@ -8,13 +8,18 @@ Kafka's rules, kept here:
   or past the leader's LEO of now, or the time of its previous fetch when it fetched at or past the
   leader's LEO as of that previous fetch. A follower whose LEO equals the leader's is never lagging.
 - The HW is the smallest LEO over the *maximal* ISR (the committed ISR plus a replica being added,
-  see below); it never decreases, and it does not move while the committed ISR is smaller than
+  see below) and over every out-of-ISR follower that is caught up (fetched this epoch and caught up
+  within ``replica.lag.time.max.ms``) and eligible (its broker is unfenced, not shutting down, and
+  the registration it fetches from is the current one): without that a follower catching up under
+  steady appends stays below a HW that follows the leader's log end and never rejoins (Kafka's
+  ``Partition.maybeIncrementLeaderHW``, ``shouldWaitForReplicaToJoinIsr``). It never decreases, and it does not move while the committed ISR is smaller than
   ``min.insync.replicas`` capped at the replication factor (KAFKA-15583: a record held by too few
   replicas is not shown to consumers, whatever its acks). The leader is always in the ISR.
 - Shrink: an ISR follower lags when it is not at the leader's LEO and has not been caught up for
   ``replica.lag.time.max.ms``. Expand: an out-of-ISR follower may join once its LEO is at least the
   HW *and* at least the start offset of the current leader epoch (so it holds everything a previous
-  leader might have exposed).
+  leader might have exposed), and is eligible (Kafka's ``canAddReplicaToIsr``): the controller
+  would refuse a fenced or shutting-down broker anyway.
 - ISR changes go through the controller (AlterPartition): :meth:`LeaderState.propose_isr` marks one
   change in flight and :meth:`LeaderState.set_isr` applies what the controller committed. While an
   expansion is in flight the HW already waits for the joining replica, so the controller can never
@@ -31,7 +36,9 @@ Kafka's rules, kept here:
   answered only once it reached the offset, so no replica that could lead later still serves
   deleted records.
 
-Threading: not thread-safe; the partition holds its lock around every call. Time is passed in.
+Threading: not thread-safe; the partition holds its lock around every call. Time is passed in
+(a call without it uses the latest time seen). Since a follower stops counting as caught up only
+as time passes, :meth:`LeaderState.update_high_watermark` re-evaluates the HW periodically.
 
     state = LeaderState(1, replicas=[1, 2, 3], isr=[1, 2, 3], leader_epoch=4,
                         log_end_offset=100, high_watermark=90, now_ms=0)
@@ -68,6 +75,11 @@ class _Follower:
     last_fetch_leader_leo: int = UNKNOWN_OFFSET
     broker_epoch: int = UNKNOWN_BROKER_EPOCH
     log_start_offset: int = UNKNOWN_OFFSET
+    caught_up_once: bool = False  # last_caught_up_ms is a real time (ISR at start, or caught up since)
+
+
+def _always_eligible(broker: int, broker_epoch: int) -> bool:
+    return True
 
 
 class LeaderState:
@@ -80,8 +92,15 @@ class LeaderState:
 
     def __init__(self, leader_id: int, replicas: list[int], isr: list[int], leader_epoch: int,
                  log_end_offset: int, high_watermark: int, now_ms: int,
-                 min_insync_replicas: Callable[[], int] = lambda: 1):
+                 min_insync_replicas: Callable[[], int] = lambda: 1,
+                 replica_lag_time_max_ms: int = 10_000,
+                 eligible: Callable[[int, int], bool] = _always_eligible):
+        """``eligible(broker, broker_epoch)``: whether that follower may join the ISR now (its
+        broker unfenced, not shutting down, registered with that epoch; -1: not told)."""
         _check_isr(leader_id, replicas, isr)
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.eligible = eligible
+        self._now_ms = now_ms
         self.min_insync_replicas = min_insync_replicas   # the topic's, read when the HW may move
         if not 0 <= high_watermark <= log_end_offset:
             raise ValueError(f"high watermark {high_watermark} must lie in [0, log end {log_end_offset}]")
@@ -93,7 +112,7 @@ class LeaderState:
         self._hw = high_watermark
         self._isr = tuple(isr)
         self._pending: tuple[int, ...] | None = None
-        self._followers = {r: _Follower(last_caught_up_ms=now_ms if r in isr else 0)
+        self._followers = {r: _Follower(last_caught_up_ms=now_ms if r in isr else 0, caught_up_once=r in isr)
                            for r in replicas if r != leader_id}
         self._update_hw()
 
@@ -145,12 +164,17 @@ class LeaderState:
         return low
 
     # ------------------------------------------------------------------------------- events
-    def on_leader_append(self, log_end_offset: int) -> bool:
+    def on_leader_append(self, log_end_offset: int, now_ms: int | None = None) -> bool:
         """The leader's log grew to ``log_end_offset``; True when the HW moved."""
         if log_end_offset < self._leo:
             raise ValueError(f"a leader's log never shrinks: log end {log_end_offset} < {self._leo}")
         self._leo = log_end_offset
-        return self._update_hw()
+        return self._update_hw(now_ms)
+
+    def update_high_watermark(self, now_ms: int) -> bool:
+        """Re-evaluate the HW as of ``now_ms`` (an out-of-ISR follower that stopped fetching no
+        longer holds it once ``replica.lag.time.max.ms`` passed); True when it moved."""
+        return self._update_hw(now_ms)
 
     def on_follower_fetch(self, follower_id: int, fetch_offset: int, now_ms: int,
                           broker_epoch: int = UNKNOWN_BROKER_EPOCH,
@@ -173,15 +197,18 @@ class LeaderState:
                 f"{f.broker_epoch}; the broker restarted since")
         if fetch_offset >= self._leo:
             f.last_caught_up_ms = max(f.last_caught_up_ms, now_ms)
+            f.caught_up_once = True
         elif fetch_offset >= f.last_fetch_leader_leo:
             f.last_caught_up_ms = max(f.last_caught_up_ms, f.last_fetch_ms)
+            # a previous fetch this epoch makes that a real time (before it: "never", as Kafka's 0)
+            f.caught_up_once = f.caught_up_once or f.last_fetch_leader_leo != UNKNOWN_OFFSET
         f.log_end_offset = fetch_offset
         f.log_start_offset = log_start_offset  # Kafka's Replica.updateFetchStateOrThrow: as reported
         f.last_fetch_leader_leo = self._leo
         f.last_fetch_ms = now_ms
         if broker_epoch != UNKNOWN_BROKER_EPOCH:
             f.broker_epoch = broker_epoch
-        return self._update_hw()
+        return self._update_hw(now_ms)
 
     # ------------------------------------------------------------------------------- ISR
     def shrink_candidates(self, now_ms: int, replica_lag_time_max_ms: int) -> list[int]:
@@ -194,11 +221,13 @@ class LeaderState:
                 and now_ms - self._followers[r].last_caught_up_ms > replica_lag_time_max_ms]
 
     def expand_candidate(self, follower_id: int) -> bool:
-        """True when the out-of-ISR ``follower_id`` may join: LEO >= HW and >= this epoch's start."""
+        """True when the out-of-ISR ``follower_id`` may join: LEO >= HW and >= this epoch's start,
+        and it is eligible."""
         f = self._follower(follower_id)
         return (self._pending is None and follower_id not in self._isr
                 and f.log_end_offset >= self._hw
-                and f.log_end_offset >= self.leader_epoch_start_offset)
+                and f.log_end_offset >= self.leader_epoch_start_offset
+                and self.eligible(follower_id, f.broker_epoch))
 
     def propose_isr(self, isr: list[int]) -> list[tuple[int, int]]:
         """Mark an ISR change as sent to the controller; returns ``(broker, broker epoch)`` per member.
@@ -212,18 +241,18 @@ class LeaderState:
         return [(r, UNKNOWN_BROKER_EPOCH if r == self.leader_id else self._followers[r].broker_epoch)
                 for r in isr]
 
-    def abort_isr_change(self) -> bool:
+    def abort_isr_change(self, now_ms: int | None = None) -> bool:
         """The controller refused the change in flight; True when the HW moved (it no longer waits
         for a replica that was joining)."""
         self._pending = None
-        return self._update_hw()
+        return self._update_hw(now_ms)
 
-    def set_isr(self, isr: list[int]) -> bool:
+    def set_isr(self, isr: list[int], now_ms: int | None = None) -> bool:
         """Apply the ISR the controller committed (ends any change in flight); True when the HW moved."""
         _check_isr(self.leader_id, self.replicas, isr)
         self._isr = tuple(isr)
         self._pending = None
-        return self._update_hw()
+        return self._update_hw(now_ms)
 
     # ------------------------------------------------------------------------------- acks
     def check_min_isr(self, min_insync_replicas: int) -> None:
@@ -263,13 +292,24 @@ class LeaderState:
         """``min.insync.replicas`` capped at the replication factor (Kafka's effectiveMinIsr)."""
         return min(self.min_insync_replicas(), len(self.replicas))
 
-    def _update_hw(self) -> bool:
+    def _joining_soon(self, follower_id: int, f: _Follower) -> bool:
+        """An out-of-ISR follower the HW waits for: caught up (Kafka's ``isCaughtUp``, counting
+        only a follower that fetched this epoch) and eligible to join."""
+        return (f.log_end_offset != UNKNOWN_OFFSET and f.caught_up_once
+                and (f.log_end_offset == self._leo
+                     or self._now_ms - f.last_caught_up_ms <= self.replica_lag_time_max_ms)
+                and self.eligible(follower_id, f.broker_epoch))
+
+    def _update_hw(self, now_ms: int | None = None) -> bool:
+        if now_ms is not None:
+            self._now_ms = max(self._now_ms, now_ms)
         if len(self._isr) < self.effective_min_isr:
             return False   # KAFKA-15583: under min ISR nothing more becomes visible (acks=1 included)
         candidate = self._leo
-        for r in self.maximal_isr:
-            if r != self.leader_id:
-                candidate = min(candidate, self._followers[r].log_end_offset)
+        maximal = self.maximal_isr
+        for r, f in self._followers.items():
+            if f.log_end_offset < candidate and (r in maximal or self._joining_soon(r, f)):
+                candidate = f.log_end_offset
         if candidate > self._hw:
             self._hw = candidate
             return True

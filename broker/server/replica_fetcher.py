@@ -135,12 +135,14 @@ class ReplicaFetcher:
                 offset = truncation_offset(p.epochs, leo, ask, high_watermark=p.high_watermark)
             except (UnknownLeaderEpochError,) + _WAIT_FOR_METADATA:
                 continue  # the leader is not ready yet, or metadata moved on: ask again later
+            if not p.truncate_to(offset, leader_epoch):
+                continue  # the epoch changed while we asked: the answer is stale, ask again
             if offset < leo:
-                log.info("%s-%d: truncating from %d to %d after the leader epoch check",
+                log.info("%s-%d: truncated from %d to %d after the leader epoch check",
                          p.topic, p.index, leo, offset)
-            p.truncate_to(offset)
-            with self._lock:
-                self._needs_truncation.discard(id(p))
+            with self._lock:   # add() re-flags it after a later epoch change, under this lock
+                if p.follower_state()[0] == leader_epoch:
+                    self._needs_truncation.discard(id(p))
 
     def _fetch(self, address: str, partitions: list[Partition]) -> None:
         if not partitions:
@@ -152,8 +154,10 @@ class ReplicaFetcher:
                                   replica_epoch=self.m.broker_epoch() or 0)
         by_topic: dict[str, pb.FetchTopic] = {}
         index: dict[tuple[str, int], Partition] = {}
+        fetched: dict[tuple[str, int], tuple[int, int]] = {}  # (leader epoch, fetch offset) asked with
         for p in partitions:
             leader_epoch, _, leo = p.follower_state()
+            fetched[(p.topic, p.index)] = (leader_epoch, leo)
             topic = by_topic.get(p.topic) or by_topic.setdefault(p.topic, request.topics.add(name=p.topic))
             # Our log start tells the leader when a DeleteRecords is safe to acknowledge
             # (Kafka's FetchRequest.PartitionData.logStartOffset).
@@ -175,14 +179,16 @@ class ReplicaFetcher:
                     if pr.error_code == OffsetOutOfRangeError.code and pr.log_start_offset > p.follower_state()[2]:
                         log.info("%s-%d: the leader's log starts at %d, past this replica's end; restarting there",
                                  p.topic, p.index, pr.log_start_offset)
-                        p.truncate_fully_and_start_at(pr.log_start_offset)
+                        p.truncate_fully_and_start_at(pr.log_start_offset, fetched[(tr.name, pr.partition)])
                         continue
                     self._on_error(p, error_for_code(pr.error_code)(pr.error_message))
                     continue
                 if pr.records:
                     self._to_end(p)
                 try:
-                    p.append_as_follower(pr.records, pr.high_watermark, pr.log_start_offset)
+                    # dropped if the leader changed or the log was cut while the fetch was out
+                    p.append_as_follower(pr.records, pr.high_watermark, pr.log_start_offset,
+                                         fetched[(tr.name, pr.partition)])
                 except NotLeaderOrFollowerError:
                     self.remove(p)
                 except RiverlogError as e:

@@ -83,6 +83,15 @@ class ReplicaManager:
             return False
         return True
 
+    def _isr_eligible(self, broker: int, broker_epoch: int) -> bool:
+        """Whether a follower on ``broker``, fetching with ``broker_epoch`` (-1: not told), may join
+        an ISR (Kafka's ``Partition.isReplicaIsrEligible``): registered, unfenced, not shutting
+        down, and fetching from its current registration. Until then a leader neither proposes it
+        nor holds its high watermark for it."""
+        reg = self.image.brokers.get(broker)
+        return (reg is not None and not reg.fenced and not reg.shutting_down
+                and (broker_epoch < 0 or reg.broker_epoch == broker_epoch))
+
     def topic_config(self, topic: TopicImage) -> Config:
         return TOPIC_CONFIG.parse(topic.configs, defaults=self.topic_defaults)
 
@@ -152,6 +161,8 @@ class ReplicaManager:
         log_ = self.logs.open_log(topic.name, index, topic.topic_id, config)
         partition = Partition(topic.name, index, topic.topic_id, log_, self.notifier, self.node_id, self.clock)
         partition.on_isr_candidate = self.on_isr_candidate
+        partition.replica_lag_time_max_ms = self.config["replica.lag.time.max.ms"]
+        partition.replica_eligible = self._isr_eligible
         with self.lock:
             self.partitions[(topic.name, index)] = partition
         return partition

@@ -16,7 +16,7 @@ LAG = 100
 
 
 def leader(isr=(1, 2, 3), leo=10, hw=5, now=0, epoch=3) -> LeaderState:
-    return LeaderState(1, [1, 2, 3], list(isr), epoch, leo, hw, now)
+    return LeaderState(1, [1, 2, 3], list(isr), epoch, leo, hw, now, replica_lag_time_max_ms=LAG)
 
 
 # ----------------------------------------------------------------------------------- construction
@@ -187,8 +187,12 @@ def test_a_pending_expansion_holds_the_hw_for_the_joining_replica():
     assert not s.expand_candidate(3) and s.shrink_candidates(10_000, LAG) == []
     with pytest.raises(ValueError):
         s.propose_isr([1, 2])                 # one change in flight at a time
-    assert s.abort_isr_change()               # refused: the HW stops waiting for 3
-    assert s.maximal_isr == (1, 2) and s.high_watermark == 20
+    # refused: 3 leaves the maximal ISR, but caught up (at 1) and eligible it still holds the HW
+    # (Kafka's maybeIncrementLeaderHW), until it lags replica.lag.time.max.ms
+    assert not s.abort_isr_change(now_ms=2)
+    assert s.maximal_isr == (1, 2) and s.high_watermark == 10
+    assert not s.update_high_watermark(now_ms=1 + LAG)
+    assert s.update_high_watermark(now_ms=2 + LAG) and s.high_watermark == 20
 
 
 def test_a_pending_shrink_keeps_the_hw_over_the_larger_isr():
@@ -244,26 +248,29 @@ events = st.lists(st.one_of(
     st.tuples(st.just("isr"), st.sets(st.sampled_from([2, 3, 4]))),
     st.tuples(st.just("propose"), st.sets(st.sampled_from([2, 3, 4]))),
     st.tuples(st.just("abort")),
+    st.tuples(st.just("tick"), st.integers(0, 2 * LAG)),
 ), max_size=60)
 
 
 @settings(max_examples=300, deadline=None, database=None)
-@given(events, st.sets(st.sampled_from([2, 3, 4])), st.integers(0, 10))
-def test_state_matches_a_replay_of_kafkas_rules(evs, initial_followers, initial_hw):
+@given(events, st.sets(st.sampled_from([2, 3, 4])), st.integers(0, 10), st.sets(st.sampled_from([2, 3, 4])))
+def test_state_matches_a_replay_of_kafkas_rules(evs, initial_followers, initial_hw, ineligible):
     """Replays the same events into plain records and recomputes HW and caught-up times."""
     replicas = [1, 2, 3, 4]
     isr = [1] + sorted(initial_followers)
     leo, now = 10, 1000
-    s = LeaderState(1, replicas, isr, 5, leo, initial_hw, now)
+    s = LeaderState(1, replicas, isr, 5, leo, initial_hw, now, replica_lag_time_max_ms=LAG,
+                    eligible=lambda broker, _epoch: broker not in ineligible)
     fetches: dict[int, list[tuple[int, int, int]]] = {r: [] for r in (2, 3, 4)}  # (offset, t, leader leo)
     committed, pending = list(isr), None
     hw = initial_hw if len(isr) > 1 else leo
     for ev in evs:
         now += 7
         kind = ev[0]
+        moves_hw = kind != "propose"   # a proposal only widens the maximal ISR: the HW stays
         if kind == "append":
             leo += ev[1]
-            s.on_leader_append(leo)
+            s.on_leader_append(leo, now)
         elif kind == "fetch":
             follower, back = ev[1], ev[2]
             offset = max(0, leo - back)
@@ -271,16 +278,25 @@ def test_state_matches_a_replay_of_kafkas_rules(evs, initial_followers, initial_
             fetches[follower].append((offset, now, leo))
         elif kind == "isr":
             committed, pending = [1] + sorted(ev[1]), None
-            s.set_isr(committed)
+            s.set_isr(committed, now)
         elif kind == "propose" and pending is None:
             pending = [1] + sorted(ev[1])
             s.propose_isr(pending)
         elif kind == "abort":
             pending = None
-            s.abort_isr_change()
+            s.abort_isr_change(now)
+        elif kind == "tick":
+            now += ev[1]
+            s.update_high_watermark(now)
         maximal = set(committed) | (set(pending) - set(committed) if pending else set())
         known = [leo] + [fetches[r][-1][0] if fetches[r] else -1 for r in maximal if r != 1]
-        hw = max(hw, min(known))
+        for r in set(fetches) - maximal:   # caught up and eligible: about to join, the HW waits
+            caught = _caught_up(fetches[r], 1000 if r in isr else 0)
+            if fetches[r] and caught and r not in ineligible \
+                    and (fetches[r][-1][0] == leo or now - caught <= LAG):
+                known.append(fetches[r][-1][0])
+        if moves_hw:
+            hw = max(hw, min(known))
         assert s.high_watermark == hw
         assert set(s.maximal_isr) == maximal
         for r in (2, 3, 4):
