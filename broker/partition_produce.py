@@ -60,12 +60,7 @@ class PartitionProduce:
         with self.lock:
             self._check_leader()
             if acks == -1:
-                required = self.log.config["min.insync.replicas"] if min_insync_replicas is None else min_insync_replicas
-                required = min(required, len(self.replicas))   # Kafka's effectiveMinIsr
-                if len(self.isr) < required:
-                    raise NotEnoughReplicasError(
-                        f"{self.topic}-{self.index} has {len(self.isr)} in-sync replica(s) {self.isr}; "
-                        f"acks=all needs min.insync.replicas={required}")
+                self._check_min_isr(min_insync_replicas)
             resent = self._check_producers(headers)
             if resent is not None:
                 return AppendInfo(resent.first_offset, resent.last_offset, -1,
@@ -174,6 +169,16 @@ class PartitionProduce:
             pos += h.size
 
     # ------------------------------------------------------------------------------ leader: acks=all
+    def _check_min_isr(self, min_insync_replicas: int | None = None) -> None:
+        """Before an acks=all append (the lock held): refuse it while the ISR is smaller than
+        ``min.insync.replicas`` capped at the replication factor (Kafka's effectiveMinIsr)."""
+        required = self.log.config["min.insync.replicas"] if min_insync_replicas is None else min_insync_replicas
+        required = min(required, len(self.replicas))
+        if len(self.isr) < required:
+            raise NotEnoughReplicasError(
+                f"{self.topic}-{self.index} has {len(self.isr)} in-sync replica(s) {self.isr}; "
+                f"acks=all needs min.insync.replicas={required}")
+
     def wait_for_replication(self, info: AppendInfo, timeout: float) -> None:
         """Block an acks=all produce until every ISR member holds its batch (the HW passed it)."""
         self.wait_for_high_watermark(info.last_offset + 1, timeout)
@@ -225,11 +230,14 @@ class PartitionProduce:
         coordinator of ``coordinator_epoch`` (its ``__transaction_state`` partition's leader epoch).
         Refused with ``InvalidProducerEpoch`` from an older producer epoch and with
         ``TransactionCoordinatorFenced`` from an older coordinator epoch than the producer's last
-        marker here (Kafka's ``ProducerAppendInfo.appendEndTxnMarker``)."""
+        marker here (Kafka's ``ProducerAppendInfo.appendEndTxnMarker``). A marker is an acks=all
+        write: refused with ``NotEnoughReplicas`` before it is appended while the ISR is below
+        ``min.insync.replicas``, so the coordinator's retries add no marker each."""
         data = marker_batch(producer_id, producer_epoch, commit, coordinator_epoch, self.clock.time_ms())
         headers = validate_batches(data, max_batch_bytes=1 << 20)
         with self.lock:
             self._check_leader()
+            self._check_min_isr()
             self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch, self.log.log_end_offset,
                                         f"{self.topic}-{self.index}")
             active = self.log.active.base_offset

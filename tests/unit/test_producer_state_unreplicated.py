@@ -147,3 +147,19 @@ def test_a_single_replica_restart_rebuilt_from_the_log_exposes_the_committed_tra
     reopened.make_leader(1, 1, [0], [0])
     assert reopened.stable_offsets() == (4, 4)
     assert len(_committed_read(reopened)) > 0
+
+
+def test_a_marker_is_refused_before_it_is_appended_while_the_isr_is_below_min_insync_replicas(tmp_path):
+    """Kafka's markers are acks=all appends: NOT_ENOUGH_REPLICAS before the append, so the
+    coordinator's retries (every 100 ms until the partition recovers) add no marker each."""
+    from broker.errors import NotEnoughReplicasError
+    clock = ManualClock()
+    log = Log.open(str(tmp_path), TOPIC_CONFIG.parse({"min.insync.replicas": "2"}), clock)
+    partition = Partition("t", 0, "id", log, AppendNotifier(), clock=clock)
+    partition.make_leader(0, 0, [0, 1], [0])                  # the follower is out of the ISR
+    partition.append_records(_txn_batch(), acks=1)
+    end = partition.log.log_end_offset
+    for _ in range(3):
+        with pytest.raises(NotEnoughReplicasError, match="min.insync.replicas=2"):
+            partition.write_marker(PID, 0, True, 0)
+    assert partition.log.log_end_offset == end and partition.producers.open_transactions()
