@@ -6,7 +6,7 @@ A Debezium user's config carries over (``database.*``, ``topic.prefix``, ``table
 each key is handed to ``format("postgres-cdc")`` under the same name and checked there
 (:class:`spark_source.postgres.options.CdcOptions`), so the connector and the plain Spark source
 accept exactly the same values. A Debezium key this connector does not implement
-(``column.exclude.list``, ``schema.include.list``, ``message.key.columns``, ``database.sslmode``,
+(``column.truncate.to.*``, ``column.mask.hash.*``, ``heartbeat.topics.prefix``, ``database.sslmode``,
 …) is refused per field at POST/validate, as the Spark source refuses an unknown option: ignored,
 it would change what reaches the topics (a column meant to be left out published) without a word.
 Connect's own keys (converters, transforms, predicates, ``errors.*``, client overrides, topic
@@ -48,7 +48,7 @@ from broker.errors import InvalidConfigError
 from connect.config_def import ConfigDef, ConfigKey, ConfigValue, Importance, Invalid, Type, Width
 from connect.connector import SourceConnector, register_connector
 from connect.errors import ConfigError
-from spark_source.postgres import snapshot_overrides
+from spark_source.postgres import column_lists, snapshot_overrides
 
 JSON_CONVERTERS = ("org.apache.kafka.connect.json.JsonConverter", "JsonConverter")
 CONNECTION, CAPTURE, EVENTS = "Connection", "Capture", "Events"
@@ -65,6 +65,12 @@ _KEYS: tuple[tuple[str, str, Any, str, str], ...] = (
      "Topics are <topic.prefix>.<schema>.<table>; also the source partition's server (default: the database)."),
     ("table.include.list", Type.STRING, None, CAPTURE, "Regexes of schema.table to capture (default: all)."),
     ("table.exclude.list", Type.STRING, None, CAPTURE, "Regexes of schema.table to leave out."),
+    ("schema.include.list", Type.STRING, None, CAPTURE, "Regexes of schemas to capture (default: all)."),
+    ("schema.exclude.list", Type.STRING, None, CAPTURE, "Regexes of schemas to leave out."),
+    ("column.include.list", Type.STRING, None, EVENTS, "Regexes of schema.table.column the events carry."),
+    ("column.exclude.list", Type.STRING, None, EVENTS, "Regexes of schema.table.column left out of the events."),
+    ("message.key.columns", Type.STRING, None, EVENTS,
+     "<schema>.<table regex>:<column>,... entries separated by ';': the record key's columns."),
     ("plugin.name", Type.STRING, "pgoutput", CAPTURE, "Logical decoding plugin; only pgoutput is supported."),
     ("slot.name", Type.STRING, "riverlog", CAPTURE, "The logical replication slot."),
     ("slot.drop.on.stop", Type.BOOLEAN, False, CAPTURE, "Drop the slot when the connector stops."),
@@ -76,6 +82,7 @@ _KEYS: tuple[tuple[str, str, Any, str, str], ...] = (
      "schema.table names whose snapshot reads snapshot.select.statement.overrides.<schema>.<table>, a SELECT."),
     ("max.batch.size", Type.INT, None, CAPTURE, "Changes per batch, whole transactions (default: unlimited)."),
     ("heartbeat.interval.ms", Type.INT, 10_000, CAPTURE, "Heartbeat messages keep an idle slot moving; 0 = off."),
+    ("heartbeat.action.query", Type.STRING, None, CAPTURE, "SQL run on the database at each heartbeat."),
     ("decimal.handling.mode", Type.STRING, "precise", EVENTS, "precise, double or string."),
     ("time.precision.mode", Type.STRING, "adaptive", EVENTS, "adaptive, adaptive_time_microseconds or connect."),
     ("binary.handling.mode", Type.STRING, "bytes", EVENTS, "bytes, base64, base64-url-safe or hex."),
@@ -96,14 +103,15 @@ _KEYS: tuple[tuple[str, str, Any, str, str], ...] = (
      "Leave out an update whose before image (REPLICA IDENTITY FULL) equals its after image."),
 )
 _RENAMED = {"max.batch.size": "maxChangesPerTrigger"}
+_EXCLUSIVE = (("table.include.list", "table.exclude.list"), ("schema.include.list", "schema.exclude.list"), ("column.include.list", "column.exclude.list"),
+              ("message.prefix.include.list", "message.prefix.exclude.list"))
 _NOT_FORWARDED = {"plugin.name"}
 
 # Debezium's PostgreSQL connector keys (2.7: PostgresConnectorConfig, RelationalDatabaseConnectorConfig,
 # CommonConnectorConfig, the topic naming strategy, heartbeats) that this connector does not implement.
 _UNSUPPORTED = frozenset({
-    "schema.include.list", "schema.exclude.list", "database.include.list", "database.exclude.list",
-    "column.include.list", "column.exclude.list", "column.propagate.source.type", "datatype.propagate.source.type",
-    "message.key.columns", "table.ignore.builtin", "include.schema.changes", "include.schema.comments",
+    "database.include.list", "database.exclude.list",
+    "column.propagate.source.type", "datatype.propagate.source.type", "table.ignore.builtin", "include.schema.changes", "include.schema.comments",
     "include.unknown.datatypes", "schema.name.adjustment.mode",
     "field.name.adjustment.mode", "schema.refresh.mode", "replica.identity.autoset.values",
     "slot.stream.params", "slot.max.retries", "slot.retry.delay.ms", "status.update.interval.ms",
@@ -111,7 +119,7 @@ _UNSUPPORTED = frozenset({
     "snapshot.include.collection.list", "snapshot.lock.timeout.ms", "snapshot.locking.mode",
     "snapshot.locking.mode.custom.name", "snapshot.query.mode", "snapshot.query.mode.custom.name",
     "snapshot.delay.ms", "snapshot.max.threads", "snapshot.tables.order.by.row.count", "streaming.delay.ms",
-    "heartbeat.action.query", "heartbeat.topics.prefix", "topic.heartbeat.prefix", "topic.delimiter",
+    "heartbeat.topics.prefix", "topic.heartbeat.prefix", "topic.delimiter",
     "topic.naming.strategy", "topic.cache.size", "converters", "post.processors", "sourceinfo.struct.maker",
     "transaction.metadata.factory", "event.processing.failure.handling.mode",
     "event.converting.failure.handling.mode", "custom.metric.tags", "max.queue.size", "max.queue.size.in.bytes",
@@ -124,7 +132,8 @@ _UNSUPPORTED = frozenset({
     # its pre-2.0 field-name sanitising (schema.name.adjustment.mode's ancestor)
     "errors.max.retries", "sanitize.field.names",
 })
-# Families of Debezium keys with a name inside (column.mask.with.12.chars, …).
+# Families of Debezium keys with a name inside (column.truncate.to.12.chars, …; column.mask.with.N.chars
+# is taken).
 _UNSUPPORTED_FAMILIES = re.compile(
     r"column\.(mask|truncate)\..+|snapshot\.mode\..+|signal\..+"
     r"|notification\..+|incremental\.snapshot\..+|driver\..+")
@@ -142,7 +151,8 @@ _CONNECT_OWN = re.compile(r"topic\.creation\..*")
 
 def unsupported(key: str) -> str | None:
     """Why a config key is refused (None: the connector or the worker takes it)."""
-    if key in _SUPPORTED or _CONNECT_OWN.fullmatch(key) or snapshot_overrides.is_statement_key(key):
+    if (key in _SUPPORTED or _CONNECT_OWN.fullmatch(key) or snapshot_overrides.is_statement_key(key)
+            or column_lists.MASK_OPTION.fullmatch(key)):
         return None
     if key in _SPARK_ONLY:
         return f"{key} is an option of format(\"postgres-cdc\"), not of this connector: {_SPARK_ONLY[key]}"
@@ -163,6 +173,15 @@ class _PostgresConfigDef(ConfigDef):
             why = unsupported(name)
             if why is not None:
                 values[name] = ConfigValue(name, raw, [], [why])
+            elif column_lists.MASK_OPTION.fullmatch(name):
+                try:
+                    _checked_by_source(name, Type.STRING)(name, raw)
+                except Invalid as e:
+                    values[name] = ConfigValue(name, raw, [], [str(e)])
+        for include, exclude in _EXCLUSIVE:   # Debezium's validateColumnExcludeList and the like
+            if props.get(include) not in (None, "") and props.get(exclude) not in (None, ""):
+                values[exclude] = ConfigValue(exclude, props[exclude], [],
+                                              [f"{include} and {exclude} cannot both be set"])
         try:   # the table list and its statements are checked together
             snapshot_overrides.parse({str(k).lower(): v for k, v in props.items()})
         except InvalidConfigError as e:
@@ -270,7 +289,8 @@ class PostgresCdcSource(SourceConnector):
         for key, value in self.config.originals.items():
             if key in known and value is not None and str(value) != "":
                 out[_RENAMED.get(key, key)] = str(value).lower() if isinstance(value, bool) else str(value)
-            elif snapshot_overrides.is_statement_key(key) and value is not None:
+            elif (snapshot_overrides.is_statement_key(key) or column_lists.MASK_OPTION.fullmatch(key)) \
+                    and value is not None:
                 out[key] = str(value)
         key_se, value_se = (_schemas_enable(self.config.originals, w) for w in ("key", "value"))
         out["schemas.enable"] = "true" if key_se or value_se else "false"

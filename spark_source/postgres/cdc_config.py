@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_source.postgres import logical_messages
+from spark_source.postgres.column_lists import ColumnLists
 from spark_source.postgres.type_modes import PLACEHOLDER, CdcConfigError, TypeModes, placeholder_bytes
 
 VERSION = "riverlog-0.1.0"
@@ -65,6 +66,7 @@ class CdcConfig:
     message_prefix_include_list: tuple = ()
     message_prefix_exclude_list: tuple = ()
     skip_messages_without_change: bool = False
+    columns: ColumnLists = ColumnLists()
 
     @classmethod
     def from_options(cls, options: dict) -> "CdcConfig":
@@ -75,7 +77,8 @@ class CdcConfig:
         none; default t), ``schemas.enable`` (JsonConverter's, for key and value),
         the modes trimmed and in any case, ``topic.prefix`` of Kafka's topic characters only,
         ``message.prefix.include.list`` / ``message.prefix.exclude.list`` (regular expressions),
-        ``skip.messages.without.change`` (false)."""
+        ``skip.messages.without.change`` (false), ``column.include.list`` / ``column.exclude.list``
+        and ``message.key.columns`` (:mod:`column_lists`)."""
         get = options.get
         prefix = get("topic.prefix")
         if not prefix:
@@ -107,4 +110,5 @@ class CdcConfig:
                    _bool("schemas.enable", get("schemas.enable", True)),
                    message_prefix_include_list=include, message_prefix_exclude_list=exclude,
                    skip_messages_without_change=_bool("skip.messages.without.change",
-                                                      get("skip.messages.without.change", False)))
+                                                      get("skip.messages.without.change", False)),
+                   columns=ColumnLists.from_options(get, tuple(options)))

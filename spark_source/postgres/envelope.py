@@ -14,6 +14,8 @@ DEFAULT that kept its key, the key alone (other NOT NULL columns at their type's
 Debezium's converters fill a required field) for a delete, the whole row under FULL. A table
 without a primary key (captured under REPLICA IDENTITY FULL) has no key: its records' key is null
 and its columns keep their own optionality, as Debezium's ``TableSchemaBuilder`` gives them.
+``message.key.columns`` replaces the key, ``column.include.list`` / ``column.exclude.list`` thin
+``before`` and ``after`` (the key is taken from the whole row): :mod:`column_lists`.
 
 Every record carries ``riverlog.cdc.commit_lsn`` (the transaction's commit end LSN; for snapshot
 rows the slot's consistent point) and ``riverlog.cdc.order`` (its 0-based position among the
@@ -33,7 +35,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from broker.errors import RiverlogError
 from spark_source.postgres import debezium_schemas as D
-from spark_source.postgres import logical_messages
+from spark_source.postgres import column_lists, logical_messages
 from spark_source.postgres.cdc_config import VERSION, CdcConfig  # noqa: F401  (re-exported)
 from spark_source.postgres.debezium_schemas import topic_name  # noqa: F401  (re-exported)
 from spark_source.postgres.pgoutput import UNCHANGED_TOAST, Relation
@@ -76,6 +78,9 @@ class TableSchema:
     value_schema: dict
     fallbacks: tuple = ()
     hint: tuple = ()        # (catalog key, NOT NULL columns) the schemas were built with
+    optional: tuple = ()    # per column of the Relation: whether its field is optional
+    value_columns: Optional[tuple] = None   # the columns before/after carry (column.*.list); None: all
+    masks: dict = field(default_factory=dict)   # column -> its mask text (column.mask.with.N.chars)
 
     @property
     def data_collection(self) -> str:
@@ -135,15 +140,22 @@ class EnvelopeBuilder:
         # retainAll drops a key read from a catalog that is ahead of the message.
         key_columns = tuple(k for k in primary_key if k in names)
         cfg = self.config
+        optional = tuple(n in nullable_key or (n not in not_null and n not in key_columns) for n in names)
+        is_optional = dict(zip(names, optional))
+        # message.key.columns replaces the key; column lists choose the value's fields (column_lists.py).
+        record_key = cfg.columns.message_key(relation.namespace, relation.name, names) or key_columns
+        kept = cfg.columns.value_columns(relation.namespace, relation.name, names)
         types = tuple(column_type(c.type_oid, c.type_modifier, cfg.modes, cfg.unavailable_value_placeholder,
                                   self.types) for c in relation.columns)
         by_name = dict(zip(names, types))
         base = (cfg.topic_prefix, relation.namespace, relation.name)
-        key_schema = {"type": "struct", "fields": [by_name[k].schema(k, k in nullable_key) for k in key_columns],
-                      "optional": False, "name": D.schema_name(*base, "Key")} if key_columns else None
-        fields = [t.schema(n, n in nullable_key or (n not in not_null and n not in key_columns))
-                  for n, t in zip(names, types)]
-        row = {"type": "struct", "fields": fields, "optional": True, "name": D.schema_name(*base, "Value")}
+        key_schema = {"type": "struct", "fields": [by_name[k].schema(k, is_optional[k]) for k in record_key],
+                      "optional": False, "name": D.schema_name(*base, "Key")} if record_key else None
+        fields = [t.schema(n, opt) for n, t, opt in zip(names, types, optional)]
+        root = (lambda c: self.types.root(c.type_oid, c.type_modifier)[0]) if self.types else (lambda c: c.type_oid)
+        shown, masks = column_lists.masked(cfg.columns, *base[1:], relation.columns, fields, root)
+        row = {"type": "struct", "fields": [f for f, n in zip(shown, names) if n in kept], "optional": True,
+               "name": D.schema_name(*base, "Value")}
         value_schema = {"type": "struct", "fields": [
             {**row, "field": "before"}, {**row, "field": "after"}, D.source_schema(),
             {"type": "string", "optional": False, "field": "op"},
@@ -154,26 +166,34 @@ class EnvelopeBuilder:
             "version": D.ENVELOPE_VERSION}
         fallbacks = tuple(None if f["optional"] else t.fallback if t.fallback is not None else D.fallback(f)
                           for f, t in zip(fields, types))
-        return TableSchema(relation, D.topic_name(*base), key_columns, types, key_schema, row, value_schema,
-                           fallbacks, hint)
+        return TableSchema(relation, D.topic_name(*base), record_key, types, key_schema, row, value_schema,
+                           fallbacks, hint, optional, None if len(kept) == len(names) and not masks else kept,
+                           masks)
 
     # -- values ---------------------------------------------------------------------------------
     def _row(self, table: TableSchema, values: Optional[tuple]) -> Optional[dict]:
         if values is None:
             return None
         row = {}
-        for column, ctype, raw, fallback, schema in zip(table.relation.columns, table.types, values, table.fallbacks,
-                                                        table.row_schema["fields"]):
+        for column, ctype, raw, fallback, optional in zip(table.relation.columns, table.types, values,
+                                                          table.fallbacks, table.optional):
             if raw is None:
                 row[column.name] = fallback    # an old key-only tuple: Debezium's fallback for a required field
             elif raw is UNCHANGED_TOAST:
                 row[column.name] = ctype.placeholder
             else:
                 value = convert_value(ctype, raw, column.name, column.type_oid)
-                if value is None and not schema["optional"]:
+                if value is None and not optional:
                     raise _unrepresentable(table, column.name, raw)
                 row[column.name] = value
         return row
+
+    @staticmethod
+    def _kept(table: TableSchema, row: Optional[dict]) -> Optional[dict]:
+        """``row`` with the columns the column lists keep (the key was taken from the whole row)."""
+        if row is None or table.value_columns is None:
+            return row
+        return {c: table.masks.get(c, row[c]) for c in table.value_columns}
 
     def _key_payload(self, table: TableSchema, row: dict) -> Optional[dict]:
         """The record key's payload; None (a null key) for a table without a primary key."""
@@ -216,7 +236,7 @@ class EnvelopeBuilder:
         source = self._source(table, self.now_us() if ts_us is None else ts_us, snapshot, xid, consistent_lsn)
         key_payload = self._key_payload(table, after)
         key = None if key_payload is None else self._json(table.key_schema, key_payload)
-        return CdcRecord(table.topic, key, self._envelope(table, "r", None, after, source, None),
+        return CdcRecord(table.topic, key, self._envelope(table, "r", None, self._kept(table, after), source, None),
                          _headers(consistent_lsn, order), consistent_lsn, order)
 
     def transaction_records(self, txn: Transaction,
@@ -259,17 +279,18 @@ class EnvelopeBuilder:
                     # The old tuple has the value (a key column, or any column under FULL): Debezium's
                     # PostgresChangeRecordEmitter.columnValues takes it from there.
                     new[column.name] = old[column.name]
-        if kind == "update" and old is not None and new == old and self.config.skip_messages_without_change:
+        before, after = self._kept(table, old), self._kept(table, new)
+        if kind == "update" and old is not None and after == before and self.config.skip_messages_without_change:
             # RelationalChangeRecordEmitter.emitUpdateRecord: an update whose old image (REPLICA
             # IDENTITY FULL) equals its new one is not emitted, nor counted in transaction metadata.
             return
         if kind == "insert":
             if "c" not in skipped:
-                emit.value(table, self._key_payload(table, new), "c", None, new, change)
+                emit.value(table, self._key_payload(table, new), "c", None, after, change)
         elif kind == "delete":
             if "d" not in skipped:
                 key = self._key_payload(table, old)
-                emit.value(table, key, "d", old, None, change)
+                emit.value(table, key, "d", before, None, change)
                 if self.config.tombstones_on_delete:
                     emit.tombstone(table, key)
         elif old is not None and self._key_payload(table, old) != self._key_payload(table, new):
@@ -280,13 +301,13 @@ class EnvelopeBuilder:
             old_key_json, new_key_json = self._json(table.key_schema, old_key), self._json(table.key_schema, new_key)
             if "d" not in skipped:
                 newkey = (("__debezium.newkey", new_key_json),)
-                emit.value(table, old_key, "d", old, None, change, newkey)
+                emit.value(table, old_key, "d", before, None, change, newkey)
                 if self.config.tombstones_on_delete:
                     emit.tombstone(table, old_key, newkey)   # the delete's headers, as Debezium copies them
             if "c" not in skipped:
-                emit.value(table, new_key, "c", None, new, change, (("__debezium.oldkey", old_key_json),))
+                emit.value(table, new_key, "c", None, after, change, (("__debezium.oldkey", old_key_json),))
         elif "u" not in skipped:
-            emit.value(table, self._key_payload(table, new), "u", old, new, change)
+            emit.value(table, self._key_payload(table, new), "u", before, after, change)
 
     def transaction_event(self, status: str, txn: Transaction, event_count: Optional[int] = None,
                           data_collections: Optional[list] = None) -> bytes:

@@ -18,6 +18,9 @@ topic.prefix                    the database name         topics are <prefix>.<s
 table.include.list              (all user tables)         comma-separated regexes on schema.table
                                                           (case ignored; ``\\,`` is a comma in one)
 table.exclude.list              (none)                    regexes of tables left out (not with include)
+schema.include.list             (all schemas)             regexes of schema names captured (with the
+                                                          table lists, as Debezium's filters combine)
+schema.exclude.list             (none)                    regexes of schemas left out (not with include)
 publication.name                riverlog_publication      the pgoutput publication
 publication.autocreate.mode     all_tables                all_tables | filtered | disabled
 slot.name                       riverlog                  the logical replication slot
@@ -25,6 +28,7 @@ slot.drop.on.stop               false                     drop the slot when the
 snapshot.mode                   initial                   initial | initial_only | no_data | when_needed
                                                           (Debezium's deprecated never = no_data)
 heartbeat.interval.ms           10000                     0 = off; WAL position kept moving when idle
+heartbeat.action.query          (none)                    SQL run on the database at each heartbeat
 maxChangesPerTrigger            (unlimited)               changes per micro-batch (whole transactions)
 snapshot.fetch.size             10000                     snapshot rows per micro-batch when
                                                           maxChangesPerTrigger is not set
@@ -38,7 +42,8 @@ The envelope's options are Debezium's too and are checked by
 ``time.precision.mode`` (adaptive), ``binary.handling.mode`` (bytes), ``interval.handling.mode``
 (numeric), ``money.fraction.digits`` (2), ``hstore.handling.mode`` (json), ``unavailable.value.placeholder``
 (__debezium_unavailable_value), ``tombstones.on.delete`` (true), ``provide.transaction.metadata``
-(false), ``topic.transaction`` (transaction), ``skipped.operations`` (t), ``schemas.enable`` (true).
+(false), ``topic.transaction`` (transaction), ``skipped.operations`` (t), ``schemas.enable`` (true),
+``column.include.list`` / ``column.exclude.list`` and ``message.key.columns`` (column_lists.py).
 """
 from __future__ import annotations
 
@@ -46,7 +51,7 @@ import re
 from dataclasses import dataclass
 
 from broker.errors import InvalidConfigError
-from spark_source.postgres import regex_lists, snapshot_overrides
+from spark_source.postgres import column_lists, regex_lists, snapshot_overrides
 from spark_source.postgres.envelope import CdcConfig
 from spark_source.postgres.type_modes import CdcConfigError
 
@@ -55,15 +60,17 @@ ENVELOPE_OPTIONS = ("decimal.handling.mode", "time.precision.mode", "binary.hand
                     "unavailable.value.placeholder",
                     "tombstones.on.delete", "provide.transaction.metadata", "topic.transaction",
                     "skipped.operations", "schemas.enable", "message.prefix.include.list",
-                    "message.prefix.exclude.list", "skip.messages.without.change")
+                    "message.prefix.exclude.list", "skip.messages.without.change", "column.include.list",
+                    "column.exclude.list", "message.key.columns")
 SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed")
 SNAPSHOT_MODE_ALIASES = {"never": "no_data"}
 """Debezium 2.7's deprecated ``never``, which for PostgreSQL (no schema history) is ``no_data``."""
 AUTOCREATE_MODES = ("all_tables", "filtered", "disabled")
 _KNOWN = {"dsn", "database.hostname", "database.port", "database.user", "database.password", "database.dbname",
-          "topic.prefix", "table.include.list", "table.exclude.list", "publication.name",
+          "topic.prefix", "table.include.list", "table.exclude.list", "schema.include.list",
+          "schema.exclude.list", "publication.name",
           "publication.autocreate.mode", "slot.name",
-          "slot.drop.on.stop", "snapshot.mode", "heartbeat.interval.ms", "maxchangespertrigger",
+          "slot.drop.on.stop", "snapshot.mode", "heartbeat.interval.ms", "heartbeat.action.query", "maxchangespertrigger",
           "snapshot.fetch.size", "startingoffsets", "path", snapshot_overrides.OPTION} | set(ENVELOPE_OPTIONS)
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -103,7 +110,7 @@ def _bool(opts: dict, name: str, default: bool) -> bool:
 
 
 def _envelope(opts: dict, prefix: str, dbname: str) -> CdcConfig:
-    given = {k: opts[k] for k in ENVELOPE_OPTIONS if k in opts}
+    given = {k: opts[k] for k in opts if k in ENVELOPE_OPTIONS or column_lists.MASK_OPTION.fullmatch(k)}
     try:
         return CdcConfig.from_options({**given, "topic.prefix": prefix, "database.dbname": dbname})
     except CdcConfigError as e:
@@ -166,12 +173,15 @@ class CdcOptions:
     topic_prefix: str = "postgres"
     table_include: tuple[str, ...] = ()
     table_exclude: tuple[str, ...] = ()
+    schema_include: tuple[str, ...] = ()
+    schema_exclude: tuple[str, ...] = ()
     publication_name: str = "riverlog_publication"
     publication_autocreate: str = "all_tables"
     slot_name: str = "riverlog"
     slot_drop_on_stop: bool = False
     snapshot_mode: str = "initial"
     heartbeat_interval_ms: int = 10_000
+    heartbeat_action_query: str | None = None
     max_changes_per_trigger: int | None = None
     snapshot_fetch_size: int = 10_000
     envelope: CdcConfig | None = None
@@ -181,7 +191,8 @@ class CdcOptions:
     @classmethod
     def parse(cls, options) -> "CdcOptions":
         opts = {str(k).lower(): v for k, v in dict(options or {}).items()}
-        unknown = sorted(k for k in set(opts) - _KNOWN if not snapshot_overrides.is_statement_key(k))
+        unknown = sorted(k for k in set(opts) - _KNOWN if not snapshot_overrides.is_statement_key(k)
+                         and not column_lists.MASK_OPTION.fullmatch(k))
         if unknown:
             raise _bad(unknown[0], "unknown option for format(\"postgres-cdc\"); the options are "
                                    + ", ".join(sorted(_KNOWN - {"path"})).replace("maxchangespertrigger",
@@ -199,17 +210,22 @@ class CdcOptions:
         include, exclude = _patterns(opts, "table.include.list"), _patterns(opts, "table.exclude.list")
         if include and exclude:
             raise _bad("table.exclude.list", "table.include.list and table.exclude.list cannot both be set")
+        schema_include, schema_exclude = _patterns(opts, "schema.include.list"), _patterns(opts, "schema.exclude.list")
+        if schema_include and schema_exclude:
+            raise _bad("schema.exclude.list", "schema.include.list and schema.exclude.list cannot both be set")
         mode = _choice(opts, "publication.autocreate.mode", "all_tables", AUTOCREATE_MODES)
         return cls(
             dsn=dsn, hostname=str(opts.get("database.hostname", "localhost")),
             port=_int(opts, "database.port", 5432, 1), user=str(opts.get("database.user", "postgres")),
             password=opts.get("database.password"), dbname=dbname,
             topic_prefix=str(opts.get("topic.prefix") or dbname), table_include=include, table_exclude=exclude,
+            schema_include=schema_include, schema_exclude=schema_exclude,
             publication_name=_identifier(opts, "publication.name", "riverlog_publication"),
             publication_autocreate=mode, slot_name=_identifier(opts, "slot.name", "riverlog"),
             slot_drop_on_stop=_bool(opts, "slot.drop.on.stop", False),
             snapshot_mode=_choice(opts, "snapshot.mode", "initial", SNAPSHOT_MODES, SNAPSHOT_MODE_ALIASES),
             heartbeat_interval_ms=_int(opts, "heartbeat.interval.ms", 10_000, 0),
+            heartbeat_action_query=str(opts.get("heartbeat.action.query") or "").strip() or None,
             max_changes_per_trigger=_int(opts, "maxChangesPerTrigger", None, 1),
             snapshot_fetch_size=_int(opts, "snapshot.fetch.size", 10_000, 1),
             starting_offset=_starting_offset(opts.get("startingoffsets")),
@@ -227,7 +243,12 @@ class CdcOptions:
 
     def includes(self, schema: str, table: str) -> bool:
         """Debezium's rule: no list means every table; else a regex must match ``schema.table`` whole,
-        ignoring case (an include list), or none may (an exclude list)."""
+        ignoring case (an include list), or none may (an exclude list); the schema lists the same
+        over the schema's name, and a table must pass both (``RelationalTableFilters``)."""
+        if self.schema_exclude and regex_lists.matches(self.schema_exclude, schema):
+            return False
+        if self.schema_include and not regex_lists.matches(self.schema_include, schema):
+            return False
         name = f"{schema}.{table}"
         if self.table_exclude:
             return not regex_lists.matches(self.table_exclude, name)

@@ -23,7 +23,9 @@ Heartbeats: every ``heartbeat.interval.ms`` a non-transactional
 ``pg_logical_emit_message(false, 'riverlog.heartbeat', '')`` is written. It comes back through the
 stream as a position without rows, so an idle database, or one whose writes all go to tables that
 are not captured, still gives the query an offset to commit and the slot a position to confirm:
-``restart_lsn`` moves and PostgreSQL can recycle its WAL.
+``restart_lsn`` moves and PostgreSQL can recycle its WAL. ``heartbeat.action.query`` runs just
+before each, on the same connection, as Debezium's ``DatabaseHeartbeatImpl`` runs it; one that
+fails is logged and the heartbeat goes on.
 """
 from __future__ import annotations
 
@@ -265,11 +267,23 @@ class ReplicationStream:
         self._next_heartbeat = self.clock() + interval / 1000
         self.heartbeat()
 
+    def _action_query(self) -> None:
+        import psycopg2
+        try:
+            with self._sql.cursor() as cur:
+                cur.execute(self.options.heartbeat_action_query)
+        except psycopg2.Error as e:
+            if _connection_broke(e, self._sql):
+                raise
+            log.warning("heartbeat.action.query on slot '%s' failed: %s", self.options.slot_name, str(e).strip())
+
     def heartbeat(self) -> None:
         import psycopg2
         try:
             if self._sql is None:
                 self._sql = connect(self.options)
+            if self.options.heartbeat_action_query:
+                self._action_query()
             emit_heartbeat(self._sql)
         except (psycopg2.Error, PostgresConnectionError) as e:
             log.warning("heartbeat on slot '%s' failed: %s", self.options.slot_name, str(e).strip())
