@@ -160,10 +160,19 @@ class Pipeline:
         # A source connector's records and its offsets in the riverlog sink's streaming write: the
         # committer writes the offsets in the batch's transaction (connect.offset_commit).
         w = w.format("riverlog").option("riverlog.bootstrap.servers", servers).option("sinkId", self.sink_id)
-        for k, v in {**committer, **{f"riverlog.{k}": str(v) for k, v in self.config.producer_overrides.items()}}.items():
+        for k, v in committer.items():
             w = w.option(k, v)
+        w = self._with_producer_settings(w)
         activate_in_thread(frame.sparkSession)   # the worker starts queries from its REST and supervisor threads
         return w.start()
+
+    def _with_producer_settings(self, w):
+        """A write (``riverlog`` sink) with the connector's producer settings: the worker's
+        ``producer.*`` under its ``producer.override.*`` (Kafka's ``baseProducerConfigs``, used for
+        a source's records and a sink's dead-letter queue alike)."""
+        for k, v in self.config.producer_overrides.items():
+            w = w.option(f"riverlog.{k}", str(v))
+        return w
 
     def _committer_options(self) -> dict[str, str] | None:
         """The streaming write's options for a source connector whose offsets its committer can
@@ -229,8 +238,7 @@ class Pipeline:
             w = (out.write.format("riverlog").mode("append")
                  .option("riverlog.bootstrap.servers", c.output_bootstrap_servers)
                  .option("sinkId", self.sink_id).option("batchId", str(batch_id)))
-            for k, v in self.config.producer_overrides.items():
-                w = w.option(f"riverlog.{k}", str(v))
+            w = self._with_producer_settings(w)
             try:
                 w.save()
             except Exception as e:  # noqa: BLE001 - re-raised by _failed
@@ -319,7 +327,7 @@ class Pipeline:
                          .option("sinkId", self.sink_id + "-dlq").option("batchId", str(batch_id)))
                     if end:
                         w = w.option("groupId", group_id(self.config.name)).option("groupOffsets", json.dumps(end))
-                    w.save()
+                    self._with_producer_settings(w).save()   # Kafka's DLQ producer takes them too
                     end = {}
             except Exception as e:  # noqa: BLE001 - re-raised by _failed
                 self._failed(e)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 
 import pytest
 
+from broker.records.batch import COMPRESSION_ZSTD, iter_headers
 from tests.conftest import wait_until
 from tests.spark.connect_helpers import produce, read_committed
 
@@ -67,6 +69,15 @@ def _shapes(bad: tuple[int, ...]) -> tuple[list[bytes], list[dict]]:
     return values, expected
 
 
+def _batch_compressions(data_dir: str, topic: str) -> set[int]:
+    """The compression codec of every data batch (transaction markers left out) stored for ``topic``."""
+    found = set()
+    for path in glob.glob(os.path.join(data_dir, f"{topic}-0", "*.log")):
+        with open(path, "rb") as f:
+            found |= {h.compression for _, h in iter_headers(f.read()) if not h.is_control}
+    return found
+
+
 def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_factory, tmp_path):
     from connect import Worker
     bootstrap = spark_broker.bootstrap
@@ -103,7 +114,8 @@ def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_
         w.create_connector("puts", {"connector.class": "RejectingSink", "topics": "puts",
                                     "key.converter": "StringConverter", "value.converter": "StringConverter",
                                     "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "puts-dlq",
-                                    "errors.deadletterqueue.context.headers.enable": "true"})
+                                    "errors.deadletterqueue.context.headers.enable": "true",
+                                    "producer.override.compression.type": "zstd"})
 
         batched = {"connector.class": "DirectorySink", "key.converter": "StringConverter", "value.converter": JSON,
                    "value.converter.schemas.enable": "false", "consumer.override.max.poll.records": "40",
@@ -158,6 +170,8 @@ def test_dead_letter_queue_failure_and_two_clusters(spark, spark_broker, broker_
         put_headers = {k: v.decode() for k, v in put[0].headers()}
         assert (put_headers["__connect.errors.stage"], put_headers["__connect.errors.offset"]) == ("TASK_PUT", "1")
         assert put_headers["__connect.errors.exception.message"] == "the target refused the row"
+        # Kafka's dead-letter producer takes the connector's producer.override.* too
+        assert _batch_compressions(spark_broker.data_dir, "puts-dlq") == {COMPRESSION_ZSTD}
         assert sorted(v for vs in WRITTEN.values() for v in vs) == ["a", "b"]
         metrics = w.connector_status("copy")["metrics"]
         assert metrics["last_batch_id"] is not None and metrics["lag"] == 0
