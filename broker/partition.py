@@ -196,8 +196,10 @@ class Partition(PartitionLeadership, PartitionProduce, PartitionFollower, Partit
         or past the last stable offset is cleaned; aborted transactions' records are removed, and
         afterwards the partition stops listing them (persisted in the producer-state snapshot)."""
         with self.lock:
+            # the producers still known keep their last sequence through the clean (Kafka's RETAIN_EMPTY)
+            producers = {pid: e.batches[-1].last_offset for pid, e in self.producers.producers.items() if e.batches}
             plan = cleaner_plan.plan_cleaning(self.log, self.high_watermark, now_ms, self._last_stable_offset(),
-                                              list(self.producers.aborted))
+                                              list(self.producers.aborted), producers)
         if plan is None:
             return None
         cleaned = cleaner.build_cleaned(self.log, plan, now_ms, aborted)

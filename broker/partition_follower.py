@@ -33,7 +33,7 @@ class PartitionFollower:
             if fetched is not None and fetched != (self.leader_epoch, self.log.log_end_offset):
                 return self.log.log_end_offset
             if len(data):
-                headers = validate_batches(data, max_batch_bytes=1 << 31)
+                headers = validate_batches(data, max_batch_bytes=1 << 31, replicated=True)  # cleaned shapes too
                 for h in headers:
                     self.epochs.assign(h.partition_leader_epoch, h.base_offset)
                 active = self.log.active.base_offset

@@ -299,7 +299,7 @@ class FetchState:
             self._halt(key, state, max(failure.offset, offset), failure.error)
             return True
         self._skip_past(key, state, following)
-        if decoded:
+        if any(d.records.num_rows for d in decoded):  # not batches the log cleaner emptied
             state.eof_reported = False
             return True
         if (self.enable_eof and not state.eof_reported

@@ -144,9 +144,13 @@ def build_batch(body, *, record_count: int, base_timestamp: int, max_timestamp: 
                 magic: int = MAGIC_ARROW, attributes: int = 0, base_offset: int = 0,
                 producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
                 base_sequence: int = NO_SEQUENCE,
-                partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> bytes:
-    """Frame ``body`` as one batch with its CRC; offsets start at 0 until the leader assigns them."""
-    tail = _TAIL.pack(attributes, record_count - 1, base_timestamp, max_timestamp, producer_id,
+                partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+                last_offset_delta: int | None = None) -> bytes:
+    """Frame ``body`` as one batch with its CRC; offsets start at 0 until the leader assigns them.
+    ``last_offset_delta`` (default ``record_count - 1``) is larger only in a batch the log cleaner
+    rewrote: it keeps the original batch's last offset, and so its last sequence number."""
+    delta = record_count - 1 if last_offset_delta is None else last_offset_delta
+    tail = _TAIL.pack(attributes, delta, base_timestamp, max_timestamp, producer_id,
                       producer_epoch, base_sequence, record_count)
     crc = crc32c(body, crc32c(tail))
     length = HEADER_SIZE - LOG_OVERHEAD + len(body)
@@ -174,11 +178,13 @@ def iter_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple[
         pos += header.size
 
 
-def validate_batches(data, *, max_batch_bytes: int) -> list[BatchHeader]:
+def validate_batches(data, *, max_batch_bytes: int, replicated: bool = False) -> list[BatchHeader]:
     """Check a produce payload without decoding records; return the headers in order.
 
     Every batch must be complete, carry a known magic, match its CRC, count at least one record
-    with consistent offset deltas, have a producer id if it is transactional, be at most
+    with consistent offset deltas (``replicated``: batches a follower copies from its leader's
+    log, where the cleaner may have left fewer records than offsets, or none, see
+    :func:`is_compacted_shape`), have a producer id if it is transactional, be at most
     ``max_batch_bytes`` and have a body that is framed as one Arrow IPC record-batch message
     whose metadata declares the header's record count, the fixed schema's shape and the header's
     compression. Nothing about the payload is trusted before this; the body's values are not read
@@ -203,7 +209,8 @@ def validate_batches(data, *, max_batch_bytes: int) -> list[BatchHeader]:
                 f"record batch magic {header.magic} is not supported; this broker stores magic {MAGIC_ARROW}")
         if compute_crc(view, pos, header.size) != header.crc:
             raise CorruptRecordError(f"CRC-32C mismatch in batch at byte {pos}")
-        if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
+        if not (is_compacted_shape(header) if replicated
+                else header.record_count >= 1 and header.last_offset_delta == header.record_count - 1):
             raise InvalidRecordError(
                 f"batch at byte {pos} has record_count={header.record_count} and "
                 f"last_offset_delta={header.last_offset_delta}; a batch holds at least one record and "
@@ -217,6 +224,14 @@ def validate_batches(data, *, max_batch_bytes: int) -> list[BatchHeader]:
         headers.append(header)
         pos += header.size
     return headers
+
+
+def is_compacted_shape(header: BatchHeader) -> bool:
+    """A stored batch's record count and offset range agree: its records sit at offsets
+    ``base_offset ..`` (positional) and its last offset may lie past the last of them, or it may
+    hold no record at all, as a batch the log cleaner rewrote (Kafka's ``overrideLastOffset`` and
+    ``writeEmptyHeader``: the producer's last sequence number outlives its records)."""
+    return 0 <= header.record_count <= header.last_offset_delta + 1
 
 
 def _check_body(body: memoryview, header: BatchHeader, pos: int) -> None:

@@ -5,6 +5,9 @@ split). :func:`decode_available` checks each batch (length and, when asked, CRC-
 Arrow body without copying, validates it fully (the broker reads only its metadata, so values such
 as offsets are checked here, before anything reads them), attaches offsets and skips records below
 ``start_offset``. Control batches (transaction markers) carry no user records and are skipped.
+A record's offset is its batch's base offset plus its row; a batch the log cleaner rewrote may
+reach past its last record, or hold none (then its ``DecodedBatch`` has no row), and the next fetch
+goes on after its last offset (``DecodedBatch.next_offset``, :func:`next_fetch_offset`).
 
 A batch that fails stops decoding there: the batches before it are returned together with a
 :class:`DecodeFailure` naming its offsets, so a consumer can hand over the good records, report the

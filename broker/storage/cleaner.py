@@ -20,7 +20,13 @@ heavy one without its lock:
    survive is copied byte for byte; otherwise each run of consecutive surviving records becomes
    its own batch at its original base offset (offsets inside a batch are positional), keeping the
    source batch's leader epoch, attributes, producer id and epoch, with the run's first sequence
-   number. Gaps stay gaps. A batch given a delete horizon (below) is rewritten for that.
+   number. In a producer's last batch the last run keeps the batch's last offset (its header's
+   last offset delta reaches past its last record), so the producer's last sequence number
+   survives (Kafka's ``overrideLastOffset``, which Kafka applies to every batch; only the last one
+   of a producer matters to its state). A producer's last batch of which nothing survives stays as an empty
+   batch (no record, its offsets, producer id, epoch and sequences; Kafka's ``RETAIN_EMPTY`` and
+   ``writeEmptyHeader``), never transactional (replayed, it must not open a transaction). Gaps
+   stay gaps. A batch given a delete horizon (below) is rewritten for that.
 3. :func:`swap_cleaned` (under the lock) re-checks that every source segment is still in the log,
    sealed, with the size it had and never truncated since, then swaps each group in
    (``Log.replace_segments``: crash-safe) and moves the checkpoint to the end of the cleaned range.
@@ -61,10 +67,11 @@ offset), which ``cleaner_transactions.Transactions`` consults in offset order:
   later, when its aborted-transaction index no longer lists it; here the listing still blocks the
   removal, whatever the horizon).
 
-Producer state (idempotence sequence numbers, epochs) is not rebuilt from cleaned segments: the
-snapshot (``producer-state.json``) is always written past them (at every roll, and by the owner
-after a clean that changed the aborted ranges), since a producer's last batch may be compacted
-away.
+Producer state: a replica that copies a cleaned log (added by a reassignment, rebuilt from an
+empty disk) replays its batches, so each producer's last batch keeps its last offset and sequence
+(above). It is the producer's last of the cleanable range, and with ``CleaningPlan.producers`` the
+one the partition's state names (Kafka's ``isBatchLastRecordOfProducer``: an expired producer's
+goes); an empty batch goes once a later batch of its producer is cleaned.
 
 The key map holds every distinct key of the cleanable range in memory (Arrow binary arrays,
 reduced per segment); Kafka bounds it with ``log.cleaner.dedupe.buffer.size`` and cleans in
@@ -81,10 +88,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from broker.records.arrow_body import HEADER_TYPE, decode_body, encode_body
-from broker.records.batch import (COMPRESSION_LZ4, COMPRESSION_ZSTD, DELETE_HORIZON, HEADER_SIZE, BatchHeader,
-                                  build_batch, increment_sequence, iter_headers, parse_header,
-                                  stamp_delete_horizon)
+from broker.records.arrow_body import HEADER_TYPE, SCHEMA, decode_body, encode_body
+from broker.records.batch import (COMPRESSION_LZ4, COMPRESSION_MASK, COMPRESSION_ZSTD, DELETE_HORIZON, HEADER_SIZE,
+                                  TRANSACTIONAL, BatchHeader, build_batch, increment_sequence, iter_headers,
+                                  parse_header, stamp_delete_horizon)
 from broker.storage.cleaner_checkpoint import CleanerCheckpoint
 from broker.storage.cleaner_plan import CleaningPlan, plan_cleaning
 from broker.storage.cleaner_transactions import Transactions, aborted_after_clean  # noqa: F401 (re-exported)
@@ -92,6 +99,7 @@ from broker.storage.log import Log
 from broker.storage.segment import LogSegment
 
 _COMPRESSION_NAMES = {COMPRESSION_LZ4: "lz4", COMPRESSION_ZSTD: "zstd"}
+_EMPTY_RECORDS = pa.RecordBatch.from_arrays([pa.array([], f.type) for f in SCHEMA], schema=SCHEMA)
 _READ_CHUNK = 4 << 20
 _WRITE_CHUNK = 1 << 20
 
@@ -138,7 +146,7 @@ def build_cleaned(log: Log, plan: CleaningPlan, now_ms: int,
     started = time.perf_counter()
     out = CleanedSegments(plan)
     try:
-        latest = _latest_offsets(plan, aborted)
+        latest, last_batches = _latest_offsets(plan, aborted)
         txns = Transactions(plan.aborted)
         delete_retention = log.config["delete.retention.ms"]
         for group in plan.groups:
@@ -152,7 +160,9 @@ def build_cleaned(log: Log, plan: CleaningPlan, now_ms: int,
                 for header, batch in _batches(source.fd, source.size):
                     if aborted():
                         raise CleaningAborted()
-                    _clean_batch(header, batch, latest, txns, now_ms, delete_retention, writer, out.stats)
+                    keep_empty = _is_producers_last(header, last_batches, plan.producers)
+                    _clean_batch(header, batch, latest, txns, now_ms, delete_retention, writer, out.stats,
+                                 keep_empty)
             writer.flush()
             segment.seal()
             segment.flush(fsync=True)
@@ -164,17 +174,20 @@ def build_cleaned(log: Log, plan: CleaningPlan, now_ms: int,
     return out
 
 
-def _latest_offsets(plan: CleaningPlan, aborted) -> np.ndarray:
+def _latest_offsets(plan: CleaningPlan, aborted) -> tuple[np.ndarray, dict[int, int]]:
     """Sorted offsets of the latest record of every key in the cleanable range, records of
-    aborted transactions left out."""
+    aborted transactions left out; and each producer's last data batch there (id -> last offset)."""
     txns = Transactions(plan.aborted)
     reduced: list[pa.Table] = []
+    last_batches: dict[int, int] = {}
     for source in plan.sources:
         keys, offsets = [], []
         for header, batch in _batches(source.fd, source.size):
             if aborted():
                 raise CleaningAborted()
-            if header.is_control or txns.is_aborted(header):
+            if header.producer_id >= 0 and not header.is_control:
+                last_batches[header.producer_id] = header.last_offset
+            if header.is_control or txns.is_aborted(header) or header.record_count == 0:
                 continue
             column = decode_body(batch[HEADER_SIZE:]).column(0)
             keys.append(column)
@@ -182,10 +195,20 @@ def _latest_offsets(plan: CleaningPlan, aborted) -> np.ndarray:
         if keys:
             reduced.append(_reduce(pa.chunked_array(keys, pa.binary()), np.concatenate(offsets)))
     if not reduced:
-        return np.empty(0, dtype=np.int64)
+        return np.empty(0, dtype=np.int64), last_batches
     table = pa.concat_tables(reduced)
     final = _reduce(table.column("key"), table.column("offset").to_numpy())
-    return np.sort(final.column("offset").to_numpy())
+    return np.sort(final.column("offset").to_numpy()), last_batches
+
+
+def _is_producers_last(header: BatchHeader, last_batches: dict[int, int], producers: dict[int, int] | None) -> bool:
+    """Whether ``header`` is its producer's last data batch, whose last offset and sequence must
+    outlive its records: the last of the cleanable range, and when the partition's producer state
+    is known, the one it names (an expired producer's goes, as in Kafka)."""
+    pid = header.producer_id
+    if pid < 0 or header.is_control or last_batches.get(pid) != header.last_offset:
+        return False
+    return producers is None or producers.get(pid) == header.last_offset
 
 
 def _reduce(keys, offsets) -> pa.Table:
@@ -197,13 +220,19 @@ def _reduce(keys, offsets) -> pa.Table:
 
 
 def _clean_batch(header: BatchHeader, batch: memoryview, latest: np.ndarray, txns: Transactions, now_ms: int,
-                 delete_retention_ms: int, writer: "_SegmentWriter", stats: CleanStats) -> None:
+                 delete_retention_ms: int, writer: "_SegmentWriter", stats: CleanStats,
+                 keep_empty: bool = False) -> None:
+    """``keep_empty``: the batch is its producer's last; its last offset and sequence outlive its
+    records (its last run reaches to its last offset, or if no record survives an empty batch
+    stands in for it)."""
     if header.is_control:
         _clean_marker(header, batch, txns, now_ms, delete_retention_ms, writer, stats)
         return
-    if txns.is_aborted(header):
+    if txns.is_aborted(header) or header.record_count == 0:
         stats.records_read += header.record_count
         stats.aborted_dropped += header.record_count
+        if keep_empty:
+            _add_empty(header, writer)
         return
     records = decode_body(batch[HEADER_SIZE:])
     n = records.num_rows
@@ -232,12 +261,33 @@ def _clean_batch(header: BatchHeader, batch: memoryview, latest: np.ndarray, txn
         return
     rows = np.flatnonzero(keep)
     if not len(rows):
+        if keep_empty:
+            _add_empty(header, writer)
         return
     breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-    for run in np.split(rows, breaks):
+    runs = np.split(rows, breaks)
+    for i, run in enumerate(runs):
         start, length = int(run[0]), len(run)
-        data = _rebatch(header, records.slice(start, length), start, horizon)
+        # A producer's last batch: its last run reaches to the batch's last offset, so the
+        # producer's last sequence stays (other batches' sequences are superseded by it).
+        reach = header.last_offset_delta - start if keep_empty and i == len(runs) - 1 else length - 1
+        data = _rebatch(header, records.slice(start, length), start, horizon, reach)
         writer.add(parse_header(data), memoryview(data))
+
+
+def _add_empty(header: BatchHeader, writer: "_SegmentWriter") -> None:
+    """A batch with no record in place of ``header``'s: its offsets, leader epoch, producer id,
+    epoch and first sequence (so its last sequence) and timestamps, uncompressed, never
+    transactional (replayed, it must not open a transaction its marker may no longer close) and
+    without a delete horizon (it holds no tombstone)."""
+    attributes = header.attributes & ~(COMPRESSION_MASK | TRANSACTIONAL | DELETE_HORIZON)
+    data = build_batch(
+        encode_body(_EMPTY_RECORDS), record_count=0, last_offset_delta=header.last_offset_delta,
+        magic=header.magic, attributes=attributes, base_offset=header.base_offset,
+        base_timestamp=header.max_timestamp if header.delete_horizon_ms is not None else header.base_timestamp,
+        max_timestamp=header.max_timestamp, producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence, partition_leader_epoch=header.partition_leader_epoch)
+    writer.add(parse_header(data), memoryview(data))
 
 
 def _clean_marker(header: BatchHeader, batch: memoryview, txns: Transactions, now_ms: int,
@@ -259,9 +309,10 @@ def _clean_marker(header: BatchHeader, batch: memoryview, txns: Transactions, no
     writer.add(header, batch)
 
 
-def _rebatch(source: BatchHeader, records: pa.RecordBatch, start: int, horizon: int | None) -> bytes:
+def _rebatch(source: BatchHeader, records: pa.RecordBatch, start: int, horizon: int | None,
+             last_offset_delta: int) -> bytes:
     """Records ``start..`` of ``source`` as their own batch, at their original offsets, with the
-    delete horizon ``horizon`` (None: none)."""
+    delete horizon ``horizon`` (None: none), its last offset ``last_offset_delta`` past its first."""
     if records.column(3).null_count == records.num_rows:
         records = records.set_column(3, "headers", pa.nulls(records.num_rows, HEADER_TYPE))
     compression = _COMPRESSION_NAMES.get(source.compression, "none")
@@ -275,7 +326,7 @@ def _rebatch(source: BatchHeader, records: pa.RecordBatch, start: int, horizon: 
         producer_id=source.producer_id, producer_epoch=source.producer_epoch,
         base_sequence=increment_sequence(source.base_sequence, start) if source.base_sequence >= 0
         else source.base_sequence,
-        partition_leader_epoch=source.partition_leader_epoch)
+        partition_leader_epoch=source.partition_leader_epoch, last_offset_delta=last_offset_delta)
 
 
 class _SegmentWriter:
@@ -348,9 +399,9 @@ def discard(cleaned: CleanedSegments) -> None:
 
 
 def clean(log: Log, high_watermark: int, now_ms: int, last_stable_offset: int | None = None,
-          aborted=()) -> CleanResult | None:
+          aborted=(), producers: dict[int, int] | None = None) -> CleanResult | None:
     """Plan, build and swap in one call (single-threaded owners and tests); None if not due."""
-    plan = plan_cleaning(log, high_watermark, now_ms, last_stable_offset, aborted)
+    plan = plan_cleaning(log, high_watermark, now_ms, last_stable_offset, aborted, producers)
     if plan is None:
         return None
     cleaned = build_cleaned(log, plan, now_ms)

@@ -32,6 +32,7 @@ class CleaningPlan:
     dirty_ratio: float
     reason: str
     aborted: tuple = ()       # the partition's aborted transactions (producer_id, first_offset, last_offset)
+    producers: dict | None = None  # producer id -> last offset of its last batch (None: not known)
 
     def close(self) -> None:
         for s in self.sources:
@@ -41,12 +42,14 @@ class CleaningPlan:
 
 
 def plan_cleaning(log: Log, high_watermark: int, now_ms: int, last_stable_offset: int | None = None,
-                  aborted=()) -> CleaningPlan | None:
+                  aborted=(), producers: dict[int, int] | None = None) -> CleaningPlan | None:
     """The cleanable segments and why they are due, or None when no clean is due.
 
     ``last_stable_offset``: the first offset of the oldest open transaction (None: the high
     watermark); nothing at or past it is cleaned, since its transactions may still commit or abort.
-    ``aborted``: the partition's aborted transactions (see ``cleaner_transactions``)."""
+    ``aborted``: the partition's aborted transactions (see ``cleaner_transactions``).
+    ``producers``: the partition's producers (id -> last offset of its last batch), so the cleaner
+    keeps the last sequence of those only (None: of every producer in the range)."""
     config = log.config
     if "compact" not in config["cleanup.policy"]:
         return None
@@ -75,7 +78,8 @@ def plan_cleaning(log: Log, high_watermark: int, now_ms: int, last_stable_offset
         return None
     sources = [_Source(s, s.size, os.open(s.log_path, os.O_RDONLY), s.truncations) for s in chosen]
     return CleaningPlan(sources, _group(chosen, uppers, config["segment.bytes"]), end, ratio, reason,
-                        tuple(a for a in aborted if a.first_offset < end))
+                        tuple(a for a in aborted if a.first_offset < end),
+                        None if producers is None else dict(producers))
 
 
 def _first_dirty_offset(log: Log) -> int:

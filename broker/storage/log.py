@@ -364,7 +364,9 @@ class Log:
         if best is None:
             return None
         for found in best.batches_at_or_after(best.max_timestamp, best.base_offset):
-            return _first_record_at_or_after(best, found, best.max_timestamp, found.header.base_offset)
+            hit = _first_record_at_or_after(best, found, best.max_timestamp, found.header.base_offset)
+            if hit is not None:  # else a batch the cleaner emptied, which keeps its timestamps
+                return hit
         return None
 
     def batches(self, from_offset: int = 0):
@@ -405,6 +407,8 @@ def _first_record_at_or_after(segment: LogSegment, found, timestamp: int, start:
     from broker.records.arrow_body import first_index_at_or_after
     header = found.header
     skip = max(0, start - header.base_offset)
+    if skip >= header.record_count:  # past its records (a batch the cleaner emptied or cut short)
+        return None
     if header.is_log_append_time:
         return header.base_offset + skip, header.max_timestamp
     index, ts = first_index_at_or_after(segment.read_batch(found), timestamp, skip)
