@@ -94,6 +94,25 @@ def read_batches(capture, start, want: int, acknowledge: bool = False, timeout: 
     return out, start
 
 
+def stream_records(capture, start, done, timeout: float = 30) -> list:
+    """A capture's records from ``start``, each batch acknowledged (as after Spark's commit), until
+    ``done(records)`` holds, or ``done`` records came when it is a number."""
+    from tests.conftest import wait_until
+    records = []
+    enough = done if callable(done) else (lambda got: len(got) >= done)
+
+    def poll():
+        nonlocal start
+        end = capture.next_offset(start, None)
+        if end != start:
+            records.extend(r for r, _ in capture.records(start, end))
+            capture.acknowledge(end)
+            start = end
+        return enough(records)
+    wait_until(poll, timeout=timeout, interval=0.05, message=f"{done} records")
+    return records
+
+
 def record_ids(records) -> list[int]:
     """The ``id`` key of each (record, headers) pair that is not a tombstone."""
     import json

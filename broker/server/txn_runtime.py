@@ -147,16 +147,8 @@ class TransactionRuntime(CoordinatorRuntime):
             request = pb.WriteTxnMarkersRequest(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
                                                 commit=meta.commit, coordinator_epoch=coordinator_epoch,
                                                 timeout_ms=timeout_ms, partitions=grouped(tps))
-            try:
-                results = self._send(leader, request).partitions
-            except RiverlogError as e:
-                failures.append(e)
-                continue
-            for r in results:
-                if r.error_code:
-                    failures.append(error_for_code(r.error_code)(r.error_message))
-                else:
-                    done_partitions.append((r.topic, r.partition))
+            _collect(lambda: self._send(leader, request).partitions, failures,
+                     lambda r: done_partitions.append((r.topic, r.partition)))
             if any(isinstance(e, TransactionCoordinatorFencedError) for e in failures):
                 break  # deposed: send nothing more (Kafka cancels the transaction's markers)
         for group in sorted(meta.groups):
@@ -165,17 +157,8 @@ class TransactionRuntime(CoordinatorRuntime):
             request = pb.WriteTxnMarkersRequest(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
                                                 commit=meta.commit, coordinator_epoch=coordinator_epoch,
                                                 timeout_ms=timeout_ms, groups=[group])
-            try:
-                node, _, _ = self.groups.find_coordinator(group)
-                results = self._send(node, request).groups
-            except RiverlogError as e:
-                failures.append(e)
-                continue
-            for r in results:
-                if r.error_code:
-                    failures.append(error_for_code(r.error_code)(r.error_message))
-                else:
-                    done_groups.append(r.group_id)
+            _collect(lambda: self._send(self.groups.find_coordinator(group)[0], request).groups, failures,
+                     lambda r: done_groups.append(r.group_id))
         loaded.shard.marked(meta.transactional_id, done_partitions, done_groups)
         if failures:
             raise next((e for e in failures if isinstance(e, TransactionCoordinatorFencedError)), failures[0])
@@ -247,3 +230,18 @@ class TransactionRuntime(CoordinatorRuntime):
                 log.info("forgot %d idle transactional id(s) (transactional.id.expiration.ms)", len(tombstones))
             except RiverlogError as e:
                 log.warning("could not expire transactional ids: %r", e)
+
+
+def _collect(send, failures: list, done) -> None:
+    """One WriteTxnMarkers request's results: each failure (the request's, or a partition's or
+    group's) into ``failures``, each success to ``done``."""
+    try:
+        results = send()
+    except RiverlogError as e:
+        failures.append(e)
+        return
+    for r in results:
+        if r.error_code:
+            failures.append(error_for_code(r.error_code)(r.error_message))
+        else:
+            done(r)

@@ -9,25 +9,14 @@ import pytest
 
 from spark_source.postgres.capture import Capture, CdcOffset
 from spark_source.postgres.options import CdcOptions
-from tests.conftest import wait_until
+from tests.postgres_fixture import stream_records
 
 pytestmark = pytest.mark.integration
 
 
 def _read(capture: Capture, done) -> list:
     """Snapshot then stream, each batch acknowledged, until ``done(records)``."""
-    records, start = [], capture.next_offset(CdcOffset("new", 0), None)
-
-    def poll():
-        nonlocal start
-        end = capture.next_offset(start, None)
-        if end != start:
-            records.extend(r for r, _ in capture.records(start, end))
-            capture.acknowledge(end)
-            start = end
-        return done(records)
-    wait_until(poll, timeout=30, interval=0.05, message="records")
-    return records
+    return stream_records(capture, capture.next_offset(CdcOffset("new", 0), None), done)
 
 
 def _payload(record):

@@ -13,7 +13,7 @@ import pytest
 
 from spark_source.postgres.capture import Capture, CdcOffset
 from spark_source.postgres.options import CdcOptions
-from tests.conftest import wait_until
+from tests.postgres_fixture import stream_records
 
 pytestmark = pytest.mark.integration
 
@@ -37,19 +37,7 @@ def _key(record):
 
 def _stream(capture: Capture, start: CdcOffset, done) -> list:
     """Records until ``done(records)`` holds (or ``done`` records came), each batch acknowledged."""
-    records = []
-    enough = done if callable(done) else (lambda got: len(got) >= done)
-
-    def poll():
-        nonlocal start
-        end = capture.next_offset(start, None)
-        if end != start:
-            records.extend(r for r, _ in capture.records(start, end))
-            capture.acknowledge(end)
-            start = end
-        return enough(records)
-    wait_until(poll, timeout=30, interval=0.05, message=f"{done} records")
-    return records
+    return stream_records(capture, start, done)
 
 
 def _messages(records) -> list:

@@ -9,24 +9,9 @@ import pytest
 
 from spark_source.postgres.capture import Capture, CdcOffset
 from spark_source.postgres.options import CdcOptions
-from tests.conftest import wait_until
+from tests.postgres_fixture import stream_records
 
 pytestmark = pytest.mark.integration
-
-
-def _poll_until(capture: Capture, start: CdcOffset, done) -> list:
-    records = []
-
-    def poll():
-        nonlocal start
-        end = capture.next_offset(start, None)
-        if end != start:
-            records.extend(r for r, _ in capture.records(start, end))
-            capture.acknowledge(end)
-            start = end
-        return done(records)
-    wait_until(poll, timeout=30, interval=0.05, message="heartbeat action")
-    return records
 
 
 def test_the_heartbeat_action_query_runs_with_the_heartbeats(pg_db):
@@ -39,7 +24,7 @@ def test_the_heartbeat_action_query_runs_with_the_heartbeats(pg_db):
         start = capture.next_offset(CdcOffset("new", 0), None)
         pg_db.execute("INSERT INTO test_table (text) VALUES ('mydata')")
         beats = lambda: pg_db.execute("SELECT count(*) FROM test_heartbeat_table")[0][0]  # noqa: E731
-        records = _poll_until(capture, start, lambda got: got and beats() >= 2)
+        records = stream_records(capture, start, lambda got: got and beats() >= 2)
     finally:
         capture.close()
     mine = [json.loads(r.value)["payload"]["after"] for r in records if r.topic == "shop.public.test_table"]
@@ -60,7 +45,7 @@ def test_a_failing_heartbeat_action_query_is_logged_and_the_stream_goes_on(pg_db
             if not inserted and any("heartbeat.action.query" in m for m in caplog.messages):
                 inserted.append(pg_db.execute("INSERT INTO test_table (text) VALUES ('after the failure')"))
             return any(json.loads(r.value)["payload"]["after"]["text"] == "after the failure" for r in got)
-        _poll_until(capture, start, done)
+        stream_records(capture, start, done)
     finally:
         capture.close()
 
