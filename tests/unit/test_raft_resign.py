@@ -40,12 +40,18 @@ def leaders(nodes, down=()) -> list[int]:
     return [i for i, n in nodes.items() if n.role == "leader" and i not in down]
 
 
-def test_a_resigning_leader_is_succeeded_within_the_old_leaders_lease():
-    nodes = cluster()
+def elect(nodes) -> int:
+    """Tick every 10 ms until a leader is elected; the time then."""
     now = 0
     while not leaders(nodes):
         now += 10
         settle(nodes, now)
+    return now
+
+
+def test_a_resigning_leader_is_succeeded_within_the_old_leaders_lease():
+    nodes = cluster()
+    now = elect(nodes)
     [old] = leaders(nodes)
     term = nodes[old].term
     _, out = nodes[old].propose(b"x", now)
@@ -72,10 +78,7 @@ def test_a_resigning_leader_is_succeeded_within_the_old_leaders_lease():
 def test_a_follower_ignores_a_resignation_from_a_node_that_is_not_its_leader():
     """Only the leader it follows ends its lease; a leader, or a stale notice, changes nothing."""
     nodes = cluster()
-    now = 0
-    while not leaders(nodes):
-        now += 10
-        settle(nodes, now)
+    now = elect(nodes)
     [leader] = leaders(nodes)
     other, third = sorted(set(nodes) - {leader})
     fake = EndQuorumEpoch(nodes[leader].term, other, (third,))
