@@ -12,7 +12,7 @@ from broker.errors import InvalidConfigError, NotLeaderOrFollowerError, UnknownT
 from spark_sink.options import SinkOptions, check_schema
 from spark_source.options import SourceOptions
 from spark_source.planning import Slice
-from spark_source.reader import OffsetLookup, StreamReader, per_partition, read_slice, retrying
+from spark_source.reader import DataLossError, OffsetLookup, StreamReader, per_partition, read_slice, retrying
 
 BASE = {"riverlog.bootstrap.servers": "127.0.0.1:1", "subscribe": "t"}
 
@@ -129,7 +129,9 @@ def test_sink_include_headers():
 
 
 @pytest.mark.integration
-def test_poll_timeout_fails_a_read_that_gets_nothing_that_long(spark_broker, topic_name):
+def test_a_read_that_gets_nothing_for_poll_timeout_reports_the_missing_offsets(spark_broker, topic_name):
+    """After ``kafkaConsumer.pollTimeoutMs`` without records the task asks the partition what it
+    holds: offsets past its end are data loss (Spark's ``KafkaDataConsumer``), not a bare timeout."""
     with AdminClient({"bootstrap.servers": spark_broker.bootstrap}) as admin:
         admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(30)
     with Producer({"bootstrap.servers": spark_broker.bootstrap}) as p:
@@ -139,7 +141,7 @@ def test_poll_timeout_fails_a_read_that_gets_nothing_that_long(spark_broker, top
     o = SourceOptions.parse({"riverlog.bootstrap.servers": spark_broker.bootstrap, "subscribe": topic_name,
                              "kafkaConsumer.pollTimeoutMs": "800"}, streaming=False)
     rows = 0
-    with pytest.raises(Exception, match="kafkaConsumer.pollTimeoutMs=800"):
+    with pytest.raises(DataLossError, match=r"offsets \[5, 10\) of .* holds \[0, 5\)"):
         for batch in read_slice(o, Slice(topic_name, 0, 0, 10)):  # offsets 5..9 never arrive
             rows += batch.num_rows
     assert rows == 5
