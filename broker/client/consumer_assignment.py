@@ -102,9 +102,12 @@ class ConsumerAssignment:
         if isinstance(topics, str):
             topics = [topics]
         subscription = Subscription(list(topics))
-        if self._membership is not None:
-            self.unsubscribe()
-        self._set_assignment([])
+        if self._membership is not None and self._membership.fatal is not None:
+            self.unsubscribe()  # that membership is over: a new one joins
+        membership = self._membership
+        self._drop_subscription()
+        if membership is None:
+            self._set_assignment([])
         self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
         self._protocol = rebalance_protocol(self.config["partition.assignment.strategy"])
         names = subscription.names
@@ -113,6 +116,11 @@ class ConsumerAssignment:
             names = subscription.resolve(response) if response is not None else names
             self._subscription = subscription
             self.cluster.refresher.listeners.append(self._on_metadata)
+        if membership is not None:
+            # Already in the group: the next heartbeat carries the new subscription, as librdkafka's
+            # rd_kafka_cgrp_consumer_subscribe; the coordinator takes back only what it no longer covers.
+            membership.subscribe(names)
+            return
         self._membership = GroupMembership(self._coordinator, self.config, names, self._group_wake)
 
     def _on_metadata(self, response) -> None:
@@ -124,7 +132,7 @@ class ConsumerAssignment:
         names = subscription.resolve(response)
         if names != membership.topics:
             log.info("subscription %s now matches %s", [p.pattern for p in subscription.patterns], names)
-            membership.topics = names
+            membership.subscribe(names)
 
     def _drop_subscription(self) -> None:
         if self._subscription is not None:
@@ -133,14 +141,18 @@ class ConsumerAssignment:
                 self.cluster.refresher.listeners.remove(self._on_metadata)
 
     def unsubscribe(self) -> None:
-        """Give up every partition (``on_revoke``) and leave the group."""
+        """Give up every partition (``on_revoke``) and leave the group. Partitions the member lost
+        (fenced, session expired, ``max.poll.interval.ms`` exceeded) and no ``poll()`` handled yet
+        go with ``on_lost`` and are not committed, as Kafka's
+        ``invokeOnPartitionsRevokedOrLostToReleaseAssignment``: their new owner may be further on."""
         self._check_open()
         membership = self._membership
         self._drop_subscription()
         if membership is None:
             return
         self._protocol = None  # leaving: the callbacks may unassign any way, as librdkafka allows when closing
-        self._revoke(set(self._owned), lost=False)
+        _, lost, _ = membership.pending()
+        self._revoke(set(self._owned), lost=lost)
         self._membership = None
         membership.close()
 

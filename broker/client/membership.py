@@ -31,7 +31,8 @@ import time
 from broker.client.coordinator import CoordinatorClient
 from broker.errors import KafkaError
 from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, GroupMaxSizeReachedError,
-                           InvalidSessionTimeoutError, RiverlogError, UnknownMemberIdError, UnsupportedAssignorError)
+                           InvalidRequestError, InvalidSessionTimeoutError, RiverlogError, UnknownMemberIdError,
+                           UnsupportedAssignorError, UnsupportedVersionError)
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import grouped
 
@@ -39,6 +40,10 @@ log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 _QUICK_S = 0.05  # heartbeat pace while partitions are moving
+# Answers that joining again would only get again: fatal to the membership, as Kafka's
+# AbstractHeartbeatRequestManager.onErrorResponse calls handleFatalFailure for them.
+_FATAL = (FencedInstanceIdError, UnsupportedAssignorError, InvalidSessionTimeoutError, GroupMaxSizeReachedError,
+          InvalidRequestError, UnsupportedVersionError)
 
 
 class GroupMembership:
@@ -49,6 +54,8 @@ class GroupMembership:
         self._wake_consumer = wake
         self._cond = threading.Condition()
         self.member_id = ""
+        self._new_topics = False  # the subscription changed: ask for its topics' metadata first
+        self._fenced_id = ""  # a dynamic member's fenced incarnation, to replace once its loss is handled
         self.epoch = 0
         self._assignment: set[TP] = set()   # what the coordinator last said we may own
         self._owned: set[TP] = set()        # what the application holds
@@ -108,6 +115,19 @@ class GroupMembership:
         """The application now holds ``owned``: tell the coordinator at once."""
         with self._cond:
             self._owned = set(owned)
+            self._cond.notify_all()
+
+    @property
+    def fatal(self) -> RiverlogError | None:
+        """The error that ended this membership, if one did."""
+        with self._cond:
+            return self._fatal
+
+    def subscribe(self, topics: list[str]) -> None:
+        """A new subscription: sent at once, in the next heartbeat."""
+        with self._cond:
+            self.topics = sorted(set(topics))
+            self._new_topics = True
             self._cond.notify_all()
 
     def metadata(self) -> tuple[str, int]:
@@ -196,17 +216,28 @@ class GroupMembership:
         """One heartbeat; returns how long to wait before the next."""
         with self._cond:
             epoch = self.epoch if self.member_id else 0
-        if epoch == 0:
+            fenced, holding = self._fenced_id, bool(self._owned)
+            ask, self._new_topics = self._new_topics or epoch == 0, False
+        if fenced:
+            if holding:  # Kafka's FENCED state: no heartbeat until the application let them go (on_lost)
+                return self._interval
+            self._leave(-1)
+        if ask:
             self._ask_for_topics()
         try:
             response = self.coordinator.call("ConsumerGroupHeartbeat", self._request(epoch),
                                              timeout=max(self._interval * 2, 1.0))
         except (UnknownMemberIdError, FencedMemberEpochError) as e:
             log.info("group '%s': %s; rejoining", self.coordinator.group_id, e)
+            if isinstance(e, FencedMemberEpochError) and not self.config["group.instance.id"]:
+                # The coordinator still has this incarnation, holding partitions; Kafka's member
+                # rejoins under the same id, replacing it. Here a join makes a new member, so the
+                # old one leaves first (a static member's join replaces it by its instance id).
+                with self._cond:
+                    self._fenced_id = self.member_id
             self._reset(lost=True)
             return 0
-        except (FencedInstanceIdError, UnsupportedAssignorError, InvalidSessionTimeoutError,
-                GroupMaxSizeReachedError) as e:
+        except _FATAL as e:
             # Fatal to the membership: raised from the next poll() (and given to error_cb), as Kafka's
             # consumer raises InconsistentGroupProtocol and InvalidSessionTimeout from poll(); joining
             # again would only be refused again.
@@ -261,7 +292,8 @@ class GroupMembership:
 
     def _leave(self, epoch: int) -> None:
         with self._cond:
-            member_id = self.member_id
+            member_id = self.member_id or self._fenced_id
+            self._fenced_id = ""
         if member_id:
             try:
                 self.coordinator.call("ConsumerGroupHeartbeat", pb.ConsumerGroupHeartbeatRequest(

@@ -241,6 +241,12 @@ class GroupShard:
 
     def commit(self, group_id: str, member_id: str, member_epoch: int,
                offsets: Mapping[TP, Committed]) -> list[Record]:
+        """OffsetCommit. As Kafka's ``validateOffsetCommit``: an unknown group is created (a simple
+        group) only for a member epoch < 0, and is ``GroupIdNotFound`` otherwise."""
+        if group_id and group_id not in self.groups and member_epoch >= 0:
+            raise GroupIdNotFoundError(
+                f"group '{group_id}' does not exist, so no member of it has epoch {member_epoch}: "
+                "join the group again, or commit with member epoch -1 (no member id) from outside a group")
         group = self._validated(group_id, lambda g: g.check_commit(member_id, member_epoch))
         group.commit(self._positioned(offsets))
         return self._changes(group)
@@ -380,7 +386,10 @@ class GroupShard:
         of the other partitions are deleted, and so are their offsets pending in any open
         transaction (the replay of Kafka's tombstone removes them), so that a commit marker cannot
         bring a deleted offset back. Returns (the failed partitions' errors, records); an
-        unknown group raises ``GroupIdNotFoundError`` and changes nothing."""
+        unknown group raises ``GroupIdNotFoundError`` (an empty group id ``InvalidGroupIdError``,
+        as Kafka's ``GroupCoordinatorService.deleteOffsets``) and changes nothing."""
+        if not group_id:
+            raise InvalidGroupIdError("group.id must not be empty")
         group = self._group(group_id, create=False)
         subscribed = group.subscribed_topics()
         errors: dict[TP, GroupSubscribedToTopicError] = {}

@@ -37,9 +37,10 @@ def drop_oversized_metadata(offsets: Mapping, limit: int, results) -> dict:
     partition and not written; the others are. Returns the offsets to commit."""
     kept = {}
     for tp, committed in offsets.items():
-        if committed.metadata and len(committed.metadata) > limit:
+        size = len(committed.metadata.encode("utf-16-le")) // 2   # Java's String.length(): UTF-16 units
+        if size > limit:
             add_results(results, [tp], OffsetMetadataTooLargeError(
-                f"The metadata field of the offset request was too large: {len(committed.metadata)} characters "
+                f"The metadata field of the offset request was too large: {size} characters "
                 f"for {tp[0]}-{tp[1]}, at most {limit} (offset.metadata.max.bytes)"))
         else:
             kept[tp] = committed
@@ -72,24 +73,26 @@ class GroupHandlers:
             assignment=grouped(result.assignment), reconciling=result.reconciling)
 
     def offset_commit(self, request: pb.OffsetCommitRequest) -> pb.OffsetCommitResponse:
+        """As Kafka's ``OffsetMetadataManager.commitOffset``: the caller (group, member id, member
+        epoch) is checked first, even when every offset's metadata is too large, and a refused
+        caller gets its error on every partition the cluster has; then each offset whose metadata
+        is too large is answered ``OFFSET_METADATA_TOO_LARGE`` and the others are written."""
         now = self.runtime.broker.clock.time_ms()
         offsets = {(t.name, p.partition): Committed(p.offset, p.metadata, p.leader_epoch, now)
                    for t in request.topics for p in t.partitions}
         response = pb.OffsetCommitResponse()
         offsets = drop_unknown_partitions(self.runtime.broker.image, offsets, response.results)
+        if not offsets:
+            return response
         refused = pb.OffsetCommitResponse()
         kept = drop_oversized_metadata(offsets, self.config["offset.metadata.max.bytes"], refused.results)
-        error = None
-        if kept:
-            try:
-                self.runtime.run(request.group_id, lambda shard: (None, shard.commit(
-                    request.group_id, request.member_id, request.member_epoch, kept)))
-            except RiverlogError as e:
-                error = e
-        if error is not None and error.retriable:   # not this coordinator, or not yet: all of it again
-            add_results(response.results, offsets, error)
+        try:
+            self.runtime.run(request.group_id, lambda shard: (None, shard.commit(
+                request.group_id, request.member_id, request.member_epoch, kept)))
+        except RiverlogError as e:
+            add_results(response.results, offsets, e)
             return response
-        add_results(response.results, kept, error)
+        add_results(response.results, kept, None)
         response.results.extend(refused.results)
         return response
 

@@ -810,12 +810,12 @@ def test_transactional_commit_checks_as_validate_transactional_offset_commit():
     # a member id with epoch -1 on an empty group: accepted (only the epoch counts)
     shard.commit_in_transaction("empty", "someid", -1, 1000, 0, {TP0: Committed(5)})
     shard.commit("empty2", "someid", -1, {TP0: Committed(5)})
-    # an outsider to a group with members: UNKNOWN_MEMBER_ID, and the plain commit of an unknown
-    # member leaves no group behind either
+    # an outsider to a group with members: UNKNOWN_MEMBER_ID; the plain commit of a member epoch to
+    # an unknown group is GROUP_ID_NOT_FOUND (OffsetCommit v9+) and leaves no group behind either
     a = hb(shard).member_id
     with pytest.raises(UnknownMemberIdError):
         shard.commit_in_transaction(G, "", -1, 1000, 0, {TP0: Committed(5)})
-    with pytest.raises(UnknownMemberIdError):
+    with pytest.raises(GroupIdNotFoundError):
         shard.commit("ghost-group", "ghost", 3, {TP0: Committed(5)})
     assert "ghost-group" not in shard.groups and a in shard.groups[G].members
 
