@@ -94,9 +94,10 @@ def read_batches(capture, start, want: int, acknowledge: bool = False, timeout: 
     return out, start
 
 
-def stream_records(capture, start, done, timeout: float = 30) -> list:
-    """A capture's records from ``start``, each batch acknowledged (as after Spark's commit), until
-    ``done(records)`` holds, or ``done`` records came when it is a number."""
+def stream_until(capture, start, done, acknowledge: bool = True, timeout: float = 30) -> tuple[list, object]:
+    """A capture's records from ``start`` until ``done(records)`` holds, or ``done`` records came
+    when it is a number; each batch acknowledged (as after Spark's commit) unless not
+    ``acknowledge``. Returns (records, the offset after them)."""
     from tests.conftest import wait_until
     records = []
     enough = done if callable(done) else (lambda got: len(got) >= done)
@@ -106,11 +107,17 @@ def stream_records(capture, start, done, timeout: float = 30) -> list:
         end = capture.next_offset(start, None)
         if end != start:
             records.extend(r for r, _ in capture.records(start, end))
-            capture.acknowledge(end)
+            if acknowledge:
+                capture.acknowledge(end)
             start = end
         return enough(records)
     wait_until(poll, timeout=timeout, interval=0.05, message=f"{done} records")
-    return records
+    return records, start
+
+
+def stream_records(capture, start, done, timeout: float = 30) -> list:
+    """:func:`stream_until`'s records, each batch acknowledged."""
+    return stream_until(capture, start, done, timeout=timeout)[0]
 
 
 def record_ids(records) -> list[int]:

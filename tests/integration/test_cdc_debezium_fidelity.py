@@ -10,7 +10,7 @@ import pytest
 
 from spark_source.postgres.capture import SNAPSHOT, STREAM, Capture, CdcOffset
 from spark_source.postgres.options import CdcOptions
-from tests.conftest import wait_until
+from tests.postgres_fixture import stream_until
 
 pytestmark = pytest.mark.integration
 
@@ -40,20 +40,7 @@ def _snapshot(capture: Capture, fetch_size=None) -> tuple[list, CdcOffset]:
 def _stream(capture: Capture, start: CdcOffset, count, acknowledge=True) -> tuple[list, CdcOffset]:
     """Batches, each acknowledged (unless not ``acknowledge``), until ``count`` records came
     (``count`` may be a predicate of the records instead)."""
-    records = []
-    done = count if callable(count) else (lambda got: len(got) >= count)
-
-    def enough():
-        nonlocal start
-        end = capture.next_offset(start, None)
-        if end != start:
-            records.extend(r for r, _ in capture.records(start, end))
-            if acknowledge:
-                capture.acknowledge(end)
-            start = end
-        return done(records)
-    wait_until(enough, timeout=30, interval=0.05, message=f"{count} records")
-    return records, start
+    return stream_until(capture, start, count, acknowledge)
 
 
 def test_a_primary_key_replaced_on_a_live_table_keys_the_later_events(pg_db):
