@@ -23,6 +23,11 @@ EVERY_UPDATE = {"statestore.cache.max.bytes": 0}
 # the query for two cores) and the serial collector start its first batch about 5 s sooner in a
 # 30 s life (measured on a streams application's life, 3 runs each way).
 SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Two threads, and a failed task tried once more as a cluster would (its spark.task.maxFailures is
+# 4; local mode's is 1, so one task failing for a reason outside the test, as a shuffle task once
+# did while its closure was deserialised on a loaded machine, ended a life the test meant to kill
+# later). A failure of the application's own fails the retry too, and the life with it.
+CHILD_MASTER = "local[2,2]"
 
 
 def child_spark(app_name: str, shuffle_partitions: int = 2, warehouse: str | None = None):
@@ -32,7 +37,7 @@ def child_spark(app_name: str, shuffle_partitions: int = 2, warehouse: str | Non
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
     from pyspark.sql import SparkSession
-    builder = (SparkSession.builder.master("local[2]").appName(app_name)
+    builder = (SparkSession.builder.master(CHILD_MASTER).appName(app_name)
                .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -67,8 +72,23 @@ def run_life(args: list[str], log_path, crash: str | None, what: str, timeout_s:
     want = -signal.SIGKILL if crash is not None else 0
     if code != want:
         with open(log_path) as f:
-            tail = "".join(f.readlines()[-60:])
-        raise AssertionError(f"{what} (crash at {crash}) ended with {code}, expected {want}:\n{tail}")
+            excerpt = failure_excerpt(f.readlines())
+        raise AssertionError(f"{what} (crash at {crash}) ended with {code}, expected {want}:\n{excerpt}")
+
+
+# Where a cause starts, the likeliest first: an executor's task failure is logged as an ERROR
+# (with the Python worker's traceback in it) before the driver's exception reaches the life's end.
+FIRST_ERROR = (" ERROR ", "Traceback (most recent call last)")
+
+
+def failure_excerpt(lines: list[str], first: int = 40, last: int = 30) -> str:
+    """The log's first error with what follows it, then its tail: a failed Spark query ends its
+    log with the JVM's stack (the tail), while the cause (a Python traceback, the task's exception)
+    comes first and scrolls far above it."""
+    start = next((i for marker in FIRST_ERROR for i, line in enumerate(lines) if marker in line), None)
+    if start is None or start + first >= len(lines) - last:
+        return "".join(lines[-(first + last):])
+    return "".join([*lines[start:start + first], "[...]\n", *lines[-last:]])
 
 
 def run_streams_app(app_name: str, shuffle_partitions: int, make_topology, config: dict) -> None:
