@@ -40,7 +40,9 @@ def rate_limit(start: dict[TP, int], latest: dict[TP, int], max_rows: int,
     (as Spark's Kafka source does); every partition with a backlog moves by at least one. Partitions
     of the ``unlimited`` topics (``unlimitedTopics``) are read to ``latest`` outside the budget, and
     so is a partition with no backlog: one whose latest offset fell below ``start`` (reported as data
-    loss) ends there, as Spark's ``rateLimit`` leaves it."""
+    loss) ends there, as Spark's ``rateLimit`` leaves it. A share is computed as Spark computes it,
+    ``limit * (size / total)`` in doubles, floored: the same batch boundaries, including where the
+    double falls just below a whole number (58 of 200 under a budget of 100 is 28, not 29)."""
     limited = {tp: off for tp, off in latest.items() if tp[0] not in unlimited}
     backlog = {tp: max(0, limited[tp] - start.get(tp, limited[tp])) for tp in limited}
     total = sum(backlog.values())
@@ -49,7 +51,7 @@ def rate_limit(start: dict[TP, int], latest: dict[TP, int], max_rows: int,
     end = {tp: off for tp, off in latest.items() if tp[0] in unlimited}
     for tp, off in limited.items():
         begin = start.get(tp, off)
-        share = math.floor(max_rows * backlog[tp] / total) if backlog[tp] else 0
+        share = math.floor(max_rows * (backlog[tp] / total)) if backlog[tp] else 0
         end[tp] = begin + min(backlog[tp], max(share, 1)) if backlog[tp] else off
     return end
 

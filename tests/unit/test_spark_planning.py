@@ -33,6 +33,12 @@ def test_every_partition_with_a_backlog_moves():
     assert end == {("t", 0): 2, **{("t", p): 1 for p in range(1, 5)}}
 
 
+def test_a_share_is_spark_s_double_floored():
+    # Spark's rateLimit: limit * (size / total) as doubles; 100 * (58 / 200) is 28.999999999999996
+    start = {("t", 0): 0, ("t", 1): 0}
+    assert rate_limit(start, {("t", 0): 58, ("t", 1): 142}, 100) == {("t", 0): 28, ("t", 1): 71}
+
+
 def test_unlimited_topics_are_read_to_their_end_outside_the_budget():
     start = {("facts", 0): 0, ("facts", 1): 0, ("dims", 0): 0}
     latest = {("facts", 0): 500, ("facts", 1): 500, ("dims", 0): 300}
