@@ -6,7 +6,7 @@ A Debezium user's config carries over (``database.*``, ``topic.prefix``, ``table
 each key is handed to ``format("postgres-cdc")`` under the same name and checked there
 (:class:`spark_source.postgres.options.CdcOptions`), so the connector and the plain Spark source
 accept exactly the same values. A Debezium key this connector does not implement
-(``column.truncate.to.*``, ``column.mask.hash.*``, ``heartbeat.topics.prefix``, ``database.sslmode``,
+(``heartbeat.topics.prefix``, ``database.sslmode``, ``include.unknown.datatypes``,
 …) is refused per field at POST/validate, as the Spark source refuses an unknown option: ignored,
 it would change what reaches the topics (a column meant to be left out published) without a word.
 Connect's own keys (converters, transforms, predicates, ``errors.*``, client overrides, topic
@@ -111,7 +111,7 @@ _NOT_FORWARDED = {"plugin.name"}
 # CommonConnectorConfig, the topic naming strategy, heartbeats) that this connector does not implement.
 _UNSUPPORTED = frozenset({
     "database.include.list", "database.exclude.list",
-    "column.propagate.source.type", "datatype.propagate.source.type", "table.ignore.builtin", "include.schema.changes", "include.schema.comments",
+    "table.ignore.builtin", "include.schema.changes", "include.schema.comments",
     "include.unknown.datatypes", "schema.name.adjustment.mode",
     "field.name.adjustment.mode", "schema.refresh.mode", "replica.identity.autoset.values",
     "slot.stream.params", "slot.max.retries", "slot.retry.delay.ms", "status.update.interval.ms",
@@ -132,8 +132,9 @@ _UNSUPPORTED = frozenset({
     # its pre-2.0 field-name sanitising (schema.name.adjustment.mode's ancestor)
     "errors.max.retries", "sanitize.field.names",
 })
-# Families of Debezium keys with a name inside (column.truncate.to.12.chars, …; column.mask.with.N.chars
-# is taken).
+# Families of Debezium keys with a name inside (the column mappers column.truncate.to.N.chars,
+# column.mask.with.N.chars and column.mask.hash.* are taken, as column_lists.is_mapper_option says;
+# a malformed one is refused here).
 _UNSUPPORTED_FAMILIES = re.compile(
     r"column\.(mask|truncate)\..+|snapshot\.mode\..+|signal\..+"
     r"|notification\..+|incremental\.snapshot\..+|driver\..+")
@@ -152,7 +153,7 @@ _CONNECT_OWN = re.compile(r"topic\.creation\..*")
 def unsupported(key: str) -> str | None:
     """Why a config key is refused (None: the connector or the worker takes it)."""
     if (key in _SUPPORTED or _CONNECT_OWN.fullmatch(key) or snapshot_overrides.is_statement_key(key)
-            or column_lists.MASK_OPTION.fullmatch(key)):
+            or column_lists.is_mapper_option(key)):
         return None
     if key in _SPARK_ONLY:
         return f"{key} is an option of format(\"postgres-cdc\"), not of this connector: {_SPARK_ONLY[key]}"
@@ -173,7 +174,7 @@ class _PostgresConfigDef(ConfigDef):
             why = unsupported(name)
             if why is not None:
                 values[name] = ConfigValue(name, raw, [], [why])
-            elif column_lists.MASK_OPTION.fullmatch(name):
+            elif column_lists.is_mapper_option(name):
                 try:
                     _checked_by_source(name, Type.STRING)(name, raw)
                 except Invalid as e:
@@ -202,7 +203,7 @@ def _checked_by_source(name: str, type_: str):
         from spark_source.postgres.options import CdcOptions
         text = str(value).lower() if isinstance(value, bool) else str(value)
         try:
-            CdcOptions.parse({_RENAMED.get(name, name): text})
+            CdcOptions.parse({_RENAMED.get(name, name): text}, names_keep_case=True)
         except InvalidConfigError as e:
             raise Invalid(str(e).removeprefix(f"option '{_RENAMED.get(name, name)}': ")) from None
     return check
@@ -272,7 +273,7 @@ class PostgresCdcSource(SourceConnector):
         super().__init__(config, context)
         from spark_source.postgres.options import CdcOptions
         try:
-            self.options = CdcOptions.parse(self.source_options())
+            self.options = CdcOptions.parse(self.source_options(), names_keep_case=True)
         except InvalidConfigError as e:
             field = _RENAMED_BACK.get(e.details.get("config", ""), e.details.get("config", ""))
             raise ConfigError(str(e), errors={field: [str(e)]}) from None
@@ -289,7 +290,7 @@ class PostgresCdcSource(SourceConnector):
         for key, value in self.config.originals.items():
             if key in known and value is not None and str(value) != "":
                 out[_RENAMED.get(key, key)] = str(value).lower() if isinstance(value, bool) else str(value)
-            elif (snapshot_overrides.is_statement_key(key) or column_lists.MASK_OPTION.fullmatch(key)) \
+            elif (snapshot_overrides.is_statement_key(key) or column_lists.is_mapper_option(key)) \
                     and value is not None:
                 out[key] = str(value)
         key_se, value_se = (_schemas_enable(self.config.originals, w) for w in ("key", "value"))

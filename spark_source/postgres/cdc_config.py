@@ -69,7 +69,7 @@ class CdcConfig:
     columns: ColumnLists = ColumnLists()
 
     @classmethod
-    def from_options(cls, options: dict) -> "CdcConfig":
+    def from_options(cls, options: dict, names_keep_case: bool = True) -> "CdcConfig":
         """Debezium's option names: ``topic.prefix``, ``database.dbname``, ``decimal.handling.mode``,
         ``time.precision.mode``, ``binary.handling.mode``, ``interval.handling.mode``,
         ``money.fraction.digits``, ``hstore.handling.mode`` (json or map), ``unavailable.value.placeholder``, ``tombstones.on.delete``,
@@ -78,7 +78,11 @@ class CdcConfig:
         the modes trimmed and in any case, ``topic.prefix`` of Kafka's topic characters only,
         ``message.prefix.include.list`` / ``message.prefix.exclude.list`` (regular expressions),
         ``skip.messages.without.change`` (false), ``column.include.list`` / ``column.exclude.list``
-        and ``message.key.columns`` (:mod:`column_lists`)."""
+        and ``message.key.columns`` (:mod:`column_lists`), the column mappers
+        ``column.truncate.to.<N>.chars``, ``column.mask.with.<N>.chars`` and
+        ``column.mask.hash[.v2].<algorithm>.with.salt.<salt>``, ``column.propagate.source.type``,
+        ``datatype.propagate.source.type`` (:mod:`column_mappers`; with
+        ``names_keep_case`` False the names were lower-cased on the way, as Spark passes them)."""
         get = options.get
         prefix = get("topic.prefix")
         if not prefix:
@@ -111,4 +115,4 @@ class CdcConfig:
                    message_prefix_include_list=include, message_prefix_exclude_list=exclude,
                    skip_messages_without_change=_bool("skip.messages.without.change",
                                                       get("skip.messages.without.change", False)),
-                   columns=ColumnLists.from_options(get, tuple(options)))
+                   columns=ColumnLists.from_options(get, tuple(options), names_keep_case))

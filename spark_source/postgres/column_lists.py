@@ -12,12 +12,10 @@ pattern over ``<schema>.<table>.<column>`` (case ignored, matched whole); a tabl
 columns matched, pattern after pattern and in table order within one, as Debezium's
 ``Key.CustomKeyMapper`` gives them, and its primary key when none matches.
 
-``column.mask.with.<N>.chars`` (a column list) replaces every value of a matched text column
-(``text``, ``varchar``, ``char``, ``name``, a domain over one: pgjdbc's CHAR / VARCHAR, which
-Debezium's ``MaskStrings`` masks) with N asterisks, NULL and the TOAST placeholder included, and
-marks the field ``"parameters": {"masked": "true"}`` (any matched column: ``alterFieldSchema``
-does not look at the type). The record key is never masked. Where two options' lists match one
-column, the option first by name masks it (Debezium leaves that order to its configuration).
+The column mappers (``column.truncate.to.<N>.chars``, ``column.mask.with.<N>.chars``,
+``column.mask.hash[.v2].<algorithm>.with.salt.<salt>``, ``column.propagate.source.type``,
+``datatype.propagate.source.type``) rewrite a value column's values or mark its field:
+:mod:`column_mappers`. The record key is never mapped.
 """
 from __future__ import annotations
 
@@ -25,12 +23,13 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from spark_source.postgres import regex_lists
+from spark_source.postgres import column_mappers, regex_lists
+from spark_source.postgres.column_mappers import MASKABLE_OIDS  # noqa: F401  (re-exported)
 from spark_source.postgres.type_modes import CdcConfigError
 
-MASK_OPTION = re.compile(r"column\.mask\.with\.(\d+)\.chars")
-MASKABLE_OIDS = frozenset({25, 1043, 1042, 19, 18})
-"""text, varchar, bpchar, name and "char": the types pgjdbc reports as CHAR or VARCHAR."""
+MASK_OPTION = column_mappers.MASK
+is_mapper_option = column_mappers.is_option
+"""Whether an option's name is a column mapper's (truncate, mask or hash)."""
 _ENTRY = re.compile(r"^\s*([^\s:]+):([^:\s]+)\s*$")
 """``CustomKeyMapper.MSG_KEY_COLUMNS_PATTERN``: one ``table:column1,column2`` entry."""
 
@@ -65,26 +64,29 @@ class ColumnLists:
     include: tuple = ()
     exclude: tuple = ()
     key_columns: tuple = ()
-    masks: tuple = ()        # ((compiled patterns, mask text), ...) in option order
+    mappers: tuple = ()      # column_mappers.ColumnMapper, in the order they apply
 
     @classmethod
-    def from_options(cls, get, keys=()) -> "ColumnLists":
-        """``get`` reads an option; ``keys`` are the option names given (for the masks' names)."""
+    def from_options(cls, get, keys=(), names_keep_case: bool = True) -> "ColumnLists":
+        """``get`` reads an option; ``keys`` are the option names given (for the mappers' names);
+        ``names_keep_case`` False: they were lower-cased on the way (Spark's options)."""
         include = _compiled("column.include.list", regex_lists.split(get("column.include.list")))
         exclude = _compiled("column.exclude.list", regex_lists.split(get("column.exclude.list")))
         if include and exclude:
             raise CdcConfigError("column.include.list and column.exclude.list cannot both be set",
                                  option="column.exclude.list")
-        masks = []
-        for key in sorted(k for k in keys if MASK_OPTION.fullmatch(k)):
-            chars = int(MASK_OPTION.fullmatch(key).group(1))
-            masks.append((_compiled(key, regex_lists.split(get(key))), "*" * chars))
-        return cls(include, exclude, _key_patterns(get("message.key.columns")), tuple(masks))
+        return cls(include, exclude, _key_patterns(get("message.key.columns")),
+                   column_mappers.parse(get, keys, names_keep_case))
+
+    def mapper(self, schema: str, table: str, column: str,
+               type_name: Optional[str] = None) -> Optional[column_mappers.ColumnMapper]:
+        """The mapper of a value column: the first whose list matches it (Debezium's ``mapperFor``)."""
+        return next((m for m in self.mappers if m.matches(f"{schema}.{table}", column, type_name)), None)
 
     def mask(self, schema: str, table: str, column: str) -> Optional[str]:
-        """The mask text of a column ``column.mask.with.<N>.chars`` names, else None."""
-        name = f"{schema}.{table}.{column}"
-        return next((text for patterns, text in self.masks if any(p.fullmatch(name) for p in patterns)), None)
+        """The mask text of a column ``column.mask.with.<N>.chars`` maps, else None."""
+        mapper = self.mapper(schema, table, column)
+        return "*" * mapper.size if mapper is not None and mapper.kind == "mask" else None
 
     def value_columns(self, schema: str, table: str, columns: Sequence[str]) -> tuple[str, ...]:
         """The columns of the event's ``before`` / ``after``, in table order."""
@@ -102,19 +104,23 @@ class ColumnLists:
         return tuple(chosen)
 
 
-def masked(lists: ColumnLists, schema: str, table: str, columns, fields: list, root_oid) -> tuple[list, dict]:
-    """``fields`` (one per column) with ``masked`` parameters where a mask applies, and
-    ``{column: mask text}`` for the masked text columns; ``root_oid(column)`` is its type's root."""
-    if not lists.masks:
+def mapped(lists: ColumnLists, schema: str, table: str, columns, fields: list, types=None) -> tuple[list, dict]:
+    """``fields`` (one per column) with the parameters their mapper adds, and ``{column: function}``
+    for the columns whose values it rewrites. ``types`` (a TypeRegistry) resolves domains and enums."""
+    if not lists.mappers:
         return fields, {}
-    out, masks = [], {}
+    out, converters = [], {}
     for column, field in zip(columns, fields):
-        text = lists.mask(schema, table, column.name)
-        if text is not None:
-            field = {**field, "parameters": {**field.get("parameters", {}), "masked": "true"}}
-            field = {k: field[k] for k in ("type", "fields", "items", "keys", "values", "optional", "name", "version",
-                                           "doc", "parameters", "default", "field") if k in field}
-            if root_oid(column) in MASKABLE_OIDS:
-                masks[column.name] = text
+        source = column_mappers.SourceColumn.of(column, types)
+        mapper = lists.mapper(schema, table, column.name, source.type_name)
+        if mapper is not None:
+            parameters = mapper.parameters(source)
+            if parameters:
+                field = {**field, "parameters": {**field.get("parameters", {}), **parameters}}
+                field = {k: field[k] for k in ("type", "fields", "items", "keys", "values", "optional", "name",
+                                               "version", "doc", "parameters", "default", "field") if k in field}
+            convert = mapper.converter(source, field)
+            if convert is not None:
+                converters[column.name] = convert
         out.append(field)
-    return out, masks
+    return out, converters

@@ -15,7 +15,8 @@ Debezium's converters fill a required field) for a delete, the whole row under F
 without a primary key (captured under REPLICA IDENTITY FULL) has no key: its records' key is null
 and its columns keep their own optionality, as Debezium's ``TableSchemaBuilder`` gives them.
 ``message.key.columns`` replaces the key, ``column.include.list`` / ``column.exclude.list`` thin
-``before`` and ``after`` (the key is taken from the whole row): :mod:`column_lists`.
+``before`` and ``after`` and the column mappers rewrite their values (the key is taken from the
+whole, unmapped row): :mod:`column_lists`, :mod:`column_mappers`.
 
 Every record carries ``riverlog.cdc.commit_lsn`` (the transaction's commit end LSN; for snapshot
 rows the slot's consistent point) and ``riverlog.cdc.order`` (its 0-based position among the
@@ -37,6 +38,7 @@ from broker.errors import RiverlogError
 from spark_source.postgres import debezium_schemas as D
 from spark_source.postgres import column_lists, logical_messages
 from spark_source.postgres.cdc_config import VERSION, CdcConfig  # noqa: F401  (re-exported)
+from spark_source.postgres.column_masks import utf8_json as _utf8
 from spark_source.postgres.debezium_schemas import topic_name  # noqa: F401  (re-exported)
 from spark_source.postgres.pgoutput import UNCHANGED_TOAST, Relation
 from spark_source.postgres.transactions import Change, Transaction
@@ -80,7 +82,7 @@ class TableSchema:
     hint: tuple = ()        # (catalog key, NOT NULL columns) the schemas were built with
     optional: tuple = ()    # per column of the Relation: whether its field is optional
     value_columns: Optional[tuple] = None   # the columns before/after carry (column.*.list); None: all
-    masks: dict = field(default_factory=dict)   # column -> its mask text (column.mask.with.N.chars)
+    mappers: dict = field(default_factory=dict)   # column -> its mapper's function (column_mappers.py)
 
     @property
     def data_collection(self) -> str:
@@ -152,8 +154,7 @@ class EnvelopeBuilder:
         key_schema = {"type": "struct", "fields": [by_name[k].schema(k, is_optional[k]) for k in record_key],
                       "optional": False, "name": D.schema_name(*base, "Key")} if record_key else None
         fields = [t.schema(n, opt) for n, t, opt in zip(names, types, optional)]
-        root = (lambda c: self.types.root(c.type_oid, c.type_modifier)[0]) if self.types else (lambda c: c.type_oid)
-        shown, masks = column_lists.masked(cfg.columns, *base[1:], relation.columns, fields, root)
+        shown, mappers = column_lists.mapped(cfg.columns, *base[1:], relation.columns, fields, self.types)
         row = {"type": "struct", "fields": [f for f, n in zip(shown, names) if n in kept], "optional": True,
                "name": D.schema_name(*base, "Value")}
         value_schema = {"type": "struct", "fields": [
@@ -167,8 +168,8 @@ class EnvelopeBuilder:
         fallbacks = tuple(None if f["optional"] else t.fallback if t.fallback is not None else D.fallback(f)
                           for f, t in zip(fields, types))
         return TableSchema(relation, D.topic_name(*base), record_key, types, key_schema, row, value_schema,
-                           fallbacks, hint, optional, None if len(kept) == len(names) and not masks else kept,
-                           masks)
+                           fallbacks, hint, optional, None if len(kept) == len(names) and not mappers else kept,
+                           mappers)
 
     # -- values ---------------------------------------------------------------------------------
     def _row(self, table: TableSchema, values: Optional[tuple]) -> Optional[dict]:
@@ -190,10 +191,12 @@ class EnvelopeBuilder:
 
     @staticmethod
     def _kept(table: TableSchema, row: Optional[dict]) -> Optional[dict]:
-        """``row`` with the columns the column lists keep (the key was taken from the whole row)."""
+        """``row`` with the columns the column lists keep, their mappers applied (the key was taken
+        from the whole row)."""
         if row is None or table.value_columns is None:
             return row
-        return {c: table.masks.get(c, row[c]) for c in table.value_columns}
+        mappers = table.mappers
+        return {c: mappers[c](row[c]) if c in mappers else row[c] for c in table.value_columns}
 
     def _key_payload(self, table: TableSchema, row: dict) -> Optional[dict]:
         """The record key's payload; None (a null key) for a table without a primary key."""
@@ -203,12 +206,12 @@ class EnvelopeBuilder:
         """JsonConverter's bytes; a schema is serialized once and spliced in (it is most of the bytes)."""
         body = _ENCODER.encode(payload)
         if not self.config.schemas_enable:
-            return body.encode("utf-8")
+            return _utf8(body)
         cached = self._schema_json.get(id(schema))
         if cached is None or cached[0] is not schema:
             cached = (schema, _ENCODER.encode(schema))
             self._schema_json[id(schema)] = cached
-        return f'{{"schema":{cached[1]},"payload":{body}}}'.encode("utf-8")
+        return _utf8(f'{{"schema":{cached[1]},"payload":{body}}}')
 
     def _source(self, table: Optional[TableSchema], ts_us: int, snapshot: str, xid: Optional[int],
                 lsn: Optional[int], schema: str = "", name: str = "") -> dict:

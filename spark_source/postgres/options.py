@@ -43,7 +43,10 @@ The envelope's options are Debezium's too and are checked by
 (numeric), ``money.fraction.digits`` (2), ``hstore.handling.mode`` (json), ``unavailable.value.placeholder``
 (__debezium_unavailable_value), ``tombstones.on.delete`` (true), ``provide.transaction.metadata``
 (false), ``topic.transaction`` (transaction), ``skipped.operations`` (t), ``schemas.enable`` (true),
-``column.include.list`` / ``column.exclude.list`` and ``message.key.columns`` (column_lists.py).
+``column.include.list`` / ``column.exclude.list`` and ``message.key.columns`` (column_lists.py),
+``column.truncate.to.<N>.chars``, ``column.mask.with.<N>.chars`` and
+``column.mask.hash[.v2].<algorithm>.with.salt.<salt>``, ``column.propagate.source.type`` and
+``datatype.propagate.source.type`` (column_mappers.py).
 """
 from __future__ import annotations
 
@@ -109,10 +112,11 @@ def _bool(opts: dict, name: str, default: bool) -> bool:
     return str(value).strip().lower() == "true"
 
 
-def _envelope(opts: dict, prefix: str, dbname: str) -> CdcConfig:
-    given = {k: opts[k] for k in opts if k in ENVELOPE_OPTIONS or column_lists.MASK_OPTION.fullmatch(k)}
+def _envelope(opts: dict, prefix: str, dbname: str, mappers: dict, names_keep_case: bool) -> CdcConfig:
+    given = {k: opts[k] for k in opts if k in ENVELOPE_OPTIONS}
     try:
-        return CdcConfig.from_options({**given, "topic.prefix": prefix, "database.dbname": dbname})
+        return CdcConfig.from_options({**given, **mappers, "topic.prefix": prefix, "database.dbname": dbname},
+                                      names_keep_case=names_keep_case)
     except CdcConfigError as e:
         option = e.details.get("option", "")
         raise _bad(option, str(e)) from None
@@ -189,10 +193,15 @@ class CdcOptions:
     snapshot_overrides: tuple = ()   # ((schema.table lower-cased, SELECT), ...): snapshot_overrides.py
 
     @classmethod
-    def parse(cls, options) -> "CdcOptions":
+    def parse(cls, options, names_keep_case: bool = False) -> "CdcOptions":
+        """``names_keep_case``: the option names are as the user wrote them (a Connect config);
+        Spark's arrive lower-cased, which matters for a ``column.mask.hash.*`` salt."""
         opts = {str(k).lower(): v for k, v in dict(options or {}).items()}
+        # column mapper options keep their name as given: a hash option's salt is in it
+        mappers = {str(k) if column_lists.is_mapper_option(str(k)) else str(k).lower(): v
+                   for k, v in dict(options or {}).items() if column_lists.is_mapper_option(str(k).lower())}
         unknown = sorted(k for k in set(opts) - _KNOWN if not snapshot_overrides.is_statement_key(k)
-                         and not column_lists.MASK_OPTION.fullmatch(k))
+                         and not column_lists.is_mapper_option(k))
         if unknown:
             raise _bad(unknown[0], "unknown option for format(\"postgres-cdc\"); the options are "
                                    + ", ".join(sorted(_KNOWN - {"path"})).replace("maxchangespertrigger",
@@ -229,7 +238,7 @@ class CdcOptions:
             max_changes_per_trigger=_int(opts, "maxChangesPerTrigger", None, 1),
             snapshot_fetch_size=_int(opts, "snapshot.fetch.size", 10_000, 1),
             starting_offset=_starting_offset(opts.get("startingoffsets")),
-            envelope=_envelope(opts, str(opts.get("topic.prefix") or dbname), dbname),
+            envelope=_envelope(opts, str(opts.get("topic.prefix") or dbname), dbname, mappers, names_keep_case),
             snapshot_overrides=snapshot_overrides.parse(opts))
 
     def connect_kwargs(self) -> dict:

@@ -252,3 +252,40 @@ def test_the_connector_takes_column_masks_and_checks_them():
     source = PostgresCdcSource(parse_connector_config({"name": "shop-cdc", **config}), ConnectorContext(None, "x:1"))
     assert source.source_options()["column.mask.with.5.chars"] == r"public\.users\.ssn"
     assert source.options.envelope.columns.mask("public", "users", "ssn") == "*****"
+
+
+def test_hash_truncate_and_propagate_mappers_on_snapshot_and_stream_rows(pg_db):
+    # PostgresConnectorIT.shouldConsumeEventsWithMaskedHashedColumns (column.mask.hash.SHA-256.with.salt.
+    # CzQMA0cB5K on bb varchar(20): the snapshot's NULL stays null, 'test' and 'hello' are Debezium's
+    # pseudonyms cut to 20) and ...WithTruncatedColumns (column.truncate.to.3.chars: 'hel'), both images
+    # of an update under FULL mapped; the key is not. The salt keeps its case as a connector's key does.
+    # datatype.propagate.source.type names int4 columns INT4 (Debezium's JDBC snapshot says SERIAL for pk).
+    pg_db.execute("CREATE SCHEMA s2; CREATE TABLE s2.a (pk SERIAL PRIMARY KEY, aa integer, bb varchar(20), cc text);"
+                  "ALTER TABLE s2.a REPLICA IDENTITY FULL; CREATE TABLE mark (id int PRIMARY KEY);"
+                  "INSERT INTO s2.a (aa, cc) VALUES (1, 'snapshot')")
+    mappers = {"column.mask.hash.SHA-256.with.salt.CzQMA0cB5K": r"s2\.a\.bb", "column.truncate.to.3.chars": r".+\.cc",
+               "datatype.propagate.source.type": r".+\.int4"}
+    capture = Capture(CdcOptions.parse({**pg_db.options(snapshot_mode="initial"), **mappers}, names_keep_case=True))
+    try:
+        ran = []
+
+        def done(got):
+            if not ran and got and _payload(got[-1])["source"]["snapshot"] == "last":
+                ran.append(pg_db.execute("INSERT INTO s2.a (aa, bb, cc) VALUES (1, 'test', 'hello');"
+                                         "UPDATE s2.a SET aa = 2, bb = 'hello' WHERE pk = 2; INSERT INTO mark VALUES (1)"))
+            return _marked(got)
+        s2a = _topic(_read(capture, done), "shop.s2.a")
+    finally:
+        capture.close()
+    test, hello = "8e68c68edbbac316dfe2", "b4d39ab0d198fb4cac8b"
+    assert [(_key(r), _payload(r)["op"], _payload(r)["before"], _payload(r)["after"]) for r in s2a] == [
+        ({"pk": 1}, "r", None, {"pk": 1, "aa": 1, "bb": None, "cc": "sna"}),
+        ({"pk": 2}, "c", None, {"pk": 2, "aa": 1, "bb": test, "cc": "hel"}),
+        ({"pk": 2}, "u", {"pk": 2, "aa": 1, "bb": test, "cc": "hel"}, {"pk": 2, "aa": 2, "bb": hello, "cc": "hel"})]
+    int4 = {"__debezium.source.column.type": "INT4", "__debezium.source.column.length": "10",
+            "__debezium.source.column.scale": "0"}
+    for record in (s2a[0], s2a[1]):     # the snapshot's schema and the stream's
+        fields = {f["field"]: f.get("parameters") for f in json.loads(record.value)["schema"]["fields"][1]["fields"]}
+        assert fields == {"pk": {**int4, "__debezium.source.column.name": "pk"},
+                          "aa": {**int4, "__debezium.source.column.name": "aa"}, "bb": {"masked": "true"},
+                          "cc": {"truncateLength": "3"}}

@@ -88,19 +88,18 @@ def test_debezium_keys_the_connector_does_not_implement_are_refused_per_field():
     from connect.config import validate
     from connect.errors import ConfigError
     from connect.plugins import check_connector_config
-    refused = {"column.propagate.source.type": "public.customers.ssn", "database.include.list": "inventory",
+    refused = {"include.unknown.datatypes": "true", "database.include.list": "inventory",
                "heartbeat.topics.prefix": "hb", "schema.name.adjustment.mode": "avro",
-               "column.truncate.to.12.chars": "public.c.card",
                "database.sslmode": "require", "table.includ.list": "public.c", "dsn": "postgresql://x/shop",
                "maxChangesPerTrigger": "5", "errors.max.retries": "0", "sanitize.field.names": "true"}
     with pytest.raises(ConfigError) as bad:
         check_connector_config("shop-cdc", _shop(**refused))
     errors = bad.value.details["errors"]
     assert set(refused) <= set(errors)
-    assert "not supported" in errors["column.propagate.source.type"][0]
+    assert "not supported" in errors["include.unknown.datatypes"][0]
     assert "max.batch.size" in errors["maxChangesPerTrigger"][0]
-    infos = validate({"name": "shop-cdc", **_shop(**{"column.propagate.source.type": "public.customers.ssn"})})
-    (column,) = [c for c in infos.configs if c.value.name == "column.propagate.source.type"]
+    infos = validate({"name": "shop-cdc", **_shop(**{"include.unknown.datatypes": "true"})})
+    (column,) = [c for c in infos.configs if c.value.name == "include.unknown.datatypes"]
     assert column.value.errors and infos.error_count == 1
     # Connect's own keys stay the worker's
     own = {"key.converter": "JsonConverter", "key.converter.schemas.enable": "false", "transforms": "route",
