@@ -36,7 +36,7 @@ FETCH_PHASES = Transitions("partition fetch", {
 class PartitionState:
     """One assigned partition. ``fetch_offset`` runs ahead of ``position`` by what is prefetched."""
     __slots__ = ("fetch_offset", "position", "generation", "phase", "paused", "high_watermark",
-                 "log_start_offset", "eof_reported", "stopped", "aside", "stored", "served")
+                 "log_start_offset", "eof_offset", "stopped", "aside", "stored", "served")
 
     def __init__(self, offset: int, generation: int = 0):
         self.fetch_offset = offset
@@ -46,7 +46,7 @@ class PartitionState:
         self.paused = False
         self.high_watermark = -1
         self.log_start_offset = -1
-        self.eof_reported = False
+        self.eof_offset = -1  # the end offset _PARTITION_EOF was last reported at (librdkafka's eof_offset)
         self.stopped = False  # paused by the consumer after an error event: seek() restarts it too
         self.aside: list[Chunk] = []  # a halted partition's records, kept out of poll() while paused
         self.stored: TopicPartition | None = None  # store_offsets(): what an argument-less commit commits

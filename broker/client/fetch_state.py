@@ -18,7 +18,9 @@ are set aside instead and queued again on resume. The consumer also pauses a par
 on with (it does not exist; it has no position and ``auto.offset.reset=error``; ListOffsets refused
 its start offset) after reporting it once, so ``resume()`` or ``seek()`` retries it.
 
-Start offsets (``OFFSET_TAIL(n)``, ``auto.offset.reset``...) are ``broker.client.start_offsets``.
+Start offsets (``OFFSET_TAIL(n)``, ``auto.offset.reset``...) are ``broker.client.start_offsets``; how a
+partition without a usable offset gets one (resets, ListOffsets answers, OffsetOutOfRange) is
+``broker.client.fetch_resets``.
 
 Each partition has a ``generation``, moved by ``seek`` and by an offset reset: data fetched for an
 older generation is dropped, never returned. Generations are drawn from one counter for the whole
@@ -39,16 +41,16 @@ from collections.abc import Callable
 
 from broker.client.fetch_buffer import NO_RECORDS, Chunk, FetchBuffer
 from broker.client.fetch_phase import FetchPhase, PartitionState
-from broker.client.message import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME,
-                                   TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition)
-from broker.client.start_offsets import EARLIEST, list_offsets_timestamp
+from broker.client.fetch_resets import FetchResets
+from broker.client.message import (OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message,
+                                   TopicPartition)
 from broker.clock import Clock
 from broker.errors import KafkaError, OffsetOutOfRangeError, PartitionEOF, RiverlogError
 
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
-class FetchState:
+class FetchState(FetchResets):
     """Every assigned partition's state, the records fetched for them and the events to report."""
 
     def __init__(self, reset: int | None, enable_eof: bool, retry_backoff_s: float, queue_limit_bytes: int,
@@ -89,7 +91,7 @@ class FetchState:
             raise RiverlogError(f"{key[0]}[{key[1]}] is not assigned")
         state.generation = next(self._generations)
         state.fetch_offset = state.position = offset
-        state.eof_reported = False
+        state.eof_offset = OFFSET_INVALID
         if state.stopped:
             state.stopped = state.paused = False
         state.aside = []
@@ -113,6 +115,8 @@ class FetchState:
             else:
                 self.buffer.drop(key)
                 state.generation = next(self._generations)
+                if state.phase is FetchPhase.AWAITING_RESET and state.position >= 0:
+                    state.move(FetchPhase.FETCHING)  # a reset deferred behind records now dropped
                 if state.phase is FetchPhase.FETCHING:
                     state.fetch_offset = state.position
 
@@ -230,38 +234,6 @@ class FetchState:
                 parts.append((key, state.fetch_offset, state.generation))
         return parts, resets
 
-    def reset_target(self, key: TP, offset: int) -> int | None:
-        """The ListOffsets timestamp that gives a partition its first offset, or None when
-        ``auto.offset.reset=error`` forbids guessing (reported once, then the partition pauses)."""
-        if offset in (OFFSET_STORED, OFFSET_INVALID):
-            if self.reset is None:
-                self._stop(key)
-                self.error_event(key, _auto_offset_reset(OffsetOutOfRangeError(
-                    f"{key[0]}[{key[1]}] has no position and auto.offset.reset=error; seek() to an offset "
-                    "or set auto.offset.reset to earliest or latest")), OFFSET_INVALID)
-                return None
-            return self.reset
-        return list_offsets_timestamp(offset)  # after OFFSET_TAIL(n), tail_start()
-
-    def reset_failed(self, key: TP, generation: int, error: RiverlogError) -> bool:
-        """ListOffsets refused a partition's start offset for good: report it as that partition's
-        error event and stop it until seek()/resume(); the other partitions fetch on."""
-        state = self._current(key, generation)
-        if state is None or state.phase is not FetchPhase.AWAITING_RESET:
-            return False
-        self._stop(key)
-        self.error_event(key, error, OFFSET_INVALID)
-        return True
-
-    def reset_resolved(self, key: TP, generation: int, offset: int) -> bool:
-        """ListOffsets answered: fetch from ``offset`` unless the partition moved meanwhile (False)."""
-        state = self.partitions.get(key)
-        if state is None or state.generation != generation or state.phase is not FetchPhase.AWAITING_RESET:
-            return False
-        state.fetch_offset = state.position = offset
-        state.move(FetchPhase.FETCHING)
-        return True
-
     def refresh_due(self) -> bool:
         """Whether to refresh metadata for a partition with no known leader: at most every backoff."""
         now = self.clock.monotonic()
@@ -271,10 +243,14 @@ class FetchState:
         return True
 
     def on_fetched(self, key: TP, generation: int, high_watermark: int, log_start_offset: int,
-                   next_offset: int | None) -> bool:
+                   next_offset: int | None, fetch_offset: int | None = None) -> bool:
         """A response's data arrived (headers read, not yet decoded): move the fetch offset past
-        it so the next fetch goes out while this one is decoded. False: the data is stale."""
-        state = self._current(key, generation)
+        it so the next fetch goes out while this one is decoded. False: the data is stale, of an
+        older generation or (``fetch_offset``, what the request asked for) of an offset the
+        partition has moved past: while its leader moves, two brokers may be asked for the same
+        offsets, and only the first answer counts (Kafka's ``FetchCollector`` discards a response
+        whose fetch offset is not the position; librdkafka one from a broker the partition left)."""
+        state = self._current(key, generation, fetch_offset)
         if state is None or state.halted:
             return False
         state.high_watermark, state.log_start_offset = high_watermark, log_start_offset
@@ -288,7 +264,9 @@ class FetchState:
         """Queue what was decoded (``broker.records.reader.decode_available``'s answer for a fetch
         from ``offset``); ``following`` is the offset after the response's last batch; ``end_offset``
         is where ``_PARTITION_EOF`` is reported (the high watermark, or under read_committed the
-        last stable offset, as librdkafka). True when there is something new for the application."""
+        last stable offset, as librdkafka), once per end offset reached, as librdkafka's
+        ``eof_offset``: an end that moved on over markers or aborted records only is reported
+        again. True when there is something new for the application."""
         state = self._current(key, generation)
         if state is None or state.halted:
             return False
@@ -300,47 +278,34 @@ class FetchState:
             return True
         self._skip_past(key, state, following)
         if any(d.records.num_rows for d in decoded):  # not batches the log cleaner emptied
-            state.eof_reported = False
             return True
-        if (self.enable_eof and not state.eof_reported
+        if (self.enable_eof and state.eof_offset != end_offset
                 and state.fetch_offset >= end_offset and state.position >= end_offset):
-            state.eof_reported = True
+            state.eof_offset = end_offset
             self.events.append(Message(key[0], key[1], end_offset,
                                        error=PartitionEOF(f"reached end of {key[0]}[{key[1]}]")))
             return True
         return False
 
     def on_error(self, key: TP, generation: int, error: RiverlogError, log_start_offset: int,
-                 log_end_offset: int) -> bool:
+                 log_end_offset: int, fetch_offset: int | None = None) -> bool:
         """A partition's fetch failed. True when the caller should refresh metadata (the leader
-        moved, or is unknown): NotLeader and other retriable errors are retried after it.
+        moved, or is unknown): NotLeader and other retriable errors are retried after it;
+        OffsetOutOfRange applies ``auto.offset.reset`` (``FetchResets.out_of_range``).
 
-        OffsetOutOfRange with ``auto.offset.reset=latest`` asks ListOffsets LATEST again (the
-        partition awaits a reset), as librdkafka's ``rd_kafka_offset_reset`` sets the logical END
-        and Kafka's ``FetchCollector`` requests an offset reset: the latest offset a consumer may
-        read is the high watermark, or under read_committed the last stable offset, never the log
-        end the error carries (records past it may be uncommitted, or not yet replicated; jumping
-        there would skip a transaction that later commits). ``earliest`` starts at the log start
-        the error carries: nothing below it can be read, whatever the isolation level."""
+        An error of a stale fetch (an older generation, or ``fetch_offset`` the partition has
+        moved past) is dropped, as librdkafka drops outdated fetch versions; another error is
+        reported at the fetch offset, behind the partition's records fetched before it, as
+        librdkafka's ``rd_kafka_consumer_err`` queues it."""
+        state = self._current(key, generation, fetch_offset)
+        if state is None:
+            return error.retriable
         if isinstance(error, OffsetOutOfRangeError):
-            state = self._current(key, generation)
-            if state is None or state.halted:
-                return False
-            if self.reset is None:
-                self._stop(key)
-                self.error_event(key, _auto_offset_reset(error), state.fetch_offset)
-                return False
-            state.generation = next(self._generations)
-            if self.reset == EARLIEST and log_start_offset >= 0:
-                state.fetch_offset = state.position = log_start_offset
-                state.move(FetchPhase.FETCHING)
-            else:
-                state.fetch_offset = state.position = OFFSET_BEGINNING if self.reset == EARLIEST else OFFSET_END
-                state.move(FetchPhase.AWAITING_RESET)
+            self.out_of_range(key, state, error, log_start_offset)
             return False
         if error.retriable:
             return True
-        self.error_event(key, error)
+        self._report_in_place(key, state, error, state.fetch_offset)
         return False
 
     def stop_unknown(self, key: TP, error: RiverlogError) -> bool:
@@ -358,9 +323,24 @@ class FetchState:
         self.events.append(Message(key[0], key[1], offset, error=error))
 
     # ------------------------------------------------------------------------ internals
-    def _current(self, key: TP, generation: int) -> PartitionState | None:
+    def _current(self, key: TP, generation: int, fetch_offset: int | None = None) -> PartitionState | None:
+        """The partition's state if ``generation`` (and ``fetch_offset``, when given) still hold."""
         state = self.partitions.get(key)
-        return state if state is not None and state.generation == generation else None
+        if state is None or state.generation != generation:
+            return None
+        return state if fetch_offset is None or fetch_offset == state.fetch_offset else None
+
+    def _queued(self, key: TP, state: PartitionState) -> Chunk | None:
+        """The partition's last chunk if records of it are still queued for the application."""
+        last = self.buffer.last_of(key, state.generation)
+        return last if last is not None and last.remaining else None
+
+    def _report_in_place(self, key: TP, state: PartitionState, error, offset: int) -> None:
+        """An error event behind the partition's records still queued (an error chunk), or at once."""
+        if self._queued(key, state) is not None:
+            self.buffer.append(Chunk(key[0], key[1], state.generation, offset, NO_RECORDS, False, error=error))
+        else:
+            self.error_event(key, error, offset)
 
     def _stop(self, key: TP) -> None:
         """Stop fetching a partition after its error event, until seek() or resume()."""
@@ -388,8 +368,3 @@ class FetchState:
         elif following > state.position >= 0:
             state.position = following
 
-
-def _auto_offset_reset(error: OffsetOutOfRangeError) -> KafkaError:
-    """As librdkafka reports a position ``auto.offset.reset=error`` forbids guessing: ``_AUTO_OFFSET_RESET``
-    (``exception()`` is still the OffsetOutOfRangeError)."""
-    return KafkaError._of(error, KafkaError._AUTO_OFFSET_RESET)

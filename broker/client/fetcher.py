@@ -313,13 +313,15 @@ class Fetcher:
                 if r.error_code:
                     error = error_for_code(r.error_code)(r.error_message)
                     with self._cond:
-                        refresh |= self.state.on_error(key, generation, error, r.log_start_offset, r.log_end_offset)
+                        refresh |= self.state.on_error(key, generation, error, r.log_start_offset, r.log_end_offset,
+                                                       offset)
                         self._cond.notify_all()
                     continue
                 records = r.records  # each read of a bytes field copies it (upb): read it once
                 following = next_fetch_offset(records)
                 with self._cond:
-                    if not self.state.on_fetched(key, generation, r.high_watermark, r.log_start_offset, following):
+                    if not self.state.on_fetched(key, generation, r.high_watermark, r.log_start_offset, following,
+                                                 offset):
                         continue
                 arrived.append((key, generation, offset, r, records, following))
         if refresh:

@@ -93,16 +93,18 @@ def check_batch(messages) -> None:
 
 
 def check_partition(topics: dict, topic: str, partition: int) -> None:
-    """An explicit partition outside -1..int32: outside int32 refused as confluent-kafka's argument
-    parsing refuses it (OverflowError); one below -1 never exists: refused now if the topic's
-    metadata (``topics``) is cached, else the sender fails it on delivery."""
+    """An explicit partition checked as librdkafka's ``rd_kafka_msg_partitioner`` checks it at
+    produce(): outside int32 refused as confluent-kafka's argument parsing refuses it
+    (OverflowError); one the topic does not have (below -1, or at or past its partition count) is
+    _UNKNOWN_PARTITION, raised now if the topic's metadata (``topics``) is cached, else the sender
+    fails it on delivery. -1 (RD_KAFKA_PARTITION_UA) is the partitioner's to place."""
     if partition > _INT32_MAX:
         raise OverflowError("signed integer is greater than maximum")
     if partition < -_INT32_MAX - 1:
         raise OverflowError("signed integer is less than minimum")
-    if partition >= -1:
+    if partition == -1:
         return
     info = topics.get(topic)
-    if info is not None:
+    if info is not None and not 0 <= partition < len(info.partitions):
         raise UnknownPartitionError(
             f"topic '{topic}' has {len(info.partitions)} partition(s); partition {partition} does not exist")

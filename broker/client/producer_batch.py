@@ -32,7 +32,8 @@ class ProducerBatch:
     created: float
     size: int = 0
     size_charged: int = 0  # buffer.memory bytes released when the batch is reported
-    attempts: int = 0
+    attempts: int = 0  # times sent again after a failure (a resend goes alone in its request)
+    retries: int = 0   # those that count against ``retries``: not after stale metadata (librdkafka's)
     retry_at: float = 0.0
     sequence: int = 0  # the sender's enqueue order; a partition's batches are written in this order
     base_sequence: int | None = None  # idempotence: set (in the header too) when first sent
@@ -46,16 +47,23 @@ class ProducerBatch:
 
 @dataclass
 class StickyPartitioner:
-    """Unkeyed records go to one partition per batch, then to the next (Kafka's KIP-480 idea)."""
+    """Unkeyed records go to one partition per batch, then to the next (Kafka's KIP-480 idea).
+
+    Only partitions with a leader (``available``, when the caller knows them) are chosen, as
+    Kafka's ``BuiltInPartitioner`` and librdkafka's random partitioner avoid a partition without
+    one: records sent there would wait for a leader, maybe until delivery.timeout.ms, while the
+    topic's other partitions take writes. With none available every partition is a candidate."""
     current: dict[str, int] = field(default_factory=dict)
 
-    def runs(self, topic: str, num_partitions: int, count: int) -> np.ndarray:
+    def runs(self, topic: str, num_partitions: int, count: int, available=None) -> np.ndarray:
+        live = sorted(p for p in available if 0 <= p < num_partitions) if available is not None else ()
+        candidates = np.asarray(live, dtype=np.int32) if live else np.arange(num_partitions, dtype=np.int32)
         start = self.current.get(topic)
-        if start is None or start >= num_partitions:
-            start = random.randrange(num_partitions)
-        parts = (start + np.arange(count)) % num_partitions
-        self.current[topic] = int((start + count) % num_partitions)
-        return parts.astype(np.int32)
+        at = np.flatnonzero(candidates == start) if start is not None else ()
+        first = int(at[0]) if len(at) else random.randrange(len(candidates))
+        picks = candidates[(first + np.arange(count + 1)) % len(candidates)]
+        self.current[topic] = int(picks[-1])
+        return picks[:-1].astype(np.int32)
 
 
 def normalise_table(table, now_ms: int) -> pa.RecordBatch:
@@ -135,9 +143,11 @@ def record_bytes(batch: pa.RecordBatch) -> np.ndarray:
 
 def assign_partitions(batch: pa.RecordBatch, explicit: np.ndarray, num_partitions: int,
                       topic: str, sticky: StickyPartitioner, batch_size: int,
-                      partitioner: str = "murmur2_random", sizes: np.ndarray | None = None) -> np.ndarray:
+                      partitioner: str = "murmur2_random", sizes: np.ndarray | None = None,
+                      available=None) -> np.ndarray:
     """Partition of every record: explicit ones kept, the others by ``partitioner`` (murmur2 of the
-    key by default), those it leaves to chance sticky by batch (``sizes``: ``record_sizes(batch)``)."""
+    key by default), those it leaves to chance sticky by batch (``sizes``: ``record_sizes(batch)``)
+    on the ``available`` partitions (those with a leader; None: all)."""
     parts = explicit.copy()
     todo = parts == -1   # librdkafka's RD_KAFKA_PARTITION_UA; other negatives stay (the sender fails them)
     if not todo.any():
@@ -152,7 +162,7 @@ def assign_partitions(batch: pa.RecordBatch, explicit: np.ndarray, num_partition
     if unkeyed.any():
         sizes = (record_sizes(batch) if sizes is None else sizes)[unkeyed]
         run_of = (np.cumsum(sizes) - sizes) // max(1, batch_size)
-        runs = sticky.runs(topic, num_partitions, int(run_of[-1]) + 1)
+        runs = sticky.runs(topic, num_partitions, int(run_of[-1]) + 1, available)
         parts[unkeyed] = runs[run_of]
     return parts
 

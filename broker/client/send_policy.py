@@ -64,8 +64,8 @@ from dataclasses import dataclass, field
 from broker.clock import Clock
 from broker.client.producer_batch import ProducerBatch
 from broker.client.transactions import FENCING, TransactionManager
-from broker.errors import (InvalidProducerEpochError, KafkaTimeoutError, OutOfOrderSequenceError, RiverlogError,
-                           UnknownProducerIdError)
+from broker.errors import (InvalidMetadataError, InvalidProducerEpochError, KafkaStorageError, KafkaTimeoutError,
+                           NetworkError, OutOfOrderSequenceError, RiverlogError, UnknownProducerIdError)
 from broker.records.batch import IDEMPOTENCE_WINDOW
 
 SETTLE_S = 2.0  # how long a partition stays unsteady: a restarting broker settles well within it
@@ -282,10 +282,16 @@ class SendPolicy:
         p = self.partitions[key]
         if retriable:
             p.unsteady_until = now + self.limits.settle_time
-            if all(b.attempts < self.limits.retries and now - b.created < self.limits.delivery_timeout
-                   for b in taken):
+            counts = not _stale_metadata(error)
+            if any(now - b.created >= self.limits.delivery_timeout for b in taken):
+                error = KafkaTimeoutError(
+                    f"Local: Message timed out: {sum(b.count for b in taken)} record(s) for {key[0]}[{key[1]}] "
+                    f"expired after delivery.timeout.ms={int(self.limits.delivery_timeout * 1000)} while "
+                    f"retried (last error: {error.name}: {error.message})")
+            elif all(b.retries < self.limits.retries or not counts for b in taken):
                 for batch in taken:
                     batch.attempts += 1
+                    batch.retries += counts
                     batch.retry_at = now + self.limits.backoff
                 self._requeue(p.queue, taken)
                 p.retrying = True
@@ -369,3 +375,10 @@ class SendPolicy:
             front.append(queue.popleft())
         front.sort(key=lambda b: b.sequence)
         queue.extendleft(reversed(front))
+
+
+def _stale_metadata(error: RiverlogError) -> bool:
+    """A refusal that only says the producer's metadata was stale: the broker wrote nothing, so its
+    retry does not count against ``retries`` (librdkafka's ERR_ACTION_REFRESH; a broken connection
+    and a storage error still count: the request may have been written)."""
+    return isinstance(error, InvalidMetadataError) and not isinstance(error, (NetworkError, KafkaStorageError))

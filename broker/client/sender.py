@@ -119,6 +119,7 @@ class Sender:
                                                              "topic names are str"))
             return
         n, cfg, batch_size = len(info.partitions), self.config, self.accumulator.batch_size
+        available = [p for p, part in info.partitions.items() if part.leader >= 0]  # the sticky partitioner's
         for chunk in buf.chunks:
             encoded = self._encode(topic, chunk, buf.since)
             if encoded is None:
@@ -126,7 +127,8 @@ class Sender:
             chunk, (records, explicit, callbacks) = encoded
             sizes = record_sizes(records)
             charged = _charge(chunk, records, sizes)
-            parts = assign_partitions(records, explicit, n, topic, self.sticky, batch_size, cfg["partitioner"], sizes)
+            parts = assign_partitions(records, explicit, n, topic, self.sticky, batch_size, cfg["partitioner"], sizes,
+                                      available)
             bad = (parts >= n) | (parts < 0)   # an explicit partition out of range, or negative but not -1
             if bad.any():
                 self._fail_rows(topic, records, parts, callbacks, bad, n, buf.since)

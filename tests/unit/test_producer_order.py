@@ -28,7 +28,7 @@ class _OfflineCluster:
         return 0
 
     def topic(self, name, refresh_if_missing=True, timeout=None):
-        return SimpleNamespace(partitions=[0])
+        return SimpleNamespace(partitions={0: SimpleNamespace(leader=0)})
 
     def stub(self, node):
         return None
