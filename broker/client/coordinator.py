@@ -7,8 +7,10 @@ until the deadline; ``CoordinatorLoadInProgress`` retries the same broker.
 """
 from __future__ import annotations
 
+import base64
 import threading
 import time
+import uuid
 
 import grpc
 
@@ -21,6 +23,12 @@ from broker.protocol import CoordinatorType
 _MOVED = (NotCoordinatorError, CoordinatorNotAvailableError, NetworkError, KafkaTimeoutError)
 
 
+def new_member_id() -> str:
+    """A random member id in Kafka's ``Uuid.toString()`` form (22 URL-safe base64 characters), as
+    Kafka's consumer and librdkafka generate theirs for the consumer protocol (KIP-1082)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
 class CoordinatorClient:
     def __init__(self, cluster: ClusterClient, group_id: str, key_type: int = CoordinatorType.GROUP):
         """``group_id`` is the key: a group id, or a transactional.id with ``CoordinatorType.TRANSACTION``."""
@@ -29,6 +37,10 @@ class CoordinatorClient:
         self.key_type = key_type
         self._address: str | None = None
         self.node_id = -1
+        # The member id of the consumer that owns this client (KIP-1082): made once, so every
+        # membership of the consumer, also one started by subscribe() after unsubscribe(), joins
+        # under the same id for the consumer's lifetime.
+        self.member_id = new_member_id() if key_type == CoordinatorType.GROUP else ""
         self._lock = threading.Lock()
 
     def forget(self) -> None:

@@ -64,8 +64,8 @@ log = logging.getLogger(__name__)
 # ------------------------------------------------------------------------------ carrying them out
 ONGOING = "Ongoing"
 # Answers that mean a handle can no longer end its transaction: fenced (Kafka's ApplicationRecoverable
-# category: ProducerFenced, InvalidProducerEpoch, InvalidProducerIdMapping), already ended the other
-# way, or its transactional.id expired.
+# category: ProducerFenced, InvalidProducerEpoch, InvalidProducerIdMapping, which is also EndTxn's answer
+# once its transactional.id expired), already ended the other way, or (an abort by id) an unknown id.
 _CANNOT_END = (ApplicationRecoverableError, InvalidTxnStateError, TransactionalIdNotFoundError)
 
 

@@ -21,6 +21,13 @@ If no heartbeat succeeds for ``session.timeout.ms`` (the coordinator is unreacha
 may still work), the coordinator has given the partitions to others by now: the member treats them
 as lost (``on_lost``) and joins again, as librdkafka's ``rd_kafka_cgrp_session_timeout_check`` does,
 instead of consuming them beside their new owner.
+
+The member id is the consumer's own (KIP-1082, as Kafka's ``AbstractMembershipManager`` and
+librdkafka's ``rd_kafka_cgrp_new`` make it): generated once, sent with every heartbeat from the
+first join on, and kept when the member joins again after being fenced, after leaving or after
+its session ran out. A join whose answer was lost is sent again under the same id, so the
+coordinator does not gain a second member; a leave can name the member even before the answer to
+its join arrived.
 """
 from __future__ import annotations
 
@@ -28,11 +35,11 @@ import logging
 import threading
 import time
 
-from broker.client.coordinator import CoordinatorClient
+from broker.client.coordinator import CoordinatorClient, new_member_id
 from broker.errors import KafkaError
 from broker.errors import (FencedInstanceIdError, FencedMemberEpochError, GroupMaxSizeReachedError,
-                           InvalidRequestError, InvalidSessionTimeoutError, RiverlogError, UnknownMemberIdError,
-                           UnsupportedAssignorError, UnsupportedVersionError)
+                           InvalidRequestError, InvalidSessionTimeoutError, NetworkError, RiverlogError,
+                           UnknownMemberIdError, UnsupportedAssignorError, UnsupportedVersionError)
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import grouped
 
@@ -41,9 +48,18 @@ log = logging.getLogger(__name__)
 TP = tuple[str, int]
 _QUICK_S = 0.05  # heartbeat pace while partitions are moving
 # Answers that joining again would only get again: fatal to the membership, as Kafka's
-# AbstractHeartbeatRequestManager.onErrorResponse calls handleFatalFailure for them.
+# AbstractHeartbeatRequestManager.onErrorResponse calls handleFatalFailure for them. So is any
+# other error that is not retriable (UNKNOWN_SERVER_ERROR, GROUP_ID_NOT_FOUND, ...): Kafka's
+# default branch and librdkafka's permanent errors (rd_kafka_cgrp_handle_ConsumerGroupHeartbeat).
 _FATAL = (FencedInstanceIdError, UnsupportedAssignorError, InvalidSessionTimeoutError, GroupMaxSizeReachedError,
           InvalidRequestError, UnsupportedVersionError)
+
+
+def _fatal(error: RiverlogError) -> bool:
+    """Does this heartbeat error end the membership? Retriable ones (the coordinator moving or
+    loading, a broken connection, a timeout) are retried instead; UNKNOWN_MEMBER_ID and
+    FENCED_MEMBER_EPOCH make the member join again (handled before this is asked)."""
+    return isinstance(error, _FATAL) or not (error.retriable or isinstance(error, NetworkError))
 
 
 class GroupMembership:
@@ -53,9 +69,11 @@ class GroupMembership:
         self.topics = sorted(set(topics))
         self._wake_consumer = wake
         self._cond = threading.Condition()
-        self.member_id = ""
+        self.member_id = getattr(coordinator, "member_id", "") or new_member_id()
+        self._in_group = False    # the coordinator answered a join of this member, and it has not left since
+        self._join_sent = False   # a join may have reached the coordinator: a leave must be sent
         self._new_topics = False  # the subscription changed: ask for its topics' metadata first
-        self._fenced_id = ""  # a dynamic member's fenced incarnation, to replace once its loss is handled
+        self._fenced = False  # a fenced dynamic member: it leaves once its loss is handled, then joins again
         self.epoch = 0
         self._assignment: set[TP] = set()   # what the coordinator last said we may own
         self._owned: set[TP] = set()        # what the application holds
@@ -131,8 +149,9 @@ class GroupMembership:
             self._cond.notify_all()
 
     def metadata(self) -> tuple[str, int]:
+        """(member id, member epoch); the member id is "" while the member is not in the group."""
         with self._cond:
-            return self.member_id, self.epoch
+            return (self.member_id if self._in_group else ""), self.epoch
 
     def close(self, timeout: float = 5.0) -> None:
         """Leave the group (a static member leaves "for now", keeping its partitions a while)."""
@@ -172,7 +191,7 @@ class GroupMembership:
     def _poll_overdue(self) -> bool:
         interval_ms = self.config["max.poll.interval.ms"]
         exceeded_ms = int((time.monotonic() - self._last_poll) * 1000) - interval_ms
-        overdue = exceeded_ms > 0 and bool(self.member_id)
+        overdue = exceeded_ms > 0 and self._in_group
         if overdue:
             log.warning("poll() was not called within max.poll.interval.ms=%d: leaving group '%s'",
                         interval_ms, self.coordinator.group_id)
@@ -194,6 +213,7 @@ class GroupMembership:
         with self._cond:
             owned = self._owned | self._assignment
             member_id = self.member_id
+            self._join_sent = self._join_sent or epoch == 0
         return pb.ConsumerGroupHeartbeatRequest(
             group_id=self.coordinator.group_id, member_id=member_id, member_epoch=epoch,
             instance_id=cfg["group.instance.id"], client_id=cfg["client.id"], subscribed_topics=self.topics,
@@ -215,8 +235,8 @@ class GroupMembership:
     def _beat(self) -> float:
         """One heartbeat; returns how long to wait before the next."""
         with self._cond:
-            epoch = self.epoch if self.member_id else 0
-            fenced, holding = self._fenced_id, bool(self._owned)
+            epoch = self.epoch if self._in_group else 0
+            fenced, holding = self._fenced, bool(self._owned)
             ask, self._new_topics = self._new_topics or epoch == 0, False
         if fenced:
             if holding:  # Kafka's FENCED state: no heartbeat until the application let them go (on_lost)
@@ -230,14 +250,18 @@ class GroupMembership:
         except (UnknownMemberIdError, FencedMemberEpochError) as e:
             log.info("group '%s': %s; rejoining", self.coordinator.group_id, e)
             if isinstance(e, FencedMemberEpochError) and not self.config["group.instance.id"]:
-                # The coordinator still has this incarnation, holding partitions; Kafka's member
-                # rejoins under the same id, replacing it. Here a join makes a new member, so the
-                # old one leaves first (a static member's join replaces it by its instance id).
+                # The coordinator still has this member at another epoch, holding partitions: it
+                # leaves first, then joins again under the same id (a static member's join
+                # replaces it by its instance id).
                 with self._cond:
-                    self._fenced_id = self.member_id
+                    self._fenced = True
             self._reset(lost=True)
             return 0
-        except _FATAL as e:
+        except RiverlogError as e:
+            if not _fatal(e):
+                log.debug("heartbeat failed: %r", e)
+                self._check_session(e)
+                return self.config["retry.backoff.ms"] / 1000.0
             # Fatal to the membership: raised from the next poll() (and given to error_cb), as Kafka's
             # consumer raises InconsistentGroupProtocol and InvalidSessionTimeout from poll(); joining
             # again would only be refused again.
@@ -248,18 +272,16 @@ class GroupMembership:
                 self._stopped = True
             self._wake_consumer()
             return 0
-        except RiverlogError as e:
-            log.debug("heartbeat failed: %r", e)
-            self._check_session(e)
-            return self.config["retry.backoff.ms"] / 1000.0
         assignment = {(g.topic, p) for g in response.assignment for p in g.partitions}
         with self._cond:
-            if response.member_id != self.member_id or self._assignment - assignment:
+            if not self._in_group or self._assignment - assignment:
                 self._joining = True  # a join, or partitions taken away: a rebalance for this member
             settled_empty = self._joining and not response.reconciling and not assignment
             if self._joining and not response.reconciling:
                 self._joining, self._joined_empty = False, settled_empty
-            self.member_id, self.epoch = response.member_id, response.member_epoch
+            # a coordinator that makes member ids itself (for a join naming none) may answer another
+            self.member_id = response.member_id or self.member_id
+            self.epoch, self._in_group, self._join_sent = response.member_epoch, True, True
             self._session_deadline = time.monotonic() + self.config["session.timeout.ms"] / 1000.0
             changed = assignment != self._assignment
             self._assignment = assignment
@@ -275,7 +297,7 @@ class GroupMembership:
         partitions on; they are lost, and the member joins again as a new one."""
         with self._cond:
             deadline = self._session_deadline
-            if not self.member_id or deadline is None or time.monotonic() < deadline:
+            if not self._in_group or deadline is None or time.monotonic() < deadline:
                 return
         log.warning("Consumer group session timed out after %d ms without a successful response from the "
                     "group coordinator (last error was %s): revoking assignment and rejoining group '%s'",
@@ -283,8 +305,9 @@ class GroupMembership:
         self._reset(lost=True)
 
     def _reset(self, lost: bool) -> None:
+        """Out of the group (the member id is kept): the next heartbeat joins again."""
         with self._cond:
-            self.member_id, self.epoch = "", 0
+            self.epoch, self._in_group = 0, False
             self._session_deadline = None
             self._assignment = set()
             self._lost = self._lost or lost
@@ -292,8 +315,8 @@ class GroupMembership:
 
     def _leave(self, epoch: int) -> None:
         with self._cond:
-            member_id = self.member_id or self._fenced_id
-            self._fenced_id = ""
+            member_id = self.member_id if self._in_group or self._join_sent or self._fenced else ""
+            self._fenced = False
         if member_id:
             try:
                 self.coordinator.call("ConsumerGroupHeartbeat", pb.ConsumerGroupHeartbeatRequest(
@@ -302,6 +325,6 @@ class GroupMembership:
             except RiverlogError as e:
                 log.debug("leaving the group failed: %r", e)
         with self._cond:
-            self.member_id, self.epoch = "", 0
+            self.epoch, self._in_group, self._join_sent = 0, False, False
             self._session_deadline = None
             self._assignment = set()

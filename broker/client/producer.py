@@ -50,8 +50,8 @@ from broker.client.transactions import TransactionManager, TxnState
 from broker.client.txn_admin import TransactionHandle
 from broker.client.txn_requests import TransactionRequests
 from broker.clock import SYSTEM_CLOCK
-from broker.errors import (ApplicationRecoverableError, ClientClosedError, InvalidConfigError, MessageTooLargeError,
-                           RiverlogError)
+from broker.errors import (ApplicationRecoverableError, ClientClosedError, InvalidConfigError,
+                           InvalidProducerIdMappingError, MessageTooLargeError, RiverlogError)
 from broker.errors.kafka_error import KafkaError
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,6 @@ log = logging.getLogger(__name__)
 _ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
 PARTITION_UA = -1  # librdkafka's RD_KAFKA_PARTITION_UA: "unassigned", the partitioner picks one
 CLOSED_MESSAGE = "Producer has been closed"  # confluent-kafka's ERR_MSG_PRODUCER_CLOSED
-_INT32_MAX = 2**31 - 1
 _time_ns = time.time_ns
 
 
@@ -173,7 +172,7 @@ class Producer:
             raise TypeError(f"argument 1 must be str, not {type_name(topic)}")
         if type(partition) is not int:
             partition = operator.index(partition)  # TypeError: "'str' object cannot be interpreted as an integer"
-        if not PARTITION_UA <= partition <= _INT32_MAX:
+        if partition != PARTITION_UA:
             check_partition(self.cluster.topics, topic, partition)
         if type(timestamp) is not int:
             timestamp = 0 if timestamp is None else as_timestamp(timestamp)
@@ -235,7 +234,7 @@ class Producer:
         on_delivery = callback or on_delivery
         if isinstance(table, list):
             return self._produce_dicts(topic, table, partition, on_delivery, timestamp)
-        if not PARTITION_UA <= partition <= _INT32_MAX:
+        if partition != PARTITION_UA:
             check_partition(self.cluster.topics, topic, partition)
         table, partitions = partition_column(table, partition)
         batch = normalise_table(table, time.time_ns() // 1_000_000)
@@ -278,6 +277,8 @@ class Producer:
     def _report(self, batch: ProducerBatch, error, base_offset: int = -1, log_append_time: int = -1) -> None:
         """The sender's verdict on a batch: queue its callbacks for poll(), release its memory."""
         reports = []
+        if isinstance(error, InvalidProducerIdMappingError) and self._manager and self._manager.transactional:
+            error.reported_as(fatal=False)  # the coordinator forgot the producer: abortable, then a new id
         if batch.callbacks is not None and (error is not None or not self._only_errors):
             reports = delivery_reports(batch, error, base_offset, log_append_time)
         self._acc.release(batch.size_charged, batch.count - len(reports))
@@ -287,7 +288,7 @@ class Producer:
                 self._report_cond.notify_all()
         if error is not None and self._manager is not None:
             self._manager.failed(error)
-        if isinstance(error, ApplicationRecoverableError):
+        if isinstance(error, ApplicationRecoverableError) and error.args[0].fatal():
             self._events.error(error)
         if error is not None and batch.callbacks is None:
             log.warning("failed to deliver %d record(s) to %s[%d]: %s", batch.count, batch.topic,

@@ -173,9 +173,9 @@ class TransactionAdmin:
 
         Committing a transaction that this handle already committed succeeds again, so a process
         that restarts in the middle may simply repeat itself. A transaction that can no longer
-        commit fails its future: ProducerFencedError or InvalidProducerEpochError (a newer epoch
-        took the transactional.id over, e.g. the coordinator aborted it after
-        ``transaction.timeout.ms``), InvalidTxnStateError, TransactionalIdNotFoundError (expired).
+        commit fails its future: ProducerFencedError (a newer epoch took the transactional.id
+        over, e.g. the coordinator aborted it after ``transaction.timeout.ms``),
+        InvalidTxnStateError, InvalidProducerIdMappingError (the id expired), as Kafka answers EndTxn.
         The handles are ended in parallel."""
         return self._end_by_handles(handles, True, request_timeout)
 
@@ -186,7 +186,7 @@ class TransactionAdmin:
         Unlike :meth:`abort_transaction` (by id: whatever is open, and the producer is fenced),
         this ends exactly the handle's transaction with the handle's own epoch, as its producer's
         ``abort_transaction()`` would: a newer epoch of the same id is left alone (the future
-        fails with ProducerFencedError or InvalidProducerEpochError)."""
+        fails with ProducerFencedError)."""
         return self._end_by_handles(handles, False, request_timeout)
 
     def _end_by_handles(self, handles: list[TransactionHandle], commit: bool,

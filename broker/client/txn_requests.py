@@ -23,16 +23,20 @@ from collections.abc import Callable
 
 from broker.client.coordinator import CoordinatorClient
 from broker.client.transactions import FENCING, TransactionManager, TxnState
-from broker.errors import (ConflictError, InvalidProducerIdMappingError, InvalidTxnStateError, InvalidTxnTimeoutError,
-                           KafkaError, KafkaException, KafkaTimeoutError, RiverlogError, TransactionalIdNotFoundError,
-                           error_for_code)
+from broker.errors import (ConcurrentTransactionsError, ConflictError, CoordinatorLoadInProgressError,
+                           InvalidProducerIdMappingError, InvalidTxnStateError, InvalidTxnTimeoutError, KafkaError,
+                           KafkaException, KafkaTimeoutError, RiverlogError, TransactionalIdNotFoundError,
+                           UnknownTopicOrPartitionError, error_for_code)
 from broker.protocol import CoordinatorType
 from broker.proto import riverlog_pb2 as pb
 
 S = TxnState
 # The coordinator no longer knows this producer for its transactional.id (it expired after
-# transactional.id.expiration.ms): Kafka's INVALID_PRODUCER_ID_MAPPING. Aborting re-initialises.
+# transactional.id.expiration.ms): Kafka's INVALID_PRODUCER_ID_MAPPING, abortable in Kafka's and
+# librdkafka's clients; aborting re-initialises. TRANSACTIONAL_ID_NOT_FOUND is treated alike.
 FORGOTTEN = (TransactionalIdNotFoundError, InvalidProducerIdMappingError)
+# Answers to AddPartitionsToTxn/AddOffsetsToTxn given before the coordinator changes anything.
+REFUSED = (UnknownTopicOrPartitionError, ConcurrentTransactionsError, CoordinatorLoadInProgressError)
 TXN_OFFSET_COMMIT_RETRY_S = 0.5  # librdkafka's delay before sending a refused TxnOffsetCommit again
 
 
@@ -49,6 +53,8 @@ class TransactionRequests:
         self.flush = flush
         self.purge = purge
         self.coordinator = CoordinatorClient(cluster, manager.transactional_id, key_type=CoordinatorType.TRANSACTION)
+        self._opening_calls = 0   # AddPartitionsToTxn/AddOffsetsToTxn under way (see _opening)
+        self._opened = False      # one of them of this transaction was not refused
 
     def _timeout(self, timeout: float | None) -> float:
         return self.config["request.timeout.ms"] / 1000.0 if timeout is None or timeout < 0 else timeout
@@ -59,6 +65,30 @@ class TransactionRequests:
             return self.coordinator.call(method, request, timeout)
         except FENCING as e:
             raise self.manager.fenced(e) from None
+
+    def _opening(self, method: str, request, timeout: float) -> None:
+        """A request that opens the transaction at the coordinator (Kafka's ``transactionStarted``).
+        The transaction counts as started from the call on, since an unanswered one may have opened
+        it; a refusal the coordinator answers before changing anything does not count, so an abort of
+        a transaction it never opened sends no EndTxn (answered ``INVALID_TXN_STATE``: fatal). The
+        sender thread's AddPartitionsToTxn and the application's AddOffsetsToTxn may overlap: the
+        transaction stops counting as started only when no call of it opened it or is under way."""
+        m = self.manager
+        with m.lock:
+            m.started = True
+            self._opening_calls += 1
+        opened = True
+        try:
+            self._call(method, request, timeout)
+        except REFUSED:
+            opened = False
+            raise
+        finally:
+            with m.lock:
+                self._opening_calls -= 1
+                self._opened |= opened
+                if not self._opened and not self._opening_calls:
+                    m.started = False
 
     def _ids(self) -> dict:
         m = self.manager
@@ -103,7 +133,9 @@ class TransactionRequests:
 
     def begin(self) -> None:
         self._no_conflict("begin_transaction")
-        self.manager.begin()
+        with self.manager.lock:
+            self.manager.begin()
+            self._opened = False
 
     def send_offsets(self, offsets, group_metadata, timeout: float | None) -> None:
         """AddOffsetsToTxn, then TxnOffsetCommit to the group's coordinator, as librdkafka's
@@ -137,8 +169,7 @@ class TransactionRequests:
     def _send_offsets(self, offsets, group_metadata, timeout: float) -> None:
         group_id = group_metadata.group_id
         deadline = time.monotonic() + timeout
-        self.manager.started = True
-        self._call("AddOffsetsToTxn", pb.AddOffsetsToTxnRequest(group_id=group_id, **self._ids()), timeout)
+        self._opening("AddOffsetsToTxn", pb.AddOffsetsToTxnRequest(group_id=group_id, **self._ids()), timeout)
         by_topic: dict[str, list] = {}
         for tp in offsets:
             by_topic.setdefault(tp.topic, []).append(pb.CommitPartition(
@@ -244,8 +275,7 @@ class TransactionRequests:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in new:
             by_topic.setdefault(topic, []).append(partition)
-        m.started = True  # before the call: an unanswered one may still have opened the transaction
-        self._call("AddPartitionsToTxn", pb.AddPartitionsToTxnRequest(
+        self._opening("AddPartitionsToTxn", pb.AddPartitionsToTxnRequest(
             partitions=[pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()], **self._ids()),
             self._timeout(None))
         with m.lock:

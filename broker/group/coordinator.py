@@ -110,6 +110,8 @@ class GroupShard:
             elif key["type"] == "txn_offset":
                 c = group.pending.setdefault(key["producer"], {})[(key["topic"], key["partition"])] = _committed(value)
                 self._position = max(self._position, c.position + 1)
+            elif key["type"] == "fenced_member":
+                group.fenced_members[key["member"]] = None
             elif key["type"] == "txn_producer":
                 group.producer_epochs[key["producer"]] = value["epoch"]
                 if "coordinator_epoch" in value:
@@ -153,6 +155,8 @@ class GroupShard:
             if producer in group.producer_ended:
                 value["ended_ms"] = group.producer_ended[producer]
             out[_key(type="txn_producer", group=group.group_id, producer=producer)] = _value(value)
+        for member_id in group.fenced_members:
+            out[_key(type="fenced_member", group=group.group_id, member=member_id)] = b"{}"
         if group.members or group.group_epoch:
             out[_key(type="group", group=group.group_id)] = _value(
                 {"assignor": group.assignor, "group_epoch": group.group_epoch,
@@ -264,6 +268,8 @@ class GroupShard:
                 f"group '{group_id}' does not exist, so no member of it has epoch {member_epoch}: the "
                 "consumer's group metadata is not this group's; abort the transaction")
         group = self._validated(group_id, lambda g: self._check_transactional(g, member_id, member_epoch))
+        if not offsets:  # every offset refused (its metadata too large): nothing to write, as Kafka
+            return self._changes(group)
         known = group.producer_epochs.get(producer_id, -1)
         if producer_epoch < known:
             raise ProducerFencedError(

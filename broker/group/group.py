@@ -144,13 +144,11 @@ class ConsumerGroup:
         if max_size is not None and len(self.members) >= max_size and member_id not in self.members:
             raise GroupMaxSizeReachedError(
                 f"The consumer group has reached its maximum capacity of {max_size} members.")
-        if member_epoch == JOIN and member_id not in self.members:
-            if member_id:  # a join naming a member id it no longer has: a replaced instance?
-                self._check_instance(member_id, instance_id)
-                if member_id in self.fenced_members:
-                    raise FencedInstanceIdError(
-                        f"member {member_id} was replaced by a newer member with its group.instance.id")
-            member = self._join(instance_id, client_id, list(topics or []), assignor_name,
+        if member_epoch == JOIN and (member_id not in self.members or self._static_rejoin(member_id, instance_id)):
+            if member_id in self.fenced_members:
+                raise FencedInstanceIdError(
+                    f"member {member_id} was replaced by a newer member with its group.instance.id")
+            member = self._join(member_id, instance_id, client_id, list(topics or []), assignor_name,
                                 session_timeout_ms, rebalance_timeout_ms, now_ms)
         else:
             self._check_instance(member_id, instance_id)
@@ -167,6 +165,17 @@ class ConsumerGroup:
         self._reconcile(member, now_ms)
         return HeartbeatResult(member.member_id, member.epoch, set(member.assigned),
                                member.epoch < self.assignment_epoch)
+
+    def _static_rejoin(self, member_id: str, instance_id: str) -> bool:
+        """A join naming a static member the group has, under its own ``group.instance.id``, that
+        left for now (-2) or has moved past epoch 0 (it was fenced, or the answer to its join was
+        lost): it comes back under the member id it keeps for its lifetime (KIP-1082) and replaces
+        itself, as a restarted instance replaces its predecessor (Kafka's
+        ``getOrMaybeSubscribeStaticConsumerGroupMember``). A member still at epoch 0 is in the
+        middle of its first reconciliation, and its join is a plain heartbeat."""
+        member = self.members.get(member_id)
+        return (member is not None and bool(instance_id) and member.instance_id == instance_id
+                and (not member.active or member.epoch != JOIN))
 
     def _check_epoch(self, member: Member, member_epoch: int, owned: set[TP] | None) -> None:
         """Kafka's ``throwIfConsumerGroupMemberEpochIsInvalid``: a heartbeat carries the member's
@@ -219,8 +228,10 @@ class ConsumerGroup:
             raise UnknownMemberIdError(f"group '{self.group_id}' has no member {member_id}: rejoin")
         return member
 
-    def _join(self, instance_id: str, client_id: str, topics: list[str], assignor_name: str,
+    def _join(self, member_id: str, instance_id: str, client_id: str, topics: list[str], assignor_name: str,
               session_timeout_ms: int, rebalance_timeout_ms: int, now_ms: int) -> Member:
+        """A new member under ``member_id``, the id its consumer generated (KIP-1082), or under
+        one made here for a join naming none (a client that leaves it to the coordinator)."""
         preferences = strategies(assignor_name)
         previous = next((m for m in self.members.values() if instance_id and m.instance_id == instance_id), None)
         others = [m.assignors for m in self.members.values() if m is not previous]
@@ -231,12 +242,13 @@ class ConsumerGroup:
                 f"group '{self.group_id}' has no partition.assignment.strategy in common with this member: "
                 f"it asked for {','.join(preferences)}; every member of the group supports "
                 f"{', '.join(supported) or 'nothing in common'} (inconsistent group protocol)")
-        member_id = uuid.uuid4().hex
+        member_id = member_id or uuid.uuid4().hex
         before = self.assignor
         if previous is not None:
             # A static member coming back: it takes over its predecessor's partitions, no rebalance.
             del self.members[previous.member_id]
-            self._fence(previous.member_id)
+            if previous.member_id != member_id:
+                self._fence(previous.member_id)
             member = Member(member_id, instance_id, client_id, sorted(topics), session_timeout_ms,
                             rebalance_timeout_ms, now_ms, previous.epoch, previous.previous_epoch,
                             set(previous.assigned), set(), previous.eager_cleared, assignors=preferences)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import grpc
 
 from broker.client.cluster import translate_rpc_error
-from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError,
-                           RiverlogError)
+from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, InvalidGroupIdError,
+                           NotCoordinatorError, RiverlogError, UnknownTopicOrPartitionError)
 from broker.group.group import Committed
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import add_results, grouped, pairs
@@ -27,8 +27,20 @@ class TransactionHandlers:
         return pb.InitProducerIdResponse(producer_id=pid, producer_epoch=epoch)
 
     def add_partitions(self, request: pb.AddPartitionsToTxnRequest) -> pb.AddPartitionsToTxnResponse:
+        """Registers the partitions, all or none. A partition the metadata does not have is refused
+        before the coordinator is asked, as Kafka's ``handleAddPartitionsToTxnRequest`` does
+        (``UNKNOWN_TOPIC_OR_PARTITION``, the others ``OPERATION_NOT_ATTEMPTED``; here one error for the
+        request, naming the unknown ones): a transaction never lists a partition it cannot mark. The
+        error is retriable; the producer's records for that partition fail after
+        ``delivery.timeout.ms`` and the transaction becomes abortable, as in Kafka's clients."""
         now = self.broker.clock.time_ms()
         tps = pairs(request.partitions)
+        unknown = unknown_partitions(self.broker.image, tps)
+        if unknown:
+            raise UnknownTopicOrPartitionError(
+                f"AddPartitionsToTxn of transactional.id '{request.transactional_id}': "
+                f"{', '.join(f'{t}-{p}' for t, p in unknown)} do(es) not exist; no partition of the "
+                "request was added to the transaction (OPERATION_NOT_ATTEMPTED)")
         self.runtime.run(request.transactional_id, lambda shard: (None, shard.add_partitions(
             request.transactional_id, request.producer_id, request.producer_epoch, tps, now)))
         return pb.AddPartitionsToTxnResponse()
@@ -44,15 +56,25 @@ class TransactionHandlers:
         First verified with the transaction coordinator (KIP-890, as Kafka's
         ``CoordinatorRuntime.scheduleTransactionalWriteOperation``): offsets of a producer that is
         not in an ongoing transaction with this group are refused, or a later transaction's
-        commit marker would apply them."""
+        commit marker would apply them.
+
+        In Kafka's order (``commitTransactionalOffsets``, then ``commitTransactionalOffset``): the
+        transaction is verified and the caller (group, member id, member epoch) validated before
+        any offset's metadata is looked at, and an error of either is on every partition the
+        cluster has, also on those whose metadata is too large; a caller let in gets
+        ``OFFSET_METADATA_TOO_LARGE`` only for those, and the others are kept pending."""
         now = self.broker.clock.time_ms()
         offsets = {(t.name, p.partition): Committed(p.offset, p.metadata, p.leader_epoch, now)
                    for t in request.topics for p in t.partitions}
         response = pb.OffsetCommitResponse()
         offsets = drop_unknown_partitions(self.broker.image, offsets, response.results)
-        offsets = drop_oversized_metadata(offsets, self.broker.config["offset.metadata.max.bytes"], response.results)
         if not offsets:
             return response
+        if not request.group_id:  # checked first, as Kafka's commitTransactionalOffsets does
+            add_results(response.results, offsets, InvalidGroupIdError("group.id must not be empty"))
+            return response
+        refused = pb.OffsetCommitResponse()
+        kept = drop_oversized_metadata(offsets, self.broker.config["offset.metadata.max.bytes"], refused.results)
         try:
             self._verify_in_transaction(request)
         except RiverlogError as e:  # about the transaction, not this group's coordinator: per partition
@@ -61,13 +83,14 @@ class TransactionHandlers:
         try:
             self.runtime.groups.run(request.group_id, lambda shard: (None, shard.commit_in_transaction(
                 request.group_id, request.member_id, request.member_epoch, request.producer_id,
-                request.producer_epoch, offsets)))
-            error = None
+                request.producer_epoch, kept)))
         except (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError):
             raise  # the whole request goes elsewhere or later: the client retries it
         except RiverlogError as e:
-            error = e
-        add_results(response.results, offsets, error)
+            add_results(response.results, offsets, e)
+            return response
+        add_results(response.results, kept, None)
+        response.results.extend(refused.results)
         return response
 
     def _verify_in_transaction(self, request: pb.TxnOffsetCommitRequest) -> None:
@@ -162,3 +185,13 @@ class TransactionHandlers:
                 except RiverlogError as e:
                     r.error_code, r.error_message = e.code, e.message
         return response
+
+
+def unknown_partitions(image, tps) -> list[tuple[str, int]]:
+    """The (topic, partition) pairs of ``tps`` that the metadata ``image`` does not have."""
+    out = []
+    for topic, partition in sorted(set(tps)):
+        t = image.topics.get(topic)
+        if t is None or not 0 <= partition < t.num_partitions:
+            out.append((topic, partition))
+    return out

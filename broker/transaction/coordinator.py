@@ -32,7 +32,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from broker.errors import (ConcurrentTransactionsError, InvalidProducerEpochError, InvalidProducerIdMappingError,
+from broker.errors import (ConcurrentTransactionsError, InvalidProducerIdMappingError,
                            InvalidTxnStateError, InvalidTxnTimeoutError, ProducerFencedError,
                            TransactionalIdNotFoundError)
 from broker.records.compacted import latest_values
@@ -311,9 +311,18 @@ def current(meta: TransactionMetadata | None, txn_id: str, producer_id: int, epo
 
 
 def identified(meta: TransactionMetadata | None, txn_id: str, producer_id: int, epoch: int) -> TransactionMetadata:
-    """``meta`` if the producer (id, epoch) is ``txn_id``'s current one; the error to answer otherwise."""
+    """``meta`` if the producer (id, epoch) is ``txn_id``'s current one; the error to answer otherwise,
+    Kafka's (``TransactionCoordinator.handleAddPartitionsToTransaction``/``endTransaction``): an id
+    the coordinator does not know (never initialised, or forgotten after
+    ``transactional.id.expiration.ms``) or another producer id is ``INVALID_PRODUCER_ID_MAPPING``
+    (abortable: the client aborts and takes a new producer id); any other epoch than the current
+    one, older *or newer*, is ``PRODUCER_FENCED`` (fatal). A newer epoch than the coordinator's
+    means its state is not the one this producer was given (it was lost or rolled back): the
+    producer cannot go on under an epoch the coordinator may hand out again."""
     if meta is None:
-        raise TransactionalIdNotFoundError(f"transactional.id '{txn_id}' is unknown: call init_transactions()")
+        raise InvalidProducerIdMappingError(
+            f"transactional.id '{txn_id}' has no producer id (unknown to its coordinator, or forgotten after "
+            "transactional.id.expiration.ms): abort the transaction, which takes a new producer id")
     if meta.producer_id != producer_id:
         raise InvalidProducerIdMappingError(
             f"transactional.id '{txn_id}' has producer id {meta.producer_id}, not {producer_id}")
@@ -322,8 +331,9 @@ def identified(meta: TransactionMetadata | None, txn_id: str, producer_id: int, 
             f"transactional.id '{txn_id}': epoch {epoch} was fenced by epoch {meta.producer_epoch} "
             "(another producer with this transactional.id called init_transactions)")
     if epoch > meta.producer_epoch:
-        raise InvalidProducerEpochError(f"transactional.id '{txn_id}': epoch {epoch} is ahead of "
-                                        f"{meta.producer_epoch}")
+        raise ProducerFencedError(
+            f"transactional.id '{txn_id}': epoch {epoch} is newer than the coordinator's epoch "
+            f"{meta.producer_epoch}: the coordinator did not hand it out (its state was lost)")
     return meta
 
 

@@ -195,9 +195,11 @@ def test_positions_of_a_lost_assignment_are_not_auto_committed_after_the_member_
         producer.flush(30)
         wait_until(lambda: (other.poll(), (mine, 40) in other.records)[1], 30, 0,
                    "the new owner to process and commit the partition")
+        wait_until(lambda: (other.poll(), auto.memberid() is None)[1], 30, 0,
+                   "the busy member out of the group (no successful heartbeat for its session)")
         heal()
-        wait_until(lambda: (other.poll(), auto.memberid() not in (None, before))[1], 30, 0,
-                   "the busy member back in the group (its heartbeat thread joins again)")
+        wait_until(lambda: (other.poll(), auto.memberid() == before)[1], 30, 0,
+                   "the busy member back in the group under the same member id (its heartbeat thread joins again)")
         wait_until(lambda: (other.poll(), time.monotonic() - committed_at > 3.2)[1], 10, 0,
                    "auto.commit.interval.ms to pass: the busy member's next poll() commits")
         auto.poll(0.02)

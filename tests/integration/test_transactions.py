@@ -12,8 +12,8 @@ import pytest
 from broker.client import OFFSET_BEGINNING, AdminClient, Consumer, NewTopic, OffsetSpec, Producer, TopicPartition
 from broker.client.consumer import ConsumerGroupMetadata
 from broker.client.model import IsolationLevel
-from broker.errors import (IllegalGenerationError, InvalidTxnStateError, InvalidTxnTimeoutError, KafkaError,
-                           ProducerFencedError, StateError, TransactionalIdNotFoundError, UnknownMemberIdError)
+from broker.errors import (IllegalGenerationError, InvalidProducerIdMappingError, InvalidTxnStateError,
+                           InvalidTxnTimeoutError, KafkaError, ProducerFencedError, StateError, UnknownMemberIdError)
 from tests.conftest import ROOT, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -603,9 +603,10 @@ def test_a_producer_whose_transactional_id_expired_recovers_by_aborting(broker_f
     reports = []
     p.produce(topic_name, value=b"two", on_delivery=lambda err, msg: reports.append(err))
     p.flush(30)
-    assert [isinstance(e.exception(), TransactionalIdNotFoundError) for e in reports] == [True]
+    # Kafka's coordinator answers INVALID_PRODUCER_ID_MAPPING for an id it does not know: abortable.
+    assert [(isinstance(e.exception(), InvalidProducerIdMappingError), e.fatal()) for e in reports] == [(True, False)]
     committing = _raised(lambda: p.commit_transaction(10))
-    assert isinstance(committing, TransactionalIdNotFoundError) and _requires_abort(committing)
+    assert isinstance(committing, InvalidProducerIdMappingError) and _requires_abort(committing)
     p.abort_transaction(30)                 # recovers in place
     p.begin_transaction()
     p.produce(topic_name, value=b"three")

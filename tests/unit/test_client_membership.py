@@ -233,9 +233,9 @@ def test_a_coordinator_moving_is_retried_without_losing_the_assignment(coordinat
 # ----------------------------------------------------------------------------------- fencing
 def test_a_fenced_member_loses_its_partitions_then_replaces_its_old_incarnation(coordinator, app):
     """Kafka's ConsumerMembershipManager.transitionToFenced: FENCED_MEMBER_EPOCH makes the member
-    give its partitions up (onPartitionsLost) and only then join again, replacing its fenced
-    incarnation at the coordinator (Kafka rejoins with epoch 0 under the same member id). The
-    old incarnation must not linger holding half the partitions until its session expires."""
+    give its partitions up (onPartitionsLost) and only then join again under the same member id
+    (KIP-1082), replacing its fenced incarnation at the coordinator. The old incarnation must not
+    linger holding half the partitions until its session expires."""
     a = app()
     _joined(a)
     old_id, _ = a._membership.metadata()
@@ -246,7 +246,8 @@ def test_a_fenced_member_loses_its_partitions_then_replaces_its_old_incarnation(
         "joined again before the application let its lost partitions go"
     a.poll_until(lambda: a.calls[-1:] == [("assign", [("t", 0), ("t", 1)])], timeout=5.0)
     assert a.calls[0] == ("lost", [("t", 0), ("t", 1)])
-    assert old_id not in coordinator.shard.groups[G].members
+    assert list(coordinator.shard.groups[G].members) == [old_id]   # itself again, not a second member
+    assert coordinator.requests[-1].member_id == old_id
 
 
 # ----------------------------------------------------------------------------------- subscription changes

@@ -5,9 +5,8 @@ import itertools
 
 import pytest
 
-from broker.errors import (ConcurrentTransactionsError, InvalidProducerEpochError, InvalidProducerIdMappingError,
-                           InvalidTxnStateError, InvalidTxnTimeoutError, ProducerFencedError,
-                           TransactionalIdNotFoundError)
+from broker.errors import (ConcurrentTransactionsError, InvalidProducerIdMappingError, InvalidTxnStateError,
+                           InvalidTxnTimeoutError, ProducerFencedError)
 from broker.transaction.coordinator import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING, PREPARE_ABORT,
                                             PREPARE_COMMIT, TransactionShard)
 
@@ -64,11 +63,11 @@ def test_init_fences_older_epochs_and_aborts_what_they_left_open():
     shard.complete("app", 3)
     with pytest.raises(ProducerFencedError):
         shard.add_partitions("app", pid, epoch, [("t", 0)], 4)
-    with pytest.raises(InvalidProducerEpochError):
+    with pytest.raises(ProducerFencedError):            # a newer epoch too, as Kafka's coordinator
         shard.add_partitions("app", pid, epoch + 5, [("t", 0)], 4)
     with pytest.raises(InvalidProducerIdMappingError):
         shard.add_partitions("app", pid + 1, epoch + 1, [("t", 0)], 4)
-    with pytest.raises(TransactionalIdNotFoundError):
+    with pytest.raises(InvalidProducerIdMappingError):  # an unknown transactional.id
         shard.add_partitions("other", pid, epoch, [("t", 0)], 4)
 
 
