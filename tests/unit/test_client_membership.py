@@ -16,8 +16,10 @@ from broker.client.fetch_state import FetchState
 from broker.client.message import TopicPartition
 from broker.client.start_offsets import AUTO_OFFSET_RESET
 from broker.clock import SYSTEM_CLOCK
-from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, FencedMemberEpochError,
-                           InvalidRequestError, NotCoordinatorError, RiverlogError, UnsupportedVersionError)
+from broker.errors import (BrokerNotAvailableError, CoordinatorLoadInProgressError, CoordinatorNotAvailableError,
+                           FencedMemberEpochError, GroupIdNotFoundError, InvalidRequestError, KafkaTimeoutError,
+                           NetworkError, NotCoordinatorError, RequestTimedOutError, RiverlogError, UnknownServerError,
+                           UnsupportedVersionError)
 from broker.group.coordinator import GroupShard
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import grouped, pairs
@@ -198,11 +200,14 @@ def test_unsubscribe_of_a_member_in_good_standing_revokes_and_commits_first(coor
 
 # ----------------------------------------------------------------------------------- heartbeat errors
 @pytest.mark.parametrize("error", [InvalidRequestError("MemberId can't be empty."),
-                                   UnsupportedVersionError("ConsumerGroupHeartbeat is not supported")])
+                                   UnsupportedVersionError("ConsumerGroupHeartbeat is not supported"),
+                                   UnknownServerError("RuntimeError while handling ConsumerGroupHeartbeat"),
+                                   GroupIdNotFoundError("group 'g' does not exist")])
 def test_a_refused_heartbeat_is_fatal_raised_from_poll_and_the_partitions_are_lost(coordinator, app, error):
-    """Kafka's AbstractHeartbeatRequestManager.onErrorResponse: INVALID_REQUEST and
-    UNSUPPORTED_VERSION are handleFatalFailure (the error reaches poll(), the member stops
-    heartbeating) rather than a heartbeat retried forever behind the application's back."""
+    """Kafka's AbstractHeartbeatRequestManager.onErrorResponse: INVALID_REQUEST, UNSUPPORTED_VERSION
+    and every error it does not list (UNKNOWN_SERVER_ERROR among them; librdkafka makes a permanent
+    one such as GROUP_ID_NOT_FOUND fatal too) are handleFatalFailure (the error reaches poll(), the
+    member stops heartbeating) rather than a heartbeat retried forever behind the application's back."""
     a = app()
     _joined(a)
     membership = a._membership
@@ -213,11 +218,12 @@ def test_a_refused_heartbeat_is_fatal_raised_from_poll_and_the_partitions_are_lo
     _wait(lambda: not membership._thread.is_alive())  # it stopped heartbeating
 
 
-@pytest.mark.parametrize("error", [NotCoordinatorError, CoordinatorNotAvailableError, CoordinatorLoadInProgressError])
+@pytest.mark.parametrize("error", [NotCoordinatorError, CoordinatorNotAvailableError, CoordinatorLoadInProgressError,
+                                   NetworkError, KafkaTimeoutError, BrokerNotAvailableError, RequestTimedOutError])
 def test_a_coordinator_moving_is_retried_without_losing_the_assignment(coordinator, app, error):
-    """guard (already matched): NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE and
-    COORDINATOR_LOAD_IN_PROGRESS are retried (the coordinator found again) and the member keeps
-    its partitions and its epoch."""
+    """NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE and COORDINATOR_LOAD_IN_PROGRESS are retried (the
+    coordinator found again), as are a broken connection, a timeout and a broker still starting,
+    and the member keeps its partitions and its epoch."""
     a = app()
     _joined(a)
     member_id, epoch = a._membership.metadata()
