@@ -10,7 +10,8 @@ revocation (``retry_stale_epoch=True``) sends it again with the epoch the next h
 since it commits only partitions the member still owns. ``enable.auto.commit`` commits
 only positions that moved since the last commit, every ``auto.commit.interval.ms`` by the
 ``Clock`` passed in; an argument-less ``commit()`` likewise leaves out what the group already holds
-(:meth:`OffsetCommitter.uncommitted`). What the coordinator answers to OffsetFetch counts as committed.
+(:meth:`OffsetCommitter.uncommitted`). What the coordinator answers to OffsetFetch counts as committed;
+an OffsetFetch names the member too, and is sent again after a stale epoch (:meth:`OffsetCommitter.committed_offsets`).
 
 Synchronous commits run on the caller's thread; asynchronous ones on one background thread, in the
 order they were made. Their outcomes are queued for ``on_commit(err, partitions)``, which
@@ -174,6 +175,15 @@ class OffsetCommitter:
                           wait_stable: bool = True) -> dict:
         """{(topic, partition): offset} (or (offset, metadata)) the group has committed.
 
+        The request names the member (id and epoch) while it is in the group with an epoch > 0,
+        as Kafka's ``CommitRequestManager`` (OffsetFetch v9, KIP-848); before that (joining, at
+        epoch 0), after it left, and for an ``assign()`` consumer it names none and is always
+        answered. ``STALE_MEMBER_EPOCH`` (the epoch moved on while the request was under way) is
+        sent again after ``retry.backoff.ms`` with the epoch the next heartbeat brought, while the
+        member is still in the group, until ``timeout`` (then ``KafkaTimeoutError``);
+        ``UNKNOWN_MEMBER_ID`` (the member was removed) fails at once: the membership's heartbeat
+        finds that out too and joins again.
+
         A ``read_committed`` consumer asks for stable offsets (KIP-447, as librdkafka sets
         ``require_stable_offsets`` for ``isolation.level=read_committed`` and Kafka's Java consumer
         always does): while a transaction with offsets of a partition is open, the coordinator
@@ -182,9 +192,10 @@ class OffsetCommitter:
         before the transaction commits would start the partition's new owner at the old offset:
         the records the transaction processed would be processed again. Past ``timeout`` it fails
         with ``KafkaTimeoutError`` (``_TIMED_OUT``, what librdkafka's ``committed()`` returns).
-        ``wait_stable`` False fails at the first unstable answer instead, for a caller that asks
-        again later rather than block (the group step inside ``poll()``: librdkafka waits for
-        stable offsets in the background, never in the application's ``poll()``)."""
+        ``wait_stable`` False fails at the first unstable or stale-epoch answer instead, for a
+        caller that asks again later rather than block (the group step inside ``poll()``:
+        librdkafka waits in the background, never in the application's ``poll()``, and serves a
+        stale-epoch assignment again after the next heartbeat)."""
         by_topic: dict[str, list[int]] = {}
         for t, p in sorted(partitions):
             by_topic.setdefault(t, []).append(p)
@@ -193,7 +204,17 @@ class OffsetCommitter:
             pb.GroupPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()])
         deadline = time.monotonic() + timeout
         while True:
+            self._name_member(request)
             response = self.coordinator.call("OffsetFetch", request, max(0.1, deadline - time.monotonic()))
+            if response.error_code:
+                error = error_for_code(response.error_code)(response.error_message)
+                if not (isinstance(error, StaleMemberEpochError) and wait_stable and self._in_group()):
+                    raise error
+                if time.monotonic() >= deadline:
+                    raise KafkaTimeoutError(f"could not read committed offsets within {timeout:g}s: the member "
+                                            f"epoch kept moving (STALE_MEMBER_EPOCH: {error.message})")
+                self._backoff(deadline)
+                continue
             unstable = [o for o in response.offsets if o.error_code == KafkaError.UNSTABLE_OFFSET_COMMIT]
             failed = next((o for o in response.offsets
                            if o.error_code not in (0, KafkaError.UNSTABLE_OFFSET_COMMIT)), None)
@@ -205,7 +226,7 @@ class OffsetCommitter:
                 names = ", ".join(f"{o.topic} [{o.partition}]" for o in unstable)
                 raise KafkaTimeoutError(f"committed offsets of {names} are still pending in an open transaction "
                                         f"after {timeout:g}s (UNSTABLE_OFFSET_COMMIT): wait for it to end")
-            time.sleep(min(self.config["retry.backoff.ms"] / 1000.0, max(0.0, deadline - time.monotonic())))
+            self._backoff(deadline)
         with self._lock:
             for o in response.offsets:
                 if o.offset >= 0:
@@ -213,6 +234,23 @@ class OffsetCommitter:
         if with_metadata:
             return {(o.topic, o.partition): (o.offset, o.metadata) for o in response.offsets}
         return {(o.topic, o.partition): o.offset for o in response.offsets}
+
+    def _in_group(self) -> bool:
+        """Whether the member is in its group with an epoch (Kafka's ``MemberInfo`` with an epoch)."""
+        member_id, epoch = self._member()
+        return bool(member_id) and epoch > 0
+
+    def _name_member(self, request: pb.OffsetFetchRequest) -> None:
+        """Put the member's current id and epoch on ``request``, or none outside the group."""
+        member_id, epoch = self._member()
+        if member_id and epoch > 0:
+            request.member_id, request.member_epoch = member_id, epoch
+        else:
+            request.member_id = ""
+            request.ClearField("member_epoch")
+
+    def _backoff(self, deadline: float) -> None:
+        time.sleep(min(self.config["retry.backoff.ms"] / 1000.0, max(0.0, deadline - time.monotonic())))
 
     def close(self) -> None:
         """Wait for asynchronous commits already made."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from broker.errors import (GroupIdNotFoundError, InvalidSessionTimeoutError, KafkaError, OffsetMetadataTooLargeError,
-                           RiverlogError, UnknownTopicOrPartitionError)
+                           RiverlogError, StaleMemberEpochError, UnknownMemberIdError, UnknownTopicOrPartitionError)
 from broker.group.group import Committed
+from broker.group.offset_fetch import NO_MEMBER_EPOCH, fetch_offsets
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import add_results, grouped, pairs
 from broker.server.group_runtime import GroupRuntime
@@ -97,23 +98,29 @@ class GroupHandlers:
         return response
 
     def offset_fetch(self, request: pb.OffsetFetchRequest) -> pb.OffsetFetchResponse:
-        """Committed offsets. With ``require_stable`` (KIP-447; read_committed consumers), a
-        partition with offsets pending in an open transaction is answered
+        """Committed offsets, once the caller was checked (:mod:`broker.group.offset_fetch`): a
+        refused member gets a group-level ``UNKNOWN_MEMBER_ID`` or ``STALE_MEMBER_EPOCH`` and no
+        offsets, as Kafka's OffsetFetch v9. With ``require_stable`` (KIP-447; read_committed
+        consumers), a partition with offsets pending in an open transaction is answered
         ``UNSTABLE_OFFSET_COMMIT`` and no offset, as Kafka's ``OffsetMetadataManager.fetchOffsets``:
         its new owner must wait for that transaction to end instead of reading an offset the
         transaction is about to move (it would process those records again)."""
         wanted = pairs(request.partitions) or None
-        found, unstable = self.runtime.read(request.group_id, lambda shard: (
-            shard.committed(request.group_id, wanted),
-            shard.unstable(request.group_id, wanted) if request.require_stable else set()))
+        epoch = request.member_epoch if request.HasField("member_epoch") else NO_MEMBER_EPOCH
         response = pb.OffsetFetchResponse()
-        for (topic, partition) in sorted(unstable):
+        try:
+            fetched = self.runtime.read(request.group_id, lambda shard: fetch_offsets(
+                shard, request.group_id, request.member_id, epoch, wanted, request.require_stable))
+        except (UnknownMemberIdError, StaleMemberEpochError) as e:
+            response.error_code, response.error_message = e.code, e.message
+            return response
+        for (topic, partition) in sorted(fetched.unstable):
             response.offsets.add(topic=topic, partition=partition, offset=-1, leader_epoch=-1,
                                  error_code=KafkaError.UNSTABLE_OFFSET_COMMIT, error_message=(
                                      f"group '{request.group_id}' has offsets of {topic}-{partition} pending in "
                                      "an open transaction: retry once it ends"))
-        for (topic, partition), c in sorted(found.items()):
-            if (topic, partition) not in unstable:
+        for (topic, partition), c in sorted(fetched.offsets.items()):
+            if (topic, partition) not in fetched.unstable:
                 response.offsets.add(topic=topic, partition=partition, offset=c.offset, metadata=c.metadata,
                                      commit_timestamp=c.commit_timestamp, leader_epoch=c.leader_epoch)
         return response
