@@ -152,11 +152,16 @@ class RecordAccumulator:
     """
 
     def __init__(self, linger_s: float, batch_size: int, buffer_memory: int, clock: Clock = SYSTEM_CLOCK,
-                 max_records: int = 1 << 62):
+                 max_records: int = 1 << 62, batch_records: int = 10_000):
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
         self.linger = linger_s
         self.batch_size = batch_size
+        # batch.num.messages: a buffer holding that many records is due without waiting for linger.ms,
+        # as librdkafka sends a partition's queue once it holds a batch's worth
+        # (rd_kafka_msgq_allow_wakeup_at), whichever of it and batch.size comes first.
+        self.batch_records = batch_records
+        self._batch_rows = batch_records * FIELDS
         self.buffer_memory = buffer_memory
         self.max_records = max_records
         self.clock = clock
@@ -188,7 +193,7 @@ class RecordAccumulator:
             buf.bytes += size
             self.buffered_bytes += size
             self.outstanding += 1
-            if buf.bytes >= self.batch_size:
+            if buf.bytes >= self.batch_size or len(buf.rows) >= self._batch_rows:
                 self.cond.notify()
 
     def _refuse(self, size: int) -> None:
@@ -236,7 +241,11 @@ class RecordAccumulator:
             self.cond.notify_all()
 
     def _full(self, buf: TopicBuffer) -> bool:
-        return self.flushing or self.closed or buf.bytes >= self.batch_size * (4 if buf.keyed else 1)
+        """Flushing, closing, or a batch's worth (bytes or records) held; a keyed topic's records
+        spread over its partitions, so it waits for four."""
+        spread = 4 if buf.keyed else 1
+        return bool(self.flushing or self.closed or buf.bytes >= self.batch_size * spread
+                    or buf.count >= self.batch_records * spread)
 
     def wait_time(self, now: float) -> float:
         """How long the sender may sleep before a buffer is due (linger.ms, or a held topic); caller holds ``cond``."""

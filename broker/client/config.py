@@ -81,7 +81,7 @@ _LIBRDKAFKA_IGNORED = frozenset({
     "client.dns.lookup", "client.rack", "connections.max.idle.ms", "enable.metrics.push",
     "enable.ssl.certificate.verification", "group.protocol", "log_level", "log.connection.close",
     "retry.backoff.max.ms", "socket.keepalive.enable", "socket.nagle.disable", "socket.receive.buffer.bytes",
-    "socket.send.buffer.bytes", "sticky.partitioning.linger.ms",
+    "socket.send.buffer.bytes",
     # logging, sockets and metadata-refresh pacing of librdkafka's own threads
     "log.thread.name", "log.queue", "enable.random.seed", "internal.termination.signal",
     "socket.connection.setup.timeout.ms", "socket.max.fails", "socket.blocking.max.ms", "broker.address.ttl",
@@ -226,6 +226,13 @@ def idempotence(cfg, acks: int) -> bool:
     return problem is None if wanted is None else bool(wanted)
 
 
+def sticky_linger_s(cfg) -> float:
+    """``sticky.partitioning.linger.ms`` in seconds; unset, twice ``linger.ms`` (at most 900 s), as
+    librdkafka's ``rd_kafka_conf_finalize`` sets it (10 ms with the default linger.ms=5)."""
+    ms = cfg["sticky.partitioning.linger.ms"]
+    return (min(900_000.0, 2 * cfg["linger.ms"]) if ms is None else ms) / 1000.0
+
+
 def _refused(problem: str, name: str) -> InvalidConfigError:
     return InvalidConfigError(f"Failed to create producer: {problem}", config=name).reported_as(
         kafka_code=KafkaError._INVALID_ARG)
@@ -237,15 +244,16 @@ PRODUCER_CONFIG = ConfigDef("producer", _COMMON + [
     ConfigKey("linger.ms", float, 5.0, "wait up to this long for more records before sending a batch",
               between(0, 900_000)),
     ConfigKey("batch.size", int, 1_000_000, "largest batch in bytes per partition", between(1, INT_MAX)),
-    ConfigKey("batch.num.messages", int, 100_000, "largest batch in records", between(1, 1_000_000)),
+    ConfigKey("batch.num.messages", int, 10_000, "largest batch in records; a topic's buffer holding this many "
+              "is sent without waiting for linger.ms (librdkafka's)", between(1, 1_000_000)),
     ConfigKey("buffer.memory", int, 268_435_456, "bytes of records buffered before produce() says the queue is full",
               at_least(1024)),
     ConfigKey("max.block.ms", int, 60_000, "how long produce_batch waits for buffer space", at_least(0)),
     ConfigKey("compression.type", str, "none", "Arrow buffer compression of batch bodies",
               one_of("none", "lz4", "zstd")),
     ConfigKey("retries", int, INT_MAX, "how often a retriable failure is retried", between(0, INT_MAX)),
-    ConfigKey("delivery.timeout.ms", int, 120_000, "give up on a record this long after produce()",
-              between(1, INT_MAX)),
+    ConfigKey("delivery.timeout.ms", int, 120_000, "give up on a record this long after produce(); 0: never "
+              "(librdkafka's message.timeout.ms=0)", between(0, INT_MAX)),
     ConfigKey("message.max.bytes", int, 1_000_000, "largest single record (key + value + headers)",
               between(1, INT_MAX)),
     ConfigKey("max.request.size", int, 16_777_216, "largest produce request in bytes", between(1024, INT_MAX)),
@@ -253,9 +261,12 @@ PRODUCER_CONFIG = ConfigDef("producer", _COMMON + [
               "unanswered produce requests per broker (a partition never has two)", between(1, 1000)),
     ConfigKey("topic.metadata.propagation.max.ms", int, 30_000,
               "how long records for an unknown topic wait for it to appear", between(0, INT_MAX)),
+    ConfigKey("sticky.partitioning.linger.ms", int, None,
+              "unkeyed records stick to one random partition this long (default: 2 x linger.ms, as librdkafka); "
+              "0: a random partition for each record", between(0, 900_000)),
     ConfigKey("partitioner", str, "murmur2_random",
               "librdkafka's partitioners (broker/client/partitioner.py); the default is Kafka's Java client's "
-              "(librdkafka's is consistent_random); null keys of the *_random ones stick to a partition per batch",
+              "(librdkafka's is consistent_random); null keys of the *_random ones: sticky.partitioning.linger.ms",
               one_of(*PARTITIONERS)),
     ConfigKey("queue.buffering.max.messages", int, 100_000,
               "records buffered (not yet delivered) before produce() raises BufferError", between(1, INT_MAX)),

@@ -17,8 +17,8 @@ random              a random partition per record           sticky random
 =================== ======================================= ====================================
 
 "Sticky random" is librdkafka's ``sticky.partitioning.linger.ms`` (KIP-480): one random partition
-per batch instead of per record (:class:`~broker.client.producer_batch.StickyPartitioner`); this
-module marks those rows -1. Records with an explicit partition never reach a partitioner.
+kept for that long instead of one per record, and one per record when it is 0
+(:class:`~broker.client.producer_batch.StickyPartitioner`); this module marks those rows -1. Records with an explicit partition never reach a partitioner.
 """
 from __future__ import annotations
 

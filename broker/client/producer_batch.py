@@ -2,13 +2,14 @@
 
 A topic's drained records arrive as one Arrow batch. ``assign_partitions`` places keyed records
 with the configured partitioner (Kafka's murmur2 by default, vectorised) and unkeyed ones
-stickily (``StickyPartitioner``: one partition per batch, moving on after each, KIP-480);
+stickily (``StickyPartitioner``: one partition for ``sticky.partitioning.linger.ms``, as librdkafka);
 ``build_batches`` groups them by partition preserving produce order and cuts ``ProducerBatch``es
 of at most ``batch.size`` bytes / ``batch.num.messages`` records, each framed once. A user's
 Arrow table is brought to the record schema by ``normalise_table`` first.
 """
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 
@@ -47,23 +48,51 @@ class ProducerBatch:
 
 @dataclass
 class StickyPartitioner:
-    """Unkeyed records go to one partition per batch, then to the next (Kafka's KIP-480 idea).
+    """Where unkeyed records go: librdkafka's sticky partitioner (``rd_kafka_msg_sticky_partition``).
+
+    A topic's unkeyed records stick to one partition for ``linger`` seconds
+    (``sticky.partitioning.linger.ms``) from when it was picked, then a random one is picked; with
+    ``linger`` 0 each record goes to a random partition. librdkafka measures the time per record at
+    ``produce()``; here it is the sender's clock when a topic's records are drained (every
+    ``linger.ms``), so a drain's records share the partition. Records drained together beyond
+    ``batch.size`` bytes (a large ``produce_batch``) go on to the next partitions in turn, a batch
+    each (``runs``), rather than all to one partition.
 
     Only partitions with a leader (``available``, when the caller knows them) are chosen, as
     Kafka's ``BuiltInPartitioner`` and librdkafka's random partitioner avoid a partition without
     one: records sent there would wait for a leader, maybe until delivery.timeout.ms, while the
-    topic's other partitions take writes. With none available every partition is a candidate."""
-    current: dict[str, int] = field(default_factory=dict)
+    topic's other partitions take writes; a kept partition that lost its leader is left at once,
+    as librdkafka's. With none available every partition is a candidate."""
+    current: dict[str, int] = field(default_factory=dict)  # where the topic's next run starts
+    linger: float = 0.010
+    kept: dict[str, tuple[int, float]] = field(default_factory=dict)  # the partition kept, until when
 
-    def runs(self, topic: str, num_partitions: int, count: int, available=None) -> np.ndarray:
-        live = sorted(p for p in available if 0 <= p < num_partitions) if available is not None else ()
-        candidates = np.asarray(live, dtype=np.int32) if live else np.arange(num_partitions, dtype=np.int32)
+    def runs(self, topic: str, num_partitions: int, count: int, available=None,
+             now: float | None = None) -> np.ndarray:
+        """``count`` runs' partitions, in turn from the kept partition while its time lasts (else a
+        random one); without ``now``, from where the previous call stopped."""
+        candidates = self._candidates(num_partitions, available)
         start = self.current.get(topic)
+        kept, until = self.kept.get(topic, (None, -math.inf))
+        if now is not None:
+            start = kept if now < until else None
         at = np.flatnonzero(candidates == start) if start is not None else ()
         first = int(at[0]) if len(at) else random.randrange(len(candidates))
         picks = candidates[(first + np.arange(count + 1)) % len(candidates)]
         self.current[topic] = int(picks[-1])
+        if now is not None and (count > 1 or int(picks[0]) != kept or now >= until):
+            self.kept[topic] = (int(picks[count - 1]), now + self.linger)
         return picks[:-1].astype(np.int32)
+
+    def scattered(self, num_partitions: int, count: int, available=None) -> np.ndarray:
+        """``linger`` 0: a random partition for each record (librdkafka's random partitioner)."""
+        candidates = self._candidates(num_partitions, available)
+        return candidates[np.random.randint(0, len(candidates), count)].astype(np.int32)
+
+    @staticmethod
+    def _candidates(num_partitions: int, available) -> np.ndarray:
+        live = sorted(p for p in available if 0 <= p < num_partitions) if available is not None else ()
+        return np.asarray(live, dtype=np.int32) if live else np.arange(num_partitions, dtype=np.int32)
 
 
 def normalise_table(table, now_ms: int) -> pa.RecordBatch:
@@ -144,10 +173,10 @@ def record_bytes(batch: pa.RecordBatch) -> np.ndarray:
 def assign_partitions(batch: pa.RecordBatch, explicit: np.ndarray, num_partitions: int,
                       topic: str, sticky: StickyPartitioner, batch_size: int,
                       partitioner: str = "murmur2_random", sizes: np.ndarray | None = None,
-                      available=None) -> np.ndarray:
+                      available=None, now: float | None = None) -> np.ndarray:
     """Partition of every record: explicit ones kept, the others by ``partitioner`` (murmur2 of the
-    key by default), those it leaves to chance sticky by batch (``sizes``: ``record_sizes(batch)``)
-    on the ``available`` partitions (those with a leader; None: all)."""
+    key by default), those it leaves to chance by ``sticky`` as of ``now`` (``sizes``:
+    ``record_sizes(batch)``) on the ``available`` partitions (those with a leader; None: all)."""
     parts = explicit.copy()
     todo = parts == -1   # librdkafka's RD_KAFKA_PARTITION_UA; other negatives stay (the sender fails them)
     if not todo.any():
@@ -159,10 +188,12 @@ def assign_partitions(batch: pa.RecordBatch, explicit: np.ndarray, num_partition
     use_key = todo & (keyed >= 0)
     parts[use_key] = keyed[use_key]
     unkeyed = todo & (keyed < 0)
-    if unkeyed.any():
+    if unkeyed.any() and now is not None and sticky.linger <= 0:
+        parts[unkeyed] = sticky.scattered(num_partitions, int(unkeyed.sum()), available)
+    elif unkeyed.any():
         sizes = (record_sizes(batch) if sizes is None else sizes)[unkeyed]
         run_of = (np.cumsum(sizes) - sizes) // max(1, batch_size)
-        runs = sticky.runs(topic, num_partitions, int(run_of[-1]) + 1, available)
+        runs = sticky.runs(topic, num_partitions, int(run_of[-1]) + 1, available, now)
         parts[unkeyed] = runs[run_of]
     return parts
 

@@ -42,6 +42,11 @@ Rules, each kept because a broker taught it:
   A batch refused for a stale epoch is therefore retried, numbered again, never given up.
 - **Giving up** (retries, ``delivery.timeout.ms``, a fatal error) on a batch that was sent breaks
   its partition's numbering: the later batches would wait for it forever.
+- **Sequence desynchronisation** (idempotent without transactions, as librdkafka): an
+  ``OutOfOrderSequence`` for a partition's oldest unacknowledged batch, numbered under the current
+  epoch with nothing given up or pending before it, means the broker lost acknowledged records. The
+  producer fails fatally (:meth:`_desynchronised`): that batch is reported with the fatal error, and
+  so is every queued record and every later one; batches in flight get their answers.
 
 Residual duplicates, as in Kafka: the broker recognises a resend only by the same producer id,
 epoch and sequence, so a batch numbered again under a new epoch is appended even if an attempt
@@ -78,7 +83,7 @@ class SendLimits:
     idempotent: bool = False
     retries: int = 2_147_483_647
     backoff: float = 0.1
-    delivery_timeout: float = 120.0
+    delivery_timeout: float = 120.0  # seconds; math.inf: never (delivery.timeout.ms=0)
     max_request: int = 16_777_216
     max_in_flight: int = 5
     settle_time: float = SETTLE_S
@@ -86,7 +91,9 @@ class SendLimits:
 
     @classmethod
     def from_config(cls, cfg, idempotent: bool) -> "SendLimits":
-        return cls(idempotent, cfg["retries"], cfg["retry.backoff.ms"] / 1000.0, cfg["delivery.timeout.ms"] / 1000.0,
+        """``delivery.timeout.ms=0`` is librdkafka's infinite ``message.timeout.ms``: never expire."""
+        return cls(idempotent, cfg["retries"], cfg["retry.backoff.ms"] / 1000.0,
+                   cfg["delivery.timeout.ms"] / 1000.0 or math.inf,
                    cfg["max.request.size"], cfg["max.in.flight.requests.per.connection"])
 
 
@@ -97,6 +104,7 @@ class PartitionState:
     unanswered: int = 0     # unanswered batches of it (the idempotence window counts these)
     retrying: bool = False  # a retried batch of it is queued or unanswered
     unsteady_until: float = 0.0
+    in_flight: set = field(default_factory=set)  # produce-order ``sequence`` of its unanswered batches
 
 
 @dataclass
@@ -248,6 +256,7 @@ class SendPolicy:
             p = self.partitions[key]
             p.requests += 1
             p.unanswered += len(taken)
+            p.in_flight.update(b.sequence for b in taken)
 
     def stream_replaced(self, node: int, now: float) -> None:
         """A replaced stream may lead to a broker that just restarted. (A first stream needs no
@@ -262,6 +271,7 @@ class SendPolicy:
                 p = self.partitions[key]
                 p.requests -= 1
                 p.unanswered -= len(taken)
+                p.in_flight.difference_update(b.sequence for b in taken)
 
     def delivered(self, key: Key) -> None:
         """End a partition's retrying state once no retried batch of it is left to send."""
@@ -279,6 +289,8 @@ class SendPolicy:
             error = m.fenced(error)  # another instance has this epoch now: fatal, never retried
         elif m is not None and not m.transactional and self._numbering_refused(key, taken, error):
             retriable = True
+        elif m is not None and not m.transactional and self._desynchronised(key, taken, error):
+            error, retriable = m.fatal(self._desynchronisation(key, taken, error)), False
         p = self.partitions[key]
         if retriable:
             p.unsteady_until = now + self.limits.settle_time
@@ -315,6 +327,25 @@ class SendPolicy:
             m.renumber(key, epochs)
             return True
         return False
+
+    def _desynchronised(self, key: Key, taken: list[ProducerBatch], error: RiverlogError) -> bool:
+        """``OutOfOrderSequence`` for the partition's oldest unacknowledged batch (no earlier one
+        queued again or unanswered), its numbering intact: the broker lost acknowledged records.
+        librdkafka's ``rd_kafka_handle_idempotent_Produce_error`` (base seq == next acked) is fatal
+        then; retrying the same sequence could only wait for delivery.timeout.ms."""
+        if not isinstance(error, OutOfOrderSequenceError) or self.manager.waits_for_epoch(key):
+            return False
+        p, first = self.partitions[key], min(b.sequence for b in taken)
+        return not any(s < first for s in p.in_flight) and not any(
+            b.sequence < first and b.base_sequence is not None for b in p.queue)
+
+    def _desynchronisation(self, key: Key, taken: list[ProducerBatch], error: RiverlogError) -> RiverlogError:
+        m, head = self.manager, min(taken, key=lambda b: b.sequence)
+        return OutOfOrderSequenceError(
+            f"ProduceRequest for {key[0]} [{key[1]}] with {sum(b.count for b in taken)} message(s) failed due to "
+            f"sequence desynchronization with the broker (producer id {m.producer_id}, epoch {head.producer_epoch}, "
+            f"base seq {head.base_sequence}): {error.message}. The idempotent producer cannot guarantee order or "
+            "no duplicates any more and fails: close it and create a new one").reported_as(retriable=False)
 
     def expire(self, now: float) -> list[tuple[ProducerBatch, RiverlogError]]:
         """Queued batches older than delivery.timeout.ms, given up (those in flight wait for their answer)."""

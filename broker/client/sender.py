@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from broker.client.accumulator import RecordAccumulator, TopicBuffer, _ListChunk, _TableChunk
+from broker.client.config import sticky_linger_s
 from broker.client.producer_batch import ProducerBatch, StickyPartitioner, assign_partitions, build_batches, record_sizes
 from broker.client.produce_stream import ProduceStream
 from broker.client.send_policy import SendLimits, SendPolicy
@@ -54,7 +55,7 @@ class Sender:
         self.policy = SendPolicy(limits, clock, manager, lambda data, pid, epoch, seq: stamp_producer(
             data, pid, epoch, seq, transactional=transactional))
         self.propagation = config["topic.metadata.propagation.max.ms"] / 1000.0
-        self.sticky = StickyPartitioner()
+        self.sticky = StickyPartitioner(linger=sticky_linger_s(config))
         self.streams: dict[int, ProduceStream] = {}
         self.send_at = 0.0  # when _send may next have something to send (answers also wake it)
         self.completions: collections.deque = collections.deque()
@@ -128,7 +129,7 @@ class Sender:
             sizes = record_sizes(records)
             charged = _charge(chunk, records, sizes)
             parts = assign_partitions(records, explicit, n, topic, self.sticky, batch_size, cfg["partitioner"], sizes,
-                                      available)
+                                      available, self.clock.monotonic())
             bad = (parts >= n) | (parts < 0)   # an explicit partition out of range, or negative but not -1
             if bad.any():
                 self._fail_rows(topic, records, parts, callbacks, bad, n, buf.since)
