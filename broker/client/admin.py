@@ -13,8 +13,8 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from broker.client.admin_arguments import check_items, check_options, check_topic_names
-from broker.client.admin_fan_out import AdminFanOut, _error
+from broker.client.admin_arguments import check_items, check_new_partitions, check_options, check_topic_names
+from broker.client.admin_fan_out import AdminFanOut, _error, _has_duplicate_partitions, _refused
 from broker.client.cluster import BrokerMetadata, ClusterClient, ClusterMetadata
 from broker.client.cluster import PartitionInfo as PartitionMetadata
 from broker.client.cluster import TopicInfo as TopicMetadata
@@ -104,6 +104,20 @@ class NewPartitions:
         return f"NewPartitions(topic={self.topic},new_total_count={self.new_total_count})"
 
 
+def _check_elect_partitions(partitions) -> None:
+    """confluent-kafka's ``_check_elect_leaders`` for the partitions (None: every partition)."""
+    if partitions is None:
+        return
+    if not isinstance(partitions, list):
+        raise TypeError(f"Expected 'partitions' to be a list, got '{type(partitions).__name__}'")
+    for tp in partitions:
+        if not isinstance(tp, TopicPartition):
+            raise TypeError(f"Element of the 'partitions' list must be of type 'TopicPartition' got "
+                            f"'{type(tp).__name__}'")
+        if tp.partition < 0:
+            raise ValueError("Elements of the 'partitions' list must not have negative value for 'partition' field")
+
+
 @dataclass
 class DescribeClusterResult:
     cluster_id: str
@@ -165,8 +179,13 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
 
     def create_partitions(self, new_partitions: list[NewPartitions], validate_only: bool = False,
                           operation_timeout: float = 30, request_timeout: float | None = None) -> dict[str, Future]:
+        """A future per topic. Checked here as confluent-kafka checks (a total of 1..100000
+        partitions, else ValueError); a total that is not an increase fails the topic's future
+        with InvalidPartitionsError."""
         new_partitions = check_items(new_partitions, NewPartitions, "NewPartitions objects")
         check_options(validate_only, request_timeout, operation_timeout)
+        for p in new_partitions:
+            check_new_partitions(p)
         request = pb.CreatePartitionsRequest(validate_only=validate_only, topics=[
             pb.CreatePartitionsTopic(name=p.topic, count=p.new_total_count, assignments=partition_assignments(p))
             for p in new_partitions])
@@ -185,9 +204,15 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
         UNKNOWN_TOPIC_OR_PARTITION. None partitions: every partition of every topic, leaving out
         those that needed no election, as Kafka's ``electLeaders``. One request per topic.
         ``elect_leaders(topic, [partition, ...])`` is Riverlog's own: one future for the topic's
-        preferred election, failing only when no partition was elected."""
+        preferred election, failing only when no partition was elected. The partitions are checked
+        as confluent-kafka checks them (a list of TopicPartition, none negative: TypeError,
+        ValueError); one named twice fails the future with ``_INVALID_ARG``, as librdkafka's."""
         self._check_open()
+        check_options(False, request_timeout)
         if isinstance(topic, ElectionType):
+            _check_elect_partitions(partitions)
+            if partitions is not None and _has_duplicate_partitions(partitions):
+                return _refused(["elect"], "Duplicate partitions specified")["elect"]
             return self._elect(topic, partitions, request_timeout)
         request = pb.ElectLeadersRequest(topic=topic, partitions=partitions or [])
         return self._fan_out([topic], lambda: self.cluster.call_any("ElectLeaders", request, request_timeout),
@@ -236,6 +261,7 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
         adds the controller quorum's voters, for ``riverlog cluster status``. ``controller`` is the
         active controller even when it is a controller-only node. ``include_authorized_operations``
         is accepted; ``authorized_operations`` stays None (no ACLs)."""
+        check_options(False, request_timeout)
         def wanted(n) -> bool:
             return (n.broker and (include_fenced_brokers or not n.fenced)) or (include_controllers and n.voter)
 

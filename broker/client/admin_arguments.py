@@ -13,14 +13,15 @@ import math
 ADMIN_CLOSED = "AdminClient has been closed"  # confluent-kafka's ERR_MSG_ADMIN_CLIENT_CLOSED
 
 
-def check_items(items, kind: type, what: str) -> list:
+def check_items(items, kind: type, what: str, wrong_item: type[Exception] = ValueError) -> list:
     """A list (or tuple) of ``kind``: anything else is a TypeError, a list holding anything else a
-    ValueError (confluent's "Expected list of NewTopic objects")."""
+    ValueError (confluent's "Expected list of NewTopic objects"; its newer calls, such as
+    ``incremental_alter_configs``, raise TypeError there: ``wrong_item``)."""
     if not isinstance(items, (list, tuple)):
         raise TypeError(f"Expected list of {what}, not {type(items).__name__}")
     for item in items:
         if not isinstance(item, kind):
-            raise ValueError(f"Expected list of {what}, not {type(item).__name__}")
+            raise wrong_item(f"Expected list of {what}, not {type(item).__name__}")
     return list(items)
 
 
@@ -53,3 +54,13 @@ def check_partitions(partitions, what: str = "request") -> None:
             raise ValueError("partition topic name cannot be empty")
         if tp.partition < 0:
             raise ValueError("'partition' cannot be negative")
+
+
+PARTITIONS_MAX = 100_000   # librdkafka's RD_KAFKAP_PARTITIONS_MAX
+
+
+def check_new_partitions(partitions) -> None:
+    """librdkafka's ``rd_kafka_NewPartitions_new``: a total of 1..100000 partitions."""
+    if not 1 <= partitions.new_total_count <= PARTITIONS_MAX:
+        raise ValueError(f"Invalid NewPartitions({partitions.topic}): new_total_cnt out of expected range "
+                         f"1..{PARTITIONS_MAX}")

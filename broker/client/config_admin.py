@@ -8,13 +8,12 @@ names): ``describe_configs``, ``alter_configs``, ``incremental_alter_configs``, 
 from __future__ import annotations
 
 import enum
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from broker.client.admin_arguments import check_items, check_options
-from broker.client.admin_fan_out import _error
+from broker.client.admin_fan_out import _error, _refused
 from broker.client.model import _NamedEnum
-from broker.errors import KafkaError, KafkaException
+from broker.errors import KafkaError
 from broker.proto import riverlog_pb2 as pb
 
 
@@ -142,13 +141,61 @@ def _duplicate_in(resources) -> str | None:
     return None
 
 
+def _check_incremental(resources) -> None:
+    """Each resource's ``incremental_configs`` as confluent-kafka's ``Admin_incremental_config_to_c``
+    checks them before sending: a non-empty list (ValueError when empty) of ConfigEntry
+    (TypeError), each with an ``AlterConfigOpType`` (TypeError: an entry without one is not read
+    as SET), a str name (ValueError when empty) and, unless DELETE, a str value (TypeError: None
+    would set the config to an empty string)."""
+    for r in resources:
+        entries = r.incremental_configs
+        if not isinstance(entries, list):
+            raise TypeError("expected list of ConfigEntry in incremental_configs field")
+        if not entries:
+            raise ValueError("expected non-empty list of ConfigEntry to alter incrementally in "
+                             "incremental_configs field")
+        for i, c in enumerate(entries):
+            if not isinstance(c, ConfigEntry):
+                raise TypeError(f"expected ConfigEntry type in incremental_configs field, index {i}")
+            if not isinstance(c.incremental_operation, AlterConfigOpType):
+                raise TypeError(f"Expected .incremental_operation to be AlterConfigOpType, not "
+                                f"{type(c.incremental_operation).__name__} (index {i})")
+            if not isinstance(c.name, str):
+                raise TypeError(f"Expected .name to be str type, not {type(c.name).__name__}")
+            if not c.name:
+                raise ValueError(f'setting config entry "", index {i}, failed: Config name mustn\'t be empty')
+            if c.incremental_operation != AlterConfigOpType.DELETE and not isinstance(c.value, str):
+                raise TypeError(f"Expected .value to be str type, not {type(c.value).__name__}")
+
+
+def _broker_target(resources) -> tuple[int | None, KafkaError | None]:
+    """The broker a call naming a BROKER resource must be sent to (that broker answers for its own
+    configs), as librdkafka's ``rd_kafka_ConfigResource_get_single_broker_id``: at most one BROKER
+    resource per call (``_CONFLICT``), named by its node id (``_INVALID_ARG``). None: any broker."""
+    target = None
+    for r in resources:
+        if r.restype != ResourceType.BROKER:
+            continue
+        if target is not None:
+            return None, KafkaError(KafkaError._CONFLICT, "Only one ConfigResource of type BROKER is allowed per call")
+        if not r.name.isdigit():
+            return None, KafkaError(KafkaError._INVALID_ARG,
+                                    f"Expected an int32 broker_id for ConfigResource(type=BROKER, name={r.name})")
+        target = int(r.name)
+    return target, None
+
+
 class ConfigAdmin:
     """Needs ``self.cluster`` and ``self._fan_out`` (from AdminClient)."""
 
     def describe_configs(self, resources: list[ConfigResource], request_timeout: float | None = None):
-        """Future per resource resolving to {name: ConfigEntry}."""
+        """Future per resource resolving to {name: ConfigEntry}. A BROKER resource is asked of that
+        broker (one per call, named by its node id), as librdkafka sends it."""
         resources = check_items(resources, ConfigResource, "ConfigResource objects")
         check_options(False, request_timeout)
+        node, refusal = _broker_target(resources)
+        if refusal is not None:
+            return _refused(resources, refusal.str(), refusal.code())
         request = pb.DescribeConfigsRequest(resources=[pb.ConfigResource(type=int(r.restype), name=r.name)
                                                        for r in resources])
         by_key = {(int(r.restype), r.name): r for r in resources}
@@ -161,8 +208,13 @@ class ConfigAdmin:
                 else:
                     yield key, {e.name: _entry(e) for e in res.entries}
 
-        return self._fan_out(resources, lambda: self.cluster.call_any("DescribeConfigs", request, request_timeout),
+        return self._fan_out(resources, lambda: self._config_call("DescribeConfigs", request, node, request_timeout),
                              split)
+
+    def _config_call(self, method: str, request, node: int | None, request_timeout):
+        if node is None:
+            return self.cluster.call_any(method, request, request_timeout)
+        return self.cluster.call(method, request, node, request_timeout)
 
     def alter_configs(self, resources: list[ConfigResource], validate_only: bool = False,
                       request_timeout: float | None = None):
@@ -174,20 +226,22 @@ class ConfigAdmin:
         """Apply each resource's ``incremental_configs`` (SET, DELETE, or APPEND/SUBTRACT on a LIST
         config such as cleanup.policy) and keep other overrides. As librdkafka's
         ``rd_kafka_IncrementalAlterConfigs``, a resource listed twice or a config named twice in
-        one resource fails every future with ``_INVALID_ARG`` and sends nothing."""
-        resources = check_items(resources, ConfigResource, "ConfigResource objects")
+        one resource fails every future with ``_INVALID_ARG`` and sends nothing. The entries are
+        checked first as confluent-kafka checks them (see ``_check_incremental``)."""
+        resources = check_items(resources, ConfigResource, "ConfigResource objects", TypeError)
         check_options(validate_only, request_timeout)
+        _check_incremental(resources)
         duplicate = _duplicate_in(resources)
         if duplicate is not None:
-            failed = {r: Future() for r in resources}
-            for f in failed.values():
-                f.set_exception(KafkaException(KafkaError(KafkaError._INVALID_ARG, duplicate)))
-            return failed
+            return _refused(resources, duplicate)
         return self._alter(resources, validate_only, True, request_timeout)
 
     def _alter(self, resources, validate_only, incremental, request_timeout):
         resources = check_items(resources, ConfigResource, "ConfigResource objects")
         check_options(validate_only, request_timeout)
+        node, refusal = _broker_target(resources)
+        if refusal is not None:
+            return _refused(resources, refusal.str(), refusal.code())
         request = pb.AlterConfigsRequest(validate_only=validate_only)
         by_key = {}
         for r in resources:
@@ -196,8 +250,8 @@ class ConfigAdmin:
                                           incremental=incremental)
             if incremental:
                 for c in r.incremental_configs:
-                    op = c.incremental_operation or AlterConfigOpType.SET
-                    entry.configs.add(name=c.name, value="" if c.value is None else str(c.value), op=int(op))
+                    entry.configs.add(name=c.name, value=c.value if isinstance(c.value, str) else "",
+                                      op=int(c.incremental_operation))
             else:
                 for k, v in r.set_config_dict.items():
                     entry.configs.add(name=k, value=str(v), op=0)
@@ -207,5 +261,5 @@ class ConfigAdmin:
                 key = by_key.get((res.resource.type, res.resource.name))
                 yield key, _error(res.error_code, res.error_message) if res.error_code else None
 
-        return self._fan_out(resources, lambda: self.cluster.call_any("AlterConfigs", request, request_timeout),
+        return self._fan_out(resources, lambda: self._config_call("AlterConfigs", request, node, request_timeout),
                              split)

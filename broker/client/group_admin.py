@@ -20,7 +20,10 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from broker.client.admin_arguments import check_options
+from broker.client.admin_fan_out import _has_duplicate_partitions, _refused
 from broker.client.coordinator import CoordinatorClient
+from broker.client.group_admin_arguments import _check_alter_request, _check_group_ids, _check_list_request
 from broker.client.message import OFFSET_INVALID, TopicPartition, _rebuild_topic_partition
 from broker.client.model import ConsumerGroupState, ConsumerGroupType
 from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupSubscribedToTopicError,
@@ -147,55 +150,6 @@ def _coordinator_error(results) -> RiverlogError | None:
     return None
 
 
-def _check_alter_request(requests) -> None:
-    """confluent-kafka's ``_check_alter_consumer_group_offsets_request``, per group: an offset to
-    set must be given and not negative (a negative one would be stored and make the group stall or
-    skip), so a bad request fails at the call, before anything is sent."""
-    if requests is None:
-        raise TypeError("request cannot be None")
-    if not isinstance(requests, list):
-        raise TypeError("request must be a list")
-    for req in requests:
-        if not isinstance(req, ConsumerGroupTopicPartitions):
-            raise TypeError("Expected list of 'ConsumerGroupTopicPartitions'")
-        if req.group_id is None:
-            raise TypeError("'group_id' cannot be None")
-        if not isinstance(req.group_id, str):
-            raise TypeError("'group_id' must be a string")
-        if not req.group_id:
-            raise ValueError("'group_id' cannot be empty")
-        if req.topic_partitions is None:
-            raise ValueError("'topic_partitions' cannot be null")
-        if not isinstance(req.topic_partitions, list):
-            raise TypeError("'topic_partitions' must be a list")
-        if len(req.topic_partitions) == 0:
-            raise ValueError("'topic_partitions' cannot be empty")
-        for tp in req.topic_partitions:
-            if tp is None:
-                raise ValueError("Element of 'topic_partitions' cannot be None")
-            if not isinstance(tp, TopicPartition):
-                raise TypeError("Element of 'topic_partitions' must be of type TopicPartition")
-            if tp.topic is None:
-                raise TypeError("Element of 'topic_partitions' must not have 'topic' attribute as None")
-            if not tp.topic:
-                raise ValueError("Element of 'topic_partitions' must not have 'topic' attribute as Empty")
-            if tp.partition < 0:
-                raise ValueError("Element of 'topic_partitions' must not have negative value for 'partition' field")
-            if tp.offset < 0:
-                raise ValueError("Element of 'topic_partitions' must not have negative value for 'offset' field")
-
-
-def _check_group_ids(group_ids, action: str) -> list[str]:
-    """confluent-kafka's check of ``describe_consumer_groups``/``delete_consumer_groups``' argument:
-    a list of group ids (a bare str is a TypeError, not one group per character)."""
-    if not isinstance(group_ids, (list, tuple)):
-        raise TypeError(f"Expected input to be list of group ids to be {action}")
-    for group_id in group_ids:
-        if not isinstance(group_id, str):
-            raise ValueError(f"Expected list of group id strings, not {type(group_id).__name__}")
-    return list(group_ids)
-
-
 class ConsumerGroupAdmin:
     """Needs ``self.cluster`` and ``self._fan_out`` (from AdminClient)."""
 
@@ -219,6 +173,7 @@ class ConsumerGroupAdmin:
             time.sleep(self.cluster.backoff)
 
     def _per_group(self, group_ids, fn, request_timeout) -> dict[str, Future]:
+        check_options(False, request_timeout)   # confluent-kafka's: 0..3600 s, a ValueError at the call
         def call():
             out = {}
             for group_id in group_ids:
@@ -232,6 +187,7 @@ class ConsumerGroupAdmin:
     def list_consumer_groups(self, request_timeout: float | None = None, states=None, types=None) -> Future:
         """Every group of every broker (each lists the groups it coordinates); ``states``/``types``
         (sets of ConsumerGroupState/ConsumerGroupType) keep only the groups in them."""
+        check_options(False, request_timeout)
         states, types = set(states or ()), set(types or ())
         def call():
             self.cluster.refresh(all_topics=False, topics=[])
@@ -273,6 +229,8 @@ class ConsumerGroupAdmin:
     def describe_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None,
                                  include_authorized_operations: bool = False) -> dict[str, Future]:
         group_ids = _check_group_ids(group_ids, "described")
+        if len(set(group_ids)) != len(group_ids):   # librdkafka's rd_kafka_DescribeConsumerGroups
+            return _refused(dict.fromkeys(group_ids), "Duplicate groups not allowed")
 
         def describe(group_id, coordinator, timeout):
             response = self._call_group(coordinator, "DescribeGroups", pb.DescribeGroupsRequest(group_ids=[group_id]),
@@ -290,6 +248,8 @@ class ConsumerGroupAdmin:
     def delete_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None) -> dict[str, Future]:
         """Delete empty groups and their offsets (``NonEmptyGroupError`` while members remain)."""
         group_ids = _check_group_ids(group_ids, "deleted")
+        if len(set(group_ids)) != len(group_ids):   # librdkafka's rd_kafka_DeleteGroups
+            return _refused(dict.fromkeys(group_ids), "Duplicate groups not allowed")
 
         def delete(group_id, coordinator, timeout):
             r = self._call_group(coordinator, "DeleteGroups", pb.DeleteGroupsRequest(group_ids=[group_id]), timeout,
@@ -304,12 +264,14 @@ class ConsumerGroupAdmin:
         partition is answered, with ``OFFSET_INVALID`` where the group has committed nothing (as
         confluent-kafka and Kafka's OffsetFetch). Offsets committed in a transaction show once it
         commits, so ``require_stable`` (accepted, as confluent-kafka's
-        ``include_authorized_operations`` on the describe calls) changes nothing."""
-        if not isinstance(requests, list):
-            raise TypeError("request must be a list")
-        if not all(isinstance(r, ConsumerGroupTopicPartitions) for r in requests):
-            raise TypeError("Expected list of 'ConsumerGroupTopicPartitions'")
+        ``include_authorized_operations`` on the describe calls) changes nothing.
+        Checked first as confluent-kafka checks (``topic_partitions`` None or a non-empty list of
+        partitions without offsets); a partition listed twice fails the call with ``_INVALID_ARG``,
+        as librdkafka's."""
+        _check_list_request(requests)
         wanted = {r.group_id: r.topic_partitions for r in requests}
+        if any(_has_duplicate_partitions(r.topic_partitions or []) for r in requests):
+            return _refused(list(wanted), "Duplicate partitions not allowed")
 
         def fetch(group_id, coordinator, timeout):
             request = pb.OffsetFetchRequest(group_id=group_id, partitions=grouped(wanted[group_id] or []))
@@ -325,9 +287,13 @@ class ConsumerGroupAdmin:
                                      request_timeout: float | None = None) -> dict[str, Future]:
         """Set committed offsets; refused while the group has active members. Checked first as
         confluent-kafka checks (``ValueError`` for an empty list or a negative offset); a partition
-        the cluster does not have fails with ``UnknownTopicOrPartitionError`` (nothing is stored)."""
+        the cluster does not have fails with ``UnknownTopicOrPartitionError`` (nothing is stored).
+        A partition listed twice fails the call with ``_INVALID_ARG`` ("Duplicate partitions not
+        allowed"), nothing sent, as librdkafka's ``rd_kafka_AlterConsumerGroupOffsets``."""
         _check_alter_request(requests)
         wanted = {r.group_id: r.topic_partitions for r in requests}
+        if any(_has_duplicate_partitions(r.topic_partitions) for r in requests):   # which offset was meant?
+            return _refused(list(wanted), "Duplicate partitions not allowed")
 
         def alter(group_id, coordinator, timeout):
             by_topic: dict[str, list] = {}

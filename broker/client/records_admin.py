@@ -6,11 +6,12 @@ names): ``list_offsets`` and ``delete_records``, each asked of every partition's
 """
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 
 from broker.client.admin_arguments import check_options, check_partitions
-from broker.client.admin_fan_out import _error
+from broker.client.admin_fan_out import _error, _has_duplicate_partitions, _left, _refused, _timed_out
 from broker.client.message import TopicPartition
 from broker.client.model import IsolationLevel
 from broker.errors import RiverlogError
@@ -54,7 +55,8 @@ class DeletedRecords:
 
 
 class RecordsAdmin:
-    """Needs ``self.cluster``, ``self._fan_out`` and ``self._at_leader`` (from AdminClient)."""
+    """Needs ``self.cluster``, ``self._fan_out``, ``self._at_leader`` and ``self._leader_of`` (from
+    AdminClient). ``request_timeout`` bounds the whole call, metadata lookups included."""
 
     def list_offsets(self, topic_partition_offsets: dict[TopicPartition, OffsetSpec],
                      isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
@@ -77,17 +79,18 @@ class RecordsAdmin:
 
         def call():
             results = {}
+            deadline = time.monotonic() + (request_timeout or self.cluster.timeout)   # the whole call's
             for tp, spec in topic_partition_offsets.items():
                 request = pb.ListOffsetsRequest(isolation_level=level, topics=[pb.ListOffsetsTopic(
                     name=tp.topic, partitions=[pb.ListOffsetsPartition(partition=tp.partition,
                                                                        timestamp=spec.value)])])
                 try:
-                    node = self.cluster.leader(tp.topic, tp.partition)
-                    r = self.cluster.call("ListOffsets", request, node, request_timeout).topics[0].partitions[0]
+                    node = self._leader_of(tp, deadline)
+                    r = self.cluster.call("ListOffsets", request, node, _left(deadline)).topics[0].partitions[0]
                     results[tp] = _error(r.error_code, r.error_message) if r.error_code \
                         else ListOffsetsResultInfo(r.offset, r.timestamp, r.leader_epoch if r.leader_epoch >= 0 else None)
                 except RiverlogError as e:
-                    results[tp] = e
+                    results[tp] = _timed_out(e)
             return results
 
         return self._fan_out(list(topic_partition_offsets), call, lambda results: results.items())
@@ -97,7 +100,9 @@ class RecordsAdmin:
         """Delete every record below an offset, per partition; a future per partition resolving to
         :class:`DeletedRecords`. Takes confluent-kafka's list of TopicPartition (offset set) or a
         ``{TopicPartition: offset}`` dict; offset -1 deletes up to the high watermark. An offset past
-        the high watermark fails with OffsetOutOfRangeError.
+        the high watermark fails with OffsetOutOfRangeError. A partition listed twice fails every
+        future with ``_INVALID_ARG`` ("Duplicate partitions not allowed") and deletes nothing, as
+        librdkafka's ``rd_kafka_DeleteRecords``.
 
         A partition is answered once every replica on an alive broker moved its log start there
         (Kafka's ``DelayedDeleteRecords``), so a failover cannot bring the records back; the
@@ -116,22 +121,23 @@ class RecordsAdmin:
             raise TypeError(f"Expected Request to be a list, got '{type(topic_partition_offsets).__name__}'")
         check_partitions(wanted)   # a dict's keys
         check_options(False, request_timeout, operation_timeout)
+        self._check_open()
+        if isinstance(topic_partition_offsets, list) and _has_duplicate_partitions(topic_partition_offsets):
+            return _refused(list(wanted), "Duplicate partitions not allowed")   # which offset was meant?
 
         waited = operation_timeout if operation_timeout is not None else (request_timeout or self.cluster.timeout)
         operation_ms = max(0, int(waited * 1000))
 
         def call():
             results = {}
+            deadline = time.monotonic() + (request_timeout or self.cluster.timeout)   # the whole call's
             for tp, offset in wanted.items():
                 request = pb.DeleteRecordsRequest(timeout_ms=operation_ms, topics=[
                     pb.DeleteRecordsTopic(name=tp.topic, partitions=[
                         pb.DeleteRecordsPartition(partition=tp.partition, offset=offset)])])
-                results[tp] = self._delete_records_at_leader(tp, request, request_timeout)
+                results[tp] = self._at_leader(tp, "DeleteRecords", request, request_timeout,
+                                              lambda response: response.topics[0].partitions[0],
+                                              lambda r: DeletedRecords(r.low_watermark), deadline)
             return results
 
         return self._fan_out(list(wanted), call, lambda results: results.items())
-
-    def _delete_records_at_leader(self, tp: TopicPartition, request, timeout: float | None):
-        return self._at_leader(tp, "DeleteRecords", request, timeout,
-                               lambda response: response.topics[0].partitions[0],
-                               lambda r: DeletedRecords(r.low_watermark))
