@@ -13,7 +13,8 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from broker.client.admin_arguments import check_items, check_new_partitions, check_options, check_topic_names
+from broker.client.admin_arguments import (check_items, check_new_partitions, check_new_topic, check_options,
+                                           check_topic_names)
 from broker.client.admin_fan_out import AdminFanOut, _error, _has_duplicate_partitions, _refused
 from broker.client.cluster import BrokerMetadata, ClusterClient, ClusterMetadata
 from broker.client.cluster import PartitionInfo as PartitionMetadata
@@ -156,6 +157,8 @@ class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin,
         NewTopic, a bool ``validate_only``, timeouts of 0..3600 s): TypeError/ValueError at the call."""
         new_topics = check_items(new_topics, NewTopic, "NewTopic objects")
         check_options(validate_only, request_timeout, operation_timeout)
+        for t in new_topics:
+            check_new_topic(t)
         assignments = [topic_assignments(t) for t in new_topics]
         request = pb.CreateTopicsRequest(validate_only=validate_only, topics=[
             pb.CreatableTopic(name=t.topic, num_partitions=-1 if a else t.num_partitions,

@@ -57,6 +57,7 @@ def check_partitions(partitions, what: str = "request") -> None:
 
 
 PARTITIONS_MAX = 100_000   # librdkafka's RD_KAFKAP_PARTITIONS_MAX
+BROKERS_MAX = 10_000  # librdkafka's RD_KAFKAP_BROKERS_MAX: the largest replication factor it sends
 
 
 def check_new_partitions(partitions) -> None:
@@ -64,3 +65,13 @@ def check_new_partitions(partitions) -> None:
     if not 1 <= partitions.new_total_count <= PARTITIONS_MAX:
         raise ValueError(f"Invalid NewPartitions({partitions.topic}): new_total_cnt out of expected range "
                          f"1..{PARTITIONS_MAX}")
+
+
+def check_new_topic(topic) -> None:
+    """librdkafka's ``rd_kafka_NewTopic_new``: a partition count of -1 (the broker's default) up to
+    100000 and a replication factor of -1 up to 10000, or confluent-kafka's ``create_topics``
+    raises ValueError with librdkafka's message before anything is sent."""
+    if not -1 <= topic.num_partitions <= PARTITIONS_MAX:
+        raise ValueError(f"num_partitions out of expected range 1..{PARTITIONS_MAX} or -1 for broker default")
+    if not -1 <= topic.replication_factor <= BROKERS_MAX:
+        raise ValueError(f"replication_factor out of expected range -1..{BROKERS_MAX}")

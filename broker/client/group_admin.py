@@ -276,6 +276,8 @@ class ConsumerGroupAdmin:
         def fetch(group_id, coordinator, timeout):
             request = pb.OffsetFetchRequest(group_id=group_id, partitions=grouped(wanted[group_id] or []))
             response = coordinator.call("OffsetFetch", request, timeout)
+            if response.error_code:   # the group-level answer (KIP-848's reader checks; none for an admin)
+                raise error_for_code(response.error_code)(response.error_message)
             found = {(o.topic, o.partition): TopicPartition(o.topic, o.partition, o.offset, o.metadata or None)
                      for o in response.offsets}
             for tp in wanted[group_id] or []:

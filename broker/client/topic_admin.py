@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 
+from broker.client.admin_fan_out import _refused
 from broker.client.model import Node, TopicCollection, TopicDescription, TopicPartitionInfo
 from broker.errors import error_for_code
 from broker.proto import riverlog_pb2 as pb
@@ -43,7 +44,9 @@ class TopicAdmin:
         Riverlog has no ACLs."""
         if not isinstance(topics, TopicCollection):
             raise TypeError("describe_topics takes a TopicCollection, e.g. TopicCollection(['orders'])")
-        names = list(dict.fromkeys(topics.topic_names))
+        names = list(topics.topic_names)
+        if len(set(names)) != len(names):   # librdkafka's rd_kafka_DescribeTopics, before sending
+            return _refused(dict.fromkeys(names), "Duplicate topics not allowed")
         request = pb.MetadataRequest(topics=names, all_topics=False)
         return self._fan_out(names, lambda: self.cluster.call_any("Metadata", request, request_timeout),
                              topic_descriptions)

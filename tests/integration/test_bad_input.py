@@ -61,7 +61,11 @@ def test_invalid_topic_names(admin, name):
 
 
 def test_invalid_topic_settings(admin, topic_name):
-    cases = [(NewTopic(topic_name + "-p", -5), InvalidPartitionsError),
+    # counts librdkafka refuses before sending: ValueError from the call, as confluent-kafka's
+    for bad in (NewTopic(topic_name + "-p", -5), NewTopic(topic_name + "-p", 100_001), NewTopic(topic_name + "-rf", 1, -2)):
+        with pytest.raises(ValueError, match="out of expected range"):
+            admin.create_topics([NewTopic(topic_name + "-ok", 1), bad])
+    cases = [(NewTopic(topic_name + "-p", 0), InvalidPartitionsError),
              (NewTopic(topic_name + "-rf", 1, 3), InvalidReplicationFactorError),
              (NewTopic(topic_name + "-cfg", 1, 1, {"no.such.config": "1"}), InvalidConfigError),
              (NewTopic(topic_name + "-val", 1, 1, {"retention.ms": "soon"}), InvalidConfigError)]
@@ -70,7 +74,8 @@ def test_invalid_topic_settings(admin, topic_name):
         with pytest.raises(error) as info:
             futures[topic.topic].result(10)
         assert info.value.message
-    assert not set(admin.list_topics().topics) & {t.topic for t, _ in cases}, "a refused topic was created"
+    assert not set(admin.list_topics().topics) & ({t.topic for t, _ in cases} | {topic_name + "-ok"}), \
+        "a refused topic was created"
 
 
 def test_duplicate_create(admin, topic_name):

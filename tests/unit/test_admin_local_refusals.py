@@ -14,7 +14,7 @@ import pytest
 from broker.client.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ElectionType,
                                  NewPartitions, NewTopic, OffsetSpec, ResourceType, TopicPartition)
 from broker.client.group_admin import ConsumerGroupTopicPartitions
-from broker.errors import KafkaError, NotControllerError
+from broker.errors import KafkaError, KafkaException, NotControllerError
 
 
 class RecordingCluster:
@@ -238,3 +238,23 @@ def test_every_call_checks_its_request_timeout_as_confluent(admin, call):
     with pytest.raises(ValueError, match="request_timeout"):
         call(admin)
     assert admin.cluster.sent == []
+
+
+def test_describe_topics_with_a_topic_named_twice_fails_every_future_unsent():
+    # librdkafka's rd_kafka_DescribeTopics: "Duplicate topics not allowed" (the name was deduplicated)
+    from broker.client.model import TopicCollection
+    with AdminClient({"bootstrap.servers": "127.0.0.1:1"}) as admin:
+        futures = admin.describe_topics(TopicCollection(["orders", "orders"]))
+        assert list(futures) == ["orders"]
+        with pytest.raises(KafkaException) as raised:
+            futures["orders"].result(1)
+    assert raised.value.args[0].code() == KafkaError._INVALID_ARG and "Duplicate topics" in str(raised.value)
+
+
+@pytest.mark.parametrize("topic, message", [(("t", -5), "num_partitions out of expected range 1..100000"),
+                                            (("t", 100_001), "num_partitions"), (("t", 1, -2), "replication_factor"),
+                                            (("t", 1, 10_001), "replication_factor out of expected range -1..10000")])
+def test_create_topics_refuses_librdkafkas_out_of_range_counts_at_the_call(topic, message):
+    with AdminClient({"bootstrap.servers": "127.0.0.1:1"}) as admin:
+        with pytest.raises(ValueError, match=message):
+            admin.create_topics([NewTopic(*topic)])
