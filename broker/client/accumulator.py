@@ -187,13 +187,14 @@ class RecordAccumulator:
             buf = self.buffers.get(topic)
             if buf is None or buf.rows is None:
                 buf = self._open(topic, buf)
-            buf.rows += (key, value, timestamp, headers, partition, callback)
+            rows = buf.rows
+            rows += (key, value, timestamp, headers, partition, callback)   # a list: extended in place
             if key is not None or partition >= 0:
                 buf.keyed = True
             buf.bytes += size
             self.buffered_bytes += size
             self.outstanding += 1
-            if buf.bytes >= self.batch_size or len(buf.rows) >= self._batch_rows:
+            if buf.bytes >= self.batch_size or len(rows) >= self._batch_rows:
                 self.cond.notify()
 
     def _refuse(self, size: int) -> None:

@@ -91,7 +91,9 @@ class Producer:
         self._max_record = self._max_message + RECORD_OVERHEAD
         self._default_cb = cfg["on_delivery"]
         self._only_errors = cfg["delivery.report.only.error"]
-        self._fatal_announced = False  # an idempotent producer's fatal error went to error_cb
+        # An idempotent producer's fatal error (its sequence numbers and the broker's parted), as
+        # librdkafka's _FATAL: set once it is reported, raised by produce() and produce_batch().
+        self._fatal_error: KafkaError | None = None
         self.cluster = ClusterClient.from_config(cfg, self._events.error)
         self._acc = RecordAccumulator(cfg["linger.ms"] / 1000.0, self._batch_size, cfg["buffer.memory"],
                                       max_records=self._max_messages, batch_records=cfg["batch.num.messages"])
@@ -200,7 +202,8 @@ class Producer:
                     f"exceeds {self._max_name}={self._max_message}")
         if self._txn is not None and not self._manager.in_transaction:
             self._manager.check_can_produce()
-        self._check_not_fatal()
+        if self._fatal_error is not None:
+            raise KafkaException(self._fatal_error)
         self._append(topic, key, value, timestamp or _time_ns() // 1_000_000, headers, partition,
                      callback or on_delivery or self._default_cb, size)
 
@@ -234,7 +237,8 @@ class Producer:
         self._check_open()
         check_batch(table)
         on_delivery = callback or on_delivery
-        self._check_not_fatal()
+        if self._fatal_error is not None:
+            raise KafkaException(self._fatal_error)
         if isinstance(table, list):
             return self._produce_dicts(topic, table, partition, on_delivery, timestamp)
         if partition != PARTITION_UA:
@@ -294,22 +298,14 @@ class Producer:
         if isinstance(error, ApplicationRecoverableError) and error.args[0].fatal():
             self._events.error(error)
         elif error is not None and self._txn is None and self._manager is not None \
-                and error is self._manager.fatal_error and not self._fatal_announced:
-            self._fatal_announced = True   # librdkafka's rd_kafka_set_fatal_error: error_cb hears _FATAL once
-            self._events.error(self._fatal())
+                and error is self._manager.fatal_error and self._fatal_error is None:
+            # librdkafka's rd_kafka_set_fatal_error: error_cb hears _FATAL once, and produce() and
+            # produce_batch() raise it from then on (records taken meanwhile fail with the error).
+            self._fatal_error = KafkaError(KafkaError._FATAL, f"Fatal error: {error}", fatal=True)
+            self._events.error(self._fatal_error)
         if error is not None and batch.callbacks is None:
             log.warning("failed to deliver %d record(s) to %s[%d]: %s", batch.count, batch.topic,
                         batch.partition, error)
-
-    def _fatal(self) -> KafkaError:
-        return KafkaError(KafkaError._FATAL, f"Fatal error: {self._manager.fatal_error}", fatal=True)
-
-    def _check_not_fatal(self) -> None:
-        """An idempotent producer that failed fatally (its sequence numbers and the broker's parted)
-        takes no more records: librdkafka's produce() returns ``_FATAL`` then. A transactional
-        producer's state says the same through ``check_can_produce``."""
-        if self._txn is None and self._manager is not None and self._manager.fatal_error is not None:
-            raise KafkaException(self._fatal())
 
     def poll(self, timeout: float | None = None) -> int:
         """Serve queued delivery callbacks; wait up to ``timeout`` s for one. Returns how many ran.
