@@ -8,21 +8,11 @@ import pytest
 
 from broker.errors import KafkaError
 from broker.proto import riverlog_pb2 as pb
-from tests.unit.test_group_offset_commit_handler import _Broker
+from tests.unit.test_group_offset_commit_handler import handlers  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.unit
 
 G = "g"
-
-
-@pytest.fixture
-def handlers(tmp_path):
-    from broker.server.group_handlers import GroupHandlers
-    from broker.server.group_runtime import GroupRuntime
-    runtime = GroupRuntime(_Broker(tmp_path))
-    runtime._sync()
-    assert runtime.loaded_shards()
-    return GroupHandlers(runtime)
 
 
 def _beat(handlers, member_id: str, epoch: int, instance_id: str = "", owned=None) -> pb.ConsumerGroupHeartbeatResponse:
