@@ -12,8 +12,8 @@ from concurrent.futures import Future
 
 from broker.client.admin_arguments import ADMIN_CLOSED
 from broker.client.message import TopicPartition
-from broker.errors import (ClientClosedError, KafkaError, KafkaException, KafkaTimeoutError, NetworkError, RiverlogError,
-                           error_for_code)
+from broker.errors import (ClientClosedError, KafkaError, KafkaException, KafkaTimeoutError, NetworkError,
+                           RequestTimedOutError, RiverlogError, error_for_code)
 
 
 def _error(code: int, message: str) -> RiverlogError:
@@ -88,7 +88,10 @@ class AdminFanOut:
                 error = _error(r.error_code, r.error_message)
             except RiverlogError as e:
                 error = e
-            if not (error.retriable or isinstance(error, NetworkError)) or time.monotonic() + 0.1 >= deadline:
+            if (not (error.retriable or isinstance(error, NetworkError)) or isinstance(error, RequestTimedOutError)
+                    or time.monotonic() + 0.1 >= deadline):
+                # the broker's REQUEST_TIMED_OUT (its operation_timeout passed) is its answer, as
+                # librdkafka and Kafka's admin give it: asked again, the call would only run out of time
                 return _timed_out(error)
             time.sleep(0.1)
             try:

@@ -33,6 +33,9 @@ class _Steps:
     def joined_empty(self):
         return False
 
+    def metadata(self):
+        return "", -1   # not in the group as far as offset fetches go: they name no member
+
 
 def test_a_grown_eager_assignment_is_handed_over_whole(shared_broker, topic_name):
     seen = []
