@@ -187,6 +187,7 @@ class ChangeParser:
             row = self._convert_struct(image_schema, image)
         except (ValueError, TypeError, KeyError, ArithmeticError) as e:
             raise _poison(record, f"a value does not match its schema ({e})", e) from e
+        row, image_schema = self._with_key_fields(record, table, row, image_schema)
         key = self._key(record, table, row)
         ts_us = _ts_us(payload, source, record)
         _, arrow, defaults_ = self._struct(image_schema) if image_schema is not None else (None, None, {})
@@ -277,6 +278,30 @@ class ChangeParser:
         plain = self._converters.setdefault("", converter(None, self.placeholder))
         values = tuple(convs.get(c, plain)(payload[c]) for c in columns)
         return None if any(v is None or v is UNAVAILABLE for v in values) else values
+
+    def _with_key_fields(self, record: SourceRecord, table: str, row: dict,
+                         image_schema: dict | None) -> tuple[dict, dict | None]:
+        """The row image with the record key's columns it lacks, first, and their fields in its
+        schema. A ``column.exclude.list`` can leave a key column out of ``before``/``after`` while
+        the record key keeps it; Debezium's JDBC sink (``primary.key.mode=record_key``) takes the
+        key columns from the key and the rest from the value, and so does this sink. Key columns
+        named by ``keys=`` are the value's own, as there under ``record_value``."""
+        if table in self.keys or "*" in self.keys or record.key is None:
+            return row, image_schema
+        key_schema, payload = _envelope(record.key, record, "key")
+        if not isinstance(payload, dict):
+            return row, image_schema
+        missing = [c for c in payload if c not in row]
+        if not missing:
+            return row, image_schema
+        key_schema = key_schema if isinstance(key_schema, dict) else None
+        if image_schema is not None:
+            fields = {f.get("field"): f for f in (key_schema or {}).get("fields", [])}
+            if any(c not in fields for c in missing):
+                return row, image_schema   # no type for the column: the key check names it
+            image_schema = {**image_schema, "fields": [fields[c] for c in missing] + list(image_schema.get("fields", []))}
+        key_row = self._convert_struct(key_schema, payload)
+        return {**{c: key_row.get(c) for c in missing}, **row}, image_schema
 
     def _key(self, record: SourceRecord, table: str, row: dict) -> tuple:
         columns = self.key_columns(table, record)
