@@ -2,6 +2,7 @@
 Kafka Streams names it (``KSTREAM-FILTER-0000000001``, or the user's ``Named``)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 from streams.errors import TopologyError
@@ -105,10 +106,9 @@ class StreamsBuilder:
         from streams.ktable import KTable
         from streams.stateless import Source
         from streams.table import KTableSource
-        consumed = consumed or Consumed()
         if not isinstance(topic, str) or not topic:
             raise TopologyError(f"table(): expected a topic name, got {topic!r}")
-        materialized = materialized or Materialized()
+        consumed, materialized = table_serdes(consumed, materialized)
         # StreamsBuilder.table: the store's name comes first (when not given), then the source's
         # (``<Consumed name>-source``), then the table source's (the Consumed name)
         store_name = materialized.store_name or self.next_name(f"{topic}-STATE-STORE-")
@@ -120,9 +120,7 @@ class StreamsBuilder:
                                                                                c.timestamp_extractor),
                        topics=(topic,), args={"consumed": consumed},
                        key_serde=consumed.key_serde, value_serde=consumed.value_serde)
-        spec = StoreSpec(store_name, "keyValue",
-                         key_serde=materialized.key_serde or consumed.key_serde,
-                         value_serde=materialized.value_serde or consumed.value_serde,
+        spec = StoreSpec(store_name, "keyValue", key_serde=consumed.key_serde, value_serde=consumed.value_serde,
                          log_config=dict(materialized.log_config), caching=materialized.caching)
         opts: dict = {}
         make = lambda s=spec.name, o=opts: KTableSource(s, o.get("send_old_values", False))
@@ -156,6 +154,23 @@ class StreamsBuilder:
             return topology
         from streams.app import StreamsApp
         return StreamsApp(topology, spark, config or {})
+
+
+def table_serdes(consumed, materialized) -> tuple[Consumed, Materialized]:
+    """Kafka's ``StreamsBuilder.table``/``globalTable`` overloads: with a ``Consumed`` its serdes
+    are the store's too ("always use the serdes from consumed": a ``Materialized``'s serdes are
+    replaced, none given meaning the defaults); with a ``Materialized`` alone (second, as
+    ``table(topic, materialized)``) the topic is read with its serdes."""
+    if isinstance(consumed, Materialized):
+        if materialized is not None:
+            raise TopologyError("two Materialized given: pass table(topic, consumed, materialized)")
+        consumed, materialized = None, consumed
+    if consumed is not None and not isinstance(consumed, Consumed):
+        raise TopologyError(f"expected Consumed, got {type(consumed).__name__}")
+    materialized = materialized or Materialized()
+    if consumed is None:
+        return Consumed(materialized.key_serde, materialized.value_serde), materialized
+    return consumed, replace(materialized, key_serde=consumed.key_serde, value_serde=consumed.value_serde)
 
 
 def close_copartition_groups(nodes: list[Node]) -> None:

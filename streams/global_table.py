@@ -33,16 +33,15 @@ class GlobalKTable:
 def global_table(builder, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None):
     from streams.stateless import Source
     from streams.table import KTableSource
-    consumed = consumed or Consumed()
+    from streams.builder import table_serdes
     if not isinstance(topic, str) or not topic:
         raise TopologyError(f"globalTable(): expected a topic name, got {topic!r}")
-    m = materialized or Materialized()
+    consumed, m = table_serdes(consumed, materialized)
     if m.history_retention is not None:
         # InternalStreamsBuilder.globalTable: a global table is read as of now, never as of a time
         raise TopologyError("GlobalTables cannot be versioned.")
     store = m.store_name or builder.next_name(f"{topic}-STATE-STORE-")   # as table(): store, source, processor
-    spec = StoreSpec(store, "keyValue", key_serde=m.key_serde or consumed.key_serde,
-                     value_serde=m.value_serde or consumed.value_serde)
+    spec = StoreSpec(store, "keyValue", key_serde=consumed.key_serde, value_serde=consumed.value_serde)
     src_name = builder.suffixed(consumed.name, "-source", "KSTREAM-SOURCE-")
     name = builder.name(consumed.name, "KTABLE-SOURCE-")
     src = builder.add(src_name, "source", "globalTable",

@@ -113,7 +113,7 @@ def stream_stream(this, other, kind: str, joiner_arg, windows: JoinWindows, para
                (this_spec,) + shared, args={**args, "side": "right"})
     m = b.add(merge, "processor", "merge", PassThrough, [jt, jo],
               args={"copartition": (this._node, other._node), "null_key_relaxed": left_outer})
-    return KStream(b, m, p.key_serde or this.key_serde, None, False)
+    return KStream(b, m, p.key_serde, None, False)      # Kafka: StreamJoined's key serde, else none
 
 
 # ---------------------------------------------------------------------- stream–table, stream–global
@@ -147,7 +147,8 @@ def stream_table(stream, table, kind: str, joiner_arg, joined: Joined | None):
                  [stream._node], specs, args={"joiner": joiner_arg, "kind": kind,
                                               "copartition": (stream._node, table._node),
                                               "null_key_relaxed": kind == "left"})
-    return KStream(b, node, stream.key_serde, None, False)
+    # doStreamTableJoin: the result's key serde is Joined's, else the stream's; no value serde
+    return KStream(b, node, p.key_serde or stream.key_serde, None, False)
 
 
 def stream_global(stream, table, kind: str, key_selector, joiner_arg, named=None):

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from streams.errors import TopologyError
 from streams.functions import Fn
-from streams.parameters import Materialized, check_name
+from streams.parameters import Materialized, _serde, check_name
 
 
 class TopicsNotCopartitionedError(TopologyError):
@@ -93,11 +93,34 @@ class Joined:
 
     @staticmethod
     def with_(key_serde=None, value_serde=None, other_value_serde=None, name: str | None = None) -> "Joined":
-        return Joined(key_serde, value_serde, other_value_serde, check_name(name, "Joined"))
+        """Serdes as instances, classes or Kafka's class names, as ``Consumed.with_`` takes them."""
+        return Joined(_serde(key_serde, "Joined key serde"), _serde(value_serde, "Joined value serde"),
+                      _serde(other_value_serde, "Joined other value serde"), check_name(name, "Joined"))
 
     @staticmethod
     def as_(name: str) -> "Joined":
         return Joined(name=check_name(name, "Joined"))
+
+    @staticmethod
+    def keySerde(serde) -> "Joined":
+        return Joined().withKeySerde(serde)
+
+    @staticmethod
+    def valueSerde(serde) -> "Joined":
+        return Joined().withValueSerde(serde)
+
+    @staticmethod
+    def otherValueSerde(serde) -> "Joined":
+        return Joined().withOtherValueSerde(serde)
+
+    def withKeySerde(self, serde) -> "Joined":
+        return replace(self, key_serde=_serde(serde, "Joined key serde"))
+
+    def withValueSerde(self, serde) -> "Joined":
+        return replace(self, value_serde=_serde(serde, "Joined value serde"))
+
+    def withOtherValueSerde(self, serde) -> "Joined":
+        return replace(self, other_value_serde=_serde(serde, "Joined other value serde"))
 
     def withName(self, name: str) -> "Joined":
         return replace(self, name=check_name(name, "Joined"))
@@ -124,7 +147,10 @@ class StreamJoined:
 
     @staticmethod
     def with_(key_serde=None, value_serde=None, other_value_serde=None) -> "StreamJoined":
-        return StreamJoined(key_serde, value_serde, other_value_serde)
+        """Serdes as instances, classes or Kafka's class names, as ``Consumed.with_`` takes them."""
+        return StreamJoined(_serde(key_serde, "StreamJoined key serde"),
+                            _serde(value_serde, "StreamJoined value serde"),
+                            _serde(other_value_serde, "StreamJoined other value serde"))
 
     @staticmethod
     def as_(store_name: str) -> "StreamJoined":
@@ -137,13 +163,13 @@ class StreamJoined:
         return replace(self, store_name=check_name(store_name, "StreamJoined store name"))
 
     def withKeySerde(self, serde) -> "StreamJoined":
-        return replace(self, key_serde=serde)
+        return replace(self, key_serde=_serde(serde, "StreamJoined key serde"))
 
     def withValueSerde(self, serde) -> "StreamJoined":
-        return replace(self, value_serde=serde)
+        return replace(self, value_serde=_serde(serde, "StreamJoined value serde"))
 
     def withOtherValueSerde(self, serde) -> "StreamJoined":
-        return replace(self, other_value_serde=serde)
+        return replace(self, other_value_serde=_serde(serde, "StreamJoined other value serde"))
 
     def withLoggingEnabled(self, config: dict | None = None) -> "StreamJoined":
         """Topic configs for the changelogs of the join's stores (both window stores and the shared

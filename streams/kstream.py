@@ -128,14 +128,25 @@ class KStream:
             raise TopologyError("foreach(): the action must be a callable (key, value)")
         self._then("KSTREAM-FOREACH-", "foreach", lambda: Peek(action), named)
 
+    def print(self, printed) -> None:
+        """Kafka's ``KStream.print``: each record as ``[label]: key, value`` (or the mapper's text) on
+        standard output or to a file; the label defaults to the name of the processor printed from."""
+        from streams.printed import Print, Printed
+        if printed is None:
+            raise TopologyError("printed can't be null")
+        if not isinstance(printed, Printed):
+            raise TopologyError(f"print(): expected Printed, got {type(printed).__name__}")
+        label = printed.label if printed.label is not None else self._node.name
+        self._then("KSTREAM-PRINTER-", "print", lambda: Print(label, printed.mapper, printed.file_path),
+                   printed.name, {"label": label})
+
     def merge(self, other: "KStream", named=None) -> "KStream":
         from streams.stateless import PassThrough
         if not isinstance(other, KStream) or other._b is not self._b:
             raise TopologyError("merge(): the other stream must be a KStream of the same builder")
-        same = (self.key_serde == other.key_serde, self.value_serde == other.value_serde)
-        return self._then("KSTREAM-MERGE-", "merge", PassThrough, named,
-                          key_serde=self.key_serde if same[0] else None,
-                          value_serde=self.value_serde if same[1] else None,
+        # Kafka's merge drops both serdes ("we cannot safely use either one to represent both
+        # streams"): what follows uses the defaults unless given its own
+        return self._then("KSTREAM-MERGE-", "merge", PassThrough, named, key_serde=None, value_serde=None,
                           repartition_required=self._repartition_required or other._repartition_required,
                           parents=[self._node, other._node])
 

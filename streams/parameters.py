@@ -141,6 +141,11 @@ class Named:
 
     @staticmethod
     def as_(name: str) -> "Named":
+        """Kafka's ``Named.as``: null is refused (leave the argument out for a generated name)."""
+        if name is None:
+            raise TopologyError("name can't be null")
+        if not isinstance(name, str):
+            raise TopologyError(f"Named: expected a name (str), got {type(name).__name__}")
         return Named(check_name(name, "Named"))
 
 

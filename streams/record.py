@@ -43,7 +43,9 @@ class Record:
 @dataclass(frozen=True, slots=True)
 class ConsumerRecord(Record):
     """What a timestamp extractor is given: the deserialized record with where it was read (Kafka's
-    extractors get a ``ConsumerRecord``), so an extractor's error can name it."""
+    extractors get a ``ConsumerRecord``), so an extractor's error can name it. A topic name
+    extractor (``to(fn)``) gets one too, as Kafka's ``RecordContext``: the input record's topic,
+    partition and offset."""
     topic: str | None = None
     partition: int | None = None
     offset: int | None = None

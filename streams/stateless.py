@@ -282,7 +282,11 @@ class Sink(Processor):
             topic = f"{self.context.application_id}-{topic}"
         if topic is None:
             f = self.extractor.fn
-            topic = f(key, value) if self.extractor.arity == 2 else f(key, value, record)
+            if self.extractor.arity == 2:
+                topic = f(key, value)
+            else:   # Kafka's RecordContext: the input record's topic, partition, offset, timestamp, headers
+                topic = f(key, value, ConsumerRecord(key, value, record.timestamp, record.headers,
+                                                     *self.context.source()))
             if not isinstance(topic, str) or not topic:
                 raise StreamsError(f"the topic extractor returned {topic!r}; it must return a topic name")
         ks = self.key_serde or self.context.default_serde("key")
