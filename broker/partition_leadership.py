@@ -131,8 +131,11 @@ class PartitionLeadership:
             kind = FencedLeaderEpochError if leader_epoch < self.leader_epoch else UnknownLeaderEpochError
             raise kind(f"{self.topic}-{self.index}: leader epoch is {self.leader_epoch}, request had {leader_epoch}")
 
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """Kafka's OffsetsForLeaderEpoch, answered by the leader."""
+    def end_offset_for_epoch(self, epoch: int, current_leader_epoch: int = -1) -> tuple[int, int]:
+        """Kafka's OffsetsForLeaderEpoch, answered by the leader: (the largest epoch <= ``epoch``,
+        the offset after its last record), (-1, -1) when unknown; a ``current_leader_epoch`` other
+        than this leader's is fenced (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH), in the same
+        step, so the answer is never of an epoch the asker did not expect."""
         with self.lock:
-            self._check_leader()
+            self._check_leader(current_leader_epoch)
             return self.epochs.end_offset_for(epoch, self.log.log_end_offset)

@@ -269,6 +269,10 @@ class ClusterClient:
         return info
 
     def leader(self, topic: str, partition: int) -> int:
+        return self.leader_and_epoch(topic, partition)[0]
+
+    def leader_and_epoch(self, topic: str, partition: int) -> tuple[int, int]:
+        """(leader, leader epoch) of one metadata answer: a consumer fences its fetches with the epoch."""
         info = self.topic(topic)
         p = info.partitions.get(partition)
         if p is None:
@@ -276,7 +280,7 @@ class ClusterClient:
                 f"topic '{topic}' has {len(info.partitions)} partition(s); partition {partition} does not exist")
         if p.leader < 0:
             raise LeaderNotAvailableError(f"{topic}-{partition} has no leader right now")
-        return p.leader
+        return p.leader, p.leader_epoch
 
     def snapshot(self, topics: list[str] | None = None, timeout: float | None = None) -> ClusterMetadata:
         response = self.refresh(topics, all_topics=topics is None, timeout=timeout)

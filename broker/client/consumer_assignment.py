@@ -314,7 +314,8 @@ class ConsumerAssignment:
     # --------------------------------------------------------------------------- positions
     def seek(self, partition: TopicPartition) -> None:
         """Move an assigned partition's position; data already fetched for it is discarded, and a
-        partition stopped by an error event (``auto.offset.reset=error``) fetches again.
+        partition stopped by an error event (``auto.offset.reset=error``) fetches again. An offset
+        with a ``leader_epoch`` is validated against the leader's log first (KIP-320).
 
         As librdkafka's ``rd_kafka_seek_partitions``: ``OFFSET_STORED`` and negative offsets that
         mean nothing fail with ``_INVALID_ARG``; a partition not assigned with ``_STATE``, one the
@@ -327,7 +328,7 @@ class ConsumerAssignment:
                                             f"{key[0]} [{key[1]}] cannot seek to offset {offset}"))
         with self._cond:
             if key in self._fetch_state.partitions:
-                self._fetch_state.seek(key, offset)
+                self._fetch_state.seek(key, offset, -1 if partition.leader_epoch is None else partition.leader_epoch)
                 assigned = True
             else:
                 assigned = False

@@ -141,12 +141,13 @@ class ConsumerOffsets:
                      for at in (EARLIEST, LATEST))
 
     def offsets_for_times(self, partitions: list[TopicPartition], timeout: float | None = None):
-        """For each partition (offset = a timestamp in ms): the first offset at or after it, or -1."""
+        """For each partition (offset = a timestamp in ms): the first offset at or after it, or -1,
+        with the leader epoch that wrote it (so ``seek()`` to it is validated, KIP-320)."""
         self._check_open()
         out = []
         for tp in partitions:
-            offset, _ = list_offset(self.cluster, self.config, tp.topic, tp.partition, tp.offset, timeout)
-            out.append(TopicPartition(tp.topic, tp.partition, offset))
+            offset, _, epoch = list_offset(self.cluster, self.config, tp.topic, tp.partition, tp.offset, timeout)
+            out.append(TopicPartition(tp.topic, tp.partition, offset, leader_epoch=epoch if epoch >= 0 else None))
         return out
 
 

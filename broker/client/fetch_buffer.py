@@ -47,6 +47,8 @@ class Chunk:
     rows: tuple | None = None  # Python lists, made when poll() first walks the chunk
     end_offset: int = -1       # the position once the chunk is used up: past markers and aborted batches
     error: RiverlogError | None = None  # an error event in its place among the records (no rows)
+    leader_epoch: int = -1     # the batch's partition leader epoch: the position's once a record is taken
+    jumped: bool = False       # end_offset is an offset reset's: the position's epoch is unknown past it
 
     @property
     def remaining(self) -> int:

@@ -3,6 +3,8 @@ machine (``FETCH_PHASES``), as Kafka's ``SubscriptionState`` has its fetch state
 
     AWAITING_RESET --ListOffsets answered / seek(offset)--> FETCHING
     FETCHING --a batch it cannot decode--> HALTED
+    FETCHING --its leader epoch grew / FENCED_LEADER_EPOCH--> VALIDATING (KIP-320, a position with an epoch)
+    VALIDATING --valid / log truncated--> FETCHING;  --no epoch known, auto.offset.reset--> FETCHING or AWAITING_RESET
     FETCHING --OffsetOutOfRange, auto.offset.reset=earliest--> FETCHING (a new generation)
     FETCHING --OffsetOutOfRange, auto.offset.reset=latest--> AWAITING_RESET (a new generation)
     any --seek(offset)--> FETCHING;  any --seek(a logical offset)--> AWAITING_RESET
@@ -24,23 +26,29 @@ class FetchPhase(enum.Enum):
     AWAITING_RESET = "AwaitingReset"  # no offset yet: ListOffsets (or auto.offset.reset) decides
     FETCHING = "Fetching"             # has a fetch offset and is fetched from its leader
     HALTED = "Halted"                 # stopped at a batch it cannot decode, until seek()/assign()
+    VALIDATING = "AwaitingValidation"  # not fetched until the leader says where the position's epoch ends
 
 
 FETCH_PHASES = Transitions("partition fetch", {
     FetchPhase.AWAITING_RESET: {FetchPhase.AWAITING_RESET, FetchPhase.FETCHING},
-    FetchPhase.FETCHING: {FetchPhase.FETCHING, FetchPhase.AWAITING_RESET, FetchPhase.HALTED},
+    FetchPhase.FETCHING: {FetchPhase.FETCHING, FetchPhase.AWAITING_RESET, FetchPhase.HALTED, FetchPhase.VALIDATING},
     FetchPhase.HALTED: {FetchPhase.FETCHING, FetchPhase.AWAITING_RESET},
+    FetchPhase.VALIDATING: {FetchPhase.VALIDATING, FetchPhase.FETCHING, FetchPhase.AWAITING_RESET},
 })
 
 
 class PartitionState:
     """One assigned partition. ``fetch_offset`` runs ahead of ``position`` by what is prefetched."""
     __slots__ = ("fetch_offset", "position", "generation", "phase", "paused", "high_watermark",
-                 "log_start_offset", "eof_offset", "stopped", "aside", "stored", "served")
+                 "log_start_offset", "eof_offset", "stopped", "aside", "stored", "served", "epoch",
+                 "leader_epoch", "validate_at")
 
-    def __init__(self, offset: int, generation: int = 0):
+    def __init__(self, offset: int, generation: int = 0, epoch: int = -1):
         self.fetch_offset = offset
         self.position = offset
+        self.epoch = epoch if offset >= 0 else -1  # the position's leader epoch (KIP-320), -1 unknown
+        self.leader_epoch = -1  # the partition's leader epoch in the metadata last seen
+        self.validate_at = 0.0  # a failed validation is asked again from this (monotonic) time on
         self.generation = generation
         self.phase = FetchPhase.FETCHING if offset >= 0 else FetchPhase.AWAITING_RESET
         self.paused = False

@@ -42,14 +42,15 @@ class FetchResets:
         self.error_event(key, error, OFFSET_INVALID)
         return True
 
-    def reset_resolved(self, key: TP, generation: int, offset: int) -> bool:
-        """ListOffsets answered: fetch from ``offset`` unless the partition moved meanwhile (False)."""
+    def reset_resolved(self, key: TP, generation: int, offset: int, leader_epoch: int = -1) -> bool:
+        """ListOffsets answered: fetch from ``offset`` unless the partition moved meanwhile (False).
+        ``leader_epoch`` is the answer's (the position's epoch, as librdkafka takes it), -1 unknown."""
         state = self.partitions.get(key)
         if state is None or state.generation != generation or state.phase is not FetchPhase.AWAITING_RESET:
             return False
         state.fetch_offset = offset
         state.move(FetchPhase.FETCHING)
-        _reset_position(state, self._queued(key, state), offset)
+        _reset_position(state, self._queued(key, state), offset, leader_epoch)
         return True
 
     def out_of_range(self, key: TP, state: PartitionState, error: OffsetOutOfRangeError,
@@ -87,13 +88,17 @@ class FetchResets:
         _reset_position(state, queued, state.fetch_offset)
 
 
-def _reset_position(state: PartitionState, queued, offset: int) -> None:
+def _reset_position(state: PartitionState, queued, offset: int, leader_epoch: int = -1) -> None:
     """A reset moves the position at once or, while records fetched before it are still queued,
-    once they are taken (past them, never back over them)."""
+    once they are taken (past them, never back over them). The position's leader epoch becomes
+    the reset's (unknown when deferred): the epoch of a record before the reset says nothing of
+    where the position now is, and validating it could send the consumer back (KIP-320)."""
     if queued is None:
         state.position = offset
+        state.epoch = leader_epoch if offset >= 0 else -1
     elif offset >= 0:
         queued.end_offset = max(queued.end_offset, offset)
+        queued.jumped = True
 
 
 def _auto_offset_reset(error: OffsetOutOfRangeError) -> KafkaError:

@@ -44,13 +44,15 @@ from broker.client.fetch_phase import FetchPhase, PartitionState
 from broker.client.fetch_resets import FetchResets
 from broker.client.message import (OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message,
                                    TopicPartition)
+from broker.client.offset_validation import FetchValidation
 from broker.clock import Clock
-from broker.errors import KafkaError, OffsetOutOfRangeError, PartitionEOF, RiverlogError
+from broker.errors import (FencedLeaderEpochError, KafkaError, OffsetOutOfRangeError, PartitionEOF, RiverlogError,
+                           UnknownLeaderEpochError)
 
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
-class FetchState(FetchResets):
+class FetchState(FetchResets, FetchValidation):
     """Every assigned partition's state, the records fetched for them and the events to report."""
 
     def __init__(self, reset: int | None, enable_eof: bool, retry_backoff_s: float, queue_limit_bytes: int,
@@ -75,28 +77,34 @@ class FetchState(FetchResets):
         self.add(partitions)
 
     def add(self, partitions: list[TopicPartition]) -> None:
-        for tp in partitions:
-            self.partitions[(tp.topic, tp.partition)] = PartitionState(tp.offset, next(self._generations))
+        for tp in partitions:  # an offset given with its leader epoch is validated (KIP-320)
+            self.partitions[(tp.topic, tp.partition)] = PartitionState(
+                tp.offset, next(self._generations), -1 if tp.leader_epoch is None else tp.leader_epoch)
 
     def remove(self, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self.partitions.pop((tp.topic, tp.partition), None)
             self.buffer.drop((tp.topic, tp.partition))
 
-    def seek(self, key: TP, offset: int) -> None:
+    def seek(self, key: TP, offset: int, leader_epoch: int = -1) -> None:
         """Move the position; what was fetched for the old one is dropped, a halt is lifted, and a
-        partition stopped after an error event (``auto.offset.reset=error``...) fetches again."""
+        partition stopped after an error event (``auto.offset.reset=error``...) fetches again. An
+        offset with its ``leader_epoch`` is validated first (librdkafka's ``rd_kafka_toppar_seek``)."""
         state = self.partitions.get(key)
         if state is None:
             raise RiverlogError(f"{key[0]}[{key[1]}] is not assigned")
         state.generation = next(self._generations)
         state.fetch_offset = state.position = offset
+        state.epoch = leader_epoch if offset >= 0 else -1
         state.eof_offset = OFFSET_INVALID
         if state.stopped:
             state.stopped = state.paused = False
         state.aside = []
         state.move(FetchPhase.FETCHING if offset >= 0 else FetchPhase.AWAITING_RESET)
         self.buffer.drop(key)
+        if offset >= 0 and leader_epoch >= 0:
+            state.validate_at = 0.0
+            state.move(FetchPhase.VALIDATING)
 
     def set_paused(self, keys, paused: bool) -> None:
         """Pause (see the module's docstring: nothing prefetched for it is returned) or resume."""
@@ -154,7 +162,8 @@ class FetchState(FetchResets):
                 if state.stored is not None:
                     out.append(state.stored)
             elif state.position >= 0:
-                out.append(TopicPartition(key[0], key[1], state.position))
+                out.append(TopicPartition(key[0], key[1], state.position,
+                                          leader_epoch=state.epoch if state.epoch >= 0 else None))
         return out
 
     def store(self, tp: TopicPartition) -> bool:
@@ -193,16 +202,23 @@ class FetchState(FetchResets):
         i = chunk.cursor
         chunk.cursor += 1
         offset = chunk.base_offset + i
-        self.partitions[(chunk.topic, chunk.partition)].position = chunk.next_position(offset + 1) \
-            if chunk.cursor == chunk.records.num_rows else offset + 1
+        state = self.partitions[(chunk.topic, chunk.partition)]
+        epoch = chunk.leader_epoch
+        if chunk.cursor == chunk.records.num_rows:
+            state.position, state.epoch = chunk.next_position(offset + 1), -1 if chunk.jumped else epoch
+        else:
+            state.position, state.epoch = offset + 1, epoch
         h = headers[i] if headers is not None else None
         return Message._record(chunk.topic, chunk.partition, offset, keys[i], values[i],
                                None if h is None else [(e["key"], e["value"]) for e in h], stamps[i],
-                               TIMESTAMP_LOG_APPEND_TIME if chunk.log_append_time else TIMESTAMP_CREATE_TIME)
+                               TIMESTAMP_LOG_APPEND_TIME if chunk.log_append_time else TIMESTAMP_CREATE_TIME,
+                               leader_epoch=epoch if epoch >= 0 else None)
 
     def take_slice(self, chunk: Chunk, n: int):
         batch, position = self.buffer.take_slice(chunk, n)
-        self.partitions[(chunk.topic, chunk.partition)].position = position
+        state = self.partitions[(chunk.topic, chunk.partition)]
+        used_up = chunk.cursor == chunk.records.num_rows
+        state.position, state.epoch = position, -1 if used_up and chunk.jumped else chunk.leader_epoch
         return batch
 
     # ------------------------------------------------------------------------ the fetcher's side
@@ -226,7 +242,7 @@ class FetchState(FetchResets):
             return [], []
         parts, resets = [], []
         for key, state in sorted(self.partitions.items(), key=lambda item: item[1].served):
-            if state.paused or state.halted or leader_of(*key) != node:
+            if state.paused or state.halted or state.phase is FetchPhase.VALIDATING or leader_of(*key) != node:
                 continue
             if state.phase is FetchPhase.AWAITING_RESET:
                 resets.append((key, state.generation, state.fetch_offset))
@@ -260,19 +276,21 @@ class FetchState(FetchResets):
         return True
 
     def on_decoded(self, key: TP, generation: int, offset: int, decoded: list, failure, following: int | None,
-                   end_offset: int) -> bool:
+                   end_offset: int, epochs: dict[int, int] | None = None) -> bool:
         """Queue what was decoded (``broker.records.reader.decode_available``'s answer for a fetch
         from ``offset``); ``following`` is the offset after the response's last batch; ``end_offset``
         is where ``_PARTITION_EOF`` is reported (the high watermark, or under read_committed the
         last stable offset, as librdkafka), once per end offset reached, as librdkafka's
         ``eof_offset``: an end that moved on over markers or aborted records only is reported
-        again. True when there is something new for the application."""
+        again. ``epochs``: each batch's partition leader epoch by the offset after it. True when there
+        is something new for the application."""
         state = self._current(key, generation)
         if state is None or state.halted:
             return False
         for d in decoded:
             if d.records.num_rows:
-                self.buffer.append(Chunk(key[0], key[1], generation, d.base_offset, d.records, d.log_append_time))
+                self.buffer.append(Chunk(key[0], key[1], generation, d.base_offset, d.records, d.log_append_time,
+                                         leader_epoch=epochs.get(d.next_offset, -1) if epochs else -1))
         if failure is not None:
             self._halt(key, state, max(failure.offset, offset), failure.error)
             return True
@@ -303,6 +321,9 @@ class FetchState(FetchResets):
         if isinstance(error, OffsetOutOfRangeError):
             self.out_of_range(key, state, error, log_start_offset)
             return False
+        if isinstance(error, (FencedLeaderEpochError, UnknownLeaderEpochError)):
+            self.await_validation(key, state)  # librdkafka validates once metadata brings the epoch
+            return True
         if error.retriable:
             return True
         self._report_in_place(key, state, error, state.fetch_offset)

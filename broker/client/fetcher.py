@@ -32,6 +32,7 @@ from broker.client.message import OFFSET_INVALID, OFFSET_STORED
 from broker.client.start_offsets import EARLIEST, OFFSET_TAIL_BASE, tail_start
 from broker.errors import ClientClosedError, RiverlogError, UnknownTopicOrPartitionError, error_for_code
 from broker.proto import riverlog_pb2 as pb
+from broker.records.batch import HEADER_SIZE, parse_header
 from broker.records.reader import decode_available, next_fetch_offset
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,8 @@ INLINE_DECODE_BYTES = 64 << 10  # a response this small is decoded on its broker
 
 
 def list_offset(cluster: ClusterClient, config, topic: str, partition: int, timestamp: int,
-                timeout: float | None = None) -> tuple[int, int]:
-    """(offset, timestamp) from the partition's leader for a ListOffsets timestamp (-2 earliest,
+                timeout: float | None = None) -> tuple[int, int, int]:
+    """(offset, timestamp, leader epoch or -1) from the partition's leader for a ListOffsets timestamp (-2 earliest,
     -1 latest, else ms). Leadership may be moving: retriable errors refresh metadata and try again
     until the deadline (60 s without a timeout). Each try waits at most ``request.timeout.ms``, as
     Kafka's requests do, so a leader that stopped answering (SIGSTOP, a hung machine) costs one
@@ -59,12 +60,28 @@ def list_offset(cluster: ClusterClient, config, topic: str, partition: int, time
             r = response.topics[0].partitions[0]
             if r.error_code:
                 raise error_for_code(r.error_code)(r.error_message)
-            return r.offset, r.timestamp
+            return r.offset, r.timestamp, r.leader_epoch
         except RiverlogError as e:
             if not e.retriable or time.monotonic() >= deadline:
                 raise
         time.sleep(min(config["retry.backoff.ms"] / 1000.0, max(0.0, deadline - time.monotonic())))
         refresh_quietly(cluster)
+
+
+def batch_epochs(data) -> dict[int, int]:
+    """Each complete batch's partition leader epoch by the offset after it (a position's epoch,
+    KIP-320); stops at the first header it cannot read, as the decoder does."""
+    view, pos, out = memoryview(data), 0, {}
+    while len(view) - pos >= HEADER_SIZE:
+        try:
+            header = parse_header(view, pos)
+        except RiverlogError:
+            break
+        if pos + header.size > len(view):
+            break
+        out[header.next_offset] = header.partition_leader_epoch
+        pos += header.size
+    return out
 
 
 def refresh_quietly(cluster: ClusterClient) -> None:
@@ -192,7 +209,8 @@ class Fetcher:
                 # The end a reader can reach (librdkafka's end_offset, for _PARTITION_EOF): the last
                 # stable offset under read_committed, which an open transaction holds back.
                 end = r.last_stable_offset if committed and r.last_stable_offset >= 0 else r.high_watermark
-                done.append((key, generation, offset, decoded, failure, following, end))
+                done.append((key, generation, offset, decoded, failure, following, end,
+                             batch_epochs(records) if decoded else None))
         finally:
             with self._cond:
                 if self._applied < ticket:
@@ -238,13 +256,20 @@ class Fetcher:
                 self._wake.wait(backoff)
 
     def _fetchable(self, node: int) -> list:
-        """(partition, fetch offset, generation) to fetch from ``node``, after asking ListOffsets
-        for partitions that have no offset yet."""
+        """(partition, fetch offset, generation) to fetch from ``node``, after validating the
+        positions of partitions whose leader epoch moved (KIP-320) and asking ListOffsets for
+        partitions that have no offset yet."""
         with self._cond:
             wanted = self.state.wanted()
-        leaders = {key: self.cluster.leader(*key) for key in wanted}  # may refresh metadata: not under the lock
+        # may refresh metadata: not under the lock
+        metadata = {key: self.cluster.leader_and_epoch(*key) for key in wanted}
+        leaders = {key: leader for key, (leader, _) in metadata.items()}
         with self._cond:
+            self.state.note_leader_epochs({key: epoch for key, (_, epoch) in metadata.items()})
             parts, resets = self.state.to_fetch(node, lambda t, p: leaders.get((t, p), -1))
+            validations = self.state.to_validate(node, lambda t, p: leaders.get((t, p), -1))
+        if validations:
+            self._validate(node, validations)
         committed = self._committed_of([key for key, _, offset in resets if offset in (OFFSET_STORED, OFFSET_INVALID)])
         for key, generation, offset in resets:
             if offset in (OFFSET_STORED, OFFSET_INVALID):
@@ -259,10 +284,10 @@ class Fetcher:
                     self._cond.notify_all()
                     continue
             try:
-                start, _ = list_offset(self.cluster, self.config, key[0], key[1], target)
+                start, _, epoch = list_offset(self.cluster, self.config, key[0], key[1], target)
                 if offset <= OFFSET_TAIL_BASE:
-                    log_start, _ = list_offset(self.cluster, self.config, key[0], key[1], EARLIEST)
-                    start = tail_start(offset, log_start, start)
+                    log_start, _, _ = list_offset(self.cluster, self.config, key[0], key[1], EARLIEST)
+                    start, epoch = tail_start(offset, log_start, start), -1
             except RiverlogError as e:
                 if e.retriable:
                     continue  # e.g. the leader moved: the next round tries again
@@ -270,8 +295,43 @@ class Fetcher:
                     if self.state.reset_failed(key, generation, e):
                         self._cond.notify_all()
                 continue
-            self._resolved(parts, key, generation, start)
+            self._resolved(parts, key, generation, start, epoch)
         return parts
+
+    def _validate(self, node: int, validations: list) -> None:
+        """Ask ``node`` where each position's epoch ends (OffsetsForLeaderEpoch); the fetch state
+        decides what the answers mean (``broker.client.offset_validation``)."""
+        asked = {key: generation for key, generation, _, _ in validations}
+        request = pb.OffsetForLeaderEpochRequest()
+        topics: dict[str, pb.OffsetForLeaderEpochTopic] = {}
+        for (topic, partition), _, epoch, current in validations:
+            t = topics.get(topic) or topics.setdefault(topic, request.topics.add(name=topic))
+            t.partitions.add(partition=partition, leader_epoch=epoch, current_leader_epoch=current)
+        try:
+            response = self.cluster.call("OffsetForLeaderEpoch", request, node,
+                                         self.config["request.timeout.ms"] / 1000.0)
+        except RiverlogError as e:
+            with self._cond:
+                for key, generation in asked.items():
+                    self.state.on_validation_failed(key, generation, e)
+            refresh_quietly(self.cluster)
+            return
+        failed = event = False
+        with self._cond:
+            for t in response.topics:
+                for r in t.partitions:
+                    key = (t.name, r.partition)
+                    if key not in asked:
+                        continue
+                    if r.error_code:
+                        failed = True
+                        self.state.on_validation_failed(key, asked[key], error_for_code(r.error_code)(r.error_message))
+                    else:
+                        event |= self.state.on_validated(key, asked[key], r.leader_epoch, r.end_offset)
+            if event:
+                self._cond.notify_all()
+        if failed:
+            refresh_quietly(self.cluster)
 
     def _committed_of(self, keys: list) -> dict | None:
         """The group's committed offsets of ``keys`` ({} without a group or keys), None when the
@@ -284,9 +344,9 @@ class Fetcher:
             log.debug("committed offsets of %s: %r", keys, e)
             return None
 
-    def _resolved(self, parts: list, key, generation: int, offset: int) -> None:
+    def _resolved(self, parts: list, key, generation: int, offset: int, leader_epoch: int = -1) -> None:
         with self._cond:
-            if self.state.reset_resolved(key, generation, offset):
+            if self.state.reset_resolved(key, generation, offset, leader_epoch):
                 parts.append((key, offset, generation))
 
     def _fetch(self, node: int, parts) -> pb.FetchResponse:
@@ -295,9 +355,12 @@ class Fetcher:
                                   max_bytes=cfg["fetch.max.bytes"],
                                   isolation_level=1 if cfg["isolation.level"] == "read_committed" else 0)
         topics: dict[str, pb.FetchTopic] = {}
-        for (topic, partition), offset, _ in parts:
+        with self._cond:  # the epoch the partition's position was validated under: its leader fences others
+            epochs = [self.state.leader_epoch_of(key) for key, _, _ in parts]
+        for ((topic, partition), offset, _), epoch in zip(parts, epochs):
             t = topics.get(topic) or topics.setdefault(topic, request.topics.add(name=topic))
-            t.partitions.add(partition=partition, fetch_offset=offset, max_bytes=cfg["max.partition.fetch.bytes"])
+            t.partitions.add(partition=partition, fetch_offset=offset, max_bytes=cfg["max.partition.fetch.bytes"],
+                             current_leader_epoch=epoch)
         timeout = self._fetch_wait_ms / 1000.0 + cfg["request.timeout.ms"] / 1000.0
         return self.cluster.stub(node).Fetch.with_call(request, timeout=timeout)[0]
 

@@ -189,6 +189,11 @@ class RiverlogStub:
                 request_serializer=broker_dot_proto_dot_riverlog__pb2.OffsetDeleteRequest.SerializeToString,
                 response_deserializer=broker_dot_proto_dot_riverlog__pb2.OffsetDeleteResponse.FromString,
                 _registered_method=True)
+        self.OffsetForLeaderEpoch = channel.unary_unary(
+                '/riverlog.v1.Riverlog/OffsetForLeaderEpoch',
+                request_serializer=broker_dot_proto_dot_riverlog__pb2.OffsetForLeaderEpochRequest.SerializeToString,
+                response_deserializer=broker_dot_proto_dot_riverlog__pb2.OffsetForLeaderEpochResponse.FromString,
+                _registered_method=True)
 
 
 class RiverlogServicer:
@@ -389,6 +394,13 @@ class RiverlogServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def OffsetForLeaderEpoch(self, request, context):
+        """KIP-320: where a leader epoch ends on the partition's leader (a consumer validates its position).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RiverlogServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -546,6 +558,11 @@ def add_RiverlogServicer_to_server(servicer, server):
                     servicer.OffsetDelete,
                     request_deserializer=broker_dot_proto_dot_riverlog__pb2.OffsetDeleteRequest.FromString,
                     response_serializer=broker_dot_proto_dot_riverlog__pb2.OffsetDeleteResponse.SerializeToString,
+            ),
+            'OffsetForLeaderEpoch': grpc.unary_unary_rpc_method_handler(
+                    servicer.OffsetForLeaderEpoch,
+                    request_deserializer=broker_dot_proto_dot_riverlog__pb2.OffsetForLeaderEpochRequest.FromString,
+                    response_serializer=broker_dot_proto_dot_riverlog__pb2.OffsetForLeaderEpochResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1385,6 +1402,33 @@ class Riverlog:
             '/riverlog.v1.Riverlog/OffsetDelete',
             broker_dot_proto_dot_riverlog__pb2.OffsetDeleteRequest.SerializeToString,
             broker_dot_proto_dot_riverlog__pb2.OffsetDeleteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OffsetForLeaderEpoch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/riverlog.v1.Riverlog/OffsetForLeaderEpoch',
+            broker_dot_proto_dot_riverlog__pb2.OffsetForLeaderEpochRequest.SerializeToString,
+            broker_dot_proto_dot_riverlog__pb2.OffsetForLeaderEpochResponse.FromString,
             options,
             channel_credentials,
             insecure,

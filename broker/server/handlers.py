@@ -276,6 +276,23 @@ class Handlers:
                     pr.leader_epoch = -1
         return response
 
+    def offset_for_leader_epoch(self, request: pb.OffsetForLeaderEpochRequest) -> pb.OffsetForLeaderEpochResponse:
+        """KIP-320: a consumer validating its position asks where its position's epoch ends here
+        (the same answer a returning follower gets on the inter-broker listener)."""
+        response = pb.OffsetForLeaderEpochResponse()
+        for topic in request.topics:
+            tr = response.topics.add(name=topic.name)
+            for p in topic.partitions:
+                pr = tr.partitions.add(partition=p.partition, leader_epoch=-1, end_offset=-1)
+                try:
+                    current = p.current_leader_epoch if p.HasField("current_leader_epoch") else -1
+                    partition = self._partition(topic.name, p.partition)
+                    pr.leader_epoch, pr.end_offset = partition.end_offset_for_epoch(p.leader_epoch, current)
+                except Exception as e:  # noqa: BLE001
+                    fill_error(pr, e)
+                    pr.leader_epoch, pr.end_offset = -1, -1
+        return response
+
     def delete_records(self, request: pb.DeleteRecordsRequest) -> tuple[pb.DeleteRecordsResponse, list["Deleting"]]:
         """DeleteRecords: each partition's leader moves its log start offset; the partitions come
         back as :class:`Deleting` for :meth:`settle_deletions`, which answers each once its low

@@ -120,6 +120,7 @@ class ClientServicer(pb_grpc.RiverlogServicer):
     ElectLeaders = _delegate(lambda s: s.h.elect_leaders)
     DescribeCluster = _delegate(lambda s: s.h.describe_cluster)
     ListOffsets = _delegate(lambda s: s.h.list_offsets)
+    OffsetForLeaderEpoch = _delegate(lambda s: s.h.offset_for_leader_epoch)
     DescribeConfigs = _delegate(lambda s: s.h.describe_configs)
     AlterConfigs = _delegate(lambda s: s.h.alter_configs)
     InitProducerId = _delegate(lambda s: s._init_producer_id)

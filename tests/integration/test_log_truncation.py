@@ -1,0 +1,69 @@
+"""KIP-320 on a real cluster: after an unclean election the new leader lacks records a consumer
+already read, and is written past the consumer's position. The consumer validates its position
+against the new leader's log (OffsetsForLeaderEpoch) and reads on from where the logs diverge, as
+librdkafka does, instead of fetching on from its position and skipping the new leader's records
+in between; with ``auto.offset.reset=error`` it reports the truncation instead."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from broker.client import AdminClient, Consumer, ElectionType, KafkaError, NewTopic, TopicPartition
+from tests.conftest import wait_until
+from tests.integration.test_cluster import FAST
+from tests.integration.test_unclean_election import _produce
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+
+def _records(consumer, n: int, timeout: float = 60) -> list:
+    out, deadline = [], time.monotonic() + timeout
+    while len(out) < n and time.monotonic() < deadline:
+        m = consumer.poll(0.5)
+        if m is not None:
+            out.append(m)
+    return out
+
+
+def test_a_consumer_reads_the_new_leaders_records_after_its_log_was_truncated(cluster_factory, topic_name):
+    cluster = cluster_factory(3, FAST, roles={1: "broker", 2: "broker", 3: "controller"})
+    tp = TopicPartition(topic_name, 0)
+    with cluster.admin() as admin:
+        admin.create_topics([NewTopic(topic_name, 1, replica_assignment=[[1, 2]],
+                                      config={"min.insync.replicas": "1"})])[topic_name].result(30)
+    wait_until(lambda: sorted(cluster.partition(topic_name, 0).isr) == [1, 2], 30, 0.1, "both replicas in sync")
+    _produce(cluster.bootstrap, topic_name, [b"both-%d" % i for i in range(10)])
+    cluster.nodes[2].kill9()
+    wait_until(lambda: cluster.partition(topic_name, 0).isr == [1], 30, 0.1, "broker 2 out of the ISR")
+    _produce(cluster.bootstrap, topic_name, [b"only-1-%d" % i for i in range(5)])
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(topic_name, 0, 0)])
+    read = _records(consumer, 15)
+    assert [m.value() for m in read][-1] == b"only-1-4" and read[-1].error() is None
+    epoch = read[-1].leader_epoch()
+    assert epoch is not None                       # the batch's epoch: the position's
+    consumer.pause([tp])                           # nothing fetched while the leadership moves
+
+    cluster.nodes[1].kill9()
+    wait_until(lambda: cluster.partition(topic_name, 0).leader == -1, 30, 0.1, "no leader")
+    cluster.nodes[2].restart()
+    cluster.wait_for_brokers(1)
+    with AdminClient({"bootstrap.servers": cluster.nodes[3].bootstrap}) as admin:
+        assert admin.elect_leaders(ElectionType.UNCLEAN, [tp]).result(30)[tp] is None
+    wait_until(lambda: cluster.partition(topic_name, 0).leader == 2, 30, 0.1, "broker 2 leading")
+    new = [b"new-%d" % i for i in range(8)]       # offsets 10..17: past the consumer's position 15
+    _produce(cluster.nodes[2].bootstrap, topic_name, new)
+
+    consumer.resume([tp])
+    again = _records(consumer, 8)
+    consumer.close()
+    assert [(m.offset(), m.value()) for m in again] == list(zip(range(10, 18), new))
+
+    strict = Consumer({"bootstrap.servers": cluster.nodes[2].bootstrap, "auto.offset.reset": "error"})
+    strict.assign([TopicPartition(topic_name, 0, 15, leader_epoch=epoch)])   # a stored position with its epoch
+    event = _records(strict, 1)[0]
+    strict.close()
+    assert event.error() is not None and event.error().code() == KafkaError._AUTO_OFFSET_RESET
+    assert "Partition log truncation detected" in event.error().str()
