@@ -172,8 +172,10 @@ class OffsetCommitter:
             self.commit_async(moved)
 
     def committed_offsets(self, partitions, timeout: float, with_metadata: bool = False,
-                          wait_stable: bool = True) -> dict:
-        """{(topic, partition): offset} (or (offset, metadata)) the group has committed.
+                          wait_stable: bool = True, with_epoch: bool = False) -> dict:
+        """{(topic, partition): offset} the group has committed; ``with_epoch``: (offset, the leader
+        epoch committed with it or -1), a start position a consumer validates (KIP-320);
+        ``with_metadata``: (offset, metadata, leader epoch).
 
         The request names the member (id and epoch) while it is in the group with an epoch > 0,
         as Kafka's ``CommitRequestManager`` (OffsetFetch v9, KIP-848); before that (joining, at
@@ -232,7 +234,9 @@ class OffsetCommitter:
                 if o.offset >= 0:
                     self._committed[(o.topic, o.partition)] = o.offset
         if with_metadata:
-            return {(o.topic, o.partition): (o.offset, o.metadata) for o in response.offsets}
+            return {(o.topic, o.partition): (o.offset, o.metadata, o.leader_epoch) for o in response.offsets}
+        if with_epoch:
+            return {(o.topic, o.partition): (o.offset, o.leader_epoch) for o in response.offsets}
         return {(o.topic, o.partition): o.offset for o in response.offsets}
 
     def _in_group(self) -> bool:

@@ -97,8 +97,9 @@ class Consumer(ConsumerAssignment, ConsumerOffsets):
                                 if self._committer is not None else None)
 
     def _committed_of(self, keys) -> dict:
-        """For the fetcher: the group's committed offsets of partitions assigned with none."""
-        return self._committer.committed_offsets(keys, self.config["request.timeout.ms"] / 1000.0)
+        """For the fetcher: the group's committed offsets of partitions assigned with none, with
+        their leader epochs ({key: (offset, epoch)})."""
+        return self._committer.committed_offsets(keys, self.config["request.timeout.ms"] / 1000.0, with_epoch=True)
 
     # --------------------------------------------------------------------------- reading
     def poll(self, timeout: float | None = None) -> Message | None:

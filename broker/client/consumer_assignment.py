@@ -208,11 +208,11 @@ class ConsumerAssignment:
         if added:
             try:
                 committed = self._committer.committed_offsets(added, self.config["request.timeout.ms"] / 1000.0,
-                                                              wait_stable=False)
+                                                              wait_stable=False, with_epoch=True)
             except RiverlogError as e:   # unstable (an open transaction holds them) or unreachable: next poll
                 log.debug("could not read committed offsets yet: %r", e)
                 return
-            tps = [TopicPartition(t, p, committed.get((t, p), OFFSET_INVALID)) for t, p in sorted(added)]
+            tps = [_committed_partition(t, p, *committed.get((t, p), (OFFSET_INVALID, -1))) for t, p in sorted(added)]
             try:
                 self._rebalance_callback(self._callbacks.get("assign"), tps, assigning=True)
             finally:
@@ -360,3 +360,9 @@ class ConsumerAssignment:
         with self._cond:
             self._fetch_state.set_paused([(tp.topic, tp.partition) for tp in partitions], False)
         self._fetcher.wake()
+
+
+def _committed_partition(topic: str, partition: int, offset: int, epoch: int) -> TopicPartition:
+    """An assigned partition at its committed offset, with the leader epoch committed with it: the
+    start position is validated against the leader's log (KIP-320)."""
+    return TopicPartition(topic, partition, offset, leader_epoch=epoch if offset >= 0 and epoch >= 0 else None)

@@ -115,8 +115,9 @@ class ConsumerOffsets:
             self.config["request.timeout.ms"] / 1000.0 if timeout is None else timeout, with_metadata=True)
         out = []
         for tp in partitions:
-            offset, metadata = found.get((tp.topic, tp.partition), (OFFSET_INVALID, None))
-            out.append(TopicPartition(tp.topic, tp.partition, offset, metadata or None))
+            offset, metadata, epoch = found.get((tp.topic, tp.partition), (OFFSET_INVALID, None, -1))
+            out.append(TopicPartition(tp.topic, tp.partition, offset, metadata or None,
+                                      leader_epoch=epoch if offset >= 0 and epoch >= 0 else None))
         return out
 
     # --------------------------------------------------------------------------- offsets

@@ -42,15 +42,24 @@ class FetchResets:
         self.error_event(key, error, OFFSET_INVALID)
         return True
 
-    def reset_resolved(self, key: TP, generation: int, offset: int, leader_epoch: int = -1) -> bool:
-        """ListOffsets answered: fetch from ``offset`` unless the partition moved meanwhile (False).
-        ``leader_epoch`` is the answer's (the position's epoch, as librdkafka takes it), -1 unknown."""
+    def reset_resolved(self, key: TP, generation: int, offset: int, leader_epoch: int = -1,
+                       validate: bool = False) -> bool:
+        """ListOffsets (or the group's committed offset) answered: whether to fetch from ``offset``
+        now (False: the partition moved meanwhile, or awaits validation). ``leader_epoch`` is the
+        answer's (the position's epoch, as librdkafka takes it), -1 unknown; ``validate``: a
+        committed offset with its epoch is validated before it is fetched (KIP-320, as Kafka's
+        consumer validates a committed position)."""
         state = self.partitions.get(key)
         if state is None or state.generation != generation or state.phase is not FetchPhase.AWAITING_RESET:
             return False
         state.fetch_offset = offset
         state.move(FetchPhase.FETCHING)
-        _reset_position(state, self._queued(key, state), offset, leader_epoch)
+        queued = self._queued(key, state)
+        _reset_position(state, queued, offset, leader_epoch)
+        if validate and queued is None and offset >= 0 and leader_epoch >= 0:
+            state.validate_at = 0.0
+            state.move(FetchPhase.VALIDATING)
+            return False
         return True
 
     def out_of_range(self, key: TP, state: PartitionState, error: OffsetOutOfRangeError,

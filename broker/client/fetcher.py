@@ -275,8 +275,9 @@ class Fetcher:
             if offset in (OFFSET_STORED, OFFSET_INVALID):
                 if committed is None:
                     continue  # the coordinator did not answer: the next round asks again
-                if committed.get(key, -1) >= 0:
-                    self._resolved(parts, key, generation, committed[key])
+                offset_, epoch_ = committed.get(key, (-1, -1))
+                if offset_ >= 0:
+                    self._resolved(parts, key, generation, offset_, epoch_, validate=True)
                     continue
             with self._cond:
                 target = self.state.reset_target(key, offset)
@@ -344,9 +345,10 @@ class Fetcher:
             log.debug("committed offsets of %s: %r", keys, e)
             return None
 
-    def _resolved(self, parts: list, key, generation: int, offset: int, leader_epoch: int = -1) -> None:
+    def _resolved(self, parts: list, key, generation: int, offset: int, leader_epoch: int = -1,
+                  validate: bool = False) -> None:
         with self._cond:
-            if self.state.reset_resolved(key, generation, offset, leader_epoch):
+            if self.state.reset_resolved(key, generation, offset, leader_epoch, validate):
                 parts.append((key, offset, generation))
 
     def _fetch(self, node: int, parts) -> pb.FetchResponse:

@@ -2,7 +2,8 @@
 already read, and is written past the consumer's position. The consumer validates its position
 against the new leader's log (OffsetsForLeaderEpoch) and reads on from where the logs diverge, as
 librdkafka does, instead of fetching on from its position and skipping the new leader's records
-in between; with ``auto.offset.reset=error`` it reports the truncation instead."""
+in between; with ``auto.offset.reset=error`` it reports the truncation instead. A committed offset
+keeps its epoch, so a member starting from it validates it as well."""
 from __future__ import annotations
 
 import time
@@ -67,3 +68,13 @@ def test_a_consumer_reads_the_new_leaders_records_after_its_log_was_truncated(cl
     strict.close()
     assert event.error() is not None and event.error().code() == KafkaError._AUTO_OFFSET_RESET
     assert "Partition log truncation detected" in event.error().str()
+
+    # a group's committed offset keeps its epoch: a member starting from it validates it too
+    group = Consumer({"bootstrap.servers": cluster.nodes[2].bootstrap, "group.id": f"{topic_name}-g",
+                      "enable.auto.commit": False})
+    group.commit(offsets=[TopicPartition(topic_name, 0, 15, leader_epoch=epoch)], asynchronous=False)
+    assert group.committed([tp], 30)[0].leader_epoch == epoch
+    group.assign([tp])                              # no offset: the committed one
+    from_committed = _records(group, 8)
+    group.close()
+    assert [(m.offset(), m.value()) for m in from_committed] == list(zip(range(10, 18), new))

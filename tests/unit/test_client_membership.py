@@ -73,7 +73,7 @@ class Committer:
     def commit_sync(self, offsets, timeout, retry_stale_epoch=False):
         self.commits.append(list(offsets))
 
-    def committed_offsets(self, keys, timeout, wait_stable=True):
+    def committed_offsets(self, keys, timeout, wait_stable=True, with_epoch=False):
         return {}
 
     def auto_commit_due(self):
