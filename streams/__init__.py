@@ -18,20 +18,22 @@ from streams.grouped import (EmitStrategy, KGroupedStream, KGroupedTable, Sessio
 from streams.kstream import BranchedKStream, KStream
 from streams.ktable import KTable
 from streams.parameters import Branched, Consumed, Grouped, Materialized, Named, Produced, Repartitioned
+from streams.printed import Printed
 from streams.record import Windowed
 from streams.serdes import Serdes, WindowedSerdes
 from streams.store_query import QueryableStoreTypes, StoreQueryParameters
 from streams.suppress import BufferConfig, Suppressed
 from streams.topology import Topology
 from streams.column_functions import Vectorized, vectorized
-from streams.versioned import Stores
+from streams.store_suppliers import Stores
 from streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
+from streams.unlimited_windows import UnlimitedWindows
 
 __all__ = [
     "StreamsBuilder", "StreamsApp", "Topology", "KStream", "KTable", "KGroupedStream", "KGroupedTable",
     "TimeWindowedKStream", "SessionWindowedKStream", "BranchedKStream", "Serdes", "Consumed", "Produced",
-    "Grouped", "Materialized", "Named", "Repartitioned", "Branched", "Suppressed", "BufferConfig",
-    "EmitStrategy", "TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows", "Windowed",
+    "Grouped", "Materialized", "Named", "Printed", "Repartitioned", "Branched", "Suppressed", "BufferConfig",
+    "EmitStrategy", "TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows", "UnlimitedWindows", "Windowed",
     "TopologyError", "StreamsError", "InvalidStateStoreError", "GlobalKTable", "CogroupedKStream", "Joined",
     "StreamJoined", "TableJoined", "TopicsNotCopartitionedError", "Stores", "WindowedSerdes", "State",
     "StreamThreadExceptionResponse", "StoreQueryParameters", "QueryableStoreTypes",

@@ -109,9 +109,14 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
         """Where a partition with no committed offset starts: the source's
         ``Consumed.withOffsetResetPolicy``, else ``auto.offset.reset`` (-2 earliest, -1 latest). A
         GlobalKTable's topic is read from the beginning whatever either says, as Kafka's global
-        consumer (``auto.offset.reset=none``, then ``seekToBeginning``): it is reference data."""
+        consumer (``auto.offset.reset=none``, then ``seekToBeginning``): it is reference data. An
+        internal (repartition) topic is read from its beginning too."""
         if any(c.args.get("global") for n in self.topology.nodes if n.kind == "source" and topic in n.topics
                for c in n.children):
+            return -2
+        if topic in self.topology.internal_topics(self.app):
+            # the application's own repartition topic holds only what its upstream query wrote for
+            # it: "latest" would skip what that query wrote before this one's first batch
             return -2
         policy = self.config["auto.offset.reset"]
         for n in self.topology.nodes:
@@ -121,12 +126,26 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
         return -2 if policy == "earliest" else -1
 
     def _committed(self, topics: list[str]) -> dict[str, dict[str, int]]:
+        """Where a fresh query starts on each partition: the group's committed offset, else the
+        source's reset policy (:meth:`_reset`). A committed offset outside the partition's
+        [log start, end] (its records deleted by retention while the application was down, a
+        topic re-created) is reset by the policy too, as Kafka's consumer and
+        ``StreamThread.resetOffsets`` reset an out-of-range position, instead of starting where
+        nothing can be read."""
         c = Consumer({**self.client, "group.id": self.app, "enable.auto.commit": False})
         try:
             tps = [TopicPartition(t, p) for t in topics for p in range(self.partitions(t))]
             out: dict[str, dict[str, int]] = {t: {} for t in topics}
             for tp in c.committed(tps, timeout=30):
-                out[tp.topic][str(tp.partition)] = tp.offset if tp.offset >= 0 else self._reset(tp.topic)
+                offset, reset = tp.offset, self._reset(tp.topic)
+                if offset >= 0:
+                    low, high = c.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=30)
+                    if not low <= offset <= high:
+                        log.info("Committed offset %d of %s-%d is out of range [%d, %d]; resetting it to the %s "
+                                 "offset", offset, tp.topic, tp.partition, low, high,
+                                 "earliest" if reset == -2 else "latest")
+                        offset = reset
+                out[tp.topic][str(tp.partition)] = offset if offset >= 0 else reset
             return out
         finally:
             c.close()

@@ -67,9 +67,7 @@ def _config(config: dict) -> dict:
                                      config=key)
     c = streams_config(c)
     c.setdefault("state.dir", os.path.join(tempfile.gettempdir(), "riverlog-streams"))
-    reset = c.setdefault("auto.offset.reset", "earliest")
-    if reset not in ("earliest", "latest"):
-        raise InvalidConfigError(f"auto.offset.reset {reset!r}: expected earliest or latest", config="auto.offset.reset")
+    c["auto.offset.reset"] = _reset_policy(c)
     try:
         c["replication.factor"] = int(c.get("replication.factor", REPLICATION_FACTOR_DEFAULT))
     except (TypeError, ValueError):
@@ -88,6 +86,22 @@ def _config(config: dict) -> dict:
         _check_in_flight(_client(c, _PRODUCER).get(_IN_FLIGHT))
     _log_unused(c)
     return c
+
+
+_RESET = "auto.offset.reset"
+
+
+def _reset_policy(c: dict) -> str:
+    """The main consumer's ``auto.offset.reset`` as Kafka's ``getMainConsumerConfigs`` takes it:
+    ``main.consumer.`` over ``consumer.`` over the plain key, else Streams' ``earliest``. It is
+    the policy of every source without its own ``Consumed.withOffsetResetPolicy``."""
+    policy = "earliest"
+    for key in (_RESET, _CONSUMER + _RESET, _MAIN_CONSUMER + _RESET):
+        if key in c:
+            policy = c[key]
+            if policy not in ("earliest", "latest"):
+                raise InvalidConfigError(f"{key} {policy!r}: expected earliest or latest", config=key)
+    return policy
 
 
 _IN_FLIGHT = "max.in.flight.requests.per.connection"
@@ -149,7 +163,8 @@ def _log_unused(c: dict) -> None:
             continue
         if k in APPLIED or k.startswith((_PRODUCER, _CONSUMER, _MAIN_CONSUMER, _ADMIN)):
             prefix = next((p for p in (_MAIN_CONSUMER, _PRODUCER, _CONSUMER, _ADMIN) if k.startswith(p)), None)
-            if prefix is not None and k[len(prefix):] in _OWN[_CONSUMER if prefix == _MAIN_CONSUMER else prefix]:
+            if prefix is not None and k[len(prefix):] in _OWN[_CONSUMER if prefix == _MAIN_CONSUMER else prefix] \
+                    and k not in (_CONSUMER + _RESET, _MAIN_CONSUMER + _RESET):     # applied: _reset_policy
                 own.append(k)
             continue
         unused.append(k)

@@ -58,6 +58,7 @@ class StreamsBuilder:
         if m.history_retention is not None:
             raise TopologyError(f"a versioned store ({m.store_name}) materializes builder.table(...) only; other "
                                 f"tables and aggregations keep timestamped stores")
+        _check_supplier(m, kind)
         name = m.store_name or self.next_name(prefix)
         if m.store_name:
             self.given_stores.add(name)
@@ -168,9 +169,18 @@ def table_serdes(consumed, materialized) -> tuple[Consumed, Materialized]:
     if consumed is not None and not isinstance(consumed, Consumed):
         raise TopologyError(f"expected Consumed, got {type(consumed).__name__}")
     materialized = materialized or Materialized()
+    _check_supplier(materialized, "keyValue")
     if consumed is None:
         return Consumed(materialized.key_serde, materialized.value_serde), materialized
     return consumed, replace(materialized, key_serde=consumed.key_serde, value_serde=consumed.value_serde)
+
+
+def _check_supplier(m: Materialized, kind: str) -> None:
+    """A ``Stores`` supplier of another kind than the operation's store (Kafka fails with a
+    ClassCastException when the topology is built)."""
+    if getattr(m, "supplier_kind", None) not in (None, kind):
+        raise TopologyError(f"Materialized.as_({m.supplier_kind} store supplier {m.store_name!r}): this operation "
+                            f"materializes a {kind} store")
 
 
 def close_copartition_groups(nodes: list[Node]) -> None:

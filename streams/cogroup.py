@@ -74,7 +74,8 @@ class CogroupedKStream:
                              key_serde=self._groups[0][0].key_serde,
                              value_serde=materialized.value_serde if materialized else None)
         if kind == "window":    # the store's windows end at start + size (sliding: + time difference)
-            spec.window_size = w.size()
+            from streams.unlimited_windows import store_window_size
+            spec.window_size = store_window_size(w)
         inputs = self._repartitions(spec.name)
         parents, opts, given = [], {}, _named(named)
         for i, ((grouped, agg), src) in enumerate(zip(self._groups, inputs)):
@@ -128,5 +129,7 @@ class CogroupedKStream:
             return lambda: KStreamAggregate(store, init, agg)
         if kind == "session":
             return lambda: SessionWindowAggregate(store, w, init, agg, merge_fn)
-        cls = SlidingWindowAggregate if isinstance(w, SlidingWindows) else TimeWindowAggregate
+        from streams.unlimited_windows import UnlimitedWindowAggregate, UnlimitedWindows
+        cls = (SlidingWindowAggregate if isinstance(w, SlidingWindows) else
+               UnlimitedWindowAggregate if isinstance(w, UnlimitedWindows) else TimeWindowAggregate)
         return lambda: cls(store, w, init, agg)

@@ -115,7 +115,8 @@ class KGroupedStream:
         spec = self._b.store(materialized, store_kind, f"{prefix}STATE-STORE-", retention=retention,
                              key_serde=self.key_serde, value_serde=value_serde)
         if store_kind == "window":
-            spec.window_size = windowed.size()
+            from streams.unlimited_windows import store_window_size
+            spec.window_size = store_window_size(windowed)
         name = self._b.name(_named(named), prefix)     # Kafka names the aggregation before its repartition
         src = self._input(spec.name)
         factory, args = old_values_factory(make, spec.name) if store_kind == "keyValue" else (
@@ -194,10 +195,14 @@ class TimeWindowedKStream(_Windowed):
     def _make(self, store, init, agg):
         from streams.windows import SlidingWindows
         from streams.window_aggregate import SlidingWindowAggregate, TimeWindowAggregate
-        cls = SlidingWindowAggregate if isinstance(self._windows, SlidingWindows) else TimeWindowAggregate
+        from streams.unlimited_windows import UnlimitedWindowAggregate, UnlimitedWindows
+        cls = (SlidingWindowAggregate if isinstance(self._windows, SlidingWindows) else
+               UnlimitedWindowAggregate if isinstance(self._windows, UnlimitedWindows) else TimeWindowAggregate)
         return cls(store, self._windows, init, agg, emit=self._emit.kind)
 
     def _agg(self, op, init, agg, materialized, named, value_serde):
+        from streams.unlimited_windows import check_emit
+        check_emit(self._windows, self._emit.kind)      # refused when defined, as Kafka's
         return self._g._aggregate(op, "KSTREAM-AGGREGATE-", lambda s: self._make(s, init, agg), materialized,
                                   named, value_serde, "window", self._retention(materialized), self._windows)
 

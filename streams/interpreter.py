@@ -88,16 +88,18 @@ def at_least(c: dict, name: str, default: int, expected: str, minimum: int = 0) 
 @dataclass(frozen=True)
 class TaskPolicy:
     """What a task takes from the config beyond serdes: ``default.timestamp.extractor``, the
-    deserialization and processing exception handlers (picklable: Spark ships it to executors)."""
+    deserialization and processing exception handlers, the bootstrap servers (picklable: Spark
+    ships it to executors)."""
     timestamp_extractor: Any
     deserialization: Any
     processing: Any
+    bootstrap_servers: str | None = None    # where a task on Spark asks an output topic's partition count
 
 
 def task_policy(config: dict) -> TaskPolicy:
     from streams.parameters import timestamp_extractor
     return TaskPolicy(timestamp_extractor(config.get("default.timestamp.extractor")),
-                      deserialization_handler(config), processing_handler(config))
+                      deserialization_handler(config), processing_handler(config), config.get("bootstrap.servers"))
 
 
 def merged(queues: list, prepare: Callable[[Any], Any]) -> Iterator[tuple[Any, Any]]:
@@ -286,7 +288,8 @@ class Interpreter:
         entry = self.tasks.get((sub.id, partition))
         if entry is None:
             entry = self.tasks[(sub.id, partition)] = build_task(self.topology, sub, self.app, partition,
-                                                                 defaults=self.defaults, policy=self.policy)
+                                                                 defaults=self.defaults, policy=self.policy,
+                                                                 partition_count=self.partitions)
             entry[0].use_cache(self.cache_bytes, self.caching)
             share_global_stores(self, entry[0])
         return entry
@@ -351,12 +354,14 @@ class _PartitionGroup:
 
 
 def build_task(topology: Topology, sub: SubTopology, app: str, partition: int, backing=None,
-               defaults: tuple = (None, None), policy: TaskPolicy | None = None) -> tuple[Task, dict]:
+               defaults: tuple = (None, None), policy: TaskPolicy | None = None,
+               partition_count: Callable[[str], int] | None = None) -> tuple[Task, dict]:
     """A task's processors, wired as the sub-topology's nodes are; returns the task and its source
     processor per (resolved) topic. ``policy`` (the application's or the driver's, from its config)
     configures the sources and, with a processing handler that continues, every processor between
     them and the sinks; without one the sources apply records as given (their own timestamps, a
-    failed deserialization failing), as the tests of single steps want them."""
+    failed deserialization failing), as the tests of single steps want them. ``partition_count``
+    (topic -> its number of partitions) reaches the sinks, whose windowed keys need it."""
     from streams.stateless import Sink, Source
     kwargs = {"backing": backing} if backing is not None else {}
     task = Task(app, partition, sub.stores, defaults=defaults, **kwargs)
@@ -366,6 +371,8 @@ def build_task(topology: Topology, sub: SubTopology, app: str, partition: int, b
         children = [procs[c.name] for c in n.children if id(c) in members]
         procs[n.name].init(NodeContext(task, n.name, children))
         p = procs[n.name]
+        if isinstance(p, Sink) and partition_count is not None:
+            p.configure(partition_count)
         if policy is None:
             continue
         if isinstance(p, Source):

@@ -160,7 +160,7 @@ def stream_global(stream, table, kind: str, key_selector, joiner_arg, named=None
     if key_selector is None:
         raise TopologyError("a GlobalKTable join needs a key selector: join(globalTable, keySelector, joiner)")
     sel = Fn(key_selector, "GlobalKTable key selector", (2,))
-    mapper = (lambda k, v: sel.evaluate({"key": k, "value": v})) if sel.is_sql else sel.fn
+    mapper = sel if sel.is_sql else sel.fn     # SQL sees the record's columns (StreamTableJoin._map)
     j = make_joiner(joiner_arg, f"{kind} joiner")
     b = stream._b
     name = b.name(_named(named), "KSTREAM-LEFTJOIN-" if kind == "left" else "KSTREAM-JOIN-")

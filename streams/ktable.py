@@ -196,7 +196,8 @@ class KTable:
         # reads for a buffered key), so it needs the parent's old values
         self._enable_old_values()
         name = given or self._b.next_name("KTABLE-SUPPRESS-")
-        spec = StoreSpec(f"{given}-store" if given else self._b.next_name("KTABLE-SUPPRESS-STATE-STORE-"), "keyValue")
+        spec = StoreSpec(f"{given}-store" if given else self._b.next_name("KTABLE-SUPPRESS-STATE-STORE-"), "keyValue",
+                         log_config=dict(getattr(suppressed.bufferConfig, "logConfig", ())))
         node = self._b.add(name, "processor", "suppress",
                            lambda: SuppressProcessor(spec.name, suppressed, self._windowed, self.key_serde,
                                                      self.value_serde), [self._node], (spec,),

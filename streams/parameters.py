@@ -295,6 +295,7 @@ class Materialized:
     log_config: tuple = ()
     history_retention: int | None = None    # a versioned table's history (KIP-914), else None
     caching: bool = True
+    supplier_kind: str | None = None        # "keyValue", "window" or "session" when given a Stores supplier
 
     @staticmethod
     def as_(store_name) -> "Materialized":
@@ -304,6 +305,10 @@ class Materialized:
         if history is not None:
             return Materialized(store_name=check_name(store_name.name, "Materialized store name"),
                                 history_retention=history)
+        kind = getattr(store_name, "store_kind", None)
+        if kind is not None:    # streams.store_suppliers: the store's name, and a window or session retention
+            return Materialized(store_name=check_name(store_name.name, "Materialized store name"),
+                                retention=getattr(store_name, "retentionPeriod", None), supplier_kind=kind)
         return Materialized(store_name=check_name(store_name, "Materialized store name"))
 
     @staticmethod

@@ -115,6 +115,30 @@ class ReadOnlyStore:
     def reverseAll(self) -> list:
         return self.all()[::-1]
 
+    def prefixScan(self, prefix, prefixKeySerializer) -> list:
+        """Key-value stores (KIP-614): the entries whose key's bytes start with ``prefix``
+        serialized by ``prefixKeySerializer`` (a serde), in byte order: String keys ["1", "11",
+        "2"] give ["1", "11"] for "1", Integer keys only 1 for 1. Keys are serialized with the
+        store's key serde, else with ``prefixKeySerializer``; a key it cannot serialize is skipped."""
+        from streams.serde_base import SerializationError
+        if prefix is None:      # Kafka's MeteredKeyValueStore: NullPointerException
+            raise ValueError("prefix cannot be null")
+        if prefixKeySerializer is None:
+            raise ValueError("prefixKeySerializer cannot be null")
+        if self._kind != "keyValue":
+            raise TypeError(f"prefixScan reads a key-value store; {self.name} is a {self._kind} store")
+        head = bytes(prefixKeySerializer.serialize(prefix))
+        serde = self._key_serde or prefixKeySerializer
+        found = []
+        for key, value in self._entries():
+            try:
+                data = serde.serialize(key)
+            except SerializationError:
+                continue
+            if data is not None and bytes(data).startswith(head):
+                found.append((bytes(data), key, value))
+        return [(k, v) for _, k, v in sorted(found, key=lambda e: e[0])]
+
     def approximateNumEntries(self) -> int:
         return sum(len(s.all()) for s in self._stores)
 

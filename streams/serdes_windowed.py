@@ -74,6 +74,11 @@ class TimeWindowedSerde(Serde):
             raise self.error(f"the key of {_short(obj)} serializes to null; a windowed key needs its bytes", topic)
         return key + self._window_bytes(obj)
 
+    def serialize_base_key(self, obj: Windowed, topic: str | None = None) -> bytes | None:
+        """Kafka's ``WindowedSerializer.serializeBaseKey``: the inner key's bytes alone, what
+        :func:`windowed_partition` hashes."""
+        return self.inner.serialize(obj.key, topic)
+
     def _window_bytes(self, w: Windowed) -> bytes:
         return w.start.to_bytes(_TS, "big", signed=True)
 
@@ -190,6 +195,18 @@ def windowed_key_serde(inner: Serde, windows) -> TimeWindowedSerde:
     if isinstance(windows, SessionWindows):
         return SessionWindowedSerde(inner)
     return TimeWindowedSerde(inner, windows.size())
+
+
+def windowed_partition(serde: TimeWindowedSerde, key: Windowed, topic: str, partitions: int) -> int:
+    """Kafka's ``WindowedStreamPartitioner``, which ``StreamSinkNode`` gives a sink whose key serde
+    is windowed: the partition the default partitioner picks for the *inner* key's bytes
+    (``toPositive(murmur2(bytes)) % partitions``), so every window of a key lands in one
+    partition, co-partitioned with the key itself."""
+    from broker.client import murmur2
+    data = serde.serialize_base_key(key, topic)
+    if data is None:
+        raise serde.error(f"the key of {_short(key)} serializes to null; a windowed key needs its bytes", topic)
+    return murmur2(data, partitions)
 
 
 class WindowedSerdes:

@@ -35,6 +35,14 @@ def _sql(node: Node) -> bool:
     return bool(fns) and all(getattr(f, "is_sql", False) or getattr(f, "is_vectorized", False) for f in fns)
 
 
+def _windowed(sink: Node) -> bool:
+    """A sink of windowed keys chooses each record's partition by the inner key (Kafka's
+    ``WindowedStreamPartitioner``, :class:`streams.stateless.Sink`), so it runs in the task, on
+    the keys its source deserialized (Spark's columns would leave the partition to the producer)."""
+    from streams.serdes_windowed import TimeWindowedSerde
+    return isinstance(sink.key_serde, TimeWindowedSerde)
+
+
 def vectorized_fn(node: Node):
     """The node's vectorised function, or None when its arguments are SQL."""
     return next((v for k, v in node.args.items() if k in _ARGS and getattr(v, "is_vectorized", False)), None)
@@ -61,6 +69,8 @@ def plan(sub: SubTopology, decode_in_spark: bool = True) -> Plan:
         nxt = node.children[0]
         if nxt.kind == "sink" and nxt.topics and not nxt.children \
                 and len(sub.nodes) == len(chain) + 2:
+            if _windowed(nxt):
+                return Plan(None, [], None, None)
             return Plan(src, chain, None, nxt)
         return Plan(src, chain, nxt.name, None)
     if not node.children:

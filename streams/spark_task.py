@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from datetime import datetime, timedelta, timezone
 
+from streams.errors import StreamsError
 from streams.global_table import global_topics, with_global_stores
 from streams.interpreter import TaskPolicy, build_task, merged
 from streams.record import Record
@@ -77,17 +78,60 @@ def python_value(v):
     return v
 
 
+class PartitionCounts:
+    """Each output topic's number of partitions, asked of the cluster the first time a task's
+    windowed sink writes to it and kept for as long as this object (one Spark task: a batch of
+    the tasks it runs), as Kafka's ``RecordCollectorImpl`` asks its producer's metadata
+    (``partitionsFor``, which may create the topic where the broker auto-creates topics)."""
+
+    def __init__(self, bootstrap_servers: str | None):
+        self.bootstrap_servers = bootstrap_servers
+        self.counts: dict[str, int] = {}
+        self._producer = None
+
+    def __call__(self, topic: str) -> int:
+        n = self.counts.get(topic)
+        if n is None:
+            n = self.counts[topic] = self._ask(topic)
+        return n
+
+    def _ask(self, topic: str) -> int:
+        from broker.client import Producer
+        if self.bootstrap_servers is None:
+            raise StreamsError(f"could not determine the number of partitions for topic '{topic}': no "
+                               f"bootstrap.servers")
+        if self._producer is None:
+            self._producer = Producer({"bootstrap.servers": self.bootstrap_servers})
+        try:
+            info = self._producer.list_topics(topic, timeout=30).topics.get(topic)
+        except Exception as e:
+            raise StreamsError(f"Could not determine the number of partitions for topic '{topic}' due to "
+                               f"{e}") from e
+        if info is None or info.error is not None or not info.partitions:
+            raise StreamsError(f"Could not get partition information for topic {topic}. This can happen if the "
+                               f"topic does not exist.")
+        return len(info.partitions)
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.close()
+            self._producer = None
+
+
 def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, defaults, backing=None,
-             entry: str | None = None, cache_bytes: int = 0, policy: TaskPolicy | None = None):
+             entry: str | None = None, cache_bytes: int = 0, policy: TaskPolicy | None = None,
+             partition_count=None):
     """Apply ``rows`` (source rows of one task) and return the task's output rows. Each record is
     deserialized and timestamped (the sources' extractors, the exception handlers of ``policy``)
     as it becomes its partition's head, and the partitions are merged by those timestamps, as
     Kafka's partition group picks. With ``entry``, Spark SQL already ran the steps before that
     node: the rows carry typed keys and values and their own timestamps. The batch is one commit:
     with ``cache_bytes`` (``statestore.cache.max.bytes``) a cached table store forwards each key's
-    latest change once, at the end or when its cache is full."""
+    latest change once, at the end or when its cache is full. ``partition_count``: a
+    :class:`PartitionCounts`, for the sinks of windowed keys."""
     sub = with_global_stores(topology, topology.subtopologies[sub_id])
-    task, sources = build_task(topology, sub, app, partition, backing=backing, defaults=defaults, policy=policy)
+    task, sources = build_task(topology, sub, app, partition, backing=backing, defaults=defaults, policy=policy,
+                               partition_count=partition_count)
     task.use_cache(cache_bytes)
     head = task.processors[entry] if entry is not None else None
 
@@ -110,7 +154,7 @@ def run_rows(topology: Topology, sub_id: int, app: str, partition: int, rows, de
 
 
 def run_combined(topology: Topology, sub_id: int, app: str, partition: int, rows, defaults, combine: Combine,
-                 backing=None, cache_bytes: int = 0, policy: TaskPolicy | None = None):
+                 backing=None, cache_bytes: int = 0, policy: TaskPolicy | None = None, partition_count=None):
     """:func:`run_rows` for rows combined per window (:mod:`streams.window_combine`): each window's
     count added in order of window start and first record (so store time and retention advance as
     the records would advance them), then each input partition's summary (records dropped before
@@ -118,7 +162,7 @@ def run_combined(topology: Topology, sub_id: int, app: str, partition: int, rows
     left them in: by each window's last record, then start (Kafka's ``NamedCache`` flushes the
     least recently written first; one record updates its windows by start)."""
     task, _ = build_task(topology, topology.subtopologies[sub_id], app, partition, backing=backing,
-                         defaults=defaults, policy=policy)
+                         defaults=defaults, policy=policy, partition_count=partition_count)
     task.use_cache(cache_bytes)
     agg = task.processors[combine.aggregate]
     ks = combine.key_serde
@@ -184,6 +228,7 @@ class TaskProcessor(StatefulProcessor):
         sub = with_global_stores(self.topology, self.topology.subtopologies[self.sub_id])
         names = [s.name for s in sub.stores] + [META_STORE]
         self.states = {n: handle.getMapState(_state_name(n), "k BINARY", "v BINARY") for n in names}
+        self.partition_count = PartitionCounts(getattr(self.policy, "bootstrap_servers", None))
 
     def _backings(self):
         out = {}
@@ -203,11 +248,13 @@ class TaskProcessor(StatefulProcessor):
         if self.combine is not None:
             task, out, last_ts = run_combined(self.topology, self.sub_id, self.app, partition, rows, self.defaults,
                                               self.combine, backing=lambda name: backings[name],
-                                              cache_bytes=self.cache_bytes, policy=self.policy)
+                                              cache_bytes=self.cache_bytes, policy=self.policy,
+                                              partition_count=self.partition_count)
         else:
             task, out, last_ts = run_rows(self.topology, self.sub_id, self.app, partition, rows, self.defaults,
                                           backing=lambda name: backings[name], entry=self.entry,
-                                          cache_bytes=self.cache_bytes, policy=self.policy)
+                                          cache_bytes=self.cache_bytes, policy=self.policy,
+                                          partition_count=self.partition_count)
         for t, p, k, v, ts, h in out:
             yield Row(topic=t, partition=p, key=k, value=v, timestamp=ts, headers=h)
         for name in sorted(backings):
@@ -224,7 +271,9 @@ class TaskProcessor(StatefulProcessor):
             state.updateValue((HEADER,), (encode_header(initialState["level"], initialState["count"]),))
 
     def close(self) -> None:
-        pass
+        counts = getattr(self, "partition_count", None)
+        if counts is not None:
+            counts.close()
 
 
 def _state_name(store: str) -> str:
@@ -244,6 +293,13 @@ def stateless_batches(topology: Topology, sub_id: int, app: str, defaults: tuple
         # no stores, so no changelog: the task's meta lasts as long as this Spark task (a source
         # whose extractor reads the partition time makes the sub-topology stateful, SubTopology.stateful)
         metas: dict[int, DictBacking] = {}
+        counts = PartitionCounts(getattr(policy, "bootstrap_servers", None))
+        try:
+            yield from _batches(batches, metas, counts)
+        finally:
+            counts.close()
+
+    def _batches(batches, metas, counts):
         for batch in batches:
             rows = batch.to_pylist()
             by_partition: dict[int, list] = {}
@@ -253,7 +309,8 @@ def stateless_batches(topology: Topology, sub_id: int, app: str, defaults: tuple
             for p, rs in sorted(by_partition.items()):
                 meta = metas.setdefault(p, DictBacking())
                 _, produced, _ = run_rows(topology, sub_id, app, p, rs, defaults, entry=entry, policy=policy,
-                                          backing=lambda name, meta=meta: meta if name == "__meta" else DictBacking())
+                                          backing=lambda name, meta=meta: meta if name == "__meta" else DictBacking(),
+                                          partition_count=counts)
                 out.extend(produced)
             if out:
                 cols = list(zip(*out))

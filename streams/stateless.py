@@ -267,12 +267,28 @@ class PassThrough(Processor):
 
 class Sink(Processor):
     """Serializes and hands the record to the task's output (a topic, fixed or chosen per record).
-    A KTable's change is written as its new value (null for a delete), as Kafka writes a changelog."""
+    A KTable's change is written as its new value (null for a delete), as Kafka writes a changelog.
+
+    The partition is ``partitioner``'s when given (internal topics only), else, for a ``to()``
+    whose key serde is windowed, Kafka's ``WindowedStreamPartitioner`` (``StreamSinkNode``): the
+    inner key's partition, for which the task tells the topic's partition count
+    (:meth:`configure`); else None, the producer's default partitioner on the key's bytes."""
     def __init__(self, topic: str | None, extractor: Fn | None, key_serde, value_serde, partitioner=None,
                  changes: bool = False, internal: bool = False):
+        from streams.serdes_windowed import TimeWindowedSerde, windowed_partition
+        self._windowed_partition = windowed_partition
         self.topic, self.extractor, self.internal = topic, extractor, internal
         self.key_serde, self.value_serde, self.partitioner = key_serde, value_serde, partitioner
         self.changes = changes
+        # Kafka looks at the sink's own (Produced's, else the stream's) serde, not default.key.serde
+        self.windowed = partitioner is None and not internal and isinstance(key_serde, TimeWindowedSerde)
+        self.partition_count = None
+
+    def configure(self, partition_count) -> None:
+        """``partition_count(topic)``: the number of partitions of an output topic, which a
+        windowed key's partition needs (Kafka's ``RecordCollectorImpl`` asks
+        ``producer.partitionsFor``). Not configured, the producer partitions."""
+        self.partition_count = partition_count
 
     def process(self, record: Record) -> None:
         value = record.value if self.changes else _value_of(record.value)
@@ -300,5 +316,9 @@ class Sink(Processor):
         except Exception as e:
             raise StreamsError(f"could not serialize a record for topic {topic!r}: {e}; check the Produced "
                                f"(or Grouped/Repartitioned) serdes") from e
-        partition = self.partitioner(key, value, topic) if self.partitioner is not None else None
+        partition = None
+        if self.partitioner is not None:
+            partition = self.partitioner(key, value, topic)
+        elif self.windowed and key is not None and self.partition_count is not None:
+            partition = self._windowed_partition(self.key_serde, key, topic, self.partition_count(topic))
         self.context.emit(topic, kb, vb, record.timestamp, record.headers, partition)

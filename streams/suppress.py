@@ -54,6 +54,7 @@ class BufferConfig:
     maxRecords_: int = _UNBOUNDED
     maxBytes_: int = _UNBOUNDED
     whenFull: str = SHUT_DOWN
+    logConfig: tuple = ()       # the buffer changelog's topic configs, as sorted (name, value) pairs
 
     def __post_init__(self):
         for name, v in (("recordLimit", self.maxRecords_), ("byteLimit", self.maxBytes_)):
@@ -79,7 +80,17 @@ class BufferConfig:
         return replace(self, maxBytes_=byteLimit)
 
     def withNoBound(self) -> "BufferConfig":
-        return BufferConfig.unbounded()
+        return replace(self, maxRecords_=_UNBOUNDED, maxBytes_=_UNBOUNDED, whenFull=SHUT_DOWN)
+
+    def withLoggingEnabled(self, config: dict | None = None) -> "BufferConfig":
+        """Topic configs for the buffer's changelog, checked and applied as
+        ``Materialized.withLoggingEnabled``'s are for a store's."""
+        from streams.parameters import Materialized
+        return replace(self, logConfig=Materialized().withLoggingEnabled(config).log_config)
+
+    def withLoggingDisabled(self) -> "BufferConfig":
+        raise TopologyError("withLoggingDisabled: Riverlog stores are always logged, because the changelog "
+                            "is what lets an application restart from the broker alone")
 
     def shutDownWhenFull(self) -> "BufferConfig":
         return replace(self, whenFull=SHUT_DOWN)

@@ -259,8 +259,19 @@ class StreamTableJoin(Processor):
         self.get = self.getter.open(context)
         self.buffer = context.store(self.buffer_name).backing if self.buffer_name else None
 
+    def _map(self, record: Record):
+        """The join key: the record's, or the GlobalKTable selector's (``key_mapper`` a callable of
+        (key, value), or a SQL :class:`~streams.functions.Fn`, which sees every column of the
+        record, as every SQL argument)."""
+        m = self.key_mapper
+        if m is None:
+            return record.key
+        if getattr(m, "is_sql", False):
+            return m.evaluate(record.row(*self.context.source()))
+        return m(record.key, record.value)
+
     def process(self, record: Record) -> None:
-        mapped = record.key if self.key_mapper is None else self.key_mapper(record.key, record.value)
+        mapped = self._map(record)
         if record.value is None or (mapped is None and not self.left):
             log.warning("Skipping record due to null join key or value. topic=[%s] partition=[%s] offset=[%s]",
                         *self.context.source())
