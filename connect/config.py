@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from connect import topic_creation
 from connect.config_def import ConfigValue, Plugin, java_str  # noqa: F401
 from connect.config_validators import all_of  # noqa: F401
 from connect.config_infos import (ConfigInfo, ConfigInfos, _consumer_check, _converter_infos,  # noqa: F401
@@ -50,15 +51,12 @@ def validate(config: Mapping[str, Any], connector_defs: Plugin | None = None) ->
         plugin = CONNECTORS.get(props["connector.class"].strip())
     kind = plugin.kind if plugin is not None else None
     definitions = enrich(connector_config_def(kind), props)
+    if kind == SOURCE:
+        definitions = topic_creation.enrich(definitions, props)
     values = definitions.validate_all(props)
-    if connector_defs is not None and "connector.class" in values:
-        cv = values["connector.class"]
-        cv.errors = [e for e in cv.errors if "could not be found" not in e]  # named by the caller
-        cv.value = cv.value if cv.value is not None else props.get("connector.class")
-    elif plugin is None and str(props.get("connector.class") or "").strip() and "connector.class" in values:
-        cv = values["connector.class"]   # Kafka's Plugins.newConnector message, naming the connectors there are
-        cv.errors = [unknown_connector(props["connector.class"].strip()) if "could not be found" in e else e
-                     for e in cv.errors]
+    if plugin is None and isinstance(props.get("connector.class"), str) and "connector.class" in values:
+        # Kafka's Plugins.newConnector message, naming the connectors there are
+        values["connector.class"].errors.append(unknown_connector(props["connector.class"].strip()))
     for name, raw in props.items():
         if raw is None:
             values.setdefault(name, ConfigValue(name)).errors.append(NULL_VALUE)
@@ -203,8 +201,11 @@ def parse_connector_config(config: Mapping[str, Any], connector_defs: Plugin | N
         PredicateSpec(a, values[f"predicates.{a}.type"],
                       {k: v for k, v in prefixed(f"predicates.{a}.").items() if k != "type"})
         for a in values["predicates"])
+    found = CONNECTORS.get(values["connector.class"])   # the class an alias names
     return ConnectorConfig(
-        name=values["name"], connector_class=values["connector.class"], kind=kind, tasks_max=values["tasks.max"],
+        name=values["name"], kind=kind,
+        connector_class=found.class_name if found is not None else values["connector.class"],
+        tasks_max=values["tasks.max"],
         key_converter=values["key.converter"], value_converter=values["value.converter"],
         header_converter=values["header.converter"], transforms=transforms, predicates=predicates,
         errors_tolerance=values["errors.tolerance"], errors_retry_timeout_ms=values["errors.retry.timeout"],

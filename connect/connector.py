@@ -107,6 +107,12 @@ class SourceConnector(Connector):
         """Where the records go (the worker's cluster unless the connector says otherwise)."""
         return self.context.bootstrap_servers
 
+    def output_topics(self) -> list[str]:
+        """The topics the connector writes that are known before its first record (FileStreamSource's
+        ``topic``): those KIP-158's ``topic.creation.*`` settings create when it starts. Empty (the
+        default) when they are known only record by record."""
+        return []
+
 
 class SinkConnector(Connector):
     kind = SINK

@@ -42,9 +42,11 @@ def _common_keys() -> list[ConfigKey]:
         ConfigKey("name", Type.STRING, NO_DEFAULT, non_empty_string_without_control_chars, Importance.HIGH,
                   "Globally unique name to use for this connector.", COMMON_GROUP, next(order), Width.MEDIUM,
                   "Connector name"),
-        ConfigKey("connector.class", Type.CLASS, NO_DEFAULT, None, Importance.HIGH,
+        # a STRING, as Kafka defines it: the validate response shows the value as written (an alias
+        # too); config.validate looks the class up and lists Plugins.newConnector's refusal
+        ConfigKey("connector.class", Type.STRING, NO_DEFAULT, None, Importance.HIGH,
                   "Name or alias of the class for this connector.", COMMON_GROUP, next(order), Width.LONG,
-                  "Connector class", plugins=CONNECTORS),
+                  "Connector class"),
         ConfigKey("tasks.max", Type.INT, 1, at_least(1), Importance.HIGH,
                   "Maximum number of tasks to use for this connector.", COMMON_GROUP, next(order), Width.SHORT,
                   "Tasks max"),
@@ -121,8 +123,11 @@ def _non_negative_or_null(name: str, value: Any) -> None:
 
 
 def _source_keys() -> list[ConfigKey]:
-    """Kafka's ``SourceConnectorConfig`` keys for KIP-618's exactly-once source support."""
+    """Kafka's ``SourceConnectorConfig`` keys: KIP-158's ``topic.creation.groups`` (the groups'
+    own keys: :func:`connect.topic_creation.enrich`) and KIP-618's exactly-once source support."""
+    from connect.topic_creation import groups_key
     return [
+        groups_key(),
         ConfigKey("exactly.once.support", Type.STRING, "requested", one_of("requested", "required",
                                                                              case_insensitive=True),
                   Importance.MEDIUM, "Permitted values are requested, required. If set to \"required\", forces "

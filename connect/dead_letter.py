@@ -95,7 +95,7 @@ def describe_column(frame: DataFrame) -> Column:
 def log_message(row, config: ConnectorConfig) -> str:
     """Kafka's ``LogReporter`` line for a row of :func:`report`: stage and class; with
     ``errors.log.include.messages`` the record's coordinates (a sink record: topic, partition,
-    offset, timestamp; never its key or value, which stay out of log files) or, for a source
+    offset, timestamp and its type; never its key or value, which stay out of log files) or, for a source
     record, its key and value too."""
     err = row[ERROR]
     text = (f"Error encountered in task {config.name}-0. Executing stage '{row['kafka_stage'] or ''}' with class "
@@ -104,8 +104,9 @@ def log_message(row, config: ConnectorConfig) -> str:
         if config.kind == SINK:
             text += (f", where consumed record is {{topic='{row['topic']}', partition={row['partition']}, "
                      f"offset={row['offset']}")
-            if row["timestamp"] is not None:
-                text += f", timestamp={row['timestamp']}"
+            if row["timestamp"] is not None:   # Kafka's TimestampType names
+                kind = "LogAppendTime" if row["timestamp_type"] == 1 else "CreateTime"
+                text += f", timestamp={row['timestamp']}, timestampType={kind}"
             text += "}"
         else:
             text += (f", where source record is = {{topic='{row['topic']}', key={row['key']!r}, "
@@ -119,7 +120,9 @@ def report(bad: DataFrame, config: ConnectorConfig, limit: int = 20) -> list:
     source_record = config.errors_log_include_messages and config.kind != SINK
     stamp = (F.col("timestamp").cast("double") * 1000).cast("long").alias("timestamp") \
         if "timestamp" in bad.columns else F.lit(None).cast("long").alias("timestamp")
-    cols = [consumed_topic(bad).alias("topic"), F.col("partition"), F.col("offset"), stamp, F.col(ERROR),
+    kind = F.col("timestampType") if "timestampType" in bad.columns else F.lit(0)
+    cols = [consumed_topic(bad).alias("topic"), F.col("partition"), F.col("offset"), stamp,
+            kind.cast("int").alias("timestamp_type"), F.col(ERROR),
             kafka_stage(F.col(ERROR).stage).alias("kafka_stage")]
     if source_record:
         cols += [F.col("key").cast("string"), F.col("value").cast("string")]

@@ -147,6 +147,9 @@ class FileStreamSource(SourceConnector):
                   None, -1, Width.NONE, "batch.size"),
     ])
 
+    def output_topics(self) -> list[str]:
+        return [self.values["topic"]]
+
     @property
     def filename(self) -> str:
         """The source partition's ``filename``: the ``file`` setting unchanged (Kafka's key)."""

@@ -96,6 +96,8 @@ def plugin_list(connectors_only: bool = True) -> list[dict]:
     for name in CONNECTORS.class_names():
         cls = connector_class(name)
         out.append({"class": name, "type": cls.kind if cls else "unknown", "version": Connector.version})
+    # ConnectorPluginsResource's order: the sink connectors, then the source connectors (each by name)
+    out.sort(key=lambda p: {"sink": 0, "source": 1}.get(p["type"], 2))
     if not connectors_only:
         for registry, kind in ((TRANSFORMATIONS, "transformation"), (PREDICATES, "predicate"),
                                (CONVERTERS, "converter"), (HEADER_CONVERTERS, "header_converter")):
@@ -121,13 +123,17 @@ def plugin_config_keys(plugin: str) -> list[dict]:
             continue
         if found.config_def is not None:
             return [k.definition() for k in found.config_def.keys.values()]
-        return [{"name": s.name, "type": s.type.upper(), "required": s.default is not None and
-                 not isinstance(s.default, (str, int, bool, list)),
-                 "default_value": str(s.default) if isinstance(s.default, (str, int, bool)) else None,
-                 "importance": "MEDIUM", "documentation": s.doc, "group": None, "width": "NONE",
-                 "display_name": s.name, "dependents": [], "order": -1}
-                for s in getattr(found.target, "SETTINGS", [])]
+        return [_setting_definition(s) for s in getattr(found.target, "SETTINGS", [])]
     raise NotFoundError(f"Unknown plugin {plugin}.")
+
+
+def _setting_definition(setting) -> dict:
+    """A transform's or predicate's setting as Kafka's ``ConfigKeyInfo``: the default written as
+    ``ConfigDef.convertToString`` writes it (``true``, ``a,b``), none when the setting is required."""
+    from connect.config_def import NO_DEFAULT, ConfigKey
+    from connect.transform_base import REQUIRED
+    default = NO_DEFAULT if setting.default is REQUIRED else setting.default
+    return ConfigKey(setting.name, setting.type.upper(), default, None, documentation=setting.doc).definition()
 
 
 _register_all()

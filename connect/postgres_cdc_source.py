@@ -283,6 +283,19 @@ class PostgresCdcSource(SourceConnector):
         """The source partition's ``server``: Debezium's ``topic.prefix``."""
         return self.options.topic_prefix
 
+    def output_topics(self) -> list[str]:
+        """The topics of the tables ``table.include.list`` names literally (``public.customers``:
+        lowercase identifiers, as PostgreSQL folds unquoted names), which ``topic.creation.*``
+        makes before the first change event; a table a pattern matches gets its topic from the
+        broker's auto-creation when its first event is written."""
+        from spark_source.postgres.debezium_schemas import topic_name
+        out = []
+        for entry in self.options.table_include:
+            literal = re.fullmatch(r"([a-z_][a-z0-9_]*)\\?\.([a-z_][a-z0-9_]*)", entry.strip())
+            if literal is not None and self.options.includes(*literal.groups()):
+                out.append(topic_name(self.server, *literal.groups()))
+        return out
+
     def source_options(self) -> dict[str, str]:
         """The ``postgres-cdc`` options this config stands for."""
         known = {k for k, *_ in _KEYS} - _NOT_FORWARDED

@@ -42,8 +42,9 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
+from connect import topic_creation
 from connect.config import WorkerConfig, parse_connector_config, with_worker_client_defaults
-from connect.connector import ConnectorContext, connector_class
+from connect.connector import ConnectorContext, SourceConnector, connector_class
 from connect.errors import BadRequestError, ConfigError, ConnectError
 from connect.offsets_admin import OffsetsAdmin
 from connect.connector_state import ConnectorPaths
@@ -300,11 +301,23 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
             else:
                 c.tasks = len(task_configs)
             if c.query is None or not c.query.isActive:
+                self._create_topics(c)
                 c.pipeline = Pipeline(self.spark, self.config, c.config, c.plugin, self.storage, self._paths(c.name))
                 c.query = c.pipeline.start()
             self._set(c, running_state(target), S.RUNNING)
         except Exception as e:  # noqa: BLE001 - any start failure is the connector's FAILED status
             self._failed(c, traceback.format_exc() if not isinstance(e, ConnectError) else f"{type(e).__name__}: {e}")
+
+    def _create_topics(self, c: _Connector) -> None:
+        """KIP-158: a source connector with ``topic.creation.*`` settings (and the worker's
+        ``topic.creation.enable``) creates the topics it names up front before its first record."""
+        if not self.config.topic_creation_enable or not isinstance(c.plugin, SourceConnector):
+            return
+        groups = topic_creation.configured_groups(c.config.values, c.config.originals)
+        topics = topic_creation.topics_known_at_start(c.plugin.output_topics(), c.config.transforms)
+        if groups and topics:
+            client = {**self.storage.offset_log.client_config, "bootstrap.servers": c.plugin.output_bootstrap_servers}
+            topic_creation.create_topics(client, groups, topics)
 
     def _stop_query(self, c: _Connector) -> None:
         if c.query is not None:

@@ -54,6 +54,9 @@ WORKER_CONFIG_DEF = ConfigDef([
               "Enable tracking the set of active topics per connector during runtime."),
     ConfigKey("topic.tracking.allow.reset", Type.BOOLEAN, True, None, Importance.LOW,
               "If set to true, it allows user requests to reset the set of active topics per connector."),
+    ConfigKey("topic.creation.enable", Type.BOOLEAN, True, None, Importance.LOW,
+              "Whether to allow automatic creation of topics used by source connectors, when source "
+              "connectors are configured with `topic.creation.` properties."),
     ConfigKey("exactly.once.source.support", Type.STRING, "disabled",
               one_of("disabled", "preparing", "enabled", case_insensitive=True), Importance.HIGH,
               "Whether to enable exactly-once support for source connectors in the cluster by using "
@@ -95,6 +98,7 @@ class WorkerConfig:
     rest_advertised_port: int | None
     topic_tracking_enable: bool
     topic_tracking_allow_reset: bool
+    topic_creation_enable: bool
     exactly_once_source_support: str
     key_converter: str
     value_converter: str

@@ -46,7 +46,8 @@ def test_the_error_log_names_stage_and_class_and_never_a_sink_records_content(sp
     with_record, without = [r.getMessage() for r in caplog.records if r.name == "connect.errors"]
     assert with_record.startswith(
         "Error encountered in task logged-0. Executing stage 'VALUE_CONVERTER' with class "
-        f"'{JSON}', where consumed record is {{topic='orders', partition=0, offset=3, timestamp=1704153600000}}.")
+        f"'{JSON}', where consumed record is {{topic='orders', partition=0, offset=3, timestamp=1704153600000, "
+        "timestampType=CreateTime}.")
     assert without.startswith(
         f"Error encountered in task logged-0. Executing stage 'VALUE_CONVERTER' with class '{JSON}'.")
     for message in (with_record, without):
