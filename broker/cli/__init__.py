@@ -14,8 +14,12 @@
     riverlog connect standalone --worker worker.properties file-source.json   # from connect/, an entry point
 
 One module per command group (``broker_cmd``, ``cluster``, ``topics``, ``produce_consume``,
-``groups``, ``transactions``; ``groups reset-offsets`` in ``reset_offsets``, the groups' selection
-in ``group_selection``), their shared helpers in ``common`` and option types in ``params``.
+``get_offsets``, ``groups``, ``transactions``; ``groups reset-offsets`` in ``reset_offsets``, the
+groups' selection in ``group_selection``), their shared helpers in ``common`` and option types in
+``params``. The pure cores of Kafka's tools' formats are modules of their own: ``line_reader``
+(console producer), ``message_formatter`` and ``console_options`` (console consumer and producer
+options), ``properties_file``, ``topic_partition_filter`` (kafka-get-offsets) and
+``topic_description`` (kafka-topics --describe).
 Every command is registered here, when the package is imported (those of packages above the broker
 by name, imported when used), so ``riverlog``, ``python -m broker`` and ``python -m broker.cli``
 offer the same commands.
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import click
 
-from broker.cli import broker_cmd, cluster, groups, produce_consume, topics, transactions
+from broker.cli import broker_cmd, cluster, get_offsets, groups, produce_consume, topics, transactions
 from broker.cli.common import BOOTSTRAP_ENV, ReportErrors, kafka_habits
 
 __all__ = ["main"]
@@ -82,7 +86,7 @@ def main(ctx, bootstrap_server):
 
 
 for _command in (broker_cmd.broker, cluster.cluster, topics.topics, produce_consume.produce,
-                 produce_consume.consume, produce_consume.offsets, produce_consume.delete_records,
+                 produce_consume.consume, get_offsets.offsets, produce_consume.delete_records,
                  groups.groups, transactions.transactions):
     main.add_command(_command)
 del _command

@@ -104,6 +104,24 @@ def partitions_of(admin, topic: str) -> list[int]:
     return sorted(info.partitions)
 
 
+def internal_topics(admin, names) -> set[str]:
+    """The internal topics among ``names``, as the broker marks them (Kafka's ``Topic.isInternal``:
+    ``__consumer_offsets`` and ``__transaction_state``). A user topic whose name merely starts with
+    ``__`` is not one, so it is listed and described like any other."""
+    from broker.client import TopicCollection
+    names = list(names)
+    if not names:
+        return set()
+    internal = set()
+    for name, future in admin.describe_topics(TopicCollection(names)).items():
+        try:
+            if future.result().is_internal:
+                internal.add(name)
+        except RiverlogError:        # deleted since it was listed
+            pass
+    return internal
+
+
 def table(rows: list[list[str]]) -> None:
     """Print rows as left-aligned columns two spaces apart (the first row is the header)."""
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]

@@ -45,8 +45,25 @@ COUNT = _Range(0, INT32_MAX, "use a number of 0 or more")
 POSITIVE = _Range(1, INT32_MAX, "use a number of 1 or more")
 OFFSET = _Range(INT64_MIN, INT64_MAX, "offsets are 64-bit integers")
 LOG_LEVEL = click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], case_sensitive=False)
-PARTITION_COUNT = _Range(-1, INT32_MAX, "use 1 or more, or -1 for the broker's default")
-REPLICATION_FACTOR = _Range(-1, 32767, "use 1 or more, or -1 for the broker's default")
+
+
+class _CountOrDefault(_Range):
+    """A count of 1 or more, or -1 for the broker's default; 0 is refused with Kafka's
+    ``TopicCommand`` message instead of being sent to the broker."""
+
+    def __init__(self, max: int, kafka_message: str):
+        super().__init__(-1, max, "use 1 or more, or -1 for the broker's default")
+        self.kafka_message = kafka_message
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if number == 0:
+            self.fail(f"{self.kafka_message}; {self.hint}", param, ctx)
+        return number
+
+
+PARTITION_COUNT = _CountOrDefault(INT32_MAX, "The partitions must be greater than 0")
+REPLICATION_FACTOR = _CountOrDefault(32767, "The replication factor must be between 1 and 32767 inclusive")
 OFFSET_OR_HIGH_WATERMARK = _Range(-1, INT64_MAX, "use an offset of 0 or more, or -1")
 
 

@@ -1,8 +1,7 @@
-"""Records from the command line: ``produce``, ``consume``, ``offsets`` and ``delete-records``.
+"""Records from the command line: ``produce``, ``consume`` and ``delete-records``.
 
     riverlog produce orders --file events.txt --key-separator :
     riverlog consume orders --from-beginning --max-messages 10 --print-key
-    riverlog offsets orders --time 2026-11-01T00:00:00
     riverlog delete-records orders --partition 0 --offset 1000
 
 These are top-level commands (as Kafka's console producer and consumer are tools of their own);
@@ -11,38 +10,61 @@ These are top-level commands (as Kafka's console producer and consumer are tools
 from __future__ import annotations
 
 import os
+import random
 import re
 import sys
 
 import click
 
 from broker.cli.common import open_admin, pairs, partitions_of
-from broker.cli.params import COUNT, INT64_MAX, NAMED_TIMES, OFFSET_OR_HIGH_WATERMARK, PARTITION, TIMESTAMP
+from broker.cli.console_options import (CONSOLE_OFFSET, check_console_consumer_options, console_consumer_config,
+                                        console_subscription, line_reader_of, message_formatter, one_topic,
+                                        producer_config)
+from broker.cli.line_reader import LineReaderError
+from broker.cli.properties_file import read_properties
+from broker.cli.params import COUNT, OFFSET_OR_HIGH_WATERMARK, PARTITION
 from broker.errors import RiverlogError
 
 
 @click.command()
-@click.argument("topic")
+@click.argument("topic", required=False)
+@click.option("--topic", "topic_option", default=None, help="the topic, as Kafka's --topic (instead of TOPIC)")
 @click.option("--file", "-f", "path", type=click.Path(exists=True, dir_okay=False),
               help="read lines from this file (default: standard input)")
-@click.option("--key-separator", "-k", default=None, help="split each line into key and value at this")
+@click.option("--key-separator", "-k", default=None,
+              help="split each line into key and value at this (as --property parse.key=true key.separator=...)")
 @click.option("--ignore-error", is_flag=True,
-              help="with --key-separator: send a line without the separator as a value with a null key "
-                   "(else the line stops the producer, as Kafka's console producer)")
+              help="a line without a separator is sent with a null key / no headers instead of stopping the "
+                   "producer (as --property ignore.error=true)")
+@click.option("--property", "properties", multiple=True, metavar="NAME=VALUE",
+              help="line reader property of Kafka's console producer (repeatable): parse.key, key.separator, "
+                   "parse.headers, headers.delimiter, headers.separator, headers.key.separator, ignore.error, "
+                   "null.marker")
+@click.option("--reader-config", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="a .properties file of line reader properties (--property wins over it)")
 @click.option("--partition", type=PARTITION, default=None, help="default: chosen by the partitioner")
 @click.option("--header", "-H", "headers", multiple=True, help="key=value header on every record")
-@click.option("--acks", default="all", show_default=True, type=click.Choice(["0", "1", "all", "-1"]))
-@click.option("--compression", default="none", show_default=True, type=click.Choice(["none", "lz4", "zstd"]))
-@click.option("--config", "-c", "configs", multiple=True, help="key=value producer config")
+@click.option("--acks", "--request-required-acks", default="all", show_default=True,
+              type=click.Choice(["0", "1", "all", "-1"]))
+@click.option("--compression", "--compression-codec", default="none", show_default=True,
+              type=click.Choice(["none", "lz4", "zstd"]))
+@click.option("--config", "-c", "--producer-property", "configs", multiple=True,
+              help="key=value producer config (repeatable)")
+@click.option("--producer.config", "--producer-config", "producer_file", type=click.Path(exists=True, dir_okay=False),
+              default=None, help="a .properties file of producer configs (--config wins over it)")
 @click.pass_context
-def produce(ctx, topic, path, key_separator, ignore_error, partition, headers, acks, compression, configs):
+def produce(ctx, topic, topic_option, path, key_separator, ignore_error, properties, reader_config, partition,
+            headers, acks, compression, configs, producer_file):
     """Send each input line as one record (a console producer)."""
     from tqdm import tqdm
 
     from broker.client import Producer
-    config = {"bootstrap.servers": ctx.obj["bootstrap"], "acks": acks, "compression.type": compression}
-    config.update(pairs(configs, "--config"))
-    header_list = _headers(headers) or None
+    topic = one_topic(topic, topic_option)
+    reader = line_reader_of(reader_config, properties, key_separator, ignore_error)
+    config = producer_config(ctx.obj["bootstrap"], {**(read_properties(producer_file) if producer_file else {}),
+                                                    **pairs(configs, "--config")},
+                             compression if _given(ctx, "compression") else None, acks if _given(ctx, "acks") else None)
+    header_list = _headers(headers)
     failures = []
 
     def on_delivery(err, msg):
@@ -52,23 +74,17 @@ def produce(ctx, topic, path, key_separator, ignore_error, partition, headers, a
     producer = Producer(config)
     stream = open(path, "rb") if path else sys.stdin.buffer
     progress = tqdm(total=os.path.getsize(path), unit="B", unit_scale=True, desc=topic) if path else None
-    sep = key_separator.encode() if key_separator else None
     count = 0
-    missing_separator = None
+    bad_line = None
     try:
         for number, line in enumerate(_read_lines(stream, progress), 1):
-            key = None
-            if sep is not None:
-                key, found, value = line.partition(sep)
-                if not found and not ignore_error:
-                    missing_separator = number
-                    break
-                if not found:
-                    key, value = None, line
-            else:
-                value = line
+            try:
+                parsed, key, value = reader.parse(line, number)
+            except LineReaderError as e:
+                bad_line = str(e)
+                break
             _produce_retrying(producer, topic, value, key, -1 if partition is None else partition,
-                              header_list, on_delivery)
+                              (header_list + parsed) or None, on_delivery)
             count += 1
         left = producer.flush(60)
     finally:
@@ -80,9 +96,15 @@ def produce(ctx, topic, path, key_separator, ignore_error, partition, headers, a
     if failures or left:
         raise failures[0].exception() if failures else RiverlogError(f"{left} record(s) were not acknowledged in time")
     click.echo(f"Produced {count} record(s) to {topic}.", err=True)
-    if missing_separator is not None:
-        raise click.ClickException(f"no key separator {key_separator!r} found on line {missing_separator}; the lines "
-                                   "before it were sent. Add --ignore-error to send such lines with a null key")
+    if bad_line is not None:
+        raise click.ClickException(f"{bad_line}; the lines before it were sent. Add --ignore-error "
+                                   "(ignore.error=true) to send such lines with a null key or no headers")
+
+
+def _given(ctx, name: str) -> bool:
+    """Whether option ``name`` was on the command line (not its default)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
@@ -136,60 +158,71 @@ def _produce_retrying(producer, topic, value, key, partition, headers, on_delive
 
 
 # ----------------------------------------------------------------------------------- consume
-class _ConsoleOffset(click.ParamType):
-    """Kafka's console consumer ``--offset``: ``earliest``, ``latest`` or an offset >= 0."""
-
-    name = "offset"
-
-    def convert(self, value, param, ctx):
-        from broker.client import OFFSET_BEGINNING, OFFSET_END
-        text = str(value).strip().lower()
-        if text in ("earliest", "latest"):
-            return OFFSET_BEGINNING if text == "earliest" else OFFSET_END
-        if not text.isdigit() or int(text) > INT64_MAX:
-            self.fail(f"{value!r} is not an offset: use earliest, latest or a number from 0 to {INT64_MAX}",
-                      param, ctx)
-        return int(text)
-
-
-CONSOLE_OFFSET = _ConsoleOffset()
-
-
 @click.command()
-@click.argument("topic")
+@click.argument("topic", required=False)
+@click.option("--topic", "topic_option", default=None, help="the topic, as Kafka's --topic (instead of TOPIC)")
+@click.option("--include", default=None,
+              help="instead of a topic: a regex of the topics to consume (the whole name must match; new "
+                   "matching topics are picked up), as a group member (--group, else a group of its own)")
 @click.option("--from-beginning", is_flag=True, help="start at the earliest offset (default: the end)")
 @click.option("--partition", "-p", type=PARTITION, default=None, help="only this partition")
 @click.option("--offset", "-o", type=CONSOLE_OFFSET, default=None,
               help="earliest, latest or an offset >= 0 to start at (needs --partition); past the end: the end")
+@click.option("--group", "-g", default=None,
+              help="consume as a member of this consumer group: start at its committed offsets, commit "
+                   "what was printed (default: no group, every partition, nothing committed)")
 @click.option("--max-messages", "-n", type=COUNT, default=None, help="stop after this many records")
 @click.option("--timeout-ms", type=COUNT, default=None, help="stop when nothing arrives for this long")
 @click.option("--print-key", is_flag=True)
 @click.option("--print-headers", is_flag=True)
 @click.option("--print-timestamp", is_flag=True)
+@click.option("--print-partition", is_flag=True)
 @click.option("--print-offset", is_flag=True)
-@click.option("--separator", default="\t", show_default=True, help="between printed fields")
+@click.option("--separator", default=None, help="between printed fields (default: a tab; as key.separator)")
+@click.option("--property", "properties", multiple=True, metavar="NAME=VALUE",
+              help="formatter property of Kafka's console consumer (repeatable): print.timestamp, print.key, "
+                   "print.value, print.partition, print.offset, print.epoch, print.headers, key.separator, "
+                   "line.separator, headers.separator, null.literal")
+@click.option("--formatter-config", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="a .properties file of formatter properties (--property wins over it)")
+@click.option("--skip-message-on-error", is_flag=True,
+              help="report a record that cannot be read on stderr and go on, instead of stopping")
 @click.option("--isolation-level", type=click.Choice(["read_uncommitted", "read_committed"]), default=None,
               help="read_committed hides records of open and aborted transactions (default: read_uncommitted, "
                    "as Kafka's console consumer)")
+@click.option("--consumer.config", "--consumer-config", "consumer_file", type=click.Path(exists=True, dir_okay=False),
+              default=None, help="a .properties file of consumer configs (--consumer-property wins over it)")
 @click.option("--consumer-property", "consumer_properties", multiple=True,
               help="key=value consumer config (repeatable), e.g. isolation.level=read_committed")
 @click.pass_context
-def consume(ctx, topic, from_beginning, partition, offset, max_messages, timeout_ms, print_key,
-            print_headers, print_timestamp, print_offset, separator, isolation_level, consumer_properties):
+def consume(ctx, topic, topic_option, include, from_beginning, partition, offset, group, max_messages, timeout_ms,
+            print_key, print_headers, print_timestamp, print_partition, print_offset, separator, properties,
+            formatter_config, skip_message_on_error, isolation_level, consumer_file, consumer_properties):
     """Print records of a topic, one per line (a console consumer)."""
     from broker.client import OFFSET_BEGINNING, OFFSET_END, Consumer, TopicPartition
-    if offset is not None and partition is None:
-        raise click.UsageError("--offset needs --partition")
-    if offset is not None and from_beginning:
-        raise click.UsageError("--offset and --from-beginning cannot be given together: pick one start")
-    config = _console_consumer_config(ctx.obj["bootstrap"], pairs(consumer_properties, "--consumer-property"),
-                                      isolation_level, from_beginning)
-    with open_admin(ctx) as admin:
-        every = partitions_of(admin, topic)
-    partitions = every if partition is None else [partition]
-    start = offset if offset is not None else (OFFSET_BEGINNING if from_beginning else OFFSET_END)
-    consumer = Consumer(config)
-    consumer.assign([TopicPartition(topic, p, start) for p in partitions])
+    subscription = console_subscription(topic, topic_option, include, partition)
+    topic = subscription[0] if include is None else None
+    flags = {"print.key": print_key, "print.headers": print_headers, "print.timestamp": print_timestamp,
+             "print.partition": print_partition, "print.offset": print_offset}
+    formatter = message_formatter(formatter_config, properties, flags, separator)
+    from_file = read_properties(consumer_file) if consumer_file else {}
+    extra = pairs(consumer_properties, "--consumer-property")
+    check_console_consumer_options(partition, offset, from_beginning, group, extra, from_file)
+    config = console_consumer_config(ctx.obj["bootstrap"], {**from_file, **extra}, isolation_level, from_beginning)
+    if group is not None:
+        config["group.id"] = group
+    if include is not None and "group.id" not in config:       # as Kafka's: a group of its own, nothing committed
+        config["group.id"] = f"console-consumer-{random.randrange(100000)}"
+        config.setdefault("enable.auto.commit", "false")
+    if "group.id" in config:
+        consumer = Consumer(config)
+        consumer.subscribe(subscription)
+    else:
+        with open_admin(ctx) as admin:
+            every = partitions_of(admin, topic)
+        start = offset if offset is not None else (OFFSET_BEGINNING if from_beginning else OFFSET_END)
+        consumer = Consumer(config)
+        consumer.assign([TopicPartition(topic, p, start) for p in (every if partition is None else [partition])])
     seen = 0
     try:
         while max_messages is None or seen < max_messages:
@@ -197,9 +230,19 @@ def consume(ctx, topic, from_beginning, partition, offset, max_messages, timeout
             if msg is None:
                 break
             if msg.error():
-                raise msg.error().exception()
-            click.echo(_format(msg, print_key, print_headers, print_timestamp, print_offset, separator))
+                if not skip_message_on_error:
+                    raise msg.error().exception()
+                click.echo(f"Error processing message, skipping this message: {msg.error().str()}", err=True)
+                continue
             seen += 1
+            out = formatter.format(msg)
+            if out:
+                try:
+                    click.echo(out, nl=False)
+                except BrokenPipeError:          # ConsoleConsumer.checkErr: nobody reads the output any more
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                    click.echo("Unable to write to standard out, closing consumer.", err=True)
+                    break
     except KeyboardInterrupt:
         pass
     finally:
@@ -207,82 +250,7 @@ def consume(ctx, topic, from_beginning, partition, offset, max_messages, timeout
     click.echo(f"Processed a total of {seen} messages", err=True)
 
 
-def _console_consumer_config(bootstrap: str, properties: dict, isolation_level: str | None,
-                             from_beginning: bool) -> dict:
-    """The consumer config as Kafka's ``ConsoleConsumerOptions.buildConsumerProps``: the
-    ``--consumer-property`` values, then ``--bootstrap-server``; ``isolation.level`` from
-    ``--isolation-level`` when given, else from the properties, else read_uncommitted
-    (``maybeMergeOptions``); ``auto.offset.reset`` from ``--from-beginning`` unless the properties
-    set it, which must then agree (``setAutoOffsetResetValue``): an offset out of range moves to the
-    end unless --from-beginning."""
-    config = dict(properties)
-    config["bootstrap.servers"] = bootstrap
-    if isolation_level is not None or "isolation.level" not in config:
-        config["isolation.level"] = isolation_level or "read_uncommitted"
-    reset = config.get("auto.offset.reset")
-    if reset is None:
-        config["auto.offset.reset"] = "earliest" if from_beginning else "latest"
-    elif from_beginning and reset != "earliest":
-        raise click.UsageError(f"Can't simultaneously specify --from-beginning and 'auto.offset.reset={reset}', "
-                               "please remove one option")
-    return config
-
-
-def _text(data) -> str:
-    if data is None:
-        return "null"
-    return data.decode("utf-8", errors="backslashreplace")
-
-
-def _format(msg, key, headers, timestamp, offset, sep) -> str:
-    fields = []
-    if timestamp:
-        kind, ts = msg.timestamp()
-        fields.append(f"{'LogAppendTime' if kind == 2 else 'CreateTime'}:{ts}")
-    if offset:
-        fields.append(f"Partition:{msg.partition()}\tOffset:{msg.offset()}")
-    if headers:
-        fields.append(",".join(f"{k}:{_text(v)}" for k, v in (msg.headers() or [])) or "NO_HEADERS")
-    if key:
-        fields.append(_text(msg.key()))
-    fields.append(_text(msg.value()))
-    return sep.join(fields)
-
-
-# ----------------------------------------------------------------------------------- offsets
-@click.command()
-@click.argument("topic")
-@click.option("--time", "-t", "when", type=TIMESTAMP, default="latest", show_default=True,
-              help="earliest, latest, max-timestamp, earliest-local, latest-tiered, ms since the epoch, "
-                   "or ISO-8601 (UTC if no zone)")
-@click.option("--partition", "-p", type=PARTITION, default=None)
-@click.pass_context
-def offsets(ctx, topic, when, partition):
-    """Print TOPIC:PARTITION:OFFSET for each partition at a point in time.
-
-    As Kafka's ``GetOffsetShell.fetchOffsets``, a partition with no such offset (no record at or
-    after the time) is left out, and one that fails is skipped with its error on stderr.
-    earliest-local is the log start (every segment is local); latest-tiered has no offset, as
-    Kafka answers for a log without remote storage."""
-    from broker.client import OffsetSpec, TopicPartition
-    if when == NAMED_TIMES["latest-tiered"]:
-        return
-    spec = OffsetSpec(NAMED_TIMES["earliest"] if when == NAMED_TIMES["earliest-local"] else when)
-    with open_admin(ctx) as admin:
-        every = partitions_of(admin, topic)
-        parts = every if partition is None else [partition]
-        futures = admin.list_offsets({TopicPartition(topic, p): spec for p in parts})
-        for tp, future in sorted(futures.items(), key=lambda kv: kv[0].partition):
-            try:
-                offset = future.result().offset
-            except RiverlogError as e:
-                click.echo(f"Skip getting offsets for topic-partition {topic}-{tp.partition} due to error: "
-                           f"{e.name}: {e.message}", err=True)
-                continue
-            if offset >= 0:
-                click.echo(f"{topic}:{tp.partition}:{offset}")
-
-
+# ----------------------------------------------------------------------------------- delete-records
 @click.command("delete-records")
 @click.argument("topic")
 @click.option("--offset", "-o", type=OFFSET_OR_HIGH_WATERMARK, required=True,

@@ -7,12 +7,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import click
 
-from broker.cli.common import ReportErrors, open_admin, pairs
+from broker.cli.common import ReportErrors, internal_topics, open_admin, pairs
 from broker.cli.params import PARTITION, PARTITION_COUNT, POSITIVE, REPLICA_ASSIGNMENT, REPLICATION_FACTOR
-from broker.errors import RiverlogError
+from broker.cli.topic_description import PartitionInfo, Reports, TopicInfo, describe_lines
+from broker.cli.topic_partition_filter import TopicPartitionFilterError, include_list
 
 
 @click.group(cls=ReportErrors)
@@ -47,31 +49,17 @@ def topics_create(ctx, name, partitions, replication_factor, replica_assignment,
     click.echo(f"Created topic {name}.")
 
 
-def _internal(admin, names) -> set[str]:
-    """The internal topics among ``names``, as the broker marks them (Kafka's ``Topic.isInternal``:
-    ``__consumer_offsets`` and ``__transaction_state``). A user topic whose name merely starts with
-    ``__`` is not one, so it is listed and described like any other."""
-    from broker.client import TopicCollection
-    names = list(names)
-    if not names:
-        return set()
-    internal = set()
-    for name, future in admin.describe_topics(TopicCollection(names)).items():
-        try:
-            if future.result().is_internal:
-                internal.add(name)
-        except RiverlogError:        # deleted since it was listed
-            pass
-    return internal
-
-
 @topics.command("list")
 @click.option("--all", "show_internal", is_flag=True, help="include internal topics")
+@click.option("--exclude-internal", is_flag=True, help="leave out internal topics (the default without --all)")
+@click.option("--topic", "topic_regex", default=None, help="only topics whose whole name matches this regex")
 @click.pass_context
-def topics_list(ctx, show_internal):
+def topics_list(ctx, show_internal, exclude_internal, topic_regex):
+    if show_internal and exclude_internal:
+        raise click.UsageError("--all and --exclude-internal cannot be given together")
     with open_admin(ctx) as admin:
-        names = sorted(admin.list_topics().topics)
-        hidden = set() if show_internal else _internal(admin, names)
+        names = _matching(admin.list_topics().topics, topic_regex)
+        hidden = set() if show_internal else internal_topics(admin, names)
     for name in names:
         if name not in hidden:
             click.echo(name)
@@ -79,28 +67,67 @@ def topics_list(ctx, show_internal):
 
 @topics.command("describe")
 @click.argument("names", nargs=-1)
+@click.option("--under-replicated-partitions", is_flag=True, help="only partitions with fewer in sync than replicas")
+@click.option("--unavailable-partitions", is_flag=True, help="only partitions without a live leader")
+@click.option("--under-min-isr-partitions", is_flag=True,
+              help="only partitions without a leader or with fewer in sync than min.insync.replicas")
+@click.option("--at-min-isr-partitions", is_flag=True, help="only partitions with exactly min.insync.replicas in sync")
+@click.option("--topics-with-overrides", is_flag=True, help="only the topic lines of topics with config overrides")
+@click.option("--exclude-internal", is_flag=True, help="leave out internal topics (they are left out unless named)")
+@click.option("--topic", "topic_regex", default=None,
+              help="instead of NAMES: the topics whose whole name matches this regex (internal ones too)")
+@click.option("--if-exists", is_flag=True, help="with --topic: no error when no topic matches")
 @click.pass_context
-def topics_describe(ctx, names):
+def topics_describe(ctx, names, under_replicated_partitions, unavailable_partitions, under_min_isr_partitions,
+                    at_min_isr_partitions, topics_with_overrides, exclude_internal, topic_regex, if_exists):
+    """Topic and partition lines as kafka-topics --describe, with its report options."""
     from broker.client import ConfigResource
     from broker.errors import UnknownTopicOrPartitionError
+    reports = Reports(under_replicated_partitions, unavailable_partitions, under_min_isr_partitions,
+                      at_min_isr_partitions, topics_with_overrides)
+    if topics_with_overrides and reports.partition_reports:
+        raise click.UsageError("--topics-with-overrides cannot be used with the partition report options")
+    if names and topic_regex is not None:
+        raise click.UsageError("give the topics as NAMES or as --topic, not both")
     with open_admin(ctx) as admin:
         md = admin.list_topics()
-        wanted = names or sorted(set(md.topics) - _internal(admin, md.topics))
+        if topic_regex is not None:
+            names = tuple(_matching(md.topics, topic_regex))
+            if not names:
+                if if_exists:
+                    return
+                raise UnknownTopicOrPartitionError(f"Topic '{topic_regex}' does not exist as expected")
+        wanted = names or sorted(set(md.topics) - internal_topics(admin, md.topics))
+        if names and exclude_internal:
+            hidden = internal_topics(admin, [n for n in names if n in md.topics])
+            wanted = [n for n in names if n not in hidden]
+        if unavailable_partitions:
+            reports = replace(reports, live_brokers=frozenset(n.id for n in admin.describe_cluster().result().nodes))
         for name in wanted:
             topic = md.topics.get(name)
             if topic is None or topic.error is not None:
                 raise UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
             entries = admin.describe_configs([ConfigResource("topic", name)])
             configs = next(iter(entries.values())).result()
-            overrides = ",".join(f"{k}={e.value}" for k, e in sorted(configs.items())
-                                 if e.source == "DYNAMIC_TOPIC_CONFIG")
-            parts = topic.partitions
-            rf = len(next(iter(parts.values())).replicas) if parts else 0
-            click.echo(f"Topic: {name}\tTopicId: {topic.topic_id}\tPartitionCount: {len(parts)}\t"
-                       f"ReplicationFactor: {rf}\tConfigs: {overrides}")
-            for p in sorted(parts.values(), key=lambda x: x.partition):
-                click.echo(f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {p.leader}\t"
-                           f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}")
+            min_isr = configs.get("min.insync.replicas")
+            info = TopicInfo(name, str(topic.topic_id),
+                             [PartitionInfo(p.partition, p.leader, list(p.replicas), list(p.isr))
+                              for p in topic.partitions.values()],
+                             {k: e.value for k, e in configs.items() if e.source == "DYNAMIC_TOPIC_CONFIG"},
+                             int(min_isr.value) if min_isr is not None and min_isr.value else 1)
+            for line in describe_lines(info, reports):
+                click.echo(line)
+
+
+def _matching(topics, regex: str | None) -> list[str]:
+    """The topic names, sorted, that Kafka's ``--topic`` include list matches (all without one)."""
+    if regex is None:
+        return sorted(topics)
+    try:
+        pattern = include_list(regex)
+    except TopicPartitionFilterError as e:
+        raise click.BadParameter(str(e), param_hint="'--topic'") from None
+    return [name for name in sorted(topics) if pattern.fullmatch(name)]
 
 
 @topics.command("delete")

@@ -14,11 +14,14 @@ opened it is fenced.
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 import click
 
 from broker.cli.common import ReportErrors, open_admin, partitions_of, table
-from broker.cli.params import PARTITION
+from broker.cli.hanging_transactions import HEADERS, candidates, hanging_rows
+from broker.cli.params import COUNT, NODE_ID, PARTITION
+from broker.errors import TransactionalIdNotFoundError
 
 
 @click.group(cls=ReportErrors)
@@ -44,10 +47,14 @@ def transactions_list(ctx):
 
 
 @transactions.command("describe")
-@click.argument("transactional_ids", nargs=-1, required=True)
+@click.argument("transactional_ids", nargs=-1)
+@click.option("--transactional-id", "id_options", multiple=True, help="as Kafka's kafka-transactions (or as arguments)")
 @click.pass_context
-def transactions_describe(ctx, transactional_ids):
+def transactions_describe(ctx, transactional_ids, id_options):
     """State, producer id and epoch, timeout, start time, partitions and groups of each transactional.id."""
+    transactional_ids = tuple(dict.fromkeys(transactional_ids + id_options))
+    if not transactional_ids:
+        raise click.UsageError("Missing the transactional.id: give TRANSACTIONAL_ID... or --transactional-id")
     with open_admin(ctx) as admin:
         futures = admin.describe_transactions(list(transactional_ids))
         for i, txn_id in enumerate(transactional_ids):
@@ -104,3 +111,43 @@ def transactions_describe_producers(ctx, topic, partitions, verbose):
             table([["ACTIVE-PRODUCER-ID", "EPOCH", "LAST-SEQUENCE", "LAST-WRITE", "TXN-START-OFFSET"]] +
                    [[str(a.producer_id), str(a.producer_epoch), str(a.last_sequence), _when(a.last_timestamp),
                      str(a.current_txn_start_offset)] for a in r.active_producers])
+
+
+@transactions.command("find-hanging")
+@click.option("--topic", "-t", default=None, help="search this topic (or every topic, with --broker-id)")
+@click.option("--partition", "-p", type=PARTITION, default=None, help="with --topic: only this partition")
+@click.option("--broker-id", type=NODE_ID, default=None, help="only partitions with a replica on this broker")
+@click.option("--max-transaction-timeout", type=COUNT, default=15, show_default=True,
+              help="minutes: an open transaction idle longer than this is a candidate (transaction.max.timeout.ms)")
+@click.pass_context
+def transactions_find_hanging(ctx, topic, partition, broker_id, max_transaction_timeout):
+    """Open transactions no coordinator will end (kafka-transactions find-hanging): each holds its
+    partition's last stable offset back."""
+    from broker.client import TopicPartition
+    if topic is None and broker_id is None:
+        raise click.UsageError("The `find-hanging` command requires either --topic or --broker-id to limit the scope "
+                               "of the search")
+    if partition is not None and topic is None:
+        raise click.UsageError("The --partition argument requires --topic to be provided")
+    with open_admin(ctx) as admin:
+        md = admin.list_topics() if topic is None else admin.list_topics(topic)
+        if topic is not None and (topic not in md.topics or md.topics[topic].error is not None):
+            partitions_of(admin, topic)                 # raises the topic's error
+        wanted = [TopicPartition(name, p.partition) for name, t in sorted(md.topics.items()) if t.error is None
+                  for p in sorted(t.partitions.values(), key=lambda p: p.partition)
+                  if (partition is None or p.partition == partition)
+                  and (broker_id is None or broker_id in p.replicas)]
+        futures = admin.describe_producers(wanted) if wanted else {}
+        producers = {(tp.topic, tp.partition): f.result() for tp, f in futures.items()}
+        now_ms = int(time.time() * 1000)
+        found = candidates(producers, now_ms, max_transaction_timeout * 60_000)
+        ids, descriptions = {}, {}
+        if found:
+            pids = {a.producer_id for _, _, a in found}
+            ids = {t.producer_id: t.transactional_id for t in admin.list_transactions().result() if t.producer_id in pids}
+            for txn_id, future in admin.describe_transactions(sorted(set(ids.values()))).items() if ids else ():
+                try:
+                    descriptions[txn_id] = future.result()
+                except TransactionalIdNotFoundError:
+                    descriptions[txn_id] = None
+    table([HEADERS] + hanging_rows(found, ids, descriptions, now_ms))

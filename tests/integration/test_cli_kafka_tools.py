@@ -226,6 +226,19 @@ def test_offsets_leaves_out_partitions_without_an_offset(cli, shared_broker, top
     assert at("latest") == [f"{topic_name}:0:4", f"{topic_name}:1:0"]
 
 
+def test_offsets_take_get_offset_shells_topic_filters(cli, shared_broker, topic_name):
+    """GetOffsetShell: --topic is a regex with --partitions ids, --topic-partitions takes rules, and
+    filters that match nothing fail (exit 1)."""
+    create_topic(shared_broker.bootstrap, f"{topic_name}-a", partitions=3)
+    create_topic(shared_broker.bootstrap, f"{topic_name}-b", partitions=1)
+    assert lines(cli("offsets", "--topic", f"{topic_name}-.*", "--partitions", "0,2", "--time", "earliest").stdout) == [
+        f"{topic_name}-a:0:0", f"{topic_name}-a:2:0", f"{topic_name}-b:0:0"]
+    assert lines(cli("offsets", "--topic-partitions", f"{topic_name}-a:1-,{topic_name}-b").stdout) == [
+        f"{topic_name}-a:1:0", f"{topic_name}-a:2:0", f"{topic_name}-b:0:0"]
+    none = cli("offsets", "--topic", f"{topic_name}-x.*", check=False)
+    assert none.returncode == 1 and "Could not match any topic-partitions with the specified filters" in none.stderr
+
+
 # ----------------------------------------------------------------------------------- produce
 def test_produce_keeps_repeated_headers_and_splits_lines_as_read_line(cli, shared_broker, topic_name):
     """Record headers are a list (a key may repeat), so every --header is kept in order; lines end
@@ -265,3 +278,19 @@ def test_topics_hide_only_internal_topics_and_if_exists_flags(cli, shared_broker
     assert gone.stdout == "" and gone.returncode == 0
     assert cli("topics", "delete", f"{topic_name}-never", check=False).returncode == 1
     assert cli("topics", "delete", user, "--if-exists").stdout.strip() == f"Deleted topic {user}."
+
+
+def test_describe_report_options(cli, shared_broker, topic_name):
+    """TopicCommand's --under-min-isr-partitions reads the topic's min.insync.replicas;
+    --unavailable-partitions checks the leader against the live brokers; --topic is a regex
+    (IncludeList) and one matching nothing fails."""
+    create_topic(shared_broker.bootstrap, topic_name, partitions=2, **{"min.insync.replicas": "2"})
+    under = lines(cli("topics", "describe", topic_name, "--under-min-isr-partitions").stdout)
+    assert [line.split("\t")[2] for line in under] == ["Partition: 0", "Partition: 1"], under
+    assert cli("topics", "describe", topic_name, "--unavailable-partitions", "--at-min-isr-partitions").stdout == ""
+    overridden = lines(cli("topics", "describe", "--topic", f"{topic_name}|{topic_name}-x.*",
+                           "--topics-with-overrides").stdout)
+    assert len(overridden) == 1 and overridden[0].startswith(f"Topic: {topic_name}\t"), overridden
+    assert overridden[0].endswith("Configs: min.insync.replicas=2"), overridden
+    missing = cli("topics", "describe", "--topic", f"{topic_name}-x.*", check=False)
+    assert missing.returncode == 1 and f"Topic '{topic_name}-x.*' does not exist as expected" in missing.stderr

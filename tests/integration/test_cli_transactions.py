@@ -110,10 +110,16 @@ def test_cli_finds_and_aborts_a_hanging_transaction(cli, shared_broker, topic_na
         assert len(active) == 2, every                     # the plain idempotent producer too
         assert [active[pid][i] for i in (1, 2, 4)] == ["0", "2", "1"], every   # epoch, last sequence, txn start
 
+        # kafka-transactions find-hanging: old enough (timeout 0) but its coordinator holds the
+        # partition in an Ongoing transaction, so it is not hanging: the header alone
+        found = cli("transactions", "find-hanging", "--topic", topic_name, "--max-transaction-timeout", 0).stdout
+        assert lines(found) == ["Topic  Partition  ProducerId  ProducerEpoch  CoordinatorEpoch  StartOffset  "
+                                "LastTimestamp  Duration(min)"], found
+
         aborted = cli("transactions", "abort", "--transactional-id", txn_id).stdout
         assert f"producer id {pid} is now at epoch 1" in aborted, aborted
 
-        described = _fields(cli("transactions", "describe", txn_id).stdout)
+        described = _fields(cli("transactions", "describe", "--transactional-id", txn_id).stdout)   # Kafka's spelling
         assert (described["State"], described["ProducerEpoch"]) == ("CompleteAbort", "1"), described
         assert _listed(cli("transactions", "list").stdout)[txn_id][1] == "CompleteAbort"
 

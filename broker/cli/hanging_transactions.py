@@ -1,0 +1,44 @@
+"""Which open transactions hang: Kafka's ``kafka-transactions find-hanging``, as a pure function of
+what the admin client reports (``FindHangingTransactionsCommand``).
+
+    found = candidates(producers, now_ms, max_timeout_ms)
+    rows = hanging_rows(found, transactional_ids, descriptions, now_ms)
+    # [["orders", "0", "4001", "0", "-1", "17", "1764540000000", "20"]]
+
+A candidate is a producer a partition remembers with an open transaction (a start offset) whose
+last write is older than ``--max-transaction-timeout``: no live transaction can be that old, since
+its coordinator aborts it once ``transaction.timeout.ms`` passes. It hangs when no coordinator
+knows its producer id, or when the transaction its coordinator knows does not hold that partition
+(so no marker will ever be written there). Rows carry Kafka's ``find-hanging`` columns.
+"""
+from __future__ import annotations
+
+__all__ = ["HEADERS", "candidates", "hanging_rows"]
+
+HEADERS = ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
+           "LastTimestamp", "Duration(min)"]
+
+
+def candidates(producers: dict, now_ms: int, max_timeout_ms: int) -> list[tuple[str, int, object]]:
+    """(topic, partition, active producer) of each open transaction older than the timeout;
+    ``producers`` maps (topic, partition) to the partition's described producers."""
+    return [(topic, partition, a) for (topic, partition), described in sorted(producers.items())
+            for a in described.active_producers
+            if a.current_txn_start_offset >= 0 and now_ms - a.last_timestamp > max_timeout_ms]
+
+
+def hanging_rows(found: list, transactional_ids: dict[int, str], descriptions: dict, now_ms: int) -> list[list[str]]:
+    """The rows of the candidates ``found`` that hang, given each producer id's transactional.id
+    (from ``list_transactions``) and each transactional.id's description (None: the coordinator
+    does not know it)."""
+    rows = []
+    for topic, partition, a in found:
+        txn_id = transactional_ids.get(a.producer_id)
+        description = descriptions.get(txn_id) if txn_id is not None else None
+        if description is not None and (topic, partition) in {(tp.topic, tp.partition)
+                                                               for tp in description.topic_partitions}:
+            continue
+        rows.append([topic, str(partition), str(a.producer_id), str(a.producer_epoch), "-1",
+                     str(a.current_txn_start_offset), str(a.last_timestamp),
+                     str((now_ms - a.last_timestamp) // 60_000)])
+    return rows
