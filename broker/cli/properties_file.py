@@ -1,24 +1,18 @@
-"""``--property k=v`` values and Java ``.properties`` files (``--reader-config``,
-``--formatter-config``), read as Kafka's tools read them.
+"""``--property k=v`` values, read as Kafka's tools read them; ``.properties`` files are
+:mod:`broker.config.properties`.
 
     property_args(["key.separator=:", "parse.key=true"])    # {"key.separator": ":", "parse.key": "true"}
-    read_properties("formatter.properties")
 
 ``--property`` is ``CommandLineUtils.parseKeyValueArgs``: split at the first ``=``, nothing
-trimmed (``key.separator= | `` keeps its spaces), a missing value is empty. A file is read as
-``java.util.Properties.load``: ``#``/``!`` comments, keys end at ``=``, ``:`` or whitespace, a line
-ending in an odd number of backslashes continues, and ``\\t \\n \\r \\f \\uXXXX \\<char>`` are
-unescaped (so ``key.separator=\\t`` in a file is a tab, as in Kafka). Pure.
+trimmed (``key.separator= | `` keeps its spaces), a missing value is empty. Pure.
 """
 from __future__ import annotations
 
 import click
 
-__all__ = ["parse_properties", "property_args", "read_properties"]
+from broker.config.properties import parse_properties, read_properties
 
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-_WHITESPACE = " \t\f"
-_HEX = "0123456789abcdefABCDEF"
+__all__ = ["parse_properties", "property_args", "read_properties"]
 
 
 def property_args(values, option: str = "--property") -> dict[str, str]:
@@ -30,55 +24,3 @@ def property_args(values, option: str = "--property") -> dict[str, str]:
             raise click.BadParameter(f"{item!r} has no property name; use name=value", param_hint=f"'{option}'")
         out[key] = value
     return out
-
-
-def _logical_lines(text: str):
-    pending = None
-    for raw in text.splitlines():
-        line = raw.lstrip(_WHITESPACE)
-        if pending is None and (not line or line[0] in "#!"):
-            continue
-        continues = (len(line) - len(line.rstrip("\\"))) % 2 == 1
-        part = line[:-1] if continues else line
-        pending = part if pending is None else pending + part
-        if not continues:
-            yield pending
-            pending = None
-    if pending is not None:
-        yield pending
-
-
-def _unescape(text: str) -> str:
-    out, i = [], 0
-    while i < len(text):
-        c = text[i]
-        if c != "\\" or i + 1 == len(text):
-            out.append(c)
-            i += 1
-        elif text[i + 1] == "u" and len(text) >= i + 6 and all(h in _HEX for h in text[i + 2:i + 6]):
-            out.append(chr(int(text[i + 2:i + 6], 16)))
-            i += 6
-        else:
-            out.append(_ESCAPES.get(text[i + 1], text[i + 1]))
-            i += 2
-    return "".join(out)
-
-
-def _split(line: str) -> tuple[str, str]:
-    i = 0
-    while i < len(line) and line[i] not in "=:" + _WHITESPACE:
-        i += 2 if line[i] == "\\" else 1
-    key, rest = line[:i], line[i:].lstrip(_WHITESPACE)
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(_WHITESPACE)
-    return _unescape(key), _unescape(rest)
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Every key and value of a ``.properties`` text (a later key wins, as in Java)."""
-    return dict(_split(line) for line in _logical_lines(text))
-
-
-def read_properties(path: str) -> dict[str, str]:
-    with open(path, encoding="utf-8") as f:
-        return parse_properties(f.read())

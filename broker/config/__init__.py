@@ -183,15 +183,8 @@ def topic_defaults(broker_config: Config) -> dict:
 
 
 def read_properties(path: str) -> dict[str, str]:
-    """A Java-style .properties file (key=value, # comments) as a dict."""
-    values = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line or line[0] in "#!":
-                continue
-            key, sep, value = line.partition("=")
-            if not sep:
-                key, _, value = line.partition(":")
-            values[key.strip()] = value.strip()
-    return values
+    """A ``server.properties`` file as a dict: read as Java's ``Properties.load``
+    (:mod:`broker.config.properties`), each value trimmed as Kafka's ``ConfigDef`` trims the
+    values it parses."""
+    from broker.config.properties import read_properties as read_java
+    return {k: v.strip() for k, v in read_java(path).items()}

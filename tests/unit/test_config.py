@@ -207,3 +207,15 @@ def test_incremental_append_and_subtract_change_a_list_part_by_part():
     assert altered_list("cleanup.policy", None, APPEND, "compact") == "compact"
     with pytest.raises(InvalidConfigError, match="Can't APPEND to key retention.ms because its type is not LIST"):
         altered_list("retention.ms", "1", APPEND, "2")
+
+
+def test_read_properties_reads_a_server_properties_as_java_does(tmp_path):
+    """``Properties.load``: a whitespace separator, a continued line, escapes, ``:`` in a value;
+    each value then trimmed as Kafka's ConfigDef trims what it parses."""
+    path = tmp_path / "server.properties"
+    path.write_text("node.id 4\n"
+                    "listeners=PLAINTEXT://127.0.0.1:9092,\\\n"
+                    "          CONTROLLER://127.0.0.1:9093\n"
+                    "log.dirs=/data/a\\u0020b\n", encoding="utf-8")
+    assert read_properties(str(path)) == {"node.id": "4", "log.dirs": "/data/a b",
+                                          "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"}
