@@ -157,7 +157,7 @@ def topics_delete(ctx, name, if_exists):
 @click.pass_context
 def topics_elect_leaders(ctx, name, partitions, election_type):
     """Move leadership back to the preferred replicas, or lead leaderless partitions (kafka-leader-election)."""
-    from broker.client import ElectionType, TopicPartition
+    from broker.client import ElectionType, KafkaError, TopicPartition
     if election_type.lower() == "preferred":
         with open_admin(ctx) as admin:
             admin.elect_leaders(name, list(partitions) or None).result()
@@ -167,15 +167,20 @@ def topics_elect_leaders(ctx, name, partitions, election_type):
         every = [TopicPartition(name, p) for p in partitions] or \
             [TopicPartition(name, p) for p in sorted(admin.list_topics(name, timeout=30).topics[name].partitions)]
         results = admin.elect_leaders(ElectionType.UNCLEAN, every).result()
-    failed = {tp: e for tp, e in results.items() if e is not None}
+    # LeaderElectionCommand: ELECTION_NOT_NEEDED is a no-op, not a failure; any other error fails the command
+    noop = sorted(tp.partition for tp, e in results.items()
+                  if e is not None and e.args[0].code() == KafkaError.ELECTION_NOT_NEEDED)
+    failed = {tp: e for tp, e in results.items() if e is not None and tp.partition not in noop}
     elected = sorted(tp.partition for tp, e in results.items() if e is None)
     if elected:
         click.echo(f"Successfully completed leader election (UNCLEAN) for partitions "
                    f"{', '.join(f'{name}-{p}' for p in elected)}")
+    if noop:
+        click.echo(f"Valid replica already elected for partitions {', '.join(f'{name}-{p}' for p in noop)}")
     for tp, e in sorted(failed.items(), key=lambda kv: kv[0].partition):
         click.echo(f"Error completing leader election (UNCLEAN) for partition: {name}-{tp.partition}: "
                    f"{e.args[0].str()}", err=True)
-    if failed and not elected:
+    if failed:
         ctx.exit(1)
 
 
