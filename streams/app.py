@@ -41,6 +41,8 @@ from streams.topology import SubTopology, Topology, changelog_topic
 log = logging.getLogger(__name__)
 
 
+_NO_RESET = -3   # auto.offset.reset=none: a partition without a valid committed offset fails the start
+
 class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
     def __init__(self, topology: Topology, spark, config: dict):
         self.spark = spark
@@ -123,7 +125,7 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
             consumed = n.args.get("consumed") if n.kind == "source" else None
             if consumed is not None and consumed.offset_reset and topic in n.topics:
                 policy = consumed.offset_reset
-        return -2 if policy == "earliest" else -1
+        return -2 if policy == "earliest" else -1 if policy == "latest" else _NO_RESET
 
     def _committed(self, topics: list[str]) -> dict[str, dict[str, int]]:
         """Where a fresh query starts on each partition: the group's committed offset, else the
@@ -145,6 +147,13 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
                                  "offset", offset, tp.topic, tp.partition, low, high,
                                  "earliest" if reset == -2 else "latest")
                         offset = reset
+                if offset < 0 and reset == _NO_RESET:
+                    raise StreamsError(
+                        f"No valid committed offset found for input topic {tp.topic} (partition {tp.partition}) "
+                        "and no valid reset policy configured. You need to set configuration parameter "
+                        "\"auto.offset.reset\" or specify a topic specific reset policy via "
+                        "StreamsBuilder.stream(..., Consumed.withOffsetResetPolicy(...)) or "
+                        "StreamsBuilder.table(..., Consumed.withOffsetResetPolicy(...))")
                 out[tp.topic][str(tp.partition)] = offset if offset >= 0 else reset
             return out
         finally:

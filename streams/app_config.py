@@ -99,8 +99,8 @@ def _reset_policy(c: dict) -> str:
     for key in (_RESET, _CONSUMER + _RESET, _MAIN_CONSUMER + _RESET):
         if key in c:
             policy = c[key]
-            if policy not in ("earliest", "latest"):
-                raise InvalidConfigError(f"{key} {policy!r}: expected earliest or latest", config=key)
+            if policy not in ("earliest", "latest", "none"):
+                raise InvalidConfigError(f"{key} {policy!r}: expected earliest, latest or none", config=key)
     return policy
 
 

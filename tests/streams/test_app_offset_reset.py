@@ -9,6 +9,7 @@ import pytest
 from broker.client import AdminClient, Consumer, NewTopic, Producer, TopicPartition
 from streams.app import StreamsApp
 from streams.builder import StreamsBuilder
+from streams.errors import StreamsError
 from streams.parameters import Consumed, Produced
 from streams.serdes import Serdes
 
@@ -57,3 +58,14 @@ def test_a_committed_offset_out_of_the_partitions_range_is_reset_by_the_sources_
     finally:
         c.close()
     assert _app(bootstrap)._committed(topics) == {"early": {"0": 5, "1": 10}, "late": {"0": 5, "1": 10}}
+    # auto.offset.reset=none (Kafka's NONE): a source without its own policy and without a valid
+    # committed offset fails the start, naming the partition; a committed one in range is kept
+    b = StreamsBuilder()
+    b.stream("early", Consumed.with_(S, S)).to("out", Produced.with_(S, S))
+    strict = StreamsApp(b.build(), None, {"application.id": "resets", "bootstrap.servers": bootstrap,
+                                          "auto.offset.reset": "none"})
+    strict._create_internal_topics()
+    assert strict._committed(["early"]) == {"early": {"0": 5, "1": 10}}
+    strict.app = "never-committed"
+    with pytest.raises(StreamsError, match="No valid committed offset found for input topic early"):
+        strict._committed(["early"])
