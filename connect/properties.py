@@ -6,79 +6,27 @@
 
 Keys end at the first unescaped ``=``, ``:`` or whitespace; ``#`` and ``!`` start comments; a line
 ending in an odd number of backslashes continues on the next (leading whitespace dropped);
-``\\t \\n \\r \\f \\uXXXX`` and ``\\<char>`` are unescaped. Pure.
+``\\t \\n \\r \\f \\uXXXX`` and ``\\<char>`` are unescaped (the reader is the broker's,
+:mod:`broker.config.properties`). Pure.
 """
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from broker.config.properties import parse_properties as _parse
 from connect.errors import ConfigError
 
 __all__ = ["connector_file", "parse_properties", "read_properties"]
 
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-_SEPARATORS = "=:"
-_WHITESPACE = " \t\f"
-
-
-def _logical_lines(text: str):
-    pending = None
-    for raw in text.splitlines():
-        line = raw.lstrip(_WHITESPACE)
-        if pending is None and (not line or line[0] in "#!"):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        continues = trailing % 2 == 1
-        part = line[:-1] if continues else line
-        pending = part if pending is None else pending + part
-        if not continues:
-            yield pending
-            pending = None
-    if pending is not None:
-        yield pending
-
-
-def _unescape(text: str) -> str:
-    out, i = [], 0
-    while i < len(text):
-        c = text[i]
-        if c != "\\" or i + 1 == len(text):
-            out.append(c)
-            i += 1
-            continue
-        nxt = text[i + 1]
-        if nxt == "u" and len(text) >= i + 6:
-            try:
-                out.append(chr(int(text[i + 2:i + 6], 16)))
-                i += 6
-                continue
-            except ValueError:
-                raise ConfigError(f"Malformed \\uxxxx encoding in {text!r}") from None
-        out.append(_ESCAPES.get(nxt, nxt))
-        i += 2
-    return "".join(out)
-
-
-def _split(line: str) -> tuple[str, str]:
-    i = 0
-    while i < len(line):
-        c = line[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c in _SEPARATORS or c in _WHITESPACE:
-            break
-        i += 1
-    key, rest = line[:i], line[i:].lstrip(_WHITESPACE)
-    if rest[:1] in tuple(_SEPARATORS):
-        rest = rest[1:].lstrip(_WHITESPACE)
-    return _unescape(key), _unescape(rest)
-
 
 def parse_properties(text: str) -> dict[str, str]:
-    """Every key and value of a ``.properties`` text (a later key wins, as in Java)."""
-    return dict(_split(line) for line in _logical_lines(text))
+    """Every key and value of a ``.properties`` text (a later key wins, as in Java); a malformed
+    ``\\uxxxx`` escape is a :class:`ConfigError`."""
+    try:
+        return _parse(text)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def read_properties(path: str) -> dict[str, str]:

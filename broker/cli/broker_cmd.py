@@ -71,7 +71,10 @@ def broker_start(data_dir, host, port, node_id, roles, controller_quorum, proper
     from broker.server.service import BrokerServer
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    values = read_properties(properties_file) if properties_file else {}
+    try:
+        values = read_properties(properties_file) if properties_file else {}
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="'--properties'") from None
     values.update(pairs(overrides, "--config"))
     if data_dir:
         values["log.dirs"] = data_dir

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import click
 
-from broker.config.properties import parse_properties, read_properties
+from broker.config.properties import parse_properties
+from broker.config.properties import read_properties as _read
 
 __all__ = ["parse_properties", "property_args", "read_properties"]
 
@@ -24,3 +25,11 @@ def property_args(values, option: str = "--property") -> dict[str, str]:
             raise click.BadParameter(f"{item!r} has no property name; use name=value", param_hint=f"'{option}'")
         out[key] = value
     return out
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """A ``.properties`` file given to a command; a malformed one fails the command, naming it."""
+    try:
+        return _read(path)
+    except ValueError as e:
+        raise click.ClickException(f"{path}: {e}") from None

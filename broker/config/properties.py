@@ -5,7 +5,8 @@
 ``#``/``!`` start comments; keys end at the first unescaped ``=``, ``:`` or whitespace; a line
 ending in an odd number of backslashes continues on the next (its leading whitespace dropped);
 ``\\t \\n \\r \\f \\uXXXX \\<char>`` are unescaped (so ``key.separator=\\t`` is a tab, as in
-Kafka). Values keep their spaces, as Java's do. Pure.
+Kafka); a malformed ``\\uxxxx`` is refused (``ValueError``), as Java refuses it. Values keep their
+spaces, as Java's do. Pure; also what ``connect`` reads ``worker.properties`` and connector files with.
 """
 from __future__ import annotations
 
@@ -39,8 +40,11 @@ def _unescape(text: str) -> str:
         if c != "\\" or i + 1 == len(text):
             out.append(c)
             i += 1
-        elif text[i + 1] == "u" and len(text) >= i + 6 and all(h in _HEX for h in text[i + 2:i + 6]):
-            out.append(chr(int(text[i + 2:i + 6], 16)))
+        elif text[i + 1] == "u":
+            digits = text[i + 2:i + 6]
+            if len(digits) < 4 or not all(h in _HEX for h in digits):
+                raise ValueError(f"Malformed \\uxxxx encoding in {text!r}")   # Properties.load's refusal
+            out.append(chr(int(digits, 16)))
             i += 6
         else:
             out.append(_ESCAPES.get(text[i + 1], text[i + 1]))

@@ -219,3 +219,10 @@ def test_read_properties_reads_a_server_properties_as_java_does(tmp_path):
                     "log.dirs=/data/a\\u0020b\n", encoding="utf-8")
     assert read_properties(str(path)) == {"node.id": "4", "log.dirs": "/data/a b",
                                           "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"}
+
+
+def test_a_malformed_unicode_escape_is_refused_as_java_refuses_it(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text("log.dirs=/data/\\u00zz\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="Malformed"):
+        read_properties(str(path))
