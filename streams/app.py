@@ -22,7 +22,7 @@ import os
 import shutil
 import sys
 
-from broker.client import Consumer, TopicPartition
+from broker.client import AdminClient, Consumer, OffsetSpec, TopicPartition
 from spark_sink import activate_in_thread
 from spark_sink.offset_log import topic_offsets
 from streams import partition_time, restore, spark_plan, table_combine, window_combine
@@ -138,10 +138,12 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
         try:
             tps = [TopicPartition(t, p) for t in topics for p in range(self.partitions(t))]
             out: dict[str, dict[str, int]] = {t: {} for t in topics}
-            for tp in c.committed(tps, timeout=30):
+            committed = c.committed(tps, timeout=30)
+            ranges = self._ranges([tp for tp in committed if tp.offset >= 0])
+            for tp in committed:
                 offset, reset = tp.offset, self._reset(tp.topic)
                 if offset >= 0:
-                    low, high = c.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=30)
+                    low, high = ranges[(tp.topic, tp.partition)]
                     if not low <= offset <= high:
                         log.info("Committed offset %d of %s-%d is out of range [%d, %d]; resetting it to the %s "
                                  "offset", offset, tp.topic, tp.partition, low, high,
@@ -158,6 +160,16 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
             return out
         finally:
             c.close()
+
+    def _ranges(self, tps: list) -> dict[tuple[str, int], tuple[int, int]]:
+        """(log start, end) of each partition: two ListOffsets requests for them all."""
+        if not tps:
+            return {}
+        with AdminClient(self.admin) as admin:
+            lows, highs = ({(tp.topic, tp.partition): f.result(30).offset for tp, f in
+                            admin.list_offsets({TopicPartition(tp.topic, tp.partition): spec for tp in tps}).items()}
+                           for spec in (OffsetSpec.earliest(), OffsetSpec.latest()))
+        return {key: (lows[key], highs[key]) for key in lows}
 
     def _start(self, sub: SubTopology):
         topics = self.topology.source_topics(self.app, sub)
