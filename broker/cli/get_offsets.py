@@ -75,7 +75,8 @@ def offsets(ctx, topic, when, partition, topic_regex, partition_ids, topic_parti
         if when == NAMED_TIMES["latest-tiered"]:
             return
         futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in wanted})
-        for tp, future in sorted(futures.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+        # GetOffsetShell's order: by TopicPartition.toString() (so orders-10 comes before orders-2)
+        for tp, future in sorted(futures.items(), key=lambda kv: f"{kv[0].topic}-{kv[0].partition}"):
             try:
                 offset = future.result().offset
             except RiverlogError as e:
