@@ -10,10 +10,9 @@ import time
 
 import pytest
 
-from broker.client import AdminClient, Consumer, ElectionType, KafkaError, NewTopic, TopicPartition
+from broker.client import AdminClient, Consumer, ElectionType, KafkaError, TopicPartition
 from tests.conftest import wait_until
-from tests.integration.test_cluster import FAST
-from tests.integration.test_unclean_election import _produce
+from tests.integration.test_unclean_election import _produce, diverged
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -28,16 +27,8 @@ def _records(consumer, n: int, timeout: float = 60) -> list:
 
 
 def test_a_consumer_reads_the_new_leaders_records_after_its_log_was_truncated(cluster_factory, topic_name):
-    cluster = cluster_factory(3, FAST, roles={1: "broker", 2: "broker", 3: "controller"})
+    cluster = diverged(cluster_factory, topic_name)
     tp = TopicPartition(topic_name, 0)
-    with cluster.admin() as admin:
-        admin.create_topics([NewTopic(topic_name, 1, replica_assignment=[[1, 2]],
-                                      config={"min.insync.replicas": "1"})])[topic_name].result(30)
-    wait_until(lambda: sorted(cluster.partition(topic_name, 0).isr) == [1, 2], 30, 0.1, "both replicas in sync")
-    _produce(cluster.bootstrap, topic_name, [b"both-%d" % i for i in range(10)])
-    cluster.nodes[2].kill9()
-    wait_until(lambda: cluster.partition(topic_name, 0).isr == [1], 30, 0.1, "broker 2 out of the ISR")
-    _produce(cluster.bootstrap, topic_name, [b"only-1-%d" % i for i in range(5)])
 
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "auto.offset.reset": "earliest"})
     consumer.assign([TopicPartition(topic_name, 0, 0)])

@@ -20,9 +20,11 @@ def _produce(bootstrap: str, topic: str, values) -> None:
         assert p.flush(60) == 0
 
 
-def test_an_unclean_election_brings_back_a_partition_whose_isr_is_gone(cluster_factory, topic_name):
+def diverged(cluster_factory, topic_name):
+    """Brokers 1 and 2 (3: the controller) replicate one partition; 10 records reach both, then
+    broker 2 is killed and 5 more (``only-1-*``) reach broker 1 alone: an unclean election to
+    broker 2 would lose them."""
     cluster = cluster_factory(3, FAST, roles={1: "broker", 2: "broker", 3: "controller"})
-    tp = TopicPartition(topic_name, 0)
     with cluster.admin() as admin:
         admin.create_topics([NewTopic(topic_name, 1, replica_assignment=[[1, 2]],
                                       config={"min.insync.replicas": "1"})])[topic_name].result(30)
@@ -31,6 +33,12 @@ def test_an_unclean_election_brings_back_a_partition_whose_isr_is_gone(cluster_f
     cluster.nodes[2].kill9()
     wait_until(lambda: cluster.partition(topic_name, 0).isr == [1], 30, 0.1, "broker 2 out of the ISR")
     _produce(cluster.bootstrap, topic_name, [b"only-1-%d" % i for i in range(5)])
+    return cluster
+
+
+def test_an_unclean_election_brings_back_a_partition_whose_isr_is_gone(cluster_factory, topic_name):
+    cluster = diverged(cluster_factory, topic_name)
+    tp = TopicPartition(topic_name, 0)
     cluster.nodes[1].kill9()
     wait_until(lambda: cluster.partition(topic_name, 0).leader == -1, 30, 0.1, "no leader")
 
