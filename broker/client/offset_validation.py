@@ -96,7 +96,8 @@ class FetchValidation:
         validates its position before it is fetched again (librdkafka's
         ``rd_kafka_toppar_leader_update``); the first epoch seen after an assignment counts as grown,
         so an offset assigned with its epoch is validated too; an epoch that went down is not
-        validated (librdkafka ignores it as outdated)."""
+        validated (librdkafka ignores it as outdated). An epoch that grows while a validation is in
+        flight asks again: the answer of the older leader is dropped (a new generation)."""
         for key, leader_epoch in epochs.items():
             state = self.partitions.get(key)
             if state is None or leader_epoch < 0:
@@ -104,6 +105,11 @@ class FetchValidation:
             if state.phase is FetchPhase.FETCHING and needs_validation(state.position, state.epoch,
                                                                        state.leader_epoch, leader_epoch):
                 self.await_validation(key, state)
+            elif state.phase is FetchPhase.VALIDATING and leader_epoch > state.leader_epoch:
+                # An answer asked of the older epoch's leader no longer counts (Kafka's
+                # maybeCompleteValidation skips it): that leader may have lost the records since.
+                state.generation = next(self._generations)
+                state.validate_at = 0.0
             # Adopted even when lower (stale metadata, or a topic made again): a fetch naming it is
             # at worst fenced and asked again, never stuck naming an epoch no leader will reach.
             state.leader_epoch = leader_epoch
@@ -155,6 +161,7 @@ class FetchValidation:
             state.epoch = -1
             state.move(FetchPhase.AWAITING_RESET)
         else:  # STOP: reported once; seek() restarts it (resume() validates again)
+            state.generation = next(self._generations)  # another broker's answer to the same question is dropped
             self._stop(key)
             self.error_event(key, d.error, d.offset)
             return True
