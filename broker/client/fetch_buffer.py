@@ -49,6 +49,7 @@ class Chunk:
     error: RiverlogError | None = None  # an error event in its place among the records (no rows)
     leader_epoch: int = -1     # the batch's partition leader epoch: the position's once a record is taken
     jumped: bool = False       # end_offset is an offset reset's: the position's epoch is unknown past it
+    end_epoch: int = -1        # the epoch of the batch end_offset follows (a marker, an aborted batch), -1 unknown
 
     @property
     def remaining(self) -> int:
@@ -67,6 +68,13 @@ class Chunk:
         """The position once the records up to ``after`` are taken: past the markers and aborted
         batches that follow the last record when the chunk is used up."""
         return max(after, self.end_offset) if self.cursor == self.records.num_rows else after
+
+    def epoch_at(self, position: int, record_epoch: int) -> int:
+        """The epoch of ``position`` once the chunk's records up to it are taken: the last record's,
+        or past the markers and aborted batches after it theirs; unknown past an offset reset."""
+        if position <= self.base_offset + self.records.num_rows:
+            return record_epoch
+        return -1 if self.jumped else self.end_epoch
 
 
 class FetchBuffer:

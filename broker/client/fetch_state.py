@@ -205,7 +205,8 @@ class FetchState(FetchResets, FetchValidation):
         state = self.partitions[(chunk.topic, chunk.partition)]
         epoch = chunk.leader_epoch
         if chunk.cursor == chunk.records.num_rows:
-            state.position, state.epoch = chunk.next_position(offset + 1), -1 if chunk.jumped else epoch
+            state.position = chunk.next_position(offset + 1)
+            state.epoch = chunk.epoch_at(state.position, epoch)
         else:
             state.position, state.epoch = offset + 1, epoch
         h = headers[i] if headers is not None else None
@@ -217,8 +218,7 @@ class FetchState(FetchResets, FetchValidation):
     def take_slice(self, chunk: Chunk, n: int):
         batch, position = self.buffer.take_slice(chunk, n)
         state = self.partitions[(chunk.topic, chunk.partition)]
-        used_up = chunk.cursor == chunk.records.num_rows
-        state.position, state.epoch = position, -1 if used_up and chunk.jumped else chunk.leader_epoch
+        state.position, state.epoch = position, chunk.epoch_at(position, chunk.leader_epoch)
         return batch
 
     # ------------------------------------------------------------------------ the fetcher's side
@@ -294,7 +294,7 @@ class FetchState(FetchResets, FetchValidation):
         if failure is not None:
             self._halt(key, state, max(failure.offset, offset), failure.error)
             return True
-        self._skip_past(key, state, following)
+        self._skip_past(key, state, following, epochs.get(following, -1) if epochs and following is not None else -1)
         if any(d.records.num_rows for d in decoded):  # not batches the log cleaner emptied
             return True
         if (self.enable_eof and state.eof_offset != end_offset
@@ -378,14 +378,17 @@ class FetchState(FetchResets, FetchValidation):
         self.buffer.append(Chunk(key[0], key[1], state.generation, at, NO_RECORDS, False, error=error))
         log.warning("%s[%d]: %s", key[0], key[1], error)
 
-    def _skip_past(self, key: TP, state: PartitionState, following: int | None) -> None:
+    def _skip_past(self, key: TP, state: PartitionState, following: int | None, epoch: int = -1) -> None:
         """Offsets that hold no record for the application (transaction markers, aborted
-        transactions) still move the position past them, once the records before them are taken."""
+        transactions) still move the position past them, once the records before them are taken;
+        the position's epoch becomes ``epoch``, that of the last batch passed (Kafka's
+        ``CompletedFetch`` takes every batch's, a control batch's too), -1 unknown."""
         if following is None:
             return
         last = self.buffer.last_of(key, state.generation)
         if last is not None and last.remaining:
-            last.end_offset = max(last.end_offset, following)
+            if following > last.end_offset:
+                last.end_offset, last.end_epoch = following, epoch
         elif following > state.position >= 0:
-            state.position = following
+            state.position, state.epoch = following, epoch
 

@@ -209,8 +209,9 @@ class Fetcher:
                 # The end a reader can reach (librdkafka's end_offset, for _PARTITION_EOF): the last
                 # stable offset under read_committed, which an open transaction holds back.
                 end = r.last_stable_offset if committed and r.last_stable_offset >= 0 else r.high_watermark
+                # every batch's epoch, markers' and aborted ones' too: the position's once it passes them
                 done.append((key, generation, offset, decoded, failure, following, end,
-                             batch_epochs(records) if decoded else None))
+                             batch_epochs(records) if records else None))
         finally:
             with self._cond:
                 if self._applied < ticket:
@@ -261,8 +262,14 @@ class Fetcher:
         partitions that have no offset yet."""
         with self._cond:
             wanted = self.state.wanted()
-        # may refresh metadata: not under the lock
-        metadata = {key: self.cluster.leader_and_epoch(*key) for key in wanted}
+        # may refresh metadata: not under the lock. A partition without a leader (around an unclean
+        # election) is left out of this round; the others are fetched (_start_fetchers refreshes)
+        metadata = {}
+        for key in wanted:
+            try:
+                metadata[key] = self.cluster.leader_and_epoch(*key)
+            except RiverlogError:
+                continue
         leaders = {key: leader for key, (leader, _) in metadata.items()}
         with self._cond:
             self.state.note_leader_epochs({key: epoch for key, (_, epoch) in metadata.items()})

@@ -208,3 +208,55 @@ def test_a_reset_behind_queued_records_leaves_the_position_without_an_epoch():
     assert (state.position(TP0), state.partitions[TP0].epoch) == (90, -1)
     state.note_leader_epochs({TP0: 9})
     assert state.partitions[TP0].phase is FetchPhase.FETCHING
+
+
+def test_the_position_takes_the_epoch_of_the_markers_it_passes():
+    """Kafka's CompletedFetch takes every batch's epoch, a control batch's too: a position moved
+    past a marker written in a newer epoch is that epoch's, so a later validation does not take
+    the marker for a truncation."""
+    state = make(None)                                   # auto.offset.reset=error
+    state.assign([TopicPartition("orders", 0, 0)])
+    state.note_leader_epochs({TP0: 5})
+    assert deliver(state, TP0, 0, 10, epochs={10: 5})
+    assert drain(state) == list(range(10))
+    state.note_leader_epochs({TP0: 6})
+    assert not state.on_validated(TP0, state.partitions[TP0].generation, 5, 10)
+    generation = state.partitions[TP0].generation
+    assert state.on_fetched(TP0, generation, 1000, 0, 11, 10)
+    state.on_decoded(TP0, generation, 10, [], None, 11, 1000, {11: 6})     # a marker alone, epoch 6
+    assert (state.position(TP0), state.partitions[TP0].epoch) == (11, 6)
+    state.note_leader_epochs({TP0: 7})
+    assert not state.on_validated(TP0, state.partitions[TP0].generation, 6, 11)
+    assert not state.events and state.partitions[TP0].phase is FetchPhase.FETCHING
+
+
+def test_records_then_a_marker_in_one_response_give_the_position_the_markers_epoch():
+    state = make()
+    state.assign([TopicPartition("orders", 0, 0)])
+    state.note_leader_epochs({TP0: 6})
+    generation = state.partitions[TP0].generation
+    assert state.on_fetched(TP0, generation, 1000, 0, 11, 0)
+    state.on_decoded(TP0, generation, 0, [decoded(0, 10)], None, 11, 1000, {10: 5, 11: 6})
+    assert drain(state) == list(range(10))
+    assert (state.position(TP0), state.partitions[TP0].epoch) == (11, 6)
+
+
+
+def test_a_partition_without_a_leader_does_not_hold_back_the_others():
+    """Around an unclean election one partition has no leader: the others are still fetched."""
+    import threading
+
+    from broker.client.fetcher import Fetcher
+    from broker.errors import LeaderNotAvailableError
+
+    class Cluster:
+        def leader_and_epoch(self, topic, partition):
+            if partition == 1:
+                raise LeaderNotAvailableError(f"{topic}-{partition} has no leader right now")
+            return 1, 3
+
+    fetcher = object.__new__(Fetcher)       # its round alone, without its threads
+    fetcher.cluster, fetcher.state, fetcher._cond, fetcher._committed = Cluster(), make(), threading.Condition(), None
+    fetcher.config = {"retry.backoff.ms": 100, "request.timeout.ms": 1000, "isolation.level": "read_uncommitted"}
+    fetcher.state.assign([TopicPartition("orders", 0, 10), TopicPartition("orders", 1, 10)])
+    assert [(key, offset) for key, offset, _ in fetcher._fetchable(1)] == [(TP0, 10)]
