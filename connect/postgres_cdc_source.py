@@ -37,6 +37,7 @@ with nothing for it; if it is, streaming goes on from the slot (nothing else can
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -49,6 +50,8 @@ from connect.config_def import ConfigDef, ConfigKey, ConfigValue, Importance, In
 from connect.connector import SourceConnector, register_connector
 from connect.errors import ConfigError
 from spark_source.postgres import column_lists, snapshot_overrides
+
+log = logging.getLogger(__name__)
 
 JSON_CONVERTERS = ("org.apache.kafka.connect.json.JsonConverter", "JsonConverter")
 CONNECTION, CAPTURE, EVENTS = "Connection", "Capture", "Events"
@@ -284,16 +287,41 @@ class PostgresCdcSource(SourceConnector):
         return self.options.topic_prefix
 
     def output_topics(self) -> list[str]:
-        """The topics of the tables ``table.include.list`` names literally (``public.customers``:
-        lowercase identifiers, as PostgreSQL folds unquoted names), which ``topic.creation.*``
-        makes before the first change event; a table a pattern matches gets its topic from the
-        broker's auto-creation when its first event is written."""
+        """The topics ``topic.creation.*`` makes before the first change event: those of the
+        tables the connector captures now, read from the catalog with the source's own matching
+        (``table.include.list`` patterns, exclude and schema lists), and, with
+        ``provide.transaction.metadata``, ``<topic.prefix>.<topic.transaction>``. A table created
+        while the connector runs gets its topic from the broker's auto-creation. When the database
+        cannot be read here, only the tables ``table.include.list`` names literally (the query then
+        fails with the source's own error)."""
         from spark_source.postgres.debezium_schemas import topic_name
+        try:
+            tables = self._catalog_tables()
+        except Exception as e:  # noqa: BLE001 - the source's query reports the cause
+            log.warning("could not list the captured tables of %s (%s): topic creation covers only the tables "
+                        "table.include.list names literally", self.options.dbname, e)
+            tables = self._literal_tables()
+        out = [topic_name(self.server, schema, table) for schema, table in tables]
+        if self.options.envelope.provide_transaction_metadata:
+            out.append(f"{self.server}.{self.options.envelope.topic_transaction}")
+        return list(dict.fromkeys(out))
+
+    def _catalog_tables(self) -> list[tuple[str, str]]:
+        from spark_source.postgres import slot
+        conn = slot.connect(self.options, timeout=30)   # the worker starts it: an unreachable server must not hang it
+        try:
+            return slot.captured_names(conn, self.options)
+        finally:
+            conn.close()
+
+    def _literal_tables(self) -> list[tuple[str, str]]:
+        """``table.include.list`` entries that name one table (lowercase identifiers, as
+        PostgreSQL folds unquoted names) the other lists do not leave out."""
         out = []
         for entry in self.options.table_include:
             literal = re.fullmatch(r"([a-z_][a-z0-9_]*)\\?\.([a-z_][a-z0-9_]*)", entry.strip())
             if literal is not None and self.options.includes(*literal.groups()):
-                out.append(topic_name(self.server, *literal.groups()))
+                out.append(literal.groups())
         return out
 
     def source_options(self) -> dict[str, str]:

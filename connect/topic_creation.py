@@ -169,17 +169,97 @@ def group_for(groups: list[TopicCreationGroup], topic: str) -> TopicCreationGrou
     return next((g for g in listed if g.matches(topic)), default)
 
 
-_ROUTERS = ("org.apache.kafka.connect.transforms.RegexRouter", "org.apache.kafka.connect.transforms.TimestampRouter")
+_T = "org.apache.kafka.connect.transforms."
+_REGEX_ROUTER, _FILTER, _TOPIC_NAME_MATCHES = _T + "RegexRouter", _T + "Filter", _T + "predicates.TopicNameMatches"
 
 
-def topics_known_at_start(declared: Iterable[str], transforms: Iterable[Any]) -> list[str]:
-    """The connector's declared topics as its records will name them: empty when a transform may
-    route records elsewhere (RegexRouter, TimestampRouter, ExtractNewRecordState's
-    ``route.by.field``), whose topics are then created by the broker's auto-creation as before."""
+class _Unknown(Exception):
+    """A topic that only the records can say (a TimestampRouter, a record predicate)."""
+
+
+def _java_replacement(match: re.Match, replacement: str) -> str:
+    """Java's ``Matcher.appendReplacement`` text: ``$n`` (digits taken while they name a group),
+    ``${name}``, ``\\x`` a literal x; a group that took no part adds nothing."""
+    out, i, groups = [], 0, match.re.groups
+    while i < len(replacement):
+        ch = replacement[i]
+        if ch == "\\" and i + 1 < len(replacement):
+            out.append(replacement[i + 1])
+            i += 2
+            continue
+        if ch != "$":
+            out.append(ch)
+            i += 1
+            continue
+        named = re.match(r"\{([A-Za-z][A-Za-z0-9]*)\}", replacement[i + 1:])
+        if named is not None:
+            if named.group(1) not in match.re.groupindex:
+                raise _Unknown
+            out.append(match.group(named.group(1)) or "")
+            i += 1 + named.end()
+            continue
+        if i + 1 >= len(replacement) or not replacement[i + 1].isdigit() or int(replacement[i + 1]) > groups:
+            raise _Unknown   # Java: IllegalArgumentException / IndexOutOfBounds, the records fail
+        number, i = int(replacement[i + 1]), i + 2
+        while i < len(replacement) and replacement[i].isdigit() and number * 10 + int(replacement[i]) <= groups:
+            number, i = number * 10 + int(replacement[i]), i + 1
+        out.append(match.group(number) or "")
+    return "".join(out)
+
+
+def _applies(spec: Any, predicates: Mapping[str, Any], topic: str) -> bool:
+    """Whether ``spec`` acts on records of ``topic``: always without a predicate, by the name with
+    ``TopicNameMatches``; any other predicate looks at the record (:class:`_Unknown`)."""
+    if not spec.predicate:
+        return True
+    predicate = predicates.get(spec.predicate)
+    if predicate is None or predicate.type != _TOPIC_NAME_MATCHES:
+        raise _Unknown
+    return (re.fullmatch(str(predicate.config.get("pattern")), topic) is not None) != bool(spec.negate)
+
+
+def _routed(topic: str, transforms: Iterable[Any], predicates: Mapping[str, Any]) -> str | None:
+    """``topic`` as the transforms leave it (None: every record of it is filtered out)."""
     for spec in transforms:
-        if spec.type in _ROUTERS or (spec.type.endswith("ExtractNewRecordState") and spec.config.get("route.by.field")):
-            return []
-    return [t for t in dict.fromkeys(declared) if t]
+        if spec.type == _FILTER:
+            try:
+                if _applies(spec, predicates, topic):
+                    return None
+            except _Unknown:
+                continue   # some records may pass: the topic is written
+        elif spec.type == _REGEX_ROUTER:
+            if not _applies(spec, predicates, topic):
+                continue
+            regex = str(spec.config.get("regex"))
+            if re.fullmatch(regex, topic) is not None:
+                first = re.match(f"(?:{regex})", topic)   # replaceFirst: the first match from the start
+                topic = _java_replacement(first, str(spec.config.get("replacement") or "")) + topic[first.end():]
+        elif spec.type.endswith(("TimestampRouter", "ExtractNewRecordState")):
+            if (spec.type.endswith("ExtractNewRecordState") and not spec.config.get("route.by.field")) \
+                    or not _applies(spec, predicates, topic):
+                continue
+            raise _Unknown
+    return topic
+
+
+def topics_known_at_start(declared: Iterable[str], transforms: Iterable[Any],
+                          predicates: Iterable[Any] = ()) -> list[str]:
+    """The connector's declared topics as its records will name them: renamed by each
+    ``RegexRouter`` (Java's whole-name match and replacement), left out when a ``Filter`` drops
+    all their records (no predicate, or ``TopicNameMatches``). Empty when a transform may route
+    records elsewhere record by record (TimestampRouter, ExtractNewRecordState's
+    ``route.by.field``, a router under a record predicate) or a pattern is not one Python's
+    ``re`` reads as Java does: those topics are then created by the broker's auto-creation."""
+    by_alias = {p.alias: p for p in predicates}
+    out = []
+    try:
+        for topic in dict.fromkeys(declared):
+            routed = _routed(topic, transforms, by_alias) if topic else None
+            if routed:
+                out.append(routed)
+    except (_Unknown, re.error):
+        return []
+    return list(dict.fromkeys(out))
 
 
 def create_topics(client_config: Mapping[str, Any], groups: list[TopicCreationGroup], topics: Iterable[str],

@@ -314,8 +314,11 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
         if not self.config.topic_creation_enable or not isinstance(c.plugin, SourceConnector):
             return
         groups = topic_creation.configured_groups(c.config.values, c.config.originals)
-        topics = topic_creation.topics_known_at_start(c.plugin.output_topics(), c.config.transforms)
-        if groups and topics:
+        if not groups:
+            return   # nothing to create: the connector's topics are not even listed (a catalog read)
+        topics = topic_creation.topics_known_at_start(c.plugin.output_topics(), c.config.transforms,
+                                                     c.config.predicates)
+        if topics:
             client = {**self.storage.offset_log.client_config, "bootstrap.servers": c.plugin.output_bootstrap_servers}
             topic_creation.create_topics(client, groups, topics)
 

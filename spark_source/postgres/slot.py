@@ -31,11 +31,14 @@ SESSION_SETTINGS = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres -
                    "-c bytea_output=hex"
 
 
-def connect(options: CdcOptions, replication: bool = False):
-    """A psycopg2 connection (``LogicalReplicationConnection`` for ``replication``), autocommit."""
+def connect(options: CdcOptions, replication: bool = False, timeout: int | None = None):
+    """A psycopg2 connection (``LogicalReplicationConnection`` for ``replication``), autocommit;
+    ``timeout``: seconds to wait for the server (libpq's ``connect_timeout``; none by default)."""
     import psycopg2
     import psycopg2.extras
     kwargs = dict(options.connect_kwargs())
+    if timeout is not None:
+        kwargs["connect_timeout"] = timeout
     kwargs["options"] = SESSION_SETTINGS
     kwargs.setdefault("application_name", f"riverlog-cdc-{options.slot_name}")
     if replication:
@@ -108,6 +111,25 @@ def quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
+def _candidates(cur, options: CdcOptions) -> list[tuple]:
+    """(oid, schema, name, replica identity, relkind) of the user tables and partitioned tables the
+    include/exclude lists select, sorted by schema and name."""
+    cur.execute("""
+        SELECT c.oid, n.nspname, c.relname, c.relreplident, c.relkind
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relkind IN ('r', 'p')
+          AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'
+        ORDER BY n.nspname, c.relname""")
+    return [r for r in cur.fetchall() if options.includes(r[1], r[2])]
+
+
+def captured_names(conn, options: CdcOptions) -> list[tuple[str, str]]:
+    """(schema, table) of the tables :func:`captured_tables` captures now, without describing
+    them (empty when none matches): what a caller naming their topics needs."""
+    with conn.cursor() as cur:
+        return [(r[1], r[2]) for r in _candidates(cur, options)]
+
+
 def captured_tables(conn, options: CdcOptions) -> list[Table]:
     """The user tables ``table.include.list`` selects, sorted by name.
 
@@ -121,13 +143,7 @@ def captured_tables(conn, options: CdcOptions) -> list[Table]:
     captures it; without ``REPLICA IDENTITY FULL`` (or ``USING INDEX``) PostgreSQL refuses its
     updates and deletes once it is published, so that is logged."""
     with conn.cursor() as cur:
-        cur.execute("""
-            SELECT c.oid, n.nspname, c.relname, c.relreplident, c.relkind
-            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE c.relkind IN ('r', 'p')
-              AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'
-            ORDER BY n.nspname, c.relname""")
-        candidates = [r for r in cur.fetchall() if options.includes(r[1], r[2])]
+        candidates = _candidates(cur, options)
         if not candidates:
             raise NoTablesError(f"table.include.list={','.join(options.table_include) or '(all)'} matches no "
                                 f"table of database '{options.dbname}'; names are schema.table regexes, e.g. public.orders")

@@ -84,13 +84,13 @@ def test_the_first_listed_group_matching_a_topic_gives_its_settings_else_the_def
 
 
 @pytest.mark.unit
-def test_a_topic_router_leaves_the_declared_topic_to_the_records():
+def test_a_regex_router_gives_the_declared_topic_its_new_name():
     plain = parse_connector_config({**_SOURCE, **_DEFAULTS})
     assert topics_known_at_start(["lines"], plain.transforms) == ["lines"]
     routed = parse_connector_config({**_SOURCE, **_DEFAULTS, "transforms": "route",
                                      "transforms.route.type": "RegexRouter", "transforms.route.regex": "(.*)",
                                      "transforms.route.replacement": "x-$1"})
-    assert topics_known_at_start(["lines"], routed.transforms) == []
+    assert topics_known_at_start(["lines"], routed.transforms) == ["x-lines"]   # created under its new name
 
 
 @pytest.mark.integration
