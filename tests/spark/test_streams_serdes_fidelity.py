@@ -8,18 +8,19 @@ import struct
 
 import pytest
 
-from broker.client import Producer
+from broker.client import Producer, murmur2
 from streams.builder import StreamsBuilder
 from streams.parameters import Consumed, Produced
 from streams.record import Windowed
 from streams.serdes import Serdes, WindowedSerdes
 from streams.windows import TimeWindows
-from tests.spark.test_sink import make_topic
+from tests.spark.test_sink import make_topic, read_all
 from tests.spark.test_streams_app import read_committed
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 BASE = 1_700_000_000_000
+OUT_PARTITIONS = 6
 TIME = WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), 10_000)
 SESSION = WindowedSerdes.sessionWindowedSerdeFrom(Serdes.Long())
 
@@ -75,16 +76,19 @@ def test_windowed_keys_written_by_to_read_back_in_kafkas_layout(spark, spark_bro
     """``toStream().to(topic, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(...)))``: a time
     window's key is the key's bytes then the window start (``WindowKeySchema.toBinary``); the
     session layout is checked without Spark (tests/unit/test_serdes_fidelity.py), through the same
-    sink."""
+    sink. Each window lands in the partition of its inner key's bytes, as Kafka's
+    ``WindowedStreamPartitioner`` puts it (the task asks the topic's partition count once), where
+    the producer would hash the whole windowed key."""
     from streams.app import StreamsApp
     servers = spark_broker.bootstrap
-    source, out = make_topic(spark_broker, "wk-in", 1), make_topic(spark_broker, "wk-out", 1)
+    source, out = make_topic(spark_broker, "wk-in", 1), make_topic(spark_broker, "wk-out", OUT_PARTITIONS)
     b = StreamsBuilder()
     (b.stream(source, Consumed.with_(Serdes.Long(), Serdes.String())).groupByKey()
      .windowedBy(TimeWindows.ofSizeWithNoGrace(10_000)).count().toStream()
      .to(out, Produced.with_(WindowedSerdes.timeWindowedSerdeFrom(Serdes.Long(), 10_000), Serdes.Long())))
+    later = [BASE + 10_000 * i for i in range(2, 8)]          # more windows of key 1
     _produce(servers, source, [(_long(1), b"a", BASE + 1_000), (_long(1), b"b", BASE + 2_000),
-                               (_long(2), b"c", BASE + 12_000)])
+                               (_long(2), b"c", BASE + 12_000)] + [(_long(1), b"d", t) for t in later])
     app = StreamsApp(b.build(), spark, {"application.id": "windowed-keys-app", "bootstrap.servers": servers,
                                         "state.dir": str(tmp_path / "state")})
     app.start()
@@ -92,8 +96,14 @@ def test_windowed_keys_written_by_to_read_back_in_kafkas_layout(spark, spark_bro
         app.processAllAvailable()
     finally:
         app.close()
-    per_window = {k: Serdes.Long().deserialize(v) for k, v, _ in read_committed(servers, out, quiet=3)}
-    assert per_window == {_long(1) + _long(BASE): 2, _long(2) + _long(BASE + 10_000): 1}
+    got = read_committed(servers, out, partitions=OUT_PARTITIONS, quiet=3)
+    per_window = {k: Serdes.Long().deserialize(v) for k, v, _ in got}
+    assert per_window == {_long(1) + _long(BASE): 2, _long(2) + _long(BASE + 10_000): 1,
+                          **{_long(1) + _long(t): 1 for t in later}}
+    where = {(k[:8], p) for k, _, _, p in read_all(spark_broker, out, partitions=OUT_PARTITIONS)}
+    assert where == {(_long(k), murmur2(_long(k), OUT_PARTITIONS)) for k in (1, 2)}
+    # hashing the whole windowed key (the producer's way) would have spread key 1's windows
+    assert len({murmur2(k, OUT_PARTITIONS) for k in per_window if k[:8] == _long(1)}) > 1
 
 
 @pytest.mark.timeout(300)
