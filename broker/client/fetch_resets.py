@@ -99,15 +99,19 @@ class FetchResets:
 
 def _reset_position(state: PartitionState, queued, offset: int, leader_epoch: int = -1) -> None:
     """A reset moves the position at once or, while records fetched before it are still queued,
-    once they are taken (past them, never back over them). The position's leader epoch becomes
-    the reset's (unknown when deferred): the epoch of a record before the reset says nothing of
-    where the position now is, and validating it could send the consumer back (KIP-320)."""
+    once they are taken (past them, never back over them). Either way the position's leader epoch
+    becomes the reset's (``leader_epoch``, -1 unknown), so a reset position is validated as one
+    taken at once is: the epoch of a record before the reset says nothing of where the position
+    now is, and validating that could send the consumer back (KIP-320)."""
     if queued is None:
         state.position = offset
         state.epoch = leader_epoch if offset >= 0 else -1
     elif offset >= 0:
-        queued.end_offset = max(queued.end_offset, offset)
-        queued.jumped = True
+        if offset >= max(queued.end_offset, queued.base_offset + queued.records.num_rows):
+            queued.end_offset, queued.end_epoch = offset, leader_epoch
+            queued.jumped = leader_epoch < 0
+        else:  # a reset below the records queued: the position stays past them, of no known epoch
+            queued.jumped = True
 
 
 def _auto_offset_reset(error: OffsetOutOfRangeError) -> KafkaError:

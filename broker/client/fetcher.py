@@ -262,6 +262,7 @@ class Fetcher:
         partitions that have no offset yet."""
         with self._cond:
             wanted = self.state.wanted()
+            assigned = list(self.state.partitions)
         # may refresh metadata: not under the lock. A partition without a leader (around an unclean
         # election) is left out of this round; the others are fetched (_start_fetchers refreshes)
         metadata = {}
@@ -271,8 +272,12 @@ class Fetcher:
             except RiverlogError:
                 continue
         leaders = {key: leader for key, (leader, _) in metadata.items()}
+        # Every assigned partition's epoch, not only those fetched now: while the buffer is full, a
+        # grown epoch must still stop the records queued from the old leader (KIP-320).
+        epochs = self._held_epochs([key for key in assigned if key not in metadata])
+        epochs.update({key: epoch for key, (_, epoch) in metadata.items()})
         with self._cond:
-            self.state.note_leader_epochs({key: epoch for key, (_, epoch) in metadata.items()})
+            self.state.note_leader_epochs(epochs)
             parts, resets = self.state.to_fetch(node, lambda t, p: leaders.get((t, p), -1))
             validations = self.state.to_validate(node, lambda t, p: leaders.get((t, p), -1))
         if validations:
@@ -305,6 +310,17 @@ class Fetcher:
                 continue
             self._resolved(parts, key, generation, start, epoch)
         return parts
+
+    def _held_epochs(self, keys: list) -> dict:
+        """The leader epochs of ``keys`` in the metadata already held: never a request (a topic not
+        known yet is left out), as librdkafka applies each metadata answer to every partition."""
+        out = {}
+        for topic, partition in keys:
+            info = self.cluster.topics.get(topic)
+            p = None if info is None else info.partitions.get(partition)
+            if p is not None and p.leader >= 0:
+                out[(topic, partition)] = p.leader_epoch
+        return out
 
     def _validate(self, node: int, validations: list) -> None:
         """Ask ``node`` where each position's epoch ends (OffsetsForLeaderEpoch); the fetch state

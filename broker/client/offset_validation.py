@@ -92,7 +92,8 @@ class FetchValidation:
     consumer's lock."""
 
     def note_leader_epochs(self, epochs: dict[TP, int]) -> None:
-        """The partitions' leader epochs as the metadata now has them: a partition whose epoch grew
+        """The partitions' leader epochs as the metadata now has them (every assigned partition's,
+        also while the buffer is full: its queued records are dropped): a partition whose epoch grew
         validates its position before it is fetched again (librdkafka's
         ``rd_kafka_toppar_leader_update``); the first epoch seen after an assignment counts as grown,
         so an offset assigned with its epoch is validated too; an epoch that went down is not

@@ -8,7 +8,11 @@ epoch; followers copy the leader's batches after truncating to where their logs 
 follower truncation rule's result). Elections are clean (to a replica holding the leader's whole
 log) or unclean (to one lacking a tail, which is then written past the old end). The consumer sees
 metadata only when it refreshes (it may be stale); fetches name its leader epoch and are fenced
-by a leader of another; answers may arrive late (after seeks, elections, restarts).
+by a leader of another; answers may arrive late (after seeks, elections, restarts). The fetch
+buffer holds a few records only, so a round often finds it full: the leader epoch is noted then
+too (``Fetcher._fetchable``), and the records of the old leader queued must not reach the
+application. Retention moves the log start: a fetch below it is out of range, and
+``auto.offset.reset`` applies, after the records queued before it when there are some.
 
 Invariants (``Model.check_*``), librdkafka's and Kafka's guarantees:
 
@@ -19,6 +23,8 @@ Invariants (``Model.check_*``), librdkafka's and Kafka's guarantees:
   position goes back only by a truncation move, an ``auto.offset.reset`` or the application;
 - a truncation move lands at or before the first offset where what the consumer was handed out
   differs from the new leader's log (no gap);
+- a reset's position has the epoch ListOffsets answered, also when the reset waited for records
+  queued before it (one to the log start an OffsetOutOfRange answer carried has none);
 - with ``auto.offset.reset=error`` each truncation found gives exactly one event and the partition
   stops (nothing handed out, nothing fetched) until ``seek()``;
 - once elections stop, the consumer catches up and everything it handed out from its last start
@@ -26,7 +32,11 @@ Invariants (``Model.check_*``), librdkafka's and Kafka's guarantees:
 
 Exempt, as in Kafka and librdkafka: a leader that never had the position's epoch answers the end
 of an older one, and the consumer cannot tell where before its position the logs diverge (the
-check restarts from the position). Each broker has one round (validations, then fetches) in flight.
+check restarts from the position); and, once ``auto.offset.reset=earliest`` moved the position to
+the log start an OffsetOutOfRange answer carried (of no epoch, so not validated, as librdkafka
+skips such a position), a late answer of a replaced leader may be handed out until the position
+is validated or sought (the check restarts past it). Each broker has one round (validations,
+then fetches) in flight.
 """
 from __future__ import annotations
 
@@ -46,8 +56,9 @@ from broker.storage.leader_epoch_cache import LeaderEpochCache
 
 KEY = ("t", 0)
 REPLICAS = 3
+QUEUE_LIMIT_BYTES = 48  # a few records: a slow application often leaves the fetch buffer full
 OPS = ("write", "replicate", "elect_clean", "elect_unclean", "refresh", "round", "answer", "poll",
-       "commit", "restart", "seek_back", "seek_delivered", "stale_refresh", "pause_resume")
+       "commit", "restart", "seek_back", "seek_delivered", "stale_refresh", "pause_resume", "retention")
 
 
 class ModelFailure(AssertionError):
@@ -77,6 +88,8 @@ class Stats:
     delivered: int = 0
     unclean: int = 0
     epoch_unknown: int = 0
+    deferred_resets: int = 0  # an OffsetOutOfRange reset waits for the records queued before it
+    full_buffer_leader_changes: int = 0  # a newer epoch seen while records of the old one fill the buffer
 
 
 class Model:
@@ -90,6 +103,9 @@ class Model:
         self.epoch_logs: dict[int, list] = {}   # an ended epoch's leader log as it was when it ended
         self.metadata = (0, 0)                  # what the consumer's last refresh saw: (leader, epoch)
         self.leaders = [0]                      # by epoch
+        self.log_start = 0                      # retention deleted the records below (fetches: OffsetOutOfRange)
+        self.listed: tuple[int, int] | None = None  # the last ListOffsets answer applied: (offset, epoch)
+        self.reset_applied = False              # an answer just applied was an offset reset
         self.values = iter(range(1, 1 << 30))
         self.committed: tuple[int, int] | None = None
         self.pending: dict[int, list] = {}      # per broker, the answers of its round in flight, in order
@@ -135,6 +151,7 @@ class Model:
         self.leader = r
         self.leaders.append(r)
         self.replicas[r].cache.assign(self.epoch, len(self.replicas[r].log))
+        self.log_start = min(self.log_start, len(self.replicas[r].log))
         self.stats.unclean += not clean
         self.trace.append(f"{'clean' if clean else 'UNCLEAN'} election: replica {r} leads epoch {self.epoch} "
                           f"with end {len(self.replicas[r].log)}")
@@ -142,12 +159,14 @@ class Model:
 
     # ------------------------------------------------------------------------------ the consumer
     def _start_consumer(self, tp: TopicPartition) -> None:
-        self.state = FetchState(self.reset, False, 0.1, 1 << 20, ManualClock())
+        self.state = FetchState(self.reset, False, 0.1, QUEUE_LIMIT_BYTES, ManualClock())
         self.state.assign([tp])
         self.known_epoch = -1        # the newest leader epoch this consumer instance was told
         self.handed: dict[int, int] = {}  # offset -> value last handed out
         self.handed_epochs: dict[int, int] = {}  # offset -> its leader epoch, as the message gave it
         self.start = tp.offset if tp.offset >= 0 else None  # where the application last put it
+        self.listed = None
+        self.epochless = False  # since a reset to a log start of no epoch, until validated or sought
         self.stopped_by_event = False
 
     def restart(self) -> None:
@@ -165,6 +184,7 @@ class Model:
     def seek(self, offset: int, epoch: int) -> None:
         self.trace.append(f"seek {offset} epoch {epoch}")
         self.state.seek(KEY, offset, epoch)
+        self.epochless = False
         self.stopped_by_event = False
         self.start = offset
         self.handed = {o: v for o, v in self.handed.items() if o < offset}
@@ -184,15 +204,20 @@ class Model:
         node, epoch = self.metadata
         s = self.state
         s.clock.advance(200)  # past retry.backoff.ms: a failed validation is asked again
-        if node in self.pending or not s.wanted():
+        if node in self.pending:
             return  # the broker's thread waits for its answers: one round in flight per broker
-        answers = self.pending[node] = []
         if epoch > self.known_epoch:
             self.known_epoch = epoch
         part = s.partitions[KEY]
         self.trace.append(f"round: node {node} epoch {epoch}; position {part.position} epoch {part.epoch} "
-                          f"{part.phase.name} leader epoch {part.leader_epoch}")
-        s.note_leader_epochs({KEY: epoch})
+                          f"{part.phase.name} leader epoch {part.leader_epoch} full {s.buffer.full()}")
+        queued = any(chunk.remaining for chunk in s.buffer.chunks)
+        if s.buffer.full() and queued and epoch > part.leader_epoch >= 0 <= part.epoch:
+            self.stats.full_buffer_leader_changes += 1
+        s.note_leader_epochs({KEY: epoch})  # every assigned partition's, also while the buffer is full
+        if not s.wanted():
+            return
+        answers = self.pending[node] = []
         parts, resets = s.to_fetch(node, lambda t, p: node)
         for key, generation, current_epoch, current in s.to_validate(node, lambda t, p: node):
             answers.append(("validate", node, generation, current_epoch, current, self._validation(
@@ -208,10 +233,12 @@ class Model:
                 continue
             log, cache = self.leader_log(), self.replicas[self.leader].cache
             if target == EARLIEST or offset == OFFSET_BEGINNING:
-                start, at = 0, cache.epoch_for_offset(0)  # as Partition.epoch_of: the earliest entry covers an empty log
+                start = self.log_start  # as Partition.epoch_of: the earliest entry covers an empty log
+                at = cache.epoch_for_offset(start)
             else:
                 start, at = len(log), self.epoch
             self.trace.append(f"ListOffsets {offset} -> {start} epoch {at}")
+            self.listed, self.epochless = (start, -1 if at is None else at), False
             if s.reset_resolved(key, generation, start, -1 if at is None else at):
                 parts.append((key, start, generation))
         for key, offset, generation in parts:
@@ -233,8 +260,10 @@ class Model:
         if current >= 0 and current != self.epoch:
             return (FencedLeaderEpochError if current < self.epoch else UnknownLeaderEpochError)("fenced")
         log = self.leader_log()
-        if offset > len(log):
-            return OffsetOutOfRangeError("out of range")
+        if offset > len(log) or offset < self.log_start:
+            error = OffsetOutOfRangeError("out of range")
+            error.log_start = self.log_start  # what the answer carries
+            return error
         batches, o = [], offset
         while o < len(log) and len(batches) < 2:
             epoch, _, base, end = log[o]
@@ -267,7 +296,16 @@ class Model:
         offset, current = a, b
         if isinstance(result, Exception):
             self.stats.fenced += isinstance(result, (FencedLeaderEpochError, UnknownLeaderEpochError))
-            s.on_error(KEY, generation, result, 0, 0, offset)
+            if isinstance(result, OffsetOutOfRangeError):
+                self.trace.append(f"OffsetOutOfRange at {offset} (log start {result.log_start})")
+                self.reset_applied, self.listed = True, None  # a new reset: ListOffsets answers it
+                part = s.partitions[KEY]
+                # earliest: the log start the answer carried, of no epoch: not validated, as librdkafka
+                self.epochless |= self.reset == EARLIEST and (generation, offset) == (part.generation,
+                                                                                      part.fetch_offset)
+                self.stats.deferred_resets += (generation == part.generation and offset == part.fetch_offset
+                                               and s._queued(KEY, part) is not None)
+            s.on_error(KEY, generation, result, getattr(result, "log_start", 0), 0, offset)
             return
         batches, hw = result
         following = batches[-1][2] if batches else None
@@ -295,6 +333,8 @@ class Model:
             if msg.error() is not None:
                 continue
             self.check_delivery(position, msg.offset(), int(msg.value()))
+            if part.position > msg.offset() + 1:  # a reset that waited for the records queued before it
+                self.check_deferred_reset(part.position, part.epoch)
             self.handed[msg.offset()] = int(msg.value())
             self.handed_epochs[msg.offset()] = -1 if msg.leader_epoch() is None else msg.leader_epoch()
             self.stats.delivered += 1
@@ -305,11 +345,24 @@ class Model:
             raise ModelFailure(f"handed out offset {offset} with the position at {position}")
         if self.known_epoch >= 0:
             log = self.log_of_epoch(self.known_epoch)
-            if offset >= len(log) or log[offset][1] != value:
+            if (offset >= len(log) or log[offset][1] != value) and self.epochless:
+                self.start = offset + 1  # exempt: a position of no epoch is not validated (documented)
+            elif offset >= len(log) or log[offset][1] != value:
                 raise ModelFailure(f"handed out offset {offset} value {value}, not in the log of epoch "
                                    f"{self.known_epoch} it knows of ({log[offset][1] if offset < len(log) else None})")
 
+    def check_deferred_reset(self, position: int, epoch: int) -> None:
+        """Past the records it waited for, a reset's position is where it moves the consumer from,
+        in the epoch ListOffsets answered (so it is validated as one taken at once); a reset to the
+        log start an OffsetOutOfRange answer carried has no epoch."""
+        self.trace.append(f"deferred reset: position {position} epoch {epoch}")
+        if self.listed is not None and self.listed[0] == position and epoch != self.listed[1]:
+            raise ModelFailure(f"a reset to {position} deferred behind queued records lost its epoch "
+                               f"{self.listed[1]} (has {epoch})")
+        self.start = position
+
     def check_validation(self, before, end_epoch: int, event: bool, asked_under: int) -> None:
+        self.epochless = False
         position, epoch, _ = before
         part = self.state.partitions[KEY]
         if event:
@@ -365,9 +418,13 @@ def observe(m: Model, name: str, before: int, instance) -> None:
     """How the position moved in one step: back only by a truncation, a reset or the application;
     forward without a record only from no offset to a start offset."""
     after = _position(m)
+    reset, m.reset_applied = m.reset_applied, False
     if instance is not m.state or after == before:
         return
     if after >= 0 > before:
+        m.start = after
+        m.handed = {o: v for o, v in m.handed.items() if o < after}
+    elif after > before >= 0 and name == "answer" and reset:  # OffsetOutOfRange: auto.offset.reset
         m.start = after
         m.handed = {o: v for o, v in m.handed.items() if o < after}
     elif 0 <= after < before:
@@ -418,7 +475,7 @@ def _step(m: Model, name: str, arg: int) -> None:
     elif name == "answer":
         m.answer(arg)
     elif name == "poll":
-        m.poll(1 + arg)
+        m.poll(1 + arg // 3)  # a slow application: the buffer is often full
     elif name == "commit":
         m.commit()
     elif name == "restart":
@@ -426,6 +483,9 @@ def _step(m: Model, name: str, arg: int) -> None:
     elif name == "seek_back" and m.handed:
         o = sorted(m.handed)[arg % len(m.handed)]
         m.seek(o, m.handed_epochs[o])
+    elif name == "retention":
+        m.log_start = min(m.log_start + 1 + arg, len(m.leader_log()))
+        m.trace.append(f"retention: log start {m.log_start}")
     elif name == "stale_refresh":
         m.stale_refresh(1 + arg % 3)
     elif name == "pause_resume":
@@ -439,7 +499,7 @@ def _step(m: Model, name: str, arg: int) -> None:
 
 
 #: how often each step is drawn: the consumer works more often than leadership moves
-WEIGHTS = (3, 2, 1, 1, 2, 3, 3, 3, 1, 0.5, 0.5, 1, 0.5, 0.5)
+WEIGHTS = (3, 2, 1, 1, 2, 3, 3, 3, 1, 0.5, 0.5, 1, 0.5, 0.5, 0.5)
 #: the steps, each as often as its weight says (for hypothesis' ``sampled_from``)
 OP_POOL = tuple(i for i, w in enumerate(WEIGHTS) for _ in range(int(2 * w)))
 

@@ -23,7 +23,8 @@ histories = st.lists(st.tuples(st.sampled_from(OP_POOL), st.integers(0, 7)), max
 policies = st.sampled_from([EARLIEST, LATEST, None])
 
 W, REP, CLEAN, UNCLEAN, REFRESH, ROUND, ANSWER, POLL = range(8)
-assert OPS[UNCLEAN] == "elect_unclean" and OPS[POLL] == "poll"
+RETENTION = 14
+assert OPS[UNCLEAN] == "elect_unclean" and OPS[POLL] == "poll" and OPS[RETENTION] == "retention"
 
 #: The consumer validates on broker 0 (epoch 1); before broker 0 answers "valid", broker 1 is
 #: elected uncleanly (epoch 2, other records from offset 3) and asked too: broker 0's answer
@@ -34,6 +35,18 @@ STALE_ANSWER = [(W, 2), (REP, 1), (W, 1), (ROUND, 0), (ANSWER, 0), (POLL, 7), (C
 #: the log was truncated: one event (there were two).
 TWO_ANSWERS = [(W, 2), (REP, 1), (W, 1), (ROUND, 0), (ANSWER, 0), (POLL, 7), (UNCLEAN, 1), (REFRESH, 0),
                (ROUND, 0), (REP, 5), (CLEAN, 2), (REFRESH, 0), (ROUND, 0), (ANSWER, 0), (ANSWER, 0)]
+
+#: A slow application: broker 0's records 0..2 (epoch 0) fill the buffer, one is taken; broker 1 is
+#: elected uncleanly (epoch 1, other records at 0..1) and the consumer's metadata says so. The
+#: next round fetches nothing (the buffer is full) but must still stop the partition and drop the
+#: records queued: they were handed out (the epoch was noted only for partitions fetched).
+FULL_BUFFER = [(W, 2), (ROUND, 0), (ANSWER, 0), (POLL, 0), (UNCLEAN, 1), (REFRESH, 0), (ROUND, 0), (POLL, 7)]
+
+#: auto.offset.reset=latest: record 0 is queued, retention deletes up to 3, the fetch at 1 is out
+#: of range; ListOffsets answers 4 in epoch 0 while record 0 is still queued. Once it is taken the
+#: position is 4 in epoch 0 (it had no epoch, so it was never validated).
+DEFERRED_RESET = [(W, 0), (ROUND, 0), (ANSWER, 0), (W, 2), (RETENTION, 2), (ROUND, 0), (ANSWER, 0), (ROUND, 0),
+                  (POLL, 0)]
 
 
 def replay(ops, reset) -> None:
@@ -49,6 +62,8 @@ def replay(ops, reset) -> None:
 @given(histories, policies)
 @example(STALE_ANSWER, EARLIEST)
 @example(TWO_ANSWERS, None)
+@example(FULL_BUFFER, EARLIEST)
+@example(DEFERRED_RESET, LATEST)
 def test_the_consumer_follows_the_leaders_log_across_unclean_elections(ops, reset):
     logging.disable(logging.WARNING)  # every truncation logs a warning: thousands here
     try:

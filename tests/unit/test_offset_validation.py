@@ -197,19 +197,6 @@ def test_a_listoffsets_start_takes_the_answers_epoch():
     assert state.to_validate(1, leader_1) == [(TP0, state.partitions[TP0].generation, 6, 7)]
 
 
-def test_a_reset_behind_queued_records_leaves_the_position_without_an_epoch():
-    """The records' epoch says nothing of the reset offset past them: validating it could move back."""
-    state = make(LATEST)
-    state.assign([TopicPartition("orders", 0, 0)])
-    assert deliver(state, TP0, 0, 3, epochs={3: 2})
-    state.on_error(TP0, state.partitions[TP0].generation, OffsetOutOfRangeError("gone"), 50, 90, 3)
-    assert state.reset_resolved(TP0, state.partitions[TP0].generation, 90, 4)
-    assert drain(state) == [0, 1, 2]
-    assert (state.position(TP0), state.partitions[TP0].epoch) == (90, -1)
-    state.note_leader_epochs({TP0: 9})
-    assert state.partitions[TP0].phase is FetchPhase.FETCHING
-
-
 def test_the_position_takes_the_epoch_of_the_markers_it_passes():
     """Kafka's CompletedFetch takes every batch's epoch, a control batch's too: a position moved
     past a marker written in a newer epoch is that epoch's, so a later validation does not take
@@ -250,6 +237,8 @@ def test_a_partition_without_a_leader_does_not_hold_back_the_others():
     from broker.errors import LeaderNotAvailableError
 
     class Cluster:
+        topics: dict = {}
+
         def leader_and_epoch(self, topic, partition):
             if partition == 1:
                 raise LeaderNotAvailableError(f"{topic}-{partition} has no leader right now")
