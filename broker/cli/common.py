@@ -10,6 +10,7 @@ of the command's ``--bootstrap-server``, ``key=value`` options, a topic's partit
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
@@ -73,6 +74,11 @@ class ReportErrors(click.Group):
         except RiverlogError as e:
             click.echo(f"Error: {e.name}: {e.message}", err=True)
             ctx.exit(1)
+        except BrokenPipeError:
+            # the reader went away (`... | head -1`): stop quietly, as Kafka's tools do; standard
+            # output goes to /dev/null so that the interpreter's last flush does not fail again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(0)
         except OSError as e:
             where = f" ({e.filename})" if e.filename else ""
             click.echo(f"Error: {e.strerror or e}{where}; check the path and its permissions", err=True)

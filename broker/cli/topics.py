@@ -156,30 +156,32 @@ def topics_delete(ctx, name, if_exists):
                    "partition (records only the lost ISR held are lost)")
 @click.pass_context
 def topics_elect_leaders(ctx, name, partitions, election_type):
-    """Move leadership back to the preferred replicas, or lead leaderless partitions (kafka-leader-election)."""
+    """Move leadership back to the preferred replicas, or lead leaderless partitions (kafka-leader-election).
+
+    Prints ``LeaderElectionCommand``'s lines: the partitions elected, those that needed no election
+    ("Valid replica already elected", not a failure), then one error line per partition that
+    failed; the exit status is 1 when any failed."""
     from broker.client import ElectionType, KafkaError, TopicPartition
-    if election_type.lower() == "preferred":
-        with open_admin(ctx) as admin:
-            admin.elect_leaders(name, list(partitions) or None).result()
-        click.echo(f"Preferred leaders elected for {name}.")
-        return
+    kind = ElectionType.UNCLEAN if election_type.lower() == "unclean" else ElectionType.PREFERRED
+    label = kind.name
     with open_admin(ctx) as admin:
         every = [TopicPartition(name, p) for p in partitions] or \
             [TopicPartition(name, p) for p in sorted(admin.list_topics(name, timeout=30).topics[name].partitions)]
-        results = admin.elect_leaders(ElectionType.UNCLEAN, every).result()
-    # LeaderElectionCommand: ELECTION_NOT_NEEDED is a no-op, not a failure; any other error fails the command
+        results = admin.elect_leaders(kind, every).result()
     noop = sorted(tp.partition for tp, e in results.items()
                   if e is not None and e.args[0].code() == KafkaError.ELECTION_NOT_NEEDED)
     failed = {tp: e for tp, e in results.items() if e is not None and tp.partition not in noop}
     elected = sorted(tp.partition for tp, e in results.items() if e is None)
     if elected:
-        click.echo(f"Successfully completed leader election (UNCLEAN) for partitions "
+        click.echo(f"Successfully completed leader election ({label}) for partitions "
                    f"{', '.join(f'{name}-{p}' for p in elected)}")
     if noop:
         click.echo(f"Valid replica already elected for partitions {', '.join(f'{name}-{p}' for p in noop)}")
     for tp, e in sorted(failed.items(), key=lambda kv: kv[0].partition):
-        click.echo(f"Error completing leader election (UNCLEAN) for partition: {name}-{tp.partition}: "
-                   f"{e.args[0].str()}", err=True)
+        where = f"{name}-{tp.partition}"
+        text = e.args[0].str()
+        text = text[len(where) + 2:] if text.startswith(where + ": ") else text   # named once
+        click.echo(f"Error completing leader election ({label}) for partition: {where}: {text}", err=True)
     if failed:
         ctx.exit(1)
 

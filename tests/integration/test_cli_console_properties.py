@@ -70,3 +70,23 @@ def test_consume_stops_quietly_when_nobody_reads_its_output(shared_broker, topic
                 child.kill()
     assert "Unable to write to standard out, closing consumer." in err and "Processed a total of 2 messages" in err
     assert "path" not in err and "Traceback" not in err and "Exception ignored" not in err, err
+
+
+def test_any_command_stops_quietly_when_nobody_reads_its_output(shared_broker, topic_name):
+    """A command whose reader went away (``riverlog topics describe ... | head -1``) ends with
+    status 0 and nothing on stderr, as Kafka's tools do, not "Broken pipe; check the path"."""
+    create_topic(shared_broker.bootstrap, topic_name, partitions=40)
+    for _ in range(3):
+        child = subprocess.run(f"{sys.executable} -m broker -b {shared_broker.bootstrap} topics describe {topic_name} "
+                               "| head -c 1 > /dev/null; exit ${PIPESTATUS[0]}", shell=True, cwd=ROOT,
+                               executable="/bin/bash", stderr=subprocess.PIPE, timeout=60)
+        assert child.returncode == 0 and b"Broken pipe" not in child.stderr, child.stderr
+
+
+def test_a_preferred_election_that_needs_none_is_not_a_failure(cli, shared_broker, topic_name):
+    """kafka-leader-election: "Valid replica already elected for partitions ..." and status 0."""
+    create_topic(shared_broker.bootstrap, topic_name, partitions=2)
+    out = cli("topics", "elect-leaders", topic_name, "--partition", 0)
+    assert out.stdout.strip() == f"Valid replica already elected for partitions {topic_name}-0"
+    everything = cli("topics", "elect-leaders", topic_name)
+    assert everything.stdout.strip() == f"Valid replica already elected for partitions {topic_name}-0, {topic_name}-1"
