@@ -32,8 +32,7 @@ from broker.client.message import OFFSET_INVALID, OFFSET_STORED
 from broker.client.start_offsets import EARLIEST, OFFSET_TAIL_BASE, tail_start
 from broker.errors import ClientClosedError, RiverlogError, UnknownTopicOrPartitionError, error_for_code
 from broker.proto import riverlog_pb2 as pb
-from broker.records.batch import HEADER_SIZE, parse_header
-from broker.records.reader import decode_available, next_fetch_offset
+from broker.records.reader import batch_epochs, decode_available, next_fetch_offset
 
 log = logging.getLogger(__name__)
 
@@ -66,22 +65,6 @@ def list_offset(cluster: ClusterClient, config, topic: str, partition: int, time
                 raise
         time.sleep(min(config["retry.backoff.ms"] / 1000.0, max(0.0, deadline - time.monotonic())))
         refresh_quietly(cluster)
-
-
-def batch_epochs(data) -> dict[int, int]:
-    """Each complete batch's partition leader epoch by the offset after it (a position's epoch,
-    KIP-320); stops at the first header it cannot read, as the decoder does."""
-    view, pos, out = memoryview(data), 0, {}
-    while len(view) - pos >= HEADER_SIZE:
-        try:
-            header = parse_header(view, pos)
-        except RiverlogError:
-            break
-        if pos + header.size > len(view):
-            break
-        out[header.next_offset] = header.partition_leader_epoch
-        pos += header.size
-    return out
 
 
 def refresh_quietly(cluster: ClusterClient) -> None:

@@ -137,3 +137,15 @@ def next_fetch_offset(data) -> int | None:
             break
         following = header.next_offset
     return following
+
+
+def batch_epochs(data) -> dict[int, int]:
+    """Each complete batch's partition leader epoch by the offset after it, control and aborted
+    batches included (a consumer position's epoch, KIP-320); stops where :func:`next_fetch_offset`
+    stops."""
+    out = {}
+    for _, header in _headers(memoryview(data)):
+        if isinstance(header, DecodeFailure):
+            break
+        out[header.next_offset] = header.partition_leader_epoch
+    return out

@@ -462,3 +462,14 @@ def test_garbage_offsets_pass_the_header_check_but_never_decode():
     validate_batches(data, max_batch_bytes=MAX)
     decoded, failure = decode_available(_assigned(data), 100)
     assert decoded == [] and failure.offset == 100 and "does not decode" in failure.error.message
+
+
+def test_batch_epochs_names_each_complete_batchs_leader_epoch_by_the_offset_after_it():
+    from broker.records.reader import batch_epochs, next_fetch_offset
+
+    def written(first_offset, n, epoch):
+        data = encode_records([(None, b"v", 0, None)] * n)
+        return b"".join(with_offsets(data, validate_batches(data, max_batch_bytes=MAX), first_offset, epoch))
+    data = written(0, 3, 4) + written(3, 2, 6)
+    assert batch_epochs(data) == {3: 4, 5: 6}
+    assert batch_epochs(data[:-1]) == {3: 4} and next_fetch_offset(data[:-1]) == 3   # a torn batch: not counted
