@@ -119,11 +119,13 @@ class GroupShard:
                 if "ended_ms" in value:
                     group.producer_ended[key["producer"]] = value["ended_ms"]
         for group, member_id, v in members:
+            assigned, revoking = {tuple(x) for x in v["assigned"]}, {tuple(x) for x in v.get("revoking", [])}
             member = Member(member_id, v.get("instance_id", ""), v.get("client_id", ""), v["topics"],
                             v["session_timeout_ms"], v["rebalance_timeout_ms"], now_ms, v["epoch"],
-                            v.get("previous_epoch", -1), {tuple(x) for x in v["assigned"]},
-                            {tuple(x) for x in v["assigned"]}, v.get("eager_cleared", -1),
+                            v.get("previous_epoch", -1), assigned, assigned | revoking, v.get("eager_cleared", -1),
                             assignors=v.get("assignors") or [group.assignor or "range"])
+            if revoking:  # its rebalance timeout starts again, as Kafka's onLoaded schedules it
+                member.revoking_since_ms = now_ms
             if v.get("left"):
                 member.left_ms = now_ms
             group.members[member_id] = member
@@ -167,7 +169,7 @@ class GroupShard:
                  "session_timeout_ms": m.session_timeout_ms, "rebalance_timeout_ms": m.rebalance_timeout_ms,
                  "epoch": m.epoch, "previous_epoch": m.previous_epoch, "assigned": _tps(m.assigned),
                  "eager_cleared": m.eager_cleared, "left": m.left_ms is not None, "assignors": m.assignors,
-                 "target": _tps(group.target.get(m.member_id, ()))})
+                 "target": _tps(group.target.get(m.member_id, ())), "revoking": _tps(m.owned - m.assigned)})
         return out
 
     def _changes(self, group: ConsumerGroup, removed: bool = False) -> list[Record]:
@@ -190,12 +192,30 @@ class GroupShard:
     # ------------------------------------------------------------------------------ operations
     def heartbeat(self, group_id: str, member_id: str, member_epoch: int, *, partitions: Mapping[str, int],
                   now_ms: int, **fields) -> tuple[HeartbeatResult, list[Record]]:
+        """A heartbeat's answer and records; a refused one raises (see :meth:`heartbeat_outcome`)."""
+        outcome, records = self.heartbeat_outcome(group_id, member_id, member_epoch, partitions=partitions,
+                                                  now_ms=now_ms, **fields)
+        if isinstance(outcome, RiverlogError):
+            raise outcome
+        return outcome, records
+
+    def heartbeat_outcome(self, group_id: str, member_id: str, member_epoch: int, *,
+                          partitions: Mapping[str, int], now_ms: int,
+                          **fields) -> tuple[HeartbeatResult | RiverlogError, list[Record]]:
+        """The answer, or the error that refused the heartbeat, with the records to write either
+        way: a refusal may still change the group (a replaced static member's id, once it speaks,
+        is remembered as fenced), and a record left unwritten would be missing from the group a
+        coordinator that takes over replays."""
         group = self._group(group_id)
         try:
-            result = group.heartbeat(member_id, member_epoch, partitions=partitions, now_ms=now_ms, **fields)
-        finally:
-            records = self._changes(group)
-        return result, records
+            outcome: HeartbeatResult | RiverlogError = group.heartbeat(
+                member_id, member_epoch, partitions=partitions, now_ms=now_ms, **fields)
+        except RiverlogError as error:
+            outcome = error
+        except Exception:
+            self._changes(group)  # not a refusal: nothing to answer; an empty new group is not kept
+            raise
+        return outcome, self._changes(group)
 
     def expire(self, partitions: Mapping[str, int], now_ms: int) -> list[Record]:
         records: list[Record] = []

@@ -354,8 +354,10 @@ class ConsumerGroup:
         the admin tools, a member id or not) only while the group has no members at all, a static
         member away for now included (Kafka counts it: it comes back to its partitions and their
         offsets); otherwise a member with exactly its current epoch (with an older one it may
-        commit positions of partitions already handed to another member). Anyone else is
-        ``UnknownMemberIdError``."""
+        commit positions of partitions already handed to another member), which for a static
+        member away for now is -2, as Kafka records it at its leave (so a late commit of the
+        incarnation that left is ``StaleMemberEpochError``, as OffsetFetch answers it). Anyone else
+        is ``UnknownMemberIdError``."""
         if member_epoch < 0 and not self.members:
             return
         if not member_id:
@@ -366,10 +368,12 @@ class ConsumerGroup:
                 "from assign() or the admin tools) is accepted only while it has none; stop its consumers "
                 "(and wait for away static members' sessions to expire) first")
         member = self._member(member_id)
-        if member_epoch != member.epoch:
+        expected = member.epoch if member.active else LEAVE_STATIC
+        if member_epoch != expected:
+            away = "" if member.active else " (a static member that left the group for now)"
             raise StaleMemberEpochError(
-                f"member {member_id} of group '{self.group_id}' committed with epoch {member_epoch}; "
-                f"its epoch is {member.epoch}: commit again with the current epoch")
+                f"member {member_id}{away} of group '{self.group_id}' committed with epoch {member_epoch}; "
+                f"its epoch is {expected}: commit again with the current epoch")
 
     def has_pending(self, tp: TP) -> bool:
         """Kafka's ``hasPendingTransactionalOffsets``: an open transaction holds an offset of ``tp``."""

@@ -66,8 +66,10 @@ class GroupHandlers:
                       topics=list(request.subscribed_topics), assignor_name=request.assignor,
                       session_timeout_ms=session, rebalance_timeout_ms=request.rebalance_timeout_ms or 300_000,
                       owned=set(pairs(request.owned)), max_size=self.config["group.consumer.max.size"])
-        result = self.runtime.run(request.group_id, lambda shard: shard.heartbeat(
+        result = self.runtime.run(request.group_id, lambda shard: shard.heartbeat_outcome(
             request.group_id, request.member_id, request.member_epoch, partitions=sizes, now_ms=now, **fields))
+        if isinstance(result, RiverlogError):
+            raise result  # after what the refusal changed was written
         interval = min(self.config["group.consumer.heartbeat.interval.ms"], max(10, session // 3))
         return pb.ConsumerGroupHeartbeatResponse(
             member_id=result.member_id, member_epoch=result.member_epoch, heartbeat_interval_ms=interval,
