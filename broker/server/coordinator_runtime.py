@@ -125,6 +125,12 @@ class CoordinatorRuntime:
         with loaded.lock:
             if not loaded.live:
                 raise NotCoordinatorError(f"broker {self.broker.node_id} just stopped coordinating '{key}'")
+            if not loaded.partition.is_leader or loaded.partition.leader_epoch != loaded.leader_epoch:
+                # Deposed since the last sync: its state may be behind the new leader's (a retried
+                # EndTxn would be confirmed from a transaction the new coordinator has moved past).
+                self._drop(loaded.shard.partition, loaded)
+                raise NotCoordinatorError(f"broker {self.broker.node_id} no longer leads "
+                                          f"{self.topic}-{loaded.shard.partition}: find the coordinator again")
             if loaded.partition.high_watermark < loaded.end:
                 raise self._not_replicated(loaded)
             yield loaded

@@ -20,10 +20,11 @@ class TransactionHandlers:
         self.broker = runtime.broker
 
     def init_producer_id(self, request: pb.InitProducerIdRequest) -> pb.InitProducerIdResponse:
+        """``transaction_timeout_ms`` is required: 0 (also when unset) is ``INVALID_TRANSACTION_TIMEOUT``,
+        as Kafka's ``validateTransactionTimeoutMs``, never a default the producer did not ask for."""
         expected = ((request.producer_id, request.producer_epoch)
                     if request.HasField("producer_id") and request.HasField("producer_epoch") else None)
-        pid, epoch = self.runtime.init_producer_id(request.transactional_id, request.transaction_timeout_ms or 60_000,
-                                                   expected)
+        pid, epoch = self.runtime.init_producer_id(request.transactional_id, request.transaction_timeout_ms, expected)
         return pb.InitProducerIdResponse(producer_id=pid, producer_epoch=epoch)
 
     def add_partitions(self, request: pb.AddPartitionsToTxnRequest) -> pb.AddPartitionsToTxnResponse:

@@ -162,7 +162,7 @@ class _Broker:
         self.txn_state = Partition("__transaction_state", 0, "id", Log.open(
             str(tmp_path / "txn-0"), TOPIC_CONFIG.parse({"cleanup.policy": "compact"}), self.clock),
             AppendNotifier(), clock=self.clock)
-        self.txn_state.make_leader(0, coordinator_epoch, [0], [0])
+        self.txn_state.make_leader(coordinator_epoch, coordinator_epoch, [0], [0])
         led = NS(num_partitions=1, partitions=[NS(leader=0)])
         self.image = NS(topics={"__transaction_state": led, "t": led})
 
