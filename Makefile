@@ -31,7 +31,7 @@ test: $(STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-unit: $(STAMP)
-	$(PY) -m pytest tests/unit
+	$(PY) -m pytest tests/unit tests/streams tests/connect
 
 test-simulation: $(STAMP)
 	$(PY) -m pytest tests/simulation

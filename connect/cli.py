@@ -9,8 +9,9 @@
 
 ``standalone`` is Kafka's ``connect-standalone``: it creates the SparkSession first (its JVM is
 forked before any gRPC thread exists in the process), then the worker, the REST API on
-``rest.port``, then each connector given (created, or its stored config replaced: configs
-persist in the broker, unlike Kafka's standalone mode), and runs until SIGTERM or SIGINT.
+``listeners`` (else ``rest.port``), then each connector given (created, or its stored config
+replaced: configs persist in the broker, unlike Kafka's standalone mode), and runs until SIGTERM
+or SIGINT.
 The other commands are an HTTP client of ``--url`` (default $RIVERLOG_CONNECT_URL or
 http://127.0.0.1:8083) written with the standard library only. A refused request prints
 ``Error: <status>: <Connect's message>`` and exits 1. Registered in ``riverlog`` through the

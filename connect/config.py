@@ -30,7 +30,8 @@ from connect import topic_creation
 from connect.config_def import ConfigValue, Plugin, java_str  # noqa: F401
 from connect.config_validators import all_of  # noqa: F401
 from connect.config_infos import (ConfigInfo, ConfigInfos, _consumer_check, _converter_infos,  # noqa: F401
-                                  _merge, _override_infos, _producer_check, _result, _sink_consumer_check)
+                                  _merge, _override_infos, _producer_check, _result, _sink_consumer_check,
+                                  with_policy)
 from connect.connector_config_def import (COMMON_GROUP, CONNECTORS, CONSUMER_OVERRIDE, CONVERTERS,  # noqa: F401
                                           DLQ_TOPIC, ERROR_GROUP, EXACTLY_ONCE_GROUP, HEADER_CONVERTERS,
                                           JSON_CONVERTER, JSON_CONVERTER_CONFIG, MAX_POLL_RECORDS, NULL_VALUE,
@@ -40,11 +41,14 @@ from connect.connector_config_def import (COMMON_GROUP, CONNECTORS, CONSUMER_OVE
 from connect.worker_config import WORKER_CONFIG_DEF, WorkerConfig  # noqa: F401
 
 
-def validate(config: Mapping[str, Any], connector_defs: Plugin | None = None) -> ConfigInfos:
+def validate(config: Mapping[str, Any], connector_defs: Plugin | None = None,
+             override_policy: str = "All") -> ConfigInfos:
     """Connect's validate response for ``config``. ``connector_defs`` is the connector plugin
     (its kind, source or sink, and its own ConfigDef); by default it is looked up by
     ``connector.class`` in :data:`CONNECTORS`. An unknown or missing class is listed on
-    ``connector.class`` and the rest is validated against the common definitions."""
+    ``connector.class`` and the rest is validated against the common definitions. Client
+    overrides are checked under the worker's ``override_policy`` (Kafka's ``All``, ``None``,
+    ``Principal``)."""
     props = _as_strings(config)
     plugin = connector_defs
     if plugin is None and isinstance(props.get("connector.class"), str):
@@ -79,9 +83,11 @@ def validate(config: Mapping[str, Any], connector_defs: Plugin | None = None) ->
     return _merge(
         name,
         _result(name, keys, all_values, groups),
-        _override_infos(props, PRODUCER_OVERRIDE, _producer_check) if uses_producer else None,
-        _override_infos(props, CONSUMER_OVERRIDE, _sink_consumer_check(props.get("name")) if kind == SINK
-                        else _consumer_check) if reads_topics else None,
+        _override_infos(props, PRODUCER_OVERRIDE, with_policy(_producer_check, override_policy))
+        if uses_producer else None,
+        _override_infos(props, CONSUMER_OVERRIDE, with_policy(_sink_consumer_check(props.get("name")) if kind == SINK
+                                                              else _consumer_check, override_policy))
+        if reads_topics else None,
         _converter_infos(props, values, "header.converter", HEADER_CONVERTERS, "header"),
         _converter_infos(props, values, "key.converter", CONVERTERS, "key"),
         _converter_infos(props, values, "value.converter", CONVERTERS, "value"),

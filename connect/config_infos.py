@@ -44,6 +44,17 @@ class ConfigInfos:
                 out.setdefault(c.value.name, []).extend(c.value.errors)
         return out
 
+    def add_errors(self, name: str, raw: Any, messages: list[str]) -> None:
+        """Problems found beyond the per-key checks (a transform's own settings, a connector's
+        checks across keys) on the field ``name``: on its entry, else on a new one."""
+        entry = next((c for c in self.configs if c.value is not None and c.value.name == name), None)
+        if entry is None:
+            entry = ConfigInfo(None, ConfigValue(name, raw, [], []))
+            self.configs.append(entry)
+        new = [m for m in messages if m not in entry.value.errors]
+        entry.value.errors.extend(new)
+        self.error_count += len(new)
+
     def raise_if_invalid(self) -> None:
         """:class:`~connect.errors.ConfigError` with Kafka's refusal message and ``details["errors"]``."""
         if self.error_count:
@@ -119,8 +130,8 @@ def _converter_infos(props: Mapping[str, Any], values: Mapping[str, ConfigValue]
 
 
 def _override_infos(props: Mapping[str, Any], prefix: str, check) -> ConfigInfos:
-    """Client overrides (Kafka's ``All`` override policy): each listed under its own name; values the
-    Riverlog client would refuse carry its message."""
+    """Client overrides: each listed under its own name; ``check`` (under the worker's override
+    policy, :func:`with_policy`) gives a refused key's message."""
     values = []
     for name, raw in props.items():
         if name.startswith(prefix) and len(name) > len(prefix):
@@ -131,6 +142,28 @@ def _override_infos(props: Mapping[str, Any], prefix: str, check) -> ConfigInfos
 
 _OTHER_CLUSTER = ("a connector's records and offsets are on the worker's bootstrap.servers (TopicCopy reads and "
                   "writes other clusters with source.cluster.bootstrap.servers and target.cluster.bootstrap.servers)")
+
+
+OVERRIDE_POLICIES: dict[str, frozenset | None] = {
+    "All": None, "None": frozenset(),
+    "Principal": frozenset({"sasl.jaas.config", "sasl.mechanism", "security.protocol"}),
+}
+"""Kafka's ``ConnectorClientConfigOverridePolicy`` plugins (KIP-458): the client keys each lets a
+connector override (None: any)."""
+
+
+def with_policy(check, policy: str):
+    """``check`` under the worker's ``connector.client.config.override.policy``: a key the policy
+    does not allow gets Kafka's ``AbstractConnectorClientConfigOverridePolicy`` message instead."""
+    allowed = OVERRIDE_POLICIES[policy]
+    if allowed is None:
+        return check
+
+    def checked(name: str, raw: Any) -> str | None:
+        if name not in allowed:
+            return f"The '{policy}' policy does not allow '{name}' to be overridden in the connector configuration."
+        return check(name, raw) if check else None
+    return checked
 
 
 def _producer_check(name: str, raw: Any) -> str | None:
@@ -169,7 +202,9 @@ _READER_DECIDES = {
 
 def _consumer_check(name: str, raw: Any) -> str | None:
     """A consumer override as the topic reader takes it: ``max.poll.records`` is its batch bound;
-    where it starts and when it commits are the runtime's (the reader refuses both)."""
+    where it starts and when it commits are the runtime's (the reader refuses both); any other key
+    goes to the reader's consumer, so what that consumer would refuse when the query starts is
+    refused here, with its message."""
     if name.lower() == "bootstrap.servers":   # its group's offsets are committed on the worker's cluster
         return f"Invalid value {raw} for configuration {name}: {_OTHER_CLUSTER}; it cannot be overridden"
     if name.lower() in _READER_DECIDES:
@@ -177,10 +212,19 @@ def _consumer_check(name: str, raw: Any) -> str | None:
         if str(raw).strip().lower() != same:   # Kafka's own default for Connect's consumers is accepted
             return f"Invalid value {raw} for configuration {name}: {why}; it cannot be overridden"
         return None
-    if name != MAX_POLL_RECORDS:
-        return None
-    try:
-        ok = int(str(raw).strip()) >= 1
-    except ValueError:
-        ok = False
-    return None if ok else f"Invalid value {raw} for configuration {MAX_POLL_RECORDS}: Value must be at least 1"
+    if name == MAX_POLL_RECORDS:     # Connect's own: the reader's batch bound (ConfigDef INT, at least 1)
+        try:
+            number = int(str(raw).strip())
+        except ValueError:
+            number = None
+        if number is None or not -2**31 <= number < 2**31:
+            return f"Invalid value {raw} for configuration {MAX_POLL_RECORDS}: Not a number of type INT"
+        return None if number >= 1 else \
+            f"Invalid value {raw} for configuration {MAX_POLL_RECORDS}: Value must be at least 1"
+    from broker.client import CONSUMER_CONFIG  # the client is heavy; only overrides need it
+    from broker.errors import InvalidConfigError
+    try:   # the reader's consumer takes every other key: what it would refuse at start is refused now
+        CONSUMER_CONFIG.parse({name: raw})
+    except InvalidConfigError as e:
+        return str(e)
+    return None

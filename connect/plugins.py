@@ -56,36 +56,58 @@ def canonical_transform_config(props: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def check_connector_config(name: str, config: Mapping[str, Any]) -> dict[str, str]:
+def check_connector_config(name: str, config: Mapping[str, Any], override_policy: str = "All") -> dict[str, str]:
     """A connector config as ``POST /connectors`` accepts it (``name`` filled in, values as
     strings), or :class:`~connect.errors.ConfigError` naming every bad field, the transforms' own
-    settings included, with Connect's validate response in ``details["infos"]``."""
-    from connect.config import validate
+    settings included, with Connect's validate response in ``details["infos"]``. Client overrides
+    are checked under the worker's ``connector.client.config.override.policy``."""
     from connect.config_infos import refusal
     from connect.connector import connector_class
-    from connect.errors import BadRequestError, ConfigError
-    from connect.transforms import from_connector_config
+    from connect.errors import BadRequestError
     props = {str(k): v for k, v in config.items()}
     if props.get("name") not in (None, name):
         raise BadRequestError(f"Connector name configuration ({props['name']}) doesn't match connector name "
                               f"in the URL ({name})")
     props["name"] = name
-    infos = validate(props)
-    errors = infos.errors()
-    cls = connector_class(str(props.get("connector.class", "")))
-    try:
-        from_connector_config(canonical_transform_config(props))
-    except ConfigError as e:  # the transforms' own settings, which validate() does not define
-        for field, problems in e.details.get("errors", {}).items():
-            errors.setdefault(field, list(problems))  # a field validate() named keeps its messages
-    if cls is not None:
-        for field, problems in cls.problems(props).items():
-            errors.setdefault(field, []).extend(p for p in problems if p not in errors.get(field, []))
-    if errors or cls is None:
+    infos, errors = _checked(props, override_policy)
+    if errors or connector_class(str(props.get("connector.class", ""))) is None:
         e = refusal(errors)
         e.details["infos"] = infos.to_json()
         raise e
     return {k: ("" if v is None else v if isinstance(v, str) else str(v)) for k, v in props.items()}
+
+
+def validate_connector_config(config: Mapping[str, Any], override_policy: str = "All"):
+    """``PUT /connector-plugins/{plugin}/config/validate``: Connect's validate response with every
+    problem a create refuses, as Kafka's validate and create run one ``validateConnectorConfig``."""
+    return _checked({str(k): v for k, v in config.items()}, override_policy)[0]
+
+
+def _checked(props: dict[str, Any], override_policy: str = "All"):
+    """``validate``'s per-key checks, then the transforms' own settings (which ``validate`` does not
+    define) and the connector's checks across keys: the validate response holding them all, and
+    every bad field with its messages (``validate``'s first)."""
+    from connect.config import validate
+    from connect.connector import connector_class
+    from connect.errors import ConfigError
+    from connect.transforms import from_connector_config
+    infos = validate(props, override_policy=override_policy)
+    errors = infos.errors()
+    found: dict[str, list[str]] = {}
+    try:
+        from_connector_config(canonical_transform_config(props))
+    except ConfigError as e:  # the transforms' own settings, which validate() does not define
+        for field, problems in e.details.get("errors", {}).items():
+            if field not in errors:   # a field validate() named keeps its messages
+                found[field] = list(problems)
+    cls = connector_class(str(props.get("connector.class", "")))
+    if cls is not None:
+        for field, problems in cls.problems(props).items():
+            found.setdefault(field, []).extend(p for p in problems if p not in errors.get(field, []))
+    for field, problems in found.items():
+        errors.setdefault(field, []).extend(p for p in problems if p not in errors.get(field, []))
+        infos.add_errors(field, props.get(field), problems)
+    return infos, errors
 
 
 def plugin_list(connectors_only: bool = True) -> list[dict]:
@@ -138,4 +160,5 @@ def _setting_definition(setting) -> dict:
 
 _register_all()
 
-__all__ = ["canonical", "canonical_transform_config", "check_connector_config", "plugin_config_keys", "plugin_list"]
+__all__ = ["canonical", "canonical_transform_config", "check_connector_config", "plugin_config_keys", "plugin_list",
+           "validate_connector_config"]

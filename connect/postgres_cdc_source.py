@@ -98,7 +98,7 @@ _KEYS: tuple[tuple[str, str, Any, str, str], ...] = (
     ("provide.transaction.metadata", Type.BOOLEAN, False, EVENTS,
      "A transaction block in each event, BEGIN/END on <topic.prefix>.<topic.transaction>."),
     ("topic.transaction", Type.STRING, "transaction", EVENTS, "Suffix of the transaction metadata topic."),
-    ("skipped.operations", Type.STRING, "t", EVENTS, "Operations not emitted (c, u, d, t; none)."),
+    ("skipped.operations", Type.STRING, "t", EVENTS, "Operations not emitted (c, u, d, t, or none; r skips nothing)."),
     ("message.prefix.include.list", Type.STRING, None, EVENTS,
      "Regexes of pg_logical_emit_message prefixes emitted as op m events on <topic.prefix>.message."),
     ("message.prefix.exclude.list", Type.STRING, None, EVENTS, "Regexes of message prefixes left out."),

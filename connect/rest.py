@@ -310,14 +310,18 @@ def rest_app(worker) -> FastAPI:
 
 class RestServer:
     """uvicorn serving :func:`rest_app` in a background thread. ``host``/``port`` default to the
-    worker config's ``rest.host.name`` (else 127.0.0.1) and ``rest.port`` (else 8083); port 0 binds
-    a free port, read back as :attr:`port` and :attr:`url` once :meth:`start` returns."""
+    worker config's ``listeners`` (``http://host:port``), else ``rest.host.name`` (else 127.0.0.1)
+    and ``rest.port`` (else 8083); port 0 binds a free port, read back as :attr:`port` and
+    :attr:`url` once :meth:`start` returns."""
 
     def __init__(self, worker, host: str | None = None, port: int | None = None):
-        config = _worker_config(worker)
+        listener = getattr(getattr(worker, "config", None), "rest_listener", None)
+        if listener is None:      # a worker without a parsed WorkerConfig: its raw settings
+            config = _worker_config(worker)
+            listener = (config.get("rest.host.name"), config.get("rest.port", 8083))
         self.worker = worker
-        self.host = host or config.get("rest.host.name") or "127.0.0.1"
-        self.port = int(port if port is not None else config.get("rest.port", 8083))
+        self.host = host or ("0.0.0.0" if listener[0] == "" else listener[0] or "127.0.0.1")
+        self.port = int(port if port is not None else listener[1])
         self._server = None
         self._thread: threading.Thread | None = None
 
@@ -339,7 +343,7 @@ class RestServer:
         while not self._server.started:
             if not self._thread.is_alive():
                 raise OSError(f"the REST server could not listen on {self.host}:{self.port}; "
-                              "is another worker using that rest.port?")
+                              "is another process using that port (listeners, rest.port)?")
             if time.monotonic() > deadline:
                 self.stop()
                 raise TimeoutError(f"the REST server did not start on {self.host}:{self.port} in {timeout} s")

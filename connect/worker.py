@@ -87,11 +87,13 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
 
     def _advertised(self, bound_port: int | None = None) -> str:
         """Kafka's worker id, its REST server's advertised ``host:port`` (``RestServer.advertisedUrl``):
-        ``rest.advertised.host.name`` else ``rest.host.name`` else this host's name, and
-        ``rest.advertised.port`` else the port the server listens on (``rest.port`` until it is bound)."""
+        ``rest.advertised.host.name`` else the listener's host (``listeners``, else ``rest.host.name``)
+        else this host's name, and ``rest.advertised.port`` else the port the server listens on
+        (the configured one until it is bound)."""
         c = self.config
-        host = c.rest_advertised_host_name or c.rest_host_name or socket.gethostname()
-        port = c.rest_advertised_port or (bound_port if bound_port is not None else c.rest_port)
+        listen_host, listen_port = c.rest_listener
+        host = c.rest_advertised_host_name or listen_host or socket.gethostname()
+        port = c.rest_advertised_port or (bound_port if bound_port is not None else listen_port)
         return f"{host}:{port}"
 
     def rest_bound(self, port: int) -> None:

@@ -4,14 +4,62 @@ converters), parsed once into a frozen :class:`WorkerConfig`.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from connect.config_def import NO_DEFAULT, ConfigDef, ConfigKey, Importance, Type, config_error
-from connect.config_validators import at_least, between, non_empty_string, one_of
+from connect.config_validators import Invalid, at_least, between, non_empty_string, one_of
 from connect.config_validators import replication_factor as _replication_factor
 from connect.connector_config_def import _CONVERTER_DOC, JSON_CONVERTER, SIMPLE_HEADER_CONVERTER, _as_strings
+
+_LISTENER = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
+"""Kafka's ``RestServer.LISTENER_PATTERN`` (matched whole): ``protocol://host:port``."""
+
+
+def parse_listener(listener: str) -> tuple[str, int]:
+    """``(host, port)`` of an ``http://host:port`` listener, with Kafka's messages; an empty host
+    (``http://:8083``) is every interface, as Jetty binds it. ``https`` is refused: Riverlog's REST
+    API serves plain HTTP, and ignoring the protocol would serve unencrypted what was asked encrypted."""
+    m = _LISTENER.fullmatch(listener.strip())
+    if m is None:
+        raise Invalid("Listener doesn't have the right format (protocol://hostname:port).")
+    protocol, host, port = m.group(1).lower(), m.group(2), int(m.group(3))
+    if protocol not in ("http", "https"):
+        raise Invalid('Listener protocol must be either "http" or "https".')
+    if protocol == "https":
+        raise Invalid("https listeners are not supported: the REST API serves http (put TLS in front of it)")
+    if not 0 <= port <= 65535:
+        raise Invalid("the port must be between 0 and 65535")
+    return host, port
+
+
+def _listeners(name: str, value: Any) -> None:
+    """Kafka's ``ListenersValidator``, and one listener: the REST API is one http server."""
+    if value is None:
+        return
+    if not value or any(not str(v).strip() for v in value):
+        raise Invalid("Empty URL found when parsing listeners list.")
+    if len(value) > 1:
+        raise Invalid("the REST API serves one listener; give one http://host:port")
+    parse_listener(str(value[0]))
+
+
+_POLICY_PACKAGE = "org.apache.kafka.connect.connector.policy."
+_POLICY_SUFFIX = "ConnectorClientConfigOverridePolicy"
+
+
+def override_policy_name(value: str) -> str | None:
+    """``All``, ``None`` or ``Principal`` for a policy named by alias, simple or full class name."""
+    name = str(value).strip().removeprefix(_POLICY_PACKAGE).removesuffix(_POLICY_SUFFIX)
+    return name if name in ("All", "None", "Principal") else None
+
+
+def _override_policy(name: str, value: Any) -> None:
+    if override_policy_name(value) is None:
+        raise Invalid(f"Class {value} could not be found (policies: All, None, Principal)")
+
 
 WORKER_CONFIG_DEF = ConfigDef([
     ConfigKey("bootstrap.servers", Type.LIST, "localhost:9092", None, Importance.HIGH,
@@ -42,10 +90,14 @@ WORKER_CONFIG_DEF = ConfigDef([
               "The number of partitions used when creating the status storage topic"),
     ConfigKey("status.storage.replication.factor", Type.SHORT, -1, _replication_factor, Importance.LOW,
               "Replication factor used when creating the status storage topic (-1: the broker's default)"),
+    ConfigKey("listeners", Type.LIST, None, _listeners, Importance.LOW,
+              "The REST API's listener, http://host:port (an empty host: every interface; port 0: a free "
+              "one), as Kafka 3.0+ configures it; it wins over rest.host.name and rest.port."),
     ConfigKey("rest.host.name", Type.STRING, None, None, Importance.LOW,
-              "Hostname for the REST API. If this is set, it will only bind to this interface."),
+              "Hostname for the REST API (Kafka 2's key; listeners wins). If this is set, it will only bind "
+              "to this interface."),
     ConfigKey("rest.port", Type.INT, 8083, between(0, 65535), Importance.LOW,
-              "Port for the REST API to listen on (0: any free port)."),
+              "Port for the REST API to listen on (Kafka 2's key; listeners wins; 0: any free port)."),
     ConfigKey("rest.advertised.host.name", Type.STRING, None, None, Importance.LOW,
               "If this is set, this is the hostname that will be given out to other workers to connect to."),
     ConfigKey("rest.advertised.port", Type.INT, None, None, Importance.LOW,
@@ -69,6 +121,9 @@ WORKER_CONFIG_DEF = ConfigDef([
               "HeaderConverter class used to convert between Kafka Connect format and the serialized form."),
     ConfigKey("offset.flush.interval.ms", Type.LONG, 60000, at_least(0), Importance.LOW,
               "Interval at which to try committing offsets for tasks."),
+    ConfigKey("connector.client.config.override.policy", Type.STRING, "All", _override_policy, Importance.MEDIUM,
+              "Which client configurations a connector may override: All, None or Principal (Kafka's "
+              "ConnectorClientConfigOverridePolicy plugins, by alias or class name)."),
 ])
 """Kafka's ``DistributedConfig`` keys the worker uses. Converter names are plain strings here:
 the worker resolves them in the registries when it builds a connector, after the converter
@@ -92,6 +147,7 @@ class WorkerConfig:
     status_storage_topic: str
     status_storage_partitions: int
     status_storage_replication_factor: int
+    listeners: list[str] | None
     rest_host_name: str | None
     rest_port: int
     rest_advertised_host_name: str | None
@@ -104,6 +160,7 @@ class WorkerConfig:
     value_converter: str
     header_converter: str
     offset_flush_interval_ms: int
+    connector_client_config_override_policy: str
     originals: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -112,11 +169,27 @@ class WorkerConfig:
         values = WORKER_CONFIG_DEF.validate_all(props)
         errors = {n: cv.errors for n, cv in values.items() if cv.errors}
         errors.update(_client_problems(props))
+        errors.update({k: [f"Invalid value {props[k]} for configuration {k}: {why}"]
+                       for k, why in _UNSUPPORTED.items() if str(props.get(k) or "").strip()})
         if errors:
             raise config_error("Worker configuration", errors)
         v = {n: cv.value for n, cv in values.items()}
         return cls(**{k.replace(".", "_"): v[k] for k in v if k != "bootstrap.servers"},
                    bootstrap_servers=",".join(v["bootstrap.servers"]), originals=dict(props))
+
+    @property
+    def rest_listener(self) -> tuple[str | None, int]:
+        """Where the REST API listens: ``listeners`` (Kafka 3.0+'s key; an empty host: every
+        interface) else Kafka 2's ``rest.host.name`` (None: Riverlog's loopback default) and
+        ``rest.port``."""
+        if self.listeners:
+            return parse_listener(self.listeners[0])
+        return self.rest_host_name, self.rest_port
+
+    @property
+    def override_policy(self) -> str:
+        """``connector.client.config.override.policy`` as ``All``, ``None`` or ``Principal``."""
+        return override_policy_name(self.connector_client_config_override_policy)
 
     @property
     def producer_defaults(self) -> dict[str, Any]:
@@ -132,6 +205,14 @@ class WorkerConfig:
     def exactly_once_source_enabled(self) -> bool:
         return self.exactly_once_source_support.lower() == "enabled"
 
+
+_UNSUPPORTED = {
+    "config.providers": "config providers are not supported: a ${provider:path:key} reference would reach the "
+                        "connector as its literal text; put the values in the configs",
+    "rest.extension.classes": "REST extensions are not supported: the REST API would answer without what they add "
+                              "(authentication, for one); put a proxy in front of it",
+}
+"""Kafka worker keys whose feature Riverlog lacks: refused when set, never ignored."""
 
 PRODUCER, CONSUMER = "producer.", "consumer."
 _RUNTIME_OWNED = {"producer.bootstrap.servers": "the connectors' clients use the worker's bootstrap.servers",

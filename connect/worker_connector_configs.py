@@ -14,7 +14,7 @@ from connect.config import validate
 from connect.config_infos import refusal
 from connect.connector import connector_class
 from connect.errors import AlreadyExistsError, BadRequestError, NotFoundError
-from connect.plugins import check_connector_config, plugin_config_keys, plugin_list
+from connect.plugins import check_connector_config, plugin_config_keys, plugin_list, validate_connector_config
 from connect.states import Failures, TargetState
 from connect.worker_connector import S
 
@@ -38,7 +38,7 @@ class WorkerConnectorConfigs:
         with self._lock:
             if name in self.storage.configs.connector_configs:
                 raise AlreadyExistsError(f"Connector {name} already exists")
-            props = check_connector_config(name, config)
+            props = check_connector_config(name, config, self.config.override_policy)
             self.storage.put_connector_config(name, props, target)
             self._assign(name)
             return self.connector_info(name)
@@ -47,7 +47,7 @@ class WorkerConnectorConfigs:
         with self._lock:
             if name not in self.storage.configs.connector_configs:
                 return True, self.create_connector(name, config)
-            props = check_connector_config(name, config)
+            props = check_connector_config(name, config, self.config.override_policy)
             c = self._connectors[name]
             self._stop_query(c)
             self.storage.put_connector_config(name, props)
@@ -83,4 +83,4 @@ class WorkerConnectorConfigs:
             raise NotFoundError(f"Unknown plugin {plugin}.")
         props = dict(config)
         props.setdefault("connector.class", plugin)
-        return validate(props).to_json()
+        return validate_connector_config(props, self.config.override_policy).to_json()

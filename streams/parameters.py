@@ -154,7 +154,7 @@ class Consumed:
     key_serde: Any = None
     value_serde: Any = None
     timestamp_extractor: Callable | None = None   # (record, partition_time) -> ms; default: the record's timestamp
-    offset_reset: str | None = None                # "earliest" | "latest" | None (the app's auto.offset.reset)
+    offset_reset: str | None = None                # "earliest" | "latest" | "none" | None (auto.offset.reset)
     name: str | None = None
 
     @staticmethod
@@ -180,9 +180,11 @@ class Consumed:
             raise TopologyError(f"Consumed.withTimestampExtractor: {e}") from e
 
     def withOffsetResetPolicy(self, policy: str) -> "Consumed":
+        """``earliest``, ``latest`` or Kafka 4.0's ``none`` (``AutoOffsetReset.none()``: a partition
+        of this source without a valid committed offset fails the start)."""
         policy = policy.lower()
-        if policy not in ("earliest", "latest"):
-            raise TopologyError(f"offset reset policy {policy!r}: expected 'earliest' or 'latest'")
+        if policy not in ("earliest", "latest", "none"):
+            raise TopologyError(f"offset reset policy {policy!r}: expected 'earliest', 'latest' or 'none'")
         return replace(self, offset_reset=policy)
 
     def withName(self, name: str) -> "Consumed":

@@ -9,7 +9,7 @@ from broker.client.admin import (AdminClient, AlterConfigOpType, ConfigEntry, Co
                                  DeletedRecords, DescribeClusterResult, ListOffsetsResultInfo, NewPartitions, NewTopic,
                                  OffsetSpec, PartitionMetadata, ResourceType, TopicMetadata)
 from broker.client.cluster import BrokerMetadata, ClusterMetadata
-from broker.client.config import PRODUCER_CONFIG
+from broker.client.config import CONSUMER_CONFIG, PRODUCER_CONFIG
 from broker.client.consumer import BATCH_SCHEMA, Consumer, ConsumerGroupMetadata
 from broker.client.error import (ConcurrentModificationException, ConsumeError, IllegalStateException,
                                  KeyDeserializationError, KeySerializationError, ProduceError, SerializationError,
@@ -46,7 +46,7 @@ __all__ = [
     "TopicCollection", "TopicDescription", "TopicMetadata", "TopicPartition", "TopicPartitionInfo",
     "ValueDeserializationError", "ValueSerializationError",
     "ActiveProducer", "OpenTransaction", "PartitionProducers", "TransactionDescription", "TransactionListing",
-    "ExactlyOnce", "PRODUCER_CONFIG", "TransactionHandle",
+    "ExactlyOnce", "CONSUMER_CONFIG", "PRODUCER_CONFIG", "TransactionHandle",
     "ConcurrentModificationException", "IllegalStateException", "ThrottleEvent", "Uuid", "consistent", "fnv1a",
     "libversion", "murmur2", "version",
 ]

@@ -24,11 +24,12 @@ def _mode(options: dict, option: str, default: str) -> str:
 
 def _skipped(value: Any) -> frozenset:
     """``skipped.operations`` as ``CommonConnectorConfig.validateSkippedOperation`` checks it: any of
-    c, u, d, t, or ``none`` alone."""
+    r, c, u, d, t, or ``none`` alone. ``r`` skips nothing here, as in Debezium: only streamed
+    changes are filtered (``EventDispatcher.dispatchDataChangeEvent``), never snapshot rows."""
     parts = [s.strip() for s in str(value).split(",") if s.strip()]
-    bad = sorted(set(parts) - {"c", "u", "d", "t", "none"})
+    bad = sorted(set(parts) - {"r", "c", "u", "d", "t", "none"})
     if bad:
-        raise CdcConfigError(f"skipped.operations has {bad}; allowed: c, u, d, t, none",
+        raise CdcConfigError(f"skipped.operations has {bad}; allowed: r, c, u, d, t, none",
                              option="skipped.operations")
     if "none" in parts and len(set(parts)) > 1:
         raise CdcConfigError("skipped.operations: 'none' cannot be specified with other skipped operation types",

@@ -111,10 +111,9 @@ def test_a_sinks_max_poll_records_bounds_its_batch_and_other_consumer_overrides_
     config = parse_connector_config(sink(**{"consumer.override.max.poll.records": "100",
                                             "consumer.override.fetch.max.bytes": "1048576"}))
     assert config.reader_options() == {"maxOffsetsPerTrigger": "100", "riverlog.fetch.max.bytes": "1048576"}
-    for bad in ("0", "many"):
+    for bad, why in (("0", "Value must be at least 1"), ("many", "Not a number of type INT")):
         assert validate(sink(**{"consumer.override.max.poll.records": bad})).errors() == {
-            "consumer.override.max.poll.records": [f"Invalid value {bad} for configuration max.poll.records: "
-                                                   "Value must be at least 1"]}
+            "consumer.override.max.poll.records": [f"Invalid value {bad} for configuration max.poll.records: {why}"]}
     # TopicCopy reads topics as a sink does; a source reading none ignores consumer settings, as Kafka's.
     register_connector(TopicCopy)
     register_connector(FileStreamSource)

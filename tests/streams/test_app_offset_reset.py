@@ -69,3 +69,15 @@ def test_a_committed_offset_out_of_the_partitions_range_is_reset_by_the_sources_
     strict.app = "never-committed"
     with pytest.raises(StreamsError, match="No valid committed offset found for input topic early"):
         strict._committed(["early"])
+
+
+def test_a_sources_none_policy_wins_over_auto_offset_reset():
+    # Kafka 4.0's AutoOffsetReset.none() (KIP-1106) for one source: a partition of it with no valid
+    # committed offset fails the start, while the application's other sources follow auto.offset.reset.
+    b = StreamsBuilder()
+    b.stream("strict", Consumed.with_(S, S).withOffsetResetPolicy("none")).to("out", Produced.with_(S, S))
+    b.stream("loose", Consumed.with_(S, S)).to("out", Produced.with_(S, S))
+    app = StreamsApp(b.build(), None, {"application.id": "resets", "bootstrap.servers": "127.0.0.1:1",
+                                       "auto.offset.reset": "earliest"})
+    assert app._reset("loose") == EARLIEST
+    assert app._reset("strict") not in (EARLIEST, LATEST) and app._reset("strict") < 0

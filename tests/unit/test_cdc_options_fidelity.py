@@ -73,7 +73,7 @@ def test_modes_are_read_in_any_case_as_debeziums_parse(option, value, parsed):
 
 @pytest.mark.parametrize("options, said", [
     ({"skipped.operations": "none,c"}, "'none' cannot be specified with other"),
-    ({"skipped.operations": "c,x"}, "allowed: c, u, d, t, none"),
+    ({"skipped.operations": "c,x"}, "allowed: r, c, u, d, t, none"),
     ({"topic.prefix": "my shop"}, "only the underscore, hyphen, dot and alphanumeric"),
     ({"topic.prefix": "shop/eu"}, "invalid format"),
 ])
@@ -99,3 +99,15 @@ def test_skipped_none_alone_skips_nothing_and_a_valid_prefix_is_kept():
 ])
 def test_table_lists_match_as_javas_regexes_do(option, pattern, table, captured):
     assert CdcOptions.parse({option: pattern}).includes("public", table) is captured
+
+
+def test_skipped_read_operations_are_accepted_and_skip_no_snapshot_row():
+    # CommonConnectorConfig.validateSkippedOperation takes r (reads) as well as c, u, d, t; only
+    # EventDispatcher.dispatchDataChangeEvent filters, and snapshot rows are dispatched unfiltered.
+    o = CdcOptions.parse({"skipped.operations": "r,u", "topic.prefix": "shop"})
+    assert o.envelope.skipped_operations == frozenset({"r", "u"})
+    builder = EnvelopeBuilder(o.envelope, now_us=lambda: 0)
+    builder.table(T, not_null=("id",))
+    record = builder.snapshot_record(T, (b"1", b"5"), 100, 0)
+    assert json.loads(record.value)["payload"]["op"] == "r"
+    assert _shape(_key_change(**{"skipped.operations": "r"})) == [(1, "d"), (1, None), (2, "c")]
