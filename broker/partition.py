@@ -185,7 +185,11 @@ class Partition(PartitionLeadership, PartitionProduce, PartitionFollower, Partit
             return self.producers.expire(now_ms, expiration_ms)
 
     def apply_retention(self, now_ms: int) -> retention.RetentionResult:
+        """Retention of a hosted log; nothing once closed: the retention thread may still hold a
+        partition that was shut down or removed meanwhile (its segments closed, its directory gone)."""
         with self.lock:
+            if self.role == CLOSED:
+                return retention.RetentionResult(0, 0, (), self.log.log_start_offset)
             result = retention.apply_retention(self.log, now_ms, self.high_watermark)
             if result.segments:
                 self.epochs.truncate_from_start(self.log.log_start_offset)
@@ -194,8 +198,11 @@ class Partition(PartitionLeadership, PartitionProduce, PartitionFollower, Partit
     def clean(self, now_ms: int, aborted=lambda: False) -> cleaner.CleanResult | None:
         """Compact the log: plan and swap under the lock, rewrite segments outside it. Nothing at
         or past the last stable offset is cleaned; aborted transactions' records are removed, and
-        afterwards the partition stops listing them (persisted in the producer-state snapshot)."""
+        afterwards the partition stops listing them (persisted in the producer-state snapshot).
+        A closed partition (shut down, or removed while the cleaner held it) is not cleaned."""
         with self.lock:
+            if self.role == CLOSED:
+                return None
             # the producers still known keep their last sequence through the clean (Kafka's RETAIN_EMPTY)
             producers = {pid: e.batches[-1].last_offset for pid, e in self.producers.producers.items() if e.batches}
             plan = cleaner_plan.plan_cleaning(self.log, self.high_watermark, now_ms, self._last_stable_offset(),
@@ -234,7 +241,8 @@ class Partition(PartitionLeadership, PartitionProduce, PartitionFollower, Partit
 
     def maybe_flush(self) -> None:
         with self.lock:
-            self.log.maybe_flush_on_time()
+            if self.role != CLOSED:
+                self.log.maybe_flush_on_time()
 
     def close(self) -> None:
         """Broker shutdown: snapshot the producer state and close the log. Closing twice is a no-op."""

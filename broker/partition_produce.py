@@ -10,6 +10,7 @@ after the log append succeeded.
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 from broker.config import LONG_MAX
 from broker.errors import (InvalidRecordError, InvalidTimestampError, MessageTooLargeError,
@@ -18,11 +19,22 @@ from broker.errors import (InvalidRecordError, InvalidTimestampError, MessageToo
 from broker.partition_leadership import LEADER
 from broker.records.batch import HEADER_SIZE, increment_sequence, validate_batches
 from broker.records.control import marker_batch
-from broker.storage.log import AppendInfo
 
 NO_TIMESTAMP = -1  # Kafka's RecordBatch.NO_TIMESTAMP
 _ROLL_MARGIN_MS = 60_000  # append_is_quick: a time-based roll this close is left to a pool thread
 _RELATIVE_OFFSETS_QUICK = 2**31 - 2**20  # ... and so is a roll for relative offsets running out
+
+
+class LeaderAppendInfo(NamedTuple):
+    """What a leader's append wrote (the fields of :class:`AppendInfo`) and the leader epoch it was
+    written in: an ``acks=all`` wait is for that epoch, read under the same lock as the append, so
+    a leadership change between the append and the wait can never make another epoch's high
+    watermark (over records that replaced these after a truncation) answer for it."""
+    first_offset: int
+    last_offset: int
+    log_append_time: int
+    record_count: int
+    leader_epoch: int
 
 
 class PartitionProduce:
@@ -30,7 +42,7 @@ class PartitionProduce:
     the clock and ``_check_leader``/``_advance_hw`` (from Partition)."""
 
     # ------------------------------------------------------------------------------ leader: produce
-    def append_records(self, data, acks: int = 1, min_insync_replicas: int | None = None) -> AppendInfo:
+    def append_records(self, data, acks: int = 1, min_insync_replicas: int | None = None) -> LeaderAppendInfo:
         """Validate a produce payload, then append it as leader (offsets assigned here)."""
         headers = validate_batches(data, max_batch_bytes=self.log.config["max.message.bytes"])
         if any(h.is_control for h in headers):
@@ -63,8 +75,8 @@ class PartitionProduce:
                 self._check_min_isr(min_insync_replicas)
             resent = self._check_producers(headers)
             if resent is not None:
-                return AppendInfo(resent.first_offset, resent.last_offset, -1,
-                                  resent.last_offset - resent.first_offset + 1)
+                return LeaderAppendInfo(resent.first_offset, resent.last_offset, -1,
+                                        resent.last_offset - resent.first_offset + 1, self.leader_epoch)
             active = self.log.active.base_offset
             info = self.log.append(data, headers, self.leader_epoch)
             offset = info.first_offset
@@ -76,8 +88,9 @@ class PartitionProduce:
                 self.snapshot_producers()
             self.leader_state.on_leader_append(self.log.log_end_offset, self.clock.time_ms())
             self._advance_hw()
+            appended = LeaderAppendInfo(*info, self.leader_epoch)
         self.notifier.bump()
-        return info
+        return appended
 
     def append_is_quick(self, incoming: int) -> bool:
         """Whether appending ``incoming`` bytes here is a copy into the page cache: no fsync due
@@ -179,35 +192,43 @@ class PartitionProduce:
                 f"{self.topic}-{self.index} has {len(self.isr)} in-sync replica(s) {self.isr}; "
                 f"acks=all needs min.insync.replicas={required}")
 
-    def wait_for_replication(self, info: AppendInfo, timeout: float) -> None:
-        """Block an acks=all produce until every ISR member holds its batch (the HW passed it)."""
-        self.wait_for_high_watermark(info.last_offset + 1, timeout)
+    def wait_for_replication(self, info: LeaderAppendInfo, timeout: float) -> None:
+        """Block an acks=all produce until every ISR member holds its batch (the HW passed it) in
+        the leader epoch it was appended in."""
+        self.wait_for_high_watermark(info.last_offset + 1, timeout, info.leader_epoch)
 
-    def wait_for_high_watermark(self, offset: int, timeout: float) -> None:
+    def wait_for_high_watermark(self, offset: int, timeout: float, leader_epoch: int | None = None) -> None:
         """Block until every ISR member holds the records below ``offset`` (the HW reached it) in
-        this leader epoch; raises as ``is_replicated`` does, or ``RequestTimedOut`` at ``timeout``."""
+        ``leader_epoch`` (None: the current one); raises as ``is_replicated`` does, or
+        ``RequestTimedOut`` at ``timeout``."""
         deadline = time.monotonic() + timeout
-        epoch = self.leader_epoch
         with self.lock:
+            epoch = self.leader_epoch if leader_epoch is None else leader_epoch
             while not self.is_replicated_to(offset, epoch):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise self.replication_timeout_at(offset)
                 self.hw_changed.wait(min(remaining, 0.5))
 
-    def is_replicated(self, info: AppendInfo, leader_epoch: int) -> bool:
+    def is_replicated(self, info: LeaderAppendInfo, leader_epoch: int) -> bool:
         """Whether every ISR member holds an acks=all batch appended in ``leader_epoch``."""
         return self.is_replicated_to(info.last_offset + 1, leader_epoch)
 
     def is_replicated_to(self, offset: int, leader_epoch: int) -> bool:
         """Whether every ISR member holds the records below ``offset`` appended in ``leader_epoch``;
         raises once they never will be here (leadership moved) or the ISR shrank below
-        min.insync.replicas."""
+        min.insync.replicas.
+
+        Leadership is checked first, whatever the high watermark: once this replica stopped
+        leading that epoch, a follower's high watermark past ``offset`` may be over the new
+        leader's records, written where a truncation removed these (Kafka's
+        ``checkEnoughReplicasReachOffset`` answers NOT_LEADER_OR_FOLLOWER off the leader)."""
         with self.lock:
+            if self.role != LEADER or self.leader_epoch != leader_epoch:
+                raise NotLeaderOrFollowerError(
+                    f"{self.topic}-{self.index}: leadership moved (leader epoch {self.leader_epoch}, role "
+                    f"{self.role}) before the batch appended in leader epoch {leader_epoch} was acknowledged")
             if self.high_watermark < offset:
-                if self.role != LEADER or self.leader_epoch != leader_epoch:
-                    raise NotLeaderOrFollowerError(
-                        f"{self.topic}-{self.index}: leadership moved before the batch was replicated")
                 return False
             required = min(self.log.config["min.insync.replicas"], len(self.replicas))
             if len(self.isr) < required:
@@ -216,7 +237,7 @@ class PartitionProduce:
                     f"(min.insync.replicas={required})")
             return True
 
-    def replication_timeout(self, info: AppendInfo) -> RequestTimedOutError:
+    def replication_timeout(self, info: LeaderAppendInfo) -> RequestTimedOutError:
         return self.replication_timeout_at(info.last_offset + 1)
 
     def replication_timeout_at(self, offset: int) -> RequestTimedOutError:
@@ -225,7 +246,8 @@ class PartitionProduce:
             f"{offset - 1} within request.timeout.ms")
 
     # ------------------------------------------------------------------------------ transactions
-    def write_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> AppendInfo:
+    def write_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int) -> LeaderAppendInfo:
         """As leader, end a producer's transaction here with a commit or abort marker from the
         coordinator of ``coordinator_epoch`` (its ``__transaction_state`` partition's leader epoch).
         Refused with ``InvalidProducerEpoch`` from an older producer epoch and with
@@ -247,8 +269,9 @@ class PartitionProduce:
                 self.snapshot_producers()
             self.leader_state.on_leader_append(self.log.log_end_offset, self.clock.time_ms())
             self._advance_hw()
+            appended = LeaderAppendInfo(*info, self.leader_epoch)
         self.notifier.bump()
-        return info
+        return appended
 
 
 def _first_outside(body, low: int, high: int) -> tuple[int | None, int]:

@@ -108,6 +108,33 @@ class PartitionReads:
         with self.lock:
             return self.log.log_start_offset, self.high_watermark, self.log.log_end_offset
 
+    def leader_offsets(self, leader_epoch: int = -1) -> tuple[int, int, int]:
+        """:meth:`offsets` as the leader of ``leader_epoch`` (-1: any), checked in the same step:
+        what a fetch answers for a partition it has no bytes left for."""
+        with self.lock:
+            self._check_leader(leader_epoch)
+            return self.log.log_start_offset, self.high_watermark, self.log.log_end_offset
+
+    def earliest_offset(self) -> tuple[int, int]:
+        """ListOffsets EARLIEST, as leader: (log start offset, the epoch that wrote it or -1), read
+        under one lock with the leadership check, so a leadership lost meanwhile is not answered
+        with this replica's follower state."""
+        with self.lock:
+            self._check_leader()
+            start = self.log.log_start_offset
+            epoch = self.epochs.epoch_for_offset(start)
+            return start, -1 if epoch is None else epoch
+
+    def latest_offset(self, read_committed: bool = False) -> tuple[int, int]:
+        """ListOffsets LATEST, as leader: (high watermark, or the last stable offset for
+        ``read_committed``; the current leader epoch), in one step with the leadership check and
+        :meth:`check_offsets_available`: a follower's high watermark may be below what this replica
+        answered as leader, and a consumer resetting to "latest" would read records again."""
+        with self.lock:
+            self._check_leader()
+            self._check_offsets_available()
+            return (self._last_stable_offset() if read_committed else self.high_watermark), self.leader_epoch
+
     def check_offsets_available(self) -> None:
         """A leader whose high watermark is still below its epoch's start offset refuses ListOffsets
         (Kafka's fetchOffsetForTimestamp): the HW it would answer may be lower than the one its
@@ -132,14 +159,17 @@ class PartitionReads:
 
     def offset_for_timestamp(self, timestamp: int, read_committed: bool = False) -> tuple[int, int] | None:
         """ListOffsets by time: (offset, timestamp) of the first record at or after ``timestamp``,
-        or None when there is none below the last fetchable offset (see :meth:`_fetchable`)."""
+        or None when there is none below the last fetchable offset (see :meth:`_fetchable`); as
+        leader (checked in the same step)."""
         with self.lock:
+            self._check_leader()
             return self._fetchable(self.log.offset_for_timestamp(timestamp), read_committed)
 
     def max_timestamp(self, read_committed: bool = False) -> tuple[int, int] | None:
         """ListOffsets MAX_TIMESTAMP: (offset, timestamp) of the first record holding the largest
-        timestamp, or None when it is not below the last fetchable offset."""
+        timestamp, or None when it is not below the last fetchable offset; as leader."""
         with self.lock:
+            self._check_leader()
             return self._fetchable(self.log.max_timestamp(), read_committed)
 
     def _fetchable(self, found: tuple[int, int] | None, read_committed: bool) -> tuple[int, int] | None:

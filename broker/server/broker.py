@@ -220,7 +220,9 @@ class Broker:
             self._isr_cond.notify()
 
     def _run_isr_updates(self) -> None:
-        """Send ISR changes to the controller one by one, off the request threads."""
+        """Send ISR changes to the controller one by one, off the request threads. Nothing ends
+        this loop but stop: a failing item is logged and the next one still runs (a dead thread
+        would freeze every ISR here, and a high watermark waiting for a joining replica with it)."""
         period = min(self.config["replica.lag.time.max.ms"] / 2000.0, 0.5)
         next_check = time.monotonic() + period
         while not self._stopped.is_set():
@@ -229,13 +231,18 @@ class Broker:
                     self._isr_cond.wait(max(0.0, next_check - time.monotonic()))
                 queued, self._isr_queue = self._isr_queue, []
             for item in queued:
-                if item[0] == "check":
-                    self.replicas.check_isr(item[1])
-                else:
-                    self._send_isr(*item[1:])
+                self._isr_step(lambda item=item: self.replicas.check_isr(item[1]) if item[0] == "check"
+                               else self._send_isr(*item[1:]))
             if time.monotonic() >= next_check:
                 next_check = time.monotonic() + period
-                self.replicas.check_isr()
+                self._isr_step(self.replicas.check_isr)
+
+    @staticmethod
+    def _isr_step(step: Callable[[], None]) -> None:
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - logged; the ISR thread must keep running
+            log.exception("ISR update failed")
 
     def _send_isr(self, partition: Partition, new_isr: list[int], leader_epoch: int, partition_epoch: int,
                   member_epochs) -> None:
@@ -246,10 +253,14 @@ class Broker:
             reply = self.controller.call("alter_partition", body, timeout=5.0)
             self.wait_for_metadata(reply.get("offset", -1), timeout=2.0)
             log.info("%s-%d: ISR is now %s", partition.topic, partition.index, new_isr)
-        except RiverlogError as e:
+        except Exception as e:  # noqa: BLE001 - any failure: not committed as far as we know
             # Refused (or unknown): drop the change in flight. A committed change ends it through
             # metadata instead (make_leader -> set_isr), so the HW keeps waiting for a joining replica.
-            log.info("%s-%d: ISR change to %s refused: %r", partition.topic, partition.index, new_isr, e)
+            # Left in flight, no ISR change would ever be proposed again for this partition.
+            if isinstance(e, RiverlogError):
+                log.info("%s-%d: ISR change to %s refused: %r", partition.topic, partition.index, new_isr, e)
+            else:
+                log.error("%s-%d: ISR change to %s failed", partition.topic, partition.index, new_isr, exc_info=e)
             partition.abort_isr_change()
 
     # ------------------------------------------------------------------------------ requests

@@ -155,9 +155,10 @@ class Handlers:
                     if not acks_ok:
                         raise InvalidRequiredAcksError(f"acks must be 0, 1 or -1 (all), got {request.acks}")
                     partition = self._partition(topic.name, p.partition)
-                    epoch = partition.leader_epoch
+                    # the epoch the append was made in, read with it: one read before could be of a
+                    # leadership that ended (a spurious NOT_LEADER_OR_FOLLOWER, and a duplicate on retry)
                     info = partition.append_records(p.records, request.acks)
-                    appended = Replicating(pr, partition, info, epoch, deadline)
+                    appended = Replicating(pr, partition, info, info.leader_epoch, deadline)
                     if request.acks == -1:
                         waiting.append(appended)
                     else:
@@ -211,12 +212,12 @@ class Handlers:
                 try:
                     partition = self._partition(topic.name, p.partition)
                     budget = min(p.max_bytes if p.max_bytes > 0 else max_bytes, max(0, max_bytes - total))
-                    if budget == 0 and total > 0:
-                        start, hw, end = partition.offsets()
+                    epoch = p.current_leader_epoch if p.HasField("current_leader_epoch") else -1
+                    if budget == 0 and total > 0:   # no bytes left: the offsets, still only from the leader
+                        start, hw, end = partition.leader_offsets(epoch)
                         pr.high_watermark, pr.last_stable_offset = hw, hw
                         pr.log_start_offset, pr.log_end_offset = start, end
                         continue
-                    epoch = p.current_leader_epoch if p.HasField("current_leader_epoch") else -1
                     min_one = total == 0
                     if request.replica_id >= 0:
                         start = p.log_start_offset if p.HasField("log_start_offset") else -1
@@ -251,17 +252,16 @@ class Handlers:
                 try:
                     partition = self._partition(topic.name, p.partition)
                     partition.check_leader()
-                    start, hw, _ = partition.offsets()
                     found = None
+                    # each answer is read in one step with its leadership check (the leader may move
+                    # between two calls, and a follower's offsets are not the leader's)
                     if p.timestamp in (EARLIEST, EARLIEST_LOCAL):
-                        pr.offset, pr.leader_epoch = start, partition.epoch_of(start)
+                        pr.offset, pr.leader_epoch = partition.earliest_offset()
                     elif p.timestamp == LATEST_TIERED:
                         pass   # -1: Kafka's UnifiedLog.fetchOffsetByTimestamp without remote storage
-                    elif p.timestamp == LATEST:  # read_committed: the last stable offset, as Kafka
-                        partition.check_offsets_available()
-                        epoch = partition.leader_epoch     # Kafka's Partition answers its current epoch
-                        pr.offset = partition.stable_offsets()[0] if request.isolation_level == 1 else hw
-                        pr.leader_epoch = epoch
+                    elif p.timestamp == LATEST:  # read_committed: the last stable offset, as Kafka;
+                        # the current leader epoch, as Kafka's Partition answers
+                        pr.offset, pr.leader_epoch = partition.latest_offset(request.isolation_level == 1)
                     elif p.timestamp == MAX_TIMESTAMP:
                         found = partition.max_timestamp(request.isolation_level == 1)
                     elif p.timestamp < 0:

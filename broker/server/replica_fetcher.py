@@ -7,11 +7,20 @@ written under an old leader that the new leader never had (KIP-101/279). Then it
 watermark and log start. A fetch also tells the leader how far this follower has got, which is what
 moves the leader's high watermark and keeps this replica in the ISR, and where its log starts,
 which is what lets the leader answer a DeleteRecords.
+
+A partition is fetched only in the leader epoch its truncation was done for (Kafka's
+``PartitionFetchState``: fetching again needs a new truncation once the epoch moved): the
+metadata thread changes a follower's epoch before it flags the partition for truncation, and a
+fetch built in between must not skip the truncation. Only the metadata thread takes a partition
+out of a fetcher (when it leads, stops hosting or follows another broker): the fetcher never does,
+since by the time it saw an error the partition may already be following this leader again.
 """
 from __future__ import annotations
 
 import logging
 import threading
+import time
+import weakref
 
 from broker.errors import (FencedLeaderEpochError, NotLeaderOrFollowerError, OffsetOutOfRangeError,
                            RiverlogError, UnknownLeaderEpochError, UnknownTopicOrPartitionError, error_for_code)
@@ -22,6 +31,14 @@ from broker.replication.follower import truncation_offset
 log = logging.getLogger(__name__)
 
 _WAIT_FOR_METADATA = (NotLeaderOrFollowerError, FencedLeaderEpochError, UnknownTopicOrPartitionError)
+
+
+class _Unreachable(Exception):
+    """The leader did not answer an OffsetsForLeaderEpoch call (not: answered with an error)."""
+
+    def __init__(self, error: RiverlogError):
+        super().__init__(str(error))
+        self.error = error
 
 
 class ReplicaFetcherManager:
@@ -69,6 +86,9 @@ class ReplicaFetcher:
         self._lock = threading.Lock()
         self._partitions: dict[int, Partition] = {}
         self._needs_truncation: set[int] = set()
+        self._truncated_for: dict[int, int] = {}  # id(partition) -> leader epoch it may be fetched in
+        self._given: weakref.WeakSet[Partition] = weakref.WeakSet()  # every partition ever added here
+        self._retry_at: dict[int, float] = {}  # id(partition) -> when a failed one is checked again
         self._changed = threading.Event()
         self._stop = threading.Event()
         self._stub = (None, None)  # (address, stub): a stub per fetch costs a method table each time
@@ -86,12 +106,16 @@ class ReplicaFetcher:
         with self._lock:
             self._partitions[id(partition)] = partition
             self._needs_truncation.add(id(partition))
+            self._truncated_for.pop(id(partition), None)
+            self._given.add(partition)
         self._changed.set()
 
     def remove(self, partition: Partition) -> None:
         with self._lock:
             self._partitions.pop(id(partition), None)
             self._needs_truncation.discard(id(partition))
+            self._truncated_for.pop(id(partition), None)
+            self._retry_at.pop(id(partition), None)
 
     # ------------------------------------------------------------------------------ loop
     def _run(self) -> None:
@@ -121,28 +145,40 @@ class ReplicaFetcher:
 
     def _truncate(self, address: str, partitions: list[Partition]) -> None:
         for p in partitions:
+            if self._retry_at.get(id(p), 0.0) > time.monotonic():
+                continue  # failed a moment ago (replica.fetch.backoff.ms)
             leader_epoch, _, leo = p.follower_state()
 
             def ask(epoch: int, p=p, leader_epoch=leader_epoch) -> tuple[int, int]:
-                reply = self.m.peers.call(address, "offset_for_leader_epoch", {"partitions": [{
-                    "topic": p.topic, "partition": p.index, "leader_epoch": epoch,
-                    "current_leader_epoch": leader_epoch}]}, timeout=5.0)["partitions"][0]
+                try:
+                    reply = self.m.peers.call(address, "offset_for_leader_epoch", {"partitions": [{
+                        "topic": p.topic, "partition": p.index, "leader_epoch": epoch,
+                        "current_leader_epoch": leader_epoch}]}, timeout=5.0)["partitions"][0]
+                except RiverlogError as e:
+                    raise _Unreachable(e) from None
                 if reply.get("error_code"):
                     raise error_for_code(reply["error_code"])(reply.get("error_message", ""))
                 return reply["leader_epoch"], reply["end_offset"]
 
             try:
                 offset = truncation_offset(p.epochs, leo, ask, high_watermark=p.high_watermark)
+                if not p.truncate_to(offset, leader_epoch):
+                    continue  # the epoch changed while we asked: the answer is stale, ask again
+            except _Unreachable as e:
+                raise e.error from None  # the leader is away: the round ends, the fetcher backs off
             except (UnknownLeaderEpochError,) + _WAIT_FOR_METADATA:
                 continue  # the leader is not ready yet, or metadata moved on: ask again later
-            if not p.truncate_to(offset, leader_epoch):
-                continue  # the epoch changed while we asked: the answer is stale, ask again
+            except Exception as e:  # noqa: BLE001 - this partition's own failure: the others go on
+                self._partition_failed(p, "could not check for divergence", e)
+                continue
             if offset < leo:
                 log.info("%s-%d: truncated from %d to %d after the leader epoch check",
                          p.topic, p.index, leo, offset)
             with self._lock:   # add() re-flags it after a later epoch change, under this lock
-                if p.follower_state()[0] == leader_epoch:
+                if p.follower_state()[0] == leader_epoch and id(p) in self._partitions:
                     self._needs_truncation.discard(id(p))
+                    self._truncated_for[id(p)] = leader_epoch
+                    self._retry_at.pop(id(p), None)
 
     def _fetch(self, address: str, partitions: list[Partition]) -> None:
         if not partitions:
@@ -157,6 +193,12 @@ class ReplicaFetcher:
         fetched: dict[tuple[str, int], tuple[int, int]] = {}  # (leader epoch, fetch offset) asked with
         for p in partitions:
             leader_epoch, _, leo = p.follower_state()
+            with self._lock:   # (a partition handed in without add() is fetched as asked)
+                if p in self._given and self._truncated_for.get(id(p)) != leader_epoch:
+                    # removed, or its epoch moved since its truncation (add() may not have run yet)
+                    if id(p) in self._partitions:
+                        self._needs_truncation.add(id(p))
+                    continue
             fetched[(p.topic, p.index)] = (leader_epoch, leo)
             topic = by_topic.get(p.topic) or by_topic.setdefault(p.topic, request.topics.add(name=p.topic))
             # Our log start tells the leader when a DeleteRecords is safe to acknowledge
@@ -164,6 +206,8 @@ class ReplicaFetcher:
             topic.partitions.add(partition=p.index, fetch_offset=leo, max_bytes=cfg["replica.fetch.max.bytes"],
                                  current_leader_epoch=leader_epoch, log_start_offset=p.offsets()[0])
             index[(p.topic, p.index)] = p
+        if not index:
+            return
         if self._stub[0] != address:
             self._stub = (address, self.m.peers.public(address))
         try:
@@ -175,27 +219,39 @@ class ReplicaFetcher:
                 p = index.get((tr.name, pr.partition))
                 if p is None:
                     continue
-                if pr.error_code:
-                    if pr.error_code == OffsetOutOfRangeError.code and pr.log_start_offset > p.follower_state()[2]:
-                        log.info("%s-%d: the leader's log starts at %d, past this replica's end; restarting there",
-                                 p.topic, p.index, pr.log_start_offset)
-                        p.truncate_fully_and_start_at(pr.log_start_offset, fetched[(tr.name, pr.partition)])
-                        continue
-                    self._on_error(p, error_for_code(pr.error_code)(pr.error_message))
-                    continue
-                if pr.records:
-                    self._to_end(p)
                 try:
-                    # dropped if the leader changed or the log was cut while the fetch was out
-                    p.append_as_follower(pr.records, pr.high_watermark, pr.log_start_offset,
-                                         fetched[(tr.name, pr.partition)])
-                except NotLeaderOrFollowerError:
-                    self.remove(p)
-                except RiverlogError as e:
-                    log.warning("%s-%d: could not append replicated batches: %r; re-checking divergence",
-                                p.topic, p.index, e)
-                    with self._lock:
-                        self._needs_truncation.add(id(p))
+                    self._process(p, pr, fetched[(tr.name, pr.partition)])
+                except Exception as e:  # noqa: BLE001 - this partition's own failure: the others go on
+                    self._partition_failed(p, "could not append replicated batches", e)
+
+    def _process(self, p: Partition, pr, fetched: tuple[int, int]) -> None:
+        """One partition of a fetch answer."""
+        if pr.error_code:
+            if pr.error_code == OffsetOutOfRangeError.code and pr.log_start_offset > p.follower_state()[2]:
+                log.info("%s-%d: the leader's log starts at %d, past this replica's end; restarting there",
+                         p.topic, p.index, pr.log_start_offset)
+                p.truncate_fully_and_start_at(pr.log_start_offset, fetched)
+                return
+            self._on_error(p, error_for_code(pr.error_code)(pr.error_message))
+            return
+        if pr.records:
+            self._to_end(p)
+        try:
+            # dropped if the leader changed or the log was cut while the fetch was out
+            p.append_as_follower(pr.records, pr.high_watermark, pr.log_start_offset, fetched)
+        except NotLeaderOrFollowerError:
+            pass  # no longer following: the metadata thread takes it out (or re-added it already)
+
+    def _partition_failed(self, p: Partition, what: str, error: Exception) -> None:
+        """One partition failed (its log, or the leader's answer for it): logged, and its
+        divergence checked again, after ``replica.fetch.backoff.ms``, before it is fetched again;
+        the other partitions go on."""
+        log.warning("%s-%d: %s from leader %d: %r; re-checking divergence", p.topic, p.index, what,
+                    self.leader, error, exc_info=not isinstance(error, RiverlogError))
+        with self._lock:
+            if id(p) in self._partitions:
+                self._needs_truncation.add(id(p))
+                self._retry_at[id(p)] = time.monotonic() + self.m.config["replica.fetch.backoff.ms"] / 1000.0
 
     def _to_end(self, p: Partition) -> None:
         """Fetch ``p`` last next time (Kafka's ``PartitionStates.updateAndMoveToEnd``): only a

@@ -220,8 +220,9 @@ class ReplicaManager:
         for partition in self.hosted():
             try:
                 result = partition.apply_retention(now)
-            except RiverlogError as e:
-                log.warning("retention of %s-%d failed: %r", partition.topic, partition.index, e)
+            except Exception as e:  # noqa: BLE001 - logged; the other partitions' retention still runs
+                log.warning("retention of %s-%d failed: %r", partition.topic, partition.index, e,
+                            exc_info=not isinstance(e, RiverlogError))
                 continue
             if result.segments:
                 log.info("%s-%d: removed %d segment(s), %d bytes (%s); log start offset now %d",
