@@ -2,9 +2,11 @@
 
 Spark writes ``<checkpointLocation>/offsets/<batchId>`` before the batch runs: a version line, the
 batch's metadata, then one line per source, its end offset as that source serialises it (``-`` for
-a source without one). A riverlog or Kafka source writes ``{"topic": {"partition": offset}}``, the
-next offset to read: exactly what a consumer group commits. Read from the driver (the sink's commit
-or ``foreachBatch``); the checkpoint must be on a file system this process can open.
+a source without one); in format ``v2`` (``spark.sql.streaming.offsetLog.formatVersion=2``) each
+source line is ``<source id>:<offset>``. A riverlog or Kafka source writes
+``{"topic": {"partition": offset}}``, the next offset to read: exactly what a consumer group commits.
+Read from the driver (the sink's commit or ``foreachBatch``); the checkpoint must be on a file system
+this process can open.
 """
 from __future__ import annotations
 
@@ -30,6 +32,13 @@ def source_offsets(checkpoint: str, batch_id: int) -> list[Any]:
     """Each source's end offset of ``batch_id``, in the query's source order (None: no offset)."""
     with open(_path(checkpoint, batch_id)) as f:
         lines = f.read().splitlines()
+    version = lines[0].strip() if lines else ""
+    if version not in ("v1", "v2"):
+        raise InvalidConfigError(f"the offset log of batch {batch_id} in {checkpoint!r} is in format {version!r}, "
+                                 "which this version of Riverlog does not read (it reads v1 and v2)",
+                                 config="spark.sql.streaming.offsetLog.formatVersion")
+    if version == "v2":   # "<source id>:<offset>", the id before the first ':' (as Spark splits it)
+        lines = [*lines[:2], *(line.partition(":")[2] for line in lines[2:])]
     return [None if line.strip() in ("", "-") else json.loads(line) for line in lines[2:]]
 
 

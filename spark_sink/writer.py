@@ -40,6 +40,12 @@ class SinkCommitMessage(WriterCommitMessage):
 
 
 class _RiverlogWriter:
+    # Whether a batch the run memo vouches for (a later batch of a run that found one undecided)
+    # counts as checked, so the driver's commit need not read the decision log either. True where
+    # a run writes each batch id once (a streaming write); a foreachBatch body may write its batch
+    # again in the same run, and that write must find the batch decided.
+    memo_vouches = False
+
     def __init__(self, options, schema):
         self.options = SinkOptions.parse(options)
         check_schema(schema, self.options)
@@ -57,6 +63,8 @@ class _RiverlogWriter:
                 if eo.write_action(batch_id) == SKIP:
                     return SinkCommitMessage(sink_id, batch_id, partition_id, 0, skipped=True)
             _RUNS.found_undecided(sink_id, run_id, batch_id)
+        elif checked:
+            checked = self.memo_vouches
         txn_id = eo.transactional_id(batch_id, partition_id, attempt) if eo is not None else None
         producer = None
         errors: list = []
@@ -175,6 +183,8 @@ class StreamWriter(_RiverlogWriter, DataSourceStreamArrowWriter):
     that group in the batch's transaction: a consume-transform-produce query's progress becomes
     visible to the group exactly when its output does (Kafka Streams' exactly-once).
     """
+
+    memo_vouches = True   # Spark writes a micro-batch once per run: a failed one ends the run
 
     def __init__(self, options, schema):
         super().__init__(options, schema)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from spark_sink.data_source import RiverlogSinkDataSource
-from spark_source.options import SourceOptions, output_schema
+from spark_source.options import SourceOptions, check_fixed_schema, output_schema
 
 
 class RiverlogDataSource(RiverlogSinkDataSource):
@@ -24,8 +24,12 @@ class RiverlogDataSource(RiverlogSinkDataSource):
 
     def reader(self, schema):
         from spark_source.reader import BatchReader
-        return BatchReader(SourceOptions.parse(self.options, streaming=False))
+        options = SourceOptions.parse(self.options, streaming=False)
+        check_fixed_schema(schema, options.include_headers)
+        return BatchReader(options)
 
     def streamReader(self, schema):
         from spark_source.reader import StreamReader
-        return StreamReader(SourceOptions.parse(self.options, streaming=True))
+        options = SourceOptions.parse(self.options, streaming=True)
+        check_fixed_schema(schema, options.include_headers)
+        return StreamReader(options)

@@ -278,19 +278,23 @@ class OffsetLookup:
 
     def pinned_start(self, tps: list[TP]) -> dict[TP, int] | None:
         """Batch 0's start as an earlier ``initialOffset`` of a query with the same topics and start
-        options pinned it, if every partition has it. A pin of other options (another query using
-        the same group) is not this query's: Spark takes a new checkpoint's start from
-        ``startingOffsets`` only, never from ``kafka.group.id``."""
+        options pinned it. A pin of other options (another query using the same group), or any
+        other commit on one of ``tps``, is not this query's: Spark takes a new checkpoint's start
+        from ``startingOffsets`` only, never from ``kafka.group.id``. A partition with no commit at
+        all was added after the pin: it is left out, as Spark's checkpointed initial offsets leave
+        it out, and the next ``latestOffset`` reads it from its start."""
         from broker.client import TopicPartition
-        try:
-            found = self.consumer.committed([TopicPartition(t, p) for t, p in tps], timeout=30)
-        except RiverlogError as e:
-            log.warning("could not read group '%s' for a pinned start: %s", self.options.group_id, e)
-            return None
+        # Asked again while the coordinator cannot answer (it may be loading its offsets right after
+        # the restart that brings this replay), then failing: taken as "no pin", ``latest`` would
+        # be resolved anew and what arrived since the pin skipped.
+        found = self._retrying(lambda: self.consumer.committed([TopicPartition(t, p) for t, p in tps],
+                                                               timeout=self._timeout),
+                               f"group '{self.options.group_id}' for batch 0's pinned start")
         mark = self._pin_mark()
-        if not tps or any(f.metadata != mark or f.offset < 0 for f in found):
+        pinned = {(f.topic, f.partition): f.offset for f in found if f.metadata == mark and f.offset >= 0}
+        if not pinned or any(f.offset >= 0 and f.metadata != mark for f in found):
             return None
-        return {(f.topic, f.partition): f.offset for f in found}
+        return pinned
 
 
 def per_partition(spec: dict, tps: list[TP], option: str) -> dict[TP, int]:

@@ -33,9 +33,16 @@ DEFAULT_GROUP_PREFIX = "spark-riverlog"
 _REFUSED = {"auto.offset.reset": "set startingOffsets instead (a query starts where that option says)",
             "enable.auto.commit": "the source commits each finished micro-batch's offsets itself"}
 
-SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+# ``timestamp_ltz``, not ``timestamp``: Spark's Kafka source's column is a TimestampType whatever the
+# session's ``spark.sql.timestampType`` says (under TIMESTAMP_NTZ, ``timestamp`` would parse as
+# timestamp_ntz and every task fail on the UTC instants it returns).
+SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp_ltz, "
           "timestampType int")
 HEADERS = "headers array<struct<key: string, value: binary>>"
+# The same columns as Spark names their types (``StructField.simpleString``), to recognise the schema.
+_COLUMNS = ("key:binary", "value:binary", "topic:string", "partition:int", "offset:bigint", "timestamp:timestamp",
+            "timestampType:int")
+_HEADERS_COLUMN = "headers:array<struct<key:string,value:binary>>"
 
 _KNOWN = {"subscribe", "subscribepattern", "assign", "startingoffsets", "endingoffsets", "startingtimestamp",
           "startingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy", "endingtimestamp",
@@ -47,6 +54,18 @@ _KNOWN = {"subscribe", "subscribepattern", "assign", "startingoffsets", "endingo
 
 def output_schema(include_headers: bool) -> str:
     return f"{SCHEMA}, {HEADERS}" if include_headers else SCHEMA
+
+
+def check_fixed_schema(schema, include_headers: bool) -> None:
+    """The schema Spark hands the reader is the source's own unless the query set one with
+    ``.schema(...)``, which Spark's Kafka source refuses (its schema is fixed); here it would fail
+    every task later (``DATA_SOURCE_RETURN_SCHEMA_MISMATCH``), so it is refused when the query starts."""
+    wanted = [*_COLUMNS, _HEADERS_COLUMN] if include_headers else list(_COLUMNS)
+    given = [f.simpleString() for f in schema.fields] if schema is not None else wanted
+    if given != wanted:
+        raise InvalidConfigError(f"the riverlog source has a fixed schema, struct<{','.join(wanted)}> (Spark's Kafka "
+                                 f"source's), and cannot be set with a custom one, struct<{','.join(given)}>: drop "
+                                 ".schema(...) and select or cast the columns after load()", config="schema")
 
 
 def _bad(option: str, why: str) -> InvalidConfigError:

@@ -26,7 +26,7 @@ from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, Inp
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, ReadMinRows,
                                               SupportsTriggerAvailableNow)
 
-from broker.errors import OffsetOutOfRangeError, RiverlogError, UnknownTopicOrPartitionError
+from broker.errors import OffsetOutOfRangeError, RiverlogError
 from spark_source.offset_lookup import (START_PIN, DataLossError, OffsetLookup, check_start,  # noqa: F401
                                         per_partition, report_data_loss, retrying,      # (re-exported)
                                         settled_latest)
@@ -131,19 +131,14 @@ class BatchReader(DataSourceReader):
         lookup = OffsetLookup(self.options)
         try:
             tps = lookup.partitions()
-            if not tps:
-                raise UnknownTopicOrPartitionError(f"no partition matches {self._what()}")
+            if not tps:   # a subscribePattern that matches no topic: an empty read, as in Spark
+                return []
             start = check_start(self.options, lookup.starting(tps), lookup.watermarks(tps))
             end = lookup.ending(tps)
         finally:
             lookup.close()
         return [InputPartition(s) for s in slices(start, end, self.options.min_partitions,
                                                     self.options.max_records_per_partition)]
-
-    def _what(self) -> str:
-        o = self.options
-        return f"subscribe={o.subscribe}" if o.subscribe else \
-            f"subscribePattern={o.subscribe_pattern}" if o.subscribe_pattern else f"assign={o.assign}"
 
     def read(self, partition):
         # With no slice to read (every partition empty) Spark still runs one task, whose partition
@@ -189,6 +184,11 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             pinned = self.lookup.starting(tps)
             self.lookup.commit_group(pinned, pin=True)
         self._initial = pinned
+        if self._target is not None:
+            # Trigger.AvailableNow: Spark prepared the run before asking for its start, and records
+            # produced in between put ``latest`` (or a timestamp's offset) past the end fixed then.
+            # Fixed again from the start, as Spark's Kafka source fixes it: never below it.
+            self._target = self._latest(pinned)
         return to_json(pinned)
 
     def getDefaultReadLimit(self):

@@ -176,8 +176,9 @@ def test_a_batch_write_inside_foreach_batch_knows_its_run(spark, spark_broker, t
 def test_a_batch_write_of_a_runs_later_micro_batch_skips_the_replay_check(spark_broker, monkeypatch):
     """A batch write (``sinkId``, ``batchId``) in a task of a run's later micro-batch does not read
     the decision log, as a streaming write's task does not: a decision recorded behind the run's
-    back is not seen and the batch is written. Outside the run (the user's job group) it is read,
-    and the batch is skipped."""
+    back is not seen and the task writes. Its commit reads the log (a foreachBatch body may write its
+    batch again in the run) and keeps the recorded decision. Outside the run (the user's job group)
+    the task reads it, and the batch is skipped."""
     from spark_sink import writer as sink_writer
     topic = make_topic(spark_broker, "sink-batch-run-memo", partitions=1)
     schema = StructType([StructField("value", BinaryType())])
@@ -197,10 +198,10 @@ def test_a_batch_write_of_a_runs_later_micro_batch_skips_the_replay_check(spark_
 
     assert not task(0, "run-a").skipped                    # the run's first batch: the log is read
     log.record(Decision("batch-memo", 1, []))               # batch 1 decided behind the run's back
-    assert not task(1, "run-a").skipped                    # not read: written
+    assert not task(1, "run-a").skipped                    # not read: written (the commit keeps the decision)
     log.record(Decision("batch-memo", 3, []))
     assert task(3, "users-own-group").skipped              # not the run's micro-batch: read, skipped
-    assert values(read_all(spark_broker, topic, partitions=1)) == [0, 1]
+    assert values(read_all(spark_broker, topic, partitions=1)) == [0]
 
 
 def test_failed_task_then_restart_writes_once(spark, spark_broker, tmp_path):
@@ -323,3 +324,21 @@ def test_a_runs_later_batch_skips_the_replay_check_its_first_does_not(spark_brok
     assert later.checked and not later.skipped and later.attempt is not None
     writer.commit([later], 2)  # decided anew from the attempts: the log was not read again
     assert values(read_all(spark_broker, topic, partitions=1)) == list(range(10))
+
+
+def test_a_foreach_batch_write_done_again_in_its_run_finds_its_batch_decided(spark_broker):
+    """A ``foreachBatch`` body that writes its micro-batch again (a retry wrapper around a body whose
+    next step failed) under the same ``sinkId`` and ``batchId``: its tasks skip the decision log (a
+    later batch of a run they know), so the commit must read it, find the batch decided and abort
+    the new attempts, or the batch is written twice."""
+    from spark_sink.writer import _RUNS, BatchWriter
+    topic = make_topic(spark_broker, "sink-written-again", partitions=1)
+    writer = BatchWriter({"riverlog.bootstrap.servers": spark_broker.bootstrap, "topic": topic,
+                          "sinkId": "again", "batchId": "7"}, StructType([StructField("value", BinaryType())]))
+    rows = [pa.record_batch({"value": [str(i).encode() for i in range(5)]})]
+    _RUNS.found_undecided("again", "run-a", 6)      # this worker wrote the run's batch 6
+    writer.commit([writer.write_partition(rows, "again", 7, 0, 10, True, run_id="run-a")])
+    again = writer.write_partition(rows, "again", 7, 0, 11, True, run_id="run-a")
+    assert again.attempt is not None                 # written without a look at the log ...
+    writer.commit([again])                           # ... so the commit looks
+    assert values(read_all(spark_broker, topic, partitions=1)) == list(range(5))

@@ -49,6 +49,22 @@ def test_a_batch_read_equals_what_was_produced(spark, spark_broker, topic_name):
     assert sorted(r.offset for r in got if r.partition == 0) == list(range(50))
 
 
+def test_a_session_whose_timestamps_default_to_ntz_still_reads(spark, spark_broker, topic_name):
+    """Spark's Kafka source gives a TimestampType whatever ``spark.sql.timestampType`` says; read as
+    that session's ``timestamp``, every task failed (DATA_SOURCE_RETURN_SCHEMA_MISMATCH)."""
+    make_topic(spark_broker.bootstrap, topic_name, partitions=1, n=3)
+    spark.conf.set("spark.sql.timestampType", "TIMESTAMP_NTZ")
+    try:
+        df = source(spark, spark_broker.bootstrap, topic_name)
+        assert df.schema["timestamp"].dataType.simpleString() == "timestamp"
+        assert [bytes(r.value) for r in df.orderBy("offset").collect()] == [b"v0", b"v1", b"v2"]
+    finally:
+        spark.conf.unset("spark.sql.timestampType")
+    with pytest.raises(Exception, match="fixed schema"):
+        (spark.read.format("riverlog").schema("value string")
+         .option("riverlog.bootstrap.servers", spark_broker.bootstrap).option("subscribe", topic_name).load().collect())
+
+
 def test_batch_offsets_ranges_and_min_partitions(spark, spark_broker, topic_name):
     make_topic(spark_broker.bootstrap, topic_name)
     df = source(spark, spark_broker.bootstrap, topic_name,

@@ -77,11 +77,11 @@ def test_given_offsets_need_a_batch_id():
 STREAM = {k: v for k, v in BASE.items() if k != "batchId"}
 
 
-def offset_log_of(tmp_path, batch: int, *sources: str) -> str:
+def offset_log_of(tmp_path, batch: int, *sources: str, version: str = "v1") -> str:
     """A checkpoint whose offset log holds ``batch`` with these source lines, as Spark writes it."""
     (tmp_path / "offsets").mkdir(exist_ok=True)
     meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {}}
-    (tmp_path / "offsets" / str(batch)).write_text("\n".join(["v1", json.dumps(meta), *sources]))
+    (tmp_path / "offsets" / str(batch)).write_text("\n".join([version, json.dumps(meta), *sources]))
     return str(tmp_path)
 
 
@@ -103,6 +103,16 @@ def test_every_topic_shaped_source_of_the_batch_counts_and_others_are_left_out(t
     # A batch that read nothing yet commits nothing.
     assert SinkOptions.parse({**STREAM, "groupId": "g", "checkpointLocation": offset_log_of(tmp_path, 1, "-")}
                              ).offsets(1) is None
+
+
+def test_the_offset_log_in_sparks_format_v2_names_each_source_before_its_offset(tmp_path):
+    """``spark.sql.streaming.offsetLog.formatVersion=2`` (Spark 4.1+) writes ``<source id>:<offset>``
+    lines; read as v1 lines, every batch's commit failed on JSON that is not JSON."""
+    ckpt = offset_log_of(tmp_path, 0, '0:{"a":{"0":1}}', "1:-", "orders:{\"b\":{\"2\":3}}", version="v2")
+    assert offset_log.source_offsets(ckpt, 0) == [{"a": {"0": 1}}, None, {"b": {"2": 3}}]
+    assert offset_log.topic_offsets(ckpt, 0) == (("a", 0, 1), ("b", 2, 3))
+    with pytest.raises(InvalidConfigError, match="format 'v9'"):
+        offset_log.source_offsets(offset_log_of(tmp_path, 1, '{"a":{"0":1}}', version="v9"), 1)
 
 
 def test_a_streaming_write_without_a_checkpoint_location_is_told_to_set_one():
