@@ -30,12 +30,18 @@ def stored_commit_and_event(stored: dict, lsn: int) -> tuple[int, int | None]:
     change *completely* emitted is ``lsn_proc`` when present, as ``PostgresStreamingChangeEventSource``
     reads it: inside a TRUNCATE of several tables (one event per table, all at one LSN) ``lsn`` is
     the TRUNCATE's and ``lsn_proc`` the change before it, so the TRUNCATE is emitted again for every
-    table rather than lost for the tables not yet emitted."""
+    table rather than lost for the tables not yet emitted. ``lsn_commit`` may be past the event: a
+    transaction that wrote its first changes before the previous one committed (concurrent
+    writers) has changes at lower LSNs than that commit; it is still the first transaction after
+    ``lsn_commit``, so resuming there (not at ``lsn``, where the server would send the previous
+    transaction again) and skipping up to the event is what ``WalPositionLocator`` does."""
     commit, proc = stored.get("lsn_commit"), stored.get("lsn_proc")
     event = lsn if proc is None else int(proc)
     kind = str(stored.get("messageType") or "").upper()
-    if commit is None or kind in ("", "BEGIN", "COMMIT") or int(commit) > event:
+    if commit is None:
         return lsn, None
+    if kind in ("", "BEGIN", "COMMIT"):   # a BEGIN's LSN is its transaction's first record's, which
+        return max(lsn, int(commit)), None   # may be before the commit that preceded it
     return int(commit), event
 
 
@@ -89,9 +95,9 @@ def resume_from(stored: dict, state, o) -> CdcOffset | None:
                             "snapshot) or set snapshot.mode=when_needed")
     slots.check_slot(dataclasses.replace(state, active_pid=None), o)   # an active reader is waited for later
     commit, event = stored_commit_and_event(stored, lsn)
-    if state.confirmed_flush_lsn is not None and state.confirmed_flush_lsn > lsn:
+    if state.confirmed_flush_lsn is not None and state.confirmed_flush_lsn > commit:
         log.warning("slot '%s' was acknowledged up to %s, past the stored offset %s: streaming from the slot's "
-                    "position", o.slot_name, lsn_to_str(state.confirmed_flush_lsn), lsn_to_str(lsn))
+                    "position", o.slot_name, lsn_to_str(state.confirmed_flush_lsn), lsn_to_str(commit))
     xid, ts = stored.get("txId"), stored.get("ts_usec")
     return CdcOffset(STREAM, commit, xid=None if xid is None else int(xid), ts_us=None if ts is None else int(ts),
                      event_lsn=event)

@@ -15,7 +15,8 @@ everything received was acknowledged it may report the keepalive's WAL end, whic
 change for this slot.
 
 Faults: a connection that breaks (a server restart or crash, a terminated walsender) is opened
-again at the last position received, retried for up to ``RECONNECT_TIMEOUT_S``; buffered
+again at the last position acknowledged (never past a buffered transaction: see
+:attr:`ReplicationStream.resume_lsn`), retried for up to ``RECONNECT_TIMEOUT_S``; buffered
 transactions stay. A server error that reconnecting cannot mend — the slot dropped or
 invalidated, the publication missing — is typed (``CDC_SLOT_LOST``, ``CDC_PUBLICATION``).
 
@@ -119,10 +120,10 @@ class ReplicationStream:
     def reopen(self, why: str) -> None:
         """Stream again after the connection broke (the server restarted, the walsender was
         terminated): retried for up to ``RECONNECT_TIMEOUT_S`` while the server is unreachable or
-        the old walsender still holds the slot. Resumes at the last position received; what was
-        buffered stays and replays are dropped. A slot that is gone is ``SlotLostError`` at once."""
+        the old walsender still holds the slot. Resumes at the last position acknowledged; what was
+        buffered stays and the replays of it are dropped. A slot that is gone is ``SlotLostError`` at once."""
         log.warning("replication connection of slot '%s' broke (%s); reconnecting at %s",
-                    self.options.slot_name, why, lsn_to_str(max(self.high, self.acked)))
+                    self.options.slot_name, why, lsn_to_str(self.resume_lsn))
         self._close_connection()
         reconnect(self._open, f"the replication connection of slot '{self.options.slot_name}'", why, self.clock,
                   (PostgresConnectionError, SlotInUseError))
@@ -131,7 +132,7 @@ class ReplicationStream:
         import psycopg2
         self._conn = connect(self.options, replication=True)
         self._cursor = self._conn.cursor()
-        start = max(self.high, self.acked)
+        start = self.resume_lsn
         try:
             self._cursor.start_replication(
                 slot_name=self.options.slot_name, decode=False, start_lsn=start,
@@ -163,6 +164,15 @@ class ReplicationStream:
         log.info("streaming slot '%s' from %s", self.options.slot_name, lsn_to_str(start))
 
     @property
+    def resume_lsn(self) -> int:
+        """Where a (re)opened connection starts: the last acknowledged position, never the last
+        one received. Started past transactions that are buffered but not yet stored, the server
+        skips them and its keepalives carry a WAL end past them; psycopg2 reports such a WAL end as
+        flushed once no data message arrived since the last acknowledgement, so the slot would
+        confirm them and a crash would lose them. Resent, they are dropped as replays."""
+        return max(self.acked, self.start_lsn)
+
+    @property
     def is_open(self) -> bool:
         return self._conn is not None
 
@@ -181,10 +191,11 @@ class ReplicationStream:
             self._sql = None
 
     # ------------------------------------------------------------------------------ reading
-    def poll(self, budget_s: float = 0.2, max_buffered: int | None = None) -> int:
+    def poll(self, budget_s: float = 0.2, max_buffered: int | None = None, until_lsn: int | None = None) -> int:
         """Read what the server has sent, for up to ``budget_s`` seconds while messages keep
-        coming; returns how many transactions were added. A broken connection is reopened at the
-        last acknowledged position (what was buffered stays; replays are dropped)."""
+        coming, and no further than ``until_lsn`` once a position at or past it arrived; returns
+        how many transactions were added. A broken connection is reopened at the last
+        acknowledged position (what was buffered stays; replays are dropped)."""
         import psycopg2
         if self._conn is None:
             if self._decoder is None:
@@ -194,7 +205,8 @@ class ReplicationStream:
         self._maybe_heartbeat()
         added, deadline = 0, self.clock() + budget_s
         try:
-            while max_buffered is None or self.buffered_changes() < max_buffered:
+            while (max_buffered is None or self.buffered_changes() < max_buffered) and \
+                    (until_lsn is None or self.high < until_lsn):
                 message = self._cursor.read_message()
                 if message is None:
                     remaining = deadline - self.clock()
@@ -229,14 +241,15 @@ class ReplicationStream:
         self._buffered = sum(len(t.changes) for t in self.buffer)
 
     def wait_for(self, lsn: int, timeout_s: float = 120.0) -> None:
-        """Read until a position at or past ``lsn`` arrived (a batch replayed after a restart)."""
+        """Read until a position at or past ``lsn`` arrived (a batch replayed after a restart), and
+        no further: a backlog behind the batch waits in the slot, not in the driver's memory."""
         deadline = self.clock() + timeout_s
         while self.high < lsn:
             if self.clock() > deadline:
                 raise SlotLostError(f"slot '{self.options.slot_name}' did not deliver changes up to "
                                     f"{lsn_to_str(lsn)} within {timeout_s:.0f} s (it is at {lsn_to_str(self.high)}); "
                                     "the batch Spark replays cannot be rebuilt")
-            self.poll(0.5)
+            self.poll(0.5, until_lsn=lsn)
 
     # ------------------------------------------------------------------------------ acknowledging
     def acknowledge(self, lsn: int) -> None:

@@ -54,3 +54,31 @@ def test_a_transaction_larger_than_the_batch_limit_is_one_batch_replayed_whole(p
         assert record_ids(again.records(large, last)) == [5001]
     finally:
         again.close()
+
+
+def test_a_replayed_batch_reads_the_slot_only_as_far_as_its_end(pg_db):
+    """Spark replays the batch a crash left uncommitted while a backlog waits behind it in the
+    slot: the stream is read up to the batch's end, not through the backlog (which can be larger
+    than the driver's memory); the backlog comes in the batches after it."""
+    n = 20000
+    pg_db.execute("CREATE TABLE t (id int PRIMARY KEY)")
+    options = CdcOptions.parse(pg_db.options(slot_name="replay", snapshot_mode="no_data", heartbeat_interval_ms="0"))
+    capture = Capture(options)
+    try:
+        start = capture.next_offset(CdcOffset("new", 0), None)
+        pg_db.execute("INSERT INTO t VALUES (0)")
+        first = wait_until(lambda: (e := capture.next_offset(start, 1)) != start and e, timeout=30)
+    finally:
+        capture.close()                      # killed before Spark committed the batch
+    pg_db.execute(f"DO $$ BEGIN FOR i IN 1..{n} LOOP INSERT INTO t VALUES (i); COMMIT; END LOOP; END $$")
+    again = Capture(options)
+    try:
+        replayed = record_ids(again.records(start, first))
+        held = len(again.stream.buffer)
+        again.acknowledge(first)
+        rest, _ = read_batches(again, first, n, acknowledge=True, timeout=60)
+    finally:
+        again.close()
+    assert replayed == [0]
+    assert held < n // 10, f"{held} transactions read ahead for a batch of one"
+    assert record_ids(rest) == list(range(1, n + 1))

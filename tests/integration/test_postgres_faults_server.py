@@ -145,3 +145,39 @@ def test_a_server_restart_mid_snapshot_reads_on_in_a_fresh_snapshot(db, server):
         wait_until(folded, timeout=60, interval=0.05, message="the records to fold to the table")
     finally:
         capture.close()
+
+
+def test_a_reconnect_with_transactions_read_ahead_never_confirms_past_them(db):
+    """The walsender terminated while two transactions are read and only the first is committed
+    by Spark: the stream reconnects, the server's keepalives carry a WAL end past the second, and
+    acknowledging the first must not confirm the second (psycopg2 reports a keepalive's WAL end as
+    flushed once the last data message it saw was acknowledged); a crash then resumes with it."""
+    db.execute("CREATE TABLE t (id int PRIMARY KEY)")
+    options = db.options(slot_name="ahead", snapshot_mode="no_data")
+    capture = Capture(CdcOptions.parse(options))
+    try:
+        start = capture.initial_offset()
+        db.execute("INSERT INTO t VALUES (1)")
+        db.execute("INSERT INTO t VALUES (2)")
+        first = wait_until(lambda: (e := capture.next_offset(start, 1)) != start and e, timeout=30)
+        stream = capture.stream
+        wait_until(lambda: stream.poll(0.1) >= 0 and stream.high > first.lsn, timeout=30, message="both read")
+        read_ahead = stream.high
+        wait_until(lambda: db.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                                      "WHERE slot_name = 'ahead' AND active"), timeout=30)
+        # reconnected, and the server has said where its WAL ends
+        wait_until(lambda: stream.poll(0.1) >= 0 and stream.is_open and stream._cursor.wal_end >= read_ahead
+                   and db.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = 'ahead' AND active"),
+                   timeout=30, message="the stream reconnected")
+        capture.next_offset(first, 1)        # Spark committed the first batch: it is acknowledged
+        confirmed = wait_until(lambda: (s := db.slot("ahead")) and s["confirmed_flush_lsn"] >= first.lsn
+                               and s["confirmed_flush_lsn"], timeout=30, message="the first batch confirmed")
+    finally:
+        capture.close()                      # the driver dies before the second batch commits
+    assert confirmed < read_ahead
+    resumed = Capture(CdcOptions.parse(options))
+    try:
+        rest, _ = read_batches(resumed, first, 1, acknowledge=True, timeout=30)
+    finally:
+        resumed.close()
+    assert record_ids(rest) == [2]

@@ -151,3 +151,30 @@ def test_converters_schemas_enable_decide_the_envelope():
     assert got["schemas.enable"] == "false" and got["slot.name"] == "shop" and "plugin.name" not in got
     assert options(**{"value.converter": "ByteArrayConverter", "max.batch.size": "50"})["maxChangesPerTrigger"] == "50"
     assert PostgresCdcSource.class_name == "io.debezium.connector.postgresql.PostgresConnector"
+
+
+def test_a_debezium_offset_inside_a_transaction_begun_before_the_previous_commit_repeats_nothing():
+    """Concurrent writers: T2 wrote a row at 100, T1 committed at 150 (end 160), T2 wrote at 180
+    and committed (end 210). Debezium emitted T1, then T2's row at 100, and stored that event with
+    lsn_commit 160 > lsn_proc 100. WalPositionLocator skips T1 and T2's row at 100; resuming at the
+    event's LSN instead would have the server send T1 again."""
+    from spark_source.postgres.debezium_offset import resumed, stored_commit_and_event
+    from spark_source.postgres.pgoutput import Column, Insert, Relation
+    from spark_source.postgres.transactions import Change, Transaction
+    stored = {"lsn": 100, "lsn_proc": 100, "lsn_commit": 160, "txId": 2, "ts_usec": 5, "messageType": "INSERT"}
+    commit, event = stored_commit_and_event(stored, 100)
+    assert (commit, event) == (160, 100)
+    relation = Relation(16384, "public", "t", "d", (Column(True, "id", 23, -1),))
+    t2 = Transaction(2, 200, 210, 5, [Change(relation, i, lsn, Insert(16384, (str(i).encode(),)), 2)
+                                      for i, lsn in enumerate((100, 180))])
+    left = resumed(CdcOffset(STREAM, commit, xid=2, ts_us=5, event_lsn=event), [t2])
+    assert [[c.lsn for c in t.changes] for t in left] == [[180]]
+
+
+def test_a_debezium_offset_stored_after_a_begin_before_the_previous_commit_skips_that_commit():
+    """The same T1 and T2, stored after T2's BEGIN (transaction metadata): a BEGIN's LSN is its
+    transaction's first record, 100. T2 is sent again whole, T1 (committed at 160) is not."""
+    from spark_source.postgres.debezium_offset import stored_commit_and_event
+    begun = {"lsn": 100, "lsn_proc": 100, "lsn_commit": 160, "txId": 2, "messageType": "BEGIN"}
+    assert stored_commit_and_event(begun, 100) == (160, None)
+    assert stored_commit_and_event({**begun, "lsn": 170, "lsn_proc": 170}, 170) == (170, None)
