@@ -48,6 +48,7 @@ class ClientEvents:
         self._next_stats = clock() + self.interval
         self._errors: collections.deque = collections.deque()
         self._lock = threading.Lock()
+        self.wake = None  # the owner's: wakes a poll() waiting, so error_cb runs from it at once (librdkafka's)
         self._handler = None
         self._debugged: list[tuple[logging.Logger, int]] = []
         if cfg["logger"] is not None:
@@ -66,6 +67,13 @@ class ClientEvents:
             return
         with self._lock:
             self._errors.append(KafkaError.of(error))
+        if self.wake is not None:
+            self.wake()
+
+    @property
+    def pending(self) -> bool:
+        """An error waits for ``error_cb``."""
+        return bool(self._errors)
 
     def serve(self) -> int:
         """Run queued error callbacks and a due stats callback (the application's thread)."""

@@ -78,6 +78,7 @@ class Consumer(ConsumerAssignment, ConsumerOffsets):
         self.cluster = ClusterClient.from_config(cfg, self._events.error)
         self._clock = SYSTEM_CLOCK
         self._cond = threading.Condition()
+        self._events.wake = self._group_wake  # error_cb runs from the poll() waiting
         self._fetch_state = FetchState(AUTO_OFFSET_RESET[cfg["auto.offset.reset"]], cfg["enable.partition.eof"],
                                        cfg["retry.backoff.ms"] / 1000.0, cfg["queued.max.messages.kbytes"] * 1024,
                                        self._clock)
@@ -200,7 +201,16 @@ class Consumer(ConsumerAssignment, ConsumerOffsets):
         remaining = None if deadline is None else deadline - self._clock.monotonic()
         if remaining is not None and remaining <= 0:
             return False
-        self._cond.wait(remaining)
+        if self._events.pending:
+            return True  # an error for error_cb came after this round's group step: serve it first
+        membership = self._membership  # waiting in poll() is polling (max.poll.interval.ms)
+        if membership is not None:
+            membership.blocking(True)
+        try:
+            self._cond.wait(remaining)
+        finally:
+            if membership is not None:
+                membership.blocking(False)
         return True
 
     def _check_open(self) -> None:
@@ -213,7 +223,8 @@ class Consumer(ConsumerAssignment, ConsumerOffsets):
 
     # --------------------------------------------------------------------------- lifecycle
     def close(self) -> None:
-        """Leave the group (committing positions first when ``enable.auto.commit``), then stop;
+        """Leave the group (committing positions first when ``enable.auto.commit``, those of an
+        ``assign()`` consumer too), then stop;
         ``on_commit`` runs for the asynchronous commits that were still outstanding."""
         if "_cond" not in self.__dict__:
             return  # __init__ never ran: nothing to close
@@ -222,6 +233,8 @@ class Consumer(ConsumerAssignment, ConsumerOffsets):
                 self.unsubscribe()
             except RiverlogError as e:
                 log.warning("leaving the group on close failed: %r", e)
+        elif not self._closed:
+            self._commit_leaving()  # an assign() consumer's positions; waited for just below
         if self._committer is not None:
             self._committer.close()
         with self._cond:

@@ -11,6 +11,7 @@ callback made none. ``seek``/``assign``/``pause`` change the fetch state under t
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 
 from broker.client.assignment import COOPERATIVE, EAGER, check_add, check_method, check_remove, rebalance_protocol
@@ -50,6 +51,7 @@ class ConsumerAssignment:
         self._set_assignment(partitions)
 
     def _set_assignment(self, partitions: list[TopicPartition]) -> None:
+        self._commit_leaving()
         with self._cond:
             self._check_open()
             self._fetch_state.assign(partitions)
@@ -104,6 +106,10 @@ class ConsumerAssignment:
         subscription = Subscription(list(topics))
         if self._membership is not None and self._membership.fatal is not None:
             self.unsubscribe()  # that membership is over: a new one joins
+        with self._subscribing:
+            self._subscribe(subscription, on_assign, on_revoke, on_lost)
+
+    def _subscribe(self, subscription: Subscription, on_assign, on_revoke, on_lost) -> None:
         membership = self._membership
         self._drop_subscription()
         if membership is None:
@@ -123,6 +129,12 @@ class ConsumerAssignment:
             return
         self._membership = GroupMembership(self._coordinator, self.config, names, self._group_wake)
 
+    @property
+    def _subscribing(self):
+        """Held while ``subscribe()`` changes the subscription, so a refresh that resolved the old
+        one (on the refresher's thread) cannot hand its topics to the membership afterwards."""
+        return self.__dict__.get("_subscribe_lock") or self.__dict__.setdefault("_subscribe_lock", threading.RLock())
+
     def _on_metadata(self, response) -> None:
         """From the metadata refresher's thread: a regex subscription's topics, resolved again;
         the next heartbeat tells the coordinator."""
@@ -130,9 +142,12 @@ class ConsumerAssignment:
         if membership is None or subscription is None:
             return
         names = subscription.resolve(response)
-        if names != membership.topics:
-            log.info("subscription %s now matches %s", [p.pattern for p in subscription.patterns], names)
-            membership.subscribe(names)
+        with self._subscribing:
+            if self._subscription is not subscription or self._membership is not membership:
+                return  # subscribe() or unsubscribe() came in between: that one stands
+            if names != membership.topics:
+                log.info("subscription %s now matches %s", [p.pattern for p in subscription.patterns], names)
+                membership.subscribe(names)
 
     def _drop_subscription(self) -> None:
         if self._subscription is not None:
@@ -155,6 +170,14 @@ class ConsumerAssignment:
         self._revoke(set(self._owned), lost=lost)
         self._membership = None
         membership.close()
+
+    def _commit_leaving(self, keys=None) -> None:
+        """With ``enable.auto.commit``, an ``assign()`` consumer commits the positions of partitions
+        leaving its assignment (assign, unassign, close), in the background, as librdkafka's
+        ``rd_kafka_assignment_serve_removals``; a group member's are committed before revocation."""
+        if self._membership is None and self._committer is not None and self.config["enable.auto.commit"] \
+                and self._fatal_error is None and self._fetch_state.partitions:
+            self._committer.commit_moved(self._to_commit(keys))
 
     def _group_wake(self) -> None:
         with self._cond:
@@ -294,6 +317,8 @@ class ConsumerAssignment:
         check_method(self._protocol, True)
         with self._cond:
             check_remove(self._fetch_state.partitions, partitions)
+        self._commit_leaving({(tp.topic, tp.partition) for tp in partitions})
+        with self._cond:
             self._fetch_state.remove(partitions)
         self._fetcher.wake()
 

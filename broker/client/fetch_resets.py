@@ -19,9 +19,14 @@ TP = tuple[str, int]
 class FetchResets:
     """Offset resets of the fetch state (``self.reset``: EARLIEST, LATEST, or None for ``error``)."""
 
-    def reset_target(self, key: TP, offset: int) -> int | None:
+    def reset_target(self, key: TP, offset: int, generation: int | None = None) -> int | None:
         """The ListOffsets timestamp that gives a partition its first offset, or None when
-        ``auto.offset.reset=error`` forbids guessing (reported once, then the partition pauses)."""
+        ``auto.offset.reset=error`` forbids guessing (reported once, then the partition pauses) or
+        the partition moved on since ``generation`` was listed (sought meanwhile: nothing to do)."""
+        if generation is not None:
+            state = self._current(key, generation)
+            if state is None or state.phase is not FetchPhase.AWAITING_RESET:
+                return None
         if offset in (OFFSET_STORED, OFFSET_INVALID):
             if self.reset is None:
                 self._stop(key)

@@ -23,7 +23,8 @@ partition without a usable offset gets one (resets, ListOffsets answers, OffsetO
 ``broker.client.fetch_resets``.
 
 Each partition has a ``generation``, moved by ``seek`` and by an offset reset: data fetched for an
-older generation is dropped, never returned. Generations are drawn from one counter for the whole
+older generation is dropped, never returned (so are a partition's error events not yet returned when
+it is sought, paused or unassigned, as librdkafka's version barrier outdates them). Generations are drawn from one counter for the whole
 state, never reused: a partition revoked and assigned again while a fetch for it is in flight gets
 a new one, so that fetch's records cannot be delivered as if they belonged to the new assignment. A batch that cannot be decoded halts its partition:
 the records before it are delivered, then one error event at its offset, and nothing past it is
@@ -72,6 +73,7 @@ class FetchState(FetchResets, FetchValidation):
     # ------------------------------------------------------------------------ the application's side
     def assign(self, partitions: list[TopicPartition]) -> None:
         """Exactly these partitions from their offsets; everything queued is dropped."""
+        self._drop_events(self.partitions)
         self.partitions = {}
         self.buffer.clear()
         self.add(partitions)
@@ -85,6 +87,7 @@ class FetchState(FetchResets, FetchValidation):
         for tp in partitions:
             self.partitions.pop((tp.topic, tp.partition), None)
             self.buffer.drop((tp.topic, tp.partition))
+        self._drop_events({(tp.topic, tp.partition) for tp in partitions})
 
     def seek(self, key: TP, offset: int, leader_epoch: int = -1) -> None:
         """Move the position; what was fetched for the old one is dropped, a halt is lifted, and a
@@ -102,6 +105,7 @@ class FetchState(FetchResets, FetchValidation):
         state.aside = []
         state.move(FetchPhase.FETCHING if offset >= 0 else FetchPhase.AWAITING_RESET)
         self.buffer.drop(key)
+        self._drop_events({key})
         if offset >= 0 and leader_epoch >= 0:
             state.validate_at = 0.0
             state.move(FetchPhase.VALIDATING)
@@ -122,6 +126,7 @@ class FetchState(FetchResets, FetchValidation):
                 state.aside = self.buffer.take(key)
             else:
                 self.buffer.drop(key)
+                self._drop_events({key})
                 state.generation = next(self._generations)
                 if state.phase is FetchPhase.AWAITING_RESET and state.position >= 0:
                     state.move(FetchPhase.FETCHING)  # a reset deferred behind records now dropped
@@ -362,6 +367,12 @@ class FetchState(FetchResets, FetchValidation):
             self.buffer.append(Chunk(key[0], key[1], state.generation, offset, NO_RECORDS, False, error=error))
         else:
             self.error_event(key, error, offset)
+
+    def _drop_events(self, keys) -> None:
+        """Drop the error events of ``keys`` (see the module's docstring); client-level ones stay."""
+        kept = [m for m in self.events if (m._topic, m._partition) not in keys]
+        self.events.clear()
+        self.events.extend(kept)
 
     def _stop(self, key: TP) -> None:
         """Stop fetching a partition after its error event, until seek() or resume()."""

@@ -275,7 +275,7 @@ class Fetcher:
                     self._resolved(parts, key, generation, offset_, epoch_, validate=True)
                     continue
             with self._cond:
-                target = self.state.reset_target(key, offset)
+                target = self.state.reset_target(key, offset, generation)
                 if target is None:
                     self._cond.notify_all()
                     continue

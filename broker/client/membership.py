@@ -80,6 +80,7 @@ class GroupMembership:
         self._lost = False
         self._fatal: RiverlogError | None = None
         self._last_poll = time.monotonic()
+        self._blocked_in_poll = False  # the application waits inside poll(): it is polling
         self._left_for_poll_timeout = False
         self._poll_exceeded: KafkaError | None = None  # reported by the next poll()
         self._leaving: int | None = None
@@ -99,6 +100,14 @@ class GroupMembership:
             if self._left_for_poll_timeout:
                 self._left_for_poll_timeout = False
                 self._cond.notify_all()
+
+    def blocking(self, blocked: bool) -> None:
+        """The application waits inside ``poll()`` (True), or that wait ended: meanwhile the poll
+        interval is not counted, as librdkafka's ``rd_kafka_app_poll_start``. Plain writes (the
+        consumer calls this under its own lock, which the heartbeat thread may wait for)."""
+        if not blocked:
+            self._last_poll = time.monotonic()
+        self._blocked_in_poll = blocked
 
     def poll_exceeded(self) -> KafkaError | None:
         """The ``_MAX_POLL_EXCEEDED`` error to report once, if the member left for a late poll()."""
@@ -183,13 +192,20 @@ class GroupMembership:
                     return
                 self._wait_for_poll()
                 continue
-            wait = self._beat()
+            try:
+                wait = self._beat()
+            except Exception as e:  # noqa: BLE001 - a bug must not end the heartbeats unseen: logged, retried
+                log.exception("group '%s': heartbeat failed", self.coordinator.group_id)
+                self._check_session(e)  # the session running out still makes the partitions lost
+                wait = self.config["retry.backoff.ms"] / 1000.0
             with self._cond:
                 if not self._stopped and self._leaving is None:
                     self._cond.wait(wait)
 
     def _poll_overdue(self) -> bool:
         interval_ms = self.config["max.poll.interval.ms"]
+        if self._blocked_in_poll:
+            return False
         exceeded_ms = int((time.monotonic() - self._last_poll) * 1000) - interval_ms
         overdue = exceeded_ms > 0 and self._in_group
         if overdue:

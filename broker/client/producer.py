@@ -100,6 +100,7 @@ class Producer:
         self._append = self._acc.append
         self._reports: collections.deque = collections.deque()
         self._report_cond = threading.Condition()
+        self._events.wake = self._wake_poll
         # The manager exists for every idempotent producer: it owns the producer id, epoch and sequences.
         self._manager = TransactionManager(cfg["transactional.id"] or None) if self._idempotent else None
         self._txn = (TransactionRequests(self._manager, self.cluster, cfg, self.flush,
@@ -286,23 +287,28 @@ class Producer:
         reports = []
         if isinstance(error, InvalidProducerIdMappingError) and self._manager and self._manager.transactional:
             error.reported_as(fatal=False)  # the coordinator forgot the producer: abortable, then a new id
-        if batch.callbacks is not None and (error is not None or not self._only_errors):
-            reports = delivery_reports(batch, error, base_offset, log_append_time)
-        self._acc.release(batch.size_charged, batch.count - len(reports))
-        if reports:
-            with self._report_cond:
-                self._reports.extend(reports)
-                self._report_cond.notify_all()
-        if error is not None and self._manager is not None:
-            self._manager.failed(error)
-        if isinstance(error, ApplicationRecoverableError) and error.args[0].fatal():
-            self._events.error(error)
-        elif error is not None and self._txn is None and self._manager is not None \
-                and error is self._manager.fatal_error and self._fatal_error is None:
-            # librdkafka's rd_kafka_set_fatal_error: error_cb hears _FATAL once, and produce() and
-            # produce_batch() raise it from then on (records taken meanwhile fail with the error).
-            self._fatal_error = KafkaError(KafkaError._FATAL, f"Fatal error: {error}", fatal=True)
-            self._events.error(self._fatal_error)
+        try:
+            # First the producer's state, then the records settle: once flush() sees them settled (or
+            # poll() serves their reports), a commit_transaction() checking the transaction must find it
+            # abortable, as Kafka's Sender.failBatch and librdkafka mark it before completing the batch.
+            if error is not None and self._manager is not None:
+                self._manager.failed(error)
+            if isinstance(error, ApplicationRecoverableError) and error.args[0].fatal():
+                self._events.error(error)
+            elif error is not None and self._txn is None and self._manager is not None \
+                    and error is self._manager.fatal_error and self._fatal_error is None:
+                # librdkafka's rd_kafka_set_fatal_error: error_cb hears _FATAL once, and produce() and
+                # produce_batch() raise it from then on (records taken meanwhile fail with the error).
+                self._fatal_error = KafkaError(KafkaError._FATAL, f"Fatal error: {error}", fatal=True)
+                self._events.error(self._fatal_error)
+        finally:
+            if batch.callbacks is not None and (error is not None or not self._only_errors):
+                reports = delivery_reports(batch, error, base_offset, log_append_time)
+            self._acc.release(batch.size_charged, batch.count - len(reports))
+            if reports:
+                with self._report_cond:
+                    self._reports.extend(reports)
+                    self._report_cond.notify_all()
         if error is not None and batch.callbacks is None:
             log.warning("failed to deliver %d record(s) to %s[%d]: %s", batch.count, batch.topic,
                         batch.partition, error)
@@ -312,7 +318,7 @@ class Producer:
         Raises ClientClosedError on a closed producer, as confluent-kafka raises."""
         self._check_open()
         with self._report_cond:
-            if not self._reports and timeout:
+            if not self._reports and not self._events.pending and timeout:
                 self._report_cond.wait(None if timeout < 0 else timeout)
             reports, self._reports = self._reports, collections.deque()
         served = 0
@@ -330,6 +336,10 @@ class Producer:
             if served:
                 self._acc.release(0, served)
         return served + self._events.serve()
+
+    def _wake_poll(self) -> None:
+        with self._report_cond:
+            self._report_cond.notify_all()
 
     def flush(self, timeout: float | None = None) -> int:
         """Send everything buffered now, wait for it, serving callbacks; returns records still pending.
