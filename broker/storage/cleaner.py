@@ -7,7 +7,9 @@ heavy one without its lock:
    segments from the log start, each wholly below the high watermark, the last stable offset
    (the first offset of the oldest open transaction) and the active segment, stopping at the
    first whose newest record is younger than ``min.compaction.lag.ms``
-   (segment granularity, as Kafka). It is due when the dirty share of their bytes (past the
+   (segment granularity, as Kafka); the range never ends below the checkpoint (Kafka's
+   ``cleanableOffsets``), so a high watermark that restarted low re-cleans up to it instead of
+   moving it back. It is due when the dirty share of their bytes (past the
    ``cleaner-offset-checkpoint``) reaches ``min.cleanable.dirty.ratio``, when the oldest dirty
    record is older than ``max.compaction.lag.ms``, or when the earliest delete horizon of the
    tombstones and markers the last clean kept has passed.

@@ -54,10 +54,13 @@ def plan_cleaning(log: Log, high_watermark: int, now_ms: int, last_stable_offset
     if "compact" not in config["cleanup.policy"]:
         return None
     segments = log.segments
-    bound = min(log.active.base_offset, high_watermark,
-                high_watermark if last_stable_offset is None else last_stable_offset)
-    lag = config["min.compaction.lag.ms"]
     first_dirty = _first_dirty_offset(log)
+    # Never below the checkpoint (Kafka's cleanableOffsets: max(firstDirtyOffset, firstUncleanable)):
+    # after a restart the high watermark starts again at the log start, and a clean ending there
+    # would move the checkpoint back over segments already cleaned.
+    bound = min(log.active.base_offset, max(first_dirty, min(
+        high_watermark, high_watermark if last_stable_offset is None else last_stable_offset)))
+    lag = config["min.compaction.lag.ms"]
     chosen: list[LogSegment] = []
     for i, segment in enumerate(segments[:-1]):
         upper = segments[i + 1].base_offset

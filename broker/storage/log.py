@@ -29,6 +29,8 @@ from broker.records.batch import BatchHeader, stamp_log_append_time, with_offset
 from broker.storage.checkpoint import write_int
 from broker.storage.cleaner_checkpoint import CleanerCheckpoint, read_cleaner_checkpoint, write_cleaner_checkpoint
 from broker.storage.log_loader import LOG_START_FILE, RECOVERY_POINT_FILE, load_log
+from broker.storage.producer_snapshots import clear_history, restore_snapshot
+from broker.storage.producer_state import SNAPSHOT_FILE
 from broker.storage.segment import LogSegment, segment_name
 from broker.storage.segment_swap import CLEANED_SUFFIX, commit_swap, rename_cleaned
 
@@ -206,12 +208,19 @@ class Log:
         in between only keeps records a later truncation removes), and an offset below the first
         segment empties the log and restarts it there (``truncateFullyAndStartAt``): otherwise the
         records the leader holds from ``offset`` on would be copied to offsets nobody may read,
-        or not copied at all."""
+        or not copied at all. A producer-state snapshot past the new end gives way to the newest
+        older one (``broker.storage.producer_snapshots``)."""
         if offset >= self.log_end_offset:
             return
+        cleaned_to = self.cleaner_checkpoint.first_dirty_offset
         if offset < self.segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)
             return
+        self._truncate_segments(offset)
+        restore_snapshot(self.directory, os.path.join(self.directory, SNAPSHOT_FILE), self.log_end_offset,
+                         cleaned_to, self.log_start_offset)
+
+    def _truncate_segments(self, offset: int) -> None:
         self._lower_log_start_offset(offset)
         self._unsynced = True
         while len(self.segments) > 1 and self.active.base_offset >= offset:
@@ -239,6 +248,10 @@ class Log:
         self.log_start_offset = offset
         self._set_recovery_point(offset)
         self.set_cleaner_checkpoint(CleanerCheckpoint(offset))
+        # Producer snapshots describe records that are gone (one past ``offset`` would be loaded
+        # once the log grew past it again).
+        clear_history(self.directory)
+        restore_snapshot(self.directory, os.path.join(self.directory, SNAPSHOT_FILE), offset, offset, offset)
 
     # ------------------------------------------------------------------------------- cleanup
     def advance_log_start_offset(self, offset: int) -> bool:

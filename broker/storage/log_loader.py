@@ -21,8 +21,10 @@ import os
 from typing import NamedTuple
 
 from broker.storage.checkpoint import read_int
+from broker.storage.cleaner_checkpoint import read_cleaner_checkpoint
 from broker.storage.leader_epoch_cache import LeaderEpochCache
-from broker.storage.producer_state import ProducerStateManager
+from broker.storage.producer_snapshots import restore_snapshot
+from broker.storage.producer_state import SNAPSHOT_FILE, ProducerStateManager
 from broker.storage.segment import LogSegment
 from broker.storage.segment_swap import finish_interrupted_swaps
 
@@ -81,8 +83,11 @@ def load_log(directory: str, index_interval_bytes: int, now: int, clean_shutdown
         segments = []
     if not segments:
         segments.append(LogSegment(directory, log_start, interval, now))
-    return LoadedLog(segments, min(recovery_point, segments[-1].next_offset),
-                     max(log_start, segments[0].base_offset), restarted)
+    # A torn tail cut below the producer-state snapshot: the newest older one is loaded instead.
+    log_start = max(log_start, segments[0].base_offset)
+    restore_snapshot(directory, os.path.join(directory, SNAPSHOT_FILE), segments[-1].next_offset,
+                     read_cleaner_checkpoint(directory).first_dirty_offset, log_start)
+    return LoadedLog(segments, min(recovery_point, segments[-1].next_offset), log_start, restarted)
 
 
 def _remove_orphaned_indexes(directory: str, bases: list[int]) -> None:

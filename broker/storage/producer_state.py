@@ -51,8 +51,9 @@ and a replay take the marker's epoch as it is, so every replica and a restarted 
 
 The state is written to ``producer-state.json`` beside the log (at clean shutdown and when a
 segment rolls) with the offset it is valid up to; opening a log loads it and replays the batch
-headers after that offset, so a restart does not forget producers. Unlike Kafka's snapshot it also
-keeps the completed transactions not yet below the high watermark: a restarted broker's high
+headers after that offset, so a restart does not forget producers. The last snapshots it replaced
+are kept for a log cut below it (``broker.storage.producer_snapshots``). Unlike Kafka's snapshot it
+also keeps the completed transactions not yet below the high watermark: a restarted broker's high
 watermark starts at the log start, not at a checkpoint, so a transaction completed before the
 restart stays unstable until the high watermark is known to pass its marker again.
 
@@ -69,6 +70,7 @@ from broker.errors import (InvalidProducerEpochError, InvalidTxnStateError, OutO
                            TransactionCoordinatorFencedError, UnknownProducerIdError)
 from broker.records.batch import IDEMPOTENCE_WINDOW, BatchHeader, increment_sequence
 from broker.storage.checkpoint import write_atomically
+from broker.storage.producer_snapshots import clear_history, keep_history
 
 SNAPSHOT_FILE = "producer-state.json"
 
@@ -289,6 +291,8 @@ class ProducerStateManager:
         ``ProducerStateManager.truncateFullyAndStartAt``). The snapshot says so at once, so a
         restart does not bring back producers of records that are gone."""
         self.producers, self.aborted, self.unreplicated = {}, [], []
+        if self.directory is not None:
+            clear_history(self.directory)
         self.snapshot(offset)
 
     # ------------------------------------------------------------------------------ snapshots
@@ -308,6 +312,7 @@ class ProducerStateManager:
         path = os.path.join(self.directory, SNAPSHOT_FILE)
         if data == self._on_disk and os.path.exists(path):
             return  # e.g. an idle partition at shutdown: the file already says this
+        keep_history(self.directory, path, offset)
         write_atomically(path, data)
         self._on_disk = data
 
