@@ -174,15 +174,8 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
     def _start(self, sub: SubTopology):
         topics = self.topology.source_topics(self.app, sub)
         ckpt = self._checkpoint(sub)
-        owner_file = os.path.join(ckpt, "riverlog-streams-owner")
-        if os.path.exists(owner_file) and not _committed_a_batch(ckpt):
-            log.info("sub-topology %s: its checkpoint %s holds no finished batch; starting from the broker", sub.id, ckpt)
-            shutil.rmtree(ckpt)
-        elif os.path.exists(owner_file) and sub.stateful and not os.path.isdir(os.path.join(ckpt, "state")):
-            # a stateless query's checkpoint (an extractor that now reads the partition time):
-            # Spark cannot add a stateful operator to it, and the broker holds all it held
-            log.info("sub-topology %s: its checkpoint %s is a stateless query's; starting from the broker", sub.id, ckpt)
-            shutil.rmtree(ckpt)
+        owner_file = os.path.join(ckpt, OWNER_FILE)
+        self._discard_unusable_checkpoint(sub)
         fresh = not os.path.exists(owner_file)
         reader = (self.spark.readStream.format("riverlog")
                   .option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
@@ -258,6 +251,31 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
             with open(owner_file, "w") as f:
                 f.write(owner)
         return query
+
+    def _discard_unusable_checkpoint(self, sub: SubTopology) -> None:
+        """Delete ``sub``'s checkpoint when the query cannot resume from it, so it starts from the
+        broker: one without a finished batch (:func:`_committed_a_batch`); a stateless query's
+        checkpoint for a query that is now stateful (an extractor that now reads the partition
+        time: Spark cannot add a stateful operator to it, and the broker holds all it held); one of
+        an older generation than the broker records (:meth:`_superseded`: the application ran from
+        another ``state.dir`` since, so this checkpoint's offsets and state are behind the
+        committed ones, and resuming from it would process those records again)."""
+        ckpt = self._checkpoint(sub)
+        owner_file = os.path.join(ckpt, OWNER_FILE)
+        if not os.path.exists(owner_file):
+            return
+        if not _committed_a_batch(ckpt):
+            why = "holds no finished batch"
+        elif sub.stateful and not os.path.isdir(os.path.join(ckpt, "state")):
+            why = "is a stateless query's"
+        else:
+            with open(owner_file) as f:
+                owner = f.read().strip()
+            if not self._superseded(sub, owner):
+                return
+            why = f"is of {owner}, an older generation than the broker records (the application ran elsewhere since)"
+        log.info("sub-topology %s: its checkpoint %s %s; starting from the broker", sub.id, ckpt, why)
+        shutil.rmtree(ckpt)
 
     def _to_tasks(self, df, sub: SubTopology, keys: tuple[int, ...]):
         """Rows grouped by task: a task's own partition, and every row of a global table's topic
@@ -359,6 +377,7 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
 
 
 _PLACEMENT = "riverlog-streams-placement"   # beside a stateful query's checkpoint: its state partitions and keys
+OWNER_FILE = "riverlog-streams-owner"       # in a query's checkpoint: its exactly-once owner id (its generation)
 
 
 def _committed_a_batch(checkpoint: str) -> bool:

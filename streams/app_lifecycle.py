@@ -18,6 +18,7 @@ import threading
 
 from streams.app_state import Lifecycle, State, StreamThreadExceptionResponse, timeout_seconds
 from streams.errors import StreamsError
+from streams.state_dir import StateDirLock
 
 log = logging.getLogger("streams.app")
 
@@ -36,6 +37,7 @@ class ApplicationLifecycle:
         self._watching = threading.Event()
         self._paused = False
         self.failure: StreamsError | None = None
+        self._lock = StateDirLock(os.path.join(self.config["state.dir"], self.app))
 
     # ------------------------------------------------------------------ Kafka's public methods
     def state(self) -> State:
@@ -53,9 +55,14 @@ class ApplicationLifecycle:
 
     def cleanUp(self) -> None:
         """Delete this application's directory under ``state.dir`` (Spark's checkpoints): the next
-        start restores its state from the broker. Only before ``start()`` or after ``close()``."""
+        start restores its state from the broker. Only before ``start()`` or after ``close()``,
+        and not while another instance runs on the same directory (:mod:`streams.state_dir`)."""
         self._life.check_clean_up()
-        shutil.rmtree(os.path.join(self.config["state.dir"], self.app), ignore_errors=True)
+        self._lock.acquire()
+        try:
+            shutil.rmtree(self._lock.directory, ignore_errors=True)
+        finally:
+            self._lock.release()
 
     def start(self):
         """Start every sub-topology's query: ``REBALANCING`` while they start, then ``RUNNING``.
@@ -63,6 +70,7 @@ class ApplicationLifecycle:
         that fails stops what it started and leaves the application in ``ERROR``."""
         self._life.begin_start()
         try:
+            self._lock.acquire()    # one running instance per state.dir/application.id
             with self._guard:
                 if self._paused:
                     self._create_internal_topics()
@@ -194,6 +202,7 @@ class ApplicationLifecycle:
         except Exception:
             log.exception("stream-client [%s] stopping the queries failed", self.app)
         finally:
+            self._lock.release()
             self._life.set_state(final)
 
     def _check_not_failed(self) -> None:

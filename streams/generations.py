@@ -68,3 +68,13 @@ class Generations:
 
     def _owner(self, sub: SubTopology, generation: int) -> str:
         return f"{self.app}-{sub.id}-g{generation}"
+
+    def _superseded(self, sub: SubTopology, owner: str) -> bool:
+        """Whether the broker records a newer generation of ``sub`` than ``owner`` (a checkpoint's):
+        another start from the broker, with another ``state.dir``, has run since that checkpoint
+        was written, and committed offsets and changelogs past it."""
+        prefix = f"{self.app}-{sub.id}-g"
+        if not owner.startswith(prefix) or not owner[len(prefix):].isdigit():
+            return False
+        recorded = self._generations().get(f"subtopology-{sub.id}")
+        return recorded is not None and recorded > int(owner[len(prefix):])

@@ -216,3 +216,39 @@ def test_store_query_parameters_are_kafkas_and_a_type_that_does_not_fit_is_refus
             a.store(StoreQueryParameters.fromNameAndType("latest", wrong))
     with pytest.raises(UnknownStateStoreError, match="Cannot get state store nope because"):
         a.store(StoreQueryParameters.fromNameAndType("nope", QueryableStoreTypes.keyValueStore()))
+
+
+def _started_without_queries(tmp_path, app_id="life"):
+    """An application started with no query (no Spark session, no broker): the lifecycle alone."""
+    a = app(tmp_path, app_id)
+    a._start_queries = lambda: None
+    a._stop_queries = lambda: None
+    return a.start()
+
+
+def test_one_running_instance_per_state_dir_and_application_id(tmp_path):
+    """KafkaStreams' StateDirectory locks state.dir/<application.id> (its .lock file): a second
+    instance on the same directory fails with Kafka's message (here at start(), into ERROR) and
+    cannot cleanUp() the running one's checkpoints; another application id, or the directory once
+    the first instance closed, is free."""
+    first = _started_without_queries(tmp_path)
+    checkpoint = tmp_path / "state" / "life" / "subtopology-0"
+    checkpoint.mkdir(parents=True)
+    second = app(tmp_path)
+    with pytest.raises(StreamsError, match=r"^Unable to initialize state, this can happen if multiple instances of "
+                                           r"Kafka Streams are running in the same state directory"):
+        second.cleanUp()
+    assert checkpoint.exists()
+    with pytest.raises(StreamsError, match=r"multiple instances of Kafka Streams are running in the same state "
+                                           r"directory \(current state directory is \[.*/state/life\]"):
+        second._start_queries = lambda: None
+        second.start()
+    assert second.state() is State.ERROR
+    other = _started_without_queries(tmp_path, "other-app")
+    assert other.state() is State.RUNNING
+    assert first.close(10) is True and other.close(10) is True
+    third = _started_without_queries(tmp_path)
+    assert third.state() is State.RUNNING
+    assert third.close(10) is True
+    third.cleanUp()
+    assert not checkpoint.exists()
