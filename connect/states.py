@@ -80,7 +80,9 @@ CONNECTOR: Transitions[ConnectorState] = Transitions("connector", {
     _C.UNASSIGNED: _LIVE | {_C.FAILED, _C.RESTARTING, _C.DESTROYED},
     _C.RUNNING: {_C.PAUSED, _C.STOPPED, _C.FAILED, _C.RESTARTING, _C.UNASSIGNED, _C.DESTROYED},
     _C.PAUSED: {_C.RUNNING, _C.STOPPED, _C.FAILED, _C.RESTARTING, _C.UNASSIGNED, _C.DESTROYED},
-    _C.STOPPED: {_C.RUNNING, _C.PAUSED, _C.RESTARTING, _C.UNASSIGNED, _C.DESTROYED},
+    # Resumed or paused, a stopped connector starts again, and that start may fail (Kafka's
+    # WorkerConnector goes STOPPED -> FAILED then).
+    _C.STOPPED: {_C.RUNNING, _C.PAUSED, _C.FAILED, _C.RESTARTING, _C.UNASSIGNED, _C.DESTROYED},
     # A failed instance never runs again (Kafka's WorkerConnector): only a restart, a stop (which
     # shuts it down), losing the assignment or deletion move it on.
     _C.FAILED: {_C.RESTARTING, _C.STOPPED, _C.UNASSIGNED, _C.DESTROYED},

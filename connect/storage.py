@@ -25,7 +25,7 @@ from broker.client import (OFFSET_BEGINNING, AdminClient, Consumer, NewTopic, Pr
 from broker.errors import TopicAlreadyExistsError
 
 from connect.config import WorkerConfig
-from connect.errors import ConnectError
+from connect.errors import ConfigError, ConnectError
 from connect.states import TargetState
 from connect.storage_format import (ConfigView, OffsetView, Record, Status, StatusView, TopicStatus,
                                     can_write_safely, connector_config_record, connector_removal_records,
@@ -150,10 +150,23 @@ class ConnectStorage:
         self.configs, self.statuses, self.offsets = ConfigView(), StatusView(), OffsetView()
 
     def start(self) -> "ConnectStorage":
-        for log in (self.config_log, self.status_log, self.offset_log):
+        self.ensure_config_topic()
+        for log in (self.status_log, self.offset_log):
             log.ensure_topic()
         self.read_to_end()
         return self
+
+    def ensure_config_topic(self) -> None:
+        """Create connect-configs, or refuse one of several partitions as Kafka's
+        ``KafkaConfigBackingStore.start`` does: its records are read back in the order written
+        (task configs before their commit, a tombstone before a re-creation), which only one
+        partition keeps."""
+        log = self.config_log
+        log.ensure_topic()
+        if log.partitions > 1:
+            raise ConfigError(f"Topic '{log.topic}' supplied via the 'config.storage.topic' property is required to "
+                              f"have a single partition in order to guarantee consistency of connector "
+                              f"configurations, but found {log.partitions} partitions.")
 
     def read_to_end(self) -> None:
         self.config_log.read_to_end(self.configs)

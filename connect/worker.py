@@ -45,7 +45,7 @@ from typing import Any
 from connect import topic_creation
 from connect.config import WorkerConfig, parse_connector_config, with_worker_client_defaults
 from connect.connector import ConnectorContext, SourceConnector, connector_class
-from connect.errors import BadRequestError, ConfigError, ConnectError
+from connect.errors import BadRequestError, ConfigError, ConflictError, ConnectError
 from connect.offsets_admin import OffsetsAdmin
 from connect.connector_state import ConnectorPaths
 from connect.pipeline import Pipeline
@@ -113,7 +113,7 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
             if not self._started:
                 self._stopping.clear()
                 # the group first: ending pending transactions or starting a query belongs to its holder
-                self.storage.config_log.ensure_topic()
+                self.storage.ensure_config_topic()
                 self._lease = WorkerLease(self.config, self.worker_id, self._lease_lost).acquire()
                 try:
                     import spark_source
@@ -179,12 +179,22 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
     def _lease_lost(self) -> None:
         """The group was taken from this worker while it ran (no heartbeat got through for a
         session, so the coordinator expired it): another worker may be running the connectors now,
-        so every query here stops, as Kafka's worker stops its tasks when it falls out of the group."""
+        so every query here stops, as Kafka's worker stops its tasks when it falls out of the group,
+        and :meth:`_require_member` refuses every request that would start one again."""
         log.error("Connect worker %s lost its membership of group.id '%s': stopping every connector; "
                   "restart this worker to run them again", self.worker_id, self.config.group_id)
         with self._lock:
             for c in self._connectors.values():
                 self._stop_query(c)
+
+    def _require_member(self) -> None:
+        """Refuse a request that would start a query or write a connector's config, target state,
+        offsets or topics once the group was lost: another worker may run the connectors now, and
+        a Kafka worker outside its group cannot change them either (409, as Kafka's conflict)."""
+        if self._lease is not None and not self._lease.held:
+            raise ConflictError(f"Connect worker {self.worker_id} lost its membership of group.id "
+                                f"'{self.config.group_id}': another worker may run its connectors now, so it "
+                                f"changes none of them; restart this worker to run them again")
 
     def __enter__(self) -> "Worker":
         return self.start()
@@ -205,6 +215,7 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
     def _target(self, name: str, target: TargetState) -> None:
         with self._lock:
             c = self._known(name, "Unknown connector {}")    # AbstractHerder.pause/resumeConnector
+            self._require_member()
             if target == TargetState.STOPPED:
                 # DistributedHerder.stopConnector: the empty task configs before the target state,
                 # so a crash between the two leaves a connector without tasks, never a STOPPED one with
@@ -217,6 +228,7 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
     def delete_connector(self, name: str) -> None:
         with self._lock:
             c = self._get(name)
+            self._require_member()
             self._stop_query(c)
             paths = self._paths(name)
             paths.end_pending(self.config.bootstrap_servers)    # before its sinkId is forgotten

@@ -23,7 +23,8 @@ _INITIAL_STATES = {"RUNNING": TargetState.STARTED, "PAUSED": TargetState.PAUSED,
 
 class WorkerConnectorConfigs:
     """Needs ``_lock``, ``_connectors``, ``storage``, ``connector_config``, ``connector_info``,
-    ``_assign``, ``_stop_query``, ``_set`` and ``_apply_target`` (from Worker)."""
+    ``_assign``, ``_stop_query``, ``_set``, ``_apply_target``, ``_paths`` and ``_require_member``
+    (from Worker)."""
 
     # ------------------------------------------------------------------------------ configs
     def create_connector(self, name: str, config: Mapping[str, Any], initial_state: str | None = None) -> dict:
@@ -36,6 +37,7 @@ class WorkerConnectorConfigs:
             if target is None:
                 raise BadRequestError(f"Invalid initial_state {initial_state!r}: use RUNNING, PAUSED or STOPPED")
         with self._lock:
+            self._require_member()
             if name in self.storage.configs.connector_configs:
                 raise AlreadyExistsError(f"Connector {name} already exists")
             props = check_connector_config(name, config, self.config.override_policy)
@@ -47,9 +49,18 @@ class WorkerConnectorConfigs:
         with self._lock:
             if name not in self.storage.configs.connector_configs:
                 return True, self.create_connector(name, config)
+            self._require_member()
             props = check_connector_config(name, config, self.config.override_policy)
             c = self._connectors[name]
             self._stop_query(c)
+            if props != self.storage.configs.connector_configs[name]:
+                # Kafka's task starts afresh from its committed offsets, which the new config keys
+                # (FileStreamSource's by its file): the last query's checkpoint would carry the old
+                # config's position over. What it left open is ended first, then it is dropped,
+                # before the config is written, so no crash leaves the new config on the old one.
+                paths = self._paths(name)
+                paths.end_pending(self.config.bootstrap_servers)
+                paths.discard()
             self.storage.put_connector_config(name, props)
             if c.state == S.FAILED:  # a new config restarts a failed connector, as in Kafka
                 c.failures = Failures()

@@ -16,8 +16,8 @@ from connect.worker_connector import S, _Connector
 
 
 class WorkerOffsets:
-    """Needs ``_lock``, ``_get``, ``_kind``, ``_paths``, ``storage``, ``offsets_admin`` and
-    ``config`` (from Worker)."""
+    """Needs ``_lock``, ``_get``, ``_kind``, ``_paths``, ``_require_member``, ``storage``,
+    ``offsets_admin`` and ``config`` (from Worker)."""
 
     # ------------------------------------------------------------------------------ offsets
     def offsets(self, name: str) -> dict:
@@ -50,6 +50,7 @@ class WorkerOffsets:
         written; the message says whether the connector keeps offsets elsewhere too."""
         with self._lock:
             c = self._get(name)
+            self._require_member()
             self._require_stopped(c)
             if not isinstance(offsets, list) or not all(
                     isinstance(o, Mapping) and set(o) <= {"partition", "offset"}
@@ -66,6 +67,7 @@ class WorkerOffsets:
         """Kafka's reset: every offset the connector has, removed (after its hook saw them)."""
         with self._lock:
             c = self._get(name)
+            self._require_member()
             self._require_stopped(c)
             return self._modify_offsets(c, None)
 

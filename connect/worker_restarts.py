@@ -23,7 +23,8 @@ log = logging.getLogger("connect.worker")  # the worker's logger, as before the 
 
 class WorkerRestarts:
     """Needs ``_lock``, ``_known``, ``_get``, ``_set``, ``_apply_target``, ``_stop_query``, ``_track``,
-    ``_connectors``, ``_stopping``, ``connector_status``, ``metrics`` and ``storage`` (from Worker)."""
+    ``_connectors``, ``_stopping``, ``_require_member``, ``connector_status``, ``metrics`` and ``storage``
+    (from Worker)."""
 
     # ------------------------------------------------------------------------------ restarts
     def restart(self, name: str, include_tasks: bool = False, only_failed: bool = False) -> dict | None:
@@ -39,6 +40,7 @@ class WorkerRestarts:
         with self._lock:
             c = self._known(name, "Connector {} not found" if not (include_tasks or only_failed)
                             else "Unknown connector: {}")
+            self._require_member()
             if not (include_tasks or only_failed):
                 self._restart_query(c, S.UNASSIGNED, None)
                 return None
@@ -61,6 +63,7 @@ class WorkerRestarts:
             c = self._get(name)
             if not 0 <= task < c.tasks:
                 raise NotFoundError(f"Task {name}-{task} not found")
+            self._require_member()
             self._restart_query(c, None, S.UNASSIGNED)
 
     def _restart_query(self, c: _Connector, connector: ConnectorState | None, tasks: ConnectorState | None) -> None:

@@ -16,8 +16,8 @@ from connect.worker_connector import S, _Connector
 
 
 class WorkerStatus:
-    """Needs ``_lock``, ``_connectors``, ``storage``, ``worker_id``, ``metrics`` and ``topics``
-    (from Worker)."""
+    """Needs ``_lock``, ``_connectors``, ``storage``, ``worker_id``, ``metrics``, ``topics`` and
+    ``_require_member`` (from Worker)."""
 
     # ------------------------------------------------------------------------------ reading
     def connectors(self) -> list[str]:
@@ -100,6 +100,7 @@ class WorkerStatus:
     def reset_active_topics(self, name: str) -> None:
         """``AbstractHerder.resetConnectorActiveTopics``: tombstones for the recorded topics."""
         with self._lock:
+            self._require_member()
             self.topics.reset(name)
 
     def _track(self, c: _Connector) -> None:

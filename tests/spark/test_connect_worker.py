@@ -83,6 +83,16 @@ def test_lifecycle_pause_resume_stop_offsets_delete(worker, spark_broker, tmp_pa
     assert restarted is not None and restarted["name"] == "lines"
     worker.wait_for_state("lines", "RUNNING")
 
+    # Kafka keys a FileStreamSource's offset by its file: pointed at another file, the connector
+    # reads it from that file's own offset (its start), never at the last file's byte position
+    # that the query's checkpoint holds.
+    second = tmp_path / "second.txt"
+    _append(second, ["x1", "x2", "x3"])
+    worker.put_connector_config("lines", {**config, "file": str(second)})
+    wait_until(lambda: len(values(bootstrap, "lifecycle-lines")) >= 10, 60, 0.3, "the second file")
+    assert values(bootstrap, "lifecycle-lines")[7:] == [b"x1", b"x2", b"x3"]
+    assert {"partition": {"filename": str(second)}, "offset": {"position": 9}} in worker.offsets("lines")["offsets"]
+
     worker.delete_connector("lines")
     assert "lines" not in worker.connectors()
     with pytest.raises(NotFoundError):
@@ -103,3 +113,22 @@ def test_plugins_and_validate(worker):
     assert {"file", "topics", "errors.tolerance"} <= names
     result = worker.validate("FileStreamSink", {"name": "v", "topics": "x", "errors.tolerance": "some"})
     assert result["error_count"] == 1
+
+
+def test_a_stopped_connector_that_fails_to_start_when_resumed_is_failed(worker, spark_broker, tmp_path):
+    """Kafka's WorkerConnector goes STOPPED -> FAILED when its start fails on resume; the resume
+    itself is answered (202) and the status carries the trace, no query is left behind."""
+    from connect.errors import NotFoundError
+    config = {"connector.class": "FileStreamSource", "file": str(tmp_path / "in.txt"), "topic": "never-made",
+              "topic.creation.default.replication.factor": "3", "topic.creation.default.partitions": "1"}
+    worker.create_connector("resume-fails", config, "STOPPED")
+    try:
+        worker.resume("resume-fails")
+        status = worker.connector_status("resume-fails")
+        assert status["connector"]["state"] == "FAILED", status
+        assert "Task failed to create new topic never-made" in status["connector"]["trace"]
+        assert worker._connectors["resume-fails"].query is None
+    finally:
+        worker.delete_connector("resume-fails")
+    with pytest.raises(NotFoundError):
+        worker.connector_status("resume-fails")

@@ -71,6 +71,37 @@ def test_second_worker_of_a_live_group_refuses_and_nothing_is_written_twice(spar
         successor.close()
 
 
+
+def test_a_worker_that_lost_its_group_starts_and_writes_nothing(spark, spark_broker, tmp_path):
+    """Once its membership is gone (another worker may run the connectors now) a worker refuses
+    every request that would start a query or write a connector's config, target state or
+    offsets, as a Kafka worker outside its group cannot; reading still answers."""
+    from connect import Worker
+    from connect.errors import ConflictError
+    w = Worker(spark, {"bootstrap.servers": spark_broker.bootstrap, "group.id": "connect-lease-lost", **SESSION,
+                       "config.storage.topic": "lease-lost-configs", "status.storage.topic": "lease-lost-status",
+                       "offset.storage.topic": "lease-lost-offsets", "state.dir": str(tmp_path / "state"),
+                       "rest.advertised.host.name": "h", "rest.port": "18094"})
+    w.start()
+    try:
+        config = {"connector.class": "FileStreamSource", "file": str(tmp_path / "in.txt"), "topic": "lease-lost-lines"}
+        w.create_connector("lost", config, "STOPPED")
+        w._lease._lose()          # what the membership's revocation (or its session's expiry) runs
+        for request in (lambda: w.resume("lost"), lambda: w.pause("lost"), lambda: w.restart("lost"),
+                        lambda: w.restart("lost", include_tasks=True), lambda: w.put_connector_config("lost", config),
+                        lambda: w.create_connector("other", config), lambda: w.delete_connector("lost"),
+                        lambda: w.reset_offsets("lost")):
+            with pytest.raises(ConflictError, match="lost its membership of group.id 'connect-lease-lost'"):
+                request()
+        assert w._connectors["lost"].query is None
+        assert w.connector_status("lost")["connector"]["state"] == "STOPPED"
+        w.storage.read_to_end()
+        assert w.storage.configs.target_state("lost").value == "STOPPED"
+        assert w.storage.configs.connectors() == ["lost"]
+    finally:
+        w.close()
+
+
 _HOLDER = textwrap.dedent("""
     import sys, threading
     sys.path.insert(0, {root!r})
