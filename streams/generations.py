@@ -6,10 +6,14 @@ finished first (:class:`~broker.client.ExactlyOnce`), so the state read back inc
 """
 from __future__ import annotations
 
+import time
+
 from broker.client import Consumer, ExactlyOnce, Producer, TopicPartition
 from streams.errors import StreamsError
 from streams.interpreter import EXACTLY_ONCE_V2
 from streams.topology import SubTopology
+
+_READ_TIMEOUT_S = 60
 
 
 class Generations:
@@ -30,8 +34,11 @@ class Generations:
             if high <= low:
                 return out
             c.assign([TopicPartition(self._generations_topic, 0, low)])
-            pos = low
+            pos, deadline = low, time.monotonic() + _READ_TIMEOUT_S
             while pos < high:
+                if time.monotonic() > deadline:   # never a hang: the offset below high may be gone
+                    raise StreamsError(f"could not read {self._generations_topic} up to offset {high} within "
+                                       f"{_READ_TIMEOUT_S} s (at {pos}); is the broker reachable?")
                 for m in c.consume(500, timeout=5):
                     if m.error():
                         continue
