@@ -113,4 +113,10 @@ def operation(name: str, body: dict):
     fn = OPERATIONS.get(name)
     if fn is None:
         raise InvalidRequestError(f"unknown controller operation {name!r}")
-    return lambda controller, image, now: fn(controller, image, now, body)
+
+    def run(controller, image, now):
+        return fn(controller, image, now, body)
+    # A heartbeat waiting in the controller's queue already shows its broker alive (see
+    # ControllerRuntime: the upkeep that may fence it can run before the heartbeat does).
+    run.heartbeat = (body.get("node_id"), body.get("broker_epoch")) if name == "heartbeat" else None
+    return run

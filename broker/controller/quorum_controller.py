@@ -119,6 +119,13 @@ class QuorumController:
                                         "partition": index, **change})
         return changes
 
+    def touch(self, image: MetadataImage, node_id: int, broker_epoch: int, at_ms: int) -> None:
+        """A heartbeat of the registered epoch that arrived at ``at_ms`` still waits in the queue: its
+        broker was alive then (Kafka's ``processExpiredBrokerHeartbeat``)."""
+        broker = image.brokers.get(node_id)
+        if broker is not None and broker.broker_epoch == broker_epoch:
+            self.last_heartbeat[node_id] = max(self.last_heartbeat.get(node_id, at_ms), at_ms)
+
     def heartbeat(self, image: MetadataImage, node_id: int, broker_epoch: int, metadata_offset: int,
                   want_shut_down: bool, now_ms: int) -> tuple[list[dict], HeartbeatReply]:
         broker = image.brokers.get(node_id)
@@ -132,9 +139,28 @@ class QuorumController:
         if want_shut_down and not broker.shutting_down:
             records.append({"type": "broker_state", "node_id": node_id, "shutting_down": True})
         elif broker.fenced and not want_shut_down and metadata_offset >= broker.broker_epoch:
+            records += self._stale_leaderships(image, node_id)
             records.append({"type": "broker_state", "node_id": node_id, "fenced": False})
         done = broker.shutting_down and not self._leads_anything(image, node_id)
-        return records, HeartbeatReply(broker.fenced and not records, done)
+        # A fenced broker asking to shut down stays fenced (Kafka's FENCED -> SHUTDOWN_NOW).
+        unfenced = any(r.get("fenced") is False for r in records)
+        return records, HeartbeatReply(broker.fenced and not unfenced, done)
+
+    @staticmethod
+    def _stale_leaderships(image: MetadataImage, node_id: int) -> list[dict]:
+        """A fenced broker still named leader (restarted, no upkeep since) gives its leaderships up
+        in the entry that unfences it: the new process must never lead under its old leader epoch
+        (Kafka's ``handleBrokerUncleanShutdown``). Upkeep may elect it again, in a new epoch."""
+        live = set(image.live_brokers()) - {node_id}
+        changes = []
+        for topic in image.topics.values():
+            for index, p in enumerate(topic.partitions):
+                if p.leader == node_id:
+                    change = _partition_upkeep(p, live, set(), unclean=False, rebalance=False)
+                    if change:
+                        changes.append({"type": "partition_change", "topic_id": topic.topic_id,
+                                        "partition": index, **change})
+        return changes
 
     @staticmethod
     def _leads_anything(image: MetadataImage, node_id: int) -> bool:

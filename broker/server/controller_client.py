@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+# Python 3.10's Future.result raises its own TimeoutError, not the builtin one (merged in 3.11)
+from concurrent.futures import TimeoutError as FutureTimeoutError
 
 from broker.controller.operations import operation
 from broker.errors import KafkaTimeoutError, NetworkError, NotControllerError, RiverlogError
@@ -38,7 +40,7 @@ class ControllerClient:
                     return self.runtime.submit(operation(method, body)).result(max(0.1, deadline - time.monotonic()))
                 except NotControllerError as e:
                     last = e
-                except TimeoutError:
+                except (TimeoutError, FutureTimeoutError):
                     raise KafkaTimeoutError(f"the controller did not commit {method} in time") from None
                 continue
             for node in self._candidates():

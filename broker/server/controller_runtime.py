@@ -95,6 +95,8 @@ class ControllerRuntime:
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._ops: list[_Op] = []
         self._pending: _Op | None = None
+        self._before_upkeep = 0   # queued operations that run before the upkeep's next turn
+        self._queued_heartbeats: dict[int, tuple[int, int]] = {}   # node -> (broker epoch, arrival)
         self._load_snapshot(self.storage.snapshot())
         self._active = False
         self._active_term = -1
@@ -176,6 +178,9 @@ class ControllerRuntime:
             self._emit(self.raft.resign(now))
         else:
             self._ops.append(item[1])
+            beat = getattr(item[1].fn, "heartbeat", None)
+            if beat is not None:
+                self._queued_heartbeats[beat[0]] = (beat[1], now)
 
     def _emit(self, envelopes) -> None:
         for env in envelopes:
@@ -280,20 +285,35 @@ class ControllerRuntime:
             if not op.future.done():
                 op.future.set_exception(error)
         self._pending, self._ops = None, []
+        self._before_upkeep, self._queued_heartbeats = 0, {}
 
     # ------------------------------------------------------------------------------ operations
     def _maybe_run_ops(self, now: int) -> None:
+        """Operations and upkeep take turns in arrival order, as Kafka's controller queues its
+        periodic checks among the requests: the upkeep runs once the operations queued before its
+        turn are done, and operations queued since wait for it. So a steady stream of requests
+        never holds back fencing a silent broker (and moving its leaderships). Heartbeats still
+        queued count as heard (:meth:`QuorumController.touch`), so a backlog fences no live broker."""
         if not self._active:
             if self._ops and self.raft.role != "leader":
                 self._fail_ops()
             return
-        while self._pending is None and self._ops:
+        while self._pending is None:
+            if self._before_upkeep <= 0 or not self._ops:
+                self._upkeep(now)
+                self._before_upkeep = len(self._ops)
+                if self._pending is not None or not self._ops:
+                    return
+            self._before_upkeep -= 1
             self._start(self._ops.pop(0), now)
-        if self._pending is None:
-            records = self.controller.reconcile(self.image, now)
-            if records:
-                op = _Op(None)
-                self._propose(op, records, None, now)
+
+    def _upkeep(self, now: int) -> None:
+        for node, (epoch, arrived) in self._queued_heartbeats.items():
+            self.controller.touch(self.image, node, epoch, arrived)
+        self._queued_heartbeats = {}
+        records = self.controller.reconcile(self.image, now)
+        if records:
+            self._propose(_Op(None), records, None, now)
 
     def _start(self, op: _Op, now: int) -> None:
         try:
