@@ -15,11 +15,11 @@ from spark_sink.delta.append import DeltaAppend, delta_append
 from spark_sink.delta.config import from_config
 from spark_sink.delta.apply import DeltaApply, delta_apply
 from spark_sink.delta.results import ApplyResult, DeadLetter, TableResult
-from spark_sink.delta.errors import (DeltaConfigError, DeltaSinkError, PoisonRecordError, SchemaChangeError,
-                                     StaleBatchError)
+from spark_sink.delta.errors import (CommitConflictError, DeltaConfigError, DeltaSinkError, PoisonRecordError,
+                                     SchemaChangeError, StaleBatchError)
 from spark_sink.delta.maintenance import optimize, vacuum
 from spark_sink.delta.table import held_positions
 
-__all__ = ["ApplyResult", "DeadLetter", "DeltaAppend", "DeltaApply", "DeltaConfigError", "DeltaSinkError",
-           "PoisonRecordError", "SchemaChangeError", "StaleBatchError", "TableResult", "delta_append",
-           "delta_apply", "from_config", "held_positions", "optimize", "vacuum"]
+__all__ = ["ApplyResult", "CommitConflictError", "DeadLetter", "DeltaAppend", "DeltaApply", "DeltaConfigError",
+           "DeltaSinkError", "PoisonRecordError", "SchemaChangeError", "StaleBatchError", "TableResult",
+           "delta_append", "delta_apply", "from_config", "held_positions", "optimize", "vacuum"]

@@ -20,11 +20,11 @@ from typing import Any, Callable, Mapping
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from spark_sink.delta.apply import DEFAULT_APP_ID, streaming_query_id, to_arrow_table
+from spark_sink.delta.apply import DEFAULT_APP_ID, commit_retrying, streaming_query_id, to_arrow_table
 from spark_sink.delta.errors import DeltaConfigError, PoisonRecordError, StaleBatchError
 from spark_sink.delta.records import records_from_arrow
 from spark_sink.delta.results import ApplyResult, DeadLetter, TableResult
-from spark_sink.delta.schema import arrow_schema, converter, evolve, infer_type, to_arrow
+from spark_sink.delta.schema import arrow_schema, converter, evolve, infer_type, to_arrow, widens
 from spark_sink.delta.table import SinkTable
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,13 @@ class DeltaAppend:
         qid = streaming_query_id(spark) if spark is not None else None
         result = ApplyResult(int(batch_id), self.app_id or (f"{DEFAULT_APP_ID}.{qid}" if qid else DEFAULT_APP_ID))
         table = SinkTable(self.path, self.storage_options)
-        out = result.tables[self.path] = TableResult(self.path)
+        result.tables[self.path] = commit_retrying(table, result, lambda: self._write(table, data, result))
+        if result.dead_letters and self.dlq is not None:
+            self.dlq(result.dead_letters)
+        return result
+
+    def _write(self, table: SinkTable, data: pa.Table, result: ApplyResult) -> TableResult:
+        out = TableResult(self.path)
         marks = table.watermarks()
         records = records_from_arrow(data)
         keep = [i for i, r in enumerate(records) if not marks.holds((r.topic, r.partition), (r.offset, 0))]
@@ -71,9 +77,7 @@ class DeltaAppend:
             self._rejects_again([r for i, r in enumerate(records) if i not in kept], table.schema, result)
             if keep:
                 self._append(table, data, records, keep, marks, result, out)
-        if result.dead_letters and self.dlq is not None:
-            self.dlq(result.dead_letters)
-        return result
+        return out
 
     def _append(self, table: SinkTable, data: pa.Table, records: list, keep: list[int], marks, result: ApplyResult,
                 out: TableResult) -> None:
@@ -125,8 +129,9 @@ class DeltaAppend:
                     raise ValueError("the value is not a JSON object")
                 if schema is not None:
                     row = converter(schema)(doc)
-                    for f in arrow_schema(schema):
-                        fields.setdefault(f.name, f.type)
+                    for f in arrow_schema(schema):   # a later record's wider type widens the column
+                        if fields.get(f.name) is None or widens(fields[f.name], f.type):
+                            fields[f.name] = f.type
                 else:
                     row = doc
                     for k, v in doc.items():

@@ -42,9 +42,10 @@ import logging
 from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
+from deltalake.exceptions import CommitFailedError
 
 from spark_sink.delta import merge as merges
-from spark_sink.delta.errors import DeltaConfigError, PoisonRecordError, StaleBatchError
+from spark_sink.delta.errors import CommitConflictError, DeltaConfigError, PoisonRecordError, StaleBatchError
 from spark_sink.delta import fit
 from spark_sink.delta.fold import (METADATA_COLUMNS, Delete, after_last_truncate, close_time, fold_scd1,
                                    fold_scd2, history_rows, resolve, split_truncates)
@@ -58,6 +59,7 @@ from spark_sink.delta.table import SinkTable
 log = logging.getLogger(__name__)
 
 DEFAULT_APP_ID = "riverlog.delta"
+COMMIT_ATTEMPTS = 5
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -161,8 +163,10 @@ class DeltaApply:
             if change is not None:
                 by_path.setdefault(self.path_of(table), []).append(change)
         tables = {path: self._one_source_table(path, changes) for path, changes in by_path.items()}
+        engine = spark if use_spark else None
         for path, changes in by_path.items():
-            result.tables[path] = self._apply_table(tables[path], changes, result, spark if use_spark else None)
+            result.tables[path] = commit_retrying(tables[path], result, lambda t=tables[path], c=changes:
+                                                  self._apply_table(t, c, result, engine))
         if result.dead_letters and self.dlq is not None:
             self.dlq(result.dead_letters)
         return result
@@ -357,6 +361,30 @@ class DeltaApply:
             merges.run_delta_rs(table.dt, plan, props)
         table.reload()
         out.version = table.dt.version()
+
+
+def commit_retrying(table: SinkTable, result: ApplyResult, run: Callable[[], Any]) -> Any:
+    """``run()`` (a batch's write to ``table``), again from a fresh read of the table when delta-rs
+    refuses its commit because another writer committed since the read (an OPTIMIZE run while the
+    query streams). The retry reads the application transaction and the marks anew, so what a
+    commit of the batch made before the conflict (a run of one key) is not applied twice; past
+    :data:`COMMIT_ATTEMPTS` it is :class:`CommitConflictError` (retriable)."""
+    attempt = 0
+    while True:
+        attempt += 1
+        dead = len(result.dead_letters)
+        try:
+            return run()
+        except CommitFailedError as e:
+            del result.dead_letters[dead:]   # found again by the next attempt
+            table.reload()
+            if attempt == COMMIT_ATTEMPTS:
+                raise CommitConflictError(
+                    f"table {table.path!r}: another writer committed between the read and the commit of batch "
+                    f"{result.batch_id} {attempt} times ({e}); nothing of the batch is lost: restart the query",
+                    path=table.path, batch_id=result.batch_id, attempts=attempt) from e
+            log.info("delta sink: %s commit conflict on batch %s, attempt %s: %s", table.path, result.batch_id,
+                     attempt, e)
 
 
 def _added_defaults(evolution: Evolution, changes: list) -> dict:

@@ -1,7 +1,7 @@
 """The Delta sink's typed errors (codes 1380-1399), on the broker's one hierarchy."""
 from __future__ import annotations
 
-from broker.errors import InvalidConfigError, RiverlogError
+from broker.errors import InvalidConfigError, RetriableError, RiverlogError
 
 
 class DeltaSinkError(RiverlogError):
@@ -27,6 +27,13 @@ class StaleBatchError(DeltaSinkError):
     does not hold: the query's checkpoint was replaced while ``app.id`` stayed the same. Use a new
     ``app_id`` (the default is derived from the streaming query's id, which a new checkpoint changes)."""
     code, name, retriable, grpc_status = 1383, "DELTA_STALE_BATCH", False, "FAILED_PRECONDITION"
+
+
+class CommitConflictError(DeltaSinkError, RetriableError):
+    """Another writer committed to the table between the sink's read and its commit (an OPTIMIZE,
+    a second writer) on every one of the sink's attempts; the batch was applied in none of them.
+    Retriable: the query, restarted, replays the batch."""
+    code, name, grpc_status = 1385, "DELTA_COMMIT_CONFLICT", "ABORTED"
 
 
 class DeltaConfigError(InvalidConfigError):

@@ -139,7 +139,9 @@ class SinkTable:
                 return pa.array([defaults[f.name] if c else None for c in current], f.type)
             return pa.nulls(data.num_rows, f.type)
         data = pa.Table.from_arrays([column(f) for f in schema], schema=schema)
-        write_deltalake(self.dt, data, mode="overwrite", schema_mode="overwrite",
+        # The predicate makes delta-rs check the rewrite against commits made since the read: without
+        # one it commits over an OPTIMIZE that rewrote the same rows (CommitFailedError instead).
+        write_deltalake(self.dt, data, mode="overwrite", schema_mode="overwrite", predicate="true",
                         storage_options=self.storage_options)
         self.reload()
 
