@@ -18,7 +18,8 @@ Dead letters. A record the sink cannot apply (not Debezium JSON, a key column mi
 column cannot hold) is returned to the worker: with ``errors.tolerance=all`` it goes to
 ``errors.deadletterqueue.topic.name`` at stage TASK_PUT in the transaction that moves the group's
 offsets, and every other record of the batch is in the table; with ``none`` the batch fails before
-anything is committed, naming the record. A replayed batch the table holds returns the same dead
+its offsets move, naming the record (another source table's MERGE of the batch may have committed
+with the batch's application transaction: a replay skips it). A replayed batch the table holds returns the same dead
 letters again (found before the MERGE, recomputed without writing), so a crash between the Delta
 commit and that transaction loses none; the DLQ is at least once, as Kafka Connect's.
 
