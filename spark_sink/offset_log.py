@@ -29,7 +29,9 @@ def _path(checkpoint: str, batch_id: int) -> str:
 
 
 def source_offsets(checkpoint: str, batch_id: int) -> list[Any]:
-    """Each source's end offset of ``batch_id``, in the query's source order (None: no offset)."""
+    """Each source's end offset of ``batch_id`` (None: no offset): in the query's source order in
+    format v1; in v2 in the order Spark wrote its map of source ids (not the sources' order once
+    there are more than four), so a caller with several sources tells them apart by their offsets."""
     with open(_path(checkpoint, batch_id)) as f:
         lines = f.read().splitlines()
     version = lines[0].strip() if lines else ""

@@ -34,26 +34,33 @@ def stored_commit_and_event(stored: dict, lsn: int) -> tuple[int, int | None]:
     transaction that wrote its first changes before the previous one committed (concurrent
     writers) has changes at lower LSNs than that commit; it is still the first transaction after
     ``lsn_commit``, so resuming there (not at ``lsn``, where the server would send the previous
-    transaction again) and skipping up to the event is what ``WalPositionLocator`` does."""
+    transaction again) and skipping up to the event is what ``WalPositionLocator`` does. A MESSAGE
+    without ``txId`` was written outside a transaction and lies between transactions (Debezium
+    stores it as its own commit): the stream resumes after it and nothing is skipped, since a
+    transaction after it in the stream may have written changes before it."""
     commit, proc = stored.get("lsn_commit"), stored.get("lsn_proc")
     event = lsn if proc is None else int(proc)
     kind = str(stored.get("messageType") or "").upper()
     if commit is None:
         return lsn, None
-    if kind in ("", "BEGIN", "COMMIT"):   # a BEGIN's LSN is its transaction's first record's, which
-        return max(lsn, int(commit)), None   # may be before the commit that preceded it
+    if kind in ("", "BEGIN", "COMMIT") or (kind == "MESSAGE" and stored.get("txId") is None):
+        # a BEGIN's LSN is its transaction's first record's, which may be before the commit that
+        # preceded it
+        return max(lsn, int(commit)), None
     return int(commit), event
 
 
 def resumed(start: CdcOffset, transactions: list) -> list:
     """``transactions`` after ``start`` without the changes up to ``start.event_lsn``, in stream
     order: those were emitted before a Debezium offset was stored (WalPositionLocator.skipMessage
-    drops every message until the stored one has passed)."""
+    drops every message until the stored one has passed). The event is a change of a transaction,
+    so a message written outside one that arrives before that transaction came before the event
+    in the stream too, whatever its LSN: it was emitted."""
     if start.event_lsn is None:
         return transactions
     out = []
     for i, txn in enumerate(transactions):
-        if txn.end_lsn <= start.event_lsn:
+        if txn.end_lsn <= start.event_lsn or txn.xid is None:
             continue
         out.append(dataclasses.replace(txn, changes=[c for c in txn.changes if c.lsn > start.event_lsn]))
         return out + transactions[i + 1:]
