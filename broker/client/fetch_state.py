@@ -24,7 +24,7 @@ partition without a usable offset gets one (resets, ListOffsets answers, OffsetO
 
 Each partition has a ``generation``, moved by ``seek`` and by an offset reset: data fetched for an
 older generation is dropped, never returned (so are a partition's error events not yet returned when
-it is sought, paused or unassigned, as librdkafka's version barrier outdates them). Generations are drawn from one counter for the whole
+it is sought, paused, resumed or unassigned, as librdkafka's version barrier outdates them). Generations are drawn from one counter for the whole
 state, never reused: a partition revoked and assigned again while a fetch for it is in flight gets
 a new one, so that fetch's records cannot be delivered as if they belonged to the new assignment. A batch that cannot be decoded halts its partition:
 the records before it are delivered, then one error event at its offset, and nothing past it is
@@ -118,7 +118,9 @@ class FetchState(FetchResets, FetchValidation):
                 continue
             state.paused = paused
             state.stopped = False
-            if not paused:
+            if not paused:  # librdkafka's resume bumps the version barrier too: older events go
+                if not state.halted:
+                    self._drop_events({key})
                 for chunk in state.aside:
                     self.buffer.append(chunk)
                 state.aside = []

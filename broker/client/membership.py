@@ -116,7 +116,10 @@ class GroupMembership:
             return error
 
     def pending(self) -> tuple[set[TP], bool, RiverlogError | None]:
-        """(the assignment to apply, whether what we owned was lost, a fatal error)."""
+        """(the assignment to apply, whether what we owned was lost, a fatal error). An assignment
+        whose session ran out meanwhile (the heartbeat thread could not run: the process was
+        paused) is not handed out: the coordinator may have given it to another member."""
+        self._check_session(None)
         with self._cond:
             lost, self._lost = self._lost, False
             return set(self._assignment), lost, self._fatal
@@ -177,30 +180,41 @@ class GroupMembership:
     # ------------------------------------------------------------------------------ the thread
     def _run(self) -> None:
         while True:
-            with self._cond:
-                if self._stopped:
-                    return
-                leaving = self._leaving
-                if leaving is None and self._poll_overdue():
-                    # Kafka's leaveGroupEpoch: a static member leaves "for now" (-2), so the
-                    # coordinator keeps its partitions for its session and no rebalance happens
-                    # unless it stays away longer.
-                    leaving = -2 if self.config["group.instance.id"] else -1
-            if leaving is not None:
-                self._leave(leaving)
-                if self._leaving is not None:
-                    return
-                self._wait_for_poll()
-                continue
-            try:
-                wait = self._beat()
-            except Exception as e:  # noqa: BLE001 - a bug must not end the heartbeats unseen: logged, retried
-                log.exception("group '%s': heartbeat failed", self.coordinator.group_id)
-                self._check_session(e)  # the session running out still makes the partitions lost
-                wait = self.config["retry.backoff.ms"] / 1000.0
+            wait = self._step()
+            if wait is None:
+                return
             with self._cond:
                 if not self._stopped and self._leaving is None:
                     self._cond.wait(wait)
+
+    def _step(self) -> float | None:
+        """One turn of the heartbeat thread: a heartbeat, a leave, or nothing while a member that
+        left for a late poll() waits for the application; returns how long to wait before the
+        next turn, or None once the membership is over."""
+        with self._cond:
+            if self._stopped:
+                return None
+            if self._left_for_poll_timeout and self._leaving is None:
+                return 0.5  # polled() and close() notify
+            leaving = self._leaving
+            if leaving is None and self._poll_overdue():
+                # Kafka's leaveGroupEpoch: a static member leaves "for now" (-2), so the
+                # coordinator keeps its partitions for its session and no rebalance happens
+                # unless it stays away longer.
+                leaving = -2 if self.config["group.instance.id"] else -1
+        if leaving is not None:
+            self._leave(leaving)
+            if self._leaving is not None:
+                return None
+            self._left_for_poll()
+            return 0.0
+        self._check_session(None)
+        try:
+            return self._beat()
+        except Exception as e:  # noqa: BLE001 - a bug must not end the heartbeats unseen: logged, retried
+            log.exception("group '%s': heartbeat failed", self.coordinator.group_id)
+            self._check_session(e)  # the session running out still makes the partitions lost
+            return self.config["retry.backoff.ms"] / 1000.0
 
     def _poll_overdue(self) -> bool:
         interval_ms = self.config["max.poll.interval.ms"]
@@ -215,14 +229,12 @@ class GroupMembership:
                 f"Application maximum poll interval ({interval_ms}ms) exceeded by {exceeded_ms}ms"))
         return overdue
 
-    def _wait_for_poll(self) -> None:
+    def _left_for_poll(self) -> None:
         with self._cond:
             self._left_for_poll_timeout = True
             self._lost = True
             self._assignment = set()
-            self._wake_consumer()
-            while self._left_for_poll_timeout and self._leaving is None and not self._stopped:
-                self._cond.wait(0.5)
+        self._wake_consumer()
 
     def _request(self, epoch: int) -> pb.ConsumerGroupHeartbeatRequest:
         cfg = self.config
@@ -307,17 +319,19 @@ class GroupMembership:
         interval = min(response.heartbeat_interval_ms / 1000.0 or self._interval, self._interval)
         return interval if settled else _QUICK_S
 
-    def _check_session(self, error: RiverlogError) -> None:
+    def _check_session(self, error: BaseException | None) -> None:
         """librdkafka's ``rd_kafka_cgrp_session_timeout_check``: no successful heartbeat response
         for ``session.timeout.ms`` means the coordinator has expired this member and handed its
-        partitions on; they are lost, and the member joins again as a new one."""
+        partitions on; they are lost, and the member joins again as a new one. Checked on every
+        turn of the heartbeat thread and when the application takes up an assignment, as
+        librdkafka checks it on every turn of its group loop, not only after a failed heartbeat."""
         with self._cond:
             deadline = self._session_deadline
             if not self._in_group or deadline is None or time.monotonic() < deadline:
                 return
         log.warning("Consumer group session timed out after %d ms without a successful response from the "
                     "group coordinator (last error was %s): revoking assignment and rejoining group '%s'",
-                    self.config["session.timeout.ms"], error, self.coordinator.group_id)
+                    self.config["session.timeout.ms"], error or "none", self.coordinator.group_id)
         self._reset(lost=True)
 
     def _reset(self, lost: bool) -> None:

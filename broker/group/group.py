@@ -159,8 +159,13 @@ class ConsumerGroup:
                 self.group_epoch += 1
         member.last_heartbeat_ms = now_ms
         member.left_ms = None
-        if owned is not None:
+        if owned is not None and member_epoch == member.epoch:
             member.owned = set(owned)
+        elif owned is not None:
+            # The previous epoch (its answer may have been lost), or an overtaken older request
+            # while the member reads what the current epoch gave it: only a heartbeat at the
+            # current epoch lets partitions go.
+            member.owned |= set(owned) | member.assigned
         self.refresh(partitions)
         self._reconcile(member, now_ms)
         return HeartbeatResult(member.member_id, member.epoch, set(member.assigned),
@@ -249,9 +254,11 @@ class ConsumerGroup:
             del self.members[previous.member_id]
             if previous.member_id != member_id:
                 self._fence(previous.member_id)
+            # Its own member id: the same process (KIP-1082), maybe an overtaken join; it still reads.
+            owned = set(previous.owned) if previous.member_id == member_id else set()
             member = Member(member_id, instance_id, client_id, sorted(topics), session_timeout_ms,
                             rebalance_timeout_ms, now_ms, previous.epoch, previous.previous_epoch,
-                            set(previous.assigned), set(), previous.eager_cleared, assignors=preferences)
+                            set(previous.assigned), owned, previous.eager_cleared, assignors=preferences)
             if previous.member_id in self.target:
                 self.target[member_id] = self.target.pop(previous.member_id)
             moved = sorted(topics) != previous.topics
