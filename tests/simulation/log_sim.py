@@ -51,6 +51,7 @@ from broker.records.arrow_body import encode_batch, record_batch
 from broker.records.batch import TRANSACTIONAL, iter_headers
 from broker.records.reader import decode_records
 from broker.storage.log import Log
+from tests.simulation.seeds import SimulationFailure
 
 RETENTION = 10_000                 # delete.retention.ms
 IDEMPOTENT = (100, 101)
@@ -58,12 +59,6 @@ TRANSACTIONAL_IDS = (200, 201, 202)
 KEYS = [b"k%d" % i for i in range(5)]
 BIG = 1 << 30
 FOLLOWER = 1
-
-
-class SimulationFailure(AssertionError):
-    def __init__(self, seed: int, step: int, message: str, trace: list[str]):
-        self.seed, self.step, self.message, self.trace = seed, step, message, trace
-        super().__init__(f"seed {seed}, step {step}: {message}")
 
 
 @dataclass(frozen=True)

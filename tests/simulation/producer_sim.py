@@ -33,15 +33,10 @@ from broker.clock import ManualClock
 from broker.errors import NetworkError, NotLeaderOrFollowerError, RiverlogError
 from broker.records.batch import IDEMPOTENCE_WINDOW
 from broker.storage.producer_state import ProducerStateManager
+from tests.simulation.seeds import SimulationFailure
 
 NODE = 0
 PRODUCER_ID = 4000
-
-
-class SimulationFailure(AssertionError):
-    def __init__(self, seed: int, step: int, message: str, trace: list[str]):
-        self.seed, self.step, self.message, self.trace = seed, step, message, trace
-        super().__init__(f"seed {seed}, step {step}: {message}")
 
 
 @dataclass(frozen=True)

@@ -51,12 +51,7 @@ from dataclasses import dataclass, field
 
 from tests.simulation.replication_nodes import (CONTROLLER, NO_LEADER, AlterReject, Broker, Controller,
                                                 EpochReq, EpochResp, FetchReq, FetchResp, Meta)
-
-
-class SimulationFailure(AssertionError):
-    def __init__(self, seed: int, step: int, message: str, trace: list[str]):
-        self.seed, self.step, self.message, self.trace = seed, step, message, trace
-        super().__init__(f"seed {seed}, step {step}: {message}")
+from tests.simulation.seeds import SimulationFailure
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,15 @@ import os
 
 import pytest
 
+
+class SimulationFailure(AssertionError):
+    """A seeded run broke an invariant: its seed, step and trace for the replay."""
+
+    def __init__(self, seed: int, step: int, message: str, trace: list[str]):
+        self.seed, self.step, self.message, self.trace = seed, step, message, trace
+        super().__init__(f"seed {seed}, step {step}: {message}")
+
+
 SEEDS = int(os.environ.get("RIVERLOG_SIM_SEEDS", "1000"))
 ONE_SEED = os.environ.get("RIVERLOG_SIM_SEED")
 
@@ -35,3 +44,13 @@ def check_every_seed(label: str, test_id: str, run, total) -> None:
     if ONE_SEED is None and SEEDS >= 200:
         unexercised = [name for name, value in dataclasses.asdict(total).items() if value == 0]
         assert not unexercised, f"no run exercised: {unexercised} ({total})"
+
+
+def with_trace(run, failure_type: type[Exception], *args, keep: int = 60) -> None:
+    """``run(*args, trace)``; a ``failure_type`` it raises is raised again with the trace's last
+    ``keep`` lines, so a shrunk hypothesis example shows how it got there."""
+    trace: list[str] = []
+    try:
+        run(*args, trace)
+    except failure_type as failure:
+        raise failure_type(f"{failure}\n" + "\n".join(trace[-keep:])) from None

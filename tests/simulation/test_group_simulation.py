@@ -14,7 +14,7 @@ from broker.group.coordinator import GroupShard
 from broker.group.group import Committed
 from broker.proto import riverlog_pb2 as pb
 from tests.simulation.group_sim import ASSIGNORS, OP_POOL, OPS, ModelFailure, Stats, add, random_ops, run
-from tests.simulation.seeds import SEEDS
+from tests.simulation.seeds import SEEDS, with_trace
 
 pytestmark = pytest.mark.simulation
 
@@ -36,11 +36,7 @@ histories = st.lists(st.tuples(st.sampled_from(OP_POOL), st.integers(0, 11)), ma
 
 
 def replay(ops, assignor) -> None:
-    trace: list[str] = []
-    try:
-        run(ops, assignor, trace)
-    except ModelFailure as failure:
-        raise ModelFailure(f"{failure}\n" + "\n".join(trace[-60:])) from None
+    with_trace(run, ModelFailure, ops, assignor)
 
 
 @settings(max_examples=400, deadline=None, derandomize=True, database=None,

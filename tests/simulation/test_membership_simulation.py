@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.simulation.membership_sim import (ASSIGNORS, OP_POOL, OPS, ModelFailure, Sim, Stats, add, random_ops, run,
                                              threadless)
-from tests.simulation.seeds import SEEDS
+from tests.simulation.seeds import SEEDS, with_trace
 
 pytestmark = pytest.mark.simulation
 
@@ -43,11 +43,7 @@ histories = st.lists(st.tuples(st.sampled_from(OP_POOL), st.integers(0, 11)), ma
 
 
 def replay(ops, assignor) -> None:
-    trace: list[str] = []
-    try:
-        run(ops, assignor, trace)
-    except ModelFailure as failure:
-        raise ModelFailure(f"{failure}\n" + "\n".join(trace[-60:])) from None
+    with_trace(run, ModelFailure, ops, assignor)
 
 
 @settings(max_examples=200, deadline=None, derandomize=True, database=None,
