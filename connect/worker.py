@@ -121,17 +121,17 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
                     self.spark.streams.addListener(self.metrics)
                     self._finish_pending()
                     self.storage.start()
-                except BaseException:
-                    self._lease.close()
-                    self._lease = None
+                    mine = [s.generation for s in self.storage.statuses.connectors.values()]
+                    self._generation = max(mine, default=-1) + 1
+                    self._started = True
+                    for name in self.storage.configs.connectors():
+                        self._assign(name)
+                    self._supervisor = threading.Thread(target=self._supervise, name="connect-supervisor",
+                                                        daemon=True)
+                    self._supervisor.start()
+                except BaseException:   # nothing half-started: no group held, no query, not started
+                    self._abandon_start()
                     raise
-                mine = [s.generation for s in self.storage.statuses.connectors.values()]
-                self._generation = max(mine, default=-1) + 1
-                self._started = True
-                for name in self.storage.configs.connectors():
-                    self._assign(name)
-                self._supervisor = threading.Thread(target=self._supervise, name="connect-supervisor", daemon=True)
-                self._supervisor.start()
             if config is not None:
                 body = dict(config)
                 props = dict(body["config"]) if "config" in body else body
@@ -141,6 +141,23 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
                 if name not in self._connectors:
                     self.create_connector(name, props, body.get("initial_state"))
         return self
+
+    def _abandon_start(self) -> None:
+        """A start that failed part-way (the topics unreadable, a status or task-config write
+        refused while assigning): stop what it started and leave the group, so the worker is not
+        left looking started with no supervisor while holding the group another worker could run."""
+        for c in self._connectors.values():
+            self._stop_query(c)
+        self._connectors.clear()
+        try:
+            self.spark.streams.removeListener(self.metrics)
+        except Exception:  # noqa: BLE001 - not added, or the session is gone
+            pass
+        self._started = False
+        self.storage.close()
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            lease.close()
 
     def _finish_pending(self) -> None:
         """Before reading connect-offsets: end the transactions a killed worker left open (see
@@ -157,14 +174,17 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
                 paths.discard()
 
     def close(self) -> None:
-        """Stop every query (checkpoints kept) and close the clients; statuses stay as they were,
-        as a worker that leaves a group leaves them for the next owner."""
+        """Stop every query (checkpoints kept), write each connector's and task's status
+        UNASSIGNED (Kafka's ``AbstractHerder.onShutdown``, a safe write: a newer owner's status is
+        left alone), then close the clients and leave the group."""
         self._stopping.set()
         if self._supervisor is not None:
             self._supervisor.join(timeout=10)
         with self._lock:
-            for c in self._connectors.values():
-                self._stop_query(c)
+            if self._started:
+                statuses = self._unassign_all()
+                if self._lease is not None and self._lease.held:  # once lost, a newer owner's may be there
+                    self._put_unassigned(statuses)
             try:
                 self.spark.streams.removeListener(self.metrics)
             except Exception:  # noqa: BLE001 - the session may be gone already
@@ -184,8 +204,35 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
         log.error("Connect worker %s lost its membership of group.id '%s': stopping every connector; "
                   "restart this worker to run them again", self.worker_id, self.config.group_id)
         with self._lock:
-            for c in self._connectors.values():
-                self._stop_query(c)
+            statuses = self._unassign_all()
+        self._put_unassigned(statuses, refresh=True)    # unlocked: reading still answers meanwhile
+
+    def _unassign_all(self) -> list[Status]:
+        """Kafka's ``onShutdown`` for every connector this worker ran: its query stopped, and it
+        and its tasks UNASSIGNED here at once (nothing runs them on this worker any more); returns
+        the statuses for :meth:`_put_unassigned`."""
+        statuses = []
+        for c in self._connectors.values():
+            self._stop_query(c)
+            if c.state != S.UNASSIGNED and CONNECTOR.can_move(c.state, S.UNASSIGNED):
+                c.state, c.trace = S.UNASSIGNED, None
+            if c.tasks and c.task_state != S.UNASSIGNED and TASK.can_move(c.task_state, S.UNASSIGNED):
+                c.task_state = S.UNASSIGNED
+            statuses += [Status(c.name, S.UNASSIGNED, self.worker_id, self._generation)] + \
+                [Status(c.name, S.UNASSIGNED, self.worker_id, self._generation, task=i) for i in range(c.tasks)]
+        return statuses
+
+    def _put_unassigned(self, statuses: list[Status], refresh: bool = False) -> None:
+        """Write them by ``putSafe`` (``refresh``: against connect-status read afresh, as another
+        worker may own the group now), so a newer owner's statuses stay. Best effort: a worker
+        leaves even when the broker is gone, and after a refused write it tries no more."""
+        try:
+            if refresh and statuses:
+                self.storage.status_log.read_to_end(self.storage.statuses)
+            for status in statuses:
+                self.storage.put_status_safe(status)
+        except Exception:  # noqa: BLE001 - see the docstring
+            log.warning("could not write the UNASSIGNED statuses of worker %s", self.worker_id, exc_info=True)
 
     def _require_member(self) -> None:
         """Refuse a request that would start a query or write a connector's config, target state,
@@ -229,16 +276,26 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
         with self._lock:
             c = self._get(name)
             self._require_member()
+            # DistributedHerder.deleteConnectorConfig: the config's and target state's tombstones
+            # first (KafkaConfigBackingStore.removeConnectorConfig), and only once they are written
+            # is the connector stopped and destroyed (onDeletion's statuses): a refused write leaves
+            # it running as it was, and no crash leaves a config whose statuses say DESTROYED
+            self.storage.remove_connector_config(name)
+            del self._connectors[name]
             self._stop_query(c)
             paths = self._paths(name)
-            paths.end_pending(self.config.bootstrap_servers)    # before its sinkId is forgotten
-            # Kafka's removeConnectorConfig: the config's and target state's tombstones, nothing else
-            self._set(c, S.DESTROYED, S.DESTROYED if c.tasks else None, tasks_after=0)
-            self.storage.remove_connector_config(name)
-            if self.topics.config.enabled:
-                self.topics.reset(name)     # DistributedHerder.resetActiveTopics for a removed connector
-            paths.discard()
-            del self._connectors[name]
+            try:
+                paths.end_pending(self.config.bootstrap_servers)    # before its sinkId is forgotten
+            except Exception:  # noqa: BLE001 - deleted all the same; they end at transaction.timeout.ms
+                log.warning("could not end the open transactions of deleted connector %s", name, exc_info=True)
+            paths.discard()     # a connector created again under the name starts afresh
+            try:
+                self._set(c, S.DESTROYED, S.DESTROYED if c.tasks else None, tasks_after=0)
+                if self.topics.config.enabled:
+                    self.topics.reset(name)     # DistributedHerder.resetActiveTopics for a removed connector
+            except Exception:  # noqa: BLE001 - deleted all the same: its config is gone from the topic
+                log.warning("connector %s was deleted, but its statuses or topics could not be cleared", name,
+                            exc_info=True)
 
     # ------------------------------------------------------------------------------ running
     def _paths(self, name: str) -> ConnectorPaths:

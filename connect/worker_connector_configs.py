@@ -52,16 +52,24 @@ class WorkerConnectorConfigs:
             self._require_member()
             props = check_connector_config(name, config, self.config.override_policy)
             c = self._connectors[name]
+            running = c.state == S.RUNNING and c.query is not None
             self._stop_query(c)
-            if props != self.storage.configs.connector_configs[name]:
-                # Kafka's task starts afresh from its committed offsets, which the new config keys
-                # (FileStreamSource's by its file): the last query's checkpoint would carry the old
-                # config's position over. What it left open is ended first, then it is dropped,
-                # before the config is written, so no crash leaves the new config on the old one.
-                paths = self._paths(name)
-                paths.end_pending(self.config.bootstrap_servers)
-                paths.discard()
-            self.storage.put_connector_config(name, props)
+            try:
+                if props != self.storage.configs.connector_configs[name]:
+                    # Kafka's task starts afresh from its committed offsets, which the new config keys
+                    # (FileStreamSource's by its file): the last query's checkpoint would carry the old
+                    # config's position over. What it left open is ended first, then it is dropped,
+                    # before the config is written, so no crash leaves the new config on the old one.
+                    paths = self._paths(name)
+                    paths.end_pending(self.config.bootstrap_servers)
+                    paths.discard()
+                self.storage.put_connector_config(name, props)
+            except Exception:
+                # Not written: the connector goes on with the config it has (from its stored offsets
+                # if its checkpoint was dropped), as Kafka's runs on when a config write fails.
+                if running:
+                    self._apply_target(c, self.storage.configs.target_state(name) or TargetState.STARTED)
+                raise
             if c.state == S.FAILED:  # a new config restarts a failed connector, as in Kafka
                 c.failures = Failures()
                 self._set(c, S.RESTARTING, S.RESTARTING)
