@@ -49,6 +49,14 @@ class _RiverlogWriter:
     def __init__(self, options, schema):
         self.options = SinkOptions.parse(options)
         check_schema(schema, self.options)
+        # Spark's taskAttemptId() starts again at 0 in a new application: after a driver restart
+        # a replay's attempt could take the id of a killed attempt of the previous run, and that
+        # attempt, opening late, would abort the replay's (decided) transaction. A nonce drawn on
+        # the driver once per writer keeps the attempts of different runs apart.
+        self._run_nonce = uuid.uuid4().int % 10**9
+
+    def _attempt(self, ctx) -> int:
+        return self._run_nonce * 10**12 + ctx.taskAttemptId()
 
     # ------------------------------------------------------------------------------ executors
     def write_partition(self, batches, sink_id: str, batch_id: int, partition_id: int, attempt: int,
@@ -165,7 +173,7 @@ class BatchWriter(_RiverlogWriter, DataSourceArrowWriter):
         # Inside foreachBatch, the micro-batch's run: its later batches skip the replay check.
         run_id = stream_run(ctx.getLocalProperty, self.batch_id) if self.recorded else None
         return self.write_partition(iterator, self.sink_id, self.batch_id or 0, ctx.partitionId(),
-                                    ctx.taskAttemptId(), check_replay=self.recorded, run_id=run_id)
+                                    self._attempt(ctx), check_replay=self.recorded, run_id=run_id)
 
     def commit(self, messages) -> None:
         self._commit(messages, self.batch_id or 0, record=self.recorded)
@@ -203,7 +211,7 @@ class StreamWriter(_RiverlogWriter, DataSourceStreamArrowWriter):
         crash_points.crash_at("before_write", batch_id)
         sink_id = self.options.sink_id or ctx.getLocalProperty("sql.streaming.queryId")
         # Spark runs a streaming query's jobs in the job group of its runId (StreamExecution.runStream).
-        return self.write_partition(iterator, sink_id, batch_id, ctx.partitionId(), ctx.taskAttemptId(),
+        return self.write_partition(iterator, sink_id, batch_id, ctx.partitionId(), self._attempt(ctx),
                                     check_replay=True, run_id=ctx.getLocalProperty("spark.jobGroup.id"))
 
     def commit(self, messages, batchId: int) -> None:

@@ -220,11 +220,14 @@ class ExactlyOnce:
         ``decision`` (:func:`strays`: attempts nobody reported, such as killed tasks, an earlier
         run's, or a speculative duplicate that opened after its batch ended); returns their ids.
         ``recorded``: the decision last read from the log, whose attempts are never aborted either
-        (the log decides: a replay commits them). ``listing``: a :meth:`_list_open` future already
-        under way. Aborting by id bumps the epoch, so a stray's producer still running is fenced."""
+        when it is of this batch (the log decides: a replay commits them). ``listing``: a
+        :meth:`_list_open` future already under way. Aborting by id bumps the epoch, so a stray's
+        producer still running is fenced."""
         keep = set()
         for d in (decision, recorded):
-            if d is not None:
+            # Only this batch's decision holds its ids: an earlier batch's ended when its commit
+            # returned, so an open transaction under one of its ids is a zombie's, opened later.
+            if d is not None and d.batch_id == batch_id:
                 keep |= d.transactional_ids()
         listing = (listing or self._list_open()).result()
         stray = strays([t.transactional_id for t in listing if t.state == ONGOING], self.owner, batch_id, keep)
