@@ -37,11 +37,16 @@ def stored_commit_and_event(stored: dict, lsn: int) -> tuple[int, int | None]:
     transaction again) and skipping up to the event is what ``WalPositionLocator`` does. A MESSAGE
     without ``txId`` was written outside a transaction and lies between transactions (Debezium
     stores it as its own commit): the stream resumes after it and nothing is skipped, since a
-    transaction after it in the stream may have written changes before it."""
+    transaction after it in the stream may have written changes before it. Without ``lsn_commit``
+    (stored before the first commit streamed), a change's offset resumes at the slot's position."""
     commit, proc = stored.get("lsn_commit"), stored.get("lsn_proc")
     event = lsn if proc is None else int(proc)
     kind = str(stored.get("messageType") or "").upper()
     if commit is None:
+        if kind not in ("", "BEGIN", "COMMIT") and stored.get("txId") is not None:
+            # stored before the first commit Debezium streamed: no position below the event is known, so
+            # the stream starts at the slot's (0) and the event's transaction is found by its txId
+            return 0, event
         return lsn, None
     if kind in ("", "BEGIN", "COMMIT") or (kind == "MESSAGE" and stored.get("txId") is None):
         # a BEGIN's LSN is its transaction's first record's, which may be before the commit that
@@ -55,14 +60,22 @@ def resumed(start: CdcOffset, transactions: list) -> list:
     order: those were emitted before a Debezium offset was stored (WalPositionLocator.skipMessage
     drops every message until the stored one has passed). The event is a change of a transaction,
     so a message written outside one that arrives before that transaction came before the event
-    in the stream too, whatever its LSN: it was emitted."""
+    in the stream too, whatever its LSN: it was emitted. So was every transaction before the
+    event's (``txId``, when stored) in the stream, even one that ends past ``lsn_commit`` and the
+    event: Debezium commits the position of a message inside a transaction too, so ``lsn_commit``
+    may be inside the event's transaction, before another that committed first. A logical
+    message's LSN is its record's end, so the change written right after it has the same LSN:
+    stored at the message, that change was not emitted (``event_kind`` "message")."""
     if start.event_lsn is None:
         return transactions
     out = []
     for i, txn in enumerate(transactions):
-        if txn.end_lsn <= start.event_lsn or txn.xid is None:
+        if txn.xid is None or (txn.xid != start.xid if start.xid is not None else txn.end_lsn <= start.event_lsn):
             continue
-        out.append(dataclasses.replace(txn, changes=[c for c in txn.changes if c.lsn > start.event_lsn]))
+        after_message = start.event_kind == "message"
+        out.append(dataclasses.replace(txn, changes=[
+            c for c in txn.changes
+            if c.lsn > start.event_lsn or (after_message and c.lsn == start.event_lsn and c.kind != "message")]))
         return out + transactions[i + 1:]
     return out
 
@@ -102,9 +115,13 @@ def resume_from(stored: dict, state, o) -> CdcOffset | None:
                             "snapshot) or set snapshot.mode=when_needed")
     slots.check_slot(dataclasses.replace(state, active_pid=None), o)   # an active reader is waited for later
     commit, event = stored_commit_and_event(stored, lsn)
-    if state.confirmed_flush_lsn is not None and state.confirmed_flush_lsn > commit:
+    ahead = commit > 0 and state.confirmed_flush_lsn is not None and state.confirmed_flush_lsn > commit
+    if ahead:
         log.warning("slot '%s' was acknowledged up to %s, past the stored offset %s: streaming from the slot's "
                     "position", o.slot_name, lsn_to_str(state.confirmed_flush_lsn), lsn_to_str(commit))
     xid, ts = stored.get("txId"), stored.get("ts_usec")
+    if ahead and event is not None:
+        xid = None   # the event's transaction may never come again: skip by LSN, not by waiting for its txId
+    kind = str(stored.get("messageType") or "").lower()
     return CdcOffset(STREAM, commit, xid=None if xid is None else int(xid), ts_us=None if ts is None else int(ts),
-                     event_lsn=event)
+                     event_lsn=event, event_kind="message" if event is not None and kind == "message" else None)
