@@ -154,6 +154,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self._lookup: OffsetLookup | None = None
         self._target: dict[TP, int] | None = None  # Trigger.AvailableNow: nothing past this
+        self._target_from_start = False             # AvailableNow: the end was fixed again from batch 0's start
         self._last_trigger: float | None = None     # minOffsetsPerTrigger: when a batch last ran (None: not yet)
         self._initial: dict[TP, int] | None = None   # batch 0's start, as initialOffset answered it
         self._reported: dict[TP, int] | None = None  # the latest offsets latestOffset() saw
@@ -184,11 +185,13 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             pinned = self.lookup.starting(tps)
             self.lookup.commit_group(pinned, pin=True)
         self._initial = pinned
-        if self._target is not None:
+        if self._target is not None and not self._target_from_start:
             # Trigger.AvailableNow: Spark prepared the run before asking for its start, and records
             # produced in between put ``latest`` (or a timestamp's offset) past the end fixed then.
-            # Fixed again from the start, as Spark's Kafka source fixes it: never below it.
-            self._target = self._latest(pinned)
+            # Fixed again from the start, as Spark's Kafka source fixes it: never below it. Once:
+            # Spark asks for batch 0's start again when it plans that batch, and an end moved then
+            # would take in what producers wrote after the run began.
+            self._target, self._target_from_start = self._latest(pinned), True
         return to_json(pinned)
 
     def getDefaultReadLimit(self):
@@ -268,9 +271,11 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _enough(self, begin: dict[TP, int], latest: dict[TP, int], limit) -> bool:
         """minOffsetsPerTrigger, as Spark's Kafka source (``delayBatch``): a batch runs when that many
         offsets are new or maxTriggerDelay has passed since the last batch that ran. Spark's clock
-        for that starts at 0, so the first trigger after every start runs with what there is."""
+        for that starts at 0, so the first trigger after every start runs with what there is. A
+        ``Trigger.AvailableNow`` run never waits: it ends at the first trigger that reads nothing, so a
+        delayed batch would end it short of the end it fixed, with records it was started to read unread."""
         wanted = limit.min_rows if isinstance(limit, ReadMinRows) else self.options.min_offsets_per_trigger
-        if not wanted:
+        if not wanted or self._target is not None:
             return True
         now = self.clock()
         if (self._last_trigger is None or (now - self._last_trigger) * 1000 >= self.options.max_trigger_delay_ms
@@ -285,7 +290,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return to_json(self._reported if self._reported is not None else self._latest())
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = self._latest(self._initial)
+        self._target, self._target_from_start = self._latest(self._initial), False
 
     def partitions(self, start: dict, end: dict):
         begin, finish = from_json(start), from_json(end)
