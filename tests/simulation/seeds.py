@@ -46,11 +46,11 @@ def check_every_seed(label: str, test_id: str, run, total) -> None:
         assert not unexercised, f"no run exercised: {unexercised} ({total})"
 
 
-def with_trace(run, failure_type: type[Exception], *args, keep: int = 60) -> None:
-    """``run(*args, trace)``; a ``failure_type`` it raises is raised again with the trace's last
-    ``keep`` lines, so a shrunk hypothesis example shows how it got there."""
+def with_trace(run, failure_type: type[Exception], *args, keep: int = 60, label: str = ""):
+    """``run(*args, trace)``'s result; a ``failure_type`` it raises is raised again (after
+    ``label``) with the trace's last ``keep`` lines, so a failing history shows how it got there."""
     trace: list[str] = []
     try:
-        run(*args, trace)
+        return run(*args, trace)
     except failure_type as failure:
-        raise failure_type(f"{failure}\n" + "\n".join(trace[-keep:])) from None
+        raise failure_type(f"{label}{failure}\n" + "\n".join(trace[-keep:])) from None

@@ -93,10 +93,7 @@ def test_seeded_histories_exercise_every_outcome():
     total = Stats()
     for seed in range(max(SEEDS // 10, 60)):
         for assignor in ASSIGNORS:
-            trace: list[str] = []
-            try:
-                add(total, run(random_ops(seed, 80), assignor, trace).stats)
-            except ModelFailure as failure:
-                raise ModelFailure(f"seed {seed} {assignor}: {failure}\n" + "\n".join(trace[-60:])) from None
+            add(total, with_trace(run, ModelFailure, random_ops(seed, 80), assignor,
+                                  label=f"seed {seed} {assignor}: ").stats)
     unexercised = [name for name, value in vars(total).items() if value == 0]
     assert not unexercised, f"no run exercised: {unexercised} ({total})"

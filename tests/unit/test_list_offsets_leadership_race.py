@@ -14,6 +14,7 @@ from broker.proto import riverlog_pb2 as pb
 from broker.records import arrow_body
 from broker.server.handlers import EARLIEST, LATEST, MAX_TIMESTAMP, Handlers
 from broker.storage.log import Log
+from tests.unit.test_acks_all_leadership_races import OneBroker
 
 pytestmark = pytest.mark.unit
 
@@ -28,16 +29,6 @@ class LosingLeadership(Partition):
         if self.lose:
             self.lose = False
             self.make_follower(2, 6, 2, [1, 2], [2])
-
-
-class OneBroker:
-    is_broker = False
-
-    def __init__(self, p: Partition):
-        self.p = p
-
-    def partition(self, topic: str, index: int) -> Partition:
-        return self.p
 
 
 def leader(tmp_path) -> LosingLeadership:
