@@ -77,7 +77,9 @@ def own_database(server, prefix: str):
 
 def read_batches(capture, start, want: int, acknowledge: bool = False, timeout: float = 30):
     """A capture's batches from ``start`` until ``want`` records came: (records, end offset).
-    With ``acknowledge`` each batch is acknowledged, as after Spark's commit."""
+    With ``acknowledge`` each batch is acknowledged, as after Spark's commit; without it each
+    batch's start is still acknowledged when the next is asked for from it, as Spark's
+    ``latestOffset(start)`` does."""
     from tests.conftest import wait_until
     out = []
 
