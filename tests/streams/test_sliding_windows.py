@@ -6,7 +6,8 @@ Kafka gathers the results in two ways, kept here: per window start, the set of (
 forwarded for it (``gatherOutput``); or the forwarded list stably sorted by (key, window start), so
 the order of a window's updates is checked too. The update runs use a store retention of 50 000 ms
 as Kafka's test store suppliers do; the emit-on-close runs use the default retention, as Kafka's
-``Materialized.as("store-name")`` does. (``testJoin`` needs stream-stream joins: not ported.)
+``Materialized.as("store-name")`` does. (``testJoin``, a join of two windowed tables: in
+``test_windows_kafka_parity.py``.)
 """
 from __future__ import annotations
 
