@@ -27,8 +27,8 @@ This class keeps the lifecycle: start/close, target states and running a connect
 code that moves a connector's state. The rest is split by concept into mixins:
 ``worker_restarts.py`` (the restart endpoints and the supervisor, moving states through this
 class), ``worker_status.py`` (statuses, task configs, topic tracking), ``worker_connector_configs.py``
-(create/put/patch a config, plugins, validate) and ``worker_offsets.py`` (the offsets endpoints);
-``worker_connector.py`` holds the per-connector record they share.
+(create/put/patch a config, plugins, validate), ``worker_offsets.py`` (the offsets endpoints) and
+``worker_membership.py`` (the group lost or left); ``worker_connector.py`` holds the record they share.
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ from typing import Any
 from connect import topic_creation
 from connect.config import WorkerConfig, parse_connector_config, with_worker_client_defaults
 from connect.connector import ConnectorContext, SourceConnector, connector_class
-from connect.errors import BadRequestError, ConfigError, ConflictError, ConnectError
+from connect.errors import BadRequestError, ConfigError, ConnectError
 from connect.offsets_admin import OffsetsAdmin
 from connect.connector_state import ConnectorPaths
 from connect.pipeline import Pipeline
@@ -57,6 +57,7 @@ from connect.topic_tracking import TopicTracker, TrackingConfig
 from connect.worker_connector import S, _Connector
 from connect.worker_connector_configs import WorkerConnectorConfigs
 from connect.worker_lease import WorkerLease
+from connect.worker_membership import WorkerMembership
 from connect.worker_offsets import WorkerOffsets
 from connect.worker_restarts import WorkerRestarts
 from connect.worker_status import WorkerStatus
@@ -64,7 +65,7 @@ from connect.worker_status import WorkerStatus
 log = logging.getLogger(__name__)
 
 
-class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts):
+class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts, WorkerMembership):
     """See the module docstring; the methods are worker_api.md's contract."""
 
     def __init__(self, spark, worker_config: Mapping[str, Any]):
@@ -196,17 +197,6 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
         if lease is not None:  # last, so a successor starts once every query here stopped; unlocked,
             lease.close()       # as _lease_lost takes the lock on the thread close() joins
 
-    def _lease_lost(self) -> None:
-        """The group was taken from this worker while it ran (no heartbeat got through for a
-        session, so the coordinator expired it): another worker may be running the connectors now,
-        so every query here stops, as Kafka's worker stops its tasks when it falls out of the group,
-        and :meth:`_require_member` refuses every request that would start one again."""
-        log.error("Connect worker %s lost its membership of group.id '%s': stopping every connector; "
-                  "restart this worker to run them again", self.worker_id, self.config.group_id)
-        with self._lock:
-            statuses = self._unassign_all()
-        self._put_unassigned(statuses, refresh=True)    # unlocked: reading still answers meanwhile
-
     def _unassign_all(self) -> list[Status]:
         """Kafka's ``onShutdown`` for every connector this worker ran: its query stopped, and it
         and its tasks UNASSIGNED here at once (nothing runs them on this worker any more); returns
@@ -221,27 +211,6 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
             statuses += [Status(c.name, S.UNASSIGNED, self.worker_id, self._generation)] + \
                 [Status(c.name, S.UNASSIGNED, self.worker_id, self._generation, task=i) for i in range(c.tasks)]
         return statuses
-
-    def _put_unassigned(self, statuses: list[Status], refresh: bool = False) -> None:
-        """Write them by ``putSafe`` (``refresh``: against connect-status read afresh, as another
-        worker may own the group now), so a newer owner's statuses stay. Best effort: a worker
-        leaves even when the broker is gone, and after a refused write it tries no more."""
-        try:
-            if refresh and statuses:
-                self.storage.status_log.read_to_end(self.storage.statuses)
-            for status in statuses:
-                self.storage.put_status_safe(status)
-        except Exception:  # noqa: BLE001 - see the docstring
-            log.warning("could not write the UNASSIGNED statuses of worker %s", self.worker_id, exc_info=True)
-
-    def _require_member(self) -> None:
-        """Refuse a request that would start a query or write a connector's config, target state,
-        offsets or topics once the group was lost: another worker may run the connectors now, and
-        a Kafka worker outside its group cannot change them either (409, as Kafka's conflict)."""
-        if self._lease is not None and not self._lease.held:
-            raise ConflictError(f"Connect worker {self.worker_id} lost its membership of group.id "
-                                f"'{self.config.group_id}': another worker may run its connectors now, so it "
-                                f"changes none of them; restart this worker to run them again")
 
     def __enter__(self) -> "Worker":
         return self.start()

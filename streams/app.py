@@ -11,18 +11,18 @@ pending batches finished, state rebuilt from the changelogs, inputs resumed at t
 offsets, under a new *generation* of exactly-once owner ids (batch ids restart with a new checkpoint).
 
 The config is checked in :mod:`streams.app_config`, the topics made in :mod:`streams.internal_topics`,
-the generations kept in :mod:`streams.generations` and the lifecycle (states, listener, failed
-queries, close) ruled in :mod:`streams.app_lifecycle`; this module starts and runs the queries.
+the generations kept in :mod:`streams.generations`, a query's checkpoint judged in
+:mod:`streams.query_checkpoint`, a fresh query's offsets chosen in :mod:`streams.starting_offsets`
+and the lifecycle (states, listener, failed queries, close) ruled in :mod:`streams.app_lifecycle`;
+this module starts and runs the queries.
 """
 from __future__ import annotations
 
 import json
-import logging
 import os
-import shutil
 import sys
 
-from broker.client import AdminClient, Consumer, OffsetSpec, TopicPartition
+from broker.client import Consumer, TopicPartition
 from spark_sink import activate_in_thread
 from spark_sink.offset_log import topic_offsets
 from streams import partition_time, restore, spark_plan, table_combine, window_combine
@@ -32,18 +32,17 @@ from streams.errors import StreamsError
 from streams.generations import Generations
 from streams.global_table import global_topics
 from streams.internal_topics import InternalTopics
+from streams.query_checkpoint import (  # noqa: F401 - _committed_a_batch stays importable from here
+    OWNER_FILE, _PLACEMENT, QueryCheckpoints, _committed_a_batch, _placement)
 from streams.repartition_purge import RepartitionPurger
 from streams.interpreter import AT_LEAST_ONCE, EXACTLY_ONCE_V2, check_serdes, default_serdes, task_policy
 from streams.spark_task import OUTPUT_DDL, TaskProcessor, stateless_batches, task_input
-from streams.task_placement import identity, is_identity, key_column, placement_keys
+from streams.starting_offsets import StartingOffsets
+from streams.task_placement import is_identity, key_column
 from streams.topology import SubTopology, Topology, changelog_topic
 
-log = logging.getLogger(__name__)
 
-
-_NO_RESET = -3   # auto.offset.reset=none: a partition without a valid committed offset fails the start
-
-class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
+class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpoints, StartingOffsets):
     def __init__(self, topology: Topology, spark, config: dict):
         self.spark = spark
         self.config = _config(config)
@@ -104,73 +103,6 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
                 or table_combine.combinable(sub, self.defaults, cache))
 
     # ------------------------------------------------------------------ queries
-    def _checkpoint(self, sub: SubTopology) -> str:
-        return os.path.join(self.config["state.dir"], self.app, f"subtopology-{sub.id}")
-
-    def _reset(self, topic: str) -> int:
-        """Where a partition with no committed offset starts: the source's
-        ``Consumed.withOffsetResetPolicy``, else ``auto.offset.reset`` (-2 earliest, -1 latest). A
-        GlobalKTable's topic is read from the beginning whatever either says, as Kafka's global
-        consumer (``auto.offset.reset=none``, then ``seekToBeginning``): it is reference data. An
-        internal (repartition) topic is read from its beginning too."""
-        if any(c.args.get("global") for n in self.topology.nodes if n.kind == "source" and topic in n.topics
-               for c in n.children):
-            return -2
-        if topic in self.topology.internal_topics(self.app):
-            # the application's own repartition topic holds only what its upstream query wrote for
-            # it: "latest" would skip what that query wrote before this one's first batch
-            return -2
-        policy = self.config["auto.offset.reset"]
-        for n in self.topology.nodes:
-            consumed = n.args.get("consumed") if n.kind == "source" else None
-            if consumed is not None and consumed.offset_reset and topic in n.topics:
-                policy = consumed.offset_reset
-        return -2 if policy == "earliest" else -1 if policy == "latest" else _NO_RESET
-
-    def _committed(self, topics: list[str]) -> dict[str, dict[str, int]]:
-        """Where a fresh query starts on each partition: the group's committed offset, else the
-        source's reset policy (:meth:`_reset`). A committed offset outside the partition's
-        [log start, end] (its records deleted by retention while the application was down, a
-        topic re-created) is reset by the policy too, as Kafka's consumer and
-        ``StreamThread.resetOffsets`` reset an out-of-range position, instead of starting where
-        nothing can be read."""
-        c = Consumer({**self.client, "group.id": self.app, "enable.auto.commit": False})
-        try:
-            tps = [TopicPartition(t, p) for t in topics for p in range(self.partitions(t))]
-            out: dict[str, dict[str, int]] = {t: {} for t in topics}
-            committed = c.committed(tps, timeout=30)
-            ranges = self._ranges([tp for tp in committed if tp.offset >= 0])
-            for tp in committed:
-                offset, reset = tp.offset, self._reset(tp.topic)
-                if offset >= 0:
-                    low, high = ranges[(tp.topic, tp.partition)]
-                    if not low <= offset <= high:
-                        log.info("Committed offset %d of %s-%d is out of range [%d, %d]; resetting it to the %s "
-                                 "offset", offset, tp.topic, tp.partition, low, high,
-                                 "earliest" if reset == -2 else "latest")
-                        offset = reset
-                if offset < 0 and reset == _NO_RESET:
-                    raise StreamsError(
-                        f"No valid committed offset found for input topic {tp.topic} (partition {tp.partition}) "
-                        "and no valid reset policy configured. You need to set configuration parameter "
-                        "\"auto.offset.reset\" or specify a topic specific reset policy via "
-                        "StreamsBuilder.stream(..., Consumed.withOffsetResetPolicy(...)) or "
-                        "StreamsBuilder.table(..., Consumed.withOffsetResetPolicy(...))")
-                out[tp.topic][str(tp.partition)] = offset if offset >= 0 else reset
-            return out
-        finally:
-            c.close()
-
-    def _ranges(self, tps: list) -> dict[tuple[str, int], tuple[int, int]]:
-        """(log start, end) of each partition: two ListOffsets requests for them all."""
-        if not tps:
-            return {}
-        with AdminClient(self.admin) as admin:
-            lows, highs = ({(tp.topic, tp.partition): f.result(30).offset for tp, f in
-                            admin.list_offsets({TopicPartition(tp.topic, tp.partition): spec for tp in tps}).items()}
-                           for spec in (OffsetSpec.earliest(), OffsetSpec.latest()))
-        return {key: (lows[key], highs[key]) for key in lows}
-
     def _start(self, sub: SubTopology):
         topics = self.topology.source_topics(self.app, sub)
         ckpt = self._checkpoint(sub)
@@ -251,31 +183,6 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
             with open(owner_file, "w") as f:
                 f.write(owner)
         return query
-
-    def _discard_unusable_checkpoint(self, sub: SubTopology) -> None:
-        """Delete ``sub``'s checkpoint when the query cannot resume from it, so it starts from the
-        broker: one without a finished batch (:func:`_committed_a_batch`); a stateless query's
-        checkpoint for a query that is now stateful (an extractor that now reads the partition
-        time: Spark cannot add a stateful operator to it, and the broker holds all it held); one of
-        an older generation than the broker records (:meth:`_superseded`: the application ran from
-        another ``state.dir`` since, so this checkpoint's offsets and state are behind the
-        committed ones, and resuming from it would process those records again)."""
-        ckpt = self._checkpoint(sub)
-        owner_file = os.path.join(ckpt, OWNER_FILE)
-        if not os.path.exists(owner_file):
-            return
-        if not _committed_a_batch(ckpt):
-            why = "holds no finished batch"
-        elif sub.stateful and not os.path.isdir(os.path.join(ckpt, "state")):
-            why = "is a stateless query's"
-        else:
-            with open(owner_file) as f:
-                owner = f.read().strip()
-            if not self._superseded(sub, owner):
-                return
-            why = f"is of {owner}, an older generation than the broker records (the application ran elsewhere since)"
-        log.info("sub-topology %s: its checkpoint %s %s; starting from the broker", sub.id, ckpt, why)
-        shutil.rmtree(ckpt)
 
     def _to_tasks(self, df, sub: SubTopology, keys: tuple[int, ...]):
         """Rows grouped by task: a task's own partition, and every row of a global table's topic
@@ -374,36 +281,6 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations):
                                              f"start() (store {name!r} has no changelog topic {topic!r} yet)") from None
             raise InvalidStateStoreError(f"store {name!r} has no changelog topic {topic!r}: it was deleted, or "
                                          f"the application did not start") from None
-
-
-_PLACEMENT = "riverlog-streams-placement"   # beside a stateful query's checkpoint: its state partitions and keys
-OWNER_FILE = "riverlog-streams-owner"       # in a query's checkpoint: its exactly-once owner id (its generation)
-
-
-def _committed_a_batch(checkpoint: str) -> bool:
-    """Whether Spark's commit log in ``checkpoint`` holds a batch. A query killed before its first
-    batch finished is started again from the broker, not from this checkpoint: Spark would replay
-    batch 0 from the source's initial offsets asked anew (this start's ``startingOffsets`` are not
-    given again) and without the state restored from the changelogs (``initialState`` is only for a
-    fresh start), so the replay would read the wrong records into an empty store. From the broker,
-    the batch is finished if it was decided and aborted if not, and state and offsets are read back."""
-    commits = os.path.join(checkpoint, "commits")
-    return os.path.isdir(commits) and any(name.isdigit() for name in os.listdir(commits))
-
-
-def _placement(checkpoint: str, tasks: int, fresh: bool) -> tuple[int | None, tuple[int, ...]]:
-    """(state partitions, a grouping key per task) of a stateful query: for a fresh checkpoint one
-    partition per task, each task's key placed in its own (:mod:`streams.task_placement`); else the
-    keys kept beside the checkpoint, or, for a checkpoint made before them, the task numbers. The
-    partitions of an existing checkpoint are Spark's to keep (None)."""
-    if fresh:
-        return max(1, tasks), placement_keys(tasks)
-    path = os.path.join(checkpoint, _PLACEMENT)
-    if not os.path.exists(path):
-        return None, identity(tasks)
-    with open(path) as f:
-        kept = json.load(f)
-    return None, placement_keys(tasks, kept["partitions"], kept["keys"])
 
 
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
