@@ -20,7 +20,8 @@ its start offset) after reporting it once, so ``resume()`` or ``seek()`` retries
 
 Start offsets (``OFFSET_TAIL(n)``, ``auto.offset.reset``...) are ``broker.client.start_offsets``; how a
 partition without a usable offset gets one (resets, ListOffsets answers, OffsetOutOfRange) is
-``broker.client.fetch_resets``.
+``broker.client.fetch_resets``; positions, watermarks and the offsets a commit stores are
+``broker.client.fetch_positions``.
 
 Each partition has a ``generation``, moved by ``seek`` and by an offset reset: data fetched for an
 older generation is dropped, never returned (so are a partition's error events not yet returned when
@@ -42,6 +43,7 @@ from collections.abc import Callable
 
 from broker.client.fetch_buffer import NO_RECORDS, Chunk, FetchBuffer
 from broker.client.fetch_phase import FetchPhase, PartitionState
+from broker.client.fetch_positions import FetchPositions
 from broker.client.fetch_resets import FetchResets
 from broker.client.message import (OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message,
                                    TopicPartition)
@@ -53,7 +55,7 @@ from broker.errors import (FencedLeaderEpochError, KafkaError, OffsetOutOfRangeE
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
-class FetchState(FetchResets, FetchValidation):
+class FetchState(FetchPositions, FetchResets, FetchValidation):
     """Every assigned partition's state, the records fetched for them and the events to report."""
 
     def __init__(self, reset: int | None, enable_eof: bool, retry_backoff_s: float, queue_limit_bytes: int,
@@ -134,53 +136,6 @@ class FetchState(FetchResets, FetchValidation):
                     state.move(FetchPhase.FETCHING)  # a reset deferred behind records now dropped
                 if state.phase is FetchPhase.FETCHING:
                     state.fetch_offset = state.position
-
-    def position(self, key: TP) -> int:
-        """The offset of the next record for the application, or ``OFFSET_INVALID`` while it has
-        none yet (a logical start offset is not a position, as librdkafka's app position)."""
-        state = self.partitions.get(key)
-        return state.position if state is not None and state.position >= 0 else OFFSET_INVALID
-
-    def positions(self, keys=None) -> list[TopicPartition]:
-        """Known positions (what a commit would store): of ``keys`` in key order, or of every
-        assigned partition in assignment order."""
-        return self.to_commit(keys)
-
-    def watermarks(self, key: TP) -> tuple[int, int] | None:
-        """(log start offset, high watermark) as the last fetch saw them, ``OFFSET_INVALID`` for
-        what no fetch told yet; None for a partition not assigned."""
-        state = self.partitions.get(key)
-        if state is None:
-            return None
-        return tuple(v if v >= 0 else OFFSET_INVALID for v in (state.log_start_offset, state.high_watermark))
-
-    def to_commit(self, keys=None, stored: bool = False) -> list[TopicPartition]:
-        """What an automatic or argument-less commit stores for the assigned partitions (of ``keys``
-        in key order, else in assignment order): their positions, or with ``stored`` the offsets
-        given to ``store_offsets``. librdkafka's ``rd_kafka_topic_partition_list_set_offsets``:
-        only the current assignment, nothing a partition has not reached or been given."""
-        keys = self.partitions if keys is None else sorted(keys)
-        out = []
-        for key in keys:
-            state = self.partitions.get(key)
-            if state is None:
-                continue
-            if stored:
-                if state.stored is not None:
-                    out.append(state.stored)
-            elif state.position >= 0:
-                out.append(TopicPartition(key[0], key[1], state.position,
-                                          leader_epoch=state.epoch if state.epoch >= 0 else None))
-        return out
-
-    def store(self, tp: TopicPartition) -> bool:
-        """Keep ``tp`` for the next commit; False when its partition is not assigned (librdkafka's
-        ``rd_kafka_offset_store0`` refuses it with ``_STATE``). An assignment starts with none."""
-        state = self.partitions.get((tp.topic, tp.partition))
-        if state is None:
-            return False
-        state.stored = tp
-        return True
 
     def head(self) -> Chunk | None:
         """The chunk poll() reads next. Chunks of partitions no longer assigned, of older

@@ -17,7 +17,8 @@ confluent-kafka. The parts, each in its own module so each can be read and teste
   retries, settling after failures, the idempotence window, sequence numbers, delivery timeout);
 - :mod:`~broker.client.sender` and :mod:`~broker.client.produce_stream`: the thread and the
   ordered gRPC stream per broker that carry the policy out;
-- :mod:`~broker.client.delivery_report`: what each record's delivery callback receives;
+- :mod:`~broker.client.delivery_queue`: the sender's verdict on each batch, queued as delivery
+  reports for ``poll()``; :mod:`~broker.client.delivery_report`: what each record's callback receives;
 - :mod:`~broker.client.transactions`: the transaction state machine, which also owns the producer
   id, epoch and sequence numbers; :mod:`~broker.client.txn_requests`: its coordinator calls.
 
@@ -27,8 +28,6 @@ current producer id and epoch and takes the answer. A fenced transactional produ
 """
 from __future__ import annotations
 
-import collections
-import logging
 import operator
 import threading
 import time
@@ -39,22 +38,18 @@ from broker.client.accumulator import RecordAccumulator
 from broker.client.client_events import ClientEvents
 from broker.client.cluster import ClusterClient, ClusterMetadata
 from broker.client.config import PRODUCER_CONFIG, client_config, idempotence
-from broker.client.delivery_report import delivery_reports
+from broker.client.delivery_queue import DeliveryQueue
 from broker.client.produce_arguments import (as_bytes, as_header_list, as_timestamp, check_batch, check_partition,
                                              type_name)
-from broker.client.producer_batch import (RECORD_OVERHEAD, ProducerBatch, normalise_table, partition_column,
-                                          record_bytes)
+from broker.client.producer_batch import RECORD_OVERHEAD, normalise_table, partition_column, record_bytes
 from broker.client.send_policy import SendLimits
 from broker.client.sender import Sender
 from broker.client.transactions import TransactionManager, TxnState
 from broker.client.txn_admin import TransactionHandle
 from broker.client.txn_requests import TransactionRequests
 from broker.clock import SYSTEM_CLOCK
-from broker.errors import (ApplicationRecoverableError, ClientClosedError, InvalidConfigError,
-                           InvalidProducerIdMappingError, KafkaException, MessageTooLargeError, RiverlogError)
+from broker.errors import ClientClosedError, InvalidConfigError, KafkaException, MessageTooLargeError, RiverlogError
 from broker.errors.kafka_error import KafkaError
-
-log = logging.getLogger(__name__)
 
 _ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
 PARTITION_UA = -1  # librdkafka's RD_KAFKA_PARTITION_UA: "unassigned", the partitioner picks one
@@ -90,19 +85,16 @@ class Producer:
                                              else (cfg["message.max.bytes"], "message.max.bytes"))
         self._max_record = self._max_message + RECORD_OVERHEAD
         self._default_cb = cfg["on_delivery"]
-        self._only_errors = cfg["delivery.report.only.error"]
-        # An idempotent producer's fatal error (its sequence numbers and the broker's parted), as
-        # librdkafka's _FATAL: set once it is reported, raised by produce() and produce_batch().
-        self._fatal_error: KafkaError | None = None
         self.cluster = ClusterClient.from_config(cfg, self._events.error)
         self._acc = RecordAccumulator(cfg["linger.ms"] / 1000.0, self._batch_size, cfg["buffer.memory"],
                                       max_records=self._max_messages, batch_records=cfg["batch.num.messages"])
         self._append = self._acc.append
-        self._reports: collections.deque = collections.deque()
-        self._report_cond = threading.Condition()
-        self._events.wake = self._wake_poll
         # The manager exists for every idempotent producer: it owns the producer id, epoch and sequences.
         self._manager = TransactionManager(cfg["transactional.id"] or None) if self._idempotent else None
+        self._reports = DeliveryQueue(self._acc, self._events, self._manager, bool(cfg["transactional.id"]),
+                                      cfg["delivery.report.only.error"])
+        self._report = self._reports.settle  # the sender's verdict on each batch
+        self._events.wake = self._reports.wake
         self._txn = (TransactionRequests(self._manager, self.cluster, cfg, self.flush,
                                          lambda: self.purge(in_queue=True, in_flight=False))
                      if cfg["transactional.id"] else None)
@@ -203,8 +195,8 @@ class Producer:
                     f"exceeds {self._max_name}={self._max_message}")
         if self._txn is not None and not self._manager.in_transaction:
             self._manager.check_can_produce()
-        if self._fatal_error is not None:
-            raise KafkaException(self._fatal_error)
+        if self._reports.fatal_error is not None:
+            raise KafkaException(self._reports.fatal_error)
         self._append(topic, key, value, timestamp or _time_ns() // 1_000_000, headers, partition,
                      callback or on_delivery or self._default_cb, size)
 
@@ -238,8 +230,8 @@ class Producer:
         self._check_open()
         check_batch(table)
         on_delivery = callback or on_delivery
-        if self._fatal_error is not None:
-            raise KafkaException(self._fatal_error)
+        if self._reports.fatal_error is not None:
+            raise KafkaException(self._reports.fatal_error)
         if isinstance(table, list):
             return self._produce_dicts(topic, table, partition, on_delivery, timestamp)
         if partition != PARTITION_UA:
@@ -282,64 +274,11 @@ class Producer:
         return queued
 
     # ------------------------------------------------------------------------------ reports
-    def _report(self, batch: ProducerBatch, error, base_offset: int = -1, log_append_time: int = -1) -> None:
-        """The sender's verdict on a batch: queue its callbacks for poll(), release its memory."""
-        reports = []
-        if isinstance(error, InvalidProducerIdMappingError) and self._manager and self._manager.transactional:
-            error.reported_as(fatal=False)  # the coordinator forgot the producer: abortable, then a new id
-        try:
-            # First the producer's state, then the records settle: once flush() sees them settled (or
-            # poll() serves their reports), a commit_transaction() checking the transaction must find it
-            # abortable, as Kafka's Sender.failBatch and librdkafka mark it before completing the batch.
-            if error is not None and self._manager is not None:
-                self._manager.failed(error)
-            if isinstance(error, ApplicationRecoverableError) and error.args[0].fatal():
-                self._events.error(error)
-            elif error is not None and self._txn is None and self._manager is not None \
-                    and error is self._manager.fatal_error and self._fatal_error is None:
-                # librdkafka's rd_kafka_set_fatal_error: error_cb hears _FATAL once, and produce() and
-                # produce_batch() raise it from then on (records taken meanwhile fail with the error).
-                self._fatal_error = KafkaError(KafkaError._FATAL, f"Fatal error: {error}", fatal=True)
-                self._events.error(self._fatal_error)
-        finally:
-            if batch.callbacks is not None and (error is not None or not self._only_errors):
-                reports = delivery_reports(batch, error, base_offset, log_append_time)
-            self._acc.release(batch.size_charged, batch.count - len(reports))
-            if reports:
-                with self._report_cond:
-                    self._reports.extend(reports)
-                    self._report_cond.notify_all()
-        if error is not None and batch.callbacks is None:
-            log.warning("failed to deliver %d record(s) to %s[%d]: %s", batch.count, batch.topic,
-                        batch.partition, error)
-
     def poll(self, timeout: float | None = None) -> int:
         """Serve queued delivery callbacks; wait up to ``timeout`` s for one. Returns how many ran.
         Raises ClientClosedError on a closed producer, as confluent-kafka raises."""
         self._check_open()
-        with self._report_cond:
-            if not self._reports and not self._events.pending and timeout:
-                self._report_cond.wait(None if timeout < 0 else timeout)
-            reports, self._reports = self._reports, collections.deque()
-        served = 0
-        try:
-            while reports:
-                cb, err, msg = reports.popleft()
-                served += 1
-                cb(err, msg)
-        finally:
-            # A raising callback ends this poll, as with confluent-kafka: the reports after it wait
-            # for the next poll()/flush(), still counted by len().
-            if reports:
-                with self._report_cond:
-                    self._reports.extendleft(reversed(reports))
-            if served:
-                self._acc.release(0, served)
-        return served + self._events.serve()
-
-    def _wake_poll(self) -> None:
-        with self._report_cond:
-            self._report_cond.notify_all()
+        return self._reports.serve(timeout, lambda: not self._events.pending) + self._events.serve()
 
     def flush(self, timeout: float | None = None) -> int:
         """Send everything buffered now, wait for it, serving callbacks; returns records still pending.

@@ -42,11 +42,9 @@ Rules, each kept because a broker taught it:
   A batch refused for a stale epoch is therefore retried, numbered again, never given up.
 - **Giving up** (retries, ``delivery.timeout.ms``, a fatal error) on a batch that was sent breaks
   its partition's numbering: the later batches would wait for it forever.
-- **Sequence desynchronisation** (idempotent without transactions, as librdkafka): an
-  ``OutOfOrderSequence`` for a partition's oldest unacknowledged batch, numbered under the current
-  epoch with nothing given up or pending before it, means the broker lost acknowledged records. The
-  producer fails fatally (:meth:`_desynchronised`): that batch is reported with the fatal error, and
-  so is every queued record and every later one; batches in flight get their answers.
+- **Sequence desynchronisation** (idempotent without transactions, as librdkafka): the broker lost
+  acknowledged records, and the producer fails fatally (:mod:`broker.client.sequence_errors`, which
+  also reads which refusals only need the numbering started again).
 
 Residual duplicates, as in Kafka: the broker recognises a resend only by the same producer id,
 epoch and sequence, so a batch numbered again under a new epoch is appended even if an attempt
@@ -68,9 +66,9 @@ from dataclasses import dataclass, field
 
 from broker.clock import Clock
 from broker.client.producer_batch import ProducerBatch
+from broker.client.sequence_errors import desynchronisation, desynchronised, numbering_refused
 from broker.client.transactions import FENCING, TransactionManager
-from broker.errors import (InvalidMetadataError, InvalidProducerEpochError, KafkaStorageError, KafkaTimeoutError,
-                           NetworkError, OutOfOrderSequenceError, RiverlogError, UnknownProducerIdError)
+from broker.errors import InvalidMetadataError, KafkaStorageError, KafkaTimeoutError, NetworkError, RiverlogError
 from broker.records.batch import IDEMPOTENCE_WINDOW
 
 SETTLE_S = 2.0  # how long a partition stays unsteady: a restarting broker settles well within it
@@ -284,14 +282,13 @@ class SendPolicy:
         """Retry ``taken`` (returns no batches) or give up: the batches to report, with the error
         to report them with (a fenced transactional producer's fatal error)."""
         retriable = error.retriable
-        m = self.manager
+        m, p = self.manager, self.partitions[key]
         if m is not None and m.transactional and isinstance(error, FENCING):
             error = m.fenced(error)  # another instance has this epoch now: fatal, never retried
-        elif m is not None and not m.transactional and self._numbering_refused(key, taken, error):
+        elif m is not None and not m.transactional and numbering_refused(m, key, taken, error):
             retriable = True
-        elif m is not None and not m.transactional and self._desynchronised(key, taken, error):
-            error, retriable = m.fatal(self._desynchronisation(key, taken, error)), False
-        p = self.partitions[key]
+        elif m is not None and not m.transactional and desynchronised(m, key, taken, error, p.in_flight, p.queue):
+            error, retriable = m.fatal(desynchronisation(m, key, taken, error)), False
         if retriable:
             p.unsteady_until = now + self.limits.settle_time
             counts = not _stale_metadata(error)
@@ -312,40 +309,6 @@ class SendPolicy:
             self._gave_up(batch)
         self.delivered(key)
         return taken, error
-
-    def _numbering_refused(self, key: Key, taken: list[ProducerBatch], error: RiverlogError) -> bool:
-        """An idempotent producer's batches refused for their numbering, none of them written: True
-        when they are retried numbered again from 0 under a new epoch (or the current one, if the
-        partition is stale). An idempotent producer's id is its own, so a newer epoch at the
-        partition can only be its own: being refused for a stale epoch is not being fenced."""
-        m, epochs = self.manager, {b.producer_epoch for b in taken}
-        if isinstance(error, UnknownProducerIdError):
-            m.forgotten(key, epochs)
-            return True
-        if isinstance(error, (InvalidProducerEpochError, OutOfOrderSequenceError)) and m.stale(key):
-            # Out of order on a stale partition, which sends one batch at a time: a real gap.
-            m.renumber(key, epochs)
-            return True
-        return False
-
-    def _desynchronised(self, key: Key, taken: list[ProducerBatch], error: RiverlogError) -> bool:
-        """``OutOfOrderSequence`` for the partition's oldest unacknowledged batch (no earlier one
-        queued again or unanswered), its numbering intact: the broker lost acknowledged records.
-        librdkafka's ``rd_kafka_handle_idempotent_Produce_error`` (base seq == next acked) is fatal
-        then; retrying the same sequence could only wait for delivery.timeout.ms."""
-        if not isinstance(error, OutOfOrderSequenceError) or self.manager.waits_for_epoch(key):
-            return False
-        p, first = self.partitions[key], min(b.sequence for b in taken)
-        return not any(s < first for s in p.in_flight) and not any(
-            b.sequence < first and b.base_sequence is not None for b in p.queue)
-
-    def _desynchronisation(self, key: Key, taken: list[ProducerBatch], error: RiverlogError) -> RiverlogError:
-        m, head = self.manager, min(taken, key=lambda b: b.sequence)
-        return OutOfOrderSequenceError(
-            f"ProduceRequest for {key[0]} [{key[1]}] with {sum(b.count for b in taken)} message(s) failed due to "
-            f"sequence desynchronization with the broker (producer id {m.producer_id}, epoch {head.producer_epoch}, "
-            f"base seq {head.base_sequence}): {error.message}. The idempotent producer cannot guarantee order or "
-            "no duplicates any more and fails: close it and create a new one").reported_as(retriable=False)
 
     def expire(self, now: float) -> list[tuple[ProducerBatch, RiverlogError]]:
         """Queued batches older than delivery.timeout.ms, given up (those in flight wait for their answer)."""

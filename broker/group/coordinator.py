@@ -6,12 +6,8 @@ groups and returns the records to append; the server appends them (acks=all) bef
 and replays them (:meth:`GroupShard.load`) when it takes over the partition, so groups, members,
 assignments and offsets survive restarts and follow partition leadership.
 
-Records are JSON, keyed so that compaction keeps exactly the latest state of each thing:
-``{"type": "offset", "group", "topic", "partition"}``, ``{"type": "group", "group"}``,
-``{"type": "member", "group", "member"}`` and, for offsets committed inside a transaction and not
-yet decided, ``{"type": "txn_offset", "group", "producer", "topic", "partition"}``, with the newest
-epoch seen of each such producer under ``{"type": "txn_producer", "group", "producer"}``; a null
-value (tombstone) deletes. A transaction's commit marker turns its pending offsets into offsets.
+The records' layout, and how a group's state is written as records and read back, is
+:mod:`broker.group.group_records`. A transaction's commit marker turns its pending offsets into offsets.
 
 Zombie fencing: a TxnOffsetCommit or marker raises the producer's known epoch, and a TxnOffsetCommit
 with an older epoch is refused with ``ProducerFenced`` — so a fenced instance whose offsets arrive
@@ -29,7 +25,6 @@ committed after its TxnOffsetCommit back.
 """
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -39,12 +34,11 @@ from broker.errors import (GroupIdNotFoundError, GroupSubscribedToTopicError, Il
                            StaleMemberEpochError, TransactionCoordinatorFencedError)
 from broker.group import offset_expiry
 from broker.group.assignors import TP
-from broker.group.group import Committed, ConsumerGroup, HeartbeatResult, Member
+from broker.group.group import Committed, ConsumerGroup, HeartbeatResult
+from broker.group.group_records import Record, group_key_prefix, replay, state_records
 from broker.records.compacted import latest_values
 
 OFFSETS_TOPIC = "__consumer_offsets"
-
-Record = tuple[bytes, "bytes | None"]
 
 PRODUCER_FENCE_RETENTION_MS = 900_000
 """How long a group keeps a producer's epoch after its transaction there ended: Kafka's default
@@ -55,28 +49,6 @@ any transaction a late TxnOffsetCommit could still belong to."""
 def partition_for(group_id: str, partitions: int) -> int:
     """The ``__consumer_offsets`` partition (hence the coordinator) of a group."""
     return zlib.crc32(group_id.encode()) % partitions
-
-
-def _key(**fields) -> bytes:
-    return json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
-
-
-def _value(doc) -> bytes:
-    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
-
-
-def _tps(items: Iterable[TP]) -> list[list]:
-    return [[t, p] for t, p in sorted(items)]
-
-
-def _offset_value(c: Committed) -> bytes:
-    return _value({"offset": c.offset, "metadata": c.metadata, "leader_epoch": c.leader_epoch,
-                   "commit_timestamp": c.commit_timestamp, "position": c.position})
-
-
-def _committed(value: dict) -> Committed:
-    return Committed(value["offset"], value.get("metadata", ""), value.get("leader_epoch", -1),
-                     value.get("commit_timestamp", -1), value.get("position", -1))
 
 
 class GroupShard:
@@ -93,43 +65,7 @@ class GroupShard:
         """Rebuild from the partition's records, oldest first. Members get a fresh session."""
         latest = latest_values(records)
         self.groups, self._written = {}, dict(latest)
-        members = []
-        for raw_key, raw_value in latest.items():
-            key, value = json.loads(raw_key), json.loads(raw_value)
-            group = self._group(key["group"])
-            if key["type"] == "offset":
-                group.offsets[(key["topic"], key["partition"])] = c = _committed(value)
-                self._position = max(self._position, c.position + 1)
-            elif key["type"] == "group":
-                group.assignor = value.get("assignor", "")
-                group.group_epoch = value.get("group_epoch", 0)
-                group.assignment_epoch = value.get("assignment_epoch", 0)
-                group.topic_sizes = dict(value.get("topic_sizes", {}))
-            elif key["type"] == "member":
-                members.append((group, key["member"], value))
-            elif key["type"] == "txn_offset":
-                c = group.pending.setdefault(key["producer"], {})[(key["topic"], key["partition"])] = _committed(value)
-                self._position = max(self._position, c.position + 1)
-            elif key["type"] == "fenced_member":
-                group.fenced_members[key["member"]] = None
-            elif key["type"] == "txn_producer":
-                group.producer_epochs[key["producer"]] = value["epoch"]
-                if "coordinator_epoch" in value:
-                    group.coordinator_epochs[key["producer"]] = value["coordinator_epoch"]
-                if "ended_ms" in value:
-                    group.producer_ended[key["producer"]] = value["ended_ms"]
-        for group, member_id, v in members:
-            assigned, revoking = {tuple(x) for x in v["assigned"]}, {tuple(x) for x in v.get("revoking", [])}
-            member = Member(member_id, v.get("instance_id", ""), v.get("client_id", ""), v["topics"],
-                            v["session_timeout_ms"], v["rebalance_timeout_ms"], now_ms, v["epoch"],
-                            v.get("previous_epoch", -1), assigned, assigned | revoking, v.get("eager_cleared", -1),
-                            assignors=v.get("assignors") or [group.assignor or "range"])
-            if revoking:  # its rebalance timeout starts again, as Kafka's onLoaded schedules it
-                member.revoking_since_ms = now_ms
-            if v.get("left"):
-                member.left_ms = now_ms
-            group.members[member_id] = member
-            group.target[member_id] = {tuple(x) for x in v.get("target", [])}
+        self._position = max(self._position, replay(latest, self._group, now_ms))
 
     def _group(self, group_id: str, create: bool = True) -> ConsumerGroup:
         group = self.groups.get(group_id)
@@ -142,40 +78,10 @@ class GroupShard:
         return group
 
     # ------------------------------------------------------------------------------ records
-    def _state_records(self, group: ConsumerGroup) -> dict[bytes, bytes]:
-        out = {}
-        for (topic, partition), c in group.offsets.items():
-            out[_key(type="offset", group=group.group_id, topic=topic, partition=partition)] = _offset_value(c)
-        for producer, offsets in group.pending.items():
-            for (topic, partition), c in offsets.items():
-                out[_key(type="txn_offset", group=group.group_id, producer=producer, topic=topic,
-                         partition=partition)] = _offset_value(c)
-        for producer, epoch in group.producer_epochs.items():
-            value = {"epoch": epoch}
-            if producer in group.coordinator_epochs:
-                value["coordinator_epoch"] = group.coordinator_epochs[producer]
-            if producer in group.producer_ended:
-                value["ended_ms"] = group.producer_ended[producer]
-            out[_key(type="txn_producer", group=group.group_id, producer=producer)] = _value(value)
-        for member_id in group.fenced_members:
-            out[_key(type="fenced_member", group=group.group_id, member=member_id)] = b"{}"
-        if group.members or group.group_epoch:
-            out[_key(type="group", group=group.group_id)] = _value(
-                {"assignor": group.assignor, "group_epoch": group.group_epoch,
-                 "assignment_epoch": group.assignment_epoch, "topic_sizes": group.topic_sizes})
-        for m in group.members.values():
-            out[_key(type="member", group=group.group_id, member=m.member_id)] = _value(
-                {"instance_id": m.instance_id, "client_id": m.client_id, "topics": m.topics,
-                 "session_timeout_ms": m.session_timeout_ms, "rebalance_timeout_ms": m.rebalance_timeout_ms,
-                 "epoch": m.epoch, "previous_epoch": m.previous_epoch, "assigned": _tps(m.assigned),
-                 "eager_cleared": m.eager_cleared, "left": m.left_ms is not None, "assignors": m.assignors,
-                 "target": _tps(group.target.get(m.member_id, ())), "revoking": _tps(m.owned - m.assigned)})
-        return out
-
     def _changes(self, group: ConsumerGroup, removed: bool = False) -> list[Record]:
         """Records that bring the log from what it holds for ``group`` to its state now."""
-        prefix = _key(group=group.group_id)[:-1]  # keys are sorted JSON: "group" comes first
-        now = {} if removed else self._state_records(group)
+        prefix = group_key_prefix(group.group_id)
+        now = {} if removed else state_records(group)
         before = {k: v for k, v in self._written.items() if k.startswith(prefix + b",")}
         records: list[Record] = [(k, v) for k, v in sorted(now.items()) if before.get(k) != v]
         records += [(k, None) for k in sorted(before) if k not in now]

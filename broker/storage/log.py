@@ -9,6 +9,9 @@ it brings it down, as Kafka's ``truncateTo``);
 
 Replacing segments (the cleaner) is crash-safe: see ``broker.storage.segment_swap``.
 
+When the active segment rolls is ``broker.storage.segment_roll``; finding records by timestamp,
+``broker.storage.timestamp_lookup``.
+
 Durability follows Kafka: appends go to the page cache, ``flush.messages`` / ``flush.ms`` force
 fsync, and a segment is fsynced when it rolls. Opening a log, and recovering it after an unclean
 shutdown, is ``broker.storage.log_loader``.
@@ -26,15 +29,15 @@ from broker.clock import Clock
 from broker.config import Config
 from broker.errors import CorruptRecordError, OffsetOutOfRangeError
 from broker.records.batch import BatchHeader, stamp_log_append_time, with_offsets
+from broker.storage import timestamp_lookup
 from broker.storage.checkpoint import write_int
 from broker.storage.cleaner_checkpoint import CleanerCheckpoint, read_cleaner_checkpoint, write_cleaner_checkpoint
 from broker.storage.log_loader import LOG_START_FILE, RECOVERY_POINT_FILE, load_log
 from broker.storage.producer_snapshots import clear_history, restore_snapshot
 from broker.storage.producer_state import SNAPSHOT_FILE
 from broker.storage.segment import LogSegment, segment_name
+from broker.storage.segment_roll import should_roll
 from broker.storage.segment_swap import CLEANED_SUFFIX, commit_swap, rename_cleaned
-
-_MAX_RELATIVE_OFFSET = 2**31 - 1
 
 
 class AppendInfo(NamedTuple):
@@ -97,7 +100,7 @@ class Log:
         if self.config["message.timestamp.type"] == "LogAppendTime":
             log_append_time = now
         incoming_ts = now if log_append_time is not None else max(h.max_timestamp for h in headers)
-        if self._should_roll(total, first + count - 1, now, incoming_ts):
+        if should_roll(self.active, self.config, total, first + count - 1, now, incoming_ts):
             self.roll(now)
         if log_append_time is not None:
             data = stamp_log_append_time(data, headers, now)
@@ -125,7 +128,7 @@ class Log:
             expected = h.base_offset + h.last_offset_delta + 1
         now = self.clock.time_ms()
         total = sum(h.size for h in headers)
-        if self._should_roll(total, expected - 1, now, max(h.max_timestamp for h in headers)):
+        if should_roll(self.active, self.config, total, expected - 1, now, max(h.max_timestamp for h in headers)):
             self.roll(now, first)
         self.active.append([data], headers, None, None)
         self._unsynced = True
@@ -133,26 +136,6 @@ class Log:
         self._unflushed_records += count
         self._maybe_flush_after_append()
         return AppendInfo(first, expected - 1, -1, count)
-
-    def _should_roll(self, incoming: int, last_offset: int, now: int, incoming_ts: int) -> bool:
-        """Kafka's ``LogSegment.shouldRoll``; an empty segment rolls only when the batches' last
-        offset would not fit its relative offsets (a follower's first batch after a compaction gap)."""
-        active = self.active
-        if last_offset - active.base_offset > _MAX_RELATIVE_OFFSET:
-            return True
-        if active.size == 0:
-            return False
-        return (active.size + incoming > self.config["segment.bytes"]
-                or active.time_waited_for_roll(now, incoming_ts) > self.max_segment_ms)
-
-    @property
-    def max_segment_ms(self) -> int:
-        """``segment.ms``, or for a compacted log ``max.compaction.lag.ms`` if smaller (Kafka's
-        ``LogConfig.maxSegmentMs``): the cleaner never touches the active segment, which must not
-        keep superseded or deleted values longer than the lag promises."""
-        if "compact" in self.config["cleanup.policy"]:
-            return min(self.config["segment.ms"], self.config["max.compaction.lag.ms"])
-        return self.config["segment.ms"]
 
     def roll(self, now: int | None = None, expected_next_offset: int | None = None) -> LogSegment:
         """Seal and fsync the active segment and start a new one at the log end, or at
@@ -354,33 +337,13 @@ class Log:
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after the log start whose timestamp is
-        >= ``timestamp``, or None.
-
-        Records below the log start (DeleteRecords may move it inside a batch) are skipped one by
-        one, so a record just past the start is never passed over; a segment that holds no such
-        record hands the search on to the next one."""
+        >= ``timestamp``, or None (``broker.storage.timestamp_lookup``)."""
         start = self.log_start_offset
-        for segment in self.segments[self._segment_index(start):]:
-            for found in segment.batches_at_or_after(timestamp, start):
-                hit = _first_record_at_or_after(segment, found, timestamp, start)
-                if hit is not None:
-                    return hit
-        return None
+        return timestamp_lookup.offset_for_timestamp(self.segments[self._segment_index(start):], timestamp, start)
 
     def max_timestamp(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record holding the log's largest timestamp, for
-        ListOffsets' MAX_TIMESTAMP (Kafka's ``offsetOfMaxTimestamp`` of the batch holding it)."""
-        best = None
-        for segment in self.segments:
-            if segment.max_timestamp >= 0 and (best is None or segment.max_timestamp > best.max_timestamp):
-                best = segment
-        if best is None:
-            return None
-        for found in best.batches_at_or_after(best.max_timestamp, best.base_offset):
-            hit = _first_record_at_or_after(best, found, best.max_timestamp, found.header.base_offset)
-            if hit is not None:  # else a batch the cleaner emptied, which keeps its timestamps
-                return hit
-        return None
+        """(offset, timestamp) of the first record holding the log's largest timestamp (MAX_TIMESTAMP)."""
+        return timestamp_lookup.max_timestamp(self.segments)
 
     def batches(self, from_offset: int = 0):
         """``(header, load)`` of each batch holding offsets at or after ``from_offset``, oldest first;
@@ -412,17 +375,3 @@ class Log:
         for segment in self.segments:
             segment.close()
         shutil.rmtree(self.directory, ignore_errors=True)
-
-
-def _first_record_at_or_after(segment: LogSegment, found, timestamp: int, start: int) -> tuple[int, int] | None:
-    """(offset, timestamp) of the first record of batch ``found`` at or past offset ``start`` whose
-    timestamp is >= ``timestamp``; every record of a LogAppendTime batch carries its append time."""
-    from broker.records.arrow_body import first_index_at_or_after
-    header = found.header
-    skip = max(0, start - header.base_offset)
-    if skip >= header.record_count:  # past its records (a batch the cleaner emptied or cut short)
-        return None
-    if header.is_log_append_time:
-        return header.base_offset + skip, header.max_timestamp
-    index, ts = first_index_at_or_after(segment.read_batch(found), timestamp, skip)
-    return None if index is None else (header.base_offset + index, ts)
