@@ -4,7 +4,9 @@ The log knows offsets and bytes; the partition adds replication. As **leader** i
 tracks every follower's log end offset (:class:`LeaderState`), advances the high watermark as the
 ISR catches up, and completes ``acks=all`` produces once the high watermark passes their batch.
 As **follower** it appends the leader's batches unchanged and adopts the leader's high watermark.
-Consumers only ever read below the high watermark. Each leader epoch's first offset goes to the
+Consumers only ever read below the high watermark, which a partition opened after a restart takes
+from its broker's checkpoint (see ``ReplicaManager``), cut to the recovered log end and raised to the
+log start: the ISR had confirmed it, and nothing past it. Each leader epoch's first offset goes to the
 leader-epoch cache, so a replica that returns after a failure can find where its log diverged.
 
 Every append and high-watermark move bumps the broker-wide :class:`AppendNotifier` so long-polling
@@ -88,9 +90,20 @@ class AppendNotifier:
             self._callbacks.pop(key, None)
 
 
+def restored_high_watermark(checkpointed: int | None, log_start: int, log_end: int) -> int:
+    """A partition's high watermark when it opens: the checkpointed one within ``[log_start,
+    log_end]``, else the log start (nothing is shown before the ISR confirms it again)."""
+    if checkpointed is None:
+        return log_start
+    return max(log_start, min(checkpointed, log_end))
+
+
 class Partition(PartitionLeadership, PartitionProduce, PartitionFollower, PartitionReads):
     def __init__(self, topic: str, index: int, topic_id: str, log: Log, notifier: AppendNotifier,
-                 node_id: int = 0, clock: Clock | None = None):
+                 node_id: int = 0, clock: Clock | None = None, high_watermark: int | None = None):
+        """``high_watermark``: the one checkpointed before a restart (None: none known). It is
+        taken within the log as recovered (Kafka's ``UnifiedLog.updateHighWatermark``): never past
+        the log end, since a crash may have lost the tail the ISR held, nor below the log start."""
         self.topic = topic
         self.index = index
         self.topic_id = topic_id
@@ -117,7 +130,7 @@ class Partition(PartitionLeadership, PartitionProduce, PartitionFollower, Partit
         # lag, and whether a follower's broker may join the ISR (broker id, broker epoch) -> bool.
         self.replica_lag_time_max_ms = 10_000
         self.replica_eligible: Callable[[int, int], bool] = lambda broker, broker_epoch: True
-        self.high_watermark = min(self._checkpointed_hw(), log.log_end_offset)
+        self.high_watermark = restored_high_watermark(high_watermark, log.log_start_offset, log.log_end_offset)
         self.producers = ProducerStateManager(log.directory)
         self._load_producers()
         self.producers.on_high_watermark_updated(self.high_watermark)
@@ -131,9 +144,6 @@ class Partition(PartitionLeadership, PartitionProduce, PartitionFollower, Partit
             self.producers.producers, self.producers.aborted, self.producers.unreplicated = {}, [], []
             start = 0
         self.producers.replay(self.log.batches(max(start, self.log.log_start_offset)))
-
-    def _checkpointed_hw(self) -> int:
-        return self.log.log_start_offset
 
     # ------------------------------------------------------------------------------ transactions
     def open_transactions(self) -> list[tuple[int, int, int, int]]:

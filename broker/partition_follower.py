@@ -1,7 +1,7 @@
 """The follower path: appending the leader's batches unchanged (their epochs into the
 leader-epoch cache, their producers into the producer state), adopting the leader's high watermark
-and log start, and truncating when the log diverged from the leader's or starts past it. Mixed into
-:class:`~broker.partition.Partition`.
+(within this log, lower as well, as Kafka's follower does) and log start, and truncating when the
+log diverged from the leader's or starts past it. Mixed into :class:`~broker.partition.Partition`.
 
 Nothing waits on a follower's appends (reads and ``acks=all`` are the leader's), so nothing here
 bumps the notifier.
@@ -11,6 +11,7 @@ from __future__ import annotations
 from broker.errors import NotLeaderOrFollowerError
 from broker.partition_leadership import FOLLOWER
 from broker.records.batch import iter_headers, validate_batches
+from broker.replication.follower import follower_high_watermark
 from broker.storage import retention
 
 
@@ -43,10 +44,13 @@ class PartitionFollower:
                                       for at, h in iter_headers(view))
                 if self.log.active.base_offset != active:
                     self.snapshot_producers()
-            hw = min(leader_hw, self.log.log_end_offset)
-            if hw > self.high_watermark:
-                self.high_watermark = hw
-                self.producers.on_high_watermark_updated(hw)
+            # The leader's HW, within this log (Kafka's ``maybeUpdateHighWatermark``), lower too: one
+            # restored from this replica's checkpoint may be past what the current leader confirms.
+            hw = follower_high_watermark(leader_hw, self.log.log_end_offset, self.log.log_start_offset)
+            if hw != self.high_watermark:
+                raised, self.high_watermark = hw > self.high_watermark, hw
+                if raised:
+                    self.producers.on_high_watermark_updated(hw)
             start = min(leader_log_start, self.high_watermark)
             if start > self.log.log_start_offset:
                 retention.delete_records_before(self.log, start, self.high_watermark)

@@ -91,6 +91,9 @@ BROKER_KEYS = [
     ConfigKey("replica.fetch.max.bytes", int, 1_048_576, "bytes per partition in a follower fetch",
               between(1024, INT_MAX)),
     ConfigKey("replica.fetch.backoff.ms", int, 100, "pause after a failed follower fetch", between(0, INT_MAX)),
+    ConfigKey("replica.high.watermark.checkpoint.interval.ms", int, 5000,
+              "how often every hosted partition's high watermark is written to replication-offset-checkpoint "
+              "(also at shutdown); a restarted broker's partitions start from it", between(1, INT_MAX)),
     ConfigKey("auto.leader.rebalance.enable", bool, True,
               "move leadership back to the preferred (first) replica when it is in sync"),
     ConfigKey("leader.imbalance.check.interval.seconds", int, 10,

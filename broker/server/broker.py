@@ -340,6 +340,9 @@ class Broker:
     def apply_retention(self) -> None:
         self.replicas.apply_retention()
 
+    def checkpoint_high_watermarks(self) -> None:
+        self.replicas.checkpoint_high_watermarks()
+
     def expire_producers(self) -> None:
         self.replicas.expire_producers(self.config["producer.id.expiration.ms"])
 

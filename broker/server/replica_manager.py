@@ -7,6 +7,13 @@ and deleted when their topic goes away or the replica moved elsewhere. Followers
 expand caught-up ones) are sent to the controller by one background thread; the metadata they
 produce comes back through :meth:`apply_image` like any other change.
 
+Every hosted partition's high watermark is checkpointed to ``<log.dirs>/replication-offset-checkpoint``
+(:mod:`broker.storage.offset_checkpoint`) once the first metadata is applied, every
+``replica.high.watermark.checkpoint.interval.ms``, whenever partitions are removed, and at shutdown
+(Kafka's ``ReplicaManager.checkpointHighWatermarks``); a partition opened after a restart starts from
+it, so consumers see at once what the ISR had confirmed before. Writing at removal means a topic
+deleted and created again under the same name never starts from its predecessor's high watermark.
+
 Threading: ``apply_image`` runs on the broker's metadata thread; lookups come from request threads
 and take ``self.lock`` only for the dict. ``apply_image`` and ``close`` exclude each other
 (``self._apply_lock``): the metadata thread is not joined at shutdown, and a closed partition may
@@ -19,10 +26,11 @@ import threading
 
 from broker.clock import Clock
 from broker.config import TOPIC_CONFIG, Config, topic_defaults
-from broker.errors import NotLeaderOrFollowerError, RiverlogError, UnknownTopicOrPartitionError
+from broker.errors import KafkaStorageError, NotLeaderOrFollowerError, RiverlogError, UnknownTopicOrPartitionError
 from broker.metadata.image import MetadataImage, TopicImage
 from broker.partition import FOLLOWER, LEADER, AppendNotifier, Partition
 from broker.storage.log_manager import LogManager
+from broker.storage.offset_checkpoint import checkpoint_path, read_offset_checkpoint, write_offset_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +57,10 @@ class ReplicaManager:
         self.image = MetadataImage()
         self.on_isr_candidate = None  # set by the broker: schedule an ISR check for a partition
         self.on_fault = _log_fault  # set by the broker: ``on_fault(message, exception)`` counts and logs
+        self._hw_path = checkpoint_path(logs.data_dir)
+        self._hw_lock = threading.Lock()   # one checkpoint write at a time, the last one after removals
+        self._hw_writing = False           # from the first applied image until close
+        self._restored_hws = self._read_hw_checkpoint()
 
     # ------------------------------------------------------------------------------ lookups
     def partition(self, topic: str, index: int) -> Partition:
@@ -121,6 +133,11 @@ class ReplicaManager:
         with self._apply_lock:
             if not self._closed:
                 self._apply_image(image)
+                if not self._hw_writing:
+                    # As Kafka's checkpoint thread, start once the partitions are opened, so the
+                    # checkpoint read at start-up is not replaced before they took their values.
+                    self._hw_writing = True
+                    self._checkpoint_or_report("after the first metadata")
 
     def _apply_image(self, image: MetadataImage) -> None:
         self.image = image
@@ -140,16 +157,20 @@ class ReplicaManager:
                     self._apply_partition(key, topic, index, state, config)
                 except Exception as e:  # noqa: BLE001 - reported; the other partitions still apply
                     self.on_fault(f"could not apply the metadata of {topic.name}-{index}", e)
-        for key in [k for k in self.partitions if k not in seen]:
+        gone = [k for k in self.partitions if k not in seen]
+        for key in gone:
             try:
                 self._remove(key)
             except Exception as e:  # noqa: BLE001
                 self.on_fault(f"could not remove {key[0]}-{key[1]}", e)
+        if gone:
+            self._checkpoint_or_report("after removing partitions")
 
     def _apply_partition(self, key, topic: TopicImage, index: int, state, config: Config) -> None:
         partition = self.partitions.get(key)
         if partition is not None and partition.topic_id != topic.topic_id:
             self._remove(key)
+            self._checkpoint_or_report("after removing a re-created topic's old partition")
             partition = None
         if partition is None:
             partition = self._open(topic, index, config)
@@ -159,7 +180,10 @@ class ReplicaManager:
 
     def _open(self, topic: TopicImage, index: int, config: Config) -> Partition:
         log_ = self.logs.open_log(topic.name, index, topic.topic_id, config)
-        partition = Partition(topic.name, index, topic.topic_id, log_, self.notifier, self.node_id, self.clock)
+        # Taken once: a partition opened again later (re-created topic) never gets this value.
+        restored = self._restored_hws.pop((topic.name, index), None)
+        partition = Partition(topic.name, index, topic.topic_id, log_, self.notifier, self.node_id, self.clock,
+                              high_watermark=restored)
         partition.on_isr_candidate = self.on_isr_candidate
         partition.replica_lag_time_max_ms = self.config["replica.lag.time.max.ms"]
         partition.replica_eligible = self._isr_eligible
@@ -237,9 +261,47 @@ class ReplicaManager:
             if gone:
                 log.info("%s-%d: forgot %d idle producer(s)", partition.topic, partition.index, len(gone))
 
+    # ------------------------------------------------------------------------------ high-watermark checkpoint
+    def _read_hw_checkpoint(self) -> dict[tuple[str, int], int]:
+        """The checkpoint left by the previous run. One that does not parse is reported and set
+        aside: every partition then starts at its log start, as with no checkpoint, and waits for its
+        ISR (Kafka would take the log directory offline; this is safe, only slower to show records)."""
+        try:
+            return read_offset_checkpoint(self._hw_path)
+        except KafkaStorageError as e:
+            log.error("%s; high watermarks start at each partition's log start offset until the in-sync "
+                      "replicas confirm them again", e)
+            return {}
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write every hosted partition's high watermark (leaders' and followers'), atomically.
+        Nothing before the first metadata is applied, nor after close (which writes the last one)."""
+        with self._hw_lock:
+            if self._hw_writing:
+                self._write_hws()
+
+    def _write_hws(self) -> None:
+        with self.lock:
+            hosted = list(self.partitions.values())
+        write_offset_checkpoint(self._hw_path, {(p.topic, p.index): p.high_watermark for p in hosted})
+
+    def _checkpoint_or_report(self, when: str) -> None:
+        try:
+            self.checkpoint_high_watermarks()
+        except Exception as e:  # noqa: BLE001 - reported; the next interval writes it again
+            self.on_fault(f"could not checkpoint the high watermarks {when}", e)
+
     def close(self) -> None:
+        """Stop fetching, close every partition, and checkpoint the high watermarks they ended with."""
         with self._apply_lock:
             self._closed = True
         self.fetchers.close()
         for partition in list(self.partitions.values()):
             partition.close()
+        with self._hw_lock:
+            if self._hw_writing:
+                self._hw_writing = False
+                try:
+                    self._write_hws()
+                except Exception as e:  # noqa: BLE001 - the logs are closed; the next start is slower
+                    log.error("could not checkpoint the high watermarks at shutdown: %r", e)

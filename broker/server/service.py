@@ -2,8 +2,8 @@
 
 :class:`BrokerServer` owns one node's listeners (see ``listeners.py``: client, inter-broker and
 controller, each its own socket), all served from one asyncio loop (``rpc.py``) so that a waiting
-request holds no thread, plus the flush, retention and expiration threads, and clean shutdown.
-What each listener answers is ``servicers.py``.
+request holds no thread, plus the flush, retention, expiration and high-watermark checkpoint
+threads, and clean shutdown. What each listener answers is ``servicers.py``.
 
     with EmbeddedBroker() as broker:            # a throwaway single-node broker in this process
         Producer({"bootstrap.servers": broker.bootstrap_servers})
@@ -93,6 +93,9 @@ class BrokerServer:
         self._expiration = threading.Thread(target=self._every, args=(
             "producer.id.expiration.check.interval.ms", self.broker.expire_producers, "producer expiration"),
             name="riverlog-producer-expiration", daemon=True)
+        self._hw_checkpoint = threading.Thread(target=self._every, args=(
+            "replica.high.watermark.checkpoint.interval.ms", self.broker.checkpoint_high_watermarks,
+            "high-watermark checkpoint"), name="riverlog-highwatermark-checkpoint", daemon=True)
         self.cleaner = LogCleaner(config, clock, self.broker.replicas.hosted)
 
     @property
@@ -111,6 +114,8 @@ class BrokerServer:
         self._scheduler.start()
         self._retention.start()
         self._expiration.start()
+        if self.broker.is_broker:
+            self._hw_checkpoint.start()
         self.cleaner.start()
         if wait_ready and not self.broker.wait_until_ready(wait_ready):
             log.warning("node %d is serving but not yet registered with an active controller",
