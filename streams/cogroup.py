@@ -69,10 +69,11 @@ class CogroupedKStream:
         if kind == "session" and merger_ is None:
             raise TopologyError("a session-windowed cogroup needs a merger: aggregate(initializer, merger)")
         merge_fn = merger(Fn(merger_, "session merger", (3,))) if merger_ is not None else None
-        retention = None if w is None else window_retention(w, materialized)
-        spec = self._b.store(materialized, kind, "COGROUPKSTREAM-AGGREGATE-STATE-STORE-", retention=retention,
+        spec = self._b.store(materialized, kind, "COGROUPKSTREAM-AGGREGATE-STATE-STORE-", retention=None,
                              key_serde=self._groups[0][0].key_serde,
                              value_serde=materialized.value_serde if materialized else None)
+        if w is not None:   # checked once the store is named, as Kafka's materializers check it
+            spec.retention = window_retention(w, materialized, spec.name)
         if kind == "window":    # the store's windows end at start + size (sliding: + time difference)
             from streams.unlimited_windows import store_window_size
             spec.window_size = store_window_size(w)

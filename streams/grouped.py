@@ -114,6 +114,8 @@ class KGroupedStream:
         from streams.ktable import KTable
         spec = self._b.store(materialized, store_kind, f"{prefix}STATE-STORE-", retention=retention,
                              key_serde=self.key_serde, value_serde=value_serde)
+        if windowed is not None:    # checked once the store is named, as Kafka's materializers check it
+            spec.retention = window_retention(windowed, materialized, spec.name)
         if store_kind == "window":
             from streams.unlimited_windows import store_window_size
             spec.window_size = store_window_size(windowed)
@@ -172,21 +174,31 @@ class _Windowed:
         out._emit = strategy
         return out
 
-    def _retention(self, materialized: Materialized | None) -> int:
-        return window_retention(self._windows, materialized)
 
-
-def window_retention(windows, materialized: Materialized | None) -> int:
+def window_retention(windows, materialized: Materialized | None, store_name: str | None = None) -> int:
     """The window or session store's retention: ``Materialized.withRetention``, else the windows'
     own; one too short for the windows to close is refused when the aggregation is defined, as
-    Kafka's windowed streams (and windowed cogroups) refuse it in ``materialize()``."""
-    natural = windows.retentionMs()      # size + grace; 2 * time difference + grace for sliding windows
+    Kafka's windowed streams (and windowed cogroups) refuse it in their store materializers, in
+    their words (``store_name``: the store's, when the Materialized does not name it)."""
+    natural = windows.retentionMs()      # size + grace; 2 * time difference + grace; gap + grace
     given = materialized.retention if materialized is not None else None
     if given is not None and given < natural:
-        raise TopologyError(f"Materialized retention {given} ms is shorter than the windows' minimum "
-                            f"retention ({natural} ms, Kafka's size + grace, or 2 * time difference + "
-                            f"grace for sliding windows): windows would be gone before they close")
+        raise TopologyError(_too_short(windows, store_name or materialized.store_name, given), argument="retention")
     return given if given is not None else natural
+
+
+def _too_short(windows, store: str | None, retention: int) -> str:
+    """``WindowStoreMaterializer``, ``SlidingWindowStoreMaterializer``, ``SessionStoreMaterializer``."""
+    from streams.windows import SessionWindows, SlidingWindows
+    prefix, grace = f"The retention period of the {{}} store {store} must be no smaller than", windows.gracePeriodMs()
+    if isinstance(windows, SessionWindows):
+        return (f"{prefix.format('session')} the session inactivity gap plus the grace period. "
+                f"Got gap=[{windows.inactivityGap()}], grace=[{grace}], retention=[{retention}]")
+    if isinstance(windows, SlidingWindows):
+        return (f"{prefix.format('window')} 2 * time difference plus the grace period. "
+                f"Got time difference=[{windows.timeDifferenceMs()}], grace=[{grace}], retention=[{retention}]")
+    return (f"{prefix.format('window')} its window size plus the grace period. "
+            f"Got size=[{windows.size()}], grace=[{grace}], retention=[{retention}]")
 
 
 class TimeWindowedKStream(_Windowed):
@@ -204,7 +216,7 @@ class TimeWindowedKStream(_Windowed):
         from streams.unlimited_windows import check_emit
         check_emit(self._windows, self._emit.kind)      # refused when defined, as Kafka's
         return self._g._aggregate(op, "KSTREAM-AGGREGATE-", lambda s: self._make(s, init, agg), materialized,
-                                  named, value_serde, "window", self._retention(materialized), self._windows)
+                                  named, value_serde, "window", None, self._windows)
 
     def count(self, named=None, materialized: Materialized | None = None):
         named, materialized = split_materialized(named, materialized)
@@ -234,8 +246,7 @@ class SessionWindowedKStream(_Windowed):
         return self._g._aggregate(op, "KSTREAM-AGGREGATE-",
                                   lambda s: SessionWindowAggregate(s, self._windows, init, agg, merge,
                                                                    emit=self._emit.kind),
-                                  materialized, named, value_serde, "session", self._retention(materialized),
-                                  self._windows)
+                                  materialized, named, value_serde, "session", None, self._windows)
 
     def count(self, named=None, materialized: Materialized | None = None):
         named, materialized = split_materialized(named, materialized)

@@ -38,6 +38,8 @@ class KTable:
         self.key_serde, self.value_serde = key_serde, value_serde
         self._store_name = store_name
         self._windowed = windowed   # the windows of a windowed aggregation's result, else None
+        if windowed is not None:    # what a suppression further down finds (streams.grace_search)
+            node.args.setdefault("window_grace", windowed)
 
     def queryableStoreName(self) -> str | None:
         """The store's name when ``Materialized.as_`` gave it, else None, as Kafka's
@@ -183,14 +185,11 @@ class KTable:
         if not isinstance(suppressed, Suppressed):
             raise TopologyError(f"suppress() takes a Suppressed (Suppressed.untilWindowCloses or untilTimeLimit), "
                                 f"got {suppressed!r}", argument="suppressed")
-        if suppressed.untilClose and self._windowed is None:
-            # Kafka's GraphGraceSearchUtil: refused at definition, naming the chain it searched
-            chain, node = [], self._node
-            while node is not None:
-                chain.append(node.name)
-                node = node.parents[0] if node.parents else None
-            raise TopologyError("Window close time is only defined for windowed computations. "
-                                f"Got [{'->'.join(reversed(chain))}].", argument="suppressed")
+        windows = self._windowed
+        if suppressed.untilClose and windows is None:
+            # Kafka's GraphGraceSearchUtil: the windowed aggregations up the graph, or refused now
+            from streams.grace_search import find_window_grace
+            windows = find_window_grace(self._node, self._b._nodes)
         given = getattr(suppressed, "name", None)
         # KTableSuppressProcessorSupplier: the buffer keeps each key's prior value (what its view
         # reads for a buffered key), so it needs the parent's old values
@@ -199,7 +198,7 @@ class KTable:
         spec = StoreSpec(f"{given}-store" if given else self._b.next_name("KTABLE-SUPPRESS-STATE-STORE-"), "keyValue",
                          log_config=dict(getattr(suppressed.bufferConfig, "logConfig", ())))
         node = self._b.add(name, "processor", "suppress",
-                           lambda: SuppressProcessor(spec.name, suppressed, self._windowed, self.key_serde,
+                           lambda: SuppressProcessor(spec.name, suppressed, windows, self.key_serde,
                                                      self.value_serde), [self._node], (spec,),
                            key_serde=self.key_serde, value_serde=self.value_serde)
         return KTable(self._b, node, self.key_serde, self.value_serde, None, self._windowed)

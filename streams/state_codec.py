@@ -1,7 +1,8 @@
 """How store entries become bytes for Spark's ``MapState`` and the changelog topics.
 
 Keys are canonical (equal keys give equal bytes, which a map keyed by bytes needs): compact JSON
-with tags for bytes, tuples and non-finite floats. Values are pickled behind a format byte, so a
+with tags for bytes, tuples, non-finite floats and windowed keys (a table of a windowed stream,
+``toStream().toTable()``, keys its store by them). Values are pickled behind a format byte, so a
 later format can be told apart.
 """
 from __future__ import annotations
@@ -10,6 +11,8 @@ import base64
 import json
 import math
 import pickle
+
+from streams.record import Windowed
 
 VALUE_FORMAT = 1
 
@@ -29,6 +32,8 @@ def _plain(x):
         return [_plain(v) for v in x]
     if isinstance(x, dict):
         return {"$d": [[_plain(k), _plain(v)] for k, v in sorted(x.items(), key=lambda kv: repr(kv[0]))]}
+    if isinstance(x, Windowed):
+        return {"$w": [_plain(x.key), x.start, x.end]}
     raise TypeError(f"a store key of type {type(x).__name__} cannot be encoded; use str, int, float, bytes, "
                     f"tuples, lists or dicts of them")
 
@@ -45,6 +50,9 @@ def _back(x):
             return float(x["$f"])
         if "$d" in x:
             return {_back(k): _back(v) for k, v in x["$d"]}
+        if "$w" in x:
+            key, start, end = x["$w"]
+            return Windowed(_back(key), start, end)
     return x
 
 

@@ -61,6 +61,8 @@ def _hashable(key):
         return ("__struct__",) + tuple(sorted((k, _hashable(v)) for k, v in key.items()))
     if isinstance(key, list):
         return ("__list__",) + tuple(_hashable(v) for v in key)
+    if isinstance(key, Windowed):       # a table of a windowed stream (toStream().toTable())
+        return Windowed(_hashable(key.key), key.start, key.end)
     return key
 
 
@@ -285,6 +287,8 @@ def _restore(hk):
         return {k: _restore(v) for k, v in hk[1:]}
     if isinstance(hk, tuple) and hk and hk[0] == "__list__":
         return [_restore(v) for v in hk[1:]]
+    if isinstance(hk, Windowed):
+        return Windowed(_restore(hk.key), hk.start, hk.end)
     return hk
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from streams.errors import StreamsError, TopologyError
 from streams.processor import Processor
 from streams.record import Change, Record, Windowed
+from streams.serdes_windowed import TimeWindowedSerde
 from streams.stores import StoreSpec, _hashable
 from streams.topology import changelog_topic
 from streams.windows import SessionWindows, duration_ms
@@ -187,6 +188,8 @@ class SuppressProcessor(Processor):
     def _key_bytes(self, key) -> bytes:
         """The key as the buffer's key serde writes it (a windowed key with its window's times)."""
         if not isinstance(key, Windowed):
+            return self._bytes(self._ks, key) or b""
+        if isinstance(self._ks, TimeWindowedSerde):    # a table of a windowed stream (toStream().toTable())
             return self._bytes(self._ks, key) or b""
         times = (key.end, key.start) if self.session else (key.start,)
         return (self._bytes(self._ks, key.key) or b"") + b"".join(t.to_bytes(8, "big", signed=True) for t in times)

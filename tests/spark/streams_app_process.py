@@ -64,14 +64,15 @@ def combined_topology(source: str, out: str, windowed_out: str, table_source: st
 
 
 BUFFERED_APP = "restore-fidelity-app"
-BUFFERED_OUTPUTS = ("final", "sessions", "sliding", "cogroup")
+BUFFERED_OUTPUTS = ("final", "sessions", "sliding", "cogroup", "final-table")
 
 
 def buffered_topology(source: str, prefix: str):
     """The operators whose state is more than a table or a window count, in one sub-topology (one
     task): a tumbling count behind ``suppress(untilWindowCloses)``, a session count (merges
     retract), a sliding count emitted on window close (KIP-825), and a cogroup behind
-    ``suppress(untilTimeLimit)`` whose two-record buffer emits early. Each writes
+    ``suppress(untilTimeLimit)`` whose two-record buffer emits early, and the tumbling count's final
+    results again through ``toStream().toTable().suppress(...)``. Each writes
     ``<prefix>-<output>`` (:data:`BUFFERED_OUTPUTS`), windowed keys as ``key@start-end``."""
     from streams import (BufferConfig, Consumed, EmitStrategy, Materialized, Produced, Serdes,
                          SessionWindows, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows)
@@ -82,9 +83,9 @@ def buffered_topology(source: str, prefix: str):
     def out(table, name):
         (table.toStream().map(lambda k, v: (f"{k.key}@{k.start}-{k.end}", v))
          .to(f"{prefix}-{name}", Produced.with_(S, L)))
-    out(events.groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(1_000, 200))
+    tumbling = events.groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(1_000, 200)) \
         .count(materialized=Materialized.as_("tumbling"))
-        .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName("final")), "final")
+    out(tumbling.suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName("final")), "final")
     out(events.groupByKey().windowedBy(SessionWindows.ofInactivityGapAndGrace(500, 100))
         .count(materialized=Materialized.as_("sessions")), "sessions")
     out(events.groupByKey().windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(500, 100))
@@ -94,6 +95,10 @@ def buffered_topology(source: str, prefix: str):
         .aggregate(lambda: 0, materialized=Materialized.as_("cogrouped").withValueSerde(L))
         .suppress(Suppressed.untilTimeLimit(400, BufferConfig.maxRecords(2)).withName("limited"))
         .toStream().to(f"{prefix}-cogroup", Produced.with_(S, L)))
+    # the same final results through a table of the windowed stream: its store keyed by windowed
+    # keys, the suppression finding the windows' grace up the graph
+    out(tumbling.toStream().toTable()
+        .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName("final-table")), "final-table")
     return b.build()
 
 

@@ -101,3 +101,4 @@ def test_buffers_sessions_and_stream_time_survive_sigkill_and_restarts_from_the_
         got = [(S.deserialize(k), L.deserialize(v), ts) for k, v, ts, _ in read_committed(servers, topic)]
         assert got == want[topic], topic
     assert want[f"{prefix}-final"] and want[f"{prefix}-sliding"] and want[f"{prefix}-cogroup"]
+    assert want[f"{prefix}-final-table"] == want[f"{prefix}-final"]

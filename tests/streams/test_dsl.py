@@ -731,7 +731,8 @@ def test_a_bad_window_fails_when_made(make):
 def test_a_retention_shorter_than_size_plus_grace_fails_when_defined():
     b = StreamsBuilder()
     w = stream(b).groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10_000, 1_000))
-    with pytest.raises(TopologyError, match="retention 5000 ms is shorter"):
+    with pytest.raises(TopologyError, match=r"store w must be no smaller than its window size plus the grace period\. "
+                                            r"Got size=\[10000\], grace=\[1000\], retention=\[5000\]"):
         w.count(materialized=Materialized.as_("w").withRetention(5_000))
 
 
