@@ -29,7 +29,11 @@ One Delta table mirrors one source table: a batch that would bring a second sour
 into a path (in the batch, or besides the ``table`` its commits record) is refused with
 :class:`DeltaConfigError` before anything is written. A column the batch adds with a Connect
 ``default`` gives the table's rows (SCD-2: current rows) that value, in a rewrite committed just
-before the MERGE (as a widening is); a replay finds the column and does not rewrite again.
+before the MERGE (as a widening is); a replay finds the column and does not rewrite again. The rows
+the batch's own changes from before the column arrived write get it too (:func:`.fit.default_before`).
+
+A MERGE that changes no row makes no commit in delta-rs; the batch's application transaction and
+marks are then committed without data (:meth:`.SinkTable.record`), or a new query would apply it again.
 
 The SCD-1 table mirrors the source: no extra columns (positions live in the commit metadata). The
 SCD-2 table adds ``__valid_from``, ``__valid_to`` (timestamps, UTC, the source commit time),
@@ -300,7 +304,7 @@ class DeltaApply:
         if not existed:
             table.create(evolution.schema)
         else:
-            defaults = _added_defaults(evolution, changes) if not truncates else {}
+            defaults = fit.added_defaults(evolution, changes) if not truncates else {}
             if evolution.widened or defaults:
                 log.warning("delta sink: %s widening %s, adding %s with their defaults (the table is rewritten)",
                             table.path, evolution.widened, sorted(defaults))
@@ -308,6 +312,7 @@ class DeltaApply:
                                        or f.name in defaults]), defaults, self.scd_type == 2)
         rows, blamed = [], []   # blamed[i]: the change row i stands for, named if it does not fit
         last_change = {(c.table, c.key): c for c in changes}
+        arrived = fit.arrived_defaults(evolution, changes)
         if self.scd_type == 1:
             finals = fold_scd1(after_last_truncate(changes, truncates))
             # The rows unavailable values come from (a key change's: the old key's), read before the
@@ -320,7 +325,8 @@ class DeltaApply:
                     rows.append({**dict(zip(key_columns, f.key)), merges.ACTION: "d"})
                     out.deletes += 1
                 else:
-                    rows.append({**resolve(f.row, current.get(f.fill or f.key)), merges.ACTION: "u"})
+                    row = fit.default_before(resolve(f.row, current.get(f.fill or f.key)), f.position, arrived)
+                    rows.append({**row, merges.ACTION: "u"})
                     out.upserts += 1
                 blamed.append(last_change[k])
         else:
@@ -337,7 +343,10 @@ class DeltaApply:
                 rows.append({**dict(zip(key_columns, k[1])), "__valid_to": close_time(vs, truncates),
                              merges.ACTION: "close"})
                 blamed.append(last_change[k])
-                for h in history:
+                for i, h in enumerate(history):
+                    if vs[i].op != "d":   # a version current when a column arrived has its default
+                        h = fit.default_before(h, vs[i].position, arrived, vs[i + 1].position if i + 1 < len(vs)
+                                               else None, [t[0] for t in truncates])
                     rows.append({**h, merges.ACTION: "insert"})
                     blamed.append(last_change[k])
                 out.history_rows += len(history)
@@ -358,7 +367,11 @@ class DeltaApply:
             merges.run_delta_spark(spark, table.path, plan, result.app_id, result.batch_id,
                                    {"riverlog.delta": props.custom_metadata["riverlog.delta"]}, transaction=last)
         else:
-            merges.run_delta_rs(table.dt, plan, props)
+            metrics = merges.run_delta_rs(table.dt, plan, props)
+            if not metrics.get("num_target_files_added") and not metrics.get("num_target_files_removed"):
+                table.reload()
+                if not table.holds(props):   # delta-rs commits nothing for a MERGE that changed no row
+                    table.record(props)
         table.reload()
         out.version = table.dt.version()
 
@@ -385,21 +398,6 @@ def commit_retrying(table: SinkTable, result: ApplyResult, run: Callable[[], Any
                     path=table.path, batch_id=result.batch_id, attempts=attempt) from e
             log.info("delta sink: %s commit conflict on batch %s, attempt %s: %s", table.path, result.batch_id,
                      attempt, e)
-
-
-def _added_defaults(evolution: Evolution, changes: list) -> dict:
-    """The Connect ``default`` of each column the batch adds to an existing table, from the first
-    change (by position) whose schema has it; a default the column cannot hold is left out."""
-    out = {}
-    for c in sorted(changes, key=lambda c: c.position):
-        for name in evolution.added:
-            if name not in out and name in c.defaults:
-                try:
-                    pa.array([c.defaults[name]], evolution.schema.field(name).type)
-                except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, ValueError):
-                    continue
-                out[name] = c.defaults[name]
-    return out
 
 
 def _timestamps(row: dict) -> dict:

@@ -16,6 +16,10 @@ schema they are planned against) alone, computed before anything is written:
 
 A replay plans the same changes (those the table did not hold before the batch) against the schema
 the batch committed: it holds the planned columns under the planned types, so the same changes misfit.
+
+:func:`added_defaults` and :func:`arrived_defaults` give the Connect ``default`` of each column a
+batch adds: the table's rows get it (a rewrite), and so do the rows the batch's changes from before
+the column arrived write (:func:`default_before`).
 """
 from __future__ import annotations
 
@@ -99,3 +103,40 @@ def misfits(table: str, changes: list[Change], schema: pa.Schema, key_columns, s
                     f"(column {name!r} is {type_}: {e})", topic=topic, partition=partition, offset=offset,
                     column=name)
     return [(changes[i], bad[i]) for i in sorted(bad)]
+
+
+def added_defaults(evolution: Evolution, changes: list) -> dict:
+    """The Connect ``default`` of each column the batch adds to an existing table, from the first
+    change (by position) whose schema has it; a default the column cannot hold is left out."""
+    out = {}
+    for c in sorted(changes, key=lambda c: c.position):
+        for name in evolution.added:
+            if name not in out and name in c.defaults:
+                try:
+                    pa.array([c.defaults[name]], evolution.schema.field(name).type)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, ValueError):
+                    continue
+                out[name] = c.defaults[name]
+    return out
+
+
+def arrived_defaults(evolution: Evolution, changes: list) -> dict:
+    """Per column the batch adds with a Connect ``default``: (the position of the first change
+    that has it, the default). PostgreSQL gave the default to every row the table held then, also
+    the rows the batch's earlier changes (sent without the column) wrote."""
+    out = {}
+    for name, value in added_defaults(evolution, changes).items():
+        out[name] = (min(c.position for c in changes if name in c.row), value)
+    return out
+
+
+def default_before(row: dict, position: tuple, arrived: dict, until: tuple | None = None, truncates=()) -> dict:
+    """``row`` (written by a change at ``position``) with the default of each column that arrived
+    after it and that it lacks. SCD-2: a version that ended before the column arrived (at
+    ``until``, the key's next version, or at one of the batch's ``truncates``) keeps null."""
+    def current_at(at) -> bool:
+        return (until is None or tuple(until) > tuple(at)) and not any(
+            tuple(position) < tuple(t) < tuple(at) for t in truncates)
+    missing = {n: v for n, (at, v) in arrived.items()
+               if n not in row and tuple(position) < tuple(at) and current_at(at)}
+    return {**row, **missing} if missing else row

@@ -116,6 +116,19 @@ class SinkTable:
         return CommitProperties(custom_metadata={METADATA_KEY: doc},
                                 app_transactions=[Transaction(app_id, batch_id)] if transaction else None)
 
+    def record(self, commit_properties: CommitProperties) -> None:
+        """Commit ``commit_properties`` (the batch's application transaction and marks) with no
+        data: delta-rs makes no commit for a MERGE that changes no row (a delete of a key the
+        table does not hold: a row inserted and deleted inside one batch), and a batch that left no
+        record would be applied again over later changes after a restart."""
+        write_deltalake(self.dt, self.schema.empty_table(), mode="append", commit_properties=commit_properties)
+        self.reload()
+
+    def holds(self, commit_properties: CommitProperties) -> bool:
+        """Whether the newest sink commit is the one ``commit_properties`` describes."""
+        doc = json.loads(commit_properties.custom_metadata[METADATA_KEY])
+        return self.metadata() == doc
+
     def create(self, schema: pa.Schema) -> None:
         """An empty table of ``schema`` (its first commit holds no app transaction)."""
         if self.dt is None:
