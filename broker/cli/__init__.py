@@ -4,6 +4,7 @@
     riverlog cluster start --nodes 3 --data-dir /tmp/rl       # three local nodes, for development
     riverlog cluster status
     riverlog topics create orders --partitions 3 --config retention.ms=86400000
+    riverlog configs --entity-type topics --entity-name orders --describe
     riverlog produce orders --file events.txt --key-separator :
     riverlog consume orders --from-beginning --max-messages 10 --print-key
     riverlog offsets orders --time 2026-11-01T00:00:00
@@ -13,13 +14,14 @@
     riverlog transactions describe-producers --topic invoices
     riverlog connect standalone --worker worker.properties file-source.json   # from connect/, an entry point
 
-One module per command group (``broker_cmd``, ``cluster``, ``topics``, ``produce_consume``,
-``get_offsets``, ``groups``, ``transactions``; ``groups reset-offsets`` in ``reset_offsets``, the
+One module per command group (``broker_cmd``, ``cluster``, ``metadata_quorum``, ``topics``, ``configs``,
+``produce_consume``, ``get_offsets``, ``groups``, ``transactions``; ``groups reset-offsets`` in ``reset_offsets``, the
 groups' selection in ``group_selection``), their shared helpers in ``common`` and option types in
 ``params``. The pure cores of Kafka's tools' formats are modules of their own: ``line_reader``
 (console producer), ``message_formatter`` and ``console_options`` (console consumer and producer
 options), ``properties_file``, ``topic_partition_filter`` (kafka-get-offsets) and
-``topic_description`` (kafka-topics --describe).
+``topic_description`` (kafka-topics --describe), ``group_description`` (kafka-consumer-groups
+--describe).
 Every command is registered here, when the package is imported (those of packages above the broker
 by name, imported when used), so ``riverlog``, ``python -m broker`` and ``python -m broker.cli``
 offer the same commands.
@@ -34,7 +36,8 @@ from __future__ import annotations
 
 import click
 
-from broker.cli import broker_cmd, cluster, get_offsets, groups, produce_consume, topics, transactions
+from broker.cli import (broker_cmd, cluster, configs, get_offsets, groups, metadata_quorum, produce_consume, topics,
+                        transactions)
 from broker.cli.common import BOOTSTRAP_ENV, ReportErrors, kafka_habits
 
 __all__ = ["main"]
@@ -87,7 +90,7 @@ def main(ctx, bootstrap_server):
 
 for _command in (broker_cmd.broker, cluster.cluster, topics.topics, produce_consume.produce,
                  produce_consume.consume, get_offsets.offsets, produce_consume.delete_records,
-                 groups.groups, transactions.transactions):
+                 groups.groups, transactions.transactions, configs.configs, metadata_quorum.metadata_quorum):
     main.add_command(_command)
 del _command
 kafka_habits(main)

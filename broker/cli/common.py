@@ -22,13 +22,13 @@ DEFAULT_BOOTSTRAP = os.environ.get(BOOTSTRAP_ENV, "127.0.0.1:9092")
 # Kafka's tool for what each command does, shown next to it in --help so Kafka users find their way.
 KAFKA_TOOLS = {
     "broker": "kafka-server-start", "broker start": "kafka-server-start",
-    "cluster status": "kafka-metadata-quorum describe",
+    "cluster status": "kafka-metadata-quorum describe", "metadata-quorum": "kafka-metadata-quorum",
     "topics": "kafka-topics", "topics create": "kafka-topics --create", "topics list": "kafka-topics --list",
     "topics describe": "kafka-topics --describe", "topics alter": "kafka-topics --alter, kafka-configs",
     "topics delete": "kafka-topics --delete", "topics elect-leaders": "kafka-leader-election",
     "produce": "kafka-console-producer", "consume": "kafka-console-consumer",
     "offsets": "kafka-get-offsets", "delete-records": "kafka-delete-records",
-    "groups": "kafka-consumer-groups", "transactions": "kafka-transactions",
+    "groups": "kafka-consumer-groups", "transactions": "kafka-transactions", "configs": "kafka-configs",
 }
 
 
@@ -126,6 +126,14 @@ def internal_topics(admin, names) -> set[str]:
         except RiverlogError:        # deleted since it was listed
             pass
     return internal
+
+
+def pretty_table(headers: list[str], rows: list[list[str]]) -> None:
+    """Kafka's ``ToolsUtils.prettyPrintTable`` (kafka-transactions): each value padded to its
+    column's width, then a tab, every column."""
+    widths = [max([len(h)] + [len(str(r[i])) for r in rows]) for i, h in enumerate(headers)]
+    for row in [headers] + rows:
+        click.echo("".join(str(v).ljust(w) + "\t" for v, w in zip(row, widths)))
 
 
 def table(rows: list[list[str]]) -> None:

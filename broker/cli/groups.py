@@ -1,7 +1,8 @@
 """``riverlog groups``: list, describe and delete consumer groups; delete and reset their offsets.
 
-    riverlog groups list
-    riverlog groups describe billing        # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG MEMBER
+    riverlog groups list [--state [Stable,Empty]]   # with --state: GROUP STATE
+    riverlog groups describe billing        # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID
+    riverlog groups describe billing --members --verbose   # GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS ASSIGNMENT
     riverlog groups describe --all-groups --state   # GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS
     riverlog groups reset-offsets billing --topic orders --to-datetime 2026-11-01T00:00:00 --execute
     riverlog groups reset-offsets billing audit --all-topics --to-earliest --dry-run --export > plan.csv
@@ -20,6 +21,8 @@ from __future__ import annotations
 import click
 
 from broker.cli.common import ReportErrors, open_admin, table
+from broker.cli.group_description import (MISSING, Member, list_lines, members_lines, offset_rows, offsets_lines,
+                                         state_lines, state_notice)
 from broker.cli.group_selection import check_selection, chosen_groups, selected_partitions
 from broker.cli.reset_offsets import groups_reset_offsets
 from broker.errors import GroupIdNotFoundError, RiverlogError
@@ -33,13 +36,40 @@ groups.add_command(groups_reset_offsets)   # broker.cli.reset_offsets
 
 
 @groups.command("list")
-@click.option("--state", is_flag=True, help="show each group's state too")
+@click.option("--state", "states", is_flag=False, flag_value="", default=None,
+              help="show each group's state; with a value (Stable,Empty) only the groups in those states")
+@click.option("--type", "types", is_flag=False, flag_value="", default=None,
+              help="show each group's type; with a value (consumer,classic) only the groups of those types")
 @click.pass_context
-def groups_list(ctx, state):
+def groups_list(ctx, states, types):
+    """Group ids, one a line; with --state or --type Kafka's ``GROUP [TYPE] [STATE]`` table."""
+    from broker.client import ConsumerGroupState, ConsumerGroupType
+    wanted_states = _parsed(states, {n.lower(): s for s in ConsumerGroupState if s != ConsumerGroupState.UNKNOWN
+                                     for n in s._wire_names()}, "state", "states")
+    wanted_types = _parsed(types, {t.name.lower(): t for t in ConsumerGroupType if t != ConsumerGroupType.UNKNOWN},
+                           "types", "types")
     with open_admin(ctx) as admin:
-        result = admin.list_consumer_groups().result()
-    for g in result.valid:
-        click.echo(f"{g.group_id}\t{g.state}" if state else g.group_id)
+        result = admin.list_consumer_groups(states=wanted_states, types=wanted_types).result()
+    if states is None and types is None:
+        for g in result.valid:
+            click.echo(g.group_id)
+        return
+    for line in list_lines([(g.group_id, g.type.name.capitalize(), str(g.state)) for g in result.valid],
+                           types is not None, states is not None):
+        click.echo(line)
+
+
+def _parsed(value: str | None, known: dict, what: str, plural: str) -> set | None:
+    """Kafka's ``consumerGroupStatesFromString``/``consumerGroupTypesFromString``: a comma list,
+    case-insensitive; an unknown name fails with the valid ones listed."""
+    if not value:
+        return None
+    names = [v.strip().lower() for v in value.split(",")]
+    if any(n not in known for n in names):
+        valid = ", ".join(dict.fromkeys(str(v) if plural == "states" else v.name.capitalize() for v in known.values()))
+        raise click.BadParameter(f"Invalid {what} list '{value}'. Valid {plural} are: {valid}",
+                                 param_hint=f"'--{'state' if plural == 'states' else 'type'}'")
+    return {known[n] for n in names}
 
 
 @groups.command("describe")
@@ -48,10 +78,12 @@ def groups_list(ctx, state):
 @click.option("--offsets", "show_offsets", is_flag=True, help="per partition: offsets, lag, member (the default)")
 @click.option("--members", "show_members", is_flag=True, help="one line per member instead of per partition")
 @click.option("--state", "show_state", is_flag=True, help="one line per group: coordinator, assignor, state, members")
+@click.option("--verbose", is_flag=True, help="with --members: each member's ASSIGNMENT too")
 @click.pass_context
-def groups_describe(ctx, group_ids, all_groups, show_offsets, show_members, show_state):
+def groups_describe(ctx, group_ids, all_groups, show_offsets, show_members, show_state, verbose):
     """Per partition: committed offset, log end offset (high watermark), lag and owning member.
 
+    Printed as kafka-consumer-groups.sh --describe prints it (``broker.cli.group_description``).
     Every group named is described, as Kafka's ``ConsumerGroupService.describeGroups``: a group
     that does not exist gets ``Consumer group 'x' does not exist.`` (``shouldPrintMemberState``)
     and the next one is described; like kafka-consumer-groups.sh (``printError`` does not exit),
@@ -60,72 +92,68 @@ def groups_describe(ctx, group_ids, all_groups, show_offsets, show_members, show
     check_selection("describe", group_ids, all_groups)
     if show_offsets + show_members + show_state > 1:
         raise click.UsageError("Option describe takes at most one of these options: --members, --offsets, --state")
-    failed, states = 0, []
+    failed = 0
     with open_admin(ctx) as admin:
         brokers = admin.list_topics().brokers if show_state else {}
         for group_id in chosen_groups(admin, group_ids, all_groups):
             try:
                 if show_state:
-                    states.append(_state_row(admin, group_id, brokers))
+                    out = _state_view(admin, group_id, brokers)
                 else:
-                    _describe_group(admin, group_id, show_members)
+                    out = _members_view(admin, group_id, verbose) if show_members else _offsets_view(admin, group_id)
             except GroupIdNotFoundError as e:
                 click.echo(f"Error: {e.name}: {e.message}", err=True)
+                continue
             except RiverlogError as e:
                 failed += 1
                 click.echo(f"Error: group {group_id}: {e.name}: {e.message}", err=True)
-    if states:
-        table([["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]] + states)
+                continue
+            for line in out:
+                click.echo(line)
     if failed:
         ctx.exit(1)
 
 
 def _described(admin, group_id: str):
-    """The group's description; one that does not exist (DEAD) raises kafka-consumer-groups.sh's answer."""
+    """The group's description; one that does not exist (DEAD) raises kafka-consumer-groups.sh's
+    answer; a group that is not Stable gets Kafka's notice on standard error."""
     from broker.client import ConsumerGroupState
     desc = admin.describe_consumer_groups([group_id])[group_id].result()
     if desc.state == ConsumerGroupState.DEAD:
         raise GroupIdNotFoundError(f"Consumer group '{group_id}' does not exist.")
+    notice = state_notice(group_id, str(desc.state))
+    if notice:
+        click.echo(notice, err=True)
     return desc
 
 
-def _state_row(admin, group_id: str, brokers: dict) -> list[str]:
-    """Kafka's ``printStates`` row: group, coordinator ``host:port (id)``, assignor, state, member count."""
+def _members(desc) -> list[Member]:
+    return [Member(m.member_id, m.host or MISSING, m.client_id or MISSING,
+                   [(tp.topic, tp.partition) for tp in m.assignment.topic_partitions], m.group_instance_id)
+            for m in desc.members]
+
+
+def _state_view(admin, group_id: str, brokers: dict) -> list[str]:
+    """Kafka's ``printStates``: group, coordinator ``host:port  (id)``, assignor, state, member count."""
     desc = _described(admin, group_id)
-    return [group_id, f"{brokers.get(desc.coordinator, '-')} ({desc.coordinator})", desc.partition_assignor or "-",
-            str(desc.state), str(len(desc.members))]
+    return state_lines(group_id, f"{brokers.get(desc.coordinator, MISSING)}  ({desc.coordinator})",
+                       desc.partition_assignor or "", str(desc.state), len(desc.members))
 
 
-def _describe_group(admin, group_id: str, show_members: bool) -> None:
-    """One group's members (``show_members``) or per-partition offsets and lag."""
+def _members_view(admin, group_id: str, verbose: bool) -> list[str]:
+    return members_lines(group_id, _members(_described(admin, group_id)), verbose)
+
+
+def _offsets_view(admin, group_id: str) -> list[str]:
+    """Per partition: committed offset, log end offset (high watermark), lag and owning member."""
     from broker.client import ConsumerGroupTopicPartitions, OffsetSpec, TopicPartition
-    desc = _described(admin, group_id)
-    if show_members:
-        rows = [["GROUP", "MEMBER", "INSTANCE", "CLIENT-ID", "EPOCH", "ASSIGNMENT"]]
-        for m in desc.members:
-            parts = ",".join(f"{tp.topic}:{tp.partition}" for tp in sorted(m.assignment.topic_partitions))
-            rows.append([group_id, m.member_id, m.group_instance_id or "-", m.client_id or "-",
-                         str(m.member_epoch), parts or "-"])
-        click.echo(f"Group {group_id} is {desc.state} ({desc.partition_assignor or 'no assignor'}, "
-                   f"epoch {desc.group_epoch}, coordinator {desc.coordinator})")
-        table(rows)
-        return
+    members = _members(_described(admin, group_id))
     committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)])[group_id].result()
     offsets = {(tp.topic, tp.partition): tp.offset for tp in committed.topic_partitions}
-    owner = {(tp.topic, tp.partition): m.member_id for m in desc.members
-             for tp in m.assignment.topic_partitions}
-    keys = sorted(set(offsets) | set(owner))
-    ends = admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in keys})
-    rows = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER"]]
-    for tp, future in sorted(ends.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
-        topic, partition, end = tp.topic, tp.partition, future.result().offset
-        current = offsets.get((topic, partition))
-        rows.append([group_id, topic, str(partition), "-" if current is None else str(current), str(end),
-                     "-" if current is None else str(end - current),   # Kafka's getLag: negative shows a bad commit
-                     owner.get((topic, partition), "-")])
-    click.echo(f"Group {group_id} is {desc.state} with {len(desc.members)} member(s).")
-    if len(rows) > 1:
-        table(rows)
+    keys = sorted(set(offsets) | {tp for m in members for tp in m.partitions})
+    futures = admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in keys}) if keys else {}
+    ends = {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
+    return offsets_lines(offset_rows(group_id, members, offsets, ends))
 
 
 @groups.command("delete")

@@ -10,10 +10,13 @@ last write is older than ``--max-transaction-timeout``: no live transaction can 
 its coordinator aborts it once ``transaction.timeout.ms`` passes. It hangs when no coordinator
 knows its producer id, or when the transaction its coordinator knows does not hold that partition
 (so no marker will ever be written there). Rows carry Kafka's ``find-hanging`` columns.
+
+``open_at`` is how ``kafka-transactions abort --start-offset`` names a transaction: the producer
+whose open transaction on the partition starts at that offset.
 """
 from __future__ import annotations
 
-__all__ = ["HEADERS", "candidates", "hanging_rows"]
+__all__ = ["HEADERS", "candidates", "hanging_rows", "open_at"]
 
 HEADERS = ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
            "LastTimestamp", "Duration(min)"]
@@ -42,3 +45,10 @@ def hanging_rows(found: list, transactional_ids: dict[int, str], descriptions: d
                      str(a.current_txn_start_offset), str(a.last_timestamp),
                      str((now_ms - a.last_timestamp) // 60_000)])
     return rows
+
+
+def open_at(described, start_offset: int):
+    """The active producer whose open transaction on the described partition starts at
+    ``start_offset`` (Kafka's ``AbortTransactionCommand.buildAbortSpec``), or None."""
+    return next((a for a in described.active_producers
+                 if a.current_txn_start_offset >= 0 and a.current_txn_start_offset == start_offset), None)

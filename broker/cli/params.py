@@ -44,6 +44,7 @@ PARTITION = _Range(0, INT32_MAX, "partitions are numbered from 0")
 COUNT = _Range(0, INT32_MAX, "use a number of 0 or more")
 POSITIVE = _Range(1, INT32_MAX, "use a number of 1 or more")
 OFFSET = _Range(INT64_MIN, INT64_MAX, "offsets are 64-bit integers")
+EPOCH = _Range(0, 32767, "producer epochs are 16-bit, from 0")
 LOG_LEVEL = click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], case_sensitive=False)
 
 

@@ -10,7 +10,7 @@ import time
 
 import click
 
-from broker.cli.common import open_admin, table
+from broker.cli.common import open_admin
 from broker.cli.group_selection import check_selection, chosen_groups, selected_partitions
 from broker.cli.params import DATETIME, OFFSET
 from broker.errors import InvalidRequestError, NonEmptyGroupError, RiverlogError
@@ -162,11 +162,15 @@ def groups_reset_offsets(ctx, group_ids, all_groups, topics, all_topics, dry_run
     if export:
         click.echo(export_reset_plan(plans, single is not None), nl=False)
     elif any(plans.values()):
-        table([["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]] + [
-            [group_id, topic, str(partition), str(offset)]
-            for group_id, plan in plans.items() for (topic, partition), offset in sorted(plan.items())])
-    if not execute:
-        click.echo("(dry run: add --execute to apply)", err=export)
+        # printOffsetsToReset: Kafka's "%n%-30s %-30s %-10s %-15s" lines
+        click.echo()
+        for row in [("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")] + [
+                (group_id, topic, str(partition), str(offset))
+                for group_id, plan in plans.items() for (topic, partition), offset in sorted(plan.items())]:
+            click.echo(f"{row[0]:<30} {row[1]:<30} {row[2]:<10} {row[3]:<15}")
+    if not execute and not dry_run:      # stderr, as Kafka's checkArgs warns: stdout holds only the plan
+        click.echo("WARN: No action will be performed as the --execute option is missing (add --execute to "
+                   "apply, or --dry-run to say that only the plan is wanted).", err=True)
     if refused:
         ctx.exit(1)
 

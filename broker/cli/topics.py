@@ -76,7 +76,7 @@ def topics_list(ctx, show_internal, exclude_internal, topic_regex):
 @click.option("--exclude-internal", is_flag=True, help="leave out internal topics (they are left out unless named)")
 @click.option("--topic", "topic_regex", default=None,
               help="instead of NAMES: the topics whose whole name matches this regex (internal ones too)")
-@click.option("--if-exists", is_flag=True, help="with --topic: no error when no topic matches")
+@click.option("--if-exists", is_flag=True, help="no error for a topic that does not exist (or --topic matching none)")
 @click.pass_context
 def topics_describe(ctx, names, under_replicated_partitions, unavailable_partitions, under_min_isr_partitions,
                     at_min_isr_partitions, topics_with_overrides, exclude_internal, topic_regex, if_exists):
@@ -106,6 +106,8 @@ def topics_describe(ctx, names, under_replicated_partitions, unavailable_partiti
         for name in wanted:
             topic = md.topics.get(name)
             if topic is None or topic.error is not None:
+                if if_exists:       # TopicCommand.describeTopic: only the topics that exist are described
+                    continue
                 raise UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
             entries = admin.describe_configs([ConfigResource("topic", name)])
             configs = next(iter(entries.values())).result()
@@ -222,8 +224,9 @@ def parse_configs_to_delete(values) -> list[str]:
 @click.option("--partitions", type=POSITIVE, default=None, help="grow the topic to this many partitions")
 @click.option("--replica-assignment", type=REPLICA_ASSIGNMENT, default=None,
               help="with --partitions: brokers of every partition, e.g. 1:2,2:3,3:1 (the new ones are used)")
+@click.option("--if-exists", is_flag=True, help="do nothing, quietly, when the topic does not exist")
 @click.pass_context
-def topics_alter(ctx, name, add, delete, partitions, replica_assignment):
+def topics_alter(ctx, name, add, delete, partitions, replica_assignment, if_exists):
     """Grow a topic or change its config overrides (kafka-configs --alter for a topic)."""
     from broker.client import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
     configs, keys = parse_configs_to_add(add), parse_configs_to_delete(delete)
@@ -231,6 +234,10 @@ def topics_alter(ctx, name, add, delete, partitions, replica_assignment):
         raise click.UsageError("--replica-assignment needs --partitions: it places the partitions added")
     resource = ConfigResource("topic", name)
     with open_admin(ctx) as admin:
+        if if_exists:           # TopicCommand.alterTopic: ensureTopicExists only without --if-exists
+            info = admin.list_topics().topics.get(name)
+            if info is None or info.error is not None:
+                return
         if keys:
             _check_overrides(admin, resource, keys)
         if partitions is not None:

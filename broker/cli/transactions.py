@@ -1,9 +1,10 @@
 """``riverlog transactions``: list and describe transactions, find and abort hanging ones.
 
-    riverlog transactions list                       # TRANSACTIONAL-ID PRODUCER-ID STATE COORDINATOR
-    riverlog transactions describe billing-app-1
+    riverlog transactions list                       # TransactionalId Coordinator ProducerId TransactionState
+    riverlog transactions describe --transactional-id billing-app-1   # kafka-transactions describe's table
     riverlog transactions describe-producers --topic invoices --partition 0
     riverlog transactions abort --transactional-id billing-app-1
+    riverlog transactions abort --topic invoices --partition 0 --start-offset 4001   # as kafka-transactions
 
 A transaction left open by a producer that is gone holds its partitions' last stable offset back
 until ``transaction.timeout.ms`` passes: ``read_committed`` consumers stall there.
@@ -18,9 +19,9 @@ import time
 
 import click
 
-from broker.cli.common import ReportErrors, open_admin, partitions_of, table
-from broker.cli.hanging_transactions import HEADERS, candidates, hanging_rows
-from broker.cli.params import COUNT, NODE_ID, PARTITION
+from broker.cli.common import ReportErrors, open_admin, partitions_of, pretty_table, table
+from broker.cli.hanging_transactions import HEADERS, candidates, hanging_rows, open_at
+from broker.cli.params import COUNT, EPOCH, NODE_ID, OFFSET, PARTITION
 from broker.errors import TransactionalIdNotFoundError
 
 
@@ -36,14 +37,27 @@ def _when(ms: int) -> str:
 
 
 @transactions.command("list")
+@click.option("--duration-filter", type=OFFSET, default=None,
+              help="ms: only transactions running longer than this (all if < 0), as kafka-transactions list")
 @click.pass_context
-def transactions_list(ctx):
-    """Every transactional.id the coordinators know, with its state."""
+def transactions_list(ctx, duration_filter):
+    """Every transactional.id the coordinators know, with its state (kafka-transactions list's table)."""
     with open_admin(ctx) as admin:
         listed = admin.list_transactions().result()
-    rows = [["TRANSACTIONAL-ID", "PRODUCER-ID", "STATE", "COORDINATOR"]]
-    rows += [[t.transactional_id, str(t.producer_id), t.state, str(t.coordinator)] for t in listed]
-    table(rows)
+        if duration_filter is not None and duration_filter >= 0 and listed:
+            # Kafka's coordinator filter (TransactionStateManager.listTransactionStates): now minus the
+            # transaction's start time must exceed it; a transactional.id gone meanwhile is left out
+            started = {}
+            for txn_id, future in admin.describe_transactions([t.transactional_id for t in listed]).items():
+                try:
+                    started[txn_id] = future.result().start_ms
+                except TransactionalIdNotFoundError:
+                    pass
+            now_ms = int(time.time() * 1000)
+            listed = [t for t in listed if t.transactional_id in started
+                      and now_ms - started[t.transactional_id] > duration_filter]
+    pretty_table(["TransactionalId", "Coordinator", "ProducerId", "TransactionState"],
+                 [[t.transactional_id, str(t.coordinator), str(t.producer_id), t.state] for t in listed])
 
 
 @transactions.command("describe")
@@ -51,34 +65,88 @@ def transactions_list(ctx):
 @click.option("--transactional-id", "id_options", multiple=True, help="as Kafka's kafka-transactions (or as arguments)")
 @click.pass_context
 def transactions_describe(ctx, transactional_ids, id_options):
-    """State, producer id and epoch, timeout, start time, partitions and groups of each transactional.id."""
+    """Coordinator, producer id and epoch, state, timeout, start time and partitions of each
+    transactional.id: kafka-transactions describe's table, a row per transactional.id."""
     transactional_ids = tuple(dict.fromkeys(transactional_ids + id_options))
     if not transactional_ids:
         raise click.UsageError("Missing the transactional.id: give TRANSACTIONAL_ID... or --transactional-id")
+    rows = []
     with open_admin(ctx) as admin:
         futures = admin.describe_transactions(list(transactional_ids))
-        for i, txn_id in enumerate(transactional_ids):
+        for txn_id in transactional_ids:
             d = futures[txn_id].result()
-            if i:
-                click.echo()
-            parts = ",".join(f"{tp.topic}:{tp.partition}"
+            now_ms = int(time.time() * 1000)
+            started = d.start_ms is not None and d.start_ms >= 0
+            parts = ",".join(f"{tp.topic}-{tp.partition}"
                              for tp in sorted(d.topic_partitions, key=lambda t: (t.topic, t.partition)))
-            for name, value in (("TransactionalId", d.transactional_id), ("State", d.state),
-                                ("ProducerId", d.producer_id), ("ProducerEpoch", d.producer_epoch),
-                                ("TimeoutMs", d.timeout_ms), ("StartTime", _when(d.start_ms)),
-                                ("Partitions", parts or "-"), ("Groups", ",".join(d.groups) or "-"),
-                                ("Coordinator", d.coordinator)):
-                click.echo(f"{name}: {value}")
+            rows.append([str(d.coordinator), d.transactional_id, str(d.producer_id), str(d.producer_epoch), d.state,
+                         str(d.timeout_ms), str(d.start_ms) if started else "None",
+                         str(now_ms - d.start_ms) if started else "None", parts])
+    pretty_table(["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
+                  "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs", "TopicPartitions"],
+                 rows)
 
 
 @transactions.command("abort")
-@click.option("--transactional-id", "transactional_id", required=True, help="the transaction's transactional.id")
+@click.option("--transactional-id", "transactional_id", default=None,
+              help="abort whatever this transactional.id has open; its producer is fenced")
+@click.option("--topic", "-t", default=None, help="as kafka-transactions abort: the partition's topic")
+@click.option("--partition", "-p", type=PARTITION, default=None, help="with --topic: the partition")
+@click.option("--start-offset", type=OFFSET, default=None, help="the first offset of the transaction to abort")
+@click.option("--producer-id", type=OFFSET, default=None, help="instead of --start-offset: the producer id")
+@click.option("--producer-epoch", type=EPOCH, default=None, help="with --producer-id")
+@click.option("--coordinator-epoch", type=OFFSET, default=None, help="with --producer-id")
 @click.pass_context
-def transactions_abort(ctx, transactional_id):
-    """Abort the open transaction of a transactional.id; its producer is fenced (the epoch is bumped)."""
+def transactions_abort(ctx, transactional_id, topic, partition, start_offset, producer_id, producer_epoch,
+                       coordinator_epoch):
+    """Abort an open transaction: by --transactional-id (its producer is fenced: the epoch is bumped),
+    or as kafka-transactions abort by --topic, --partition and --start-offset (or --producer-id,
+    --producer-epoch and --coordinator-epoch), exactly that transaction, printing nothing."""
+    if transactional_id is not None:
+        if topic is not None or partition is not None:
+            raise click.UsageError("give --transactional-id, or --topic and --partition, not both")
+        with open_admin(ctx) as admin:
+            producer_id, epoch = admin.abort_transaction(transactional_id).result()
+        click.echo(f"Aborted the transaction of {transactional_id}: producer id {producer_id} is now at epoch {epoch}.")
+        return
+    for name, value in (("--topic", topic), ("--partition", partition)):
+        if value is None:
+            raise click.UsageError(f"Missing option '{name}' (or give --transactional-id)")
+    if start_offset is None and producer_id is None:
+        _fail("The transaction to abort must be identified either with --start-offset (for brokers on 3.0 or "
+              "above) or with --producer-id, --producer-epoch, and --coordinator-epoch (for older brokers)")
+    if start_offset is None:
+        for name, value in (("--producer-epoch", producer_epoch), ("--coordinator-epoch", coordinator_epoch)):
+            if value is None:
+                _fail(f"Missing required argument {name}")
+    from broker.client import TopicPartition
+    from broker.client.txn_admin import TransactionHandle
+    tp = TopicPartition(topic, partition)
+    where = f"{topic}-{partition}"
     with open_admin(ctx) as admin:
-        producer_id, epoch = admin.abort_transaction(transactional_id).result()
-    click.echo(f"Aborted the transaction of {transactional_id}: producer id {producer_id} is now at epoch {epoch}.")
+        if start_offset is not None:
+            found = open_at(admin.describe_producers([tp])[tp].result(), start_offset)
+            if found is None:
+                _fail(f"Could not find any open transactions starting at offset {start_offset} on partition {where}")
+            producer_id, producer_epoch = found.producer_id, found.producer_epoch
+        txn_id = next((t.transactional_id for t in admin.list_transactions().result()
+                       if t.producer_id == producer_id), None)
+        held = None
+        if txn_id is not None:
+            try:
+                held = admin.describe_transactions([txn_id])[txn_id].result()
+            except TransactionalIdNotFoundError:
+                pass
+        if held is None or held.producer_id != producer_id or tp not in held.topic_partitions:
+            _fail(f"Failed to abort the transaction of producer id {producer_id} (epoch {producer_epoch}) on "
+                  f"partition {where}: no transaction coordinator holds it there, and Riverlog brokers take "
+                  "transaction markers only from coordinators")
+        admin.abort_transactions([TransactionHandle(txn_id, producer_id, producer_epoch)])[txn_id].result()
+
+
+def _fail(message: str):
+    """Kafka's ``printErrorAndExit``: the message on standard error, exit status 1."""
+    raise click.ClickException(message)
 
 
 @transactions.command("describe-producers")
@@ -150,4 +218,4 @@ def transactions_find_hanging(ctx, topic, partition, broker_id, max_transaction_
                     descriptions[txn_id] = future.result()
                 except TransactionalIdNotFoundError:
                     descriptions[txn_id] = None
-    table([HEADERS] + hanging_rows(found, ids, descriptions, now_ms))
+    pretty_table(HEADERS, hanging_rows(found, ids, descriptions, now_ms))

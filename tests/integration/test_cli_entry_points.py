@@ -16,7 +16,7 @@ ENTRY_POINTS = {
     "python -m broker": [sys.executable, "-m", "broker"],
     "python -m broker.cli": [sys.executable, "-m", "broker.cli"],
 }
-COMMANDS = {"broker", "cluster", "topics", "produce", "consume", "offsets", "delete-records", "groups",
+COMMANDS = {"broker", "cluster", "topics", "configs", "produce", "consume", "offsets", "delete-records", "groups", "metadata-quorum",
             "transactions", "connect", "streams"}
 
 

@@ -45,6 +45,13 @@ def test_describe_shows_committed_offsets_and_lag(cli, shared_broker, topic_name
     _produce(shared_broker.bootstrap, topic_name, 10)
     _commit(shared_broker.bootstrap, "lagging", topic_name, {0: 2, 1: 5})
     assert "lagging" in lines(cli("groups", "list").stdout)
+    # kafka-consumer-groups --list --state [STATES]: Kafka's GROUP STATE table, filtered by state
+    listed = [line.split() for line in lines(cli("groups", "list", "--state", "empty,Stable").stdout)]
+    assert listed[0] == ["GROUP", "STATE"] and ["lagging", "Empty"] in listed[1:], listed
+    assert ["lagging", "Empty"] not in [line.split() for line in lines(cli("groups", "list", "--state",
+                                                                           "Stable").stdout)]
+    bad = cli("groups", "list", "--state", "Sleepy", check=False)
+    assert bad.returncode == 2 and "Invalid state list 'Sleepy'. Valid states are: " in bad.stderr, bad.stderr
     rows = _rows(cli("groups", "describe", "lagging").stdout)
     assert [r[:6] for r in rows] == [["lagging", topic_name, "0", "2", "5", "3"],
                                     ["lagging", topic_name, "1", "5", "5", "0"]]
@@ -56,12 +63,19 @@ def test_describe_members_of_a_running_group(cli, shared_broker, topic_name):
     c.subscribe([topic_name])
     try:
         wait_until(lambda: c.poll(0.05) is None and len(c.assignment()) == 2, 30, 0.01, "an assignment")
-        out = cli("groups", "describe", "running", "--members").stdout
-        assert "Stable" in out and "pod-3" in out and f"{topic_name}:0,{topic_name}:1" in out, out
+        # Kafka's --members --verbose view: GROUP CONSUMER-ID GROUP-INSTANCE-ID HOST CLIENT-ID #PARTITIONS ASSIGNMENT
+        out = lines(cli("groups", "describe", "running", "--members", "--verbose").stdout)
+        assert out[0] == "" and out[1].split() == ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID",
+                                                   "#PARTITIONS", "ASSIGNMENT"], out
+        row = out[2].split()
+        assert (row[0], row[2], row[5], row[6]) == ("running", "pod-3", "2", f"{topic_name}(0,1)"), out
+        offsets = _rows(cli("groups", "describe", "running").stdout)
+        assert [r[2] for r in offsets] == ["0", "1"] and {r[6] for r in offsets} == {row[1]}, offsets
+        assert len(offsets[0]) == 9, offsets      # ... LAG CONSUMER-ID HOST CLIENT-ID
         # Kafka's --state view: GROUP, COORDINATOR (ID), ASSIGNMENT-STRATEGY, STATE, #MEMBERS
         out = lines(cli("groups", "describe", "running", "--state").stdout)
-        assert out[0].split() == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"], out
-        row = out[1].split()
+        assert out[1].split() == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"], out
+        row = out[2].split()
         assert row[0] == "running" and row[1].startswith("127.0.0.1:") and row[-2:] == ["Stable", "1"], out
         refused = cli("groups", "reset-offsets", "running", "--topic", topic_name, "--to-earliest", "--execute",
                       check=False)
@@ -84,6 +98,14 @@ def test_reset_offsets_dry_run_then_execute(cli, shared_broker, topic_name):
         return {int(r[2]): int(r[3]) for r in _rows(cli("groups", "reset-offsets", "resetting", "--topic", topic_name,
                                                         *how).stdout)}
     assert plan("--to-earliest") == {0: 0, 1: 0}
+    # printOffsetsToReset: stdout holds only the plan (an empty line, the header, the rows), as a
+    # script reads it; without --dry-run the warning goes to stderr, with it there is none
+    implicit = cli("groups", "reset-offsets", "resetting", "--topic", f"{topic_name}:1", "--to-latest")
+    assert [line.split() for line in lines(implicit.stdout)] == [
+        [], ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], ["resetting", topic_name, "1", "7"]], implicit.stdout
+    assert "No action will be performed as the --execute option is missing" in implicit.stderr, implicit.stderr
+    explicit = cli("groups", "reset-offsets", "resetting", "--topic", f"{topic_name}:1", "--to-latest", "--dry-run")
+    assert explicit.stdout == implicit.stdout and explicit.stderr == "", explicit.stderr
     assert plan("--to-latest") == {0: 7, 1: 7}
     assert plan("--shift-by", "-2") == {0: 4, 1: 4}
     assert plan("--to-offset", "100") == {0: 7, 1: 7}   # clamped to the log end
@@ -140,9 +162,11 @@ def test_describe_all_groups_state_and_offsets_views(cli, shared_broker, topic_n
     assert [topic_name, "0", "1", "5", "4"] in [r[1:6] for r in every if r[0] == "viewed-a"], every
     assert {r[0] for r in every} >= {"viewed-a", "viewed-b"}, every
     assert cli("groups", "describe", "viewed-a", "--offsets").stdout == cli("groups", "describe", "viewed-a").stdout
-    states = lines(cli("groups", "describe", "--all-groups", "--state").stdout)
-    assert states[0].split()[:3] == ["GROUP", "COORDINATOR", "(ID)"], states
-    assert {r.split()[0]: r.split()[-2:] for r in states[1:]}.get("viewed-b") == ["Empty", "0"], states
+    described = cli("groups", "describe", "--all-groups", "--state")
+    states = lines(described.stdout)          # per group, as Kafka's printStates: "", header, row
+    assert states[1].split()[:3] == ["GROUP", "COORDINATOR", "(ID)"], states
+    assert {r.split()[0]: r.split()[-2:] for r in states[2::3]}.get("viewed-b") == ["Empty", "0"], states
+    assert "Consumer group 'viewed-b' has no active members." in described.stderr, described.stderr
     missing = cli("groups", "describe", "viewed-missing", "--state", check=False)
     assert missing.returncode == 0 and "Consumer group 'viewed-missing' does not exist." in missing.stderr
     for bad, why in (((), "takes one of these options: --all-groups"),

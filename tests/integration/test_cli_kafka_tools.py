@@ -277,6 +277,11 @@ def test_topics_hide_only_internal_topics_and_if_exists_flags(cli, shared_broker
     gone = cli("topics", "delete", f"{topic_name}-never", "--if-exists")
     assert gone.stdout == "" and gone.returncode == 0
     assert cli("topics", "delete", f"{topic_name}-never", check=False).returncode == 1
+    # TopicCommand: --if-exists on --alter and --describe makes a missing topic no error, and no output
+    for quiet in (("alter", f"{topic_name}-never", "--add-config", "retention.ms=1", "--if-exists"),
+                  ("describe", f"{topic_name}-never", "--if-exists")):
+        res = cli("topics", *quiet, check=False)
+        assert (res.returncode, res.stdout, res.stderr) == (0, "", ""), (quiet, res.stdout, res.stderr)
     assert cli("topics", "delete", user, "--if-exists").stdout.strip() == f"Deleted topic {user}."
 
 

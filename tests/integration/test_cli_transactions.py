@@ -4,7 +4,9 @@ describe-producers find it holding the last stable offset back; abort ends it an
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 
+from broker.cli import main
 from broker.client import OFFSET_BEGINNING, AdminClient, Consumer, Producer, TopicPartition
 from broker.errors import InvalidTxnStateError, ProducerFencedError, TransactionalIdNotFoundError
 from tests.conftest import wait_until
@@ -56,8 +58,20 @@ def _read(bootstrap: str, topic: str, partition: int, level: str, last: bytes) -
     return out
 
 
+def _kafka_table(text: str) -> list[list[str]]:
+    """ToolsUtils.prettyPrintTable's lines: each value padded, then a tab."""
+    out = lines(text)
+    assert all(line.endswith("\t") for line in out), out
+    return [[v.strip() for v in line.split("\t")[:-1]] for line in out]
+
+
 def _fields(text: str) -> dict[str, str]:
-    return dict(line.split(": ", 1) for line in lines(text) if ": " in line)
+    """``describe``'s table (kafka-transactions describe) of one transactional.id, by column."""
+    header, row = _kafka_table(text)
+    assert header == ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
+                      "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs",
+                      "TopicPartitions"], header
+    return dict(zip(header, row))
 
 
 def _producers(text: str) -> dict[int, dict]:
@@ -79,9 +93,10 @@ def _producers(text: str) -> dict[int, dict]:
 
 
 def _listed(text: str) -> dict[str, list[str]]:
-    rows = [line.split() for line in lines(text)]
-    assert rows[0] == ["TRANSACTIONAL-ID", "PRODUCER-ID", "STATE", "COORDINATOR"], rows
-    return {r[0]: r[1:] for r in rows[1:]}
+    """``list``'s table (kafka-transactions list) as {transactional.id: [producer id, state, coordinator]}."""
+    rows = _kafka_table(text)
+    assert rows[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"], rows
+    return {r[0]: [r[2], r[3], r[1]] for r in rows[1:]}
 
 
 def test_cli_finds_and_aborts_a_hanging_transaction(cli, shared_broker, topic_name):
@@ -95,9 +110,10 @@ def test_cli_finds_and_aborts_a_hanging_transaction(cli, shared_broker, topic_na
         pid = listed[txn_id][0]
 
         described = _fields(cli("transactions", "describe", txn_id).stdout)
-        assert (described["State"], described["ProducerId"], described["ProducerEpoch"]) == ("Ongoing", pid, "0")
-        assert described["Partitions"] == f"{topic_name}:0", described
-        assert described["StartTime"] != "-" and described["StartTime"].startswith("20"), described
+        assert (described["TransactionState"], described["ProducerId"], described["ProducerEpoch"]) == \
+            ("Ongoing", pid, "0")
+        assert described["TopicPartitions"] == f"{topic_name}-0", described
+        assert int(described["CurrentTransactionStartTimeMs"]) > 0 and int(described["TransactionDurationMs"]) >= 0
 
         held = _producers(cli("transactions", "describe-producers", "--topic", topic_name).stdout)
         assert (held[0]["lso"], held[0]["hw"]) == (1, 4), held
@@ -113,14 +129,15 @@ def test_cli_finds_and_aborts_a_hanging_transaction(cli, shared_broker, topic_na
         # kafka-transactions find-hanging: old enough (timeout 0) but its coordinator holds the
         # partition in an Ongoing transaction, so it is not hanging: the header alone
         found = cli("transactions", "find-hanging", "--topic", topic_name, "--max-transaction-timeout", 0).stdout
-        assert lines(found) == ["Topic  Partition  ProducerId  ProducerEpoch  CoordinatorEpoch  StartOffset  "
-                                "LastTimestamp  Duration(min)"], found
+        assert _kafka_table(found) == [["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch",
+                                        "StartOffset", "LastTimestamp", "Duration(min)"]], found
 
         aborted = cli("transactions", "abort", "--transactional-id", txn_id).stdout
         assert f"producer id {pid} is now at epoch 1" in aborted, aborted
 
         described = _fields(cli("transactions", "describe", "--transactional-id", txn_id).stdout)   # Kafka's spelling
-        assert (described["State"], described["ProducerEpoch"]) == ("CompleteAbort", "1"), described
+        assert (described["TransactionState"], described["ProducerEpoch"]) == ("CompleteAbort", "1"), described
+        assert described["TopicPartitions"] == "", described
         assert _listed(cli("transactions", "list").stdout)[txn_id][1] == "CompleteAbort"
 
         held = _producers(cli("transactions", "describe-producers", "--topic", topic_name,
@@ -177,5 +194,47 @@ def test_admin_client_transaction_methods(shared_broker, topic_name):
                 admin.describe_transactions([f"no-such-{topic_name}"])[f"no-such-{topic_name}"].result(30)
         with pytest.raises(ProducerFencedError):
             producer.abort_transaction(10)
+    finally:
+        producer.close(5)
+
+
+def test_cli_aborts_by_partition_and_start_offset_as_kafka_transactions(cli, shared_broker, topic_name):
+    """``kafka-transactions abort --topic T --partition P --start-offset O``: the open transaction
+    starting at O on T-P is aborted, nothing printed; Kafka's messages and exit status 1 otherwise."""
+    bootstrap, txn_id = shared_broker.bootstrap, f"by-offset-{topic_name}"
+    create_topic(bootstrap, topic_name, partitions=1)
+    _plain(bootstrap, topic_name, [b"before"])                                   # offset 0
+    producer = _open_transaction(bootstrap, txn_id, topic_name, [b"t0", b"t1"])  # offsets 1-2, open
+    tp = TopicPartition(topic_name, 0)
+    where = ("--topic", topic_name, "--partition", "0")
+    try:
+        unnamed = cli("transactions", "abort", *where, check=False)
+        assert unnamed.returncode == 1 and "identified either with --start-offset" in unnamed.stderr, unnamed.stderr
+        no_epoch = cli("transactions", "abort", *where, "--producer-id", "1", "--producer-epoch", "0", check=False)
+        assert (no_epoch.returncode, lines(no_epoch.stderr)) == \
+            (1, ["Error: Missing required argument --coordinator-epoch"]), no_epoch.stderr
+        wrong = cli("transactions", "abort", *where, "--start-offset", "2", check=False)
+        assert wrong.returncode == 1 and lines(wrong.stderr) == [
+            f"Error: Could not find any open transactions starting at offset 2 on partition {topic_name}-0"], \
+            wrong.stderr
+
+        # kafka-transactions list --duration-filter: only transactions running longer than that many ms
+        def listed_after(ms):
+            result = CliRunner().invoke(main, ["-b", bootstrap, "transactions", "list", "--duration-filter", ms])
+            assert result.exit_code == 0, result.output
+            return _listed(result.stdout)
+        assert listed_after("0")[txn_id][1] == "Ongoing"
+        assert txn_id not in listed_after("3600000")
+
+        aborted = cli("transactions", "abort", *where, "--start-offset", "1")
+        assert aborted.stdout == "", aborted.stdout
+        with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+            p = admin.describe_producers([tp])[tp].result(30)
+            assert (p.last_stable_offset, p.high_watermark, p.open_transactions) == (4, 4, []), p
+            assert admin.describe_transactions([txn_id])[txn_id].result(30).state == "CompleteAbort"
+        _plain(bootstrap, topic_name, [b"after"])
+        assert _read(bootstrap, topic_name, 0, "read_committed", b"after") == [b"before", b"after"]
+        with pytest.raises(InvalidTxnStateError):     # its transaction was ended under it
+            producer.commit_transaction(10)
     finally:
         producer.close(5)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.cli.hanging_transactions import HEADERS, candidates, hanging_rows
+from broker.cli.hanging_transactions import HEADERS, candidates, hanging_rows, open_at
 from broker.client import TopicPartition
 from broker.client.txn_admin import ActiveProducer, PartitionProducers, TransactionDescription
 
@@ -42,3 +42,12 @@ def test_hanging_when_no_coordinator_knows_it_or_its_transaction_lacks_the_parti
                     ["t", "0", "4", "0", "-1", "11", str(OLD), "15"]]
     assert HEADERS == ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
                        "LastTimestamp", "Duration(min)"]
+
+
+def test_abort_by_start_offset_names_the_producer_whose_open_transaction_starts_there():
+    """kafka-transactions abort --start-offset: only an open transaction (a start offset) matches."""
+    described = producers(ActiveProducer(1, 0, 5, OLD, -1), ActiveProducer(2, 3, 5, OLD, 7), ActiveProducer(3, 0, 5, OLD, 9))
+    assert (open_at(described, 7).producer_id, open_at(described, 7).producer_epoch) == (2, 3)
+    assert open_at(described, 9).producer_id == 3
+    assert open_at(described, 8) is None
+    assert open_at(described, -1) is None      # a producer without an open transaction is never named
