@@ -9,7 +9,9 @@ asks with its current producer id and epoch; the coordinator bumps only if that 
 pair, and otherwise answers ``ProducerFenced``: a fenced producer can never obtain the epoch of
 the instance that fenced it. ``last_producer_id``/``last_epoch`` remember the pair such a bump
 replaced, so a retry whose answer was lost gets the same epoch again instead of being fenced; an
-``init_transactions`` by a new instance or an abort by the coordinator clears them.
+``init_transactions`` by a new instance, an abort by the coordinator, or a transaction opened under
+the new epoch clears them: from then on the old pair is fenced, as in Kafka, so two instances that
+shared an epoch are never both handed the next one.
 
 States (Kafka's, :class:`TransactionState`): ``Empty`` → ``Ongoing`` (partitions or a group were
 added) → ``PrepareCommit`` or ``PrepareAbort`` (the decision is durable; markers are being written)
@@ -159,7 +161,10 @@ class TransactionShard:
 
         ``expected``: the (producer id, epoch) of a producer asking for its own next epoch
         (KIP-360); refused with ``ProducerFenced`` unless it is the current pair (or the pair the
-        last such bump replaced: a retry, answered with the current epoch and no change)."""
+        last such bump replaced: a retry, answered with the current epoch and no change, until that
+        epoch opens a transaction). While a transaction of the producer id is being completed the
+        answer is ``ConcurrentTransactions`` whatever the epoch, as Kafka's
+        ``prepareInitProducerIdTransit`` looks at the state first."""
         if not 0 < timeout_ms <= self.max_timeout_ms:
             raise InvalidTxnTimeoutError(f"transaction.timeout.ms={timeout_ms} must be within "
                                          f"(0, {self.max_timeout_ms}] (transaction.max.timeout.ms)")
@@ -168,18 +173,21 @@ class TransactionShard:
             meta = self.txns[txn_id] = TransactionMetadata(txn_id, new_producer_id(), 0, timeout_ms)
             return meta, self._record(meta, now_ms), False
         if expected is not None and expected != (meta.producer_id, meta.producer_epoch):
-            if meta.last_epoch >= 0 and expected == (meta.last_producer_id, meta.last_epoch):
-                if meta.state in PREPARED:
-                    raise ConcurrentTransactionsError(
-                        f"transactional.id '{txn_id}' is completing its last transaction")
-                if meta.producer_epoch > MAX_EPOCH and meta.state != ONGOING:  # fenced with the last epoch
+            retry = meta.last_epoch >= 0 and expected == (meta.last_producer_id, meta.last_epoch)
+            if meta.state in PREPARED and (retry or expected[0] == meta.producer_id):
+                # Kafka checks the state before the epoch: wait, then the retry is judged.
+                raise ConcurrentTransactionsError(
+                    f"transactional.id '{txn_id}' is completing its last transaction")
+            if retry and meta.state != ONGOING:  # (Ongoing: a record written before _begin forgot the pair)
+                if meta.producer_epoch > MAX_EPOCH:  # fenced with the last epoch
                     self._rotate(meta, new_producer_id)
                     return meta, self._record(meta, now_ms), False
                 return meta, [], False
             raise ProducerFencedError(
                 f"transactional.id '{txn_id}': producer id {expected[0]} epoch {expected[1]} was fenced; "
                 f"producer id {meta.producer_id} epoch {meta.producer_epoch} has taken over (a newer "
-                "instance called init_transactions, or the coordinator aborted a transaction)")
+                "instance called init_transactions, the coordinator aborted a transaction, or the epoch "
+                "it was bumped to has started a transaction since)")
         if meta.state in PREPARED:
             raise ConcurrentTransactionsError(f"transactional.id '{txn_id}' is completing its last transaction")
         abort_first = meta.state == ONGOING
@@ -218,8 +226,13 @@ class TransactionShard:
         return self._record(meta, now_ms)
 
     def add_group(self, txn_id: str, producer_id: int, epoch: int, group_id: str, now_ms: int) -> list[Record]:
+        """As :meth:`add_partitions` (Kafka's AddOffsetsToTxn adds the group's offsets partition):
+        a group already in the open transaction is answered without a write."""
         meta = self._current(txn_id, producer_id, epoch)
+        was_open = meta.state == ONGOING
         self._begin(meta, now_ms)
+        if was_open and group_id in meta.groups:
+            return []
         meta.groups.add(group_id)
         return self._record(meta, now_ms)
 
@@ -229,6 +242,10 @@ class TransactionShard:
         meta.move(ONGOING)
         if opening:
             meta.partitions, meta.groups, meta.start_ms = set(), set(), now_ms
+            # The bumped epoch is in use: a retry of the bump is now a late copy or another instance
+            # that shared the old epoch, and is fenced (Kafka: the fence of an Ongoing transaction,
+            # then ``lastProducerEpoch`` no longer matches; after it completes, it is the epoch's own).
+            meta.last_producer_id, meta.last_epoch = -1, -1
 
     def end(self, txn_id: str, producer_id: int, epoch: int, commit: bool, now_ms: int) -> tuple:
         """Returns (meta, records, markers_needed). A retried end of the last transaction with the

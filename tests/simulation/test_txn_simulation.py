@@ -47,6 +47,10 @@ DEPOSED_RETRIES = ops(("init", 6), ("add", 12), ("produce", 12), ("fault", 4), (
 BUMP_RETRY_THEN_TIMEOUT = ops(("init", 6), ("bump", 3), ("bump", 0), ("add", 12), ("tick", 4), ("commit", 3),
                               ("bump", 0))
 
+#: A KIP-360 bump, then the bumped epoch opens a transaction; a late copy of the bump (the replaced
+#: pair) is PRODUCER_FENCED, and the open transaction is untouched.
+LATE_BUMP_RETRY = ops(("init", 6), ("bump", 3), ("add", 12), ("bump", 0))
+
 
 def replay(history) -> Sim:
     trace: list[str] = []
@@ -74,6 +78,7 @@ def test_the_coordinator_follows_the_model_for_every_seed():
 @example(EXHAUSTED_WHILE_OPEN)
 @example(DEPOSED_RETRIES)
 @example(BUMP_RETRY_THEN_TIMEOUT)
+@example(LATE_BUMP_RETRY)
 def test_drawn_histories_follow_the_model(history):
     replay(history)
 
@@ -90,6 +95,9 @@ def test_pinned_histories_reach_what_they_are_about():
     sim = replay(BUMP_RETRY_THEN_TIMEOUT)
     assert (sim.stats.kip360_bumps, sim.stats.kip360_retries, sim.stats.timeouts) == (1, 1, 1), sim.stats
     assert sim.stats.zombies_fenced == 2, sim.stats
+    sim = replay(LATE_BUMP_RETRY)
+    assert (sim.stats.kip360_bumps, sim.stats.late_retries_fenced, sim.stats.kip360_retries) == (1, 1, 0), sim.stats
+    assert sim.stats.aborted_on_init == 0 and sim.instances["a"][-1][1] == 1, sim   # nothing handed out
 
 
 def test_a_history_replays_identically():

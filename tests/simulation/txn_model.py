@@ -7,7 +7,8 @@ expiry) with the differences ``docs/transactions.md`` documents: ``EndTxn`` of a
 transaction succeeds; ``InitProducerId`` over an open transaction answers, once the abort is
 complete, the epoch the abort used; ``EndTxn`` answers once the markers are written; a KIP-360 bump
 is refused (``PRODUCER_FENCED``) unless it carries the current pair, or the pair the last bump
-replaced (a retry: the same answer, no change); the epoch a fence takes beyond the last
+replaced while the new epoch has opened no transaction (a retry: the same answer, no change; Kafka
+would also abort a transaction open then); the epoch a fence takes beyond the last
 (``MAX_EPOCH + 1``) only ends the open transaction, then a new producer id follows.
 
 A model's errors are the classes the coordinator must raise; a new producer id is ``"new"`` until
@@ -40,6 +41,9 @@ class Stats:
     aborted_on_init: int = 0          # a new instance found a transaction open
     kip360_bumps: int = 0
     kip360_retries: int = 0           # the pair a bump replaced asked again: same answer
+    late_retries_fenced: int = 0      # ... asked after the bumped epoch opened a transaction: fenced
+    stale_bumps_waited: int = 0       # a stale epoch's bump while markers were pending: CONCURRENT first
+    group_readded: int = 0            # AddOffsetsToTxn of a group already in the transaction: no write
     zombies_fenced: int = 0
     commits: int = 0
     retried_ends: int = 0             # EndTxn of a completed transaction, same outcome: success
@@ -76,6 +80,7 @@ class M:
     updated: int = -1
     last: tuple = (-1, -1)
     serial: int = -1                   # the model's name of the open/last transaction
+    spent_last: tuple = (-1, -1)       # a bump's replaced pair, once its epoch opened a transaction (stats)
 
     def view(self) -> tuple:
         prepared = self.state.startswith("Prepare")
@@ -157,14 +162,17 @@ class ReferenceModel:
             self.model[txn_id] = m = M(self._new_producer_id(), 0, timeout, updated=now)
             return m
         if expected is not None and expected != (m.pid, m.epoch):
-            if m.last != (-1, -1) and expected == m.last:
+            retry = m.last != (-1, -1) and expected == m.last
+            if m.state.startswith("Prepare") and (retry or expected[0] == m.pid):
+                self.stats.stale_bumps_waited += not retry
+                raise ConcurrentTransactionsError   # Kafka looks at the state before the epoch
+            if retry:
                 self.stats.kip360_retries += 1
-                if m.state.startswith("Prepare"):
-                    raise ConcurrentTransactionsError
-                if m.epoch > MAX_EPOCH and m.state != "Ongoing":
+                if m.epoch > MAX_EPOCH:
                     self._rotate(m)
                     m.updated = now
                 return m
+            self.stats.late_retries_fenced += expected == m.spent_last
             raise ProducerFencedError
         if m.state.startswith("Prepare"):
             raise ConcurrentTransactionsError
@@ -192,6 +200,8 @@ class ReferenceModel:
         if not was_open:
             m.state, m.parts, m.groups, m.start = "Ongoing", frozenset(), frozenset(), now
             m.serial = next(self.serials)
+            if m.last != (-1, -1):   # the bumped epoch is in use: a retry of the bump is fenced from now on
+                m.spent_last, m.last = m.last, (-1, -1)
         return was_open
 
     def model_add(self, txn_id, pid, epoch, parts, now):
@@ -208,7 +218,9 @@ class ReferenceModel:
         m = self._identified(txn_id, pid, epoch)
         if m.state.startswith("Prepare"):
             raise ConcurrentTransactionsError
-        self._begin(m, now)
+        if self._begin(m, now) and group in m.groups:
+            self.stats.group_readded += 1
+            return   # already in the open transaction: nothing written (as AddPartitionsToTxn)
         m.groups |= {group}
         m.updated = now
 

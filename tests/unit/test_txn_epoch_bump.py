@@ -50,12 +50,13 @@ def test_after_a_bump_a_new_instance_or_a_coordinator_abort_ends_the_retry_of_th
     shard.add_partitions("app", pid, 3, [("t", 0)], 1)
     meta, _ = shard.abort("app", 2)                         # timeout: epoch 4 fences epoch 3
     assert meta.state == PREPARE_ABORT and meta.producer_epoch == 4
+    for pair in ((pid, 2), (pid, 3), (pid, 4)):             # every epoch waits for the abort (Kafka's
+        with pytest.raises(ConcurrentTransactionsError):    # order: the state before the epoch)
+            init(shard, pair)
+    shard.complete("app", 3)
     for stale in ((pid, 2), (pid, 3)):
         with pytest.raises(ProducerFencedError):
             init(shard, stale)
-    with pytest.raises(ConcurrentTransactionsError):        # the current epoch waits for the abort
-        init(shard, (pid, 4))
-    shard.complete("app", 3)
     assert init(shard, (pid, 4))[0].producer_epoch == 5
 
 
