@@ -17,9 +17,10 @@ schema they are planned against) alone, computed before anything is written:
 A replay plans the same changes (those the table did not hold before the batch) against the schema
 the batch committed: it holds the planned columns under the planned types, so the same changes misfit.
 
-:func:`added_defaults` and :func:`arrived_defaults` give the Connect ``default`` of each column a
-batch adds: the table's rows get it (a rewrite), and so do the rows the batch's changes from before
-the column arrived write (:func:`default_before`).
+:func:`added_defaults` and :func:`arrived_defaults` give the Connect ``default`` a column had when it
+arrived (in the schema of the first change that has it): the table's rows get it (a rewrite), and so
+do the rows the batch's changes from before the column arrived write (:func:`default_before`), also
+when the batch runs again after its rewrite committed.
 """
 from __future__ import annotations
 
@@ -106,27 +107,37 @@ def misfits(table: str, changes: list[Change], schema: pa.Schema, key_columns, s
 
 
 def added_defaults(evolution: Evolution, changes: list) -> dict:
-    """The Connect ``default`` of each column the batch adds to an existing table, from the first
-    change (by position) whose schema has it; a default the column cannot hold is left out."""
-    out = {}
+    """The Connect ``default`` of each column the batch adds to an existing table (the table's rows
+    get it in a rewrite): see :func:`first_defaults`."""
+    return {n: v for n, (_, v) in first_defaults(evolution, changes).items() if n in evolution.added}
+
+
+def arrived_defaults(evolution: Evolution, changes: list) -> dict:
+    """Per column with a Connect ``default``: (the position of the first change that has it, the
+    default). PostgreSQL gave the default to every row the table held then, also the rows the
+    batch's earlier changes (sent without the column) wrote. Taken from the changes alone, not from
+    whether the table has the column yet: a batch run again after its rewrite committed (a commit
+    conflict, a crash) finds the column there and still gives those rows the default."""
+    return first_defaults(evolution, changes)
+
+
+def first_defaults(evolution: Evolution, changes: list) -> dict:
+    """Per column of the planned schema: (position, default) of the first change (by position)
+    whose row has it, when that change's schema gives it a default, as ``ADD COLUMN … DEFAULT``
+    gave the rows then; a default set later (``ALTER COLUMN … SET DEFAULT``) is no default of the
+    rows before, as in PostgreSQL. A default the column cannot hold is left out."""
+    out, seen = {}, set()
     for c in sorted(changes, key=lambda c: c.position):
-        for name in evolution.added:
-            if name not in out and name in c.defaults:
+        for name in c.row:
+            if name in seen or name not in evolution.schema.names:
+                continue
+            seen.add(name)
+            if name in c.defaults:
                 try:
                     pa.array([c.defaults[name]], evolution.schema.field(name).type)
                 except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, ValueError):
                     continue
-                out[name] = c.defaults[name]
-    return out
-
-
-def arrived_defaults(evolution: Evolution, changes: list) -> dict:
-    """Per column the batch adds with a Connect ``default``: (the position of the first change
-    that has it, the default). PostgreSQL gave the default to every row the table held then, also
-    the rows the batch's earlier changes (sent without the column) wrote."""
-    out = {}
-    for name, value in added_defaults(evolution, changes).items():
-        out[name] = (min(c.position for c in changes if name in c.row), value)
+                out[name] = (c.position, c.defaults[name])
     return out
 
 
