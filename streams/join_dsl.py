@@ -195,10 +195,17 @@ class _MergeOpts(dict):
                 t._enable_old_values()
 
 
+def _keys_windowed(table) -> bool:
+    """A windowed aggregation's table, or a table of its stream (``toStream().toTable()``, whose key
+    serde is the windowed one): its keys are ``Windowed``."""
+    from streams.serdes_windowed import TimeWindowedSerde
+    return table._windowed is not None or isinstance(table.key_serde, TimeWindowedSerde)
+
+
 def table_table(this, other, kind: str, joiner_arg, named=None, materialized=None):
     from streams.ktable import KTable
     from streams.table_join import JoinResultGetter, TableJoinMerger, TableTableJoin, value_getter
-    if (this._windowed is None) != (other._windowed is None):
+    if _keys_windowed(this) != _keys_windowed(other):
         raise TopologyError("a windowed table joins another windowed table (their keys are Windowed): "
                             "window both, or join the tables before windowing")
     j = make_joiner(joiner_arg, f"{kind} joiner")
@@ -232,8 +239,9 @@ def table_table(this, other, kind: str, joiner_arg, named=None, materialized=Non
                                              "getter": JoinResultGetter(kind, this_get, other_get, j)},
               key_serde=this.key_serde, value_serde=spec.value_serde if spec else None)
     # GraphGraceSearchUtil: a suppress(untilWindowCloses) after the join waits the larger grace
-    windowed = None if this._windowed is None else max((this._windowed, other._windowed),
-                                                       key=lambda w: w.closeGraceMs())
+    # (a table of a windowed stream knows no windows of its own: the search walks up to them)
+    windowed = None if this._windowed is None or other._windowed is None else max(
+        (this._windowed, other._windowed), key=lambda w: w.closeGraceMs())
     return KTable(b, m, this.key_serde, m.value_serde, spec.name if spec else None, windowed)
 
 

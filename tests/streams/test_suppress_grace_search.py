@@ -155,3 +155,21 @@ def test_keys_that_are_not_windowed_keep_their_state_bytes(key, data):
     from streams.state_codec import decode_key, encode_key
     assert encode_key(key) == data
     assert decode_key(data) == key
+
+
+def test_a_windowed_table_joins_a_table_of_its_stream_and_the_join_is_suppressed_to_its_grace():
+    """Kafka keys both tables by ``Windowed``, so it joins them; the suppression after the join
+    finds the windows up either side."""
+    def joined(b, s):
+        counts = _counts(s, TUMBLING)
+        doubled = counts.toStream().mapValues(lambda v: 2 * v).toTable()
+        return counts.join(doubled, lambda c, d: c + d)
+    assert _run(joined, HISTORY) == [(k, 3 * v, t) for k, v, t in EXPECTED]
+
+
+def test_a_windowed_table_does_not_join_a_table_of_plain_keys():
+    b = StreamsBuilder()
+    s = b.stream("input", Consumed.with_(S, S))
+    plain = b.table("plain", Consumed.with_(S, L))
+    with pytest.raises(TopologyError, match="a windowed table joins another windowed table"):
+        _counts(s, TUMBLING).join(plain, lambda c, d: c + d)
