@@ -28,7 +28,7 @@ from connect.config import WorkerConfig
 from connect.errors import ConfigError, ConnectError
 from connect.states import TargetState
 from connect.storage_format import (ConfigView, OffsetView, Record, Status, StatusView, TopicStatus,
-                                    can_write_safely, connector_config_record, connector_removal_records,
+                                    can_write_safely, connector_config_records, connector_removal_records,
                                     offset_record, restart_request_record, status_record, target_state_record,
                                     task_config_records, topic_status_key, topic_status_record)
 
@@ -191,9 +191,10 @@ class ConnectStorage:
     # -------------------------------------------------------------------------------- configs
     def put_connector_config(self, name: str, properties: Mapping[str, str],
                              target_state: TargetState | None = None) -> None:
-        """Kafka's ``putConnectorConfig``: an initial target state (KIP-980) goes first."""
-        records = [target_state_record(name, target_state)] if target_state is not None else []
-        self._write(self.config_log, self.configs, records + [connector_config_record(name, properties)])
+        """Kafka's ``putConnectorConfig``: an initial target state (KIP-980) goes first, and the
+        committed task configs follow (:func:`connect.storage_format.connector_config_records`)."""
+        self._write(self.config_log, self.configs,
+                    connector_config_records(self.configs, name, properties, target_state))
 
     def remove_connector_config(self, name: str) -> None:
         self._write(self.config_log, self.configs, connector_removal_records(name))

@@ -95,6 +95,20 @@ def task_config_records(name: str, configs: list[Mapping[str, str]]) -> list[Rec
     return [task_config_record(name, i, c) for i, c in enumerate(configs)] + [commit_record(name, len(configs))]
 
 
+def connector_config_records(view: "ConfigView", name: str, properties: Mapping[str, str],
+                             target_state: TargetState | None = None) -> list[Record]:
+    """Kafka's ``putConnectorConfig`` (KIP-980's initial target state first), then a consistent set
+    of committed task configs again, so the last ``commit-<name>`` follows the last config: once
+    compacted, a commit ahead of its connector's config reads as a deleted connector's
+    (``processTasksCommitRecord``) and a paused connector would come back without tasks."""
+    records = [target_state_record(name, target_state)] if target_state is not None else []
+    records.append(connector_config_record(name, properties))
+    tasks = view.tasks(name)
+    if name in view.task_counts and name not in view.inconsistent and len(tasks) == view.task_counts[name]:
+        records += task_config_records(name, tasks)
+    return records
+
+
 @dataclass(frozen=True)
 class RestartRequest:
     connector: str

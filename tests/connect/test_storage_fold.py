@@ -6,9 +6,9 @@ import pytest
 from connect.errors import DataError
 from connect.states import ConnectorState, TargetState
 from connect.storage_format import (ConfigView, OffsetView, Status, StatusView, can_write_safely, commit_record,
-                                    connector_config_record, connector_removal_records, fold, offset_record,
-                                    restart_request_record, status_record, target_state_record, task_config_record,
-                                    task_config_records)
+                                    connector_config_record, connector_config_records, connector_removal_records,
+                                    fold, offset_record, restart_request_record, status_record, target_state_record,
+                                    task_config_record, task_config_records)
 
 pytestmark = pytest.mark.unit
 C = ConnectorState
@@ -155,3 +155,47 @@ def test_offset_keys_of_other_shapes_are_ignored(key):
     view = OffsetView()
     view.apply(key, b'{"lsn":1}')
     assert view.offsets in ({}, {"pg": {}})
+
+
+def _compacted(records):
+    """Kafka's log cleaner over the whole log: the latest record of each key, in log order."""
+    last = {key: i for i, (key, _) in enumerate(records)}
+    return [r for i, r in enumerate(records) if last[r[0]] == i]
+
+
+class _MemoryLog:
+    """connect-configs in memory, for :class:`ConnectStorage`'s writes."""
+    topic, partitions = "connect-configs", 1
+
+    def __init__(self):
+        self.records = []
+
+    def send(self, records):
+        self.records.extend(records)
+
+
+def test_a_config_update_keeps_the_task_commit_after_the_config_through_compaction():
+    """A paused connector's config is written again with its task configs unchanged; once
+    compacted, its tasks must still be read back (a commit read before its connector's config
+    counts as a deleted connector's, as in Kafka's ``processTasksCommitRecord``)."""
+    from connect.config import WorkerConfig
+    from connect.storage import ConnectStorage
+    storage = ConnectStorage(WorkerConfig.parse({"bootstrap.servers": "unused:9092", "group.id": "g"}))
+    storage.config_log = log = _MemoryLog()
+    storage.put_connector_config("pg", {"v": "1"})
+    storage.put_task_configs("pg", [{"t": "0"}, {"t": "1"}])
+    storage.put_target_state("pg", TargetState.PAUSED)
+    storage.put_connector_config("pg", {"v": "2"})
+    reread = fold(ConfigView(), _compacted(log.records))
+    assert reread.connector_configs["pg"] == {"v": "2"}
+    assert reread.tasks("pg") == [{"t": "0"}, {"t": "1"}]
+    assert reread.target_state("pg") == TargetState.PAUSED
+
+
+def test_a_config_write_repeats_only_a_consistent_task_set():
+    view = fold(ConfigView(), [connector_config_record("pg", {}), task_config_record("pg", 1, {}),
+                               commit_record("pg", 2)])
+    assert "pg" in view.inconsistent
+    assert connector_config_records(view, "pg", {"v": "2"}, TargetState.STOPPED) == [
+        target_state_record("pg", TargetState.STOPPED), connector_config_record("pg", {"v": "2"})]
+    assert connector_config_records(ConfigView(), "new", {}) == [connector_config_record("new", {})]
