@@ -88,6 +88,16 @@ def _bounds(admin: AdminClient, topic: str, partitions: list[int], timeout: floa
     return {p: tuple(v) for p, v in out.items()}
 
 
+def apply_changelog_record(backing: DictBacking, key: bytes, value: bytes | None) -> None:
+    """One changelog record onto the backing a query rebuilds: the key's latest entry, a
+    tombstone (None) removing it, so a deleted key is never seen."""
+    decoded = decode_key(key)
+    if value is None:
+        backing.data.pop(decoded, None)
+    else:
+        backing.data[decoded] = decode_value(value)
+
+
 def _read_partition(c: Consumer, topic: str, p: int, start: int, end: int, timeout: float) -> DictBacking:
     """Partition ``p`` from ``start`` until the position reaches ``end``. Transaction markers and
     aborted records move the position without a record, so the position, not the last record
@@ -106,11 +116,7 @@ def _read_partition(c: Consumer, topic: str, p: int, start: int, end: int, timeo
             reached = max(reached, m.offset() + 1)
             if m.offset() >= end:     # committed after the read began: the next query shows it
                 continue
-            key = decode_key(m.key())
-            if m.value() is None:
-                backing.data.pop(key, None)
-            else:
-                backing.data[key] = decode_value(m.value())
+            apply_changelog_record(backing, m.key(), m.value())
         reached = max(reached, c.position([TopicPartition(topic, p)])[0].offset)
         if reached > position:
             position, deadline = reached, time.monotonic() + timeout

@@ -32,6 +32,8 @@ def _order(key):
     return (1, key) if isinstance(key, str) else (2, key)
 
 
+_TYPES = {"keyValue": "ReadOnlyKeyValueStore", "window": "ReadOnlyWindowStore", "session": "ReadOnlySessionStore"}
+
 INVALID_RANGE_WARNING = ("Returning empty iterator for fetch with invalid key range: from > to. This may be due "
                          "to range arguments set in the wrong order, or serdes that don't preserve ordering when "
                          "lexicographically comparing the serialized bytes. Note that the built-in numerical serdes "
@@ -58,6 +60,14 @@ class ReadOnlyStore:
             return v
         from streams.table_store import ValueAndTimestamp
         return ValueAndTimestamp(*v) if self._ts else v[0]
+
+    def _need(self, method: str, *kinds: str) -> None:
+        """Refuse a method the store's read-only type does not have (``ReadOnlyWindowStore`` has no
+        ``range``), which would otherwise answer from entries of another shape."""
+        if self._kind not in kinds:
+            readers = " or ".join(_TYPES[k] for k in kinds)
+            raise TypeError(f"{method}() is a method of {readers}; {self.name} is a {self._kind} store "
+                            f"({_TYPES[self._kind]})")
 
     @staticmethod
     def _key(key):
@@ -88,6 +98,7 @@ class ReadOnlyStore:
         return [(k, self._plain(v)) for s in self._stores for k, v in s.all()]
 
     def get(self, key):
+        self._need("get", "keyValue")
         key = self._key(key)
         for s in self._stores:
             v = s.get(key)
@@ -107,9 +118,11 @@ class ReadOnlyStore:
 
     def range(self, from_key=None, to_key=None) -> list:
         """Key-value stores: entries with ``from_key <= key <= to_key`` by key (None: open bound)."""
+        self._need("range", "keyValue")
         return self._ordered(self._entries(), lambda e: e[0], from_key, to_key)
 
     def reverseRange(self, from_key=None, to_key=None) -> list:
+        self._need("reverseRange", "keyValue")
         return self.range(from_key, to_key)[::-1]
 
     def reverseAll(self) -> list:
@@ -125,8 +138,7 @@ class ReadOnlyStore:
             raise ValueError("prefix cannot be null")
         if prefixKeySerializer is None:
             raise ValueError("prefixKeySerializer cannot be null")
-        if self._kind != "keyValue":
-            raise TypeError(f"prefixScan reads a key-value store; {self.name} is a {self._kind} store")
+        self._need("prefixScan", "keyValue")
         head = bytes(prefixKeySerializer.serialize(prefix))
         serde = self._key_serde or prefixKeySerializer
         found = []
@@ -148,6 +160,7 @@ class ReadOnlyStore:
         timeTo)`` ``(Windowed, value)`` pairs by key, then start (None: an open key bound).
         Session stores (``ReadOnlySessionStore``): ``fetch(key)`` every session of the key,
         ``fetch(keyFrom, keyTo)`` those of the keys in the range, by key, then end."""
+        self._need("fetch", "window", "session")
         if self._kind == "session":
             if len(args) == 1:
                 return self.findSessions(args[0], -(2 ** 63), 2 ** 63 - 1)
@@ -172,11 +185,21 @@ class ReadOnlyStore:
                         f"(keyFrom, keyTo, timeFrom, timeTo), got {len(args)} arguments")
 
     def backwardFetch(self, *args) -> list:
+        """``fetch`` in reverse; a window store has no ``backwardFetch(key, time)`` (one value)."""
+        if self._kind == "window" and len(args) == 2:
+            raise TypeError("window store backwardFetch takes (key, timeFrom, timeTo) or "
+                            "(keyFrom, keyTo, timeFrom, timeTo), got 2 arguments")
         return self.fetch(*args)[::-1]
+
+    def backwardAll(self) -> list:
+        """Window stores: ``all()`` in reverse (Kafka's ``ReadOnlyWindowStore.backwardAll``)."""
+        self._need("backwardAll", "window")
+        return self.all()[::-1]
 
     def fetchAll(self, time_from, time_to) -> list:
         """Window stores: every key's windows that start in [time_from, time_to] as
         ``(Windowed, value)``, by start, then key (Kafka's ``fetchAll``)."""
+        self._need("fetchAll", "window")
         lo, hi = _ms(time_from), _ms(time_to)
         return sorted(self._ordered([(w, v) for w, v in self._entries() if lo <= w.start <= hi], lambda e: e[0].key),
                       key=lambda e: e[0].start)
@@ -188,6 +211,7 @@ class ReadOnlyStore:
         """``findSessions(key, earliestSessionEndTime, latestSessionStartTime)``, or with a key
         range ``findSessions(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime)``
         (by key, then end; None: an open key bound)."""
+        self._need("findSessions", "session")
         if len(args) == 3:
             key, earliest, latest = self._key(args[0]), _ms(args[1]), _ms(args[2])
             return [e for s in self._stores for e in s.find_sessions(key, earliest, latest)]
@@ -203,6 +227,7 @@ class ReadOnlyStore:
 
     def fetchSession(self, key, session_start, session_end):
         """Session stores: the aggregate of ``key``'s session [start, end], or None."""
+        self._need("fetchSession", "session")
         key = self._key(key)
         for s in self._stores:
             v = s.fetch_session(key, _ms(session_start), _ms(session_end))
@@ -227,4 +252,6 @@ class ReadOnlyVersionedStore:
             found = s.get_record(key, as_of)
             if found is not None:
                 return found
+        if as_of is not None and any(as_of < s._observed() - s.history for s in self._stores):
+            log.warning("Returning null for expired get.")      # RocksDBVersionedStore.get's warning
         return None
