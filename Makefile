@@ -38,6 +38,7 @@ test-simulation: $(STAMP)
 
 soak: $(STAMP)
 	RIVERLOG_SIM_SEEDS=$${RIVERLOG_SIM_SEEDS:-50000} $(PY) -m pytest tests/simulation -p no:cacheprovider
+	HYPOTHESIS_PROFILE=explore $(PY) -m pytest tests/unit tests/streams tests/connect -p no:cacheprovider -q
 	RIVERLOG_READINESS_RUNS=$${RIVERLOG_READINESS_RUNS:-50} $(PY) -m pytest tests/integration/test_readiness.py -p no:cacheprovider
 
 test-integration: $(STAMP)

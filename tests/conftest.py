@@ -20,6 +20,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # children and notebook kernels it starts (they inherit this environment), get 120 s.
 os.environ.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", "120")
 
+# Property tests draw the same examples on every run (a failure is a change, never a draw's luck);
+# HYPOTHESIS_PROFILE=explore draws new ones, as `make soak` does with more seeds.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("riverlog", derandomize=True)
+_hypothesis_settings.register_profile("explore", derandomize=False)
+_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "riverlog"))
+
 
 def wait_until(condition, timeout: float = 20.0, interval: float = 0.02, message: str = "condition"):
     """Poll ``condition`` until it returns something truthy; fail the test at the deadline."""

@@ -28,26 +28,34 @@ def bounded_disorder(draw, jitter: int = 6):
     return events
 
 
-def expected_stream_stream(events, kind: str, before: int, after: int) -> Counter:
-    """Every pair within the window joins once; an unmatched record of an outer side is emitted
+def expected_stream_stream(events, kind: str, before: int, after: int, grace: int = 6) -> Counter:
+    """Every pair within the window joins once while the earlier record is still in its side's
+    window store (Kafka's retention, before + after + grace: a record at or before that store's
+    largest timestamp minus the retention is gone); an unmatched record of an outer side is emitted
     once with null — at arrival if its window had already closed by stream time (Kafka emits such
     a record at once), else if nothing matched it later."""
+    retention = before + after + grace
+
     def window(e, o):          # does o (other side) fall in e's join window?
         lo, hi = (e[3] - before, e[3] + after) if e[0] == "L" else (e[3] - after, e[3] + before)
         return o[0] != e[0] and o[1] == e[1] and lo <= o[3] <= hi
+
+    def kept(j, i):            # is events[j] still in its side's store when events[i] arrives?
+        observed = max(x[3] for x in events[:i] if x[0] == events[j][0])
+        return events[j][3] > observed - retention
 
     out = Counter()
     stream_time = -1
     outer_sides = {"inner": "", "left": "L", "outer": "LR"}[kind]
     for i, e in enumerate(events):
         stream_time = max(stream_time, e[3])
-        earlier = [o for o in events[:i] if window(e, o)]
+        earlier = [o for j, o in enumerate(events[:i]) if window(e, o) and kept(j, i)]
         for o in earlier:
             left, right = (e, o) if e[0] == "L" else (o, e)
             out[(e[1], show(left[2], right[2]), max(e[3], o[3]))] += 1
         if e[0] in outer_sides and not earlier:
             time_to = e[3] + (after if e[0] == "L" else before)
-            later = [o for o in events[i + 1:] if window(e, o)]
+            later = [o for j, o in enumerate(events[i + 1:], i + 1) if window(e, o) and kept(i, j)]
             if time_to < stream_time or not later:
                 pair = show(e[2], None) if e[0] == "L" else show(None, e[2])
                 out[(e[1], pair, e[3])] += 1
@@ -68,6 +76,15 @@ def test_stream_stream_joins_match_the_declarative_model(events, kind, before, a
         got.update(t.step(side, key, value, ts))
     got.update(r for r in t.step("L", "flush", "end", 10_000) if r[0] != "flush")
     assert got == expected_stream_stream(events, kind, before, after)
+
+
+def test_a_record_gone_from_its_window_store_joins_nothing():
+    """The other side's record is older than its store's retention (0 + 0 + 6) when the late one
+    arrives: Kafka's window store no longer returns it."""
+    events = [("L", "a", "1@0", 0), ("L", "a", "1@1", 2), ("L", "a", "1@2", 3), ("L", "a", "1@3", 3),
+              ("L", "a", "1@4", 6), ("R", "a", "1@5", 0)]
+    assert not expected_stream_stream(events, "inner", 0, 0)
+    assert expected_stream_stream(events[:-2] + events[-1:], "inner", 0, 0)
 
 
 # ---------------------------------------------------------------------- stream–table
