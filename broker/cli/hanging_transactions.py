@@ -12,11 +12,14 @@ knows its producer id, or when the transaction its coordinator knows does not ho
 (so no marker will ever be written there). Rows carry Kafka's ``find-hanging`` columns.
 
 ``open_at`` is how ``kafka-transactions abort --start-offset`` names a transaction: the producer
-whose open transaction on the partition starts at that offset.
+whose open transaction on the partition starts at that offset. ``coordinator_holds`` decides how
+``abort`` ends it: through its coordinator when one holds it on that partition (its markers then
+reach every partition of the transaction, which stays atomic), else with an abort marker written
+at the partition itself (``AdminClient.abort_transaction(AbortTransactionSpec)``).
 """
 from __future__ import annotations
 
-__all__ = ["HEADERS", "candidates", "hanging_rows", "open_at"]
+__all__ = ["HEADERS", "candidates", "coordinator_holds", "hanging_rows", "open_at", "spec_text"]
 
 HEADERS = ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
            "LastTimestamp", "Duration(min)"]
@@ -52,3 +55,17 @@ def open_at(described, start_offset: int):
     ``start_offset`` (Kafka's ``AbortTransactionCommand.buildAbortSpec``), or None."""
     return next((a for a in described.active_producers
                  if a.current_txn_start_offset >= 0 and a.current_txn_start_offset == start_offset), None)
+
+
+def coordinator_holds(description, producer_id: int, topic: str, partition: int) -> bool:
+    """Whether a coordinator's transaction (its ``describe_transactions`` description, None when
+    no coordinator knows the transactional.id) is ``producer_id``'s and holds that partition: then
+    that coordinator will write its marker there, and an abort must go through it."""
+    return (description is not None and description.producer_id == producer_id
+            and (topic, partition) in {(tp.topic, tp.partition) for tp in description.topic_partitions})
+
+
+def spec_text(topic: str, partition: int, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> str:
+    """How Kafka's ``AbortTransactionSpec`` prints itself, for the command's error message."""
+    return (f"AbortTransactionSpec(topicPartition={topic}-{partition}, producerId={producer_id}, "
+            f"producerEpoch={producer_epoch}, coordinatorEpoch={coordinator_epoch})")

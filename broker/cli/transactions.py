@@ -9,8 +9,9 @@
 A transaction left open by a producer that is gone holds its partitions' last stable offset back
 until ``transaction.timeout.ms`` passes: ``read_committed`` consumers stall there.
 ``describe-producers`` shows which producer holds each partition (the first open transaction
-listed), and ``abort`` ends it now (as Kafka's kafka-transactions.sh abort); the producer that
-opened it is fenced.
+listed), and ``abort`` ends it now (as Kafka's kafka-transactions.sh abort): through its
+coordinator when one holds it, else (a hanging transaction, what ``find-hanging`` lists) with an
+abort marker written at the partition.
 """
 from __future__ import annotations
 
@@ -20,9 +21,11 @@ import time
 import click
 
 from broker.cli.common import ReportErrors, open_admin, partitions_of, pretty_table, table
-from broker.cli.hanging_transactions import HEADERS, candidates, hanging_rows, open_at
+from broker.cli.hanging_transactions import HEADERS, candidates, coordinator_holds, hanging_rows, open_at, spec_text
 from broker.cli.params import COUNT, EPOCH, NODE_ID, OFFSET, PARTITION
-from broker.errors import TransactionalIdNotFoundError
+from broker.errors import RiverlogError, TransactionalIdNotFoundError
+
+COORDINATOR_EPOCH = click.IntRange(-(2**31), 2**31 - 1)   # Kafka's int32
 
 
 @click.group(cls=ReportErrors)
@@ -95,13 +98,15 @@ def transactions_describe(ctx, transactional_ids, id_options):
 @click.option("--start-offset", type=OFFSET, default=None, help="the first offset of the transaction to abort")
 @click.option("--producer-id", type=OFFSET, default=None, help="instead of --start-offset: the producer id")
 @click.option("--producer-epoch", type=EPOCH, default=None, help="with --producer-id")
-@click.option("--coordinator-epoch", type=OFFSET, default=None, help="with --producer-id")
+@click.option("--coordinator-epoch", type=COORDINATOR_EPOCH, default=None,
+              help="with --producer-id; negative (find-hanging's -1): the producer's last one on the partition")
 @click.pass_context
 def transactions_abort(ctx, transactional_id, topic, partition, start_offset, producer_id, producer_epoch,
                        coordinator_epoch):
     """Abort an open transaction: by --transactional-id (its producer is fenced: the epoch is bumped),
     or as kafka-transactions abort by --topic, --partition and --start-offset (or --producer-id,
-    --producer-epoch and --coordinator-epoch), exactly that transaction, printing nothing."""
+    --producer-epoch and --coordinator-epoch), exactly that transaction, printing nothing: through
+    its coordinator when one holds it on that partition, else (hanging) by an abort marker there."""
     if transactional_id is not None:
         if topic is not None or partition is not None:
             raise click.UsageError("give --transactional-id, or --topic and --partition, not both")
@@ -120,15 +125,17 @@ def transactions_abort(ctx, transactional_id, topic, partition, start_offset, pr
             if value is None:
                 _fail(f"Missing required argument {name}")
     from broker.client import TopicPartition
+    from broker.client.admin_abort import AbortTransactionSpec
     from broker.client.txn_admin import TransactionHandle
     tp = TopicPartition(topic, partition)
-    where = f"{topic}-{partition}"
     with open_admin(ctx) as admin:
         if start_offset is not None:
             found = open_at(admin.describe_producers([tp])[tp].result(), start_offset)
             if found is None:
-                _fail(f"Could not find any open transactions starting at offset {start_offset} on partition {where}")
-            producer_id, producer_epoch = found.producer_id, found.producer_epoch
+                _fail(f"Could not find any open transactions starting at offset {start_offset} on partition "
+                      f"{topic}-{partition}")
+            # partitions do not report the coordinator epoch: -1 is the producer's last one there
+            producer_id, producer_epoch, coordinator_epoch = found.producer_id, found.producer_epoch, -1
         txn_id = next((t.transactional_id for t in admin.list_transactions().result()
                        if t.producer_id == producer_id), None)
         held = None
@@ -137,11 +144,16 @@ def transactions_abort(ctx, transactional_id, topic, partition, start_offset, pr
                 held = admin.describe_transactions([txn_id])[txn_id].result()
             except TransactionalIdNotFoundError:
                 pass
-        if held is None or held.producer_id != producer_id or tp not in held.topic_partitions:
-            _fail(f"Failed to abort the transaction of producer id {producer_id} (epoch {producer_epoch}) on "
-                  f"partition {where}: no transaction coordinator holds it there, and Riverlog brokers take "
-                  "transaction markers only from coordinators")
-        admin.abort_transactions([TransactionHandle(txn_id, producer_id, producer_epoch)])[txn_id].result()
+        if coordinator_holds(held, producer_id, topic, partition):
+            # its coordinator ends it: markers reach every partition of the transaction, which stays atomic
+            admin.abort_transactions([TransactionHandle(txn_id, producer_id, producer_epoch)])[txn_id].result()
+            return
+        # hanging: no coordinator will write its marker here, so write the abort marker at the partition
+        try:
+            admin.abort_transaction(AbortTransactionSpec(tp, producer_id, producer_epoch, coordinator_epoch)).result()
+        except RiverlogError as e:
+            spec = spec_text(topic, partition, producer_id, producer_epoch, coordinator_epoch)
+            _fail(f"Failed to abort transaction {spec}: {e.name}: {e.message}")
 
 
 def _fail(message: str):

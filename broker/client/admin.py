@@ -5,14 +5,15 @@
     fs["orders"].result()        # None, or raises the typed error (e.g. TopicAlreadyExistsError)
 
 The calls are split by concept: ``topic_admin.py``, ``config_admin.py``, ``records_admin.py``,
-``group_admin.py`` and ``txn_admin.py`` are mixed into :class:`AdminClient`; ``admin_fan_out.py``
-runs each call on the client's worker thread and completes its futures.
+``group_admin.py``, ``txn_admin.py`` and ``admin_abort.py`` are mixed into :class:`AdminClient`;
+``admin_fan_out.py`` runs each call on the client's worker thread and completes its futures.
 """
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from broker.client.admin_abort import AbortTransactionAdmin, AbortTransactionSpec  # noqa: F401 - Kafka's spec
 from broker.client.admin_arguments import (check_items, check_new_partitions, check_new_topic, check_options,
                                            check_topic_names)
 from broker.client.admin_fan_out import AdminFanOut, _error, _has_duplicate_partitions, _refused
@@ -128,7 +129,8 @@ class DescribeClusterResult:
     authorized_operations: list | None = None
 
 
-class AdminClient(ConsumerGroupAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin, RecordsAdmin, AdminFanOut):
+class AdminClient(ConsumerGroupAdmin, AbortTransactionAdmin, TransactionAdmin, TopicAdmin, ConfigAdmin, RecordsAdmin,
+                  AdminFanOut):
     """Topics, partitions, configs, offsets, groups and transactions, as confluent-kafka's
     ``AdminClient``: every call returns futures at once and runs in the background, in the order
     the calls were made.

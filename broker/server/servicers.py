@@ -5,7 +5,8 @@ Handlers are plain calls (``handlers.py``, ``group_handlers.py``, ``txn_handlers
 acks=all produces, DeleteRecords) are awaited on the loop and hold no thread; small reads and
 appends whose partition locks are free run on the loop itself, the rest on a thread pool. The
 client listener answers ``BrokerNotAvailable`` until its broker serves, and refuses what belongs
-on the inter-broker listener (follower fetches, transaction markers).
+on the inter-broker listener (follower fetches, and transaction markers other than an administrator's abort:
+see ``admin_markers.py``).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from broker.errors import (BrokerNotAvailableError, ClusterAuthorizationFailedEr
 from broker.proto import riverlog_pb2 as pb
 from broker.proto import riverlog_pb2_grpc as pb_grpc
 from broker.protocol import CoordinatorType
+from broker.server.admin_markers import refusal, write_admin_abort
 from broker.server.group_handlers import GroupHandlers
 from broker.server.handlers import Handlers
 from broker.server.internal import InternalHandlers
@@ -232,9 +234,11 @@ class ClientServicer(pb_grpc.RiverlogServicer):
 
     async def WriteTxnMarkers(self, request, context):
         if not self.inter_broker:
-            raise ClusterAuthorizationFailedError(
-                "WriteTxnMarkers is sent by transaction coordinators to the inter-broker listener; "
-                "clients end transactions with EndTxn")
+            # an administrator's abort of a hanging transaction (kafka-transactions abort): ABORT only
+            reason = refusal(request)
+            if reason is not None:
+                raise ClusterAuthorizationFailedError(reason)
+            return await self.run(lambda r: write_admin_abort(self.h.broker, r), request)
         return await self.run(self._txns().write_markers, request)
 
 
