@@ -25,6 +25,7 @@ from broker.client.model import (ConsumerGroupState, ConsumerGroupType, Election
                                  ThrottleEvent, TopicCollection, TopicDescription, TopicPartitionInfo, Uuid)
 from broker.client.producer import Producer
 from broker.client.serializing import DeserializingConsumer, SerializingProducer
+from broker.client.admin_abort import AbortTransactionSpec
 from broker.client.txn_admin import (ActiveProducer, OpenTransaction, PartitionProducers, TransactionDescription,
                                      TransactionHandle, TransactionListing)
 from broker.client.version import libversion, version
@@ -45,7 +46,7 @@ __all__ = [
     "SerializingProducer", "TIMESTAMP_CREATE_TIME", "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE",
     "TopicCollection", "TopicDescription", "TopicMetadata", "TopicPartition", "TopicPartitionInfo",
     "ValueDeserializationError", "ValueSerializationError",
-    "ActiveProducer", "OpenTransaction", "PartitionProducers", "TransactionDescription", "TransactionListing",
+    "AbortTransactionSpec", "ActiveProducer", "OpenTransaction", "PartitionProducers", "TransactionDescription", "TransactionListing",
     "ExactlyOnce", "CONSUMER_CONFIG", "PRODUCER_CONFIG", "TransactionHandle",
     "ConcurrentModificationException", "IllegalStateException", "ThrottleEvent", "Uuid", "consistent", "fnv1a",
     "libversion", "murmur2", "version",
