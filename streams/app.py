@@ -107,8 +107,7 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpo
         topics = self.topology.source_topics(self.app, sub)
         ckpt = self._checkpoint(sub)
         owner_file = os.path.join(ckpt, OWNER_FILE)
-        self._discard_unusable_checkpoint(sub)
-        fresh = not os.path.exists(owner_file)
+        fresh, owner = self._claim(sub)
         reader = (self.spark.readStream.format("riverlog")
                   .option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
                   .option("subscribe", ",".join(topics)).option("includeHeaders", "true"))
@@ -123,15 +122,10 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpo
             # a batch cut by the limit is cut at one timestamp across the task's topics
             reader = reader.option("alignByTimestamp", str(len(set(topics) - globals_) > 1).lower())
         if fresh:
-            generation = self._next_generation(sub)
             reader = reader.option("startingOffsets", json.dumps(self._committed(topics)))
             os.makedirs(ckpt, exist_ok=True)
             if os.path.exists(os.path.join(ckpt, "offsets")):
                 raise StreamsError(f"checkpoint {ckpt} has offsets but no owner file; delete the directory")
-            owner = self._owner(sub, generation)
-        else:
-            with open(owner_file) as f:
-                owner = f.read().strip()
         df = reader.load()
         p = spark_plan.plan(sub, self.decode_in_spark)
         combine = self._combine(sub) if sub.stateful and p.sink is None else None
@@ -184,6 +178,16 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpo
                 f.write(owner)
         return query
 
+    def _claim(self, sub: SubTopology) -> tuple[bool, str]:
+        """(fresh, exactly-once owner id) of ``sub``'s query: an unusable checkpoint is discarded
+        first; without a checkpoint the query takes a new generation, else it keeps the checkpoint's."""
+        self._discard_unusable_checkpoint(sub)
+        owner_file = os.path.join(self._checkpoint(sub), OWNER_FILE)
+        if not os.path.exists(owner_file):
+            return True, self._owner(sub, self._next_generation(sub))
+        with open(owner_file) as f:
+            return False, f.read().strip()
+
     def _to_tasks(self, df, sub: SubTopology, keys: tuple[int, ...]):
         """Rows grouped by task: a task's own partition, and every row of a global table's topic
         copied to each task; column ``partition`` becomes the task's placement key
@@ -204,8 +208,9 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpo
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         self._create_internal_topics()
         self._subs = list(self.runnable())
-        for sub in self._subs:
-            self.queries.append(self._start(sub))
+        with self._generations_read_once():
+            for sub in self._subs:
+                self.queries.append(self._start(sub))
         readers = [(self._checkpoint(sub), {self.topology.topic(self.app, n, t) for n in sub.sources if n.internal
                                             for t in n.topics}) for sub in self._subs]
         self.purger = RepartitionPurger(self.client, [r for r in readers if r[1]],
@@ -213,7 +218,8 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpo
 
     def _restart_query(self, i: int) -> None:
         """Start sub-topology ``i``'s query again (its failed batch is replayed from the checkpoint)."""
-        self.queries[i] = self._start(self._subs[i])
+        with self._generations_read_once():
+            self.queries[i] = self._start(self._subs[i])
 
     def _stop_queries(self) -> None:
         if self.purger is not None:

@@ -3,10 +3,17 @@ checkpoint is a new generation, recorded in the compacted topic ``<application.i
 and writes under its own exactly-once owner id (``<application.id>-<sub-topology>-g<generation>``),
 so that batch ids may restart. With ``exactly_once_v2`` the previous generation's pending batch is
 finished first (:class:`~broker.client.ExactlyOnce`), so the state read back includes it.
+
+A start (and each query's restart) reads the topic once (:meth:`Generations._generations_read_once`):
+every sub-topology's checks use that read, plus the generations the start itself records since.
+That decides as a read per check: a sub-topology's key is read before this start writes it, and
+writes from a start on another ``state.dir`` at the same moment are not excluded by reading more
+often either (such a write may land just after any read, as after the last).
 """
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 from broker.client import Consumer, ExactlyOnce, Producer, TopicPartition
 from streams.errors import StreamsError
@@ -19,10 +26,31 @@ _READ_TIMEOUT_S = 60
 class Generations:
     """Needs ``app``, ``client`` and ``config`` (from StreamsApp)."""
 
+    _read_once = False                          # inside _generations_read_once()
+    _known: dict[str, int] | None = None        # what this start read, with what it recorded since
+
     # ------------------------------------------------------------------ generations
     @property
     def _generations_topic(self) -> str:
         return f"{self.app}-streams-generations"
+
+    @contextmanager
+    def _generations_read_once(self):
+        """Within: the topic is read at the first need only, and each generation recorded is added
+        to that read, so a start with many sub-topologies opens one consumer, not one per check."""
+        self._read_once, self._known = True, None
+        try:
+            yield
+        finally:
+            self._read_once, self._known = False, None
+
+    def _recorded(self) -> dict[str, int]:
+        """The generations the broker records: read now, or this start's read (see above)."""
+        if not self._read_once:
+            return self._generations()
+        if self._known is None:
+            self._known = self._generations()
+        return self._known
 
     def _generations(self) -> dict[str, int]:
         c = Consumer({**self.client, "group.id": f"{self.app}-generations-reader", "enable.auto.commit": False,
@@ -49,7 +77,7 @@ class Generations:
             c.close()
 
     def _next_generation(self, sub: SubTopology) -> int:
-        gens = self._generations()
+        gens = self._recorded()
         key = f"subtopology-{sub.id}"
         previous = gens.get(key)
         if previous is not None and self.config["processing.guarantee"] == EXACTLY_ONCE_V2:
@@ -59,6 +87,8 @@ class Generations:
         p.produce(self._generations_topic, key=key.encode(), value=str(generation).encode())
         if p.flush(30):
             raise StreamsError(f"could not record generation {generation} of {key} in {self._generations_topic}")
+        if self._known is not None:
+            self._known[key] = generation
         return generation
 
     def _finish_pending(self, owner: str) -> None:
@@ -83,5 +113,5 @@ class Generations:
         prefix = f"{self.app}-{sub.id}-g"
         if not owner.startswith(prefix) or not owner[len(prefix):].isdigit():
             return False
-        recorded = self._generations().get(f"subtopology-{sub.id}")
+        recorded = self._recorded().get(f"subtopology-{sub.id}")
         return recorded is not None and recorded > int(owner[len(prefix):])

@@ -52,3 +52,59 @@ def test_a_checkpoint_of_an_older_generation_than_the_broker_records_is_not_resu
     assert host2._next_generation(sub) == 2
     host1._discard_unusable_checkpoint(sub)            # and back: host1's checkpoint is behind the broker
     assert not os.path.exists(ckpt)
+
+
+class _Query:
+    def stop(self) -> None:
+        pass
+
+
+def _counted_reads(app: StreamsApp, monkeypatch) -> list[int]:
+    """``app``'s reads of the generations topic (one consumer each), counted; ``_start`` stops
+    after its checkpoint and generation decisions (``_claim``), which need no Spark."""
+    reads = [0]
+    read = app._generations
+
+    def counted():
+        reads[0] += 1
+        return read()
+    monkeypatch.setattr(app, "_generations", counted)
+    monkeypatch.setattr(app, "_start", lambda sub: (app._claim(sub), _Query())[1])
+    return reads
+
+
+def _three_subtopologies(bootstrap: str, state_dir) -> StreamsApp:
+    b = StreamsBuilder()
+    for topic in ("a", "b", "c"):
+        b.stream(topic, Consumed.with_(S, S)).groupByKey().count(Materialized.as_(f"counts-{topic}"))
+    return StreamsApp(b.build(), None, {"application.id": "once", "bootstrap.servers": bootstrap,
+                                        "state.dir": str(state_dir)})
+
+
+def test_a_start_reads_the_generations_once_and_decides_as_a_read_per_check(broker_factory, tmp_path, monkeypatch):
+    bootstrap = broker_factory().bootstrap
+    with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+        for f in admin.create_topics([NewTopic(t, 1, 1) for t in ("a", "b", "c")]).values():
+            f.result(30)
+    host1 = _three_subtopologies(bootstrap, tmp_path / "host1")
+    reads = _counted_reads(host1, monkeypatch)
+    host1._start_queries()                          # every sub-topology fresh: generation 1 each
+    subs = host1._subs
+    assert len(subs) == 3 and reads[0] == 1
+    host1._stop_queries()
+    host2 = _three_subtopologies(bootstrap, tmp_path / "host2")     # elsewhere: generation 2 each
+    host2._create_internal_topics()
+    for sub in subs:
+        assert host2._next_generation(sub) == 2
+    ckpts = [_checkpoint_of(host1, subs[0], 1), _checkpoint_of(host1, subs[1], 2)]
+    reads[0] = 0
+    host1._start_queries()      # sub 0's checkpoint superseded, sub 1's current, sub 2 fresh
+    assert reads[0] == 1
+    assert not os.path.exists(ckpts[0]) and os.path.exists(os.path.join(ckpts[1], OWNER_FILE))
+    assert host1._generations() == {f"subtopology-{subs[0].id}": 3, f"subtopology-{subs[1].id}": 2,
+                                    f"subtopology-{subs[2].id}": 3}
+    reads[0] = 0
+    host2._next_generation(subs[1])                 # another run records generation 3 of sub 1 ...
+    host1._restart_query(1)                         # ... which a later start of its query reads anew
+    assert reads[0] == 1 and not os.path.exists(ckpts[1])
+    host1._stop_queries()
