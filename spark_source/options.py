@@ -235,7 +235,7 @@ class SourceOptions:
     ending_by_timestamp: dict | None = None
     poll_timeout_ms: int = 120_000               # Spark's spark.network.timeout default
     fetch_offset_attempts: int = 3
-    fetch_offset_retry_interval_ms: int = 10
+    fetch_offset_retry_interval_ms: int = 1000   # Spark's readers' (its documentation says 10)
     max_offsets_per_trigger: int | None = None
     unlimited_topics: frozenset[str] = frozenset()   # read to their end in every batch, outside the rate limit
     align_by_timestamp: bool = False                 # a rate-limited cut moved back to one timestamp

@@ -20,10 +20,10 @@ from collections.abc import Collection, Iterable
 
 from broker.client.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, TopicPartition
 from broker.errors import KafkaError, KafkaException
+from broker.protocol import COOPERATIVE_ASSIGNORS
 
 TP = tuple[str, int]
 EAGER, COOPERATIVE = "EAGER", "COOPERATIVE"
-_COOPERATIVE_ASSIGNORS = {"cooperative-sticky"}
 _LOGICAL = {OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED, OFFSET_INVALID}
 _TAIL_BASE = -2000  # librdkafka's OFFSET_TAIL(n) is _TAIL_BASE - n
 
@@ -33,7 +33,7 @@ def rebalance_protocol(strategy: str) -> str:
     another entry of the list (the one every member supports), but the coordinator refuses a list
     that mixes eager and cooperative assignors, so every entry has the first one's protocol."""
     first = strategy.split(",")[0].strip().lower()
-    return COOPERATIVE if first in _COOPERATIVE_ASSIGNORS else EAGER
+    return COOPERATIVE if first in COOPERATIVE_ASSIGNORS else EAGER
 
 
 def check_method(protocol: str | None, incremental: bool, failed: str = "") -> None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from broker.client.partitioner import PARTITIONERS
 from broker.config import INT_MAX, ConfigDef, ConfigKey, at_least, between, one_of
 from broker.errors import InvalidConfigError, KafkaError
+from broker.protocol import assignment_strategies
 
 DEBUG_CONTEXTS = {
     "generic": ("broker.client",), "all": ("broker.client",),
@@ -298,7 +299,8 @@ CONSUMER_CONFIG = ConfigDef("consumer", _COMMON + [
     ConfigKey("session.timeout.ms", int, 45_000, "group session timeout", between(1, INT_MAX)),
     ConfigKey("max.poll.interval.ms", int, 300_000, "longest pause between polls in a group", between(1, INT_MAX)),
     ConfigKey("partition.assignment.strategy", str, "range",
-              "group assignor, run by the coordinator: range, roundrobin (eager) or cooperative-sticky"),
+              "group assignor, run by the coordinator: range, roundrobin (eager) or cooperative-sticky",
+              lambda v: assignment_strategies(v)[1]),
     ConfigKey("fetch.min.bytes", int, 1, "bytes a fetch waits for before answering", between(0, INT_MAX)),
     ConfigKey("fetch.max.wait.ms", int, 500, "longest a fetch waits for fetch.min.bytes", between(0, INT_MAX)),
     ConfigKey("fetch.max.bytes", int, 52_428_800, "largest fetch response", between(1, INT_MAX)),

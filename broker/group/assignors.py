@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from broker.errors import UnsupportedAssignorError
+from broker.protocol import COOPERATIVE_ASSIGNORS, assignment_strategies
 
 TP = tuple[str, int]
 Assignment = dict[str, set[TP]]
@@ -124,26 +125,16 @@ ASSIGNORS = {
     "roundrobin": roundrobin_assign,
     "cooperative-sticky": cooperative_sticky_assign,
 }
-COOPERATIVE = {"cooperative-sticky"}
+COOPERATIVE = set(COOPERATIVE_ASSIGNORS)
 
 
 def strategies(value: str) -> list[str]:
-    """A member's ``partition.assignment.strategy`` list, in its order of preference (empty: ``range``).
-
-    Every entry must name an assignor, and all must share one rebalance protocol: librdkafka refuses
-    a list mixing eager and cooperative assignors ("online migration between assignors with
-    different protocol types is not supported"), and the client picks its protocol from its list.
-    """
-    names = list(dict.fromkeys(n.strip().lower() for n in (value or "").split(",") if n.strip())) or ["range"]
-    unknown = [n for n in names if n not in ASSIGNORS]
-    if unknown:
-        raise UnsupportedAssignorError(
-            f"unknown partition.assignment.strategy {unknown[0]!r} in {value!r}; "
-            f"use one or more of {', '.join(sorted(ASSIGNORS))}")
-    if len({n in COOPERATIVE for n in names}) > 1:
-        raise UnsupportedAssignorError(
-            f"partition.assignment.strategy {value!r} mixes eager and cooperative assignors: all must have "
-            "the same protocol type (online migration between them is not supported)")
+    """A member's ``partition.assignment.strategy`` list, in its order of preference (empty:
+    ``range``); one naming no assignor, or mixing eager and cooperative ones, is refused
+    (:func:`broker.protocol.assignment_strategies`)."""
+    names, problem = assignment_strategies(value)
+    if problem is not None:
+        raise UnsupportedAssignorError(problem)
     return names
 
 

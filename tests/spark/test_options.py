@@ -90,7 +90,7 @@ def test_poll_timeout_and_fetch_offset_retries_are_read():
                  "fetchOffset.retryIntervalMs": "25"})
     assert (o.poll_timeout_ms, o.fetch_offset_attempts, o.fetch_offset_retry_interval_ms) == (700, 5, 25)
     d = parse()
-    assert (d.poll_timeout_ms, d.fetch_offset_attempts, d.fetch_offset_retry_interval_ms) == (120_000, 3, 10)
+    assert (d.poll_timeout_ms, d.fetch_offset_attempts, d.fetch_offset_retry_interval_ms) == (120_000, 3, 1000)
 
 
 @pytest.mark.unit

@@ -116,3 +116,19 @@ def test_error_cb_stats_cb_logger_and_debug_are_served_on_poll():
         target.removeHandler(handler)
     logging.getLogger("broker.client.transactions").debug("after close")
     assert len(records) == 1
+
+
+@pytest.mark.parametrize("value,why", [("bogus", "unknown partition.assignment.strategy 'bogus'"),
+                                       ("range,cooperative-sticky", "mixes eager and cooperative"),
+                                       ("roundrobin, sticky", "unknown partition.assignment.strategy 'sticky'")])
+def test_an_assignor_list_librdkafka_refuses_is_refused_when_the_consumer_is_made(value, why):
+    """rd_kafka_assignors_init refuses both at rd_kafka_new, not when the member joins."""
+    with pytest.raises(InvalidConfigError, match=why) as e:
+        client_config(CONSUMER_CONFIG, {"group.id": "g", "partition.assignment.strategy": value}, {})
+    assert '"partition.assignment.strategy"' in str(e.value)
+
+
+def test_assignor_lists_of_one_protocol_are_taken():
+    for value in ("range", "roundrobin,range", "cooperative-sticky", "RANGE"):
+        cfg = client_config(CONSUMER_CONFIG, {"group.id": "g", "partition.assignment.strategy": value}, {})
+        assert cfg["partition.assignment.strategy"] == value
