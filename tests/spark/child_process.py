@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 from spark_sink.crash_points import ENV as CRASH_ENV
 
@@ -49,26 +50,94 @@ def child_spark(app_name: str, shuffle_partitions: int = 2, warehouse: str | Non
     return builder.getOrCreate()
 
 
+# Set in a life started ahead (:func:`start_life`): :func:`run_streams_app` builds its SparkSession,
+# then waits for a line on stdin before it touches the broker or the state directory.
+GATE_ENV = "RIVERLOG_TEST_LIFE_GATE"
+READY = "waiting for its turn"
+
+
+class Life:
+    """A life's process started ahead of its turn: its cold start (the interpreter, PySpark, a JVM
+    and its SparkSession: about 7 s of a 30 s life, measured) overlaps the life before it, which
+    it waits for (:meth:`run`) before it reads or writes anything. Its crash point is armed from
+    its start, as a life's that is not started ahead."""
+
+    def __init__(self, args: list[str], log_path, crash: str | None, what: str):
+        env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
+        if crash is not None:
+            env[CRASH_ENV] = crash
+        env[GATE_ENV] = "1"
+        self.log_path, self.crash, self.what = log_path, crash, what
+        with open(log_path, "w") as log:
+            self.proc = subprocess.Popen([sys.executable, *args], env=env, stdin=subprocess.PIPE, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_ready(self, timeout_s: float = LIFE_TIMEOUT_S) -> None:
+        """Until its session is built (or it ended): the next life is started after this one's cold
+        start, not beside it (two cold starts at once slowed the first more than the second gained)."""
+        deadline = time.monotonic() + timeout_s
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            with open(self.log_path, errors="replace") as f:
+                if READY in f.read():
+                    return
+            time.sleep(0.1)
+
+    def run(self, timeout_s: float = LIFE_TIMEOUT_S) -> None:
+        """Let the life go, and wait for it as :func:`run_life`."""
+        try:
+            self.proc.stdin.write(b"go\n")
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass   # it ended already: its code and log say why
+        _wait_life(self.proc, self.log_path, self.crash, self.what, timeout_s)
+
+    def kill(self) -> None:
+        """A life that never got its turn (the test failed before it)."""
+        if self.proc.poll() is None:
+            _kill_group(self.proc)
+
+
+def start_life(args: list[str], log_path, crash: str | None, what: str) -> Life:
+    """``python args...`` started now, to :meth:`Life.run` later (a script that calls
+    :func:`wait_for_turn` once its session is built, as :func:`run_streams_app` does)."""
+    return Life(args, log_path, crash, what)
+
+
+def wait_for_turn() -> None:
+    """In a life started ahead (:class:`Life`): wait until the life before it has ended."""
+    if os.environ.get(GATE_ENV):
+        print(READY, flush=True)
+        sys.stdin.readline()
+
+
 def run_life(args: list[str], log_path, crash: str | None, what: str, timeout_s: float = LIFE_TIMEOUT_S) -> None:
     """Run ``python args...`` to its end, or until it dies with SIGKILL at ``crash`` (a crash
     point, see ``spark_sink.crash_points``); any other ending fails with the log's tail."""
-    env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in (CRASH_ENV, GATE_ENV)}
     if crash is not None:
         env[CRASH_ENV] = crash
     with open(log_path, "w") as log:
         proc = subprocess.Popen([sys.executable, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
+    _wait_life(proc, log_path, crash, what, timeout_s)
+
+
+def _kill_group(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the life's own group: a JVM left behind
+    except ProcessLookupError:
+        pass
+    proc.wait(10)
+
+
+def _wait_life(proc, log_path, crash: str | None, what: str, timeout_s: float) -> None:
     try:
         code = proc.wait(timeout_s)
     except subprocess.TimeoutExpired:
         code = None
     finally:
         if proc.poll() is None or crash is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)  # the life's own group: a JVM left behind
-            except ProcessLookupError:
-                pass
-            proc.wait(10)
+            _kill_group(proc)
     want = -signal.SIGKILL if crash is not None else 0
     if code != want:
         with open(log_path) as f:
@@ -97,6 +166,7 @@ def run_streams_app(app_name: str, shuffle_partitions: int, make_topology, confi
     spark = child_spark(app_name, shuffle_partitions, os.path.join(config["state.dir"], "..", "warehouse"))
     import spark_source
     spark_source.register(spark)
+    wait_for_turn()
     process_available(spark, make_topology(), config)
     print("processed", flush=True)
     spark.stop()

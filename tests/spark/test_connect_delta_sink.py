@@ -24,6 +24,7 @@ from broker.client import AdminClient, Consumer, NewTopic, Producer, TopicPartit
 from tests.conftest import ROOT, wait_until
 from tests.delta_cdc import Events, random_history, records_of, reference_history
 from tests.spark.connect_helpers import read_committed
+from tests.spark.connect_worker_process import GROUP
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -191,11 +192,14 @@ def _kill(proc) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_sigkill_between_the_delta_commit_and_the_group_commit(broker_factory, tmp_path):
+def test_sigkill_between_the_delta_commit_and_the_group_commit(spark, broker_factory, tmp_path):
     """The worker kills itself (``RIVERLOG_CRASH_AT=before_group_commit:0``) after batch 0 is in
     Delta and before the consumer group moved; restarted, it replays batch 0 as a no-op that still
     returns its dead letter: a record without a Connect schema whose value does not fit its column,
-    which the lost group-commit transaction was to write to the DLQ."""
+    which the lost group-commit transaction was to write to the DLQ. The restarted worker is not
+    killed: it runs in the test's session (a cold JVM's start is most of a short life), picking the
+    connector up from the connect topics and its checkpoint."""
+    from connect import Worker
     bootstrap, state, lake = own_broker(broker_factory), tmp_path / "state", str(tmp_path / "lake")
     txns, final = random_history(random.Random(23), keys=6, steps=30)
     records = records_of(Events(), txns)
@@ -217,13 +221,17 @@ def test_sigkill_between_the_delta_commit_and_the_group_commit(broker_factory, t
         assert [c["txn"][1] for c in first] == [0], first            # batch 0 is in Delta ...
         assert committed(bootstrap, name) <= 0                          # ... the group still at its start
 
-        proc = _start(bootstrap, state, connectors)                     # checkpoint kept: batch 0 replayed
-        wait_until(lambda: committed(bootstrap, name) == half + 1, 180, 0.3, "batch 0's group commit")
-        assert [(m.key(), m.value()) for m in read_committed(bootstrap, "dlq.customers")] == [
-            (unfit["key"], unfit["value"])]                             # the replay's dead letter
-        produce_records(bootstrap, records[half:])
-        wait_until(lambda: committed(bootstrap, name) == len(records) + 1, 180, 0.3, "every record applied")
-        _kill(proc)
+        # checkpoint kept: batch 0 replayed
+        worker = Worker(spark, {"bootstrap.servers": bootstrap, "group.id": GROUP, "state.dir": str(state)}).start()
+        try:
+            assert worker.connectors() == [name]                        # from the connect topics
+            wait_until(lambda: committed(bootstrap, name) == half + 1, 180, 0.3, "batch 0's group commit")
+            assert [(m.key(), m.value()) for m in read_committed(bootstrap, "dlq.customers")] == [
+                (unfit["key"], unfit["value"])]                         # the replay's dead letter
+            produce_records(bootstrap, records[half:])
+            wait_until(lambda: committed(bootstrap, name) == len(records) + 1, 180, 0.3, "every record applied")
+        finally:
+            worker.close()
 
         assert history(lake) == reference_history(txns)
         assert {r["id"]: {c: r[c] for c in ("id", "name", "note")} for r in rows(lake) if r["__is_current"]} == final

@@ -5,8 +5,9 @@ interpreter's output (through Kafka's record cache: each batch's latest update p
 stores for the whole input — nothing twice, nothing missing. The same holds where rows are
 combined with Arrow before a task (a windowed count per window, a table per key).
 
-A life that is killed runs in its own process (``streams_app_process.py``, its own SparkSession);
-one that is not runs in the test's session (a cold JVM's start is most of a short life). The
+A life that is killed runs in its own process (``streams_app_process.py``, its own SparkSession),
+started during the life before it and waiting for that life's end before it touches anything; one
+that is not runs in the test's session (a cold JVM's start is most of a short life). The
 crash is :mod:`spark_sink.crash_points` (``RIVERLOG_CRASH_AT=<point>:<batch>``), which kills the
 whole application (driver, JVM, Python workers) at that point of that batch."""
 from __future__ import annotations
@@ -24,7 +25,7 @@ from streams.topology import changelog_topic
 from tests.conftest import BrokerProcess, wait_until
 from tests.integration.test_retention_compaction import active_base, cleaned_up_to_the_active_segment
 from tests.spark import streams_app_process as app_process
-from tests.spark.child_process import process_available, run_life
+from tests.spark.child_process import Life, process_available, start_life
 from tests.spark.streams_app_process import APP, ORDER, combined_topology, topology
 from tests.streams.test_record_cache import is_subsequence
 
@@ -112,7 +113,7 @@ def oracle(tp, sources, records):
 
 # ------------------------------------------------------------------------------ the application's process
 class App:
-    """The application's topics and state directory, and its lives: each one process."""
+    """The application's topics and state directory, and its lives (a killed one in a process of its own)."""
 
     def __init__(self, servers: str, tmp_path, name: str, combined: bool = False):
         """``combined``: :func:`combined_topology`, its per-user count fed by a table of its own topic."""
@@ -133,16 +134,17 @@ class App:
         return ([changelog_topic(APP, s.name) for sub in subs for s in sub.stores]
                 + [meta_changelog(APP, s.id) for s in subs])
 
-    def run(self, crash: str | None = None, spark=None) -> None:
-        """One life: process everything available and exit, or die with SIGKILL at ``crash``; with
-        ``spark`` (no crash), in that session instead of a process of its own."""
+    def run(self, spark) -> None:
+        """A life that is not killed: process everything available in ``spark``, then close."""
         self.lives += 1
-        if spark is not None:
-            assert crash is None, "a life that is killed needs a process of its own"
-            process_available(spark, self.tp, app_process.config(self.servers, self.state))
-            return
-        run_life([SCRIPT, self.servers, self.state, self.source, self.out, self.wout, self.table_source],
-                 self.log_dir / f"life-{self.lives}.log", crash, f"life {self.lives}")
+        process_available(spark, self.tp, app_process.config(self.servers, self.state))
+
+    def start(self, crash: str) -> Life:
+        """A life that dies with SIGKILL at ``crash``, in a process of its own started now (it
+        builds its SparkSession) and let go by its ``.run()``."""
+        self.lives += 1
+        return start_life([SCRIPT, self.servers, self.state, self.source, self.out, self.wout, self.table_source],
+                          self.log_dir / f"life-{self.lives}.log", crash, f"life {self.lives}")
 
     def lose_checkpoint(self) -> None:
         shutil.rmtree(self.state)
@@ -197,24 +199,36 @@ LIVES = [("before_write", 1, "kept"), ("before_record", 2, "lost"), ("before_spa
 
 @pytest.mark.timeout(2400)
 def test_sigkill_at_each_commit_point_then_restart(spark, broker, tmp_path):
-    """One life per commit point, each killed there and the next one its restart; a last life
-    finishes. A crash is at the given batch or the first later one that reaches its point; ten
-    batches of input leave each crash ahead of the last. The application is the combined one: its
-    windowed count is counted per window with Arrow and its table keeps each key's last record of a
-    batch before its task, so the steps that combine rows are killed at every point too."""
+    """One life per commit point, each killed there and the next one its restart (each started
+    during the one before, and let go once that one is dead); a last life finishes. A crash is at
+    the given batch or the first later one that reaches its point; the four lives read at most five
+    batches of each source (the fourth is killed in its second batch from offset 18), so seven
+    batches of input leave each crash ahead of the last and two new batches to the last life. The
+    application is the combined one: its windowed count is counted per window with Arrow and its
+    table keeps each key's last record of a batch before its task, so the steps that combine rows
+    are killed at every point too."""
     from streams.app import StreamsApp
     app = App(broker.bootstrap, tmp_path, "crash", combined=True)
-    described = str(StreamsApp(app.tp, None, app_process.config(broker.bootstrap, app.state)).describe())
-    assert "counted per window with Arrow" in described and "each key's last record of a batch kept" in described
-    make_topics(broker.bootstrap, [*app.sources, app.out, app.wout], **{"retention.ms": "-1"})  # records from 2023
-    records = history(10 * app_process.MAX_OFFSETS_PER_TRIGGER)
-    for source in app.sources:
-        produce(broker.bootstrap, source, records)
-    for point, batch, checkpoint in LIVES:
-        app.run(crash=f"{point}:{batch}")
-        if checkpoint == "lost":
-            app.lose_checkpoint()
-    app.run(spark=spark)
+    crashes = [f"{point}:{batch}" for point, batch, _ in LIVES]
+    ahead = app.start(crashes[0])
+    try:
+        described = str(StreamsApp(app.tp, None, app_process.config(broker.bootstrap, app.state)).describe())
+        assert "counted per window with Arrow" in described and "each key's last record of a batch kept" in described
+        make_topics(broker.bootstrap, [*app.sources, app.out, app.wout], **{"retention.ms": "-1"})  # records from 2023
+        records = history(7 * app_process.MAX_OFFSETS_PER_TRIGGER)
+        for source in app.sources:
+            produce(broker.bootstrap, source, records)
+        for n, (_, _, checkpoint) in enumerate(LIVES):
+            life, ahead = ahead, None
+            life.wait_ready()
+            ahead = app.start(crashes[n + 1]) if n + 1 < len(LIVES) else None
+            life.run()
+            if checkpoint == "lost":
+                app.lose_checkpoint()
+    finally:
+        if ahead is not None:
+            ahead.kill()
+    app.run(spark)
     app.assert_equals_the_interpreter(records)
 
 
@@ -229,7 +243,7 @@ def test_a_lost_checkpoint_is_rebuilt_from_changelogs_the_cleaner_compacted(spar
                                                       "min.cleanable.dirty.ratio": "0.01"})
     records = history(8 * app_process.MAX_OFFSETS_PER_TRIGGER)
     produce(broker.bootstrap, app.source, records[:30])
-    app.run(spark=spark)
+    app.run(spark)
 
     per_user = changelog_topic(APP, "per-user")
     for topic in (changelog_topic(APP, s) for s in STORES):
@@ -241,5 +255,5 @@ def test_a_lost_checkpoint_is_rebuilt_from_changelogs_the_cleaner_compacted(spar
 
     app.lose_checkpoint()
     produce(broker.bootstrap, app.source, records[30:])
-    app.run(spark=spark)
+    app.run(spark)
     app.assert_equals_the_interpreter(records)
