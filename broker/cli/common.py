@@ -102,6 +102,17 @@ def open_admin(ctx):
     return AdminClient({"bootstrap.servers": ctx.obj["bootstrap"]})
 
 
+def alter_incrementally(admin, resource, to_add: dict, to_delete) -> None:
+    """``resource``'s configs set (``to_add``) and deleted (``to_delete``) in one
+    IncrementalAlterConfigs, as kafka-configs and kafka-topics --alter send them."""
+    from broker.client import AlterConfigOpType, ConfigEntry
+    for key, value in to_add.items():
+        resource.add_incremental_config(ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET))
+    for key in to_delete:
+        resource.add_incremental_config(ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE))
+    next(iter(admin.incremental_alter_configs([resource]).values())).result()
+
+
 def partitions_of(admin, topic: str) -> list[int]:
     """The topic's partition numbers, in order; raises the topic's error (e.g. it does not exist)."""
     info = admin.list_topics(topic).topics[topic]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import click
 
-from broker.cli.common import ReportErrors, open_admin
+from broker.cli.common import ReportErrors, alter_incrementally, open_admin
 from broker.cli.topics import parse_configs_to_add, parse_configs_to_delete
 
 ENTITY_TYPES = {"topics": ("topic", "DYNAMIC_TOPIC_CONFIG"), "brokers": ("broker", "DYNAMIC_BROKER_CONFIG"),
@@ -112,7 +112,7 @@ def _describe(ctx, entity_type: str, name: str | None, describe_all: bool) -> No
 
 
 def _alter(ctx, entity_type: str, name: str | None, add, delete) -> None:
-    from broker.client import AlterConfigOpType, ConfigEntry, ConfigResource
+    from broker.client import ConfigResource
     from broker.errors import InvalidConfigError
     singular, dynamic = ENTITY_TYPES[entity_type]
     if name is None:
@@ -130,9 +130,5 @@ def _alter(ctx, entity_type: str, name: str | None, add, delete) -> None:
         invalid = [k for k in to_delete if k not in entries or entries[k].source != dynamic]
         if invalid:                       # ConfigCommand.alterResourceConfig: fail, do not do nothing
             raise InvalidConfigError(f"Invalid config(s): {','.join(invalid)}")
-        for key, value in to_add.items():
-            resource.add_incremental_config(ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET))
-        for key in to_delete:
-            resource.add_incremental_config(ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE))
-        next(iter(admin.incremental_alter_configs([resource]).values())).result()
+        alter_incrementally(admin, resource, to_add, to_delete)
     click.echo(f"Completed updating config for {singular} {name}.")

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import click
 
-from broker.cli.common import ReportErrors, internal_topics, open_admin, pairs
+from broker.cli.common import ReportErrors, alter_incrementally, internal_topics, open_admin, pairs
 from broker.cli.params import PARTITION, PARTITION_COUNT, POSITIVE, REPLICA_ASSIGNMENT, REPLICATION_FACTOR
 from broker.cli.topic_description import PartitionInfo, Reports, TopicInfo, describe_lines
 from broker.cli.topic_partition_filter import TopicPartitionFilterError, include_list
@@ -228,7 +228,7 @@ def parse_configs_to_delete(values) -> list[str]:
 @click.pass_context
 def topics_alter(ctx, name, add, delete, partitions, replica_assignment, if_exists):
     """Grow a topic or change its config overrides (kafka-configs --alter for a topic)."""
-    from broker.client import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
+    from broker.client import ConfigResource, NewPartitions
     configs, keys = parse_configs_to_add(add), parse_configs_to_delete(delete)
     if replica_assignment and partitions is None:
         raise click.UsageError("--replica-assignment needs --partitions: it places the partitions added")
@@ -249,11 +249,7 @@ def topics_alter(ctx, name, add, delete, partitions, replica_assignment, if_exis
             click.echo(f"Topic {name} now has {partitions} partitions.")
             if not configs and not keys:
                 return
-        for key, value in configs.items():
-            resource.add_incremental_config(ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET))
-        for key in keys:
-            resource.add_incremental_config(ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE))
-        next(iter(admin.incremental_alter_configs([resource]).values())).result()
+        alter_incrementally(admin, resource, configs, keys)
     click.echo(f"Altered configs of topic {name}.")
 
 
