@@ -29,6 +29,7 @@ from connect.states import CONNECTOR, TASK, ConnectorState, Failures, TargetStat
 from connect.config import WorkerConfig
 from connect.storage import ConnectStorage
 from connect.storage_format import Status
+from tests.simulation.seeds import ModelFailure
 
 S, T = ConnectorState, TargetState
 NAMES = ("a", "b-c", "d")
@@ -39,10 +40,6 @@ OPS = ("create", "update", "pause", "resume", "stop", "restart", "delete", "task
        "worker_restart", "lost", "offsets")
 WEIGHTS = (3, 2, 2, 2, 2, 3, 1, 6, 2, 1, 1, 2)
 OP_POOL = tuple(i for i, w in enumerate(WEIGHTS) for _ in range(w))
-
-
-class ModelFailure(AssertionError):
-    pass
 
 
 @dataclass

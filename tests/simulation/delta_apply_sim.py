@@ -33,14 +33,11 @@ from spark_sink.delta import DeltaApply, delta_apply
 from spark_sink.delta.fold import Watermarks
 from spark_sink.delta.table import SinkTable
 from tests.delta_cdc import KAFKA_SCHEMA, PLACEHOLDER, Events
+from tests.simulation.seeds import ModelFailure
 
 TABLE = "public.t"
 DEFAULT_TIER = 5
 CONSISTENT_POINT = 100
-
-
-class ModelFailure(AssertionError):
-    """The table read back differs from the model (the message says how)."""
 
 
 @dataclasses.dataclass

@@ -33,6 +33,7 @@ from broker.group.assignors import strategies
 from broker.group.coordinator import PRODUCER_FENCE_RETENTION_MS, GroupShard
 from broker.group.group import STABLE, Committed
 from broker.group.offset_fetch import fetch_offsets
+from tests.simulation.seeds import ModelFailure
 
 G = "g"
 SESSION = 1_000
@@ -46,10 +47,6 @@ OPS = ("beat", "stale_beat", "leave", "crash", "restart", "zombie", "join", "tim
        "end_txn", "fetch", "expire_offsets", "delete_group", "move", "delete_offsets", "lost", "topics")
 WEIGHTS = (12, 2, 1, 1, 1, 1, 1, 2, 3, 2, 2, 2, 1, 1, 1, 1, 2, 1)
 OP_POOL = tuple(i for i, w in enumerate(WEIGHTS) for _ in range(w))
-
-
-class ModelFailure(AssertionError):
-    pass
 
 
 @dataclass

@@ -11,6 +11,11 @@ import os
 import pytest
 
 
+class ModelFailure(AssertionError):
+    """The code under test differed from the model (the message says how); :func:`with_trace`
+    replays the history to add its trace."""
+
+
 class SimulationFailure(AssertionError):
     """A seeded run broke an invariant: its seed, step and trace for the replay."""
 
