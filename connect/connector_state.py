@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import uuid
 from typing import Any
 
-from broker.errors import RiverlogError
+from broker.errors import CoordinatorNotAvailableError, RiverlogError
 from spark_sink import offset_log
+
+log = logging.getLogger(__name__)
 
 
 def group_id(name: str) -> str:
@@ -163,7 +166,12 @@ def finish_pending(servers: str, owner: str) -> None:
         if decision is not None:
             eo.commit(decision.batch_id, decision.attempts, record=False)
             keep = decision.transactional_ids()
-        listing = eo.admin.list_transactions(eo.timeout, states=[ONGOING], prefix=owner + "-").result()
+        try:
+            listing = eo.admin.list_transactions(eo.timeout, states=[ONGOING], prefix=owner + "-").result()
+        except CoordinatorNotAvailableError as e:
+            log.warning("open transactions of '%s' not listed, so none aborted (read_committed readers of its "
+                        "outputs may wait up to transaction.timeout.ms for them): %s", owner, e)
+            return
         for t in listing:
             if t.state == ONGOING and pattern.fullmatch(t.transactional_id) and t.transactional_id not in keep:
                 try:

@@ -136,8 +136,14 @@ def transactions_abort(ctx, transactional_id, topic, partition, start_offset, pr
                       f"{topic}-{partition}")
             # partitions do not report the coordinator epoch: -1 is the producer's last one there
             producer_id, producer_epoch, coordinator_epoch = found.producer_id, found.producer_epoch, -1
-        txn_id = next((t.transactional_id for t in admin.list_transactions().result()
-                       if t.producer_id == producer_id), None)
+        try:
+            listed = admin.list_transactions().result()
+        except RiverlogError as e:
+            # a coordinator that does not answer may hold this transaction: aborting it at this
+            # partition alone would break its atomicity, so nothing is aborted
+            _fail(f"Failed to list transactions to find whether a coordinator holds producer id {producer_id}'s "
+                  f"transaction (nothing was aborted): {e.name}: {e.message}")
+        txn_id = next((t.transactional_id for t in listed if t.producer_id == producer_id), None)
         held = None
         if txn_id is not None:
             try:
@@ -224,7 +230,12 @@ def transactions_find_hanging(ctx, topic, partition, broker_id, max_transaction_
         ids, descriptions = {}, {}
         if found:
             pids = {a.producer_id for _, _, a in found}
-            ids = {t.producer_id: t.transactional_id for t in admin.list_transactions().result() if t.producer_id in pids}
+            try:
+                listed = admin.list_transactions().result()
+            except RiverlogError as e:
+                # as kafka-transactions: a coordinator missing from the listing could hold any of them
+                _fail(f"Failed to list transactions for {len(pids)} producers: {e.name}: {e.message}")
+            ids = {t.producer_id: t.transactional_id for t in listed if t.producer_id in pids}
             for txn_id, future in admin.describe_transactions(sorted(set(ids.values()))).items() if ids else ():
                 try:
                     descriptions[txn_id] = future.result()

@@ -55,8 +55,8 @@ from broker.client.decision_log import DECISIONS_TOPIC, DecisionLog, _last_with_
 from broker.client.message import TopicPartition
 from broker.client.producer import Producer
 from broker.client.txn_admin import TransactionHandle
-from broker.errors import (ApplicationRecoverableError, InvalidConfigError, InvalidTxnStateError, KafkaTimeoutError,
-                           TransactionalIdNotFoundError)
+from broker.errors import (ApplicationRecoverableError, CoordinatorNotAvailableError, InvalidConfigError,
+                           InvalidTxnStateError, KafkaTimeoutError, TransactionalIdNotFoundError)
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +229,13 @@ class ExactlyOnce:
             # returned, so an open transaction under one of its ids is a zombie's, opened later.
             if d is not None and d.batch_id == batch_id:
                 keep |= d.transactional_ids()
-        listing = (listing or self._list_open()).result()
+        try:
+            listing = (listing or self._list_open()).result()
+        except CoordinatorNotAvailableError as e:
+            # A broker away must not fail a batch whose decision is committed: the strays wait for
+            # the next batch's listing (or transaction.timeout.ms), as Kafka's own would.
+            log.warning("open transactions of '%s' not listed, so none aborted this time: %s", self.owner, e)
+            return []
         stray = strays([t.transactional_id for t in listing if t.state == ONGOING], self.owner, batch_id, keep)
         futures = [(txn_id, self.admin.abort_transaction(txn_id, self.timeout)) for txn_id in stray]
         for txn_id, future in futures:

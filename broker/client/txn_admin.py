@@ -22,12 +22,15 @@ aborts it and bumps the producer epoch, so the producer that opened it is fenced
 """
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from broker.client.admin_fan_out import _left
 from broker.client.coordinator import CoordinatorClient
 from broker.client.message import TopicPartition
-from broker.errors import RiverlogError, error_for_code
+from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, RiverlogError,
+                           error_for_code)
 from broker.protocol import CoordinatorType
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import grouped
@@ -95,8 +98,20 @@ class PartitionProducers:
     active_producers: list[ActiveProducer] = field(default_factory=list)   # every one remembered, by id
 
 
+#: Where coordinators keep transactions (the broker's ``broker.transaction.coordinator.TXN_TOPIC``).
+TXN_STATE_TOPIC = "__transaction_state"
+
+
 def _error(code: int, message: str) -> RiverlogError:
     return error_for_code(code)(message)
+
+
+def _incomplete(why: str) -> CoordinatorNotAvailableError:
+    """The listing misses a coordinator's transactions: fail it rather than report them absent
+    (a transaction missing from it would look hanging to ``kafka-transactions``' commands)."""
+    return CoordinatorNotAvailableError(
+        f"the transaction listing is incomplete: {why}; list again once every broker is up and every "
+        f"{TXN_STATE_TOPIC} partition has a leader")
 
 
 class TransactionAdmin:
@@ -120,25 +135,47 @@ class TransactionAdmin:
                           prefix: str = "") -> Future:
         """A future of [TransactionListing]: every transactional.id of every broker (each lists the
         ones it coordinates), sorted by id, optionally only in ``states`` and starting with
-        ``prefix``. Brokers that do not answer are left out."""
+        ``prefix``. As Kafka's ``ListTransactionsResult.all()``, a listing that may be incomplete
+        fails (``CoordinatorNotAvailableError``): a broker that does not answer, or a
+        ``__transaction_state`` partition whose leader is not among those that answered, could hold
+        transactions that are missing. A coordinator still loading its state is asked again until
+        the request timeout."""
         def call():
-            self.cluster.refresh(all_topics=False, topics=[])
-            found: dict[str, TransactionListing] = {}
-            errors = []
-            for node in sorted(self.cluster.brokers):
+            deadline = time.monotonic() + (request_timeout or self.cluster.timeout)
+            while True:
                 try:
-                    response = self.cluster.call("ListTransactions", pb.ListTransactionsRequest(
-                        states=states or [], prefix=prefix), node, request_timeout)
-                except RiverlogError as e:
-                    errors.append(e)
-                    continue
-                for t in response.transactions:
-                    found.setdefault(t.transactional_id, TransactionListing(
-                        t.transactional_id, t.producer_id, t.state, t.coordinator))
-            if errors and not found and len(errors) == len(self.cluster.brokers):
-                raise errors[0]
-            return [("transactions", sorted(found.values(), key=lambda t: t.transactional_id))]
+                    listed = self._list_everywhere(states or [], prefix, deadline)
+                    return [("transactions", sorted(listed.values(), key=lambda t: t.transactional_id))]
+                except CoordinatorLoadInProgressError as e:
+                    if time.monotonic() + 0.1 >= deadline:
+                        raise _incomplete(e.message) from e
+                    time.sleep(0.1)   # Kafka's handler backs off and asks that broker again
         return self._fan_out(["transactions"], call, lambda r: r)["transactions"]
+
+    def _list_everywhere(self, states: list[str], prefix: str, deadline: float) -> dict[str, TransactionListing]:
+        metadata = self.cluster.refresh(all_topics=False, topics=[TXN_STATE_TOPIC], timeout=_left(deadline))
+        found: dict[str, TransactionListing] = {}
+        answered = set()
+        for node in sorted(b.node_id for b in metadata.brokers):
+            try:
+                response = self.cluster.call("ListTransactions", pb.ListTransactionsRequest(
+                    states=states, prefix=prefix), node, _left(deadline))
+            except CoordinatorLoadInProgressError:
+                raise
+            except RiverlogError as e:
+                raise _incomplete(f"broker {node} did not answer ListTransactions ({e.name}: {e.message})") from e
+            answered.add(node)
+            for t in response.transactions:
+                found.setdefault(t.transactional_id, TransactionListing(
+                    t.transactional_id, t.producer_id, t.state, t.coordinator))
+        for tm in metadata.topics:
+            if tm.name != TXN_STATE_TOPIC or tm.error_code:
+                continue            # not created yet: no transactional.id was ever used
+            for p in tm.partitions:
+                if p.leader not in answered:
+                    who = "has no leader" if p.leader < 0 else f"is led by broker {p.leader}, which was not asked"
+                    raise _incomplete(f"{TXN_STATE_TOPIC}-{p.partition} {who}")
+        return found
 
     def describe_transactions(self, transactional_ids: list[str],
                               request_timeout: float | None = None) -> dict[str, Future]:

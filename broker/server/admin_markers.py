@@ -20,9 +20,9 @@ lost then succeeds again. A negative coordinator epoch (partitions do not report
 """
 from __future__ import annotations
 
-from broker.errors import RiverlogError
 from broker.proto import riverlog_pb2 as pb
 from broker.server.handlers import INTERNAL_TOPICS
+from broker.server.txn_runtime import write_partition_markers
 
 DEFAULT_TIMEOUT_MS = 30_000  # when the request names none (Kafka's request.timeout.ms)
 
@@ -53,22 +53,14 @@ def write_admin_abort(broker, request: pb.WriteTxnMarkersRequest) -> pb.WriteTxn
     """Write the abort marker into each partition of ``request`` this broker leads (acks=all);
     a partition's failure is its result's error (``NOT_LEADER_OR_FOLLOWER`` elsewhere,
     ``UNKNOWN_TOPIC_OR_PARTITION``, the marker checks')."""
-    response = pb.WriteTxnMarkersResponse()
+    def write(partition):
+        with partition.lock:   # the producer's coordinator epoch is read where the marker is checked
+            entry = partition.producers.producers.get(request.producer_id)
+            epoch = coordinator_epoch_for(request.coordinator_epoch, None if entry is None else entry.coordinator_epoch)
+            return partition.write_marker(request.producer_id, request.producer_epoch, False, epoch)
+
     timeout_s = (request.timeout_ms if request.timeout_ms > 0 else DEFAULT_TIMEOUT_MS) / 1000.0
-    for g in request.partitions:
-        for index in g.partitions:
-            result = response.partitions.add(topic=g.topic, partition=index)
-            try:
-                partition = broker.partition(g.topic, index)
-                with partition.lock:   # the producer's coordinator epoch is read where the marker is checked
-                    entry = partition.producers.producers.get(request.producer_id)
-                    epoch = coordinator_epoch_for(request.coordinator_epoch,
-                                                  None if entry is None else entry.coordinator_epoch)
-                    info = partition.write_marker(request.producer_id, request.producer_epoch, False, epoch)
-                partition.wait_for_replication(info, timeout_s)
-            except RiverlogError as e:
-                result.error_code, result.error_message = e.code, e.message
-    return response
+    return write_partition_markers(broker, request, timeout_s, write, deleted_ok=False)
 
 
 __all__ = ["coordinator_epoch_for", "refusal", "write_admin_abort"]

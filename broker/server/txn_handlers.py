@@ -11,7 +11,7 @@ from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import add_results, grouped, pairs
 from broker.server.group_handlers import drop_oversized_metadata, drop_unknown_partitions
 from broker.server.txn_runtime import TransactionRuntime
-from broker.transaction.coordinator import DEAD, TransactionMetadata, verify_offsets_in_transaction
+from broker.transaction.coordinator import DEAD, TXN_TOPIC, TransactionMetadata, verify_offsets_in_transaction
 
 
 class TransactionHandlers:
@@ -132,6 +132,17 @@ class TransactionHandlers:
         return self.runtime.write_markers_here(request)
 
     def list_transactions(self, request: pb.ListTransactionsRequest) -> pb.ListTransactionsResponse:
+        """The transactional.ids of every ``__transaction_state`` partition this broker leads. While
+        one of them is not loaded yet the answer is ``COORDINATOR_LOAD_IN_PROGRESS`` (Kafka's
+        ``TransactionStateManager.listTransactionStates``): its transactions would be missing."""
+        topic = self.broker.image.topics.get(TXN_TOPIC)
+        if topic is not None:
+            loaded = {shard.partition for shard in self.runtime.shards()}
+            loading = [i for i in range(topic.num_partitions)
+                       if topic.partitions[i].leader == self.broker.node_id and i not in loaded]
+            if loading:
+                raise CoordinatorLoadInProgressError(
+                    f"broker {self.broker.node_id} is loading the state of {TXN_TOPIC} partition(s) {loading}")
         response = pb.ListTransactionsResponse()
         states = set(request.states)
         for shard in self.runtime.shards():

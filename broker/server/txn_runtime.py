@@ -175,20 +175,13 @@ class TransactionRuntime(CoordinatorRuntime):
             raise translate_rpc_error(e, f"WriteTxnMarkers to broker {node}") from None
 
     def write_markers_here(self, request: pb.WriteTxnMarkersRequest) -> pb.WriteTxnMarkersResponse:
-        """This broker's part of WriteTxnMarkers: the partitions it leads, the groups it coordinates."""
-        response = pb.WriteTxnMarkersResponse()
-        for g in request.partitions:
-            for p in g.partitions:
-                result = response.partitions.add(topic=g.topic, partition=p)
-                try:
-                    partition = self.broker.partition(g.topic, p)
-                    info = partition.write_marker(request.producer_id, request.producer_epoch, request.commit,
-                                                  request.coordinator_epoch)
-                    partition.wait_for_replication(info, max(request.timeout_ms, 1) / 1000.0)
-                except UnknownTopicOrPartitionError:
-                    pass  # deleted since: nothing to mark
-                except RiverlogError as e:
-                    result.error_code, result.error_message = e.code, e.message
+        """This broker's part of WriteTxnMarkers: the partitions it leads, the groups it coordinates.
+        A partition deleted since the transaction touched it has nothing to mark (no error)."""
+        response = write_partition_markers(
+            self.broker, request, max(request.timeout_ms, 1) / 1000.0,
+            lambda partition: partition.write_marker(request.producer_id, request.producer_epoch, request.commit,
+                                                     request.coordinator_epoch),
+            deleted_ok=True)
         for group in request.groups:
             result = response.groups.add(group_id=group)
             try:
@@ -230,6 +223,28 @@ class TransactionRuntime(CoordinatorRuntime):
                 log.info("forgot %d idle transactional id(s) (transactional.id.expiration.ms)", len(tombstones))
             except RiverlogError as e:
                 log.warning("could not expire transactional ids: %r", e)
+
+
+def write_partition_markers(broker, request: pb.WriteTxnMarkersRequest, timeout_s: float, write,
+                            deleted_ok: bool) -> pb.WriteTxnMarkersResponse:
+    """The partitions' part of a WriteTxnMarkers this broker answers, a coordinator's or an
+    administrator's (:mod:`broker.server.admin_markers`): ``write(partition)`` appends the marker
+    (its ``LogAppendInfo``), then it waits up to ``timeout_s`` for the replicas (acks=all). A
+    partition's failure is its result's error (``NOT_LEADER_OR_FOLLOWER`` elsewhere, the marker
+    checks'); an unknown partition is not one when ``deleted_ok``."""
+    response = pb.WriteTxnMarkersResponse()
+    for g in request.partitions:
+        for index in g.partitions:
+            result = response.partitions.add(topic=g.topic, partition=index)
+            try:
+                partition = broker.partition(g.topic, index)
+                partition.wait_for_replication(write(partition), timeout_s)
+            except UnknownTopicOrPartitionError as e:
+                if not deleted_ok:
+                    result.error_code, result.error_message = e.code, e.message
+            except RiverlogError as e:
+                result.error_code, result.error_message = e.code, e.message
+    return response
 
 
 def _collect(send, failures: list, done) -> None:

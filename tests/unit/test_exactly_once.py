@@ -153,3 +153,28 @@ def test_the_decision_record_format_is_unchanged_by_an_offsets_attempt():
     assert decided.to_value() == (b'{"attempts":[{"producer_epoch":1,"producer_id":12,'
                                   b'"transactional_id":"app-3-offsets"}],"batch_id":3,"sink_id":"app"}')
     assert Decision.from_value(decided.to_value()) == decided
+
+
+def test_a_listing_missing_a_coordinator_aborts_nothing_and_does_not_fail_the_committed_batch():
+    """The listing fails while a broker is away (Kafka's ``ListTransactionsResult.all()``); the batch's
+    decision is already committed, so its strays wait for the next batch's listing."""
+    from concurrent.futures import Future
+
+    from broker.client.exactly_once import ExactlyOnce
+    from broker.errors import CoordinatorNotAvailableError
+
+    class Admin:
+        aborted: list = []
+
+        def list_transactions(self, *a, **k):
+            f = Future()
+            f.set_exception(CoordinatorNotAvailableError("broker 2 did not answer"))
+            return f
+
+        def abort_transaction(self, txn_id, timeout):
+            self.aborted.append(txn_id)
+
+    eo = ExactlyOnce({"bootstrap.servers": "127.0.0.1:1"}, "app")
+    eo._admin = Admin()
+    assert eo.abort_strays(3, DECIDED) == []
+    assert Admin.aborted == []
