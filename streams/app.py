@@ -271,9 +271,11 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpo
             raise UnknownStateStoreError(f"Cannot get state store {name} because no such store is registered in "
                                          f"the topology.")
         wanted = params.queryableStoreType() if params is not None else None
-        if wanted is not None and not wanted.accepts(spec.kind):
+        # a versioned store is no ReadOnlyKeyValueStore: Kafka's IQv1 types refuse it (served by name only)
+        kind = "versioned keyValue" if wanted is not None and _versioned(self.topology, name) else spec.kind
+        if wanted is not None and not wanted.accepts(kind):
             raise InvalidStateStoreError(f"Cannot get state store {name} because the queryable store type "
-                                         f"[{wanted}] does not accept the actual store type [{spec.kind} store].")
+                                         f"[{wanted}] does not accept the actual store type [{kind} store].")
         partition = params.partition() if params is not None else None
         topic = changelog_topic(self.app, name)
         try:
@@ -287,6 +289,11 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpo
                                              f"start() (store {name!r} has no changelog topic {topic!r} yet)") from None
             raise InvalidStateStoreError(f"store {name!r} has no changelog topic {topic!r}: it was deleted, or "
                                          f"the application did not start") from None
+
+
+def _versioned(topology, store: str) -> bool:
+    """Whether ``store`` is a versioned table's (``Stores.persistentVersionedKeyValueStore``)."""
+    return any(n.args.get("versioned") and any(s.name == store for s in n.stores) for n in topology.nodes)
 
 
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"

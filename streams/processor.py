@@ -25,6 +25,7 @@ class ProcessorContext(Protocol):
     def meta(self, name: str) -> Any: ...        # a processor's persisted scalar (e.g. its stream time); None if unset
     def set_meta(self, name: str, value: Any) -> None: ...
     def source(self) -> tuple[str | None, int | None, int | None]: ...   # topic, partition, offset of the input record
+    def swap_source(self, source: tuple) -> tuple: ...   # a held record's position for what follows; returns the old
     def default_serde(self, which: str) -> Any: ...   # default.key.serde ("key") / default.value.serde, or None
     def store_key_serde(self, store: str) -> Any: ...   # a store's key serde, else the default, else None
 

@@ -89,9 +89,16 @@ class RecordCache:
         return True
 
     def _emit(self, entry: CacheEntry) -> None:
+        """Forward ``entry`` with the position of the record that put it, then put back the
+        current one (an eviction happens while another record is processed, whose other
+        children still see their own record's position, as Kafka's ``setRecordContext``)."""
         self.bytes -= entry.size
-        self._set_source(entry.source)
-        entry.forward(entry)
+        previous = self._set_source(entry.source)
+        try:
+            entry.forward(entry)
+        finally:
+            if previous is not None:
+                self._set_source(previous)
 
     def flush(self) -> None:
         """Forward every dirty entry (a commit)."""

@@ -44,14 +44,22 @@ class SessionWindowAggregate(_WindowedAggregate):
                 for window, value in merged:
                     self.store.remove(window)
                     self._observe_store_time(window.end)
-                    self._forward_update(window, value, None, window.end, record.headers)
+                    self._forward_update(window, value, None, window.end, self._update_headers(record))
             agg = self.aggregator(key, record.value, agg)
             session = Windowed(key, start, end)
             self.store.put(session, agg)
             self._observe_store_time(end)
             same = next((value for window, value in merged if window == session), None)
-            self._forward_update(session, None, agg, end, record.headers, before=same)
+            self._forward_update(session, None, agg, end, self._update_headers(record), before=same)
         self._maybe_emit_final(record, close)
+
+    def _update_headers(self, record: Record) -> tuple:
+        """The headers of an update: Kafka's ``maybeForwardUpdate`` forwards a new record, which
+        has none; only a caching store's flush gives it the context (so the headers) of the record
+        that put it. So a session store with caching disabled (``withCachingDisabled``, or
+        ``statestore.cache.max.bytes=0``) forwards its updates without headers, where time and
+        sliding windows forward the record's."""
+        return record.headers if self.context.caching(self.store_name) else ()
 
     def _observe_store_time(self, t: int) -> None:
         """Kafka's time-ordered session store finds closed sessions by end time without the

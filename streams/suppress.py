@@ -242,7 +242,7 @@ class SuppressProcessor(Processor):
             size -= entry[7]
         grown = self._record_size(kb, record.value.new, record.value.old, prior, record.headers)
         self.store.put(("b", bk), (time, record.key, record.value.new, record.value.old, prior,
-                                   record.timestamp, record.headers, grown, kb))
+                                   record.timestamp, record.headers, grown, kb, self.context.source()))
         if entry is None:
             keys = self.store.get(("t", time))
             if keys is None:
@@ -281,9 +281,17 @@ class SuppressProcessor(Processor):
                 self.store.put(("times",), times)
             else:
                 self.store.delete(("times",))
-        _, key, new, old, _prior, ts, headers, grown = self.store.get(("b", bk))[:8]
+        entry = self.store.get(("b", bk))
+        _, key, new, old, _prior, ts, headers, grown = entry[:8]
         self.store.delete(("b", bk))
         n, size = self.store.get(("n",))
         self.store.put(("n",), (n - 1, size - grown))
         if new is not None or not self.suppressed.untilClose:
-            self.forward(Record(key, Change(new, old), ts, headers))
+            # the buffered record's position (Kafka's eviction restores its record context); an
+            # entry buffered before positions were kept forwards under the current one
+            previous = self.context.swap_source(tuple(entry[9])) if len(entry) > 9 and entry[9] is not None else None
+            try:
+                self.forward(Record(key, Change(new, old), ts, headers))
+            finally:
+                if previous is not None:
+                    self.context.swap_source(previous)

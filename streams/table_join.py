@@ -287,14 +287,20 @@ class StreamTableJoin(Processor):
         index = list(b.get(("o", "index")) or ())
         seq = (b.get(("o", "seq")) or 0) + 1
         b.put(("o", "seq"), seq)
-        b.put(("b", record.timestamp, seq), (record, mapped))
+        b.put(("b", record.timestamp, seq), (record, mapped, self.context.source()))
         index.insert(bisect.bisect_right(index, (record.timestamp, seq)), (record.timestamp, seq))
         while index and index[0][0] <= observed - self.grace_ms:
             ts, s = index.pop(0)
-            held, held_key = b.get(("b", ts, s))
+            held = b.get(("b", ts, s))
             b.delete(("b", ts, s))
             b.put(("o", "index"), tuple(index))
-            self._join(held, held_key)
+            # joined under the held record's position, as Kafka's setRecordContext(toEmit.recordContext())
+            previous = self.context.swap_source(tuple(held[2])) if len(held) > 2 and held[2] is not None else None
+            try:
+                self._join(held[0], held[1])
+            finally:
+                if previous is not None:
+                    self.context.swap_source(previous)
         b.put(("o", "index"), tuple(index))
 
     def _join(self, record: Record, mapped) -> None:

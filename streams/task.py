@@ -38,8 +38,10 @@ class Task:
         self.cache = RecordCache(max_bytes, self._restore_source) if max_bytes > 0 else None
         self.caching = max_bytes > 0 if caching is None else caching
 
-    def _restore_source(self, source) -> None:
-        self.source = source
+    def _restore_source(self, source):
+        """Set the position the processors see; the one it replaces, to put back after."""
+        previous, self.source = self.source, source
+        return previous
 
     def commit(self) -> None:
         """Forward what the record cache holds, as Kafka's commit flushes it."""
@@ -94,6 +96,12 @@ class NodeContext:
 
     def source(self):
         return self._task.source
+
+    def swap_source(self, source):
+        """Make ``source`` (topic, partition, offset) the position the steps below see, returning
+        the one it replaces: Kafka's ``setRecordContext`` around forwarding a record that waited
+        in a buffer, so a topic name extractor or a SQL step reads the held record's position."""
+        return self._task._restore_source(source)
 
     def default_serde(self, which: str):
         return self._task.defaults[0 if which == "key" else 1]
