@@ -199,10 +199,11 @@ class CdcBatchReader(DataSourceReader):
                 out: list = []
                 for txn in pending_transactions(messages, partition.after, partition.until):
                     ts = txn.commit_ts_us if txn.commit_ts_us is not None else time.time_ns() // 1000
-                    out.extend((r, ts) for r in builder.transaction_records(txn, include))
-                    if len(out) >= RECORDS_PER_BATCH:
-                        yield to_arrow(out)
-                        out = []
+                    for record in builder.iter_transaction_records(txn, include):
+                        out.append((record, ts))
+                        if len(out) >= RECORDS_PER_BATCH:   # a large transaction spans record batches
+                            yield to_arrow(out)
+                            out = []
                 if out:
                     yield to_arrow(out)
             except psycopg2.errors.ObjectInUse:

@@ -98,8 +98,9 @@ def spread_tables(sizes: list[tuple[str, int]], max_threads: int) -> list[tuple[
 def pending_transactions(messages: Iterable[tuple[int, bytes]], after: int, until: int) -> Iterator[Transaction]:
     """Committed transactions with ``after < end_lsn <= until`` (heartbeat positions included) from
     (LSN, pgoutput payload) pairs in WAL order, as ``pg_logical_slot_peek_binary_changes`` gives them."""
-    decoder, assembler = PgOutputDecoder(), TransactionAssembler()
+    decoder, assembler = PgOutputDecoder(), TransactionAssembler(compact=True)
     for lsn, payload in messages:
-        for txn in assembler.feed(decoder.decode(bytes(payload)), lsn):
+        payload = bytes(payload)
+        for txn in assembler.feed(decoder.decode(payload), lsn, payload):
             if after < txn.end_lsn <= until:
                 yield txn

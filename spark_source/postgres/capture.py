@@ -21,6 +21,7 @@ batch). :meth:`Capture.acknowledge` is called only with the end of a batch Spark
 from __future__ import annotations
 
 import logging
+from typing import Iterator
 
 from spark_source.postgres import slot as slots
 from spark_source.postgres.catalog_session import CatalogSession
@@ -241,15 +242,19 @@ class Capture:
     # ------------------------------------------------------------------------------ one batch
     def records(self, start: CdcOffset, end: CdcOffset, now_us=None) -> list[tuple[CdcRecord, int]]:
         """The batch (start, end] as (record, timestamp in microseconds)."""
+        return list(self.iter_records(start, end, now_us))
+
+    def iter_records(self, start: CdcOffset, end: CdcOffset, now_us=None) -> Iterator[tuple[CdcRecord, int]]:
+        """:meth:`records` one at a time, built as they are taken: a large transaction's records
+        never all exist at once."""
         if start.phase == NEW:
-            return []   # the first batch only records where the query starts
+            return   # the first batch only records where the query starts
         import time
         now = now_us() if now_us else time.time_ns() // 1000
         builder = EnvelopeBuilder(self.options.envelope, last_commit_lsn=start.lsn if start.phase == STREAM else None,
                                   types=self.types)
         for table in self.tables:
             builder.table(table.relation, primary_key=table.key, not_null=table.not_null)
-        out: list[tuple[CdcRecord, int]] = []
         if start.phase == SNAPSHOT:
             rows = self._chunks.pop((start.key, end.key), None)
             if rows is None:   # a replay: read the same key range again, in a fresh snapshot
@@ -265,8 +270,7 @@ class Capture:
                                        len(start.tables))
             for i, ((table, values), marker) in enumerate(zip(rows, markers)):
                 builder.table(table.relation, primary_key=table.key, not_null=table.not_null)
-                record = builder.snapshot_record(table.relation, values, start.lsn, start.rows + i, marker, ts_us=now)
-                out.append((record, now))
+                yield builder.snapshot_record(table.relation, values, start.lsn, start.rows + i, marker, ts_us=now), now
         if end.phase == STREAM and end.lsn > start.lsn:
             stream = self._stream(start.lsn)
             if stream.high < end.lsn:
@@ -275,8 +279,8 @@ class Capture:
             for txn in resumed(start, stream.take(start.lsn, end.lsn)):
                 self._describe_new_relations(builder, txn, include)
                 ts = txn.commit_ts_us if txn.commit_ts_us is not None else now
-                out.extend((r, ts) for r in builder.transaction_records(txn, include))
-        return out
+                for record in builder.iter_transaction_records(txn, include):
+                    yield record, ts
 
     def _describe_new_relations(self, builder: EnvelopeBuilder, txn, include) -> None:
         """Give ``builder`` the catalog's key and NOT NULL columns for every relation of ``txn``,

@@ -20,6 +20,7 @@ batch from there, or calls ``commit`` — so a crash replays the uncommitted bat
 """
 from __future__ import annotations
 
+import itertools
 import logging
 
 import pyarrow as pa
@@ -37,6 +38,7 @@ ARROW_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic"
                           ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
                           ("headers", HEADER_TYPE)])
 ROWS_PER_PARTITION = 50_000
+ROWS_PER_BATCH = 5_000   # records turned into Arrow at a time
 
 
 def to_arrow(records) -> pa.RecordBatch:
@@ -53,11 +55,36 @@ def to_arrow(records) -> pa.RecordBatch:
     ], schema=ARROW_SCHEMA)
 
 
-def _ipc(batch: pa.RecordBatch) -> bytes:
+def _ipc(chunks) -> bytes:
+    """Record lists as one Arrow IPC stream, a record batch each, zstd-compressed: Debezium's JSON
+    repeats its schema in every record, and a batch's partitions all live in the driver while
+    Spark plans it."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema) as writer:
-        writer.write_batch(batch)
+    with pa.ipc.new_stream(sink, ARROW_SCHEMA, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+        for chunk in chunks:
+            writer.write_batch(to_arrow(chunk))
     return sink.getvalue().to_pybytes()
+
+
+def _slices(records, size: int):
+    """``records`` (an iterator) in lists of up to ``size``."""
+    while True:
+        chunk = list(itertools.islice(records, size))
+        if not chunk:
+            return
+        yield chunk
+
+
+def _partitions(records) -> list[bytes]:
+    """``records`` as IPC streams of up to ``ROWS_PER_PARTITION`` rows, built ``ROWS_PER_BATCH``
+    records at a time, so the driver holds the batch compressed, never as Python records."""
+    records, out = iter(records), []
+    while True:
+        first = list(itertools.islice(records, ROWS_PER_BATCH))
+        if not first:
+            return out
+        rest = _slices(itertools.islice(records, ROWS_PER_PARTITION - len(first)), ROWS_PER_BATCH)
+        out.append(_ipc(itertools.chain([first], rest)))
 
 
 class RecordsPartition(InputPartition):
@@ -132,9 +159,8 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict):
         from spark_source.postgres.capture import CdcOffset
-        records = self.capture.records(CdcOffset.from_json(start), CdcOffset.from_json(end))
-        return [RecordsPartition(_ipc(to_arrow(records[i:i + ROWS_PER_PARTITION])))
-                for i in range(0, len(records), ROWS_PER_PARTITION)]
+        records = self.capture.iter_records(CdcOffset.from_json(start), CdcOffset.from_json(end))
+        return [RecordsPartition(data) for data in _partitions(records)]
 
     def read(self, partition):
         data = getattr(partition, "data", None)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from broker.errors import RiverlogError
 from spark_source.postgres import debezium_schemas as D
@@ -247,19 +247,33 @@ class EnvelopeBuilder:
         """All records of one committed transaction, in order; with ``provide.transaction.metadata``
         framed by BEGIN and END records on ``<topic.prefix>.transaction``. ``include`` filters
         tables (``table.include.list``)."""
+        return list(self.iter_transaction_records(txn, include))
+
+    def iter_transaction_records(self, txn: Transaction,
+                                 include: Optional[Callable[[Relation], bool]] = None) -> Iterator[CdcRecord]:
+        """:meth:`transaction_records` one change at a time: a large transaction's records never
+        all exist at once."""
+        # Debezium frames every transaction pgoutput sends, one with no captured change too
+        # (PostgresStreamingChangeEventSource dispatches BEGIN and COMMIT; event_count 0).
+        framed = self.config.provide_transaction_metadata and txn.xid is not None
         out: list[CdcRecord] = []
-        emit = _Emitter(self, txn, out)
+        emit = _Emitter(self, txn, out, next_order=int(framed))
+        if framed:
+            yield CdcRecord(self.transaction_topic, self.transaction_key(txn), self.transaction_event("BEGIN", txn),
+                            _headers(txn.end_lsn, 0), txn.end_lsn, 0)
         for change in txn.changes:
             if change.relation is not None and include is not None and not include(change.relation):
                 continue
             self._change(emit, change)
+            yield from out
+            out.clear()
         if txn.xid is not None:
             self.last_commit_lsn = txn.end_lsn
-        if not self.config.provide_transaction_metadata or txn.xid is None:
-            return out
-        # Debezium frames every transaction pgoutput sends, one with no captured change too
-        # (PostgresStreamingChangeEventSource dispatches BEGIN and COMMIT; event_count 0).
-        return emit.framed()
+        if framed:
+            collections = [{"data_collection": c, "event_count": n} for c, n in emit.per_collection.items()]
+            yield CdcRecord(self.transaction_topic, self.transaction_key(txn),
+                            self.transaction_event("END", txn, emit.total, collections),
+                            _headers(txn.end_lsn, emit.next_order), txn.end_lsn, emit.next_order)
 
     def _change(self, emit: "_Emitter", change: Change) -> None:
         kind, skipped = change.kind, self.config.skipped_operations
@@ -336,9 +350,10 @@ class _Emitter:
     out: list
     total: int = 0
     per_collection: dict = field(default_factory=dict)
+    next_order: int = 0   # 1 when a BEGIN record comes first
 
     def _append(self, topic: str, key: Optional[bytes], value: Optional[bytes], extra: tuple = ()) -> None:
-        order = len(self.out)
+        order, self.next_order = self.next_order, self.next_order + 1
         self.out.append(CdcRecord(topic, key, value, _headers(self.txn.end_lsn, order) + extra,
                                   self.txn.end_lsn, order))
 
@@ -371,17 +386,6 @@ class _Emitter:
     def tombstone(self, table: TableSchema, key: Optional[dict], extra: tuple = ()) -> None:
         """A delete's tombstone: its key and headers (EventDispatcher's ``record.newRecord``)."""
         self._append(table.topic, None if key is None else self.builder._json(table.key_schema, key), None, extra)
-
-    def framed(self) -> list:
-        """BEGIN + records + END on the transaction topic, renumbered in that order."""
-        b, txn = self.builder, self.txn
-        collections = [{"data_collection": c, "event_count": n} for c, n in self.per_collection.items()]
-        records = [(b.transaction_topic, b.transaction_key(txn), b.transaction_event("BEGIN", txn), ())]
-        records += [(r.topic, r.key, r.value, r.headers[2:]) for r in self.out]
-        records.append((b.transaction_topic, b.transaction_key(txn),
-                        b.transaction_event("END", txn, self.total, collections), ()))
-        return [CdcRecord(t, k, v, _headers(txn.end_lsn, i) + extra, txn.end_lsn, i)
-                for i, (t, k, v, extra) in enumerate(records)]
 
 
 def _unrepresentable(table: TableSchema, column: str, raw) -> ValueConversionError:

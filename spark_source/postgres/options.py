@@ -32,6 +32,9 @@ heartbeat.action.query          (none)                    SQL run on the databas
 maxChangesPerTrigger            (unlimited)               changes per micro-batch (whole transactions)
 snapshot.fetch.size             10000                     snapshot rows per micro-batch when
                                                           maxChangesPerTrigger is not set
+transaction.spill.threshold.   67108864 (64 MiB)         a transaction held in the driver beyond this
+bytes                                                     many bytes of pgoutput goes to a temp file
+transaction.spill.dir           (the system temp dir)     where those files are made (unlinked at once)
 startingOffsets                 earliest                  a new query (no checkpoint): earliest (as
                                                           snapshot.mode says) or Debezium's source
                                                           offset JSON {"lsn": ..., ...} to resume from
@@ -74,7 +77,8 @@ _KNOWN = {"dsn", "database.hostname", "database.port", "database.user", "databas
           "schema.exclude.list", "publication.name",
           "publication.autocreate.mode", "slot.name",
           "slot.drop.on.stop", "snapshot.mode", "heartbeat.interval.ms", "heartbeat.action.query", "maxchangespertrigger",
-          "snapshot.fetch.size", "startingoffsets", "path", snapshot_overrides.OPTION} | set(ENVELOPE_OPTIONS)
+          "snapshot.fetch.size", "startingoffsets", "path",
+          "transaction.spill.threshold.bytes", "transaction.spill.dir", snapshot_overrides.OPTION} | set(ENVELOPE_OPTIONS)
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 
@@ -188,6 +192,8 @@ class CdcOptions:
     heartbeat_action_query: str | None = None
     max_changes_per_trigger: int | None = None
     snapshot_fetch_size: int = 10_000
+    spill_threshold_bytes: int = 64 << 20
+    spill_dir: str | None = None
     envelope: CdcConfig | None = None
     starting_offset: dict | None = None
     snapshot_overrides: tuple = ()   # ((schema.table lower-cased, SELECT), ...): snapshot_overrides.py
@@ -237,6 +243,8 @@ class CdcOptions:
             heartbeat_action_query=str(opts.get("heartbeat.action.query") or "").strip() or None,
             max_changes_per_trigger=_int(opts, "maxChangesPerTrigger", None, 1),
             snapshot_fetch_size=_int(opts, "snapshot.fetch.size", 10_000, 1),
+            spill_threshold_bytes=_int(opts, "transaction.spill.threshold.bytes", 64 << 20, 0),
+            spill_dir=str(opts.get("transaction.spill.dir") or "").strip() or None,
             starting_offset=_starting_offset(opts.get("startingoffsets")),
             envelope=_envelope(opts, str(opts.get("topic.prefix") or dbname), dbname, mappers, names_keep_case),
             snapshot_overrides=snapshot_overrides.parse(opts))

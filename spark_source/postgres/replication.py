@@ -3,7 +3,8 @@
 ``START_REPLICATION SLOT … LOGICAL <lsn> (proto_version '1', publication_names '…', messages
 'true')``; each message's payload goes through the decoder into the
 :class:`~spark_source.postgres.transactions.TransactionAssembler`, which hands back whole
-committed transactions in commit order. They are buffered here until the data source hands them
+committed transactions in commit order, each held compact (its changes' pgoutput bytes, in a
+temporary file past ``transaction.spill.threshold.bytes``). They are buffered here until the data source hands them
 to Spark; a transaction whose commit end LSN is not above the highest already taken is a replay
 (after a reconnect the server starts again at the slot's confirmed position) and is dropped.
 
@@ -158,7 +159,8 @@ class ReplicationStream:
                                                  f"{str(e).strip()}")
             raise failed from None
         self._decoder = PgOutputDecoder()
-        self._assembler = TransactionAssembler()
+        self._assembler = TransactionAssembler(compact=True, spill_bytes=self.options.spill_threshold_bytes,
+                                               spill_dir=self.options.spill_dir)
         if self.acked:
             self._feedback(self.acked)
         log.info("streaming slot '%s' from %s", self.options.slot_name, lsn_to_str(start))
@@ -186,6 +188,8 @@ class ReplicationStream:
 
     def close(self) -> None:
         self._close_connection()
+        for txn in self.buffer:
+            txn.release()
         if self._sql is not None:
             self._sql.close()
             self._sql = None
@@ -216,12 +220,15 @@ class ReplicationStream:
                     if not ready and added:
                         break
                     continue
-                for txn in self._assembler.feed(self._decoder.decode(message.payload), message.data_start):
+                payload = message.payload
+                for txn in self._assembler.feed(self._decoder.decode(payload), message.data_start, payload):
                     if txn.end_lsn > self.high:
                         self.buffer.append(txn)
                         self._buffered += len(txn.changes)
                         self.high = txn.end_lsn
                         added += 1
+                    else:
+                        txn.release()
         except psycopg2.Error as e:
             if not _connection_broke(e, self._conn):
                 raise _stream_failed(self.options.slot_name, e) from None
@@ -237,6 +244,9 @@ class ReplicationStream:
 
     def forget(self, up_to: int) -> None:
         """Drop buffered transactions that Spark has committed."""
+        for txn in self.buffer:
+            if txn.end_lsn <= up_to:
+                txn.release()
         self.buffer = [t for t in self.buffer if t.end_lsn > up_to]
         self._buffered = sum(len(t.changes) for t in self.buffer)
 

@@ -14,9 +14,14 @@ arrived. A non-transactional logical message (a heartbeat from ``pg_logical_emit
 …)``) comes out at once as a transaction of its own with ``xid`` None, so its LSN can be
 acknowledged.
 
-    assembler = TransactionAssembler()
+With ``compact`` the changes are held as their pgoutput bytes
+(:class:`~spark_source.postgres.change_buffer.ChangeBuffer`, spilled to a file past
+``spill_bytes``) and decoded each time the transaction's ``changes`` are read; ``feed`` then takes
+each message's payload too.
+
+    assembler = TransactionAssembler(compact=True)
     for payload, wal_start in replication_messages:
-        for txn in assembler.feed(decoder.decode(payload), wal_start):
+        for txn in assembler.feed(decoder.decode(payload), wal_start, payload):
             handle(txn)
 """
 from __future__ import annotations
@@ -25,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional
 
 from broker.errors import RiverlogError
+from spark_source.postgres.change_buffer import ChangeBuffer
 from spark_source.postgres.pgoutput import (Begin, BeginPrepare, Commit, CommitPrepared, Delete, Insert,
                                             LogicalMessage, Message, Origin, Prepare, Relation,
                                             RollbackPrepared, StreamAbort, StreamCommit, StreamPrepare,
@@ -74,6 +80,27 @@ class Change:
         return getattr(self.message, "new", None)
 
 
+class ChangeList:
+    """A compact transaction's changes: a sequence read in order (any number of times), decoded
+    as it is read."""
+
+    def __init__(self, buffer: ChangeBuffer):
+        self.buffer = buffer
+
+    def __len__(self) -> int:
+        return len(self.buffer)
+
+    def __iter__(self) -> Iterator[Change]:
+        for i, (rel, lsn, msg, xid) in enumerate(self.buffer.entries()):
+            yield Change(rel, i, lsn, msg, xid)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, (list, ChangeList)) and len(self) == len(other) and list(self) == list(other)
+
+    def __repr__(self) -> str:
+        return f"ChangeList({len(self)} changes{', spilled' if self.buffer.spilled else ''})"
+
+
 @dataclass(frozen=True)
 class Transaction:
     """A committed transaction. ``end_lsn`` is the offset to acknowledge once it is stored; it is
@@ -86,11 +113,16 @@ class Transaction:
     origin: Optional[str] = None
     streamed: bool = False
 
+    def release(self) -> None:
+        """Free what a compact transaction holds (its spill file) once it is stored or dropped."""
+        if isinstance(self.changes, ChangeList):
+            self.changes.buffer.close()
+
 
 @dataclass
 class _Pending:
     xid: int
-    changes: list = field(default_factory=list)   # (relation, lsn, message, change xid)
+    changes: object = field(default_factory=list)   # (relation, lsn, message, change xid), or a ChangeBuffer
     origin: Optional[str] = None
     begin_lsn: Optional[int] = None
 
@@ -100,7 +132,9 @@ class TransactionAssembler:
 
     ``relations``/``types`` are the latest Relation and Type per oid."""
 
-    def __init__(self):
+    def __init__(self, compact: bool = False, spill_bytes: Optional[int] = None, spill_dir: Optional[str] = None):
+        self.compact, self.spill_bytes, self.spill_dir = compact, spill_bytes, spill_dir
+        self._payload: Optional[bytes] = None              # the message being fed, when compact
         self.relations: dict[int, Relation] = {}
         self.types: dict[int, TypeMessage] = {}
         self._current: Optional[_Pending] = None        # between Begin (or Begin Prepare) and Commit
@@ -121,13 +155,26 @@ class TransactionAssembler:
         for message, lsn in messages:
             yield from self.feed(message, lsn)
 
-    def feed(self, message: Message, lsn: int) -> list[Transaction]:
-        """Take one message and the LSN it arrived at (``wal_start``); return the transactions it
-        completed (usually none or one)."""
+    def feed(self, message: Message, lsn: int, payload: Optional[bytes] = None) -> list[Transaction]:
+        """Take one message, the LSN it arrived at (``wal_start``) and, when ``compact``, the
+        bytes it was decoded from; return the transactions it completed (usually none or one)."""
         handler = _HANDLERS.get(type(message))
         if handler is None:
             raise TransactionSequenceError(f"not a pgoutput message: {type(message).__name__}", lsn=lsn)
+        if self.compact and payload is None:
+            raise TypeError("a compact TransactionAssembler needs each message's payload")
+        self._payload = payload
         return handler(self, message, lsn) or []
+
+    def _pending(self, xid: int, begin_lsn: Optional[int] = None) -> _Pending:
+        changes = ChangeBuffer(self.spill_bytes, self.spill_dir) if self.compact else []
+        return _Pending(xid, changes, begin_lsn=begin_lsn)
+
+    def _add(self, target: _Pending, relation: Optional[Relation], lsn: int, m: Message) -> None:
+        if isinstance(target.changes, ChangeBuffer):
+            target.changes.append(relation, lsn, self._payload, m.xid, self._stream_xid is not None)
+        else:
+            target.changes.append((relation, lsn, m, m.xid))
 
     # -- schema ---------------------------------------------------------------------------------
     def _relation(self, m: Relation, lsn: int):
@@ -140,7 +187,7 @@ class TransactionAssembler:
     def _begin(self, m: Begin, lsn: int):
         if self._current is not None:
             raise TransactionSequenceError(f"Begin of xid {m.xid} inside xid {self._current.xid}", lsn=lsn)
-        self._current = _Pending(m.xid, begin_lsn=lsn)
+        self._current = self._pending(m.xid, begin_lsn=lsn)
 
     def _origin(self, m: Origin, lsn: int):
         if self._current is not None:
@@ -171,11 +218,11 @@ class TransactionAssembler:
                 f"{type(m).__name__} at LSN {lsn} outside a transaction", lsn=lsn)
         if isinstance(m, Truncate):
             for oid in m.relation_oids:
-                target.changes.append((self._lookup(oid, lsn), lsn, m, m.xid))
+                self._add(target, self._lookup(oid, lsn), lsn, m)
         elif isinstance(m, LogicalMessage):
-            target.changes.append((None, lsn, m, m.xid))
+            self._add(target, None, lsn, m)
         else:
-            target.changes.append((self._lookup(m.relation_oid, lsn), lsn, m, m.xid))
+            self._add(target, self._lookup(m.relation_oid, lsn), lsn, m)
         return None
 
     def _lookup(self, oid: int, lsn: int) -> Relation:
@@ -186,7 +233,10 @@ class TransactionAssembler:
         return relation
 
     def _emit(self, pending: _Pending, commit_lsn: int, end_lsn: int, ts: int, streamed: bool) -> Transaction:
-        changes = [Change(rel, i, lsn, msg, xid) for i, (rel, lsn, msg, xid) in enumerate(pending.changes)]
+        if isinstance(pending.changes, ChangeBuffer):
+            changes = ChangeList(pending.changes)
+        else:
+            changes = [Change(rel, i, lsn, msg, xid) for i, (rel, lsn, msg, xid) in enumerate(pending.changes)]
         return Transaction(pending.xid, commit_lsn, end_lsn, ts, changes, pending.origin, streamed)
 
     # -- streamed transactions (protocol v2+) ---------------------------------------------------
@@ -194,7 +244,8 @@ class TransactionAssembler:
         if self._stream_xid is not None or self._current is not None:
             raise TransactionSequenceError(f"Stream Start of xid {m.xid} inside another transaction", lsn=lsn)
         self._stream_xid = m.xid
-        self._streams.setdefault(m.xid, _Pending(m.xid))
+        if m.xid not in self._streams:
+            self._streams[m.xid] = self._pending(m.xid)
 
     def _stream_stop(self, m: StreamStop, lsn: int):
         if self._stream_xid is None:
@@ -202,34 +253,42 @@ class TransactionAssembler:
         self._stream_xid = None
 
     def _stream_commit(self, m: StreamCommit, lsn: int):
-        pending = self._streams.pop(m.xid, None) or _Pending(m.xid)
+        pending = self._streams.pop(m.xid, None) or self._pending(m.xid)
         return [self._emit(pending, m.commit_lsn, m.end_lsn, m.commit_ts_us, streamed=True)]
 
     def _stream_abort(self, m: StreamAbort, lsn: int):
         if m.subxid == m.xid:
-            self._streams.pop(m.xid, None)
+            _drop(self._streams.pop(m.xid, None))
         elif m.xid in self._streams:
             pending = self._streams[m.xid]
-            pending.changes = [c for c in pending.changes if c[3] != m.subxid]
+            if isinstance(pending.changes, ChangeBuffer):
+                pending.changes.drop_xid(m.subxid)
+            else:
+                pending.changes = [c for c in pending.changes if c[3] != m.subxid]
 
     # -- two-phase (protocol v3+) ---------------------------------------------------------------
     def _begin_prepare(self, m: BeginPrepare, lsn: int):
         if self._current is not None:
             raise TransactionSequenceError(f"Begin Prepare of xid {m.xid} inside xid {self._current.xid}", lsn=lsn)
-        self._current = _Pending(m.xid, begin_lsn=lsn)
+        self._current = self._pending(m.xid, begin_lsn=lsn)
 
     def _prepare(self, m: Prepare, lsn: int):
         self._prepared[m.gid] = self._take_current("Prepare", lsn)
 
     def _stream_prepare(self, m: StreamPrepare, lsn: int):
-        self._prepared[m.gid] = self._streams.pop(m.xid, None) or _Pending(m.xid)
+        self._prepared[m.gid] = self._streams.pop(m.xid, None) or self._pending(m.xid)
 
     def _commit_prepared(self, m: CommitPrepared, lsn: int):
-        pending = self._prepared.pop(m.gid, None) or _Pending(m.xid)
+        pending = self._prepared.pop(m.gid, None) or self._pending(m.xid)
         return [self._emit(pending, m.commit_lsn, m.end_lsn, m.commit_ts_us, streamed=False)]
 
     def _rollback_prepared(self, m: RollbackPrepared, lsn: int):
-        self._prepared.pop(m.gid, None)
+        _drop(self._prepared.pop(m.gid, None))
+
+
+def _drop(pending: Optional[_Pending]) -> None:
+    if pending is not None and isinstance(pending.changes, ChangeBuffer):
+        pending.changes.close()
 
 
 _HANDLERS = {Relation: TransactionAssembler._relation, TypeMessage: TransactionAssembler._type,

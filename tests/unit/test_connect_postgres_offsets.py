@@ -178,3 +178,19 @@ def test_a_debezium_offset_stored_after_a_begin_before_the_previous_commit_skips
     begun = {"lsn": 100, "lsn_proc": 100, "lsn_commit": 160, "txId": 2, "messageType": "BEGIN"}
     assert stored_commit_and_event(begun, 100) == (160, None)
     assert stored_commit_and_event({**begun, "lsn": 170, "lsn_proc": 170}, 170) == (170, None)
+
+
+def test_the_spill_options_reach_the_source_and_a_bad_one_is_refused_at_create():
+    from connect.config import parse_connector_config
+    from connect.connector import ConnectorContext
+    from connect.errors import ConfigError
+    from connect.plugins import check_connector_config
+    from connect.postgres_cdc_source import PostgresCdcSource
+    given = _shop(**{"transaction.spill.threshold.bytes": "4096", "transaction.spill.dir": "/tmp/spill"})
+    check_connector_config("shop-cdc", given)
+    options = PostgresCdcSource(parse_connector_config({"name": "shop-cdc", **given}),
+                                ConnectorContext(None, "127.0.0.1:1")).source_options()
+    assert (options["transaction.spill.threshold.bytes"], options["transaction.spill.dir"]) == ("4096", "/tmp/spill")
+    with pytest.raises(ConfigError) as bad:
+        check_connector_config("shop-cdc", _shop(**{"transaction.spill.threshold.bytes": "lots"}))
+    assert "transaction.spill.threshold.bytes" in bad.value.details["errors"]
