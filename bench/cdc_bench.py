@@ -7,8 +7,9 @@ not counted). Prints one JSON line per figure:
 1. ``cdc_to_delta``: 100k changes (inserts, updates, deletes; 100 to a transaction) over 10k keys,
    written before the clock starts, read by one ``availableNow`` query with
    ``maxChangesPerTrigger=10000`` and applied by ``delta_apply`` (SCD 1): changes/s, the whole
-   query and (``steady``) without its first batch. The Delta table is then checked against
-   PostgreSQL.
+   query and (``steady``) without its first batch, and ``delta_apply``'s wall and CPU seconds
+   (the wall includes Spark's ``toArrow`` of the batch, where the source reads). The Delta table is
+   then checked against PostgreSQL.
 2. ``pgoutput_decode``: the same WAL (a second slot created at the same point, its pgoutput bytes
    fetched with ``pg_logical_slot_peek_binary_changes`` before the clock starts) through the
    decoder and the TransactionAssembler alone, and (``decode_envelope``) on to Debezium's records.
@@ -113,12 +114,14 @@ def cdc_to_delta(spark, pg, tmp: str, n: int, keys: int, batch: int) -> None:
     counts = write_changes(conn, n, keys)
     path = os.path.join(tmp, "lake", "changes")
     batch_times: list[float] = []
+    batch_cpu: list[float] = []   # this process's CPU seconds (the Python side; the shared machine's noise stays out)
     apply = delta_apply(table_path=path, keys=["id"])
 
     def timed_apply(df, batch_id):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         apply(df, batch_id)
         batch_times.append(time.perf_counter() - t)
+        batch_cpu.append(time.process_time() - c)
 
     reader = (spark.readStream.format("postgres-cdc").options(**pg.options())
               .option("table.include.list", f"public\\.{TABLE}").option("slot.name", "bench")
@@ -141,7 +144,7 @@ def cdc_to_delta(spark, pg, tmp: str, n: int, keys: int, batch: int) -> None:
     equal = delta_rows(path) == pg_rows(conn)
     emit("cdc_to_delta", n / wall, "changes/s", changes=n, keys=keys, batches=len(ends), wall_s=round(wall, 2),
          steady=round(steady, 1) if steady else None, delta_apply_s=round(sum(batch_times), 2),
-         written=counts, delta_equals_postgres=equal)
+         delta_apply_cpu_s=round(sum(batch_cpu), 2), written=counts, delta_equals_postgres=equal)
     if not equal:
         raise SystemExit("the Delta table differs from PostgreSQL")
     payloads = peek_wal(conn, "bench_decode")

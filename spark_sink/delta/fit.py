@@ -40,8 +40,12 @@ def source_schema(table: str, changes: list[Change], target: pa.Schema | None) -
     """The batch's columns: Connect schemas merged in position order (a retype must widen), or for
     schemaless records the table's types and else types inferred from the values."""
     fields: dict[str, pa.DataType] = {}
+    previous = None
     for c in sorted(changes, key=lambda c: c.position):
         if c.schema is not None:
+            if c.schema is previous:
+                continue   # merging the schema just merged again changes nothing (the parser shares it)
+            previous = c.schema
             for f in c.schema:
                 old = fields.get(f.name)
                 if old is None or widens(old, f.type):
@@ -50,6 +54,7 @@ def source_schema(table: str, changes: list[Change], target: pa.Schema | None) -
                     raise SchemaChangeError(f"table {table!r}: column {f.name!r} is {old} and {f.type} in one batch",
                                             table=table, column=f.name, old=str(old), new=str(f.type))
         else:
+            previous = None
             for name, v in c.row.items():
                 if fields.get(name) is None:
                     known = target.field(name).type if target is not None and name in target.names else None
@@ -78,11 +83,12 @@ def misfits(table: str, changes: list[Change], schema: pa.Schema, key_columns, s
     """The changes (in batch order) with a value ``schema`` cannot hold, each with the error naming
     its record and column."""
     columns: dict[str, list[tuple[int, object]]] = {}
+    names = set(schema.names)
     for i, c in enumerate(changes):
         written = (c.key_columns or key_columns) if c.op == "d" and scd_type == 1 else c.row
         for name in written:
             v = c.row.get(name)
-            if v is not None and v is not UNAVAILABLE and name in schema.names:
+            if v is not None and v is not UNAVAILABLE and name in names:
                 columns.setdefault(name, []).append((i, v))
     bad: dict[int, PoisonRecordError] = {}
     for name, values in columns.items():

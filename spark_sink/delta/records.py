@@ -32,6 +32,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from broker.errors import RiverlogError
+from spark_sink.delta.arrow_rows import header_pairs
+from spark_sink.delta.envelope import EnvelopeDecoder
 from spark_sink.delta.errors import DeltaConfigError, PoisonRecordError
 from spark_sink.delta.schema import DEFAULT_PLACEHOLDER, EPOCH, UNAVAILABLE, arrow_schema, converter, defaults
 
@@ -40,6 +42,7 @@ ORDER_HEADER = "riverlog.cdc.order"
 OLD_KEY_HEADER = "__debezium.oldkey"
 OPS = {"c", "u", "d", "r", "t"}
 HEARTBEAT_TOPIC_PREFIX = "__debezium-heartbeat"
+_ABSENT = object()
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,15 @@ class Change:
 
 def record_position(record: SourceRecord) -> tuple[int, int] | None:
     """The position from the two riverlog.cdc headers, or None when the record has neither."""
-    h = {k: v for k, v in record.headers}
-    if COMMIT_LSN_HEADER in h and ORDER_HEADER in h:
+    lsn = order = _ABSENT
+    for k, v in record.headers:   # the last of a repeated header counts
+        if k == COMMIT_LSN_HEADER:
+            lsn = v
+        elif k == ORDER_HEADER:
+            order = v
+    if lsn is not _ABSENT and order is not _ABSENT:
         try:
-            return int(_text(h[COMMIT_LSN_HEADER])), int(_text(h[ORDER_HEADER]))
+            return int(_text(lsn)), int(_text(order))
         except (ValueError, UnicodeDecodeError) as e:
             raise _poison(record, f"the {COMMIT_LSN_HEADER} / {ORDER_HEADER} headers are not decimal integers "
                                   f"({e})", e) from e
@@ -105,15 +113,13 @@ def _poison(record: SourceRecord, why: str, cause: Exception | None = None) -> P
                              partition=partition, offset=offset, cause=repr(cause) if cause else None)
 
 
-def _envelope(raw: bytes, record: SourceRecord, what: str) -> tuple[dict | None, Any]:
+def _envelope(raw: bytes, record: SourceRecord, what: str,
+              decoder: EnvelopeDecoder | None = None) -> tuple[dict | None, Any]:
     """(schema, payload) of Debezium JSON with or without the schema envelope."""
     try:
-        doc = json.loads(raw)
+        return (decoder or EnvelopeDecoder()).decode(raw)
     except (ValueError, UnicodeDecodeError) as e:
         raise _poison(record, f"the {what} is not JSON ({e})", e) from e
-    if isinstance(doc, dict) and set(doc) == {"schema", "payload"}:
-        return doc["schema"], doc["payload"]
-    return None, doc
 
 
 def _field_schema(struct: dict | None, name: str) -> dict | None:
@@ -134,6 +140,9 @@ class ChangeParser:
         self.keys = {t: tuple(k) for t, k in (keys or {}).items()}
         self.placeholder = placeholder
         self._converters: dict[str, Any] = {}
+        self._decoder = EnvelopeDecoder()
+        self._last_key: tuple | None = None   # (a record key's bytes, their envelope)
+        self._by_identity: dict = {}   # id(a decoded schema) [, field] -> (it, what was found for it)
 
     def _convert_struct(self, struct: dict | None, payload: dict) -> dict:
         if struct is None:
@@ -143,17 +152,41 @@ class ChangeParser:
         return {n: c(payload.get(n)) for n, c in convs}
 
     def _struct(self, struct: dict) -> tuple[list, Any, dict]:
-        """(field converters, Arrow schema, Connect defaults) of a row schema, memoised by its fingerprint."""
+        """(field converters, Arrow schema, Connect defaults) of a row schema, memoised by its
+        fingerprint, and by identity for the schema objects :class:`EnvelopeDecoder` shares."""
+        hit = self._by_identity.get(id(struct))
+        if hit is not None and hit[0] is struct:
+            return hit[1]
         key = _fingerprint(struct)
         found = self._converters.get(key)
         if found is None:
             found = ([(f["field"], converter(f, self.placeholder)) for f in struct.get("fields", [])],
                      arrow_schema(struct), defaults(struct))
             self._converters[key] = found
+        self._remember(id(struct), struct, found)
+        return found
+
+    def _remember(self, key, struct: dict, found) -> None:
+        if len(self._by_identity) >= 256:
+            self._by_identity.clear()
+        self._by_identity[key] = (struct, found)   # holding it keeps its id unique
+
+    def _field_schema(self, struct: dict | None, name: str) -> dict | None:
+        """:func:`_field_schema`, memoised by identity as :meth:`_struct` is."""
+        hit = self._by_identity.get((id(struct), name))
+        if hit is not None and hit[0] is struct:
+            return hit[1]
+        found = _field_schema(struct, name)
+        if struct is not None:
+            self._remember((id(struct), name), struct, found)
         return found
 
     def parse(self, record: SourceRecord) -> Change | None:
         """The record's change; None for a tombstone; :class:`PoisonRecordError` for anything else."""
+        return self._parsed(record)[0]
+
+    def _parsed(self, record: SourceRecord) -> tuple[Change | None, Any, Any]:
+        """(change, value schema, value payload); the envelope for :meth:`changes` to read again."""
         try:
             return self._parse(record)
         except RiverlogError:
@@ -161,14 +194,14 @@ class ChangeParser:
         except Exception as e:   # noqa: BLE001 - whatever a malformed record trips over names the record
             raise _poison(record, f"a malformed change event ({type(e).__name__}: {e})", e) from e
 
-    def _parse(self, record: SourceRecord) -> Change | None:
+    def _parse(self, record: SourceRecord) -> tuple[Change | None, Any, Any]:
         if record.value is None or record.topic.startswith(HEARTBEAT_TOPIC_PREFIX):
-            return None
-        schema, payload = _envelope(record.value, record, "value")
+            return None, None, None
+        schema, payload = _envelope(record.value, record, "value", self._decoder)
         if isinstance(payload, dict) and "op" not in payload and payload.get("status") in ("BEGIN", "END"):
-            return None   # a record of Debezium's transaction metadata topic
+            return None, None, None   # a record of Debezium's transaction metadata topic
         if isinstance(payload, dict) and payload.get("op") == "m":
-            return None   # a logical decoding message: not a row of any table
+            return None, None, None   # a logical decoding message: not a row of any table
         if not isinstance(payload, dict) or payload.get("op") not in OPS:
             raise _poison(record, "the value is not a Debezium change event (no op c/u/d/r/t)")
         op, source = payload["op"], payload.get("source") or {}
@@ -177,12 +210,13 @@ class ChangeParser:
         table = _table_name(source, record.topic)
         position = record_position(record) or _fallback_position(record)
         if op == "t":
-            return Change(table, (), "t", {}, position, _ts_us(payload, source, record), record, None, position)
+            change = Change(table, (), "t", {}, position, _ts_us(payload, source, record), record, None, position)
+            return change, schema, payload
         image_name = "before" if op == "d" else "after"
         image = payload.get(image_name)
         if not isinstance(image, dict):
             raise _poison(record, f"op {op!r} without a {image_name!r} row image")
-        image_schema = _field_schema(schema, image_name)
+        image_schema = self._field_schema(schema, image_name)
         try:
             row = self._convert_struct(image_schema, image)
         except (ValueError, TypeError, KeyError, ArithmeticError) as e:
@@ -193,7 +227,7 @@ class ChangeParser:
         _, arrow, defaults_ = self._struct(image_schema) if image_schema is not None else (None, None, {})
         old_key = self._old_key(record, table, image_schema) if op != "d" else None
         return Change(table, key, op, row, position, ts_us, record, arrow, position, old_key, defaults_,
-                      self.key_columns(table, record))
+                      self.key_columns(table, record)), schema, payload
 
     def changes(self, record: SourceRecord) -> list[Change]:
         """The record's changes: :meth:`parse`'s, and before an update that moves its row to
@@ -203,10 +237,9 @@ class ChangeParser:
         is one ``u`` event: only its ``before`` image (``REPLICA IDENTITY FULL``; a MySQL row
         image) says the row left its old key. Under ``REPLICA IDENTITY DEFAULT`` an update has no
         before image and the old key cannot be known (docs/cdc.md)."""
-        change = self.parse(record)
+        change, schema, payload = self._parsed(record)
         if change is None or change.op != "u":
             return [] if change is None else [change]
-        schema, payload = _envelope(record.value, record, "value")
         before = payload.get("before")
         if not isinstance(before, dict) or any(before.get(c) is None for c in change.key_columns):
             return [change]
@@ -229,7 +262,7 @@ class ChangeParser:
         if record.value is not None or record.key is None or record.topic.startswith(HEARTBEAT_TOPIC_PREFIX):
             return None
         try:
-            schema, payload = _envelope(record.key, record, "key")
+            schema, payload = self._key_envelope(record)
         except PoisonRecordError:
             return None
         if not isinstance(payload, dict) or not payload:
@@ -251,13 +284,22 @@ class ChangeParser:
         return Change(table, key, "d", {c: row[c] for c in columns}, position, record.timestamp_us or 0, record,
                       None, position, key_columns=columns, tombstone=True)
 
+    def _key_envelope(self, record: SourceRecord) -> tuple[Any, Any]:
+        """The record key's (schema, payload), read once for the several questions put to it."""
+        last = self._last_key
+        if last is not None and last[0] is record.key:
+            return last[1]
+        found = _envelope(record.key, record, "key", self._decoder)
+        self._last_key = (record.key, found)
+        return found
+
     def key_columns(self, table: str, record: SourceRecord) -> tuple[str, ...]:
         if table in self.keys or "*" in self.keys:
             return self.keys.get(table) or self.keys["*"]
         if record.key is None:
             raise _poison(record, f"table {table!r} has no key columns: the record has no key and "
                                   f"keys={{{table!r}: [...]}} is not set")
-        _, payload = _envelope(record.key, record, "key")
+        _, payload = self._key_envelope(record)
         if not isinstance(payload, dict) or not payload:
             raise _poison(record, "the key is not a JSON object of primary key columns")
         return tuple(payload)
@@ -265,10 +307,14 @@ class ChangeParser:
     def _old_key(self, record: SourceRecord, table: str, image_schema: dict | None) -> tuple | None:
         """The ``__debezium.oldkey`` header's key values, converted as the row's; None without the
         header, or when the key columns (``keys=``) are not all in it."""
-        raw = next((v for k, v in record.headers if k == OLD_KEY_HEADER), None)
+        raw = None
+        for k, v in record.headers:
+            if k == OLD_KEY_HEADER:
+                raw = v
+                break
         if raw is None:
             return None
-        _, payload = _envelope(raw, record, f"{OLD_KEY_HEADER} header")
+        _, payload = _envelope(raw, record, f"{OLD_KEY_HEADER} header", self._decoder)
         if not isinstance(payload, dict):
             raise _poison(record, f"the {OLD_KEY_HEADER} header is not a JSON object of key columns")
         columns = self.key_columns(table, record)
@@ -288,7 +334,7 @@ class ChangeParser:
         named by ``keys=`` are the value's own, as there under ``record_value``."""
         if table in self.keys or "*" in self.keys or record.key is None:
             return row, image_schema
-        key_schema, payload = _envelope(record.key, record, "key")
+        key_schema, payload = self._key_envelope(record)
         if not isinstance(payload, dict):
             return row, image_schema
         missing = [c for c in payload if c not in row]
@@ -354,14 +400,16 @@ def records_from_arrow(table) -> list[SourceRecord]:
     if "value" not in table.column_names:
         raise DeltaConfigError(f"the batch has no 'value' column (columns: {table.column_names}); the sink reads "
                                "Kafka-shaped rows: key, value, topic, partition, offset, timestamp, headers")
-    cols = {n: table.column(n).to_pylist() for n in table.column_names}
+    cols = {n: table.column(n).to_pylist() for n in table.column_names if n != "headers"}
     n = table.num_rows
-    headers = cols.get("headers") or [None] * n
+    headers = header_pairs(table.column("headers")) if "headers" in table.column_names else [None] * n
     stamps = cols.get("timestamp") or [None] * n
     return [SourceRecord(cols["topic"][i] if "topic" in cols else "", int(cols["partition"][i] or 0)
                          if "partition" in cols else 0, int(cols["offset"][i]) if "offset" in cols else i,
                          _bytes(cols["key"][i]) if "key" in cols else None, _bytes(cols["value"][i]),
-                         tuple((h["key"], h["value"]) for h in headers[i] or ()), _micros(stamps[i]))
+                         headers[i] if type(headers[i]) is tuple else tuple((h["key"], h["value"])
+                                                                            for h in headers[i] or ()),
+                         _micros(stamps[i]))
             for i in range(n)]
 
 

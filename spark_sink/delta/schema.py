@@ -161,7 +161,17 @@ def infer_type(value: Any) -> pa.DataType | None:
 def converter(schema: dict | None, placeholder: str = DEFAULT_PLACEHOLDER) -> Callable[[Any], Any]:
     """JSON value -> the Python value Arrow takes for :func:`arrow_type`; the TOAST placeholder
     becomes :data:`UNAVAILABLE`. ``schema`` None (payload only) keeps JSON values as they are."""
-    return _converter_with(toast_test(placeholder), _converter(schema) if schema is not None else (lambda v: v))
+    toast = toast_test(placeholder)
+    inner = _converter(schema) if schema is not None else (lambda v: v)
+    general = _converter_with(toast, inner)
+    # The common values skip the general test: an int is never a placeholder, a str only when it
+    # is one of the placeholder strings.
+    strings = toast.strings
+    if inner is _integer:
+        return lambda v: v if type(v) is int else general(v)
+    if inner is _string or schema is None:
+        return lambda v: (UNAVAILABLE if v in strings else v) if type(v) is str else general(v)
+    return general
 
 
 def toast_test(placeholder: str = DEFAULT_PLACEHOLDER) -> Callable[[Any], bool]:
@@ -186,6 +196,7 @@ def toast_test(placeholder: str = DEFAULT_PLACEHOLDER) -> Callable[[Any], bool]:
             return len(v) == len(numbers) and all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                    for x in v) and v == numbers
         return isinstance(v, dict) and v == {placeholder: placeholder}
+    toast.strings = frozenset(strings)
     return toast
 
 
