@@ -154,9 +154,26 @@ def connector_config_def(kind: str | None) -> ConfigDef:
     return ConfigDef(keys)
 
 
+def _converter_type() -> ConfigKey:
+    """Kafka's ``ConverterConfig.newConfigDef()``: the key every converter's definition starts with."""
+    return ConfigKey("converter.type", Type.STRING, NO_DEFAULT, one_of("key", "value", "header"), Importance.LOW,
+                     "How this converter will be used.", None, -1, Width.NONE, "Converter type")
+
+
+BYTE_ARRAY_CONVERTER_CONFIG = ConfigDef([_converter_type()])
+"""Kafka's ``ByteArrayConverter.config()``."""
+
+STRING_CONVERTER_CONFIG = ConfigDef([
+    _converter_type(),
+    ConfigKey("converter.encoding", Type.STRING, "UTF-8", None, Importance.HIGH,
+              "The name of the Java character set to use for encoding strings as byte arrays.", None, -1,
+              Width.MEDIUM, "Encoding"),
+])
+"""Kafka's ``StringConverterConfig`` (``value.converter.converter.encoding``); the encoding is
+checked when the connector starts, as Kafka's converter checks it when it is configured."""
+
 JSON_CONVERTER_CONFIG = ConfigDef([
-    ConfigKey("converter.type", Type.STRING, NO_DEFAULT, one_of("key", "value", "header"), Importance.LOW,
-              "How this converter will be used.", None, -1, Width.NONE, "Converter type"),
+    _converter_type(),
     ConfigKey("schemas.enable", Type.BOOLEAN, True, None, Importance.HIGH,
               "Include schemas within each of the serialized values and keys.", "Schemas", 1, Width.MEDIUM,
               "Enable Schemas"),

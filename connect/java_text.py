@@ -1,9 +1,11 @@
 """Java's text forms of values, as Kafka's Connect classes print them: ``Double.toString`` and
 ``String.valueOf`` of a JSON value as Jackson reads it. Kafka's messages quote offsets and
 partitions in these forms, its FileStreamSink writes values with them and ``Values.parseString``
-formats floats so; one implementation serves them all."""
+formats floats so; one implementation serves them all. And the text Jackson gives a JSON scalar
+read into a ``String`` (a connector config's values: ``true``, a number as written)."""
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from decimal import Decimal
@@ -54,4 +56,41 @@ def java_string(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["java_double", "java_string"]
+class JsonFraction(float):
+    """A JSON number with a fraction or exponent that remembers its text as written (``1.50``,
+    ``1e3``): Jackson reads such a number into a ``String`` as that text, where ``str`` of the
+    float would give ``1.5`` and ``1000.0``."""
+    text: str
+
+    def __new__(cls, text: str) -> "JsonFraction":
+        value = super().__new__(cls, text)
+        value.text = text
+        return value
+
+
+def _non_standard(token: str):
+    raise ValueError(f"Non-standard token '{token}': enable `JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS` to allow")
+
+
+def json_loads(text: str | bytes):
+    """``json.loads`` as Jackson reads JSON: each fractional number keeps its text
+    (:class:`JsonFraction`, a float), and ``NaN``/``Infinity``, which are not JSON, are refused."""
+    return json.loads(text, parse_float=JsonFraction, parse_constant=_non_standard)
+
+
+def config_text(value: Any) -> Any:
+    """A config value as Jackson reads a JSON scalar into ``Map<String, String>``: a string as it
+    is, ``true``/``false``, a number as written (:func:`json_loads` keeps it), null as None; other
+    values (a list, an object) unchanged, for the caller to refuse or validate."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, JsonFraction):
+        return value.text
+    if isinstance(value, (int, float)):
+        return str(value)
+    return value
+
+
+__all__ = ["JsonFraction", "config_text", "java_double", "java_string", "json_loads"]

@@ -12,7 +12,7 @@ Sink connector (Kafka's ``WorkerSinkTask``)::
         connector.write_batch(good rows)  ->  DLQ rows + the group's offsets in one transaction
                                               (or a plain group commit when no row failed)
 
-Recovery. Spark's checkpoint (``<state.dir>/<group.id>/<connector>/checkpoint``) replays an
+Recovery. Spark's checkpoint (``<state.dir>/<group.id>/<connector>-<hash>/checkpoint``) replays an
 unfinished batch with the same id, which the exactly-once sink recognises. The broker is the
 truth: a query without a checkpoint starts from connect-offsets (source) or the consumer group's
 committed offsets (sink), and writes under a new ``sinkId`` (written to ``sink-id`` next to the

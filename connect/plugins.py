@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect.config import CONVERTERS, HEADER_CONVERTERS, JSON_CONVERTER_CONFIG, PREDICATES, TRANSFORMATIONS
-from connect.config_def import Plugin, PluginRegistry
+from connect.config_def import ConfigDef, Plugin, PluginRegistry
 
 
 def _simple(name: str) -> str:
@@ -21,12 +21,15 @@ def _simple(name: str) -> str:
 
 def _register_all() -> None:
     from connect import converters, predicates, transforms
+    from connect.connector_config_def import BYTE_ARRAY_CONVERTER_CONFIG, STRING_CONVERTER_CONFIG
+    defs = {converters.JSON_CONVERTER: JSON_CONVERTER_CONFIG, converters.STRING_CONVERTER: STRING_CONVERTER_CONFIG,
+            converters.BYTE_ARRAY_CONVERTER: BYTE_ARRAY_CONVERTER_CONFIG}        # each one's Converter.config()
     for name, cls in converters.CONVERTERS.items():
-        defs = JSON_CONVERTER_CONFIG if name == converters.JSON_CONVERTER else None
-        CONVERTERS.register(Plugin(name, defs, None, cls), [_simple(name)])
-    HEADER_CONVERTERS.register(Plugin("org.apache.kafka.connect.storage.SimpleHeaderConverter"),
+        CONVERTERS.register(Plugin(name, defs.get(name), None, cls), [_simple(name)])
+    HEADER_CONVERTERS.register(Plugin("org.apache.kafka.connect.storage.SimpleHeaderConverter", ConfigDef([])),
                                ["SimpleHeaderConverter"])
-    HEADER_CONVERTERS.register(Plugin(converters.BYTE_ARRAY_CONVERTER), [_simple(converters.BYTE_ARRAY_CONVERTER)])
+    HEADER_CONVERTERS.register(Plugin(converters.BYTE_ARRAY_CONVERTER, BYTE_ARRAY_CONVERTER_CONFIG),
+                               [_simple(converters.BYTE_ARRAY_CONVERTER)])
     for name, cls in transforms.TRANSFORMS.items():
         TRANSFORMATIONS.register(Plugin(name, None, None, cls), [_simple(name)])
     for name, cls in predicates.PREDICATES.items():
@@ -64,6 +67,7 @@ def check_connector_config(name: str, config: Mapping[str, Any], override_policy
     from connect.config_infos import refusal
     from connect.connector import connector_class
     from connect.errors import BadRequestError
+    from connect.java_text import config_text
     props = {str(k): v for k, v in config.items()}
     if props.get("name") not in (None, name):
         raise BadRequestError(f"Connector name configuration ({props['name']}) doesn't match connector name "
@@ -74,7 +78,7 @@ def check_connector_config(name: str, config: Mapping[str, Any], override_policy
         e = refusal(errors)
         e.details["infos"] = infos.to_json()
         raise e
-    return {k: ("" if v is None else v if isinstance(v, str) else str(v)) for k, v in props.items()}
+    return {k: ("" if v is None else str(config_text(v))) for k, v in props.items()}
 
 
 def validate_connector_config(config: Mapping[str, Any], override_policy: str = "All"):

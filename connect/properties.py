@@ -11,11 +11,11 @@ ending in an odd number of backslashes continues on the next (leading whitespace
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from broker.config.properties import parse_properties as _parse
 from connect.errors import ConfigError
+from connect.java_text import config_text, json_loads
 
 __all__ = ["connector_file", "parse_properties", "read_properties"]
 
@@ -44,13 +44,15 @@ def connector_file(path: str) -> tuple[str, dict[str, Any], str | None]:
         text = f.read()
     if path.endswith(".json") or text.lstrip().startswith("{"):
         try:
-            doc = json.loads(text)
+            doc = json_loads(text)
         except ValueError as e:
             raise ConfigError(f"{path} is not valid JSON: {e}") from None
         if not isinstance(doc, dict):
             raise ConfigError(f"{path}: expected a JSON object, {{\"name\": ..., \"config\": {{...}}}}")
-        config = dict(doc["config"]) if isinstance(doc.get("config"), dict) else dict(doc)
-        name = doc.get("name") or config.get("name")
+        # values as Jackson reads them into Map<String, String>: true, 1.50 (as POST /connectors)
+        config = {k: config_text(v) for k, v in
+                  (doc["config"] if isinstance(doc.get("config"), dict) else doc).items()}
+        name = config_text(doc.get("name")) or config.get("name")
         if isinstance(doc.get("config"), dict) and doc.get("initial_state") is not None:
             initial_state = str(doc["initial_state"]).strip().upper()
             if initial_state not in ("RUNNING", "PAUSED", "STOPPED"):

@@ -14,7 +14,6 @@ takes, is 500 with the parser's message, as Kafka's Jackson mapping answers.
 """
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping
 from http import HTTPStatus
@@ -27,6 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from broker.errors import InvalidConfigError, RiverlogError
 from connect.errors import BadRequestError, NotFoundError
+from connect.java_text import config_text, json_loads
 
 __all__ = ["RestServer", "rest_app"]
 
@@ -55,14 +55,15 @@ async def _body(request: Request) -> Any:
     if not raw.strip():
         return None
     try:
-        return json.loads(raw)
+        return json_loads(raw)         # a fraction keeps its text, which a config value is
     except ValueError as e:
         raise _BodyError(f"Unexpected character in the request body: {e}") from None
 
 
 def _string_map(value: Any, what: str) -> dict[str, str | None]:
     """A JSON object of strings, as Jackson reads ``Map<String, String>``: numbers and booleans
-    become their text, null stays null (validation names it), objects and arrays are refused."""
+    become their text as written (``true``, ``1.50``), null stays null (validation names it),
+    objects and arrays are refused."""
     if not isinstance(value, dict):
         raise _BodyError(f"Cannot deserialize {what}: expected a JSON object, got {type(value).__name__}")
     out: dict[str, str | None] = {}
@@ -70,7 +71,7 @@ def _string_map(value: Any, what: str) -> dict[str, str | None]:
         if isinstance(v, (dict, list)):
             raise _BodyError(f"Cannot deserialize value of type `java.lang.String` from "
                              f"{'Object' if isinstance(v, dict) else 'Array'} value (field {k!r} of {what})")
-        out[k] = v if v is None or isinstance(v, str) else (str(v).lower() if isinstance(v, bool) else str(v))
+        out[k] = config_text(v)
     return out
 
 

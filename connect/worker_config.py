@@ -169,6 +169,7 @@ class WorkerConfig:
         values = WORKER_CONFIG_DEF.validate_all(props)
         errors = {n: cv.errors for n, cv in values.items() if cv.errors}
         errors.update(_client_problems(props))
+        errors.update(_unknown_converters(values))
         errors.update({k: [f"Invalid value {props[k]} for configuration {k}: {why}"]
                        for k, why in _UNSUPPORTED.items() if str(props.get(k) or "").strip()})
         if errors:
@@ -218,6 +219,20 @@ PRODUCER, CONSUMER = "producer.", "consumer."
 _RUNTIME_OWNED = {"producer.bootstrap.servers": "the connectors' clients use the worker's bootstrap.servers",
                   "consumer.bootstrap.servers": "the connectors' clients use the worker's bootstrap.servers",
                   "consumer.group.id": "a sink connector's consumer group is connect-<connector name>"}
+
+
+def _unknown_converters(values: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Kafka's ``CLASS`` check of ``key.converter`` and ``value.converter``: a name no converter
+    has (by class name or alias) stops the worker at start, instead of failing each connector
+    that takes the default when its query starts. (``header.converter`` has no effect: see
+    docs/connect.md.)"""
+    from connect.plugins import CONVERTERS     # registers the built-ins; pyspark is heavy
+    problems: dict[str, list[str]] = {}
+    for key in ("key.converter", "value.converter"):
+        cv = values[key]
+        if not cv.errors and cv.value is not None and CONVERTERS.get(str(cv.value).strip()) is None:
+            problems[key] = [f"Invalid value {cv.value} for configuration {key}: Class {cv.value} could not be found."]
+    return problems
 
 
 def _prefixed(props: Mapping[str, Any], prefix: str) -> dict[str, Any]:
