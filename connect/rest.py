@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from broker.errors import InvalidConfigError, RiverlogError
 from connect.errors import BadRequestError, NotFoundError
 from connect.java_text import config_text, json_loads
+from connect.worker_health import DEFAULT_HEALTH_CHECK_TIMEOUT_MS, HEALTHY, OPERATION
 
 __all__ = ["RestServer", "rest_app"]
 
@@ -116,9 +117,16 @@ def _version() -> str:
         return "unknown"
 
 
-def rest_app(worker) -> FastAPI:
-    """The FastAPI application of ``worker``'s REST API (mount it, or run it with :class:`RestServer`)."""
-    app = FastAPI(title="Riverlog Connect", version=_version(), docs_url=None, redoc_url=None, openapi_url=None)
+async def _operation(request: Request) -> None:
+    """Name the request as what the worker's lock holder does (``GET /health`` names a stuck one)."""
+    OPERATION.set(f"handling the request {request.method} {request.url.path}")
+
+
+def rest_app(worker, health_check_timeout_ms: float = DEFAULT_HEALTH_CHECK_TIMEOUT_MS) -> FastAPI:
+    """The FastAPI application of ``worker``'s REST API (mount it, or run it with :class:`RestServer`);
+    ``GET /health`` waits up to ``health_check_timeout_ms`` for a busy worker (Kafka's 10 s)."""
+    app = FastAPI(title="Riverlog Connect", version=_version(), docs_url=None, redoc_url=None, openapi_url=None,
+                  dependencies=[Depends(_operation)])
     body = Depends(_body)
 
     @app.exception_handler(RiverlogError)
@@ -153,8 +161,12 @@ def rest_app(worker) -> FastAPI:
 
     @app.get("/health")
     def health():
-        """Kafka 4.0's (KIP-1017): the worker answers once it has started."""
-        return {"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}
+        """Kafka 4.0's (KIP-1017): 200 healthy, 503 starting, 500 unhealthy (:mod:`connect.worker_health`)."""
+        check = getattr(worker, "health", None)
+        if not callable(check):   # an object serving the API without a worker's lifecycle
+            return {"status": "healthy", "message": HEALTHY}
+        status, body = check(health_check_timeout_ms)
+        return JSONResponse(body, status_code=status)
 
     # ---------------------------------------------------------------------------- connectors
     @app.get("/connectors")
@@ -315,12 +327,14 @@ class RestServer:
     and ``rest.port`` (else 8083); port 0 binds a free port, read back as :attr:`port` and
     :attr:`url` once :meth:`start` returns."""
 
-    def __init__(self, worker, host: str | None = None, port: int | None = None):
+    def __init__(self, worker, host: str | None = None, port: int | None = None,
+                 health_check_timeout_ms: float = DEFAULT_HEALTH_CHECK_TIMEOUT_MS):
         listener = getattr(getattr(worker, "config", None), "rest_listener", None)
         if listener is None:      # a worker without a parsed WorkerConfig: its raw settings
             config = _worker_config(worker)
             listener = (config.get("rest.host.name"), config.get("rest.port", 8083))
         self.worker = worker
+        self.health_check_timeout_ms = health_check_timeout_ms
         self.host = host or ("0.0.0.0" if listener[0] == "" else listener[0] or "127.0.0.1")
         self.port = int(port if port is not None else listener[1])
         self._server = None
@@ -335,7 +349,7 @@ class RestServer:
         import time
 
         import uvicorn
-        config = uvicorn.Config(rest_app(self.worker), host=self.host, port=self.port, log_level="warning",
+        config = uvicorn.Config(rest_app(self.worker, self.health_check_timeout_ms), host=self.host, port=self.port, log_level="warning",
                                 access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name=f"connect-rest-{self.port}", daemon=True)

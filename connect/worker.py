@@ -28,7 +28,8 @@ code that moves a connector's state. The rest is split by concept into mixins:
 ``worker_restarts.py`` (the restart endpoints and the supervisor, moving states through this
 class), ``worker_status.py`` (statuses, task configs, topic tracking), ``worker_connector_configs.py``
 (create/put/patch a config, plugins, validate), ``worker_offsets.py`` (the offsets endpoints) and
-``worker_membership.py`` (the group lost or left); ``worker_connector.py`` holds the record they share.
+``worker_membership.py`` (the group lost or left), ``worker_health.py`` (``GET /health``: starting,
+healthy, or unhealthy naming what holds the worker's lock); ``worker_connector.py`` holds the record they share.
 """
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ from connect.storage_format import Status
 from connect.topic_tracking import TopicTracker, TrackingConfig
 from connect.worker_connector import S, _Connector
 from connect.worker_connector_configs import WorkerConnectorConfigs
+from connect.worker_health import StagedLock, WorkerHealth
 from connect.worker_lease import WorkerLease
 from connect.worker_membership import WorkerMembership
 from connect.worker_offsets import WorkerOffsets
@@ -65,7 +67,7 @@ from connect.worker_status import WorkerStatus
 log = logging.getLogger(__name__)
 
 
-class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts, WorkerMembership):
+class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts, WorkerMembership, WorkerHealth):
     """See the module docstring; the methods are worker_api.md's contract."""
 
     def __init__(self, spark, worker_config: Mapping[str, Any]):
@@ -78,13 +80,15 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
         self.topics = TopicTracker(self.storage, TrackingConfig.of(self.config))
         self.offsets_admin = OffsetsAdmin(self.config.bootstrap_servers)
         self.metrics = QueryMetrics()
-        self._lock = threading.RLock()
+        self._lock = StagedLock()       # its holder's stage is what GET /health names when stuck
         self._connectors: dict[str, _Connector] = {}
         self._generation = 0
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
         self._lease: WorkerLease | None = None
         self._started = False
+        self._ready = False             # start() returned: GET /health stops answering 'starting'
+        self._lease_lost_at: float | None = None
 
     def _advertised(self, bound_port: int | None = None) -> str:
         """Kafka's worker id, its REST server's advertised ``host:port`` (``RestServer.advertisedUrl``):
@@ -113,15 +117,20 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
         with self._lock:
             if not self._started:
                 self._stopping.clear()
+                self._lease_lost_at = None
                 # the group first: ending pending transactions or starting a query belongs to its holder
-                self.storage.ensure_config_topic()
-                self._lease = WorkerLease(self.config, self.worker_id, self._lease_lost).acquire()
+                with self._lock.stage("creating the config topic"):
+                    self.storage.ensure_config_topic()
+                with self._lock.stage(f"joining group.id '{self.config.group_id}'"):
+                    self._lease = WorkerLease(self.config, self.worker_id, self._lease_lost).acquire()
                 try:
                     import spark_source
                     spark_source.register(self.spark)
                     self.spark.streams.addListener(self.metrics)
-                    self._finish_pending()
-                    self.storage.start()
+                    with self._lock.stage("ending the transactions a previous worker left open"):
+                        self._finish_pending()
+                    with self._lock.stage("initializing and reading to the end of internal topics"):
+                        self.storage.start()
                     mine = [s.generation for s in self.storage.statuses.connectors.values()]
                     self._generation = max(mine, default=-1) + 1
                     self._started = True
@@ -130,6 +139,7 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
                     self._supervisor = threading.Thread(target=self._supervise, name="connect-supervisor",
                                                         daemon=True)
                     self._supervisor.start()
+                    self._ready = True
                 except BaseException:   # nothing half-started: no group held, no query, not started
                     self._abandon_start()
                     raise
@@ -147,6 +157,7 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
         """A start that failed part-way (the topics unreadable, a status or task-config write
         refused while assigning): stop what it started and leave the group, so the worker is not
         left looking started with no supervisor while holding the group another worker could run."""
+        self._ready = False
         for c in self._connectors.values():
             self._stop_query(c)
         self._connectors.clear()
@@ -179,6 +190,7 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
         UNASSIGNED (Kafka's ``AbstractHerder.onShutdown``, a safe write: a newer owner's status is
         left alone), then close the clients and leave the group."""
         self._stopping.set()
+        self._ready = False
         if self._supervisor is not None:
             self._supervisor.join(timeout=10)
         with self._lock:
@@ -316,6 +328,10 @@ class Worker(WorkerStatus, WorkerConnectorConfigs, WorkerOffsets, WorkerRestarts
         tasks it has (none when it was stopped or is new: as Kafka, only a started connector
         computes its task configs, so a changed config reaches the tasks when it is resumed);
         started -> its task configs, and the query running."""
+        with self._lock.stage(f"bringing connector {c.name} to {target.name}"):
+            self._apply_target_staged(c, target)
+
+    def _apply_target_staged(self, c: _Connector, target: TargetState) -> None:
         if target == TargetState.STOPPED:
             self._stop_query(c)
             if self.storage.configs.tasks(c.name):

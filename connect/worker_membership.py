@@ -10,6 +10,7 @@ checked in one place.
 from __future__ import annotations
 
 import logging
+import time
 
 from connect.errors import ConflictError
 from connect.storage_format import Status
@@ -18,8 +19,8 @@ log = logging.getLogger("connect.worker")  # the worker's logger, as before the 
 
 
 class WorkerMembership:
-    """Needs ``_lock``, ``_lease``, ``_unassign_all``, ``config``, ``storage`` and ``worker_id``
-    (from Worker)."""
+    """Needs ``_lock``, ``_lease``, ``_lease_lost_at``, ``_unassign_all``, ``config``, ``storage`` and
+    ``worker_id`` (from Worker)."""
 
     def _lease_lost(self) -> None:
         """The group was taken from this worker while it ran (no heartbeat got through for a
@@ -28,6 +29,7 @@ class WorkerMembership:
         and :meth:`_require_member` refuses every request that would start one again."""
         log.error("Connect worker %s lost its membership of group.id '%s': stopping every connector; "
                   "restart this worker to run them again", self.worker_id, self.config.group_id)
+        self._lease_lost_at = time.time()     # GET /health answers unhealthy from now on, naming it
         with self._lock:
             statuses = self._unassign_all()
         self._put_unassigned(statuses, refresh=True)    # unlocked: reading still answers meanwhile
