@@ -83,8 +83,15 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpo
 
     def _default_timestamped(self, sub: SubTopology) -> set[str]:
         """The topics of ``sub`` whose records keep their own timestamp (no extractor of their own)."""
+        from streams.pattern_sources import node_topics
         return {self.topology.topic(self.app, n, t) for n in sub.sources if not n.internal
-                for t in n.topics if getattr(n.args.get("consumed"), "timestamp_extractor", None) is None}
+                for t in node_topics(self.topology, n)
+                if getattr(n.args.get("consumed"), "timestamp_extractor", None) is None}
+
+    def _default_timestamped_patterns(self, sub: SubTopology) -> list[str]:
+        """The patterns of ``sub``'s pattern sources keeping their records' own timestamps."""
+        return [n.args["pattern"].pattern for n in sub.sources if n.args.get("pattern") is not None
+                and getattr(n.args.get("consumed"), "timestamp_extractor", None) is None]
 
     def describe(self):
         from streams.topology import TopologyDescription
@@ -110,7 +117,11 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpo
         fresh, owner = self._claim(sub)
         reader = (self.spark.readStream.format("riverlog")
                   .option("riverlog.bootstrap.servers", self.config["bootstrap.servers"])
-                  .option("subscribe", ",".join(topics)).option("includeHeaders", "true"))
+                  .option("includeHeaders", "true"))
+        from streams.pattern_sources import subscription
+        pattern = subscription(self.topology, self.app, sub)
+        reader = (reader.option("subscribePattern", pattern) if pattern is not None
+                  else reader.option("subscribe", ",".join(topics)))
         for k, v in _client(self.config, _CONSUMER, _MAIN_CONSUMER).items():
             reader = reader.option(f"riverlog.{k}", str(v))
         if "maxOffsetsPerTrigger" in self.config:
@@ -129,8 +140,10 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpo
         df = reader.load()
         p = spark_plan.plan(sub, self.decode_in_spark)
         combine = self._combine(sub) if sub.stateful and p.sink is None else None
-        if (p.source is not None or combine is not None) and self._default_timestamped(sub):
-            df = spark_plan.fail_on_invalid_timestamp(df, self._default_timestamped(sub))
+        if (p.source is not None or combine is not None) and (
+                self._default_timestamped(sub) or self._default_timestamped_patterns(sub)):
+            df = spark_plan.fail_on_invalid_timestamp(df, self._default_timestamped(sub),
+                                                      self._default_timestamped_patterns(sub))
         partitions, keys = (_placement(ckpt, self.tasks(self.topology.subtopologies[sub.id]), fresh)
                             if sub.stateful else (None, ()))
         if p.source is not None:

@@ -2,6 +2,7 @@
 Kafka Streams names it (``KSTREAM-FILTER-0000000001``, or the user's ``Named``)."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -44,6 +45,9 @@ class StreamsBuilder:
             args: dict | None = None, key_serde=None, value_serde=None) -> Node:
         if name in self._names:
             raise TopologyError(f"processor name {name!r} is used twice; names must be unique in a topology")
+        if kind == "source" and not internal:
+            from streams.pattern_sources import check_new_source
+            check_new_source(self._nodes, topics, (args or {}).get("pattern"))
         self._names.add(name)
         node = Node(name, kind, op, factory, list(parents), [], tuple(stores), tuple(topics), internal,
                     dict(args or {}), key_serde, value_serde, len(self._nodes))
@@ -67,10 +71,18 @@ class StreamsBuilder:
                          caching=m.caching)
 
     # ------------------------------------------------------------------ sources
-    def stream(self, topics: str | list[str], consumed: Consumed | None = None):
+    def stream(self, topics: str | list[str] | re.Pattern, consumed: Consumed | None = None):
+        """A topic, a list of them, or Kafka's ``stream(Pattern)``: a compiled regular expression
+        reading every topic whose whole name it matches (:mod:`streams.pattern_sources`)."""
         from streams.kstream import KStream
         from streams.stateless import Source
         consumed = consumed or Consumed()
+        if isinstance(topics, re.Pattern):
+            node = self.add(self.name(consumed.name, "KSTREAM-SOURCE-"), "source", "stream",
+                            lambda c=consumed: Source(c.key_serde, c.value_serde, c.timestamp_extractor),
+                            args={"consumed": consumed, "pattern": topics},
+                            key_serde=consumed.key_serde, value_serde=consumed.value_serde)
+            return KStream(self, node, consumed.key_serde, consumed.value_serde)
         topics = [topics] if isinstance(topics, str) else list(topics)
         if not topics or not all(isinstance(t, str) and t for t in topics):
             raise TopologyError(f"stream(): expected a topic name or a list of them, got {topics!r}")

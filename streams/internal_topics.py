@@ -127,6 +127,8 @@ class InternalTopics:
         md = admin.list_topics(timeout=30)
         for name, t in md.topics.items():
             self._partitions[name] = len(t.partitions)
+        from streams.pattern_sources import match_existing
+        match_existing(self.topology, md.topics)
 
     def partitions(self, topic: str) -> int:
         """A topic's partition count: a repartition topic's is the topology's (co-partitioning, else
@@ -143,8 +145,9 @@ class InternalTopics:
 
     def tasks(self, sub: SubTopology) -> int:
         """Kafka's tasks: one per partition of the sub-topology's own topics (a global table's
-        topic, whatever its partitions, is read whole by every task)."""
-        return max(self.partitions(t) for t in self.topology.source_topics(self.app, sub))
+        topic, whatever its partitions, is read whole by every task). A pattern source that
+        matched no topic at start counts one."""
+        return max((self.partitions(t) for t in self.topology.source_topics(self.app, sub)), default=1)
 
     def runnable(self) -> list[SubTopology]:
         """The sub-topologies that become queries, each with the global stores it joins; a global

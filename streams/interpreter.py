@@ -210,8 +210,18 @@ class Interpreter:
         if not 0 <= partition < len(parts):
             raise TopologyError(f"partition {partition} of topic {topic!r} does not exist ({len(parts)} partitions)")
         parts[partition].append((key, value, timestamp, tuple(headers)))
-        if topic in self.readers:
+        if self.reads(topic):
             self.pending.append((topic, partition, len(parts[partition]) - 1))
+
+    def reads(self, topic: str) -> bool:
+        """Whether the topology reads ``topic``: named by a source, or matched by a pattern source."""
+        if topic not in self.readers:
+            from streams.pattern_sources import match
+            node = match(self.topology, topic)
+            if node is None:
+                return False
+            self.readers[topic] = next(s for s in self.topology.subtopologies if node in s.nodes)
+        return True
 
     def pipe(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers=(),
              partition: int | None = None) -> None:
@@ -380,7 +390,8 @@ def build_task(topology: Topology, sub: SubTopology, app: str, partition: int, b
         elif not isinstance(p, Sink) and policy.processing.CONTINUE:
             p.process = _handled(p.process, n.name, task, policy.processing)
     task.processors = procs
-    sources = {}
+    from streams.pattern_sources import SourcesByTopic
+    sources = SourcesByTopic(topology, procs)
     for n in sub.sources:
         for t in n.topics:
             sources[Topology.topic(app, n, t)] = procs[n.name]

@@ -157,10 +157,10 @@ class KStream:
     def repartition(self, repartitioned: Repartitioned | None = None) -> "KStream":
         r = repartitioned or Repartitioned()
         name = r.name or self._b.next_name("KSTREAM-REPARTITION-")
-        return self._through_repartition(name, r.key_serde, r.value_serde, r.partitions)
+        return self._through_repartition(name, r.key_serde, r.value_serde, r.partitions, r.partitioner)
 
     def _through_repartition(self, name: str, key_serde=None, value_serde=None,
-                             partitions: int | None = None) -> "KStream":
+                             partitions: int | None = None, partitioner=None) -> "KStream":
         """Write to ``<application.id>-<name>-repartition`` and read it back: a new sub-topology
         starts here, with the records partitioned by their new key. Named as Kafka's
         ``createRepartitionedSource``: a sink, filter and source name are drawn every time (so later
@@ -187,8 +187,9 @@ class KStream:
                                args={"predicate": f, "repartition_filter": True},
                                key_serde=self.key_serde, value_serde=self.value_serde)
         sink = self._b.add(sink_name, "sink", "repartition",
-                           lambda: Sink(topic, None, ks, vs, internal=True), [upstream], topics=(topic,), internal=True,
-                           args={"partitions": partitions}, key_serde=ks, value_serde=vs)
+                           lambda: Sink(topic, None, ks, vs, internal=True, stream_partitioner=partitioner), [upstream],
+                           topics=(topic,), internal=True, args={"partitions": partitions, "partitioner": partitioner},
+                           key_serde=ks, value_serde=vs)
         src = self._b.add(source_name, "source", "repartition",
                           lambda: Source(ks, vs), [], topics=(topic,), internal=True,
                           args={"partitions": partitions},
@@ -207,12 +208,12 @@ class KStream:
         if isinstance(topic, str):
             if not topic:
                 raise TopologyError("to(): empty topic name")
-            self._b.add(name, "sink", "to", lambda: Sink(topic, None, ks, vs), [self._node], topics=(topic,),
-                        key_serde=ks, value_serde=vs)
+            self._b.add(name, "sink", "to", lambda: Sink(topic, None, ks, vs, stream_partitioner=p.partitioner),
+                        [self._node], topics=(topic,), args={"partitioner": p.partitioner}, key_serde=ks, value_serde=vs)
         elif callable(topic):
             f = Fn(topic, "to() topic extractor", (2, 3))
-            self._b.add(name, "sink", "to", lambda: Sink(None, f, ks, vs), [self._node],
-                        args={"extractor": f}, key_serde=ks, value_serde=vs)
+            self._b.add(name, "sink", "to", lambda: Sink(None, f, ks, vs, stream_partitioner=p.partitioner), [self._node],
+                        args={"extractor": f, "partitioner": p.partitioner}, key_serde=ks, value_serde=vs)
         else:
             raise TopologyError(f"to(): expected a topic name or a callable choosing one, got {type(topic).__name__}")
 

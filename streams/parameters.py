@@ -196,10 +196,20 @@ class Produced:
     key_serde: Any = None
     value_serde: Any = None
     name: str | None = None
+    partitioner: Callable | None = None     # streams.stream_partitioner: (topic, key, value, num_partitions)
 
     @staticmethod
-    def with_(key_serde=None, value_serde=None) -> "Produced":
-        return Produced(_serde(key_serde, "Produced key serde"), _serde(value_serde, "Produced value serde"))
+    def with_(key_serde=None, value_serde=None, partitioner=None) -> "Produced":
+        return Produced(_serde(key_serde, "Produced key serde"), _serde(value_serde, "Produced value serde")
+                        ).withStreamPartitioner(partitioner)
+
+    @staticmethod
+    def streamPartitioner(partitioner) -> "Produced":
+        return Produced().withStreamPartitioner(partitioner)
+
+    def withStreamPartitioner(self, partitioner) -> "Produced":
+        from streams.stream_partitioner import check_partitioner
+        return replace(self, partitioner=None if partitioner is None else check_partitioner(partitioner, "Produced"))
 
     @staticmethod
     def as_(name: str) -> "Produced":
@@ -255,6 +265,15 @@ class Repartitioned:
     key_serde: Any = None
     value_serde: Any = None
     partitions: int | None = None
+    partitioner: Callable | None = None
+
+    @staticmethod
+    def streamPartitioner(partitioner) -> "Repartitioned":
+        return Repartitioned().withStreamPartitioner(partitioner)
+
+    def withStreamPartitioner(self, partitioner) -> "Repartitioned":
+        from streams.stream_partitioner import check_partitioner
+        return replace(self, partitioner=check_partitioner(partitioner, "Repartitioned"))
 
     @staticmethod
     def as_(name: str) -> "Repartitioned":

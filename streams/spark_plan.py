@@ -38,9 +38,10 @@ def _sql(node: Node) -> bool:
 def _windowed(sink: Node) -> bool:
     """A sink of windowed keys chooses each record's partition by the inner key (Kafka's
     ``WindowedStreamPartitioner``, :class:`streams.stateless.Sink`), so it runs in the task, on
-    the keys its source deserialized (Spark's columns would leave the partition to the producer)."""
+    the keys its source deserialized (Spark's columns would leave the partition to the producer);
+    so does a sink with the user's stream partitioner, called per record."""
     from streams.serdes_windowed import TimeWindowedSerde
-    return isinstance(sink.key_serde, TimeWindowedSerde)
+    return isinstance(sink.key_serde, TimeWindowedSerde) or sink.args.get("partitioner") is not None
 
 
 def vectorized_fn(node: Node):
@@ -131,16 +132,20 @@ def sink_columns(df, p: Plan, defaults: tuple, application_id: str):
                      "timestamp", "headers")
 
 
-def fail_on_invalid_timestamp(df, topics):
+def fail_on_invalid_timestamp(df, topics, patterns=()):
     """Kafka's default ``FailOnInvalidTimestamp`` for rows no Python source sees (the SQL prefix,
-    the steps that combine rows before their task): a record of ``topics`` with a negative
-    timestamp fails the query with Kafka's message."""
+    the steps that combine rows before their task): a record of ``topics`` (or of a topic a
+    pattern source matches, ``patterns``) with a negative timestamp fails the query with Kafka's
+    message."""
     from pyspark.sql import functions as F
     from streams.parameters import invalid_timestamp_message
     before, after = invalid_timestamp_message("\0").split("\0")
     record = F.concat(F.lit("ConsumerRecord(topic = "), F.col("topic"), F.lit(", partition = "),
                       F.col("partition").cast("string"), F.lit(", offset = "), F.col("offset").cast("string"),
                       F.lit(", CreateTime = "), F.unix_millis("timestamp").cast("string"), F.lit(")"))
-    bad = (F.unix_millis("timestamp") < 0) & F.col("topic").isin(*sorted(topics))
+    mine = F.col("topic").isin(*sorted(topics))
+    for p in patterns:
+        mine = mine | F.col("topic").rlike(f"^(?:{p})$")
+    bad = (F.unix_millis("timestamp") < 0) & mine
     return df.withColumn("timestamp", F.when(bad, F.raise_error(F.concat(F.lit(before), record, F.lit(after))))
                          .otherwise(F.col("timestamp")))

@@ -35,9 +35,10 @@ class StartingOffsets:
             # it: "latest" would skip what that query wrote before this one's first batch
             return -2
         policy = self.config["auto.offset.reset"]
+        from streams.pattern_sources import node_topics
         for n in self.topology.nodes:
             consumed = n.args.get("consumed") if n.kind == "source" else None
-            if consumed is not None and consumed.offset_reset and topic in n.topics:
+            if consumed is not None and consumed.offset_reset and topic in node_topics(self.topology, n):
                 policy = consumed.offset_reset
         return -2 if policy == "earliest" else -1 if policy == "latest" else _NO_RESET
 

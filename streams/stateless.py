@@ -274,14 +274,14 @@ class Sink(Processor):
     inner key's partition, for which the task tells the topic's partition count
     (:meth:`configure`); else None, the producer's default partitioner on the key's bytes."""
     def __init__(self, topic: str | None, extractor: Fn | None, key_serde, value_serde, partitioner=None,
-                 changes: bool = False, internal: bool = False):
+                 changes: bool = False, internal: bool = False, stream_partitioner=None):
         from streams.serdes_windowed import TimeWindowedSerde, windowed_partition
         self._windowed_partition = windowed_partition
         self.topic, self.extractor, self.internal = topic, extractor, internal
         self.key_serde, self.value_serde, self.partitioner = key_serde, value_serde, partitioner
-        self.changes = changes
+        self.changes, self.stream_partitioner = changes, stream_partitioner   # the user's (Produced, Repartitioned)
         # Kafka looks at the sink's own (Produced's, else the stream's) serde, not default.key.serde
-        self.windowed = partitioner is None and not internal and isinstance(key_serde, TimeWindowedSerde)
+        self.windowed = partitioner is None and stream_partitioner is None and not internal and isinstance(key_serde, TimeWindowedSerde)
         self.partition_count = None
 
     def configure(self, partition_count) -> None:
@@ -317,6 +317,13 @@ class Sink(Processor):
             raise StreamsError(f"could not serialize a record for topic {topic!r}: {e}; check the Produced "
                                f"(or Grouped/Repartitioned) serdes") from e
         partition = None
+        if self.stream_partitioner is not None:
+            from streams.stream_partitioner import choose
+            if self.partition_count is None:
+                raise StreamsError(f"a stream partitioner needs the partition count of topic {topic!r}")
+            for p in choose(self.stream_partitioner, topic, key, value, self.partition_count(topic)):
+                self.context.emit(topic, kb, vb, record.timestamp, record.headers, p)
+            return
         if self.partitioner is not None:
             partition = self.partitioner(key, value, topic)
         elif self.windowed and key is not None and self.partition_count is not None:

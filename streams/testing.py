@@ -173,7 +173,7 @@ class TopologyTestDriver:
         return self._interp.topology
 
     def createInputTopic(self, topic: str, key_serde=None, value_serde=None, start=0, auto_advance=0):
-        if topic not in self._interp.readers:
+        if not self._interp.reads(topic):
             raise TopologyError(f"topic {topic!r} is not read by the topology; it reads "
                                 f"{sorted(t for t in self._interp.readers)}")
         return TestInputTopic(self, topic, key_serde, value_serde, start, auto_advance)

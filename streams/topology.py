@@ -67,6 +67,7 @@ class Topology:
     def __init__(self, nodes: list[Node]):
         self.nodes = nodes
         self.by_name = {n.name: n for n in nodes}
+        self.matched: dict[str, Node] = {}      # topic -> the pattern source reading it (streams.pattern_sources)
         self._check()
         self.subtopologies = self._cut()
 
@@ -129,7 +130,8 @@ class Topology:
         return f"{application_id}-{name}" if node.internal else name
 
     def source_topics(self, application_id: str, sub: SubTopology) -> list[str]:
-        return [self.topic(application_id, n, t) for n in sub.sources for t in n.topics]
+        matched = [(n, t) for t, n in sorted(self.matched.items()) if n in sub.nodes]
+        return [self.topic(application_id, n, t) for n in sub.sources for t in n.topics] + [t for _, t in matched]
 
     def internal_topics(self, application_id: str) -> dict[str, str]:
         """Every internal topic with its kind ("repartition" or "changelog")."""
@@ -347,7 +349,9 @@ class TopologyDescription:
 
         def node_text(n: Node) -> str:
             if n.kind == "source":
-                return f"Source: {n.name} (topics: [{', '.join(n.topics)}])\n      --> {names(succs[id(n)])}"
+                pattern = n.args.get("pattern")    # Kafka prints Pattern.toString(), unbracketed
+                topics = pattern.pattern if pattern is not None else f"[{', '.join(n.topics)}]"
+                return f"Source: {n.name} (topics: {topics})\n      --> {names(succs[id(n)])}"
             if n.kind == "sink":
                 chooser = getattr(n.args.get("extractor"), "fn", None)
                 target = f"topic: {n.topics[0]}" if n.topics else \

@@ -2,16 +2,18 @@
 (stream–table, table–table, stream–stream windowed, cogroup, GlobalKTable, foreign-key) reads
 co-partitioned topics of two partitions; its committed outputs must equal TopologyTestDriver's
 on the same input, also after the checkpoint is lost halfway and the application restarts from
-the broker alone (state rebuilt from the changelogs)."""
+the broker alone (state rebuilt from the changelogs). The same application reads a topic pattern
+(a matching topic created while it runs is read too) and writes it through a stream partitioner."""
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import uuid
 
 import pytest
 
-from broker.client import Producer
+from broker.client import Consumer, Producer, TopicPartition
 from streams.app import StreamsApp
 from streams.builder import StreamsBuilder
 from streams.interpreter import murmur2_partition
@@ -20,7 +22,7 @@ from streams.serdes import Serdes
 from streams.testing import TopologyTestDriver
 from streams.windows import JoinWindows
 from tests.spark.child_process import EVERY_UPDATE
-from tests.spark.test_sink import make_topic
+from tests.spark.test_sink import make_topic, read_all
 from tests.spark.test_streams_app import read_committed
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -37,8 +39,14 @@ def outputs(suffix: str) -> dict[str, str]:
                                                    "ss-outer", "cogroup", "global-left", "fk-left")}
 
 
-def joins(topics: dict[str, str], outs: dict[str, str]):
+def by_last_digit(topic, key, value, n):
+    return int(value[-1]) % n
+
+
+def joins(topics: dict[str, str], outs: dict[str, str], pattern: str = "unmatched-pattern", patterned: str = "po"):
     b = StreamsBuilder()
+    b.stream(re.compile(pattern), Consumed.with_(S, S)).mapValues("upper(value)").to(
+        patterned, Produced.with_(S, S, by_last_digit))
     c = Consumed.with_(S, S)
     clicks, views = b.stream(topics["clicks"], c), b.stream(topics["views"], c)
     users = b.table(topics["users"], c, Materialized.as_("users-store"))
@@ -96,6 +104,13 @@ def produce(servers, topics, records) -> None:
         p.flush(30)
 
 
+def produce_values(servers, topic, values) -> None:
+    with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
+        for v in values:
+            p.produce(topic, key=S.serialize(f"k{v}"), value=S.serialize(v))
+        p.flush(30)
+
+
 def by_key(rows) -> dict:
     out: dict = {}
     for k, v, ts in rows:
@@ -113,16 +128,27 @@ def test_every_join_kind_on_spark_equals_the_interpreter_across_a_restart_from_t
     servers, suffix = spark_broker.bootstrap, uuid.uuid4().hex[:6]
     topics = {t: make_topic(spark_broker, f"{t}-{suffix}", n) for t, n in INPUTS.items()}
     outs = {name: make_topic(spark_broker, t, 1) for name, t in outputs(suffix).items()}
-    tp = joins(topics, outs)
+    patterned = make_topic(spark_broker, f"po-{suffix}", 3)
+    before = make_topic(spark_broker, f"pi-{suffix}-a", 2)
+    tp = joins(topics, outs, f"pi-{suffix}-.*", patterned)
     records = history(16, 40)
     config = {"application.id": f"joins-{suffix}", "bootstrap.servers": servers, "state.dir": str(tmp_path / "state"),
               **EVERY_UPDATE}
     half = len(records) // 2
+    produce_values(servers, before, ["a1", "a2", "a3"])
+    later = None
     for part in (records[:half], records[half:]):
         produce(servers, topics, part)
         app = StreamsApp(tp, spark, config).start()
         try:
             app.processAllAvailable()
+            if later is None:   # a matching topic created while the application runs is read too
+                later = make_topic(spark_broker, f"pi-{suffix}-b", 1)
+                produce_values(servers, later, ["b4", "b5"])
+                app.processAllAvailable()
+            else:               # read on from the offsets the group committed, as any source topic
+                produce_values(servers, later, ["b6"])
+                app.processAllAvailable()
         finally:
             app.close()
         shutil.rmtree(tmp_path / "state")           # the next run restarts from the broker alone
@@ -137,6 +163,13 @@ def test_every_join_kind_on_spark_equals_the_interpreter_across_a_restart_from_t
         else:
             assert by_key(got[name]) == by_key(expected[name]), name
     assert all(expected[name] for name in outs)
+    placed = sorted((S.deserialize(v), p) for _, v, _, p in read_all(spark_broker, patterned, partitions=3))
+    assert placed == [("A1", 1), ("A2", 2), ("A3", 0), ("B4", 1), ("B5", 2), ("B6", 0)]
+    c = Consumer({"bootstrap.servers": servers, "group.id": config["application.id"], "enable.auto.commit": False})
+    try:
+        assert [tp.offset for tp in c.committed([TopicPartition(later, 0)], timeout=30)] == [3]
+    finally:
+        c.close()
     # interactive queries read the committed changelogs: a table's store, and a global store (one copy)
     users: dict = {}
     for topic, k, v, _ in records:
