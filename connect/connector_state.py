@@ -167,7 +167,8 @@ def finish_pending(servers: str, owner: str) -> None:
             eo.commit(decision.batch_id, decision.attempts, record=False)
             keep = decision.transactional_ids()
         try:
-            listing = eo.admin.list_transactions(eo.timeout, states=[ONGOING], prefix=owner + "-").result()
+            listing = eo.admin.list_transactions(eo.timeout, states=[ONGOING], prefix=owner + "-",
+                                                 retry_loading=True).result()   # a start: nothing waits
         except CoordinatorNotAvailableError as e:
             log.warning("open transactions of '%s' not listed, so none aborted (read_committed readers of its "
                         "outputs may wait up to transaction.timeout.ms for them): %s", owner, e)

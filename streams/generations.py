@@ -16,6 +16,7 @@ import time
 from contextlib import contextmanager
 
 from broker.client import Consumer, ExactlyOnce, Producer, TopicPartition
+from broker.client.exactly_once import ONGOING
 from streams.errors import StreamsError
 from streams.interpreter import EXACTLY_ONCE_V2
 from streams.topology import SubTopology
@@ -101,7 +102,9 @@ class Generations:
             decision = eo.log.latest(owner)
             if decision is not None:
                 eo.commit(decision.batch_id, decision.attempts, record=False)
-            eo.abort_strays(decision.batch_id + 1 if decision is not None else 0, None)
+            # a start waits for a coordinator still loading (a batch's commit does not)
+            listing = eo.admin.list_transactions(eo.timeout, states=[ONGOING], prefix=f"{owner}-", retry_loading=True)
+            eo.abort_strays(decision.batch_id + 1 if decision is not None else 0, None, listing)
 
     def _owner(self, sub: SubTopology, generation: int) -> str:
         return f"{self.app}-{sub.id}-g{generation}"

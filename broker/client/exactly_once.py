@@ -252,6 +252,10 @@ class ExactlyOnce:
     def admin(self) -> AdminClient:
         if self._admin is None:
             self._admin = AdminClient(self.config)
+            # A coordinator still loading is not waited for: a batch's EndTxns queue behind the
+            # listing on the admin client's one thread; a listing that fails leaves the strays to
+            # the next batch.
+            self._admin.retry_loading_listings = False
         return self._admin
 
     def close(self) -> None:

@@ -106,6 +106,12 @@ def _error(code: int, message: str) -> RiverlogError:
     return error_for_code(code)(message)
 
 
+def _leaders(metadata: pb.MetadataResponse) -> dict[int, tuple[int, int]]:
+    """(leader, leader epoch) per ``__transaction_state`` partition."""
+    return {p.partition: (p.leader, p.leader_epoch) for tm in metadata.topics
+            if tm.name == TXN_STATE_TOPIC and not tm.error_code for p in tm.partitions}
+
+
 def _incomplete(why: str) -> CoordinatorNotAvailableError:
     """The listing misses a coordinator's transactions: fail it rather than report them absent
     (a transaction missing from it would look hanging to ``kafka-transactions``' commands)."""
@@ -116,6 +122,9 @@ def _incomplete(why: str) -> CoordinatorNotAvailableError:
 
 class TransactionAdmin:
     """Needs ``self.cluster`` and ``self._fan_out`` (from AdminClient)."""
+
+    #: Whether :meth:`list_transactions` asks a coordinator still loading its state again.
+    retry_loading_listings = True
 
     def _txn_coordinator(self, transactional_id: str) -> CoordinatorClient:
         return CoordinatorClient(self.cluster, transactional_id, key_type=CoordinatorType.TRANSACTION)
@@ -132,27 +141,34 @@ class TransactionAdmin:
 
     # ------------------------------------------------------------------------------ the API
     def list_transactions(self, request_timeout: float | None = None, states: list[str] | None = None,
-                          prefix: str = "") -> Future:
+                          prefix: str = "", *, retry_loading: bool | None = None) -> Future:
         """A future of [TransactionListing]: every transactional.id of every broker (each lists the
         ones it coordinates), sorted by id, optionally only in ``states`` and starting with
         ``prefix``. As Kafka's ``ListTransactionsResult.all()``, a listing that may be incomplete
         fails (``CoordinatorNotAvailableError``): a broker that does not answer, or a
         ``__transaction_state`` partition whose leader is not among those that answered, could hold
         transactions that are missing. A coordinator still loading its state is asked again until
-        the request timeout."""
+        the request timeout; with ``retry_loading`` False (default: :attr:`retry_loading_listings`)
+        the listing fails at once instead, as the exactly-once committer's must: the admin client's
+        one thread would hold the batch's EndTxns behind it. Retrying, the listing is taken again
+        when a ``__transaction_state`` partition's leader moved while it was taken (the old leader
+        may have answered after giving the partition up, the new one before taking it)."""
+        retry = self.retry_loading_listings if retry_loading is None else retry_loading
+
         def call():
             deadline = time.monotonic() + (request_timeout or self.cluster.timeout)
             while True:
                 try:
-                    listed = self._list_everywhere(states or [], prefix, deadline)
+                    listed = self._list_everywhere(states or [], prefix, deadline, settled=retry)
                     return [("transactions", sorted(listed.values(), key=lambda t: t.transactional_id))]
                 except CoordinatorLoadInProgressError as e:
-                    if time.monotonic() + 0.1 >= deadline:
+                    if not retry or time.monotonic() + 0.1 >= deadline:
                         raise _incomplete(e.message) from e
                     time.sleep(0.1)   # Kafka's handler backs off and asks that broker again
         return self._fan_out(["transactions"], call, lambda r: r)["transactions"]
 
-    def _list_everywhere(self, states: list[str], prefix: str, deadline: float) -> dict[str, TransactionListing]:
+    def _list_everywhere(self, states: list[str], prefix: str, deadline: float,
+                         settled: bool = False) -> dict[str, TransactionListing]:
         metadata = self.cluster.refresh(all_topics=False, topics=[TXN_STATE_TOPIC], timeout=_left(deadline))
         found: dict[str, TransactionListing] = {}
         answered = set()
@@ -175,6 +191,11 @@ class TransactionAdmin:
                 if p.leader not in answered:
                     who = "has no leader" if p.leader < 0 else f"is led by broker {p.leader}, which was not asked"
                     raise _incomplete(f"{TXN_STATE_TOPIC}-{p.partition} {who}")
+        if settled:
+            after = self.cluster.refresh(all_topics=False, topics=[TXN_STATE_TOPIC], timeout=_left(deadline))
+            if _leaders(after) != _leaders(metadata):
+                raise CoordinatorLoadInProgressError(f"a {TXN_STATE_TOPIC} partition's leader moved while the "
+                                                     "transactions were listed")
         return found
 
     def describe_transactions(self, transactional_ids: list[str],

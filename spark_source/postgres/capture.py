@@ -292,9 +292,8 @@ class Capture:
         so they win over a catalog that moved on since. A column whose type the type registry does
         not know (a domain or enum created since) reloads the registry, as Debezium's TypeRegistry
         does on an unknown oid."""
-        for change in txn.changes:
-            relation = change.relation
-            if relation is None or not include(relation):
+        for relation in _relations_of(txn.changes):
+            if not include(relation):
                 continue
             known = self._catalog.get(relation.oid)
             if known is None or known[0] is not relation:
@@ -358,3 +357,16 @@ def _key_of(relation, catalog_key: tuple) -> tuple:
     if relation.replica_identity == "d" and flagged:
         return tuple(catalog_key) if set(flagged) == set(catalog_key) else tuple(flagged)
     return tuple(k for k in catalog_key if k in names)
+
+
+def _relations_of(changes) -> Iterator:
+    """The distinct Relations of a transaction's changes in order of first use: a compact
+    transaction's without decoding its changes (the batch decodes them once, as it builds them)."""
+    if hasattr(changes, "relations"):
+        yield from changes.relations()
+        return
+    seen = set()
+    for change in changes:
+        if change.relation is not None and id(change.relation) not in seen:
+            seen.add(id(change.relation))
+            yield change.relation

@@ -15,12 +15,28 @@ import struct
 import tempfile
 from typing import Iterator, Optional
 
+from broker.errors import InvalidConfigError
 from spark_source.postgres.pgoutput import Message, Relation, decode
 
 # relation index (-1: none), LSN, xid (-1: none), 1 when the message carries its xid (streamed), length
 _ENTRY = struct.Struct("<iqqBI")
 _WRITE_CHUNK = 1 << 20    # spilled entries are written once this many bytes gathered
 _READ_CHUNK = 1 << 20
+
+
+def check_spill_dir(spill_dir: Optional[str]) -> None:
+    """Refuse a ``transaction.spill.dir`` no file can be made in when the stream starts, not when
+    the first large transaction arrives (hours later, failing the query then)."""
+    if spill_dir is None:
+        return
+    if not os.path.isdir(spill_dir):
+        raise InvalidConfigError(f"option 'transaction.spill.dir': {spill_dir!r} is not a directory",
+                                 config="transaction.spill.dir")
+    try:
+        tempfile.TemporaryFile(prefix="riverlog-cdc-txn-", dir=spill_dir).close()
+    except OSError as e:
+        raise InvalidConfigError(f"option 'transaction.spill.dir': no file can be made in {spill_dir!r} ({e})",
+                                 config="transaction.spill.dir") from None
 
 
 class ChangeBuffer:
@@ -81,6 +97,15 @@ class ChangeBuffer:
         for index, lsn, xid, in_stream, payload in self._raw():
             yield (None if index < 0 else self._relations[index], lsn, decode(payload, bool(in_stream)),
                    None if xid < 0 else xid)
+
+    def relations(self) -> Iterator[Relation]:
+        """The distinct Relations the changes arrived under, in order of first use, without
+        decoding any change."""
+        seen = set()
+        for index, *_ in self._raw():
+            if index >= 0 and index not in seen:
+                seen.add(index)
+                yield self._relations[index]
 
     def drop_xid(self, xid: int) -> None:
         """Forget the changes of subtransaction ``xid`` (its Stream Abort)."""

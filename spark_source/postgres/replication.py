@@ -36,6 +36,7 @@ import select
 import time
 
 from spark_source.postgres.catalog_session import reconnect
+from spark_source.postgres.change_buffer import check_spill_dir
 from spark_source.postgres.errors import (PostgresConnectionError, PublicationError, SlotInUseError,
                                           SlotLostError)
 from spark_source.postgres.options import CdcOptions
@@ -109,6 +110,7 @@ class ReplicationStream:
     def open(self, in_use_timeout_s: float = 30.0) -> None:
         """Start streaming; a slot still held by a reader that is going away (a stopped query's
         connection) is waited for up to ``in_use_timeout_s``."""
+        check_spill_dir(self.options.spill_dir)
         deadline = self.clock() + in_use_timeout_s
         while True:
             try:

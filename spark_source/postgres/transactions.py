@@ -94,6 +94,10 @@ class ChangeList:
         for i, (rel, lsn, msg, xid) in enumerate(self.buffer.entries()):
             yield Change(rel, i, lsn, msg, xid)
 
+    def relations(self) -> Iterator[Relation]:
+        """The distinct Relations of the changes, in order of first use (none decoded)."""
+        return self.buffer.relations()
+
     def __eq__(self, other) -> bool:
         return isinstance(other, (list, ChangeList)) and len(self) == len(other) and list(self) == list(other)
 

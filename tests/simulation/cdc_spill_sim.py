@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
+from spark_source.postgres.capture import _relations_of
 from spark_source.postgres.pgoutput import (Begin, BeginPrepare, Column, Commit, CommitPrepared, Delete, Insert,
                                             LogicalMessage, PgOutputDecoder, Prepare, Relation, RollbackPrepared,
                                             StreamAbort, StreamCommit, StreamPrepare, StreamStart, StreamStop,
@@ -194,6 +195,8 @@ def run_seed(seed: int) -> Stats:
                                                              f"{_view(mine)}\n{_view(theirs)}", trace)
             if len(mine.changes) != len(theirs.changes):
                 raise SpillSimulationFailure(seed, step, f"xid {mine.xid} counts {len(mine.changes)} changes", trace)
+            if list(_relations_of(mine.changes)) != list(_relations_of(theirs.changes)):
+                raise SpillSimulationFailure(seed, step, f"xid {mine.xid}'s relations differ", trace)
             if isinstance(mine.changes, ChangeList):
                 buffer = mine.changes.buffer
                 stats.spilled_transactions += buffer.spilled
