@@ -2,14 +2,16 @@
 test can kill its driver with SIGKILL: ``python sink_query.py BOOTSTRAP TOPIC INPUT_DIR CHECKPOINT``."""
 from __future__ import annotations
 
+import os
 import sys
 
 from pyspark.sql import SparkSession
 
 import spark_sink
-from tests.spark.child_process import SHORT_LIVED_JVM
+from tests.spark.child_process import SHORT_LIVED_JVM, spark_home_without_its_python
 
 bootstrap, topic, input_dir, checkpoint = sys.argv[1:5]
+os.environ["SPARK_HOME"] = spark_home_without_its_python()   # its Python workers' pyspark compiled once
 spark = (SparkSession.builder.master("local[2]").appName("riverlog-sink-kill")
          .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
          .config("spark.driver.extraJavaOptions", SHORT_LIVED_JVM).getOrCreate())

@@ -74,15 +74,17 @@ def test_sigkill_and_restart_writes_nothing_twice(spark, spark_broker, tmp_path)
                                            "consumer.override.max.poll.records": str(SINK_BATCH)}},
     ]
     topic_count = lambda: len(values(bootstrap, "restart-lines"))  # noqa: E731
+    # each look reads the whole topic through a new consumer: once a second, not five times
+    poll = 1.0
     proc = _start(bootstrap, state, connectors)
     try:
-        wait_until(lambda: topic_count() >= BATCH, 180, 0.2, "the source's first batches")
+        wait_until(lambda: topic_count() >= BATCH, 180, poll, "the source's first batches")
         _kill(proc)
         seen = topic_count()
         assert seen < LINES, "killed too late to be mid-stream"
 
         proc = _start(bootstrap, state, connectors)  # checkpoints kept
-        wait_until(lambda: topic_count() >= seen + BATCH, 180, 0.2, "progress after the first restart")
+        wait_until(lambda: topic_count() >= seen + BATCH, 180, poll, "progress after the first restart")
         wait_until(lambda: _directory_lines(out), 60, 0.3, "the sink's first batch")
         _kill(proc)
 
@@ -94,7 +96,7 @@ def test_sigkill_and_restart_writes_nothing_twice(spark, spark_broker, tmp_path)
         worker = Worker(spark, {"bootstrap.servers": bootstrap, "group.id": GROUP, "state.dir": str(state)}).start()
         try:
             assert sorted(worker.connectors()) == ["restart-dir", "restart-src"]
-            wait_until(lambda: topic_count() >= LINES, 180, 0.3, "every line in the topic")
+            wait_until(lambda: topic_count() >= LINES, 180, poll, "every line in the topic")
             wait_until(lambda: len(_directory_lines(out)) >= LINES, 180, 0.3, "every line in the directory")
         finally:
             worker.close()

@@ -110,8 +110,9 @@ def test_application_output_equals_the_interpreter_and_survives_a_lost_checkpoin
     tp = topology(source, out, wout)
     records = history(40)
     produce(servers, source, records[:25])
+    # two batches a life (13 + 12, then 13 + 2): state carried between batches and across the restart
     config = {"application.id": "orders-app", "bootstrap.servers": servers, "state.dir": str(tmp_path / "state"),
-              "maxOffsetsPerTrigger": 7, **EVERY_UPDATE}
+              "maxOffsetsPerTrigger": 13, **EVERY_UPDATE}
     app = StreamsBuilder  # noqa: F841 - the builder's build() gives the app
     app = tp_app = None
     from streams.app import StreamsApp

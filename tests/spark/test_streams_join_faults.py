@@ -21,7 +21,7 @@ from broker.client import Producer
 from streams.serdes import Serdes
 from streams.testing import TopologyTestDriver
 from tests.spark import streams_join_app_process as app_process
-from tests.spark.child_process import process_available, run_life
+from tests.spark.child_process import Life, process_available, start_life
 from tests.spark.test_streams_faults import broker, make_topics, read_committed  # noqa: F401
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
@@ -66,13 +66,10 @@ def by_key(rows) -> dict:
     return out
 
 
-def life(servers: str, state: str, suffix: str, log_path, crash: str | None, spark) -> None:
-    """A life killed at ``crash`` in a process of its own; the last one (no crash) in ``spark``,
-    the test's session (a cold JVM's start is most of a short life)."""
-    if crash is None:
-        process_available(spark, app_process.topology(suffix), app_process.config(servers, state, suffix))
-    else:
-        run_life([app_process.__file__, servers, state, suffix], log_path, crash, log_path.name)
+def start(servers: str, state: str, suffix: str, log_path, crash: str) -> Life:
+    """A life killed at ``crash``, in a process of its own started now (its cold start overlaps
+    the life before it, whose end it waits for before it touches anything) and let go by ``.run()``."""
+    return start_life([app_process.__file__, servers, state, suffix], log_path, crash, log_path.name)
 
 
 @pytest.mark.timeout(1500)
@@ -82,15 +79,28 @@ def test_joins_killed_at_commit_points_restart_exactly_once(spark, broker, tmp_p
     make_topics(servers, names.values(), **{"retention.ms": "-1"})   # records from 2023
     lives = [("before_record:1", False), ("before_spark_commit:2", True), (None, False)]
     records: list = []
-    with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
-        for n, (phase, (crash, lose_checkpoint)) in enumerate(zip(phases(), lives)):
-            for t, k, v, ts in phase:
-                p.produce(names[t], key=S.serialize(k), value=S.serialize(v), timestamp=ts, partition=0)
-            assert p.flush(30) == 0
-            records += phase
-            life(servers, state, suffix, tmp_path / f"life-{n}.log", crash, spark)
-            if lose_checkpoint:
-                shutil.rmtree(state)
+    killed = [crash for crash, _ in lives if crash is not None]
+    ahead = start(servers, state, suffix, tmp_path / "life-0.log", killed[0])
+    try:
+        with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
+            for n, (phase, (crash, lose_checkpoint)) in enumerate(zip(phases(), lives)):
+                for t, k, v, ts in phase:
+                    p.produce(names[t], key=S.serialize(k), value=S.serialize(v), timestamp=ts, partition=0)
+                assert p.flush(30) == 0
+                records += phase
+                if crash is None:   # the last life, in the test's session (a cold JVM's start is most of it)
+                    process_available(spark, app_process.topology(suffix), app_process.config(servers, state, suffix))
+                else:
+                    life, ahead = ahead, None
+                    life.wait_ready()
+                    if n + 1 < len(killed):
+                        ahead = start(servers, state, suffix, tmp_path / f"life-{n + 1}.log", killed[n + 1])
+                    life.run()
+                if lose_checkpoint:
+                    shutil.rmtree(state)
+    finally:
+        if ahead is not None:
+            ahead.kill()
 
     expected, driver = oracle(app_process.topology(suffix), names, records)
     got = {o: [(S.deserialize(k), S.deserialize(v), ts) for k, v, ts, _ in read_committed(servers, names[o])]
