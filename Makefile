@@ -26,9 +26,13 @@ demo-cdc: $(STAMP)
 # which mostly wait on processes and sockets, then both run Spark's last ones; tests/conftest.py
 # schedules them.
 TEST_WORKERS ?= 2
+# The suite starts hundreds of Python processes (brokers, Spark's workers, killed lives): each
+# reads the project's modules compiled once, kept under the venv, even where the environment
+# turns bytecode off.
+PYCACHE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(PYCACHE) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-unit: $(STAMP)
 	$(PY) -m pytest tests/unit tests/streams tests/connect
