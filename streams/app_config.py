@@ -14,6 +14,7 @@ import os
 import tempfile
 
 from broker.errors import InvalidConfigError
+from streams.config_checks import kafka_number
 from streams.interpreter import EXACTLY_ONCE_V2, at_least, streams_config
 from streams.repartition_purge import PURGE_INTERVAL_MS_DEFAULT
 
@@ -68,17 +69,12 @@ def _config(config: dict) -> dict:
     c = streams_config(c)
     c.setdefault("state.dir", os.path.join(tempfile.gettempdir(), "riverlog-streams"))
     c["auto.offset.reset"] = _reset_policy(c)
-    try:
-        c["replication.factor"] = int(c.get("replication.factor", REPLICATION_FACTOR_DEFAULT))
-    except (TypeError, ValueError):
-        raise InvalidConfigError(f"replication.factor {c['replication.factor']!r}: expected a number of replicas, "
-                                 f"or -1 for the broker's default.replication.factor",
-                                 config="replication.factor") from None
+    rf = c.get("replication.factor")
+    c["replication.factor"] = REPLICATION_FACTOR_DEFAULT if rf is None else kafka_number("replication.factor", rf, "INT")
     if c["replication.factor"] == 0 or c["replication.factor"] < -1:
         raise InvalidConfigError(f"replication.factor {c['replication.factor']}: expected a number of replicas "
                                  f">= 1, or -1 for the broker's default.replication.factor", config="replication.factor")
-    c["repartition.purge.interval.ms"] = at_least(c, "repartition.purge.interval.ms", PURGE_INTERVAL_MS_DEFAULT,
-                                                  "milliseconds >= 0")
+    c["repartition.purge.interval.ms"] = at_least(c, "repartition.purge.interval.ms", PURGE_INTERVAL_MS_DEFAULT)
     if c["max.task.idle.ms"] > 0:
         log.warning("max.task.idle.ms=%s is not applied on Spark: a micro-batch holds what each input partition "
                     "had when it started, and its records are merged by timestamp", c["max.task.idle.ms"])
@@ -100,7 +96,8 @@ def _reset_policy(c: dict) -> str:
         if key in c:
             policy = c[key]
             if policy not in ("earliest", "latest", "none"):
-                raise InvalidConfigError(f"{key} {policy!r}: expected earliest, latest or none", config=key)
+                raise InvalidConfigError(f"Invalid value {policy} for configuration {key}: String must be one of: "
+                                         f"latest, earliest, none", config=key)     # ConsumerConfig's in(...)
     return policy
 
 

@@ -44,7 +44,9 @@ def _invalid(name: str, value, why: str) -> InvalidConfigError:
     return InvalidConfigError(f"Invalid value {value} for configuration {name}: {why}", config=name)
 
 
-def _number(name: str, value, kind: str) -> int:
+def kafka_number(name: str, value, kind: str) -> int:
+    """``value`` parsed as Kafka's ``ConfigDef.parseType`` parses an ``INT`` or ``LONG``: an integer
+    or a string of one; a float or a bool is refused, as Java's Double or Boolean is."""
     low, high = _INT_RANGE if kind == "INT" else _LONG_RANGE
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise _invalid(name, value, f"Expected value to be a {'32' if kind == 'INT' else '64'}-bit integer, "
@@ -64,7 +66,7 @@ def check_kafka_keys(config: dict) -> None:
     for name, (kind, least) in _NUMBERS.items():
         if config.get(name) is None:
             continue
-        number = _number(name, config[name], kind)
+        number = kafka_number(name, config[name], kind)
         if least is not None and number < least:
             raise _invalid(name, config[name], f"Value must be at least {least}")
     for name, allowed in _CHOICES.items():

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from broker.errors import InvalidConfigError
-from streams.config_checks import check_kafka_keys
+from streams.config_checks import check_kafka_keys, kafka_number
 from streams.errors import TopologyError, deserialization_handler, processing_handler, production_handler
 from streams.record import Record
 from streams.stores import DictBacking
@@ -44,13 +44,12 @@ def streams_config(config: dict) -> dict:
             "exactly_once", "exactly_once_beta") else ""
         raise InvalidConfigError(f"Invalid value {guarantee} for configuration processing.guarantee: String must be "
                                  f"one of: {AT_LEAST_ONCE}, {EXACTLY_ONCE_V2}{hint}", config="processing.guarantee")
-    c["commit.interval.ms"] = at_least(c, "commit.interval.ms", COMMIT_INTERVAL_MS_DEFAULT, "milliseconds >= 0")
+    c["commit.interval.ms"] = at_least(c, "commit.interval.ms", COMMIT_INTERVAL_MS_DEFAULT)
     # Kafka reads the deprecated cache.max.bytes.buffering only when the new name is not set.
     name = "statestore.cache.max.bytes" if "statestore.cache.max.bytes" in c or \
         "cache.max.bytes.buffering" not in c else "cache.max.bytes.buffering"
-    c["statestore.cache.max.bytes"] = at_least(c, name, CACHE_MAX_BYTES_DEFAULT,
-                                               "a number of bytes >= 0 (0: forward every update)")
-    c["max.task.idle.ms"] = at_least(c, "max.task.idle.ms", 0, "milliseconds >= -1 (-1: never wait)", -1)
+    c["statestore.cache.max.bytes"] = at_least(c, name, CACHE_MAX_BYTES_DEFAULT)
+    c["max.task.idle.ms"] = at_least(c, "max.task.idle.ms", 0, -1)   # -1: never wait; Kafka takes less unchecked
     c["topology.optimization"] = optimization(c.get("topology.optimization", "none"))
     task_policy(c)
     production_handler(c)
@@ -73,15 +72,16 @@ def optimization(value) -> str:
     return text
 
 
-def at_least(c: dict, name: str, default: int, expected: str, minimum: int = 0) -> int:
-    """``c[name]`` (else ``default``) as an int >= ``minimum``; an InvalidConfigError naming it otherwise."""
-    given = c.get(name, default)
-    try:
-        value = int(given)
-    except (TypeError, ValueError):
-        value = minimum - 1
+def at_least(c: dict, name: str, default: int, minimum: int = 0) -> int:
+    """``c[name]`` (else ``default``) as Kafka's ``LONG`` with its ``atLeast(minimum)`` validator:
+    a float, a bool or a number below ``minimum`` is refused with Kafka's message, naming the key."""
+    given = c.get(name)
+    if given is None:
+        return default
+    value = kafka_number(name, given, "LONG")
     if value < minimum:
-        raise InvalidConfigError(f"{name} {given!r}: expected {expected}", config=name)
+        raise InvalidConfigError(f"Invalid value {given} for configuration {name}: Value must be at least {minimum}",
+                                 config=name)
     return value
 
 

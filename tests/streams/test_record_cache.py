@@ -108,7 +108,7 @@ def test_the_cache_size_config_takes_kafkas_deprecated_name_and_refuses_a_negati
         "statestore.cache.max.bytes"] == 7
     for name in ("statestore.cache.max.bytes", "cache.max.bytes.buffering"):
         for bad in (-1, "lots"):
-            with pytest.raises(InvalidConfigError, match=f"{re.escape(name)} {re.escape(repr(bad))}") as e:
+            with pytest.raises(InvalidConfigError, match=f"^Invalid value {re.escape(str(bad))} for configuration {re.escape(name)}: ") as e:
                 _config({**base, name: bad})
             assert e.value.details["config"] == name
 
@@ -119,7 +119,7 @@ def test_interval_configs_are_milliseconds_at_least_zero():
     for name in ("commit.interval.ms", "repartition.purge.interval.ms"):
         assert _config({**base, name: "0"})[name] == 0
         for bad in (-5, "abc"):
-            with pytest.raises(InvalidConfigError, match=f"{re.escape(name)} {re.escape(repr(bad))}") as e:
+            with pytest.raises(InvalidConfigError, match=f"^Invalid value {re.escape(str(bad))} for configuration {re.escape(name)}: ") as e:
                 _config({**base, name: bad})
             assert e.value.details["config"] == name
 
