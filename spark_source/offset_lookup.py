@@ -187,7 +187,8 @@ class OffsetLookup:
     def starting(self, tps: list[TP]) -> dict[TP, int]:
         """Spark's precedence: startingTimestamp, then startingOffsetsByTimestamp, then startingOffsets.
         A partition with no record that recent fails the query, or starts at its end with
-        ``startingOffsetsByTimestampStrategy=latest``."""
+        ``startingOffsetsByTimestampStrategy=latest``. That failure is about the option, not data
+        loss (Spark's ``IllegalArgumentException``; ``failOnDataLoss`` has no say): it names the option."""
         o = self.options
         if o.starting_timestamp is not None:
             stamps = {tp: o.starting_timestamp for tp in tps}
@@ -199,9 +200,11 @@ class OffsetLookup:
         if o.timestamp_strategy == "error":
             late = [tp for tp in tps if found[tp] is None]
             if late:
-                raise DataLossError(
-                    "no record of " + ", ".join(f"{t}-{p}" for t, p in late) + " has a timestamp at or after "
-                    f"{stamps[late[0]]} (startingOffsetsByTimestampStrategy=error; 'latest' starts there at the end)")
+                option = "startingTimestamp" if o.starting_timestamp is not None else "startingOffsetsByTimestamp"
+                raise InvalidConfigError(
+                    f"option '{option}': no record of " + ", ".join(f"{t}-{p}" for t, p in late) + " has a "
+                    f"timestamp at or after {stamps[late[0]]} (startingOffsetsByTimestampStrategy=error; 'latest' "
+                    "starts there at the end)", config=option)
         return self._or_latest(found, tps)
 
     def ending(self, tps: list[TP]) -> dict[TP, int]:

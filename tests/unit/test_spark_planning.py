@@ -124,3 +124,12 @@ def test_batch_and_stream_defaults_differ_as_in_spark():
     assert SourceOptions.parse(base, streaming=False).starting == "earliest"
     with pytest.raises(Exception, match="endingOffsets"):
         SourceOptions.parse({**base, "endingOffsets": "latest"}, streaming=True)
+
+
+def test_a_budget_equal_to_the_backlog_is_still_shared_in_doubles_as_spark_does():
+    # Spark's rateLimit prorates whenever there is a backlog: 22 * (15 / 22) is just below 15 in doubles,
+    # so a budget equal to the backlog leaves one offset of t-0 for the next batch (no shortcut to latest).
+    start = {("t", 0): 0, ("t", 1): 0}
+    assert rate_limit(start, {("t", 0): 15, ("t", 1): 7}, 22) == {("t", 0): 14, ("t", 1): 7}
+    # with room to spare the batch reads everything
+    assert rate_limit(start, {("t", 0): 15, ("t", 1): 7}, 23) == {("t", 0): 15, ("t", 1): 7}
