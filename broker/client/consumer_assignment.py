@@ -18,7 +18,7 @@ from broker.client.assignment import COOPERATIVE, EAGER, check_add, check_method
 from broker.client.membership import GroupMembership
 from broker.client.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Message, TopicPartition
 from broker.client.start_offsets import OFFSET_TAIL_BASE
-from broker.client.subscription import Subscription
+from broker.client.subscription import Subscription, checked_subscription
 from broker.errors import FencedInstanceIdError, InvalidConfigError, KafkaError, KafkaException, RiverlogError
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ class ConsumerAssignment:
         self._check_not_fatal()
         if isinstance(topics, str):
             topics = [topics]
-        subscription = Subscription(list(topics))
+        subscription = checked_subscription(list(topics))
         if self._membership is not None and self._membership.fatal is not None:
             self.unsubscribe()  # that membership is over: a new one joins
         with self._subscribing:
@@ -358,20 +358,32 @@ class ConsumerAssignment:
             else:
                 assigned = False
         if not assigned:
-            topic = self.cluster.topics.get(key[0])
-            if topic is None or key[1] not in topic.partitions:
+            if not self._known_partition(key):
                 raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION,
                                                 f"{key[0]} [{key[1]}] is not a known partition"))
             raise KafkaException(KafkaError(KafkaError._STATE, f"{key[0]} [{key[1]}] is not assigned"))
         self._fetcher.wake()
 
+    def _known_partition(self, key) -> bool:
+        """In the client's metadata: librdkafka's ``_UNKNOWN_PARTITION`` if not, else ``_STATE``."""
+        topic = self.cluster.topics.get(key[0])
+        return topic is not None and key[1] in topic.partitions
+
     def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
-        """The offset of the next record poll() returns for each partition; ``OFFSET_INVALID``
-        until it has one (before the first fetch of a partition assigned at a logical offset)."""
+        """The offset of the next record poll() returns, with the leader epoch of the record before
+        it (KIP-320); ``OFFSET_INVALID`` until it has one. As ``rd_kafka_position``, a partition the
+        client does not know also gets ``TopicPartition.error`` ``_UNKNOWN_PARTITION``."""
         self._check_open()
         with self._cond:
-            return [TopicPartition(tp.topic, tp.partition, self._fetch_state.position((tp.topic, tp.partition)))
-                    for tp in partitions]
+            found = [self._fetch_state.app_position((tp.topic, tp.partition)) for tp in partitions]
+        out = []
+        for tp, position in zip(partitions, found):
+            if position is None:
+                position = TopicPartition(tp.topic, tp.partition, OFFSET_INVALID)
+                if not self._known_partition((tp.topic, tp.partition)):
+                    position._error = KafkaError(KafkaError._UNKNOWN_PARTITION)
+            out.append(position)
+        return out
 
     def pause(self, partitions: list[TopicPartition]) -> None:
         """Stop fetching these partitions. Nothing prefetched for them is returned; ``resume``

@@ -8,10 +8,12 @@ or the offsets stored with ``store_offsets``).
 """
 from __future__ import annotations
 
+import time
+
 from broker.client.fetcher import list_offset
 from broker.client.message import OFFSET_INVALID, Message, TopicPartition
 from broker.client.start_offsets import EARLIEST, LATEST
-from broker.errors import InvalidConfigError, KafkaError, KafkaException
+from broker.errors import InvalidConfigError, KafkaError, KafkaException, RiverlogError
 
 
 class ConsumerOffsets:
@@ -28,9 +30,11 @@ class ConsumerOffsets:
         A message with an error (a ``_PARTITION_EOF`` event...) is refused with ``_INVALID_ARG``:
         its offset is not a record's, and committing past it would skip the next record.
 
-        Without arguments only assigned partitions whose offset differs from the committed one are
-        sent; when there is none it fails with ``_NO_OFFSET`` (raised, or given to ``on_commit``
-        when asynchronous), as librdkafka's ``rd_kafka_cgrp_assigned_offsets_commit``, and while
+        Only absolute offsets are sent: a partition given a negative one (``OFFSET_INVALID``...)
+        keeps its committed offset. Without arguments only assigned partitions whose offset differs
+        from the committed one are sent. When nothing is left to send it fails with ``_NO_OFFSET``
+        (raised, or given to ``on_commit`` when asynchronous), as librdkafka's
+        ``rd_kafka_cgrp_offsets_commit``; without arguments, while
         the assignment is lost and ``poll()`` has not handled it yet, with ``_ASSIGNMENT_LOST``."""
         self._check_open()
         if self._coordinator is None:
@@ -44,7 +48,8 @@ class ConsumerOffsets:
             raise ValueError("message and offsets are mutually exclusive")
         if message is not None:
             _check_no_error(message, "commit")
-            tps = [TopicPartition(message.topic(), message._partition, message._offset + 1)]
+            tps = [TopicPartition(message.topic(), message._partition, message._offset + 1,
+                                  leader_epoch=message.leader_epoch())]  # as confluent-kafka's (KIP-320)
         elif offsets is not None:
             tps = list(offsets)
         else:
@@ -57,15 +62,20 @@ class ConsumerOffsets:
                 self._committer.report(error, [])
                 return None
             tps = self._committer.uncommitted(self._to_commit())
-            if not tps:
-                error = KafkaError(KafkaError._NO_OFFSET, "Local: No offset stored")
-                if not asynchronous:
-                    raise KafkaException(error)
-                self._committer.report(error, [])
-                return None
+        # librdkafka's rd_kafka_cgrp_offsets_commit: only absolute offsets are sent (a partition
+        # given OFFSET_INVALID, e.g. from position() before a fetch, keeps its committed offset),
+        # and with none to send the commit fails with _NO_OFFSET.
+        valid = [tp for tp in tps if tp.offset >= 0]
+        if not valid:
+            error = KafkaError(KafkaError._NO_OFFSET, "Local: No offset stored")
+            if not asynchronous:
+                raise KafkaException(error)
+            self._committer.report(error, [])
+            return None
         if not asynchronous:
-            return self._committer.commit_sync(tps, self.config["request.timeout.ms"] / 1000.0)
-        self._committer.commit_async(tps)
+            self._committer.commit_sync(valid, self.config["request.timeout.ms"] / 1000.0)
+            return tps
+        self._committer.commit_async(valid)
         return None
 
     def _maybe_auto_commit(self) -> None:
@@ -76,17 +86,19 @@ class ConsumerOffsets:
         """What an automatic or argument-less commit stores: the positions poll() reached, or, with
         ``enable.auto.offset.store=false``, the offsets given to ``store_offsets``."""
         with self._cond:
-            return self._fetch_state.to_commit(keys, stored=not self._auto_store)
+            tps = self._fetch_state.to_commit(keys, stored=not self._auto_store)
+        return [tp for tp in tps if tp.offset >= 0]  # a stored logical offset is not committed
 
     def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None) -> None:
         """Store ``message.offset() + 1`` or the given ``offsets`` for the next automatic or
         argument-less commit; needs ``enable.auto.offset.store=false``. Only assigned partitions
-        take one (an assignment starts with none): when no partition given is assigned this fails
-        with ``_STATE``, as librdkafka's ``rd_kafka_offsets_store``."""
+        take one (an assignment starts with none): when no partition given is assigned this fails,
+        as librdkafka's ``rd_kafka_offsets_store``, with the last one's error: ``_STATE`` when it is
+        known but not assigned, ``_UNKNOWN_PARTITION`` when the client does not know it."""
         self._check_open()
         if self._auto_store:
-            raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
-                                            "store_offsets() needs enable.auto.offset.store=false"))
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG,   # confluent-kafka's message
+                                            "StoreOffsets failed: Local: Invalid argument or configuration"))
         if message is not None and offsets is not None:
             raise ValueError("message and offsets are mutually exclusive")
         if message is None and offsets is None:
@@ -101,9 +113,12 @@ class ConsumerOffsets:
             stored = [self._fetch_state.store(TopicPartition(tp.topic, tp.partition, tp.offset, tp.metadata,
                                                              tp.leader_epoch)) for tp in offsets]
         if offsets and not any(stored):
+            # librdkafka's rd_kafka_offsets_store fails with the last partition's error: one the
+            # client does not know _UNKNOWN_PARTITION, one known but not assigned _STATE.
             tp = offsets[-1]
-            raise KafkaException(KafkaError(KafkaError._STATE,
-                                            f"{tp.topic} [{tp.partition}] is not assigned: cannot store its offset"))
+            code = KafkaError._STATE if self._known_partition((tp.topic, tp.partition)) \
+                else KafkaError._UNKNOWN_PARTITION
+            raise KafkaException(KafkaError(code, f"StoreOffsets failed: {KafkaError(code).str()}"))
 
     def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
         """The group's committed offset of each partition (``OFFSET_INVALID`` where there is none)."""
@@ -138,18 +153,42 @@ class ConsumerOffsets:
                 raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION,
                                                 f"{key[0]} [{key[1]}] is not a known partition"))
             return OFFSET_INVALID, OFFSET_INVALID
-        return tuple(list_offset(self.cluster, self.config, partition.topic, partition.partition, at, timeout)[0]
-                     for at in (EARLIEST, LATEST))
+        deadline = _deadline(timeout)
+        self._check_partition(partition, deadline, "Failed to get watermark offsets")
+        return tuple(list_offset(self.cluster, self.config, partition.topic, partition.partition, at,
+                                 _remaining(deadline))[0] for at in (EARLIEST, LATEST))
 
     def offsets_for_times(self, partitions: list[TopicPartition], timeout: float | None = None):
         """For each partition (offset = a timestamp in ms): the first offset at or after it, or -1,
-        with the leader epoch that wrote it (so ``seek()`` to it is validated, KIP-320)."""
+        with the leader epoch that wrote it (so ``seek()`` to it is validated, KIP-320). ``timeout``
+        bounds the whole call; an empty list is ``_INVALID_ARG``, as librdkafka's
+        ``rd_kafka_offsets_for_times``."""
         self._check_open()
+        if not partitions:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
+                                            "Failed to get offsets: Local: Invalid argument or configuration"))
+        deadline = _deadline(timeout)
+        for tp in partitions:
+            self._check_partition(tp, deadline, "Failed to get offsets")
         out = []
         for tp in partitions:
-            offset, _, epoch = list_offset(self.cluster, self.config, tp.topic, tp.partition, tp.offset, timeout)
+            offset, _, epoch = list_offset(self.cluster, self.config, tp.topic, tp.partition, tp.offset,
+                                           _remaining(deadline))
             out.append(TopicPartition(tp.topic, tp.partition, offset, leader_epoch=epoch if epoch >= 0 else None))
         return out
+
+    def _check_partition(self, tp: TopicPartition, deadline: float | None, failed: str) -> None:
+        """A partition its topic does not have is a permanent ``_UNKNOWN_PARTITION`` at once, as
+        librdkafka's ``rd_kafka_topic_partition_list_get_leaders``, not retried until the timeout."""
+        info = self.cluster.topics.get(tp.topic)
+        if info is None or tp.partition not in info.partitions:
+            try:
+                self.cluster.refresh([tp.topic], timeout=_remaining(deadline))
+            except RiverlogError:
+                return  # the request's own retries decide
+            info = self.cluster.topics.get(tp.topic)
+        if info is not None and info.partitions and tp.partition not in info.partitions:
+            raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, f"{failed}: Local: Unknown partition"))
 
 
 def _check_no_error(message: Message, action: str) -> None:
@@ -161,3 +200,12 @@ def _check_no_error(message: Message, action: str) -> None:
         reason = error.str() if isinstance(error, KafkaError) else str(error)
         raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
                                         f"Cannot {action} offsets for message with error: '{reason}'"))
+
+
+def _deadline(timeout: float | None) -> float | None:
+    """One deadline for a call's requests; a negative timeout waits as long as None does."""
+    return None if timeout is None or timeout < 0 else time.monotonic() + timeout
+
+
+def _remaining(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())

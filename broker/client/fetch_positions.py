@@ -21,6 +21,16 @@ class FetchPositions:
         state = self.partitions.get(key)
         return state.position if state is not None and state.position >= 0 else OFFSET_INVALID
 
+    def app_position(self, key: TP) -> TopicPartition | None:
+        """The position with the leader epoch of the record before it (librdkafka's app position),
+        ``OFFSET_INVALID`` while it has none; None for a partition not assigned."""
+        state = self.partitions.get(key)
+        if state is None:
+            return None
+        if state.position < 0:
+            return TopicPartition(key[0], key[1], OFFSET_INVALID)
+        return TopicPartition(key[0], key[1], state.position, leader_epoch=state.epoch if state.epoch >= 0 else None)
+
     def positions(self, keys=None) -> list[TopicPartition]:
         """Known positions (what a commit would store): of ``keys`` in key order, or of every
         assigned partition in assignment order."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from broker.errors import InvalidTopicError
+from broker.errors import InvalidTopicError, KafkaError, KafkaException
 
 
 class Subscription:
@@ -32,3 +32,20 @@ class Subscription:
         matched = {t.name for t in response.topics
                    if not t.error_code and not t.internal and any(p.search(t.name) for p in self.patterns)}
         return sorted(matched.union(self.names))
+
+
+def checked_subscription(topics: list[str]) -> Subscription:
+    """What ``subscribe()`` takes, checked as librdkafka's ``rd_kafka_subscribe``: an empty list, an
+    empty name, a topic named twice or a pattern that does not compile is ``_INVALID_ARG``
+    ("Failed to set subscription", confluent-kafka's message), refused before anything changes."""
+    if not topics or any(not t for t in topics) or len(set(topics)) != len(topics):
+        raise _invalid()
+    try:
+        return Subscription(topics)
+    except InvalidTopicError as e:
+        raise _invalid() from e
+
+
+def _invalid() -> KafkaException:
+    return KafkaException(KafkaError(KafkaError._INVALID_ARG,
+                                     "Failed to set subscription: Local: Invalid argument or configuration"))
