@@ -173,7 +173,8 @@ class TransactionRequests:
         by_topic: dict[str, list] = {}
         for tp in offsets:
             by_topic.setdefault(tp.topic, []).append(pb.CommitPartition(
-                partition=tp.partition, offset=tp.offset, metadata=tp.metadata or "", leader_epoch=-1))
+                partition=tp.partition, offset=tp.offset, metadata=tp.metadata or "",
+                leader_epoch=-1 if tp.leader_epoch is None else tp.leader_epoch))   # as librdkafka sends it
         request = pb.TxnOffsetCommitRequest(
             group_id=group_id, member_id=group_metadata.member_id, member_epoch=group_metadata.member_epoch,
             topics=[pb.CommitTopic(name=t, partitions=ps) for t, ps in by_topic.items()], **self._ids())

@@ -205,3 +205,19 @@ def test_transactional_commit_errors_as_validate_transactional_offset_commit(bro
     p.send_offsets_to_transaction([TopicPartition(src, 0, 5)], ConsumerGroupMetadata(f"{src}-empty", "someid", -1, ""), 10)
     p.commit_transaction(30)
     assert _committed(broker, f"{src}-empty", [TopicPartition(src, 0)]) == [5]
+
+
+def test_offsets_sent_to_a_transaction_keep_their_leader_epoch(broker, topics):
+    """librdkafka's TxnOffsetCommit carries each offset's leader epoch (KIP-320), so a consumer
+    resuming from the committed offset can validate it against log truncation."""
+    src, out = topics
+    group = f"{src}-epoch"
+    p = _open(broker, f"{src}-epoch-txn", out, [TopicPartition(src, 0, 5, leader_epoch=0)], group)
+    p.commit_transaction(30)
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "isolation.level": "read_committed"})
+    try:
+        [got] = c.committed([TopicPartition(src, 0)], 30)
+    finally:
+        c.close()
+    assert (got.offset, got.leader_epoch) == (5, 0)
