@@ -12,6 +12,10 @@ from tests.conftest import BrokerProcess
 def test_sigusr1_prints_every_threads_stack_and_the_node_still_serves_then_sigterm_stops_it(tmp_path):
     node = BrokerProcess(str(tmp_path / "node")).start()
     try:
+        # the node's main thread reaches its serving loop (broker_cmd.py) after the port opens
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not any("ready: serving clients" in line for line in node.output):
+            time.sleep(0.05)
         seen = len(node.output)
         node.proc.send_signal(signal.SIGUSR1)
         deadline = time.monotonic() + 20
