@@ -17,6 +17,18 @@ def _code_and_text(call, *args, **kwargs) -> tuple[int, str]:
     raise AssertionError(f"{call.__name__} must fail")
 
 
+def _topic(broker, name: str, partitions: int, values: list[bytes]) -> str:
+    """``name`` made with ``partitions``, ``values`` written to its partition 0; the bootstrap."""
+    servers = broker.bootstrap
+    with AdminClient({"bootstrap.servers": servers}) as admin:
+        admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+    p = Producer({"bootstrap.servers": servers})
+    for v in values:
+        p.produce(name, value=v, partition=0)
+    p.flush(30)
+    return servers
+
+
 def _first_record(c: Consumer, timeout: float = 20.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -27,13 +39,7 @@ def _first_record(c: Consumer, timeout: float = 20.0):
 
 
 def test_position_has_the_epoch_and_store_offsets_tells_unknown_from_unassigned(shared_broker, topic_name):
-    servers = shared_broker.bootstrap
-    with AdminClient({"bootstrap.servers": servers}) as admin:
-        admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(30)
-    p = Producer({"bootstrap.servers": servers})
-    p.produce(topic_name, value=b"a", partition=0)
-    p.produce(topic_name, value=b"b", partition=0)
-    p.flush(30)
+    servers = _topic(shared_broker, topic_name, 2, [b"a", b"b"])
     with Consumer({"bootstrap.servers": servers, "group.id": topic_name, "enable.auto.commit": False,
                    "enable.auto.offset.store": False}) as c:
         c.assign([TopicPartition(topic_name, 0, 0)])
@@ -76,12 +82,7 @@ def test_commit_sends_only_absolute_offsets(shared_broker, topic_name):
 
 
 def test_commit_of_a_message_carries_its_leader_epoch(shared_broker, topic_name):
-    servers = shared_broker.bootstrap
-    with AdminClient({"bootstrap.servers": servers}) as admin:
-        admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(30)
-    p = Producer({"bootstrap.servers": servers})
-    p.produce(topic_name, value=b"a", partition=0)
-    p.flush(30)
+    servers = _topic(shared_broker, topic_name, 1, [b"a"])
     tp0 = TopicPartition(topic_name, 0)
     with Consumer({"bootstrap.servers": servers, "group.id": topic_name, "enable.auto.commit": False}) as c:
         c.assign([TopicPartition(topic_name, 0, 0)])
