@@ -7,78 +7,80 @@ topology is unit-tested in milliseconds with no Spark and no broker.
     orders.pipeInput("o1", {"user": "ann", "amount": 120.0}, 1_000)
     assert out.readKeyValue() == KeyValue("ann", 1)
 
-The driver's store getters answer with the read-only views of :mod:`streams.read_only_stores`.
+The driver's store getters answer with the read-only views of :mod:`streams.read_only_stores`;
+its records, time conversion and read error are :mod:`streams.testing_record`'s.
 """
 from __future__ import annotations
 
-from collections import namedtuple
-from dataclasses import dataclass, field
-from typing import Any
+import logging
 
-from streams.errors import TopologyError
+from streams.errors import IllegalStateError, TopologyError
 from streams.interpreter import Interpreter
-from streams.read_only_stores import INVALID_RANGE_WARNING, ReadOnlyStore, ReadOnlyVersionedStore, _ms  # noqa: F401
-from streams.record import Windowed
+from streams.read_only_stores import INVALID_RANGE_WARNING, ReadOnlyStore, ReadOnlyVersionedStore  # noqa: F401
+from streams.record import Windowed  # noqa: F401  (re-exported)
+from streams.testing_record import _UNSET, KeyValue, NoSuchElementError, TestRecord, is_time, millis
 from streams.topology import Topology
 
-KeyValue = namedtuple("KeyValue", ["key", "value"])
+log = logging.getLogger("streams.testing")
+
+__all__ = ["TopologyTestDriver", "TestInputTopic", "TestOutputTopic", "TestRecord", "KeyValue", "NoSuchElementError"]
 
 
-@dataclass(frozen=True)
-class TestRecord:
-    __test__ = False   # not a pytest test class
-    key: Any
-    value: Any
-    timestamp: int | None = None
-    headers: tuple = field(default=())
-
-    def __post_init__(self):
-        if self.timestamp is not None and _ms(self.timestamp) < 0:
-            raise ValueError(f"Invalid timestamp: {_ms(self.timestamp)}. Timestamp should always be non-negative "
-                             f"or null.")    # Kafka's TestRecord
-
-    def getKey(self):
-        return self.key
-
-    def getValue(self):
-        return self.value
-
-    def getRecordTime(self):
-        return self.timestamp
+def _non_negative(what: str, duration) -> int:
+    ms = millis(duration)
+    if ms < 0:
+        raise ValueError(f"{what} must not be negative (got {ms} ms): an input topic's clock only moves forward")
+    return ms
 
 
 class TestInputTopic:
+    """Kafka's ``TestInputTopic``. A record piped without a timestamp takes the topic's clock
+    (``start``), which then moves on by ``auto_advance``. Its ``pipeInput`` overloads, told apart
+    by the arguments given::
+
+        pipeInput(value)                  pipeInput(value, datetime)
+        pipeInput(key, value)             pipeInput(key, value, timestamp_ms_or_datetime)
+        pipeInput(TestRecord(...))        pipeInput(key=..., value=..., timestamp=..., headers=...)
+    """
     __test__ = False
 
     def __init__(self, driver: "TopologyTestDriver", topic: str, key_serde, value_serde, start=0, auto_advance=0):
         self._d, self.topic, self._ks, self._vs = driver, topic, key_serde, value_serde
-        self._next, self._advance = _ms(start), _ms(auto_advance)
+        self._next, self._advance = millis(start), _non_negative("autoAdvance", auto_advance)
 
     def advanceTime(self, duration) -> None:
-        self._next += _ms(duration)
+        self._next += _non_negative("advance", duration)
 
-    def pipeInput(self, key=None, value=None, timestamp=None, headers=()) -> None:
-        if isinstance(key, TestRecord):
-            key, value, timestamp, headers = key.key, key.value, key.timestamp, key.headers
-        if timestamp is None:
-            timestamp, self._next = self._next, self._next + self._advance
-        TestRecord(key, value, timestamp)      # Kafka's TestRecord refuses a negative timestamp
-        kb = self._ks.serialize(key) if self._ks is not None else key
-        vb = self._vs.serialize(value) if self._vs is not None else value
-        self._d._pipe(self.topic, kb, vb, _ms(timestamp), headers)
+    def pipeInput(self, *args, key=_UNSET, value=_UNSET, timestamp=None, headers=()) -> None:
+        if args and isinstance(args[0], TestRecord):
+            if len(args) > 1 or key is not _UNSET or value is not _UNSET or timestamp is not None or headers:
+                raise TypeError("pipeInput(TestRecord) takes the record alone: its timestamp and headers are its own")
+            record = args[0]
+        else:
+            if len(args) == 4:       # (key, value, timestamp, headers)
+                args, headers = args[:3], args[3]
+            record = TestRecord(*_overload(args, key, value, timestamp), headers)
+        ts = record.timestamp
+        if ts is None:
+            ts, self._next = self._next, self._next + self._advance
+        TestRecord(record.key, record.value, ts)      # Kafka's TestRecord refuses a negative timestamp
+        kb = self._ks.serialize(record.key) if self._ks is not None else record.key
+        vb = self._vs.serialize(record.value) if self._vs is not None else record.value
+        self._d._pipe(self.topic, kb, vb, ts, record.headers)
 
-    def pipeValueList(self, values) -> None:
-        for v in values:
-            self.pipeInput(None, v)
+    def pipeValueList(self, values, start=None, advance=None) -> None:
+        """Each value with a null key: at ``start`` and then every ``advance``, or on the topic's clock."""
+        self.pipeKeyValueList([(None, v) for v in values], start, advance)
 
     def pipeKeyValueList(self, pairs, start=None, advance=None) -> None:
-        t = _ms(start) if start is not None else None
+        t = millis(start) if start is not None else None
+        step = _non_negative("advance", advance or 0)
         for k, v in pairs:
             if t is None:
                 self.pipeInput(k, v)
             else:
                 self.pipeInput(k, v, t)
-                t += _ms(advance or 0)
+                t += step
 
     def pipeRecordList(self, records) -> None:
         for r in records:
@@ -88,29 +90,43 @@ class TestInputTopic:
         return f"TestInputTopic({self.topic!r})"
 
 
+def _overload(args: tuple, key, value, timestamp) -> tuple:
+    """(key, value, timestamp) from ``pipeInput``'s positional arguments, as Kafka's overloads:
+    one is a value, two a key and a value (or a value and a datetime), three add the timestamp."""
+    if len(args) > 3:
+        raise TypeError(f"pipeInput takes (key, value, timestamp, headers) at most, got {len(args)} arguments")
+    if args and (key is not _UNSET or value is not _UNSET):
+        raise TypeError("pipeInput: give the key and value positionally or by keyword, not both")
+    if len(args) == 1:
+        return None, args[0], timestamp
+    if len(args) == 2:
+        if is_time(args[1]) and timestamp is None:
+            return None, args[0], args[1]
+        return args[0], args[1], timestamp
+    if len(args) == 3:
+        if timestamp is not None:
+            raise TypeError("pipeInput: the timestamp is given twice")
+        return args
+    return (None if key is _UNSET else key), (None if value is _UNSET else value), timestamp
+
+
 class TestOutputTopic:
-    """Reads a topic's records in the order they were written (across partitions, by write order)."""
+    """Kafka's ``TestOutputTopic``: reads a topic's records in write order (across partitions).
+    The read position is the driver's, per topic, as Kafka's queue: a second ``TestOutputTopic``
+    of the same topic reads on where the first stopped."""
     __test__ = False
 
     def __init__(self, driver: "TopologyTestDriver", topic: str, key_serde, value_serde):
         self._d, self.topic, self._ks, self._vs = driver, topic, key_serde, value_serde
-        self._read = 0
 
-    def _all(self) -> list[TestRecord]:
-        recs = self._d._written.get(self.topic, [])
-        out = []
-        for kb, vb, ts, headers in recs:
-            k = self._ks.deserialize(kb) if self._ks is not None else kb
-            v = self._vs.deserialize(vb) if self._vs is not None else vb
-            out.append(TestRecord(k, v, ts, headers))
-        return out
+    def _record(self, raw: tuple) -> TestRecord:
+        kb, vb, ts, headers = raw
+        k = self._ks.deserialize(kb) if self._ks is not None else kb
+        v = self._vs.deserialize(vb) if self._vs is not None else vb
+        return TestRecord(k, v, ts, headers)
 
     def readRecord(self) -> TestRecord:
-        recs = self._all()
-        if self._read >= len(recs):
-            raise IndexError(f"no more records in topic {self.topic!r}")
-        self._read += 1
-        return recs[self._read - 1]
+        return self._record(self._d._read_next(self.topic))
 
     def readValue(self):
         return self.readRecord().value
@@ -120,9 +136,7 @@ class TestOutputTopic:
         return KeyValue(r.key, r.value)
 
     def readRecordsToList(self) -> list[TestRecord]:
-        recs = self._all()[self._read:]
-        self._read += len(recs)
-        return recs
+        return [self.readRecord() for _ in range(self.getQueueSize())]
 
     def readValuesToList(self) -> list:
         return [r.value for r in self.readRecordsToList()]
@@ -131,19 +145,25 @@ class TestOutputTopic:
         return [KeyValue(r.key, r.value) for r in self.readRecordsToList()]
 
     def readKeyValuesToMap(self) -> dict:
-        """Each key's last value, as Kafka's: a key whose last update is a tombstone stays, with None."""
+        """Each key's last value, as Kafka's: a key whose last update is a tombstone stays, with None.
+        A null key is Kafka's ``IllegalStateException`` (the records before it are read)."""
         out = {}
-        for r in self.readRecordsToList():
+        while not self.isEmpty():
+            r = self.readRecord()
             if r.key is None:
-                raise TopologyError("readKeyValuesToMap(): a record has a null key")
+                raise IllegalStateError(f"Null keys not allowed with readKeyValuesToMap method (topic "
+                                        f"{self.topic!r}); read it with readKeyValuesToList()")
             out[r.key] = r.value
         return out
 
     def getQueueSize(self) -> int:
-        return len(self._d._written.get(self.topic, [])) - self._read
+        return self._d._written_count(self.topic) - self._d._positions.get(self.topic, 0)
 
     def isEmpty(self) -> bool:
         return self.getQueueSize() == 0
+
+    def __repr__(self):
+        return f"TestOutputTopic({self.topic!r}, size={self.getQueueSize()})"
 
 
 class TopologyTestDriver:
@@ -155,6 +175,7 @@ class TopologyTestDriver:
         config.setdefault("application.id", "test-driver")
         self._interp = Interpreter(topology, config, partitions)
         self._written: dict[str, list[tuple]] = {}
+        self._positions: dict[str, int] = {}      # each output topic's next record to read
         original = self._append_input = self._interp.append
 
         def append(topic, key, value, timestamp, headers=(), partition=None):
@@ -167,6 +188,32 @@ class TopologyTestDriver:
         the topology wrote); what the topology writes, internal topics included, is."""
         self._append_input(topic, key, value, timestamp, headers)
         self._interp.run()
+
+    def _written_count(self, topic: str) -> int:
+        return len(self._written.get(topic, ()))
+
+    def _read_next(self, topic: str) -> tuple:
+        """The next unread record the topology wrote to ``topic``, or Kafka's ``NoSuchElementException``."""
+        n = self._positions.get(topic, 0)
+        if topic not in self._written:
+            raise NoSuchElementError(f"Uninitialized topic: {topic!r}: the topology has written nothing to it yet"
+                                     + self._sink_hint(topic))
+        if n >= len(self._written[topic]):
+            raise NoSuchElementError(f"Empty topic: {topic!r}: all {len(self._written[topic])} records written to "
+                                     f"it have been read; check isEmpty() before reading")
+        self._positions[topic] = n + 1
+        return self._written[topic][n]
+
+    def _sink_hint(self, topic: str) -> str:
+        """Kafka's driver warns of an output topic no sink names (a typo, unless a
+        ``TopicNameExtractor`` routes to it)."""
+        app, top = self._interp.app, self._interp.topology
+        sinks = sorted({Topology.topic(app, n, n.topics[0]) for n in top.nodes if n.kind == "sink" and n.topics})
+        if topic in sinks:
+            return ""
+        dynamic = any(n.kind == "sink" and not n.topics for n in top.nodes)
+        return (f"; no sink writes to it (the sinks write to {sinks}"
+                + (", and a TopicNameExtractor chooses others" if dynamic else "") + ")")
 
     @property
     def topology(self) -> Topology:
@@ -237,10 +284,14 @@ class TopologyTestDriver:
         """Move the driver's wall clock: a task idling for ``max.task.idle.ms`` (a partition with
         no data yet) processes what its deadline now releases, as Kafka's driver. Nothing else
         reads the wall clock (no wall-clock punctuation: replays must not differ)."""
-        self._interp.advance_wall_clock(_ms(duration))
+        self._interp.advance_wall_clock(_non_negative("advance", duration))
 
     def close(self) -> None:
-        pass
+        """Warns, as Kafka's, of piped records still waiting under ``max.task.idle.ms`` (they never
+        reach the topology: advance the wall clock or pipe into the empty partitions first)."""
+        if any(group.heads for group in self._interp.groups.values()):
+            log.warning("Found some records that cannot be processed due to the %s configuration during "
+                        "TopologyTestDriver#close().", "max.task.idle.ms")
 
     def __enter__(self):
         return self

@@ -251,11 +251,11 @@ def test_sql_steps_run_in_spark_and_agree_with_the_interpreter(spark, spark_brok
     got_a = [(Serdes.String().deserialize(k), gross.deserialize(v), ts, h)
              for k, v, ts, h in read_committed(servers, a_out, with_headers=True)]
     assert got_a == want_a and len(want_a) > 5 and all(h for *_, h in got_a)   # headers kept by Spark SQL
-    want_b = [(r.key, r.value, r.timestamp) for r in d.createOutputTopic(b_out, Serdes.String(), Serdes.Long())
-              .readRecordsToList()]
+    records_b = d.createOutputTopic(b_out, Serdes.String(), Serdes.Long()).readRecordsToList()
+    want_b = [(r.key, r.value, r.timestamp) for r in records_b]
     assert by_key(decoded(servers, b_out)) == by_key(want_b) and {k for k, _, _ in want_b} == {"ANN", "BOB", "CY"}
     # Headers through a repartition topic and a Python task, as the interpreter carries them.
-    want_h = [(r.key, r.headers) for r in d.createOutputTopic(b_out, Serdes.String(), Serdes.Long()).readRecordsToList()]
+    want_h = [(r.key, r.headers) for r in records_b]
     got_h = [(Serdes.String().deserialize(k), h) for k, _, _, h in read_committed(servers, b_out, with_headers=True)]
     assert sorted(got_h) == sorted(want_h)
 
