@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
-from broker.config import LONG_MAX
+from broker.config import LONG_MAX, LONG_MIN, timestamp_bounds
 from broker.errors import (InvalidRecordError, InvalidTimestampError, MessageTooLargeError,
                            NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderOrFollowerError,
                            OutOfOrderSequenceError, RequestTimedOutError)
@@ -75,14 +75,14 @@ class PartitionProduce:
                 self._check_min_isr(min_insync_replicas)
             resent = self._check_producers(headers)
             if resent is not None:
-                return LeaderAppendInfo(resent.first_offset, resent.last_offset, -1,
-                                        resent.last_offset - resent.first_offset + 1, self.leader_epoch)
+                return self._resent_info(resent)
             active = self.log.active.base_offset
             info = self.log.append(data, headers, self.leader_epoch)
             offset = info.first_offset
             now = self.clock.time_ms()
-            for h in headers:
-                self.producers.update(h, offset, offset + h.last_offset_delta, now)
+            for h in headers:   # remembered as stored: a LogAppendTime batch with the time it was stamped
+                stored = h if info.log_append_time < 0 else h._replace(max_timestamp=info.log_append_time)
+                self.producers.update(stored, offset, offset + h.last_offset_delta, now)
                 offset += h.last_offset_delta + 1
             if self.log.active.base_offset != active:
                 self.snapshot_producers()
@@ -91,6 +91,16 @@ class PartitionProduce:
             appended = LeaderAppendInfo(*info, self.leader_epoch)
         self.notifier.bump()
         return appended
+
+    def _resent_info(self, resent) -> LeaderAppendInfo:
+        """The answer to a resent idempotent batch: where it was written and, on a LogAppendTime
+        topic, the time it was stamped with, as Kafka answers a duplicate (``UnifiedLog.append``:
+        ``setLogAppendTime(duplicate.timestamp)``), so the producer's delivery report shows the
+        record as stored. On a CreateTime topic -1: Kafka's answer there is the batch's CreateTime,
+        which a client would report as a LogAppendTime."""
+        stamped = self.log.config["message.timestamp.type"] == "LogAppendTime"
+        return LeaderAppendInfo(resent.first_offset, resent.last_offset, resent.timestamp if stamped else -1,
+                                resent.last_offset - resent.first_offset + 1, self.leader_epoch)
 
     def append_is_quick(self, incoming: int) -> bool:
         """Whether appending ``incoming`` bytes here is a copy into the page cache: no fsync due
@@ -114,7 +124,9 @@ class PartitionProduce:
 
         With CreateTime, refuse a batch holding a record whose timestamp is further in the past or
         future than ``message.timestamp.before.max.ms`` / ``message.timestamp.after.max.ms`` allow
-        (Kafka: InvalidTimestamp, checked per record; -1, RecordBatch.NO_TIMESTAMP, is skipped).
+        (the deprecated ``message.timestamp.difference.max.ms`` where one is unset, see
+        :func:`~broker.config.timestamp_bounds`; Kafka: InvalidTimestamp, checked per record; -1,
+        RecordBatch.NO_TIMESTAMP, is skipped).
         The header's base (smallest) and max timestamps decide without reading the body; a body is
         read only when they show a record out of range (to name it) or when the base is -1, which
         hides the smallest real timestamp."""
@@ -126,11 +138,11 @@ class PartitionProduce:
         config = self.log.config
         if config["message.timestamp.type"] != "CreateTime":
             return
-        before, after = config["message.timestamp.before.max.ms"], config["message.timestamp.after.max.ms"]
+        (before_key, before), (after_key, after) = timestamp_bounds(config)
         if before >= LONG_MAX and after >= LONG_MAX:
             return
         now = self.clock.time_ms()
-        low, high = now - before, now + after
+        low, high = max(now - before, LONG_MIN), min(now + after, LONG_MAX)
         pos = index = 0
         for h in headers:
             outside = h.max_timestamp > high or (h.base_timestamp != NO_TIMESTAMP and h.base_timestamp < low)
@@ -141,8 +153,8 @@ class PartitionProduce:
                 if record is not None:
                     raise InvalidTimestampError(
                         f"{self.topic}-{self.index}: Timestamp {ts} of message with offset {index + record} is out "
-                        f"of range. The timestamp should be within [{low}, {high}] (message.timestamp.before."
-                        f"max.ms={before}, message.timestamp.after.max.ms={after})")
+                        f"of range. The timestamp should be within [{low}, {high}] ({before_key}={before}"
+                        + ("" if after_key == before_key else f", {after_key}={after}") + ")")
             pos += h.size
             index += h.record_count
 

@@ -115,8 +115,9 @@ class ConfigDef:
         self.check = check
 
     def parse(self, values: Mapping | None = None, *, defaults: Mapping | None = None,
-              ignore: Iterable[str] = ()) -> Config:
-        """Validate ``values``; ``defaults`` replaces built-in defaults (e.g. from the broker)."""
+              ignore: Iterable[str] = (), check: bool = True) -> Config:
+        """Validate ``values``; ``defaults`` replaces built-in defaults (e.g. from the broker);
+        ``check=False`` skips the rule across keys (Kafka's ``LogConfig.fromProps`` on load)."""
         values = dict(values or {})
         ignored = set(ignore)
         out, overrides = {}, {}
@@ -135,7 +136,7 @@ class ConfigDef:
                 out[name] = defaults[name]
             else:
                 out[name] = key.default
-        problem = self.check(out) if self.check is not None else None
+        problem = self.check(out) if self.check is not None and check else None
         if problem is not None:
             raise problem
         return Config(self, out, overrides)

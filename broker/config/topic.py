@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from broker.config.definition import INT_MAX, LONG_MAX, ConfigDef, ConfigKey, at_least, between, one_of
+from broker.config.definition import INT_MAX, LONG_MAX, Config, ConfigDef, ConfigKey, at_least, between, one_of
 from broker.errors import InvalidConfigError
 
 
@@ -51,6 +51,10 @@ TOPIC_KEYS = [
     ConfigKey("message.timestamp.after.max.ms", int, LONG_MAX,
               "with CreateTime: refuse a batch whose timestamp is more than this far in the future",
               at_least(0), "log.message.timestamp.after.max.ms"),
+    ConfigKey("message.timestamp.difference.max.ms", int, LONG_MAX,
+              "deprecated (KIP-937): the bound of message.timestamp.before.max.ms and of "
+              "message.timestamp.after.max.ms wherever that one is left at its default",
+              at_least(0), "log.message.timestamp.difference.max.ms"),
     ConfigKey("cleanup.policy", str, "delete", "delete old segments, compact by key, or both",
               _cleanup_policy, "log.cleanup.policy"),
     ConfigKey("retention.ms", int, 604_800_000,
@@ -117,8 +121,6 @@ REFUSED_TOPIC_KEYS = {
                               "there is no older format to choose (removed in Kafka 4.0 too)",
     "message.downconversion.enable": "Riverlog stores one record format and never down-converts for old "
                                      "consumers (removed in Kafka 4.0 too)",
-    "message.timestamp.difference.max.ms": "deprecated by Kafka (KIP-937); use message.timestamp.before.max.ms "
-                                           "and message.timestamp.after.max.ms",
     "preallocate": "segment files grow as they are written; Riverlog does not preallocate them",
     "segment.index.bytes": "offset and time indexes are kept in memory and written whole on flush; "
                            "their size follows index.interval.bytes",
@@ -135,3 +137,38 @@ def _compaction_lags(values: Mapping) -> InvalidConfigError | None:
 
 
 TOPIC_CONFIG = ConfigDef("topic", TOPIC_KEYS, REFUSED_TOPIC_KEYS, _compaction_lags)
+
+
+def loaded_topic_config(values: Mapping, defaults: Mapping | None) -> tuple[Config, list[InvalidConfigError]]:
+    """A topic's config as a broker reads it from the metadata log: never refused, with what it
+    could not use. The controller checked it against its own defaults and version; this broker's
+    defaults can break the rule across keys (``min.compaction.lag.ms`` over this broker's
+    ``log.cleaner.max.compaction.lag.ms``), which Kafka does not check on load, and a key or value
+    this version cannot read is left at its default. Refusing instead would leave the topic's
+    partitions without a config, and a broker must keep serving what it hosts."""
+    values, problems = dict(values or {}), []
+    while True:
+        try:
+            return TOPIC_CONFIG.parse(values, defaults=defaults, check=False), problems
+        except InvalidConfigError as e:
+            name = e.details.get("config")
+            if name not in values:
+                raise
+            problems.append(e)
+            del values[name]
+
+_DIFFERENCE = "message.timestamp.difference.max.ms"
+
+
+def timestamp_bounds(config: Mapping) -> tuple[tuple[str, int], tuple[str, int]]:
+    """The (key, value) that bounds a CreateTime record's timestamp in the past, then in the future.
+
+    Kafka's ``LogConfig.getMessageTimestampBeforeMaxMs``/``AfterMaxMs`` while the deprecated
+    ``message.timestamp.difference.max.ms`` is still honoured: a before/after bound left at its
+    default (Long.MAX_VALUE) takes the difference instead, so a topic configured for Kafka 3.5 or
+    earlier keeps refusing what it refused there."""
+    bounds = []
+    for name in ("message.timestamp.before.max.ms", "message.timestamp.after.max.ms"):
+        inherited = config[name] == LONG_MAX and config[_DIFFERENCE] != LONG_MAX
+        bounds.append((_DIFFERENCE, config[_DIFFERENCE]) if inherited else (name, config[name]))
+    return bounds[0], bounds[1]

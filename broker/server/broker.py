@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable
 
 from broker.clock import SYSTEM_CLOCK, Clock
-from broker.config import TOPIC_CONFIG, Config, topic_defaults
+from broker.config import Config, loaded_topic_config, topic_defaults
 from broker.errors import (BrokerNotAvailableError, NetworkError, RiverlogError, StaleBrokerEpochError,
                            UnknownTopicOrPartitionError)
 from broker.metadata.image import MetadataImage, TopicImage
@@ -274,7 +274,7 @@ class Broker:
         return found
 
     def topic_config(self, topic: TopicImage) -> Config:
-        return TOPIC_CONFIG.parse(topic.configs, defaults=self.topic_defaults)
+        return loaded_topic_config(topic.configs, self.topic_defaults)[0]
 
     @property
     def cluster_id(self) -> str:

@@ -3,7 +3,7 @@ a topic's configs with their sources, the broker's read-only ones, and topic ove
 through the controller."""
 from __future__ import annotations
 
-from broker.config import APPEND, BROKER_SYNONYMS, SUBTRACT, TOPIC_CONFIG, altered_list
+from broker.config import APPEND, BROKER_SYNONYMS, SUBTRACT, TOPIC_CONFIG, Config, altered_list
 from broker.errors import InvalidRequestError
 from broker.proto import riverlog_pb2 as pb
 from broker.server.broker import Broker
@@ -51,14 +51,37 @@ def _describe(broker: Broker, resource: pb.ConfigResource, result) -> None:
         if resource.name not in ("", str(b.node_id)):
             raise InvalidRequestError(f"this is broker {b.node_id}, not {resource.name}")
         for key in definition.describe():
-            overridden = key.name in b.config.overrides
-            entry = result.entries.add(name=key.name, value=_text(b.config[key.name]),
-                                       source="STATIC_BROKER_CONFIG" if overridden else "DEFAULT_CONFIG",
-                                       is_default=not overridden, read_only=True, documentation=key.doc)
-            _add_synonyms(entry, ([(key.name, _text(b.config[key.name]), "STATIC_BROKER_CONFIG")] if overridden
-                                  else []) + [(key.name, _text(key.default), "DEFAULT_CONFIG")])
+            value, synonyms = broker_entry(b.config, key.name)
+            source = synonyms[0][2]
+            entry = result.entries.add(name=key.name, value=value, source=source, is_default=source == "DEFAULT_CONFIG",
+                                       read_only=True, documentation=key.doc)
+            _add_synonyms(entry, synonyms)
     else:
         raise InvalidRequestError(f"config resource type {resource.type} is not supported (2 topic, 4 broker)")
+
+
+_UNIT_MS = {"log.retention.ms": 1, "log.retention.minutes": 60_000, "log.retention.hours": 3_600_000,
+            "log.roll.ms": 1, "log.roll.hours": 3_600_000}
+
+
+def broker_entry(config: Config, name: str) -> tuple[str, list[tuple[str, str, str]]]:
+    """A broker config's value and its synonyms (name, value, source), most specific first.
+
+    A key of a chain (``log.retention.ms`` before ``.minutes`` before ``.hours``, ``log.roll.ms``
+    before ``.hours``) that is not set while a coarser one is shows the value the broker uses, in
+    its own unit, taken from that coarser key (``KafkaConfig.logRetentionTimeMillis``): its own
+    built-in default is not in force, and showing it (``log.retention.ms=604800000`` under
+    ``log.retention.hours=24``) would tell an operator the wrong retention. Kafka shows null there."""
+    default = config._definition.keys[name].default
+    chain = next((c[c.index(name):] for c in BROKER_SYNONYMS.values() if name in c), (name,))
+    given = [(n, _text(config[n]), "STATIC_BROKER_CONFIG") for n in chain if n in config.overrides]
+    if name in config.overrides or not given:
+        return _text(config[name]), given[:1] + [(name, _text(default), "DEFAULT_CONFIG")]
+    coarser = given[0][0]
+    millis = config[coarser] * _UNIT_MS[coarser]
+    value = -1 if millis < 0 else millis // _UNIT_MS[name]
+    coarsest = config._definition.keys[chain[-1]]
+    return str(value), given + [(coarsest.name, _text(coarsest.default), "DEFAULT_CONFIG")]
 
 
 def _add_synonyms(entry, synonyms: list[tuple[str, str, str]]) -> None:

@@ -25,7 +25,7 @@ import logging
 import threading
 
 from broker.clock import Clock
-from broker.config import TOPIC_CONFIG, Config, topic_defaults
+from broker.config import Config, loaded_topic_config, topic_defaults
 from broker.errors import KafkaStorageError, NotLeaderOrFollowerError, RiverlogError, UnknownTopicOrPartitionError
 from broker.metadata.image import MetadataImage, TopicImage
 from broker.partition import FOLLOWER, LEADER, AppendNotifier, Partition
@@ -61,6 +61,7 @@ class ReplicaManager:
         self._hw_lock = threading.Lock()   # one checkpoint write at a time, the last one after removals
         self._hw_writing = False           # from the first applied image until close
         self._restored_hws = self._read_hw_checkpoint()
+        self._unusable_configs: dict[str, dict] = {}   # topic -> the configs last logged as unusable
 
     # ------------------------------------------------------------------------------ lookups
     def partition(self, topic: str, index: int) -> Partition:
@@ -105,7 +106,14 @@ class ReplicaManager:
                 and (broker_epoch < 0 or reg.broker_epoch == broker_epoch))
 
     def topic_config(self, topic: TopicImage) -> Config:
-        return TOPIC_CONFIG.parse(topic.configs, defaults=self.topic_defaults)
+        """The topic's config as this broker can use it (:func:`~broker.config.loaded_topic_config`);
+        what it cannot use is logged once per change of the topic's configs."""
+        config, problems = loaded_topic_config(topic.configs, self.topic_defaults)
+        if problems and self._unusable_configs.get(topic.name) != topic.configs:
+            self._unusable_configs[topic.name] = dict(topic.configs)
+            for e in problems:
+                log.warning("topic '%s': %s; this broker uses its default instead", topic.name, e)
+        return config
 
     # ------------------------------------------------------------------------------ metadata
     def remove_stale_dirs(self, image: MetadataImage) -> None:
@@ -145,8 +153,10 @@ class ReplicaManager:
         for topic in image.topics.values():
             try:
                 config = self.topic_config(topic)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - reported; its hosted partitions stay as they are
                 self.on_fault(f"topic '{topic.name}' has unusable configs", e)
+                seen.update((topic.name, i) for i, state in enumerate(topic.partitions)
+                            if self.node_id in state.replicas)
                 continue
             for index, state in enumerate(topic.partitions):
                 if self.node_id not in state.replicas:
