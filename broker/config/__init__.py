@@ -12,7 +12,8 @@ from __future__ import annotations
 from broker.config.definition import (INT_MAX, LONG_MAX, LONG_MIN, SHORT_MAX, Config, ConfigDef,  # noqa: F401
                                       ConfigKey, at_least, between, one_of)
 from broker.config.topic import (APPEND, LIST_TOPIC_KEYS, REFUSED_TOPIC_KEYS, SUBTRACT, TOPIC_CONFIG,  # noqa: F401
-                                 TOPIC_KEYS, altered_list, loaded_topic_config, timestamp_bounds)
+                                 TOPIC_KEYS, altered_configs, altered_list, loaded_topic_config,
+                                 timestamp_bounds)
 
 
 def _one_log_dir(value: str) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from broker.config.definition import INT_MAX, LONG_MAX, Config, ConfigDef, ConfigKey, at_least, between, one_of
-from broker.errors import InvalidConfigError
+from broker.errors import InvalidConfigError, InvalidRequestError
 
 
 def _cleanup_policy(value: str) -> str | None:
@@ -38,6 +38,33 @@ def altered_list(name: str, current: str | None, op: int, value: str) -> str:
         elif op == SUBTRACT and part in parts:
             parts.remove(part)
     return ",".join(parts)
+
+
+def altered_configs(current: Mapping[str, str], ops: list, defaults: Mapping, incremental: bool) -> dict[str, str]:
+    """A topic's overrides after an AlterConfigs (``incremental=False``: ``ops`` replace them all)
+    or IncrementalAlterConfigs request, each op ``(op, name, value)``: SET, DELETE, APPEND or
+    SUBTRACT (a LIST key unset here starts from ``defaults``). Applied by the controller to the
+    overrides it holds, as Kafka's ConfigurationControlManager, so two alters never undo each other."""
+    overrides = dict(current) if incremental else {}
+    for op, name, value in ops:
+        if op == 0:
+            overrides[name] = value
+        elif op == 1:
+            overrides.pop(name, None)
+        elif op in (APPEND, SUBTRACT) and incremental:
+            base = overrides.get(name)
+            if base is None and name in defaults:
+                base = _text(defaults[name])
+            overrides[name] = altered_list(name, base, op, value)
+        else:
+            raise InvalidRequestError(
+                f"config operation {op} for '{name}' is not one of SET (0), DELETE (1), APPEND (2), SUBTRACT (3)"
+                + ("" if incremental else "; alter_configs replaces; use incremental_alter_configs"))
+    return overrides
+
+
+def _text(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 TOPIC_KEYS = [

@@ -75,7 +75,7 @@ def delete_topic(c, image, now, body):
 
 
 def alter_topic_configs(c, image, now, body):
-    records = c.alter_topic_configs(image, body["name"], body["overrides"], _topic_defaults(c))
+    records = c.alter_topic_configs(image, body["name"], body["ops"], body["incremental"], _topic_defaults(c))
     return ([] if body.get("validate_only") else records), {}
 
 

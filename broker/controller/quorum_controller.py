@@ -32,7 +32,7 @@ import random
 import uuid
 from dataclasses import dataclass
 
-from broker.config import TOPIC_CONFIG, Config
+from broker.config import TOPIC_CONFIG, Config, altered_configs
 from broker.errors import (BrokerNotAvailableError, FencedLeaderEpochError, InvalidConfigError,
                            InvalidPartitionsError, InvalidReplicaAssignmentError, InvalidReplicationFactorError,
                            InvalidRequestError, InvalidTopicError, NotLeaderOrFollowerError,
@@ -318,10 +318,13 @@ class QuorumController:
         t = _topic(image, name)
         return [{"type": "remove_topic", "name": name, "topic_id": t.topic_id}]
 
-    def alter_topic_configs(self, image: MetadataImage, name: str, overrides: dict[str, str],
+    def alter_topic_configs(self, image: MetadataImage, name: str, ops: list, incremental: bool,
                             topic_defaults: dict) -> list[dict]:
-        """Replace the topic's overrides with ``overrides`` (validated first)."""
+        """The topic's overrides after ``ops`` (:func:`~broker.config.altered_configs`), applied to
+        the overrides this image holds and validated: an alter sent by a broker whose metadata is
+        behind, or two at once, cannot undo an acknowledged change."""
         t = _topic(image, name)
+        overrides = altered_configs(t.configs, ops, topic_defaults, incremental)
         TOPIC_CONFIG.parse(overrides, defaults=topic_defaults)
         records = [{"type": "config", "resource": "topic", "name": name, "key": k, "value": None}
                    for k in sorted(set(t.configs) - set(overrides))]

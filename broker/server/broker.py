@@ -304,9 +304,10 @@ class Broker:
     def delete_topic(self, name: str) -> None:
         self.controller_call("delete_topic", {"name": name})
 
-    def alter_topic_config(self, name: str, overrides: dict[str, str], validate_only: bool) -> None:
-        self.controller_call("alter_topic_configs", {"name": name, "overrides": overrides,
-                                                     "validate_only": validate_only})
+    def alter_topic_config(self, name: str, ops: list, incremental: bool, validate_only: bool) -> None:
+        """``ops`` as :func:`~broker.config.altered_configs` takes them, applied by the controller."""
+        self.controller_call("alter_topic_configs", {"name": name, "ops": [list(op) for op in ops],
+                                                     "incremental": incremental, "validate_only": validate_only})
 
     def create_partitions(self, name: str, total: int, validate_only: bool = False,
                           assignment: list[list[int]] | None = None) -> None:

@@ -3,7 +3,7 @@ a topic's configs with their sources, the broker's read-only ones, and topic ove
 through the controller."""
 from __future__ import annotations
 
-from broker.config import APPEND, BROKER_SYNONYMS, SUBTRACT, TOPIC_CONFIG, Config, altered_list
+from broker.config import BROKER_SYNONYMS, TOPIC_CONFIG, Config, altered_configs
 from broker.errors import InvalidRequestError
 from broker.proto import riverlog_pb2 as pb
 from broker.server.broker import Broker
@@ -106,23 +106,9 @@ def alter_configs(broker: Broker, request: pb.AlterConfigsRequest) -> pb.AlterCo
                 raise InvalidRequestError(
                     "only topic configs can be altered; broker configs are read at start-up")
             topic = broker.topic(resource.resource.name)
-            overrides = dict(topic.configs) if resource.incremental else {}
-            for entry in resource.configs:
-                if entry.op == 0:
-                    overrides[entry.name] = entry.value
-                elif entry.op == 1:
-                    overrides.pop(entry.name, None)
-                elif entry.op in (APPEND, SUBTRACT) and resource.incremental:
-                    current = overrides.get(entry.name)
-                    if current is None and entry.name in broker.topic_defaults:
-                        current = _text(broker.topic_defaults[entry.name])
-                    overrides[entry.name] = altered_list(entry.name, current, entry.op, entry.value)
-                else:
-                    raise InvalidRequestError(
-                        f"config operation {entry.op} for '{entry.name}' is not one of SET (0), DELETE (1), "
-                        "APPEND (2), SUBTRACT (3)" + ("" if resource.incremental else
-                                                      "; alter_configs replaces; use incremental_alter_configs"))
-            broker.alter_topic_config(topic.name, overrides, request.validate_only)
+            ops = [(entry.op, entry.name, entry.value) for entry in resource.configs]
+            altered_configs(topic.configs, ops, broker.topic_defaults, resource.incremental)   # refused here first
+            broker.alter_topic_config(topic.name, ops, resource.incremental, request.validate_only)
         except Exception as e:  # noqa: BLE001
             fill_error(result, e)
     for type_, name in repeated:
