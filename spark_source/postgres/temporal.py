@@ -157,16 +157,36 @@ def interval_parts(text: str) -> tuple:
     return parts[0], parts[1], parts[2], micros
 
 
+_INFINITE = {"infinity": (1 << 63) - 1, "-infinity": -(1 << 63)}
+
+
 def micro_duration(text: str) -> int:
-    """Debezium's MicroDuration: months of 365.25/12 days, saturated at the int64 range as Java's
-    double-to-long cast saturates."""
+    """Debezium's MicroDuration: months of 365.25/12 days, in the double arithmetic of
+    ``MicroDuration.durationMicros`` over pgjdbc's ``PGInterval`` fields (hours, minutes and
+    seconds, the fraction as ``wholeSeconds + microSeconds / 1e6``), so the value is Debezium's to
+    the microsecond (``1 year 1 mon 7 days 18:20:27.8`` is ``34858227799999``, the double just under ``.8``
+    truncated), saturated at the int64 range as Java's double-to-long cast saturates. PostgreSQL
+    17's ``infinity``/``-infinity`` are the ends of that range (see :func:`iso_interval`)."""
+    if text in _INFINITE:
+        return _INFINITE[text]
     years, months, days, micros = interval_parts(text)
-    total_days = days + (months + years * 12) * DAYS_PER_MONTH_AVG
-    return max(-(1 << 63), min((1 << 63) - 1, int(total_days * 86_400_000_000 + micros)))
+    sign = -1 if micros < 0 else 1
+    hours, rem = divmod(abs(micros), 3_600_000_000)
+    minutes, rem = divmod(rem, 60_000_000)
+    whole, fraction = divmod(rem, 1_000_000)
+    seconds = sign * whole + sign * fraction / 1_000_000
+    total_days = (years * 12 + months) * DAYS_PER_MONTH_AVG + days
+    total_seconds = ((total_days * 24 + sign * hours) * 60 + sign * minutes) * 60 + seconds
+    return max(-(1 << 63), min((1 << 63) - 1, int(total_seconds * 1e6)))
 
 
 def iso_interval(text: str) -> str:
-    """Debezium's Interval string, ``P<y>Y<m>M<d>DT<h>H<m>M<s>S``."""
+    """Debezium's Interval string, ``P<y>Y<m>M<d>DT<h>H<m>M<s>S``; PostgreSQL 17's infinite
+    intervals stay ``infinity``/``-infinity``, as a ZonedTimestamp's do. (Debezium reads them
+    through pgjdbc's ``PGInterval``, which has no infinity and parses them as zero: a sink would
+    take an unbounded interval for an empty one.)"""
+    if text in _INFINITE:
+        return text
     years, months, days, micros = interval_parts(text)
     sign = -1 if micros < 0 else 1
     hours, rem = divmod(abs(micros), 3_600_000_000)

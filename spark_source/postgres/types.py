@@ -7,8 +7,9 @@ message) and the connector's modes (:mod:`spark_source.postgres.type_modes`);
 
 - ``decimal.handling.mode``: ``precise`` (Connect ``Decimal``, base64 of the unscaled two's
   complement; ``io.debezium.data.VariableScaleDecimal``, trailing zeros stripped, when the column
-  has no scale), ``double``, ``string``. NaN and ±Infinity are null under ``precise`` (as
-  Debezium's ``SpecialValueDecimal`` leaves them), ``NaN``/``Infinity``/``-Infinity`` under ``double``,
+  has no scale), ``double``, ``string``. NaN and ±Infinity are null under ``precise`` in a
+  nullable column (Debezium's ``SpecialValueDecimal.fromLogical`` throws for them in any column,
+  stopping the connector), ``NaN``/``Infinity``/``-Infinity`` under ``double``,
   ``NAN``/``POSITIVE_INFINITY``/``NEGATIVE_INFINITY`` under ``string``. Bit strings are Debezium's
   ``Bits`` bytes whatever ``binary.handling.mode`` says (``bit(1)``/``varbit(1)``: boolean). A
   required (NOT NULL) column cannot be null, so there the envelope refuses NaN/Infinity under
@@ -19,7 +20,8 @@ message) and the connector's modes (:mod:`spark_source.postgres.type_modes`);
   (Connect's Date/Time/Timestamp, milliseconds).
 - ``binary.handling.mode``: ``bytes`` (base64 in JSON, as JsonConverter writes BYTES), ``base64``,
   ``base64-url-safe``, ``hex`` (strings); ``interval.handling.mode``: ``numeric`` (MicroDuration,
-  365.25/12 days a month) or ``string`` (ISO-8601 ``P1Y2M3DT4H5M6.78S``).
+  365.25/12 days a month, in Debezium's double arithmetic) or ``string`` (ISO-8601
+  ``P1Y2M3DT4H5M6.78S``); an infinite interval is the int64 range's end, or ``infinity``.
 - timestamptz/timetz become UTC ISO-8601 strings (ZonedTimestamp/ZonedTime): a timestamptz's
   fraction as wide as the column's precision (6 without one: ``…T11:51:02.000000Z``, as Debezium
   since 2.2), a timetz's as many digits as needed. Arrays become JSON arrays of their element's
@@ -239,7 +241,7 @@ def _decimal(oid: int, typmod: int, modes: TypeModes) -> tuple:
         parse = Decimal
     mode = modes.decimal_handling_mode
     if mode == "double":
-        return _plain("float64"), lambda t: _nan_or(parse(t), lambda d: float(d), "NaN", "Infinity", "-Infinity")
+        return _plain("float64"), lambda t: _nan_or(parse(t), _double, "NaN", "Infinity", "-Infinity")
     if mode == "string":
         return _plain("string"), lambda t: _nan_or(parse(t), lambda d: str(d) if oid == MONEY else t, "NAN",
                                                    "POSITIVE_INFINITY", "NEGATIVE_INFINITY")
@@ -253,6 +255,13 @@ def _decimal(oid: int, typmod: int, modes: TypeModes) -> tuple:
         params["connect.decimal.precision"] = str(precision)
     body = _named("bytes", "org.apache.kafka.connect.data.Decimal", parameters=params)
     return body, lambda t: _nan_or(parse(t), lambda d: _b64(_unscaled(d, scale)), None)
+
+
+def _double(value: Decimal) -> Any:
+    """``BigDecimal.doubleValue``: a numeric beyond the double range is ±Infinity, which JSON has
+    only as the strings JsonConverter (Jackson) writes for it, as a float8's."""
+    out = float(value)
+    return out if not math.isinf(out) else ("Infinity" if out > 0 else "-Infinity")
 
 
 def _nan_or(value: Decimal, convert: Callable, nan: Any, pos: Any = None, neg: Any = None) -> Any:
@@ -273,7 +282,9 @@ def _money(text: str) -> Decimal:
 def _unscaled(value: Decimal, scale: int) -> bytes:
     """Big-endian two's complement of ``value * 10**scale``, exact (Decimal's context would round)."""
     sign, digits, exponent = value.as_tuple()
-    magnitude = int("".join(map(str, digits)) or "0")
+    # Decimal's own int() (no decimal string in between: a numeric may have far more digits than
+    # int(str) accepts, 4300 by default)
+    magnitude = int(Decimal((0, digits, 0)))
     shift = exponent + scale
     magnitude = magnitude * 10 ** shift if shift >= 0 else (magnitude + 10 ** -shift // 2) // 10 ** -shift
     unscaled = -magnitude if sign else magnitude
