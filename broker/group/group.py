@@ -48,6 +48,7 @@ class Member:
     owned: set[TP] = field(default_factory=set)     # what it last reported owning
     eager_cleared: int = -1                         # assignment epoch it gave everything up for
     revoking_since_ms: int | None = None
+    revoking: set[TP] = field(default_factory=set)  # what it was asked to give up at revoking_since_ms
     left_ms: int | None = None                      # a static member that left for now
     assignors: list[str] = field(default_factory=lambda: ["range"])  # its strategy list, preferred first
 
@@ -134,14 +135,17 @@ class ConsumerGroup:
                   partitions: Mapping[str, int], now_ms: int, max_size: int | None = None) -> HeartbeatResult:
         """One member heartbeat: join (epoch 0), leave (-1, or -2 for a static member), or report.
         ``max_size`` (``group.consumer.max.size``): a member the group does not have is refused
-        once it has that many, as Kafka's ``throwIfConsumerGroupIsFull``."""
+        once it has that many, as Kafka's ``throwIfConsumerGroupIsFull``, unless it names the
+        ``group.instance.id`` of a member the group has (KAFKA-20601): a restarted static member
+        takes its own place, and a replaced one is told ``FENCED_INSTANCE_ID``."""
         if member_epoch < LEAVE_STATIC or (member_epoch > JOIN and not member_id):
             # Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid (a leave naming no member is a no-op here)
             raise InvalidRequestError("MemberEpoch is invalid." if member_epoch < LEAVE_STATIC
                                       else "MemberId can't be empty.")
         if member_epoch in (LEAVE, LEAVE_STATIC):
             return self._leave(member_id, member_epoch, now_ms)
-        if max_size is not None and len(self.members) >= max_size and member_id not in self.members:
+        if (max_size is not None and len(self.members) >= max_size and member_id not in self.members
+                and not (instance_id and any(m.instance_id == instance_id for m in self.members.values()))):
             raise GroupMaxSizeReachedError(
                 f"The consumer group has reached its maximum capacity of {max_size} members.")
         if member_epoch == JOIN and (member_id not in self.members or self._static_rejoin(member_id, instance_id)):
@@ -336,8 +340,12 @@ class ConsumerGroup:
 
     @staticmethod
     def _revoking(member: Member, now_ms: int) -> None:
-        if member.revoking_since_ms is None:
-            member.revoking_since_ms = now_ms
+        """Time the revocation (the rebalance timeout), afresh at each one handed out as Kafka
+        schedules it: a member that let go of all it was asked to is timed anew for what a newer
+        assignment takes from it, so one keeping up with a changing group is not taken as stuck."""
+        pending = member.owned - member.assigned
+        if member.revoking_since_ms is None or not member.revoking & pending:
+            member.revoking_since_ms, member.revoking = now_ms, pending
 
     # ------------------------------------------------------------------------------ time
     def expire(self, partitions: Mapping[str, int], now_ms: int) -> list[str]:

@@ -121,7 +121,7 @@ def replay(latest: Mapping[bytes, bytes], group_of: Callable[[str], ConsumerGrou
                         v.get("previous_epoch", -1), assigned, assigned | revoking, v.get("eager_cleared", -1),
                         assignors=v.get("assignors") or [group.assignor or "range"])
         if revoking:  # its rebalance timeout starts again, as Kafka's onLoaded schedules it
-            member.revoking_since_ms = now_ms
+            member.revoking_since_ms, member.revoking = now_ms, set(revoking)
         if v.get("left"):
             member.left_ms = now_ms
         group.members[member_id] = member

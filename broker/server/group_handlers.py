@@ -5,7 +5,7 @@ from collections.abc import Mapping
 
 from broker.errors import (GroupIdNotFoundError, InvalidSessionTimeoutError, KafkaError, OffsetMetadataTooLargeError,
                            RiverlogError, StaleMemberEpochError, UnknownMemberIdError, UnknownTopicOrPartitionError)
-from broker.group.group import Committed
+from broker.group.group import LEAVE_STATIC, Committed
 from broker.group.offset_fetch import NO_MEMBER_EPOCH, fetch_offsets
 from broker.proto import riverlog_pb2 as pb
 from broker.proto.partitions import add_results, grouped, pairs
@@ -128,11 +128,14 @@ class GroupHandlers:
         return response
 
     def list_groups(self, request: pb.ListGroupsRequest) -> pb.ListGroupsResponse:
+        """The groups this broker coordinates, read from replicated state under each partition's
+        lock (:meth:`GroupRuntime.read_all`); ``CoordinatorLoadInProgress`` while one of its
+        partitions is loading, rather than a list missing that partition's groups."""
         response = pb.ListGroupsResponse()
         node = self.runtime.broker.node_id
-        for shard in self.runtime.shards():
-            for group in list(shard.groups.values()):
-                response.groups.add(group_id=group.group_id, state=group.state, coordinator=node)
+        listed = self.runtime.read_all(lambda shard: [(g.group_id, g.state) for g in shard.groups.values()])
+        for group_id, state in sorted(pair for groups in listed for pair in groups):
+            response.groups.add(group_id=group_id, state=state, coordinator=node)
         return response
 
     def describe_groups(self, request: pb.DescribeGroupsRequest) -> pb.DescribeGroupsResponse:
@@ -149,11 +152,15 @@ class GroupHandlers:
 
     @staticmethod
     def _describe(group, d: pb.GroupDescription) -> None:
+        """As Kafka's ``ConsumerGroup.asDescribedGroup``; a static member that left for now is
+        described at epoch -2, the epoch Kafka records at its leave and the one OffsetCommit and
+        OffsetFetch then expect of it, so it is told apart from a member that is consuming."""
         d.state, d.assignor = group.state, group.assignor
         d.group_epoch, d.assignment_epoch = group.group_epoch, group.assignment_epoch
         for m in sorted(group.members.values(), key=lambda m: (m.instance_id, m.member_id)):
             d.members.add(member_id=m.member_id, instance_id=m.instance_id, client_id=m.client_id,
-                          member_epoch=m.epoch, subscribed_topics=m.topics, assignment=grouped(m.assigned),
+                          member_epoch=m.epoch if m.active else LEAVE_STATIC, subscribed_topics=m.topics,
+                          assignment=grouped(m.assigned),
                           target=grouped(group.target.get(m.member_id, ())))
 
     def delete_groups(self, request: pb.DeleteGroupsRequest) -> pb.DeleteGroupsResponse:
@@ -168,14 +175,18 @@ class GroupHandlers:
 
     def offset_delete(self, request: pb.OffsetDeleteRequest) -> pb.OffsetDeleteResponse:
         """A group-level error (e.g. GROUP_ID_NOT_FOUND) on every partition; otherwise each
-        partition's own outcome (GROUP_SUBSCRIBED_TO_TOPIC for a subscribed topic's)."""
+        partition's own outcome: ``UNKNOWN_TOPIC_OR_PARTITION`` for a topic or partition number
+        the cluster does not have (Kafka's ``handleOffsetDeleteRequest``, before the coordinator,
+        which still checks the group), GROUP_SUBSCRIBED_TO_TOPIC for a subscribed topic's."""
         tps = pairs(request.partitions)
-        response = pb.OffsetDeleteResponse()
+        response, unknown = pb.OffsetDeleteResponse(), pb.OffsetDeleteResponse()
+        known = list(drop_unknown_partitions(self.runtime.broker.image, dict.fromkeys(tps), unknown.results))
         try:
-            errors = self.runtime.run(request.group_id, lambda shard: shard.delete_offsets(request.group_id, tps))
+            errors = self.runtime.run(request.group_id, lambda shard: shard.delete_offsets(request.group_id, known))
         except RiverlogError as e:
             add_results(response.results, tps, e)
             return response
-        for tp in tps:
+        for tp in known:
             add_results(response.results, [tp], errors.get(tp))
+        response.results.extend(unknown.results)
         return response

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
-from broker.errors import RiverlogError
+from broker.errors import CoordinatorLoadInProgressError, NotCoordinatorError, RiverlogError
 from broker.group.coordinator import OFFSETS_TOPIC, GroupShard
 from broker.server.coordinator_runtime import CoordinatorRuntime
 
 log = logging.getLogger(__name__)
+
+_LOAD_POLL_S = 0.01  # how often ListGroups looks again at partitions being loaded
 
 
 class GroupRuntime(CoordinatorRuntime):
@@ -23,6 +26,43 @@ class GroupRuntime(CoordinatorRuntime):
         self._deleted_lock = threading.Lock()
         self._retention_checked: dict[int, int] = {}   # shard -> when its offsets' retention was last checked
         broker.topic_deletion_listeners.append(self._topics_deleted)
+
+    def read_all(self, fn) -> list:
+        """``fn(shard)`` for every ``__consumer_offsets`` partition this broker coordinates, each
+        under its lock once its state is replicated, as Kafka's ``scheduleReadAllOperation`` reads
+        every shard at its last committed offset (ListGroups). A partition this broker leads but
+        has not finished loading (waited for up to ``offsets.commit.timeout.ms``), or whose state
+        is not replicated yet, fails the whole read with ``CoordinatorLoadInProgress``
+        (retriable), as Kafka's ListGroups answers, instead of leaving its groups out of the
+        answer; one it has just stopped leading is skipped (its new coordinator lists them), as
+        Kafka skips ``NOT_COORDINATOR``."""
+        deadline = time.monotonic() + self.config["offsets.commit.timeout.ms"] / 1000.0
+        while True:
+            topic = self.broker.image.topics.get(self.topic)
+            if topic is None:
+                return []
+            with self._lock:
+                shards, loading = dict(self._shards), set(self._loading)
+            waiting = sorted(i for i, p in enumerate(topic.partitions)
+                             if i not in shards and (i in loading or p.leader == self.broker.node_id))
+            if not waiting:
+                break
+            if time.monotonic() >= deadline or self._stopped.wait(_LOAD_POLL_S):
+                raise CoordinatorLoadInProgressError(
+                    f"loading the groups of {self.topic} partition(s) {waiting}: list the groups again shortly")
+        out = []
+        for _, loaded in sorted(shards.items()):
+            try:
+                self._await_replicated(loaded)
+            except NotCoordinatorError:
+                continue
+            with loaded.lock:
+                if not loaded.live or not loaded.partition.is_leader:
+                    continue
+                if loaded.partition.high_watermark < loaded.end:
+                    raise self._not_replicated(loaded)
+                out.append(fn(loaded.shard))
+        return out
 
     def _topics_deleted(self, names: set[str]) -> None:
         """From the metadata thread: topics a new image no longer has (or has under a new id)."""
