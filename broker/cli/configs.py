@@ -18,6 +18,7 @@ from __future__ import annotations
 import click
 
 from broker.cli.common import ReportErrors, alter_incrementally, open_admin
+from broker.cli.group_selection import listed_groups
 from broker.cli.topics import parse_configs_to_add, parse_configs_to_delete
 
 ENTITY_TYPES = {"topics": ("topic", "DYNAMIC_TOPIC_CONFIG"), "brokers": ("broker", "DYNAMIC_BROKER_CONFIG"),
@@ -97,7 +98,7 @@ def _describe(ctx, entity_type: str, name: str | None, describe_all: bool) -> No
             entities = [str(n.id) for n in sorted(admin.describe_cluster().result().nodes, key=lambda n: n.id)]
             entities.append(DEFAULT_ENTITY)
         else:
-            entities = sorted(g.group_id for g in admin.list_consumer_groups().result().valid)
+            entities = sorted(g.group_id for g in listed_groups(admin))
         for entity in entities:
             if entity == DEFAULT_ENTITY:
                 # brokers read their configs at start-up: there are no cluster-wide dynamic defaults

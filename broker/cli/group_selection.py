@@ -2,6 +2,8 @@
 ``--all-groups`` (Kafka's ``--group``/``--all-groups``), and ``--topic TOPIC[:P1,P2]``."""
 from __future__ import annotations
 
+import time
+
 import click
 
 from broker.cli.common import partitions_of
@@ -19,8 +21,27 @@ def check_selection(command: str, group_ids: tuple, all_groups: bool) -> None:
 def chosen_groups(admin, group_ids: tuple, all_groups: bool) -> list[str]:
     """The groups named, each once, or with ``--all-groups`` every group (``listConsumerGroups``)."""
     if all_groups:
-        return [g.group_id for g in admin.list_consumer_groups().result().valid]
+        return [g.group_id for g in listed_groups(admin)]
     return list(dict.fromkeys(group_ids))
+
+
+LIST_TIMEOUT_S = 60.0   # Kafka's admin default.api.timeout.ms
+
+
+def listed_groups(admin, timeout_s: float = LIST_TIMEOUT_S, **filters) -> list:
+    """Every group (``list_consumer_groups(**filters)``), or the error of a broker that could not
+    list its groups, raised: as Kafka's tool (``listConsumerGroups(...).all()``), a listing is
+    never shown with one broker's groups missing. A retriable error (a coordinator still loading
+    its groups) is asked again until ``timeout_s``, as Kafka's admin client retries it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = admin.list_consumer_groups(**filters).result()
+        if not result.errors:
+            return result.valid
+        error = result.errors[0]
+        if not getattr(error, "retriable", False) or time.monotonic() >= deadline:
+            raise error
+        time.sleep(0.1)   # a retry's backoff (retry.backoff.ms)
 
 
 def selected_partitions(admin, topics: tuple[str, ...]) -> list:

@@ -23,7 +23,7 @@ import click
 from broker.cli.common import ReportErrors, open_admin, table
 from broker.cli.group_description import (MISSING, Member, list_lines, members_lines, offset_rows, offsets_lines,
                                          state_lines, state_notice)
-from broker.cli.group_selection import check_selection, chosen_groups, selected_partitions
+from broker.cli.group_selection import check_selection, chosen_groups, listed_groups, selected_partitions
 from broker.cli.reset_offsets import groups_reset_offsets
 from broker.errors import GroupIdNotFoundError, RiverlogError
 
@@ -49,12 +49,12 @@ def groups_list(ctx, states, types):
     wanted_types = _parsed(types, {t.name.lower(): t for t in ConsumerGroupType if t != ConsumerGroupType.UNKNOWN},
                            "types", "types")
     with open_admin(ctx) as admin:
-        result = admin.list_consumer_groups(states=wanted_states, types=wanted_types).result()
+        groups = listed_groups(admin, states=wanted_states, types=wanted_types)
     if states is None and types is None:
-        for g in result.valid:
+        for g in groups:
             click.echo(g.group_id)
         return
-    for line in list_lines([(g.group_id, g.type.name.capitalize(), str(g.state)) for g in result.valid],
+    for line in list_lines([(g.group_id, g.type.name.capitalize(), str(g.state)) for g in groups],
                            types is not None, states is not None):
         click.echo(line)
 
