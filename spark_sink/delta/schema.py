@@ -178,24 +178,33 @@ def toast_test(placeholder: str = DEFAULT_PLACEHOLDER) -> Callable[[Any], bool]:
     """Whether a JSON value is one of Debezium's unchanged-TOAST placeholders
     (``UnchangedToastedPlaceholder``): the string, its bytes in base64, ``[string]``, ``[base64]``,
     ``[UUID.nameUUIDFromBytes(bytes)]`` (``uuid[]``), the bytes as numbers (``int[]``, ``bigint[]``,
-    ``date[]``; as floats for float arrays) and the hstore ``{placeholder: placeholder}`` (a map,
-    or its JSON string). A ``hex:`` placeholder is its hexadecimal octets, as Debezium reads it."""
+    ``date[]``; as floats for float arrays), the hstore ``{placeholder: placeholder}`` (a map, or its
+    JSON string; ``[it]`` in an array), and Riverlog's source's shapes where Debezium has none: the
+    VariableScaleDecimal ``{"scale": 0, "value": base64}`` (``numeric``; ``[it]`` in ``numeric[]``)
+    and the bytes' bits, most significant first, as booleans (``bool[]``). A ``hex:`` placeholder is
+    its hexadecimal octets, as Debezium reads it."""
     raw = bytes.fromhex(placeholder[4:]) if placeholder.startswith("hex:") else placeholder.encode()
     placeholder = raw.decode("utf-8", errors="replace")
     numbers = [b - 256 if b > 127 else b for b in raw]
-    strings = {placeholder, base64.b64encode(raw).decode(), json.dumps({placeholder: placeholder},
-                                                                        separators=(",", ":"))}
+    bits = [bool(b >> (7 - i) & 1) for b in raw for i in range(8)]
+    b64 = base64.b64encode(raw).decode()
+    objects = ({placeholder: placeholder}, {"scale": 0, "value": b64})
+    strings = {placeholder, b64} | {json.dumps({placeholder: placeholder}, separators=(",", ":"), ensure_ascii=ascii)
+                                    for ascii in (False, True)}   # Jackson writes non-ASCII as it is
     singles = strings | {str(uuid.UUID(bytes=hashlib.md5(raw).digest(), version=3))}
 
     def toast(v):
         if isinstance(v, str):
             return v in strings
         if isinstance(v, list):
-            if len(v) == 1 and isinstance(v[0], str):
-                return v[0] in singles
+            first = v[0] if len(v) == 1 else None
+            if isinstance(first, (str, dict)):
+                return first in singles if isinstance(first, str) else first in objects
+            if v and isinstance(v[0], bool):
+                return len(v) == len(bits) and all(isinstance(x, bool) for x in v) and v == bits
             return len(v) == len(numbers) and all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                    for x in v) and v == numbers
-        return isinstance(v, dict) and v == {placeholder: placeholder}
+        return isinstance(v, dict) and v in objects
     toast.strings = frozenset(strings)
     return toast
 
@@ -234,10 +243,9 @@ def _converter(schema: dict) -> Callable[[Any], Any]:
         return lambda v: base64.b64decode(v, validate=True) if isinstance(v, str) else bytes(v)
     if kind == "struct":
         fields = [(f["field"], _nullable(_converter(f))) for f in schema.get("fields", [])]
-        return lambda v: {n: c(v.get(n)) for n, c in fields}
+        return lambda v: {n: c(v.get(n)) for n, c in fields} if isinstance(v, dict) else _struct_error(v)
     if kind == "array":
-        item = _nullable(_converter(schema["items"]))
-        return lambda v: [item(x) for x in v]
+        return _array(_nullable(_converter(schema["items"])), schema.get("field"))
     if kind == "map":
         key, val = _nullable(_converter(schema["keys"])), _nullable(_converter(schema["values"]))
         return lambda v: [(key(k), val(x)) for k, x in (v.items() if isinstance(v, dict) else v)]
@@ -250,6 +258,27 @@ def _converter(schema: dict) -> Callable[[Any], Any]:
     if kind == "string":
         return _string
     raise ValueError(f"unknown Connect schema type {kind!r}")
+
+
+def _array(item: Callable[[Any], Any], column: str | None) -> Callable[[Any], Any]:
+    """An array's converter. A PostgreSQL array column holds values of any dimension whatever it
+    declares, and Riverlog's source gives ``{{1,2},{3,4}}`` as nested lists (Debezium nulls each
+    inner array); a Delta column has the schema's one dimension, so such a value is refused by name."""
+    def convert(v):
+        try:
+            return [item(x) for x in v]
+        except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError) as e:
+            if isinstance(v, list) and any(isinstance(x, list) for x in v):
+                name = f"column {column!r}" if column else "an array field"
+                raise ValueError(f"{name} holds a multi-dimensional array ({str(v)[:80]}), which its "
+                                 "one-dimensional array schema (and so the Delta column) cannot hold: keep such "
+                                 "values to one dimension, or exclude the column (column.exclude.list)") from e
+            raise
+    return convert
+
+
+def _struct_error(v):
+    raise ValueError(f"{str(v)[:80]} is not an object")
 
 
 def _nullable(f):

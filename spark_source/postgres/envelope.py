@@ -7,10 +7,10 @@ the payload alone. A delete is followed by a tombstone (``tombstones.on.delete``
 changes the primary key is a delete of the old key (header ``__debezium.newkey``), its tombstone
 (the same header) and a create of the new key (header ``__debezium.oldkey``); ``skipped.operations``
 filters them as the ``d`` and ``c`` they are, not as an update. A TOASTed column the change did not
-touch carries ``unavailable.value.placeholder`` (a typed one for arrays, see types.py), except
-under REPLICA IDENTITY FULL, where the old tuple has the value and ``after`` takes it from there,
-as Debezium does. ``before`` is what pgoutput sent: null for an update under REPLICA IDENTITY
-DEFAULT that kept its key, the key alone (other NOT NULL columns at their type's zero, as
+touch carries ``unavailable.value.placeholder`` (typed to its schema, see types.py; a schema with
+none, a float, fails the event rather than carry a null), except under REPLICA IDENTITY FULL,
+where the old tuple has the value and ``after`` takes it from there, as Debezium does. ``before``
+is what pgoutput sent: null for an update under REPLICA IDENTITY DEFAULT that kept its key, the key alone (other NOT NULL columns at their type's zero, as
 Debezium's converters fill a required field) for a delete, the whole row under FULL. A table
 without a primary key (captured under REPLICA IDENTITY FULL) has no key: its records' key is null
 and its columns keep their own optionality, as Debezium's ``TableSchemaBuilder`` gives them.
@@ -290,12 +290,8 @@ class EnvelopeBuilder:
             return
         new = self._row(table, change.new)
         old = self._row(table, change.old)
-        if old is not None and new is not None:
-            for i, column in enumerate(table.relation.columns):
-                if change.new[i] is UNCHANGED_TOAST and change.old[i] is not None:
-                    # The old tuple has the value (a key column, or any column under FULL): Debezium's
-                    # PostgresChangeRecordEmitter.columnValues takes it from there.
-                    new[column.name] = old[column.name]
+        if new is not None and UNCHANGED_TOAST in change.new:
+            _fill_unchanged_toast(table, change, new, old)
         before, after = self._kept(table, old), self._kept(table, new)
         if kind == "update" and old is not None and after == before and self.config.skip_messages_without_change:
             # RelationalChangeRecordEmitter.emitUpdateRecord: an update whose old image (REPLICA
@@ -386,6 +382,26 @@ class _Emitter:
     def tombstone(self, table: TableSchema, key: Optional[dict], extra: tuple = ()) -> None:
         """A delete's tombstone: its key and headers (EventDispatcher's ``record.newRecord``)."""
         self._append(table.topic, None if key is None else self.builder._json(table.key_schema, key), None, extra)
+
+
+def _fill_unchanged_toast(table: TableSchema, change: Change, new: dict, old: Optional[dict]) -> None:
+    """An unchanged TOASTed value is the old tuple's where it has one (a key column, or any column
+    under FULL: Debezium's PostgresChangeRecordEmitter.columnValues), else its placeholder. A kept
+    column whose schema has none (a ``numeric`` under ``decimal.handling.mode=double``) fails the
+    event: its null would overwrite the value in every sink."""
+    for i, (column, ctype) in enumerate(zip(table.relation.columns, table.types)):
+        if change.new[i] is not UNCHANGED_TOAST:
+            continue
+        if old is not None and change.old[i] is not None:
+            new[column.name] = old[column.name]
+        elif ctype.placeholder is None and (table.value_columns is None or column.name in table.value_columns):
+            kind = ctype.schema_body.get("name") or ctype.schema_body["type"]
+            raise ValueConversionError(
+                f"column {column.name!r} of {table.data_collection}: an update left its TOASTed value unchanged, so "
+                f"pgoutput did not send it, and its schema ({kind}) has no value to stand for "
+                "unavailable.value.placeholder. Set decimal.handling.mode=precise or string on the source (for a "
+                f"numeric), or ALTER TABLE {table.data_collection} REPLICA IDENTITY FULL for later updates",
+                column=column.name, type_oid=column.type_oid, table=table.data_collection)
 
 
 def _unrepresentable(table: TableSchema, column: str, raw) -> ValueConversionError:

@@ -58,6 +58,8 @@ INTERVAL, TIMETZ, BIT, VARBIT, NUMERIC, UUID, JSONB = 1186, 1266, 1560, 1562, 17
 INET, CIDR, MACADDR, MACADDR8 = 869, 650, 829, 774
 INT4RANGE, NUMRANGE, TSRANGE, TSTZRANGE, DATERANGE, INT8RANGE = 3904, 3906, 3908, 3910, 3912, 3926
 
+VARIABLE_SCALE = "io.debezium.data.VariableScaleDecimal"
+
 ARRAY_ELEMENT = {1000: BOOL, 1001: BYTEA, 1002: CHAR, 1003: NAME, 1005: INT2, 1007: INT4, 1009: TEXT,
                  1014: BPCHAR, 1015: VARCHAR, 1016: INT8, 1021: FLOAT4, 1022: FLOAT8, 1028: OID, 199: JSON,
                  143: XML, 791: MONEY, 1182: DATE, 1183: TIME, 1115: TIMESTAMP, 1185: TIMESTAMPTZ,
@@ -79,6 +81,8 @@ class ColumnType:
     schema_body: dict
     convert: Callable[[str], Any]
     placeholder: Any = None
+    """An unchanged TOASTed value's stand-in; None where no value of the schema can be one (a
+    float), so such an event is refused (``envelope.py``) rather than carry a null."""
     fallback: Any = None
     """A required field's value when none was sent (a delete's ``before`` under REPLICA IDENTITY
     DEFAULT); None: the zero of its schema (``debezium_schemas.fallback``). Set where Debezium's
@@ -130,7 +134,8 @@ def column_type(type_oid: int, type_modifier: int, modes: TypeModes = TypeModes(
     kind = body["type"]
     # BYTES is base64 in JSON whatever binary.handling.mode says (Bits are BYTES in every mode)
     fill = placeholder_text(placeholder) if kind == "string" else _b64(placeholder_bytes(placeholder)) \
-        if kind == "bytes" else None
+        if kind == "bytes" else variable_scale_placeholder(placeholder) if body.get("name") == VARIABLE_SCALE \
+        else None
     return ColumnType(body, convert, fill, _zero_text(type_oid, type_modifier, modes))
 
 
@@ -155,9 +160,10 @@ def array_placeholder(element_oid: int, inner: ColumnType, placeholder: str = PL
     it fits the array's schema and a sink can tell it from data: ``uuid[]`` ->
     ``[UUID.nameUUIDFromBytes(placeholder)]``; integer elements (``int2``/``int4``/``int8``/``date``
     arrays and the other integer-typed ones) -> the placeholder's bytes as (signed) numbers; float
-    elements -> the same numbers as floats (Debezium fails such an event; a null would erase the
-    value downstream); string and bytes elements -> ``[placeholder]``. None where no value of the
-    element's type can stand for it (booleans, structs)."""
+    elements -> the same numbers as floats; boolean elements (``bool[]``, ``bit(1)[]``) -> the
+    bytes' bits, most significant first; any other element -> ``[its placeholder]`` (string and
+    bytes elements, ``numeric[]``'s VariableScaleDecimal, an hstore). Where Debezium has no such
+    value it fails the event or writes null, which a sink would apply over the real value."""
     raw = placeholder_bytes(placeholder)
     kind = inner.schema_body["type"]
     if element_oid == UUID:
@@ -166,7 +172,17 @@ def array_placeholder(element_oid: int, inner: ColumnType, placeholder: str = PL
         return [b - 256 if b > 127 else b for b in raw]   # Java's (int) of a byte
     if kind in ("float32", "float64"):
         return [float(b - 256 if b > 127 else b) for b in raw]
+    if kind == "boolean":
+        return [bool(b >> (7 - i) & 1) for b in raw for i in range(8)]
     return [inner.placeholder] if inner.placeholder is not None else None
+
+
+def variable_scale_placeholder(placeholder: str = PLACEHOLDER) -> dict:
+    """An unchanged TOASTed ``numeric`` without a scale under ``decimal.handling.mode=precise``: a
+    VariableScaleDecimal of scale 0 whose unscaled bytes are the placeholder's. The default's 28
+    bytes are a 67-digit integer, beyond what a sink's decimal holds, so no stored value is taken
+    for it."""
+    return {"scale": 0, "value": _b64(placeholder_bytes(placeholder))}
 
 
 def toast_uuid(placeholder: str = PLACEHOLDER) -> str:
@@ -248,7 +264,7 @@ def _decimal(oid: int, typmod: int, modes: TypeModes) -> tuple:
     if scale is None:
         body = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "scale"},
                                              {"type": "bytes", "optional": False, "field": "value"}],
-                "name": "io.debezium.data.VariableScaleDecimal", "version": 1, "doc": "Variable scaled decimal"}
+                "name": VARIABLE_SCALE, "version": 1, "doc": "Variable scaled decimal"}
         return body, lambda t: _nan_or(parse(t), _variable_scale, None)
     params = {"scale": str(scale)}
     if precision is not None:
