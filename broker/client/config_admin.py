@@ -29,8 +29,11 @@ class ResourceType(enum.IntEnum):
 
 
 class ConfigSource(_NamedEnum):
-    """Where a config value comes from (confluent-kafka's values); also equal to the broker's name
-    for it, e.g. ``entry.source == "DYNAMIC_TOPIC_CONFIG"``."""
+    """Where a config value comes from (confluent-kafka's values). confluent-kafka's
+    ``ConfigEntry.source`` is librdkafka's int, so a source also equals that int (and converts
+    to it): ``entry.source == CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG`` and ``ConfigSource(entry.source)``
+    read as they do there. It equals the broker's name for it too, ``"DYNAMIC_TOPIC_CONFIG"``;
+    it hashes as that name, so look an int up with ``==`` or ``int(entry.source)``, not ``in`` a set."""
     UNKNOWN_CONFIG = 0
     DYNAMIC_TOPIC_CONFIG = 1
     DYNAMIC_BROKER_CONFIG = 2
@@ -39,10 +42,25 @@ class ConfigSource(_NamedEnum):
     DEFAULT_CONFIG = 5
     GROUP_CONFIG = 8
 
+    def __eq__(self, other):
+        if isinstance(other, int) and not isinstance(other, bool):
+            return self.value == other
+        return _NamedEnum.__eq__(self, other)
+
+    __hash__ = _NamedEnum.__hash__
+
+    def __int__(self):
+        return self.value
+
+    __index__ = __int__
+
     @classmethod
     def of(cls, name) -> "ConfigSource":
+        """The source for a member, librdkafka's int or the broker's name (UNKNOWN_CONFIG otherwise)."""
         if isinstance(name, cls):
             return name
+        if isinstance(name, int) and not isinstance(name, bool):
+            return next((s for s in cls if s.value == name), cls.UNKNOWN_CONFIG)
         return cls.__members__.get(str(name), cls.UNKNOWN_CONFIG)
 
 
@@ -61,27 +79,41 @@ class AlterConfigOpType(enum.IntEnum):
     SUBTRACT = 3   # remove parts from a LIST config
 
 
-@dataclass
+@dataclass(repr=False)
 class ConfigEntry:
+    """A described config, or an entry for ``incremental_alter_configs``, with confluent-kafka's
+    arguments in its order (``name, value, source, is_read_only, is_default, is_sensitive,
+    is_synonym, synonyms, incremental_operation``), so positional arguments mean the same;
+    ``documentation`` (Kafka's, which confluent-kafka lacks) comes last. ``str(entry)`` is
+    confluent-kafka's ``name="value"``."""
     name: str
     value: str | None
     source: ConfigSource = ConfigSource.UNKNOWN_CONFIG
-    is_default: bool = False
     is_read_only: bool = False
-    documentation: str = ""
-    incremental_operation: AlterConfigOpType | None = None
+    is_default: bool = False
     is_sensitive: bool = False
     is_synonym: bool = False
     synonyms: dict = field(default_factory=dict)
+    incremental_operation: AlterConfigOpType | None = None
+    documentation: str = ""
 
     def __post_init__(self):
         self.source = ConfigSource.of(self.source) if self.source != "" else ConfigSource.UNKNOWN_CONFIG
+
+    def __repr__(self):
+        return f'ConfigEntry({self.name}="{self.value}")'
+
+    def __str__(self):
+        return f'{self.name}="{self.value}"'
 
 
 class ConfigResource:
     """A resource whose configs are described or altered (confluent-kafka's shape):
     ``set_config(name, value)`` fills ``set_config_dict`` for ``alter_configs``;
-    ``add_incremental_config`` the entries of ``incremental_alter_configs``."""
+    ``add_incremental_config`` the entries of ``incremental_alter_configs``. ``ConfigResource.Type``
+    is :class:`ResourceType`, as confluent-kafka names it (``ConfigResource.Type.TOPIC``)."""
+
+    Type = ResourceType
 
     def __init__(self, restype, name: str, set_config: dict | None = None, described_configs=None, error=None,
                  incremental_configs: list | None = None):
@@ -98,6 +130,10 @@ class ConfigResource:
         self.set_config_dict = dict(set_config or {})
         self.configs, self.error = described_configs, error
         self.incremental_configs = list(incremental_configs or [])
+
+    @property
+    def restype_int(self) -> int:
+        return int(self.restype)
 
     def set_config(self, name: str, value, overwrite: bool = True) -> None:
         if overwrite or name not in self.set_config_dict:
@@ -123,9 +159,10 @@ def _entry(e) -> ConfigEntry:
     """A described config; its ``synonyms`` as confluent-kafka gives them: a dict by name of
     ``is_synonym`` entries, most specific first (a later synonym of the same name, the default
     behind a broker setting, replaces the earlier one, as confluent-kafka's dict does)."""
-    synonyms = {s.name: ConfigEntry(s.name, s.value, s.source, s.source == "DEFAULT_CONFIG", e.read_only,
-                                    is_synonym=True) for s in e.synonyms}
-    return ConfigEntry(e.name, e.value, e.source, e.is_default, e.read_only, e.documentation, synonyms=synonyms)
+    synonyms = {s.name: ConfigEntry(s.name, s.value, s.source, is_read_only=e.read_only,
+                                    is_default=s.source == "DEFAULT_CONFIG", is_synonym=True) for s in e.synonyms}
+    return ConfigEntry(e.name, e.value, e.source, is_read_only=e.read_only, is_default=e.is_default,
+                       synonyms=synonyms, documentation=e.documentation)
 
 
 def _duplicate_in(resources) -> str | None:

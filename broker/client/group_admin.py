@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from broker.client.admin_arguments import check_options
 from broker.client.admin_fan_out import _has_duplicate_partitions, _refused
 from broker.client.coordinator import CoordinatorClient
-from broker.client.group_admin_arguments import _check_alter_request, _check_group_ids, _check_list_request
+from broker.client.group_admin_arguments import (_check_alter_request, _check_filter, _check_group_ids,
+                                                 _check_list_request)
 from broker.client.message import OFFSET_INVALID, TopicPartition, _rebuild_topic_partition
-from broker.client.model import ConsumerGroupState, ConsumerGroupType
+from broker.client.model import ConsumerGroupState, ConsumerGroupType, Node
 from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupSubscribedToTopicError,
                            KafkaError, NotCoordinatorError, RiverlogError, UnknownTopicOrPartitionError,
                            error_for_code)
@@ -39,8 +40,8 @@ class ConsumerGroupListing:
     group_id: str
     is_simple_consumer_group: bool
     state: ConsumerGroupState
-    coordinator: int = -1
     type: ConsumerGroupType = ConsumerGroupType.CONSUMER
+    coordinator: int = -1   # Riverlog's: the coordinator's node id
 
     def __post_init__(self):
         if isinstance(self.state, str):
@@ -60,27 +61,62 @@ class MemberAssignment:
 
 @dataclass
 class MemberDescription:
+    """confluent-kafka's fields in its order; ``member_epoch`` (KIP-848's) is Riverlog's, last."""
     member_id: str
     client_id: str
     host: str
     assignment: MemberAssignment
-    group_instance_id: str | None
-    member_epoch: int
-    target_assignment: MemberAssignment
+    group_instance_id: str | None = None
+    target_assignment: MemberAssignment | None = None
+    member_epoch: int = -1
+
+
+class GroupCoordinator(Node):
+    """A group's coordinator in :class:`ConsumerGroupDescription`: confluent-kafka's ``Node``
+    (``coordinator.id``, ``.host``, ``.port``). It also equals, hashes and formats as its node id,
+    so lookups keyed by node id (``brokers[desc.coordinator]``) and ``f"({desc.coordinator})"``
+    (Kafka's ``COORDINATOR (ID)`` column) read the id."""
+
+    def __eq__(self, other):
+        if isinstance(other, int) and not isinstance(other, bool):
+            return self.id == other
+        if isinstance(other, Node):
+            return (self.id, self.host, self.port) == (other.id, other.host, other.port)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(self.id)
+
+    def __int__(self):
+        return self.id
+
+    __index__ = __int__
+
+    def __str__(self):
+        return self.id_string
+
+    @classmethod
+    def of(cls, node_id: int, brokers: dict[int, str]) -> "GroupCoordinator":
+        """The node ``node_id`` at its address in ``brokers`` (``host:port``), or without one."""
+        host, _, port = brokers.get(node_id, "").rpartition(":")
+        return cls(node_id, host, int(port) if port.isdigit() else -1)
 
 
 @dataclass
 class ConsumerGroupDescription:
+    """confluent-kafka's fields in its order (the epochs, KIP-848's, are Riverlog's, last);
+    ``coordinator`` is the group's coordinator as a :class:`GroupCoordinator` node, as
+    confluent-kafka gives it (``desc.coordinator.host``)."""
     group_id: str
     is_simple_consumer_group: bool
     members: list[MemberDescription]
     partition_assignor: str
     state: str
-    coordinator: int
-    group_epoch: int
-    assignment_epoch: int
-    type: ConsumerGroupType = ConsumerGroupType.CONSUMER
+    coordinator: GroupCoordinator
     authorized_operations: list | None = None  # Riverlog has no ACLs
+    type: ConsumerGroupType = ConsumerGroupType.CONSUMER
+    group_epoch: int = -1
+    assignment_epoch: int = -1
 
     def __post_init__(self):
         if isinstance(self.state, str):
@@ -119,6 +155,14 @@ class GroupMetadata:
 class ConsumerGroupTopicPartitions:
     group_id: str
     topic_partitions: list[TopicPartition] | None = None
+
+
+def _committed(o: pb.CommittedOffset) -> TopicPartition:
+    """One partition of an OffsetFetch answer, its error (UNSTABLE_OFFSET_COMMIT) on the partition."""
+    error = KafkaError(o.error_code, o.error_message) if o.error_code else None
+    offset = OFFSET_INVALID if o.error_code else o.offset
+    return _rebuild_topic_partition(o.topic, o.partition, offset, o.metadata or None,
+                                    o.leader_epoch if o.leader_epoch >= 0 else None, error)
 
 
 def _tps(groups) -> list[TopicPartition]:
@@ -172,6 +216,16 @@ class ConsumerGroupAdmin:
                 raise error
             time.sleep(self.cluster.backoff)
 
+    def _coordinator_node(self, node_id: int, timeout: float | None) -> GroupCoordinator:
+        """The coordinator at its address, the brokers' list fetched when it is not known yet (an
+        admin client that has only asked coordinators has none); without it, no address."""
+        if node_id not in self.cluster.brokers:
+            try:
+                self.cluster.refresh(topics=[], timeout=timeout)
+            except RiverlogError:
+                pass
+        return GroupCoordinator.of(node_id, self.cluster.brokers)
+
     def _per_group(self, group_ids, fn, request_timeout) -> dict[str, Future]:
         check_options(False, request_timeout)   # confluent-kafka's: 0..3600 s, a ValueError at the call
         def call():
@@ -186,9 +240,11 @@ class ConsumerGroupAdmin:
 
     def list_consumer_groups(self, request_timeout: float | None = None, states=None, types=None) -> Future:
         """Every group of every broker (each lists the groups it coordinates); ``states``/``types``
-        (sets of ConsumerGroupState/ConsumerGroupType) keep only the groups in them."""
+        (sets of ConsumerGroupState/ConsumerGroupType; anything else a TypeError at the call, as
+        confluent-kafka's) keep only the groups in them."""
         check_options(False, request_timeout)
-        states, types = set(states or ()), set(types or ())
+        states = _check_filter(states, ConsumerGroupState, "states")
+        types = _check_filter(types, ConsumerGroupType, "types")
         def call():
             self.cluster.refresh(all_topics=False, topics=[])
             result, seen = ListConsumerGroupsResult(), set()
@@ -199,7 +255,7 @@ class ConsumerGroupAdmin:
                     result.errors.append(e)
                     continue
                 for g in response.groups:
-                    listing = ConsumerGroupListing(g.group_id, False, g.state, g.coordinator)
+                    listing = ConsumerGroupListing(g.group_id, False, g.state, coordinator=g.coordinator)
                     if g.group_id not in seen and (not states or listing.state in states) \
                             and (not types or listing.type in types):
                         seen.add(g.group_id)
@@ -221,7 +277,7 @@ class ConsumerGroupAdmin:
             except RiverlogError as e:
                 out.append(GroupMetadata(None, group_id, e.args[0], "Unknown", "consumer", ""))
                 continue
-            broker = BrokerMetadata(d.coordinator, self.cluster.brokers.get(d.coordinator, ""))
+            broker = BrokerMetadata(d.coordinator.id, self.cluster.brokers.get(d.coordinator.id, ""))
             out.append(GroupMetadata(broker, group_id, None, str(d.state), "consumer", d.partition_assignor,
                                      [GroupMember(m.member_id, m.client_id, m.host) for m in d.members]))
         return out
@@ -239,10 +295,11 @@ class ConsumerGroupAdmin:
             if d.error_code:
                 return error_for_code(d.error_code)(d.error_message)
             members = [MemberDescription(m.member_id, m.client_id, "", MemberAssignment(_tps(m.assignment)),
-                                         m.instance_id or None, m.member_epoch, MemberAssignment(_tps(m.target)))
+                                         m.instance_id or None, MemberAssignment(_tps(m.target)), m.member_epoch)
                        for m in d.members]
             return ConsumerGroupDescription(d.group_id, not d.assignor, members, d.assignor, d.state,
-                                            d.coordinator, d.group_epoch, d.assignment_epoch)
+                                            self._coordinator_node(d.coordinator, timeout),
+                                            group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch)
         return self._per_group(group_ids, describe, request_timeout)
 
     def delete_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None) -> dict[str, Future]:
@@ -262,9 +319,11 @@ class ConsumerGroupAdmin:
                                     ) -> dict[str, Future]:
         """Committed offsets (all of the group's, or the listed partitions') per group. Every listed
         partition is answered, with ``OFFSET_INVALID`` where the group has committed nothing (as
-        confluent-kafka and Kafka's OffsetFetch). Offsets committed in a transaction show once it
-        commits, so ``require_stable`` (accepted, as confluent-kafka's
-        ``include_authorized_operations`` on the describe calls) changes nothing.
+        confluent-kafka and Kafka's OffsetFetch), and the leader epoch it was committed with.
+        Offsets committed in a transaction show once it commits. With ``require_stable`` (KIP-447),
+        a partition whose offset an open transaction holds comes back with ``OFFSET_INVALID`` and
+        ``error`` UNSTABLE_OFFSET_COMMIT, as librdkafka's ListConsumerGroupOffsets gives it,
+        instead of the offset that transaction is about to replace.
         Checked first as confluent-kafka checks (``topic_partitions`` None or a non-empty list of
         partitions without offsets); a partition listed twice fails the call with ``_INVALID_ARG``,
         as librdkafka's."""
@@ -274,12 +333,12 @@ class ConsumerGroupAdmin:
             return _refused(list(wanted), "Duplicate partitions not allowed")
 
         def fetch(group_id, coordinator, timeout):
-            request = pb.OffsetFetchRequest(group_id=group_id, partitions=grouped(wanted[group_id] or []))
+            request = pb.OffsetFetchRequest(group_id=group_id, partitions=grouped(wanted[group_id] or []),
+                                            require_stable=require_stable)
             response = coordinator.call("OffsetFetch", request, timeout)
             if response.error_code:   # the group-level answer (KIP-848's reader checks; none for an admin)
                 raise error_for_code(response.error_code)(response.error_message)
-            found = {(o.topic, o.partition): TopicPartition(o.topic, o.partition, o.offset, o.metadata or None)
-                     for o in response.offsets}
+            found = {(o.topic, o.partition): _committed(o) for o in response.offsets}
             for tp in wanted[group_id] or []:
                 found.setdefault((tp.topic, tp.partition), TopicPartition(tp.topic, tp.partition, OFFSET_INVALID))
             return ConsumerGroupTopicPartitions(group_id, sorted(found.values()))
@@ -289,7 +348,8 @@ class ConsumerGroupAdmin:
                                      request_timeout: float | None = None) -> dict[str, Future]:
         """Set committed offsets; refused while the group has active members. Checked first as
         confluent-kafka checks (``ValueError`` for an empty list or a negative offset); a partition
-        the cluster does not have fails with ``UnknownTopicOrPartitionError`` (nothing is stored).
+        the cluster does not have is not stored and fails the group's future with
+        ``UnknownTopicOrPartitionError``, while the request's other partitions are committed.
         A partition listed twice fails the call with ``_INVALID_ARG`` ("Duplicate partitions not
         allowed"), nothing sent, as librdkafka's ``rd_kafka_AlterConsumerGroupOffsets``."""
         _check_alter_request(requests)
@@ -301,7 +361,8 @@ class ConsumerGroupAdmin:
             by_topic: dict[str, list] = {}
             for tp in wanted[group_id]:
                 by_topic.setdefault(tp.topic, []).append(pb.CommitPartition(
-                    partition=tp.partition, offset=tp.offset, metadata=tp.metadata or "", leader_epoch=-1))
+                    partition=tp.partition, offset=tp.offset, metadata=tp.metadata or "",
+                    leader_epoch=-1 if tp.leader_epoch is None else tp.leader_epoch))
             request = pb.OffsetCommitRequest(group_id=group_id, member_id="", member_epoch=-1, topics=[
                 pb.CommitTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
             _raise_first(self._call_group(coordinator, "OffsetCommit", request, timeout, lambda r: r.results).results)

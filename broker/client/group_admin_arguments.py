@@ -87,3 +87,17 @@ def _check_group_ids(group_ids, action: str) -> list[str]:
         if not isinstance(group_id, str):
             raise ValueError(f"Expected list of group id strings, not {type(group_id).__name__}")
     return list(group_ids)
+
+
+def _check_filter(values, kind: type, name: str) -> set:
+    """``list_consumer_groups``' ``states``/``types``: members of ``kind`` (confluent-kafka's
+    TypeError otherwise), so a str (or a state's name) is refused rather than matching no group.
+    Any collection is taken where confluent-kafka takes only a set; None or empty: no filter."""
+    if values is None:
+        return set()
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"'{name}' must be a set")
+    values = set(values)
+    if not all(isinstance(v, kind) for v in values):
+        raise TypeError(f"All elements of {name} must be of type {kind.__name__}")
+    return values

@@ -1,7 +1,7 @@
 """``AdminClient.describe_topics``, mixed into :class:`~broker.client.admin.AdminClient`.
 
     fs = admin.describe_topics(TopicCollection(["orders"]))
-    d = fs["orders"].result()     # TopicDescription(name, topic_id, is_internal, partitions)
+    d = fs["orders"].result()     # TopicDescription(name, topic_id: Uuid, is_internal, partitions)
     [p.leader.id for p in d.partitions]
 
 One Metadata request for all the topics (never creating them); a topic the broker does not know
@@ -12,9 +12,22 @@ from __future__ import annotations
 from concurrent.futures import Future
 
 from broker.client.admin_fan_out import _refused
-from broker.client.model import Node, TopicCollection, TopicDescription, TopicPartitionInfo
+from broker.client.model import Node, TopicCollection, TopicDescription, TopicPartitionInfo, Uuid
 from broker.errors import error_for_code
 from broker.proto import riverlog_pb2 as pb
+
+
+def topic_uuid(topic_id: str) -> Uuid | str:
+    """The broker's topic id (32 hex digits) as confluent-kafka's ``Uuid``: its two signed 64-bit
+    halves, printed in base64 as librdkafka prints a topic id. An id in another form is kept as is."""
+    try:
+        bits = int(topic_id, 16) if len(topic_id) == 32 else None
+    except ValueError:
+        bits = None
+    if bits is None:
+        return topic_id
+    signed = [half - (1 << 64) if half >= 1 << 63 else half for half in (bits >> 64, bits & ((1 << 64) - 1))]
+    return Uuid(*signed)
 
 
 def topic_descriptions(response: pb.MetadataResponse):
@@ -31,7 +44,7 @@ def topic_descriptions(response: pb.MetadataResponse):
         partitions = [TopicPartitionInfo(p.partition, node(p.leader) if p.leader >= 0 else None,
                                          [node(r) for r in p.replicas], [node(r) for r in p.isr])
                       for p in sorted(t.partitions, key=lambda p: p.partition)]
-        yield t.name, TopicDescription(t.name, t.topic_id, t.internal, partitions)
+        yield t.name, TopicDescription(t.name, topic_uuid(t.topic_id), t.internal, partitions)
 
 
 class TopicAdmin:

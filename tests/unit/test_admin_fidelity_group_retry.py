@@ -32,6 +32,7 @@ class FakeCoordinator:
 
 class FakeCluster:
     timeout, backoff = 2.0, 0.001
+    brokers = {1: "127.0.0.1:9092"}   # node id -> address, as ClusterClient's
 
 
 class Admin(ConsumerGroupAdmin):
@@ -57,7 +58,7 @@ def _described(error_code=0):
 def test_describe_retries_a_loading_coordinator_then_answers():
     coordinator = FakeCoordinator([_described(LOADING), _described(LOADING), _described()])
     d = Admin(coordinator).describe_consumer_groups(["g"])["g"].result(1)
-    assert d.state == ConsumerGroupState.EMPTY
+    assert d.state == ConsumerGroupState.EMPTY and (d.coordinator.id, d.coordinator.port) == (1, 9092)
     assert coordinator.calls == ["DescribeGroups"] * 3 and coordinator.forgotten == 0
 
 
