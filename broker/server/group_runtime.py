@@ -31,11 +31,11 @@ class GroupRuntime(CoordinatorRuntime):
         """``fn(shard)`` for every ``__consumer_offsets`` partition this broker coordinates, each
         under its lock once its state is replicated, as Kafka's ``scheduleReadAllOperation`` reads
         every shard at its last committed offset (ListGroups). A partition this broker leads but
-        has not finished loading (waited for up to ``offsets.commit.timeout.ms``), or whose state
-        is not replicated yet, fails the whole read with ``CoordinatorLoadInProgress``
-        (retriable), as Kafka's ListGroups answers, instead of leaving its groups out of the
-        answer; one it has just stopped leading is skipped (its new coordinator lists them), as
-        Kafka skips ``NOT_COORDINATOR``."""
+        has not finished loading, or is about to lead (:meth:`_to_load`), waited for up to
+        ``offsets.commit.timeout.ms``, or whose state is not replicated yet, fails the whole read
+        with ``CoordinatorLoadInProgress`` (retriable), as Kafka's ListGroups answers, instead of
+        leaving its groups out of the answer; one it has just stopped leading is skipped (its new
+        coordinator lists them), as Kafka skips ``NOT_COORDINATOR``."""
         deadline = time.monotonic() + self.config["offsets.commit.timeout.ms"] / 1000.0
         while True:
             topic = self.broker.image.topics.get(self.topic)
@@ -44,7 +44,7 @@ class GroupRuntime(CoordinatorRuntime):
             with self._lock:
                 shards, loading = dict(self._shards), set(self._loading)
             waiting = sorted(i for i, p in enumerate(topic.partitions)
-                             if i not in shards and (i in loading or p.leader == self.broker.node_id))
+                             if i not in shards and (i in loading or self._to_load(p)))
             if not waiting:
                 break
             if time.monotonic() >= deadline or self._stopped.wait(_LOAD_POLL_S):
@@ -63,6 +63,16 @@ class GroupRuntime(CoordinatorRuntime):
                     raise self._not_replicated(loaded)
                 out.append(fn(loaded.shard))
         return out
+
+    def _to_load(self, partition) -> bool:
+        """Whether this broker leads ``partition``, or will as soon as the controller elects a
+        leader: leaderless with this broker in its ISR, as a restarted broker finds its partitions
+        when it starts serving (the controller elects it right after unfencing it, where Kafka's
+        does both at once). Not while it shuts down: leadership then moves away from it."""
+        node = self.broker.node_id
+        if partition.leader == node:
+            return True
+        return partition.leader < 0 and node in partition.isr and not self.broker.shutting_down
 
     def _topics_deleted(self, names: set[str]) -> None:
         """From the metadata thread: topics a new image no longer has (or has under a new id)."""

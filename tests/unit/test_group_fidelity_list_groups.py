@@ -26,7 +26,7 @@ class _Broker:
     partition 1 is led by node 1, so this broker does not coordinate it."""
 
     def __init__(self, tmp_path, isr=(0,)):
-        self.node_id, self.clock, self.serving = 0, ManualClock(), True
+        self.node_id, self.clock, self.serving, self.shutting_down = 0, ManualClock(), True, False
         self.config = BROKER_CONFIG.parse({"log.dirs": str(tmp_path), "offsets.commit.timeout.ms": 50})
         self.offsets = Partition(OFFSETS_TOPIC, 0, "id", Log.open(
             str(tmp_path / "offsets-0"), TOPIC_CONFIG.parse({"cleanup.policy": "compact"}), self.clock),
@@ -89,3 +89,32 @@ def test_a_partition_another_broker_leads_is_left_to_it(tmp_path):
     handlers = _handlers(_Broker(tmp_path))
     handlers.runtime._sync()
     assert handlers.list_groups(pb.ListGroupsRequest()).groups == []
+
+
+def test_a_partition_about_to_be_led_again_after_a_restart_is_waited_for(tmp_path):
+    # A restarted broker serves once unfenced; its partitions' leader is elected by the controller
+    # just after (leaderless meanwhile, with this broker alone in their ISR). Its groups are this
+    # broker's to list: the listing is retried, not answered without them.
+    broker = _Broker(tmp_path)
+    broker.image.topics[OFFSETS_TOPIC].partitions[0] = NS(leader=-1, isr=[0])
+    handlers = _handlers(broker)
+    with pytest.raises(CoordinatorLoadInProgressError, match=r"partition\(s\) \[0\]"):
+        handlers.list_groups(pb.ListGroupsRequest())
+    broker.image.topics[OFFSETS_TOPIC].partitions[0] = NS(leader=0, isr=[0])
+    handlers.runtime._sync()
+    group = _group_on(0)
+    _join(handlers, group)
+    assert [g.group_id for g in handlers.list_groups(pb.ListGroupsRequest()).groups] == [group]
+
+
+def test_a_leaderless_partition_another_broker_will_lead_is_left_to_it(tmp_path):
+    broker = _Broker(tmp_path)
+    broker.image.topics[OFFSETS_TOPIC].partitions[0] = NS(leader=-1, isr=[1])
+    assert _handlers(broker).list_groups(pb.ListGroupsRequest()).groups == []
+
+
+def test_a_broker_shutting_down_does_not_wait_for_partitions_it_will_not_lead(tmp_path):
+    broker = _Broker(tmp_path)
+    broker.shutting_down = True
+    broker.image.topics[OFFSETS_TOPIC].partitions[0] = NS(leader=-1, isr=[0])
+    assert _handlers(broker).list_groups(pb.ListGroupsRequest()).groups == []
