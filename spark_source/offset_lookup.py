@@ -14,7 +14,8 @@ import logging
 import re
 import time
 
-from broker.errors import InvalidConfigError, RiverlogError, UnknownMemberIdError, UnknownTopicOrPartitionError
+from broker.errors import (InvalidConfigError, OffsetOutOfRangeError, RiverlogError, UnknownMemberIdError,
+                           UnknownTopicOrPartitionError)
 from spark_source.options import EARLIEST, LATEST, SourceOptions
 from spark_source.planning import TP
 
@@ -324,6 +325,21 @@ def report_data_loss(options: SourceOptions, message: str, error_class: str) -> 
     if options.fail_on_data_loss:
         raise DataLossError(f"{message}; set failOnDataLoss=false to go on with a warning", error_class=error_class)
     log.warning("%s (failOnDataLoss=false: going on)", message)
+
+
+def check_batch_range(start: dict[TP, int], end: dict[TP, int]) -> None:
+    """A batch read whose resolved start lies after its end in some partition fails, as Spark's
+    ``KafkaSourceRDD`` asserts for every range it reads, whatever ``failOnDataLoss`` says: a start
+    past the partition's end, ``earliest`` above an explicit end (retention removed the range), or a
+    start timestamp's offset above the end's. Read as empty, a wrong offset would go unnoticed."""
+    for (topic, partition), until in sorted(end.items()):
+        begin = start.get((topic, partition), until)
+        if begin > until:
+            raise OffsetOutOfRangeError(
+                f"Beginning offset {begin} is after the ending offset {until} for topic {topic} partition "
+                f"{partition}. You either provided an invalid fromOffset, or the Kafka topic has been damaged "
+                "(check startingOffsets and endingOffsets, or their timestamp forms, against the partition's "
+                "offsets: riverlog topics describe)", topic=topic, partition=partition)
 
 
 def check_start(options: SourceOptions, start: dict[TP, int], marks: dict[TP, tuple[int, int]]) -> dict[TP, int]:

@@ -31,7 +31,11 @@ EARLIEST, LATEST = -2, -1
 DEFAULT_GROUP_PREFIX = "spark-riverlog"
 # The source decides these itself (Spark's Kafka source refuses the same ``kafka.*`` settings).
 _REFUSED = {"auto.offset.reset": "set startingOffsets instead (a query starts where that option says)",
-            "enable.auto.commit": "the source commits each finished micro-batch's offsets itself"}
+            "enable.auto.commit": "the source commits each finished micro-batch's offsets itself",
+            "key.deserializer": "keys are returned as bytes (binary); use DataFrame operations to deserialize them",
+            "value.deserializer": "values are returned as bytes (binary); use DataFrame operations to deserialize "
+                                  "them",
+            "interceptor.classes": "an interceptor could change the records the source returns"}
 
 # ``timestamp_ltz``, not ``timestamp``: Spark's Kafka source's column is a TimestampType whatever the
 # session's ``spark.sql.timestampType`` says (under TIMESTAMP_NTZ, ``timestamp`` would parse as
@@ -152,13 +156,17 @@ def _offsets_spec(options: dict, name: str, default: str, allowed: tuple[str, ..
 
 def _refuse_bound(spec, name: str, word: str, sentinel: int, why: str) -> None:
     """Spark's ``validateBatchOptions``, applied to the option that won the precedence only: a batch
-    read cannot start at ``latest`` (-1) nor end at ``earliest`` (-2)."""
+    read cannot start at ``latest`` (-1) nor end at ``earliest`` (-2). Spark's own sentence is
+    quoted, so a search for it finds the cause."""
+    bound = "starting offset" if name == "startingOffsets" else "ending offset"
     if spec == word:
-        raise _bad(name, f"can't be {word} ({why})")
+        raise _bad(name, f"can't be {word} ({bound} can't be {word} for batch queries on Kafka: {why})")
     for topic, parts in spec.items() if isinstance(spec, dict) else ():
         for partition, offset in parts.items():
             if offset == sentinel:
-                raise _bad(name, f"{sentinel} ({word}) for {topic}-{partition}: {why}")
+                spark = "startingOffsets for" if name == "startingOffsets" else "ending offset for"
+                raise _bad(name, f"{sentinel} ({word}) for {topic}-{partition}: {why} ({spark} {topic}-{partition} "
+                                 f"can't be {word} for batch queries on Kafka)")
 
 
 def _check_limits(start_by: str | None, end_by: str | None, out: "SourceOptions") -> None:

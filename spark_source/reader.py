@@ -27,9 +27,9 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, Rea
                                               SupportsTriggerAvailableNow)
 
 from broker.errors import OffsetOutOfRangeError, RiverlogError
-from spark_source.offset_lookup import (START_PIN, DataLossError, OffsetLookup, check_start,  # noqa: F401
-                                        per_partition, report_data_loss, retrying,      # (re-exported)
-                                        settled_latest)
+from spark_source.offset_lookup import (START_PIN, DataLossError, OffsetLookup,  # noqa: F401 (re-exported)
+                                        check_batch_range, check_start, per_partition, report_data_loss,
+                                        retrying, settled_latest)
 from spark_source.options import SourceOptions
 from spark_source.planning import TP, Slice, align_to_time, available, from_json, rate_limit, slices, to_json
 
@@ -133,8 +133,9 @@ class BatchReader(DataSourceReader):
             tps = lookup.partitions()
             if not tps:   # a subscribePattern that matches no topic: an empty read, as in Spark
                 return []
-            start = check_start(self.options, lookup.starting(tps), lookup.watermarks(tps))
-            end = lookup.ending(tps)
+            start, end = lookup.starting(tps), lookup.ending(tps)
+            check_batch_range(start, end)
+            start = check_start(self.options, start, lookup.watermarks(tps))
         finally:
             lookup.close()
         return [InputPartition(s) for s in slices(start, end, self.options.min_partitions,
@@ -158,6 +159,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_trigger: float | None = None     # minOffsetsPerTrigger: when a batch last ran (None: not yet)
         self._initial: dict[TP, int] | None = None   # batch 0's start, as initialOffset answered it
         self._reported: dict[TP, int] | None = None  # the latest offsets latestOffset() saw
+        self._added_seen: dict[TP, int] = {}          # added partitions' first offsets, already checked
 
     def __getstate__(self):  # executors get the options, not the driver's connections
         state = dict(self.__dict__)
@@ -226,11 +228,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         new = [tp for tp in latest if tp not in begin]
         if new:
             added = {tp: marks[0] for tp, marks in self.lookup.watermarks(new).items()}
-            for (t, p), first in sorted(added.items()):
-                if first != 0:
-                    report_data_loss(self.options, f"Added partition {t}-{p} starts from {first} instead of 0. "
-                                     "Some data may have been missed",
-                                     "KAFKA_DATA_LOSS.ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO")
+            self._check_added(added)
             begin.update(added)
         moved_back = self._moved_back(begin, latest)
         if isinstance(limit, ReadAllAvailable):
@@ -242,6 +240,19 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.options.align_by_timestamp and end != latest:
             end = self._aligned(begin, end, latest)
         return to_json(end)
+
+    def _check_added(self, added: dict[TP, int]) -> None:
+        """Spark's ``KAFKA_DATA_LOSS.ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO``: a partition new
+        to the query is read from its first offset, and records before it were never read. Checked
+        where the batch is planned too (as Spark's ``planInputPartitions`` checks it): a batch replayed
+        after a restart reads its added partitions from their first offset then, which retention may
+        have moved since. A first offset already reported is not reported twice."""
+        for (t, p), first in sorted(added.items()):
+            if first != 0 and self._added_seen.get((t, p)) != first:
+                report_data_loss(self.options, f"Added partition {t}-{p} starts from {first} instead of 0. "
+                                 "Some data may have been missed",
+                                 "KAFKA_DATA_LOSS.ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO")
+                self._added_seen[(t, p)] = first
 
     def _moved_back(self, begin: dict[TP, int], latest: dict[TP, int]) -> bool:
         """A partition whose latest offset is below the query's position (its topic was deleted and
@@ -298,7 +309,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Only the batch's partitions: one its end left out (its topic deleted, failOnDataLoss=false)
         # has no watermarks to ask for.
         marks = self.lookup.watermarks(sorted(finish))
-        begin.update({tp: marks[tp][0] for tp in new})
+        added = {tp: marks[tp][0] for tp in new}
+        self._check_added(added)
+        begin.update(added)
         begin = check_start(self.options, {tp: o for tp, o in begin.items() if tp in finish}, marks)
         return [InputPartition(s) for s in slices(begin, finish, self.options.min_partitions,
                                                     self.options.max_records_per_partition)]
