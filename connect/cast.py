@@ -20,7 +20,8 @@ from connect.errors import DataError
 from connect.field_transforms import P, RNWD, _first_message, _or
 from connect.java_text import java_double
 from connect.transform_base import (OPTIONAL, REQUIRED, TIME, Plan, Setting, Transformation, connect_name,
-                                    field_optional, rebuild, require_struct, schema_basics, with_metadata)
+                                    field_optional, has_schema, rebuild, require_struct, schema_basics,
+                                    with_metadata)
 
 
 _CAST_TYPES = {"int8": ByteType(), "int16": ShortType(), "int32": IntegerType(), "int64": LongType(),
@@ -51,11 +52,15 @@ def kafka_date_string(ts):
     """Kafka's ``Values.dateFormatFor`` (how Cast writes a Timestamp or Date as a string), in UTC:
     a time of day below one day after the epoch (so before 1970 too), a date at an exact
     midnight, else the ISO-8601 timestamp."""
-    ms, day = F.unix_millis(ts), 86_400_000
-    full = timestamp_formats.format_utc(ts, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")   # formatted once: the plan stays small
-    return (F.when(ms < day, F.substring_index(full, "T", -1))
-            .when(F.pmod(ms, F.lit(day)) == 0, F.substring_index(full, "T", 1))
-            .otherwise(full))
+    day = 86_400_000
+
+    def pick(ms):   # the instant and its ISO-8601 form each bound once: the plan stays small
+        return timestamp_formats.let(
+            timestamp_formats.format_utc(F.timestamp_millis(ms), "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"), lambda full:
+            F.when(ms < day, F.substring_index(full, "T", -1))
+             .when(F.pmod(ms, F.lit(day)) == 0, F.substring_index(full, "T", 1))
+             .otherwise(full))
+    return F.when(ts.isNotNull(), timestamp_formats.let(F.unix_millis(ts), pick))
 
 
 def base64_string(c):
@@ -113,7 +118,9 @@ def cast_column(c, from_t, to: str, where: str, metadata: dict | None = None):
         else:
             return c, no
         return out, c.isNotNull() & out.isNull()
-    if isinstance(from_t, (TimestampType, TimestampNTZType, DateType)) and to == "string":
+    if isinstance(from_t, DateType) and to == "string":   # a Date's instant is its UTC midnight
+        return kafka_date_string(F.timestamp_millis(F.unix_date(c).cast("long") * 86_400_000)), no
+    if isinstance(from_t, (TimestampType, TimestampNTZType)) and to == "string":
         return kafka_date_string(c.cast("timestamp")), no
     if isinstance(from_t, (TimestampType, TimestampNTZType)):
         c, from_t = F.unix_millis(c.cast("timestamp")), LongType()
@@ -202,7 +209,8 @@ class Cast(Transformation):
     """Casts fields (``spec=a:int32,b:string``) or the whole key/value (``spec=int64``) to Connect's
     types int8…int64, float32/64, boolean, string. Numbers narrow with Java's wrap-around; a string
     that does not parse is flagged per row; bytes go to base64 strings; timestamps/dates cast
-    through epoch ms/days, as Kafka casts their logical types. Top-level fields only, as Kafka. As
+    through epoch ms/days, as Kafka casts their logical types. Top-level fields only, as Kafka; a
+    schemaless value without a field of the spec gets it as null (``applySchemaless``' ``Map.put``). As
     Kafka's ``getOrBuildSchema``, a cast field keeps its optionality and its default (cast too, see
     :func:`cast_default`), other fields their schemas, and
     the key/value its schema's name, version, doc, parameters and optionality."""
@@ -262,6 +270,8 @@ class Cast(Transformation):
                     meta = None
                     fails.append((F.lit(True), F.lit(str(e))))
             fields.append((f.name, c, meta if f.name in casts else f.metadata))
+        if not has_schema(frame, self.target):   # applySchemaless: Map.put(field, cast(Map.get(field))), a null
+            fields += [(n, F.lit(None).cast(_CAST_TYPES[k]), None) for n, k in casts.items() if n not in t.names]
         value = with_metadata(rebuild(col, fields), self.target, schema_basics(frame, self.target, OPTIONAL))
         return Plan({self.target: value}, failed=col.isNotNull() & _or(f for f, _ in fails),
                     message=_first_message(fails))

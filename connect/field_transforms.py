@@ -39,7 +39,9 @@ def _first_message(pairs):
 
 class InsertField(Transformation):
     """Adds the record's topic, partition, offset, timestamp and/or a static string to a struct,
-    after its fields and in that order. On a value with a schema, a ``!`` suffix makes the added
+    after its fields and in that order. The timestamp is a Timestamp on a value with a schema and
+    epoch milliseconds (a long) on a schemaless one, as Kafka puts ``record.timestamp()`` into the
+    map. On a value with a schema, a ``!`` suffix makes the added
     field required in the schema the converter writes (no suffix or ``?``: optional), and the
     struct keeps its schema's name, version, doc and parameters (``SchemaUtil.copySchemaBasics``).
     ``offset.field`` fails a source record (its offset is null), as Kafka's ``requireSinkRecord``."""
@@ -60,13 +62,15 @@ class InsertField(Transformation):
         col = F.col(self.target)
         schema = has_schema(frame, self.target)
         added = []
+        # applySchemaless puts record.timestamp(), a Long of epoch ms; with a schema, a Timestamp
+        timestamp = F.col("timestamp") if schema else F.unix_millis(F.col("timestamp"))
         for name, source in (("topic.field", F.col("topic")), ("partition.field", F.col("partition")),
-                             ("offset.field", F.col("offset")), ("timestamp.field", F.col("timestamp")),
+                             ("offset.field", F.col("offset")), ("timestamp.field", timestamp),
                              ("static.field", F.lit(self.values.get("static.value")))):
             spec = self.values.get(name)
-            if spec:   # InsertionSpec: "!" required, "?" or nothing optional
+            if spec:   # InsertionSpec: one trailing "!" required, "?" or nothing optional
                 meta = {OPTIONAL: spec[-1:] != "!"} if schema else None
-                added.append((spec.rstrip("!?") if spec[-1:] in "!?" else spec, source, meta))
+                added.append((spec[:-1] if spec[-1:] in ("!", "?") else spec, source, meta))
         clash = [n for n, _, _ in added if n in t.names]
         if clash and schema:   # SchemaBuilder.field refuses a second field of a name
             return Plan(failed=col.isNotNull(), message=F.lit(
@@ -135,8 +139,10 @@ class MaskField(Transformation):
             return F.lit(False)
         if isinstance(t, StringType):
             return F.lit("")
-        if isinstance(t, (TimestampType, TimestampNTZType)):
-            return F.timestamp_millis(F.lit(0)).cast(t)
+        if isinstance(t, TimestampType):
+            return F.timestamp_millis(F.lit(0))
+        if isinstance(t, TimestampNTZType):   # the epoch's wall clock, whatever the session time zone
+            return F.lit("1970-01-01 00:00:00").cast(t)
         if isinstance(t, DateType):
             return F.lit("1970-01-01").cast("date")
         if isinstance(t, (ArrayType, MapType)):
@@ -163,7 +169,7 @@ class MaskField(Transformation):
             fields.append((f.name, c, f.metadata))
         # schemaless: Map.get of an absent field is null, and masking null gives null
         fields += [(n, F.lit(None).cast("string")) for n in missing]
-        tomb = tombstones_fail(self.target, "mask fields")
+        tomb = tombstones_fail(frame, self.target, "mask fields")
         failed = tomb["failed"] | _or(f for f, _ in fails)
         message = F.when(tomb["failed"], tomb["message"]).otherwise(_first_message(fails))
         value = with_metadata(rebuild(col, fields), self.target, dict(frame.schema[self.target].metadata))
@@ -330,5 +336,4 @@ class ValueToKey(Transformation):
                           for f in self.values["fields"]])   # schemaless: Map.get of an absent field is null
         if has_schema(frame, "value"):   # SchemaBuilder.struct(): a new, unnamed, required key schema
             key = with_metadata(key, "key", {OPTIONAL: False})
-        return Plan({"key": key}, failed=v.isNull(),
-                    message=F.lit("Only Struct objects supported for [copying fields from value to key], found: null"))
+        return Plan({"key": key}, **tombstones_fail(frame, "value", "copying fields from value to key"))

@@ -49,6 +49,8 @@ def check(pattern: str | None) -> str | None:
         return None
     if pattern.count("'") % 2:
         return "unterminated quote in SimpleDateFormat pattern"
+    if any(ch == "X" and n > 3 for _, ch, n in _tokens(pattern)):
+        return f"invalid ISO 8601 format: length={max(n for _, ch, n in _tokens(pattern) if ch == 'X')}"
     for ch in _letters(pattern):
         if ch in _UNSUPPORTED:
             return (f"pattern letter '{ch}' ({_UNSUPPORTED[ch]}) has no Spark datetime counterpart; "
@@ -122,42 +124,86 @@ def _civil_day(y, m, d):
 
 def _julian_shift_ms(ms):
     """Milliseconds to add to an instant before the cutover so that Spark's proleptic Gregorian
-    fields read as the Julian date GregorianCalendar shows (zero from the cutover on)."""
+    fields read as the Julian date GregorianCalendar shows (zero from the cutover on). Each step is
+    bound once (:func:`let`): written out, the steps' copies make a plan of thousands of nodes."""
     from pyspark.sql import functions as F
-    jdn = _floordiv(ms, _DAY_MS) + _EPOCH_JDN
-    c = jdn + 32082
-    d = _floordiv(4 * c + 3, 1461)
-    e = c - _floordiv(1461 * d, 4)
-    m = _floordiv(5 * e + 2, 153)
-    day = e - _floordiv(153 * m + 2, 5) + 1
-    month = m + 3 - 12 * _floordiv(m, 10)
-    year = d - 4800 + _floordiv(m, 10)
-    shift = _jdn(year, month, day, False) - jdn
-    return F.when(jdn < _CUTOVER_JDN, shift * _DAY_MS).otherwise(F.lit(0))
+
+    def shift(jdn, d, e, m):
+        day = e - _floordiv(153 * m + 2, 5) + 1
+        month = m + 3 - 12 * _floordiv(m, 10)
+        year = d - 4800 + _floordiv(m, 10)
+        return F.when(jdn < _CUTOVER_JDN, (_jdn(year, month, day, False) - jdn) * _DAY_MS).otherwise(F.lit(0))
+    return let(_floordiv(ms, _DAY_MS) + _EPOCH_JDN, lambda jdn:
+               let(_floordiv(4 * (jdn + 32082) + 3, 1461), lambda d:
+                   let(jdn + 32082 - _floordiv(1461 * d, 4), lambda e:
+                       let(_floordiv(5 * e + 2, 153), lambda m: shift(jdn, d, e, m)))))
+
+
+_TIME_OF_DAY = set("HkKhmsa")
+_UTC_ZONE = {"z": lambda n: "UTC" if n < 4 else "Coordinated Universal Time", "Z": lambda n: "+0000",
+             "X": lambda n: "Z"}   # SimpleDateFormat's zone letters for UTC
+
+
+def _time_field(ch: str, n: int, ms_of_day):
+    """A time-of-day letter written from the milliseconds of the day, as SimpleDateFormat does
+    (numbers zero-padded to the letter count)."""
+    from pyspark.sql import functions as F
+    if ch == "a":
+        return F.when(ms_of_day < 43_200_000, F.lit("AM")).otherwise(F.lit("PM"))
+    hour = F.floor(ms_of_day / 3_600_000).cast("int")
+    value = {"H": hour, "k": F.when(hour == 0, F.lit(24)).otherwise(hour), "K": F.pmod(hour, F.lit(12)),
+             "h": F.when(F.pmod(hour, F.lit(12)) == 0, F.lit(12)).otherwise(F.pmod(hour, F.lit(12))),
+             "m": F.pmod(F.floor(ms_of_day / 60_000), F.lit(60)).cast("int"),
+             "s": F.pmod(F.floor(ms_of_day / 1000), F.lit(60)).cast("int")}[ch]
+    return F.format_string(f"%0{n}d", value)
 
 
 def format_utc(ts, pattern: str):
-    """``ts`` written with ``pattern`` in UTC whatever the session time zone (Spark formats in the
-    session's zone; Kafka in UTC). Zone letters print the session zone: keep it UTC for those."""
+    """``ts`` written with ``pattern`` in UTC whatever the session time zone, as Kafka's
+    SimpleDateFormat set to UTC. Spark formats in the session's zone, so only the date letters go
+    through ``date_format``, at noon of the UTC day (a wall-clock time every zone has, where a
+    time in a daylight-saving gap would move); time letters and ``S`` are written from the
+    milliseconds of the day, zone letters as UTC's (``z`` UTC, ``Z`` +0000, ``X`` Z)."""
     from pyspark.sql import functions as F
-    ms = F.unix_millis(ts)
-    shifted = F.timestamp_millis(ms + _julian_shift_ms(ms))
-    local = F.to_utc_timestamp(shifted, F.current_timezone())
+    return F.when(ts.isNotNull(), let(F.unix_millis(ts), lambda ms: _format_ms(ms, pattern)))
+
+
+def let(value, body):
+    """``body(v)`` with ``value`` computed once and bound to ``v`` (a lambda variable): an
+    expression used many times is otherwise copied into the plan each time, and the copies of
+    copies make a plan Spark takes minutes to optimise."""
+    from pyspark.sql import functions as F
+    return F.element_at(F.transform(F.array(value), body), 1)
+
+
+def _format_ms(ms, pattern: str):
+    """:func:`format_utc` of the epoch milliseconds ``ms`` (not null)."""
+    from pyspark.sql import functions as F
+    ms_of_day = F.pmod(ms, F.lit(_DAY_MS))
+    day = ms - ms_of_day + _julian_shift_ms(ms)
+    noon = F.to_utc_timestamp(F.timestamp_millis(day + _DAY_MS // 2), F.current_timezone())
     parts, spark = [], []
 
     def flush():
-        if spark:
-            parts.append(F.date_format(local, to_spark("".join(spark))))
+        if spark:   # text alone (``:`` between time letters) is formatted once, from a constant
+            literal = not any(letter for _, letter in spark)
+            when = F.timestamp_millis(F.lit(0)) if literal else noon
+            parts.append(F.date_format(when, to_spark("".join(text for text, _ in spark))))
             spark.clear()
     for text, ch, n in _tokens(pattern):
         if ch == "S":
             flush()
             parts.append(F.format_string(f"%0{n}d", F.pmod(ms, F.lit(1000)).cast("int")))
+        elif ch in _TIME_OF_DAY:
+            flush()
+            parts.append(_time_field(ch, n, ms_of_day))
+        elif ch in _UTC_ZONE:
+            flush()
+            parts.append(F.lit(_UTC_ZONE[ch](n)))
         else:
-            spark.append(text if ch is None else ch * n)
+            spark.append((text, False) if ch is None else (ch * n, True))
     flush()
-    out = parts[0] if len(parts) == 1 else F.concat(*parts) if parts else F.lit("")
-    return F.when(ts.isNotNull(), out)
+    return parts[0] if len(parts) == 1 else F.concat(*parts) if parts else F.lit("")
 
 
 # ------------------------------------------------------------------ lenient parsing

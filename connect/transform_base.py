@@ -229,11 +229,19 @@ def require_struct(frame: DataFrame, name: str, purpose: str) -> StructType:
     return t
 
 
-def tombstones_fail(name: str, purpose: str) -> dict:
-    """``Plan`` arguments failing a record whose ``name`` is null, as Kafka's ``requireStruct``
-    fails a tombstone (MaskField, HeaderFrom: transforms with no null guard)."""
-    return {"failed": F.col(name).isNull(),
-            "message": F.lit(f"Only Struct objects supported for [{purpose}], found: null ({name} is a tombstone)")}
+def tombstones_fail(frame: DataFrame, name: str, purpose: str) -> dict:
+    """``Plan`` arguments failing a record whose ``name`` is null, as Kafka's transforms with no
+    null guard (MaskField, HeaderFrom, ValueToKey) fail it, with Kafka's message: a tombstone has no
+    schema, so ``requireMap`` refuses it; a null with a schema reaches ``requireStruct``."""
+    return {"failed": F.col(name).isNull(), "message": null_message(frame, name, purpose)}
+
+
+def null_message(frame: DataFrame, name: str, purpose: str) -> Column:
+    """Kafka's ``Requirements`` message for a null ``name``: ``requireMap``'s for a tombstone
+    (no schema), ``requireStruct``'s for a null with a schema."""
+    return F.when(record_frame.is_typed_null(frame, name),
+                  F.lit(f"Only Struct objects supported for [{purpose}], found: null")).otherwise(
+        F.lit(f"Only Map objects supported in absence of schema for [{purpose}], found: null"))
 
 
 def require_struct_or_map(frame: DataFrame, name: str, purpose: str) -> DataType:

@@ -143,7 +143,7 @@ class HeaderFrom(Transformation):
             kept = [(f.name, col.getField(f.name)) for f in t.fields if f.name not in self.values["fields"]]
             out[self.target] = with_metadata(rebuild(col, kept, t), self.target,   # moveSchema: copySchemaBasics
                                              schema_basics(frame, self.target, OPTIONAL))
-        return Plan(out, **tombstones_fail(self.target, "header " + self.values["operation"]))
+        return Plan(out, **tombstones_fail(frame, self.target, "header " + self.values["operation"]))
 
 
 class SetSchemaMetadata(Transformation):
