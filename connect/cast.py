@@ -56,7 +56,7 @@ def kafka_date_string(ts):
 
     def pick(ms):   # the instant and its ISO-8601 form each bound once: the plan stays small
         return timestamp_formats.let(
-            timestamp_formats.format_utc(F.timestamp_millis(ms), "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"), lambda full:
+            timestamp_formats.format_ms(ms, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"), lambda full:
             F.when(ms < day, F.substring_index(full, "T", -1))
              .when(F.pmod(ms, F.lit(day)) == 0, F.substring_index(full, "T", 1))
              .otherwise(full))

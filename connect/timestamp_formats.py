@@ -150,12 +150,14 @@ def _time_field(ch: str, n: int, ms_of_day):
     from pyspark.sql import functions as F
     if ch == "a":
         return F.when(ms_of_day < 43_200_000, F.lit("AM")).otherwise(F.lit("PM"))
-    hour = F.floor(ms_of_day / 3_600_000).cast("int")
-    value = {"H": hour, "k": F.when(hour == 0, F.lit(24)).otherwise(hour), "K": F.pmod(hour, F.lit(12)),
-             "h": F.when(F.pmod(hour, F.lit(12)) == 0, F.lit(12)).otherwise(F.pmod(hour, F.lit(12))),
-             "m": F.pmod(F.floor(ms_of_day / 60_000), F.lit(60)).cast("int"),
-             "s": F.pmod(F.floor(ms_of_day / 1000), F.lit(60)).cast("int")}[ch]
-    return F.format_string(f"%0{n}d", value)
+    if ch in "ms":
+        value = F.pmod(F.floor(ms_of_day / (60_000 if ch == "m" else 1000)), F.lit(60))
+    else:
+        hour = F.floor(ms_of_day / 3_600_000)
+        half = F.pmod(hour, F.lit(12))
+        value = {"H": lambda: hour, "k": lambda: F.when(hour == 0, F.lit(24)).otherwise(hour),
+                 "K": lambda: half, "h": lambda: F.when(half == 0, F.lit(12)).otherwise(half)}[ch]()
+    return F.format_string(f"%0{n}d", value.cast("int"))
 
 
 def format_utc(ts, pattern: str):
@@ -165,7 +167,7 @@ def format_utc(ts, pattern: str):
     time in a daylight-saving gap would move); time letters and ``S`` are written from the
     milliseconds of the day, zone letters as UTC's (``z`` UTC, ``Z`` +0000, ``X`` Z)."""
     from pyspark.sql import functions as F
-    return F.when(ts.isNotNull(), let(F.unix_millis(ts), lambda ms: _format_ms(ms, pattern)))
+    return F.when(ts.isNotNull(), let(F.unix_millis(ts), lambda ms: format_ms(ms, pattern)))
 
 
 def let(value, body):
@@ -176,8 +178,9 @@ def let(value, body):
     return F.element_at(F.transform(F.array(value), body), 1)
 
 
-def _format_ms(ms, pattern: str):
-    """:func:`format_utc` of the epoch milliseconds ``ms`` (not null)."""
+def format_ms(ms, pattern: str):
+    """:func:`format_utc` of the epoch milliseconds ``ms``, a column (a lambda variable: it is
+    used several times) that is not null."""
     from pyspark.sql import functions as F
     ms_of_day = F.pmod(ms, F.lit(_DAY_MS))
     day = ms - ms_of_day + _julian_shift_ms(ms)
