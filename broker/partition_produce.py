@@ -288,12 +288,12 @@ class PartitionProduce:
 
 def _first_outside(body, low: int, high: int) -> tuple[int | None, int]:
     """Index and timestamp of a body's first record timestamped outside [low, high] (-1 skipped)."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
+    from broker.records import arrow_arrays
     from broker.records.arrow_body import decode_produced
     times = decode_produced(body).column(2)
-    none, low, high = (pa.scalar(max(min(t, LONG_MAX), -LONG_MAX - 1), pa.int64()) for t in (NO_TIMESTAMP, low, high))
+    none, low, high = (arrow_arrays.scalar(max(min(t, LONG_MAX), -LONG_MAX - 1)) for t in (NO_TIMESTAMP, low, high))
     bad = pc.and_(pc.not_equal(times, none), pc.or_(pc.less(times, low), pc.greater(times, high)))
     index = pc.index(bad, True).as_py()
     return (None, -1) if index < 0 else (index, times[index].as_py())

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from broker.errors import RiverlogError
+from broker.records import arrow_arrays
 from broker.records.arrow_body import SCHEMA
 
 BATCH_SCHEMA = pa.schema([
@@ -31,7 +32,7 @@ BATCH_SCHEMA = pa.schema([
     ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
 ])
 
-NO_RECORDS = pa.RecordBatch.from_pylist([], schema=SCHEMA)
+NO_RECORDS = arrow_arrays.empty_batch(SCHEMA)
 
 
 @dataclass
@@ -127,11 +128,11 @@ class FetchBuffer:
         start = chunk.base_offset + chunk.cursor
         chunk.cursor += n
         batch = pa.RecordBatch.from_arrays([
-            pa.repeat(pa.scalar(chunk.topic, pa.string()), n),  # typed: untyped repeat re-imports each call
-            pa.array(np.full(n, chunk.partition, dtype=np.int32)),
-            pa.array(np.arange(start, start + n, dtype=np.int64)),
+            arrow_arrays.repeated_string(chunk.topic, n),
+            arrow_arrays.full(n, chunk.partition, pa.int32()),
+            arrow_arrays.integers(np.arange(start, start + n, dtype=np.int64)),
             records.column(2),
-            pa.array(np.full(n, 1 if chunk.log_append_time else 0, dtype=np.int8)),
+            arrow_arrays.full(n, 1 if chunk.log_append_time else 0, pa.int8()),
             records.column(0), records.column(1), records.column(3),
         ], schema=BATCH_SCHEMA)
         return batch, chunk.next_position(start + n)

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from broker.client.partitioner import partitions_with
+from broker.records import arrow_arrays
 from broker.records.arrow_body import HEADER_TYPE, SCHEMA, encode_batch
 
 RECORD_OVERHEAD = 32  # Arrow bytes per record besides key and value (offsets, timestamp, validity)
@@ -121,14 +122,14 @@ def normalise_table(table, now_ms: int) -> pa.RecordBatch:
             ts = ts.cast(pa.timestamp("ms", tz=ts.type.tz), safe=False).cast(pa.int64())
         else:
             ts = ts.cast(pa.int64())
-        ts = pc.fill_null(ts, now_ms)
+        ts = pc.fill_null(ts, arrow_arrays.scalar(now_ms))
     else:
-        ts = pa.array(np.full(n, now_ms, dtype=np.int64))
+        ts = arrow_arrays.full(n, now_ms)
     headers = table.column("headers").cast(HEADER_TYPE) if "headers" in names else pa.nulls(n, HEADER_TYPE)
     columns = [binary("key"), binary("value"), ts, headers]
     combined = pa.Table.from_arrays(columns, schema=SCHEMA).combine_chunks()
     batches = combined.to_batches()
-    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=SCHEMA)
+    return batches[0] if batches else arrow_arrays.empty_batch(SCHEMA)
 
 
 def partition_column(table, partition: int) -> tuple[object, np.ndarray | None]:
@@ -232,7 +233,7 @@ def build_batches(topic: str, batch: pa.RecordBatch, parts: np.ndarray, callback
         sizes = record_sizes(batch) if sizes is None else sizes
     else:
         order = np.argsort(parts, kind="stable")
-        ordered = batch.take(pa.array(order))
+        ordered = batch.take(arrow_arrays.integers(order))
         sorted_parts = parts[order]
         bounds = np.flatnonzero(np.diff(sorted_parts)) + 1
         starts = np.concatenate(([0], bounds))

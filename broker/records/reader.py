@@ -23,10 +23,10 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-import numpy as np
 import pyarrow as pa
 
 from broker.errors import CorruptRecordError
+from broker.records import arrow_arrays
 from broker.records.arrow_body import decode_checked
 from broker.records.batch import HEADER_SIZE, MAGIC_ARROW, BatchHeader, compute_crc, parse_header
 
@@ -119,8 +119,7 @@ def decode_available(data, start_offset: int, check_crcs: bool = True,
         if skip:
             records = records.slice(skip)
         if header.is_log_append_time:
-            records = records.set_column(2, "timestamp", pa.array(
-                np.full(records.num_rows, header.max_timestamp, dtype=np.int64)))
+            records = records.set_column(2, "timestamp", arrow_arrays.full(records.num_rows, header.max_timestamp))
         out.append(DecodedBatch(header.base_offset + skip, records, header.is_log_append_time,
                                 header.next_offset))
     if consumed == 0 and len(view) >= HEADER_SIZE:

@@ -90,6 +90,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from broker.records import arrow_arrays
 from broker.records.arrow_body import HEADER_TYPE, SCHEMA, decode_body, encode_body
 from broker.records.batch import (COMPRESSION_LZ4, COMPRESSION_MASK, COMPRESSION_ZSTD, DELETE_HORIZON, HEADER_SIZE,
                                   TRANSACTIONAL, BatchHeader, build_batch, increment_sequence, iter_headers,
@@ -101,7 +102,7 @@ from broker.storage.log import Log
 from broker.storage.segment import LogSegment
 
 _COMPRESSION_NAMES = {COMPRESSION_LZ4: "lz4", COMPRESSION_ZSTD: "zstd"}
-_EMPTY_RECORDS = pa.RecordBatch.from_arrays([pa.array([], f.type) for f in SCHEMA], schema=SCHEMA)
+_EMPTY_RECORDS = arrow_arrays.empty_batch(SCHEMA)
 _READ_CHUNK = 4 << 20
 _WRITE_CHUNK = 1 << 20
 
