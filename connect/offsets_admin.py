@@ -118,7 +118,11 @@ class OffsetsAdmin:
             (moved if offset is not None else removed).append(tp)
         admin = self._admin(servers)
         if moved:
-            admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, moved)])[group].result(TIMEOUT)
+            altered = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, moved)])[group]
+            # per partition, as librdkafka answers; Kafka's alterSinkConnectorOffsets fails on any (all())
+            failed = next((tp for tp in altered.result(TIMEOUT).topic_partitions if tp.error is not None), None)
+            if failed is not None:
+                raise failed.error.exception()
         if removed:
             _check_deleted(group, admin.delete_consumer_group_offsets(group, removed).result(TIMEOUT))
 

@@ -189,13 +189,16 @@ def _refusal(admin, group_id: str) -> NonEmptyGroupError | None:
 
 
 def _apply(admin, plans: dict[str, dict[tuple[str, int], int]]) -> None:
-    """Commit every group's new offsets (``alterConsumerGroupOffsets``)."""
+    """Commit every group's new offsets (``alterConsumerGroupOffsets``); a partition the
+    coordinator refused fails the command with its error, as ``all().get()`` does in Kafka's tool."""
     from broker.client import ConsumerGroupTopicPartitions, TopicPartition
     requests = [ConsumerGroupTopicPartitions(g, [TopicPartition(t, p, o) for (t, p), o in sorted(plan.items())])
                 for g, plan in plans.items() if plan]
     if requests:
         for future in admin.alter_consumer_group_offsets(requests).values():
-            future.result()
+            failed = next((tp for tp in future.result().topic_partitions if tp.error is not None), None)
+            if failed is not None:
+                raise failed.error.exception()
 
 
 def _plan(admin, group_id: str, name: str, value, topics: tuple, named: bool) -> dict[tuple[str, int], int]:

@@ -174,12 +174,6 @@ def _tps(groups) -> list[TopicPartition]:
 _PARTITION_ERRORS = frozenset({GroupSubscribedToTopicError.code, UnknownTopicOrPartitionError.code})
 
 
-def _raise_first(results) -> None:
-    failed = next((r for r in results if r.error_code), None)
-    if failed is not None:
-        raise error_for_code(failed.error_code)(failed.error_message)
-
-
 _COORDINATOR_ERRORS = (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError)
 _MOVED = (CoordinatorNotAvailableError, NotCoordinatorError)
 
@@ -346,11 +340,16 @@ class ConsumerGroupAdmin:
 
     def alter_consumer_group_offsets(self, requests: list[ConsumerGroupTopicPartitions],
                                      request_timeout: float | None = None) -> dict[str, Future]:
-        """Set committed offsets; refused while the group has active members. Checked first as
-        confluent-kafka checks (``ValueError`` for an empty list or a negative offset); a partition
-        the cluster does not have is not stored and fails the group's future with
-        ``UnknownTopicOrPartitionError``, while the request's other partitions are committed.
-        A partition listed twice fails the call with ``_INVALID_ARG`` ("Duplicate partitions not
+        """Set committed offsets. Checked first as confluent-kafka checks (``ValueError`` for an
+        empty list or a negative offset). The group's future resolves to a
+        ConsumerGroupTopicPartitions with one TopicPartition per requested partition, whose
+        ``error`` is None where the offset was committed and a KafkaError where the coordinator
+        refused it — ``UNKNOWN_TOPIC_OR_PART`` for a partition the cluster does not have (not
+        stored, the others committed), ``UNKNOWN_MEMBER_ID`` on every partition while the group has
+        active members — as librdkafka answers OffsetCommit per partition and leaves the group's
+        result without an error (check each ``tp.error``, as Kafka's ``all()`` does for Java). A
+        coordinator that stays unavailable or loading until the timeout fails the future. A
+        partition listed twice fails the call with ``_INVALID_ARG`` ("Duplicate partitions not
         allowed"), nothing sent, as librdkafka's ``rd_kafka_AlterConsumerGroupOffsets``."""
         _check_alter_request(requests)
         wanted = {r.group_id: r.topic_partitions for r in requests}
@@ -365,8 +364,13 @@ class ConsumerGroupAdmin:
                     leader_epoch=-1 if tp.leader_epoch is None else tp.leader_epoch))
             request = pb.OffsetCommitRequest(group_id=group_id, member_id="", member_epoch=-1, topics=[
                 pb.CommitTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
-            _raise_first(self._call_group(coordinator, "OffsetCommit", request, timeout, lambda r: r.results).results)
-            return ConsumerGroupTopicPartitions(group_id, sorted(wanted[group_id]))
+            results = self._call_group(coordinator, "OffsetCommit", request, timeout, lambda r: r.results).results
+            errors = {(r.topic, r.partition): error_for_code(r.error_code)(r.error_message)
+                      for r in results if r.error_code}
+            return ConsumerGroupTopicPartitions(group_id, [
+                _rebuild_topic_partition(tp.topic, tp.partition, tp.offset, tp.metadata, tp.leader_epoch,
+                                         KafkaError.of(errors.get((tp.topic, tp.partition))))
+                for tp in sorted(wanted[group_id])])
         return self._per_group(list(wanted), alter, request_timeout)
 
     def delete_consumer_group_offsets(self, group_id: str, partitions: list[TopicPartition],

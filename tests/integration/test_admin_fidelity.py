@@ -48,13 +48,18 @@ def _alter(admin, group: str, tps):
 # ------------------------------------------------------------------------------ offset commits
 def test_offsets_for_a_topic_or_partition_the_cluster_lacks_are_refused_and_not_stored(admin, broker, topic_name):
     """Kafka's handleOffsetCommitRequest: UNKNOWN_TOPIC_OR_PARTITION per partition, nothing stored;
-    a group committing for a topic not created yet used to skip that topic's first records."""
+    a group committing for a topic not created yet used to skip that topic's first records. The
+    result answers per partition, as librdkafka's: the group's future resolves, each
+    TopicPartition's ``error`` says what became of it."""
     _create(admin, topic_name)
     later = f"{topic_name}-later"
-    with pytest.raises(UnknownTopicOrPartitionError, match="does not exist"):
-        _alter(admin, "g-future", [TopicPartition(later, 0, 3)])
-    with pytest.raises(UnknownTopicOrPartitionError, match="partition 5 does not exist"):
-        _alter(admin, "g-partition", [TopicPartition(topic_name, 5, 1), TopicPartition(topic_name, 0, 2)])
+    [future] = _alter(admin, "g-future", [TopicPartition(later, 0, 3)]).topic_partitions
+    assert future.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART and "does not exist" in future.error.str()
+    assert isinstance(future.error.exception(), UnknownTopicOrPartitionError)
+    kept, missing = _alter(admin, "g-partition", [TopicPartition(topic_name, 5, 1), TopicPartition(topic_name, 0, 2)]
+                           ).topic_partitions
+    assert (kept.partition, kept.offset, kept.error) == (0, 2, None)
+    assert (missing.partition, missing.offset) == (5, 1) and "partition 5 does not exist" in missing.error.str()
     # the partitions that exist are committed; the others answer OFFSET_INVALID
     assert _committed(admin, "g-partition", [TopicPartition(topic_name, 0), TopicPartition(topic_name, 5)]) == \
         {(topic_name, 0): 2, (topic_name, 5): OFFSET_INVALID}
