@@ -249,7 +249,8 @@ class ConsumerGroupAdmin:
                     result.errors.append(e)
                     continue
                 for g in response.groups:
-                    listing = ConsumerGroupListing(g.group_id, False, g.state, coordinator=g.coordinator)
+                    # Kafka's and librdkafka's rule: simple when the group has no protocol type
+                    listing = ConsumerGroupListing(g.group_id, not g.protocol_type, g.state, coordinator=g.coordinator)
                     if g.group_id not in seen and (not states or listing.state in states) \
                             and (not types or listing.type in types):
                         seen.add(g.group_id)

@@ -133,9 +133,10 @@ class GroupHandlers:
         partitions is loading, rather than a list missing that partition's groups."""
         response = pb.ListGroupsResponse()
         node = self.runtime.broker.node_id
-        listed = self.runtime.read_all(lambda shard: [(g.group_id, g.state) for g in shard.groups.values()])
-        for group_id, state in sorted(pair for groups in listed for pair in groups):
-            response.groups.add(group_id=group_id, state=state, coordinator=node)
+        listed = self.runtime.read_all(lambda shard: [(g.group_id, g.state, "consumer" if g.assignor else "")
+                                                      for g in shard.groups.values()])
+        for group_id, state, protocol_type in sorted(row for groups in listed for row in groups):
+            response.groups.add(group_id=group_id, state=state, coordinator=node, protocol_type=protocol_type)
         return response
 
     def describe_groups(self, request: pb.DescribeGroupsRequest) -> pb.DescribeGroupsResponse:

@@ -112,3 +112,28 @@ def test_altered_offsets_keep_the_leader_epoch_they_were_given(admin, topic_name
         group, [TopicPartition(topic_name, 0, 4, leader_epoch=0)])])[group].result(30)
     found = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(30)
     assert [(tp.offset, tp.leader_epoch) for tp in found.topic_partitions] == [(4, 0)]
+
+
+def test_a_group_that_only_had_offsets_committed_is_a_simple_consumer_group(admin, shared_broker, topic_name):
+    """Kafka's and librdkafka's rule, in listings and descriptions alike: a group with no protocol
+    type (offsets committed, no member ever joined) is simple; one a consumer joined is not, also
+    once its member has left."""
+    import time
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(30)
+    simple, joined = f"{topic_name}-simple", f"{topic_name}-joined"
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(simple, [TopicPartition(topic_name, 0, 0)])]
+                                       )[simple].result(30)
+    c = Consumer({"bootstrap.servers": shared_broker.bootstrap, "group.id": joined})
+    c.subscribe([topic_name])
+    deadline = time.monotonic() + 30
+    while not c.assignment() and time.monotonic() < deadline:
+        c.poll(0.2)
+    assert c.assignment()
+    c.close()
+
+    def flags():
+        listed = {g.group_id: g.is_simple_consumer_group for g in admin.list_consumer_groups().result(30).valid}
+        described = {g: d.result(30).is_simple_consumer_group
+                     for g, d in admin.describe_consumer_groups([simple, joined]).items()}
+        return {g: listed.get(g) for g in (simple, joined)}, described
+    assert flags() == ({simple: True, joined: False}, {simple: True, joined: False})
