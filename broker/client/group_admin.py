@@ -289,7 +289,7 @@ class ConsumerGroupAdmin:
             d = response.groups[0]
             if d.error_code:
                 return error_for_code(d.error_code)(d.error_message)
-            members = [MemberDescription(m.member_id, m.client_id, "", MemberAssignment(_tps(m.assignment)),
+            members = [MemberDescription(m.member_id, m.client_id, m.client_host, MemberAssignment(_tps(m.assignment)),
                                          m.instance_id or None, MemberAssignment(_tps(m.target)), m.member_epoch)
                        for m in d.members]
             return ConsumerGroupDescription(d.group_id, not d.assignor, members, d.assignor, d.state,

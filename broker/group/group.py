@@ -51,6 +51,7 @@ class Member:
     revoking: set[TP] = field(default_factory=set)  # what it was asked to give up at revoking_since_ms
     left_ms: int | None = None                      # a static member that left for now
     assignors: list[str] = field(default_factory=lambda: ["range"])  # its strategy list, preferred first
+    client_host: str = ""                           # Kafka's: its connection's address at its join
 
     @property
     def active(self) -> bool:
@@ -130,7 +131,7 @@ class ConsumerGroup:
 
     # ------------------------------------------------------------------------------ heartbeat
     def heartbeat(self, member_id: str, member_epoch: int, *, instance_id: str = "", client_id: str = "",
-                  topics: list[str] | None = None, assignor_name: str = "", session_timeout_ms: int = 45_000,
+                  client_host: str = "", topics: list[str] | None = None, assignor_name: str = "", session_timeout_ms: int = 45_000,
                   rebalance_timeout_ms: int = 300_000, owned: set[TP] | None = None,
                   partitions: Mapping[str, int], now_ms: int, max_size: int | None = None) -> HeartbeatResult:
         """One member heartbeat: join (epoch 0), leave (-1, or -2 for a static member), or report.
@@ -153,7 +154,7 @@ class ConsumerGroup:
                 raise FencedInstanceIdError(
                     f"member {member_id} was replaced by a newer member with its group.instance.id")
             member = self._join(member_id, instance_id, client_id, list(topics or []), assignor_name,
-                                session_timeout_ms, rebalance_timeout_ms, now_ms)
+                                session_timeout_ms, rebalance_timeout_ms, now_ms, client_host)
         else:
             self._check_instance(member_id, instance_id)
             member = self._member(member_id)
@@ -238,7 +239,7 @@ class ConsumerGroup:
         return member
 
     def _join(self, member_id: str, instance_id: str, client_id: str, topics: list[str], assignor_name: str,
-              session_timeout_ms: int, rebalance_timeout_ms: int, now_ms: int) -> Member:
+              session_timeout_ms: int, rebalance_timeout_ms: int, now_ms: int, client_host: str = "") -> Member:
         """A new member under ``member_id``, the id its consumer generated (KIP-1082), or under
         one made here for a join naming none (a client that leaves it to the coordinator)."""
         preferences = strategies(assignor_name)
@@ -262,13 +263,14 @@ class ConsumerGroup:
             owned = set(previous.owned) if previous.member_id == member_id else set()
             member = Member(member_id, instance_id, client_id, sorted(topics), session_timeout_ms,
                             rebalance_timeout_ms, now_ms, previous.epoch, previous.previous_epoch,
-                            set(previous.assigned), owned, previous.eager_cleared, assignors=preferences)
+                            set(previous.assigned), owned, previous.eager_cleared, assignors=preferences,
+                            client_host=client_host)
             if previous.member_id in self.target:
                 self.target[member_id] = self.target.pop(previous.member_id)
             moved = sorted(topics) != previous.topics
         else:
             member = Member(member_id, instance_id, client_id, sorted(topics), session_timeout_ms,
-                            rebalance_timeout_ms, now_ms, assignors=preferences)
+                            rebalance_timeout_ms, now_ms, assignors=preferences, client_host=client_host)
             moved = True
         self.members[member_id] = member
         self._elect()

@@ -76,7 +76,7 @@ def state_records(group: ConsumerGroup) -> dict[bytes, bytes]:
              "assignment_epoch": group.assignment_epoch, "topic_sizes": group.topic_sizes})
     for m in group.members.values():
         out[_key(type="member", group=group.group_id, member=m.member_id)] = _value(
-            {"instance_id": m.instance_id, "client_id": m.client_id, "topics": m.topics,
+            {"instance_id": m.instance_id, "client_id": m.client_id, "client_host": m.client_host, "topics": m.topics,
              "session_timeout_ms": m.session_timeout_ms, "rebalance_timeout_ms": m.rebalance_timeout_ms,
              "epoch": m.epoch, "previous_epoch": m.previous_epoch, "assigned": _tps(m.assigned),
              "eager_cleared": m.eager_cleared, "left": m.left_ms is not None, "assignors": m.assignors,
@@ -119,7 +119,8 @@ def replay(latest: Mapping[bytes, bytes], group_of: Callable[[str], ConsumerGrou
         member = Member(member_id, v.get("instance_id", ""), v.get("client_id", ""), v["topics"],
                         v["session_timeout_ms"], v["rebalance_timeout_ms"], now_ms, v["epoch"],
                         v.get("previous_epoch", -1), assigned, assigned | revoking, v.get("eager_cleared", -1),
-                        assignors=v.get("assignors") or [group.assignor or "range"])
+                        assignors=v.get("assignors") or [group.assignor or "range"],
+                        client_host=v.get("client_host", ""))
         if revoking:  # its rebalance timeout starts again, as Kafka's onLoaded schedules it
             member.revoking_since_ms, member.revoking = now_ms, set(revoking)
         if v.get("left"):

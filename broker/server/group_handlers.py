@@ -53,7 +53,8 @@ class GroupHandlers:
         self.runtime = runtime
         self.config = runtime.config
 
-    def heartbeat(self, request: pb.ConsumerGroupHeartbeatRequest) -> pb.ConsumerGroupHeartbeatResponse:
+    def heartbeat(self, request: pb.ConsumerGroupHeartbeatRequest,
+                  client_host: str = "") -> pb.ConsumerGroupHeartbeatResponse:
         low, high = self.config["group.min.session.timeout.ms"], self.config["group.max.session.timeout.ms"]
         session = request.session_timeout_ms or 45_000
         if request.member_epoch >= 0 and not low <= session <= high:
@@ -62,7 +63,7 @@ class GroupHandlers:
                 "(group.min.session.timeout.ms, group.max.session.timeout.ms)")
         now = self.runtime.broker.clock.time_ms()
         sizes = self.runtime.topic_sizes()
-        fields = dict(instance_id=request.instance_id, client_id=request.client_id,
+        fields = dict(instance_id=request.instance_id, client_id=request.client_id, client_host=client_host,
                       topics=list(request.subscribed_topics), assignor_name=request.assignor,
                       session_timeout_ms=session, rebalance_timeout_ms=request.rebalance_timeout_ms or 300_000,
                       owned=set(pairs(request.owned)), max_size=self.config["group.consumer.max.size"])
@@ -160,6 +161,7 @@ class GroupHandlers:
         d.group_epoch, d.assignment_epoch = group.group_epoch, group.assignment_epoch
         for m in sorted(group.members.values(), key=lambda m: (m.instance_id, m.member_id)):
             d.members.add(member_id=m.member_id, instance_id=m.instance_id, client_id=m.client_id,
+                          client_host=m.client_host,
                           member_epoch=m.epoch if m.active else LEAVE_STATIC, subscribed_topics=m.topics,
                           assignment=grouped(m.assigned),
                           target=grouped(group.target.get(m.member_id, ())))

@@ -19,6 +19,7 @@ from broker.proto import riverlog_pb2 as pb
 from broker.proto import riverlog_pb2_grpc as pb_grpc
 from broker.protocol import CoordinatorType
 from broker.server.admin_markers import refusal, write_admin_abort
+from broker.server.client_host import client_host
 from broker.server.group_handlers import GroupHandlers
 from broker.server.handlers import Handlers
 from broker.server.internal import InternalHandlers
@@ -135,7 +136,11 @@ class ClientServicer(pb_grpc.RiverlogServicer):
     DescribeTransactions = _delegate(lambda s: s._txns().describe_transactions)
     AbortTransaction = _delegate(lambda s: s._txns().abort)
     DescribeProducers = _delegate(lambda s: s._txns().describe_producers)
-    ConsumerGroupHeartbeat = _delegate(lambda s: s._groups().heartbeat)
+
+    async def ConsumerGroupHeartbeat(self, request, context):
+        """The member's client host (Kafka's, from the connection) goes with its heartbeat."""
+        return await self.run(self._groups().heartbeat, request, client_host(context.peer()))
+
     OffsetCommit = _delegate(lambda s: s._groups().offset_commit)
     OffsetFetch = _delegate(lambda s: s._groups().offset_fetch)
     ListGroups = _delegate(lambda s: s._groups().list_groups)

@@ -137,3 +137,23 @@ def test_a_group_that_only_had_offsets_committed_is_a_simple_consumer_group(admi
                      for g, d in admin.describe_consumer_groups([simple, joined]).items()}
         return {g: listed.get(g) for g in (simple, joined)}, described
     assert flags() == ({simple: True, joined: False}, {simple: True, joined: False})
+
+
+def test_a_members_host_is_its_connection_address_as_kafka_prints_it(admin, shared_broker, topic_name):
+    """confluent-kafka's MemberDescription.host and list_groups' GroupMember.client_host carry the
+    member's client host, "/127.0.0.1" for a consumer on this machine (Kafka's clientHost)."""
+    import time
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(30)
+    group = f"{topic_name}-g"
+    c = Consumer({"bootstrap.servers": shared_broker.bootstrap, "group.id": group})
+    c.subscribe([topic_name])
+    try:
+        deadline = time.monotonic() + 30
+        while not c.assignment() and time.monotonic() < deadline:
+            c.poll(0.2)
+        [member] = admin.describe_consumer_groups([group])[group].result(30).members
+        assert member.host == "/127.0.0.1" and member.assignment.topic_partitions
+        [listed] = admin.list_groups(group, timeout=30)[0].members
+        assert listed.client_host == "/127.0.0.1"
+    finally:
+        c.close()

@@ -68,9 +68,12 @@ def test_describe_members_of_a_running_group(cli, shared_broker, topic_name):
         assert out[0] == "" and out[1].split() == ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID",
                                                    "#PARTITIONS", "ASSIGNMENT"], out
         row = out[2].split()
-        assert (row[0], row[2], row[5], row[6]) == ("running", "pod-3", "2", f"{topic_name}(0,1)"), out
+        # HOST: the member's connection address, as Kafka prints it (InetAddress.toString())
+        assert (row[0], row[2], row[3], row[5], row[6]) == ("running", "pod-3", "/127.0.0.1", "2",
+                                                            f"{topic_name}(0,1)"), out
         offsets = _rows(cli("groups", "describe", "running").stdout)
         assert [r[2] for r in offsets] == ["0", "1"] and {r[6] for r in offsets} == {row[1]}, offsets
+        assert {r[7] for r in offsets} == {"/127.0.0.1"}, offsets
         assert len(offsets[0]) == 9, offsets      # ... LAG CONSUMER-ID HOST CLIENT-ID
         # Kafka's --state view: GROUP, COORDINATOR (ID), ASSIGNMENT-STRATEGY, STATE, #MEMBERS
         out = lines(cli("groups", "describe", "running", "--state").stdout)

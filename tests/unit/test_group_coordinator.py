@@ -341,7 +341,7 @@ def snapshot(g: ConsumerGroup):
         "topic_sizes": g.topic_sizes, "target": {m: set(v) for m, v in g.target.items()},
         "offsets": dict(g.offsets),
         "members": {mid: (m.instance_id, sorted(m.topics), m.epoch, m.previous_epoch, set(m.assigned),
-                          m.left_ms is not None, m.assignors) for mid, m in g.members.items()},
+                          m.left_ms is not None, m.assignors, m.client_host) for mid, m in g.members.items()},
     }
 
 
@@ -575,8 +575,8 @@ def test_records_replay_to_the_same_groups():
         log.extend(records)
         return result
 
-    a = beat("g", instance_id="ia", assignor_name="cooperative-sticky").member_id
-    b = beat("g", now=1, assignor_name="cooperative-sticky").member_id
+    a = beat("g", instance_id="ia", assignor_name="cooperative-sticky", client_host="/10.0.0.7").member_id
+    b = beat("g", now=1, assignor_name="cooperative-sticky", client_host="/127.0.0.1").member_id
     c = beat("g2", now=2, assignor_name="roundrobin,range", topics=["t"]).member_id
     for now in range(3, 8):
         for gid, mid in (("g", a), ("g", b), ("g2", c)):
@@ -592,7 +592,7 @@ def test_records_replay_to_the_same_groups():
     assert all(v is None or isinstance(v, bytes) for _, v in log)
 
     back = replay(log, now=20)
-    assert set(back.groups) == {"g", "g2"}
+    assert set(back.groups) == {"g", "g2"} and back.groups["g"].members[b].client_host == "/127.0.0.1"
     for gid in ("g", "g2"):
         assert snapshot(back.groups[gid]) == snapshot(shard.groups[gid]), gid
     assert back.committed("g", None)[("t", 0)] == Committed(5)
