@@ -121,13 +121,16 @@ class ConsumerOffsets:
             raise KafkaException(KafkaError(code, f"StoreOffsets failed: {KafkaError(code).str()}"))
 
     def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
-        """The group's committed offset of each partition (``OFFSET_INVALID`` where there is none)."""
+        """The group's committed offset of each partition (``OFFSET_INVALID`` where there is none).
+        ``timeout`` None or negative (confluent-kafka's "no timeout", -1) waits ``request.timeout.ms``,
+        retrying a coordinator still loading, as the consumer's other requests do."""
         self._check_open()
         if self._coordinator is None:
             raise InvalidConfigError("committed() needs group.id", config="group.id")
         found = self._committer.committed_offsets(
             {(tp.topic, tp.partition) for tp in partitions},
-            self.config["request.timeout.ms"] / 1000.0 if timeout is None else timeout, with_metadata=True)
+            self.config["request.timeout.ms"] / 1000.0 if timeout is None or timeout < 0 else timeout,
+            with_metadata=True)
         out = []
         for tp in partitions:
             offset, metadata, epoch = found.get((tp.topic, tp.partition), (OFFSET_INVALID, None, -1))

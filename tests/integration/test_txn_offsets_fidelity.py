@@ -82,6 +82,13 @@ def test_a_read_committed_consumer_waits_for_the_transaction_that_holds_the_offs
     assert _committed(broker, group, [TopicPartition(src, 0)], "read_uncommitted") == [3]
     with pytest.raises(KafkaTimeoutError, match="UNSTABLE_OFFSET_COMMIT"):
         _committed(broker, group, [TopicPartition(src, 0)], timeout=1)
+    # confluent-kafka's "no timeout" (-1) waits as the default does, request.timeout.ms here
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "request.timeout.ms": 1000})
+    try:
+        with pytest.raises(KafkaTimeoutError, match=r"after 1s \(UNSTABLE_OFFSET_COMMIT\)"):
+            c.committed([TopicPartition(src, 0)], timeout=-1)
+    finally:
+        c.close()
     seen = []
     reader = threading.Thread(target=lambda: seen.append(_committed(broker, group, [TopicPartition(src, 0)])))
     reader.start()
