@@ -149,6 +149,7 @@ class ConsumerGroup:
                 and not (instance_id and any(m.instance_id == instance_id for m in self.members.values()))):
             raise GroupMaxSizeReachedError(
                 f"The consumer group has reached its maximum capacity of {max_size} members.")
+        start_epoch = self.group_epoch
         if member_epoch == JOIN and (member_id not in self.members or self._static_rejoin(member_id, instance_id)):
             if member_id in self.fenced_members:
                 raise FencedInstanceIdError(
@@ -171,7 +172,9 @@ class ConsumerGroup:
             # while the member reads what the current epoch gave it: only a heartbeat at the
             # current epoch lets partitions go.
             member.owned |= set(owned) | member.assigned
-        self.refresh(partitions)
+        # one bump per heartbeat, as Kafka's consumerGroupHeartbeat: a member that joins and the
+        # subscribed topics' sizes it brings move the group epoch once, not twice
+        self.refresh(partitions, bumped=self.group_epoch != start_epoch)
         self._reconcile(member, now_ms)
         return HeartbeatResult(member.member_id, member.epoch, set(member.assigned),
                                member.epoch < self.assignment_epoch)
@@ -302,12 +305,13 @@ class ConsumerGroup:
         self._elect()
 
     # ------------------------------------------------------------------------------ assignment
-    def refresh(self, partitions: Mapping[str, int]) -> None:
-        """Recompute the target when the group epoch moved or a subscribed topic changed size."""
+    def refresh(self, partitions: Mapping[str, int], bumped: bool = False) -> None:
+        """Recompute the target when the group epoch moved or a subscribed topic changed size
+        (which moves the epoch, unless the caller's change ``bumped`` it already)."""
         sizes = {t: partitions[t] for t in sorted(self.subscribed_topics()) if t in partitions}
         if sizes != self.topic_sizes:
             self.topic_sizes = sizes
-            if self.members:
+            if self.members and not bumped:
                 self.group_epoch += 1
         if self.group_epoch > self.assignment_epoch:
             _, assign = assignor(self.assignor or "range")

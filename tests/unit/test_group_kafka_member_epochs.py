@@ -125,3 +125,16 @@ def test_a_replaced_static_member_joining_again_under_its_old_member_id_is_fence
     with pytest.raises(FencedInstanceIdError):
         _hb(g, old, 0, now=3, instance_id="ia", assignor_name="range")
     assert set(g.members) == {b, new}
+
+
+def test_a_member_joining_moves_the_group_epoch_once():
+    """GroupMetadataManagerTest.testMemberJoinsEmptyConsumerGroup: the first member of an empty
+    group gets epoch 1 (its join and the subscribed topics' metadata bump the group epoch once);
+    a second member's join moves it to 2; a subscription change later moves it once more."""
+    g = ConsumerGroup(G)
+    a = _hb(g)
+    assert (a.member_epoch, g.group_epoch, g.assignment_epoch) == (1, 1, 1) and len(a.assignment) == 4
+    b = _hb(g, now=1)
+    assert g.group_epoch == 2 and b.member_id != a.member_id
+    _hb(g, b.member_id, b.member_epoch, now=2, topics=["t", "u"])
+    assert g.group_epoch == 3
