@@ -131,8 +131,8 @@ class ConsumerGroup:
 
     # ------------------------------------------------------------------------------ heartbeat
     def heartbeat(self, member_id: str, member_epoch: int, *, instance_id: str = "", client_id: str = "",
-                  client_host: str = "", topics: list[str] | None = None, assignor_name: str = "", session_timeout_ms: int = 45_000,
-                  rebalance_timeout_ms: int = 300_000, owned: set[TP] | None = None,
+                  client_host: str = "", topics: list[str] | None = None, assignor_name: str = "",
+                  session_timeout_ms: int = 45_000, rebalance_timeout_ms: int = 300_000, owned: set[TP] | None = None,
                   partitions: Mapping[str, int], now_ms: int, max_size: int | None = None) -> HeartbeatResult:
         """One member heartbeat: join (epoch 0), leave (-1, or -2 for a static member), or report.
         ``max_size`` (``group.consumer.max.size``): a member the group does not have is refused
