@@ -1,7 +1,10 @@
 """Command-line start-up: how long ``riverlog`` takes before it does anything, against the
 interpreter's own start in the same run. Every broker command and every broker process
 (``riverlog broker start``) pays it; the ``connect`` and ``streams`` command groups, which import
-Spark, are paid for only when named.
+Spark, are paid for only when named. ``client_import`` is what every process that talks to a
+broker pays first (a command, a broker, each Spark Python worker reading or writing riverlog);
+``client_import_with_pandas`` the same with pandas loaded, as pyarrow's converters loaded it
+before :mod:`broker.records.arrow_arrays`.
 
 Each command runs ``--rounds`` times, alternating; the figure is the median wall time of a run.
 Prints one JSON line per figure.
@@ -26,6 +29,9 @@ COMMANDS = {
     "interpreter": [sys.executable, "-c", "pass"],                    # the baseline
     "topics_help": [sys.executable, "-m", "broker", "topics", "--help"],  # a broker command's start
     "connect_help": [sys.executable, "-m", "broker", "connect", "--help"],  # a plugin group, imported
+    "client_import": [sys.executable, "-c", "import broker.client"],
+    "client_import_with_pandas": [sys.executable, "-c", "import pandas, broker.client"],
+    "broker_import": [sys.executable, "-c", "import broker.server.service"],
 }
 
 
