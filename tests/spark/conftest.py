@@ -16,7 +16,7 @@ def start_spark(warehouse: str):
     # Python workers are started by the JVM: they must run this interpreter and find this checkout.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
-    from tests.spark.child_process import spark_home_without_its_python
+    from tests.spark.child_process import TEST_JVM_OPTIONS, spark_home_without_its_python
     os.environ["SPARK_HOME"] = spark_home_without_its_python()   # its Python workers' pyspark compiled once
     from pyspark.sql import SparkSession
     return (SparkSession.builder.master("local[2]").appName("riverlog-tests")
@@ -24,6 +24,7 @@ def start_spark(warehouse: str):
             .config("spark.ui.enabled", "false")
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.driver.memory", "1g")
+            .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
             .config("spark.sql.warehouse.dir", warehouse)
             .getOrCreate())
 
