@@ -344,7 +344,8 @@ def test_offsets_are_read_any_time_and_changed_only_while_stopped(env):
     assert _error(http.patch(f"/connectors/{SINK}/offsets", json=missing), 400) == \
         "The partition for a sink connector offset must contain the keys 'kafka_topic' and 'kafka_partition'"
     # a partition the topic lacks: the coordinator refuses it (per partition), and that fails the request
-    lacking = {"offsets": [{"partition": {"kafka_topic": "lines", "kafka_partition": 7}, "offset": {"kafka_offset": 1}}]}
+    lacking = {"offsets": [{"partition": {"kafka_topic": "lines", "kafka_partition": 7},
+                            "offset": {"kafka_offset": 1}}]}
     refused = http.patch(f"/connectors/{SINK}/offsets", json=lacking)
     assert refused.status_code == 500 and "partition 7 does not exist" in refused.json()["message"], refused.text
     assert http.get(f"/connectors/{SINK}/offsets").json()["offsets"] == \
