@@ -76,6 +76,24 @@ class KTableAggregate(_Aggregation):
                 timestamp = max(record.timestamp, row.timestamp)
         self._emit(record, agg, old_agg, timestamp)
 
+    def add_changes(self, key, added: int, subtracted: int, lead_subtracted: int, ts: int, ts_all: int,
+                    headers=()) -> None:
+        """A batch's changes of one group at once, for a count (:mod:`streams.count_combine`): with a
+        row, every change subtracts and adds, at the largest timestamp (``ts_all``) and the row's;
+        without one, those up to the first that adds subtract nothing, and the row starts at that
+        record (``ts``, the largest from it on). None of them adding, the group stays without a row."""
+        if key is None:
+            raise StreamsError(f"Record key for KTable aggregate operator with state {self.store_name} "
+                               "should not be null.")
+        row = self.table.get(key)
+        if row is not None:
+            agg, timestamp = row.value - subtracted + added, max(ts_all, row.timestamp)
+        elif added:
+            agg, timestamp = self.initializer() + added - (subtracted - lead_subtracted), ts
+        else:
+            agg, timestamp = None, ts_all
+        self._emit(Record(key, None, timestamp, tuple(headers)), agg, None if row is None else row.value, timestamp)
+
 
 class KTableReduce(_Aggregation):
     """``groupedTable.reduce(adder, subtractor)``: like :class:`KTableAggregate` where the first
@@ -130,6 +148,13 @@ class KStreamAggregate(_Aggregation):
         else:
             old_agg, timestamp = row.value, max(record.timestamp, row.timestamp)
         self._emit(record, self.aggregator(record.key, record.value, old_agg), old_agg, timestamp)
+
+    def add_count(self, key, count: int, ts: int, headers=()) -> None:
+        """``count`` records of one key at once, for a count (:mod:`streams.count_combine`), ``ts``
+        the largest of their timestamps."""
+        row = self.table.get(key)
+        old, timestamp = (self.initializer(), ts) if row is None else (row.value, max(ts, row.timestamp))
+        self._emit(Record(key, None, timestamp, tuple(headers)), old + count, old, timestamp)
 
 
 class KStreamReduce(_Aggregation):

@@ -25,7 +25,7 @@ import sys
 from broker.client import Consumer, TopicPartition
 from spark_sink import activate_in_thread
 from spark_sink.offset_log import topic_offsets
-from streams import partition_time, restore, spark_plan, table_combine, window_combine
+from streams import count_combine, partition_time, restore, spark_plan, table_combine, window_combine
 from streams.app_lifecycle import ApplicationLifecycle
 from streams.app_config import _ADMIN, _CONSUMER, _MAIN_CONSUMER, _PRODUCER, _client, _config
 from streams.errors import StreamsError
@@ -102,11 +102,12 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpo
 
     def _combine(self, sub: SubTopology):
         """How the sub-topology's rows are combined before its task (a windowed count per window,
-        a cached source table per key), or None."""
+        a count per key, a cached source table per key), or None."""
         if not self.decode_in_spark or spark_plan.plan(sub).source is not None or global_topics(self.topology, sub):
             return None
         cache = self.config["statestore.cache.max.bytes"]
         return (window_combine.combinable(sub, self.defaults, cache)
+                or count_combine.combinable(sub, self.defaults, cache)
                 or table_combine.combinable(sub, self.defaults, cache))
 
     # ------------------------------------------------------------------ queries
@@ -155,6 +156,8 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpo
                     if fresh and restore.has_state(self.client, self.app, sub, self.partitions) else None)
             if isinstance(combine, window_combine.Combine):
                 df = window_combine.combined(df, combine)
+            elif isinstance(combine, count_combine.KeyCount):
+                df = count_combine.combined(df, combine)
             elif combine is not None:
                 df = table_combine.combined(df, combine)
                 combine = None      # the task applies the rows kept as any others

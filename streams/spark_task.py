@@ -10,8 +10,10 @@ records the batch produced.
 from __future__ import annotations
 
 import itertools
+import logging
 from datetime import datetime, timedelta, timezone
 
+from streams.count_combine import COUNT_COLUMNS, KeyCount
 from streams.errors import StreamsError
 from streams.global_table import global_topics, with_global_stores
 from streams.interpreter import TaskPolicy, build_task, merged
@@ -28,6 +30,7 @@ TASK_COLUMNS = ("topic", "partition", "offset", "key", "value", "timestamp", "he
 META_STORE = "__meta"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MS = timedelta(milliseconds=1)
+log = logging.getLogger(__name__)
 
 
 def meta_changelog(app: str, sub_id: int) -> str:
@@ -51,7 +54,7 @@ def task_input(df):
     ``timestampType`` is left out, and a datetime would only be turned back into milliseconds."""
     from pyspark.sql import functions as F
     return df.select(*[F.unix_millis("timestamp").alias("timestamp") if c == "timestamp" else F.col(c)
-                       for c in df.columns if c in TASK_COLUMNS or c in COMBINED_COLUMNS])
+                       for c in df.columns if c in TASK_COLUMNS or c in COMBINED_COLUMNS or c in COUNT_COLUMNS])
 
 
 def queues(rows, first: set[str] = frozenset()) -> tuple[list, list[list]]:
@@ -196,6 +199,62 @@ def run_combined(topology: Topology, sub_id: int, app: str, partition: int, rows
     return task, _outputs(task), _as_datetime(last_ts)
 
 
+def _apply_key_counts(task, agg, c: KeyCount, rows):
+    """Apply combined ``rows`` to the task's count ``agg``; return the last record's timestamp.
+    Keys are applied in order of their first record and the cache set to forward them in order of
+    their last (Kafka's ``NamedCache`` flushes the least recently written first)."""
+    ks = c.key_serde
+    groups: dict = {}
+    for r in rows:
+        if r["first_offset"] is None:
+            continue
+        key = ks.deserialize(r["key"]) if ks is not None else r["key"]
+        hk = _hashable(key)
+        g = groups.get(hk)
+        if g is None:
+            groups[hk] = {"key": key, "row": r, "first": r["first_offset"], "last": r["offset"],
+                          "added": r["added"], "subtracted": r["subtracted"], "lead": r["lead_subtracted"],
+                          "ts": to_ms(r["timestamp"]), "ts_all": r["timestamp_all"]}
+            continue
+        if c.table:     # one byte form per key on this application's repartition topic
+            raise StreamsError(f"two byte forms of the group key {key!r} on a grouped table's repartition topic; "
+                               "was the topic written by another application?")
+        g["added"] += r["added"]
+        g["ts"] = g["ts_all"] = max(g["ts"], to_ms(r["timestamp"]))
+        g["first"] = min(g["first"], r["first_offset"])
+        if r["offset"] > g["last"]:
+            g["last"], g["row"] = r["offset"], r
+    for g in sorted(groups.values(), key=lambda g: g["first"]):
+        r = g["row"]
+        task.source = (r["topic"], r["partition"], r["offset"])
+        headers = tuple((h["key"], h["value"]) for h in (r["headers"] or ()))
+        if c.table:
+            agg.add_changes(g["key"], g["added"], g["subtracted"], g["lead"], g["ts"], g["ts_all"], headers)
+        else:
+            agg.add_count(g["key"], g["added"], g["ts"], headers)
+    last_ts = None
+    for r in sorted((r for r in rows if r["first_offset"] is None), key=lambda r: (r["topic"], r["offset"])):
+        if r["added"]:
+            log.warning("Skipping %d records due to null key or value. topic=[%s] partition=[%s] "
+                        "offsets up to [%s]", r["added"], r["topic"], r["partition"], r["offset"])
+        last_ts = r["timestamp"]
+    if task.cache is not None:
+        last = {hk: g["last"] for hk, g in groups.items()}
+        task.cache.reorder(agg.store_name, lambda key: last.get(_hashable(key), float("inf")))
+    return last_ts
+
+
+def run_key_counts(topology: Topology, sub_id: int, app: str, partition: int, rows, defaults, combine: KeyCount,
+                   backing=None, cache_bytes: int = 0, policy: TaskPolicy | None = None, partition_count=None):
+    """:func:`run_rows` for rows combined per key (:mod:`streams.count_combine`)."""
+    task, _ = build_task(topology, topology.subtopologies[sub_id], app, partition, backing=backing,
+                         defaults=defaults, policy=policy, partition_count=partition_count)
+    task.use_cache(cache_bytes)
+    last_ts = _apply_key_counts(task, task.processors[combine.aggregate], combine, rows)
+    task.commit()
+    return task, _outputs(task), _as_datetime(last_ts)
+
+
 def _as_datetime(ts):
     return datetime.fromtimestamp(ts / 1000, tz=timezone.utc) if isinstance(ts, int) else ts
 
@@ -216,12 +275,12 @@ class TaskProcessor(StatefulProcessor):
     :mod:`streams.task_placement`), so each call is one task."""
 
     def __init__(self, topology: Topology, sub_id: int, app: str, defaults: tuple, entry: str | None = None,
-                 cache_bytes: int = 0, keys: tuple[int, ...] = (), combine: Combine | None = None,
+                 cache_bytes: int = 0, keys: tuple[int, ...] = (), combine: Combine | KeyCount | None = None,
                  policy: TaskPolicy | None = None):
         self.topology, self.sub_id, self.app, self.defaults = topology, sub_id, app, defaults
         self.policy = policy        # default.timestamp.extractor and the exception handlers
         self.entry, self.cache_bytes, self.keys = entry, cache_bytes, keys   # keys: the tasks' placement keys
-        self.combine = combine      # the rows are combined per window (streams.window_combine)
+        self.combine = combine      # the rows are combined per window or key (window_combine, count_combine)
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -245,7 +304,12 @@ class TaskProcessor(StatefulProcessor):
         if rows and "source_partition" in rows[0]:     # global tables' rows are copied to every task
             for r in rows:
                 r["partition"] = r.pop("source_partition")
-        if self.combine is not None:
+        if isinstance(self.combine, KeyCount):
+            task, out, last_ts = run_key_counts(self.topology, self.sub_id, self.app, partition, rows, self.defaults,
+                                                self.combine, backing=lambda name: backings[name],
+                                                cache_bytes=self.cache_bytes, policy=self.policy,
+                                                partition_count=self.partition_count)
+        elif self.combine is not None:
             task, out, last_ts = run_combined(self.topology, self.sub_id, self.app, partition, rows, self.defaults,
                                               self.combine, backing=lambda name: backings[name],
                                               cache_bytes=self.cache_bytes, policy=self.policy,

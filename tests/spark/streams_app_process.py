@@ -49,8 +49,8 @@ def windowed_count(orders, windowed_out: str) -> None:
 def combined_topology(source: str, out: str, windowed_out: str, table_source: str):
     """The same two outputs from the steps that combine rows with Arrow before a task: the
     windowed count alone on its source (counted per window), and a table of each key's latest
-    order (each key's last record of a batch kept) whose rows are counted per user, moving
-    between users as a key's order changes."""
+    order (each key's last record of a batch kept) whose rows are counted per user (per key),
+    moving between users as a key's order changes."""
     from streams.builder import StreamsBuilder
     from streams.parameters import Consumed, Grouped, Materialized, Produced
     from streams.serdes import Serdes

@@ -309,14 +309,17 @@ def fails_on_json_and_commits_nothing(app, servers: str, out: str) -> None:
 
 @pytest.mark.timeout(300)
 def test_headers_cross_the_arrow_steps_before_a_task_as_the_records_carried_them(spark, spark_broker, tmp_path):
-    """A cached source table forwards each key's last record and a combined windowed count each
-    window's last record, with those records' headers (binary, not UTF-8, or null values), after
-    they crossed ``mapInArrow`` as JSON."""
+    """A cached source table forwards each key's last record, a combined windowed count each
+    window's last record and a combined count each key's last record, with those records' headers
+    (binary, not UTF-8, or null values), after they crossed ``mapInArrow`` as JSON."""
     from streams.app import StreamsApp
     servers = spark_broker.bootstrap
     t_in, t_out = make_topic(spark_broker, "hdr-table-in", 1), make_topic(spark_broker, "hdr-table-out", 1)
     w_in, w_out = make_topic(spark_broker, "hdr-window-in", 1), make_topic(spark_broker, "hdr-window-out", 1)
+    c_in, c_out = make_topic(spark_broker, "hdr-count-in", 1), make_topic(spark_broker, "hdr-count-out", 1)
     b = StreamsBuilder()
+    (b.stream(c_in, Consumed.with_(Serdes.String(), Serdes.String())).groupByKey().count().toStream()
+     .to(c_out, Produced.with_(Serdes.String(), Serdes.Long())))
     b.table(t_in, Consumed.with_(Serdes.String(), Serdes.String())).toStream().to(t_out)
     (b.stream(w_in, Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
      .windowedBy(TimeWindows.ofSizeWithNoGrace(60_000)).count().toStream()
@@ -325,7 +328,7 @@ def test_headers_cross_the_arrow_steps_before_a_task_as_the_records_carried_them
     def headers(i):
         return [("trace", b"\xff%d" % i), ("empty", None)] if i % 3 else None
     with Producer({"bootstrap.servers": servers, "linger.ms": 0}) as p:
-        for topic in (t_in, w_in):
+        for topic in (t_in, w_in, c_in):
             for i in range(8):
                 p.produce(topic, key=b"k%d" % (i % 2), value=b"v%d" % i, timestamp=BASE + i, partition=0,
                           headers=headers(i))
@@ -334,13 +337,14 @@ def test_headers_cross_the_arrow_steps_before_a_task_as_the_records_carried_them
                                         "state.dir": str(tmp_path / "state")})
     described = str(app.describe())
     assert "counted per window with Arrow" in described and "last record of a batch kept" in described
+    assert "counted per key with Arrow" in described
     app.start()
     try:
         app.processAllAvailable()
     finally:
         app.close()
     want = {b"k0": tuple(headers(6) or ()), b"k1": tuple(headers(7) or ())}
-    for topic in (t_out, w_out):
+    for topic in (t_out, w_out, c_out):
         got = {k: h for k, _, _, h in read_committed(servers, topic, with_headers=True)}
         assert got == want, topic
 

@@ -204,9 +204,9 @@ def test_sigkill_at_each_commit_point_then_restart(spark, broker, tmp_path):
     the given batch or the first later one that reaches its point; the four lives read at most five
     batches of each source (the fourth is killed in its second batch from offset 18), so seven
     batches of input leave each crash ahead of the last and two new batches to the last life. The
-    application is the combined one: its windowed count is counted per window with Arrow and its
-    table keeps each key's last record of a batch before its task, so the steps that combine rows
-    are killed at every point too."""
+    application is the combined one: its windowed count is counted per window with Arrow, its table
+    keeps each key's last record of a batch and its per-user count is counted per key before their
+    tasks, so the steps that combine rows are killed at every point too."""
     from streams.app import StreamsApp
     app = App(broker.bootstrap, tmp_path, "crash", combined=True)
     crashes = [f"{point}:{batch}" for point, batch, _ in LIVES]
@@ -214,6 +214,7 @@ def test_sigkill_at_each_commit_point_then_restart(spark, broker, tmp_path):
     try:
         described = str(StreamsApp(app.tp, None, app_process.config(broker.bootstrap, app.state)).describe())
         assert "counted per window with Arrow" in described and "each key's last record of a batch kept" in described
+        assert "counted per key with Arrow" in described
         make_topics(broker.bootstrap, [*app.sources, app.out, app.wout], **{"retention.ms": "-1"})  # records from 2023
         records = history(7 * app_process.MAX_OFFSETS_PER_TRIGGER)
         for source in app.sources:
