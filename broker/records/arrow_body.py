@@ -169,6 +169,18 @@ def encode_batch(batch: pa.RecordBatch, compression: str = "none", **header_fiel
                        **header_fields)
 
 
+def timestamp_range(body, compression: int = COMPRESSION_NONE) -> tuple[int, int]:
+    """(smallest, largest) record timestamp of a produced body that passed the layout check (its
+    header's ``compression`` bits), -1 (no timestamp) included, as :func:`encode_batch` writes
+    them into the batch header."""
+    if compression != COMPRESSION_NONE:     # inflate the timestamps' buffer alone, not every column
+        times = ipc_layout.fixed8_values(body, _LAYOUT, 2)
+        if times is not None:
+            return int(times.min()), int(times.max())
+    bounds = pc.min_max(decode_produced(body).column(2))     # zero-copy uncompressed; skips nulls
+    return bounds["min"].as_py(), bounds["max"].as_py()
+
+
 def first_index_at_or_after(batch: bytes, timestamp: int, start: int = 0) -> tuple[int | None, int]:
     """Index and timestamp of the first record in a framed batch, at index ``start`` or later, with
     a timestamp >= ``timestamp``."""

@@ -282,6 +282,27 @@ def stamp_log_append_time(data, headers: list[BatchHeader], timestamp: int) -> b
     return bytes(out)
 
 
+def with_timestamp_ranges(data, headers: list[BatchHeader], ranges: list[tuple[int, int]]
+                          ) -> tuple[bytes, list[BatchHeader]]:
+    """The batches ``data`` with each header's base and max timestamps set to ``ranges`` (its
+    records' smallest and largest), re-checksummed where they changed; the bodies untouched.
+
+    Kafka's ``LogValidator`` computes a produced batch's max timestamp from its records and sets
+    it when the producer's differs: the header drives the time index, time-based retention and
+    rolling, and lookups by time, so a producer's claim is not taken for what its records say."""
+    out, fixed, pos = bytearray(data), [], 0
+    for h, (low, high) in zip(headers, ranges):
+        if (h.base_timestamp, h.max_timestamp) != (low, high):
+            struct.pack_into(">q", out, pos + _BASE_TIMESTAMP_OFFSET, low)
+            struct.pack_into(">q", out, pos + 35, high)
+            crc = compute_crc(out, pos, h.size)
+            struct.pack_into(">I", out, pos + 17, crc)
+            h = h._replace(base_timestamp=low, max_timestamp=high, crc=crc)
+        fixed.append(h)
+        pos += h.size
+    return bytes(out), fixed
+
+
 def stamp_delete_horizon(batch, horizon_ms: int) -> bytes:
     """The framed batch ``batch`` with the delete-horizon attribute set and ``horizon_ms`` in its
     base timestamp (the CRC, which covers both, computed again); the body is untouched, so the

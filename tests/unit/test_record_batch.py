@@ -473,3 +473,21 @@ def test_batch_epochs_names_each_complete_batchs_leader_epoch_by_the_offset_afte
     data = written(0, 3, 4) + written(3, 2, 6)
     assert batch_epochs(data) == {3: 4, 5: 6}
     assert batch_epochs(data[:-1]) == {3: 4} and next_fetch_offset(data[:-1]) == 3   # a torn batch: not counted
+
+
+@pytest.mark.parametrize("compression", ["none", "lz4", "zstd"])
+def test_a_bodys_timestamp_range_is_read_from_its_timestamps_alone_and_skips_nulls(compression):
+    """What the leader sets a produced batch's base and max timestamps to: the header
+    :func:`arrow_body.encode_batch` writes, from the timestamps' buffer only (inflated alone when
+    compressed), or through Arrow when the column has nulls, whose values are undefined."""
+    from broker.records.batch import parse_header
+    plain = arrow_body.record_batch([b"a", b"b", b"c"], [b"1", b"2", b"3"], [40, -1, 7])
+    data = arrow_body.encode_batch(plain, compression)
+    h = parse_header(data, 0)
+    assert arrow_body.timestamp_range(memoryview(data)[HEADER_SIZE:], h.compression) == (-1, 40) \
+        == (h.base_timestamp, h.max_timestamp)
+    holed = plain.set_column(2, "timestamp", pa.array([40, None, 7], pa.int64()))
+    data = arrow_body.encode_batch(holed, compression)
+    h = parse_header(data, 0)
+    assert arrow_body.timestamp_range(memoryview(data)[HEADER_SIZE:], h.compression) == (7, 40) \
+        == (h.base_timestamp, h.max_timestamp)

@@ -1,5 +1,6 @@
 """Topic configs have the effect Kafka gives them: retention.ms of segments whose records carry no
-timestamp, and the timestamp type a produced batch may claim."""
+timestamp, the timestamp type a produced batch may claim, and CreateTime taken from the records,
+not from what their batch header claims."""
 from __future__ import annotations
 
 import os
@@ -12,7 +13,8 @@ from broker.config import TOPIC_CONFIG
 from broker.errors import InvalidTimestampError
 from broker.partition import AppendNotifier, Partition
 from broker.records import arrow_body
-from broker.records.batch import TIMESTAMP_TYPE_LOG_APPEND, compute_crc, validate_batches
+from broker.records.batch import (_BASE_TIMESTAMP_OFFSET, TIMESTAMP_TYPE_LOG_APPEND, compute_crc, parse_header,
+                                  validate_batches)
 from broker.storage import retention
 from tests.unit._logkit import MAX_BATCH, encode, open_log
 
@@ -65,6 +67,45 @@ def test_a_produced_batch_may_not_claim_log_append_time(tmp_path, timestamp_type
         partition.append_records(_claiming_log_append_time(data))
     assert log.log_end_offset == 0
     assert partition.append_records(data).first_offset == 0
+
+
+def _claiming_times(data: bytes, base: int, high: int) -> bytes:
+    out = bytearray(data)
+    out[_BASE_TIMESTAMP_OFFSET:_BASE_TIMESTAMP_OFFSET + 8] = base.to_bytes(8, "big", signed=True)
+    out[35:43] = high.to_bytes(8, "big", signed=True)
+    out[17:21] = compute_crc(memoryview(out), 0, len(out)).to_bytes(4, "big")
+    return bytes(out)
+
+
+@pytest.mark.parametrize("compression", ["none", "lz4", "zstd"])
+def test_a_create_time_batch_is_stored_with_its_records_times_whatever_its_header_claims(tmp_path, compression):
+    """Kafka's ``LogValidator`` sets a produced batch's max timestamp from its records. A header
+    claiming 1970 for records of today would have time-based retention delete them at the next
+    check and lookups by time skip them; one claiming the far future would keep a segment forever."""
+    now = 1_800_000_000_000
+    clock = ManualClock(now)
+    log = open_log(tmp_path, {"retention.ms": DAY, "message.timestamp.after.max.ms": 2**63 - 1}, clock)
+    partition = Partition("t", 0, "id", log, AppendNotifier(), clock=clock)
+    partition.make_leader(0, 0, [0], [0])
+    times = [now - 5_000, now - 9_000, now - 1_000]
+    data = arrow_body.encode_batch(arrow_body.record_batch([b"a", b"b", b"c"], [b"1", b"2", b"3"], times), compression)
+    assert partition.append_records(_claiming_times(data, 5, 7)).first_offset == 0
+    future = arrow_body.encode_batch(arrow_body.record_batch([b"d"], [b"4"], [now]), compression)
+    partition.append_records(_claiming_times(future, now, 2**62))
+    stored = bytes(log.read(0, 10**6))
+    first, second = parse_header(stored, 0), parse_header(stored, parse_header(stored, 0).size)
+    assert (first.base_timestamp, first.max_timestamp) == (now - 9_000, now - 1_000)
+    assert (second.base_timestamp, second.max_timestamp) == (now, now)
+    assert len(validate_batches(stored, max_batch_bytes=MAX_BATCH, replicated=True)) == 2   # checksums hold
+    assert log.offset_for_timestamp(now - 2_000) == (2, now - 1_000)
+    assert log.max_timestamp() == (3, now)
+    log.roll(now)
+    assert retention.deletable_segments(log, now + 1_000, log.log_end_offset) == []
+    assert retention.deletable_segments(log, now + DAY + 1, log.log_end_offset) == [retention.RETENTION_MS]
+    # a header that tells the truth is stored byte for byte
+    honest = arrow_body.encode_batch(arrow_body.record_batch([b"e"], [b"5"], [now + 1]), compression)
+    partition.append_records(honest)
+    assert bytes(log.read(4, 10**6))[21:] == honest[21:]
 
 
 def test_min_compaction_lag_holds_back_a_segment_without_record_times_by_its_file(tmp_path):
