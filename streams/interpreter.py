@@ -180,6 +180,7 @@ class Interpreter:
         from streams.joins import copartition
         self.given_partitions.update(copartition(topology, self.app, lambda t: self.given_partitions.get(t, 1)))
         self.tasks: dict[tuple[int, int], tuple[Task, dict]] = {}
+        self.backings: dict[tuple[int, int], dict[str, DictBacking]] = {}   # per task, per store
         self.pending: deque[tuple[str, int, int]] = deque()
         # max.task.idle.ms > 0: each task's input partitions wait, as Kafka's PartitionGroup, until
         # all have data or an empty one's idle deadline (wall-clock time) has passed
@@ -297,12 +298,22 @@ class Interpreter:
         partition = task_key(sub, partition)
         entry = self.tasks.get((sub.id, partition))
         if entry is None:
-            entry = self.tasks[(sub.id, partition)] = build_task(self.topology, sub, self.app, partition,
-                                                                 defaults=self.defaults, policy=self.policy,
-                                                                 partition_count=self.partitions)
+            backings = self.backings[(sub.id, partition)] = {}
+            entry = self.tasks[(sub.id, partition)] = build_task(
+                self.topology, sub, self.app, partition, defaults=self.defaults, policy=self.policy,
+                partition_count=self.partitions, backing=lambda name: backings.setdefault(name, DictBacking()))
             entry[0].use_cache(self.cache_bytes, self.caching)
             share_global_stores(self, entry[0])
         return entry
+
+    def logged_stores(self) -> set[str]:
+        """The stores a write has gone to, so their changelogs have records: a global table's
+        store is restored from its source topic, which is its changelog (Kafka logs it nowhere
+        else), and the processors' metadata is Riverlog's own."""
+        from streams.global_table import is_global
+        return {name for (sub_id, _), backings in self.backings.items()
+                if not is_global(self.topology.subtopologies[sub_id])
+                for name, backing in backings.items() if backing.changes and name != "__meta"}
 
     def stores(self, name: str) -> list[Any]:
         """The store ``name`` in every task that has one (a store is partitioned like its input)."""

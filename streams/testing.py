@@ -229,7 +229,10 @@ class TopologyTestDriver:
         return TestOutputTopic(self, topic, key_serde, value_serde)
 
     def producedTopicNames(self) -> set[str]:
-        return set(self._written)
+        """Every topic the topology wrote to, internal ones included, as Kafka's: sinks,
+        repartition and subscription topics, and the changelog of each store a write went to."""
+        from streams.topology import changelog_topic
+        return set(self._written) | {changelog_topic(self._interp.app, s) for s in self._interp.logged_stores()}
 
     def _versioned_history(self, name: str) -> int | None:
         """The history retention of a versioned table's store ``name`` (None: not versioned)."""

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from streams.builder import StreamsBuilder
-from streams.parameters import Consumed, Materialized, Produced
+from streams.parameters import Consumed, Grouped, Materialized, Produced
 from streams.serdes import Serdes
 from streams.testing import TopologyTestDriver
 from streams.windows import TimeWindows
@@ -67,3 +67,23 @@ def test_a_record_written_to_a_global_tables_topic_reaches_its_store():
     assert d.producedTopicNames() == {"g"}
     assert d.getTimestampedKeyValueStore("gstore").get("k").timestamp == 3
     assert d.getKeyValueStore("gstore").get("k") == "v"
+
+
+def test_produced_topic_names_hold_the_changelog_of_each_store_written():
+    """Kafka's ``producedTopicNames``: "may include user (e.g., output) and internal (e.g.,
+    changelog, repartition) topic names" — a store's changelog once a write went to its store,
+    not before; a record that writes no store (a null key) adds none; Riverlog's own processor
+    metadata changelog is not one Kafka would list."""
+    b = StreamsBuilder()
+    s = b.stream("in", Consumed.with_(S, S))
+    s.groupByKey().count(materialized=Materialized.as_("counts")).toStream().to("counts-out", Produced.with_(S, L))
+    (s.groupBy(lambda k, v: v, Grouped.with_(S, S)).windowedBy(TimeWindows.ofSizeWithNoGrace(timedelta(seconds=10)))
+     .count(materialized=Materialized.as_("per-value")))
+    d = TopologyTestDriver(b.build(), {"application.id": "app"})
+    assert d.producedTopicNames() == set()
+    i = d.createInputTopic("in", S, S)
+    i.pipeInput(None, None, 1)                 # no key, no value: no group, no store written
+    assert d.producedTopicNames() == set()
+    i.pipeInput("k", "v", 2)
+    assert d.producedTopicNames() == {"counts-out", "app-counts-changelog", "app-per-value-repartition",
+                                      "app-per-value-changelog"}
