@@ -103,9 +103,12 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpo
     def _combine(self, sub: SubTopology):
         """How the sub-topology's rows are combined before its task (a windowed count per window,
         a count per key, a cached source table per key), or None."""
-        if not self.decode_in_spark or spark_plan.plan(sub).source is not None or global_topics(self.topology, sub):
+        if not self.decode_in_spark or global_topics(self.topology, sub):
             return None
         cache = self.config["statestore.cache.max.bytes"]
+        p = spark_plan.plan(sub)
+        if p.source is not None:    # SQL steps run in Spark first
+            return count_combine.combinable(sub, self.defaults, cache, p)
         return (window_combine.combinable(sub, self.defaults, cache)
                 or count_combine.combinable(sub, self.defaults, cache)
                 or table_combine.combinable(sub, self.defaults, cache))

@@ -8,7 +8,8 @@ partition's records per key bytes with Arrow and NumPy, and the task applies eac
 once. Two counts qualify, each alone in its sub-topology behind the record cache:
 
 - ``groupByKey()/groupBy(...).count()`` of a stream (Kafka's ``KStreamAggregate`` with the count
-  functions): a record with a key and a value adds one, the row's timestamp is the largest of its
+  functions), also right behind Spark's SQL steps that keep the key (the rows they leave, decoded,
+  with the key encoded again by its serde): a record with a key and a value adds one, the row's timestamp is the largest of its
   records' and its own; a record whose key or value reads as null is skipped (logged once per
   batch and partition here, where Kafka logs each). Keys are counted per bytes and merged per
   decoded key in the task (counts add).
@@ -35,10 +36,10 @@ from streams.arrow_step import check_column, headers_as_json, headers_back, lone
 from streams.errors import StreamsError
 from streams.topology import SubTopology
 
-COUNT_COLUMNS = ("added", "subtracted", "lead_subtracted", "first_offset", "timestamp_all")
+COUNT_COLUMNS = ("added", "subtracted", "lead_subtracted", "first_index", "last_index", "timestamp_all")
 COUNT_DDL = ("topic STRING, partition INT, offset BIGINT, key BINARY, value BINARY, timestamp TIMESTAMP, "
-             "headers STRING, added BIGINT, subtracted BIGINT, lead_subtracted BIGINT, first_offset BIGINT, "
-             "timestamp_all BIGINT")
+             "headers STRING, added BIGINT, subtracted BIGINT, lead_subtracted BIGINT, first_index BIGINT, "
+             "last_index BIGINT, timestamp_all BIGINT")
 _INPUT = ("topic", "partition", "offset", "key", "timestamp", "headers")
 
 
@@ -49,13 +50,18 @@ class KeyCount:
     table: bool                   # KGroupedTable.count: the rows are packed changes
     key_serde: Any = None
     value_serde: Any = None       # a stream count's value serde, decoded in Spark for null; None: bytes
+    typed: bool = False           # the rows come out of Spark's SQL steps (streams.spark_plan), decoded
     DESCRIPTION: ClassVar[str] = "records counted per key with Arrow (mapInArrow) before the task"
 
 
-def combinable(sub: SubTopology, defaults: tuple, cache_bytes: int) -> KeyCount | None:
-    """The sub-topology's :class:`KeyCount`, or None when its task must see every record."""
+def combinable(sub: SubTopology, defaults: tuple, cache_bytes: int, plan=None) -> KeyCount | None:
+    """The sub-topology's :class:`KeyCount`, or None when its task must see every record.
+    ``plan``: the sub-topology's :class:`streams.spark_plan.Plan` when Spark runs SQL steps before
+    the task (a stream's count behind a filter, mapValues or flatMapValues that keep the key)."""
     from streams.aggregate import KStreamAggregate, KTableAggregate, count_adder, count_subtractor
     from streams.arrow_step import _CANNOT_FAIL
+    if plan is not None and plan.source is not None:
+        return _after_sql(sub, defaults, cache_bytes, plan)
     src = lone_source(sub, cache_bytes, ("stream", "repartition"))
     if src is None:
         return None
@@ -75,13 +81,33 @@ def combinable(sub: SubTopology, defaults: tuple, cache_bytes: int) -> KeyCount 
     return None
 
 
+def _after_sql(sub: SubTopology, defaults: tuple, cache_bytes: int, plan) -> KeyCount | None:
+    """A stream's count right after Spark's SQL steps, none of which changes the key."""
+    from streams.aggregate import KStreamAggregate, count_adder
+    if plan.entry is None or plan.sink is not None or any(n.op in ("selectKey", "map") for n in plan.prefix):
+        return None
+    if lone_source(sub, cache_bytes, ("stream", "repartition")) is not plan.source:
+        return None
+    agg = next((n for n in sub.nodes if n.name == plan.entry), None)
+    if agg is None or agg.op != "count" or len(agg.parents) != 1 or any(n.stores for n in sub.nodes if n is not agg):
+        return None
+    proc = agg.factory()
+    if type(proc) is not KStreamAggregate or proc.aggregator is not count_adder:
+        return None
+    return KeyCount(agg.name, False, plan.source.key_serde or defaults[0], typed=True)
+
+
 def combined(df, c: KeyCount):
-    """``df`` (the source's rows) as one row per (input partition, key bytes) plus a summary row
-    per input partition (:data:`COUNT_DDL`)."""
+    """``df`` (the source's rows, or with ``c.typed`` the rows out of the SQL steps) as one row per
+    (input partition, key bytes) plus a summary row per input partition (:data:`COUNT_DDL`)."""
     from pyspark.sql import functions as F
     cols = [headers_as_json() if x == "headers" else x for x in _INPUT]
     record = (F.col("topic"), F.col("partition"), F.col("offset"))   # a poison record's failure names it
-    if c.table:
+    if c.typed:     # the key as the task reads it back (its serde), null key or value skipped
+        key = F.col("key") if c.key_serde is None else c.key_serde.encode(F.col("key"))
+        cols[cols.index("key")] = key.alias("key")
+        cols.append((F.col("key").isNotNull() & F.col("value").isNotNull()).alias("valid"))
+    elif c.table:
         cols.append("value")
     else:
         key = F.col("key")
@@ -138,14 +164,16 @@ def change_flags(values):
 
 def count_table(t, table: bool):
     """One topic-partition's rows (in offset order) as one row per key bytes, plus a summary row
-    (key and ``first_offset`` null): ``added`` the records skipped (a stream count's null key or
+    (key and ``first_index`` null): ``added`` the records skipped (a stream count's null key or
     value), ``timestamp`` the last record's.
 
     Per key: ``added`` and ``subtracted`` the rows added and taken away in all (a stream count
     takes none away); ``lead_subtracted`` those taken away by records up to and including the
     first that adds (a table count's, all of them when none adds); ``timestamp`` the largest from
     that record on, ``timestamp_all`` (epoch ms) the largest of all; ``offset``, ``topic``,
-    ``partition`` and ``headers`` the last record's, ``first_offset`` the first's."""
+    ``partition`` and ``headers`` the last record's; ``first_index`` and ``last_index`` the
+    first and last record's row in the partition's batch (rows of one offset, which a
+    ``flatMapValues`` before the count makes, in their order)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -186,7 +214,7 @@ def count_table(t, table: bool):
         "key": codes.dictionary.cast(pa.binary()), "value": pa.nulls(keys, pa.binary()),
         "timestamp": pa.array(ts_from * 1000, pa.int64()).cast(ms_type), "headers": t["headers"].take(last_a),
         **{k: pa.array(v, pa.int64()) for k, v in counts.items()},
-        "first_offset": t["offset"].take(pa.array(first, pa.int64())),
+        "first_index": pa.array(first, pa.int64()), "last_index": last_a,
         "timestamp_all": pa.array(ts_all, pa.int64())})
     end = n - 1
     summary = pa.table({
@@ -194,6 +222,7 @@ def count_table(t, table: bool):
         "offset": t["offset"].slice(end, 1), "key": pa.nulls(1, pa.binary()), "value": pa.nulls(1, pa.binary()),
         "timestamp": t["timestamp"].slice(end, 1).cast(ms_type), "headers": pa.nulls(1, t.schema.field("headers").type),
         "added": pa.array([n - len(idx)], pa.int64()), "subtracted": pa.array([0], pa.int64()),
-        "lead_subtracted": pa.array([0], pa.int64()), "first_offset": pa.nulls(1, pa.int64()),
+        "lead_subtracted": pa.array([0], pa.int64()), "first_index": pa.nulls(1, pa.int64()),
+        "last_index": pa.nulls(1, pa.int64()),
         "timestamp_all": pa.nulls(1, pa.int64())})
     return pa.concat_tables([out.cast(summary.schema), summary])

@@ -206,13 +206,13 @@ def _apply_key_counts(task, agg, c: KeyCount, rows):
     ks = c.key_serde
     groups: dict = {}
     for r in rows:
-        if r["first_offset"] is None:
+        if r["first_index"] is None:
             continue
         key = ks.deserialize(r["key"]) if ks is not None else r["key"]
         hk = _hashable(key)
         g = groups.get(hk)
         if g is None:
-            groups[hk] = {"key": key, "row": r, "first": r["first_offset"], "last": r["offset"],
+            groups[hk] = {"key": key, "row": r, "first": r["first_index"], "last": r["last_index"],
                           "added": r["added"], "subtracted": r["subtracted"], "lead": r["lead_subtracted"],
                           "ts": to_ms(r["timestamp"]), "ts_all": r["timestamp_all"]}
             continue
@@ -221,9 +221,9 @@ def _apply_key_counts(task, agg, c: KeyCount, rows):
                                "was the topic written by another application?")
         g["added"] += r["added"]
         g["ts"] = g["ts_all"] = max(g["ts"], to_ms(r["timestamp"]))
-        g["first"] = min(g["first"], r["first_offset"])
-        if r["offset"] > g["last"]:
-            g["last"], g["row"] = r["offset"], r
+        g["first"] = min(g["first"], r["first_index"])
+        if r["last_index"] > g["last"]:
+            g["last"], g["row"] = r["last_index"], r
     for g in sorted(groups.values(), key=lambda g: g["first"]):
         r = g["row"]
         task.source = (r["topic"], r["partition"], r["offset"])
@@ -233,7 +233,7 @@ def _apply_key_counts(task, agg, c: KeyCount, rows):
         else:
             agg.add_count(g["key"], g["added"], g["ts"], headers)
     last_ts = None
-    for r in sorted((r for r in rows if r["first_offset"] is None), key=lambda r: (r["topic"], r["offset"])):
+    for r in sorted((r for r in rows if r["first_index"] is None), key=lambda r: (r["topic"], r["offset"])):
         if r["added"]:
             log.warning("Skipping %d records due to null key or value. topic=[%s] partition=[%s] "
                         "offsets up to [%s]", r["added"], r["topic"], r["partition"], r["offset"])

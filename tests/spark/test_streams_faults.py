@@ -3,7 +3,7 @@ restarted with its checkpoint or without it (from the broker alone), and restart
 the cleaner has compacted: its committed output and changelogs always equal the reference
 interpreter's output (through Kafka's record cache: each batch's latest update per key) and
 stores for the whole input — nothing twice, nothing missing. The same holds where rows are
-combined with Arrow before a task (a windowed count per window, a table per key).
+combined with Arrow before a task (a windowed count per window, a table per key, a count per key).
 
 A life that is killed runs in its own process (``streams_app_process.py``, its own SparkSession),
 started during the life before it and waiting for that life's end before it touches anything; one

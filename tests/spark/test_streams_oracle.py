@@ -103,16 +103,18 @@ def table(source: str, outs: dict[str, str]):
 
 
 def counted(source: str, outs: dict[str, str]):
-    """(e) a stream re-keyed by SQL (a null user dropped before the repartition) → count alone in
-    its sub-topology: counted per key with Arrow before its task (:mod:`streams.count_combine`)."""
+    """(e) SQL steps in Spark (a filter, and a flatMapValues giving each record two rows of one
+    offset) → count: counted per key with Arrow before its task (:mod:`streams.count_combine`).
+    A count behind a repartition is the fault tests' (``streams_app_process.topology``)."""
     b = StreamsBuilder()
-    (b.stream(source, Consumed.with_(S, Serdes.Json(ORDER))).groupBy("value.user", Grouped.with_(S, Serdes.Json(ORDER)))
-     .count(materialized=Materialized.as_("orders-per-user")).toStream().to(outs["per-user"], Produced.with_(S, L)))
+    (b.stream(source, Consumed.with_(S, Serdes.Json(ORDER))).filter("value.amount > 20")
+     .flatMapValues("array(value, value)").groupByKey()
+     .count(materialized=Materialized.as_("big-orders")).toStream().to(outs["per-key"], Produced.with_(S, L)))
     return b.build()
 
 
 TOPOLOGIES = {"aggregations": (aggregations, ["count", "sum"]), "windows": (windows, ["window", "session"]),
-              "combined": (combined, ["hop"]), "table": (table, ["users"]), "counted": (counted, ["per-user"])}
+              "combined": (combined, ["hop"]), "table": (table, ["users"]), "counted": (counted, ["per-key"])}
 PER_WINDOW, LAST_RECORD, PER_KEY = ("counted per window with Arrow", "each key's last record of a batch kept",
                                     "counted per key with Arrow")
 COMBINED = {"combined": {PER_WINDOW}, "table": {LAST_RECORD, PER_KEY}, "counted": {PER_KEY}}

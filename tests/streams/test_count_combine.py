@@ -150,6 +150,50 @@ def test_a_table_count_combined_per_key_leaves_the_state_and_changes_records_wou
     replay(topology, 1, combine, changes, cuts, topic)
 
 
+def filtered_count():
+    b = StreamsBuilder()
+    (b.stream("in", Consumed.with_(S, S)).filter("value <> 'x'").flatMapValues("array(value, value)").groupByKey()
+     .count(materialized=Materialized.as_("counts")).toStream().to("out", Produced.with_(S, L)))
+    return b.build()
+
+
+def after_sql(table: pa.Table) -> pa.Table:
+    """What Spark's SQL steps of :func:`filtered_count` hand the combining step: keys decoded and
+    encoded again by the String serde, values filtered (null and 'x' dropped) and each doubled,
+    the two rows of one record keeping its offset, timestamp and headers."""
+    keep = [i for i, v in enumerate(table["value"].to_pylist()) if v is not None and S.deserialize(v) != "x"]
+    rows = table.take(pa.array([i for i in keep for _ in (0, 1)], pa.int64()))
+    keys = [None if k is None else S.serialize(S.deserialize(k)) for k in rows["key"].to_pylist()]
+    return rows.set_column(rows.schema.get_field_index("key"), "key", pa.array(keys, pa.binary())) \
+               .set_column(rows.schema.get_field_index("valid"), "valid", pa.array([k is not None for k in keys]))
+
+
+@settings(max_examples=150, deadline=None)
+@example([(b"\xff", b"y", 1), (b"\xfe", b"y", 5), (b"a", b"x", 3), (b"a", b"y", 2)], [4])
+@given(stream_records, st.lists(st.integers(1, 12), min_size=1, max_size=8))
+def test_a_count_after_spark_sql_steps_combined_per_key_leaves_what_records_would(history, cuts):
+    """Behind a SQL filter and a flatMapValues that gives each record two rows of one offset."""
+    from streams.spark_plan import plan
+    topology = filtered_count()
+    combine = combinable(topology.subtopologies[0], (None, None), BIG, plan(topology.subtopologies[0]))
+    assert combine is not None and combine.typed
+    one, other = Backings(), Backings()
+    at, n = 0, 0
+    while at < len(history):
+        batch = history[at:at + cuts[n % len(cuts)]]
+        at, n = at + len(batch), n + 1
+        table = arrow_batch(batch, at - len(batch))
+        _, expected, last_expected = run_rows(topology, 0, "app", 0, task_rows(table), (None, None),
+                                              backing=one, cache_bytes=BIG)
+        sql = after_sql(table)
+        if not sql.num_rows:
+            continue        # Spark hands the task nothing: no commit, nothing forwarded
+        _, got, _ = run_key_counts(topology, 0, "app", 0, task_rows(count_table(sql, False)), (None, None),
+                                   combine, backing=other, cache_bytes=BIG)
+        assert got == expected
+        assert other.state()["counts"] == one.state()["counts"]
+
+
 def test_a_change_packed_for_the_repartition_topic_is_read_from_its_length_prefixes():
     packed = [pack_change(Change(n, o), S) for n, o in (("a", None), (None, "bb"), ("ccc", "d"), ("", ""))]
     has_new, has_old = change_flags(pa.array(packed, pa.binary()).slice(0))
@@ -178,3 +222,12 @@ def test_only_a_cached_count_alone_in_its_sub_topology_is_combined():
     two = stream_count(old_values=True).subtopologies
     assert combinable(two[1], (None, None), BIG).table                                     # the re-grouped count
     assert combinable(table_count().subtopologies[0], (None, None), BIG) is None           # the table's own hop
+    from streams.spark_plan import plan
+    sub = filtered_count().subtopologies[0]
+    assert combinable(sub, (None, None), BIG) is None                         # its source feeds the SQL steps
+    assert combinable(sub, (None, None), BIG, plan(sub)).typed
+    b = StreamsBuilder()
+    b.stream("in", Consumed.with_(S, S)).selectKey("value").groupByKey().count().toStream().to("o", Produced.with_(S, L))
+    keyed = b.build().subtopologies
+    assert combinable(keyed[0], (None, None), BIG, plan(keyed[0])) is None   # the key changes: a repartition
+    assert not combinable(keyed[1], (None, None), BIG, plan(keyed[1])).typed
