@@ -108,7 +108,8 @@ class StreamsApp(ApplicationLifecycle, InternalTopics, Generations, QueryCheckpo
         cache = self.config["statestore.cache.max.bytes"]
         p = spark_plan.plan(sub)
         if p.source is not None:    # SQL steps run in Spark first
-            return count_combine.combinable(sub, self.defaults, cache, p)
+            return (window_combine.combinable(sub, self.defaults, cache, p)
+                    or count_combine.combinable(sub, self.defaults, cache, p))
         return (window_combine.combinable(sub, self.defaults, cache)
                 or count_combine.combinable(sub, self.defaults, cache)
                 or table_combine.combinable(sub, self.defaults, cache))

@@ -105,7 +105,7 @@ def combined(df, c: KeyCount):
     record = (F.col("topic"), F.col("partition"), F.col("offset"))   # a poison record's failure names it
     if c.typed:     # the key as the task reads it back (its serde), null key or value skipped
         key = F.col("key") if c.key_serde is None else c.key_serde.encode(F.col("key"))
-        cols[cols.index("key")] = key.alias("key")
+        cols[_INPUT.index("key")] = key.alias("key")
         cols.append((F.col("key").isNotNull() & F.col("value").isNotNull()).alias("valid"))
     elif c.table:
         cols.append("value")

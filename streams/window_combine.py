@@ -22,7 +22,8 @@ Only what a record-at-a-time run with Kafka's record cache could emit is emitted
 changed window per commit, its timestamp the window's largest, its headers the last record's. So
 the step runs only where the cache is on (``statestore.cache.max.bytes`` > 0, the store cached),
 for ``count`` over ``TimeWindows`` with ``emitStrategy(onWindowUpdate)``, fed straight from one
-source topic, with no other store in the sub-topology. Spark still decodes every key (a key that
+source topic (or right behind Spark's SQL steps that keep the key: the rows they leave, decoded,
+the key encoded again by its serde), with no other store in the sub-topology. Spark still decodes every key (a key that
 decodes to null is dropped, as record by record) and, from a topic the application did not
 write, every value whose serde can fail, so a malformed record fails the query as it would in
 the task. Windows are counted per key's bytes and merged per decoded key in the task.
@@ -50,16 +51,28 @@ class Combine:
     grace: int
     key_serde: Any = None
     value_serde: Any = None       # decoded in Spark only to fail on a malformed value; None: not checked
+    typed: bool = False           # the rows come out of Spark's SQL steps (streams.spark_plan), decoded
     DESCRIPTION: ClassVar[str] = "records counted per window with Arrow (mapInArrow) before the task"
 
 
-def combinable(sub: SubTopology, defaults: tuple, cache_bytes: int) -> Combine | None:
-    """The sub-topology's :class:`Combine`, or None when it must run record by record."""
+def combinable(sub: SubTopology, defaults: tuple, cache_bytes: int, plan=None) -> Combine | None:
+    """The sub-topology's :class:`Combine`, or None when it must run record by record. ``plan``:
+    the sub-topology's :class:`streams.spark_plan.Plan` when Spark runs SQL steps before the task
+    (then the count must come right after them, and none of them may change the key)."""
     from streams.window_aggregate import ON_WINDOW_UPDATE, TimeWindowAggregate, _plus_one
     src = lone_source(sub, cache_bytes, ("stream", "repartition"))
     if src is None:
         return None
-    agg = src.children[0]
+    typed = plan is not None and plan.source is not None
+    if typed:
+        if plan.source is not src or plan.entry is None or plan.sink is not None \
+                or any(n.op in ("selectKey", "map") for n in plan.prefix):
+            return None
+        agg = next((n for n in sub.nodes if n.name == plan.entry), None)
+        if agg is None:
+            return None
+    else:
+        agg = src.children[0]
     if agg.op != "count" or len(agg.parents) != 1:
         return None
     proc = agg.factory()
@@ -69,16 +82,22 @@ def combinable(sub: SubTopology, defaults: tuple, cache_bytes: int) -> Combine |
         return None
     w = proc.windows
     return Combine(agg.name, w.size(), w.advanceMs, w.gracePeriodMs(), src.key_serde or defaults[0],
-                   checked_serde(src, defaults))
+                   None if typed else checked_serde(src, defaults), typed)
 
 
 def combined(df, c: Combine):
-    """``df`` (the source's rows) as combined rows, per input partition (:data:`COMBINED_DDL`)."""
+    """``df`` (the source's rows, or with ``c.typed`` the rows out of the SQL steps) as combined
+    rows, per input partition (:data:`COMBINED_DDL`)."""
     from pyspark.sql import functions as F
     key = F.col("key")
     cols = [headers_as_json() if x == "headers" else x for x in _INPUT]
     record = (F.col("topic"), F.col("partition"), F.col("offset"))   # a poison key's failure names it
-    cols.append((key if c.key_serde is None else c.key_serde.decode(key, record=record)).isNotNull().alias("key_valid"))
+    if c.typed:     # decoded by the SQL steps: encoded again by its serde, as the task reads it back
+        cols[_INPUT.index("key")] = (key if c.key_serde is None else c.key_serde.encode(key)).alias("key")
+        cols.append(key.isNotNull().alias("key_valid"))
+    else:
+        cols.append((key if c.key_serde is None else c.key_serde.decode(key, record=record)).isNotNull()
+                    .alias("key_valid"))
     if c.value_serde is not None:
         cols.append(check_column(c.value_serde))
     return headers_back(df.select(*cols).mapInArrow(combine_batches(c), COMBINED_DDL))
