@@ -371,24 +371,28 @@ def test_a_malformed_value_a_later_record_overwrites_still_fails_a_cached_table(
 
 
 @pytest.mark.timeout(300)
-def test_a_malformed_value_fails_a_combined_windowed_count_where_it_stands(spark, spark_broker, tmp_path):
-    """A windowed count counted per window before its task never reads the values, but Spark still
-    decodes each one, so a value its serde cannot read fails the query as record by record, and
-    nothing of that batch is committed."""
+@pytest.mark.parametrize("kind", ["window", "key"])
+def test_a_malformed_value_fails_a_combined_count_where_it_stands(spark, spark_broker, tmp_path, kind):
+    """A count counted per window or per key before its task never reads the values (a stream's
+    count only whether each is null), but Spark still decodes each one, so a value its serde cannot
+    read fails the query as record by record, and nothing of that batch is committed."""
     from streams.app import StreamsApp
     servers = spark_broker.bootstrap
-    source, out = make_topic(spark_broker, "combined-in", 1), make_topic(spark_broker, "combined-out", 1)
+    source, out = make_topic(spark_broker, f"combined-{kind}-in", 1), make_topic(spark_broker, f"combined-{kind}-out", 1)
     b = StreamsBuilder()
-    (b.stream(source, Consumed.with_(Serdes.String(), Serdes.Json(ORDER))).groupByKey()
-     .windowedBy(TimeWindows.ofSizeWithNoGrace(10_000)).count().toStream()
-     .map(lambda k, v: (f"{k.key}@{k.start}", v)).to(out, Produced.with_(Serdes.String(), Serdes.Long())))
+    grouped = b.stream(source, Consumed.with_(Serdes.String(), Serdes.Json(ORDER))).groupByKey()
+    if kind == "window":
+        (grouped.windowedBy(TimeWindows.ofSizeWithNoGrace(10_000)).count().toStream()
+         .map(lambda k, v: (f"{k.key}@{k.start}", v)).to(out, Produced.with_(Serdes.String(), Serdes.Long())))
+    else:
+        grouped.count().toStream().to(out, Produced.with_(Serdes.String(), Serdes.Long()))
     produce(servers, source, history(5))
     with Producer({"bootstrap.servers": servers}) as p:
         p.produce(source, key=b"k0", value=b"{not json", timestamp=BASE + 6_000, partition=0)
         p.flush(30)
-    app = StreamsApp(b.build(), spark, {"application.id": "combined-app", "bootstrap.servers": servers,
+    app = StreamsApp(b.build(), spark, {"application.id": f"combined-{kind}-app", "bootstrap.servers": servers,
                                         "state.dir": str(tmp_path / "state")})
-    assert "counted per window with Arrow" in str(app.describe())
+    assert f"counted per {kind} with Arrow" in str(app.describe())
     fails_on_json_and_commits_nothing(app, servers, out)
 
 
