@@ -13,9 +13,13 @@ from broker.errors import InvalidConfigError, InvalidRequestError
 
 
 def _cleanup_policy(value: str) -> str | None:
-    parts = sorted(p.strip() for p in value.split(",") if p.strip())
-    if not parts or any(p not in ("delete", "compact") for p in parts):
-        return "must be delete, compact or compact,delete"
+    """Kafka 4.2's rule: a list of delete and compact, or empty, which means infinite retention
+    (no segment deleted by time or size, none compacted)."""
+    parts = [p.strip() for p in value.split(",")]
+    if parts == [""]:
+        return None
+    if any(p not in ("delete", "compact") for p in parts):
+        return "must be delete, compact, compact,delete, or empty (infinite retention)"
     return None
 
 

@@ -37,9 +37,17 @@ def test_float_from_strings_and_values(raw, expected):
     assert TOPIC_CONFIG.parse({"min.cleanable.dirty.ratio": raw})["min.cleanable.dirty.ratio"] == expected
 
 
-@pytest.mark.parametrize("raw", ["compact", "delete", "compact,delete", "delete, compact"])
+@pytest.mark.parametrize("raw", ["compact", "delete", "compact,delete", "delete, compact", "", " "])
 def test_cleanup_policy_accepts_kafka_values(raw):
+    """Kafka 4.2's topic configs: "An empty list means infinite retention"."""
     assert TOPIC_CONFIG.parse({"cleanup.policy": raw})["cleanup.policy"] == raw.strip()
+
+
+@pytest.mark.parametrize("raw", ["deleted", "compact,", ",delete", "compact,,delete", "none"])
+def test_cleanup_policy_refuses_anything_else(raw):
+    from broker.errors import InvalidConfigError
+    with pytest.raises(InvalidConfigError, match="infinite retention"):
+        TOPIC_CONFIG.parse({"cleanup.policy": raw})
 
 
 @settings(max_examples=50, deadline=None, database=None)
@@ -150,7 +158,7 @@ def test_unknown_key_is_refused_by_name():
     ("min.cleanable.dirty.ratio", "abc"),
     ("min.cleanable.dirty.ratio", "nan"),
     ("cleanup.policy", "destroy"),
-    ("cleanup.policy", ""),
+    ("cleanup.policy", "compact,"),
     ("min.insync.replicas", "0"),
 ])
 def test_bad_value_is_refused_naming_the_key(key, raw):

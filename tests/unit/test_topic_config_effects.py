@@ -124,3 +124,27 @@ def test_min_compaction_lag_holds_back_a_segment_without_record_times_by_its_fil
     for segment in log.segments[:-1]:
         os.utime(segment.log_path, (two_days_ago, two_days_ago))
     assert cleaner_plan.plan_cleaning(log, log.log_end_offset, now + 1000) is not None
+
+
+def test_an_empty_cleanup_policy_keeps_every_segment_and_compacts_none(tmp_path):
+    """Kafka 4.2: "An empty list means infinite retention - no cleanup policies will be applied and
+    log segments will be retained indefinitely": neither retention.ms nor retention.bytes deletes,
+    the cleaner takes nothing, and DeleteRecords is refused as on a topic without ``delete``."""
+    from broker.errors import PolicyViolationError
+    from broker.storage import cleaner_plan
+    now = int(time.time() * 1000)
+    clock = ManualClock(now)
+    config = {"cleanup.policy": "", "retention.ms": 1, "retention.bytes": 1, "min.cleanable.dirty.ratio": 0.01}
+    log = open_log(tmp_path, config, clock)
+    for _ in range(3):
+        _append(log, now - 10 * DAY)
+        log.roll(now)
+    _append(log, now - 10 * DAY)
+    assert retention.deletable_segments(log, now + DAY, log.log_end_offset) == []
+    assert retention.apply_retention(log, now + DAY, log.log_end_offset).segments == 0
+    assert cleaner_plan.plan_cleaning(log, log.log_end_offset, now + DAY) is None
+    partition = Partition("t", 0, "id", log, AppendNotifier(), clock=clock)
+    partition.make_leader(0, 0, [0], [0])
+    with pytest.raises(PolicyViolationError):
+        partition.delete_records(2)
+    assert log.log_start_offset == 0
