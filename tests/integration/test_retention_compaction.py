@@ -194,8 +194,8 @@ def test_delete_records_with_the_admin_client_and_the_cli(broker_factory, topic_
 
 def test_delete_records_is_refused_unless_the_cleanup_policy_has_delete(broker_factory, topic_name):
     broker = broker_factory()
-    for policy, allowed in (("compact", False), ("compact,delete", True)):
-        name = f"{topic_name}-{policy.replace(',', '-')}"
+    for policy, allowed in (("compact", False), ("compact,delete", True), ("", False)):
+        name = f"{topic_name}-{policy.replace(',', '-') or 'none'}"
         create_topic(broker.bootstrap, name, cleanup_policy=policy)
         produce(broker.bootstrap, name, [(b"k%d" % i, b"v", 0) for i in range(5)])
         tp = TopicPartition(name, 0)
