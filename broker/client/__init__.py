@@ -21,8 +21,8 @@ from broker.client.message import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID,
                                    TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
                                    TIMESTAMP_NOT_AVAILABLE, Message, TopicPartition)
 from broker.client.key_partitioners import consistent, fnv1a, murmur2
-from broker.client.model import (ConsumerGroupState, ConsumerGroupType, ElectionType, IsolationLevel, Node,
-                                 ThrottleEvent, TopicCollection, TopicDescription, TopicPartitionInfo, Uuid)
+from broker.client.model import (AclOperation, ConsumerGroupState, ConsumerGroupType, ElectionType, IsolationLevel,
+                                 Node, ThrottleEvent, TopicCollection, TopicDescription, TopicPartitionInfo, Uuid)
 from broker.client.producer import Producer
 from broker.client.serializing import DeserializingConsumer, SerializingProducer
 from broker.client.admin_abort import AbortTransactionSpec
@@ -34,7 +34,7 @@ from broker.errors import KafkaError, KafkaException, RiverlogError
 __version__ = version()
 
 __all__ = [
-    "AdminClient", "AlterConfigOpType", "BATCH_SCHEMA", "BrokerMetadata", "ClusterMetadata", "ConfigEntry",
+    "AclOperation", "AdminClient", "AlterConfigOpType", "BATCH_SCHEMA", "BrokerMetadata", "ClusterMetadata", "ConfigEntry",
     "ConfigResource",
     "ConfigSource", "ConsumeError", "Consumer", "ConsumerGroupDescription", "ConsumerGroupListing",
     "ConsumerGroupMetadata", "ConsumerGroupState", "ConsumerGroupTopicPartitions", "ConsumerGroupType",

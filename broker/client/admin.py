@@ -33,8 +33,9 @@ from broker.client.group_admin import (ConsumerGroupAdmin, ConsumerGroupDescript
                                        ConsumerGroupTopicPartitions, GroupMember, GroupMetadata,
                                        ListConsumerGroupsResult, MemberAssignment, MemberDescription)
 from broker.client.message import OFFSET_INVALID, TopicPartition
-from broker.client.model import (ConsumerGroupState, ConsumerGroupType, ElectionType, IsolationLevel, Node,
-                                 TopicCollection, TopicDescription, TopicPartitionInfo)
+from broker.client.model import (CLUSTER_OPERATIONS, ConsumerGroupState, ConsumerGroupType, ElectionType,
+                                 IsolationLevel, Node, TopicCollection, TopicDescription, TopicPartitionInfo,
+                                 authorized)
 from broker.client.records_admin import DeletedRecords, ListOffsetsResultInfo, OffsetSpec, RecordsAdmin
 from broker.client.replica_assignment import partition_assignments, topic_assignments
 from broker.client.topic_admin import TopicAdmin
@@ -264,8 +265,9 @@ class AdminClient(ConsumerGroupAdmin, AbortTransactionAdmin, TransactionAdmin, T
         counts brokers counts what it can use. ``include_fenced_brokers`` adds fenced brokers
         (KIP-1073's ``DescribeClusterOptions.includeFencedBrokers``); ``include_controllers`` (Riverlog's)
         adds the controller quorum's voters, for ``riverlog cluster status``. ``controller`` is the
-        active controller even when it is a controller-only node. ``include_authorized_operations``
-        is accepted; ``authorized_operations`` stays None (no ACLs)."""
+        active controller even when it is a controller-only node. With ``include_authorized_operations``,
+        ``authorized_operations`` lists every cluster operation: Riverlog has no authorizer, and
+        Kafka's brokers without one grant them all."""
         check_options(False, request_timeout)
         def wanted(n) -> bool:
             return (n.broker and (include_fenced_brokers or not n.fenced)) or (include_controllers and n.voter)
@@ -274,7 +276,8 @@ class AdminClient(ConsumerGroupAdmin, AbortTransactionAdmin, TransactionAdmin, T
             every = [Node(n.node_id, n.host, n.port, fenced=n.fenced, voter=n.voter, broker=n.broker) for n in r.nodes]
             controller = next((n for n in every if n.id == r.controller_id), None)
             nodes = [n for n in every if wanted(n)]
-            return [("cluster", DescribeClusterResult(r.cluster_id, controller, nodes, r.metadata_offset))]
+            return [("cluster", DescribeClusterResult(r.cluster_id, controller, nodes, r.metadata_offset,
+                                                      authorized(CLUSTER_OPERATIONS, include_authorized_operations)))]
         return self._fan_out(["cluster"], lambda: self.cluster.call_any("DescribeCluster", pb.DescribeClusterRequest(),
                                                                         request_timeout), split)["cluster"]
 

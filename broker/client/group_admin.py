@@ -26,7 +26,7 @@ from broker.client.coordinator import CoordinatorClient
 from broker.client.group_admin_arguments import (_check_alter_request, _check_filter, _check_group_ids,
                                                  _check_list_request)
 from broker.client.message import OFFSET_INVALID, TopicPartition, _rebuild_topic_partition
-from broker.client.model import ConsumerGroupState, ConsumerGroupType, Node
+from broker.client.model import GROUP_OPERATIONS, ConsumerGroupState, ConsumerGroupType, Node, authorized
 from broker.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupSubscribedToTopicError,
                            KafkaError, NotCoordinatorError, RiverlogError, UnknownTopicOrPartitionError,
                            error_for_code)
@@ -113,7 +113,7 @@ class ConsumerGroupDescription:
     partition_assignor: str
     state: str
     coordinator: GroupCoordinator
-    authorized_operations: list | None = None  # Riverlog has no ACLs
+    authorized_operations: list | None = None  # asked for: every group operation (no authorizer)
     type: ConsumerGroupType = ConsumerGroupType.CONSUMER
     group_epoch: int = -1
     assignment_epoch: int = -1
@@ -294,6 +294,7 @@ class ConsumerGroupAdmin:
                        for m in d.members]
             return ConsumerGroupDescription(d.group_id, not d.assignor, members, d.assignor, d.state,
                                             self._coordinator_node(d.coordinator, timeout),
+                                            authorized(GROUP_OPERATIONS, include_authorized_operations),
                                             group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch)
         return self._per_group(group_ids, describe, request_timeout)
 

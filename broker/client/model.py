@@ -99,6 +99,42 @@ class ElectionType(enum.Enum):
     UNCLEAN = 1
 
 
+class AclOperation(enum.Enum):
+    """confluent-kafka's ``AclOperation`` (Kafka's codes), what ``authorized_operations`` lists."""
+    UNKNOWN = 0
+    ANY = 1
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+
+    def __lt__(self, other):
+        return self.value < other.value
+
+
+# What ``include_authorized_operations`` answers. Riverlog has no authorizer, and Kafka's brokers
+# without one grant every operation a resource type supports (``AuthHelper.authorizedOperations``
+# over ``AclEntry.supportedOperations``), listed in code order as librdkafka parses the bit field.
+_OPS = AclOperation
+TOPIC_OPERATIONS = (_OPS.READ, _OPS.WRITE, _OPS.CREATE, _OPS.DELETE, _OPS.ALTER, _OPS.DESCRIBE,
+                    _OPS.DESCRIBE_CONFIGS, _OPS.ALTER_CONFIGS)
+GROUP_OPERATIONS = (_OPS.READ, _OPS.DELETE, _OPS.DESCRIBE, _OPS.DESCRIBE_CONFIGS, _OPS.ALTER_CONFIGS)
+CLUSTER_OPERATIONS = (_OPS.CREATE, _OPS.ALTER, _OPS.DESCRIBE, _OPS.CLUSTER_ACTION, _OPS.DESCRIBE_CONFIGS,
+                      _OPS.ALTER_CONFIGS, _OPS.IDEMPOTENT_WRITE)
+
+
+def authorized(operations: tuple, included: bool) -> list | None:
+    """``authorized_operations`` of a description: None unless asked for, as confluent-kafka's."""
+    return list(operations) if included else None
+
+
 @dataclass
 class Node:
     """A cluster node as confluent-kafka describes it; ``fenced``/``voter``/``broker`` are Riverlog's
@@ -143,8 +179,8 @@ class TopicPartitionInfo:
 
 @dataclass
 class TopicDescription:
-    """What ``describe_topics`` resolves to per topic. ``authorized_operations`` is None: Riverlog
-    has no ACLs."""
+    """What ``describe_topics`` resolves to per topic. ``authorized_operations``: None unless
+    asked for, then every topic operation (no authorizer, see :data:`TOPIC_OPERATIONS`)."""
     name: str
     topic_id: str
     is_internal: bool

@@ -12,7 +12,8 @@ from __future__ import annotations
 from concurrent.futures import Future
 
 from broker.client.admin_fan_out import _refused
-from broker.client.model import Node, TopicCollection, TopicDescription, TopicPartitionInfo, Uuid
+from broker.client.model import (TOPIC_OPERATIONS, Node, TopicCollection, TopicDescription, TopicPartitionInfo, Uuid,
+                                 authorized)
 from broker.errors import error_for_code
 from broker.proto import riverlog_pb2 as pb
 
@@ -52,14 +53,18 @@ class TopicAdmin:
 
     def describe_topics(self, topics: TopicCollection, request_timeout: float | None = None,
                         include_authorized_operations: bool = False) -> dict[str, Future]:
-        """A future per topic name resolving to :class:`TopicDescription`.
-        ``include_authorized_operations`` is accepted and leaves ``authorized_operations`` None:
-        Riverlog has no ACLs."""
+        """A future per topic name resolving to :class:`TopicDescription`. With
+        ``include_authorized_operations`` each lists every topic operation: Riverlog has no
+        authorizer, and Kafka's brokers without one grant them all."""
         if not isinstance(topics, TopicCollection):
             raise TypeError("describe_topics takes a TopicCollection, e.g. TopicCollection(['orders'])")
         names = list(topics.topic_names)
         if len(set(names)) != len(names):   # librdkafka's rd_kafka_DescribeTopics, before sending
             return _refused(dict.fromkeys(names), "Duplicate topics not allowed")
         request = pb.MetadataRequest(topics=names, all_topics=False)
-        return self._fan_out(names, lambda: self.cluster.call_any("Metadata", request, request_timeout),
-                             topic_descriptions)
+        def described(response):
+            for name, d in topic_descriptions(response):
+                if isinstance(d, TopicDescription):
+                    d.authorized_operations = authorized(TOPIC_OPERATIONS, include_authorized_operations)
+                yield name, d
+        return self._fan_out(names, lambda: self.cluster.call_any("Metadata", request, request_timeout), described)

@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from broker.client import (AdminClient, ConfigResource, ConfigSource, ConsumeError, Consumer, ConsumerGroupState,
+from broker.client import (AclOperation, AdminClient, ConfigResource, ConfigSource, ConsumeError, Consumer, ConsumerGroupState,
                            DeserializingConsumer, IsolationLevel, KafkaError, KafkaException, NewPartitions,
                            NewTopic, OffsetSpec, Producer, SerializingProducer, TopicCollection, TopicPartition)
 from broker.client.admin import AlterConfigOpType, ConfigEntry, ConsumerGroupTopicPartitions, ElectionType, ResourceType
@@ -125,7 +125,7 @@ def test_admin_api_walk_through(shared_broker, topic_name):
     assert len({NewTopic("x", 1, 1), NewTopic("x", 1, 1)}) == 1 and len({NewPartitions("x", 2)}) == 1
     with pytest.raises(ValueError, match="replication_factor and replica_assignment are mutually exclusive"):
         a.create_topics([NewTopic(topic_name + "-placed", 1, 1, [[0]])])
-    # confluent's elect_leaders(ElectionType, [TopicPartition]) and the ACL-less describe_cluster
+    # confluent's elect_leaders(ElectionType, [TopicPartition]) and authorized operations
     # the preferred replica leads a new topic already: Kafka's ELECTION_NOT_NEEDED for the partition
     elected = a.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic_name, 0)]).result(30)
     assert elected[TopicPartition(topic_name, 0)].args[0].code() == KafkaError.ELECTION_NOT_NEEDED
@@ -133,7 +133,16 @@ def test_admin_api_walk_through(shared_broker, topic_name):
     unclean = a.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(topic_name, 0)]).result(30)
     assert unclean[TopicPartition(topic_name, 0)].args[0].code() == KafkaError.ELECTION_NOT_NEEDED
     assert TopicPartition(topic_name, 0) not in a.elect_leaders(ElectionType.UNCLEAN, None).result(30)
-    assert a.describe_cluster(include_authorized_operations=True).result(30).authorized_operations is None
+    # no authorizer: every operation of each resource type, as Kafka's brokers without one answer
+    assert a.describe_cluster().result(30).authorized_operations is None
+    assert AclOperation.IDEMPOTENT_WRITE in a.describe_cluster(include_authorized_operations=True).result(30) \
+        .authorized_operations
+    topic_ops = a.describe_topics(TopicCollection([topic_name]), include_authorized_operations=True)[topic_name] \
+        .result(30).authorized_operations
+    assert topic_ops == [AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DELETE,
+                         AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS,
+                         AclOperation.ALTER_CONFIGS]
+    assert a.describe_topics(TopicCollection([topic_name]))[topic_name].result(30).authorized_operations is None
     # produce, then list offsets and delete records
     with Producer({"bootstrap.servers": servers}) as p:
         for i in range(10):
@@ -156,6 +165,8 @@ def test_admin_api_walk_through(shared_broker, topic_name):
                                                 ConsumerGroupState.PREPARING_REBALANCING)
         described = a.describe_consumer_groups([topic_name], include_authorized_operations=True)[topic_name].result()
         assert len(described.members) == 1
+        assert described.authorized_operations == [AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE,
+                                                   AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS]
         offsets = a.list_consumer_group_offsets([ConsumerGroupTopicPartitions(topic_name)],
                                                 require_stable=True)[topic_name].result()
         assert {p.partition: p.offset for p in offsets.topic_partitions}[0] == 10
