@@ -31,11 +31,29 @@ def lone_source(sub: SubTopology, cache_bytes: int, ops: tuple[str, ...]) -> Nod
     return src
 
 
+def cannot_fail(serde) -> bool:
+    """Whether ``serde`` reads any bytes as a value (one that does decodes null only from null)."""
+    return isinstance(serde, _CANNOT_FAIL)
+
+
+def by_partition(table):
+    """``table``'s rows per topic-partition, each in offset order (rows of one offset, which a
+    ``flatMapValues`` makes, kept in their order: Arrow's sort is stable)."""
+    import pyarrow.compute as pc
+    pairs = table.select(["topic", "partition"]).group_by(["topic", "partition"]).aggregate([]).to_pylist()
+    if len(pairs) == 1:
+        yield table.sort_by("offset")
+        return
+    for p in pairs:
+        mask = pc.and_(pc.equal(table["topic"], p["topic"]), pc.equal(table["partition"], p["partition"]))
+        yield table.filter(mask).sort_by("offset")
+
+
 def checked_serde(src: Node, defaults: tuple):
     """The source's value serde when a value may fail to decode, else None: a repartition topic
     holds what this application's serdes wrote."""
     vs = src.value_serde or defaults[1]
-    return None if src.internal or vs is None or isinstance(vs, _CANNOT_FAIL) else vs
+    return None if src.internal or vs is None or cannot_fail(vs) else vs
 
 
 def check_column(serde):

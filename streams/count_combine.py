@@ -9,10 +9,10 @@ once. Two counts qualify, each alone in its sub-topology behind the record cache
 
 - ``groupByKey()/groupBy(...).count()`` of a stream (Kafka's ``KStreamAggregate`` with the count
   functions), also right behind Spark's SQL steps that keep the key (the rows they leave, decoded,
-  with the key encoded again by its serde): a record with a key and a value adds one, the row's timestamp is the largest of its
-  records' and its own; a record whose key or value reads as null is skipped (logged once per
-  batch and partition here, where Kafka logs each). Keys are counted per bytes and merged per
-  decoded key in the task (counts add).
+  with the key encoded again by its serde): a record with a key and a value adds one, the row's
+  timestamp is the largest of its records' and its own; a record whose key or value reads as null
+  is skipped (logged once per batch and partition here, where Kafka logs each). Keys are counted
+  per bytes and merged per decoded key in the task (counts add).
 - ``table.groupBy(...).count()`` (``KTableAggregate``), whose repartition topic carries changes
   (``Change(new, old)`` packed, :func:`streams.stateless.pack_change`): the subtractor runs only on
   a group that has a row, so the record order matters up to a group's first added row. Per key the
@@ -32,7 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from streams.arrow_step import check_column, headers_as_json, headers_back, lone_source
+from streams.arrow_step import (by_partition, cannot_fail, check_column, headers_as_json, headers_back,
+                                lone_source)
 from streams.errors import StreamsError
 from streams.topology import SubTopology
 
@@ -59,7 +60,6 @@ def combinable(sub: SubTopology, defaults: tuple, cache_bytes: int, plan=None) -
     ``plan``: the sub-topology's :class:`streams.spark_plan.Plan` when Spark runs SQL steps before
     the task (a stream's count behind a filter, mapValues or flatMapValues that keep the key)."""
     from streams.aggregate import KStreamAggregate, KTableAggregate, count_adder, count_subtractor
-    from streams.arrow_step import _CANNOT_FAIL
     if plan is not None and plan.source is not None:
         return _after_sql(sub, defaults, cache_bytes, plan)
     src = lone_source(sub, cache_bytes, ("stream", "repartition"))
@@ -76,7 +76,7 @@ def combinable(sub: SubTopology, defaults: tuple, cache_bytes: int, plan=None) -
     if type(proc) is KStreamAggregate and not changes and proc.aggregator is count_adder:
         vs = src.value_serde or defaults[1]
         # a value this application wrote reads back as itself: null only when its bytes are
-        decoded = not src.internal and vs is not None and not isinstance(vs, _CANNOT_FAIL)
+        decoded = not src.internal and vs is not None and not cannot_fail(vs)
         return KeyCount(agg.name, False, ks, vs if decoded else None)
     return None
 
@@ -124,11 +124,10 @@ def count_batches(c: KeyCount):
     """``mapInArrow``'s function: each input partition's rows counted per key bytes."""
     def run(batches):
         import pyarrow as pa
-        from streams.window_combine import _partitions
         batches = [b for b in batches if b.num_rows]
         if not batches:
             return
-        for part in _partitions(pa.Table.from_batches(batches)):
+        for part in by_partition(pa.Table.from_batches(batches)):
             yield from count_table(part, c.table).to_batches()
     return run
 

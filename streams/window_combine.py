@@ -23,17 +23,18 @@ changed window per commit, its timestamp the window's largest, its headers the l
 the step runs only where the cache is on (``statestore.cache.max.bytes`` > 0, the store cached),
 for ``count`` over ``TimeWindows`` with ``emitStrategy(onWindowUpdate)``, fed straight from one
 source topic (or right behind Spark's SQL steps that keep the key: the rows they leave, decoded,
-the key encoded again by its serde), with no other store in the sub-topology. Spark still decodes every key (a key that
-decodes to null is dropped, as record by record) and, from a topic the application did not
-write, every value whose serde can fail, so a malformed record fails the query as it would in
-the task. Windows are counted per key's bytes and merged per decoded key in the task.
+the key encoded again by its serde), with no other store in the sub-topology. Spark still
+decodes every key (a key that decodes to null is dropped, as record by record) and, from a topic
+the application did not write, every value whose serde can fail, so a malformed record fails the
+query as it would in the task. Windows are counted per key's bytes and merged per decoded key in the task.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from streams.arrow_step import check_column, checked_serde, headers_as_json, headers_back, lone_source
+from streams.arrow_step import (by_partition, check_column, checked_serde, headers_as_json, headers_back,
+                                lone_source)
 from streams.topology import SubTopology
 
 COMBINED_COLUMNS = ("window_start", "window_count", "first_offset", "stream_time")
@@ -111,20 +112,9 @@ def combine_batches(c: Combine):
         if not batches:
             return
         table = pa.Table.from_batches(batches)
-        for part in _partitions(table):
+        for part in by_partition(table):
             yield from combine_table(part, c).to_batches()
     return run
-
-
-def _partitions(table):
-    import pyarrow.compute as pc
-    pairs = table.select(["topic", "partition"]).group_by(["topic", "partition"]).aggregate([]).to_pylist()
-    if len(pairs) == 1:
-        yield table.sort_by("offset")
-        return
-    for p in pairs:
-        mask = pc.and_(pc.equal(table["topic"], p["topic"]), pc.equal(table["partition"], p["partition"]))
-        yield table.filter(mask).sort_by("offset")
 
 
 def combine_table(t, c: Combine):
