@@ -49,6 +49,18 @@ def by_partition(table):
         yield table.filter(mask).sort_by("offset")
 
 
+def per_partition(step):
+    """``mapInArrow``'s function applying ``step`` (an Arrow table to a table) to each input
+    partition's rows of the batches it is given, in offset order (:func:`by_partition`)."""
+    def run(batches):
+        import pyarrow as pa
+        batches = [b for b in batches if b.num_rows]
+        if batches:
+            for part in by_partition(pa.Table.from_batches(batches)):
+                yield from step(part).to_batches()
+    return run
+
+
 def checked_serde(src: Node, defaults: tuple):
     """The source's value serde when a value may fail to decode, else None: a repartition topic
     holds what this application's serdes wrote."""

@@ -32,8 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from streams.arrow_step import (by_partition, cannot_fail, check_column, headers_as_json, headers_back,
-                                lone_source)
+from streams.arrow_step import (cannot_fail, check_column, headers_as_json, headers_back, lone_source,
+                                per_partition)
 from streams.errors import StreamsError
 from streams.topology import SubTopology
 
@@ -117,19 +117,7 @@ def combined(df, c: KeyCount):
         else:
             valid = valid & F.col("value").isNotNull()
         cols.append(valid.alias("valid"))
-    return headers_back(df.select(*cols).mapInArrow(count_batches(c), COUNT_DDL))
-
-
-def count_batches(c: KeyCount):
-    """``mapInArrow``'s function: each input partition's rows counted per key bytes."""
-    def run(batches):
-        import pyarrow as pa
-        batches = [b for b in batches if b.num_rows]
-        if not batches:
-            return
-        for part in by_partition(pa.Table.from_batches(batches)):
-            yield from count_table(part, c.table).to_batches()
-    return run
+    return headers_back(df.select(*cols).mapInArrow(per_partition(lambda t: count_table(t, c.table)), COUNT_DDL))
 
 
 def change_flags(values):

@@ -33,8 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from streams.arrow_step import (by_partition, check_column, checked_serde, headers_as_json, headers_back,
-                                lone_source)
+from streams.arrow_step import (check_column, checked_serde, headers_as_json, headers_back, lone_source,
+                                per_partition)
 from streams.topology import SubTopology
 
 COMBINED_COLUMNS = ("window_start", "window_count", "first_offset", "stream_time")
@@ -101,20 +101,7 @@ def combined(df, c: Combine):
                     .alias("key_valid"))
     if c.value_serde is not None:
         cols.append(check_column(c.value_serde))
-    return headers_back(df.select(*cols).mapInArrow(combine_batches(c), COMBINED_DDL))
-
-
-def combine_batches(c: Combine):
-    """``mapInArrow``'s function: each input partition's rows counted per (key, window)."""
-    def run(batches):
-        import pyarrow as pa
-        batches = [b for b in batches if b.num_rows]
-        if not batches:
-            return
-        table = pa.Table.from_batches(batches)
-        for part in by_partition(table):
-            yield from combine_table(part, c).to_batches()
-    return run
+    return headers_back(df.select(*cols).mapInArrow(per_partition(lambda t: combine_table(t, c)), COMBINED_DDL))
 
 
 def combine_table(t, c: Combine):
