@@ -13,8 +13,9 @@ request and the supervisor's pass (which notices failed queries and restarts the
 worker's one lock, so that lock is its main loop. The worker is stuck when the lock is not free
 within the health check's timeout (a hung broker write, a query that does not stop), and the
 message names what its holder is doing (:class:`StagedLock`). It is also unhealthy once it lost its
-``group.id`` membership (it runs no connector until restarted), when its supervisor thread ended,
-and while it shuts down.
+``group.id`` membership (it runs no connector until restarted), when the thread keeping that
+membership ended or has not polled for ``max.poll.interval.ms`` (the group may have expired it
+without the worker knowing), when its supervisor thread ended, and while it shuts down.
 """
 from __future__ import annotations
 
@@ -145,6 +146,9 @@ class WorkerHealth:
             return 500, _body("unhealthy", UNHEALTHY, Stage(
                 f"out of its group: it lost its membership of group.id '{self.config.group_id}' and runs no "
                 f"connector until it is restarted", lost))
+        stalled = lease.stalled()
+        if stalled is not None:
+            return 500, _body("unhealthy", UNHEALTHY, f"The worker may be out of its group: {stalled}.")
         supervisor = self._supervisor
         if supervisor is None or not supervisor.is_alive():
             return 500, _body("unhealthy", UNHEALTHY, "The worker's supervisor thread has ended: failed "

@@ -46,10 +46,25 @@ class WorkerLease:
         self._error: Exception | None = None
         self._waiting_logged = False
         self._thread: threading.Thread | None = None
+        self.polled_at = time.monotonic()   # when the membership's poll last returned
 
     @property
     def held(self) -> bool:
         return self._held.is_set()
+
+    def stalled(self) -> str | None:
+        """Why the membership's thread may no longer keep the group, or None: it ended, or its
+        poll has not returned for ``max.poll.interval.ms`` (the client then leaves the group, and
+        its revocation callback cannot run while the thread hangs, so ``held`` would stay set)."""
+        if self._stopping.is_set() or self._thread is None:
+            return None
+        if not self._thread.is_alive():
+            return "its group membership thread has ended"
+        idle = time.monotonic() - self.polled_at
+        if idle * 1000 > self.config.rebalance_timeout_ms:
+            return (f"its group membership thread has not polled for {idle:.0f} s (max.poll.interval.ms="
+                    f"{self.config.rebalance_timeout_ms}): the group may have expired it")
+        return None
 
     def acquire(self) -> "WorkerLease":
         """Join the group and wait for the partition for one session (plus a heartbeat and the
@@ -94,6 +109,7 @@ class WorkerLease:
                 self._error = e
                 self._lose()
                 return
+            self.polled_at = time.monotonic()
 
     def _assigned(self, consumer, partitions) -> None:
         if any((tp.topic, tp.partition) == self.partition for tp in partitions):

@@ -6,6 +6,7 @@ naming what holds it. Real HTTP against a real worker's REST server and a real b
 connector runs a query, so the worker needs no Spark."""
 from __future__ import annotations
 
+import re
 import threading
 import time
 from types import SimpleNamespace
@@ -129,4 +130,28 @@ def test_health_is_unhealthy_while_a_request_hangs_holding_the_worker(broker_fac
             create.join(120)
             _wait_for(lambda: _health(server) == (200, HEALTHY), "GET /health healthy again")
     finally:
+        worker.close()
+
+
+def test_health_is_unhealthy_when_the_group_membership_thread_stops_polling(shared_broker, topic_name, tmp_path):
+    """A membership whose poll hangs past ``max.poll.interval.ms`` (``rebalance.timeout.ms``) may
+    have been expired by the group without its revocation callback running (it runs in that poll),
+    so the worker would still think it holds the group: GET /health says so instead of healthy."""
+    worker = Worker(_SessionWithoutQueries(), {"bootstrap.servers": shared_broker.bootstrap, "group.id": topic_name,
+                                               "state.dir": str(tmp_path / "state"), "session.timeout.ms": 6000,
+                                               "heartbeat.interval.ms": 500, "rebalance.timeout.ms": 1500}).start()
+    release = threading.Event()
+    consumer = worker._lease._consumer
+    poll = consumer.poll
+    consumer.poll = lambda timeout=None: (release.wait(60), poll(timeout))[1]
+    try:
+        with RestServer(worker, "127.0.0.1", 0) as server:
+            code, body = _wait_for(lambda: (lambda h: h if h[0] != 200 else None)(_health(server)),
+                                   "GET /health noticing the hung membership thread")
+            assert code == 500 and body["status"] == "unhealthy"
+            assert re.fullmatch(re.escape(UNHEALTHY) + r" The worker may be out of its group: its group membership "
+                                r"thread has not polled for \d+ s \(max\.poll\.interval\.ms=1500\): the group may "
+                                r"have expired it\.", body["message"]), body
+    finally:
+        release.set()
         worker.close()
