@@ -174,7 +174,11 @@ def timestamp_range(body, compression: int = COMPRESSION_NONE) -> tuple[int, int
     header's ``compression`` bits), -1 (no timestamp) included, as :func:`encode_batch` writes
     them into the batch header."""
     if compression != COMPRESSION_NONE:     # inflate the timestamps' buffer alone, not every column
-        times = ipc_layout.fixed8_values(body, _LAYOUT, 2)
+        try:
+            times = ipc_layout.fixed8_values(body, _LAYOUT, 2)
+        except ipc_layout.LayoutError as e:
+            from broker.errors import CorruptRecordError
+            raise CorruptRecordError(f"a batch body's timestamps do not decode ({e})") from None
         if times is not None:
             return int(times.min()), int(times.max())
     bounds = pc.min_max(decode_produced(body).column(2))     # zero-copy uncompressed; skips nulls

@@ -203,8 +203,15 @@ def fixed8_values(body, expected: Expected, column: int, layout: Layout | None =
         declared = _I64.unpack_from(view, 0)[0]
         if declared == -1:
             view = view[8:]
+        elif not 8 * rows <= declared <= 8 * rows + 64:    # Arrow writes 8 * rows; a claim is allocated first
+            raise LayoutError(f"a compressed {rows}-row int64 buffer declares {declared} bytes uncompressed")
         else:
-            view = pa.decompress(view[8:], declared, codec=_CODEC_NAMES[layout.codec], asbytes=True)
+            try:
+                view = pa.decompress(view[8:], declared, codec=_CODEC_NAMES[layout.codec], asbytes=True)
+            except (pa.ArrowException, OSError, ValueError) as e:
+                raise LayoutError(f"a compressed int64 buffer does not inflate ({e})") from None
+            if len(view) != declared:
+                raise LayoutError(f"a compressed int64 buffer inflates to {len(view)} bytes, not {declared}")
     return np.frombuffer(view, dtype="<i8", count=rows)
 
 

@@ -491,3 +491,25 @@ def test_a_bodys_timestamp_range_is_read_from_its_timestamps_alone_and_skips_nul
     h = parse_header(data, 0)
     assert arrow_body.timestamp_range(memoryview(data)[HEADER_SIZE:], h.compression) == (7, 40) \
         == (h.base_timestamp, h.max_timestamp)
+
+
+@pytest.mark.parametrize("compression", ["lz4", "zstd"])
+def test_compressed_timestamps_that_claim_too_much_or_do_not_inflate_are_corrupt(compression):
+    """A fuzzed uncompressed-length prefix would have the broker allocate it before inflating (a
+    MemoryError, answered as an unknown server error): it is refused as corrupt, as bytes that do
+    not inflate are."""
+    from broker.records.batch import parse_header
+    data = arrow_body.encode_batch(arrow_body.record_batch([b"k"] * 10, [b"v"] * 10, list(range(10))), compression)
+    body, codec = bytes(data[HEADER_SIZE:]), parse_header(data, 0).compression
+    layout = ipc_layout.read_layout(body)
+    node = arrow_body._LAYOUT.top_level[2]
+    at, length = layout.buffers[next(i for i, (n, kind) in enumerate(arrow_body._LAYOUT.buffer_kinds)
+                                     if n == node and kind == ipc_layout.FIXED8)]
+    at += layout.body_start
+    huge = bytearray(body)
+    struct.pack_into("<q", huge, at, 2**60)
+    garbage = bytearray(body)
+    garbage[at + 8: at + length] = bytes(length - 8)
+    for bad in (huge, garbage):
+        with pytest.raises(CorruptRecordError, match="timestamps do not decode"):
+            arrow_body.timestamp_range(memoryview(bytes(bad)), codec)
